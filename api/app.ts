@@ -1,0 +1,83 @@
+// The Koa application: the middleware that applies to every request, then the
+// routers (health, API, OpenAPI and reference page, admin tRPC).
+import Router from '@koa/router';
+import Koa from 'koa';
+import type { Pool } from '../db/pool.ts';
+import type { Config } from '../lib/config.ts';
+import { adminMiddleware } from './admin/koa.ts';
+import { KeyCache } from './auth/key-cache.ts';
+import { ApiError } from './errors.ts';
+import { requestMiddleware, httpsOnly } from './middleware/request.ts';
+import { RateLimiter } from './middleware/rate-limit.ts';
+import { ResponseCache } from './middleware/response-cache.ts';
+import { openApiDocument, referencePage } from './openapi.ts';
+import { TotalsCache } from './pagination.ts';
+import { mountRoutes } from './route.ts';
+import { apiRoutes } from './routes/index.ts';
+import type { ApiContext, Deps } from './types.ts';
+
+export type AppOptions = { config: Config; pool: Pool; databaseUrl: string; rateLimitPool?: Pool };
+
+export async function createDeps(options: AppOptions): Promise<Deps> {
+  const keyCache = new KeyCache(options.databaseUrl);
+  await keyCache.start();
+  return {
+    config: options.config,
+    pool: options.pool,
+    keyCache,
+    rateLimiter: new RateLimiter(options.rateLimitPool ?? options.pool),
+    totals: new TotalsCache(),
+    responseCache: new ResponseCache(),
+  };
+}
+
+export async function closeDeps(deps: Deps): Promise<void> {
+  deps.rateLimiter.close();
+  await deps.keyCache.close();
+}
+
+export function createApp(deps: Deps): Koa {
+  const app = new Koa();
+  app.proxy = true; // behind the platform router: trust X-Forwarded-*
+  (app.context as unknown as { deps: Deps }).deps = deps;
+  // Errors are rendered by requestMiddleware; Koa's own handler only sees
+  // socket-level failures, which are not worth a stack trace per client.
+  app.silent = true;
+
+  app.use(requestMiddleware() as never);
+  app.use(httpsOnly(deps.config.isProduction) as never);
+
+  const root = new Router();
+  root.get('/healthz', async (ctx) => {
+    try {
+      await deps.pool.query('SELECT 1');
+      ctx.body = { status: 'ok' };
+    } catch {
+      throw new ApiError('service_unavailable', 'La base de datos no responde.');
+    }
+  });
+  root.get('/api/v1/openapi.json', (ctx) => {
+    ctx.body = openApiDocument(deps.config);
+  });
+  root.get(['/api/v1/docs', '/api/v1/reference'], (ctx) => {
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'");
+    ctx.body = referencePage(deps.config);
+  });
+  root.all('/admin/trpc/*path', adminMiddleware(deps) as never);
+  app.use(root.routes());
+
+  const api = new Router({ prefix: '/api/v1' });
+  mountRoutes(api, apiRoutes, deps.config.rateLimitPerMinute);
+  app.use(api.routes());
+  app.use(
+    api.allowedMethods({
+      throw: true,
+      methodNotAllowed: () => new ApiError('method_not_allowed'),
+      notImplemented: () => new ApiError('method_not_allowed'),
+    }),
+  );
+  return app;
+}
+
+export type { ApiContext };

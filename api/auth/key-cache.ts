@@ -1,0 +1,85 @@
+// Per-process cache of authenticated keys, so the hot path does not pay a
+// database round trip per request for the key lookup. It stays correct across
+// processes: every change to a key or its company (revoke, scopes, modules)
+// sends NOTIFY on AUTH_CHANNEL in the same transaction, and each process
+// LISTENs and drops its whole cache. While the LISTEN connection is down the
+// cache is bypassed, so a missed notification can never keep a revoked key
+// alive. Entries also expire after TTL_MS as a last line of defence.
+import pg from 'pg';
+import type { Queryable } from '../../db/pool.ts';
+import { findKeyByDigest, type AuthKey } from './keys.ts';
+
+export const AUTH_CHANNEL = 'workspace_auth';
+const TTL_MS = 60_000;
+const MAX_ENTRIES = 10_000;
+
+export async function notifyAuthChange(db: Queryable): Promise<void> {
+  await db.query(`SELECT pg_notify('${AUTH_CHANNEL}', '')`);
+}
+
+export class KeyCache {
+  #entries = new Map<string, { key: AuthKey | null; expires: number }>();
+  #listener: pg.Client | null = null;
+  #listening = false;
+  #closed = false;
+  #connectionString: string;
+
+  constructor(connectionString: string) {
+    this.#connectionString = connectionString;
+  }
+
+  async start(): Promise<void> {
+    await this.#connect().catch(() => this.#scheduleReconnect());
+  }
+
+  async #connect(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.#connectionString });
+    client.on('error', () => this.#lost(client));
+    client.on('end', () => this.#lost(client));
+    client.on('notification', () => this.#entries.clear());
+    await client.connect();
+    await client.query(`LISTEN ${AUTH_CHANNEL}`);
+    this.#entries.clear();
+    this.#listener = client;
+    this.#listening = true;
+  }
+
+  #lost(client: pg.Client): void {
+    if (this.#listener !== client) return;
+    this.#listening = false;
+    this.#listener = null;
+    this.#entries.clear();
+    this.#scheduleReconnect();
+  }
+
+  #scheduleReconnect(): void {
+    if (this.#closed) return;
+    setTimeout(() => {
+      if (!this.#closed) this.#connect().catch(() => this.#scheduleReconnect());
+    }, 1000).unref();
+  }
+
+  async lookup(db: Queryable, digest: Buffer): Promise<AuthKey | null> {
+    const cacheKey = digest.toString('base64');
+    if (this.#listening) {
+      const hit = this.#entries.get(cacheKey);
+      if (hit && hit.expires > Date.now()) return hit.key;
+    }
+    const key = await findKeyByDigest(db, digest);
+    // Only valid keys are cached: caching misses would let a flood of random
+    // secrets evict the useful entries.
+    if (this.#listening && key) {
+      if (this.#entries.size >= MAX_ENTRIES) this.#entries.clear();
+      this.#entries.set(cacheKey, { key, expires: Date.now() + TTL_MS });
+    }
+    return key;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const client = this.#listener;
+    this.#listener = null;
+    this.#listening = false;
+    await client?.end().catch(() => {});
+  }
+}

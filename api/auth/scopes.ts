@@ -1,0 +1,53 @@
+// Scopes are `<action>-<resource>` (contract, Authentication 2).
+
+export const SCOPE_ACTIONS = ['create', 'read', 'update', 'delete'] as const;
+
+export const SCOPE_RESOURCES = [
+  'products',
+  'product_categories',
+  'customers',
+  'leads',
+  'automations',
+  'calendar_events',
+  'forms',
+  'form_submissions',
+  'company',
+  'users',
+  'webhook_endpoints',
+  'accounts',
+  'incomes',
+  'expenses',
+  'reports',
+] as const;
+
+export type ScopeResource = (typeof SCOPE_RESOURCES)[number];
+export type ScopeAction = (typeof SCOPE_ACTIONS)[number];
+
+/** form_submissions only has `create` in the contract. */
+export const ALL_SCOPES: readonly string[] = SCOPE_RESOURCES.flatMap((resource) =>
+  resource === 'form_submissions'
+    ? [`create-${resource}`]
+    : SCOPE_ACTIONS.map((action) => `${action}-${resource}`),
+);
+
+const KNOWN = new Set(ALL_SCOPES);
+
+export function isScope(value: string): boolean {
+  return KNOWN.has(value);
+}
+
+/** `all` or a comma list; throws on an unknown slug so a typo never silently grants less. */
+export function parseScopes(input: string | string[]): string[] {
+  const parts = (Array.isArray(input) ? input : input.split(','))
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (parts.length === 1 && parts[0] === 'all') return [...ALL_SCOPES];
+  const unknown = parts.filter((s) => !KNOWN.has(s));
+  if (unknown.length > 0) throw new Error(`Unknown scope(s): ${unknown.join(', ')}`);
+  if (parts.length === 0) throw new Error('At least one scope is required');
+  return [...new Set(parts)];
+}
+
+// Opt-in modules (contract, Authentication 6): enabled by operators, never by API.
+export const OPT_IN_MODULES = ['automations', 'invoicing'] as const;
+export type Module = (typeof OPT_IN_MODULES)[number];

@@ -1,0 +1,77 @@
+// User-defined attributes (contract, Product: custom properties). Written as
+// an array of `{key, value}`, stored as one jsonb object, read back flattened
+// into top-level keys of the resource. Keys that collide with a field of the
+// resource are dropped, on write and on read, so a property can never shadow
+// or overwrite a real field.
+//
+// Values may be text, numbers, booleans, lists, objects, lists of objects and
+// files (an object `{type: "file", url, filename?, content_type?, size_bytes?}`).
+// On PATCH the array is merged by key; a `null` value removes the key.
+import { z } from 'zod';
+import { validationFailed } from './errors.ts';
+
+export const MAX_CUSTOM_PROPERTIES = 100;
+const MAX_VALUE_BYTES = 10_000;
+
+const fileValue = z.strictObject({
+  type: z.literal('file'),
+  url: z.url(),
+  filename: z.string().max(255).optional(),
+  content_type: z.string().max(255).optional(),
+  size_bytes: z.number().int().min(0).optional(),
+});
+
+const jsonValue: z.ZodType<unknown> = z.lazy(() =>
+  z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(jsonValue), z.record(z.string(), jsonValue)]),
+);
+
+export const customPropertyValue = z
+  .union([fileValue, jsonValue])
+  .refine((v) => Buffer.byteLength(JSON.stringify(v) ?? '') <= MAX_VALUE_BYTES, {
+    message: `el valor no puede superar ${MAX_VALUE_BYTES} bytes`,
+  });
+
+export const customPropertiesWrite = z
+  .array(
+    z.strictObject({
+      key: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'minúsculas, dígitos y guion bajo; empieza con letra; máximo 64'),
+      value: customPropertyValue,
+    }),
+  )
+  .max(MAX_CUSTOM_PROPERTIES)
+  .refine((items) => new Set(items.map((i) => i.key)).size === items.length, { message: 'claves repetidas' })
+  .describe('Propiedades personalizadas: arreglo de {key, value}; en lectura aparecen como claves de primer nivel');
+
+export type CustomPropertiesWrite = z.infer<typeof customPropertiesWrite>;
+
+/** Merges a write into the stored object; reserved keys are dropped, null deletes. */
+export function mergeCustomProperties(
+  stored: Record<string, unknown>,
+  write: CustomPropertiesWrite,
+  reserved: ReadonlySet<string>,
+): Record<string, unknown> {
+  const next: Record<string, unknown> = { ...stored };
+  for (const { key, value } of write) {
+    if (reserved.has(key)) continue;
+    if (value === null) delete next[key];
+    else next[key] = value;
+  }
+  if (Object.keys(next).length > MAX_CUSTOM_PROPERTIES) {
+    throw validationFailed({ custom_properties: [`máximo ${MAX_CUSTOM_PROPERTIES} propiedades`] });
+  }
+  return next;
+}
+
+/** Resource fields first; custom properties fill only keys the resource does not use. */
+export function flattenCustomProperties<T extends Record<string, unknown>>(
+  resource: T,
+  properties: Record<string, unknown> | null | undefined,
+  reserved: ReadonlySet<string>,
+): T & Record<string, unknown> {
+  const out: Record<string, unknown> = { ...resource };
+  for (const [key, value] of Object.entries(properties ?? {})) {
+    if (reserved.has(key) || key in resource) continue;
+    out[key] = value;
+  }
+  return out as T & Record<string, unknown>;
+}

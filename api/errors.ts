@@ -1,0 +1,68 @@
+// One error class with a closed set of codes and one code→status table. The
+// error middleware renders `{error, message, errors?}` (contract, Errors);
+// tRPC and MCP map the same codes to their own shapes.
+
+export const ERROR_CODES = {
+  invalid_id: { status: 400, message: 'El identificador no es un ObjectId válido.' },
+  invalid_cursor: { status: 400, message: 'El cursor de paginación no corresponde a ningún registro.' },
+  invalid_parameter: { status: 400, message: 'Un parámetro de la consulta no es válido.' },
+  invalid_json: { status: 400, message: 'El cuerpo de la petición no es JSON válido.' },
+  invalid_idempotency_key: { status: 400, message: 'La cabecera Idempotency-Key debe tener entre 1 y 255 caracteres.' },
+  offset_too_deep: { status: 400, message: 'El parámetro page no puede ser mayor que 200; usa starting_after.' },
+  invalid_key: { status: 401, message: 'La clave de API no es válida.' },
+  origin_not_allowed: { status: 403, message: 'El origen de la petición no está permitido para esta clave.' },
+  insufficient_scope: { status: 403, message: 'La clave no tiene el permiso necesario para esta operación.' },
+  module_not_enabled: { status: 403, message: 'El módulo no está habilitado para esta empresa.' },
+  self_delete_forbidden: { status: 403, message: 'No puedes eliminar al usuario dueño de la clave de API.' },
+  not_found: { status: 404, message: 'El recurso no existe.' },
+  method_not_allowed: { status: 405, message: 'Método no permitido para esta ruta.' },
+  duplicate_reference: { status: 409, message: 'Otro registro de la empresa ya usa ese metadata.external_ref.' },
+  email_taken: { status: 409, message: 'Ya existe un usuario con ese correo.' },
+  idempotency_in_progress: { status: 409, message: 'Otra petición con la misma Idempotency-Key sigue en curso.' },
+  idempotency_body_too_large: { status: 413, message: 'El cuerpo supera 100 KB y no puede enviarse con Idempotency-Key.' },
+  request_too_large: { status: 413, message: 'El cuerpo de la petición es demasiado grande.' },
+  unsupported_media_type: { status: 415, message: 'Tipo de contenido no soportado; usa application/json.' },
+  validation_failed: { status: 422, message: 'Los datos enviados no son válidos.' },
+  parameter_missing: { status: 422, message: 'Falta un parámetro obligatorio.' },
+  idempotency_key_reused: { status: 422, message: 'La Idempotency-Key ya se usó con otro cuerpo o ruta.' },
+  not_supported_yet: { status: 422, message: 'Esta acción todavía no está soportada por la API.' },
+  invalid_metadata: { status: 422, message: 'metadata no es válido.' },
+  period_locked: { status: 422, message: 'El periodo contable está cerrado.' },
+  already_invoiced: { status: 422, message: 'La venta ya tiene una factura timbrada.' },
+  sale_without_tax: { status: 422, message: 'La venta tiene conceptos sin IVA.' },
+  no_emitter: { status: 422, message: 'La empresa no tiene datos fiscales o sellos completos.' },
+  customer_no_rfc: { status: 422, message: 'El cliente de la venta no tiene RFC.' },
+  form_inactive: { status: 422, message: 'El formulario no está activo.' },
+  invalid_user: { status: 422, message: 'El usuario no pertenece a la empresa.' },
+  team_limit_reached: { status: 422, message: 'La empresa alcanzó su límite de miembros del equipo.' },
+  https_required: { status: 426, message: 'Solo se aceptan peticiones HTTPS.' },
+  rate_limited: { status: 429, message: 'Demasiadas peticiones; espera antes de reintentar.' },
+  internal_error: { status: 500, message: 'Error interno del servidor.' },
+  service_unavailable: { status: 503, message: 'El servicio no está disponible en este momento.' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export type FieldErrors = Record<string, string[]>;
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: ErrorCode;
+  readonly extra: Record<string, unknown>;
+
+  constructor(code: ErrorCode, message?: string, extra: Record<string, unknown> = {}) {
+    super(message ?? ERROR_CODES[code].message);
+    this.name = 'ApiError';
+    this.code = code;
+    this.status = ERROR_CODES[code].status;
+    this.extra = extra;
+  }
+
+  toBody(): Record<string, unknown> {
+    return { error: this.code, message: this.message, ...this.extra };
+  }
+}
+
+export function validationFailed(errors: FieldErrors, message?: string): ApiError {
+  return new ApiError('validation_failed', message, { errors });
+}

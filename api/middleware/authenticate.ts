@@ -1,0 +1,62 @@
+// Bearer API key → tenant (contract, Authentication 1-6). Every way a key can
+// be wrong yields the same 401 body, so a client cannot tell a revoked key
+// from a typo and an attacker learns nothing from the difference.
+import type { Next } from 'koa';
+import { digestSecret, isWellFormedSecret } from '../auth/keys.ts';
+import { ApiError } from '../errors.ts';
+import type { ApiContext } from '../types.ts';
+
+export function bearerToken(header: string): string | null {
+  const match = /^Bearer +(\S+) *$/i.exec(header);
+  return match ? match[1] : null;
+}
+
+export async function authenticate(ctx: ApiContext, next: Next) {
+  const secret = bearerToken(ctx.get('Authorization'));
+  if (!secret || !isWellFormedSecret(secret)) throw new ApiError('invalid_key');
+  const key = await ctx.deps.keyCache.lookup(ctx.deps.pool, digestSecret(secret));
+  if (!key) throw new ApiError('invalid_key');
+  ctx.state.auth = key;
+  if (key.allowedOrigins.length > 0 && !originAllowed(ctx, key.allowedOrigins)) {
+    throw new ApiError('origin_not_allowed');
+  }
+  await next();
+}
+
+/**
+ * The allow-list holds host names: `shop.example.com` matches exactly,
+ * `*.example.com` matches any subdomain (not the apex). The Origin header is
+ * checked, else Referer; a key with an allow-list refuses requests that carry
+ * neither, since the list exists to pin where the key may be used from.
+ */
+export function originAllowed(ctx: ApiContext, allowed: string[]): boolean {
+  const source = ctx.get('Origin') || ctx.get('Referer');
+  if (!source || source === 'null') return false;
+  let host: string;
+  try {
+    host = new URL(source).hostname.toLowerCase();
+  } catch {
+    return false;
+  }
+  return allowed.some((entry) => {
+    const pattern = entry.toLowerCase();
+    if (pattern.startsWith('*.')) return host.endsWith(pattern.slice(1)) && host.length > pattern.length - 1;
+    return host === pattern;
+  });
+}
+
+export function requireScope(scope: string) {
+  return async function scopeCheck(ctx: ApiContext, next: Next) {
+    if (!ctx.state.auth?.scopes.includes(scope)) throw new ApiError('insufficient_scope', undefined, { required: scope });
+    await next();
+  };
+}
+
+export function requireModule(module: string) {
+  return async function moduleCheck(ctx: ApiContext, next: Next) {
+    if (!ctx.state.auth?.enabledModules.includes(module)) {
+      throw new ApiError('module_not_enabled', `El módulo ${module} no está habilitado para esta empresa.`, { module });
+    }
+    await next();
+  };
+}

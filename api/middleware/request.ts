@@ -1,0 +1,73 @@
+// First middleware: request id, version headers, the contract's error body,
+// and one structured log line per request. Anything that is not an ApiError
+// becomes a logged 500 with the request id; no stack or SQL reaches a client.
+import { randomUUID } from 'node:crypto';
+import type { Next } from 'koa';
+import { log, logError } from '../../lib/log.ts';
+import { API_RELEASED_AT, API_VERSION } from '../../lib/version.ts';
+import { ApiError } from '../errors.ts';
+import type { ApiContext } from '../types.ts';
+
+const INBOUND_ID = /^[A-Za-z0-9._-]{8,200}$/;
+
+export function toApiError(error: unknown): ApiError | null {
+  if (error instanceof ApiError) return error;
+  const status = (error as { status?: number; statusCode?: number })?.status ?? (error as { statusCode?: number })?.statusCode;
+  const type = (error as { type?: string })?.type;
+  // Errors raised by the body parser (co-body / formidable) carry a status.
+  if (status === 413 || type === 'entity.too.large') return new ApiError('request_too_large');
+  if (status === 415) return new ApiError('unsupported_media_type');
+  if (status === 400 && (type === 'entity.parse.failed' || error instanceof SyntaxError)) return new ApiError('invalid_json');
+  if (status === 400) return new ApiError('invalid_parameter', (error as Error).message);
+  return null;
+}
+
+export function requestMiddleware() {
+  return async function request(ctx: ApiContext, next: Next) {
+    const started = performance.now();
+    const inbound = ctx.get('X-Request-Id');
+    const requestId = INBOUND_ID.test(inbound) ? inbound : randomUUID();
+    ctx.state.requestId = requestId;
+    ctx.set('X-Request-Id', requestId);
+    ctx.set('X-Service-API-Version', API_VERSION);
+    ctx.set('X-Service-API-Released-At', API_RELEASED_AT);
+    let failure: unknown;
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) throw new ApiError('not_found');
+    } catch (error) {
+      const apiError = toApiError(error);
+      if (apiError) {
+        ctx.status = apiError.status;
+        ctx.body = apiError.toBody();
+      } else {
+        failure = error;
+        logError('request.failed', error, { request_id: requestId, method: ctx.method, path: ctx.path });
+        ctx.status = 500;
+        ctx.body = { error: 'internal_error', message: 'Error interno del servidor.', request_id: requestId };
+      }
+    }
+    log('request', {
+      request_id: requestId,
+      method: ctx.method,
+      path: ctx.path,
+      status: ctx.status,
+      duration_ms: Math.round((performance.now() - started) * 10) / 10,
+      company_id: ctx.state.auth?.companyId,
+      key_id: ctx.state.auth?.keyId,
+      ...(failure ? { error: true } : {}),
+    });
+  };
+}
+
+/** NODE_ENV=production: plain HTTP is refused with 426 (contract, Authentication 7). */
+export function httpsOnly(enabled: boolean) {
+  return async function requireHttps(ctx: ApiContext, next: Next) {
+    if (enabled && ctx.path !== '/healthz') {
+      // Behind the platform router TLS ends there; it says so in X-Forwarded-Proto.
+      const proto = (ctx.get('X-Forwarded-Proto').split(',')[0] || ctx.protocol).trim().toLowerCase();
+      if (proto !== 'https') throw new ApiError('https_required');
+    }
+    await next();
+  };
+}

@@ -1,0 +1,195 @@
+// OpenAPI 3.1 description generated from the router table: the same zod
+// schemas that validate requests describe them here (one source of truth).
+// The reference page is rendered from this document by the server itself,
+// with no external scripts or fonts, so it works offline.
+import { z } from 'zod';
+import type { Config } from '../lib/config.ts';
+import { API_RELEASED_AT, API_VERSION } from '../lib/version.ts';
+import { ERROR_CODES, type ErrorCode } from './errors.ts';
+import { listMetaSchema } from './pagination.ts';
+import type { RouteDef } from './route.ts';
+import { apiRoutes } from './routes/index.ts';
+
+type JsonSchema = Record<string, unknown>;
+
+function schema(type: z.ZodType, io: 'input' | 'output'): JsonSchema {
+  const out = z.toJSONSchema(type, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
+  delete out.$schema;
+  return out;
+}
+
+const errorSchema: JsonSchema = {
+  type: 'object',
+  required: ['error', 'message'],
+  properties: {
+    error: { type: 'string', enum: Object.keys(ERROR_CODES), description: 'Código estable: ramifica con él, no con message' },
+    message: { type: 'string', description: 'Texto legible en español' },
+    errors: {
+      type: 'object',
+      additionalProperties: { type: 'array', items: { type: 'string' } },
+      description: 'Solo en 422 validation_failed: mensajes por campo',
+    },
+    required: { type: 'string', description: 'Solo en insufficient_scope: el scope que falta' },
+    year: { type: 'integer', description: 'Solo en period_locked' },
+    month: { type: 'integer', description: 'Solo en period_locked' },
+    request_id: { type: 'string', description: 'Solo en 5xx: el X-Request-Id de la petición' },
+  },
+};
+
+const COMMON_ERRORS: ErrorCode[] = ['invalid_key', 'origin_not_allowed', 'insufficient_scope', 'rate_limited'];
+
+function openApiPath(path: string): string {
+  return path.replace(/:(\w+)/g, '{$1}');
+}
+
+function operation(route: RouteDef) {
+  const parameters: JsonSchema[] = [];
+  for (const [name, kind] of Object.entries(route.params ?? {})) {
+    parameters.push({
+      name,
+      in: 'path',
+      required: true,
+      schema: kind === 'id' ? { type: 'string', pattern: '^[0-9a-f]{24}$' } : { type: 'string' },
+      description: kind === 'id' ? 'ObjectId' : 'ObjectId o slug',
+    });
+  }
+  if (route.query) {
+    const query = schema(route.query, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
+    for (const [name, prop] of Object.entries(query.properties ?? {})) {
+      const { description, ...rest } = prop;
+      parameters.push({ name, in: 'query', required: query.required?.includes(name) ?? false, schema: rest, description });
+    }
+  }
+  if (route.method !== 'GET' && route.method !== 'DELETE') {
+    parameters.push({
+      name: 'Idempotency-Key',
+      in: 'header',
+      required: false,
+      schema: { type: 'string', maxLength: 255 },
+      description: 'Reintentos seguros: misma clave y cuerpo repiten la respuesta guardada (24 h)',
+    });
+  }
+
+  const responses: Record<string, JsonSchema> = {};
+  if (route.status === 204) responses['204'] = { description: 'Sin contenido' };
+  else if (route.status < 400) {
+    const item = route.response ? schema(route.response, 'output') : { type: 'object' };
+    const body = route.list
+      ? { type: 'object', required: ['data', 'meta'], properties: { data: { type: 'array', items: item }, meta: schema(listMetaSchema, 'output') } }
+      : { type: 'object', required: ['data'], properties: { data: item } };
+    responses[String(route.status)] = {
+      description: 'Éxito',
+      headers: route.cache ? { 'X-Cache': { schema: { type: 'string', enum: ['HIT', 'MISS'] } } } : undefined,
+      content: { 'application/json': { schema: body } },
+    };
+  }
+  const codes = [...new Set([...(route.errors ?? []), ...COMMON_ERRORS, ...(route.module ? (['module_not_enabled'] as const) : [])])];
+  if (route.method !== 'GET' && route.method !== 'DELETE') codes.push('idempotency_key_reused', 'idempotency_body_too_large', 'idempotency_in_progress');
+  const byStatus = new Map<number, string[]>();
+  for (const code of codes) {
+    const status = ERROR_CODES[code].status;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
+    responses[String(status)] = {
+      description: list.join(', '),
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+    };
+  }
+
+  return {
+    operationId: `${route.method.toLowerCase()}${route.path.replace(/[/:](\w)/g, (_, c: string) => c.toUpperCase()).replace(/[^A-Za-z]/g, '')}`,
+    tags: [route.tag],
+    summary: route.summary,
+    description: [route.description, `Scope: \`${route.scope}\`.`, route.module ? `Módulo opcional: \`${route.module}\`.` : '']
+      .filter(Boolean)
+      .join('\n\n'),
+    'x-scope': route.scope,
+    parameters,
+    requestBody: route.body
+      ? {
+          required: true,
+          content: {
+            'application/json': {
+              schema: { type: 'object', required: ['data'], properties: { data: schema(route.body, 'input') } },
+            },
+          },
+        }
+      : undefined,
+    responses,
+  };
+}
+
+let cached: { key: string; doc: JsonSchema } | undefined;
+
+export function openApiDocument(config: Config, routes: RouteDef[] = apiRoutes): JsonSchema {
+  if (cached?.key === config.baseUrl && routes === apiRoutes) return cached.doc;
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    const p = openApiPath(route.path);
+    paths[p] ??= {};
+    paths[p][route.method.toLowerCase()] = operation(route);
+  }
+  const doc = {
+    openapi: '3.1.0',
+    info: {
+      title: 'Business Workspace API',
+      version: API_VERSION,
+      description: [
+        'API REST multiempresa. Cada clave pertenece a una empresa y solo alcanza sus registros.',
+        `Versión ${API_VERSION}, publicada el ${API_RELEASED_AT}. Cada respuesta lleva X-Service-API-Version y X-Service-API-Released-At.`,
+        'Errores: `{error, message, errors?}`; ramifica con `error`. Límite: 600 peticiones por minuto por clave (ventana deslizante), con cabeceras RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset y Retry-After en 429.',
+        'Paginación: limit (25 por defecto, máximo 100), starting_after, ending_before, page (máximo 200), include_total, include_filtered_total.',
+      ].join('\n\n'),
+    },
+    servers: [{ url: config.baseUrl }],
+    security: [{ apiKey: [] }],
+    paths,
+    components: {
+      securitySchemes: {
+        apiKey: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer service_sk_<API_KEY_SECRET>' },
+      },
+      schemas: { Error: errorSchema },
+    },
+  };
+  const json = JSON.parse(JSON.stringify(doc)) as JsonSchema; // drops undefined members
+  if (routes === apiRoutes) cached = { key: config.baseUrl, doc: json };
+  return json;
+}
+
+function escapeHtml(value: unknown): string {
+  return String(value ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+export function referencePage(config: Config): string {
+  const doc = openApiDocument(config) as { info: { title: string; version: string; description: string }; paths: Record<string, Record<string, any>> };
+  const byTag = new Map<string, string[]>();
+  for (const [path, methods] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(methods)) {
+      const params = (op.parameters ?? [])
+        .map((p: any) => `<li><code>${escapeHtml(p.name)}</code> <em>${escapeHtml(p.in)}</em>${p.required ? ' (obligatorio)' : ''} — ${escapeHtml(p.description ?? '')}</li>`)
+        .join('');
+      const body = op.requestBody ? `<details><summary>Cuerpo</summary><pre>${escapeHtml(JSON.stringify(op.requestBody.content['application/json'].schema, null, 2))}</pre></details>` : '';
+      const responses = Object.entries(op.responses ?? {})
+        .map(([status, r]: [string, any]) => `<li><code>${status}</code> ${escapeHtml(r.description)}</li>`)
+        .join('');
+      const ok = Object.entries(op.responses ?? {}).find(([s]) => s.startsWith('2')) as [string, any] | undefined;
+      const okSchema = ok?.[1].content ? `<details><summary>Respuesta ${ok[0]}</summary><pre>${escapeHtml(JSON.stringify(ok[1].content['application/json'].schema, null, 2))}</pre></details>` : '';
+      const html = `<section id="${escapeHtml(op.operationId)}"><h3><span class="m ${method}">${method.toUpperCase()}</span> <code>${escapeHtml(path)}</code></h3>
+        <p>${escapeHtml(op.summary)}. ${escapeHtml(op.description)}</p>${params ? `<ul>${params}</ul>` : ''}${body}${okSchema}<ul>${responses}</ul></section>`;
+      const tag = op.tags?.[0] ?? 'Otros';
+      byTag.set(tag, [...(byTag.get(tag) ?? []), html]);
+    }
+  }
+  const nav = [...byTag.keys()].map((t) => `<a href="#tag-${escapeHtml(t)}">${escapeHtml(t)}</a>`).join(' · ');
+  const sections = [...byTag].map(([t, ops]) => `<h2 id="tag-${escapeHtml(t)}">${escapeHtml(t)}</h2>${ops.join('')}`).join('');
+  return `<!doctype html><html lang="es"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(doc.info.title)} ${escapeHtml(doc.info.version)}</title>
+<style>body{font:15px/1.5 system-ui,sans-serif;max-width:960px;margin:2rem auto;padding:0 1rem;color:#1f2937}
+code,pre{font:13px ui-monospace,monospace;background:#f3f4f6;border-radius:4px}pre{padding:.75rem;overflow:auto}
+section{border-top:1px solid #e5e7eb;padding:.5rem 0}.m{font:bold 12px monospace;padding:2px 6px;border-radius:4px;color:#fff;background:#6b7280}
+.get{background:#2563eb}.post{background:#059669}.patch,.put{background:#d97706}.delete{background:#dc2626}</style></head>
+<body><h1>${escapeHtml(doc.info.title)} <small>${escapeHtml(doc.info.version)}</small></h1>
+<p>${escapeHtml(doc.info.description).replace(/\n\n/g, '</p><p>')}</p><p>Descripción OpenAPI 3.1: <a href="openapi.json">openapi.json</a></p>
+<nav>${nav}</nav>${sections}</body></html>`;
+}

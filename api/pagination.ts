@@ -1,0 +1,163 @@
+// The one pagination implementation behind every list (contract, Pagination).
+// Order is created_at DESC, id DESC; cursors are record ids resolved inside
+// the same query, so a page 50,000 rows deep is one index range scan just like
+// the first page (the (company_id, created_at DESC, id DESC) index).
+import { z } from 'zod';
+import type { Queryable } from '../db/pool.ts';
+import { isObjectId } from '../lib/objectid.ts';
+import { ApiError } from './errors.ts';
+
+export const DEFAULT_LIMIT = 25;
+export const MAX_LIMIT = 100;
+export const MAX_PAGE = 200;
+export const FILTERED_TOTAL_CAP = 10_000;
+export const SEARCH_FILTERED_TOTAL_CAP = 100;
+const TOTAL_TTL_MS = 60_000;
+
+export const queryBoolean = z
+  .enum(['true', 'false', '1', '0'])
+  .transform((v) => v === 'true' || v === '1');
+
+const cursor = z.string().refine(isObjectId, { message: 'invalid_id' });
+
+/** Query parameters shared by every list; resources extend it with their filters. */
+export const paginationQuery = z.object({
+  limit: z.coerce.number().int().min(1).optional().describe(`Tamaño de página; por defecto ${DEFAULT_LIMIT}, máximo ${MAX_LIMIT} (valores mayores se recortan)`),
+  starting_after: cursor.optional().describe('Id de cursor: devuelve los registros siguientes (más antiguos)'),
+  ending_before: cursor.optional().describe('Id de cursor: devuelve los registros anteriores (más nuevos)'),
+  page: z.coerce.number().int().min(1).optional().describe(`Paginación por desplazamiento (heredada), máximo ${MAX_PAGE}`),
+  include_total: queryBoolean.optional().describe('Añade total y total_pages (colección completa, sin filtros; memorizado 60 s)'),
+  include_filtered_total: queryBoolean.optional().describe('Añade filtered_total y filtered_total_pages (tope 10000; 100 con búsqueda de texto)'),
+});
+
+export type PaginationQuery = z.infer<typeof paginationQuery>;
+
+export const listMetaSchema = z.object({
+  limit: z.number().int(),
+  has_more: z.boolean(),
+  next_cursor: z.string().nullable(),
+  previous_cursor: z.string().nullable(),
+  page: z.number().int().optional(),
+  total: z.number().int().optional(),
+  total_pages: z.number().int().optional(),
+  filtered_total: z.number().int().optional(),
+  filtered_total_pages: z.number().int().optional(),
+  filtered_total_capped: z.boolean().optional(),
+});
+
+export type ListMeta = z.infer<typeof listMetaSchema>;
+
+/** Builds `$n` placeholders while collecting their values. */
+export class Params {
+  readonly values: unknown[] = [];
+  add(value: unknown): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
+}
+
+/**
+ * Whole-collection counts memoized per company for 60 s (contract, Limits).
+ * Per process on purpose: a stale total is harmless and bounded (DESIGN.md).
+ */
+export class TotalsCache {
+  #entries = new Map<string, { value: number; expires: number }>();
+
+  async get(db: Queryable, table: string, companyId: string): Promise<number> {
+    const key = `${companyId}:${table}`;
+    const hit = this.#entries.get(key);
+    if (hit && hit.expires > Date.now()) return hit.value;
+    const { rows } = await db.query(`SELECT count(*)::int AS n FROM ${table} WHERE company_id = $1`, [companyId]);
+    if (this.#entries.size > 50_000) this.#entries.clear();
+    this.#entries.set(key, { value: rows[0].n, expires: Date.now() + TOTAL_TTL_MS });
+    return rows[0].n;
+  }
+}
+
+export type ListSpec<Row> = {
+  /** Trusted table name (never from input). */
+  table: string;
+  /** Trusted select list. */
+  columns: string;
+  companyId: string;
+  /** Extra WHERE conditions (already parameterised through `params`). */
+  where?: (params: Params) => string[];
+  /** A text search is active: the filtered total cap is 100. */
+  searching?: boolean;
+  serialize: (row: Row) => unknown;
+};
+
+export async function listPage<Row>(
+  db: Queryable,
+  totals: TotalsCache,
+  spec: ListSpec<Row>,
+  query: PaginationQuery,
+): Promise<{ data: unknown[]; meta: ListMeta }> {
+  const limit = Math.min(query.limit ?? DEFAULT_LIMIT, MAX_LIMIT);
+  if (query.page !== undefined && query.page > MAX_PAGE) throw new ApiError('offset_too_deep');
+
+  const params = new Params();
+  const company = params.add(spec.companyId);
+  const conditions = [`company_id = ${company}`, ...(spec.where?.(params) ?? [])];
+  const filters = conditions.join(' AND ');
+  const filterValues = [...params.values];
+
+  // Precedence: ending_before, then starting_after, then page.
+  let direction: 'DESC' | 'ASC' = 'DESC';
+  let cursorId: string | undefined;
+  let keyset = '';
+  let offset = 0;
+  if (query.ending_before) {
+    direction = 'ASC';
+    cursorId = query.ending_before;
+    keyset = `AND (created_at, id) > (SELECT created_at, id FROM ${spec.table} WHERE company_id = ${company} AND id = ${params.add(cursorId)})`;
+  } else if (query.starting_after) {
+    cursorId = query.starting_after;
+    keyset = `AND (created_at, id) < (SELECT created_at, id FROM ${spec.table} WHERE company_id = ${company} AND id = ${params.add(cursorId)})`;
+  } else if (query.page !== undefined) {
+    offset = (query.page - 1) * limit;
+  }
+
+  const sql = `SELECT ${spec.columns} FROM ${spec.table} WHERE ${filters} ${keyset}
+    ORDER BY created_at ${direction}, id ${direction} LIMIT ${limit + 1} OFFSET ${offset}`;
+  const { rows } = await db.query(sql, params.values);
+  const hasMore = rows.length > limit;
+  const pageRows = rows.slice(0, limit);
+  if (direction === 'ASC') pageRows.reverse();
+
+  if (pageRows.length === 0 && cursorId) {
+    const found = await db.query(`SELECT 1 FROM ${spec.table} WHERE company_id = $1 AND id = $2`, [spec.companyId, cursorId]);
+    if (found.rowCount === 0) throw new ApiError('invalid_cursor');
+  }
+
+  const data = pageRows.map((row) => spec.serialize(row as Row));
+  const ids = pageRows.map((row) => (row as { id: string }).id);
+  const meta: ListMeta = {
+    limit,
+    has_more: hasMore,
+    next_cursor: ids.length ? ids[ids.length - 1] : null,
+    previous_cursor: ids.length ? ids[0] : null,
+  };
+  if (query.page !== undefined && !query.ending_before && !query.starting_after) meta.page = query.page;
+  if (query.include_total) {
+    meta.total = await totals.get(db, spec.table, spec.companyId);
+    meta.total_pages = Math.ceil(meta.total / limit);
+  }
+  if (query.include_filtered_total) {
+    const cap = spec.searching ? SEARCH_FILTERED_TOTAL_CAP : FILTERED_TOTAL_CAP;
+    const { rows: counted } = await db.query(
+      `SELECT count(*)::int AS n FROM (SELECT 1 FROM ${spec.table} WHERE ${filters} LIMIT ${cap + 1}) capped`,
+      filterValues,
+    );
+    const n = counted[0].n as number;
+    meta.filtered_total = Math.min(n, cap);
+    meta.filtered_total_pages = Math.ceil(meta.filtered_total / limit);
+    meta.filtered_total_capped = n > cap;
+  }
+  return { data, meta };
+}
+
+/** `%`, `_` and `\` are literal in a search term. */
+export function likePattern(term: string): string {
+  return `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}

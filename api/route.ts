@@ -1,0 +1,106 @@
+// The router table. Every REST operation is declared once with its scope,
+// schemas and handler; from that one declaration come the Koa route with its
+// middleware chain, the OpenAPI document (api/openapi.ts) and the list of
+// routes the cross-tenant test walks (test/security.cross-tenant.test.ts).
+import Router from '@koa/router';
+import { koaBody } from 'koa-body';
+import type { Next } from 'koa';
+import { z } from 'zod';
+import { isObjectId } from '../lib/objectid.ts';
+import { ApiError, type ErrorCode } from './errors.ts';
+import { authenticate, requireModule, requireScope } from './middleware/authenticate.ts';
+import { idempotency } from './middleware/idempotency.ts';
+import { rateLimit } from './middleware/rate-limit.ts';
+import { responseCache } from './middleware/response-cache.ts';
+import { parseData, parseQuery } from './validation.ts';
+import type { ApiContext } from './types.ts';
+
+export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+
+/** How a path parameter is validated: a strict ObjectId, or an id or slug. */
+export type ParamKind = 'id' | 'id_or_slug';
+
+export type HandlerInput<Q, D> = {
+  params: Record<string, string>;
+  query: Q;
+  data: D;
+  companyId: string;
+};
+
+export type RouteDef<Q = any, D = any> = {
+  method: Method;
+  /** Koa path relative to /api/v1, e.g. `/customers/:id`. */
+  path: string;
+  /** `<action>-<resource>`; every API route has one. */
+  scope: string;
+  module?: string;
+  tag: string;
+  summary: string;
+  description?: string;
+  params?: Record<string, ParamKind>;
+  query?: z.ZodType<Q>;
+  /** Schema of the `data` object of the body. */
+  body?: z.ZodType<D>;
+  /** Schema of one returned record (`data`, or each item of a list). */
+  response?: z.ZodType;
+  list?: boolean;
+  /** Collection name for the opt-in response cache (lists only). */
+  cache?: string;
+  status: number;
+  errors?: ErrorCode[];
+  handler: (ctx: ApiContext, input: HandlerInput<Q, D>) => Promise<unknown>;
+};
+
+export function defineRoute<Q, D>(route: RouteDef<Q, D>): RouteDef<Q, D> {
+  return route;
+}
+
+const jsonBody = koaBody({
+  json: true,
+  multipart: false,
+  urlencoded: false,
+  text: false,
+  jsonLimit: '1mb',
+  includeUnparsed: true,
+  parsedMethods: ['POST', 'PUT', 'PATCH'] as never, // koa-body types these as a TS enum
+});
+
+function validateParams(kinds: Record<string, ParamKind>) {
+  return async function params(ctx: ApiContext, next: Next) {
+    for (const [name, kind] of Object.entries(kinds)) {
+      const value = (ctx as unknown as { params: Record<string, string> }).params[name];
+      if (kind === 'id' && !isObjectId(value)) {
+        throw new ApiError('invalid_id', `El parámetro ${name} no es un ObjectId válido.`);
+      }
+    }
+    await next();
+  };
+}
+
+function handle(route: RouteDef) {
+  return async function handler(ctx: ApiContext, next: Next) {
+    const params = (ctx as unknown as { params: Record<string, string> }).params ?? {};
+    const query = route.query ? parseQuery(route.query, ctx.query) : {};
+    const data = route.body ? parseData(route.body, ctx.request.body) : undefined;
+    const body = await route.handler(ctx, { params, query, data, companyId: ctx.state.auth!.companyId });
+    ctx.status = route.status;
+    if (body !== undefined) ctx.body = body;
+    await next();
+  };
+}
+
+export function mountRoutes(router: Router<any, any>, routes: RouteDef[], defaultRateLimit: number): void {
+  for (const route of routes) {
+    const chain: Array<(ctx: ApiContext, next: Next) => Promise<void>> = [
+      authenticate,
+      rateLimit(defaultRateLimit),
+      requireScope(route.scope),
+    ];
+    if (route.module) chain.push(requireModule(route.module));
+    if (route.params) chain.push(validateParams(route.params));
+    if (route.method !== 'GET' && route.method !== 'DELETE') chain.push(jsonBody as never, idempotency);
+    if (route.cache) chain.push(responseCache(route.cache));
+    chain.push(handle(route));
+    router.register(route.path, [route.method], chain as never);
+  }
+}

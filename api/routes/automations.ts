@@ -1,0 +1,132 @@
+// Automations (contract: Automation). Created by operators with
+// `wsctl automation create`; through the API only `active` (the on/off
+// switch), `name` and `description` change. trigger_type, trigger_config and
+// steps are refused on PATCH with 422 validation_failed naming the field.
+// Automations are an opt-in module: the company must have `automations` enabled.
+import { z } from 'zod';
+import { deleteRow, findRow, iso, updateRow } from '../../db/rows.ts';
+import { ApiError } from '../errors.ts';
+import { listPage, paginationQuery } from '../pagination.ts';
+import { defineRoute } from '../route.ts';
+import { optionalText, text, timestamps } from './crm-fields.ts';
+
+const TABLE = { table: 'automations', jsonColumns: new Set(['trigger_config', 'steps']) };
+const MODULE = 'automations';
+
+export const automationSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  description: z.string().nullable(),
+  active: z.boolean().describe('Interruptor de encendido/apagado'),
+  trigger_type: z.string(),
+  trigger_config: z.record(z.string(), z.unknown()),
+  steps: z.array(z.unknown()),
+  runs_count: z.number().int(),
+  last_run_at: z.iso.datetime().nullable(),
+  ...timestamps,
+});
+
+export const automationUpdate = z
+  .strictObject({
+    name: text(200).min(1).optional(),
+    description: optionalText(2000),
+    active: z.boolean().optional(),
+  })
+  .describe('Solo active, name y description pueden cambiar');
+
+export function serializeAutomation(row: Record<string, any>) {
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    active: row.active,
+    trigger_type: row.trigger_type,
+    trigger_config: row.trigger_config,
+    steps: row.steps,
+    runs_count: row.runs_count,
+    last_run_at: iso(row.last_run_at),
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+export const automationRoutes = [
+  defineRoute({
+    method: 'GET',
+    path: '/automations',
+    scope: 'read-automations',
+    module: MODULE,
+    tag: 'Automations',
+    summary: 'Lista automatizaciones',
+    query: paginationQuery,
+    response: automationSchema,
+    list: true,
+    cache: 'automations',
+    status: 200,
+    handler: async (ctx, { query, companyId }) =>
+      listPage(ctx.deps.pool, ctx.deps.totals, { table: 'automations', columns: '*', companyId, serialize: serializeAutomation }, query),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/automations',
+    scope: 'create-automations',
+    module: MODULE,
+    tag: 'Automations',
+    summary: 'No soportado: las automatizaciones se crean en la aplicación',
+    status: 422,
+    errors: ['not_supported_yet'],
+    handler: async () => {
+      throw new ApiError('not_supported_yet', 'Crear automatizaciones por la API no está soportado todavía.');
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/automations/:id',
+    scope: 'read-automations',
+    module: MODULE,
+    tag: 'Automations',
+    summary: 'Obtiene una automatización',
+    params: { id: 'id' },
+    response: automationSchema,
+    status: 200,
+    errors: ['invalid_id', 'not_found'],
+    handler: async (ctx, { params, companyId }) => {
+      const row = await findRow(ctx.deps.pool, TABLE, companyId, params.id);
+      if (!row) throw new ApiError('not_found');
+      return { data: serializeAutomation(row) };
+    },
+  }),
+  defineRoute({
+    method: 'PATCH',
+    path: '/automations/:id',
+    scope: 'update-automations',
+    module: MODULE,
+    tag: 'Automations',
+    summary: 'Enciende/apaga o renombra una automatización',
+    params: { id: 'id' },
+    body: automationUpdate,
+    response: automationSchema,
+    status: 200,
+    errors: ['invalid_id', 'not_found', 'validation_failed'],
+    handler: async (ctx, { params, data, companyId }) => {
+      const row = await updateRow(ctx.deps.pool, TABLE, companyId, params.id, data);
+      if (!row) throw new ApiError('not_found');
+      return { data: serializeAutomation(row) };
+    },
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: '/automations/:id',
+    scope: 'delete-automations',
+    module: MODULE,
+    tag: 'Automations',
+    summary: 'Elimina una automatización',
+    params: { id: 'id' },
+    status: 204,
+    errors: ['invalid_id', 'not_found'],
+    handler: async (ctx, { params, companyId }) => {
+      if (!(await deleteRow(ctx.deps.pool, TABLE, companyId, params.id))) throw new ApiError('not_found');
+      return undefined;
+    },
+  }),
+];

@@ -1,0 +1,154 @@
+// The five standard operations of a tenant-scoped resource (list, create,
+// read, update, delete), declared from one description. Customers and leads
+// are built with it; a resource with different rules declares its routes by hand.
+import { z } from 'zod';
+import { recordEvent, type EventData } from '../../db/events.ts';
+import { transaction } from '../../db/pool.ts';
+import { deleteRow, findRow, insertRow, updateRow, type TableSpec } from '../../db/rows.ts';
+import { mergeCustomProperties, type CustomPropertiesWrite } from '../custom-properties.ts';
+import { ApiError } from '../errors.ts';
+import { likePattern, listPage, paginationQuery } from '../pagination.ts';
+import { defineRoute, type RouteDef } from '../route.ts';
+
+type Row = Record<string, any> & { id: string; custom_properties?: Record<string, unknown> };
+type Write = Record<string, unknown> & { custom_properties?: CustomPropertiesWrite };
+
+export type CrudSpec = TableSpec & {
+  /** URL segment, e.g. `/customers`. */
+  path: string;
+  /** Scope resource slug, e.g. `customers`. */
+  scopeResource: string;
+  tag: string;
+  singular: string;
+  createSchema: z.ZodType<Write>;
+  updateSchema: z.ZodType<Write>;
+  responseSchema: z.ZodType;
+  serialize: (row: any) => Record<string, unknown>;
+  /** Resource field names: custom properties may not use them. */
+  reserved: ReadonlySet<string>;
+  /** Expression searched by `q`/`search` (trigram-indexed). */
+  searchExpression?: string;
+  createdEvent?: { name: string; data: (row: any) => EventData };
+};
+
+const searchQuery = paginationQuery.extend({
+  q: z.string().trim().max(200).optional().describe('Búsqueda de texto (nombre, correo, teléfono)'),
+  search: z.string().trim().max(200).optional().describe('Alias de q'),
+});
+
+/** Maps a write payload to columns; custom properties merge into the stored object. */
+function columns(spec: CrudSpec, data: Write, existing: Row | null): Record<string, unknown> {
+  const { custom_properties, ...fields } = data;
+  const values: Record<string, unknown> = { ...fields };
+  if (custom_properties !== undefined) {
+    values.custom_properties = mergeCustomProperties(existing?.custom_properties ?? {}, custom_properties, spec.reserved);
+  }
+  return values;
+}
+
+export function crudRoutes(spec: CrudSpec): RouteDef[] {
+  const scope = (action: string) => `${action}-${spec.scopeResource}`;
+  const idParam = { id: 'id' } as const;
+  const table = spec.table;
+
+  return [
+    defineRoute({
+      method: 'GET',
+      path: spec.path,
+      scope: scope('read'),
+      tag: spec.tag,
+      summary: `Lista ${spec.tag.toLowerCase()}`,
+      query: spec.searchExpression ? searchQuery : paginationQuery,
+      response: spec.responseSchema,
+      list: true,
+      cache: table,
+      status: 200,
+      errors: ['invalid_id', 'invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
+      handler: async (ctx, { query, companyId }) => {
+        const term = (query as { q?: string }).q || (query as { search?: string }).search || undefined;
+        return listPage<Row>(
+          ctx.deps.pool,
+          ctx.deps.totals,
+          {
+            table,
+            columns: '*',
+            companyId,
+            searching: !!term,
+            where: (p) => (term && spec.searchExpression ? [`${spec.searchExpression} ILIKE ${p.add(likePattern(term))}`] : []),
+            serialize: spec.serialize,
+          },
+          query,
+        );
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      path: spec.path,
+      scope: scope('create'),
+      tag: spec.tag,
+      summary: `Crea ${spec.singular}`,
+      body: spec.createSchema,
+      response: spec.responseSchema,
+      status: 201,
+      errors: ['validation_failed', 'parameter_missing', 'idempotency_key_reused'],
+      handler: async (ctx, { data, companyId }) => {
+        const row = await transaction(ctx.deps.pool, async (client) => {
+          const created = await insertRow<Row>(client, spec, companyId, columns(spec, data, null));
+          if (spec.createdEvent) await recordEvent(client, companyId, spec.createdEvent.name, spec.createdEvent.data(created));
+          return created;
+        });
+        return { data: spec.serialize(row) };
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      path: `${spec.path}/:id`,
+      scope: scope('read'),
+      tag: spec.tag,
+      summary: `Obtiene ${spec.singular}`,
+      params: idParam,
+      response: spec.responseSchema,
+      status: 200,
+      errors: ['invalid_id', 'not_found'],
+      handler: async (ctx, { params, companyId }) => {
+        const row = await findRow<Row>(ctx.deps.pool, spec, companyId, params.id);
+        if (!row) throw new ApiError('not_found');
+        return { data: spec.serialize(row) };
+      },
+    }),
+    defineRoute({
+      method: 'PATCH',
+      path: `${spec.path}/:id`,
+      scope: scope('update'),
+      tag: spec.tag,
+      summary: `Actualiza ${spec.singular}`,
+      params: idParam,
+      body: spec.updateSchema,
+      response: spec.responseSchema,
+      status: 200,
+      errors: ['invalid_id', 'not_found', 'validation_failed'],
+      handler: async (ctx, { params, data, companyId }) => {
+        const row = await transaction(ctx.deps.pool, async (client) => {
+          const existing = await findRow<Row>(client, spec, companyId, params.id, true);
+          if (!existing) throw new ApiError('not_found');
+          return updateRow<Row>(client, spec, companyId, params.id, columns(spec, data, existing));
+        });
+        return { data: spec.serialize(row!) };
+      },
+    }),
+    defineRoute({
+      method: 'DELETE',
+      path: `${spec.path}/:id`,
+      scope: scope('delete'),
+      tag: spec.tag,
+      summary: `Elimina ${spec.singular}`,
+      params: idParam,
+      status: 204,
+      errors: ['invalid_id', 'not_found'],
+      handler: async (ctx, { params, companyId }) => {
+        if (!(await deleteRow(ctx.deps.pool, spec, companyId, params.id))) throw new ApiError('not_found');
+        return undefined;
+      },
+    }),
+  ];
+}

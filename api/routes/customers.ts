@@ -1,0 +1,83 @@
+// Customers (contract: Customers and leads). Fields: name, email, phone (fixed
+// by DESIGN.md), legal_name and tax_id (for invoicing: the RFC), address,
+// notes, tags, and custom properties flattened on read.
+import { z } from 'zod';
+import { iso } from '../../db/rows.ts';
+import { customPropertiesWrite, flattenCustomProperties } from '../custom-properties.ts';
+import { crudRoutes } from './crud.ts';
+import { addressSchema, contactFields, optionalText, timestamps } from './crm-fields.ts';
+
+const customerFields = {
+  ...contactFields,
+  legal_name: optionalText(300).describe('Razón social para facturación'),
+  tax_id: z
+    .string()
+    .trim()
+    .toUpperCase()
+    .regex(/^[A-ZÑ&]{3,4}\d{6}[A-Z0-9]{3}$/, 'RFC inválido')
+    .nullable()
+    .optional()
+    .describe('RFC del cliente; necesario para facturar a su nombre'),
+  address: addressSchema.nullable().optional(),
+  custom_properties: customPropertiesWrite.optional(),
+};
+
+export const customerCreate = z.strictObject(customerFields);
+export const customerUpdate = z.strictObject(customerFields).partial();
+
+export const customerSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    email: z.string().nullable(),
+    phone: z.string().nullable(),
+    legal_name: z.string().nullable(),
+    tax_id: z.string().nullable(),
+    address: addressSchema.nullable(),
+    notes: z.string().nullable(),
+    tags: z.array(z.string()),
+    ...timestamps,
+  })
+  .catchall(z.unknown())
+  .describe('Cliente; las propiedades personalizadas aparecen como claves adicionales');
+
+const RESERVED = new Set([...Object.keys(customerSchema.shape), 'custom_properties', 'object', 'company_id', 'metadata']);
+
+export function serializeCustomer(row: Record<string, any>) {
+  return flattenCustomProperties(
+    {
+      id: row.id,
+      name: row.name,
+      email: row.email,
+      phone: row.phone,
+      legal_name: row.legal_name,
+      tax_id: row.tax_id,
+      address: row.address,
+      notes: row.notes,
+      tags: row.tags,
+      created_at: iso(row.created_at),
+      updated_at: iso(row.updated_at),
+    },
+    row.custom_properties,
+    RESERVED,
+  );
+}
+
+export const customerRoutes = crudRoutes({
+  table: 'customers',
+  jsonColumns: new Set(['address', 'custom_properties']),
+  path: '/customers',
+  scopeResource: 'customers',
+  tag: 'Customers',
+  singular: 'un cliente',
+  createSchema: customerCreate,
+  updateSchema: customerUpdate,
+  responseSchema: customerSchema,
+  serialize: serializeCustomer,
+  reserved: RESERVED,
+  searchExpression: "(coalesce(name, '') || ' ' || coalesce(email, '') || ' ' || coalesce(phone, ''))",
+  createdEvent: {
+    name: 'customer.created',
+    data: (row) => ({ object: 'customer', id: row.id, name: row.name, email: row.email }),
+  },
+});

@@ -1,0 +1,81 @@
+// Leads (contract: Customers and leads). Fields: name, email, phone,
+// company_name, job_title (the form `maps_to` targets, fixed by DESIGN.md),
+// a pipeline `status`, `source`, notes, tags and custom properties.
+import { z } from 'zod';
+import { iso } from '../../db/rows.ts';
+import { customPropertiesWrite, flattenCustomProperties } from '../custom-properties.ts';
+import { crudRoutes } from './crud.ts';
+import { contactFields, optionalText, timestamps } from './crm-fields.ts';
+
+export const LEAD_STATUSES = ['new', 'contacted', 'qualified', 'unqualified', 'converted'] as const;
+
+const leadFields = {
+  ...contactFields,
+  company_name: optionalText(200),
+  job_title: optionalText(200),
+  status: z.enum(LEAD_STATUSES).optional().describe('Etapa del embudo; por defecto new'),
+  source: optionalText(100).describe('Origen del prospecto (por ejemplo web, referido, formulario)'),
+  custom_properties: customPropertiesWrite.optional(),
+};
+
+export const leadCreate = z.strictObject(leadFields);
+export const leadUpdate = z.strictObject(leadFields).partial();
+
+export const leadSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    email: z.string().nullable(),
+    phone: z.string().nullable(),
+    company_name: z.string().nullable(),
+    job_title: z.string().nullable(),
+    status: z.enum(LEAD_STATUSES),
+    source: z.string().nullable(),
+    notes: z.string().nullable(),
+    tags: z.array(z.string()),
+    ...timestamps,
+  })
+  .catchall(z.unknown())
+  .describe('Prospecto; las propiedades personalizadas aparecen como claves adicionales');
+
+const RESERVED = new Set([...Object.keys(leadSchema.shape), 'custom_properties', 'object', 'company_id', 'metadata']);
+
+export function serializeLead(row: Record<string, any>) {
+  return flattenCustomProperties(
+    {
+      id: row.id,
+      name: row.name,
+      email: row.email,
+      phone: row.phone,
+      company_name: row.company_name,
+      job_title: row.job_title,
+      status: row.status,
+      source: row.source,
+      notes: row.notes,
+      tags: row.tags,
+      created_at: iso(row.created_at),
+      updated_at: iso(row.updated_at),
+    },
+    row.custom_properties,
+    RESERVED,
+  );
+}
+
+export const leadRoutes = crudRoutes({
+  table: 'leads',
+  jsonColumns: new Set(['custom_properties']),
+  path: '/leads',
+  scopeResource: 'leads',
+  tag: 'Leads',
+  singular: 'un prospecto',
+  createSchema: leadCreate,
+  updateSchema: leadUpdate,
+  responseSchema: leadSchema,
+  serialize: serializeLead,
+  reserved: RESERVED,
+  searchExpression: "(coalesce(name, '') || ' ' || coalesce(email, '') || ' ' || coalesce(phone, ''))",
+  createdEvent: {
+    name: 'lead.created',
+    data: (row) => ({ object: 'lead', id: row.id, name: row.name, email: row.email }),
+  },
+});

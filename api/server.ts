@@ -1,0 +1,31 @@
+// `npm run web`: the web process of the Procfile.
+import { connectDatabase } from '../db/connect.ts';
+import { createPool } from '../db/pool.ts';
+import { loadConfig } from '../lib/config.ts';
+import { log } from '../lib/log.ts';
+import { closeDeps, createApp, createDeps } from './app.ts';
+
+const config = loadConfig();
+const database = await connectDatabase(config);
+const pool = createPool(database.url);
+const rateLimitPool = createPool(database.url, 4);
+const deps = await createDeps({ config, pool, databaseUrl: database.url, rateLimitPool });
+const server = createApp(deps).listen(config.port, () => {
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  log('web.listening', { port, base_url: config.baseUrl });
+});
+server.keepAliveTimeout = 65_000; // longer than the platform router's idle timeout
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    server.close(async () => {
+      await closeDeps(deps);
+      await pool.end();
+      await rateLimitPool.end();
+      await database.stop();
+      process.exit(0);
+    });
+    server.closeAllConnections();
+  });
+}

@@ -1,0 +1,43 @@
+// Numbered SQL migrations (db/migrations/NNN_name.sql), forward-only, each in
+// its own transaction, all under one advisory lock so two processes starting
+// at once (release phase and a dev runner, two test workers) cannot race.
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Pool } from './pool.ts';
+
+const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
+const LOCK_ID = 727_001; // arbitrary, constant: the advisory lock of the migrator
+
+export async function migrate(pool: Pool): Promise<string[]> {
+  const files = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{3}_[\w-]+\.sql$/.test(f)).sort();
+  const client = await pool.connect();
+  const applied: string[] = [];
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [LOCK_ID]);
+    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const done = new Set((await client.query<{ id: number }>('SELECT id FROM schema_migrations')).rows.map((r) => r.id));
+    for (const file of files) {
+      const id = Number(file.slice(0, 3));
+      if (done.has(id)) continue;
+      const sql = await readFile(path.join(MIGRATIONS_DIR, file), 'utf8');
+      await client.query('BEGIN');
+      try {
+        // The row goes in first: a second migrator that somehow got past the
+        // lock clashes on the primary key instead of applying twice.
+        await client.query('INSERT INTO schema_migrations (id, name) VALUES ($1, $2)', [id, file]);
+        await client.query(sql);
+        await client.query('COMMIT');
+        applied.push(file);
+      } catch (error) {
+        await client.query('ROLLBACK');
+        throw new Error(`Migration ${file} failed`, { cause: error });
+      }
+    }
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [LOCK_ID]).catch(() => {});
+    client.release();
+  }
+  return applied;
+}

@@ -1,0 +1,63 @@
+// `npm start` (development): embedded PostgreSQL unless DATABASE_URL is set,
+// migrations, then web and worker in one process. On an empty database it
+// creates a demo company and prints an API key with every scope.
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+
+const dataDir = path.resolve(process.env.DATA_DIR || './.data');
+await mkdir(dataDir, { recursive: true });
+if (!process.env.ADMIN_TOKEN) {
+  const tokenFile = path.join(dataDir, 'admin-token');
+  if (!existsSync(tokenFile)) await writeFile(tokenFile, randomBytes(24).toString('base64url') + '\n', { mode: 0o600 });
+  process.env.ADMIN_TOKEN = (await readFile(tokenFile, 'utf8')).trim();
+}
+
+const { loadConfig } = await import('../lib/config.ts');
+const { connectDatabase } = await import('../db/connect.ts');
+const { createPool } = await import('../db/pool.ts');
+const { migrate } = await import('../db/migrate.ts');
+const { createApp, createDeps, closeDeps } = await import('../api/app.ts');
+const { startWorker } = await import('../worker/worker.ts');
+const { seedDemo } = await import('./seed.ts');
+
+const config = loadConfig();
+console.log(config.databaseUrl ? 'Using DATABASE_URL.' : `Starting the embedded PostgreSQL under ${dataDir} ...`);
+const database = await connectDatabase(config);
+const pool = createPool(database.url);
+await migrate(pool);
+const worker = await startWorker(config, pool, database.url);
+const deps = await createDeps({ config, pool, databaseUrl: database.url });
+const demo = await seedDemo(pool, config);
+// The secret is shown once; keep it for later starts of this development database.
+const demoKeyFile = path.join(config.dataDir, 'demo-key');
+if (demo) await writeFile(demoKeyFile, demo.secret + '\n', { mode: 0o600 });
+const server = createApp(deps).listen(config.port);
+await new Promise((resolve, reject) => server.once('listening', resolve).once('error', reject));
+const demoKey = demo?.secret ?? (existsSync(demoKeyFile) ? (await readFile(demoKeyFile, 'utf8')).trim() : null);
+
+console.log(`
+  Workspace API ready.
+  Base URL:       ${config.baseUrl}
+  API reference:  ${config.baseUrl}/docs   (OpenAPI: ${config.baseUrl}/openapi.json)
+  Admin token:    ${config.databaseUrl ? '(ADMIN_TOKEN)' : path.join(config.dataDir, 'admin-token')}
+${demoKey ? `  Demo API key:   ${demoKey}${demo ? '' : '   (created on first start)'}\n\n  curl -H "Authorization: Bearer ${demoKey}" ${config.baseUrl}/customers\n` : ''}
+  Ctrl-C stops everything.
+`);
+
+let stopping = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, async () => {
+    if (stopping) return;
+    stopping = true;
+    console.log('\nStopping ...');
+    server.closeAllConnections();
+    server.close();
+    await worker.stop().catch(() => {});
+    await closeDeps(deps);
+    await pool.end();
+    await database.stop();
+    process.exit(0);
+  });
+}

@@ -1,0 +1,5 @@
+// Every job kind the worker runs. A new kind adds its module here.
+import { purgeExpired } from './purge-expired.ts';
+import type { JobDefinition } from './types.ts';
+
+export const jobs: JobDefinition<any>[] = [purgeExpired];

@@ -1,0 +1,16 @@
+import type { Job, WorkOptions } from 'pg-boss';
+import type { Pool } from '../../db/pool.ts';
+import type { Config } from '../../lib/config.ts';
+import type { PgBoss } from '../boss.ts';
+
+export type WorkerDeps = { pool: Pool; boss: PgBoss; config: Config };
+
+/** One job kind: its queue name is its file name (worker/jobs/<name>.ts). */
+export type JobDefinition<Data extends object = object> = {
+  name: string;
+  /** Cron expression (UTC) for scheduled housekeeping jobs. */
+  cron?: string;
+  queue?: Parameters<PgBoss['createQueue']>[1];
+  work?: WorkOptions;
+  handler: (deps: WorkerDeps, jobs: Job<Data>[]) => Promise<void>;
+};
