@@ -1,0 +1,110 @@
+// Starts the real Koa app on a random port over a fresh database, and gives
+// tests a tiny HTTP client plus tenant seeding through the admin functions.
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { createAutomation, createCompany, issueKey, updateCompany, type Plan } from '../../api/admin/companies.ts';
+import { closeDeps, createApp, createDeps } from '../../api/app.ts';
+import { ALL_SCOPES } from '../../api/auth/scopes.ts';
+import type { Deps } from '../../api/types.ts';
+import { createPool, type Pool } from '../../db/pool.ts';
+import { loadConfig, type Config } from '../../lib/config.ts';
+import { createTestDatabase } from './db.ts';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+export type TestApp = {
+  url: string;
+  baseUrl: string;
+  databaseUrl: string;
+  pool: Pool;
+  deps: Deps;
+  config: Config;
+  close: () => Promise<void>;
+};
+
+export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const db = await createTestDatabase();
+  const pool = createPool(db.url, 10);
+  const config = loadConfig({ NODE_ENV: 'test', ADMIN_TOKEN, LOG_LEVEL: 'silent', DATABASE_URL: db.url, ...env });
+  const deps = await createDeps({ config, pool, databaseUrl: db.url });
+  const server: Server = createApp(deps).listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    url,
+    baseUrl: `${url}/api/v1`,
+    databaseUrl: db.url,
+    pool,
+    deps,
+    config,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await closeDeps(deps);
+      await pool.end();
+      await db.drop();
+    },
+  };
+}
+
+export type Tenant = { companyId: string; ownerId: string; key: string; keyId: string };
+
+export async function seedTenant(
+  pool: Pool,
+  options: { name?: string; scopes?: string[]; modules?: string[]; origins?: string[]; plan?: Plan; rateLimitPerMinute?: number; responseCache?: boolean } = {},
+): Promise<Tenant> {
+  const { company, owner } = await createCompany(pool, {
+    name: options.name ?? `Empresa ${Math.random().toString(36).slice(2, 8)}`,
+    ownerEmail: `owner-${Math.random().toString(36).slice(2, 10)}@test.example`,
+    modules: options.modules ?? ['automations'],
+    plan: options.plan,
+  });
+  if (options.responseCache) await updateCompany(pool, company.id, { responseCache: true });
+  const key = await issueKey(pool, {
+    companyId: company.id,
+    scopes: options.scopes ?? [...ALL_SCOPES],
+    origins: options.origins,
+    rateLimitPerMinute: options.rateLimitPerMinute,
+  });
+  return { companyId: company.id, ownerId: owner.id, key: key.secret, keyId: key.id };
+}
+
+export { createAutomation };
+
+export type Response<T = any> = { status: number; headers: Headers; body: T; text: string };
+
+/** fetch with the key, JSON in and out. */
+export async function request<T = any>(
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: { key?: string; body?: unknown; headers?: Record<string, string>; raw?: string } = {},
+): Promise<Response<T>> {
+  const headers: Record<string, string> = { ...(options.headers ?? {}) };
+  if (options.key) headers.authorization = `Bearer ${options.key}`;
+  let body: string | undefined;
+  if (options.raw !== undefined) body = options.raw;
+  else if (options.body !== undefined) body = JSON.stringify(options.body);
+  if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+  const res = await fetch(baseUrl + path, { method, headers, body });
+  const text = await res.text();
+  let parsed: unknown = undefined;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, headers: res.headers, body: parsed as T, text };
+}
+
+/** A client bound to one base URL and key. */
+export function client(baseUrl: string, key?: string) {
+  return {
+    get: <T = any>(path: string, headers?: Record<string, string>) => request<T>(baseUrl, 'GET', path, { key, headers }),
+    post: <T = any>(path: string, body?: unknown, headers?: Record<string, string>) => request<T>(baseUrl, 'POST', path, { key, body, headers }),
+    patch: <T = any>(path: string, body?: unknown, headers?: Record<string, string>) => request<T>(baseUrl, 'PATCH', path, { key, body, headers }),
+    put: <T = any>(path: string, body?: unknown, headers?: Record<string, string>) => request<T>(baseUrl, 'PUT', path, { key, body, headers }),
+    delete: <T = any>(path: string, headers?: Record<string, string>) => request<T>(baseUrl, 'DELETE', path, { key, headers }),
+  };
+}
