@@ -112,6 +112,7 @@ function operation(route: RouteDef) {
           content: {
             'application/json': {
               schema: { type: 'object', required: ['data'], properties: { data: schema(route.body, 'input') } },
+              example: route.example ? { data: route.example } : undefined,
             },
           },
         }

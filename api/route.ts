@@ -41,6 +41,8 @@ export type RouteDef<Q = any, D = any> = {
   query?: z.ZodType<Q>;
   /** Schema of the `data` object of the body. */
   body?: z.ZodType<D>;
+  /** A valid `data` payload: shown in the OpenAPI document, and used by the cross-tenant test to create records. */
+  example?: Record<string, unknown>;
   /** Schema of one returned record (`data`, or each item of a list). */
   response?: z.ZodType;
   list?: boolean;

@@ -105,6 +105,7 @@ export const automationRoutes = [
     summary: 'Enciende/apaga o renombra una automatización',
     params: { id: 'id' },
     body: automationUpdate,
+    example: { active: true, name: 'Bienvenida', description: 'Correo de bienvenida a prospectos' },
     response: automationSchema,
     status: 200,
     errors: ['invalid_id', 'not_found', 'validation_failed'],

@@ -23,6 +23,8 @@ export type CrudSpec = TableSpec & {
   createSchema: z.ZodType<Write>;
   updateSchema: z.ZodType<Write>;
   responseSchema: z.ZodType;
+  /** A valid create payload (OpenAPI example; cross-tenant test fixture). */
+  example: Record<string, unknown>;
   serialize: (row: any) => Record<string, unknown>;
   /** Resource field names: custom properties may not use them. */
   reserved: ReadonlySet<string>;
@@ -88,6 +90,7 @@ export function crudRoutes(spec: CrudSpec): RouteDef[] {
       tag: spec.tag,
       summary: `Crea ${spec.singular}`,
       body: spec.createSchema,
+      example: spec.example,
       response: spec.responseSchema,
       status: 201,
       errors: ['validation_failed', 'parameter_missing', 'idempotency_key_reused'],
@@ -124,6 +127,7 @@ export function crudRoutes(spec: CrudSpec): RouteDef[] {
       summary: `Actualiza ${spec.singular}`,
       params: idParam,
       body: spec.updateSchema,
+      example: spec.example,
       response: spec.responseSchema,
       status: 200,
       errors: ['invalid_id', 'not_found', 'validation_failed'],

@@ -1,0 +1,139 @@
+// Authentication rules of the contract (Authentication 1-8), happy path and
+// hostile input: every malformed, unknown, tampered or revoked key gets the
+// byte-identical 401, scopes are enforced per operation, the Origin allow-list
+// and opt-in modules are checked, and production refuses plain HTTP.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { revokeKey, updateCompany } from '../api/admin/companies.ts';
+import { client, request, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+
+describe('API keys', () => {
+  let app: TestApp;
+  let tenant: Tenant;
+  before(async () => {
+    app = await startTestApp();
+    tenant = await seedTenant(app.pool);
+  });
+  after(() => app.close());
+
+  test('a valid key reaches its company', async () => {
+    const res = await client(app.baseUrl, tenant.key).get('/customers');
+    assert.equal(res.status, 200);
+  });
+
+  test('missing, malformed, unknown, tampered and revoked keys all get the identical 401 invalid_key', async () => {
+    const revoked = await seedTenant(app.pool);
+    await revokeKey(app.pool, revoked.keyId);
+    const lastChar = tenant.key.at(-1) === 'A' ? 'B' : 'A';
+    const variants: Array<Record<string, string>> = [
+      {},
+      { authorization: '' },
+      { authorization: 'Bearer' },
+      { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` },
+      { authorization: 'Bearer service_sk_short' },
+      { authorization: `Bearer ${tenant.key.slice(0, -1)}${lastChar}` }, // one character changed
+      { authorization: `Bearer ${tenant.key}x` }, // one character appended
+      { authorization: `Bearer service_oat_${'a'.repeat(43)}` }, // an OAuth token is not a REST key
+      { authorization: `Bearer ${'service_sk_'.padEnd(54, 'A')}` },
+      { authorization: `Bearer ${revoked.key}` },
+      { authorization: `Bearer ${tenant.key}' OR '1'='1` },
+    ];
+    const bodies = new Set<string>();
+    for (const headers of variants) {
+      const res = await request(app.baseUrl, 'GET', '/customers', { headers });
+      assert.equal(res.status, 401, JSON.stringify(headers));
+      bodies.add(res.text);
+    }
+    assert.equal(bodies.size, 1, 'every invalid key must produce the same body');
+    assert.deepEqual(JSON.parse([...bodies][0]), { error: 'invalid_key', message: 'La clave de API no es válida.' });
+  });
+
+  test('revoking a key takes effect on the next request even after it was cached', async () => {
+    const t = await seedTenant(app.pool);
+    assert.equal((await client(app.baseUrl, t.key).get('/customers')).status, 200);
+    await revokeKey(app.pool, t.keyId);
+    // The NOTIFY from the revoke transaction reaches the cache asynchronously; allow it a moment.
+    let status = 0;
+    for (let i = 0; i < 20 && status !== 401; i++) {
+      status = (await client(app.baseUrl, t.key).get('/customers')).status;
+      if (status !== 401) await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.equal(status, 401);
+  });
+
+  test('a key without the operation scope gets 403 insufficient_scope naming it', async () => {
+    const t = await seedTenant(app.pool, { scopes: ['read-customers'] });
+    const api = client(app.baseUrl, t.key);
+    assert.equal((await api.get('/customers')).status, 200);
+    const create = await api.post('/customers', { data: { name: 'X' } });
+    assert.equal(create.status, 403);
+    assert.deepEqual(create.body, { error: 'insufficient_scope', message: create.body.message, required: 'create-customers' });
+    const leads = await api.get('/leads');
+    assert.equal(leads.status, 403);
+    assert.equal(leads.body.required, 'read-leads');
+    const del = await api.delete('/customers/0123456789abcdef01234567');
+    assert.equal(del.body.required, 'delete-customers');
+  });
+
+  test('the Origin/Referer allow-list: exact host, wildcard subdomain, mismatch and absence', async () => {
+    const t = await seedTenant(app.pool, { origins: ['shop.example.com', '*.tienda.mx'] });
+    const get = (headers: Record<string, string>) => client(app.baseUrl, t.key).get('/customers', headers);
+    assert.equal((await get({ origin: 'https://shop.example.com' })).status, 200);
+    assert.equal((await get({ referer: 'https://a.tienda.mx/checkout?x=1' })).status, 200);
+    const refused: Array<Record<string, string>> = [
+      { origin: 'https://evil.example.com' },
+      { origin: 'https://shop.example.com.evil.io' },
+      { origin: 'https://tienda.mx' }, // the wildcard covers subdomains, not the apex
+      { origin: 'https://xtienda.mx' },
+      { origin: 'null' },
+      { referer: 'not a url' },
+      {},
+    ];
+    for (const headers of refused) {
+      const res = await get(headers);
+      assert.equal(res.status, 403, JSON.stringify(headers));
+      assert.equal(res.body.error, 'origin_not_allowed');
+    }
+  });
+
+  test('opt-in modules must be enabled for the company', async () => {
+    const t = await seedTenant(app.pool, { modules: [] });
+    const res = await client(app.baseUrl, t.key).get('/automations');
+    assert.equal(res.status, 403);
+    assert.equal(res.body.error, 'module_not_enabled');
+    await updateCompany(app.pool, t.companyId, { modules: ['automations'] });
+    let status = 0;
+    for (let i = 0; i < 20 && status !== 200; i++) {
+      status = (await client(app.baseUrl, t.key).get('/automations')).status;
+      if (status !== 200) await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.equal(status, 200);
+  });
+});
+
+describe('production mode', () => {
+  let app: TestApp;
+  let tenant: Tenant;
+  before(async () => {
+    app = await startTestApp({ NODE_ENV: 'production' });
+    tenant = await seedTenant(app.pool);
+  });
+  after(() => app.close());
+
+  test('plain HTTP gets 426 https_required, before authentication', async () => {
+    for (const key of [tenant.key, undefined]) {
+      const res = await client(app.baseUrl, key).get('/customers');
+      assert.equal(res.status, 426);
+      assert.equal(res.body.error, 'https_required');
+    }
+  });
+
+  test('behind the router, X-Forwarded-Proto: https is accepted', async () => {
+    const res = await client(app.baseUrl, tenant.key).get('/customers', { 'x-forwarded-proto': 'https' });
+    assert.equal(res.status, 200);
+  });
+
+  test('health checks stay reachable for the platform over plain HTTP', async () => {
+    assert.equal((await fetch(`${app.url}/healthz`)).status, 200);
+  });
+});

@@ -1,0 +1,247 @@
+// Customers, leads and automations: CRUD, validation, custom properties and
+// the events recorded in the write's transaction.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { createAutomation } from '../api/admin/companies.ts';
+import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+
+describe('customers', () => {
+  let app: TestApp;
+  let tenant: Tenant;
+  let api: ReturnType<typeof client>;
+  before(async () => {
+    app = await startTestApp();
+    tenant = await seedTenant(app.pool);
+    api = client(app.baseUrl, tenant.key);
+  });
+  after(() => app.close());
+
+  test('create → read → update → delete', async () => {
+    const created = await api.post('/customers', {
+      data: {
+        name: 'Ana López',
+        email: 'ana@example.com',
+        phone: '+52 55 1234 5678',
+        tax_id: 'lopa800101ab1',
+        address: { line1: 'Reforma 1', city: 'CDMX', country: 'MX' },
+        tags: ['vip'],
+      },
+    });
+    assert.equal(created.status, 201);
+    const customer = created.body.data;
+    assert.match(customer.id, /^[0-9a-f]{24}$/);
+    assert.equal(customer.tax_id, 'LOPA800101AB1', 'RFC is normalised to upper case');
+    assert.equal(customer.address.city, 'CDMX');
+    assert.match(customer.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+
+    const read = await api.get(`/customers/${customer.id}`);
+    assert.deepEqual(read.body, { data: customer });
+
+    const updated = await api.patch(`/customers/${customer.id}`, { data: { phone: null, notes: 'Prefiere correo' } });
+    assert.equal(updated.status, 200);
+    assert.equal(updated.body.data.phone, null);
+    assert.equal(updated.body.data.notes, 'Prefiere correo');
+    assert.equal(updated.body.data.email, 'ana@example.com', 'PATCH leaves other fields alone');
+
+    const deleted = await api.delete(`/customers/${customer.id}`);
+    assert.equal(deleted.status, 204);
+    assert.equal(deleted.text, '');
+    assert.equal((await api.get(`/customers/${customer.id}`)).status, 404);
+    assert.equal((await api.delete(`/customers/${customer.id}`)).status, 404);
+  });
+
+  test('customer.created is recorded in the outbox with object, id and empty metadata', async () => {
+    const created = await api.post('/customers', { data: { name: 'Evento' } });
+    const { rows } = await app.pool.query(`SELECT * FROM events WHERE company_id = $1 AND data->>'id' = $2`, [tenant.companyId, created.body.data.id]);
+    assert.equal(rows.length, 1);
+    assert.equal(rows[0].name, 'customer.created');
+    assert.match(rows[0].id, /^evt_[0-9a-f]{24}$/);
+    assert.equal(rows[0].data.object, 'customer');
+    assert.deepEqual(rows[0].data.metadata, {});
+  });
+
+  test('the record and its event commit together: if the event cannot be written, neither is kept', async () => {
+    // Fault injection at the database: the outbox insert fails for this one name.
+    await app.pool.query(`CREATE FUNCTION fail_event() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.data->>'name' = 'FailMe' THEN RAISE EXCEPTION 'injected outbox failure'; END IF; RETURN NEW; END $$`);
+    await app.pool.query('CREATE TRIGGER fail_event BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION fail_event()');
+    try {
+      const res = await api.post('/customers', { data: { name: 'FailMe' } });
+      assert.equal(res.status, 500);
+      assert.equal(res.body.error, 'internal_error');
+      assert.equal(res.body.request_id, res.headers.get('x-request-id'));
+      assert.doesNotMatch(res.text, /injected|events|INSERT|at /, 'no SQL or stack reaches the client');
+      const { rows } = await app.pool.query(`SELECT 1 FROM customers WHERE name = 'FailMe'`);
+      assert.equal(rows.length, 0);
+    } finally {
+      await app.pool.query('DROP TRIGGER fail_event ON events; DROP FUNCTION fail_event()');
+    }
+  });
+
+  test('validation: missing data or name is 422 parameter_missing; bad values and unknown fields are 422 validation_failed', async () => {
+    const noData = await api.post('/customers', { name: 'x' });
+    assert.equal(noData.status, 422);
+    assert.equal(noData.body.error, 'parameter_missing');
+    assert.equal(noData.body.errors, undefined, 'errors only on validation_failed');
+    const noName = await api.post('/customers', { data: { email: 'a@b.co' } });
+    assert.equal(noName.body.error, 'parameter_missing');
+    assert.match(noName.body.message, /data\.name/);
+    const bad = await api.post('/customers', { data: { name: 'X', email: 'not-an-email', tax_id: '123', hacker: true } });
+    assert.equal(bad.status, 422);
+    assert.equal(bad.body.error, 'validation_failed');
+    assert.deepEqual(Object.keys(bad.body.errors).sort(), ['email', 'hacker', 'tax_id']);
+    const notObject = await api.post('/customers', { data: [1, 2] });
+    assert.equal(notObject.body.error, 'validation_failed');
+  });
+
+  test('malformed JSON is 400 invalid_json; a malformed id is 400 invalid_id', async () => {
+    const res = await fetch(`${app.baseUrl}/customers`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' },
+      body: '{"data": {',
+    });
+    assert.equal(res.status, 400);
+    assert.equal(((await res.json()) as { error: string }).error, 'invalid_json');
+    for (const id of ['123', 'zzzzzzzzzzzzzzzzzzzzzzzz', '0123456789ABCDEF01234567', '%27%20OR%201=1']) {
+      const r = await api.get(`/customers/${id}`);
+      assert.equal(r.status, 400, id);
+      assert.equal(r.body.error, 'invalid_id');
+    }
+  });
+
+  test('custom properties: array on write, top-level keys on read, reserved keys dropped, merged on PATCH', async () => {
+    const created = await api.post('/customers', {
+      data: {
+        name: 'Con propiedades',
+        custom_properties: [
+          { key: 'nivel', value: 'oro' },
+          { key: 'puntos', value: 1200 },
+          { key: 'activo', value: true },
+          { key: 'intereses', value: ['café', 'té'] },
+          { key: 'preferencias', value: { canal: 'correo' } },
+          { key: 'contactos', value: [{ nombre: 'Luis' }, { nombre: 'Eva' }] },
+          { key: 'contrato', value: { type: 'file', url: 'https://files.example.com/c.pdf', filename: 'c.pdf' } },
+          { key: 'email', value: 'shadow@evil.example' },
+          { key: 'id', value: 'shadow' },
+        ],
+      },
+    });
+    assert.equal(created.status, 201, created.text);
+    const c = created.body.data;
+    assert.equal(c.nivel, 'oro');
+    assert.equal(c.puntos, 1200);
+    assert.equal(c.activo, true);
+    assert.deepEqual(c.intereses, ['café', 'té']);
+    assert.deepEqual(c.preferencias, { canal: 'correo' });
+    assert.deepEqual(c.contactos, [{ nombre: 'Luis' }, { nombre: 'Eva' }]);
+    assert.equal(c.contrato.filename, 'c.pdf');
+    assert.equal(c.email, null, 'a property cannot shadow a field');
+    assert.match(c.id, /^[0-9a-f]{24}$/);
+    assert.equal(c.custom_properties, undefined);
+
+    const patched = await api.patch(`/customers/${c.id}`, { data: { custom_properties: [{ key: 'nivel', value: 'plata' }, { key: 'puntos', value: null }] } });
+    assert.equal(patched.body.data.nivel, 'plata');
+    assert.equal('puntos' in patched.body.data, false, 'null removes the property');
+    assert.equal(patched.body.data.activo, true, 'other properties are kept');
+
+    const bad = await api.post('/customers', { data: { name: 'X', custom_properties: [{ key: 'Bad Key', value: 1 }, { key: 'k', value: 'x'.repeat(20_000) }] } });
+    assert.equal(bad.body.error, 'validation_failed');
+    const dup = await api.post('/customers', { data: { name: 'X', custom_properties: [{ key: 'a', value: 1 }, { key: 'a', value: 2 }] } });
+    assert.equal(dup.body.error, 'validation_failed');
+  });
+
+  test('search with q or search over name, email and phone', async () => {
+    await api.post('/customers', { data: { name: 'Zacarías Buscable', email: 'zb@find.example', phone: '+52 33 9999 0000' } });
+    for (const q of ['zacar', 'FIND.example', '9999 0000']) {
+      const res = await api.get(`/customers?q=${encodeURIComponent(q)}`);
+      assert.deepEqual(res.body.data.map((x: any) => x.name), ['Zacarías Buscable'], q);
+    }
+    const alias = await api.get('/customers?search=Buscable');
+    assert.equal(alias.body.data.length, 1);
+  });
+});
+
+describe('leads', () => {
+  let app: TestApp;
+  let api: ReturnType<typeof client>;
+  let tenant: Tenant;
+  before(async () => {
+    app = await startTestApp();
+    tenant = await seedTenant(app.pool);
+    api = client(app.baseUrl, tenant.key);
+  });
+  after(() => app.close());
+
+  test('lead CRUD with company_name, job_title and status; lead.created recorded', async () => {
+    const created = await api.post('/leads', { data: { name: 'Luis', email: 'luis@p.example', company_name: 'Prospecto SA', job_title: 'CTO', source: 'web' } });
+    assert.equal(created.status, 201);
+    const lead = created.body.data;
+    assert.equal(lead.status, 'new');
+    assert.equal(lead.company_name, 'Prospecto SA');
+    const moved = await api.patch(`/leads/${lead.id}`, { data: { status: 'qualified' } });
+    assert.equal(moved.body.data.status, 'qualified');
+    const invalid = await api.patch(`/leads/${lead.id}`, { data: { status: 'won-big' } });
+    assert.equal(invalid.body.error, 'validation_failed');
+    const { rows } = await app.pool.query(`SELECT name, data FROM events WHERE data->>'id' = $1`, [lead.id]);
+    assert.deepEqual(rows.map((r) => r.name), ['lead.created']);
+    assert.equal(rows[0].data.object, 'lead');
+    assert.equal((await api.get('/leads')).body.data.length, 1);
+    assert.equal((await api.delete(`/leads/${lead.id}`)).status, 204);
+  });
+});
+
+describe('automations', () => {
+  let app: TestApp;
+  let api: ReturnType<typeof client>;
+  let tenant: Tenant;
+  let id: string;
+  before(async () => {
+    app = await startTestApp();
+    tenant = await seedTenant(app.pool, { modules: ['automations'] });
+    api = client(app.baseUrl, tenant.key);
+    const row = await createAutomation(app.pool, tenant.companyId, {
+      name: 'Bienvenida',
+      trigger_type: 'lead.created',
+      trigger_config: { source: 'web' },
+      steps: [{ type: 'send_email' }],
+    });
+    id = row.id;
+  });
+  after(() => app.close());
+
+  test('list and get show trigger_type, trigger_config and steps', async () => {
+    const list = await api.get('/automations');
+    assert.equal(list.body.data.length, 1);
+    const one = await api.get(`/automations/${id}`);
+    assert.equal(one.body.data.trigger_type, 'lead.created');
+    assert.deepEqual(one.body.data.trigger_config, { source: 'web' });
+    assert.deepEqual(one.body.data.steps, [{ type: 'send_email' }]);
+    assert.equal(one.body.data.active, false);
+  });
+
+  test('PATCH changes only active, name and description', async () => {
+    const res = await api.patch(`/automations/${id}`, { data: { active: true, name: 'Hola', description: 'Nueva' } });
+    assert.equal(res.status, 200);
+    assert.equal(res.body.data.active, true);
+    assert.equal(res.body.data.name, 'Hola');
+    for (const field of ['trigger_type', 'trigger_config', 'steps']) {
+      const refused = await api.patch(`/automations/${id}`, { data: { [field]: field === 'steps' ? [] : field === 'trigger_config' ? {} : 'x' } });
+      assert.equal(refused.status, 422, field);
+      assert.equal(refused.body.error, 'validation_failed');
+      assert.ok(refused.body.errors[field], field);
+    }
+    const after = await api.get(`/automations/${id}`);
+    assert.equal(after.body.data.trigger_type, 'lead.created', 'nothing refused was written');
+  });
+
+  test('POST /automations is 422 not_supported_yet', async () => {
+    const res = await api.post('/automations', { data: { name: 'x', trigger_type: 'y' } });
+    assert.equal(res.status, 422);
+    assert.equal(res.body.error, 'not_supported_yet');
+  });
+
+  test('DELETE removes it', async () => {
+    assert.equal((await api.delete(`/automations/${id}`)).status, 204);
+    assert.equal((await api.get(`/automations/${id}`)).status, 404);
+  });
+});

@@ -1,0 +1,116 @@
+// Tenant isolation, derived from the router table: every route with a path
+// parameter is called with a second company's key and the first company's
+// ids, and must answer 404 not_found with nothing of the first company changed.
+// A route added to api/routes/index.ts joins this test automatically; if the
+// test cannot make a record for it, it fails and says what to add.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { createAutomation } from '../api/admin/companies.ts';
+import { OPT_IN_MODULES } from '../api/auth/scopes.ts';
+import type { RouteDef } from '../api/route.ts';
+import { apiRoutes } from '../api/routes/index.ts';
+import type { Pool } from '../db/pool.ts';
+import { objectId } from '../lib/objectid.ts';
+import { request, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+
+/** Records of resources the API cannot create, made the way operators make them. */
+const FIXTURES: Record<string, (pool: Pool, companyId: string) => Promise<Record<string, any>>> = {
+  '/automations': (pool, companyId) => createAutomation(pool, companyId, { name: 'Fixture', trigger_type: 'lead.created' }),
+};
+
+function collectionOf(path: string): string {
+  return path.slice(0, path.indexOf('/:'));
+}
+
+async function snapshot(pool: Pool, companyId: string): Promise<Record<string, unknown[]>> {
+  const { rows: tables } = await pool.query(
+    `SELECT table_name FROM information_schema.columns
+      WHERE column_name = 'company_id' AND table_schema = 'public' AND table_name NOT IN ('rate_limit_windows', 'idempotency_keys')
+      ORDER BY table_name`,
+  );
+  const out: Record<string, unknown[]> = {};
+  for (const { table_name } of tables) {
+    out[table_name] = (await pool.query(`SELECT * FROM ${table_name} WHERE company_id = $1 ORDER BY 1`, [companyId])).rows;
+  }
+  return out;
+}
+
+describe('cross-tenant isolation over every route of the router table', () => {
+  let app: TestApp;
+  let victim: Tenant;
+  let attacker: Tenant;
+  const records = new Map<string, Record<string, any>>();
+  const paramRoutes = apiRoutes.filter((r) => r.path.includes('/:'));
+
+  before(async () => {
+    app = await startTestApp();
+    const options = { modules: [...OPT_IN_MODULES], rateLimitPerMinute: 100_000 };
+    victim = await seedTenant(app.pool, options);
+    attacker = await seedTenant(app.pool, options);
+    for (const route of paramRoutes) {
+      const collection = collectionOf(route.path);
+      if (records.has(collection)) continue;
+      const create = apiRoutes.find((r) => r.method === 'POST' && r.path === collection && r.example && r.status === 201);
+      if (create) {
+        const res = await request(app.baseUrl, 'POST', collection, { key: victim.key, body: { data: create.example } });
+        assert.equal(res.status, 201, `creating a ${collection} record for the test: ${res.text}`);
+        records.set(collection, res.body.data);
+      } else if (FIXTURES[collection]) {
+        records.set(collection, await FIXTURES[collection](app.pool, victim.companyId));
+      } else {
+        assert.fail(`No way to create a ${collection} record: give its POST route an \`example\` or add a FIXTURES entry here.`);
+      }
+    }
+  });
+  after(() => app.close());
+
+  test('the table has routes to walk', () => {
+    assert.ok(paramRoutes.length >= 9);
+  });
+
+  function pathFor(route: RouteDef, record: Record<string, any>, useSlug: boolean): string {
+    let first = true;
+    return route.path.replace(/:(\w+)/g, (_, name: string) => {
+      if (first) {
+        first = false;
+        return useSlug && record.slug ? record.slug : record.id;
+      }
+      // A nested id (variant_id → variants[0].id) when the record has one.
+      const nested = record[`${name.replace(/_id$/, '')}s`];
+      return Array.isArray(nested) && nested[0]?.id ? nested[0].id : objectId();
+    });
+  }
+
+  test('another company gets 404 not_found on every route, and nothing of the victim changes', async () => {
+    const before = await snapshot(app.pool, victim.companyId);
+    const checked: string[] = [];
+    for (const route of paramRoutes) {
+      const record = records.get(collectionOf(route.path))!;
+      const variants = Object.values(route.params ?? {}).includes('id_or_slug') && record.slug ? [false, true] : [false];
+      for (const useSlug of variants) {
+        const path = pathFor(route, record, useSlug);
+        const body = route.method === 'GET' || route.method === 'DELETE' ? undefined : { data: route.example ?? {} };
+        const res = await request(app.baseUrl, route.method, path, { key: attacker.key, body });
+        assert.equal(res.status, 404, `${route.method} ${path}: ${res.text}`);
+        assert.equal(res.body.error, 'not_found', `${route.method} ${path}`);
+        checked.push(`${route.method} ${route.path}`);
+      }
+    }
+    assert.deepEqual(await snapshot(app.pool, victim.companyId), before, 'the victim company is unchanged');
+    // And the owner still sees every record.
+    for (const [collection, record] of records) {
+      const own = await request(app.baseUrl, 'GET', `${collection}/${record.id}`, { key: victim.key });
+      assert.equal(own.status, 200, collection);
+    }
+    assert.ok(checked.length >= paramRoutes.length);
+  });
+
+  test('lists never include another company’s records', async () => {
+    for (const route of apiRoutes.filter((r) => r.list)) {
+      const res = await request(app.baseUrl, 'GET', route.path, { key: attacker.key });
+      assert.equal(res.status, 200, route.path);
+      const victimIds = new Set([...records.values()].map((r) => r.id));
+      assert.ok(res.body.data.every((item: any) => !victimIds.has(item.id)), route.path);
+    }
+  });
+});
