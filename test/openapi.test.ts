@@ -1,0 +1,53 @@
+// The OpenAPI document is generated from the router table, and the reference
+// page is served by the app itself with no external resources.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { apiRoutes } from '../api/routes/index.ts';
+import { startTestApp, type TestApp } from './helpers/app.ts';
+
+describe('OpenAPI and reference page', () => {
+  let app: TestApp;
+  before(async () => {
+    app = await startTestApp();
+  });
+  after(() => app.close());
+
+  test('openapi.json is OpenAPI 3.1, version 1.0.05, public, and lists every route with its scope', async () => {
+    const res = await fetch(`${app.baseUrl}/openapi.json`);
+    assert.equal(res.status, 200);
+    const doc = (await res.json()) as any;
+    assert.equal(doc.openapi, '3.1.0');
+    assert.equal(doc.info.version, '1.0.05');
+    assert.equal(doc.servers[0].url, app.config.baseUrl);
+    for (const route of apiRoutes) {
+      const op = doc.paths[route.path.replace(/:(\w+)/g, '{$1}')]?.[route.method.toLowerCase()];
+      assert.ok(op, `${route.method} ${route.path} is documented`);
+      assert.equal(op['x-scope'], route.scope);
+      assert.ok(op.responses[String(route.status)], `${route.method} ${route.path} documents its success status`);
+    }
+  });
+
+  test('request schemas come from the validators (required fields, enums, strictness)', async () => {
+    const doc = (await (await fetch(`${app.baseUrl}/openapi.json`)).json()) as any;
+    const create = doc.paths['/customers'].post.requestBody.content['application/json'];
+    assert.deepEqual(create.schema.properties.data.required, ['name']);
+    assert.equal(create.schema.properties.data.additionalProperties, false);
+    assert.ok(create.example.data.name);
+    const lead = doc.paths['/leads'].post.requestBody.content['application/json'].schema.properties.data;
+    assert.deepEqual(lead.properties.status.enum, ['new', 'contacted', 'qualified', 'unqualified', 'converted']);
+    const list = doc.paths['/customers'].get;
+    const names = list.parameters.map((p: any) => p.name);
+    for (const p of ['limit', 'starting_after', 'ending_before', 'page', 'include_total', 'include_filtered_total', 'q', 'search']) assert.ok(names.includes(p), p);
+    assert.ok(doc.paths['/customers'].post.responses['422']);
+    assert.deepEqual(doc.components.schemas.Error.required, ['error', 'message']);
+  });
+
+  test('the reference page renders every operation and loads nothing from elsewhere', async () => {
+    const res = await fetch(`${app.baseUrl}/docs`);
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /text\/html/);
+    const html = await res.text();
+    assert.doesNotMatch(html, /<script|<link|https?:\/\/(?!127\.0\.0\.1|localhost)[^"'\s<]*\.(js|css)/i);
+    for (const route of apiRoutes) assert.ok(html.includes(route.path.replace(/:(\w+)/g, '{$1}')), route.path);
+  });
+});

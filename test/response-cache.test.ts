@@ -1,0 +1,69 @@
+// Opt-in response cache: identical list pages are served with X-Cache: HIT;
+// a write to the collection makes the next read fresh; companies without the
+// option never see the header.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
+
+describe('response cache', () => {
+  let app: TestApp;
+  before(async () => {
+    app = await startTestApp();
+  });
+  after(() => app.close());
+
+  test('second identical page is a HIT; a write makes the next read fresh', async () => {
+    const t = await seedTenant(app.pool, { responseCache: true });
+    const api = client(app.baseUrl, t.key);
+    await api.post('/customers', { data: { name: 'Uno' } });
+    const first = await api.get('/customers?limit=10');
+    assert.equal(first.headers.get('x-cache'), 'MISS');
+    const second = await api.get('/customers?limit=10');
+    assert.equal(second.headers.get('x-cache'), 'HIT');
+    assert.deepEqual(second.body, first.body);
+    assert.equal(second.headers.get('content-type'), 'application/json; charset=utf-8');
+
+    const other = await api.get('/customers?limit=11');
+    assert.equal(other.headers.get('x-cache'), 'MISS', 'another page is another entry');
+
+    const created = await api.post('/customers', { data: { name: 'Dos' } });
+    const fresh = await api.get('/customers?limit=10');
+    assert.equal(fresh.headers.get('x-cache'), 'MISS');
+    assert.equal(fresh.body.data[0].id, created.body.data.id);
+
+    await api.patch(`/customers/${created.body.data.id}`, { data: { name: 'Dos bis' } });
+    const afterUpdate = await api.get('/customers?limit=10');
+    assert.equal(afterUpdate.body.data[0].name, 'Dos bis');
+    await api.delete(`/customers/${created.body.data.id}`);
+    const afterDelete = await api.get('/customers?limit=10');
+    assert.equal(afterDelete.body.data.length, 1);
+  });
+
+  test('a write to another collection or another company does not evict', async () => {
+    const t = await seedTenant(app.pool, { responseCache: true });
+    const other = await seedTenant(app.pool, { responseCache: true });
+    const api = client(app.baseUrl, t.key);
+    await api.get('/customers');
+    await api.post('/leads', { data: { name: 'Lead' } });
+    await client(app.baseUrl, other.key).post('/customers', { data: { name: 'Ajeno' } });
+    assert.equal((await api.get('/customers')).headers.get('x-cache'), 'HIT');
+  });
+
+  test('cached pages are per company: the same URL never serves another tenant’s page', async () => {
+    const a = await seedTenant(app.pool, { responseCache: true });
+    const b = await seedTenant(app.pool, { responseCache: true });
+    await client(app.baseUrl, a.key).post('/customers', { data: { name: 'Solo de A' } });
+    await client(app.baseUrl, a.key).get('/customers');
+    const res = await client(app.baseUrl, b.key).get('/customers');
+    assert.equal(res.headers.get('x-cache'), 'MISS');
+    assert.equal(res.body.data.length, 0);
+  });
+
+  test('without the option there is no caching and no X-Cache header', async () => {
+    const t = await seedTenant(app.pool);
+    const api = client(app.baseUrl, t.key);
+    await api.get('/customers');
+    const res = await api.get('/customers');
+    assert.equal(res.headers.get('x-cache'), null);
+  });
+});
