@@ -1,0 +1,104 @@
+// The processes as operators and newcomers run them: `npm start` on an empty
+// data directory, the release-phase migrator against DATABASE_URL, and the
+// worker running a real pg-boss job.
+import assert from 'node:assert/strict';
+import { spawn, execFile } from 'node:child_process';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import { loadConfig } from '../lib/config.ts';
+import { startWorker } from '../worker/worker.ts';
+import { seedTenant, startTestApp } from './helpers/app.ts';
+
+const run = promisify(execFile);
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+describe('npm start on a fresh machine', () => {
+  const cleanup: Array<() => Promise<void>> = [];
+  after(async () => {
+    for (const fn of cleanup) await fn();
+  });
+
+  test('starts the embedded database, prints the base URL and a working demo key, and Ctrl-C stops everything', async () => {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'ws-start-'));
+    await chmod(dataDir, 0o755); // as root, the embedded cluster runs as `postgres`, which must enter it
+    cleanup.push(() => rm(dataDir, { recursive: true, force: true }));
+    const port = await freePort();
+    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'silent', NODE_ENV: 'development' };
+    delete env.DATABASE_URL;
+    delete env.ADMIN_TOKEN;
+    const child = spawn(process.execPath, ['scripts/dev.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    cleanup.push(async () => void child.kill('SIGKILL'));
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    const deadline = Date.now() + 90_000;
+    while (!/Demo API key:\s+service_sk_/.test(output)) {
+      assert.ok(Date.now() < deadline, `npm start did not become ready:\n${output}`);
+      assert.equal(child.exitCode, null, `npm start exited:\n${output}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.match(output, new RegExp(`Base URL:\\s+http://localhost:${port}/api/v1`));
+    const key = /Demo API key:\s+(service_sk_\S+)/.exec(output)![1];
+    const res = await fetch(`http://127.0.0.1:${port}/api/v1/customers`, { headers: { authorization: `Bearer ${key}` } });
+    assert.equal(res.status, 200);
+    const body = (await res.json()) as { data: unknown[] };
+    assert.ok(body.data.length > 0, 'demo data is there');
+
+    child.kill('SIGINT');
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    assert.equal(code, 0, output);
+    // The embedded PostgreSQL is gone with it.
+    const { stdout } = await run('pgrep', ['-f', `${dataDir}/pg`]).catch(() => ({ stdout: '' }));
+    assert.equal(stdout.trim(), '', 'no postgres process left for this data directory');
+  });
+});
+
+describe('release phase and worker against DATABASE_URL', () => {
+  test('npm run migrate applies nothing twice and exits 0', async () => {
+    const app = await startTestApp();
+    try {
+      const { stdout } = await run(process.execPath, ['db/migrate-cli.ts'], {
+        env: { ...process.env, DATABASE_URL: app.databaseUrl, NODE_ENV: 'production', ADMIN_TOKEN: 'x'.repeat(20) },
+      });
+      assert.match(stdout, /up to date/);
+    } finally {
+      await app.close();
+    }
+  });
+
+  test('the worker runs the housekeeping job: expired idempotency keys are purged', async () => {
+    const app = await startTestApp();
+    const worker = await startWorker(loadConfig({ NODE_ENV: 'test', DATABASE_URL: app.databaseUrl, LOG_LEVEL: 'silent' }), app.pool, app.databaseUrl);
+    try {
+      const t = await seedTenant(app.pool);
+      await app.pool.query(
+        `INSERT INTO idempotency_keys (company_id, key, method, path, fingerprint, state, created_at)
+         VALUES ($1, 'old', 'POST', '/x', 'f', 'done', now() - interval '25 hours'), ($1, 'new', 'POST', '/x', 'f', 'done', now())`,
+        [t.companyId],
+      );
+      await worker.boss.send('purge-expired', {});
+      const deadline = Date.now() + 20_000;
+      let keys: string[] = [];
+      do {
+        await new Promise((r) => setTimeout(r, 250));
+        keys = (await app.pool.query('SELECT key FROM idempotency_keys ORDER BY key')).rows.map((r) => r.key);
+      } while (keys.includes('old') && Date.now() < deadline);
+      assert.deepEqual(keys, ['new']);
+    } finally {
+      await worker.stop();
+      await app.close();
+    }
+  });
+});
