@@ -83,8 +83,8 @@ function operation(route: RouteDef) {
       content: { 'application/json': { schema: body } },
     };
   }
-  const codes = [...new Set([...(route.errors ?? []), ...COMMON_ERRORS, ...(route.module ? (['module_not_enabled'] as const) : [])])];
-  if (route.method !== 'GET' && route.method !== 'DELETE') codes.push('idempotency_key_reused', 'idempotency_body_too_large', 'idempotency_in_progress');
+  const writes: ErrorCode[] = route.method !== 'GET' && route.method !== 'DELETE' ? ['idempotency_key_reused', 'idempotency_body_too_large', 'idempotency_in_progress'] : [];
+  const codes = [...new Set<ErrorCode>([...(route.errors ?? []), ...COMMON_ERRORS, ...(route.module ? (['module_not_enabled'] as const) : []), ...writes])];
   const byStatus = new Map<number, string[]>();
   for (const code of codes) {
     const status = ERROR_CODES[code].status;
@@ -162,6 +162,11 @@ function escapeHtml(value: unknown): string {
   return String(value ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
+/** Escapes, then renders `code` spans of the descriptions. */
+function prose(value: unknown): string {
+  return escapeHtml(value).replace(/`([^`]+)`/g, '<code>$1</code>');
+}
+
 export function referencePage(config: Config): string {
   const doc = openApiDocument(config) as { info: { title: string; version: string; description: string }; paths: Record<string, Record<string, any>> };
   const byTag = new Map<string, string[]>();
@@ -177,7 +182,7 @@ export function referencePage(config: Config): string {
       const ok = Object.entries(op.responses ?? {}).find(([s]) => s.startsWith('2')) as [string, any] | undefined;
       const okSchema = ok?.[1].content ? `<details><summary>Respuesta ${ok[0]}</summary><pre>${escapeHtml(JSON.stringify(ok[1].content['application/json'].schema, null, 2))}</pre></details>` : '';
       const html = `<section id="${escapeHtml(op.operationId)}"><h3><span class="m ${method}">${method.toUpperCase()}</span> <code>${escapeHtml(path)}</code></h3>
-        <p>${escapeHtml(op.summary)}. ${escapeHtml(op.description)}</p>${params ? `<ul>${params}</ul>` : ''}${body}${okSchema}<ul>${responses}</ul></section>`;
+        <p>${escapeHtml(op.summary)}. ${prose(op.description)}</p>${params ? `<ul>${params}</ul>` : ''}${body}${okSchema}<ul>${responses}</ul></section>`;
       const tag = op.tags?.[0] ?? 'Otros';
       byTag.set(tag, [...(byTag.get(tag) ?? []), html]);
     }
@@ -191,6 +196,6 @@ code,pre{font:13px ui-monospace,monospace;background:#f3f4f6;border-radius:4px}p
 section{border-top:1px solid #e5e7eb;padding:.5rem 0}.m{font:bold 12px monospace;padding:2px 6px;border-radius:4px;color:#fff;background:#6b7280}
 .get{background:#2563eb}.post{background:#059669}.patch,.put{background:#d97706}.delete{background:#dc2626}</style></head>
 <body><h1>${escapeHtml(doc.info.title)} <small>${escapeHtml(doc.info.version)}</small></h1>
-<p>${escapeHtml(doc.info.description).replace(/\n\n/g, '</p><p>')}</p><p>Descripción OpenAPI 3.1: <a href="openapi.json">openapi.json</a></p>
+<p>${prose(doc.info.description).replace(/\n\n/g, '</p><p>')}</p><p>Descripción OpenAPI 3.1: <a href="openapi.json">openapi.json</a></p>
 <nav>${nav}</nav>${sections}</body></html>`;
 }
