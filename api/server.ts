@@ -14,6 +14,9 @@ const server = createApp(deps).listen(config.port, () => {
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   log('web.listening', { port, base_url: config.baseUrl });
+  // PORT=0 asks the OS for a free port: say which one even with LOG_LEVEL=silent,
+  // so whoever started the process (tests running several web processes) can reach it.
+  if (config.port === 0 && config.logLevel === 'silent') process.stdout.write(`${JSON.stringify({ event: 'web.listening', port })}\n`);
 });
 server.keepAliveTimeout = 65_000; // longer than the platform router's idle timeout
 

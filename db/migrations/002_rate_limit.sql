@@ -8,18 +8,31 @@
 -- Processes do not write here per request: they lease a small batch of tokens
 -- for the current database second and admit locally until it runs out; unused
 -- tokens are given back on the next lease (api/middleware/rate-limit.ts).
-CREATE TABLE rate_limit_windows (
+--
+-- UNLOGGED: the counters are worth nothing after a crash (at worst a key gets
+-- a fresh window), and skipping the WAL keeps a lease from waiting on a WAL
+-- flush at commit. Rows of idle keys are purged by the worker.
+CREATE UNLOGGED TABLE rate_limit_windows (
   key         text PRIMARY KEY,
   base_second bigint NOT NULL,
   counts      integer[] NOT NULL
 );
 
+-- Takes up to p_want tokens for p_key in the current second, after giving back
+-- p_return unused tokens of an earlier lease counted in second p_return_second.
+-- p_at (epoch seconds) replaces the clock; only tests pass it.
+-- Returns: granted tokens; used = the window's count after the grant;
+-- reset_after = whole seconds from the start of the next second until the
+-- oldest counted second leaves the window; now_second = the second the grant is
+-- counted in (pass it back as p_return_second); ms_left = milliseconds until
+-- that second ends, after which the grant must not be used.
 CREATE FUNCTION rate_limit_lease(
-  p_key text, p_want integer, p_limit integer, p_return integer, p_return_second bigint
+  p_key text, p_want integer, p_limit integer, p_return integer, p_return_second bigint,
+  p_at double precision DEFAULT NULL
 ) RETURNS TABLE (granted integer, used integer, reset_after integer, now_second bigint, ms_left integer)
 LANGUAGE plpgsql AS $$
 DECLARE
-  now_ts  double precision := extract(epoch FROM clock_timestamp());
+  now_ts  double precision := coalesce(p_at, extract(epoch FROM clock_timestamp()));
   p_now   bigint := floor(now_ts)::bigint;
   base    bigint;
   c       integer[];
@@ -39,6 +52,12 @@ BEGIN
     c[idx] := greatest(0, c[idx] - p_return);
   END IF;
 
+  -- A clock that stepped back (or a lease that lost a race with a later one)
+  -- counts in the newest bucket rather than outside the array.
+  IF p_now < base + 60 THEN
+    p_now := base + 60;
+  END IF;
+
   shift := p_now - 60 - base;
   IF shift >= 61 THEN
     c := array_fill(0, ARRAY[61]);
@@ -49,13 +68,14 @@ BEGIN
   END IF;
 
   SELECT coalesce(sum(x), 0) INTO total FROM unnest(c) AS x;
-  g := least(p_want, greatest(0, p_limit - total));
-  idx := (p_now - base + 1)::integer;
-  c[idx] := c[idx] + g;
+  g := least(greatest(0, p_want), greatest(0, p_limit - total));
+  c[61] := c[61] + g;
   UPDATE rate_limit_windows SET base_second = base, counts = c WHERE rate_limit_windows.key = p_key;
 
   -- Seconds until the oldest counted second leaves the window and frees capacity.
   SELECT min(ord) INTO oldest FROM unnest(c) WITH ORDINALITY AS u(x, ord) WHERE x > 0;
-  RETURN QUERY SELECT g, total + g, coalesce(oldest, 1), p_now,
-    greatest(0, floor((p_now + 1 - now_ts) * 1000))::integer;
+  -- ms_left follows the real clock, not a bucket moved forward above: a grant
+  -- is never used after the second it was asked in has ended.
+  RETURN QUERY SELECT g, total + g, coalesce(oldest, 1)::integer, p_now,
+    greatest(0, floor((floor(now_ts) + 1 - now_ts) * 1000))::integer;
 END $$;
