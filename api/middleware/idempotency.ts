@@ -1,27 +1,46 @@
 // Idempotency-Key on POST, PATCH and PUT (contract, Endpoints; DESIGN.md).
 //
 // - Keys live 24 h per company, in PostgreSQL, so every web process sees them.
-//   A key is bound to the method, path and body that first used it: anything
-//   else with the same key is 422 idempotency_key_reused. One company's key
-//   string never touches another company's responses.
+//   A key is bound to the method, path, query string and body (canonical JSON)
+//   that first used it: anything else with the same key is 422
+//   idempotency_key_reused. One company's key string never touches another
+//   company's responses. A key is 1 to 255 printable ASCII characters (else
+//   400 invalid_idempotency_key); a body above 100 KB cannot use one (413
+//   idempotency_body_too_large).
 // - The first request claims the key with an INSERT; concurrent repeats find
 //   it `running` and get 409 idempotency_in_progress, so 50 identical requests
 //   in flight create exactly one record.
 // - What is stored (as Stripe does): the response of every request that began
-//   executing and finished below 500, replayed with `Idempotent-Replayed: true`.
-//   Not stored, so the same key can be retried: payload validation failures
-//   (422 validation_failed, parameter_missing, invalid_metadata; the endpoint
-//   never began executing) and 5xx (our writes are transactional, so nothing
-//   was written and a retry is safe and useful).
-// - A claim left `running` by a crashed process is taken over after 60 s.
+//   executing and finished below 500 (2xx, and errors such as 404 not_found or
+//   409 duplicate_reference), replayed with `Idempotent-Replayed: true`.
+//   Not stored, so the same key can be retried (even with a corrected body):
+//   request validation failures (422 validation_failed, parameter_missing,
+//   invalid_metadata, 400 invalid_parameter...; the endpoint never began
+//   executing), 5xx (our writes are transactional, so nothing was written and
+//   a retry is safe and useful), and the answers of this middleware itself
+//   (400/409/413/422 idempotency_*). Requests refused before it runs (401, 403,
+//   429, malformed JSON) never touch the key.
+// - A claim left `running` by a crashed process is taken over after 60 s by a
+//   request with the same method, path and body.
 import { createHash } from 'node:crypto';
 import type { Next } from 'koa';
-import { ApiError } from '../errors.ts';
+import { logError } from '../../lib/log.ts';
+import { ApiError, type ErrorCode } from '../errors.ts';
 import type { ApiContext } from '../types.ts';
 
 export const IDEMPOTENCY_BODY_LIMIT = 100 * 1024;
 const KEY_SHAPE = /^[\x20-\x7e]{1,255}$/;
-const NOT_STORED: ReadonlySet<string> = new Set(['validation_failed', 'parameter_missing', 'invalid_metadata']);
+/** Errors meaning the request was refused before the endpoint began executing. */
+const NOT_STORED: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'validation_failed',
+  'parameter_missing',
+  'invalid_metadata',
+  'invalid_parameter',
+  'invalid_id',
+  'invalid_json',
+  'unsupported_media_type',
+  'request_too_large',
+]);
 const REPLAYED_HEADERS = ['content-type', 'location'];
 
 /** Stable JSON: key order does not change the fingerprint. */
@@ -36,22 +55,25 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
+/** Bytes of the request body: the text koa-body read (chunked bodies have no Content-Length), else Content-Length. */
 function rawBodyLength(ctx: ApiContext): number {
-  const body = ctx.request.body as Record<symbol, unknown> | undefined;
-  const raw = body?.[Symbol.for('unparsedBody')];
+  const raw = (ctx.request as { rawBody?: unknown }).rawBody;
   if (typeof raw === 'string') return Buffer.byteLength(raw);
   return Number(ctx.get('Content-Length')) || 0;
 }
 
 export async function idempotency(ctx: ApiContext, next: Next) {
+  // Present but empty is a malformed key, not an absent one.
+  if (ctx.headers['idempotency-key'] === undefined) return next();
   const key = ctx.get('Idempotency-Key');
-  if (!ctx.headers['idempotency-key']) return next();
   if (!KEY_SHAPE.test(key)) throw new ApiError('invalid_idempotency_key');
   if (rawBodyLength(ctx) > IDEMPOTENCY_BODY_LIMIT) throw new ApiError('idempotency_body_too_large');
 
   const { pool } = ctx.deps;
   const companyId = ctx.state.auth!.companyId;
-  const fingerprint = createHash('sha256').update(canonicalJson(ctx.request.body ?? null)).digest('hex');
+  const fingerprint = createHash('sha256')
+    .update(canonicalJson({ query: ctx.querystring, body: ctx.request.body ?? null }))
+    .digest('hex');
   const path = ctx.path;
 
   const claimed = await pool.query(
@@ -89,7 +111,11 @@ export async function idempotency(ctx: ApiContext, next: Next) {
     return;
   }
 
-  const release = () => pool.query('DELETE FROM idempotency_keys WHERE company_id = $1 AND key = $2', [companyId, key]);
+  // A failure to release or save must not hide the request's own outcome.
+  const release = () =>
+    pool
+      .query('DELETE FROM idempotency_keys WHERE company_id = $1 AND key = $2', [companyId, key])
+      .catch((error) => logError('idempotency.release_failed', error, { request_id: ctx.state.requestId }));
   const save = (status: number, body: unknown) => {
     const headers: Record<string, string> = {};
     for (const name of REPLAYED_HEADERS) {
@@ -101,7 +127,7 @@ export async function idempotency(ctx: ApiContext, next: Next) {
       `UPDATE idempotency_keys SET state = 'done', response_status = $3, response_headers = $4, response_body = $5
         WHERE company_id = $1 AND key = $2`,
       [companyId, key, status, headers, body === undefined || body === null ? null : JSON.stringify(body)],
-    );
+    ).catch((error) => logError('idempotency.save_failed', error, { request_id: ctx.state.requestId }));
   };
 
   try {
