@@ -24,6 +24,9 @@ export function adminMiddleware(deps: Deps) {
     }
     const path = ctx.path.replace(/^\/admin\/trpc\/?/, '');
     ctx.respond = false;
+    // Koa presets 404 on the raw response until a body is set; tRPC only writes
+    // the status for errors, so a successful call would go out as 404.
+    ctx.res.statusCode = 200;
     await nodeHTTPRequestHandler({
       router: adminRouter,
       req: ctx.req,

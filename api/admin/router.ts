@@ -1,6 +1,6 @@
 // Admin procedures for `wsctl`, one router per domain combined here.
 import { z } from 'zod';
-import { parseScopes } from '../auth/scopes.ts';
+import { OPT_IN_MODULES, parseScopes } from '../auth/scopes.ts';
 import {
   AdminError,
   createAutomation,
@@ -20,7 +20,8 @@ const id = z.string().regex(/^[0-9a-f]{24}$/, 'must be a 24-hex id');
 const plan = z.enum(['free', 'starter', 'enterprise']);
 const companyFields = {
   maxTeamSize: z.number().int().min(1).max(10_000).optional(),
-  modules: z.array(z.string().regex(/^[a-z_]+$/)).optional(),
+  // A closed list: a typo (`automation`) must fail, not enable nothing silently.
+  modules: z.array(z.enum(OPT_IN_MODULES)).optional(),
   plan: plan.optional(),
   mcpQuota: z.number().int().min(0).nullable().optional(),
 };

@@ -1,0 +1,54 @@
+// Where the admin endpoint is and how to authenticate to it (DESIGN.md, CLI
+// contract): `--url`, else ADMIN_URL, else http://localhost:$PORT; the token
+// from ADMIN_TOKEN, else DATA_DIR/admin-token (what `npm start` generates in
+// development). Resolved lazily, so `--help` works without a token.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { createTRPCClient, httpLink } from '@trpc/client';
+import type { inferRouterOutputs } from '@trpc/server';
+import type { AdminRouter } from '../api/admin/router.ts';
+import { CliError } from './output.ts';
+
+export type AdminClient = ReturnType<typeof createTRPCClient<AdminRouter>>;
+/** What each procedure returns, e.g. `Outputs['company']['show']`. */
+export type Outputs = inferRouterOutputs<AdminRouter>;
+
+const TRPC_PATH = '/admin/trpc';
+
+/** The service root the operator gave (or the default), without a trailing slash. */
+export function resolveUrl(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  const raw = flag || env.ADMIN_URL || `http://localhost:${env.PORT || 3000}`;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new CliError(`invalid admin URL "${raw}" (expected e.g. http://localhost:3000)`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new CliError(`invalid admin URL "${raw}": use http or https`);
+  // Accept both the service root and the full endpoint, so a pasted /admin/trpc URL works too.
+  return url.toString().replace(/\/+$/, '').replace(/\/admin\/trpc$/, '');
+}
+
+export function resolveToken(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.ADMIN_TOKEN) return env.ADMIN_TOKEN;
+  const file = path.resolve(env.DATA_DIR || './.data', 'admin-token');
+  let token: string;
+  try {
+    token = readFileSync(file, 'utf8').trim();
+  } catch {
+    throw new CliError(`no admin token: set ADMIN_TOKEN or create ${file}`);
+  }
+  if (!token) throw new CliError(`no admin token: ${file} is empty`);
+  return token;
+}
+
+export function createAdminClient(options: { url?: string }): { api: AdminClient; url: string } {
+  const url = resolveUrl(options.url);
+  const token = resolveToken();
+  const api = createTRPCClient<AdminRouter>({
+    // One request per call (no batching): a CLI makes one call at a time and
+    // plain requests keep server logs and errors one-to-one with commands.
+    links: [httpLink({ url: url + TRPC_PATH, headers: { authorization: `Bearer ${token}` } })],
+  });
+  return { api, url };
+}

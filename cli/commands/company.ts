@@ -1,0 +1,108 @@
+// `wsctl company create|update|show|list`: tenants, their plan, modules and limits.
+import { Option, type Command } from 'commander';
+import { action } from '../action.ts';
+import type { Outputs } from '../client.ts';
+import { intOrNone, list, nonNegativeInt, onOff, positiveInt } from '../options.ts';
+import { CliError, details, table } from '../output.ts';
+
+const PLANS = ['free', 'starter', 'enterprise'] as const;
+
+type Company = Outputs['company']['show'];
+
+function companyDetails(company: Company): string {
+  return details([
+    ['id', company.id],
+    ['name', company.name],
+    ['slug', company.slug],
+    ['plan', company.plan],
+    ['mcp quota', company.mcp_quota],
+    ['modules', company.enabled_modules],
+    ['team', `${company.team.current_team_size}/${company.team.max_team_size} (${company.team.seats_available} seats available)`],
+    ['response cache', company.response_cache ? 'on' : 'off'],
+    ['storage quota', `${company.storage_quota_mb} MB`],
+    ['created', company.created_at],
+    ['updated', company.updated_at],
+  ]);
+}
+
+/** Options shared by create and update (DESIGN.md: "same options"). */
+function companyOptions(command: Command): Command {
+  return command
+    .option('--max-team-size <n>', 'seats in the team (1-10000)', positiveInt)
+    .option('--modules <list>', "opt-in modules, comma separated (automations,invoicing); '' for none", list)
+    .addOption(new Option('--plan <plan>', 'MCP plan').choices(PLANS))
+    .option('--mcp-quota <n>', "MCP calls per cycle on the enterprise plan ('none' to clear on update)", intOrNone);
+}
+
+/** Commander option names → admin procedure input. */
+function companyFields(opts: Record<string, any>) {
+  return {
+    name: opts.name as string | undefined,
+    maxTeamSize: opts.maxTeamSize as number | undefined,
+    modules: opts.modules as Array<'automations' | 'invoicing'> | undefined,
+    plan: opts.plan as (typeof PLANS)[number] | undefined,
+    mcpQuota: opts.mcpQuota as number | null | undefined,
+  };
+}
+
+export function registerCompanyCommands(program: Command): void {
+  const company = program.command('company').description('create, change and inspect companies (tenants)');
+
+  companyOptions(
+    company
+      .command('create')
+      .description('create a company and its owner user')
+      .requiredOption('--name <name>', 'company name')
+      .option('--owner-email <email>', 'owner email (default owner@<slug>.example)'),
+  ).action(
+    action(
+      async ({ api, opts }) => api.company.create.mutate({ ...companyFields(opts), name: opts.name, ownerEmail: opts.ownerEmail }),
+      ({ company, owner }) => `Created company ${company.name} (${company.id})\nOwner: ${owner.email} (${owner.id})\n\n${companyDetails(company)}`,
+    ),
+  );
+
+  companyOptions(
+    company
+      .command('update')
+      .description('change a company; only the options given are changed')
+      .argument('<id>', 'company id')
+      .option('--name <name>', 'company name'),
+  )
+    .option('--response-cache <on|off>', 'cache GET responses for this company', onOff)
+    .option('--storage-quota-mb <n>', 'file storage quota in MB', nonNegativeInt)
+    .action(
+      action(
+        async ({ api, args: [id], opts }) => {
+          const input = { ...companyFields(opts), responseCache: opts.responseCache as boolean | undefined, storageQuotaMb: opts.storageQuotaMb as number | undefined };
+          if (Object.values(input).every((value) => value === undefined)) throw new CliError('nothing to update: give at least one option (see wsctl company update --help)');
+          return api.company.update.mutate({ id, ...input });
+        },
+        companyDetails,
+      ),
+    );
+
+  company
+    .command('show')
+    .description('show one company')
+    .argument('<id>', 'company id')
+    .action(action(async ({ api, args: [id] }) => api.company.show.query({ id }), companyDetails));
+
+  company
+    .command('list')
+    .description('list all companies, newest first')
+    .action(
+      action(
+        async ({ api }) => api.company.list.query(),
+        (companies) =>
+          table(companies, [
+            ['ID', (c) => c.id],
+            ['NAME', (c) => c.name],
+            ['SLUG', (c) => c.slug],
+            ['PLAN', (c) => c.plan],
+            ['TEAM', (c) => `${c.team.current_team_size}/${c.team.max_team_size}`],
+            ['MODULES', (c) => c.enabled_modules],
+            ['CREATED', (c) => c.created_at],
+          ], '(no companies)'),
+      ),
+    );
+}

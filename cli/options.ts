@@ -1,0 +1,56 @@
+// Option parsers shared by the commands. A bad value fails in commander with
+// one line naming the option (`option '--plan <plan>' argument 'foo' is
+// invalid...`) before any request is made.
+import { readFile } from 'node:fs/promises';
+import { InvalidArgumentError } from 'commander';
+import { CliError } from './output.ts';
+
+function integer(value: string, min: number): number {
+  // Number('') is 0 and Number('1e3') is 1000: accept plain digits only.
+  if (!/^\d+$/.test(value.trim())) throw new InvalidArgumentError(`expected a whole number >= ${min}.`);
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < min) throw new InvalidArgumentError(`expected a whole number >= ${min}.`);
+  return n;
+}
+
+export const positiveInt = (value: string): number => integer(value, 1);
+export const nonNegativeInt = (value: string): number => integer(value, 0);
+
+/** A whole number, or `none` to clear the value (null). */
+export function intOrNone(value: string): number | null {
+  return value.trim().toLowerCase() === 'none' ? null : integer(value, 0);
+}
+
+/** `a,b, c` → ['a','b','c']; an empty string gives [] (so `--modules ''` clears the list). */
+export function list(value: string): string[] {
+  return value
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean);
+}
+
+export function onOff(value: string): boolean {
+  const v = value.trim().toLowerCase();
+  if (v === 'on') return true;
+  if (v === 'off') return false;
+  throw new InvalidArgumentError('expected on or off.');
+}
+
+/** A JSON object from a file, or one clear line naming the file and the problem. */
+export async function readJsonObject(file: string): Promise<Record<string, unknown>> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new CliError(`cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : (code ?? (error as Error).message)}`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new CliError(`${file} is not valid JSON: ${(error as Error).message}`);
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new CliError(`${file} must hold a JSON object`);
+  return value as Record<string, unknown>;
+}

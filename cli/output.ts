@@ -1,0 +1,89 @@
+// Printing for people and for programs, and the one place that turns any
+// failure into a single stderr line. With --json stdout carries exactly one
+// JSON document; errors never go to stdout, so `wsctl ... --json | jq` never
+// parses an error as data.
+import { TRPCClientError } from '@trpc/client';
+
+/** An expected failure with a message meant for the operator as it is. */
+export class CliError extends Error {}
+
+export function printJson(value: unknown): void {
+  process.stdout.write(JSON.stringify(value, null, 2) + '\n');
+}
+
+export function printLines(text: string): void {
+  process.stdout.write(text.endsWith('\n') ? text : text + '\n');
+}
+
+function cell(value: unknown): string {
+  if (value === null || value === undefined || value === '') return '-';
+  if (Array.isArray(value)) return value.length ? value.map(cell).join(',') : '-';
+  if (typeof value === 'object') return JSON.stringify(value);
+  return String(value);
+}
+
+/** Aligned columns with a header row; an empty list prints a short note instead. */
+export function table(rows: Array<Record<string, unknown>>, columns: Array<[header: string, pick: (row: any) => unknown]>, empty = '(none)'): string {
+  if (rows.length === 0) return empty;
+  const cells = [columns.map(([header]) => header), ...rows.map((row) => columns.map(([, pick]) => cell(pick(row))))];
+  const widths = columns.map((_, i) => Math.max(...cells.map((line) => line[i].length)));
+  return cells.map((line) => line.map((text, i) => (i === line.length - 1 ? text : text.padEnd(widths[i]))).join('  ')).join('\n');
+}
+
+/** `label: value` lines, labels aligned. */
+export function details(pairs: Array<[label: string, value: unknown]>): string {
+  const width = Math.max(...pairs.map(([label]) => label.length));
+  return pairs.map(([label, value]) => `${(label + ':').padEnd(width + 1)} ${cell(value)}`).join('\n');
+}
+
+type ZodIssue = { path?: Array<string | number>; message?: string };
+
+/** tRPC sends a zod failure as the JSON text of its issues; make it one readable line. */
+function validationMessage(message: string): string {
+  try {
+    const issues = JSON.parse(message) as ZodIssue[];
+    if (Array.isArray(issues) && issues.length > 0) {
+      return issues.map((issue) => (issue.path?.length ? `${issue.path.join('.')}: ${issue.message}` : String(issue.message))).join('; ');
+    }
+  } catch {
+    // Not JSON: an operator error message already meant for people.
+  }
+  return message;
+}
+
+/** Why a fetch failed: the innermost system error code (ECONNREFUSED, ENOTFOUND...) or cause message. */
+function networkReason(error: unknown): string | null {
+  let reason: string | null = null;
+  for (let e: any = (error as any)?.cause, depth = 0; e && depth < 5; e = e.cause, depth++) {
+    if (typeof e.code === 'string' && /^E[A-Z_]+$/.test(e.code)) return e.code;
+    if (typeof e.message === 'string' && e.message) reason = e.message;
+  }
+  return reason;
+}
+
+export function describeError(error: unknown, url?: string): string {
+  const where = url ?? 'the admin endpoint';
+  if (error instanceof CliError) return error.message;
+  if (error instanceof TRPCClientError) {
+    const code: string | undefined = error.data?.code;
+    const status: number | undefined = error.meta?.response instanceof Response ? error.meta.response.status : error.data?.httpStatus;
+    if (code === 'BAD_REQUEST') return `invalid input: ${validationMessage(error.message)}`;
+    if (code === 'NOT_FOUND' || code === 'CONFLICT') return error.message;
+    if (code === 'INTERNAL_SERVER_ERROR') return `server error at ${where}: ${error.message}`;
+    if (code) return `${code}: ${error.message}`;
+    // Not a tRPC envelope: the Koa layer in front of tRPC (401) or some other server.
+    if (status === 401) return `admin token rejected by ${where} (401): check ADMIN_TOKEN`;
+    if (status) return `unexpected answer from ${where} (HTTP ${status}): is this the workspace service?`;
+    return `cannot reach ${where}: ${networkReason(error) ?? error.message}`;
+  }
+  if (error instanceof Error) return error.message;
+  return String(error);
+}
+
+/** One line on stderr and a non-zero exit; WSCTL_DEBUG=1 adds the stack for developers. */
+export function reportError(error: unknown, url?: string): void {
+  const line = describeError(error, url).replace(/\s*\n\s*/g, ' ').trim();
+  process.stderr.write(`error: ${line}\n`);
+  if (process.env.WSCTL_DEBUG) process.stderr.write(`${(error as Error)?.stack ?? ''}\n`);
+  process.exitCode = 1;
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env node
+// wsctl: the operator CLI. Each command calls one admin tRPC procedure at
+// <url>/admin/trpc (DESIGN.md, "CLI contract"). A domain's commands live in
+// cli/commands/<domain>.ts and are registered here; global options (--url,
+// --json) are read by every command through optsWithGlobals (cli/action.ts).
+import { readFileSync } from 'node:fs';
+import { Command } from 'commander';
+import { registerAutomationCommands } from './commands/automation.ts';
+import { registerCompanyCommands } from './commands/company.ts';
+import { registerKeyCommands } from './commands/key.ts';
+import { registerUserCommands } from './commands/user.ts';
+import { reportError } from './output.ts';
+
+const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+
+const program = new Command()
+  .name('wsctl')
+  .description('Operate the workspace service: companies, API keys, users, automations.')
+  .version(version)
+  .option('--url <url>', 'service root URL (default: $ADMIN_URL, else http://localhost:$PORT)')
+  .option('--json', 'print exactly one JSON document on stdout')
+  .configureHelp({ showGlobalOptions: true, sortSubcommands: true });
+
+registerCompanyCommands(program);
+registerKeyCommands(program);
+registerUserCommands(program);
+registerAutomationCommands(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  // Actions report their own failures; this catches anything left (a bug), still as one line.
+  reportError(error);
+}
