@@ -106,7 +106,20 @@ function operation(route: RouteDef) {
       .join('\n\n'),
     'x-scope': route.scope,
     parameters,
-    requestBody: route.body
+    requestBody: route.multipart
+      ? {
+          required: true,
+          content: {
+            'multipart/form-data': {
+              schema: {
+                type: 'object',
+                description: `Un archivo en uno de los campos: ${route.multipart.fields.join(', ')}; máximo ${route.multipart.maxFileBytes} bytes`,
+                properties: Object.fromEntries(route.multipart.fields.map((f) => [f, { type: 'string', format: 'binary' }])),
+              },
+            },
+          },
+        }
+      : route.body
       ? {
           required: true,
           content: {
