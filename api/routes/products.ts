@@ -3,7 +3,7 @@
 // detail path takes an id, slug or sku; nested variants, option types,
 // components and stock are written in the product's transaction.
 import { z } from 'zod';
-import { transaction, type Client } from '../../db/pool.ts';
+import { transaction, type Client, type Queryable } from '../../db/pool.ts';
 import { insertRow, updateRow } from '../../db/rows.ts';
 import { deleteMedia, productMediaIds } from '../../storage/media.ts';
 import { mergeCustomProperties } from '../custom-properties.ts';
@@ -30,6 +30,10 @@ import {
   writeOptionTypes,
   writeVariants,
 } from './product-store.ts';
+
+/** Search plan choice (see the list handler): 1% density or more is "common". */
+const SEARCH_PROBE_ROWS = 2000;
+const SEARCH_DENSE_MATCHES = 20;
 
 const TABLE = { table: 'products', jsonColumns: new Set(['prices_cents', 'images', 'custom_properties']) };
 
@@ -130,8 +134,8 @@ export const productRoutes: RouteDef[] = [
       const term = query.q || query.search || undefined;
       const brand = query.brand ?? query.brand_id;
       const category = query.category ?? query.product_category_id;
-      return listPage(
-        ctx.deps.pool,
+      const list = (db: Queryable) => listPage(
+        db,
         ctx.deps.totals,
         {
           table: 'products',
@@ -159,6 +163,27 @@ export const productRoutes: RouteDef[] = [
         },
         query,
       );
+      if (!term) return list(ctx.deps.pool);
+      // A text search has two good plans and the planner cannot tell which:
+      // it does not know how common the term is. For a common term, walking
+      // the page index and filtering finds a page in a few hundred rows; for a
+      // rare or absent one that walk reads the whole company (≈100 ms at
+      // 100,000 products) while the trigram GIN index answers in time
+      // proportional to the matches. So we measure: count matches among the
+      // newest SEARCH_PROBE_ROWS products (one short index walk). Dense: keep
+      // the planner's walk. Sparse: forbid plain index and sequential scans
+      // for this transaction, which leaves the trigram bitmap.
+      const { rows } = await ctx.deps.pool.query(
+        `SELECT count(*)::int AS n FROM (SELECT search_text FROM products WHERE company_id = $1
+           ORDER BY created_at DESC, id DESC LIMIT ${SEARCH_PROBE_ROWS}) newest WHERE search_text ILIKE $2`,
+        [companyId, likePattern(term)],
+      );
+      if (rows[0].n >= SEARCH_DENSE_MATCHES) return list(ctx.deps.pool);
+      return transaction(ctx.deps.pool, async (client) => {
+        await client.query('SET LOCAL enable_indexscan = off');
+        await client.query('SET LOCAL enable_seqscan = off');
+        return list(client);
+      });
     },
   }),
   defineRoute({
