@@ -14,6 +14,8 @@ import { openApiDocument, referencePage } from './openapi.ts';
 import { TotalsCache } from './pagination.ts';
 import { mountRoutes } from './route.ts';
 import { apiRoutes } from './routes/index.ts';
+import { mediaRouter } from './media.ts';
+import { createJobSender } from '../worker/send.ts';
 import type { ApiContext, Deps } from './types.ts';
 
 export type AppOptions = { config: Config; pool: Pool; databaseUrl: string; rateLimitPool?: Pool };
@@ -28,11 +30,13 @@ export async function createDeps(options: AppOptions): Promise<Deps> {
     rateLimiter: new RateLimiter(options.rateLimitPool ?? options.pool),
     totals: new TotalsCache(),
     responseCache: new ResponseCache(),
+    jobs: await createJobSender(options.pool),
   };
 }
 
 export async function closeDeps(deps: Deps): Promise<void> {
   deps.rateLimiter.close();
+  await deps.jobs.stop();
   await deps.keyCache.close();
 }
 
@@ -66,6 +70,7 @@ export function createApp(deps: Deps): Koa {
   });
   root.all('/admin/trpc/*path', adminMiddleware(deps) as never);
   app.use(root.routes());
+  app.use(mediaRouter(deps).routes());
 
   const api = new Router({ prefix: '/api/v1' });
   mountRoutes(api, apiRoutes, deps.config.rateLimitPerMinute);

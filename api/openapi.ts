@@ -106,7 +106,20 @@ function operation(route: RouteDef) {
       .join('\n\n'),
     'x-scope': route.scope,
     parameters,
-    requestBody: route.body
+    requestBody: route.multipart
+      ? {
+          required: true,
+          content: {
+            'multipart/form-data': {
+              schema: {
+                type: 'object',
+                description: `Un archivo en uno de los campos: ${route.multipart.fields.join(', ')}; máximo ${route.multipart.maxFileBytes} bytes`,
+                properties: Object.fromEntries(route.multipart.fields.map((f) => [f, { type: 'string', format: 'binary' }])),
+              },
+            },
+          },
+        }
+      : route.body
       ? {
           required: true,
           content: {
@@ -175,12 +188,14 @@ export function referencePage(config: Config): string {
       const params = (op.parameters ?? [])
         .map((p: any) => `<li><code>${escapeHtml(p.name)}</code> <em>${escapeHtml(p.in)}</em>${p.required ? ' (obligatorio)' : ''} — ${escapeHtml(p.description ?? '')}</li>`)
         .join('');
-      const body = op.requestBody ? `<details><summary>Cuerpo</summary><pre>${escapeHtml(JSON.stringify(op.requestBody.content['application/json'].schema, null, 2))}</pre></details>` : '';
+      const [bodyType, bodyContent] = (Object.entries(op.requestBody?.content ?? {})[0] ?? []) as [string?, any?];
+      const body = bodyContent ? `<details><summary>Cuerpo (${escapeHtml(bodyType!)})</summary><pre>${escapeHtml(JSON.stringify(bodyContent.schema, null, 2))}</pre></details>` : '';
       const responses = Object.entries(op.responses ?? {})
         .map(([status, r]: [string, any]) => `<li><code>${status}</code> ${escapeHtml(r.description)}</li>`)
         .join('');
       const ok = Object.entries(op.responses ?? {}).find(([s]) => s.startsWith('2')) as [string, any] | undefined;
-      const okSchema = ok?.[1].content ? `<details><summary>Respuesta ${ok[0]}</summary><pre>${escapeHtml(JSON.stringify(ok[1].content['application/json'].schema, null, 2))}</pre></details>` : '';
+      const okContent = ok?.[1].content ? (Object.values(ok[1].content)[0] as any) : undefined;
+      const okSchema = okContent ? `<details><summary>Respuesta ${ok![0]}</summary><pre>${escapeHtml(JSON.stringify(okContent.schema, null, 2))}</pre></details>` : '';
       const html = `<section id="${escapeHtml(op.operationId)}"><h3><span class="m ${method}">${method.toUpperCase()}</span> <code>${escapeHtml(path)}</code></h3>
         <p>${escapeHtml(op.summary)}. ${prose(op.description)}</p>${params ? `<ul>${params}</ul>` : ''}${body}${okSchema}<ul>${responses}</ul></section>`;
       const tag = op.tags?.[0] ?? 'Otros';

@@ -2,12 +2,14 @@
 // schemas and handler; from that one declaration come the Koa route with its
 // middleware chain, the OpenAPI document (api/openapi.ts) and the list of
 // routes the cross-tenant test walks (test/security.cross-tenant.test.ts).
+import { createHash } from 'node:crypto';
+import { readFile, unlink } from 'node:fs/promises';
 import Router from '@koa/router';
 import { koaBody } from 'koa-body';
 import type { Next } from 'koa';
 import { z } from 'zod';
 import { isObjectId } from '../lib/objectid.ts';
-import { ApiError, type ErrorCode } from './errors.ts';
+import { ApiError, validationFailed, type ErrorCode } from './errors.ts';
 import { authenticate, requireModule, requireScope } from './middleware/authenticate.ts';
 import { idempotency } from './middleware/idempotency.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
@@ -20,11 +22,16 @@ export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 /** How a path parameter is validated: a strict ObjectId, or an id or slug. */
 export type ParamKind = 'id' | 'id_or_slug';
 
+/** The one file of a multipart route, read into memory (bounded by `maxFileBytes`). */
+export type UploadedFile = { field: string; filename: string | null; declaredType: string | null; bytes: Buffer };
+
 export type HandlerInput<Q, D> = {
   params: Record<string, string>;
   query: Q;
   data: D;
   companyId: string;
+  /** Multipart routes only; absent when no file came under an accepted field. */
+  file?: UploadedFile;
 };
 
 export type RouteDef<Q = any, D = any> = {
@@ -43,6 +50,8 @@ export type RouteDef<Q = any, D = any> = {
   body?: z.ZodType<D>;
   /** A valid `data` payload: shown in the OpenAPI document, and used by the cross-tenant test to create records. */
   example?: Record<string, unknown>;
+  /** multipart/form-data upload instead of a JSON body: one file under one of `fields`. */
+  multipart?: { fields: readonly string[]; maxFileBytes: number };
   /** Schema of one returned record (`data`, or each item of a list). */
   response?: z.ZodType;
   list?: boolean;
@@ -67,6 +76,61 @@ const jsonBody = koaBody({
   parsedMethods: ['POST', 'PUT', 'PATCH'] as never, // koa-body types these as a TS enum
 });
 
+type FormidableFile = { filepath: string; originalFilename: string | null; mimetype: string | null; size: number };
+
+/**
+ * multipart/form-data through koa-body's formidable, bounded: one file of at
+ * most `maxFileBytes` (formidable stops reading past it), 20 small fields.
+ * Parser limits are the client's fault, so they answer 422 validation_failed
+ * like any other unacceptable file (contract, Errors: "file too big, too
+ * many"). The temp files formidable writes are removed after the handler,
+ * whatever happens. For Idempotency-Key the body fingerprint includes the
+ * file's SHA-256, so a different file under the same key is detected.
+ */
+function multipartBody(options: NonNullable<RouteDef['multipart']>) {
+  const parser = koaBody({
+    multipart: true,
+    json: false,
+    urlencoded: false,
+    text: false,
+    parsedMethods: ['POST'] as never,
+    formidable: {
+      maxFiles: 1,
+      maxFileSize: options.maxFileBytes,
+      maxTotalFileSize: options.maxFileBytes,
+      maxFields: 20,
+      maxFieldsSize: 64 * 1024,
+      allowEmptyFiles: true,
+      minFileSize: 0,
+    },
+  });
+  return async function multipart(ctx: ApiContext, next: Next) {
+    try {
+      await parser(ctx as never, async () => {});
+    } catch (error) {
+      const status = (error as { httpCode?: number; status?: number }).httpCode ?? (error as { status?: number }).status;
+      const reason = status === 413
+        ? `se acepta un solo archivo de hasta ${Math.floor(options.maxFileBytes / 1024 / 1024)} MB`
+        : 'el cuerpo multipart/form-data no es válido';
+      throw validationFailed({ file: [reason] });
+    }
+    const files = (ctx.request as unknown as { files?: Record<string, FormidableFile | FormidableFile[]> }).files ?? {};
+    const all = Object.entries(files).flatMap(([field, f]) => (Array.isArray(f) ? f : [f]).map((file) => ({ field, file })));
+    try {
+      const chosen = all.find(({ field }) => options.fields.includes(field));
+      if (chosen) {
+        const bytes = await readFile(chosen.file.filepath);
+        ctx.state.upload = { field: chosen.field, filename: chosen.file.originalFilename, declaredType: chosen.file.mimetype, bytes };
+        const fields = (ctx.request.body ?? {}) as Record<string, unknown>;
+        ctx.request.body = { ...fields, [chosen.field]: { sha256: createHash('sha256').update(bytes).digest('hex') } } as never;
+      }
+      await next();
+    } finally {
+      await Promise.all(all.map(({ file }) => unlink(file.filepath).catch(() => {})));
+    }
+  };
+}
+
 function validateParams(kinds: Record<string, ParamKind>) {
   return async function params(ctx: ApiContext, next: Next) {
     for (const [name, kind] of Object.entries(kinds)) {
@@ -84,7 +148,8 @@ function handle(route: RouteDef) {
     const params = (ctx as unknown as { params: Record<string, string> }).params ?? {};
     const query = route.query ? parseQuery(route.query, ctx.query) : {};
     const data = route.body ? parseData(route.body, ctx.request.body) : undefined;
-    const body = await route.handler(ctx, { params, query, data, companyId: ctx.state.auth!.companyId });
+    const file = ctx.state.upload;
+    const body = await route.handler(ctx, { params, query, data, companyId: ctx.state.auth!.companyId, file });
     ctx.status = route.status;
     if (body !== undefined) ctx.body = body;
     await next();
@@ -100,7 +165,8 @@ export function mountRoutes(router: Router<any, any>, routes: RouteDef[], defaul
     ];
     if (route.module) chain.push(requireModule(route.module));
     if (route.params) chain.push(validateParams(route.params));
-    if (route.method !== 'GET' && route.method !== 'DELETE') chain.push(jsonBody as never, idempotency);
+    if (route.multipart) chain.push(multipartBody(route.multipart), idempotency);
+    else if (route.method !== 'GET' && route.method !== 'DELETE') chain.push(jsonBody as never, idempotency);
     if (route.cache) chain.push(responseCache(route.cache));
     chain.push(handle(route));
     router.register(route.path, [route.method], chain as never);

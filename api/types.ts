@@ -6,6 +6,8 @@ import type { KeyCache } from './auth/key-cache.ts';
 import type { RateLimiter } from './middleware/rate-limit.ts';
 import type { TotalsCache } from './pagination.ts';
 import type { ResponseCache } from './middleware/response-cache.ts';
+import type { JobSender } from '../worker/send.ts';
+import type { UploadedFile } from './route.ts';
 
 /** Everything a request handler may need, built once per process. */
 export type Deps = {
@@ -15,11 +17,15 @@ export type Deps = {
   rateLimiter: RateLimiter;
   totals: TotalsCache;
   responseCache: ResponseCache;
+  /** Enqueues pg-boss jobs inside the caller's transaction. */
+  jobs: JobSender;
 };
 
 export type ApiState = {
   requestId: string;
   auth?: AuthKey;
+  /** Set by the multipart body parser of upload routes. */
+  upload?: UploadedFile;
 };
 
 export type ApiContext = ParameterizedContext<ApiState> & { deps: Deps };

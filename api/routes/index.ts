@@ -1,7 +1,19 @@
 // Every REST route of /api/v1, in one table. A new resource adds its routes here.
 import type { RouteDef } from '../route.ts';
 import { automationRoutes } from './automations.ts';
+import { brandRoutes } from './brands.ts';
+import { catalogImageRoutes } from './catalog-images.ts';
 import { customerRoutes } from './customers.ts';
 import { leadRoutes } from './leads.ts';
+import { productCategoryRoutes } from './product-categories.ts';
+import { productRoutes } from './products.ts';
 
-export const apiRoutes: RouteDef[] = [...customerRoutes, ...leadRoutes, ...automationRoutes];
+export const apiRoutes: RouteDef[] = [
+  ...customerRoutes,
+  ...leadRoutes,
+  ...automationRoutes,
+  ...productRoutes,
+  ...productCategoryRoutes,
+  ...brandRoutes,
+  ...catalogImageRoutes,
+];

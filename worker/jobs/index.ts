@@ -1,5 +1,6 @@
 // Every job kind the worker runs. A new kind adds its module here.
 import { purgeExpired } from './purge-expired.ts';
+import { thumbnail } from './thumbnail.ts';
 import type { JobDefinition } from './types.ts';
 
-export const jobs: JobDefinition<any>[] = [purgeExpired];
+export const jobs: JobDefinition<any>[] = [purgeExpired, thumbnail];

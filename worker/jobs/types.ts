@@ -12,5 +12,6 @@ export type JobDefinition<Data extends object = object> = {
   cron?: string;
   queue?: Parameters<PgBoss['createQueue']>[1];
   work?: WorkOptions;
-  handler: (deps: WorkerDeps, jobs: Job<Data>[]) => Promise<void>;
+  /** Resolves with per-job results (`JobResult[]`) when `work.perJobResults` is set. */
+  handler: (deps: WorkerDeps, jobs: Job<Data>[]) => Promise<unknown>;
 };

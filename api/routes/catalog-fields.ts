@@ -1,0 +1,138 @@
+// Field schemas shared by products, categories and brands.
+import { z } from 'zod';
+import type { Queryable } from '../../db/pool.ts';
+import { isObjectId } from '../../lib/objectid.ts';
+import { ApiError, validationFailed } from '../errors.ts';
+
+/** ISO 4217 codes the runtime knows (Intl), lowercased: map keys are lowercase (contract, conventions 4). */
+const CURRENCIES: ReadonlySet<string> = new Set(Intl.supportedValuesOf('currency').map((c) => c.toLowerCase()));
+
+const MAX_CENTS = 1_000_000_000_000; // 10 billion units: beyond any catalog price, inside a double's exact range
+
+function centsMap(min: number) {
+  return z
+    .record(z.string(), z.number().int('debe ser un entero en centavos').min(min).max(MAX_CENTS))
+    .superRefine((map, ctx) => {
+      for (const key of Object.keys(map)) {
+        if (!CURRENCIES.has(key)) {
+          ctx.addIssue({ code: 'custom', path: [key], message: 'no es un código ISO 4217 en minúsculas (por ejemplo mxn, usd)' });
+        }
+      }
+    });
+}
+
+/** `{<iso4217 lowercase>: <integer cents >= 0>}`. */
+export const pricesCents = centsMap(0).describe('Mapa {<iso4217 en minúsculas>: <centavos enteros>}');
+/** Product prices: at least one currency. */
+export const productPricesCents = pricesCents.refine((m) => Object.keys(m).length > 0, {
+  message: 'debe tener el precio en al menos una moneda',
+});
+/** Price adjustments may be negative (a cheaper component). */
+export const adjustmentCents = centsMap(-MAX_CENTS).describe('Ajuste de precio por moneda {<iso4217>: <centavos enteros, puede ser negativo>}');
+
+/** A field removed by 1.0.02: refused with a message naming its replacement. */
+export function removedField(replacement: string) {
+  return z
+    .never({ error: `ya no existe desde la versión 1.0.02; usa ${replacement}` })
+    .optional()
+    .describe(`Eliminado en 1.0.02: usa ${replacement}. Enviarlo produce 422`);
+}
+
+export const slugSchema = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .min(1)
+  .max(100)
+  .regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/, 'solo minúsculas, dígitos y guiones')
+  .refine((s) => !isObjectId(s), 'no puede tener la forma de un ObjectId');
+
+export const nameSchema = z.string().trim().min(1).max(200);
+export const optionalText = (max: number) => z.string().trim().max(max).nullable().optional();
+
+/** An image given by URL (http/https only: no javascript:, data: or file:). */
+export const imageUrlSchema = z
+  .url({ protocol: /^https?$/, error: 'debe ser una URL http(s)' })
+  .max(2000)
+  .nullable()
+  .optional();
+
+/** Nested items (variants, option types, components, option values): matched by `id`, removed by `_destroy`. */
+export const nestedId = z.string().refine(isObjectId, 'no es un ObjectId válido').optional();
+export const destroyFlag = z.boolean().optional().describe('true elimina el elemento con ese id');
+
+export function slugify(name: string): string {
+  const base = name
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 80);
+  return base || 'item';
+}
+
+/**
+ * A slug free in the company: the explicit one must be free (else 422); one
+ * derived from the name gets `-2`, `-3`… Under concurrency the UNIQUE index
+ * still decides (see uniqueViolation).
+ */
+export async function freeSlug(
+  db: Queryable,
+  table: 'products' | 'brands' | 'product_categories',
+  companyId: string,
+  wanted: { explicit?: string; name: string },
+  exceptId?: string,
+): Promise<string> {
+  const taken = async (slug: string) =>
+    (await db.query(`SELECT 1 FROM ${table} WHERE company_id = $1 AND slug = $2 AND id IS DISTINCT FROM $3`, [companyId, slug, exceptId ?? null]))
+      .rowCount! > 0;
+  if (wanted.explicit) {
+    if (await taken(wanted.explicit)) throw validationFailed({ slug: ['ya está en uso en la empresa'] });
+    return wanted.explicit;
+  }
+  const base = slugify(wanted.name);
+  for (let n = 1; n < 50; n++) {
+    const candidate = n === 1 ? base : `${base}-${n}`;
+    if (!(await taken(candidate))) return candidate;
+  }
+  return `${base}-${Date.now().toString(36)}`;
+}
+
+/** Turns a UNIQUE violation on slug/sku into 422 validation_failed; rethrows anything else. */
+export function uniqueViolation(error: unknown): never {
+  const pgError = error as { code?: string; constraint?: string };
+  if (pgError?.code === '23505') {
+    const field = pgError.constraint?.includes('sku') ? 'sku' : 'slug';
+    throw validationFailed({ [field]: ['ya está en uso en la empresa'] });
+  }
+  throw error;
+}
+
+/** Resolves an id-or-slug path value to the row id within the company. */
+export async function resolveIdOrSlug(
+  db: Queryable,
+  table: 'products' | 'brands' | 'product_categories',
+  companyId: string,
+  value: string,
+  options: { sku?: boolean; lock?: boolean } = {},
+): Promise<string> {
+  const sku = options.sku ? ' OR sku = $2' : '';
+  const { rows } = await db.query(
+    `SELECT id FROM ${table} WHERE company_id = $1 AND (id = $2 OR slug = $2${sku})
+      ORDER BY (id = $2) DESC, (slug = $2) DESC LIMIT 1${options.lock ? ' FOR UPDATE' : ''}`,
+    [companyId, value],
+  );
+  if (!rows[0]) throw new ApiError('not_found');
+  return rows[0].id;
+}
+
+/** Comma list of ids and slugs (`?brand=a,b`); the main name wins over its alias. */
+export function splitIdsAndSlugs(value: string): { ids: string[]; slugs: string[] } {
+  const parts = value
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean)
+    .slice(0, 100);
+  return { ids: parts.filter(isObjectId), slugs: parts.filter((p) => !isObjectId(p)) };
+}

@@ -1,0 +1,275 @@
+// Catalog benchmark, runnable on its own: `node bench/scenarios/catalog.ts`
+// (Node 24: ./node_modules/.bin/node). Uses DATABASE_URL's server, else an
+// embedded PostgreSQL under DATA_DIR/bench; makes a fresh database.
+//
+// 1. Product list over 100,000 products (plus 20,000 of a second company, so
+//    the company filter has work to do): brand+category filters, and text
+//    search. p50/p99 and requests/s through the whole Koa stack (auth, rate
+//    limit, scope, validation, pagination), against the same SQL served by a
+//    bare node:http handler: the ratio is the cost of the framework.
+// 2. Thumbnails per second: sharp alone on the same originals, then through
+//    the worker (pg-boss claim, read original from PostgreSQL, sharp, write
+//    thumbnail, update rows) in the same run.
+//
+// Run with LOG_LEVEL=silent (the request log is read from the environment at import).
+// Options (env): BENCH_SECONDS (default 8 per scenario), BENCH_CONCURRENCY (16),
+// BENCH_PRODUCTS (100000), BENCH_IMAGES (60).
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import pg from 'pg';
+import sharp, { type SharpOptions } from 'sharp';
+import { createCompany, issueKey } from '../../api/admin/companies.ts';
+import { closeDeps, createApp, createDeps } from '../../api/app.ts';
+import { ALL_SCOPES } from '../../api/auth/scopes.ts';
+import { startEmbedded } from '../../db/embedded.ts';
+import { migrate } from '../../db/migrate.ts';
+import { createPool } from '../../db/pool.ts';
+import { loadConfig } from '../../lib/config.ts';
+import { makeThumbnail } from '../../storage/images.ts';
+import { startWorker } from '../../worker/worker.ts';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const PRODUCTS = Number(process.env.BENCH_PRODUCTS ?? 100_000);
+const IMAGES = Number(process.env.BENCH_IMAGES ?? 60);
+
+const dataDir = path.resolve(process.env.DATA_DIR || './.data');
+const embedded = process.env.DATABASE_URL ? null : await startEmbedded(path.join(dataDir, 'bench'), { database: 'postgres', fast: true });
+const serverUrl = new URL(process.env.DATABASE_URL ?? embedded!.url);
+const dbName = `ws_bench_${randomBytes(4).toString('hex')}`;
+const admin = new pg.Client({ connectionString: serverUrl.toString() });
+await admin.connect();
+await admin.query(`CREATE DATABASE ${dbName}`);
+const dbUrl = new URL(serverUrl);
+dbUrl.pathname = `/${dbName}`;
+const databaseUrl = dbUrl.toString();
+
+const pool = createPool(databaseUrl, 20);
+await migrate(pool);
+const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', DATABASE_URL: databaseUrl, RATE_LIMIT_PER_MINUTE: '100000000', ADMIN_TOKEN: 'bench-admin-token-0123456789' });
+
+// --- data -------------------------------------------------------------------
+const { company } = await createCompany(pool, { name: 'Bench' });
+const { company: other } = await createCompany(pool, { name: 'Other' });
+const key = (await issueKey(pool, { companyId: company.id, scopes: [...ALL_SCOPES], rateLimitPerMinute: 100_000_000 })).secret;
+
+async function seed(companyId: string, count: number, prefix: string) {
+  // Row triggers (response-cache versions) off for the bulk load: 100,000
+  // upserts of the same three version rows would dominate the seeding time.
+  const db = await pool.connect();
+  await db.query('SET session_replication_role = replica');
+  try {
+    await seedRows(db, companyId, count, prefix);
+  } finally {
+    await db.query('RESET session_replication_role');
+    db.release();
+  }
+}
+
+async function seedRows(pool: pg.PoolClient, companyId: string, count: number, prefix: string) {
+  await pool.query(
+    `INSERT INTO brands (id, company_id, name, slug)
+     SELECT substr(md5($2 || 'b' || g), 1, 24), $1, 'Marca ' || g, 'marca-' || g FROM generate_series(1, 50) g`,
+    [companyId, prefix],
+  );
+  await pool.query(
+    `INSERT INTO product_categories (id, company_id, name, slug)
+     SELECT substr(md5($2 || 'c' || g), 1, 24), $1, 'Categoría ' || g, 'categoria-' || g FROM generate_series(1, 30) g`,
+    [companyId, prefix],
+  );
+  // Names from word lists: realistic trigram statistics, with a rare word ("titanio", ~0.2%).
+  await pool.query(
+    `INSERT INTO products (id, company_id, name, slug, sku, prices_cents, brand_id, brand_name, brand_slug, product_category_id, created_at)
+     SELECT substr(md5($2 || 'p' || g), 1, 24), $1,
+            (ARRAY['Playera','Pantalón','Taza','Cuaderno','Lámpara','Silla','Mochila','Gorra','Reloj','Botella'])[1 + g % 10] || ' ' ||
+            (ARRAY['roja','azul','verde','negra','blanca','gris','café','rosa'])[1 + (g / 10) % 8] || ' ' ||
+            (CASE WHEN g % 500 = 0 THEN 'titanio' ELSE (ARRAY['algodón','acero','madera','plástico','vidrio','piel'])[1 + (g / 80) % 6] END) || ' ' || g,
+            'p-' || g, 'SKU-' || g, jsonb_build_object('mxn', 1000 + g % 5000),
+            substr(md5($2 || 'b' || (1 + g % 50)), 1, 24), 'Marca ' || (1 + g % 50), 'marca-' || (1 + g % 50),
+            substr(md5($2 || 'c' || (1 + g % 30)), 1, 24),
+            now() - make_interval(secs => g)
+       FROM generate_series(1, $3) g`,
+    [companyId, prefix, count],
+  );
+}
+let t0 = performance.now();
+await seed(company.id, PRODUCTS, 'a');
+await seed(other.id, Math.round(PRODUCTS / 5), 'o');
+await pool.query('ANALYZE');
+const seedSeconds = (performance.now() - t0) / 1000;
+const brand = (n: number) => `marca-${n}`;
+const categoryId = (await pool.query(`SELECT id FROM product_categories WHERE company_id = $1 AND slug = 'categoria-7'`, [company.id])).rows[0].id;
+
+// --- servers ----------------------------------------------------------------
+const deps = await createDeps({ config, pool, databaseUrl });
+const app = createApp(deps).listen(0, '127.0.0.1');
+await new Promise((r) => app.once('listening', r));
+const appUrl = `http://127.0.0.1:${(app.address() as AddressInfo).port}/api/v1`;
+
+// The bare server runs the list SQL the API runs for these queries (same
+// select list, filters, order and limit) and serialises the rows: no auth,
+// no validation, no framework.
+const LIST_SQL = (where: string) => `SELECT products.*,
+  (SELECT json_build_object('id', c.id, 'name', c.name, 'slug', c.slug) FROM product_categories c
+    WHERE c.company_id = products.company_id AND c.id = products.product_category_id) AS category
+  FROM products WHERE company_id = $1 AND ${where} ORDER BY created_at DESC, id DESC LIMIT 26`;
+// The bare server makes the same plan choice as the API (api/routes/products.ts).
+async function searchBare(q: string) {
+  const pattern = `%${q}%`;
+  const probe = await pool.query(
+    `SELECT count(*)::int AS n FROM (SELECT search_text FROM products WHERE company_id = $1
+       ORDER BY created_at DESC, id DESC LIMIT 2000) newest WHERE search_text ILIKE $2`,
+    [company.id, pattern],
+  );
+  if (probe.rows[0].n >= 20) return pool.query(LIST_SQL(`search_text ILIKE $2`), [company.id, pattern]);
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('SET LOCAL enable_indexscan = off');
+    await client.query('SET LOCAL enable_seqscan = off');
+    const result = await client.query(LIST_SQL(`search_text ILIKE $2`), [company.id, pattern]);
+    await client.query('COMMIT');
+    return result;
+  } finally {
+    client.release();
+  }
+}
+const bare = http.createServer(async (req, res) => {
+  const url = new URL(req.url!, 'http://x');
+  const q = url.searchParams.get('q');
+  const { rows } = q
+    ? await searchBare(q)
+    : await pool.query(
+        LIST_SQL(`(brand_id = ANY($2::text[]) OR brand_slug = ANY($3::text[])) AND (product_category_id = ANY($4::text[]) OR product_category_id IN
+          (SELECT c.id FROM product_categories c WHERE c.company_id = products.company_id AND c.slug = ANY($5::text[])))`),
+        [company.id, [], url.searchParams.get('brand')!.split(','), [url.searchParams.get('category')], []],
+      );
+  res.setHeader('content-type', 'application/json');
+  res.end(JSON.stringify({ data: rows.slice(0, 25) }));
+});
+bare.listen(0, '127.0.0.1');
+await new Promise((r) => bare.once('listening', r));
+const bareUrl = `http://127.0.0.1:${(bare.address() as AddressInfo).port}`;
+
+async function load(url: string, headers: Record<string, string>) {
+  const latencies: number[] = [];
+  const until = performance.now() + SECONDS * 1000;
+  let errors = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (performance.now() < until) {
+        const t = performance.now();
+        const res = await fetch(url, { headers });
+        await res.arrayBuffer();
+        if (res.status !== 200) errors++;
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  const pct = (p: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] * 10) / 10;
+  return { requests: latencies.length, errors, rps: Math.round(latencies.length / elapsed), p50_ms: pct(0.5), p99_ms: pct(0.99) };
+}
+
+const scenarios = [
+  { name: 'filters: brand (2 slugs) + category (id)', api: `/products?brand=${brand(3)},${brand(17)}&category=${categoryId}`, bare: `/?brand=${brand(3)},${brand(17)}&category=${categoryId}` },
+  { name: 'search: common word (q=algod, 1 in 6)', api: `/products?q=algod`, bare: `/?q=algod` },
+  { name: 'search: rare word (q=titanio, 1 in 500)', api: `/products?q=titanio`, bare: `/?q=titanio` },
+  { name: 'search: absent word (q=zzzqqq)', api: `/products?q=zzzqqq`, bare: `/?q=zzzqqq` },
+];
+const results: Record<string, unknown>[] = [];
+for (const s of scenarios) {
+  await load(appUrl + s.api, { authorization: `Bearer ${key}` }); // warm-up is the first pass; measured below
+  const viaApi = await load(appUrl + s.api, { authorization: `Bearer ${key}` });
+  const viaBare = await load(bareUrl + s.bare, {});
+  results.push({ scenario: s.name, api: viaApi, bare: viaBare, rps_ratio_api_to_bare: Math.round((viaApi.rps / viaBare.rps) * 100) / 100 });
+}
+
+async function explain(where: string, values: unknown[], sparse: boolean) {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    if (sparse) await client.query('SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = off');
+    const { rows } = await client.query(`EXPLAIN (ANALYZE, BUFFERS OFF, COSTS OFF) ${LIST_SQL(where)}`, [company.id, ...values]);
+    await client.query('COMMIT');
+    return rows.map((r) => r['QUERY PLAN']).join('\n');
+  } finally {
+    client.release();
+  }
+}
+const plans = {
+  search_rare: await explain('search_text ILIKE $2', ['%titanio%'], true),
+  search_common: await explain('search_text ILIKE $2', ['%algod%'], false),
+  search_absent: await explain('search_text ILIKE $2', ['%zzzqqq%'], true),
+};
+
+// --- thumbnails ---------------------------------------------------------------
+const originals = await Promise.all(
+  Array.from({ length: IMAGES }, (_, i) =>
+    sharp({ create: { width: 1600, height: 1200, channels: 3, noise: { type: 'gaussian', mean: 100 + i, sigma: 40 } } } as SharpOptions)
+      .jpeg({ quality: 85 })
+      .toBuffer(),
+  ),
+);
+t0 = performance.now();
+let next = 0;
+await Promise.all(
+  Array.from({ length: 2 }, async () => {
+    while (next < originals.length) await makeThumbnail(originals[next++]);
+  }),
+);
+const sharpAlone = originals.length / ((performance.now() - t0) / 1000);
+
+const productIds = (await pool.query('SELECT id FROM products WHERE company_id = $1 ORDER BY id LIMIT $2', [company.id, IMAGES])).rows.map((r) => r.id);
+for (const [i, id] of productIds.entries()) {
+  const form = new FormData();
+  form.append('file', new Blob([new Uint8Array(originals[i])]), `p${i}.jpg`);
+  const res = await fetch(`${appUrl}/products/${id}/image`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
+  if (res.status !== 200) throw new Error(`upload failed: ${res.status} ${await res.text()}`);
+}
+const worker = await startWorker(config, pool, databaseUrl);
+for (;;) {
+  const { rows } = await pool.query(`SELECT count(*)::int AS n FROM media WHERE status = 'pending'`);
+  if (rows[0].n === 0) break;
+  await new Promise((r) => setTimeout(r, 50));
+}
+// From the first job started to the last one completed: worker start-up is not thumbnail work.
+const span = (await pool.query(`SELECT extract(epoch FROM max(completed_on) - min(started_on))::float AS s FROM pgboss.job WHERE name = 'thumbnail'`)).rows[0].s;
+const throughWorker = originals.length / span;
+await worker.stop();
+
+const report = {
+  products: PRODUCTS,
+  other_company_products: Math.round(PRODUCTS / 5),
+  seed_seconds: Math.round(seedSeconds * 10) / 10,
+  concurrency: CONCURRENCY,
+  seconds_per_run: SECONDS,
+  list: results,
+  thumbnails: {
+    images: IMAGES,
+    original: '1600×1200 JPEG',
+    sharp_alone_per_second: Math.round(sharpAlone * 10) / 10,
+    through_worker_per_second: Math.round(throughWorker * 10) / 10,
+    ratio_worker_to_sharp: Math.round((throughWorker / sharpAlone) * 100) / 100,
+  },
+};
+console.log(JSON.stringify(report, null, 2));
+if (process.env.BENCH_PLANS) console.log(Object.values(plans).join('\n\n'));
+
+// Dropping the database ends any connection still open (pg-boss pools close lazily); that is expected here.
+process.on('uncaughtException', (error) => {
+  if ((error as { code?: string }).code !== '57P01') throw error;
+});
+app.closeAllConnections();
+app.close();
+bare.close();
+await closeDeps(deps);
+await pool.end();
+await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+await admin.end();
+await embedded?.stop();
+process.exit(0);

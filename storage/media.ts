@@ -1,0 +1,69 @@
+// Uploaded catalog images ("media"): the original blob, the thumbnail blob
+// the worker adds later, and the record (product, variant, brand, category)
+// that shows them. Used by the web process (attach, detach) and by the
+// thumbnail job; URLs are public and stable: `{site_url}/media/<blob>/<name>`.
+import type { Queryable } from '../db/pool.ts';
+import { objectId } from '../lib/objectid.ts';
+import { deleteBlob, writeBlob } from './blobs.ts';
+import type { InspectedImage } from './images.ts';
+
+/** Where each kind of owner keeps its image: trusted identifiers only. */
+export const MEDIA_OWNERS = {
+  product: { table: 'products', media: 'image_media_id', url: 'image_url', thumbnail: 'thumbnail_url' },
+  variant: { table: 'product_variants', media: 'image_media_id', url: 'image_url', thumbnail: 'thumbnail_url' },
+  product_category: { table: 'product_categories', media: 'image_media_id', url: 'image_url', thumbnail: 'thumbnail_url' },
+  brand: { table: 'brands', media: 'logo_media_id', url: 'logo_url', thumbnail: 'logo_thumbnail_url' },
+} as const;
+
+export type MediaOwner = keyof typeof MEDIA_OWNERS;
+
+export const THUMBNAIL_QUEUE = 'thumbnail';
+
+export function mediaUrl(siteUrl: string, blobId: string, filename: string): string {
+  return `${siteUrl}/media/${blobId}/${encodeURIComponent(filename)}`;
+}
+
+export type StoredMedia = { id: string; url: string; blobId: string; filename: string };
+
+/** Stores the original and its media row; the caller points the owner at it and enqueues the thumbnail. */
+export async function storeMedia(
+  db: Queryable,
+  siteUrl: string,
+  input: { companyId: string; ownerType: MediaOwner; ownerId: string; bytes: Buffer; image: InspectedImage; filename: string },
+): Promise<StoredMedia> {
+  const written = await writeBlob(db, input.companyId, input.bytes, { contentType: input.image.contentType });
+  if (!written.ok) throw new Error('unreachable: no size limit was given');
+  const id = objectId();
+  await db.query(
+    `INSERT INTO media (id, company_id, owner_type, owner_id, original_blob_id, filename, content_type, width, height, frames, size_bytes)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+    [id, input.companyId, input.ownerType, input.ownerId, written.blob.id, input.filename, input.image.contentType,
+      input.image.width, input.image.height, input.image.frames, input.bytes.length],
+  );
+  return { id, url: mediaUrl(siteUrl, written.blob.id, input.filename), blobId: written.blob.id, filename: input.filename };
+}
+
+/** Deletes media rows and their bytes (original and thumbnail). */
+export async function deleteMedia(db: Queryable, companyId: string, mediaIds: Array<string | null | undefined>): Promise<void> {
+  const ids = mediaIds.filter((id): id is string => !!id);
+  if (ids.length === 0) return;
+  const { rows } = await db.query(
+    'SELECT original_blob_id, thumbnail_blob_id FROM media WHERE company_id = $1 AND id = ANY($2)',
+    [companyId, ids],
+  );
+  for (const row of rows) {
+    if (row.thumbnail_blob_id) await deleteBlob(db, row.thumbnail_blob_id);
+    await deleteBlob(db, row.original_blob_id); // cascades to the media row
+  }
+}
+
+/** Media of a product and all its variants (for deleting the product). */
+export async function productMediaIds(db: Queryable, companyId: string, productId: string): Promise<string[]> {
+  const { rows } = await db.query(
+    `SELECT image_media_id AS id FROM products WHERE company_id = $1 AND id = $2 AND image_media_id IS NOT NULL
+     UNION ALL
+     SELECT image_media_id FROM product_variants WHERE company_id = $1 AND product_id = $2 AND image_media_id IS NOT NULL`,
+    [companyId, productId],
+  );
+  return rows.map((r) => r.id);
+}

@@ -1,0 +1,255 @@
+import assert from 'node:assert/strict';
+import { deflateSync, crc32 } from 'node:zlib';
+import { after, before, describe, test } from 'node:test';
+import sharp, { type SharpOptions } from 'sharp';
+import { startWorker, type Worker } from '../worker/worker.ts';
+import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+
+const solid = (width: number, height: number) => sharp({ create: { width, height, channels: 3, background: { r: 200, g: 30, b: 30 } } });
+
+async function samples() {
+  return {
+    png: await solid(64, 48).png().toBuffer(),
+    jpeg: await solid(64, 48).jpeg().toBuffer(),
+    webp: await solid(64, 48).webp().toBuffer(),
+    avif: await solid(64, 48).avif().toBuffer(),
+    gif: await solid(64, 48).gif().toBuffer(),
+  };
+}
+
+function pngChunk(type: string, data: Buffer): Buffer {
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(data.length);
+  const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(body));
+  return Buffer.concat([len, body, crc]);
+}
+
+/** A structurally valid PNG whose header claims width × height; the pixel data is whatever we say. */
+function craftedPng(width: number, height: number, idat: Buffer): Buffer {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr[8] = 8; // bit depth
+  ihdr[9] = 2; // RGB
+  return Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), pngChunk('IHDR', ihdr), pngChunk('IDAT', idat), pngChunk('IEND', Buffer.alloc(0))]);
+}
+
+async function upload(baseUrl: string, key: string, path: string, field: string, bytes: Buffer, filename: string, type = 'application/octet-stream') {
+  const form = new FormData();
+  form.append(field, new Blob([new Uint8Array(bytes)], { type }), filename);
+  const res = await fetch(baseUrl + path, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined, text };
+}
+
+async function waitFor<T>(fn: () => Promise<T | null | undefined | false>, timeoutMs = 30_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn();
+    if (value) return value;
+    if (Date.now() > until) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+describe('catalog images: upload checks, storage, public URLs, worker thumbnails', () => {
+  let app: TestApp;
+  let tenant: Tenant;
+  let api: ReturnType<typeof client>;
+  let worker: Worker | undefined;
+  let productId: string;
+  let variantId: string;
+  const up = (path: string, bytes: Buffer, filename = 'photo.png', field = 'file', type?: string) => upload(app.baseUrl, tenant.key, path, field, bytes, filename, type);
+
+  before(async () => {
+    app = await startTestApp();
+    tenant = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    api = client(app.baseUrl, tenant.key);
+    const p = (await api.post('/products', { data: { name: 'Foto', sku: 'FOTO', prices_cents: { mxn: 100 }, variants: [{ name: 'V' }] } })).body.data;
+    productId = p.id;
+    variantId = p.variants[0].id;
+  });
+  after(async () => {
+    await worker?.stop();
+    await app.close();
+  });
+
+  test('JPEG, PNG, WebP, AVIF and GIF are accepted by their bytes, stored, and served with type, ETag and immutable caching', async () => {
+    const images = await samples();
+    const types = { png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp', avif: 'image/avif', gif: 'image/gif' } as const;
+    for (const [format, bytes] of Object.entries(images)) {
+      // The declared type and the name lie on purpose: only the bytes count.
+      const res = await up(`/products/${productId}/image`, bytes, 'x.txt', format === 'png' ? 'image' : 'file', 'text/plain');
+      assert.equal(res.status, 200, `${format}: ${res.text}`);
+      assert.equal(res.body.data.id, productId);
+      const url: string = res.body.data.image_url;
+      assert.ok(url.startsWith(`${app.config.siteUrl}/media/`), url);
+      const served = await fetch(url.replace(app.config.siteUrl, app.url));
+      assert.equal(served.status, 200);
+      assert.equal(served.headers.get('content-type'), types[format as keyof typeof types]);
+      assert.equal(served.headers.get('x-content-type-options'), 'nosniff');
+      assert.match(served.headers.get('cache-control') ?? '', /immutable/);
+      assert.deepEqual(Buffer.from(await served.arrayBuffer()), bytes);
+      const etag = served.headers.get('etag')!;
+      const again = await fetch(url.replace(app.config.siteUrl, app.url), { headers: { 'if-none-match': etag } });
+      assert.equal(again.status, 304);
+    }
+    // Replacing deleted the previous originals: only the last one is left.
+    const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM media WHERE owner_id = $1`, [productId]);
+    assert.equal(rows[0].n, 1);
+    const detail = (await api.get('/products/FOTO')).body.data;
+    assert.match(detail.image_url, /\/media\//);
+    assert.equal(detail.thumbnail_url, null, 'no worker yet: the thumbnail is pending');
+  });
+
+  test('hostile files are refused with 422 validation_failed: text named .png, 20,000×20,000 PNG, truncated JPEG, too many frames, too big', async () => {
+    const text = await up(`/products/${productId}/image`, Buffer.from('hello, I am not a picture\n'.repeat(20)), 'evil.png', 'file', 'image/png');
+    assert.equal(text.status, 422);
+    assert.equal(text.body.error, 'validation_failed');
+    assert.ok(text.body.errors.file);
+
+    const bomb = craftedPng(20_000, 20_000, deflateSync(Buffer.alloc(60_001)));
+    const bombRes = await up(`/products/${productId}/image`, bomb, 'bomb.png');
+    assert.equal(bombRes.status, 422, bombRes.text);
+    assert.match(bombRes.body.errors.file[0], /megapíxeles/);
+
+    const jpeg = await sharp({ create: { width: 300, height: 300, channels: 3, noise: { type: 'gaussian', mean: 128, sigma: 30 } } } as SharpOptions).jpeg().toBuffer();
+    const truncated = await up(`/products/${productId}/image`, jpeg.subarray(0, Math.floor(jpeg.length * 0.6)), 'cut.jpg');
+    assert.equal(truncated.status, 422, truncated.text);
+
+    // 8 frames of 2,400 × 2,400: each frame is fine, together they are 46 megapixels.
+    // Frames differ in colour: the GIF encoder merges identical consecutive frames.
+    const parts = Array.from({ length: 8 }, (_, n) => ({ create: { width: 2400, height: 2400, channels: 3, background: { r: n * 30, g: 0, b: 255 - n * 30 } } }));
+    const frames = await sharp(parts as never, { join: { animated: true } } as SharpOptions).gif({ effort: 1, colours: 16 }).toBuffer();
+    assert.equal((await sharp(frames).metadata()).pages, 8);
+    const animated = await up(`/products/${productId}/image`, frames, 'anim.gif');
+    assert.equal(animated.status, 422, animated.text);
+    assert.match(animated.body.errors.file[0], /cuadros/);
+
+    const huge = Buffer.concat([await solid(10, 10).png().toBuffer(), Buffer.alloc(10 * 1024 * 1024 + 10)]);
+    const big = await up(`/products/${productId}/image`, huge, 'big.png');
+    assert.equal(big.status, 422, big.text);
+
+    const missing = await api.post(`/products/${productId}/image`, { data: {} });
+    assert.equal(missing.status, 422, 'a JSON body carries no file');
+
+    const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM media WHERE owner_id = $1`, [productId]);
+    assert.equal(rows[0].n, 1, 'nothing refused was stored');
+  });
+
+  test('another company cannot upload to or delete our images (404)', async () => {
+    const other = await seedTenant(app.pool);
+    const png = (await samples()).png;
+    const res = await upload(app.baseUrl, other.key, `/products/${productId}/image`, 'file', png, 'a.png');
+    assert.equal(res.status, 404);
+    const del = await client(app.baseUrl, other.key).delete(`/products/${productId}/image`);
+    assert.equal(del.status, 404);
+    const variant = await upload(app.baseUrl, other.key, `/products/${productId}/variants/${variantId}/image`, 'file', png, 'a.png');
+    assert.equal(variant.status, 404);
+  });
+
+  test('the worker makes thumbnails: EXIF orientation applied, metadata stripped, within 400×400, for products, variants, brands and categories', async () => {
+    // 600×300 pixels stored sideways: EXIF orientation 6 means "rotate 90° clockwise to display".
+    const rotated = await sharp({ create: { width: 600, height: 300, channels: 3, background: '#0a0' } })
+      .jpeg()
+      .withMetadata({ orientation: 6, exif: { IFD0: { Copyright: 'secret-gps-owner' } } })
+      .toBuffer();
+    const product = await up(`/products/${productId}/image`, rotated, 'Foto Girada.JPG');
+    assert.equal(product.status, 200, product.text);
+    assert.match(product.body.data.image_url, /foto-girada\.jpg$/);
+    const variant = await up(`/products/${productId}/variants/${variantId}/image`, (await samples()).webp, 'v.webp');
+    assert.equal(variant.status, 200, variant.text);
+    assert.equal(variant.body.data.variant_id, variantId);
+    const brand = (await api.post('/brands', { data: { name: 'Marca' } })).body.data;
+    const logo = await up(`/brands/${brand.slug}/logo`, (await samples()).png, 'logo.png', 'logo');
+    assert.equal(logo.status, 200, logo.text);
+    assert.match(logo.body.data.logo_url, /\/media\//);
+    assert.equal(logo.body.data.logo.content_type, 'image/png');
+    const category = (await api.post('/product-categories', { data: { name: 'Cat' } })).body.data;
+    const catImage = await up(`/product-categories/${category.id}/image`, await solid(50, 50).gif({ loop: 0 }).toBuffer(), 'c.gif');
+    assert.equal(catImage.status, 200, catImage.text);
+
+    worker = await startWorker(app.config, app.pool, app.databaseUrl);
+    const p = await waitFor(async () => {
+      const d = (await api.get(`/products/${productId}`)).body.data;
+      return d.thumbnail_url && d.variants[0].thumbnail_url ? d : null;
+    });
+    const thumb = await fetch(p.thumbnail_url.replace(app.config.siteUrl, app.url));
+    assert.equal(thumb.headers.get('content-type'), 'image/webp');
+    const meta = await sharp(Buffer.from(await thumb.arrayBuffer())).metadata();
+    assert.equal(meta.format, 'webp');
+    assert.deepEqual([meta.width, meta.height], [200, 400], 'rotated upright, then fitted in 400×400');
+    assert.equal(meta.exif, undefined, 'EXIF stripped');
+    assert.equal(meta.orientation, undefined);
+    const b = await waitFor(async () => (await api.get(`/brands/${brand.id}`)).body.data.logo.thumbnail_url);
+    assert.match(b, /logo-thumb\.webp$/);
+    await waitFor(async () => (await api.get(`/product-categories/${category.id}`)).body.data.thumbnail_url);
+  });
+
+  test('an image that cannot be decoded is marked failed once, without retries, and its original stays served', async () => {
+    assert.ok(worker, 'worker started by the previous test');
+    const corrupt = craftedPng(32, 32, Buffer.from('this is not zlib data at all, sorry'));
+    const res = await up(`/products/${productId}/image`, corrupt, 'corrupt.png');
+    assert.equal(res.status, 200, 'the header is fine: only decoding tells');
+    const media = await waitFor(async () => {
+      const { rows } = await app.pool.query(`SELECT status, error FROM media WHERE owner_id = $1`, [productId]);
+      return rows[0]?.status === 'failed' ? rows[0] : null;
+    });
+    assert.ok(media.error);
+    const served = await fetch(res.body.data.image_url.replace(app.config.siteUrl, app.url));
+    assert.equal(served.status, 200);
+    assert.deepEqual(Buffer.from(await served.arrayBuffer()), corrupt);
+    assert.equal((await api.get(`/products/${productId}`)).body.data.thumbnail_url, null);
+  });
+
+  test('a transient failure retries with backoff and the thumbnail arrives once storage is back; the original is never touched', async () => {
+    await worker!.stop();
+    worker = undefined;
+    const png = await solid(300, 200).png().toBuffer();
+    const res = await up(`/products/${productId}/image`, png, 'retry.png');
+    assert.equal(res.status, 200);
+    const { rows } = await app.pool.query(`SELECT original_blob_id FROM media WHERE owner_id = $1`, [productId]);
+    const blobId = rows[0].original_blob_id;
+    // Simulate storage that cannot be read: the chunks are away for a while.
+    await app.pool.query('CREATE TABLE parked_chunks AS SELECT * FROM blob_chunks WHERE blob_id = $1', [blobId]);
+    await app.pool.query('DELETE FROM blob_chunks WHERE blob_id = $1', [blobId]);
+    worker = await startWorker(app.config, app.pool, app.databaseUrl);
+    await waitFor(async () => {
+      const { rows: jobs } = await app.pool.query(`SELECT state, retry_count FROM pgboss.job WHERE name = 'thumbnail' AND data->>'media_id' = (SELECT id FROM media WHERE owner_id = $1)`, [productId]);
+      return jobs[0]?.state === 'retry' && jobs[0].retry_count >= 1;
+    });
+    await app.pool.query('INSERT INTO blob_chunks SELECT * FROM parked_chunks');
+    await app.pool.query('DROP TABLE parked_chunks');
+    const url = await waitFor(async () => (await api.get(`/products/${productId}`)).body.data.thumbnail_url, 40_000);
+    assert.match(url, /retry-thumb\.webp$/);
+    const served = await fetch(res.body.data.image_url.replace(app.config.siteUrl, app.url));
+    assert.deepEqual(Buffer.from(await served.arrayBuffer()), png);
+  });
+
+  test('DELETE removes the image and its files; the old URLs answer 404; deleting the product removes its media', async () => {
+    const before = (await api.get(`/products/${productId}`)).body.data;
+    const res = await api.delete(`/products/${productId}/image`);
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.body.data, { id: productId, image_url: null, thumbnail_url: null });
+    assert.equal((await fetch(before.image_url.replace(app.config.siteUrl, app.url))).status, 404);
+    assert.equal((await fetch(before.thumbnail_url.replace(app.config.siteUrl, app.url))).status, 404);
+    const v = await api.delete(`/products/${productId}/variants/${variantId}/image`);
+    assert.deepEqual(v.body.data, { id: productId, variant_id: variantId, image_url: null, thumbnail_url: null });
+
+    await up(`/products/${productId}/variants/${variantId}/image`, (await samples()).png, 'v.png');
+    assert.equal((await api.delete(`/products/${productId}`)).status, 204);
+    const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM media WHERE owner_type IN ('product', 'variant') AND company_id = $1`, [tenant.companyId]);
+    assert.equal(rows[0].n, 0);
+  });
+
+  test('the media route serves only catalog media, never other blobs', async () => {
+    const { rows } = await app.pool.query(
+      `INSERT INTO blobs (id, company_id, content_type, size_bytes, sha256, complete) VALUES ('0123456789abcdef01234567', $1, 'application/pdf', 0, 'x', true) RETURNING id`,
+      [tenant.companyId],
+    );
+    assert.equal((await fetch(`${app.url}/media/${rows[0].id}/private.pdf`)).status, 404);
+    assert.equal((await fetch(`${app.url}/media/not-an-id/x.png`)).status, 404);
+  });
+});

@@ -1,0 +1,248 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { objectId } from '../lib/objectid.ts';
+import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+
+describe('products: prices, nested writes, detail, custom properties', () => {
+  let app: TestApp;
+  let tenant: Tenant;
+  let api: ReturnType<typeof client>;
+  before(async () => {
+    app = await startTestApp();
+    tenant = await seedTenant(app.pool);
+    api = client(app.baseUrl, tenant.key);
+  });
+  after(() => app.close());
+
+  const base = { name: 'Taza', prices_cents: { mxn: 15000 } };
+
+  test('prices_cents: at least one currency, lowercase ISO 4217 keys, integer cents', async () => {
+    for (const [prices, field] of [
+      [{}, 'prices_cents'],
+      [{ MXN: 100 }, 'prices_cents.MXN'],
+      [{ xyz: 100 }, 'prices_cents.xyz'],
+      [{ mxn: 10.5 }, 'prices_cents.mxn'],
+      [{ mxn: -1 }, 'prices_cents.mxn'],
+    ] as const) {
+      const res = await api.post('/products', { data: { ...base, prices_cents: prices } });
+      assert.equal(res.status, 422, JSON.stringify(prices));
+      assert.equal(res.body.error, 'validation_failed');
+      assert.ok(res.body.errors[field], `${field} in ${JSON.stringify(res.body.errors)}`);
+    }
+    const missing = await api.post('/products', { data: { name: 'Sin precio' } });
+    assert.equal(missing.status, 422);
+    assert.equal(missing.body.error, 'parameter_missing');
+    const ok = await api.post('/products', { data: { ...base, prices_cents: { mxn: 15000, usd: 900 } } });
+    assert.equal(ok.status, 201);
+    assert.deepEqual(ok.body.data.prices_cents, { mxn: 15000, usd: 900 });
+  });
+
+  test('scalar currency and price_cents (product, variant) and component extra_price_cents are refused with 422', async () => {
+    const cases = [
+      { ...base, currency: 'mxn' },
+      { ...base, price_cents: 100 },
+      { ...base, variants: [{ name: 'V', price_cents: 100 }] },
+      { ...base, variants: [{ name: 'V', currency: 'mxn' }] },
+      { ...base, components: [{ name: 'C', extra_price_cents: 100 }] },
+    ];
+    for (const data of cases) {
+      const res = await api.post('/products', { data });
+      assert.equal(res.status, 422, JSON.stringify(data));
+      assert.equal(res.body.error, 'validation_failed');
+    }
+    const { rows } = await app.pool.query('SELECT count(*)::int AS n FROM products WHERE company_id = $1 AND name = $2', [tenant.companyId, 'Taza']);
+    assert.equal(rows[0].n, 1, 'only the valid product of the previous test exists');
+  });
+
+  test('create with nested variants, option types with values, components and stock; detail by id, slug and sku', async () => {
+    const res = await api.post('/products', {
+      data: {
+        name: 'Playera Básica',
+        sku: 'PLY-1',
+        description: 'Algodón',
+        unit: 'pieza',
+        prices_cents: { mxn: 19900 },
+        vat_rate: 16,
+        sat_product_key: '53101600',
+        sat_unit_key: 'h87',
+        images: [{ url: 'https://cdn.example.com/a.jpg', alt: 'Frente' }, { url: 'https://cdn.example.com/b.jpg', position: 5 }],
+        variants: [
+          { name: 'M', sku: 'PLY-1-M', prices_cents: {} },
+          { name: 'XL', prices_cents: { mxn: 21900 } },
+        ],
+        option_types: [{ name: 'Talla', values: [{ name: 'M', extra_price_cents: 0 }, { name: 'XL', extra_price_cents: 2000 }] }],
+        components: [{ name: 'Empaque', extra_prices_cents: { mxn: 500, usd: -30 } }],
+        inventory: [
+          { warehouse: 'Central', rack: 'A1', quantity: 5 },
+          { warehouse: 'Central', rack: 'A2', quantity: 3 },
+          { warehouse: 'Norte', quantity: 2 },
+        ],
+      },
+    });
+    assert.equal(res.status, 201, res.text);
+    const p = res.body.data;
+    assert.equal(p.slug, 'playera-basica');
+    assert.equal(p.status, 'active');
+    assert.equal(p.sat_unit_key, 'H87');
+    assert.deepEqual(p.images, [
+      { url: 'https://cdn.example.com/a.jpg', alt: 'Frente', position: 0 },
+      { url: 'https://cdn.example.com/b.jpg', alt: null, position: 5 },
+    ]);
+    assert.equal(p.variants.length, 2);
+    assert.deepEqual(p.variants[0].prices_cents, {}, 'an inheriting variant has an empty map');
+    assert.equal(p.variants[0].image_url, null);
+    assert.equal(p.option_types[0].values[1].extra_price_cents, 2000);
+    assert.deepEqual(p.components[0].extra_prices_cents, { mxn: 500, usd: -30 });
+    assert.equal(p.inventory.total_quantity, 10);
+    assert.deepEqual(p.inventory.warehouses.map((w: any) => [w.warehouse, w.quantity]), [['Central', 8], ['Norte', 2]]);
+    assert.ok(!JSON.stringify(p.inventory).includes('cost'), 'inventory carries quantities only');
+
+    for (const ref of [p.id, 'playera-basica', 'PLY-1']) {
+      const got = await api.get(`/products/${ref}`);
+      assert.equal(got.status, 200, ref);
+      assert.equal(got.body.data.id, p.id);
+    }
+    assert.equal((await api.get('/products/nope-nope')).status, 404);
+
+    const list = await api.get('/products?limit=100');
+    const item = list.body.data.find((x: any) => x.id === p.id);
+    for (const detailOnly of ['variants', 'option_types', 'components', 'inventory']) assert.ok(!(detailOnly in item), `${detailOnly} is detail only`);
+  });
+
+  test('nested update: matched by id, created without id, removed by _destroy, all in one transaction', async () => {
+    const created = (
+      await api.post('/products', {
+        data: {
+          ...base,
+          name: 'Nested',
+          variants: [{ name: 'A' }, { name: 'B' }],
+          option_types: [{ name: 'Color', values: [{ name: 'Rojo' }, { name: 'Azul' }] }],
+          components: [{ name: 'Tapa' }],
+        },
+      })
+    ).body.data;
+    const [a, b] = created.variants;
+    const color = created.option_types[0];
+    const res = await api.patch(`/products/${created.id}`, {
+      data: {
+        variants: [{ id: a.id, name: 'A2', prices_cents: { mxn: 100 } }, { id: b.id, _destroy: true }, { name: 'C' }],
+        option_types: [{ id: color.id, values: [{ id: color.values[0].id, extra_price_cents: 250 }, { id: color.values[1].id, _destroy: true }, { name: 'Verde' }] }],
+        components: [{ id: created.components[0].id, _destroy: true }],
+      },
+    });
+    assert.equal(res.status, 200, res.text);
+    const p = res.body.data;
+    assert.deepEqual(p.variants.map((v: any) => v.name).sort(), ['A2', 'C']);
+    assert.deepEqual(p.variants.find((v: any) => v.id === a.id).prices_cents, { mxn: 100 });
+    assert.deepEqual(p.option_types[0].values.map((v: any) => [v.name, v.extra_price_cents]), [['Rojo', 250], ['Verde', 0]]);
+    assert.equal(p.components.length, 0);
+
+    // A failing nested item rolls back the whole write, product fields included.
+    const bad = await api.patch(`/products/${created.id}`, { data: { name: 'Cambiado', variants: [{ name: 'D' }, { id: objectId(), name: 'X' }] } });
+    assert.equal(bad.status, 422);
+    assert.ok(bad.body.errors['variants.1.id']);
+    const after = (await api.get(`/products/${created.id}`)).body.data;
+    assert.equal(after.name, 'Nested');
+    assert.equal(after.variants.length, 2);
+  });
+
+  test('_destroy of a variant that belongs to another product is refused and deletes nothing', async () => {
+    const one = (await api.post('/products', { data: { ...base, name: 'Uno', variants: [{ name: 'U1' }] } })).body.data;
+    const two = (await api.post('/products', { data: { ...base, name: 'Dos', variants: [{ name: 'D1' }] } })).body.data;
+    const res = await api.patch(`/products/${two.id}`, { data: { variants: [{ id: one.variants[0].id, _destroy: true }] } });
+    assert.equal(res.status, 422);
+    assert.equal(res.body.error, 'validation_failed');
+    assert.ok(res.body.errors['variants.0.id']);
+    assert.equal((await api.get(`/products/${one.id}`)).body.data.variants.length, 1);
+    // Another company's variant id is just as unknown.
+    const other = await seedTenant(app.pool);
+    const foreign = (await client(app.baseUrl, other.key).post('/products', { data: { ...base, variants: [{ name: 'F' }] } })).body.data;
+    const cross = await api.patch(`/products/${two.id}`, { data: { variants: [{ id: foreign.variants[0].id, _destroy: true }] } });
+    assert.equal(cross.status, 422);
+    const { rows } = await app.pool.query('SELECT count(*)::int AS n FROM product_variants WHERE id = $1', [foreign.variants[0].id]);
+    assert.equal(rows[0].n, 1);
+  });
+
+  test('inventory writes set absolute quantities per warehouse and rack; 0 removes the location', async () => {
+    const p = (await api.post('/products', { data: { ...base, name: 'Stock', variants: [{ name: 'S' }], inventory: [{ warehouse: 'W', rack: 'R1', quantity: 4 }] } })).body.data;
+    const res = await api.patch(`/products/${p.id}`, {
+      data: { inventory: [{ warehouse: 'W', rack: 'R1', quantity: 0 }, { warehouse: 'W', rack: 'R2', quantity: 7, variant_id: p.variants[0].id }] },
+    });
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(res.body.data.inventory, {
+      total_quantity: 7,
+      warehouses: [{ warehouse: 'W', quantity: 7, racks: [{ rack: 'R2', variant_id: p.variants[0].id, quantity: 7 }] }],
+    });
+    const bad = await api.patch(`/products/${p.id}`, { data: { inventory: [{ warehouse: 'W', quantity: -1 }] } });
+    assert.equal(bad.status, 422);
+  });
+
+  test('custom properties of every kind: array on write, top-level keys on read, reserved keys dropped', async () => {
+    const props = [
+      { key: 'material', value: 'algodón' },
+      { key: 'peso_g', value: 180 },
+      { key: 'organico', value: true },
+      { key: 'tallas', value: ['S', 'M'] },
+      { key: 'medidas', value: { largo: 70, ancho: 50 } },
+      { key: 'lavado', value: [{ temp: 30 }, { temp: 40 }] },
+      { key: 'ficha', value: { type: 'file', url: 'https://cdn.example.com/ficha.pdf', filename: 'ficha.pdf' } },
+      { key: 'prices_cents', value: 'hack' },
+      { key: 'category_name', value: 'hack' },
+      { key: 'inventory', value: 'hack' },
+    ];
+    const res = await api.post('/products', { data: { ...base, name: 'Props', custom_properties: props } });
+    assert.equal(res.status, 201, res.text);
+    const p = res.body.data;
+    assert.equal(p.material, 'algodón');
+    assert.equal(p.peso_g, 180);
+    assert.equal(p.organico, true);
+    assert.deepEqual(p.tallas, ['S', 'M']);
+    assert.deepEqual(p.medidas, { largo: 70, ancho: 50 });
+    assert.deepEqual(p.lavado, [{ temp: 30 }, { temp: 40 }]);
+    assert.equal(p.ficha.type, 'file');
+    assert.deepEqual(p.prices_cents, { mxn: 15000 });
+    assert.equal(p.category_name, null);
+    assert.equal(typeof p.inventory, 'object');
+    assert.ok(!('custom_properties' in p));
+    const patched = await api.patch(`/products/${p.id}`, { data: { custom_properties: [{ key: 'material', value: null }, { key: 'color', value: 'rojo' }] } });
+    assert.equal(patched.body.data.material, undefined);
+    assert.equal(patched.body.data.color, 'rojo');
+    assert.equal(patched.body.data.peso_g, 180);
+  });
+
+  test('slug and sku are unique in the company; a slug may not look like an ObjectId', async () => {
+    await api.post('/products', { data: { ...base, name: 'Único', slug: 'unico', sku: 'U-1' } });
+    const dupSlug = await api.post('/products', { data: { ...base, name: 'Otro', slug: 'unico' } });
+    assert.equal(dupSlug.status, 422);
+    assert.ok(dupSlug.body.errors.slug);
+    const dupSku = await api.post('/products', { data: { ...base, name: 'Otro', sku: 'U-1' } });
+    assert.equal(dupSku.status, 422);
+    assert.ok(dupSku.body.errors.sku);
+    const auto = await api.post('/products', { data: { ...base, name: 'Único' } });
+    assert.equal(auto.body.data.slug, 'unico-2');
+    const oid = await api.post('/products', { data: { ...base, slug: objectId() } });
+    assert.equal(oid.status, 422);
+    // Another company may reuse both.
+    const other = await seedTenant(app.pool);
+    const res = await client(app.baseUrl, other.key).post('/products', { data: { ...base, name: 'Único', slug: 'unico', sku: 'U-1' } });
+    assert.equal(res.status, 201);
+  });
+
+  test('delete removes the product with its variants and stock; another company gets 404', async () => {
+    const p = (await api.post('/products', { data: { ...base, name: 'Borrar', variants: [{ name: 'V' }], inventory: [{ warehouse: 'W', quantity: 1 }] } })).body.data;
+    const other = await seedTenant(app.pool);
+    assert.equal((await client(app.baseUrl, other.key).delete(`/products/${p.id}`)).status, 404);
+    assert.equal((await api.delete(`/products/${p.slug}`)).status, 204);
+    assert.equal((await api.get(`/products/${p.id}`)).status, 404);
+    const { rows } = await app.pool.query('SELECT (SELECT count(*) FROM product_variants WHERE product_id = $1)::int AS v, (SELECT count(*) FROM product_stock WHERE product_id = $1)::int AS s', [p.id]);
+    assert.deepEqual(rows[0], { v: 0, s: 0 });
+  });
+
+  test('scopes: read-products cannot write; missing scope names the required one', async () => {
+    const reader = await seedTenant(app.pool, { scopes: ['read-products'] });
+    const res = await client(app.baseUrl, reader.key).post('/products', { data: base });
+    assert.equal(res.status, 403);
+    assert.equal(res.body.required, 'create-products');
+    assert.equal((await client(app.baseUrl, reader.key).get('/products')).status, 200);
+  });
+});

@@ -1,0 +1,161 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { issueKey } from '../api/admin/companies.ts';
+import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+
+describe('categories, brands and the product list filters', () => {
+  let app: TestApp;
+  let tenant: Tenant;
+  let api: ReturnType<typeof client>;
+  before(async () => {
+    app = await startTestApp();
+    tenant = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    api = client(app.baseUrl, tenant.key);
+  });
+  after(() => app.close());
+
+  const product = (extra: Record<string, unknown>) => api.post('/products', { data: { name: 'P', prices_cents: { mxn: 100 }, ...extra } });
+
+  test('category hierarchy: parent by id, no cycles, counts of active products, has_products over the subtree, id or slug', async () => {
+    const ropa = (await api.post('/product-categories', { data: { name: 'Ropa', icon: 'shirt' } })).body.data;
+    const camisas = (await api.post('/product-categories', { data: { name: 'Camisas', parent_id: ropa.id } })).body.data;
+    const mangas = (await api.post('/product-categories', { data: { name: 'Manga larga', parent_id: camisas.id } })).body.data;
+    const vacia = (await api.post('/product-categories', { data: { name: 'Vacía' } })).body.data;
+    assert.equal(camisas.parent_id, ropa.id);
+    assert.equal(ropa.icon, 'shirt');
+
+    for (const parent of [ropa.id, camisas.id, mangas.id]) {
+      const cycle = await api.patch(`/product-categories/${ropa.id}`, { data: { parent_id: parent } });
+      assert.equal(cycle.status, 422, `parent ${parent}`);
+      assert.ok(cycle.body.errors.parent_id);
+    }
+    const other = await seedTenant(app.pool);
+    const foreignCat = (await client(app.baseUrl, other.key).post('/product-categories', { data: { name: 'Ajena' } })).body.data;
+    const foreignParent = await api.post('/product-categories', { data: { name: 'X', parent_id: foreignCat.id } });
+    assert.equal(foreignParent.status, 422, 'another company’s category is not a valid parent');
+
+    await product({ product_category_id: mangas.id });
+    await product({ product_category_id: mangas.id });
+    await product({ product_category_id: mangas.id, status: 'archived' });
+    await product({ product_category_id: ropa.id });
+
+    const bySlug = (await api.get('/product-categories/ropa')).body.data;
+    assert.equal(bySlug.id, ropa.id);
+    assert.equal(bySlug.product_count, 1);
+    assert.equal(bySlug.product_count_including_descendants, 3);
+    assert.equal(bySlug.children_count, 1);
+    const m = (await api.get(`/product-categories/${mangas.id}`)).body.data;
+    assert.equal(m.product_count, 2, 'archived products do not count');
+
+    const withProducts = (await api.get('/product-categories?has_products=true')).body.data.map((c: any) => c.slug).sort();
+    assert.deepEqual(withProducts, ['camisas', 'manga-larga', 'ropa'], 'a parent whose products live in a child is included');
+    const without = (await api.get('/product-categories?has_products=false')).body.data.map((c: any) => c.slug);
+    assert.deepEqual(without, ['vacia']);
+    const camisasRow = (await api.get('/product-categories?has_products=true')).body.data.find((c: any) => c.id === camisas.id);
+    assert.equal(camisasRow.product_count, 0);
+    assert.equal(camisasRow.product_count_including_descendants, 2);
+
+    // Deleting a middle node re-parents its children to its parent.
+    assert.equal((await api.delete(`/product-categories/${camisas.slug}`)).status, 204);
+    assert.equal((await api.get(`/product-categories/${mangas.id}`)).body.data.parent_id, ropa.id);
+    assert.equal((await api.delete(`/product-categories/${vacia.id}`)).status, 204);
+  });
+
+  test('brands: CRUD by id or slug with products scopes, logo or logo_url, product_count, snapshot kept in sync', async () => {
+    const acme = await api.post('/brands', { data: { name: 'Acme', logo: 'https://cdn.example.com/acme.png', custom_properties: [{ key: 'pais', value: 'MX' }, { key: 'product_count', value: 99 }] } });
+    assert.equal(acme.status, 201, acme.text);
+    const b = acme.body.data;
+    assert.equal(b.logo_url, 'https://cdn.example.com/acme.png');
+    assert.equal(b.logo.url, b.logo_url);
+    assert.equal(b.pais, 'MX');
+    assert.equal(b.product_count, 0, 'a custom property cannot shadow product_count');
+    const conflict = await api.post('/brands', { data: { name: 'X', logo: 'https://a.example/1.png', logo_url: 'https://a.example/2.png' } });
+    assert.equal(conflict.status, 422);
+    const bad = await api.post('/brands', { data: { name: 'X', logo_url: 'javascript:alert(1)' } });
+    assert.equal(bad.status, 422);
+
+    const p1 = (await product({ name: 'Yunque', brand_id: b.id })).body.data;
+    await product({ name: 'Cohete', brand_id: b.id, status: 'archived' });
+    assert.deepEqual(p1.brand, { id: b.id, name: 'Acme', slug: 'acme' });
+
+    const list = (await api.get('/brands')).body.data;
+    assert.equal(list.find((x: any) => x.id === b.id).product_count, 2, 'non-deleted products, archived included');
+
+    const renamed = await api.patch('/brands/acme', { data: { name: 'Acme Corp', slug: 'acme-corp' } });
+    assert.equal(renamed.status, 200, renamed.text);
+    assert.deepEqual((await api.get(`/products/${p1.id}`)).body.data.brand, { id: b.id, name: 'Acme Corp', slug: 'acme-corp' });
+    assert.equal((await api.get('/products?brand=acme-corp')).body.data.length, 2);
+    assert.equal((await api.get('/products?q=corp')).body.data.length, 2, 'search covers the brand name');
+
+    const reader = await issueKey(app.pool, { companyId: tenant.companyId, scopes: ['read-products'] });
+    assert.equal((await client(app.baseUrl, reader.secret).get('/brands/acme-corp')).status, 200);
+    const denied = await client(app.baseUrl, reader.secret).patch('/brands/acme-corp', { data: { name: 'No' } });
+    assert.equal(denied.status, 403);
+    assert.equal(denied.body.required, 'update-products');
+
+    assert.equal((await api.delete(`/brands/${b.id}`)).status, 204);
+    const orphan = (await api.get(`/products/${p1.id}`)).body.data;
+    assert.equal(orphan.brand, null);
+    assert.equal(orphan.brand_id, null);
+  });
+
+  test('product list: brand and category filters mix ids and slugs, aliases ignored when the main name is present, unknown values give no rows', async () => {
+    const t = await seedTenant(app.pool);
+    const c = client(app.baseUrl, t.key);
+    const mk = (path: string, data: object) => c.post(path, { data }).then((r) => r.body.data);
+    const nike = await mk('/brands', { name: 'Nike' });
+    const puma = await mk('/brands', { name: 'Puma' });
+    const tenis = await mk('/product-categories', { name: 'Tenis' });
+    const gorras = await mk('/product-categories', { name: 'Gorras' });
+    const P = (name: string, extra: object) => mk('/products', { name, prices_cents: { mxn: 1 }, ...extra });
+    const a = await P('Air Max', { brand_id: nike.id, product_category_id: tenis.id });
+    const b = await P('Suede', { brand_id: puma.id, product_category_id: tenis.id });
+    const g = await P('Gorra Nike', { brand_id: nike.id, product_category_id: gorras.id });
+    await P('Sin marca', {});
+    const names = async (qs: string) => ((await c.get(`/products?${qs}`)).body.data as any[]).map((p) => p.name).sort();
+
+    assert.deepEqual(await names(`brand=nike`), ['Air Max', 'Gorra Nike']);
+    assert.deepEqual(await names(`brand=${puma.id},nike`), ['Air Max', 'Gorra Nike', 'Suede']);
+    assert.deepEqual(await names(`brand_id=puma`), ['Suede']);
+    assert.deepEqual(await names(`brand=puma&brand_id=nike`), ['Suede'], 'brand_id is ignored when brand is present');
+    assert.deepEqual(await names(`category=tenis`), ['Air Max', 'Suede']);
+    assert.deepEqual(await names(`category=${gorras.id},tenis`), ['Air Max', 'Gorra Nike', 'Suede']);
+    assert.deepEqual(await names(`category=gorras&product_category_id=tenis`), ['Gorra Nike']);
+    assert.deepEqual(await names(`brand=nike&category=tenis`), ['Air Max']);
+    assert.deepEqual(await names(`brand=unknown`), [], 'an unknown slug contributes no rows');
+    assert.deepEqual(await names(`brand=unknown,puma`), ['Suede']);
+    assert.deepEqual(await names(`category=000000000000000000000000`), []);
+    // Another company's category (with products of its own) is unknown here.
+    const foreign = (await api.get('/product-categories/manga-larga')).body.data;
+    assert.deepEqual(await names(`category=${foreign.id}`), []);
+    assert.deepEqual(await names(`category=manga-larga`), []);
+    assert.deepEqual(await names(`q=air&brand=nike`), ['Air Max']);
+    assert.deepEqual(await names(`search=GORRA`), ['Gorra Nike']);
+    assert.deepEqual(await names(`q=max&search=gorra`), ['Air Max'], 'search is ignored when q is present');
+    void a;
+    void b;
+    void g;
+
+    const meta = (await c.get('/products?brand=nike,puma&include_filtered_total=true&include_total=true&limit=1')).body.meta;
+    assert.equal(meta.filtered_total, 3);
+    assert.equal(meta.filtered_total_pages, 3);
+    assert.equal(meta.total, 4);
+    assert.equal(meta.filtered_total_capped, false);
+  });
+
+  test('include_filtered_total with text search is capped at 100', async () => {
+    const t = await seedTenant(app.pool);
+    const c = client(app.baseUrl, t.key);
+    await app.pool.query(
+      `INSERT INTO products (id, company_id, name, slug, prices_cents)
+       SELECT lpad(to_hex(g), 24, '0'), $1, 'Lápiz ' || g, 'lapiz-' || g, '{"mxn": 100}' FROM generate_series(1, 150) g`,
+      [t.companyId],
+    );
+    const searched = (await c.get('/products?q=lápiz&include_filtered_total=true')).body.meta;
+    assert.equal(searched.filtered_total, 100);
+    assert.equal(searched.filtered_total_capped, true);
+    const plain = (await c.get('/products?include_filtered_total=true')).body.meta;
+    assert.equal(plain.filtered_total, 150);
+    assert.equal(plain.filtered_total_capped, false);
+  });
+});

@@ -1,0 +1,88 @@
+// Thumbnails of uploaded catalog images (queue `thumbnail`, data {media_id}).
+//
+// - Decoding happens here, never in the web process: sharp with a 40 MP
+//   limit (storage/images.ts), first frame only, EXIF orientation applied,
+//   metadata stripped, WebP inside 400×400.
+// - The original is only ever read. A transient failure (database, storage
+//   not readable) throws, and pg-boss retries with exponential backoff; an
+//   image libvips cannot decode is a permanent, expected outcome: recorded as
+//   `failed` on the media row, not retried. Either way the original and its
+//   URL stay as they were.
+// - The result is written only if the media row is still current (the image
+//   may have been replaced or removed meanwhile); otherwise it is discarded.
+import type { Job, JobResult, SendOptions } from 'pg-boss';
+import { transaction } from '../../db/pool.ts';
+import { log } from '../../lib/log.ts';
+import { deleteBlob, readBlobBuffer, writeBlob } from '../../storage/blobs.ts';
+import { makeThumbnail, THUMBNAIL_TYPE } from '../../storage/images.ts';
+import { MEDIA_OWNERS, mediaUrl, THUMBNAIL_QUEUE, type MediaOwner } from '../../storage/media.ts';
+import type { JobDefinition, WorkerDeps } from './types.ts';
+
+type ThumbnailData = { media_id: string };
+
+/** Retries: about 5 s, 10 s, 20 s… capped at 15 min, 8 attempts in all after the first. */
+export const THUMBNAIL_JOB_OPTIONS: SendOptions = { retryLimit: 8, retryDelay: 5, retryBackoff: true, retryDelayMax: 900, expireInSeconds: 300 };
+
+export async function processThumbnail({ pool, config }: Pick<WorkerDeps, 'pool' | 'config'>, mediaId: string): Promise<'done' | 'gone' | 'failed'> {
+  const { rows } = await pool.query(
+    `SELECT m.*, b.size_bytes AS blob_size FROM media m JOIN blobs b ON b.id = m.original_blob_id WHERE m.id = $1 AND b.complete`,
+    [mediaId],
+  );
+  const media = rows[0];
+  if (!media || media.status !== 'pending') return 'gone';
+  const original = await readBlobBuffer(pool, media.original_blob_id);
+  if (original.length !== Number(media.blob_size)) {
+    throw new Error(`original of media ${mediaId} not fully readable (${original.length} of ${media.blob_size} bytes)`);
+  }
+  let thumbnail: Buffer;
+  try {
+    thumbnail = await makeThumbnail(original);
+  } catch (error) {
+    await pool.query(`UPDATE media SET status = 'failed', error = $2, updated_at = now() WHERE id = $1 AND status = 'pending'`, [
+      mediaId,
+      String((error as Error).message).slice(0, 500),
+    ]);
+    log('thumbnail.failed', { media_id: mediaId, error: (error as Error).message });
+    return 'failed';
+  }
+  const written = await writeBlob(pool, media.company_id, thumbnail, { contentType: THUMBNAIL_TYPE });
+  if (!written.ok) throw new Error('unreachable: no size limit was given');
+  const filename = media.filename.replace(/\.[^.]+$/, '') + '-thumb.webp';
+  const url = mediaUrl(config.siteUrl, written.blob.id, filename);
+  const spec = MEDIA_OWNERS[media.owner_type as MediaOwner];
+  const applied = await transaction(pool, async (client) => {
+    const updated = await client.query(
+      `UPDATE media SET thumbnail_blob_id = $2, status = 'ready', error = NULL, updated_at = now() WHERE id = $1 AND status = 'pending'`,
+      [mediaId, written.blob.id],
+    );
+    if (!updated.rowCount) return false;
+    await client.query(`UPDATE ${spec.table} SET ${spec.thumbnail} = $3 WHERE company_id = $1 AND ${spec.media} = $2`, [media.company_id, mediaId, url]);
+    return true;
+  });
+  if (!applied) {
+    await deleteBlob(pool, written.blob.id);
+    return 'gone';
+  }
+  return 'done';
+}
+
+// Batches of 4 with per-job results: a failing image retries alone, and a
+// full batch makes pg-boss fetch again at once (with batchSize 1 it would
+// wait a polling interval between every image: about 2 thumbnails/s).
+export const thumbnail: JobDefinition<ThumbnailData> = {
+  name: THUMBNAIL_QUEUE,
+  queue: THUMBNAIL_JOB_OPTIONS,
+  work: { batchSize: 4, burstWhenBatchFull: true, perJobResults: true, localConcurrency: 2, pollingIntervalSeconds: 0.5 },
+  handler: async (deps, jobs: Job<ThumbnailData>[]): Promise<JobResult[]> => {
+    const results: JobResult[] = [];
+    for (const job of jobs) {
+      try {
+        results.push({ id: job.id, status: 'completed', output: { outcome: await processThumbnail(deps, job.data.media_id) } });
+      } catch (error) {
+        log('thumbnail.retry', { media_id: job.data.media_id, error: (error as Error).message });
+        results.push({ id: job.id, status: 'failed', output: { message: (error as Error).message } });
+      }
+    }
+    return results;
+  },
+};
