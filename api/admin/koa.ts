@@ -24,6 +24,9 @@ export function adminMiddleware(deps: Deps) {
     }
     const path = ctx.path.replace(/^\/admin\/trpc\/?/, '');
     ctx.respond = false;
+    // Koa starts every response at 404; tRPC only sets its status when it
+    // finds 200 there, so without this every answer, success or error, is a 404.
+    ctx.res.statusCode = 200;
     await nodeHTTPRequestHandler({
       router: adminRouter,
       req: ctx.req,
