@@ -15,6 +15,7 @@ import { TotalsCache } from './pagination.ts';
 import { mountRoutes } from './route.ts';
 import { apiRoutes } from './routes/index.ts';
 import type { ApiContext, Deps } from './types.ts';
+import { JobQueue } from '../worker/queues.ts';
 
 export type AppOptions = { config: Config; pool: Pool; databaseUrl: string; rateLimitPool?: Pool };
 
@@ -28,11 +29,13 @@ export async function createDeps(options: AppOptions): Promise<Deps> {
     rateLimiter: new RateLimiter(options.rateLimitPool ?? options.pool),
     totals: new TotalsCache(),
     responseCache: new ResponseCache(),
+    jobs: new JobQueue(options.databaseUrl),
   };
 }
 
 export async function closeDeps(deps: Deps): Promise<void> {
   deps.rateLimiter.close();
+  await deps.jobs.close();
   await deps.keyCache.close();
 }
 

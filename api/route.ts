@@ -41,6 +41,8 @@ export type RouteDef<Q = any, D = any> = {
   query?: z.ZodType<Q>;
   /** Schema of the `data` object of the body. */
   body?: z.ZodType<D>;
+  /** A valid `data` payload: shown in the OpenAPI document, and used by the cross-tenant test to create records. */
+  example?: Record<string, unknown>;
   /** Schema of one returned record (`data`, or each item of a list). */
   response?: z.ZodType;
   list?: boolean;
@@ -48,6 +50,14 @@ export type RouteDef<Q = any, D = any> = {
   cache?: string;
   status: number;
   errors?: ErrorCode[];
+  /**
+   * A route that takes uploads: JSON (files in base64, up to `maxBytes`) or
+   * multipart/form-data, left unread for the handler to stream. A larger
+   * Content-Length is refused with 413 before a byte is read. The handler
+   * parses its own body, handles Idempotency-Key itself (runIdempotent, once
+   * it can fingerprint the body) and sets ctx.status and ctx.body.
+   */
+  upload?: { maxBytes: number };
   handler: (ctx: ApiContext, input: HandlerInput<Q, D>) => Promise<unknown>;
 };
 
@@ -65,6 +75,31 @@ const jsonBody = koaBody({
   parsedMethods: ['POST', 'PUT', 'PATCH'] as never, // koa-body types these as a TS enum
 });
 
+/** Body handling of an upload route: early size cap, JSON parsed, multipart left as a stream. */
+function uploadBody(maxBytes: number) {
+  const json = koaBody({
+    json: true,
+    multipart: false,
+    urlencoded: false,
+    text: false,
+    jsonLimit: maxBytes,
+    includeUnparsed: false,
+    parsedMethods: ['POST', 'PUT', 'PATCH'] as never,
+  });
+  return async function upload(ctx: ApiContext, next: Next) {
+    const length = Number(ctx.get('Content-Length'));
+    if (Number.isFinite(length) && length > maxBytes) {
+      // Answered without reading the body; the connection is closed rather
+      // than drained, so the client stops sending at once.
+      ctx.set('Connection', 'close');
+      throw new ApiError('request_too_large', `El cuerpo supera el máximo de ${Math.floor(maxBytes / 1024 / 1024)} MB.`);
+    }
+    if (ctx.is('multipart/form-data')) return next();
+    if (ctx.is('json') || !ctx.get('Content-Type')) return (json as unknown as (c: ApiContext, n: Next) => Promise<void>)(ctx, next);
+    throw new ApiError('unsupported_media_type', 'Tipo de contenido no soportado; usa application/json o multipart/form-data.');
+  };
+}
+
 function validateParams(kinds: Record<string, ParamKind>) {
   return async function params(ctx: ApiContext, next: Next) {
     for (const [name, kind] of Object.entries(kinds)) {
@@ -81,6 +116,10 @@ function handle(route: RouteDef) {
   return async function handler(ctx: ApiContext, next: Next) {
     const params = (ctx as unknown as { params: Record<string, string> }).params ?? {};
     const query = route.query ? parseQuery(route.query, ctx.query) : {};
+    if (route.upload) {
+      await route.handler(ctx, { params, query, data: undefined as never, companyId: ctx.state.auth!.companyId });
+      return next();
+    }
     const data = route.body ? parseData(route.body, ctx.request.body) : undefined;
     const body = await route.handler(ctx, { params, query, data, companyId: ctx.state.auth!.companyId });
     ctx.status = route.status;
@@ -98,7 +137,8 @@ export function mountRoutes(router: Router<any, any>, routes: RouteDef[], defaul
     ];
     if (route.module) chain.push(requireModule(route.module));
     if (route.params) chain.push(validateParams(route.params));
-    if (route.method !== 'GET' && route.method !== 'DELETE') chain.push(jsonBody as never, idempotency);
+    if (route.upload) chain.push(uploadBody(route.upload.maxBytes));
+    else if (route.method !== 'GET' && route.method !== 'DELETE') chain.push(jsonBody as never, idempotency);
     if (route.cache) chain.push(responseCache(route.cache));
     chain.push(handle(route));
     router.register(route.path, [route.method], chain as never);

@@ -6,6 +6,7 @@ import type { KeyCache } from './auth/key-cache.ts';
 import type { RateLimiter } from './middleware/rate-limit.ts';
 import type { TotalsCache } from './pagination.ts';
 import type { ResponseCache } from './middleware/response-cache.ts';
+import type { JobQueue } from '../worker/queues.ts';
 
 /** Everything a request handler may need, built once per process. */
 export type Deps = {
@@ -15,6 +16,8 @@ export type Deps = {
   rateLimiter: RateLimiter;
   totals: TotalsCache;
   responseCache: ResponseCache;
+  /** Sends background jobs (form post-actions) inside the caller's transaction. */
+  jobs: JobQueue;
 };
 
 export type ApiState = {

@@ -2,6 +2,7 @@
 import type { RouteDef } from '../route.ts';
 import { automationRoutes } from './automations.ts';
 import { customerRoutes } from './customers.ts';
+import { formRoutes } from './forms.ts';
 import { leadRoutes } from './leads.ts';
 
-export const apiRoutes: RouteDef[] = [...customerRoutes, ...leadRoutes, ...automationRoutes];
+export const apiRoutes: RouteDef[] = [...customerRoutes, ...leadRoutes, ...automationRoutes, ...formRoutes];

@@ -1,5 +1,6 @@
 // Every job kind the worker runs. A new kind adds its module here.
+import { formPostActions } from './form-post-actions.ts';
 import { purgeExpired } from './purge-expired.ts';
 import type { JobDefinition } from './types.ts';
 
-export const jobs: JobDefinition<any>[] = [purgeExpired];
+export const jobs: JobDefinition<any>[] = [purgeExpired, formPostActions];
