@@ -122,13 +122,13 @@ async function associateCustomer(db: Client, form: FormRow, s: Submission): Prom
   return { customer_id: id, created: true };
 }
 
-function answersText(form: FormRow, s: Submission): string {
+function answersText(form: FormRow, s: Submission, locale: Locale): string {
   const lines: string[] = [];
   for (const field of [...form.fields].sort((a, b) => a.position - b.position)) {
     if (field.field_type === 'file') continue;
     const value = s.answers[field.key];
     if (value === undefined) continue;
-    const label = field.label_translations[s.locale] ?? field.label_translations[form.default_locale] ?? field.key;
+    const label = field.label_translations[locale] ?? field.label_translations[form.default_locale] ?? field.key;
     lines.push(`${label}: ${Array.isArray(value) ? value.join(', ') : String(value)}`);
   }
   return lines.join('\n');
@@ -173,7 +173,7 @@ async function sendEmail(pool: Pool, config: Config, form: FormRow, s: Submissio
     name: s.name ?? '',
     email: s.email ?? '',
     phone: s.phone ?? '',
-    answers: answersText(form, s),
+    answers: answersText(form, s, locale),
     files: fileLines.join('\n'),
   };
   for (const [key, value] of Object.entries(s.answers)) values[`answer.${key}`] = Array.isArray(value) ? value.join(', ') : String(value);
@@ -212,7 +212,7 @@ async function notifyTeam(pool: Pool, config: Config, form: FormRow, s: Submissi
     from: `"${title.replace(/["\r\n]/g, '')}" <no-reply@${new URL(config.siteUrl).hostname}>`,
     to,
     subject: `${text.notify} ${title}`.replace(/[\r\n]+/g, ' '),
-    text: [answersText(form, s), '', ...s.files.map((f) => `- ${f.folder_path}/${f.filename}`)].join('\n'),
+    text: [answersText(form, s, locale), '', ...s.files.map((f) => `- ${f.folder_path}/${f.filename}`)].join('\n'),
     messageId: messageId(s, 'notify', config),
   });
   return { message_id: sent.messageId, to };
