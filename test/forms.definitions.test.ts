@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { adminMutation, createFormViaAdmin, sampleFormFile } from './helpers/forms.ts';
@@ -119,6 +120,22 @@ describe('form definitions: admin procedures and localized reads', () => {
     const res = await client(app.baseUrl, limited.key).get('/forms');
     assert.equal(res.status, 403);
     assert.equal(res.body.required, 'read-forms');
+  });
+
+  test('examples/form.json is a valid form file', async () => {
+    const file = JSON.parse(await readFile(new URL('../examples/form.json', import.meta.url), 'utf8'));
+    const res = await adminMutation(app.url, 'form.create', { companyId: tenant.companyId, form: file });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.data.slug, 'cotizacion');
+    assert.equal(res.data.post_actions.email.to[0], 'ventas@example.com');
+  });
+
+  test('the OpenAPI document describes the submission route with JSON and multipart bodies', async () => {
+    const doc = (await (await fetch(`${app.baseUrl}/openapi.json`)).json()) as any;
+    const post = doc.paths['/forms/{form_id}/submissions'].post;
+    assert.deepEqual(Object.keys(post.requestBody.content).sort(), ['application/json', 'multipart/form-data']);
+    assert.ok(post.responses['413']);
+    assert.ok(doc.paths['/forms/{id}'].get);
   });
 
   test('another company cannot read the form by id or slug', async () => {
