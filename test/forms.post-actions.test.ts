@@ -6,6 +6,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
+import { downloadHeaders } from '../storage/files.ts';
 import { processSubmission } from '../worker/jobs/form-post-actions.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
@@ -178,6 +179,37 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     } finally {
       worker = await startWorker({ ...app.config, smtpUrl: smtp.url }, app.pool, app.databaseUrl);
     }
+  });
+
+  test('a form mapping customer.* associates the customer by email (created once, then reused)', async () => {
+    const custom = await files.createFormViaAdmin(app.url, tenant.companyId, {
+      name: 'Clientes',
+      title: 'Clientes',
+      fields: [
+        { key: 'correo', field_type: 'email', label: 'Correo', required: true, maps_to: 'customer.email' },
+        { key: 'nombre', field_type: 'text', label: 'Nombre', maps_to: 'customer.name' },
+      ],
+    });
+    const ids: string[] = [];
+    for (const name of ['Carla', 'Carla R.']) {
+      const res = await api.post(`/forms/${custom.id}/submissions`, { data: { answers: { correo: 'carla@example.com', nombre: name } } });
+      const s = await waitFor(async () => {
+        const r = (await api.get(`/forms/${custom.id}/submissions/${res.body.data.id}`)).body.data;
+        return r.status !== 'received' && r;
+      });
+      assert.equal(s.status, 'processed');
+      assert.equal(s.contact_type, 'customer');
+      ids.push(s.contact_id);
+    }
+    assert.equal(ids[0], ids[1]);
+    const customer = (await api.get(`/customers/${ids[0]}`)).body.data;
+    assert.deepEqual([customer.name, customer.email], ['Carla', 'carla@example.com'], 'an existing customer keeps its data');
+  });
+
+  test('stored files, if ever served, are downloads that are never sniffed', () => {
+    const headers = downloadHeaders({ name: 'factura "final".pdf', contentType: 'application/pdf', sizeBytes: 10 });
+    assert.match(headers['Content-Disposition'], /^attachment; filename="factura _final_.pdf"/);
+    assert.equal(headers['X-Content-Type-Options'], 'nosniff');
   });
 
   test('all post-actions failing → failed; without SMTP_URL the message is an .eml file under DATA_DIR/outbox', async () => {
