@@ -134,6 +134,19 @@ function operation(route: RouteDef) {
   };
 }
 
+/** Upload routes also take multipart/form-data (the same fields, files as binary parts). */
+function withUpload(route: RouteDef, op: ReturnType<typeof operation>) {
+  if (!route.upload || !op.requestBody) return op;
+  op.requestBody.content['multipart/form-data' as 'application/json'] = {
+    schema: {
+      type: 'object',
+      description: 'Partes `data[answers][<key>]`, `answers[<key>]` o `files[<key>]` (texto o archivo; repetidas para varios archivos) y `locale` o `data[locale]`.',
+      additionalProperties: { oneOf: [{ type: 'string' }, { type: 'string', format: 'binary' }] },
+    },
+  } as never;
+  return op;
+}
+
 let cached: { key: string; doc: JsonSchema } | undefined;
 
 export function openApiDocument(config: Config, routes: RouteDef[] = apiRoutes): JsonSchema {
@@ -142,7 +155,7 @@ export function openApiDocument(config: Config, routes: RouteDef[] = apiRoutes):
   for (const route of routes) {
     const p = openApiPath(route.path);
     paths[p] ??= {};
-    paths[p][route.method.toLowerCase()] = operation(route);
+    paths[p][route.method.toLowerCase()] = withUpload(route, operation(route));
   }
   const doc = {
     openapi: '3.1.0',

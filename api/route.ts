@@ -50,7 +50,12 @@ export type RouteDef<Q = any, D = any> = {
   body?: z.ZodType<D>;
   /** A valid `data` payload: shown in the OpenAPI document, and used by the cross-tenant test to create records. */
   example?: Record<string, unknown>;
-  /** multipart/form-data upload instead of a JSON body: one file under one of `fields`. */
+  /**
+   * multipart/form-data instead of a JSON body, for single-file endpoints
+   * (images): one file under one of `fields`, buffered by the router and
+   * handed to the handler as `file`; Idempotency-Key works as for JSON.
+   * Endpoints taking many large files use `upload` instead.
+   */
   multipart?: { fields: readonly string[]; maxFileBytes: number };
   /** Schema of one returned record (`data`, or each item of a list). */
   response?: z.ZodType;
@@ -59,6 +64,14 @@ export type RouteDef<Q = any, D = any> = {
   cache?: string;
   status: number;
   errors?: ErrorCode[];
+  /**
+   * A route that takes uploads: JSON (files in base64, up to `maxBytes`) or
+   * multipart/form-data, left unread for the handler to stream. A larger
+   * Content-Length is refused with 413 before a byte is read. The handler
+   * parses its own body, handles Idempotency-Key itself (runIdempotent, once
+   * it can fingerprint the body) and sets ctx.status and ctx.body.
+   */
+  upload?: { maxBytes: number };
   handler: (ctx: ApiContext, input: HandlerInput<Q, D>) => Promise<unknown>;
 };
 
@@ -131,6 +144,31 @@ function multipartBody(options: NonNullable<RouteDef['multipart']>) {
   };
 }
 
+/** Body handling of an upload route: early size cap, JSON parsed, multipart left as a stream. */
+function uploadBody(maxBytes: number) {
+  const json = koaBody({
+    json: true,
+    multipart: false,
+    urlencoded: false,
+    text: false,
+    jsonLimit: maxBytes,
+    includeUnparsed: false,
+    parsedMethods: ['POST', 'PUT', 'PATCH'] as never,
+  });
+  return async function upload(ctx: ApiContext, next: Next) {
+    const length = Number(ctx.get('Content-Length'));
+    if (Number.isFinite(length) && length > maxBytes) {
+      // Answered without reading the body; the connection is closed rather
+      // than drained, so the client stops sending at once.
+      ctx.set('Connection', 'close');
+      throw new ApiError('request_too_large', `El cuerpo supera el máximo de ${Math.floor(maxBytes / 1024 / 1024)} MB.`);
+    }
+    if (ctx.is('multipart/form-data')) return next();
+    if (ctx.is('json') || !ctx.get('Content-Type')) return (json as unknown as (c: ApiContext, n: Next) => Promise<void>)(ctx, next);
+    throw new ApiError('unsupported_media_type', 'Tipo de contenido no soportado; usa application/json o multipart/form-data.');
+  };
+}
+
 function validateParams(kinds: Record<string, ParamKind>) {
   return async function params(ctx: ApiContext, next: Next) {
     for (const [name, kind] of Object.entries(kinds)) {
@@ -147,6 +185,10 @@ function handle(route: RouteDef) {
   return async function handler(ctx: ApiContext, next: Next) {
     const params = (ctx as unknown as { params: Record<string, string> }).params ?? {};
     const query = route.query ? parseQuery(route.query, ctx.query) : {};
+    if (route.upload) {
+      await route.handler(ctx, { params, query, data: undefined as never, companyId: ctx.state.auth!.companyId });
+      return next();
+    }
     const data = route.body ? parseData(route.body, ctx.request.body) : undefined;
     const file = ctx.state.upload;
     const body = await route.handler(ctx, { params, query, data, companyId: ctx.state.auth!.companyId, file });
@@ -166,6 +208,7 @@ export function mountRoutes(router: Router<any, any>, routes: RouteDef[], defaul
     if (route.module) chain.push(requireModule(route.module));
     if (route.params) chain.push(validateParams(route.params));
     if (route.multipart) chain.push(multipartBody(route.multipart), idempotency);
+    else if (route.upload) chain.push(uploadBody(route.upload.maxBytes));
     else if (route.method !== 'GET' && route.method !== 'DELETE') chain.push(jsonBody as never, idempotency);
     if (route.cache) chain.push(responseCache(route.cache));
     chain.push(handle(route));

@@ -1,10 +1,10 @@
 // pg-boss over the same PostgreSQL; it owns its own schema (`pgboss`).
 import { PgBoss } from 'pg-boss';
 
-export function createBoss(connectionString: string, options: { supervise?: boolean; schedule?: boolean } = {}): PgBoss {
+export function createBoss(connectionString: string, options: { supervise?: boolean; schedule?: boolean; max?: number } = {}): PgBoss {
   const boss = new PgBoss({
     connectionString,
-    max: 4,
+    max: options.max ?? 4,
     supervise: options.supervise ?? true,
     schedule: options.schedule ?? true,
   });

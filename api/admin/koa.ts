@@ -24,8 +24,8 @@ export function adminMiddleware(deps: Deps) {
     }
     const path = ctx.path.replace(/^\/admin\/trpc\/?/, '');
     ctx.respond = false;
-    // Koa presets 404 on the raw response until a body is set; tRPC only writes
-    // the status for errors, so a successful call would go out as 404.
+    // Koa starts every response at 404; tRPC only sets its status when it
+    // finds 200 there, so without this every answer, success or error, is a 404.
     ctx.res.statusCode = 200;
     await nodeHTTPRequestHandler({
       router: adminRouter,

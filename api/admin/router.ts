@@ -14,6 +14,7 @@ import {
   updateCompany,
 } from './companies.ts';
 import { serializeAutomation } from '../routes/automations.ts';
+import { formRouter } from './forms.ts';
 import { adminProcedure, router } from './trpc.ts';
 
 const id = z.string().regex(/^[0-9a-f]{24}$/, 'must be a 24-hex id');
@@ -102,6 +103,7 @@ export const adminRouter = router({
   key: keyRouter,
   user: userRouter,
   automation: automationRouter,
+  form: formRouter,
 });
 
 export type AdminRouter = typeof adminRouter;

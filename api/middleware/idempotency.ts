@@ -65,15 +65,30 @@ function rawBodyLength(ctx: ApiContext): number {
 export async function idempotency(ctx: ApiContext, next: Next) {
   // Present but empty is a malformed key, not an absent one.
   if (ctx.headers['idempotency-key'] === undefined) return next();
-  const key = ctx.get('Idempotency-Key');
-  if (!KEY_SHAPE.test(key)) throw new ApiError('invalid_idempotency_key');
+  checkKeyShape(ctx);
   if (rawBodyLength(ctx) > IDEMPOTENCY_BODY_LIMIT) throw new ApiError('idempotency_body_too_large');
+  const fingerprint = createHash('sha256').update(canonicalJson(ctx.request.body ?? null)).digest('hex');
+  await runIdempotent(ctx, fingerprint, next);
+}
 
+/** 400 invalid_idempotency_key unless the header is 1-255 printable ASCII characters. */
+export function checkKeyShape(ctx: ApiContext): void {
+  if (!KEY_SHAPE.test(ctx.get('Idempotency-Key'))) throw new ApiError('invalid_idempotency_key');
+}
+
+/**
+ * Claims the request's Idempotency-Key for `bodyFingerprint` (and the query string), then runs `run`
+ * (which sets ctx.status and ctx.body) and stores its outcome; or replays
+ * the stored outcome. Routes that must read their body before they can
+ * fingerprint it (multipart uploads, fingerprinted by file digests) call
+ * this from their handler instead of using the middleware.
+ */
+export async function runIdempotent(ctx: ApiContext, bodyFingerprint: string, run: () => Promise<unknown>): Promise<void> {
+  const key = ctx.get('Idempotency-Key');
   const { pool } = ctx.deps;
   const companyId = ctx.state.auth!.companyId;
-  const fingerprint = createHash('sha256')
-    .update(canonicalJson({ query: ctx.querystring, body: ctx.request.body ?? null }))
-    .digest('hex');
+  // The key is bound to the query string too, whoever fingerprinted the body.
+  const fingerprint = createHash('sha256').update(canonicalJson({ query: ctx.querystring, body: bodyFingerprint })).digest('hex');
   const path = ctx.path;
 
   const claimed = await pool.query(
@@ -131,7 +146,7 @@ export async function idempotency(ctx: ApiContext, next: Next) {
   };
 
   try {
-    await next();
+    await run();
   } catch (error) {
     if (error instanceof ApiError && error.status < 500 && !NOT_STORED.has(error.code)) {
       await save(error.status, error.toBody());

@@ -4,6 +4,7 @@ import { automationRoutes } from './automations.ts';
 import { brandRoutes } from './brands.ts';
 import { catalogImageRoutes } from './catalog-images.ts';
 import { customerRoutes } from './customers.ts';
+import { formRoutes } from './forms.ts';
 import { leadRoutes } from './leads.ts';
 import { productCategoryRoutes } from './product-categories.ts';
 import { productRoutes } from './products.ts';
@@ -16,4 +17,5 @@ export const apiRoutes: RouteDef[] = [
   ...productCategoryRoutes,
   ...brandRoutes,
   ...catalogImageRoutes,
+  ...formRoutes,
 ];

@@ -1,6 +1,7 @@
 // Every job kind the worker runs. A new kind adds its module here.
+import { formPostActions } from './form-post-actions.ts';
 import { purgeExpired } from './purge-expired.ts';
 import { thumbnail } from './thumbnail.ts';
 import type { JobDefinition } from './types.ts';
 
-export const jobs: JobDefinition<any>[] = [purgeExpired, thumbnail];
+export const jobs: JobDefinition<any>[] = [purgeExpired, thumbnail, formPostActions];

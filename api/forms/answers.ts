@@ -1,0 +1,112 @@
+// Answer checks (contract: Forms, POST body): required fields, and the types
+// email, number and date; options must be among the field's options in any
+// of the form's locales. `email`, `name`, `phone` come from `maps_to`.
+import { z } from 'zod';
+import type { FieldErrors } from '../errors.ts';
+import type { FormRow, StoredField } from './definition.ts';
+import type { StagedFile } from './intake.ts';
+
+const MAX_TEXT = 10_000;
+const email = z.email();
+
+export type CheckedAnswers = {
+  answers: Record<string, unknown>;
+  email: string | null;
+  name: string | null;
+  phone: string | null;
+};
+
+function isEmpty(value: unknown): boolean {
+  return value === undefined || value === null || (typeof value === 'string' && value.trim() === '') || (Array.isArray(value) && value.length === 0);
+}
+
+function isDate(value: string): boolean {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value);
+  if (!m) return false;
+  const d = new Date(Date.UTC(+m[1], +m[2] - 1, +m[3]));
+  return d.getUTCFullYear() === +m[1] && d.getUTCMonth() === +m[2] - 1 && d.getUTCDate() === +m[3];
+}
+
+function allOptions(field: StoredField): Set<string> {
+  return new Set(Object.values(field.options_translations).flatMap((o) => o ?? []));
+}
+
+/** Returns the normalized value, or an error message. */
+function checkValue(field: StoredField, value: unknown): { value: unknown } | { error: string } {
+  const scalar = typeof value === 'number' || typeof value === 'boolean' ? String(value) : value;
+  switch (field.field_type) {
+    case 'text':
+    case 'textarea':
+    case 'phone': {
+      if (typeof scalar !== 'string') return { error: 'debe ser texto' };
+      if (scalar.length > MAX_TEXT) return { error: `admite como máximo ${MAX_TEXT} caracteres` };
+      return { value: scalar.trim() };
+    }
+    case 'email': {
+      if (typeof scalar !== 'string' || !email.safeParse(scalar.trim()).success) return { error: 'no es un correo electrónico válido' };
+      return { value: scalar.trim().toLowerCase() };
+    }
+    case 'number': {
+      const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value.trim()) : NaN;
+      if (!Number.isFinite(n)) return { error: 'debe ser un número' };
+      return { value: n };
+    }
+    case 'date': {
+      if (typeof scalar !== 'string' || !isDate(scalar.trim())) return { error: 'debe ser una fecha AAAA-MM-DD válida' };
+      return { value: scalar.trim() };
+    }
+    case 'select':
+    case 'radio': {
+      if (typeof scalar !== 'string' || !allOptions(field).has(scalar)) return { error: 'no es una de las opciones' };
+      return { value: scalar };
+    }
+    case 'checkbox': {
+      const options = allOptions(field);
+      if (options.size === 0) {
+        if (value === true || value === false) return { value };
+        if (value === 'true' || value === 'on' || value === '1') return { value: true };
+        if (value === 'false' || value === 'off' || value === '0') return { value: false };
+        return { error: 'debe ser verdadero o falso' };
+      }
+      const list = Array.isArray(value) ? value : [value];
+      if (!list.every((v) => typeof v === 'string' && options.has(v))) return { error: 'contiene valores que no son opciones' };
+      return { value: [...new Set(list)] };
+    }
+    case 'file':
+      return { error: 'debe ser un archivo' };
+  }
+}
+
+export function checkAnswers(form: FormRow, raw: Record<string, unknown>, files: StagedFile[], errors: FieldErrors): CheckedAnswers {
+  const add = (key: string, message: string) => (errors[`answers.${key}`] ??= []).push(message);
+  const fields = new Map(form.fields.map((f) => [f.key, f]));
+  for (const key of Object.keys(raw)) if (!fields.has(key)) add(key, 'no es un campo del formulario');
+
+  const answers: Record<string, unknown> = {};
+  const extracted: Record<'email' | 'name' | 'phone', string | null> = { email: null, name: null, phone: null };
+  for (const field of form.fields) {
+    if (field.field_type === 'file') {
+      const mine = files.filter((f) => f.fieldKey === field.key);
+      if (raw[field.key] !== undefined && !isEmpty(raw[field.key])) add(field.key, 'debe ser un archivo');
+      else if (field.required && mine.length === 0 && !errors[`answers.${field.key}`]) add(field.key, 'es obligatorio');
+      if (mine.length) answers[field.key] = mine.map((f) => f.filename);
+      continue;
+    }
+    const value = raw[field.key];
+    if (isEmpty(value) || (field.field_type === 'checkbox' && value === false && field.required)) {
+      if (field.required) add(field.key, 'es obligatorio');
+      continue;
+    }
+    const checked = checkValue(field, value);
+    if ('error' in checked) {
+      add(field.key, checked.error);
+      continue;
+    }
+    answers[field.key] = checked.value;
+    if (field.maps_to && typeof checked.value === 'string') {
+      const target = field.maps_to.split('.')[1] as keyof typeof extracted;
+      if (target in extracted && extracted[target] === null) extracted[target] = checked.value;
+    }
+  }
+  return { answers, ...extracted };
+}

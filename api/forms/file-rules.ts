@@ -1,0 +1,209 @@
+// What a form file may be (contract: File constraints, always-blocked file
+// types). Three independent checks, all of which must pass:
+//   1. the name: every extension segment against the always-blocked list, and
+//      the last one against what the field allows;
+//   2. the size and count (done while streaming, see intake.ts);
+//   3. the real content, by magic bytes (file-type), which must agree with the
+//      name's extension. The declared content type is never trusted.
+//
+// OOXML vs zip: a .docx/.xlsx/.pptx is a zip. file-type opens the archive and
+// reads `[Content_Types].xml`: the main part's content type tells a docx from
+// a docm (macro-enabled) from a bare zip. A bare zip renamed .docx is detected
+// as `zip` and a macro-enabled one as `docm`/`xlsm`/`pptm`…: both are refused
+// (blocked type, and content not matching the extension). A package whose
+// main part says docx is accepted even if it carries other parts: Office does
+// not run macros from a package typed as .docx.
+import { fileTypeFromStream } from 'file-type';
+import { Readable } from 'node:stream';
+
+export const FILE_KINDS = ['images', 'pdf', 'documents', 'spreadsheets', 'presentations', 'videos', 'audio'] as const;
+export type FileKind = (typeof FILE_KINDS)[number];
+
+/** Extensions of each kind with the MIME type we store for them. */
+export const KIND_TYPES: Record<FileKind, Record<string, string>> = {
+  images: {
+    jpg: 'image/jpeg', jpeg: 'image/jpeg', png: 'image/png', gif: 'image/gif', webp: 'image/webp',
+    heic: 'image/heic', heif: 'image/heif', avif: 'image/avif', bmp: 'image/bmp', tif: 'image/tiff', tiff: 'image/tiff',
+  },
+  pdf: { pdf: 'application/pdf' },
+  documents: {
+    doc: 'application/msword',
+    docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+    odt: 'application/vnd.oasis.opendocument.text',
+    rtf: 'application/rtf',
+    txt: 'text/plain',
+  },
+  spreadsheets: {
+    xls: 'application/vnd.ms-excel',
+    xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+    ods: 'application/vnd.oasis.opendocument.spreadsheet',
+    csv: 'text/csv',
+  },
+  presentations: {
+    ppt: 'application/vnd.ms-powerpoint',
+    pptx: 'application/vnd.openxmlformats-officedocument.presentationml.presentation',
+    odp: 'application/vnd.oasis.opendocument.presentation',
+  },
+  videos: { mp4: 'video/mp4', m4v: 'video/x-m4v', mov: 'video/quicktime', webm: 'video/webm', avi: 'video/vnd.avi', mkv: 'video/x-matroska', mpeg: 'video/mpeg' },
+  audio: { mp3: 'audio/mpeg', wav: 'audio/wav', ogg: 'audio/ogg', oga: 'audio/ogg', m4a: 'audio/mp4', aac: 'audio/aac', flac: 'audio/flac', opus: 'audio/opus', weba: 'audio/webm' },
+};
+
+/** Every extension we know how to check; a field can only allow these. */
+export const KNOWN_EXTENSIONS: Record<string, string> = Object.assign({}, ...Object.values(KIND_TYPES));
+
+/**
+ * Always blocked, whatever a form allows (contract): executables, scripts,
+ * installers, archives, macro-enabled office documents, HTML/SVG, credentials.
+ * Every extension segment of a name is checked, so common words that are also
+ * rare extensions (`.com` in `acme.com.pdf`, `.app`, `.key`) are left out on
+ * purpose: they would refuse ordinary names. Their content is still checked.
+ */
+export const BLOCKED_EXTENSIONS: ReadonlySet<string> = new Set([
+  // executables and libraries
+  'exe', 'dll', 'scr', 'pif', 'cpl', 'ocx', 'elf', 'dylib', 'msc', 'lnk', 'gadget',
+  // installers and packages
+  'msi', 'msp', 'mst', 'apk', 'aab', 'ipa', 'dmg', 'pkg', 'deb', 'rpm', 'snap', 'appimage', 'xpi', 'crx', 'vsix',
+  // scripts
+  'bat', 'cmd', 'sh', 'bash', 'zsh', 'csh', 'ksh', 'ps1', 'psm1', 'psd1', 'ps1xml', 'vbs', 'vbe', 'js', 'jse', 'mjs', 'cjs',
+  'wsf', 'wsh', 'hta', 'jar', 'class', 'php', 'php3', 'php4', 'php5', 'php7', 'phtml', 'phar', 'py', 'pyc', 'pyw', 'pyz',
+  'rb', 'cgi', 'asp', 'aspx', 'jsp', 'jspx', 'reg', 'scf', 'applescript',
+  // archives and disk images
+  'zip', 'rar', '7z', 'tar', 'gz', 'tgz', 'bz2', 'tbz2', 'xz', 'txz', 'zst', 'lzma', 'cab', 'arj', 'iso', 'vhd', 'vhdx', 'vmdk',
+  // macro-enabled office documents
+  'docm', 'dotm', 'xlsm', 'xltm', 'xlam', 'xlsb', 'pptm', 'potm', 'ppsm', 'ppam', 'sldm',
+  // markup that runs in a browser
+  'html', 'htm', 'xhtml', 'shtml', 'mht', 'mhtml', 'svg', 'svgz', 'xml', 'xsl', 'xslt',
+  // credentials and keys
+  'p12', 'pfx', 'pem', 'crt', 'cer', 'der', 'p7b', 'p7c', 'jks', 'keystore', 'kdbx', 'ppk', 'gpg', 'ovpn', 'npmrc', 'netrc', 'htpasswd',
+]);
+
+/** Detected types that are blocked whatever the name says. */
+const BLOCKED_DETECTED: ReadonlySet<string> = new Set([
+  ...BLOCKED_EXTENSIONS,
+  'elf', 'mach', 'wasm', 'swf', 'ar', 'cpio', 'lzh', 'lz', 'lz4', 'bz2', 'xz', 'zst', 'Z', 'crx', 'dex', 'class',
+]);
+
+/** Extensions that name the same real format as what file-type reports. */
+const SAME_FORMAT: Record<string, string[]> = {
+  jpg: ['jpg'], jpeg: ['jpg'], tif: ['tif'], tiff: ['tif'], heic: ['heic'], heif: ['heic'], m4v: ['m4v', 'mp4'], mp4: ['mp4', 'm4v'],
+  m4a: ['m4a', 'mp4'], oga: ['ogg', 'oga'], ogg: ['ogg', 'oga', 'opus'], opus: ['opus', 'ogg'], weba: ['webm'],
+  mpeg: ['mpg'], avi: ['avi'], mkv: ['mkv'], wav: ['wav'], aac: ['aac'],
+  // Legacy Office files are all OLE compound files: file-type says `cfb`.
+  doc: ['cfb'], xls: ['cfb'], ppt: ['cfb'],
+};
+
+/** Extensions with no magic number: checked as plain text instead. */
+const TEXT_EXTENSIONS: ReadonlySet<string> = new Set(['txt', 'csv']);
+
+export type FileConstraints = {
+  max_files: number;
+  max_file_size_bytes: number;
+  allowed_kinds: FileKind[];
+  allowed_extensions: string[];
+  allowed_content_types: string[];
+};
+
+/** The extensions a field accepts: union of its kinds, extensions and content types; all kinds when none is set. */
+export function allowedExtensions(c: Pick<FileConstraints, 'allowed_kinds' | 'allowed_extensions' | 'allowed_content_types'>): Set<string> {
+  const out = new Set<string>();
+  const none = !c.allowed_kinds.length && !c.allowed_extensions.length && !c.allowed_content_types.length;
+  for (const kind of none ? FILE_KINDS : c.allowed_kinds) for (const ext of Object.keys(KIND_TYPES[kind])) out.add(ext);
+  for (const ext of c.allowed_extensions) out.add(ext);
+  const types = new Set(c.allowed_content_types);
+  for (const [ext, mime] of Object.entries(KNOWN_EXTENSIONS)) if (types.has(mime)) out.add(ext);
+  return out;
+}
+
+/** The HTML `accept` attribute: every allowed extension with its dot, then the MIME types. */
+export function acceptAttribute(c: Parameters<typeof allowedExtensions>[0]): string {
+  const exts = [...allowedExtensions(c)].sort();
+  const mimes = [...new Set(exts.map((e) => KNOWN_EXTENSIONS[e]).filter(Boolean))].sort();
+  return [...exts.map((e) => `.${e}`), ...mimes].join(',');
+}
+
+// Bidirectional overrides and isolates make `evil‮fdp.exe` display as
+// `evilexe.pdf`; such a name is refused rather than cleaned.
+const BIDI_CONTROLS = /[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]/u;
+
+function percentDecoded(name: string): string {
+  let current = name;
+  for (let i = 0; i < 3; i++) {
+    try {
+      const next = decodeURIComponent(current);
+      if (next === current) break;
+      current = next;
+    } catch {
+      break;
+    }
+  }
+  return current;
+}
+
+export type NameCheck =
+  | { ok: true; filename: string; extension: string }
+  | { ok: false; reason: string };
+
+/**
+ * Checks a client file name and derives the stored one. The stored name never
+ * comes from the client's path: only the last path component survives, with
+ * control and format characters removed.
+ */
+export function checkFileName(raw: string, allowed: ReadonlySet<string>): NameCheck {
+  if (BIDI_CONTROLS.test(raw)) return { ok: false, reason: 'el nombre contiene caracteres de control de dirección de texto' };
+  const decoded = percentDecoded(raw.normalize('NFKC'));
+  const base = decoded.split(/[\\/]/).pop() ?? '';
+  // Every extension segment, also those hidden behind NUL or `%00`.
+  const segments = base.toLowerCase().split(/[.\u0000]/).map((s) => s.trim());
+  for (const segment of segments.slice(1)) {
+    if (BLOCKED_EXTENSIONS.has(segment)) return { ok: false, reason: `el tipo de archivo .${segment} no está permitido` };
+  }
+  if (/[\u0000-\u001f\u007f]/.test(base)) return { ok: false, reason: 'el nombre contiene caracteres de control' };
+  const cleaned = base.replace(/\p{Cf}/gu, '').replace(/[<>:"|?*]/g, '_').trim();
+  const extension = segments.length > 1 ? segments[segments.length - 1] : '';
+  if (!extension) return { ok: false, reason: 'el archivo no tiene extensión' };
+  if (!allowed.has(extension)) return { ok: false, reason: `la extensión .${extension} no está permitida en este campo` };
+  let stem = cleaned.slice(0, cleaned.length - extension.length - 1).replace(/^[.\s]+/, '').slice(0, 150);
+  if (!stem) stem = 'archivo';
+  return { ok: true, filename: `${stem}.${extension}`, extension };
+}
+
+export type ContentCheck = { ok: true; contentType: string } | { ok: false; reason: string };
+
+function looksLikeText(sample: Buffer): boolean {
+  if (sample.includes(0)) return false;
+  // Cut at the last complete UTF-8 sequence the sample may have split.
+  let end = sample.length;
+  while (end > 0 && end > sample.length - 4 && (sample[end - 1] & 0xc0) === 0x80) end--;
+  if (end > 0 && sample[end - 1] >= 0xc0) end--;
+  try {
+    new TextDecoder('utf-8', { fatal: true }).decode(sample.subarray(0, end));
+  } catch {
+    return false;
+  }
+  return !/[\u0001-\u0008\u000e-\u001f]/.test(sample.toString('latin1'));
+}
+
+/**
+ * Checks the real content against the name's extension. `open` gives a fresh
+ * stream of the stored bytes: file-type reads only as far as it needs (for a
+ * zip, up to the entry that decides), so memory stays bounded.
+ */
+export async function checkContent(extension: string, open: () => Readable, head: Buffer): Promise<ContentCheck> {
+  const stream = open();
+  let detected: { ext: string; mime: string } | undefined;
+  try {
+    detected = await fileTypeFromStream(Readable.toWeb(stream) as never);
+  } finally {
+    stream.destroy();
+  }
+  if (!detected) {
+    if (TEXT_EXTENSIONS.has(extension) && looksLikeText(head)) return { ok: true, contentType: KNOWN_EXTENSIONS[extension] };
+    return { ok: false, reason: `el contenido no corresponde a un archivo .${extension}` };
+  }
+  if (BLOCKED_DETECTED.has(detected.ext)) return { ok: false, reason: `el contenido es de un tipo no permitido (${detected.ext})` };
+  const expected = SAME_FORMAT[extension] ?? [extension];
+  if (!expected.includes(detected.ext)) {
+    return { ok: false, reason: `el contenido es ${detected.ext}, no corresponde a un archivo .${extension}` };
+  }
+  return { ok: true, contentType: KNOWN_EXTENSIONS[extension] ?? detected.mime };
+}

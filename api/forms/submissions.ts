@@ -1,0 +1,164 @@
+// Storing a submission (contract: Form submission; States and transitions):
+// one transaction files the staged blobs in the company file manager within
+// the storage quota, inserts the submission with status `received` and its
+// pending post-actions, counts it on the form, and enqueues the worker job.
+import { z } from 'zod';
+import type { Client, Queryable } from '../../db/pool.ts';
+import { iso } from '../../db/rows.ts';
+import { objectId } from '../../lib/objectid.ts';
+import { deleteBlob } from '../../storage/blobs.ts';
+import { createUniqueFolder, insertFile, lockFreeBytes, pathSegment } from '../../storage/files.ts';
+import { FORM_POST_ACTIONS } from '../../worker/queues.ts';
+import type { JobSender } from '../../worker/send.ts';
+import type { CheckedAnswers } from './answers.ts';
+import type { FormRow, Locale } from './definition.ts';
+import type { StagedFile } from './intake.ts';
+
+export const POST_ACTIONS = ['lead', 'customer', 'email', 'notify_team'] as const;
+export type PostAction = (typeof POST_ACTIONS)[number];
+
+/**
+ * The post-actions a form runs (DESIGN.md): the lead when a field maps to
+ * `lead.*`, the customer when one maps to `customer.*` (either can be turned
+ * off with `false`); email and team notification only when switched on.
+ */
+export function actionsOf(form: FormRow): PostAction[] {
+  const pa = form.post_actions ?? {};
+  const maps = form.fields.map((f) => f.maps_to ?? '');
+  const out: PostAction[] = [];
+  if (pa.lead !== false && maps.some((m) => m.startsWith('lead.'))) out.push('lead');
+  if (pa.customer !== false && maps.some((m) => m.startsWith('customer.'))) out.push('customer');
+  if (pa.email?.enabled) out.push('email');
+  if (pa.notify_team?.enabled) out.push('notify_team');
+  return out;
+}
+
+export type SubmissionFile = {
+  field_key: string;
+  filename: string;
+  content_type: string;
+  size_bytes: number;
+  asset_id: string;
+  folder_path: string;
+};
+
+export type NewSubmission = {
+  form: FormRow;
+  companyId: string;
+  locale: Locale;
+  checked: CheckedAnswers;
+  files: StagedFile[];
+  referrer: string | null;
+};
+
+function folderPath(form: FormRow, email: string | null, now: Date): string {
+  const date = now.toISOString().slice(0, 10);
+  return `/Formularios/${pathSegment(form.name, form.slug)}/${date} - ${pathSegment(email ?? '', 'sin correo')}`;
+}
+
+/** Files the staged blobs, inserts the submission and enqueues its post-actions, in one transaction. */
+export async function insertSubmission(db: Client, jobs: JobSender, input: NewSubmission) {
+  const id = objectId();
+  const now = new Date();
+  const stored: SubmissionFile[] = [];
+  const refused: StagedFile[] = [];
+  if (input.files.length) {
+    let free = await lockFreeBytes(db, input.companyId);
+    let folder: { id: string; path: string } | null = null;
+    for (const file of input.files) {
+      if (file.sizeBytes > free) {
+        refused.push(file);
+        continue;
+      }
+      folder ??= await createUniqueFolder(db, input.companyId, folderPath(input.form, input.checked.email, now));
+      const assetId = await insertFile(db, input.companyId, folder.id, {
+        blobId: file.blobId,
+        name: file.filename,
+        contentType: file.contentType,
+        sizeBytes: file.sizeBytes,
+        sha256: file.sha256,
+      });
+      free -= file.sizeBytes;
+      stored.push({
+        field_key: file.fieldKey,
+        filename: file.filename,
+        content_type: file.contentType,
+        size_bytes: file.sizeBytes,
+        asset_id: assetId,
+        folder_path: folder.path,
+      });
+    }
+  }
+  const filesError = refused.length
+    ? `Almacenamiento de la empresa agotado: no se guardaron ${refused.map((f) => f.filename).join(', ')}.`
+    : null;
+  const { rows } = await db.query(
+    `INSERT INTO form_submissions (id, company_id, form_id, locale, answers, email, name, phone, files, files_error, referrer, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING *`,
+    [
+      id, input.companyId, input.form.id, input.locale, JSON.stringify(input.checked.answers),
+      input.checked.email, input.checked.name, input.checked.phone, JSON.stringify(stored), filesError, input.referrer, now,
+    ],
+  );
+  const actions = actionsOf(input.form);
+  for (const action of actions) {
+    await db.query('INSERT INTO form_submission_actions (submission_id, company_id, action) VALUES ($1, $2, $3)', [id, input.companyId, action]);
+  }
+  await db.query('UPDATE forms SET submissions_count = submissions_count + 1 WHERE id = $1', [input.form.id]);
+  await jobs.send(db, FORM_POST_ACTIONS.name, { submissionId: id, companyId: input.companyId });
+  return { row: rows[0], refused };
+}
+
+/** Blobs of refused files are removed once the transaction that refused them has committed. */
+export async function deleteStaged(db: Queryable, files: StagedFile[]): Promise<void> {
+  for (const file of files) await deleteBlob(db, file.blobId);
+}
+
+export function serializeSubmission(row: Record<string, any>) {
+  return {
+    id: row.id as string,
+    form_id: row.form_id as string,
+    locale: row.locale as string,
+    answers: row.answers as Record<string, unknown>,
+    email: row.email as string | null,
+    name: row.name as string | null,
+    phone: row.phone as string | null,
+    contact_type: row.contact_type as 'lead' | 'customer' | 'none',
+    contact_id: row.contact_id as string | null,
+    source: row.source as string,
+    status: row.status as 'received' | 'processed' | 'failed',
+    files: row.files as SubmissionFile[],
+    files_error: row.files_error as string | null,
+    referrer: row.referrer as string | null,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+export const submissionSchema = z.object({
+  id: z.string(),
+  form_id: z.string(),
+  locale: z.string(),
+  answers: z.record(z.string(), z.unknown()),
+  email: z.string().nullable(),
+  name: z.string().nullable(),
+  phone: z.string().nullable(),
+  contact_type: z.enum(['lead', 'customer', 'none']),
+  contact_id: z.string().nullable().describe('Vacío hasta que el trabajo en segundo plano termina'),
+  source: z.string(),
+  status: z.enum(['received', 'processed', 'failed']),
+  files: z.array(
+    z.object({
+      field_key: z.string(),
+      filename: z.string(),
+      content_type: z.string(),
+      size_bytes: z.number().int(),
+      asset_id: z.string(),
+      folder_path: z.string(),
+    }),
+  ),
+  files_error: z.string().nullable(),
+  referrer: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});

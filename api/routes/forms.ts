@@ -1,0 +1,182 @@
+// Forms (contract: Forms endpoints). Definitions are read-only here (operators
+// write them with `wsctl form create/update`); submissions are created here,
+// as JSON or multipart, and processed by the worker (worker/jobs/form-post-actions.ts).
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { transaction, type Queryable } from '../../db/pool.ts';
+import { isObjectId } from '../../lib/objectid.ts';
+import { ApiError, validationFailed } from '../errors.ts';
+import { checkAnswers } from '../forms/answers.ts';
+import { formSchema, resolveLocale, serializeForm, type FormRow } from '../forms/definition.ts';
+import { FileStager, fingerprintMaterial, intakeJson, intakeMultipart, type Intake } from '../forms/intake.ts';
+import { deleteStaged, insertSubmission, serializeSubmission, submissionSchema } from '../forms/submissions.ts';
+import { canonicalJson, checkKeyShape, IDEMPOTENCY_BODY_LIMIT, runIdempotent } from '../middleware/idempotency.ts';
+import { listPage, paginationQuery } from '../pagination.ts';
+import { defineRoute, type RouteDef } from '../route.ts';
+
+/**
+ * Whole request body of a submission. The contract puts the infrastructure's
+ * cap at about 32 MB; we enforce 32 MiB ourselves, early (413 from
+ * Content-Length, or while streaming a body sent without it).
+ */
+export const MAX_SUBMISSION_BYTES = 32 * 1024 * 1024;
+
+const localeQuery = z.object({
+  locale: z.string().max(35).optional().describe('Idioma de los textos; si falta o no está soportado, default_locale'),
+});
+
+export async function findForm(db: Queryable, companyId: string, idOrSlug: string): Promise<FormRow | null> {
+  const { rows } = await db.query(
+    `SELECT * FROM forms WHERE company_id = $1 AND ${isObjectId(idOrSlug) ? 'id' : 'slug'} = $2`,
+    [companyId, idOrSlug],
+  );
+  return (rows[0] as FormRow) ?? null;
+}
+
+async function requireForm(db: Queryable, companyId: string, idOrSlug: string): Promise<FormRow> {
+  const form = await findForm(db, companyId, idOrSlug);
+  if (!form) throw new ApiError('not_found');
+  return form;
+}
+
+export const formRoutes: RouteDef[] = [
+  defineRoute({
+    method: 'GET',
+    path: '/forms',
+    scope: 'read-forms',
+    tag: 'Forms',
+    summary: 'Lista formularios',
+    query: paginationQuery.extend(localeQuery.shape),
+    response: formSchema,
+    list: true,
+    status: 200,
+    errors: ['invalid_id', 'invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
+    handler: async (ctx, { query, companyId }) =>
+      listPage<FormRow>(ctx.deps.pool, ctx.deps.totals, { table: 'forms', columns: '*', companyId, serialize: (row) => serializeForm(row, query.locale) }, query),
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/forms/:id',
+    scope: 'read-forms',
+    tag: 'Forms',
+    summary: 'Obtiene un formulario',
+    description: 'Acepta el id o el slug. Los textos se resuelven para `locale`; todos los mapas `*_translations` van siempre completos.',
+    params: { id: 'id_or_slug' },
+    query: localeQuery,
+    response: formSchema,
+    status: 200,
+    errors: ['not_found', 'invalid_parameter'],
+    handler: async (ctx, { params, query, companyId }) => ({ data: serializeForm(await requireForm(ctx.deps.pool, companyId, params.id), query.locale) }),
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/forms/:form_id/submissions',
+    scope: 'read-forms',
+    tag: 'Forms',
+    summary: 'Lista los envíos de un formulario',
+    params: { form_id: 'id_or_slug' },
+    query: paginationQuery,
+    response: submissionSchema,
+    list: true,
+    status: 200,
+    errors: ['not_found', 'invalid_id', 'invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
+    handler: async (ctx, { params, query, companyId }) => {
+      const form = await requireForm(ctx.deps.pool, companyId, params.form_id);
+      return listPage(
+        ctx.deps.pool,
+        ctx.deps.totals,
+        { table: 'form_submissions', columns: '*', companyId, where: (p) => [`form_id = ${p.add(form.id)}`], serialize: serializeSubmission },
+        query,
+      );
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/forms/:form_id/submissions/:id',
+    scope: 'read-forms',
+    tag: 'Forms',
+    summary: 'Obtiene un envío',
+    params: { form_id: 'id_or_slug', id: 'id' },
+    response: submissionSchema,
+    status: 200,
+    errors: ['not_found', 'invalid_id'],
+    handler: async (ctx, { params, companyId }) => {
+      const form = await requireForm(ctx.deps.pool, companyId, params.form_id);
+      const { rows } = await ctx.deps.pool.query('SELECT * FROM form_submissions WHERE company_id = $1 AND form_id = $2 AND id = $3', [
+        companyId,
+        form.id,
+        params.id,
+      ]);
+      if (!rows[0]) throw new ApiError('not_found');
+      return { data: serializeSubmission(rows[0]) };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/forms/:form_id/submissions',
+    scope: 'create-form_submissions',
+    tag: 'Forms',
+    summary: 'Envía respuestas a un formulario',
+    description: [
+      'JSON `{data: {answers, locale?, files?}}`: un archivo es `{filename, content_type, data}` con `data` en base64 o data URL; varios, un arreglo.',
+      'O `multipart/form-data`: archivos y textos como `data[answers][<key>]`, `answers[<key>]` o `files[<key>]`; `locale` o `data[locale]`.',
+      `Cuerpo máximo ${MAX_SUBMISSION_BYTES / 1024 / 1024} MB (413 request_too_large). El contenido real de cada archivo se verifica (bytes mágicos).`,
+      'Con Idempotency-Key, la huella cubre las respuestas y cada archivo por nombre, tamaño y SHA-256; esa huella (no los bytes de los archivos) es lo que no puede pasar de 100 KB.',
+      'Responde 201 con `status: received`; las acciones posteriores corren en segundo plano.',
+    ].join(' '),
+    params: { form_id: 'id_or_slug' },
+    query: localeQuery,
+    body: z.object({
+      answers: z.record(z.string(), z.unknown()).describe('Respuestas por `key` de campo; un archivo es {filename, content_type, data}'),
+      locale: z.string().optional(),
+      files: z.record(z.string(), z.unknown()).optional().describe('Archivos por `key`, alternativa a ponerlos en answers'),
+    }),
+    example: { answers: { email: 'ana@example.com' } },
+    upload: { maxBytes: MAX_SUBMISSION_BYTES },
+    response: submissionSchema,
+    status: 201,
+    errors: ['not_found', 'form_inactive', 'validation_failed', 'parameter_missing', 'request_too_large', 'unsupported_media_type'],
+    handler: async (ctx, { params, query, companyId }) => {
+      const { pool } = ctx.deps;
+      // The form first: another company's form is a 404 before any byte is stored.
+      const form = await requireForm(pool, companyId, params.form_id);
+      if (!form.active) {
+        ctx.set('Connection', 'close'); // the unread body is not drained
+        throw new ApiError('form_inactive');
+      }
+      const stager = new FileStager(pool, companyId, form);
+      let intake: Intake | null = null;
+      let keep = false;
+      try {
+        intake = ctx.is('multipart/form-data')
+          ? await intakeMultipart(stager, ctx.req, MAX_SUBMISSION_BYTES)
+          : await intakeJson(stager, ctx.request.body);
+        const checked = checkAnswers(form, intake.answers, intake.files, intake.errors);
+        if (Object.keys(intake.errors).length) throw validationFailed(intake.errors);
+        const locale = resolveLocale(form, intake.locale ?? query.locale);
+        const referrer = (ctx.get('Referer') || ctx.get('Referrer') || '').slice(0, 2000) || null;
+        const create = async () => {
+          const { row, refused } = await transaction(pool, (db) =>
+            insertSubmission(db, ctx.deps.jobs, { form, companyId, locale, checked, files: intake!.files, referrer }),
+          );
+          keep = true;
+          await deleteStaged(pool, refused);
+          ctx.status = 201;
+          ctx.body = { data: serializeSubmission(row) };
+        };
+        if (!ctx.headers['idempotency-key']) return void (await create());
+        checkKeyShape(ctx);
+        const material = canonicalJson(fingerprintMaterial(intake, query.locale));
+        if (Buffer.byteLength(material) > IDEMPOTENCY_BODY_LIMIT) throw new ApiError('idempotency_body_too_large');
+        await runIdempotent(ctx, createHash('sha256').update(material).digest('hex'), create);
+      } catch (error) {
+        // A body refused mid-stream is left unread: close rather than drain it.
+        if (error instanceof ApiError && error.code === 'request_too_large') ctx.set('Connection', 'close');
+        throw error;
+      } finally {
+        // Anything staged but not filed (a refused submission, a replay) goes.
+        if (!keep) await stager.discard();
+      }
+    },
+  }),
+];

@@ -1,0 +1,74 @@
+// The company file manager: folders by absolute path and files whose bytes
+// are blobs (storage/blobs.ts). Files here are private: nothing in the public
+// API serves them, and anything that ever does must use `downloadHeaders`.
+import type { Queryable } from '../db/pool.ts';
+import { objectId } from '../lib/objectid.ts';
+
+const MIB = 1024 * 1024;
+
+/** A path segment made safe: no separators, no control characters, bounded length. */
+export function pathSegment(value: string, fallback: string): string {
+  const cleaned = value
+    .normalize('NFKC')
+    .replace(/[\p{Cc}\p{Cf}]/gu, '')
+    .replace(/[\\/]/g, '-')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .replace(/^\.+/, '')
+    .slice(0, 120);
+  return cleaned || fallback;
+}
+
+/**
+ * Creates a folder at `path`; when the path is taken (two submissions the same
+ * day with the same email) it becomes `path (2)`, `path (3)`… so each
+ * submission has a folder of its own.
+ */
+export async function createUniqueFolder(db: Queryable, companyId: string, path: string): Promise<{ id: string; path: string }> {
+  for (let n = 1; ; n++) {
+    const candidate = n === 1 ? path : `${path} (${n})`;
+    const { rows } = await db.query(
+      `INSERT INTO file_folders (id, company_id, path) VALUES ($1, $2, $3)
+       ON CONFLICT (company_id, path) DO NOTHING RETURNING id, path`,
+      [objectId(), companyId, candidate],
+    );
+    if (rows[0]) return rows[0];
+  }
+}
+
+export type NewFile = { blobId: string; name: string; contentType: string; sizeBytes: number; sha256: string };
+
+export async function insertFile(db: Queryable, companyId: string, folderId: string, file: NewFile): Promise<string> {
+  const id = objectId();
+  await db.query(
+    `INSERT INTO files (id, company_id, folder_id, blob_id, name, content_type, size_bytes, sha256)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [id, companyId, folderId, file.blobId, file.name, file.contentType, file.sizeBytes, file.sha256],
+  );
+  return id;
+}
+
+/**
+ * Bytes the company may still store. Locks the company row so concurrent
+ * submissions of one company take turns: two cannot both see the last free
+ * megabyte. Call inside the transaction that inserts the files.
+ */
+export async function lockFreeBytes(db: Queryable, companyId: string): Promise<number> {
+  const { rows } = await db.query('SELECT storage_quota_mb FROM companies WHERE id = $1 FOR UPDATE', [companyId]);
+  const quota = Number(rows[0]?.storage_quota_mb ?? 0) * MIB;
+  const used = await db.query('SELECT coalesce(sum(size_bytes), 0)::bigint AS n FROM files WHERE company_id = $1', [companyId]);
+  return Math.max(0, quota - Number(used.rows[0].n));
+}
+
+/** Headers for serving a stored file: always a download, never sniffed or rendered inline. */
+export function downloadHeaders(file: { name: string; contentType: string; sizeBytes: number }): Record<string, string> {
+  const ascii = file.name.replace(/[^\x20-\x7e]|["\\]/g, '_');
+  return {
+    'Content-Type': file.contentType,
+    'Content-Length': String(file.sizeBytes),
+    'Content-Disposition': `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(file.name)}`,
+    'X-Content-Type-Options': 'nosniff',
+    'Content-Security-Policy': "default-src 'none'; sandbox",
+    'Cache-Control': 'private, no-store',
+  };
+}

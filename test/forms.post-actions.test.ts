@@ -1,0 +1,245 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, readdir, readFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { simpleParser, type ParsedMail } from 'mailparser';
+import { SMTPServer } from 'smtp-server';
+import { downloadHeaders } from '../storage/files.ts';
+import { processSubmission } from '../worker/jobs/form-post-actions.ts';
+import { startWorker, type Worker } from '../worker/worker.ts';
+import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import * as files from './helpers/forms.ts';
+
+type Received = { to: string[]; mail: ParsedMail };
+
+/** A real SMTP server on a random port; `reject` decides per recipient. */
+async function startSmtp() {
+  const received: Received[] = [];
+  const state = { failNext: 0, reject: (_to: string): number | null => null };
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS', 'AUTH'],
+    logger: false,
+    size: 60 * 1024 * 1024,
+    onRcptTo(address, _session, callback) {
+      const code = state.reject(address.address);
+      if (code) return callback(Object.assign(new Error(`rechazado ${code}`), { responseCode: code }));
+      callback();
+    },
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', async () => {
+        if (state.failNext > 0) {
+          state.failNext--;
+          return callback(Object.assign(new Error('Intenta más tarde'), { responseCode: 451 }));
+        }
+        received.push({ to: session.envelope.rcptTo.map((r) => r.address), mail: await simpleParser(Buffer.concat(chunks)) });
+        callback();
+      });
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.server.address() as AddressInfo).port;
+  return { url: `smtp://127.0.0.1:${port}`, received, state, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+async function waitFor<T>(fn: () => Promise<T | undefined | null | false>, ms = 30_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const value = await fn();
+    if (value) return value;
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 150));
+  }
+}
+
+const postActions = {
+  email: {
+    to: ['ventas@empresa.example'],
+    send_to_submitter: true,
+    attach_files: true,
+    templates: {
+      es: { subject: 'Gracias, {{name}}', body: 'Recibimos tu mensaje en {{form}}.\n{{answers}}\n{{files}}' },
+      en: { subject: 'Thanks, {{name}}', body: 'We got your message at {{form}}.\n{{answers}}\n{{files}}' },
+    },
+  },
+  notify_team: { enabled: true },
+};
+
+describe('form post-actions in the worker: lead, email over SMTP, team notification, retries', () => {
+  let app: TestApp;
+  let tenant: Tenant;
+  let smtp: Awaited<ReturnType<typeof startSmtp>>;
+  let worker: Worker;
+  let form: any;
+  let api: ReturnType<typeof client>;
+
+  before(async () => {
+    smtp = await startSmtp();
+    app = await startTestApp();
+    tenant = await seedTenant(app.pool);
+    api = client(app.baseUrl, tenant.key);
+    const file: any = files.sampleFormFile({ post_actions: postActions });
+    file.fields.find((f: any) => f.key === 'cv').file.max_file_size_mb = 10;
+    form = await files.createFormViaAdmin(app.url, tenant.companyId, file);
+    worker = await startWorker({ ...app.config, smtpUrl: smtp.url }, app.pool, app.databaseUrl);
+  });
+  after(async () => {
+    await worker.stop();
+    await app.close();
+    await smtp.close();
+  });
+
+  const reread = (id: string) => api.get(`/forms/${form.id}/submissions/${id}`).then((r) => r.body.data);
+  const settled = (id: string) => waitFor(async () => {
+    const s = await reread(id);
+    return s.status !== 'received' && s;
+  });
+
+  test('received → processed: the lead is created, the email goes out in the submission locale with its attachments, the team is told', async () => {
+    const pdf = files.pdf(50_000);
+    const jpg = await files.jpeg();
+    const res = await api.post(`/forms/${form.id}/submissions`, {
+      data: { locale: 'en', answers: { email: 'eva@example.com', name: 'Eva', phone: '555', company: 'ACME', cv: files.fileJson('cv.pdf', pdf), media: files.fileJson('yo.jpg', jpg) } },
+    });
+    assert.equal(res.status, 201, res.text);
+    assert.equal(res.body.data.status, 'received');
+    assert.equal(res.body.data.contact_id, null);
+    const s = await settled(res.body.data.id);
+    assert.equal(s.status, 'processed');
+    assert.equal(s.contact_type, 'lead');
+    const lead = (await api.get(`/leads/${s.contact_id}`)).body.data;
+    assert.deepEqual([lead.name, lead.email, lead.phone, lead.company_name], ['Eva', 'eva@example.com', '555', 'ACME']);
+
+    const mail = await waitFor(async () => smtp.received.find((m) => m.mail.subject === 'Thanks, Eva'));
+    assert.deepEqual(mail.to.sort(), ['eva@example.com', 'ventas@empresa.example']);
+    assert.match(mail.mail.text ?? '', /We got your message at Contact us/);
+    assert.match(mail.mail.text ?? '', /Email: eva@example.com/);
+    assert.equal(mail.mail.attachments.length, 2);
+    const [a, b] = mail.mail.attachments;
+    assert.equal(a.filename, 'cv.pdf');
+    assert.equal(a.contentType, 'application/pdf');
+    assert.equal(a.contentDisposition, 'attachment');
+    assert.ok(a.content.equals(pdf));
+    assert.equal(b.filename, 'yo.jpg');
+    assert.ok(b.content.equals(jpg));
+    const team = await waitFor(async () => smtp.received.find((m) => /Nuevo envío del formulario/.test(m.mail.subject ?? '') && m.to.some((t) => t.startsWith('owner-'))));
+    assert.match(team.mail.text ?? '', /Correo: eva@example.com/);
+  });
+
+  test('the Spanish template is used for a Spanish submission, and a second submission updates the same lead', async () => {
+    const res = await api.post(`/forms/${form.id}/submissions`, { data: { answers: { email: 'EVA@example.com', name: 'Eva María' } } });
+    const s = await settled(res.body.data.id);
+    assert.equal(s.status, 'processed');
+    const leads = await app.pool.query(`SELECT id, name FROM leads WHERE company_id = $1 AND lower(email) = 'eva@example.com'`, [tenant.companyId]);
+    assert.equal(leads.rowCount, 1, 'matched by email, not duplicated');
+    assert.equal(leads.rows[0].name, 'Eva María');
+    assert.equal(s.contact_id, leads.rows[0].id);
+    const mail = await waitFor(async () => smtp.received.find((m) => m.mail.subject === 'Gracias, Eva María'));
+    assert.match(mail.mail.text ?? '', /Recibimos tu mensaje en Contáctanos/);
+  });
+
+  test('attachments stop at 18 MB per email; what does not fit stays in the file manager and the email says so', async () => {
+    const body = new FormData();
+    body.append('answers[email]', 'big@example.com');
+    body.append('answers[name]', 'Big');
+    body.append('files[cv]', new Blob([files.pdf(9_000_000)]), 'uno.pdf');
+    body.append('files[cv]', new Blob([files.pdf(9_500_000)]), 'dos.pdf');
+    const res = await fetch(`${app.baseUrl}/forms/${form.id}/submissions`, { method: 'POST', headers: { authorization: `Bearer ${tenant.key}` }, body });
+    assert.equal(res.status, 201);
+    const s = await settled(((await res.json()) as any).data.id);
+    assert.equal(s.status, 'processed');
+    const mail = await waitFor(async () => smtp.received.find((m) => m.mail.subject === 'Gracias, Big'));
+    assert.deepEqual(mail.mail.attachments.map((a) => a.filename), ['uno.pdf']);
+    assert.match(mail.mail.text ?? '', /no caben en el correo[\s\S]*\/Formularios\/Contacto web\/.* - big@example.com\/dos\.pdf/);
+  });
+
+  test('a transient SMTP failure is retried without repeating the lead or the email', async () => {
+    await worker.stop(); // drive the job by hand to see each attempt
+    try {
+      const res = await api.post(`/forms/${form.id}/submissions`, { data: { answers: { email: 'reintento@example.com', name: 'Reintento' } } });
+      const id = res.body.data.id;
+      smtp.state.failNext = 1;
+      const before = smtp.received.length;
+      await assert.rejects(processSubmission(app.pool, { ...app.config, smtpUrl: smtp.url }, { submissionId: id, companyId: tenant.companyId }));
+      assert.equal((await reread(id)).status, 'received');
+      await processSubmission(app.pool, { ...app.config, smtpUrl: smtp.url }, { submissionId: id, companyId: tenant.companyId });
+      await processSubmission(app.pool, { ...app.config, smtpUrl: smtp.url }, { submissionId: id, companyId: tenant.companyId });
+      const s = await reread(id);
+      assert.equal(s.status, 'processed');
+      const leads = await app.pool.query(`SELECT count(*)::int AS n FROM leads WHERE email = 'reintento@example.com'`);
+      assert.equal(leads.rows[0].n, 1);
+      const mails = smtp.received.slice(before).filter((m) => m.mail.subject === 'Gracias, Reintento');
+      assert.equal(mails.length, 1, 'one email despite the retry');
+      const actions = await app.pool.query(`SELECT action, status, attempts FROM form_submission_actions WHERE submission_id = $1 ORDER BY action`, [id]);
+      assert.deepEqual(actions.rows.map((r) => [r.action, r.status, r.attempts]), [['email', 'done', 2], ['lead', 'done', 1], ['notify_team', 'done', 1]]);
+    } finally {
+      worker = await startWorker({ ...app.config, smtpUrl: smtp.url }, app.pool, app.databaseUrl);
+    }
+  });
+
+  test('a form mapping customer.* associates the customer by email (created once, then reused)', async () => {
+    const custom = await files.createFormViaAdmin(app.url, tenant.companyId, {
+      name: 'Clientes',
+      title: 'Clientes',
+      fields: [
+        { key: 'correo', field_type: 'email', label: 'Correo', required: true, maps_to: 'customer.email' },
+        { key: 'nombre', field_type: 'text', label: 'Nombre', maps_to: 'customer.name' },
+      ],
+    });
+    const ids: string[] = [];
+    for (const name of ['Carla', 'Carla R.']) {
+      const res = await api.post(`/forms/${custom.id}/submissions`, { data: { answers: { correo: 'carla@example.com', nombre: name } } });
+      const s = await waitFor(async () => {
+        const r = (await api.get(`/forms/${custom.id}/submissions/${res.body.data.id}`)).body.data;
+        return r.status !== 'received' && r;
+      });
+      assert.equal(s.status, 'processed');
+      assert.equal(s.contact_type, 'customer');
+      ids.push(s.contact_id);
+    }
+    assert.equal(ids[0], ids[1]);
+    const customer = (await api.get(`/customers/${ids[0]}`)).body.data;
+    assert.deepEqual([customer.name, customer.email], ['Carla', 'carla@example.com'], 'an existing customer keeps its data');
+  });
+
+  test('stored files, if ever served, are downloads that are never sniffed', () => {
+    const headers = downloadHeaders({ name: 'factura "final".pdf', contentType: 'application/pdf', sizeBytes: 10 });
+    assert.match(headers['Content-Disposition'], /^attachment; filename="factura _final_.pdf"/);
+    assert.equal(headers['X-Content-Type-Options'], 'nosniff');
+  });
+
+  test('all post-actions failing → failed; without SMTP_URL the message is an .eml file under DATA_DIR/outbox', async () => {
+    const onlyEmail = await files.createFormViaAdmin(app.url, tenant.companyId, {
+      ...files.sampleFormFile({ slug: 'solo-correo', post_actions: { lead: false, email: { to: ['rebota@empresa.example'] } } }),
+    });
+    smtp.state.reject = (to) => (to === 'rebota@empresa.example' ? 550 : null);
+    const res = await api.post(`/forms/${onlyEmail.id}/submissions`, { data: { answers: { email: 'x@example.com', name: 'X' } } });
+    const s = await waitFor(async () => {
+      const r = (await api.get(`/forms/${onlyEmail.id}/submissions/${res.body.data.id}`)).body.data;
+      return r.status !== 'received' && r;
+    });
+    assert.equal(s.status, 'failed');
+    assert.equal(s.contact_type, 'none');
+    smtp.state.reject = () => null;
+
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'forms-outbox-'));
+    await worker.stop();
+    try {
+      const res2 = await api.post(`/forms/${onlyEmail.id}/submissions`, { data: { locale: 'en', answers: { email: 'y@example.com', name: 'Y', cv: files.fileJson('a.pdf', files.pdf()) } } });
+      await processSubmission(app.pool, { ...app.config, smtpUrl: undefined, dataDir }, { submissionId: res2.body.data.id, companyId: tenant.companyId });
+      const outbox = await readdir(path.join(dataDir, 'outbox'));
+      assert.equal(outbox.length, 1);
+      assert.match(outbox[0], /\.eml$/);
+      const mail = await simpleParser(await readFile(path.join(dataDir, 'outbox', outbox[0])));
+      assert.equal(mail.subject, 'New submission to the form Contact us');
+      assert.equal(mail.attachments[0].filename, 'a.pdf');
+      assert.equal((await api.get(`/forms/${onlyEmail.id}/submissions/${res2.body.data.id}`)).body.data.status, 'processed');
+    } finally {
+      worker = await startWorker({ ...app.config, smtpUrl: smtp.url }, app.pool, app.databaseUrl);
+    }
+  });
+});

@@ -1,0 +1,304 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { after, before, describe, test } from 'node:test';
+import { updateCompany } from '../api/admin/companies.ts';
+import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import * as files from './helpers/forms.ts';
+
+const MIB = 1024 * 1024;
+
+describe('form submissions: JSON and multipart, answers and every file rule', () => {
+  let app: TestApp;
+  let tenant: Tenant;
+  let form: any;
+  let api: ReturnType<typeof client>;
+  const path = () => `/forms/${form.id}/submissions`;
+  const base = { email: 'Ana@Example.com', name: 'Ana Pérez' };
+
+  before(async () => {
+    app = await startTestApp();
+    tenant = await seedTenant(app.pool);
+    form = await files.createFormViaAdmin(app.url, tenant.companyId);
+    api = client(app.baseUrl, tenant.key);
+  });
+  after(() => app.close());
+
+  const blobCount = async () => (await app.pool.query('SELECT count(*)::int AS n FROM blobs')).rows[0].n;
+
+  async function multipart(parts: Array<[string, string | { name: string; bytes: Buffer; type?: string }]>, headers: Record<string, string> = {}, to = path()) {
+    const body = new FormData();
+    for (const [name, value] of parts) {
+      if (typeof value === 'string') body.append(name, value);
+      else body.append(name, new Blob([value.bytes], { type: value.type ?? 'application/octet-stream' }), value.name);
+    }
+    const res = await fetch(app.baseUrl + to, { method: 'POST', headers: { authorization: `Bearer ${tenant.key}`, ...headers }, body });
+    return { status: res.status, headers: res.headers, body: (await res.json()) as any };
+  }
+
+  test('JSON: answers validated and extracted, files of every allowed kind stored privately, status received', async () => {
+    const cv = [files.fileJson('cv.pdf', files.pdf()), files.fileJson('carta.docx', files.docx()), files.fileJson('datos.xlsx', files.xlsx()), files.fileJson('deck.pptx', files.pptx()), files.fileJson('notas.txt', Buffer.from('hola, ñandú\n'))];
+    const media = [
+      files.fileJson('foto.jpg', await files.jpeg()),
+      files.fileJson('logo.png', await files.png()),
+      files.fileJson('clip.mp4', files.mp4()),
+      files.fileJson('voz.mp3', files.mp3()),
+      files.fileJson('nota.wav', files.wav()),
+    ];
+    const res = await api.post(
+      `${path()}?locale=en`,
+      { data: { answers: { ...base, phone: '+52 55 1234 5678', employees: '12', start: '2026-07-01', plan: 'Pro', cv }, files: { media } } },
+      { referer: 'https://shop.example/contact' },
+    );
+    assert.equal(res.status, 201, res.text);
+    const s = res.body.data;
+    assert.equal(s.status, 'received');
+    assert.equal(s.contact_id, null);
+    assert.equal(s.contact_type, 'none');
+    assert.equal(s.source, 'developers_api');
+    assert.equal(s.locale, 'en');
+    assert.equal(s.referrer, 'https://shop.example/contact');
+    assert.equal(s.email, 'ana@example.com');
+    assert.equal(s.name, 'Ana Pérez');
+    assert.equal(s.phone, '+52 55 1234 5678');
+    assert.equal(s.answers.employees, 12);
+    assert.equal(s.files_error, null);
+    assert.equal(s.files.length, 10);
+    const date = new Date().toISOString().slice(0, 10);
+    for (const f of s.files) {
+      assert.deepEqual(Object.keys(f).sort(), ['asset_id', 'content_type', 'field_key', 'filename', 'folder_path', 'size_bytes']);
+      assert.equal(f.folder_path, `/Formularios/Contacto web/${date} - ana@example.com`);
+    }
+    const byName = Object.fromEntries(s.files.map((f: any) => [f.filename, f]));
+    assert.equal(byName['cv.pdf'].content_type, 'application/pdf');
+    assert.equal(byName['carta.docx'].content_type, 'application/vnd.openxmlformats-officedocument.wordprocessingml.document');
+    assert.equal(byName['foto.jpg'].content_type, 'image/jpeg');
+    assert.equal(byName['foto.jpg'].field_key, 'media');
+    assert.equal(byName['voz.mp3'].content_type, 'audio/mpeg');
+    const stored = await app.pool.query('SELECT public, size_bytes FROM files WHERE company_id = $1', [tenant.companyId]);
+    assert.equal(stored.rowCount, 10);
+    assert.ok(stored.rows.every((r) => r.public === false));
+    const read = await api.get(`${path()}/${s.id}`);
+    assert.equal(read.status, 200);
+    assert.deepEqual(read.body.data.files, s.files);
+    assert.equal((await api.get(`/forms/${form.id}`)).body.data.submissions_count, 1);
+    const list = await api.get(`/forms/contacto/submissions`);
+    assert.equal(list.body.data[0].id, s.id);
+  });
+
+  test('multipart: data[answers][k], answers[k] and files[k] parts, several files per field, data[locale]', async () => {
+    const res = await multipart([
+      ['data[answers][email]', 'luis@example.com'],
+      ['answers[name]', 'Luis'],
+      ['data[locale]', 'en'],
+      ['data[answers][cv]', { name: 'uno.pdf', bytes: files.pdf(), type: 'image/png' }],
+      ['files[cv]', { name: 'dos.docx', bytes: files.docx() }],
+      ['answers[media][]', { name: 'foto.jpeg', bytes: await files.jpeg() }],
+    ]);
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const s = res.body.data;
+    assert.equal(s.locale, 'en');
+    assert.equal(s.email, 'luis@example.com');
+    assert.deepEqual(s.files.map((f: any) => [f.field_key, f.filename, f.content_type]), [
+      ['cv', 'uno.pdf', 'application/pdf'], // the declared image/png is ignored
+      ['cv', 'dos.docx', 'application/vnd.openxmlformats-officedocument.wordprocessingml.document'],
+      ['media', 'foto.jpeg', 'image/jpeg'],
+    ]);
+    assert.deepEqual(s.answers.cv, ['uno.pdf', 'dos.docx']);
+  });
+
+  test('required fields, email, number, date and options are validated: 422 validation_failed per field', async () => {
+    const before = await blobCount();
+    const res = await api.post(path(), {
+      data: { answers: { email: 'no-es-correo', employees: 'doce', start: '2026-02-30', plan: 'Gold', cv: [files.fileJson('cv.pdf', files.pdf())], extra: 'x' } },
+    });
+    assert.equal(res.status, 422);
+    assert.equal(res.body.error, 'validation_failed');
+    assert.deepEqual(Object.keys(res.body.errors).sort(), ['answers.email', 'answers.employees', 'answers.extra', 'answers.name', 'answers.plan', 'answers.start']);
+    assert.match(res.body.errors['answers.name'][0], /obligatorio/);
+    assert.equal(await blobCount(), before, 'a refused submission leaves no stored bytes');
+    const missing = await api.post(path(), { data: {} });
+    assert.equal(missing.status, 422);
+    assert.equal(missing.body.error, 'parameter_missing');
+  });
+
+  test('an inactive form refuses submissions with 422 form_inactive', async () => {
+    const off = await files.createFormViaAdmin(app.url, tenant.companyId, files.sampleFormFile({ slug: 'cerrado', active: false }));
+    const res = await api.post(`/forms/${off.id}/submissions`, { data: { answers: base } });
+    assert.equal(res.status, 422);
+    assert.equal(res.body.error, 'form_inactive');
+  });
+
+  test('hostile file names are refused; stored names never come from the client path', async () => {
+    const jpg = await files.jpeg();
+    const cases: Array<[string, string, Buffer]> = [
+      ['cv', 'invoice.exe.pdf', files.pdf()],
+      ['cv', 'a.PhP', files.pdf()],
+      ['cv', 'a.exe.', files.pdf()],
+      ['media', 'a.php%00.jpg', jpg],
+      ['media', 'a.php\u0000.jpg', jpg],
+      ['cv', 'factura\u202Efdp.exe', files.pdf()],
+      ['cv', 'resume\u202Excod.pdf', files.pdf()],
+      ['cv', 'sin-extension', files.pdf()],
+      ['cv', 'page.html.pdf', files.pdf()],
+      ['media', 'logo.svg', Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"/>')],
+    ];
+    for (const [field, name, bytes] of cases) {
+      const res = await api.post(path(), { data: { answers: { ...base, [field]: [files.fileJson(name, bytes)] } } });
+      assert.equal(res.status, 422, `${JSON.stringify(name)}: ${res.text}`);
+      assert.equal(res.body.error, 'validation_failed');
+      assert.ok(res.body.errors[`answers.${field}`], name);
+    }
+    const traversal = await api.post(path(), { data: { answers: { ...base, cv: [files.fileJson('../../etc/passwd.pdf', files.pdf())] } } });
+    assert.equal(traversal.status, 201, traversal.text);
+    assert.equal(traversal.body.data.files[0].filename, 'passwd.pdf');
+    assert.match(traversal.body.data.files[0].folder_path, /^\/Formularios\/Contacto web\//);
+    const windows = await multipart([['answers[email]', 'x@example.com'], ['answers[name]', 'X'], ['files[cv]', { name: '..\\..\\boot.ini\\informe.pdf', bytes: files.pdf() }]]);
+    assert.equal(windows.status, 201);
+    assert.equal(windows.body.data.files[0].filename, 'informe.pdf');
+  });
+
+  test('the real content decides, by magic bytes: disguised files and macro documents are refused', async () => {
+    const cases: Array<[string, string, Buffer]> = [
+      ['media', 'photo.jpg', files.pdf()],
+      ['cv', 'report.docx', files.plainZip()],
+      ['cv', 'macros.docx', files.docm()],
+      ['cv', 'tabla.xlsx', files.docx()],
+      ['cv', 'programa.pdf', files.exe()],
+      ['cv', 'notas.txt', Buffer.concat([Buffer.from('texto'), Buffer.from([0, 1, 2, 3])])],
+      ['media', 'cancion.mp3', files.wav()],
+    ];
+    for (const [field, name, bytes] of cases) {
+      const res = await api.post(path(), { data: { answers: { ...base, [field]: files.fileJson(name, bytes) } } });
+      assert.equal(res.status, 422, `${name}: ${res.text}`);
+      assert.ok(res.body.errors[`answers.${field}`], name);
+    }
+  });
+
+  test('counts and sizes: 11 files, one byte over the limit, exactly at the limit (streamed)', async () => {
+    const eleven = Array.from({ length: 11 }, (_, i) => files.fileJson(`f${i}.pdf`, files.pdf()));
+    const tooMany = await api.post(path(), { data: { answers: { ...base, cv: eleven } } });
+    assert.equal(tooMany.status, 422);
+    assert.match(tooMany.body.errors['answers.cv'].join(' '), /máximo 10/);
+
+    const before = await blobCount();
+    const over = await multipart([['answers[email]', 'x@example.com'], ['answers[name]', 'X'], ['files[cv]', { name: 'grande.pdf', bytes: files.pdf(2 * MIB + 1) }]]);
+    assert.equal(over.status, 422);
+    assert.match(over.body.errors['answers.cv'][0], /tamaño máximo/);
+    assert.equal(await blobCount(), before);
+    const overJson = await api.post(path(), { data: { answers: { ...base, cv: files.fileJson('grande.pdf', files.pdf(2 * MIB + 1)) } } });
+    assert.equal(overJson.status, 422);
+
+    const exact = await multipart([['answers[email]', 'x@example.com'], ['answers[name]', 'X'], ['files[cv]', { name: 'justo.pdf', bytes: files.pdf(2 * MIB) }]]);
+    assert.equal(exact.status, 201, JSON.stringify(exact.body));
+    assert.equal(exact.body.data.files[0].size_bytes, 2 * MIB);
+  });
+
+  test('base64: malformed data is refused, and the size is checked before decoding', async () => {
+    const bad = await api.post(path(), { data: { answers: { ...base, cv: { filename: 'a.pdf', content_type: 'application/pdf', data: 'JVBERi0x#$%^' } } } });
+    assert.equal(bad.status, 422);
+    assert.match(bad.body.errors['answers.cv'][0], /base64/);
+    // 3 MiB of characters that are not even base64: refused for size, never decoded.
+    const huge = await api.post(path(), { data: { answers: { ...base, cv: { filename: 'a.pdf', data: '!'.repeat(3 * MIB) } } } });
+    assert.equal(huge.status, 422);
+    assert.match(huge.body.errors['answers.cv'][0], /tamaño máximo/);
+  });
+
+  test('data URLs: a full data URL is accepted; its declared type is ignored and a lying one does not help', async () => {
+    const url = `data:image/png;base64,${files.pdf().toString('base64')}`;
+    const ok = await api.post(path(), { data: { answers: { ...base, cv: { filename: 'doc.pdf', data: url } } } });
+    assert.equal(ok.status, 201, ok.text);
+    assert.equal(ok.body.data.files[0].content_type, 'application/pdf');
+    const lying = await api.post(path(), { data: { answers: { ...base, media: { filename: 'imagen.png', content_type: 'image/png', data: url } } } });
+    assert.equal(lying.status, 422);
+  });
+
+  test('a 40 MB body is refused early with 413 request_too_large', async () => {
+    const target = new URL(app.baseUrl + path());
+    const result = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = http.request(
+        target,
+        { method: 'POST', headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'multipart/form-data; boundary=x', 'content-length': String(40 * 1000 * 1000) } },
+        (res) => {
+          let body = '';
+          res.on('data', (c) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode!, body }));
+        },
+      );
+      req.on('error', reject);
+      req.write(Buffer.alloc(64 * 1024)); // the server answers without waiting for the rest
+    });
+    assert.equal(result.status, 413);
+    assert.equal(JSON.parse(result.body).error, 'request_too_large');
+    // The same cap for JSON bodies.
+    const json = await api.post(path(), { data: { answers: { ...base, cv: files.fileJson('a.pdf', Buffer.alloc(25 * MIB)) } } });
+    assert.equal(json.status, 413);
+    assert.equal(json.body.error, 'request_too_large');
+  });
+
+  test('another company’s form: 404 not_found, nothing stored', async () => {
+    const other = await seedTenant(app.pool);
+    const before = await blobCount();
+    const res = await client(app.baseUrl, other.key).post(path(), { data: { answers: { ...base, cv: files.fileJson('a.pdf', files.pdf()) } } });
+    assert.equal(res.status, 404);
+    assert.equal(res.body.error, 'not_found');
+    const bySlug = await client(app.baseUrl, other.key).post('/forms/contacto/submissions', { data: { answers: base } });
+    assert.equal(bySlug.status, 404);
+    const read = await client(app.baseUrl, other.key).get(`${path()}/${(await api.get(path())).body.data[0].id}`);
+    assert.equal(read.status, 404);
+    assert.equal(await blobCount(), before);
+  });
+
+  test('a key without create-form_submissions gets 403', async () => {
+    const reader = await seedTenant(app.pool, { scopes: ['read-forms'] });
+    const own = await files.createFormViaAdmin(app.url, reader.companyId);
+    const res = await client(app.baseUrl, reader.key).post(`/forms/${own.id}/submissions`, { data: { answers: base } });
+    assert.equal(res.status, 403);
+    assert.equal(res.body.required, 'create-form_submissions');
+  });
+
+  test('Idempotency-Key: the same JSON or multipart submission is stored once and replayed; another body is 422', async () => {
+    const body = { data: { answers: { ...base, cv: files.fileJson('cv.pdf', files.pdf()) } } };
+    const first = await api.post(path(), body, { 'idempotency-key': 'json-1' });
+    const again = await api.post(path(), body, { 'idempotency-key': 'json-1' });
+    assert.equal(first.status, 201);
+    assert.equal(again.status, 201);
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    assert.equal(again.body.data.id, first.body.data.id);
+    const other = await api.post(path(), { data: { answers: { ...base, name: 'Otra' } } }, { 'idempotency-key': 'json-1' });
+    assert.equal(other.status, 422);
+    assert.equal(other.body.error, 'idempotency_key_reused');
+
+    const blobsBefore = await blobCount();
+    const parts: Parameters<typeof multipart>[0] = [['answers[email]', 'm@example.com'], ['answers[name]', 'M'], ['files[cv]', { name: 'a.pdf', bytes: files.pdf(300_000) }]];
+    const m1 = await multipart(parts, { 'idempotency-key': 'multi-1' });
+    const m2 = await multipart(parts, { 'idempotency-key': 'multi-1' });
+    assert.equal(m1.status, 201);
+    assert.equal(m2.headers.get('idempotent-replayed'), 'true');
+    assert.equal(m2.body.data.id, m1.body.data.id);
+    assert.equal(await blobCount(), blobsBefore + 1, 'the replay left no staged bytes behind');
+    const changed = await multipart([...parts.slice(0, 2), ['files[cv]', { name: 'a.pdf', bytes: files.pdf(300_001) }]], { 'idempotency-key': 'multi-1' });
+    assert.equal(changed.status, 422);
+    assert.equal(changed.body.error, 'idempotency_key_reused');
+    const count = await app.pool.query(`SELECT count(*)::int AS n FROM form_submissions WHERE email = 'm@example.com'`);
+    assert.equal(count.rows[0].n, 1);
+  });
+
+  test('storage quota exhausted mid-submission: the submission is kept, files that fit are stored, files_error says which did not', async () => {
+    const small = await seedTenant(app.pool);
+    const own = await files.createFormViaAdmin(app.url, small.companyId);
+    await updateCompany(app.pool, small.companyId, { storageQuotaMb: 1 });
+    const res = await client(app.baseUrl, small.key).post(`/forms/${own.id}/submissions`, {
+      data: { answers: { ...base, cv: [files.fileJson('uno.pdf', files.pdf(600_000)), files.fileJson('dos.pdf', files.pdf(600_000))] } },
+    });
+    assert.equal(res.status, 201, res.text);
+    assert.deepEqual(res.body.data.files.map((f: any) => f.filename), ['uno.pdf']);
+    assert.match(res.body.data.files_error, /agotado.*dos\.pdf/);
+    const stored = await app.pool.query('SELECT count(*)::int AS n FROM blobs WHERE company_id = $1', [small.companyId]);
+    assert.equal(stored.rows[0].n, 1, 'the refused file’s bytes are gone');
+    await updateCompany(app.pool, small.companyId, { storageQuotaMb: 0 });
+    const none = await client(app.baseUrl, small.key).post(`/forms/${own.id}/submissions`, { data: { answers: { ...base, cv: files.fileJson('tres.pdf', files.pdf()) } } });
+    assert.equal(none.status, 201);
+    assert.deepEqual(none.body.data.files, []);
+    assert.ok(none.body.data.files_error);
+  });
+});

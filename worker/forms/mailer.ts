@@ -1,0 +1,75 @@
+// Mail for form post-actions: SMTP through nodemailer when SMTP_URL is set,
+// otherwise each message is written as an .eml file under DATA_DIR/outbox
+// (DESIGN.md), so development needs no mail server.
+import { createWriteStream } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import nodemailer from 'nodemailer';
+import type Mail from 'nodemailer/lib/mailer/index.js';
+import type { Config } from '../../lib/config.ts';
+
+export type Mailer = { send: (message: Mail.Options) => Promise<{ messageId: string }>; close: () => void };
+
+export function createMailer(config: Pick<Config, 'smtpUrl' | 'dataDir'>): Mailer {
+  if (config.smtpUrl) {
+    const transport = nodemailer.createTransport(config.smtpUrl);
+    return {
+      send: async (message) => ({ messageId: (await transport.sendMail(message)).messageId }),
+      close: () => transport.close(),
+    };
+  }
+  const outbox = path.join(config.dataDir, 'outbox');
+  const transport = nodemailer.createTransport({ streamTransport: true, buffer: false, newline: 'windows' });
+  return {
+    send: async (message) => {
+      await mkdir(outbox, { recursive: true });
+      const info = await transport.sendMail(message);
+      const name = `${new Date().toISOString().replace(/[:.]/g, '-')}-${info.messageId.replace(/[^A-Za-z0-9.-]/g, '_')}.eml`;
+      await pipeline(info.message as unknown as Readable, createWriteStream(path.join(outbox, name)));
+      return { messageId: info.messageId };
+    },
+    close: () => transport.close(),
+  };
+}
+
+/**
+ * Permanent failures (the server refused the message for good: 5xx) are not
+ * retried; everything else (4xx, connection refused, timeouts) is transient.
+ */
+export function isTransientMailError(error: unknown): boolean {
+  const code = (error as { responseCode?: number })?.responseCode;
+  return !(typeof code === 'number' && code >= 500 && code < 600);
+}
+
+/** `{{name}}` placeholders; unknown ones become empty. Plain text only: nothing is rendered as HTML. */
+export function renderTemplate(template: string, values: Record<string, string>): string {
+  return template.replace(/\{\{\s*([\w.-]+)\s*\}\}/g, (_, key: string) => values[key] ?? '');
+}
+
+export const DEFAULT_TEMPLATES = {
+  es: {
+    subject: 'Nuevo envío del formulario {{form}}',
+    body: 'Se recibió un envío del formulario {{form}}.\n\n{{answers}}\n{{files}}',
+  },
+  en: {
+    subject: 'New submission to the form {{form}}',
+    body: 'A submission to the form {{form}} was received.\n\n{{answers}}\n{{files}}',
+  },
+} as const;
+
+export const FILES_TEXT = {
+  es: {
+    attached: 'Archivos adjuntos:',
+    notAttached: 'Estos archivos no caben en el correo (máximo 18 MB de adjuntos) y quedan solo en el administrador de archivos:',
+    stored: 'Archivos guardados en el administrador de archivos:',
+    notify: 'Nuevo envío del formulario',
+  },
+  en: {
+    attached: 'Attached files:',
+    notAttached: 'These files do not fit in the email (18 MB of attachments at most) and stay only in the file manager:',
+    stored: 'Files kept in the file manager:',
+    notify: 'New submission to the form',
+  },
+} as const;

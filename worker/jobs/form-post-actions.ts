@@ -1,0 +1,298 @@
+// Post-actions of a form submission (contract: States and transitions). Runs
+// each pending action of the submission, then settles it: `processed` when at
+// least one action did not fail (or there were none), `failed` when all did.
+//
+// Run-once rule: every action has a row in form_submission_actions.
+// - lead / customer: the upsert and `done` commit in one transaction, under an
+//   advisory lock on (company, email), so a retry or two concurrent
+//   submissions never create a second lead for one email.
+// - email / notify_team: the action row is locked while the message is sent
+//   and marked `done` right after the server accepts it; a retry skips it.
+//   The one window left is a crash between the server's acceptance and our
+//   commit; the Message-ID is fixed per submission so a receiving server or
+//   client can drop that duplicate.
+// Transient failures leave the action pending and throw, so pg-boss retries
+// the job with backoff; after MAX_ACTION_ATTEMPTS an action is `failed`.
+import type { Client, Pool } from '../../db/pool.ts';
+import { recordEvent } from '../../db/events.ts';
+import { transaction } from '../../db/pool.ts';
+import type { Config } from '../../lib/config.ts';
+import { log } from '../../lib/log.ts';
+import { objectId } from '../../lib/objectid.ts';
+import { readBlob } from '../../storage/blobs.ts';
+import type { FormRow, Locale } from '../../api/forms/definition.ts';
+import type { SubmissionFile } from '../../api/forms/submissions.ts';
+import { createMailer, DEFAULT_TEMPLATES, FILES_TEXT, isTransientMailError, renderTemplate, type Mailer } from '../forms/mailer.ts';
+import { FORM_POST_ACTIONS, type FormPostActionsJob } from '../queues.ts';
+import type { JobDefinition } from './types.ts';
+
+export const MAX_ACTION_ATTEMPTS = 6;
+/** Attachments per email (contract, Limits: 18 MB), counted on the files' own bytes. */
+export const EMAIL_ATTACHMENT_BYTES = 18_000_000;
+
+type Submission = {
+  id: string;
+  company_id: string;
+  form_id: string;
+  locale: Locale;
+  answers: Record<string, unknown>;
+  email: string | null;
+  name: string | null;
+  phone: string | null;
+  status: string;
+  files: SubmissionFile[];
+  created_at: Date;
+};
+
+class PermanentError extends Error {}
+
+const mailers = new Map<string, Mailer>();
+function mailerFor(config: Config): Mailer {
+  const key = `${config.smtpUrl ?? ''}|${config.dataDir}`;
+  let mailer = mailers.get(key);
+  if (!mailer) mailers.set(key, (mailer = createMailer(config)));
+  return mailer;
+}
+
+/** Values of the fields mapped to `<target>.*`, by CRM column. */
+function mapped(form: FormRow, submission: Submission, target: 'lead' | 'customer'): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const field of form.fields) {
+    if (!field.maps_to?.startsWith(`${target}.`)) continue;
+    const value = submission.answers[field.key];
+    if (typeof value === 'string' && value) out[field.maps_to.slice(target.length + 1)] ??= value;
+  }
+  return out;
+}
+
+async function lockEmail(db: Client, companyId: string, table: string, email: string | undefined) {
+  if (email) await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`${companyId}:${table}:${email.toLowerCase()}`]);
+}
+
+/** Creates or updates the lead matched by email; mapped values overwrite, absent ones keep what the lead had. */
+async function upsertLead(db: Client, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
+  const v = mapped(form, s, 'lead');
+  const email = v.email?.toLowerCase();
+  await lockEmail(db, s.company_id, 'leads', email);
+  const found = email
+    ? (await db.query('SELECT id FROM leads WHERE company_id = $1 AND lower(email) = $2 ORDER BY created_at, id LIMIT 1 FOR UPDATE', [s.company_id, email])).rows[0]
+    : undefined;
+  if (found) {
+    await db.query(
+      `UPDATE leads SET name = coalesce($3, name), phone = coalesce($4, phone), company_name = coalesce($5, company_name),
+              job_title = coalesce($6, job_title), updated_at = now() WHERE company_id = $1 AND id = $2`,
+      [s.company_id, found.id, v.name ?? null, v.phone ?? null, v.company_name ?? null, v.job_title ?? null],
+    );
+    return { lead_id: found.id, created: false };
+  }
+  const id = objectId();
+  const name = v.name ?? s.name ?? email ?? 'Sin nombre';
+  await db.query(
+    `INSERT INTO leads (id, company_id, name, email, phone, company_name, job_title, source)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, 'formulario')`,
+    [id, s.company_id, name, email ?? null, v.phone ?? null, v.company_name ?? null, v.job_title ?? null],
+  );
+  await recordEvent(db, s.company_id, 'lead.created', { object: 'lead', id, name, email: email ?? null });
+  return { lead_id: id, created: true };
+}
+
+/** Associates the customer with this email, creating it when the company has none. */
+async function associateCustomer(db: Client, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
+  const v = mapped(form, s, 'customer');
+  const email = v.email?.toLowerCase();
+  await lockEmail(db, s.company_id, 'customers', email);
+  const found = email
+    ? (await db.query('SELECT id FROM customers WHERE company_id = $1 AND lower(email) = $2 ORDER BY created_at, id LIMIT 1 FOR UPDATE', [s.company_id, email])).rows[0]
+    : undefined;
+  if (found) {
+    // An existing customer keeps its data; only empty fields are filled in.
+    await db.query(
+      `UPDATE customers SET name = CASE WHEN name = '' THEN coalesce($3, name) ELSE name END, phone = coalesce(phone, $4), updated_at = now()
+        WHERE company_id = $1 AND id = $2`,
+      [s.company_id, found.id, v.name ?? null, v.phone ?? null],
+    );
+    return { customer_id: found.id, created: false };
+  }
+  const id = objectId();
+  const name = v.name ?? s.name ?? email ?? 'Sin nombre';
+  await db.query('INSERT INTO customers (id, company_id, name, email, phone) VALUES ($1, $2, $3, $4, $5)', [
+    id, s.company_id, name, email ?? null, v.phone ?? null,
+  ]);
+  await recordEvent(db, s.company_id, 'customer.created', { object: 'customer', id, name, email: email ?? null });
+  return { customer_id: id, created: true };
+}
+
+function answersText(form: FormRow, s: Submission, locale: Locale): string {
+  const lines: string[] = [];
+  for (const field of [...form.fields].sort((a, b) => a.position - b.position)) {
+    if (field.field_type === 'file') continue;
+    const value = s.answers[field.key];
+    if (value === undefined) continue;
+    const label = field.label_translations[locale] ?? field.label_translations[form.default_locale] ?? field.key;
+    lines.push(`${label}: ${Array.isArray(value) ? value.join(', ') : String(value)}`);
+  }
+  return lines.join('\n');
+}
+
+function messageId(s: Submission, action: string, config: Config): string {
+  return `<form-${s.id}-${action}@${new URL(config.siteUrl).hostname}>`;
+}
+
+async function sendEmail(pool: Pool, config: Config, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
+  const settings = form.post_actions.email!;
+  const locale = s.locale;
+  const text = FILES_TEXT[locale] ?? FILES_TEXT.es;
+  const template = settings.templates?.[locale] ?? settings.templates?.[form.default_locale] ?? DEFAULT_TEMPLATES[locale] ?? DEFAULT_TEMPLATES.es;
+  const to = [...settings.to];
+  if (settings.send_to_submitter && s.email) to.push(s.email);
+  if (!to.length) throw new PermanentError('sin destinatarios');
+
+  // Attach in order while the total stays within 18 MB; the rest is named in the body.
+  const attached: SubmissionFile[] = [];
+  const left: SubmissionFile[] = [];
+  let total = 0;
+  for (const file of s.files) {
+    if (settings.attach_files !== false && total + file.size_bytes <= EMAIL_ATTACHMENT_BYTES) {
+      attached.push(file);
+      total += file.size_bytes;
+    } else left.push(file);
+  }
+  const blobs = new Map<string, string>();
+  if (s.files.length) {
+    const { rows } = await pool.query('SELECT id, blob_id FROM files WHERE company_id = $1 AND id = ANY($2)', [s.company_id, s.files.map((f) => f.asset_id)]);
+    for (const row of rows) blobs.set(row.id, row.blob_id);
+  }
+  const fileLines: string[] = [];
+  if (attached.length) fileLines.push(text.attached, ...attached.map((f) => `- ${f.filename}`), '');
+  if (left.length) {
+    const heading = settings.attach_files === false ? text.stored : text.notAttached;
+    fileLines.push(heading, ...left.map((f) => `- ${f.folder_path}/${f.filename}`), '');
+  }
+  const values: Record<string, string> = {
+    form: form.title_translations[locale] ?? form.title_translations[form.default_locale] ?? form.name,
+    name: s.name ?? '',
+    email: s.email ?? '',
+    phone: s.phone ?? '',
+    answers: answersText(form, s, locale),
+    files: fileLines.join('\n'),
+  };
+  for (const [key, value] of Object.entries(s.answers)) values[`answer.${key}`] = Array.isArray(value) ? value.join(', ') : String(value);
+  const sent = await mailerFor(config).send({
+    from: `"${values.form.replace(/["\r\n]/g, '')}" <no-reply@${new URL(config.siteUrl).hostname}>`,
+    to,
+    replyTo: s.email ?? undefined,
+    subject: renderTemplate(template.subject, values).replace(/[\r\n]+/g, ' '),
+    text: renderTemplate(template.body, values),
+    messageId: messageId(s, 'email', config),
+    headers: { 'Content-Language': locale },
+    attachments: attached.map((f) => ({
+      filename: f.filename,
+      contentType: f.content_type,
+      contentDisposition: 'attachment' as const,
+      content: readBlob(pool, blobs.get(f.asset_id) ?? ''),
+    })),
+  });
+  return { message_id: sent.messageId, to, attached: attached.map((f) => f.asset_id), not_attached: left.map((f) => f.asset_id) };
+}
+
+async function notifyTeam(pool: Pool, config: Config, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
+  let to = form.post_actions.notify_team?.to ?? [];
+  if (!to.length) {
+    const { rows } = await pool.query(
+      `SELECT u.email FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.company_id = $1 AND u.deleted_at IS NULL ORDER BY m.created_at`,
+      [s.company_id],
+    );
+    to = rows.map((r) => r.email);
+  }
+  if (!to.length) throw new PermanentError('la empresa no tiene miembros a quienes avisar');
+  const locale = form.default_locale; // the team reads the company's language, not the submitter's
+  const text = FILES_TEXT[locale] ?? FILES_TEXT.es;
+  const title = form.title_translations[locale] ?? form.name;
+  const sent = await mailerFor(config).send({
+    from: `"${title.replace(/["\r\n]/g, '')}" <no-reply@${new URL(config.siteUrl).hostname}>`,
+    to,
+    subject: `${text.notify} ${title}`.replace(/[\r\n]+/g, ' '),
+    text: [answersText(form, s, locale), '', ...s.files.map((f) => `- ${f.folder_path}/${f.filename}`)].join('\n'),
+    messageId: messageId(s, 'notify', config),
+  });
+  return { message_id: sent.messageId, to };
+}
+
+type ActionRow = { action: string; status: string; attempts: number; result: Record<string, unknown> | null };
+
+async function runAction(pool: Pool, config: Config, form: FormRow, s: Submission, action: string): Promise<'done' | 'skipped'> {
+  return transaction(pool, async (db) => {
+    // The row lock makes a concurrent run of the same job wait, then skip.
+    const { rows } = await db.query(
+      `SELECT status FROM form_submission_actions WHERE submission_id = $1 AND action = $2 FOR UPDATE`,
+      [s.id, action],
+    );
+    if (rows[0]?.status !== 'pending') return 'skipped';
+    let result: Record<string, unknown>;
+    if (action === 'lead') result = await upsertLead(db, form, s);
+    else if (action === 'customer') result = await associateCustomer(db, form, s);
+    else if (action === 'email') result = await sendEmail(pool, config, form, s);
+    else result = await notifyTeam(pool, config, form, s);
+    await db.query(
+      `UPDATE form_submission_actions SET status = 'done', result = $3, error = NULL, attempts = attempts + 1, updated_at = now()
+        WHERE submission_id = $1 AND action = $2`,
+      [s.id, action, result],
+    );
+    return 'done';
+  });
+}
+
+/** Settles the submission once no action is pending. */
+async function settle(pool: Pool, submissionId: string): Promise<boolean> {
+  const { rows } = await pool.query<ActionRow>('SELECT action, status, attempts, result FROM form_submission_actions WHERE submission_id = $1', [submissionId]);
+  if (rows.some((r) => r.status === 'pending')) return false;
+  const done = rows.filter((r) => r.status === 'done');
+  const status = rows.length === 0 || done.length > 0 ? 'processed' : 'failed';
+  const customer = done.find((r) => r.action === 'customer')?.result?.customer_id as string | undefined;
+  const lead = done.find((r) => r.action === 'lead')?.result?.lead_id as string | undefined;
+  // A customer is the firmer relation: when both resolve, the submission points at the customer.
+  const [contactType, contactId] = customer ? ['customer', customer] : lead ? ['lead', lead] : ['none', null];
+  await pool.query(
+    `UPDATE form_submissions SET status = $2, contact_type = $3, contact_id = $4, updated_at = now() WHERE id = $1 AND status = 'received'`,
+    [submissionId, status, contactType, contactId],
+  );
+  return true;
+}
+
+/** Processes one submission; throws when a transient failure should be retried. */
+export async function processSubmission(pool: Pool, config: Config, job: FormPostActionsJob): Promise<void> {
+  const s = (await pool.query<Submission>('SELECT * FROM form_submissions WHERE id = $1 AND company_id = $2', [job.submissionId, job.companyId])).rows[0];
+  if (!s || s.status !== 'received') return;
+  const form = (await pool.query<FormRow>('SELECT * FROM forms WHERE id = $1', [s.form_id])).rows[0];
+  if (!form) return;
+  const { rows: pending } = await pool.query<ActionRow>(
+    `SELECT action, status, attempts, result FROM form_submission_actions WHERE submission_id = $1 AND status = 'pending' ORDER BY action`,
+    [s.id],
+  );
+  let retry: unknown = null;
+  for (const { action, attempts } of pending) {
+    try {
+      await runAction(pool, config, form, s, action);
+    } catch (error) {
+      const transient = !(error instanceof PermanentError) && (action === 'email' || action === 'notify_team' ? isTransientMailError(error) : true);
+      const giveUp = !transient || attempts + 1 >= MAX_ACTION_ATTEMPTS;
+      await pool.query(
+        `UPDATE form_submission_actions SET attempts = attempts + 1, error = $3, status = $4, updated_at = now() WHERE submission_id = $1 AND action = $2`,
+        [s.id, action, String((error as Error)?.message ?? error).slice(0, 1000), giveUp ? 'failed' : 'pending'],
+      );
+      log('form.post_action_failed', { submission_id: s.id, action, attempt: attempts + 1, final: giveUp, error: (error as Error)?.message });
+      if (!giveUp) retry = error;
+    }
+  }
+  await settle(pool, s.id);
+  if (retry) throw new Error(`Post-acción pendiente de reintento: ${(retry as Error)?.message ?? retry}`, { cause: retry });
+}
+
+export const formPostActions: JobDefinition<FormPostActionsJob> = {
+  name: FORM_POST_ACTIONS.name,
+  queue: FORM_POST_ACTIONS.options,
+  work: { batchSize: 1 },
+  handler: async ({ pool, config }, jobs) => {
+    for (const job of jobs) await processSubmission(pool, config, job.data);
+  },
+};
