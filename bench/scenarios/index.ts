@@ -1,6 +1,12 @@
 // Every scenario of `npm run bench`, in the order they run. A new scenario is
-// a module exporting a `Scenario` (bench/lib/scenario.ts) and one line here.
+// a module exporting a `Scenario` (bench/lib/scenario.ts) and one line here;
+// a benchmark that is its own program joins through standaloneScenario.
+import { standaloneScenario } from '../lib/standalone.ts';
 import type { Scenario } from '../lib/scenario.ts';
 import { customers } from './customers.ts';
 
-export const scenarios: Scenario[] = [customers];
+export const scenarios: Scenario[] = [
+  customers,
+  standaloneScenario('catalog', 'product list with filters and text search over 100,000 products vs bare node:http; thumbnails/s worker vs sharp alone'),
+  standaloneScenario('forms', 'multipart submissions/s with a 1 MB PDF; peak RSS growth during 20 concurrent 25 MB uploads'),
+];

@@ -66,23 +66,25 @@ export async function processThumbnail({ pool, config }: Pick<WorkerDeps, 'pool'
   return 'done';
 }
 
-// Batches of 4 with per-job results: a failing image retries alone, and a
-// full batch makes pg-boss fetch again at once (with batchSize 1 it would
-// wait a polling interval between every image: about 2 thumbnails/s).
+// Batches of 4 with per-job results, the images of a batch decoded in
+// parallel (sharp runs on libuv's thread pool, so one process keeps every
+// core busy): a failing image retries alone, and a full batch makes pg-boss
+// fetch again at once (with batchSize 1 it would wait a polling interval
+// between every image). One batch at a time per process bounds memory: at
+// most 4 decodes of at most 40 MP each.
 export const thumbnail: JobDefinition<ThumbnailData> = {
   name: THUMBNAIL_QUEUE,
   queue: THUMBNAIL_JOB_OPTIONS,
-  work: { batchSize: 4, burstWhenBatchFull: true, perJobResults: true, localConcurrency: 2, pollingIntervalSeconds: 0.5 },
-  handler: async (deps, jobs: Job<ThumbnailData>[]): Promise<JobResult[]> => {
-    const results: JobResult[] = [];
-    for (const job of jobs) {
-      try {
-        results.push({ id: job.id, status: 'completed', output: { outcome: await processThumbnail(deps, job.data.media_id) } });
-      } catch (error) {
-        log('thumbnail.retry', { media_id: job.data.media_id, error: (error as Error).message });
-        results.push({ id: job.id, status: 'failed', output: { message: (error as Error).message } });
-      }
-    }
-    return results;
-  },
+  work: { batchSize: 4, burstWhenBatchFull: true, perJobResults: true, localConcurrency: 1, pollingIntervalSeconds: 0.5 },
+  handler: (deps, jobs: Job<ThumbnailData>[]): Promise<JobResult[]> =>
+    Promise.all(
+      jobs.map(async (job): Promise<JobResult> => {
+        try {
+          return { id: job.id, status: 'completed', output: { outcome: await processThumbnail(deps, job.data.media_id) } };
+        } catch (error) {
+          log('thumbnail.retry', { media_id: job.data.media_id, error: (error as Error).message });
+          return { id: job.id, status: 'failed', output: { message: (error as Error).message } };
+        }
+      }),
+    ),
 };
