@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { registerAutomationCommands } from './commands/automation.ts';
 import { registerCompanyCommands } from './commands/company.ts';
+import { registerFormCommands } from './commands/form.ts';
 import { registerKeyCommands } from './commands/key.ts';
 import { registerUserCommands } from './commands/user.ts';
 import { reportError } from './output.ts';
@@ -15,7 +16,7 @@ const { version } = JSON.parse(readFileSync(new URL('../package.json', import.me
 
 const program = new Command()
   .name('wsctl')
-  .description('Operate the workspace service: companies, API keys, users, automations.')
+  .description('Operate the workspace service: companies, API keys, users, automations, forms.')
   .version(version)
   .option('--url <url>', 'service root URL (default: $ADMIN_URL, else http://localhost:$PORT)')
   .option('--json', 'print exactly one JSON document on stdout')
@@ -25,6 +26,7 @@ registerCompanyCommands(program);
 registerKeyCommands(program);
 registerUserCommands(program);
 registerAutomationCommands(program);
+registerFormCommands(program);
 
 try {
   await program.parseAsync(process.argv);

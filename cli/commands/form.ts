@@ -1,0 +1,49 @@
+// `wsctl form create --company <id> --file form.json` and
+// `wsctl form update <id> --file form.json`: forms are read-only in the REST
+// API (contract, Form). The file has the shape of the Form read plus
+// `post_actions` (docs/forms.md, examples/form.json); the server validates it
+// (api/admin/forms.ts) and a problem comes back as one message naming each path.
+import type { Command } from 'commander';
+import { action } from '../action.ts';
+import { readJsonObject } from '../options.ts';
+import { details } from '../output.ts';
+
+function formDetails(form: Record<string, any>): string {
+  return details([
+    ['id', form.id],
+    ['slug', form.slug],
+    ['name', form.name],
+    ['locales', `${(form.locales ?? []).join(', ')} (default ${form.default_locale})`],
+    ['active', form.active],
+    ['fields', (form.fields ?? []).map((f: any) => `${f.key}:${f.field_type}`).join(' ')],
+    ['submissions', form.submissions_count],
+  ]);
+}
+
+export function registerFormCommands(program: Command): void {
+  const form = program.command('form').description('create and replace forms (read-only in the REST API)');
+
+  form
+    .command('create')
+    .description('create a form from a JSON file (see examples/form.json)')
+    .requiredOption('--company <id>', 'company id')
+    .requiredOption('--file <path>', 'JSON file with the form and its post_actions')
+    .action(
+      action(
+        async ({ api, opts }) => api.form.create.mutate({ companyId: opts.company, form: await readJsonObject(opts.file) }),
+        (created) => formDetails(created as Record<string, any>),
+      ),
+    );
+
+  form
+    .command('update')
+    .description('replace the definition of a form with the file')
+    .argument('<id>', 'form id')
+    .requiredOption('--file <path>', 'JSON file with the form and its post_actions')
+    .action(
+      action(
+        async ({ api, args, opts }) => api.form.update.mutate({ id: args[0]!, form: await readJsonObject(opts.file) }),
+        (updated) => formDetails(updated as Record<string, any>),
+      ),
+    );
+}

@@ -1,0 +1,144 @@
+// wsctl end to end: the real CLI (a child process, as an operator runs it)
+// against the real app's /admin/trpc, and the effects checked through the
+// public API. DESIGN.md, CLI contract: --json prints exactly one JSON document
+// on stdout; errors are one line on stderr and a non-zero exit.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { ADMIN_TOKEN, client, startTestApp, type TestApp } from './helpers/app.ts';
+
+const WSCTL = fileURLToPath(new URL('../cli/wsctl.ts', import.meta.url));
+
+type Run = { code: number; stdout: string; stderr: string };
+
+function wsctl(app: TestApp, args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [WSCTL, ...args],
+      { env: { PATH: process.env.PATH ?? '', ADMIN_URL: app.url, ADMIN_TOKEN, ...env } },
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+/** --json: stdout is one JSON document and stderr is empty. */
+async function json(app: TestApp, args: string[]): Promise<any> {
+  const run = await wsctl(app, [...args, '--json']);
+  assert.equal(run.code, 0, `wsctl ${args.join(' ')}: ${run.stderr}`);
+  assert.equal(run.stderr, '');
+  return JSON.parse(run.stdout);
+}
+
+/** A failure: non-zero exit, nothing on stdout, exactly one line on stderr. */
+function assertOneLineError(run: Run, pattern: RegExp): void {
+  assert.notEqual(run.code, 0);
+  assert.equal(run.stdout, '');
+  assert.match(run.stderr, /^error: [^\n]+\n$/);
+  assert.match(run.stderr, pattern);
+}
+
+describe('wsctl', () => {
+  let app: TestApp;
+  let dir: string;
+  before(async () => {
+    app = await startTestApp();
+    dir = await mkdtemp(path.join(tmpdir(), 'wsctl-'));
+  });
+  after(() => app.close());
+
+  test('company create/show/update/list, with the owner made from the default email', async () => {
+    const created = await json(app, ['company', 'create', '--name', 'Taller Ruiz', '--plan', 'starter', '--max-team-size', '3']);
+    assert.equal(created.company.name, 'Taller Ruiz');
+    assert.equal(created.company.plan, 'starter');
+    assert.equal(created.company.team.max_team_size, 3);
+    assert.equal(created.owner.email, `owner@${created.company.slug}.example`);
+
+    const id = created.company.id;
+    assert.deepEqual(await json(app, ['company', 'show', id]), created.company);
+
+    const updated = await json(app, ['company', 'update', id, '--modules', 'automations', '--response-cache', 'on', '--storage-quota-mb', '50']);
+    assert.deepEqual(updated.enabled_modules, ['automations']);
+    assert.equal(updated.response_cache, true);
+    assert.equal(updated.storage_quota_mb, 50);
+
+    const listed = await json(app, ['company', 'list']);
+    assert.ok(Array.isArray(listed));
+    assert.ok(listed.some((c: any) => c.id === id));
+
+    // Without --json: a table for people, with a header row.
+    const table = await wsctl(app, ['company', 'list']);
+    assert.equal(table.code, 0);
+    assert.match(table.stdout, /^ID\s+NAME/);
+    assert.match(table.stdout, /Taller Ruiz/);
+  });
+
+  test('key create prints the secret once; the key works on the API; key list hides it; key revoke stops it', async () => {
+    const { company } = await json(app, ['company', 'create', '--name', 'Llaves SA']);
+    const key = await json(app, ['key', 'create', '--company', company.id, '--scopes', 'read-customers,create-customers', '--name', 'tienda']);
+    assert.match(key.secret, /^service_sk_/);
+    assert.deepEqual([...key.scopes].sort(), ['create-customers', 'read-customers']);
+
+    const api = client(app.baseUrl, key.secret);
+    assert.equal((await api.post('/customers', { data: { name: 'Ana' } })).status, 201);
+    const forbidden = await api.get('/leads');
+    assert.equal(forbidden.status, 403);
+    assert.equal(forbidden.body.error, 'insufficient_scope');
+
+    const keys = await json(app, ['key', 'list', '--company', company.id]);
+    assert.equal(keys.length, 1);
+    assert.equal(keys[0].id, key.id);
+    assert.equal(keys[0].secret, undefined);
+    assert.ok(!JSON.stringify(keys).includes(key.secret));
+
+    const revoked = await json(app, ['key', 'revoke', key.id]);
+    assert.equal(revoked.id, key.id);
+    assert.ok(revoked.revoked_at);
+    const refused = await api.get('/customers');
+    assert.equal(refused.status, 401);
+    assert.equal(refused.body.error, 'invalid_key');
+  });
+
+  test('automation create from a file shows up in the API; form create/update from a file', async () => {
+    const { company } = await json(app, ['company', 'create', '--name', 'Auto SA', '--modules', 'automations']);
+    const key = await json(app, ['key', 'create', '--company', company.id, '--scopes', 'all']);
+    const file = path.join(dir, 'automation.json');
+    await writeFile(file, JSON.stringify({ name: 'Bienvenida', trigger_type: 'lead.created', steps: [] }));
+    const automation = await json(app, ['automation', 'create', '--company', company.id, '--file', file]);
+    const read = await client(app.baseUrl, key.secret).get(`/automations/${automation.id}`);
+    assert.equal(read.status, 200);
+    assert.equal(read.body.data.name, 'Bienvenida');
+
+    const formFile = path.join(dir, 'form.json');
+    const definition = { name: 'Contacto', title: 'Contáctanos', fields: [{ key: 'email', field_type: 'email', label: 'Correo', required: true }] };
+    await writeFile(formFile, JSON.stringify(definition));
+    const form = await json(app, ['form', 'create', '--company', company.id, '--file', formFile]);
+    await writeFile(formFile, JSON.stringify({ ...definition, title: 'Escríbenos' }));
+    const replaced = await json(app, ['form', 'update', form.id, '--file', formFile]);
+    assert.equal(replaced.id, form.id);
+    const publicRead = await client(app.baseUrl, key.secret).get(`/forms/${form.id}`);
+    assert.equal(publicRead.status, 200);
+    assert.equal(publicRead.body.data.title, 'Escríbenos');
+  });
+
+  test('user set-password answers with the user, never the password', async () => {
+    const { owner } = await json(app, ['company', 'create', '--name', 'Claves SA']);
+    const user = await json(app, ['user', 'set-password', owner.id, '--password', 'correct horse battery']);
+    assert.equal(user.id, owner.id);
+    assert.ok(!JSON.stringify(user).includes('correct horse'));
+  });
+
+  test('errors are one line on stderr with a non-zero exit, never on stdout', async () => {
+    assertOneLineError(await wsctl(app, ['company', 'list', '--json'], { ADMIN_TOKEN: 'wrong-token-wrong-token' }), /admin token rejected/);
+    assertOneLineError(await wsctl(app, ['company', 'show', '0123456789abcdef01234567', '--json']), /not found/i);
+    assertOneLineError(await wsctl(app, ['key', 'list', '--company', 'nope', '--json']), /24-hex/);
+    assertOneLineError(await wsctl(app, ['user', 'set-password', '0123456789abcdef01234567', '--password', 'short']), /password/);
+    assertOneLineError(await wsctl(app, ['company', 'update', '0123456789abcdef01234567', '--modules', 'automation']), /modules/);
+    assertOneLineError(await wsctl(app, ['automation', 'create', '--company', '0123456789abcdef01234567', '--file', path.join(dir, 'missing.json')]), /no such file/);
+    assertOneLineError(await wsctl(app, ['company', 'list'], { ADMIN_URL: 'http://127.0.0.1:9' }), /cannot reach/);
+  });
+});
