@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { isObjectId } from '../lib/objectid.ts';
 import { ApiError, validationFailed, type ErrorCode } from './errors.ts';
 import { authenticate, requireModule, requireScope } from './middleware/authenticate.ts';
-import { idempotency } from './middleware/idempotency.ts';
+import { IDEMPOTENCY_BODY_LIMIT, idempotency } from './middleware/idempotency.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { responseCache } from './middleware/response-cache.ts';
 import { parseData, parseQuery } from './validation.ts';
@@ -88,6 +88,18 @@ const jsonBody = koaBody({
   includeUnparsed: true,
   parsedMethods: ['POST', 'PUT', 'PATCH'] as never, // koa-body types these as a TS enum
 });
+
+/**
+ * A body declared larger than an Idempotency-Key allows is refused before it
+ * is read, so a 5 MB body with a key gets 413 idempotency_body_too_large
+ * (what the client must change) rather than the parser's request_too_large.
+ */
+async function idempotentBodyCap(ctx: ApiContext, next: Next) {
+  if (ctx.headers['idempotency-key'] !== undefined && Number(ctx.get('Content-Length')) > IDEMPOTENCY_BODY_LIMIT) {
+    throw new ApiError('idempotency_body_too_large');
+  }
+  await next();
+}
 
 type FormidableFile = { filepath: string; originalFilename: string | null; mimetype: string | null; size: number };
 
@@ -209,7 +221,7 @@ export function mountRoutes(router: Router<any, any>, routes: RouteDef[], defaul
     if (route.params) chain.push(validateParams(route.params));
     if (route.multipart) chain.push(multipartBody(route.multipart), idempotency);
     else if (route.upload) chain.push(uploadBody(route.upload.maxBytes));
-    else if (route.method !== 'GET' && route.method !== 'DELETE') chain.push(jsonBody as never, idempotency);
+    else if (route.method !== 'GET' && route.method !== 'DELETE') chain.push(idempotentBodyCap, jsonBody as never, idempotency);
     if (route.cache) chain.push(responseCache(route.cache));
     chain.push(handle(route));
     router.register(route.path, [route.method], chain as never);

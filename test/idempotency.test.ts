@@ -130,6 +130,10 @@ describe('Idempotency-Key', () => {
     const huge = await req(paddedBody('Enorme', 900 * 1024), 'k-huge');
     assert.equal(huge.status, 413);
     assert.equal(huge.body.error, 'idempotency_body_too_large');
+    // Above the 1 MB JSON limit too: the key's own limit is what the client must fix.
+    const oversized = await req(paddedBody('Descomunal', 2 * 1024 * 1024), 'k-oversized');
+    assert.equal(oversized.status, 413);
+    assert.equal(oversized.body.error, 'idempotency_body_too_large');
 
     const atLimit = await req(paddedBody('Justo', LIMIT), 'k-limit');
     assert.equal(atLimit.status, 201, 'exactly 100 KB is allowed');
