@@ -6,6 +6,8 @@ import type { Pool } from '../db/pool.ts';
 import type { Config } from '../lib/config.ts';
 import { adminMiddleware } from './admin/koa.ts';
 import { KeyCache } from './auth/key-cache.ts';
+import { authenticateSession, revokeSession, signInHandler } from './auth/sessions.ts';
+import { koaBody } from 'koa-body';
 import { ApiError } from './errors.ts';
 import { requestMiddleware, httpsOnly } from './middleware/request.ts';
 import { RateLimiter } from './middleware/rate-limit.ts';
@@ -40,6 +42,8 @@ export async function closeDeps(deps: Deps): Promise<void> {
   await deps.keyCache.close();
 }
 
+const sessionBody = koaBody({ json: true, multipart: false, urlencoded: false, text: false, jsonLimit: '16kb' });
+
 export function createApp(deps: Deps): Koa {
   const app = new Koa();
   app.proxy = true; // behind the platform router: trust X-Forwarded-*
@@ -69,6 +73,11 @@ export function createApp(deps: Deps): Koa {
     ctx.body = referencePage(deps.config);
   });
   root.all('/admin/trpc/*path', adminMiddleware(deps) as never);
+  root.post('/api/v1/user/sessions', sessionBody as never, signInHandler as never);
+  root.delete('/api/v1/user/sessions/current', authenticateSession(null) as never, async (ctx) => {
+    await revokeSession(deps.pool, (ctx as unknown as ApiContext).state.session!.sessionId);
+    ctx.status = 204;
+  });
   app.use(root.routes());
   app.use(mediaRouter(deps).routes());
 

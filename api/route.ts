@@ -10,6 +10,7 @@ import type { Next } from 'koa';
 import { z } from 'zod';
 import { isObjectId } from '../lib/objectid.ts';
 import { ApiError, validationFailed, type ErrorCode } from './errors.ts';
+import { authenticateSession, type Permission } from './auth/sessions.ts';
 import { authenticate, requireModule, requireScope } from './middleware/authenticate.ts';
 import { IDEMPOTENCY_BODY_LIMIT, idempotency } from './middleware/idempotency.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
@@ -40,6 +41,11 @@ export type RouteDef<Q = any, D = any> = {
   path: string;
   /** `<action>-<resource>`; every API route has one. */
   scope: string;
+  /**
+   * In-application routes (`/user/...`): authenticated by a user session
+   * holding this permission instead of an API key with `scope`.
+   */
+  session?: Permission;
   module?: string;
   tag: string;
   summary: string;
@@ -212,11 +218,9 @@ function handle(route: RouteDef) {
 
 export function mountRoutes(router: Router<any, any>, routes: RouteDef[], defaultRateLimit: number): void {
   for (const route of routes) {
-    const chain: Array<(ctx: ApiContext, next: Next) => Promise<void>> = [
-      authenticate,
-      rateLimit(defaultRateLimit),
-      requireScope(route.scope),
-    ];
+    const chain: Array<(ctx: ApiContext, next: Next) => Promise<void>> = route.session
+      ? [authenticateSession(route.session), rateLimit(defaultRateLimit)]
+      : [authenticate, rateLimit(defaultRateLimit), requireScope(route.scope)];
     if (route.module) chain.push(requireModule(route.module));
     if (route.params) chain.push(validateParams(route.params));
     if (route.multipart) chain.push(multipartBody(route.multipart), idempotency);

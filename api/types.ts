@@ -2,6 +2,7 @@ import type { ParameterizedContext } from 'koa';
 import type { Pool } from '../db/pool.ts';
 import type { Config } from '../lib/config.ts';
 import type { AuthKey } from './auth/keys.ts';
+import type { SessionAuth } from './auth/sessions.ts';
 import type { KeyCache } from './auth/key-cache.ts';
 import type { RateLimiter } from './middleware/rate-limit.ts';
 import type { TotalsCache } from './pagination.ts';
@@ -24,6 +25,8 @@ export type Deps = {
 export type ApiState = {
   requestId: string;
   auth?: AuthKey;
+  /** Set on `/user/...` routes, authenticated by a user session. */
+  session?: SessionAuth;
   /** Set by the multipart body parser of upload routes. */
   upload?: UploadedFile;
 };

@@ -10,13 +10,14 @@ import { registerCompanyCommands } from './commands/company.ts';
 import { registerFormCommands } from './commands/form.ts';
 import { registerKeyCommands } from './commands/key.ts';
 import { registerUserCommands } from './commands/user.ts';
+import { registerWebhookCommands } from './commands/webhook.ts';
 import { reportError } from './output.ts';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
 const program = new Command()
   .name('wsctl')
-  .description('Operate the workspace service: companies, API keys, users, automations, forms.')
+  .description('Operate the workspace service: companies, API keys, users, automations, forms, webhooks.')
   .version(version)
   .option('--url <url>', 'service root URL (default: $ADMIN_URL, else http://localhost:$PORT)')
   .option('--json', 'print exactly one JSON document on stdout')
@@ -27,6 +28,7 @@ registerKeyCommands(program);
 registerUserCommands(program);
 registerAutomationCommands(program);
 registerFormCommands(program);
+registerWebhookCommands(program);
 
 try {
   await program.parseAsync(process.argv);

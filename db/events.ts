@@ -1,8 +1,15 @@
 // The event outbox (DESIGN.md, transactional outbox): a write that notifies
 // records its event with the same client, inside the same transaction, so a
-// crash never leaves a record without its event or an event without its record.
+// crash never leaves a record without its event or an event without its
+// record. Recording also fans the event out: one webhook delivery per
+// matching active endpoint, and its first attempt's job, in that same
+// transaction.
 import { randomBytes } from 'node:crypto';
+import { objectIdSql } from '../lib/objectid.ts';
 import { WEBHOOK_API_VERSION } from '../lib/version.ts';
+import { selectorsOf, type EventName } from '../lib/webhook-events.ts';
+import type { JobSender } from '../worker/send.ts';
+import { WEBHOOK_DELIVERY, type WebhookDeliveryJob } from '../worker/queues.ts';
 import type { Queryable } from './pool.ts';
 
 export type EventData = { object: string; id: string; metadata?: Record<string, string>; [field: string]: unknown };
@@ -11,11 +18,60 @@ export function eventId(): string {
   return `evt_${randomBytes(12).toString('hex')}`;
 }
 
-export async function recordEvent(db: Queryable, companyId: string, name: string, data: EventData): Promise<string> {
+/**
+ * The envelope of the contract (Events: "Envelope"), serialized once: these
+ * bytes are stored, signed and sent, identical on every attempt.
+ */
+export function envelope(id: string, name: string, createdAt: Date, data: EventData): string {
+  return JSON.stringify({
+    id,
+    evento: name,
+    event: name,
+    created_at: createdAt.toISOString(),
+    api_version: WEBHOOK_API_VERSION,
+    data: { ...data, metadata: data.metadata ?? {} },
+  });
+}
+
+export async function recordEvent(db: Queryable, jobs: JobSender, companyId: string, name: EventName, data: EventData): Promise<string> {
   const id = eventId();
-  await db.query(
-    `INSERT INTO events (id, company_id, name, api_version, data) VALUES ($1, $2, $3, $4, $5)`,
-    [id, companyId, name, WEBHOOK_API_VERSION, { ...data, metadata: data.metadata ?? {} }],
+  const createdAt = new Date();
+  const payload = envelope(id, name, createdAt, data);
+  // One statement: the event, then a delivery for every active endpoint of
+  // the company whose enabled_events select this name.
+  const { rows } = await db.query<{ id: string; endpoint_id: string }>(
+    `WITH event AS (
+       INSERT INTO events (id, company_id, name, api_version, data, payload, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id
+     )
+     INSERT INTO webhook_deliveries (id, company_id, endpoint_id, event_id, event, next_attempt_at, created_at)
+     SELECT ${objectIdSql('e.created_at')}, e.company_id, e.id, (SELECT id FROM event), $3, $7, $7
+       FROM webhook_endpoints e
+      WHERE e.company_id = $2 AND e.active AND e.enabled_events && $8::text[]
+     RETURNING id, endpoint_id`,
+    [id, companyId, name, WEBHOOK_API_VERSION, { ...data, metadata: data.metadata ?? {} }, payload, createdAt, selectorsOf(name)],
   );
+  await enqueueAttempts(db, jobs, rows.map((row) => ({ deliveryId: row.id, endpointId: row.endpoint_id, attempt: 1 })));
   return id;
+}
+
+/** Jobs of delivery attempts, in the caller's transaction. */
+export async function enqueueAttempts(
+  db: Queryable,
+  jobs: JobSender,
+  attempts: Array<{ deliveryId: string; endpointId: string; attempt: number; startAfter?: Date }>,
+): Promise<void> {
+  await jobs.insert(
+    db,
+    WEBHOOK_DELIVERY.name,
+    attempts.map((a) => ({
+      data: { delivery_id: a.deliveryId, attempt: a.attempt } satisfies WebhookDeliveryJob,
+      group: { id: a.endpointId },
+      startAfter: a.startAfter,
+      retryLimit: WEBHOOK_DELIVERY.options.retryLimit,
+      retryDelay: WEBHOOK_DELIVERY.options.retryDelay,
+      expireInSeconds: WEBHOOK_DELIVERY.options.expireInSeconds,
+      deleteAfterSeconds: WEBHOOK_DELIVERY.options.deleteAfterSeconds,
+    })),
+  );
 }

@@ -17,3 +17,11 @@ const OBJECT_ID = /^[0-9a-f]{24}$/;
 export function isObjectId(value: unknown): value is string {
   return typeof value === 'string' && OBJECT_ID.test(value);
 }
+
+/**
+ * The same shape made inside a statement (one id per row of an INSERT ...
+ * SELECT): 8 hex digits of seconds from `timestamp`, then 16 random hex digits.
+ */
+export function objectIdSql(timestamp: string): string {
+  return `lpad(to_hex(floor(extract(epoch FROM ${timestamp}))::bigint), 8, '0') || substr(md5(random()::text || clock_timestamp()::text), 1, 16)`;
+}

@@ -164,10 +164,10 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
       const id = res.body.data.id;
       smtp.state.failNext = 1;
       const before = smtp.received.length;
-      await assert.rejects(processSubmission(app.pool, { ...app.config, smtpUrl: smtp.url }, { submissionId: id, companyId: tenant.companyId }));
+      await assert.rejects(processSubmission({ pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, jobs: app.deps.jobs }, { submissionId: id, companyId: tenant.companyId }));
       assert.equal((await reread(id)).status, 'received');
-      await processSubmission(app.pool, { ...app.config, smtpUrl: smtp.url }, { submissionId: id, companyId: tenant.companyId });
-      await processSubmission(app.pool, { ...app.config, smtpUrl: smtp.url }, { submissionId: id, companyId: tenant.companyId });
+      await processSubmission({ pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, jobs: app.deps.jobs }, { submissionId: id, companyId: tenant.companyId });
+      await processSubmission({ pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, jobs: app.deps.jobs }, { submissionId: id, companyId: tenant.companyId });
       const s = await reread(id);
       assert.equal(s.status, 'processed');
       const leads = await app.pool.query(`SELECT count(*)::int AS n FROM leads WHERE email = 'reintento@example.com'`);
@@ -230,7 +230,7 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     await worker.stop();
     try {
       const res2 = await api.post(`/forms/${onlyEmail.id}/submissions`, { data: { locale: 'en', answers: { email: 'y@example.com', name: 'Y', cv: files.fileJson('a.pdf', files.pdf()) } } });
-      await processSubmission(app.pool, { ...app.config, smtpUrl: undefined, dataDir }, { submissionId: res2.body.data.id, companyId: tenant.companyId });
+      await processSubmission({ pool: app.pool, config: { ...app.config, smtpUrl: undefined, dataDir }, jobs: app.deps.jobs }, { submissionId: res2.body.data.id, companyId: tenant.companyId });
       const outbox = await readdir(path.join(dataDir, 'outbox'));
       assert.equal(outbox.length, 1);
       assert.match(outbox[0], /\.eml$/);

@@ -5,7 +5,8 @@
 // test cannot make a record for it, it fails and says what to add.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createAutomation } from '../api/admin/companies.ts';
+import { createAutomation, setPassword } from '../api/admin/companies.ts';
+import { signIn } from '../api/auth/sessions.ts';
 import { createForm } from '../api/admin/forms.ts';
 import { OPT_IN_MODULES } from '../api/auth/scopes.ts';
 import type { RouteDef } from '../api/route.ts';
@@ -44,18 +45,27 @@ describe('cross-tenant isolation over every route of the router table', () => {
   let attacker: Tenant;
   const records = new Map<string, Record<string, any>>();
   const paramRoutes = apiRoutes.filter((r) => r.path.includes('/:'));
+  const sessions = new Map<Tenant, string>();
+  /** The credential a route takes: the tenant's API key, or a session of its owner for `/user/...` routes. */
+  const credential = (route: RouteDef, tenant: Tenant) => (route.session ? sessions.get(tenant)! : tenant.key);
 
   before(async () => {
     app = await startTestApp();
     const options = { modules: [...OPT_IN_MODULES], rateLimitPerMinute: 100_000 };
     victim = await seedTenant(app.pool, options);
     attacker = await seedTenant(app.pool, options);
+    for (const tenant of [victim, attacker]) {
+      await setPassword(app.pool, tenant.ownerId, 'contraseña-de-prueba');
+      const { rows } = await app.pool.query('SELECT email FROM users WHERE id = $1', [tenant.ownerId]);
+      const opened = await signIn(app.pool, { email: rows[0].email, password: 'contraseña-de-prueba' });
+      sessions.set(tenant, opened!.token);
+    }
     for (const route of paramRoutes) {
       const collection = collectionOf(route.path);
       if (records.has(collection)) continue;
       const create = apiRoutes.find((r) => r.method === 'POST' && r.path === collection && r.example && r.status === 201);
       if (create) {
-        const res = await request(app.baseUrl, 'POST', collection, { key: victim.key, body: { data: create.example } });
+        const res = await request(app.baseUrl, 'POST', collection, { key: credential(create, victim), body: { data: create.example } });
         assert.equal(res.status, 201, `creating a ${collection} record for the test: ${res.text}`);
         records.set(collection, res.body.data);
       } else if (FIXTURES[collection]) {
@@ -93,7 +103,7 @@ describe('cross-tenant isolation over every route of the router table', () => {
       for (const useSlug of variants) {
         const path = pathFor(route, record, useSlug);
         const body = route.method === 'GET' || route.method === 'DELETE' ? undefined : { data: route.example ?? {} };
-        const res = await request(app.baseUrl, route.method, path, { key: attacker.key, body });
+        const res = await request(app.baseUrl, route.method, path, { key: credential(route, attacker), body });
         assert.equal(res.status, 404, `${route.method} ${path}: ${res.text}`);
         assert.equal(res.body.error, 'not_found', `${route.method} ${path}`);
         checked.push(`${route.method} ${route.path}`);
@@ -102,7 +112,8 @@ describe('cross-tenant isolation over every route of the router table', () => {
     assert.deepEqual(await snapshot(app.pool, victim.companyId), before, 'the victim company is unchanged');
     // And the owner still sees every record.
     for (const [collection, record] of records) {
-      const own = await request(app.baseUrl, 'GET', `${collection}/${record.id}`, { key: victim.key });
+      const read = apiRoutes.find((r) => r.method === 'GET' && r.path === `${collection}/:id`)!;
+      const own = await request(app.baseUrl, 'GET', `${collection}/${record.id}`, { key: credential(read, victim) });
       assert.equal(own.status, 200, collection);
     }
     assert.ok(checked.length >= paramRoutes.length);
@@ -111,7 +122,7 @@ describe('cross-tenant isolation over every route of the router table', () => {
   test('lists never include another company’s records', async () => {
     // Nested lists (/forms/:form_id/submissions) are walked by the 404 test above.
     for (const route of apiRoutes.filter((r) => r.list && !r.path.includes('/:'))) {
-      const res = await request(app.baseUrl, 'GET', route.path, { key: attacker.key });
+      const res = await request(app.baseUrl, 'GET', route.path, { key: credential(route, attacker) });
       assert.equal(res.status, 200, route.path);
       const victimIds = new Set([...records.values()].map((r) => r.id));
       assert.ok(res.body.data.every((item: any) => !victimIds.has(item.id)), route.path);

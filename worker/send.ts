@@ -1,29 +1,46 @@
-// Enqueuing jobs from the web process. pg-boss runs over our own pool (no
-// second pool, no supervision or cron here: that is the worker's job), and
-// `send` takes the caller's transaction client, so a job exists exactly when
-// the write that needs it commits (DESIGN.md, transactional outbox).
-import { PgBoss, type SendOptions } from 'pg-boss';
+// Enqueuing jobs inside the caller's transaction. The web process runs a
+// pg-boss over our own pool (no second pool, no supervision or cron here:
+// that is the worker's job); the worker wraps its own instance. Either way
+// `send`/`insert` take the caller's transaction client, so a job exists
+// exactly when the write that needs it commits (DESIGN.md, transactional outbox).
+import { PgBoss, type JobInsert, type SendOptions } from 'pg-boss';
 import type { Pool, Queryable } from '../db/pool.ts';
 import { jobs } from './jobs/index.ts';
+import { QUEUES } from './queues.ts';
 
 export type JobSender = {
   send: (db: Queryable, name: string, data: object, options?: SendOptions) => Promise<string | null>;
+  /** Many jobs of one queue in one statement (webhook fan-out). */
+  insert: (db: Queryable, name: string, jobs: JobInsert[]) => Promise<void>;
   stop: () => Promise<void>;
 };
 
+function executor(db: Queryable) {
+  return { executeSql: (text: string, values?: unknown[]) => db.query(text, values as unknown[]) };
+}
+
+/** A JobSender over a started pg-boss instance; `stop` is left to its owner. */
+export function senderFor(boss: PgBoss): JobSender {
+  return {
+    send: (db, name, data, options = {}) => boss.send(name, data, { ...options, db: executor(db) }),
+    insert: async (db, name, list) => {
+      if (list.length > 0) await boss.insert(name, list, { db: executor(db), returnId: false });
+    },
+    stop: async () => {},
+  };
+}
+
+/** Every queue the service sends to, with the options both processes create it with. */
+export async function createQueues(boss: PgBoss): Promise<void> {
+  for (const job of jobs) if (!job.cron) await boss.createQueue(job.name, job.queue);
+  for (const queue of QUEUES) await boss.createQueue(queue.name, queue.options);
+}
+
 export async function createJobSender(pool: Pool): Promise<JobSender> {
-  const boss = new PgBoss({
-    db: { executeSql: (text: string, values?: unknown[]) => pool.query(text, values as unknown[]) },
-    supervise: false,
-    schedule: false,
-  });
+  const boss = new PgBoss({ db: executor(pool), supervise: false, schedule: false });
   boss.on('error', (error) => process.stderr.write(`pg-boss (web): ${error instanceof Error ? error.message : String(error)}\n`));
   await boss.start();
   // The web may start before any worker ever ran: queues must exist to accept jobs.
-  for (const job of jobs) if (!job.cron) await boss.createQueue(job.name, job.queue);
-  return {
-    send: (db, name, data, options = {}) =>
-      boss.send(name, data, { ...options, db: { executeSql: (text: string, values?: unknown[]) => db.query(text, values as unknown[]) } }),
-    stop: () => boss.stop({ graceful: false }),
-  };
+  await createQueues(boss);
+  return { ...senderFor(boss), stop: () => boss.stop({ graceful: false }) };
 }

@@ -1,20 +1,36 @@
-// Starts pg-boss, creates the queues, registers every handler and schedule.
+// Starts pg-boss, creates the queues, registers every handler and schedule,
+// and starts the webhook dispatcher (worker/webhooks/dispatcher.ts).
 import type { Pool } from '../db/pool.ts';
 import type { Config } from '../lib/config.ts';
 import { log } from '../lib/log.ts';
-import { createBoss, type PgBoss } from './boss.ts';
+import { createBoss, type BossOptions, type PgBoss } from './boss.ts';
 import { jobs } from './jobs/index.ts';
+import { createQueues, senderFor } from './send.ts';
+import { WebhookDispatcher, type DispatcherOptions } from './webhooks/dispatcher.ts';
 
-export type Worker = { boss: PgBoss; stop: () => Promise<void> };
+export type Worker = { boss: PgBoss; dispatcher: WebhookDispatcher; stop: () => Promise<void> };
 
-export async function startWorker(config: Config, pool: Pool, databaseUrl: string): Promise<Worker> {
-  const boss = createBoss(databaseUrl);
+export type WorkerOptions = { boss?: BossOptions; dispatcher?: Partial<DispatcherOptions> };
+
+export async function startWorker(config: Config, pool: Pool, databaseUrl: string, options: WorkerOptions = {}): Promise<Worker> {
+  const boss = createBoss(databaseUrl, options.boss);
   await boss.start();
+  await createQueues(boss);
+  const deps = { pool, boss, config, jobs: senderFor(boss) };
   for (const job of jobs) {
-    await boss.createQueue(job.name, job.queue);
-    await boss.work(job.name, job.work ?? {}, (batch) => job.handler({ pool, boss, config }, batch as never));
+    if (job.cron) await boss.createQueue(job.name, job.queue);
+    await boss.work(job.name, job.work ?? {}, (batch) => job.handler(deps, batch as never));
     if (job.cron) await boss.schedule(job.name, job.cron);
   }
-  log('worker.started', { queues: jobs.map((j) => j.name) });
-  return { boss, stop: () => boss.stop({ graceful: true, timeout: 10_000 }) };
+  const dispatcher = new WebhookDispatcher(deps, options.dispatcher);
+  dispatcher.start();
+  log('worker.started', { queues: [...jobs.map((j) => j.name), 'webhook-delivery'] });
+  return {
+    boss,
+    dispatcher,
+    stop: async () => {
+      await dispatcher.stop();
+      await boss.stop({ graceful: true, timeout: 10_000 });
+    },
+  };
 }

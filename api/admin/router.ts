@@ -15,6 +15,7 @@ import {
 } from './companies.ts';
 import { serializeAutomation } from '../routes/automations.ts';
 import { formRouter } from './forms.ts';
+import { deliveryRouter, webhookRouter } from './webhooks.ts';
 import { adminProcedure, router } from './trpc.ts';
 
 const id = z.string().regex(/^[0-9a-f]{24}$/, 'must be a 24-hex id');
@@ -104,6 +105,8 @@ export const adminRouter = router({
   user: userRouter,
   automation: automationRouter,
   form: formRouter,
+  webhook: webhookRouter,
+  delivery: deliveryRouter,
 });
 
 export type AdminRouter = typeof adminRouter;

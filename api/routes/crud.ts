@@ -3,6 +3,7 @@
 // are built with it; a resource with different rules declares its routes by hand.
 import { z } from 'zod';
 import { recordEvent, type EventData } from '../../db/events.ts';
+import type { EventName } from '../../lib/webhook-events.ts';
 import { transaction } from '../../db/pool.ts';
 import { deleteRow, findRow, insertRow, updateRow, type TableSpec } from '../../db/rows.ts';
 import { mergeCustomProperties, type CustomPropertiesWrite } from '../custom-properties.ts';
@@ -30,7 +31,7 @@ export type CrudSpec = TableSpec & {
   reserved: ReadonlySet<string>;
   /** Expression searched by `q`/`search` (trigram-indexed). */
   searchExpression?: string;
-  createdEvent?: { name: string; data: (row: any) => EventData };
+  createdEvent?: { name: EventName; data: (row: any) => EventData };
 };
 
 const searchQuery = paginationQuery.extend({
@@ -97,7 +98,7 @@ export function crudRoutes(spec: CrudSpec): RouteDef[] {
       handler: async (ctx, { data, companyId }) => {
         const row = await transaction(ctx.deps.pool, async (client) => {
           const created = await insertRow<Row>(client, spec, companyId, columns(spec, data, null));
-          if (spec.createdEvent) await recordEvent(client, companyId, spec.createdEvent.name, spec.createdEvent.data(created));
+          if (spec.createdEvent) await recordEvent(client, ctx.deps.jobs, companyId, spec.createdEvent.name, spec.createdEvent.data(created));
           return created;
         });
         return { data: spec.serialize(row) };

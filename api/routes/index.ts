@@ -8,6 +8,7 @@ import { formRoutes } from './forms.ts';
 import { leadRoutes } from './leads.ts';
 import { productCategoryRoutes } from './product-categories.ts';
 import { productRoutes } from './products.ts';
+import { userWebhookEndpointRoutes, webhookEndpointRoutes } from './webhook-endpoints.ts';
 
 export const apiRoutes: RouteDef[] = [
   ...customerRoutes,
@@ -18,4 +19,6 @@ export const apiRoutes: RouteDef[] = [
   ...brandRoutes,
   ...catalogImageRoutes,
   ...formRoutes,
+  ...webhookEndpointRoutes,
+  ...userWebhookEndpointRoutes,
 ];

@@ -24,7 +24,11 @@ import type { FormRow, Locale } from '../../api/forms/definition.ts';
 import type { SubmissionFile } from '../../api/forms/submissions.ts';
 import { createMailer, DEFAULT_TEMPLATES, FILES_TEXT, isTransientMailError, renderTemplate, type Mailer } from '../forms/mailer.ts';
 import { FORM_POST_ACTIONS, type FormPostActionsJob } from '../queues.ts';
-import type { JobDefinition } from './types.ts';
+import type { JobSender } from '../send.ts';
+import type { JobDefinition, WorkerDeps } from './types.ts';
+
+/** What the post-actions need: the pool, the config, and a sender for the events they record. */
+export type PostActionDeps = Pick<WorkerDeps, 'pool' | 'config' | 'jobs'>;
 
 export const MAX_ACTION_ATTEMPTS = 6;
 /** Attachments per email (contract, Limits: 18 MB), counted on the files' own bytes. */
@@ -70,7 +74,7 @@ async function lockEmail(db: Client, companyId: string, table: string, email: st
 }
 
 /** Creates or updates the lead matched by email; mapped values overwrite, absent ones keep what the lead had. */
-async function upsertLead(db: Client, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
+async function upsertLead(db: Client, jobs: JobSender, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
   const v = mapped(form, s, 'lead');
   const email = v.email?.toLowerCase();
   await lockEmail(db, s.company_id, 'leads', email);
@@ -92,12 +96,12 @@ async function upsertLead(db: Client, form: FormRow, s: Submission): Promise<Rec
      VALUES ($1, $2, $3, $4, $5, $6, $7, 'formulario')`,
     [id, s.company_id, name, email ?? null, v.phone ?? null, v.company_name ?? null, v.job_title ?? null],
   );
-  await recordEvent(db, s.company_id, 'lead.created', { object: 'lead', id, name, email: email ?? null });
+  await recordEvent(db, jobs, s.company_id, 'lead.created', { object: 'lead', id, name, email: email ?? null });
   return { lead_id: id, created: true };
 }
 
 /** Associates the customer with this email, creating it when the company has none. */
-async function associateCustomer(db: Client, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
+async function associateCustomer(db: Client, jobs: JobSender, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
   const v = mapped(form, s, 'customer');
   const email = v.email?.toLowerCase();
   await lockEmail(db, s.company_id, 'customers', email);
@@ -118,7 +122,7 @@ async function associateCustomer(db: Client, form: FormRow, s: Submission): Prom
   await db.query('INSERT INTO customers (id, company_id, name, email, phone) VALUES ($1, $2, $3, $4, $5)', [
     id, s.company_id, name, email ?? null, v.phone ?? null,
   ]);
-  await recordEvent(db, s.company_id, 'customer.created', { object: 'customer', id, name, email: email ?? null });
+  await recordEvent(db, jobs, s.company_id, 'customer.created', { object: 'customer', id, name, email: email ?? null });
   return { customer_id: id, created: true };
 }
 
@@ -220,7 +224,7 @@ async function notifyTeam(pool: Pool, config: Config, form: FormRow, s: Submissi
 
 type ActionRow = { action: string; status: string; attempts: number; result: Record<string, unknown> | null };
 
-async function runAction(pool: Pool, config: Config, form: FormRow, s: Submission, action: string): Promise<'done' | 'skipped'> {
+async function runAction({ pool, config, jobs }: PostActionDeps, form: FormRow, s: Submission, action: string): Promise<'done' | 'skipped'> {
   return transaction(pool, async (db) => {
     // The row lock makes a concurrent run of the same job wait, then skip.
     const { rows } = await db.query(
@@ -229,8 +233,8 @@ async function runAction(pool: Pool, config: Config, form: FormRow, s: Submissio
     );
     if (rows[0]?.status !== 'pending') return 'skipped';
     let result: Record<string, unknown>;
-    if (action === 'lead') result = await upsertLead(db, form, s);
-    else if (action === 'customer') result = await associateCustomer(db, form, s);
+    if (action === 'lead') result = await upsertLead(db, jobs, form, s);
+    else if (action === 'customer') result = await associateCustomer(db, jobs, form, s);
     else if (action === 'email') result = await sendEmail(pool, config, form, s);
     else result = await notifyTeam(pool, config, form, s);
     await db.query(
@@ -260,7 +264,8 @@ async function settle(pool: Pool, submissionId: string): Promise<boolean> {
 }
 
 /** Processes one submission; throws when a transient failure should be retried. */
-export async function processSubmission(pool: Pool, config: Config, job: FormPostActionsJob): Promise<void> {
+export async function processSubmission(deps: PostActionDeps, job: FormPostActionsJob): Promise<void> {
+  const { pool } = deps;
   const s = (await pool.query<Submission>('SELECT * FROM form_submissions WHERE id = $1 AND company_id = $2', [job.submissionId, job.companyId])).rows[0];
   if (!s || s.status !== 'received') return;
   const form = (await pool.query<FormRow>('SELECT * FROM forms WHERE id = $1', [s.form_id])).rows[0];
@@ -272,7 +277,7 @@ export async function processSubmission(pool: Pool, config: Config, job: FormPos
   let retry: unknown = null;
   for (const { action, attempts } of pending) {
     try {
-      await runAction(pool, config, form, s, action);
+      await runAction(deps, form, s, action);
     } catch (error) {
       const transient = !(error instanceof PermanentError) && (action === 'email' || action === 'notify_team' ? isTransientMailError(error) : true);
       const giveUp = !transient || attempts + 1 >= MAX_ACTION_ATTEMPTS;
@@ -292,7 +297,7 @@ export const formPostActions: JobDefinition<FormPostActionsJob> = {
   name: FORM_POST_ACTIONS.name,
   queue: FORM_POST_ACTIONS.options,
   work: { batchSize: 1 },
-  handler: async ({ pool, config }, jobs) => {
-    for (const job of jobs) await processSubmission(pool, config, job.data);
+  handler: async (deps, jobs) => {
+    for (const job of jobs) await processSubmission(deps, job.data);
   },
 };

@@ -1,7 +1,8 @@
 // Every job kind the worker runs. A new kind adds its module here.
 import { formPostActions } from './form-post-actions.ts';
 import { purgeExpired } from './purge-expired.ts';
+import { purgeWebhookHistoryJob } from './purge-webhook-history.ts';
 import { thumbnail } from './thumbnail.ts';
 import type { JobDefinition } from './types.ts';
 
-export const jobs: JobDefinition<any>[] = [purgeExpired, thumbnail, formPostActions];
+export const jobs: JobDefinition<any>[] = [purgeExpired, purgeWebhookHistoryJob, thumbnail, formPostActions];

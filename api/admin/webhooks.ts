@@ -1,0 +1,53 @@
+// Admin procedures behind `wsctl webhook ...` and `wsctl delivery ...`
+// (DESIGN.md, CLI contract). Operators act across companies, so lookups here
+// are by id alone; the REST routes scope the same queries by company.
+import { z } from 'zod';
+import { EVENT_NAMES } from '../../lib/webhook-events.ts';
+import { transaction } from '../../db/pool.ts';
+import { findDelivery, findEndpoint, replayDelivery, rotateSecret, serializeDelivery, serializeEndpoint, type EndpointRow } from '../webhooks/store.ts';
+import { AdminError } from './companies.ts';
+import { adminProcedure, router } from './trpc.ts';
+
+const id = z.string().regex(/^[0-9a-f]{24}$/, 'must be a 24-hex id');
+/** `wsctl delivery list` shows the newest deliveries first, up to this many. */
+const DELIVERY_LIST_LIMIT = 100;
+
+export const webhookRouter = router({
+  list: adminProcedure.input(z.object({ companyId: id })).query(async ({ ctx, input }) => {
+    const { rows } = await ctx.deps.pool.query<EndpointRow>(
+      'SELECT * FROM webhook_endpoints WHERE company_id = $1 ORDER BY created_at DESC, id DESC',
+      [input.companyId],
+    );
+    return rows.map((row) => serializeEndpoint(row));
+  }),
+  rotateSecret: adminProcedure.input(z.object({ id })).mutation(async ({ ctx, input }) => {
+    const row = await rotateSecret(ctx.deps.pool, null, input.id);
+    if (!row) throw new AdminError('not_found', `Webhook endpoint ${input.id} not found`);
+    return { id: row.id, secret: row.secret };
+  }),
+});
+
+export const deliveryRouter = router({
+  list: adminProcedure
+    .input(z.object({ endpointId: id, status: z.enum(['pending', 'succeeded', 'failed', 'exhausted']).optional(), event: z.enum(EVENT_NAMES).optional() }))
+    .query(async ({ ctx, input }) => {
+      if (!(await findEndpoint(ctx.deps.pool, null, input.endpointId))) throw new AdminError('not_found', `Webhook endpoint ${input.endpointId} not found`);
+      const { rows } = await ctx.deps.pool.query(
+        `SELECT * FROM webhook_deliveries
+          WHERE endpoint_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR event = $3)
+          ORDER BY created_at DESC, id DESC LIMIT ${DELIVERY_LIST_LIMIT}`,
+        [input.endpointId, input.status ?? null, input.event ?? null],
+      );
+      return rows.map((row) => serializeDelivery(row));
+    }),
+  show: adminProcedure.input(z.object({ id })).query(async ({ ctx, input }) => {
+    const row = await findDelivery(ctx.deps.pool, null, input.id);
+    if (!row) throw new AdminError('not_found', `Delivery ${input.id} not found`);
+    return serializeDelivery(row, { full: true });
+  }),
+  replay: adminProcedure.input(z.object({ id })).mutation(async ({ ctx, input }) => {
+    const row = await transaction(ctx.deps.pool, (db) => replayDelivery(db, ctx.deps.jobs, null, input.id));
+    if (!row) throw new AdminError('not_found', `Delivery ${input.id} not found`);
+    return serializeDelivery(row, { full: true });
+  }),
+});

@@ -1,0 +1,130 @@
+// User sessions: the credential of the in-application routes
+// (`/api/v1/user/...`, contract: "authenticated with a user session and
+// permission manage-developers"). A person signs in with email and password
+// (set by operators: `wsctl user set-password`) at POST /api/v1/user/sessions
+// and gets `service_ses_<secret>`, sent as `Authorization: Bearer ...` like an
+// API key. A bearer token rather than a cookie: nothing is sent implicitly by
+// a browser, so there is no CSRF surface. As with keys, only the SHA-256
+// digest is stored, and every way a token can be wrong gives the same 401.
+import { createHash, randomBytes } from 'node:crypto';
+import type { Next } from 'koa';
+import { z } from 'zod';
+import type { Queryable } from '../../db/pool.ts';
+import { objectId } from '../../lib/objectid.ts';
+import { verifyPassword } from '../admin/companies.ts';
+import { ApiError, validationFailed } from '../errors.ts';
+import { bearerToken } from '../middleware/authenticate.ts';
+import type { ApiContext } from '../types.ts';
+import { parseData } from '../validation.ts';
+
+export const SESSION_PREFIX = 'service_ses_';
+const TOKEN_SHAPE = /^service_ses_[A-Za-z0-9_-]{43}$/;
+export const SESSION_TTL_HOURS = 12;
+/** Sign-in attempts per email per minute, against password guessing. */
+const SIGN_IN_PER_MINUTE = 10;
+
+export const PERMISSIONS = ['manage-developers'] as const;
+export type Permission = (typeof PERMISSIONS)[number];
+
+function digest(token: string): Buffer {
+  return createHash('sha256').update(token).digest();
+}
+
+export const signInSchema = z.strictObject({
+  email: z.email(),
+  password: z.string().min(1).max(200),
+  company_id: z.string().regex(/^[0-9a-f]{24}$/).optional().describe('Empresa en la que actúa la sesión; obligatoria si el usuario pertenece a varias'),
+});
+
+export type SessionAuth = { sessionId: string; userId: string; companyId: string; isOwner: boolean; permissions: string[]; enabledModules: string[] };
+
+/** Checks the password and opens a session on one of the user's companies; null when the credentials are wrong. */
+export async function signIn(db: Queryable, input: z.infer<typeof signInSchema>) {
+  const { rows: users } = await db.query('SELECT id, password_hash FROM users WHERE lower(email) = lower($1) AND deleted_at IS NULL', [input.email]);
+  // A missing user still costs one scrypt, so timing does not tell which emails exist.
+  const ok = await verifyPassword(input.password, users[0]?.password_hash ?? 'scrypt$AAAAAAAAAAAAAAAAAAAAAA==$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=');
+  if (!users[0] || !ok) return null;
+  const { rows: memberships } = await db.query<{ company_id: string }>(
+    'SELECT company_id FROM memberships WHERE user_id = $1 AND ($2::text IS NULL OR company_id = $2) ORDER BY created_at',
+    [users[0].id, input.company_id ?? null],
+  );
+  if (memberships.length === 0) return null;
+  if (memberships.length > 1) throw validationFailed({ company_id: ['perteneces a varias empresas: indica company_id'] });
+  const token = SESSION_PREFIX + randomBytes(32).toString('base64url');
+  const { rows } = await db.query(
+    `INSERT INTO user_sessions (id, user_id, company_id, token_digest, expires_at)
+     VALUES ($1, $2, $3, $4, now() + make_interval(hours => $5)) RETURNING id, user_id, company_id, expires_at`,
+    [objectId(), users[0].id, memberships[0].company_id, digest(token), SESSION_TTL_HOURS],
+  );
+  return { token, session: rows[0] as { id: string; user_id: string; company_id: string; expires_at: Date } };
+}
+
+export async function findSession(db: Queryable, token: string): Promise<SessionAuth | null> {
+  if (!TOKEN_SHAPE.test(token)) return null;
+  const { rows } = await db.query(
+    `SELECT s.id, s.user_id, s.company_id, m.is_owner, m.permissions, c.enabled_modules
+       FROM user_sessions s
+       JOIN memberships m ON m.user_id = s.user_id AND m.company_id = s.company_id
+       JOIN companies c ON c.id = s.company_id
+       JOIN users u ON u.id = s.user_id AND u.deleted_at IS NULL
+      WHERE s.token_digest = $1 AND s.revoked_at IS NULL AND s.expires_at > now()`,
+    [digest(token)],
+  );
+  const row = rows[0];
+  if (!row) return null;
+  return { sessionId: row.id, userId: row.user_id, companyId: row.company_id, isOwner: row.is_owner, permissions: row.permissions, enabledModules: row.enabled_modules };
+}
+
+export async function revokeSession(db: Queryable, sessionId: string): Promise<void> {
+  await db.query('UPDATE user_sessions SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL', [sessionId]);
+}
+
+/**
+ * Session authentication for `/user/...` routes, with the route's permission
+ * (owners hold every permission). Sets `ctx.state.auth` like an API key does,
+ * so rate limit and idempotency work unchanged (keyed by the session).
+ */
+export function authenticateSession(permission: Permission | null) {
+  return async function sessionCheck(ctx: ApiContext, next: Next) {
+    const token = bearerToken(ctx.get('Authorization'));
+    const session = token ? await findSession(ctx.deps.pool, token) : null;
+    if (!session) throw new ApiError('invalid_key', 'La sesión no es válida o expiró.');
+    ctx.state.session = session;
+    ctx.state.auth = {
+      keyId: `session:${session.sessionId}`,
+      companyId: session.companyId,
+      userId: session.userId,
+      scopes: [],
+      allowedOrigins: [],
+      rateLimitPerMinute: null,
+      enabledModules: session.enabledModules,
+      responseCache: false,
+    };
+    if (permission && !session.isOwner && !session.permissions.includes(permission)) {
+      throw new ApiError('insufficient_scope', 'Tu usuario no tiene el permiso necesario para esta operación.', { required: permission });
+    }
+    await next();
+  };
+}
+
+/** POST /api/v1/user/sessions (sign in) and DELETE /api/v1/user/sessions/current (sign out). */
+export async function signInHandler(ctx: ApiContext) {
+  const input = parseData(signInSchema, ctx.request.body);
+  const limit = await ctx.deps.rateLimiter.consume(`signin:${input.email.toLowerCase()}`, SIGN_IN_PER_MINUTE);
+  if (!limit.allowed) {
+    ctx.set('Retry-After', String(limit.resetSeconds));
+    throw new ApiError('rate_limited');
+  }
+  const opened = await signIn(ctx.deps.pool, input);
+  if (!opened) throw new ApiError('invalid_key', 'Correo o contraseña incorrectos.');
+  ctx.status = 201;
+  ctx.body = {
+    data: {
+      object: 'user_session',
+      token: opened.token,
+      user_id: opened.session.user_id,
+      company_id: opened.session.company_id,
+      expires_at: opened.session.expires_at.toISOString(),
+    },
+  };
+}

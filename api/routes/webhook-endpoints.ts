@@ -1,0 +1,272 @@
+// Webhook endpoints (contract: Webhook endpoint, Webhook delivery, Events).
+// The same operations are served twice: under /webhook-endpoints with an API
+// key and `*-webhook_endpoints` scopes, and under
+// /user/developers/webhook-endpoints with a user session holding
+// `manage-developers` (api/auth/sessions.ts). Delivery itself is the worker's
+// (worker/webhooks/dispatcher.ts); nothing here calls a customer URL.
+import { z } from 'zod';
+import { transaction } from '../../db/pool.ts';
+import { checkWebhookUrl } from '../../lib/ssrf.ts';
+import { EVENT_NAMES, enabledEventError } from '../../lib/webhook-events.ts';
+import type { Permission } from '../auth/sessions.ts';
+import { ApiError, validationFailed } from '../errors.ts';
+import { listPage, paginationQuery } from '../pagination.ts';
+import { defineRoute, type RouteDef } from '../route.ts';
+import type { ApiContext } from '../types.ts';
+import {
+  countEndpoints,
+  deleteEndpoint,
+  findDelivery,
+  findEndpoint,
+  insertEndpoint,
+  MAX_ENDPOINTS_PER_COMPANY,
+  rotateSecret,
+  serializeDelivery,
+  serializeEndpoint,
+  updateEndpoint,
+  type EndpointRow,
+} from '../webhooks/store.ts';
+
+const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'exhausted'] as const;
+
+const url = z.string().trim().max(2048).describe('URL del receptor; https en producción, sin direcciones privadas');
+const enabledEvents = z
+  .array(z.string().trim().max(100))
+  .min(1, 'debe incluir al menos un evento')
+  .max(EVENT_NAMES.length + 10)
+  .superRefine((entries, ctx) => {
+    entries.forEach((entry, i) => {
+      const problem = enabledEventError(entry);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem, path: [i] });
+    });
+  })
+  .describe('Nombres de evento, "<prefijo>.*" o "*"');
+const description = z.string().trim().max(500).nullable().optional();
+
+const endpointCreate = z.strictObject({ url, enabled_events: enabledEvents, description });
+const endpointUpdate = z.strictObject({ url: url.optional(), enabled_events: enabledEvents.optional(), description, active: z.boolean().optional() });
+
+const endpointSchema = z.object({
+  id: z.string(),
+  object: z.literal('webhook_endpoint'),
+  url: z.string(),
+  description: z.string().nullable(),
+  enabled_events: z.array(z.string()),
+  active: z.boolean(),
+  secret: z.string().optional().describe('whsec_...; solo en la respuesta de creación y de rotate-secret'),
+  secret_last_four: z.string(),
+  consecutive_failures: z.number().int(),
+  last_delivery_at: z.string().nullable(),
+  last_delivery_status: z.enum(['succeeded', 'failed']).nullable(),
+  disabled_at: z.string().nullable().describe('Solo lo fija el apagado automático tras 20 fallos seguidos'),
+  disabled_reason: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+const deliverySchema = z.object({
+  id: z.string(),
+  object: z.literal('webhook_delivery'),
+  endpoint_id: z.string(),
+  event: z.string(),
+  event_id: z.string(),
+  status: z.enum(DELIVERY_STATUSES),
+  attempts: z.number().int(),
+  max_attempts: z.number().int(),
+  next_attempt_at: z.string().nullable(),
+  delivered_at: z.string().nullable(),
+  response_status: z.number().int().nullable(),
+  error_message: z.string().nullable(),
+  created_at: z.string(),
+  payload: z.string().optional().describe('Solo en la lectura individual: el cuerpo exacto firmado'),
+  response_body: z.string().nullable().optional().describe('Solo en la lectura individual: los primeros 8 KB de la respuesta'),
+});
+
+const deliveriesQuery = paginationQuery.extend({
+  event: z.enum(EVENT_NAMES).optional().describe('Solo entregas de este evento'),
+  status: z.enum(DELIVERY_STATUSES).optional().describe('Solo entregas en este estado'),
+});
+
+/** Registration-time URL check (the worker checks again on the resolved IP when it connects). */
+async function acceptableUrl(ctx: ApiContext, value: string): Promise<string> {
+  const problem = await checkWebhookUrl(value, { production: ctx.deps.config.isProduction });
+  if (problem) throw validationFailed({ url: [problem] });
+  return value;
+}
+
+async function ownEndpoint(ctx: ApiContext, companyId: string, id: string): Promise<EndpointRow> {
+  const endpoint = await findEndpoint(ctx.deps.pool, companyId, id);
+  if (!endpoint) throw new ApiError('not_found');
+  return endpoint;
+}
+
+function routes(prefix: string, session?: Permission): RouteDef[] {
+  const tag = session ? 'Webhook endpoints (sesión de usuario)' : 'Webhook endpoints';
+  const idParam = { id: 'id' } as const;
+  const common = { tag, ...(session ? { session } : {}) };
+  const example = { url: 'https://example.com/webhooks/service', enabled_events: ['customer.created', 'invoice.*'], description: 'ERP' };
+  return [
+    defineRoute({
+      ...common,
+      method: 'GET',
+      path: prefix,
+      scope: 'read-webhook_endpoints',
+      summary: 'Lista endpoints de webhook',
+      description: '`meta.available_events` lista todos los eventos que el servicio emite.',
+      query: paginationQuery,
+      response: endpointSchema,
+      list: true,
+      status: 200,
+      errors: ['invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
+      handler: async (ctx, { query, companyId }) => {
+        const page = await listPage<EndpointRow>(
+          ctx.deps.pool,
+          ctx.deps.totals,
+          { table: 'webhook_endpoints', columns: '*', companyId, serialize: (row) => serializeEndpoint(row) },
+          query,
+        );
+        return { data: page.data, meta: { ...page.meta, available_events: EVENT_NAMES } };
+      },
+    }),
+    defineRoute({
+      ...common,
+      method: 'POST',
+      path: prefix,
+      scope: 'create-webhook_endpoints',
+      summary: 'Crea un endpoint de webhook',
+      description: `La respuesta incluye \`secret\` (whsec_...), que no vuelve a mostrarse. Máximo ${MAX_ENDPOINTS_PER_COMPANY} endpoints por empresa.`,
+      body: endpointCreate,
+      example,
+      response: endpointSchema,
+      status: 201,
+      errors: ['validation_failed', 'parameter_missing', 'idempotency_key_reused'],
+      handler: async (ctx, { data, companyId }) => {
+        await acceptableUrl(ctx, data.url);
+        const row = await transaction(ctx.deps.pool, async (db) => {
+          // Serializes concurrent creates of one company so the cap holds.
+          await db.query('SELECT 1 FROM companies WHERE id = $1 FOR UPDATE', [companyId]);
+          if ((await countEndpoints(db, companyId)) >= MAX_ENDPOINTS_PER_COMPANY) {
+            throw validationFailed({ url: [`la empresa ya tiene ${MAX_ENDPOINTS_PER_COMPANY} endpoints; elimina uno antes de crear otro`] });
+          }
+          return insertEndpoint(db, companyId, data);
+        });
+        return { data: serializeEndpoint(row, { withSecret: true }) };
+      },
+    }),
+    defineRoute({
+      ...common,
+      method: 'GET',
+      path: `${prefix}/:id`,
+      scope: 'read-webhook_endpoints',
+      summary: 'Obtiene un endpoint de webhook',
+      params: idParam,
+      response: endpointSchema,
+      status: 200,
+      errors: ['invalid_id', 'not_found'],
+      handler: async (ctx, { params, companyId }) => ({ data: serializeEndpoint(await ownEndpoint(ctx, companyId, params.id)) }),
+    }),
+    defineRoute({
+      ...common,
+      method: 'PUT',
+      path: `${prefix}/:id`,
+      scope: 'update-webhook_endpoints',
+      summary: 'Actualiza un endpoint de webhook',
+      description:
+        '`active: false` pausa el endpoint (conserva configuración y secreto; `disabled_at` queda null). `active: true` lo reanuda, también tras el apagado automático, y pone `consecutive_failures` en 0.',
+      params: idParam,
+      body: endpointUpdate,
+      example: { description: 'ERP (producción)', active: true },
+      response: endpointSchema,
+      status: 200,
+      errors: ['invalid_id', 'not_found', 'validation_failed'],
+      handler: async (ctx, { params, data, companyId }) => {
+        if (data.url !== undefined) await acceptableUrl(ctx, data.url);
+        const row = await updateEndpoint(ctx.deps.pool, companyId, params.id, data);
+        if (!row) throw new ApiError('not_found');
+        return { data: serializeEndpoint(row) };
+      },
+    }),
+    defineRoute({
+      ...common,
+      method: 'DELETE',
+      path: `${prefix}/:id`,
+      scope: 'delete-webhook_endpoints',
+      summary: 'Elimina un endpoint de webhook y su historial de entregas',
+      params: idParam,
+      status: 204,
+      errors: ['invalid_id', 'not_found'],
+      handler: async (ctx, { params, companyId }) => {
+        if (!(await deleteEndpoint(ctx.deps.pool, companyId, params.id))) throw new ApiError('not_found');
+        return undefined;
+      },
+    }),
+    defineRoute({
+      ...common,
+      method: 'POST',
+      path: `${prefix}/:id/rotate-secret`,
+      scope: 'create-webhook_endpoints',
+      summary: 'Genera un secreto nuevo',
+      description: 'Efectivo de inmediato: el siguiente intento de cualquier entrega ya se firma con el secreto nuevo. La respuesta incluye `secret`.',
+      params: idParam,
+      response: endpointSchema,
+      status: 200,
+      errors: ['invalid_id', 'not_found'],
+      handler: async (ctx, { params, companyId }) => {
+        const row = await rotateSecret(ctx.deps.pool, companyId, params.id);
+        if (!row) throw new ApiError('not_found');
+        return { data: serializeEndpoint(row, { withSecret: true }) };
+      },
+    }),
+    defineRoute({
+      ...common,
+      method: 'GET',
+      path: `${prefix}/:id/deliveries`,
+      scope: 'read-webhook_endpoints',
+      summary: 'Historial de entregas de un endpoint (30 días)',
+      params: idParam,
+      query: deliveriesQuery,
+      response: deliverySchema,
+      list: true,
+      status: 200,
+      errors: ['invalid_id', 'not_found', 'invalid_cursor', 'invalid_parameter'],
+      handler: async (ctx, { params, query, companyId }) => {
+        await ownEndpoint(ctx, companyId, params.id);
+        return listPage<Record<string, any>>(
+          ctx.deps.pool,
+          ctx.deps.totals,
+          {
+            table: 'webhook_deliveries',
+            columns: '*',
+            companyId,
+            where: (p) => [
+              `endpoint_id = ${p.add(params.id)}`,
+              ...(query.event ? [`event = ${p.add(query.event)}`] : []),
+              ...(query.status ? [`status = ${p.add(query.status)}`] : []),
+            ],
+            serialize: (row) => serializeDelivery(row),
+          },
+          query,
+        );
+      },
+    }),
+    defineRoute({
+      ...common,
+      method: 'GET',
+      path: `${prefix}/:id/deliveries/:delivery_id`,
+      scope: 'read-webhook_endpoints',
+      summary: 'Una entrega, con el cuerpo firmado y la respuesta del receptor',
+      params: { id: 'id', delivery_id: 'id' },
+      response: deliverySchema,
+      status: 200,
+      errors: ['invalid_id', 'not_found'],
+      handler: async (ctx, { params, companyId }) => {
+        const delivery = await findDelivery(ctx.deps.pool, companyId, params.delivery_id, params.id);
+        if (!delivery) throw new ApiError('not_found');
+        return { data: serializeDelivery(delivery, { full: true }) };
+      },
+    }),
+  ];
+}
+
+export const webhookEndpointRoutes = routes('/webhook-endpoints');
+export const userWebhookEndpointRoutes = routes('/user/developers/webhook-endpoints', 'manage-developers');

@@ -1,0 +1,174 @@
+// Webhook endpoints and deliveries: queries and serializers shared by the REST
+// routes (api/routes/webhook-endpoints.ts) and the admin procedures (wsctl).
+// Every query is scoped by company; callers pass the pool or a transaction.
+import { enqueueAttempts } from '../../db/events.ts';
+import type { Queryable } from '../../db/pool.ts';
+import { iso } from '../../db/rows.ts';
+import { objectId } from '../../lib/objectid.ts';
+import { newWebhookSecret } from '../../lib/webhook-signature.ts';
+import type { JobSender } from '../../worker/send.ts';
+
+export type EndpointRow = {
+  id: string;
+  company_id: string;
+  url: string;
+  description: string | null;
+  enabled_events: string[];
+  active: boolean;
+  secret: string;
+  consecutive_failures: number;
+  last_delivery_at: Date | null;
+  last_delivery_status: string | null;
+  disabled_at: Date | null;
+  disabled_reason: string | null;
+  created_at: Date;
+  updated_at: Date;
+};
+
+/** Endpoints per company: every recorded event reads them, and a receiver can take any number of events. */
+export const MAX_ENDPOINTS_PER_COMPANY = 16;
+
+export function serializeEndpoint(row: EndpointRow, options: { withSecret?: boolean } = {}) {
+  return {
+    id: row.id,
+    object: 'webhook_endpoint' as const,
+    url: row.url,
+    description: row.description,
+    enabled_events: row.enabled_events,
+    active: row.active,
+    ...(options.withSecret ? { secret: row.secret } : {}),
+    secret_last_four: row.secret.slice(-4),
+    consecutive_failures: row.consecutive_failures,
+    last_delivery_at: iso(row.last_delivery_at),
+    last_delivery_status: row.last_delivery_status,
+    disabled_at: iso(row.disabled_at),
+    disabled_reason: row.disabled_reason,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+export function serializeDelivery(row: Record<string, any>, options: { full?: boolean } = {}) {
+  return {
+    id: row.id,
+    object: 'webhook_delivery' as const,
+    endpoint_id: row.endpoint_id,
+    event: row.event,
+    event_id: row.event_id,
+    status: row.status,
+    attempts: row.attempts,
+    max_attempts: row.max_attempts,
+    next_attempt_at: iso(row.next_attempt_at),
+    delivered_at: iso(row.delivered_at),
+    response_status: row.response_status,
+    error_message: row.error_message,
+    created_at: iso(row.created_at),
+    ...(options.full ? { payload: row.payload, response_body: row.response_body } : {}),
+  };
+}
+
+export async function countEndpoints(db: Queryable, companyId: string): Promise<number> {
+  const { rows } = await db.query('SELECT count(*)::int AS n FROM webhook_endpoints WHERE company_id = $1', [companyId]);
+  return rows[0].n;
+}
+
+export async function insertEndpoint(
+  db: Queryable,
+  companyId: string,
+  input: { url: string; enabled_events: string[]; description?: string | null },
+): Promise<EndpointRow> {
+  const { rows } = await db.query<EndpointRow>(
+    `INSERT INTO webhook_endpoints (id, company_id, url, description, enabled_events, secret)
+     VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
+    [objectId(), companyId, input.url, input.description ?? null, [...new Set(input.enabled_events)], newWebhookSecret()],
+  );
+  return rows[0];
+}
+
+export async function findEndpoint(db: Queryable, companyId: string | null, id: string, lock = false): Promise<EndpointRow | null> {
+  const { rows } = await db.query<EndpointRow>(
+    `SELECT * FROM webhook_endpoints WHERE id = $1 AND ($2::text IS NULL OR company_id = $2)${lock ? ' FOR UPDATE' : ''}`,
+    [id, companyId],
+  );
+  return rows[0] ?? null;
+}
+
+/**
+ * Applies a PUT. `active: true` resumes the endpoint whatever stopped it and
+ * starts its failure count again; `active: false` is a manual pause, which
+ * keeps configuration and secret and leaves `disabled_at`/`disabled_reason`
+ * null (only the automatic shut-off sets them, DESIGN.md).
+ */
+export async function updateEndpoint(
+  db: Queryable,
+  companyId: string,
+  id: string,
+  input: { url?: string; description?: string | null; enabled_events?: string[]; active?: boolean },
+): Promise<EndpointRow | null> {
+  const { rows } = await db.query<EndpointRow>(
+    `UPDATE webhook_endpoints SET
+       url = coalesce($3, url),
+       description = CASE WHEN $4 THEN $5 ELSE description END,
+       enabled_events = coalesce($6, enabled_events),
+       active = coalesce($7, active),
+       consecutive_failures = CASE WHEN $7 IS TRUE THEN 0 ELSE consecutive_failures END,
+       disabled_at = CASE WHEN $7 IS TRUE THEN NULL ELSE disabled_at END,
+       disabled_reason = CASE WHEN $7 IS TRUE THEN NULL ELSE disabled_reason END,
+       updated_at = now()
+     WHERE id = $1 AND company_id = $2 RETURNING *`,
+    [
+      id,
+      companyId,
+      input.url ?? null,
+      input.description !== undefined,
+      input.description ?? null,
+      input.enabled_events ? [...new Set(input.enabled_events)] : null,
+      input.active ?? null,
+    ],
+  );
+  return rows[0] ?? null;
+}
+
+export async function deleteEndpoint(db: Queryable, companyId: string, id: string): Promise<boolean> {
+  const { rowCount } = await db.query('DELETE FROM webhook_endpoints WHERE id = $1 AND company_id = $2', [id, companyId]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** A new secret, effective at once: attempts read the secret when they are made. */
+export async function rotateSecret(db: Queryable, companyId: string | null, id: string): Promise<EndpointRow | null> {
+  const { rows } = await db.query<EndpointRow>(
+    `UPDATE webhook_endpoints SET secret = $3, updated_at = now() WHERE id = $1 AND ($2::text IS NULL OR company_id = $2) RETURNING *`,
+    [id, companyId, newWebhookSecret()],
+  );
+  return rows[0] ?? null;
+}
+
+const DELIVERY_COLUMNS = `d.*, ev.payload`;
+
+export async function findDelivery(db: Queryable, companyId: string | null, id: string, endpointId?: string): Promise<Record<string, any> | null> {
+  const { rows } = await db.query(
+    `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d JOIN events ev ON ev.id = d.event_id
+      WHERE d.id = $1 AND ($2::text IS NULL OR d.company_id = $2) AND ($3::text IS NULL OR d.endpoint_id = $3)`,
+    [id, companyId, endpointId ?? null],
+  );
+  return rows[0] ?? null;
+}
+
+/**
+ * A new delivery of an existing one's event to the same endpoint: the same
+ * event id and body (a receiver de-duplicating by event id sees a repeat),
+ * attempted at once and signed with the endpoint's current secret.
+ */
+export async function replayDelivery(db: Queryable, jobs: JobSender, companyId: string | null, id: string): Promise<Record<string, any> | null> {
+  const { rows } = await db.query(
+    `INSERT INTO webhook_deliveries (id, company_id, endpoint_id, event_id, event, next_attempt_at)
+     SELECT $3, d.company_id, d.endpoint_id, d.event_id, d.event, now()
+       FROM webhook_deliveries d WHERE d.id = $1 AND ($2::text IS NULL OR d.company_id = $2)
+     RETURNING *`,
+    [id, companyId, objectId()],
+  );
+  const created = rows[0];
+  if (!created) return null;
+  await enqueueAttempts(db, jobs, [{ deliveryId: created.id, endpointId: created.endpoint_id, attempt: 1 }]);
+  return findDelivery(db, null, created.id);
+}

@@ -1,0 +1,41 @@
+// Delivery history is kept 30 days (contract, Limits), then purged, with the
+// events it delivered (the outbox rows carry the signed bodies). Runs every
+// hour so no single run has a day's worth of rows to delete; batches of 5,000
+// keep each statement's locks short on a busy table. Expired user sessions
+// go too.
+import type { Pool } from '../../db/pool.ts';
+import type { JobDefinition } from './types.ts';
+
+export const HISTORY_DAYS = 30;
+const BATCH = 5000;
+
+async function deleteInBatches(pool: Pool, sql: string): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const { rowCount } = await pool.query(sql);
+    total += rowCount ?? 0;
+    if ((rowCount ?? 0) < BATCH) return total;
+  }
+}
+
+export async function purgeWebhookHistory(pool: Pool): Promise<{ deliveries: number; events: number }> {
+  const deliveries = await deleteInBatches(
+    pool,
+    `DELETE FROM webhook_deliveries WHERE id IN (
+       SELECT id FROM webhook_deliveries WHERE created_at < now() - interval '${HISTORY_DAYS} days' LIMIT ${BATCH})`,
+  );
+  const events = await deleteInBatches(
+    pool,
+    `DELETE FROM events WHERE id IN (
+       SELECT id FROM events WHERE created_at < now() - interval '${HISTORY_DAYS} days' LIMIT ${BATCH})`,
+  );
+  await pool.query(`DELETE FROM user_sessions WHERE expires_at < now() - interval '1 day'`);
+  return { deliveries, events };
+}
+
+export const purgeWebhookHistoryJob: JobDefinition = {
+  name: 'purge-webhook-history',
+  cron: '41 * * * *',
+  queue: { retryLimit: 3, retryDelay: 60, retryBackoff: true },
+  handler: async ({ pool }) => purgeWebhookHistory(pool),
+};

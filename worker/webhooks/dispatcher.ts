@@ -1,0 +1,333 @@
+// The webhook dispatcher: the worker's loop that turns queued delivery
+// attempts (pg-boss jobs of WEBHOOK_DELIVERY) into signed POSTs.
+//
+// Why not `boss.work()`: a handler holds its worker slot until every job of
+// its batch is done, so one receiver taking 15 s would hold back every other
+// endpoint in the batch, and one job per fetch costs four queries a delivery,
+// which caps a 2-core machine far below the 4k deliveries/s we want. Instead:
+// - fetch as many jobs as there are free slots (MAX_IN_FLIGHT in all), with
+//   pg-boss's `groupConcurrency` bounding one endpoint to PER_ENDPOINT
+//   attempts in flight across every worker, so a slow or dead receiver can
+//   use PER_ENDPOINT slots and no more;
+// - start every attempt at once and let each finish on its own;
+// - write finished attempts in batches (every FLUSH_MS or FLUSH_SIZE
+//   results): delivery rows, endpoint health and automatic shut-off, the next
+//   attempt's job, and the completion of the finished jobs, in ONE transaction.
+//   A crash before that commit leaves the jobs active; they expire and are
+//   fetched again, so the delivery is resent (same event id), never lost.
+import type { Job } from 'pg-boss';
+import type { Agent } from 'undici';
+import { enqueueAttempts } from '../../db/events.ts';
+import { transaction, type Client } from '../../db/pool.ts';
+import { log, logError } from '../../lib/log.ts';
+import { createGuardedAgent } from '../../lib/ssrf.ts';
+import type { PgBoss } from '../boss.ts';
+import { WEBHOOK_DELIVERY, type WebhookDeliveryJob } from '../queues.ts';
+import type { WorkerDeps } from '../jobs/types.ts';
+import { attemptDelivery, READ_TIMEOUT_MS, type AttemptOutcome } from './attempt.ts';
+
+/** Delay before attempt n+1 after attempt n failed (contract: 0, +1 min, +5 min, +30 min, +2 h, +6 h). */
+export const RETRY_DELAYS_SECONDS = [60, 300, 1800, 7200, 21600] as const;
+export const MAX_ATTEMPTS = 6;
+/** Consecutive failures that switch an endpoint off (contract, Limits). */
+export const SHUT_OFF_AFTER = 20;
+export const SHUT_OFF_REASON = `Desactivado automáticamente tras ${SHUT_OFF_AFTER} entregas fallidas consecutivas`;
+
+export type DispatcherOptions = {
+  maxInFlight: number;
+  perEndpoint: number;
+  /** Idle poll when the queue was empty. Bounds commit→send latency. */
+  idlePollMs: number;
+  flushMs: number;
+  flushSize: number;
+};
+
+export const DEFAULT_DISPATCHER_OPTIONS: DispatcherOptions = { maxInFlight: 256, perEndpoint: 16, idlePollMs: 100, flushMs: 20, flushSize: 256 };
+
+type DeliveryRow = {
+  id: string;
+  endpoint_id: string;
+  event_id: string;
+  event: string;
+  status: string;
+  attempts: number;
+  url: string;
+  secret: string;
+  active: boolean;
+  payload: string;
+};
+
+/** What one job came to: an attempt made, or nothing to do. */
+type Finished =
+  | { job: Job<WebhookDeliveryJob>; kind: 'attempted'; delivery: DeliveryRow; outcome: AttemptOutcome; at: Date }
+  | { job: Job<WebhookDeliveryJob>; kind: 'held'; delivery: DeliveryRow; at: Date }
+  | { job: Job<WebhookDeliveryJob>; kind: 'stale' };
+
+export class WebhookDispatcher {
+  readonly #deps: Pick<WorkerDeps, 'pool' | 'config' | 'jobs'> & { boss: PgBoss };
+  readonly #options: DispatcherOptions;
+  readonly #agent: Agent;
+  #inFlight = 0;
+  #finished: Finished[] = [];
+  #flushTimer: NodeJS.Timeout | null = null;
+  #flushing: Promise<void> = Promise.resolve();
+  #stopped = false;
+  #loop: Promise<void> | null = null;
+  #wake: (() => void) | null = null;
+
+  constructor(deps: Pick<WorkerDeps, 'pool' | 'config' | 'jobs'> & { boss: PgBoss }, options: Partial<DispatcherOptions> = {}) {
+    this.#deps = deps;
+    this.#options = { ...DEFAULT_DISPATCHER_OPTIONS, ...options };
+    this.#agent = createGuardedAgent({
+      production: deps.config.isProduction,
+      agent: { connections: this.#options.perEndpoint, connect: { timeout: READ_TIMEOUT_MS }, keepAliveTimeout: 10_000 },
+    });
+  }
+
+  start(): void {
+    this.#loop ??= this.#run();
+  }
+
+  /** Stops fetching, waits for the attempts in flight (15 s at most each) and writes them. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#wake?.();
+    await this.#loop;
+    while (this.#inFlight > 0) await new Promise((r) => setTimeout(r, 50));
+    if (this.#flushTimer) clearTimeout(this.#flushTimer);
+    this.#flushTimer = null;
+    await this.#flushing;
+    await this.#flush();
+    await this.#agent.close();
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#stopped) {
+      const room = this.#options.maxInFlight - this.#inFlight;
+      if (room <= 0) {
+        await this.#sleep(this.#options.flushMs);
+        continue;
+      }
+      let jobs: Job<WebhookDeliveryJob>[];
+      try {
+        jobs = await this.#deps.boss.fetch<WebhookDeliveryJob>(WEBHOOK_DELIVERY.name, {
+          batchSize: room,
+          groupConcurrency: this.#options.perEndpoint,
+        });
+      } catch (error) {
+        logError('webhook.fetch_failed', error);
+        await this.#sleep(1000);
+        continue;
+      }
+      if (jobs.length === 0) {
+        await this.#sleep(this.#options.idlePollMs);
+        continue;
+      }
+      try {
+        await this.#begin(jobs);
+      } catch (error) {
+        // The jobs stay active and expire; pg-boss hands them out again.
+        logError('webhook.load_failed', error);
+        await this.#sleep(1000);
+      }
+    }
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.#wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  /** Loads the deliveries of fetched jobs in one query and starts their attempts. */
+  async #begin(jobs: Job<WebhookDeliveryJob>[]): Promise<void> {
+    const { rows } = await this.#deps.pool.query<DeliveryRow>(
+      `SELECT d.id, d.endpoint_id, d.event_id, d.event, d.status, d.attempts, e.url, e.secret, e.active, ev.payload
+         FROM webhook_deliveries d
+         JOIN webhook_endpoints e ON e.id = d.endpoint_id
+         JOIN events ev ON ev.id = d.event_id
+        WHERE d.id = ANY($1)`,
+      [jobs.map((job) => job.data.delivery_id)],
+    );
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    for (const job of jobs) {
+      const delivery = byId.get(job.data.delivery_id);
+      // Gone (endpoint deleted, history purged), already settled, or this
+      // attempt was already recorded (a job fetched again after its worker
+      // died just after writing): nothing to send.
+      if (!delivery || delivery.attempts !== job.data.attempt - 1 || delivery.status === 'succeeded' || delivery.status === 'exhausted') {
+        this.#finish({ job, kind: 'stale' });
+      } else if (!delivery.active) {
+        this.#finish({ job, kind: 'held', delivery, at: new Date() });
+      } else {
+        this.#inFlight++;
+        void attemptDelivery(this.#agent, {
+          url: delivery.url,
+          secret: delivery.secret,
+          payload: delivery.payload,
+          event: delivery.event,
+          eventId: delivery.event_id,
+          deliveryId: delivery.id,
+          attempt: job.data.attempt,
+        }).then((outcome) => {
+          this.#inFlight--;
+          this.#finish({ job, kind: 'attempted', delivery, outcome, at: new Date() });
+        });
+      }
+    }
+  }
+
+  #finish(result: Finished): void {
+    this.#finished.push(result);
+    if (this.#finished.length >= this.#options.flushSize) this.#scheduleFlush(0);
+    else this.#scheduleFlush(this.#options.flushMs);
+  }
+
+  #scheduleFlush(ms: number): void {
+    if (this.#flushTimer && ms > 0) return;
+    if (this.#flushTimer) clearTimeout(this.#flushTimer);
+    this.#flushTimer = setTimeout(() => {
+      this.#flushTimer = null;
+      this.#flushing = this.#flushing.then(() => this.#flush());
+    }, ms);
+  }
+
+  async #flush(): Promise<void> {
+    const batch = this.#finished;
+    if (batch.length === 0) return;
+    this.#finished = [];
+    try {
+      await transaction(this.#deps.pool, (db) => this.#write(db, batch));
+    } catch (error) {
+      // Kept for the next flush; if the database stays away the jobs expire
+      // and are attempted again (a duplicate with the same event id).
+      logError('webhook.flush_failed', error, { results: batch.length });
+      if (this.#stopped) return;
+      this.#finished.unshift(...batch);
+      this.#scheduleFlush(1000);
+    }
+  }
+
+  /** Writes a batch of finished jobs: endpoints, deliveries, next attempts, job completions. */
+  async #write(db: Client, batch: Finished[]): Promise<void> {
+    const attempted = batch.filter((r) => r.kind === 'attempted');
+
+    // 1. Endpoint health, in the order the attempts finished: a success
+    //    resets the run of failures, failures extend it, 20 in a row switch
+    //    the endpoint off. Rows are locked by the UPDATE, so two workers
+    //    writing the same endpoint add up rather than overwrite.
+    const health = new Map<string, { trailing: number; reset: boolean; at: Date; status: string }>();
+    for (const r of attempted) {
+      const h = health.get(r.delivery.endpoint_id) ?? { trailing: 0, reset: false, at: r.at, status: 'failed' };
+      if (r.outcome.ok) Object.assign(h, { trailing: 0, reset: true });
+      else h.trailing++;
+      h.at = r.at;
+      h.status = r.outcome.ok ? 'succeeded' : 'failed';
+      health.set(r.delivery.endpoint_id, h);
+    }
+    const activeAfter = new Map<string, boolean>();
+    if (health.size > 0) {
+      const ids = [...health.keys()];
+      const { rows } = await db.query<{ id: string; active: boolean; shut_off: boolean }>(
+        `WITH v AS (
+           SELECT * FROM unnest($1::text[], $2::int[], $3::bool[], $4::timestamptz[], $5::text[]) AS v(id, fails, reset, at, status)
+         ), n AS (
+           SELECT e.id, CASE WHEN v.reset THEN v.fails ELSE e.consecutive_failures + v.fails END AS failures,
+                  e.active AS was_active
+             FROM webhook_endpoints e JOIN v ON v.id = e.id
+            FOR UPDATE OF e
+         )
+         UPDATE webhook_endpoints e SET
+           consecutive_failures = n.failures,
+           last_delivery_at = v.at,
+           last_delivery_status = v.status,
+           active = e.active AND n.failures < ${SHUT_OFF_AFTER},
+           disabled_at = CASE WHEN e.active AND n.failures >= ${SHUT_OFF_AFTER} THEN now() ELSE e.disabled_at END,
+           disabled_reason = CASE WHEN e.active AND n.failures >= ${SHUT_OFF_AFTER} THEN $6 ELSE e.disabled_reason END,
+           updated_at = now()
+          FROM n JOIN v ON v.id = n.id
+         WHERE e.id = n.id
+         RETURNING e.id, e.active, (n.was_active AND NOT e.active) AS shut_off`,
+        [ids, ids.map((id) => health.get(id)!.trailing), ids.map((id) => health.get(id)!.reset), ids.map((id) => health.get(id)!.at), ids.map((id) => health.get(id)!.status), SHUT_OFF_REASON],
+      );
+      for (const row of rows) {
+        activeAfter.set(row.id, row.active);
+        if (row.shut_off) log('webhook.endpoint_shut_off', { endpoint_id: row.id });
+      }
+    }
+
+    // 2. Deliveries. A failure is retried on the contract's schedule while
+    //    attempts remain and the endpoint is on; `exhausted` after the sixth.
+    //    A delivery whose endpoint is off is held: `failed`, no next attempt
+    //    (replay it once the endpoint is back on).
+    const updates: Array<{ id: string; expect: number; attempts: number; status: string; next: Date | null; delivered: Date | null; code: number | null; body: string | null; error: string | null }> = [];
+    const retries: Array<{ deliveryId: string; endpointId: string; attempt: number; startAfter: Date }> = [];
+    for (const r of batch) {
+      if (r.kind === 'stale') continue;
+      if (r.kind === 'held') {
+        updates.push({ id: r.delivery.id, expect: r.delivery.attempts, attempts: r.delivery.attempts, status: 'failed', next: null, delivered: null, code: null, body: null, error: 'El endpoint está desactivado; la entrega no se intentó' });
+        continue;
+      }
+      const attempts = r.job.data.attempt;
+      if (r.outcome.ok) {
+        updates.push({ id: r.delivery.id, expect: attempts - 1, attempts, status: 'succeeded', next: null, delivered: r.at, code: r.outcome.status, body: r.outcome.body, error: null });
+        continue;
+      }
+      const endpointOn = activeAfter.get(r.delivery.endpoint_id) ?? false;
+      const retry = attempts < MAX_ATTEMPTS && endpointOn;
+      const next = retry ? new Date(r.at.getTime() + RETRY_DELAYS_SECONDS[attempts - 1] * 1000) : null;
+      updates.push({
+        id: r.delivery.id,
+        expect: attempts - 1,
+        attempts,
+        status: attempts >= MAX_ATTEMPTS ? 'exhausted' : 'failed',
+        next,
+        delivered: null,
+        code: r.outcome.status,
+        body: r.outcome.body,
+        error: r.outcome.error,
+      });
+      if (next) retries.push({ deliveryId: r.delivery.id, endpointId: r.delivery.endpoint_id, attempt: attempts + 1, startAfter: next });
+    }
+    if (updates.length > 0) {
+      // `attempts = v.expect` (the count before this attempt) keeps a result
+      // written once even if its job was handed out twice.
+      const { rows: written } = await db.query<{ id: string }>(
+        `UPDATE webhook_deliveries d SET
+           attempts = v.attempts, status = v.status, next_attempt_at = v.next, delivered_at = coalesce(v.delivered, d.delivered_at),
+           response_status = CASE WHEN v.attempts = v.expect THEN d.response_status ELSE v.code END,
+           response_body = CASE WHEN v.attempts = v.expect THEN d.response_body ELSE v.body END,
+           error_message = v.error, updated_at = now()
+          FROM unnest($1::text[], $2::int[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::int[], $7::text[], $8::text[], $9::int[])
+               AS v(id, attempts, status, next, delivered, code, body, error, expect)
+         WHERE d.id = v.id AND d.attempts = v.expect AND d.status NOT IN ('succeeded', 'exhausted')
+         RETURNING d.id`,
+        [
+          updates.map((u) => u.id),
+          updates.map((u) => u.attempts),
+          updates.map((u) => u.status),
+          updates.map((u) => u.next),
+          updates.map((u) => u.delivered),
+          updates.map((u) => u.code),
+          updates.map((u) => u.body),
+          updates.map((u) => u.error),
+          updates.map((u) => u.expect),
+        ],
+      );
+      const kept = new Set(written.map((row) => row.id));
+      await enqueueAttempts(db, this.#deps.jobs, retries.filter((r) => kept.has(r.deliveryId)));
+    }
+
+    // 3. The jobs themselves, fenced to the attempt that was fetched.
+    await this.#deps.boss.complete(
+      WEBHOOK_DELIVERY.name,
+      batch.map((r) => ({ id: r.job.id, retryCount: r.job.retryCount })),
+      null,
+      { db: { executeSql: (text: string, values?: unknown[]) => db.query(text, values as unknown[]) } },
+    );
+  }
+}
