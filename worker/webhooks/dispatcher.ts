@@ -80,7 +80,11 @@ export class WebhookDispatcher {
     this.#options = { ...DEFAULT_DISPATCHER_OPTIONS, ...options };
     this.#agent = createGuardedAgent({
       production: deps.config.isProduction,
-      agent: { connections: this.#options.perEndpoint, connect: { timeout: READ_TIMEOUT_MS }, keepAliveTimeout: 10_000 },
+      // Connections per origin: as many as can be in flight. Endpoints of
+      // different companies often share a host (an integration platform), so
+      // a per-origin cap would let one stalled endpoint starve its neighbours;
+      // the per-endpoint bound is pg-boss's groupConcurrency.
+      agent: { connections: this.#options.maxInFlight, connect: { timeout: READ_TIMEOUT_MS }, keepAliveTimeout: 10_000 },
     });
   }
 

@@ -1,0 +1,416 @@
+// Webhook delivery end to end: writes through the REST API, the real worker
+// (pg-boss + the dispatcher), and a real HTTP receiver that checks every
+// signature with its own HMAC code. Retry timing is advanced through pg-boss's
+// schedule (the next attempt's job `start_after`), never by sleeping minutes.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { replayDelivery } from '../api/webhooks/store.ts';
+import { transaction, type Pool } from '../db/pool.ts';
+import { purgeWebhookHistory } from '../worker/jobs/purge-webhook-history.ts';
+import { startWorker, type Worker } from '../worker/worker.ts';
+import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
+import { startReceiver, verifySignature, waitFor, type Receiver } from './helpers/receiver.ts';
+
+const RETRY_SCHEDULE_SECONDS = [60, 300, 1800, 7200, 21600];
+
+type Api = ReturnType<typeof client>;
+
+async function delivery(api: Api, endpointId: string, deliveryId: string) {
+  const res = await api.get(`/webhook-endpoints/${endpointId}/deliveries/${deliveryId}`);
+  assert.equal(res.status, 200, res.text);
+  return res.body.data;
+}
+
+async function onlyDelivery(api: Api, endpointId: string) {
+  const res = await api.get(`/webhook-endpoints/${endpointId}/deliveries`);
+  assert.equal(res.status, 200);
+  assert.equal(res.body.data.length, 1, JSON.stringify(res.body.data));
+  return res.body.data[0];
+}
+
+/** The queued job of a delivery's next attempt, as pg-boss holds it. */
+async function nextJob(pool: Pool, deliveryId: string) {
+  const { rows } = await pool.query(
+    `SELECT id, start_after, data FROM pgboss.job WHERE name = 'webhook-delivery' AND data->>'delivery_id' = $1 AND state = 'created'`,
+    [deliveryId],
+  );
+  return rows;
+}
+
+/** Moves the next attempt's scheduled time to now: the worker picks it up at once. */
+async function advance(pool: Pool, deliveryId: string): Promise<void> {
+  const { rowCount } = await pool.query(
+    `UPDATE pgboss.job SET start_after = now() WHERE name = 'webhook-delivery' AND data->>'delivery_id' = $1 AND state = 'created'`,
+    [deliveryId],
+  );
+  assert.equal(rowCount, 1, 'one scheduled attempt to advance');
+}
+
+describe('webhook delivery: fan-out, signatures, retries, shut-off, history', () => {
+  let app: TestApp;
+  let worker: Worker;
+  let receiver: Receiver;
+
+  before(async () => {
+    app = await startTestApp();
+    receiver = await startReceiver();
+    worker = await startWorker(app.config, app.pool, app.databaseUrl, { boss: { supervise: false, schedule: false } });
+  });
+  after(async () => {
+    await worker.stop();
+    await receiver.close();
+    await app.close();
+  });
+
+  async function endpoint(api: Api, path: string, enabledEvents: string[] = ['*']) {
+    const res = await api.post('/webhook-endpoints', { data: { url: receiver.url(path), enabled_events: enabledEvents } });
+    assert.equal(res.status, 201, res.text);
+    return res.body.data as { id: string; secret: string };
+  }
+
+  async function tenant() {
+    const t = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    return { ...t, api: client(app.baseUrl, t.key) };
+  }
+
+  test('a write fans out to the receiver: signed envelope, every header, and the delivery records exactly the bytes sent', async () => {
+    const { api } = await tenant();
+    const ep = await endpoint(api, '/fanout');
+    const customer = await api.post('/customers', { data: { name: 'Ana López', email: 'ana@example.com' } });
+    assert.equal(customer.status, 201);
+    const [got] = await waitFor(() => receiver.at('/fanout').length === 1 && receiver.at('/fanout'), 10_000, 'the delivery');
+
+    assert.ok(verifySignature(got.headers['x-service-signature'], got.body, ep.secret), 'signature verifies with the whole whsec_ secret');
+    assert.ok(!verifySignature(got.headers['x-service-signature'], got.body, ep.secret.slice('whsec_'.length)), 'the prefix is part of the key');
+    assert.ok(!verifySignature(got.headers['x-service-signature'], got.body.replace('Ana', 'Ano'), ep.secret), 'a changed body does not verify');
+    const t = Number(/t=(\d+)/.exec(String(got.headers['x-service-signature']))![1]);
+    assert.ok(Math.abs(Date.now() / 1000 - t) < 30, 'the timestamp is the time of sending');
+
+    const body = JSON.parse(got.body);
+    assert.deepEqual(Object.keys(body).sort(), ['api_version', 'created_at', 'data', 'event', 'evento', 'id']);
+    assert.match(body.id, /^evt_[0-9a-f]+$/);
+    assert.equal(body.event, 'customer.created');
+    assert.equal(body.evento, 'customer.created');
+    assert.match(body.api_version, /^\d{4}-\d{2}-\d{2}$/);
+    assert.equal(body.data.object, 'customer');
+    assert.equal(body.data.id, customer.body.data.id);
+    assert.deepEqual(body.data.metadata, {});
+    assert.ok(Math.abs(Date.parse(body.created_at) - Date.parse(customer.body.data.created_at)) < 5_000, 'created_at is when the fact happened');
+
+    assert.equal(got.headers['content-type'], 'application/json; charset=utf-8');
+    assert.equal(got.headers['x-service-event'], 'customer.created');
+    assert.equal(got.headers['x-service-event-id'], body.id);
+    assert.equal(got.headers['x-service-attempt'], '1');
+
+    const d = await waitFor(async () => {
+      const one = await onlyDelivery(api, ep.id);
+      return one.status === 'succeeded' && one;
+    }, 10_000, 'the delivery to be recorded');
+    assert.equal(got.headers['x-service-delivery'], d.id);
+    assert.equal(d.object, 'webhook_delivery');
+    assert.equal(d.event_id, body.id);
+    assert.equal(d.attempts, 1);
+    assert.equal(d.max_attempts, 6);
+    assert.equal(d.response_status, 200);
+    assert.equal(d.next_attempt_at, null);
+    assert.ok(d.delivered_at);
+    const full = await delivery(api, ep.id, d.id);
+    assert.equal(full.payload, got.body, 'payload is byte for byte the signed body');
+    assert.equal(full.response_body, 'ok');
+
+    const health = (await api.get(`/webhook-endpoints/${ep.id}`)).body.data;
+    assert.equal(health.last_delivery_status, 'succeeded');
+    assert.ok(health.last_delivery_at);
+    assert.equal(health.consecutive_failures, 0);
+  });
+
+  test('enabled_events select by exact name, <prefix>.* and *; other events are not delivered', async () => {
+    const { api } = await tenant();
+    await endpoint(api, '/sel-customer', ['customer.*']);
+    await endpoint(api, '/sel-lead', ['lead.created']);
+    await endpoint(api, '/sel-all', ['*']);
+    await endpoint(api, '/sel-invoice', ['invoice.*']);
+    assert.equal((await api.post('/customers', { data: { name: 'C' } })).status, 201);
+    assert.equal((await api.post('/leads', { data: { name: 'L' } })).status, 201);
+    await waitFor(() => receiver.at('/sel-all').length === 2, 10_000, 'both events at *');
+    await waitFor(() => receiver.at('/sel-customer').length === 1 && receiver.at('/sel-lead').length === 1, 10_000, 'the filtered endpoints');
+    await new Promise((r) => setTimeout(r, 500));
+    assert.deepEqual(receiver.at('/sel-customer').map((r) => r.headers['x-service-event']), ['customer.created']);
+    assert.deepEqual(receiver.at('/sel-lead').map((r) => r.headers['x-service-event']), ['lead.created']);
+    assert.deepEqual(receiver.at('/sel-all').map((r) => r.headers['x-service-event']).sort(), ['customer.created', 'lead.created']);
+    assert.equal(receiver.at('/sel-invoice').length, 0);
+  });
+
+  test('failures (4xx and 5xx) retry at +1 min, +5 min, +30 min, +2 h, +6 h with the same event id and body, then exhausted', async () => {
+    const { api } = await tenant();
+    receiver.on('/retry', (_req, n) => ({ status: n === 1 ? 404 : 500, body: `fallo ${n}` }));
+    const ep = await endpoint(api, '/retry');
+    await api.post('/customers', { data: { name: 'Reintento' } });
+
+    let last = await waitFor(async () => {
+      const d = await onlyDelivery(api, ep.id);
+      return d.attempts === 1 && d;
+    }, 10_000, 'attempt 1');
+    assert.equal(last.status, 'failed');
+    assert.equal(last.response_status, 404, 'a 4xx is a failure too');
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      const requestAt = receiver.at('/retry')[attempt - 1].at;
+      const delay = (Date.parse(last.next_attempt_at) - requestAt) / 1000;
+      assert.ok(Math.abs(delay - RETRY_SCHEDULE_SECONDS[attempt - 1]) < 5, `attempt ${attempt + 1} is scheduled ${RETRY_SCHEDULE_SECONDS[attempt - 1]} s later (got ${delay})`);
+      const jobs = await nextJob(app.pool, last.id);
+      assert.equal(jobs.length, 1, 'exactly one queued job for the next attempt');
+      assert.equal(new Date(jobs[0].start_after).toISOString(), last.next_attempt_at, 'pg-boss holds the job until next_attempt_at');
+      assert.equal(jobs[0].data.attempt, attempt + 1);
+
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(receiver.at('/retry').length, attempt, 'nothing is sent before its time');
+      await advance(app.pool, last.id);
+      last = await waitFor(async () => {
+        const d = await delivery(api, ep.id, last.id);
+        return d.attempts === attempt + 1 && d;
+      }, 10_000, `attempt ${attempt + 1}`);
+      assert.equal(last.response_status, 500);
+    }
+    const sent = receiver.at('/retry');
+    assert.equal(sent.length, 6);
+    assert.deepEqual(sent.map((r) => r.headers['x-service-attempt']), ['1', '2', '3', '4', '5', '6']);
+    assert.equal(new Set(sent.map((r) => r.headers['x-service-event-id'])).size, 1, 'one event id on every attempt');
+    assert.equal(new Set(sent.map((r) => r.body)).size, 1, 'the same bytes on every attempt');
+    assert.equal(new Set(sent.map((r) => r.headers['x-service-delivery'])).size, 1);
+    for (const r of sent) assert.ok(verifySignature(r.headers['x-service-signature'], r.body, ep.secret));
+
+    assert.equal(last.status, 'exhausted');
+    assert.equal(last.next_attempt_at, null);
+    assert.equal(last.response_body, 'fallo 6');
+    assert.match(last.error_message, /500/);
+    assert.equal((await nextJob(app.pool, last.id)).length, 0, 'no attempt after the sixth');
+    const failed = await api.get(`/webhook-endpoints/${ep.id}/deliveries?status=exhausted`);
+    assert.equal(failed.body.data.length, 1);
+    const health = (await api.get(`/webhook-endpoints/${ep.id}`)).body.data;
+    assert.equal(health.consecutive_failures, 6);
+    assert.equal(health.last_delivery_status, 'failed');
+    assert.equal(health.active, true);
+  });
+
+  test('after rotate-secret the next attempt is signed with the new secret', async () => {
+    const { api } = await tenant();
+    receiver.on('/rotate', (_req, n) => ({ status: n === 1 ? 503 : 200 }));
+    const ep = await endpoint(api, '/rotate');
+    await api.post('/customers', { data: { name: 'Rotación' } });
+    const d = await waitFor(async () => {
+      const one = await onlyDelivery(api, ep.id);
+      return one.attempts === 1 && one;
+    }, 10_000, 'attempt 1');
+    const rotated = await api.post(`/webhook-endpoints/${ep.id}/rotate-secret`);
+    assert.equal(rotated.status, 200);
+    assert.notEqual(rotated.body.data.secret, ep.secret);
+    await advance(app.pool, d.id);
+    await waitFor(() => receiver.at('/rotate').length === 2, 10_000, 'attempt 2');
+    const [first, second] = receiver.at('/rotate');
+    assert.ok(verifySignature(first.headers['x-service-signature'], first.body, ep.secret));
+    assert.ok(verifySignature(second.headers['x-service-signature'], second.body, rotated.body.data.secret), 'signed with the new secret');
+    assert.ok(!verifySignature(second.headers['x-service-signature'], second.body, ep.secret), 'not with the old one');
+  });
+
+  test('a success resets consecutive_failures', async () => {
+    const { api } = await tenant();
+    receiver.on('/reset', (_req, n) => ({ status: n <= 3 ? 500 : 200 }));
+    const ep = await endpoint(api, '/reset');
+    for (let i = 0; i < 3; i++) await api.post('/customers', { data: { name: `F${i}` } });
+    await waitFor(async () => (await api.get(`/webhook-endpoints/${ep.id}`)).body.data.consecutive_failures === 3, 10_000, '3 failures');
+    await api.post('/customers', { data: { name: 'OK' } });
+    await waitFor(async () => (await api.get(`/webhook-endpoints/${ep.id}`)).body.data.last_delivery_status === 'succeeded', 10_000, 'a success');
+    assert.equal((await api.get(`/webhook-endpoints/${ep.id}`)).body.data.consecutive_failures, 0);
+  });
+
+  test('20 consecutive failures switch the endpoint off and stop its attempts; PUT active: true resumes it', async () => {
+    const { api } = await tenant();
+    let answer = 500;
+    receiver.on('/shutoff', () => ({ status: answer }));
+    const ep = await endpoint(api, '/shutoff');
+    for (let i = 0; i < 20; i++) assert.equal((await api.post('/customers', { data: { name: `Falla ${i}` } })).status, 201);
+    const off = await waitFor(async () => {
+      const e = (await api.get(`/webhook-endpoints/${ep.id}`)).body.data;
+      return e.active === false && e;
+    }, 15_000, 'the shut-off');
+    assert.equal(off.consecutive_failures, 20);
+    assert.ok(off.disabled_at);
+    assert.match(off.disabled_reason, /20/);
+    assert.equal(receiver.at('/shutoff').length, 20);
+
+    // Retries already scheduled come due: nothing is sent to a disabled endpoint.
+    const { body: list } = await api.get(`/webhook-endpoints/${ep.id}/deliveries?limit=100`);
+    const scheduled = list.data.filter((d: any) => d.next_attempt_at);
+    for (const d of scheduled) await advance(app.pool, d.id);
+    if (scheduled.length) {
+      await waitFor(async () => {
+        const rows = (await api.get(`/webhook-endpoints/${ep.id}/deliveries?limit=100`)).body.data;
+        return rows.every((d: any) => d.next_attempt_at === null) && rows;
+      }, 10_000, 'held deliveries');
+    }
+    assert.equal(receiver.at('/shutoff').length, 20, 'no attempt after the shut-off');
+    const held = (await api.get(`/webhook-endpoints/${ep.id}/deliveries?limit=100`)).body.data;
+    assert.ok(held.every((d: any) => d.status === 'failed' && d.attempts === 1));
+
+    // New events are not queued for it.
+    await api.post('/customers', { data: { name: 'Mientras apagado' } });
+    assert.equal((await api.get(`/webhook-endpoints/${ep.id}/deliveries?limit=100`)).body.data.length, 20);
+
+    answer = 200;
+    const resumed = await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: true } });
+    assert.equal(resumed.status, 200);
+    assert.equal(resumed.body.data.active, true);
+    assert.equal(resumed.body.data.consecutive_failures, 0);
+    assert.equal(resumed.body.data.disabled_at, null);
+    assert.equal(resumed.body.data.disabled_reason, null);
+    await api.post('/customers', { data: { name: 'De vuelta' } });
+    await waitFor(() => receiver.at('/shutoff').length === 21, 10_000, 'delivery after resume');
+    await waitFor(async () => (await api.get(`/webhook-endpoints/${ep.id}`)).body.data.last_delivery_status === 'succeeded', 10_000, 'recorded');
+  });
+
+  test('a manual pause sends nothing and keeps configuration and secret; disabled_at stays null', async () => {
+    const { api } = await tenant();
+    const ep = await endpoint(api, '/pause', ['customer.created']);
+    const paused = await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: false } });
+    assert.equal(paused.body.data.active, false);
+    assert.equal(paused.body.data.disabled_at, null);
+    assert.equal(paused.body.data.disabled_reason, null);
+    await api.post('/customers', { data: { name: 'En pausa' } });
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(receiver.at('/pause').length, 0);
+    assert.equal((await api.get(`/webhook-endpoints/${ep.id}/deliveries`)).body.data.length, 0);
+    await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: true } });
+    await api.post('/customers', { data: { name: 'Reanudado' } });
+    const [got] = await waitFor(() => receiver.at('/pause').length === 1 && receiver.at('/pause'), 10_000, 'delivery after the pause');
+    assert.ok(verifySignature(got.headers['x-service-signature'], got.body, ep.secret), 'the secret survived the pause');
+  });
+
+  test('a receiver that never answers is cut off at the 10 s read timeout and retried later', async () => {
+    const { api } = await tenant();
+    receiver.on('/hang', () => ({ hang: true }));
+    const ep = await endpoint(api, '/hang');
+    const started = Date.now();
+    await api.post('/customers', { data: { name: 'Lento' } });
+    const d = await waitFor(async () => {
+      const one = await onlyDelivery(api, ep.id);
+      return one.attempts === 1 && one;
+    }, 20_000, 'the timed-out attempt');
+    const took = Date.now() - started;
+    assert.ok(took >= 9_500 && took < 16_000, `cut off after about 10 s (took ${took} ms)`);
+    assert.equal(d.status, 'failed');
+    assert.equal(d.response_status, null);
+    assert.match(d.error_message, /Tiempo/);
+    assert.ok(d.next_attempt_at);
+  });
+
+  test('a huge answer is read only up to 64 KB and only a prefix is stored', async () => {
+    const { api } = await tenant();
+    receiver.on('/huge', () => ({ status: 200, body: Buffer.alloc(5 * 1024 * 1024, 'x') }));
+    const ep = await endpoint(api, '/huge');
+    await api.post('/customers', { data: { name: 'Grande' } });
+    const d = await waitFor(async () => {
+      const one = await onlyDelivery(api, ep.id);
+      return one.status === 'succeeded' && one;
+    }, 10_000, 'the delivery');
+    const full = await delivery(api, ep.id, d.id);
+    assert.equal(full.response_body.length, 8 * 1024);
+  });
+
+  test('redirects are not followed and count as failures', async () => {
+    const { api } = await tenant();
+    receiver.on('/redirect', () => ({ status: 302, headers: { location: receiver.url('/redirect-target') } }));
+    const ep = await endpoint(api, '/redirect');
+    await api.post('/customers', { data: { name: 'Redirección' } });
+    const d = await waitFor(async () => {
+      const one = await onlyDelivery(api, ep.id);
+      return one.attempts === 1 && one;
+    }, 10_000, 'the attempt');
+    assert.equal(d.status, 'failed');
+    assert.equal(d.response_status, 302);
+    assert.equal(receiver.at('/redirect-target').length, 0, 'the redirect target is never called');
+  });
+
+  test('a slow receiver does not hold back other endpoints', async () => {
+    const { api } = await tenant();
+    receiver.on('/slow', () => ({ hang: true }));
+    await endpoint(api, '/slow');
+    await endpoint(api, '/fast');
+    const started = Date.now();
+    for (let i = 0; i < 40; i++) await api.post('/customers', { data: { name: `Cliente ${i}` } });
+    await waitFor(() => receiver.at('/fast').length === 40, 8_000, 'every delivery to the fast endpoint');
+    assert.ok(Date.now() - started < 8_000);
+    assert.ok(receiver.at('/slow').length <= 16, `at most 16 attempts in flight to one endpoint (saw ${receiver.at('/slow').length})`);
+  });
+
+  test('replay: a new delivery of the same event id and body, signed now with the current secret', async () => {
+    const { api, companyId } = await tenant();
+    const ep = await endpoint(api, '/replay');
+    await api.post('/customers', { data: { name: 'Repetir' } });
+    const original = await waitFor(async () => {
+      const one = await onlyDelivery(api, ep.id);
+      return one.status === 'succeeded' && one;
+    }, 10_000, 'the original delivery');
+    const replay = await transaction(app.pool, (db) => replayDelivery(db, app.deps.jobs, companyId, original.id));
+    assert.notEqual(replay!.id, original.id);
+    await waitFor(() => receiver.at('/replay').length === 2, 10_000, 'the replay');
+    const [first, second] = receiver.at('/replay');
+    assert.equal(second.body, first.body);
+    assert.equal(second.headers['x-service-event-id'], first.headers['x-service-event-id']);
+    assert.equal(second.headers['x-service-delivery'], replay!.id);
+    assert.ok(verifySignature(second.headers['x-service-signature'], second.body, ep.secret));
+  });
+
+  test('history older than 30 days is purged with its events; newer history stays', async () => {
+    const { api } = await tenant();
+    const ep = await endpoint(api, '/purge');
+    await api.post('/customers', { data: { name: 'Viejo' } });
+    await api.post('/customers', { data: { name: 'Nuevo' } });
+    const rows = await waitFor(async () => {
+      const list = (await api.get(`/webhook-endpoints/${ep.id}/deliveries`)).body.data;
+      return list.length === 2 && list.every((d: any) => d.status === 'succeeded') && list;
+    }, 10_000, 'two deliveries');
+    const old = rows[1];
+    await app.pool.query(`UPDATE webhook_deliveries SET created_at = now() - interval '31 days' WHERE id = $1`, [old.id]);
+    await app.pool.query(`UPDATE events SET created_at = now() - interval '31 days' WHERE id = $1`, [old.event_id]);
+    const purged = await purgeWebhookHistory(app.pool);
+    assert.ok(purged.deliveries >= 1);
+    const after = (await api.get(`/webhook-endpoints/${ep.id}/deliveries`)).body.data;
+    assert.deepEqual(after.map((d: any) => d.id), [rows[0].id]);
+    assert.equal((await api.get(`/webhook-endpoints/${ep.id}/deliveries/${old.id}`)).status, 404);
+    assert.equal((await app.pool.query('SELECT 1 FROM events WHERE id = $1', [old.event_id])).rowCount, 0);
+  });
+});
+
+describe('webhook delivery in production: the connect-time SSRF guard', () => {
+  test('an endpoint whose host now resolves to a private address (DNS rebinding) is refused at connect time; nothing reaches it', async () => {
+    const app = await startTestApp({ NODE_ENV: 'production' });
+    const receiver = await startReceiver();
+    const worker = await startWorker(app.config, app.pool, app.databaseUrl, { boss: { supervise: false, schedule: false } });
+    try {
+      const t = await seedTenant(app.pool);
+      const api = client(app.baseUrl, t.key);
+      const https = { 'x-forwarded-proto': 'https' };
+      // Registration refuses the loopback URL outright...
+      const refused = await api.post('/webhook-endpoints', { data: { url: receiver.url('/internal').replace('http:', 'https:'), enabled_events: ['*'] } }, https);
+      assert.equal(refused.status, 422);
+      // ...so simulate an address that changed after registration: the row is written as if DNS had said otherwise then.
+      await app.pool.query(
+        `INSERT INTO webhook_endpoints (id, company_id, url, enabled_events, secret) VALUES ('aaaaaaaaaaaaaaaaaaaaaaaa', $1, $2, '{*}', 'whsec_test')`,
+        [t.companyId, receiver.url('/internal')],
+      );
+      assert.equal((await api.post('/customers', { data: { name: 'SSRF' } }, https)).status, 201);
+      const d = await waitFor(async () => {
+        const list = (await api.get('/webhook-endpoints/aaaaaaaaaaaaaaaaaaaaaaaa/deliveries', https)).body.data;
+        return list[0]?.attempts === 1 && list[0];
+      }, 10_000, 'the refused attempt');
+      assert.equal(d.status, 'failed');
+      assert.equal(d.response_status, null);
+      assert.match(d.error_message, /rechazada/);
+      assert.equal(receiver.received.length, 0, 'the internal receiver got nothing');
+    } finally {
+      await worker.stop();
+      await receiver.close();
+      await app.close();
+    }
+  });
+});
