@@ -1,0 +1,69 @@
+// At-least-once delivery across a worker crash: a worker process killed with
+// SIGKILL in the middle of an attempt leaves its pg-boss job active; the job
+// expires (WEBHOOK_DELIVERY.options.expireInSeconds) and another worker sends
+// the delivery again, with the same event id. Slow by nature (about 45 s): it
+// waits out the real expiry rather than faking it.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { WEBHOOK_DELIVERY } from '../worker/queues.ts';
+import { startWorker, type Worker } from '../worker/worker.ts';
+import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
+import { startReceiver, verifySignature, waitFor, type Receiver } from './helpers/receiver.ts';
+
+const WORKER_MAIN = fileURLToPath(new URL('../worker/main.ts', import.meta.url));
+
+describe('webhook delivery survives kill -9 of the worker mid-attempt', () => {
+  let app: TestApp;
+  let receiver: Receiver;
+  let worker: Worker | undefined;
+
+  before(async () => {
+    app = await startTestApp();
+    receiver = await startReceiver();
+  });
+  after(async () => {
+    await worker?.stop();
+    await receiver.close();
+    await app.close();
+  });
+
+  test('the delivery is retried by another worker, never lost; the duplicate carries the same event id and body', { timeout: 120_000 }, async () => {
+    const t = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    const api = client(app.baseUrl, t.key);
+    // The first request is held open: the worker process is killed while it waits.
+    receiver.on('/crash', (_req, n) => (n === 1 ? { hang: true } : { status: 200 }));
+    const ep = (await api.post('/webhook-endpoints', { data: { url: receiver.url('/crash'), enabled_events: ['customer.created'] } })).body.data;
+
+    const child = spawn(process.execPath, [WORKER_MAIN], {
+      env: { ...process.env, DATABASE_URL: app.databaseUrl, NODE_ENV: 'test', LOG_LEVEL: 'silent' },
+      stdio: 'ignore',
+    });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => resolve(signal)));
+    assert.equal((await api.post('/customers', { data: { name: 'Caída' } })).status, 201);
+    await waitFor(() => receiver.at('/crash').length === 1, 30_000, 'the first attempt to reach the receiver');
+    child.kill('SIGKILL');
+    assert.equal(await exited, 'SIGKILL');
+
+    const [d] = (await api.get(`/webhook-endpoints/${ep.id}/deliveries`)).body.data;
+    assert.equal(d.status, 'pending', 'nothing was recorded by the dead worker');
+    const { rows } = await app.pool.query(`SELECT state FROM pgboss.job WHERE name = $1 AND data->>'delivery_id' = $2`, [WEBHOOK_DELIVERY.name, d.id]);
+    assert.deepEqual(rows.map((r) => r.state), ['active'], 'its job is still claimed by the dead worker');
+
+    // A surviving worker, with pg-boss's monitor every second so the expiry is noticed promptly.
+    worker = await startWorker(app.config, app.pool, app.databaseUrl, { boss: { monitorIntervalSeconds: 1, superviseIntervalSeconds: 1, schedule: false } });
+    const settled = await waitFor(async () => {
+      const one = (await api.get(`/webhook-endpoints/${ep.id}/deliveries/${d.id}`)).body.data;
+      return one.status === 'succeeded' && one;
+    }, 90_000, 'the delivery to be sent again');
+
+    const [first, second] = receiver.at('/crash');
+    assert.equal(receiver.at('/crash').length, 2);
+    assert.equal(second.headers['x-service-event-id'], first.headers['x-service-event-id']);
+    assert.equal(second.body, first.body);
+    assert.equal(settled.payload, first.body);
+    assert.equal(settled.attempts, 1, 'the lost attempt is made again, not counted twice');
+    assert.ok(verifySignature(second.headers['x-service-signature'], second.body, ep.secret));
+  });
+});
