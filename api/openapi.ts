@@ -7,6 +7,8 @@ import type { Config } from '../lib/config.ts';
 import { API_RELEASED_AT, API_VERSION } from '../lib/version.ts';
 import { ERROR_CODES, type ErrorCode } from './errors.ts';
 import { listMetaSchema } from './pagination.ts';
+import { EVENT_NAMES } from '../lib/webhook-events.ts';
+import { SESSION_TTL_HOURS, signInSchema } from './auth/sessions.ts';
 import type { RouteDef } from './route.ts';
 import { apiRoutes } from './routes/index.ts';
 
@@ -101,10 +103,16 @@ function operation(route: RouteDef) {
     operationId: `${route.method.toLowerCase()}${route.path.replace(/[/:](\w)/g, (_, c: string) => c.toUpperCase()).replace(/[^A-Za-z]/g, '')}`,
     tags: [route.tag],
     summary: route.summary,
-    description: [route.description, `Scope: \`${route.scope}\`.`, route.module ? `Módulo opcional: \`${route.module}\`.` : '']
+    description: [
+      route.description,
+      route.session
+        ? `Sesión de usuario (\`Authorization: Bearer service_ses_...\`, de \`POST /user/sessions\`) con el permiso \`${route.session}\`.`
+        : `Scope: \`${route.scope}\`.`,
+      route.module ? `Módulo opcional: \`${route.module}\`.` : '',
+    ]
       .filter(Boolean)
       .join('\n\n'),
-    'x-scope': route.scope,
+    ...(route.session ? { 'x-permission': route.session, security: [{ userSession: [] }] } : { 'x-scope': route.scope }),
     parameters,
     requestBody: route.multipart
       ? {
@@ -147,6 +155,91 @@ function withUpload(route: RouteDef, op: ReturnType<typeof operation>) {
   return op;
 }
 
+/** Sign-in and sign-out of the user session that `/user/...` routes take (api/auth/sessions.ts). */
+function sessionPaths(): Record<string, Record<string, unknown>> {
+  const error = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+  return {
+    '/user/sessions': {
+      post: {
+        operationId: 'postUserSessions',
+        tags: ['Sesiones de usuario'],
+        summary: 'Inicia sesión con correo y contraseña',
+        description: `Devuelve un token \`service_ses_...\` válido ${SESSION_TTL_HOURS} h para las rutas \`/user/...\`. Credenciales incorrectas: 401 invalid_key. 10 intentos por minuto por correo.`,
+        security: [],
+        requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', required: ['data'], properties: { data: schema(signInSchema, 'input') } } } } },
+        responses: {
+          '201': {
+            description: 'Sesión abierta',
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  properties: {
+                    data: {
+                      type: 'object',
+                      properties: { object: { const: 'user_session' }, token: { type: 'string' }, user_id: { type: 'string' }, company_id: { type: 'string' }, expires_at: { type: 'string', format: 'date-time' } },
+                    },
+                  },
+                },
+              },
+            },
+          },
+          '401': error('invalid_key'),
+          '422': error('validation_failed, parameter_missing'),
+          '429': error('rate_limited'),
+        },
+      },
+    },
+    '/user/sessions/current': {
+      delete: {
+        operationId: 'deleteUserSessionsCurrent',
+        tags: ['Sesiones de usuario'],
+        summary: 'Cierra la sesión del token enviado',
+        security: [{ userSession: [] }],
+        responses: { '204': { description: 'Sesión cerrada' }, '401': error('invalid_key') },
+      },
+    },
+  };
+}
+
+const webhookEventSchema: JsonSchema = {
+  type: 'object',
+  required: ['id', 'evento', 'event', 'created_at', 'api_version', 'data'],
+  properties: {
+    id: { type: 'string', pattern: '^evt_[0-9a-f]+$', description: 'Id estable del evento, igual en cada intento: base para descartar duplicados' },
+    evento: { type: 'string', description: 'Nombre del evento (igual que event)' },
+    event: { type: 'string' },
+    created_at: { type: 'string', format: 'date-time', description: 'Cuándo ocurrió el hecho, no cuándo se intentó la entrega' },
+    api_version: { type: 'string', description: 'Versión (fecha) con la que se construyó el cuerpo' },
+    data: {
+      type: 'object',
+      required: ['object', 'id', 'metadata'],
+      properties: { object: { type: 'string' }, id: { type: 'string' }, metadata: { type: 'object', additionalProperties: { type: 'string' } } },
+      additionalProperties: true,
+    },
+  },
+};
+
+/** One entry of the document's `webhooks`: what a receiver gets for `name`. */
+function webhookOperation(name: string) {
+  const header = (h: string, description: string) => ({ name: h, in: 'header', required: true, schema: { type: 'string' }, description });
+  return {
+    post: {
+      summary: name,
+      description: 'Firma: `X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256 de "<t>.<cuerpo crudo>">` con el secreto completo del endpoint (whsec_...). Rechaza t a más de 300 s de tu reloj. Éxito: cualquier 2xx; reintentos a +1 min, +5 min, +30 min, +2 h y +6 h.',
+      parameters: [
+        header('X-Service-Signature', 't=<unix>,v1=<hex>'),
+        header('X-Service-Event', 'Nombre del evento'),
+        header('X-Service-Event-Id', 'Igual que el id del cuerpo'),
+        header('X-Service-Delivery', 'Id de la entrega (GET /webhook-endpoints/{id}/deliveries/{delivery_id})'),
+        header('X-Service-Attempt', 'Número de intento, desde 1'),
+      ],
+      requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/WebhookEvent' } } } },
+      responses: { '2XX': { description: 'Recibido; cualquier otra respuesta es un fallo y se reintenta' } },
+    },
+  };
+}
+
 let cached: { key: string; doc: JsonSchema } | undefined;
 
 export function openApiDocument(config: Config, routes: RouteDef[] = apiRoutes): JsonSchema {
@@ -157,6 +250,7 @@ export function openApiDocument(config: Config, routes: RouteDef[] = apiRoutes):
     paths[p] ??= {};
     paths[p][route.method.toLowerCase()] = withUpload(route, operation(route));
   }
+  Object.assign(paths, sessionPaths());
   const doc = {
     openapi: '3.1.0',
     info: {
@@ -172,11 +266,17 @@ export function openApiDocument(config: Config, routes: RouteDef[] = apiRoutes):
     servers: [{ url: config.baseUrl }],
     security: [{ apiKey: [] }],
     paths,
+    webhooks: Object.fromEntries(EVENT_NAMES.map((name) => [name, webhookOperation(name)])),
     components: {
       securitySchemes: {
         apiKey: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer service_sk_<API_KEY_SECRET>' },
+        userSession: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'Authorization: Bearer service_ses_<TOKEN>, de POST /api/v1/user/sessions (correo y contraseña); válida 12 h',
+        },
       },
-      schemas: { Error: errorSchema },
+      schemas: { Error: errorSchema, WebhookEvent: webhookEventSchema },
     },
   };
   const json = JSON.parse(JSON.stringify(doc)) as JsonSchema; // drops undefined members

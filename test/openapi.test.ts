@@ -22,9 +22,25 @@ describe('OpenAPI and reference page', () => {
     for (const route of apiRoutes) {
       const op = doc.paths[route.path.replace(/:(\w+)/g, '{$1}')]?.[route.method.toLowerCase()];
       assert.ok(op, `${route.method} ${route.path} is documented`);
-      assert.equal(op['x-scope'], route.scope);
+      if (route.session) {
+        assert.equal(op['x-permission'], route.session, `${route.path} names its permission`);
+        assert.deepEqual(op.security, [{ userSession: [] }]);
+      } else {
+        assert.equal(op['x-scope'], route.scope);
+      }
       assert.ok(op.responses[String(route.status)], `${route.method} ${route.path} documents its success status`);
     }
+  });
+
+  test('the user session sign-in and the sixteen webhook events are described', async () => {
+    const doc = (await (await fetch(`${app.baseUrl}/openapi.json`)).json()) as any;
+    assert.deepEqual(doc.paths['/user/sessions'].post.security, []);
+    assert.ok(doc.paths['/user/sessions/current'].delete);
+    assert.equal(doc.components.securitySchemes.userSession.scheme, 'bearer');
+    assert.equal(Object.keys(doc.webhooks).length, 16);
+    assert.deepEqual(doc.components.schemas.WebhookEvent.required, ['id', 'evento', 'event', 'created_at', 'api_version', 'data']);
+    const headers = doc.webhooks['invoice.emitted'].post.parameters.map((p: any) => p.name);
+    assert.deepEqual(headers, ['X-Service-Signature', 'X-Service-Event', 'X-Service-Event-Id', 'X-Service-Delivery', 'X-Service-Attempt']);
   });
 
   test('request schemas come from the validators (required fields, enums, strictness)', async () => {
