@@ -1,0 +1,202 @@
+// wsctl webhook/delivery commands end to end (DESIGN.md, CLI contract:
+// `webhook list --company`, `webhook rotate-secret`, `delivery list/show/
+// replay`): the real CLI as a child process against the real app's
+// /admin/trpc, effects checked through the public API. --json prints exactly
+// one JSON document on stdout; errors are one stderr line and a non-zero exit.
+// No worker runs, so deliveries stay `pending`.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { ADMIN_TOKEN, client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
+
+const WSCTL = fileURLToPath(new URL('../cli/wsctl.ts', import.meta.url));
+const MISSING_ID = '0123456789abcdef01234567';
+
+type Run = { code: number; stdout: string; stderr: string };
+type Api = ReturnType<typeof client>;
+
+function wsctl(app: TestApp, args: string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [WSCTL, ...args],
+      { env: { PATH: process.env.PATH ?? '', ADMIN_URL: app.url, ADMIN_TOKEN } },
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+/** --json: stdout is one JSON document and stderr is empty. */
+async function json(app: TestApp, args: string[]): Promise<any> {
+  const run = await wsctl(app, [...args, '--json']);
+  assert.equal(run.code, 0, `wsctl ${args.join(' ')}: ${run.stderr}`);
+  assert.equal(run.stderr, '');
+  return JSON.parse(run.stdout);
+}
+
+/** A failure: non-zero exit, nothing on stdout, exactly one line on stderr. */
+function assertOneLineError(run: Run, pattern: RegExp): void {
+  assert.notEqual(run.code, 0);
+  assert.equal(run.stdout, '');
+  assert.match(run.stderr, /^error: [^\n]+\n$/);
+  assert.match(run.stderr, pattern);
+}
+
+describe('wsctl webhook and delivery', () => {
+  let app: TestApp;
+  before(async () => {
+    app = await startTestApp();
+  });
+  after(() => app.close());
+
+  /** A company with one endpoint on `events`, and the API client of its key. */
+  async function setup(events: string[] = ['*']) {
+    const t = await seedTenant(app.pool);
+    const api = client(app.baseUrl, t.key);
+    const res = await api.post('/webhook-endpoints', { data: { url: 'https://hooks.example.com/cli', enabled_events: events } });
+    assert.equal(res.status, 201, res.text);
+    return { ...t, api, endpoint: res.body.data as Record<string, any> };
+  }
+
+  async function customer(api: Api, name: string): Promise<string> {
+    const res = await api.post('/customers', { data: { name } });
+    assert.equal(res.status, 201, res.text);
+    return res.body.data.id;
+  }
+
+  test('webhook list --json: the company\'s endpoints with health fields, never a secret', async () => {
+    const { companyId, api, endpoint } = await setup(['customer.created']);
+    const second = (await api.post('/webhook-endpoints', { data: { url: 'https://hooks.example.com/two', enabled_events: ['*'] } })).body.data;
+    const other = await setup();
+
+    const listed = await json(app, ['webhook', 'list', '--company', companyId]);
+    assert.ok(Array.isArray(listed));
+    assert.deepEqual(listed.map((e: any) => e.id), [second.id, endpoint.id], 'only this company, newest first');
+    for (const e of listed) {
+      assert.equal(e.object, 'webhook_endpoint');
+      assert.equal('secret' in e, false);
+      assert.equal(typeof e.secret_last_four, 'string');
+      assert.equal(e.consecutive_failures, 0);
+      assert.equal(e.active, true);
+    }
+    const text = JSON.stringify(listed);
+    for (const secret of [endpoint.secret, second.secret, other.endpoint.secret]) assert.ok(!text.includes(secret));
+    assert.deepEqual(listed[1].enabled_events, ['customer.created']);
+  });
+
+  test('webhook rotate-secret --json answers {id, secret}; the API then shows the new last four', async () => {
+    const { api, endpoint } = await setup();
+    const rotated = await json(app, ['webhook', 'rotate-secret', endpoint.id]);
+    assert.deepEqual(Object.keys(rotated).sort(), ['id', 'secret']);
+    assert.equal(rotated.id, endpoint.id);
+    assert.match(rotated.secret, /^whsec_/);
+    assert.notEqual(rotated.secret, endpoint.secret);
+    const read = await api.get(`/webhook-endpoints/${endpoint.id}`);
+    assert.equal(read.body.data.secret_last_four, rotated.secret.slice(-4));
+    assert.equal(read.body.data.consecutive_failures, 0, 'rotation changes only the secret');
+  });
+
+  test('delivery list --json with --status and --event filters', async () => {
+    const { api, endpoint } = await setup();
+    await customer(api, 'Uno');
+    await customer(api, 'Dos');
+    assert.equal((await api.post('/leads', { data: { name: 'Prospecto' } })).status, 201);
+
+    const all = await json(app, ['delivery', 'list', '--endpoint', endpoint.id]);
+    assert.equal(all.length, 3);
+    for (const d of all) {
+      assert.equal(d.object, 'webhook_delivery');
+      assert.equal(d.endpoint_id, endpoint.id);
+      assert.equal(d.status, 'pending');
+      assert.equal(d.max_attempts, 6);
+      assert.match(d.event_id, /^evt_/);
+    }
+    const viaApi = (await api.get(`/webhook-endpoints/${endpoint.id}/deliveries`)).body.data;
+    assert.deepEqual(all.map((d: any) => d.id), viaApi.map((d: any) => d.id), 'same deliveries, same order as the API');
+
+    const pending = await json(app, ['delivery', 'list', '--endpoint', endpoint.id, '--status', 'pending']);
+    assert.equal(pending.length, 3);
+    assert.deepEqual(await json(app, ['delivery', 'list', '--endpoint', endpoint.id, '--status', 'succeeded']), []);
+    const customers = await json(app, ['delivery', 'list', '--endpoint', endpoint.id, '--event', 'customer.created']);
+    assert.equal(customers.length, 2);
+    assert.ok(customers.every((d: any) => d.event === 'customer.created'));
+    const both = await json(app, ['delivery', 'list', '--endpoint', endpoint.id, '--status', 'pending', '--event', 'lead.created']);
+    assert.equal(both.length, 1);
+    assert.equal(both[0].event, 'lead.created');
+  });
+
+  test('delivery show --json has the payload the API shows; replay makes a new delivery with the same event_id and identical payload', async () => {
+    const { api, endpoint } = await setup(['customer.created']);
+    const customerId = await customer(api, 'Ana');
+    const [listed] = await json(app, ['delivery', 'list', '--endpoint', endpoint.id]);
+
+    const shown = await json(app, ['delivery', 'show', listed.id]);
+    assert.equal(shown.id, listed.id);
+    assert.equal(typeof shown.payload, 'string');
+    assert.equal(JSON.parse(shown.payload).data.id, customerId);
+    assert.equal(JSON.parse(shown.payload).id, shown.event_id);
+    const viaApi = (await api.get(`/webhook-endpoints/${endpoint.id}/deliveries/${listed.id}`)).body.data;
+    assert.equal(shown.payload, viaApi.payload);
+
+    const replayed = await json(app, ['delivery', 'replay', listed.id]);
+    assert.match(replayed.id, /^[0-9a-f]{24}$/);
+    assert.notEqual(replayed.id, listed.id);
+    assert.equal(replayed.endpoint_id, endpoint.id);
+    assert.equal(replayed.event, 'customer.created');
+    assert.equal(replayed.event_id, shown.event_id);
+    assert.equal(replayed.payload, shown.payload, 'the same bytes: a receiver de-duplicating by event id sees a repeat');
+    assert.equal(replayed.status, 'pending');
+
+    const after = await json(app, ['delivery', 'list', '--endpoint', endpoint.id]);
+    assert.equal(after.length, 2);
+    assert.deepEqual(new Set(after.map((d: any) => d.id)), new Set([listed.id, replayed.id]));
+    const read = await api.get(`/webhook-endpoints/${endpoint.id}/deliveries/${replayed.id}`);
+    assert.equal(read.status, 200);
+    assert.equal(read.body.data.payload, shown.payload);
+  });
+
+  test('unknown or malformed ids: one stderr line, non-zero exit, empty stdout', async () => {
+    assertOneLineError(await wsctl(app, ['webhook', 'rotate-secret', MISSING_ID, '--json']), /not found/i);
+    assertOneLineError(await wsctl(app, ['delivery', 'list', '--endpoint', MISSING_ID, '--json']), /not found/i);
+    assertOneLineError(await wsctl(app, ['delivery', 'show', MISSING_ID, '--json']), /not found/i);
+    assertOneLineError(await wsctl(app, ['delivery', 'replay', MISSING_ID, '--json']), /not found/i);
+    assertOneLineError(await wsctl(app, ['delivery', 'show', MISSING_ID]), /not found/i);
+    assertOneLineError(await wsctl(app, ['webhook', 'list', '--company', 'nope', '--json']), /24-hex/);
+    assertOneLineError(await wsctl(app, ['delivery', 'show', 'nope', '--json']), /24-hex/);
+    const { endpoint } = await setup();
+    assertOneLineError(await wsctl(app, ['delivery', 'list', '--endpoint', endpoint.id, '--status', 'bogus', '--json']), /status/);
+    assert.equal((await json(app, ['delivery', 'list', '--endpoint', endpoint.id])).length, 0, 'a failed command changed nothing');
+  });
+
+  test('without --json: tables for people (webhook list, delivery list) and details with the payload (delivery show)', async () => {
+    const { companyId, api, endpoint } = await setup();
+    await customer(api, 'Tabla');
+
+    const endpoints = await wsctl(app, ['webhook', 'list', '--company', companyId]);
+    assert.equal(endpoints.code, 0, endpoints.stderr);
+    assert.equal(endpoints.stderr, '');
+    assert.match(endpoints.stdout, /^ID\s+URL\s+EVENTS\s+ACTIVE\s+FAILURES/);
+    assert.match(endpoints.stdout, new RegExp(endpoint.id));
+    assert.match(endpoints.stdout, /https:\/\/hooks\.example\.com\/cli/);
+    assert.ok(!endpoints.stdout.includes(endpoint.secret));
+    assert.throws(() => JSON.parse(endpoints.stdout));
+
+    const deliveries = await wsctl(app, ['delivery', 'list', '--endpoint', endpoint.id]);
+    assert.equal(deliveries.code, 0, deliveries.stderr);
+    assert.match(deliveries.stdout, /^ID\s+EVENT\s+STATUS\s+ATTEMPTS/);
+    assert.match(deliveries.stdout, /customer\.created\s+pending\s+0\/6/);
+
+    const [d] = await json(app, ['delivery', 'list', '--endpoint', endpoint.id]);
+    const shown = await wsctl(app, ['delivery', 'show', d.id]);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(shown.stdout, new RegExp(`id:\\s+${d.id}`));
+    assert.match(shown.stdout, /payload:\n\{/);
+    assert.ok(shown.stdout.includes(d.event_id));
+
+    const empty = await setup();
+    const none = await wsctl(app, ['delivery', 'list', '--endpoint', empty.endpoint.id]);
+    assert.equal(none.code, 0);
+    assert.match(none.stdout, /no deliveries/);
+  });
+});
