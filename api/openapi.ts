@@ -34,7 +34,6 @@ const errorSchema: JsonSchema = {
     required: { type: 'string', description: 'Solo en insufficient_scope: el scope que falta' },
     year: { type: 'integer', description: 'Solo en period_locked' },
     month: { type: 'integer', description: 'Solo en period_locked' },
-    request_id: { type: 'string', description: 'Solo en 5xx: el X-Request-Id de la petición' },
   },
 };
 

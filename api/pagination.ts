@@ -94,7 +94,9 @@ export async function listPage<Row>(
   query: PaginationQuery,
 ): Promise<{ data: unknown[]; meta: ListMeta }> {
   const limit = Math.min(query.limit ?? DEFAULT_LIMIT, MAX_LIMIT);
-  if (query.page !== undefined && query.page > MAX_PAGE) throw new ApiError('offset_too_deep');
+  // Only a page that is used can be too deep: with a cursor, `page` is ignored (precedence).
+  const byPage = query.page !== undefined && !query.ending_before && !query.starting_after;
+  if (byPage && query.page! > MAX_PAGE) throw new ApiError('offset_too_deep');
 
   const params = new Params();
   const company = params.add(spec.companyId);

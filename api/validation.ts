@@ -39,7 +39,7 @@ export function fieldErrors(issues: z.core.$ZodIssue[], prefix = ''): FieldError
 /** Validates the `data` object of a write body. */
 export function parseData<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
   if (body === null || typeof body !== 'object' || Array.isArray(body) || !('data' in body)) {
-    throw new ApiError('parameter_missing', 'Falta el parámetro data.', { param: 'data' });
+    throw new ApiError('parameter_missing', 'Falta el parámetro data.');
   }
   const data = (body as { data: unknown }).data;
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
@@ -52,7 +52,7 @@ export function parseData<S extends z.ZodType>(schema: S, body: unknown): z.infe
   );
   if (missing) {
     const param = `data.${fieldName(missing.path)}`;
-    throw new ApiError('parameter_missing', `Falta el parámetro ${param}.`, { param });
+    throw new ApiError('parameter_missing', `Falta el parámetro ${param}.`);
   }
   throw validationFailed(fieldErrors(result.error.issues));
 }
@@ -64,5 +64,5 @@ export function parseQuery<S extends z.ZodType>(schema: S, query: unknown): z.in
   const issue = result.error.issues[0];
   const name = fieldName(issue.path);
   if (issue.message === 'invalid_id') throw new ApiError('invalid_id', `El parámetro ${name} no es un ObjectId válido.`);
-  throw new ApiError('invalid_parameter', `El parámetro ${name} no es válido: ${issue.message}`, { param: name });
+  throw new ApiError('invalid_parameter', `El parámetro ${name} no es válido: ${issue.message}`);
 }

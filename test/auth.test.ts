@@ -101,6 +101,7 @@ describe('API keys', () => {
     const res = await client(app.baseUrl, t.key).get('/automations');
     assert.equal(res.status, 403);
     assert.equal(res.body.error, 'module_not_enabled');
+    assert.deepEqual(Object.keys(res.body).sort(), ['error', 'message'], 'exactly {error, message}');
     await updateCompany(app.pool, t.companyId, { modules: ['automations'] });
     let status = 0;
     for (let i = 0; i < 20 && status !== 200; i++) {

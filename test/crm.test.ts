@@ -69,7 +69,8 @@ describe('customers', () => {
       const res = await api.post('/customers', { data: { name: 'FailMe' } });
       assert.equal(res.status, 500);
       assert.equal(res.body.error, 'internal_error');
-      assert.equal(res.body.request_id, res.headers.get('x-request-id'));
+      assert.deepEqual(Object.keys(res.body).sort(), ['error', 'message'], 'the body is exactly {error, message}');
+      assert.ok(res.body.message.includes(res.headers.get('x-request-id')!), 'the message quotes the request id');
       assert.doesNotMatch(res.text, /injected|events|INSERT|at /, 'no SQL or stack reaches the client');
       const { rows } = await app.pool.query(`SELECT 1 FROM customers WHERE name = 'FailMe'`);
       assert.equal(rows.length, 0);
@@ -86,6 +87,7 @@ describe('customers', () => {
     const noName = await api.post('/customers', { data: { email: 'a@b.co' } });
     assert.equal(noName.body.error, 'parameter_missing');
     assert.match(noName.body.message, /data\.name/);
+    assert.deepEqual(Object.keys(noName.body).sort(), ['error', 'message'], 'exactly {error, message}: no extra fields');
     const bad = await api.post('/customers', { data: { name: 'X', email: 'not-an-email', tax_id: '123', hacker: true } });
     assert.equal(bad.status, 422);
     assert.equal(bad.body.error, 'validation_failed');

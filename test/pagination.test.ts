@@ -47,6 +47,7 @@ describe('pagination', () => {
       const r = await api.get(`/customers?limit=${bad}`);
       assert.equal(r.status, 400, bad);
       assert.equal(r.body.error, 'invalid_parameter');
+      assert.deepEqual(Object.keys(r.body).sort(), ['error', 'message'], 'exactly {error, message}');
     }
   });
 
@@ -87,6 +88,11 @@ describe('pagination', () => {
     const deep = await api.get('/customers?page=201');
     assert.equal(deep.status, 400);
     assert.equal(deep.body.error, 'offset_too_deep');
+    // A cursor takes precedence over page, so an ignored page cannot be too deep.
+    const withCursor = await api.get(`/customers?limit=10&starting_after=${ordered[9]}&page=500`);
+    assert.equal(withCursor.status, 200);
+    assert.deepEqual(withCursor.body.data.map((c: any) => c.id), ordered.slice(10, 20));
+    assert.equal(withCursor.body.meta.page, undefined);
   });
 
   test('an empty page has null cursors', async () => {

@@ -55,7 +55,7 @@ export function requireScope(scope: string) {
 export function requireModule(module: string) {
   return async function moduleCheck(ctx: ApiContext, next: Next) {
     if (!ctx.state.auth?.enabledModules.includes(module)) {
-      throw new ApiError('module_not_enabled', `El módulo ${module} no está habilitado para esta empresa.`, { module });
+      throw new ApiError('module_not_enabled', `El módulo ${module} no está habilitado para esta empresa.`);
     }
     await next();
   };

@@ -44,7 +44,9 @@ export function requestMiddleware() {
         failure = error;
         logError('request.failed', error, { request_id: requestId, method: ctx.method, path: ctx.path });
         ctx.status = 500;
-        ctx.body = { error: 'internal_error', message: 'Error interno del servidor.', request_id: requestId };
+        // Exactly {error, message} (contract, Errors); the id a client quotes to
+        // support is in the message and in X-Request-Id, never a stack or SQL.
+        ctx.body = { error: 'internal_error', message: `Error interno del servidor. Referencia: ${requestId}.` };
       }
     }
     log('request', {
