@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { isObjectId } from '../lib/objectid.ts';
 import { ApiError, validationFailed, type ErrorCode } from './errors.ts';
 import { authenticateSession, type Permission } from './auth/sessions.ts';
-import { authenticate, requireModule, requireScope } from './middleware/authenticate.ts';
+import { authenticate, checkOrigin, requireModule, requireScope } from './middleware/authenticate.ts';
 import { IDEMPOTENCY_BODY_LIMIT, idempotency } from './middleware/idempotency.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { responseCache } from './middleware/response-cache.ts';
@@ -220,7 +220,7 @@ export function mountRoutes(router: Router<any, any>, routes: RouteDef[], defaul
   for (const route of routes) {
     const chain: Array<(ctx: ApiContext, next: Next) => Promise<void>> = route.session
       ? [authenticateSession(route.session), rateLimit(defaultRateLimit)]
-      : [authenticate, rateLimit(defaultRateLimit), requireScope(route.scope)];
+      : [authenticate, rateLimit(defaultRateLimit), checkOrigin, requireScope(route.scope)];
     if (route.module) chain.push(requireModule(route.module));
     if (route.params) chain.push(validateParams(route.params));
     if (route.multipart) chain.push(multipartBody(route.multipart), idempotency);

@@ -42,6 +42,10 @@ describe('API keys', () => {
     for (const headers of variants) {
       const res = await request(app.baseUrl, 'GET', '/customers', { headers });
       assert.equal(res.status, 401, JSON.stringify(headers));
+      // Counted against the client address, so a 401 carries the headers of every response.
+      assert.equal(res.headers.get('ratelimit-limit'), '600');
+      assert.match(res.headers.get('ratelimit-remaining') ?? '', /^\d+$/);
+      assert.match(res.headers.get('ratelimit-reset') ?? '', /^\d+$/);
       bodies.add(res.text);
     }
     assert.equal(bodies.size, 1, 'every invalid key must produce the same body');
@@ -93,6 +97,7 @@ describe('API keys', () => {
       const res = await get(headers);
       assert.equal(res.status, 403, JSON.stringify(headers));
       assert.equal(res.body.error, 'origin_not_allowed');
+      assert.equal(res.headers.get('ratelimit-limit'), '600', 'a refused origin is counted against the key');
     }
   });
 

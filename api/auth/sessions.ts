@@ -14,6 +14,7 @@ import { objectId } from '../../lib/objectid.ts';
 import { verifyPassword } from '../admin/companies.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { bearerToken } from '../middleware/authenticate.ts';
+import { limitUnauthenticated } from '../middleware/rate-limit.ts';
 import type { ApiContext } from '../types.ts';
 import { parseData } from '../validation.ts';
 
@@ -88,7 +89,10 @@ export function authenticateSession(permission: Permission | null) {
   return async function sessionCheck(ctx: ApiContext, next: Next) {
     const token = bearerToken(ctx.get('Authorization'));
     const session = token ? await findSession(ctx.deps.pool, token) : null;
-    if (!session) throw new ApiError('invalid_key', 'La sesión no es válida o expiró.');
+    if (!session) {
+      await limitUnauthenticated(ctx);
+      throw new ApiError('invalid_key', 'La sesión no es válida o expiró.');
+    }
     ctx.state.session = session;
     ctx.state.auth = {
       keyId: `session:${session.sessionId}`,

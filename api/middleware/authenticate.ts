@@ -4,6 +4,7 @@
 import type { Next } from 'koa';
 import { digestSecret, isWellFormedSecret } from '../auth/keys.ts';
 import { ApiError } from '../errors.ts';
+import { limitUnauthenticated } from './rate-limit.ts';
 import type { ApiContext } from '../types.ts';
 
 export function bearerToken(header: string): string | null {
@@ -13,10 +14,18 @@ export function bearerToken(header: string): string | null {
 
 export async function authenticate(ctx: ApiContext, next: Next) {
   const secret = bearerToken(ctx.get('Authorization'));
-  if (!secret || !isWellFormedSecret(secret)) throw new ApiError('invalid_key');
-  const key = await ctx.deps.keyCache.lookup(ctx.deps.pool, digestSecret(secret));
-  if (!key) throw new ApiError('invalid_key');
+  const key = secret && isWellFormedSecret(secret) ? await ctx.deps.keyCache.lookup(ctx.deps.pool, digestSecret(secret)) : null;
+  if (!key) {
+    await limitUnauthenticated(ctx);
+    throw new ApiError('invalid_key');
+  }
   ctx.state.auth = key;
+  await next();
+}
+
+/** After the rate limit, so a refused origin is counted and carries RateLimit-* too. */
+export async function checkOrigin(ctx: ApiContext, next: Next) {
+  const key = ctx.state.auth!;
   if (key.allowedOrigins.length > 0 && !originAllowed(ctx, key.allowedOrigins)) {
     throw new ApiError('origin_not_allowed');
   }

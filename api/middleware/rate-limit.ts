@@ -318,18 +318,32 @@ export class RateLimiter {
   }
 }
 
+/** Counts one request against `bucket` and sets the RateLimit-* headers; a refusal throws 429 with Retry-After. */
+export async function consumeLimit(ctx: ApiContext, bucket: string, limit: number): Promise<void> {
+  const decision = await ctx.deps.rateLimiter.consume(bucket, limit);
+  ctx.set('RateLimit-Limit', String(decision.limit));
+  ctx.set('RateLimit-Remaining', String(decision.remaining));
+  ctx.set('RateLimit-Reset', String(decision.resetSeconds));
+  if (!decision.allowed) {
+    ctx.set('Retry-After', String(decision.resetSeconds));
+    throw new ApiError('rate_limited');
+  }
+}
+
+/**
+ * A request whose credential is refused (401) has no key to count against,
+ * so it counts against its client address, with the same limit: the answer
+ * carries RateLimit-* like every other, and guessing keys from one address
+ * is throttled like any other traffic.
+ */
+export function limitUnauthenticated(ctx: ApiContext): Promise<void> {
+  return consumeLimit(ctx, `ip:${ctx.ip}`, ctx.deps.config.rateLimitPerMinute);
+}
+
 export function rateLimit(defaultLimit: number) {
   return async function limitRequests(ctx: ApiContext, next: Next) {
     const auth = ctx.state.auth!;
-    const limit = auth.rateLimitPerMinute ?? defaultLimit;
-    const decision = await ctx.deps.rateLimiter.consume(`key:${auth.keyId}`, limit);
-    ctx.set('RateLimit-Limit', String(decision.limit));
-    ctx.set('RateLimit-Remaining', String(decision.remaining));
-    ctx.set('RateLimit-Reset', String(decision.resetSeconds));
-    if (!decision.allowed) {
-      ctx.set('Retry-After', String(decision.resetSeconds));
-      throw new ApiError('rate_limited');
-    }
+    await consumeLimit(ctx, `key:${auth.keyId}`, auth.rateLimitPerMinute ?? defaultLimit);
     await next();
   };
 }
