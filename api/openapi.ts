@@ -37,6 +37,16 @@ const errorSchema: JsonSchema = {
   },
 };
 
+/** Headers every API response carries (contract, Versioning; DESIGN.md: rate limit and request id). */
+const COMMON_HEADERS: Record<string, JsonSchema> = {
+  'X-Request-Id': { schema: { type: 'string' }, description: 'Id de la petición; aparece en la línea de registro' },
+  'X-Service-API-Version': { schema: { type: 'string', const: API_VERSION } },
+  'X-Service-API-Released-At': { schema: { type: 'string', const: API_RELEASED_AT } },
+  'RateLimit-Limit': { schema: { type: 'integer' }, description: 'Peticiones por minuto de la clave' },
+  'RateLimit-Remaining': { schema: { type: 'integer' }, description: 'Peticiones que quedan en la ventana' },
+  'RateLimit-Reset': { schema: { type: 'integer' }, description: 'Segundos hasta que la petición más antigua sale de la ventana' },
+};
+
 const COMMON_ERRORS: ErrorCode[] = ['invalid_key', 'origin_not_allowed', 'insufficient_scope', 'rate_limited'];
 
 function openApiPath(path: string): string {
@@ -80,12 +90,20 @@ function operation(route: RouteDef) {
       : { type: 'object', required: ['data'], properties: { data: item } };
     responses[String(route.status)] = {
       description: 'Éxito',
-      headers: route.cache ? { 'X-Cache': { schema: { type: 'string', enum: ['HIT', 'MISS'] } } } : undefined,
+      headers: {
+        ...COMMON_HEADERS,
+        ...(route.cache ? { 'X-Cache': { schema: { type: 'string', enum: ['HIT', 'MISS'] } } } : {}),
+        ...(route.method !== 'GET' && route.method !== 'DELETE'
+          ? { 'Idempotent-Replayed': { schema: { type: 'string', enum: ['true'] }, description: 'Presente cuando la respuesta es la guardada de una petición anterior con la misma Idempotency-Key' } }
+          : {}),
+      },
       content: { 'application/json': { schema: body } },
     };
   }
-  const writes: ErrorCode[] = route.method !== 'GET' && route.method !== 'DELETE' ? ['idempotency_key_reused', 'idempotency_body_too_large', 'idempotency_in_progress'] : [];
-  const codes = [...new Set<ErrorCode>([...(route.errors ?? []), ...COMMON_ERRORS, ...(route.module ? (['module_not_enabled'] as const) : []), ...writes])];
+  const writes: ErrorCode[] = route.method !== 'GET' && route.method !== 'DELETE'
+    ? ['idempotency_key_reused', 'idempotency_body_too_large', 'idempotency_in_progress', 'invalid_idempotency_key']
+    : [];
+  const codes = [...new Set<ErrorCode>([...(route.errors ?? []), ...COMMON_ERRORS, 'https_required', ...(route.module ? (['module_not_enabled'] as const) : []), ...writes])];
   const byStatus = new Map<number, string[]>();
   for (const code of codes) {
     const status = ERROR_CODES[code].status;
@@ -94,6 +112,7 @@ function operation(route: RouteDef) {
   for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
     responses[String(status)] = {
       description: list.join(', '),
+      headers: status === 429 ? { ...COMMON_HEADERS, 'Retry-After': { schema: { type: 'integer' }, description: 'Segundos enteros a esperar' } } : COMMON_HEADERS,
       content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
     };
   }

@@ -56,6 +56,13 @@ describe('OpenAPI and reference page', () => {
     for (const p of ['limit', 'starting_after', 'ending_before', 'page', 'include_total', 'include_filtered_total', 'q', 'search']) assert.ok(names.includes(p), p);
     assert.ok(doc.paths['/customers'].post.responses['422']);
     assert.deepEqual(doc.components.schemas.Error.required, ['error', 'message']);
+    const post = doc.paths['/customers'].post.responses;
+    for (const h of ['X-Request-Id', 'X-Service-API-Version', 'X-Service-API-Released-At', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Idempotent-Replayed']) {
+      assert.ok(post['201'].headers[h], `201 documents ${h}`);
+    }
+    assert.ok(post['429'].headers['Retry-After']);
+    assert.match(post['400'].description, /invalid_idempotency_key/);
+    assert.match(post['426'].description, /https_required/);
   });
 
   test('the reference page renders every operation and loads nothing from elsewhere', async () => {
