@@ -174,6 +174,19 @@ describe('leads', () => {
   });
   after(() => app.close());
 
+  test('lead search with q or search over name, email and phone', async () => {
+    const own = await seedTenant(app.pool);
+    const api = client(app.baseUrl, own.key);
+    await api.post('/leads', { data: { name: 'Prospecto Hallable', email: 'ph@lead-find.example', phone: '+52 55 4444 1111' } });
+    await api.post('/leads', { data: { name: 'Otro' } });
+    for (const q of ['hallable', 'LEAD-FIND', '4444 1111']) {
+      const res = await api.get(`/leads?q=${encodeURIComponent(q)}`);
+      assert.deepEqual(res.body.data.map((x: any) => x.name), ['Prospecto Hallable'], q);
+    }
+    assert.deepEqual((await api.get('/leads?search=Hallable')).body.data.map((x: any) => x.name), ['Prospecto Hallable']);
+    assert.equal((await api.get('/leads?q=nadie-se-llama-asi')).body.data.length, 0);
+  });
+
   test('lead CRUD with company_name, job_title and status; lead.created recorded', async () => {
     const created = await api.post('/leads', { data: { name: 'Luis', email: 'luis@p.example', company_name: 'Prospecto SA', job_title: 'CTO', source: 'web' } });
     assert.equal(created.status, 201);

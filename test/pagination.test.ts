@@ -137,6 +137,19 @@ describe('pagination', () => {
     assert.equal(noSearch.body.meta.filtered_total_capped, false);
   });
 
+  test('include_filtered_total without a text search is capped at 10,000 with filtered_total_capped', async () => {
+    const big = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    await app.pool.query(
+      `INSERT INTO customers (id, company_id, name)
+       SELECT 'fe' || lpad(to_hex(i), 22, '0'), $1, 'Masivo ' || i FROM generate_series(1, 10001) i`,
+      [big.companyId],
+    );
+    const res = await client(app.baseUrl, big.key).get('/customers?include_filtered_total=true&limit=100');
+    assert.equal(res.body.meta.filtered_total, 10_000);
+    assert.equal(res.body.meta.filtered_total_pages, 100);
+    assert.equal(res.body.meta.filtered_total_capped, true);
+  });
+
   test('search treats % and _ literally', async () => {
     const res = await api.get('/customers?q=%25');
     assert.equal(res.body.data.length, 0);
