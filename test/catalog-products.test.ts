@@ -228,6 +228,51 @@ describe('products: prices, nested writes, detail, custom properties', () => {
     assert.equal(res.status, 201);
   });
 
+  test('a duplicate variant sku is 422 validation_failed under variants.<index>.sku, on create and update, and nothing is written', async () => {
+    const first = (await api.post('/products', { data: { ...base, name: 'Con SKU', variants: [{ name: 'Chica', sku: 'VAR-DUP' }] } })).body.data;
+    const countNamed = async (name: string) =>
+      (await app.pool.query('SELECT count(*)::int AS n FROM products WHERE company_id = $1 AND name = $2', [tenant.companyId, name])).rows[0].n;
+
+    // Taken by another product's variant.
+    const taken = await api.post('/products', { data: { ...base, name: 'Choque', variants: [{ name: 'A' }, { name: 'B', sku: 'VAR-DUP' }] } });
+    assert.equal(taken.status, 422, taken.text);
+    assert.equal(taken.body.error, 'validation_failed');
+    assert.ok(taken.body.errors['variants.1.sku'], JSON.stringify(taken.body.errors));
+    assert.equal(await countNamed('Choque'), 0, 'the product is not written either');
+
+    // Twice in the same payload.
+    const twice = await api.post('/products', { data: { ...base, name: 'Gemelas', variants: [{ name: 'A', sku: 'TWIN' }, { name: 'B', sku: 'TWIN' }] } });
+    assert.equal(twice.status, 422, twice.text);
+    assert.ok(twice.body.errors['variants.1.sku'], JSON.stringify(twice.body.errors));
+    assert.equal(await countNamed('Gemelas'), 0);
+
+    // On PATCH, a new variant and an updated one, both colliding; the product fields roll back too.
+    const second = (await api.post('/products', { data: { ...base, name: 'Segundo', variants: [{ name: 'S', sku: 'VAR-OK' }] } })).body.data;
+    const patched = await api.patch(`/products/${second.id}`, {
+      data: { name: 'Renombrado', variants: [{ id: second.variants[0].id, sku: 'VAR-DUP' }, { name: 'Nueva', sku: 'VAR-DUP' }] },
+    });
+    assert.equal(patched.status, 422, patched.text);
+    assert.equal(patched.body.error, 'validation_failed');
+    assert.ok(patched.body.errors['variants.0.sku'] && patched.body.errors['variants.1.sku'], JSON.stringify(patched.body.errors));
+    const after = (await api.get(`/products/${second.id}`)).body.data;
+    assert.equal(after.name, 'Segundo');
+    assert.deepEqual(after.variants.map((v: any) => v.sku), ['VAR-OK']);
+    assert.deepEqual((await api.get(`/products/${first.id}`)).body.data.variants.map((v: any) => v.sku), ['VAR-DUP']);
+
+    // The product's own sku and slug on PATCH are 422 as well.
+    const sku = await api.patch(`/products/${second.id}`, { data: { sku: 'PLY-1' } });
+    assert.equal(sku.status, 422, sku.text);
+    assert.ok(sku.body.errors.sku);
+    const slug = await api.patch(`/products/${second.id}`, { data: { slug: first.slug } });
+    assert.equal(slug.status, 422, slug.text);
+    assert.ok(slug.body.errors.slug);
+
+    // Another company may use the same variant sku.
+    const other = await seedTenant(app.pool);
+    const res = await client(app.baseUrl, other.key).post('/products', { data: { ...base, variants: [{ name: 'V', sku: 'VAR-DUP' }] } });
+    assert.equal(res.status, 201, res.text);
+  });
+
   test('delete removes the product with its variants and stock; another company gets 404', async () => {
     const p = (await api.post('/products', { data: { ...base, name: 'Borrar', variants: [{ name: 'V' }], inventory: [{ warehouse: 'W', quantity: 1 }] } })).body.data;
     const other = await seedTenant(app.pool);

@@ -6,7 +6,7 @@
 // updates that item (it must belong to this product, else 422), with
 // `_destroy: true` removes it; an item without `id` is created; items not
 // mentioned stay as they are.
-import type { Queryable } from '../../db/pool.ts';
+import type { Client, Queryable } from '../../db/pool.ts';
 import { iso } from '../../db/rows.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { deleteMedia } from '../../storage/media.ts';
@@ -38,7 +38,28 @@ async function updateNested(db: Queryable, table: string, id: string, values: Re
   await db.query(`UPDATE ${table} SET ${sql}, updated_at = now() WHERE id = $1`, [id, ...params]);
 }
 
-export async function writeVariants(db: Queryable, companyId: string, productId: string, items: VariantWrite[]): Promise<void> {
+/**
+ * Runs one variant write that sets a sku under a savepoint. The unique index
+ * product_variants_sku (company_id, sku) is the judge, so a sku taken by
+ * another variant, by an earlier item of the same payload or by a concurrent
+ * request all end the same way: a field error for that item (422), not an
+ * aborted transaction and a 500. The caller's transaction still rolls back
+ * the whole write once the errors are collected.
+ */
+async function withSkuCheck(db: Client, at: string, errors: FieldErrors, write: () => Promise<unknown>): Promise<void> {
+  await db.query('SAVEPOINT variant_sku');
+  try {
+    await write();
+    await db.query('RELEASE SAVEPOINT variant_sku');
+  } catch (error) {
+    const pgError = error as { code?: string; constraint?: string };
+    if (pgError?.code !== '23505' || pgError.constraint !== 'product_variants_sku') throw error;
+    await db.query('ROLLBACK TO SAVEPOINT variant_sku');
+    errors[`${at}.sku`] = ['ya la usa otra variante de la empresa'];
+  }
+}
+
+export async function writeVariants(db: Client, companyId: string, productId: string, items: VariantWrite[]): Promise<void> {
   const errors: FieldErrors = {};
   for (const [i, item] of items.entries()) {
     const at = `variants.${i}`;
@@ -57,23 +78,29 @@ export async function writeVariants(db: Queryable, companyId: string, productId:
         continue;
       }
       if (item.image_url !== undefined) await deleteMedia(db, companyId, [rows[0].image_media_id]);
-      await updateNested(db, 'product_variants', item.id, {
-        name: item.name,
-        sku: item.sku,
-        prices_cents: item.prices_cents,
-        position: item.position,
-        ...(item.image_url !== undefined ? { image_url: item.image_url, thumbnail_url: null, image_media_id: null } : {}),
-      });
+      const update = () =>
+        updateNested(db, 'product_variants', item.id!, {
+          name: item.name,
+          sku: item.sku,
+          prices_cents: item.prices_cents,
+          position: item.position,
+          ...(item.image_url !== undefined ? { image_url: item.image_url, thumbnail_url: null, image_media_id: null } : {}),
+        });
+      if (item.sku) await withSkuCheck(db, at, errors, update);
+      else await update();
     } else if (!item._destroy) {
       if (!item.name) {
         errors[`${at}.name`] = ['es obligatorio al crear una variante'];
         continue;
       }
-      await db.query(
-        `INSERT INTO product_variants (id, company_id, product_id, name, sku, prices_cents, position, image_url)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-        [objectId(), companyId, productId, item.name, item.sku ?? null, JSON.stringify(item.prices_cents ?? {}), item.position ?? i, item.image_url ?? null],
-      );
+      const insert = () =>
+        db.query(
+          `INSERT INTO product_variants (id, company_id, product_id, name, sku, prices_cents, position, image_url)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+          [objectId(), companyId, productId, item.name, item.sku ?? null, JSON.stringify(item.prices_cents ?? {}), item.position ?? i, item.image_url ?? null],
+        );
+      if (item.sku) await withSkuCheck(db, at, errors, insert);
+      else await insert();
     }
   }
   fail(errors);
