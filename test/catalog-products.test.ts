@@ -177,6 +177,30 @@ describe('products: prices, nested writes, detail, custom properties', () => {
     assert.equal(bad.status, 422);
   });
 
+  test('_destroy of a variant removes its stock rows: the inventory no longer counts them nor names the variant', async () => {
+    const p = (await api.post('/products', { data: { ...base, name: 'Con existencias', variants: [{ name: 'Roja' }, { name: 'Azul' }] } })).body.data;
+    const [roja, azul] = p.variants;
+    const stocked = await api.patch(`/products/${p.id}`, {
+      data: {
+        inventory: [
+          { warehouse: 'W', quantity: 1 },
+          { warehouse: 'W', rack: 'R1', variant_id: roja.id, quantity: 4 },
+          { warehouse: 'N', variant_id: roja.id, quantity: 2 },
+          { warehouse: 'W', rack: 'R2', variant_id: azul.id, quantity: 3 },
+        ],
+      },
+    });
+    assert.equal(stocked.body.data.inventory.total_quantity, 10, stocked.text);
+    const res = await api.patch(`/products/${p.id}`, { data: { variants: [{ id: roja.id, _destroy: true }] } });
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(res.body.data.inventory, {
+      total_quantity: 4,
+      warehouses: [{ warehouse: 'W', quantity: 4, racks: [{ rack: null, variant_id: null, quantity: 1 }, { rack: 'R2', variant_id: azul.id, quantity: 3 }] }],
+    });
+    const { rows } = await app.pool.query('SELECT count(*)::int AS n FROM product_stock WHERE variant_id = $1', [roja.id]);
+    assert.equal(rows[0].n, 0, 'no stock row outlives its variant');
+  });
+
   test('custom properties of every kind: array on write, top-level keys on read, reserved keys dropped', async () => {
     const props = [
       { key: 'material', value: 'algodón' },

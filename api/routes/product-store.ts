@@ -74,6 +74,11 @@ export async function writeVariants(db: Client, companyId: string, productId: st
       }
       if (item._destroy) {
         await deleteMedia(db, companyId, [rows[0].image_media_id]);
+        // product_stock.variant_id has no foreign key ('' stands for "the
+        // product itself" and is part of the primary key), so the variant's
+        // stock rows go here, or the detail would count them under a
+        // variant_id that no longer exists.
+        await db.query('DELETE FROM product_stock WHERE product_id = $1 AND variant_id = $2', [productId, item.id]);
         await db.query('DELETE FROM product_variants WHERE id = $1', [item.id]);
         continue;
       }
