@@ -199,4 +199,32 @@ describe('wsctl webhook and delivery', () => {
     assert.equal(none.code, 0);
     assert.match(none.stdout, /no deliveries/);
   });
+
+  test('user set-permissions grants manage-developers: the member\'s session then reaches the in-application webhook routes', async () => {
+    const t = await seedTenant(app.pool);
+    const member = '0badc0ffee0badc0ffee0bad';
+    await app.pool.query(`INSERT INTO users (id, email) VALUES ($1, 'dev-member@cli.example')`, [member]);
+    await app.pool.query('INSERT INTO memberships (company_id, user_id) VALUES ($1, $2)', [t.companyId, member]);
+    await json(app, ['user', 'set-password', member, '--password', 'clave-del-miembro']);
+    const signIn = await fetch(`${app.baseUrl}/user/sessions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ data: { email: 'dev-member@cli.example', password: 'clave-del-miembro' } }),
+    });
+    const token = ((await signIn.json()) as any).data.token;
+    const session = client(app.baseUrl, token);
+    const before = await session.get('/user/developers/webhook-endpoints');
+    assert.equal(before.status, 403);
+    assert.equal(before.body.required, 'manage-developers');
+
+    const granted = await json(app, ['user', 'set-permissions', member, '--company', t.companyId, '--permissions', 'manage-developers']);
+    assert.deepEqual(granted.permissions, ['manage-developers']);
+    assert.equal((await session.get('/user/developers/webhook-endpoints')).status, 200);
+
+    const cleared = await json(app, ['user', 'set-permissions', member, '--company', t.companyId, '--permissions', '']);
+    assert.deepEqual(cleared.permissions, []);
+    assert.equal((await session.get('/user/developers/webhook-endpoints')).status, 403);
+    assertOneLineError(await wsctl(app, ['user', 'set-permissions', member, '--company', t.companyId, '--permissions', 'root']), /permissions/);
+    assertOneLineError(await wsctl(app, ['user', 'set-permissions', member, '--company', MISSING_ID, '--permissions', 'manage-developers']), /not a member/);
+  });
 });

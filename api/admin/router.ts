@@ -1,6 +1,7 @@
 // Admin procedures for `wsctl`, one router per domain combined here.
 import { z } from 'zod';
 import { OPT_IN_MODULES, parseScopes } from '../auth/scopes.ts';
+import { PERMISSIONS } from '../auth/sessions.ts';
 import {
   AdminError,
   createAutomation,
@@ -79,6 +80,17 @@ const userRouter = router({
   setPassword: adminProcedure
     .input(z.object({ id, password: z.string().min(8).max(200) }))
     .mutation(({ ctx, input }) => setPassword(ctx.deps.pool, input.id, input.password)),
+  // Permissions of in-application routes (api/auth/sessions.ts); owners hold them all.
+  setPermissions: adminProcedure
+    .input(z.object({ id, companyId: id, permissions: z.array(z.enum(PERMISSIONS)) }))
+    .mutation(async ({ ctx, input }) => {
+      const { rows } = await ctx.deps.pool.query(
+        'UPDATE memberships SET permissions = $3 WHERE user_id = $1 AND company_id = $2 RETURNING user_id, company_id, is_owner, permissions',
+        [input.id, input.companyId, [...new Set(input.permissions)]],
+      );
+      if (!rows[0]) throw new AdminError('not_found', `User ${input.id} is not a member of company ${input.companyId}`);
+      return rows[0] as { user_id: string; company_id: string; is_owner: boolean; permissions: string[] };
+    }),
 });
 
 const automationRouter = router({

@@ -2,6 +2,7 @@
 // consent page (MCP clients); API keys do not need one.
 import type { Command } from 'commander';
 import { action } from '../action.ts';
+import { list } from '../options.ts';
 
 export function registerUserCommands(program: Command): void {
   const user = program.command('user').description('manage users');
@@ -15,6 +16,19 @@ export function registerUserCommands(program: Command): void {
       action(
         async ({ api, args: [id], opts }) => api.user.setPassword.mutate({ id, password: opts.password }),
         (user) => `Password set for ${user.email} (${user.id})`,
+      ),
+    );
+
+  user
+    .command('set-permissions')
+    .description("replace a member's permissions in a company (owners hold them all): manage-developers")
+    .argument('<user-id>', 'user id')
+    .requiredOption('--company <id>', 'company id')
+    .requiredOption('--permissions <list>', "comma separated, e.g. manage-developers; '' clears them", list)
+    .action(
+      action(
+        async ({ api, args: [id], opts }) => api.user.setPermissions.mutate({ id: id!, companyId: opts.company, permissions: opts.permissions }),
+        (m) => `Permissions of ${m.user_id} in ${m.company_id}: ${m.permissions.join(', ') || '(none)'}${m.is_owner ? ' (owner: every permission)' : ''}`,
       ),
     );
 }
