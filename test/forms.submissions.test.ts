@@ -35,6 +35,46 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     return { status: res.status, headers: res.headers, body: (await res.json()) as any };
   }
 
+  /**
+   * A POST written by hand, to control framing: with `length` the body is
+   * declared with Content-Length, else it goes chunked. Resolves on the
+   * response even when the server answered before reading everything.
+   */
+  function rawPost(to: string, headers: Record<string, string>, pieces: Iterable<Buffer>, options: { length?: number; end?: boolean } = {}) {
+    return new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: any }>((resolve, reject) => {
+      let answered = false;
+      const declared = options.length === undefined ? {} : { 'content-length': String(options.length) };
+      const req = http.request(new URL(app.baseUrl + to), { method: 'POST', headers: { authorization: `Bearer ${tenant.key}`, ...headers, ...declared } }, (res) => {
+        answered = true;
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: text ? JSON.parse(text) : null }));
+        res.on('error', reject);
+      });
+      req.on('error', (error) => !answered && reject(error));
+      void (async () => {
+        for (const piece of pieces) {
+          if (answered || req.destroyed) return;
+          if (!req.write(piece)) await new Promise((r) => (req.once('drain', r), req.once('close', r)));
+        }
+        if (options.end !== false && !answered) req.end();
+      })();
+    });
+  }
+
+  /** A multipart body as pieces: text fields, then one file whose bytes come from `fileBytes`. */
+  function* multipartPieces(boundary: string, fields: Record<string, string>, file: { part: string; name: string; bytes: Iterable<Buffer> }) {
+    for (const [name, value] of Object.entries(fields)) yield Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`);
+    yield Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${file.part}"; filename="${file.name}"\r\nContent-Type: application/pdf\r\n\r\n`);
+    yield* file.bytes;
+    yield Buffer.from(`\r\n--${boundary}--\r\n`);
+  }
+
+  function* slices(buffer: Buffer, size = 16 * 1024) {
+    for (let i = 0; i < buffer.length; i += size) yield buffer.subarray(i, i + size);
+  }
+
   test('JSON: answers validated and extracted, files of every allowed kind stored privately, status received', async () => {
     const cv = [files.fileJson('cv.pdf', files.pdf()), files.fileJson('carta.docx', files.docx()), files.fileJson('datos.xlsx', files.xlsx()), files.fileJson('deck.pptx', files.pptx()), files.fileJson('notas.txt', Buffer.from('hola, ñandú\n'))];
     const media = [
@@ -269,18 +309,52 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     assert.equal(other.body.error, 'idempotency_key_reused');
 
     const blobsBefore = await blobCount();
-    const parts: Parameters<typeof multipart>[0] = [['answers[email]', 'm@example.com'], ['answers[name]', 'M'], ['files[cv]', { name: 'a.pdf', bytes: files.pdf(300_000) }]];
+    const parts: Parameters<typeof multipart>[0] = [['answers[email]', 'm@example.com'], ['answers[name]', 'M'], ['files[cv]', { name: 'a.pdf', bytes: files.pdf(30_000) }]];
     const m1 = await multipart(parts, { 'idempotency-key': 'multi-1' });
     const m2 = await multipart(parts, { 'idempotency-key': 'multi-1' });
     assert.equal(m1.status, 201);
     assert.equal(m2.headers.get('idempotent-replayed'), 'true');
     assert.equal(m2.body.data.id, m1.body.data.id);
     assert.equal(await blobCount(), blobsBefore + 1, 'the replay left no staged bytes behind');
-    const changed = await multipart([...parts.slice(0, 2), ['files[cv]', { name: 'a.pdf', bytes: files.pdf(300_001) }]], { 'idempotency-key': 'multi-1' });
+    const changed = await multipart([...parts.slice(0, 2), ['files[cv]', { name: 'a.pdf', bytes: files.pdf(30_001) }]], { 'idempotency-key': 'multi-1' });
     assert.equal(changed.status, 422);
     assert.equal(changed.body.error, 'idempotency_key_reused');
     const count = await app.pool.query(`SELECT count(*)::int AS n FROM form_submissions WHERE email = 'm@example.com'`);
     assert.equal(count.rows[0].n, 1);
+  });
+
+  test('Idempotency-Key: a body over 100 KB, files included, is 413 idempotency_body_too_large; large uploads go without the key', async () => {
+    const fields = { 'answers[email]': 'k@example.com', 'answers[name]': 'K' };
+    // Declared over 100 KB: answered before the body is read (only 16 KB of 300 KB is ever sent).
+    const declared = await rawPost(path(), { 'content-type': 'multipart/form-data; boundary=b', 'idempotency-key': 'big-1' }, [Buffer.alloc(16 * 1024)], { length: 300_000, end: false });
+    assert.equal(declared.status, 413);
+    assert.equal(declared.body.error, 'idempotency_body_too_large');
+    assert.deepEqual(Object.keys(declared.body).sort(), ['error', 'message']);
+    // Sent chunked, without Content-Length: cut off once it passes 100 KB.
+    const chunked = await rawPost(
+      path(),
+      { 'content-type': 'multipart/form-data; boundary=b', 'idempotency-key': 'big-2' },
+      multipartPieces('b', fields, { part: 'files[cv]', name: 'a.pdf', bytes: slices(files.pdf(200_000)) }),
+    );
+    assert.equal(chunked.status, 413);
+    assert.equal(chunked.body.error, 'idempotency_body_too_large');
+    const blobsBefore = await blobCount();
+    // JSON, files in base64: the rule is the same, on the body as sent, to the byte.
+    const json = JSON.stringify({ data: { answers: { ...base, cv: files.fileJson('a.pdf', files.pdf(60_000)) } } });
+    const post = (text: string, key: string) =>
+      fetch(app.baseUrl + path(), { method: 'POST', headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json', 'idempotency-key': key }, body: text });
+    const over = await post(json + ' '.repeat(102_401 - Buffer.byteLength(json)), 'big-3');
+    assert.equal(over.status, 413);
+    assert.equal(((await over.json()) as any).error, 'idempotency_body_too_large');
+    assert.equal(await blobCount(), blobsBefore, 'nothing was stored for the refused JSON body');
+    const atLimit = await post(json + ' '.repeat(102_400 - Buffer.byteLength(json)), 'big-3');
+    assert.equal(atLimit.status, 201, 'exactly 100 KB is allowed, and the refused request did not claim the key');
+    // The same 300 KB upload without the key is an ordinary submission.
+    const plain = await multipart([['answers[email]', 'k@example.com'], ['answers[name]', 'K'], ['files[cv]', { name: 'a.pdf', bytes: files.pdf(300_000) }]]);
+    assert.equal(plain.status, 201, JSON.stringify(plain.body));
+    const keyed = await multipart([['answers[email]', 'k@example.com'], ['answers[name]', 'K'], ['files[cv]', { name: 'a.pdf', bytes: files.pdf(300_000) }]], { 'idempotency-key': 'big-4' });
+    assert.equal(keyed.status, 413, 'fetch declares the length of a FormData body');
+    assert.equal(keyed.body.error, 'idempotency_body_too_large');
   });
 
   test('storage quota exhausted mid-submission: the submission is kept, files that fit are stored, files_error says which did not', async () => {

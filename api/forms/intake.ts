@@ -225,20 +225,28 @@ function validationShape(field: string, message: string): ApiError {
 // `data[answers][k]`, `answers[k]`, `files[k]`, `data[files][k]`, each with an optional `[]` or `[n]`.
 const PART_NAME = /^(?:data\[(answers|files)\]|(answers|files))\[([^\]]+)\](?:\[\d*\])?$/;
 
-/** Counts request bytes and fails with 413 past the cap (bodies sent without Content-Length). */
-function byteCap(max: number) {
+/**
+ * The most a multipart body may carry, and the 413 past it: the request cap
+ * (request_too_large), or 100 KB with an Idempotency-Key
+ * (idempotency_body_too_large). Enforced while streaming, for bodies sent
+ * without Content-Length; a declared length is checked before reading.
+ */
+export type BodyCap = { bytes: number; code: 'request_too_large' | 'idempotency_body_too_large' };
+
+/** Counts request bytes and fails with the cap's 413 past it. */
+function byteCap(cap: BodyCap) {
   let seen = 0;
   return new Transform({
     transform(chunk: Buffer, _enc, done) {
       seen += chunk.length;
-      if (seen > max) done(new ApiError('request_too_large'));
+      if (seen > cap.bytes) done(new ApiError(cap.code));
       else done(null, chunk);
     },
   });
 }
 
 /** A multipart body, streamed: text parts become answers, file parts go straight to storage. */
-export async function intakeMultipart(stager: FileStager, req: IncomingMessage, maxBytes: number): Promise<Intake> {
+export async function intakeMultipart(stager: FileStager, req: IncomingMessage, limit: BodyCap): Promise<Intake> {
   const answers: Record<string, unknown> = {};
   let locale: unknown;
   let work: Promise<unknown> = Promise.resolve();
@@ -289,7 +297,7 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
   });
   parser.on('filesLimit', () => stager.reject('files', 'demasiados archivos'));
   await new Promise<void>((resolve, reject) => {
-    const cap = byteCap(maxBytes);
+    const cap = byteCap(limit);
     // On the cap the request is left unread (not destroyed) so the 413 can
     // still be written; the response closes the connection.
     cap.on('error', (error) => {

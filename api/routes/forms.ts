@@ -8,7 +8,7 @@ import { isObjectId } from '../../lib/objectid.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { checkAnswers } from '../forms/answers.ts';
 import { formSchema, resolveLocale, serializeForm, type FormRow } from '../forms/definition.ts';
-import { FileStager, fingerprintMaterial, intakeJson, intakeMultipart, type Intake } from '../forms/intake.ts';
+import { FileStager, fingerprintMaterial, intakeJson, intakeMultipart, type BodyCap, type Intake } from '../forms/intake.ts';
 import { deleteStaged, insertSubmission, serializeSubmission, submissionSchema } from '../forms/submissions.ts';
 import { canonicalJson, checkKeyShape, IDEMPOTENCY_BODY_LIMIT, runIdempotent } from '../middleware/idempotency.ts';
 import { listPage, paginationQuery } from '../pagination.ts';
@@ -121,7 +121,7 @@ export const formRoutes: RouteDef[] = [
       'JSON `{data: {answers, locale?, files?}}`: un archivo es `{filename, content_type, data}` con `data` en base64 o data URL; varios, un arreglo.',
       'O `multipart/form-data`: archivos y textos como `data[answers][<key>]`, `answers[<key>]` o `files[<key>]`; `locale` o `data[locale]`.',
       `Cuerpo máximo ${MAX_SUBMISSION_BYTES / 1024 / 1024} MB (413 request_too_large). El contenido real de cada archivo se verifica (bytes mágicos).`,
-      'Con Idempotency-Key, la huella cubre las respuestas y cada archivo por nombre, tamaño y SHA-256; esa huella (no los bytes de los archivos) es lo que no puede pasar de 100 KB.',
+      'Con Idempotency-Key el cuerpo no puede pasar de 100 KB (413 idempotency_body_too_large, antes de leerlo): la clave protege envíos pequeños; los archivos grandes se envían sin la cabecera.',
       'Responde 201 con `status: received`; las acciones posteriores corren en segundo plano.',
     ].join(' '),
     params: { form_id: 'id_or_slug' },
@@ -138,6 +138,28 @@ export const formRoutes: RouteDef[] = [
     errors: ['not_found', 'form_inactive', 'validation_failed', 'parameter_missing', 'request_too_large', 'unsupported_media_type'],
     handler: async (ctx, { params, query, companyId }) => {
       const { pool } = ctx.deps;
+      // Contract (Endpoints, shared rules): a body over 100 KB cannot be sent
+      // with Idempotency-Key. Applied to the body as sent, files included, so
+      // the key protects small submissions; large uploads go without it. A
+      // declared length is refused before a byte is read; a chunked multipart
+      // body is cut off once it passes 100 KB (intakeMultipart).
+      const keyed = ctx.headers['idempotency-key'] !== undefined;
+      if (keyed) {
+        checkKeyShape(ctx);
+        if (Number(ctx.get('Content-Length')) > IDEMPOTENCY_BODY_LIMIT) {
+          ctx.set('Connection', 'close'); // the unread body is not drained
+          throw new ApiError('idempotency_body_too_large');
+        }
+        // A JSON body sent chunked has been parsed already (api/route.ts,
+        // uploadBody): it is measured as parsed, whitespace aside.
+        const chunkedJson = !ctx.get('Content-Length') && !ctx.is('multipart/form-data');
+        if (chunkedJson && Buffer.byteLength(JSON.stringify(ctx.request.body ?? null)) > IDEMPOTENCY_BODY_LIMIT) {
+          throw new ApiError('idempotency_body_too_large');
+        }
+      }
+      const cap: BodyCap = keyed
+        ? { bytes: IDEMPOTENCY_BODY_LIMIT, code: 'idempotency_body_too_large' }
+        : { bytes: MAX_SUBMISSION_BYTES, code: 'request_too_large' };
       // The form first: another company's form is a 404 before any byte is stored.
       const form = await requireForm(pool, companyId, params.form_id);
       if (!form.active) {
@@ -149,7 +171,7 @@ export const formRoutes: RouteDef[] = [
       let keep = false;
       try {
         intake = ctx.is('multipart/form-data')
-          ? await intakeMultipart(stager, ctx.req, MAX_SUBMISSION_BYTES)
+          ? await intakeMultipart(stager, ctx.req, cap)
           : await intakeJson(stager, ctx.request.body);
         const checked = checkAnswers(form, intake.answers, intake.files, intake.errors);
         if (Object.keys(intake.errors).length) throw validationFailed(intake.errors);
@@ -164,14 +186,12 @@ export const formRoutes: RouteDef[] = [
           ctx.status = 201;
           ctx.body = { data: serializeSubmission(row) };
         };
-        if (!ctx.headers['idempotency-key']) return void (await create());
-        checkKeyShape(ctx);
+        if (!keyed) return void (await create());
         const material = canonicalJson(fingerprintMaterial(intake, query.locale));
-        if (Buffer.byteLength(material) > IDEMPOTENCY_BODY_LIMIT) throw new ApiError('idempotency_body_too_large');
         await runIdempotent(ctx, createHash('sha256').update(material).digest('hex'), create);
       } catch (error) {
         // A body refused mid-stream is left unread: close rather than drain it.
-        if (error instanceof ApiError && error.code === 'request_too_large') ctx.set('Connection', 'close');
+        if (error instanceof ApiError && error.code === cap.code) ctx.set('Connection', 'close');
         throw error;
       } finally {
         // Anything staged but not filed (a refused submission, a replay) goes.
