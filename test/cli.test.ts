@@ -3,44 +3,12 @@
 // public API. DESIGN.md, CLI contract: --json prints exactly one JSON document
 // on stdout; errors are one line on stderr and a non-zero exit.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { ADMIN_TOKEN, client, startTestApp, type TestApp } from './helpers/app.ts';
-
-const WSCTL = fileURLToPath(new URL('../cli/wsctl.ts', import.meta.url));
-
-type Run = { code: number; stdout: string; stderr: string };
-
-function wsctl(app: TestApp, args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [WSCTL, ...args],
-      { env: { PATH: process.env.PATH ?? '', ADMIN_URL: app.url, ADMIN_TOKEN, ...env } },
-      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
-
-/** --json: stdout is one JSON document and stderr is empty. */
-async function json(app: TestApp, args: string[]): Promise<any> {
-  const run = await wsctl(app, [...args, '--json']);
-  assert.equal(run.code, 0, `wsctl ${args.join(' ')}: ${run.stderr}`);
-  assert.equal(run.stderr, '');
-  return JSON.parse(run.stdout);
-}
-
-/** A failure: non-zero exit, nothing on stdout, exactly one line on stderr. */
-function assertOneLineError(run: Run, pattern: RegExp): void {
-  assert.notEqual(run.code, 0);
-  assert.equal(run.stdout, '');
-  assert.match(run.stderr, /^error: [^\n]+\n$/);
-  assert.match(run.stderr, pattern);
-}
+import { client, startTestApp, type TestApp } from './helpers/app.ts';
+import { assertOneLineError, json, wsctl } from './helpers/cli.ts';
 
 describe('wsctl', () => {
   let app: TestApp;

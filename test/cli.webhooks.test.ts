@@ -5,43 +5,13 @@
 // one JSON document on stdout; errors are one stderr line and a non-zero exit.
 // No worker runs, so deliveries stay `pending`.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { ADMIN_TOKEN, client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
+import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
+import { assertOneLineError, json, wsctl } from './helpers/cli.ts';
 
-const WSCTL = fileURLToPath(new URL('../cli/wsctl.ts', import.meta.url));
 const MISSING_ID = '0123456789abcdef01234567';
 
-type Run = { code: number; stdout: string; stderr: string };
 type Api = ReturnType<typeof client>;
-
-function wsctl(app: TestApp, args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [WSCTL, ...args],
-      { env: { PATH: process.env.PATH ?? '', ADMIN_URL: app.url, ADMIN_TOKEN } },
-      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
-
-/** --json: stdout is one JSON document and stderr is empty. */
-async function json(app: TestApp, args: string[]): Promise<any> {
-  const run = await wsctl(app, [...args, '--json']);
-  assert.equal(run.code, 0, `wsctl ${args.join(' ')}: ${run.stderr}`);
-  assert.equal(run.stderr, '');
-  return JSON.parse(run.stdout);
-}
-
-/** A failure: non-zero exit, nothing on stdout, exactly one line on stderr. */
-function assertOneLineError(run: Run, pattern: RegExp): void {
-  assert.notEqual(run.code, 0);
-  assert.equal(run.stdout, '');
-  assert.match(run.stderr, /^error: [^\n]+\n$/);
-  assert.match(run.stderr, pattern);
-}
 
 describe('wsctl webhook and delivery', () => {
   let app: TestApp;
