@@ -143,6 +143,62 @@ describe('categories, brands and the product list filters', () => {
     assert.equal(meta.filtered_total_capped, false);
   });
 
+  test('category filter: ids and slugs are resolved first, so a rare category is an index range scan on products_category, never a subquery per product row', async () => {
+    const t = await seedTenant(app.pool);
+    // 3,000 products over 30 dense categories and 30 brand slugs, plus 3 in a rare category and brand.
+    await app.pool.query(
+      `INSERT INTO product_categories (id, company_id, name, slug)
+       SELECT 'ca' || lpad(to_hex(g), 22, '0'), $1, 'Cat ' || g, 'cat-' || g FROM generate_series(1, 30) g
+       UNION ALL SELECT 'cb0000000000000000000001', $1, 'Rara', 'rara'`,
+      [t.companyId],
+    );
+    await app.pool.query(
+      `INSERT INTO products (id, company_id, name, slug, prices_cents, product_category_id, brand_name, brand_slug, created_at)
+       SELECT 'da' || lpad(to_hex(g), 22, '0'), $1, 'P ' || g, 'p-' || g, '{"mxn": 1}',
+              CASE WHEN g % 1000 = 7 THEN 'cb0000000000000000000001' ELSE 'ca' || lpad(to_hex(g % 30 + 1), 22, '0') END,
+              'Marca', CASE WHEN g % 1000 = 7 THEN 'rara' ELSE 'marca-' || (g % 30) END, now() - g * interval '1 second'
+         FROM generate_series(1, 3000) g`,
+      [t.companyId],
+    );
+    await app.pool.query('ANALYZE products');
+    await app.pool.query('ANALYZE product_categories');
+    const c = client(app.baseUrl, t.key);
+
+    /** The plan of the page query the API ran for `qs` (captured from the pool, explained with its parameters). */
+    const planOf = async (qs: string) => {
+      const original = app.pool.query;
+      const seen: unknown[][] = [];
+      (app.pool as any).query = function (this: unknown, ...args: unknown[]) {
+        if (typeof args[0] === 'string' && /FROM products WHERE[\s\S]*ORDER BY created_at/.test(args[0])) seen.push(args);
+        return (original as any).apply(this, args);
+      };
+      let names: string[];
+      try {
+        const res = await c.get(`/products?limit=5&${qs}`);
+        assert.equal(res.status, 200, res.text);
+        names = res.body.data.map((p: any) => p.name);
+      } finally {
+        (app.pool as any).query = original;
+      }
+      assert.equal(seen.length, 1, qs);
+      const { rows } = await app.pool.query(`EXPLAIN ${seen[0][0]}`, seen[0][1] as unknown[]);
+      return { plan: rows.map((r: any) => r['QUERY PLAN']).join('\n'), names };
+    };
+
+    for (const qs of ['category=rara', 'category=cb0000000000000000000001', 'product_category_id=rara,unknown-slug']) {
+      const { plan, names } = await planOf(qs);
+      assert.deepEqual(names, ['P 7', 'P 1007', 'P 2007'], qs);
+      assert.match(plan, /Index Cond: .*product_category_id = ANY/, `${qs}:\n${plan}`);
+      assert.doesNotMatch(plan, /Filter: .*SubPlan/, `${qs}: no subquery per product row\n${plan}`);
+    }
+    const { plan: brandPlan, names: brandNames } = await planOf('brand=rara');
+    assert.deepEqual(brandNames, ['P 7', 'P 1007', 'P 2007']);
+    assert.match(brandPlan, /Index Cond: .*brand_slug = ANY/, brandPlan);
+    // Dense filters still answer from one index walk; a filter resolving to no category gives no rows.
+    assert.equal((await planOf('category=cat-3,cat-4&brand=marca-2')).names.length, 5);
+    assert.deepEqual((await planOf('category=unknown')).names, []);
+  });
+
   test('include_filtered_total with text search is capped at 100', async () => {
     const t = await seedTenant(app.pool);
     const c = client(app.baseUrl, t.key);

@@ -8,7 +8,7 @@ import { insertRow, updateRow } from '../../db/rows.ts';
 import { deleteMedia, productMediaIds } from '../../storage/media.ts';
 import { mergeCustomProperties } from '../custom-properties.ts';
 import { ApiError, validationFailed, type FieldErrors } from '../errors.ts';
-import { likePattern, listPage, paginationQuery } from '../pagination.ts';
+import { likePattern, listPage, paginationQuery, type Params } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { freeSlug, resolveIdOrSlug, splitIdsAndSlugs, uniqueViolation } from './catalog-fields.ts';
 import {
@@ -107,6 +107,37 @@ async function productColumns(
   return values;
 }
 
+/**
+ * Category ids and slugs resolved to this company's category ids in one
+ * query, before the page query. The page then filters on
+ * `product_category_id = ANY($ids)`, which the products_category index
+ * answers in page order; a slug matched by a subquery inside the filter
+ * instead ran once per product row walked (a rare category read the whole
+ * company). Another company's id or slug resolves to nothing.
+ */
+async function resolveCategoryIds(db: Queryable, companyId: string, value: string): Promise<string[]> {
+  const { ids, slugs } = splitIdsAndSlugs(value);
+  const { rows } = await db.query<{ id: string }>(
+    'SELECT id FROM product_categories WHERE company_id = $1 AND (id = ANY($2::text[]) OR slug = ANY($3::text[]))',
+    [companyId, ids, slugs],
+  );
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Brand ids match `brand_id`, brand slugs match the snapshot `brand_slug` on
+ * the product (contract). Only the kinds present in the list are tested: an
+ * `OR` with an always-empty array still keeps the planner from walking one
+ * index (products_brand or products_brand_slug) in page order.
+ */
+function brandCondition(p: Params, value: string): string {
+  const { ids, slugs } = splitIdsAndSlugs(value);
+  const parts: string[] = [];
+  if (ids.length) parts.push(`brand_id = ANY(${p.add(ids)}::text[])`);
+  if (slugs.length) parts.push(`brand_slug = ANY(${p.add(slugs)}::text[])`);
+  return parts.length ? `(${parts.join(' OR ')})` : 'false';
+}
+
 async function writeNested(client: Client, companyId: string, productId: string, data: ProductWrite): Promise<void> {
   if (data.variants) await writeVariants(client, companyId, productId, data.variants);
   if (data.option_types) await writeOptionTypes(client, companyId, productId, data.option_types);
@@ -134,6 +165,7 @@ export const productRoutes: RouteDef[] = [
       const term = query.q || query.search || undefined;
       const brand = query.brand ?? query.brand_id;
       const category = query.category ?? query.product_category_id;
+      const categoryIds = category ? await resolveCategoryIds(ctx.deps.pool, companyId, category) : undefined;
       const list = (db: Queryable) => listPage(
         db,
         ctx.deps.totals,
@@ -145,17 +177,9 @@ export const productRoutes: RouteDef[] = [
           where: (p) => {
             const conditions: string[] = [];
             if (term) conditions.push(`search_text ILIKE ${p.add(likePattern(term))}`);
-            if (brand) {
-              const { ids, slugs } = splitIdsAndSlugs(brand);
-              conditions.push(`(brand_id = ANY(${p.add(ids)}::text[]) OR brand_slug = ANY(${p.add(slugs)}::text[]))`);
-            }
-            if (category) {
-              const { ids, slugs } = splitIdsAndSlugs(category);
-              // Slugs resolve inside this company; another company's category id matches nothing,
-              // since a product can only point at a category of its own company (composite FK).
-              conditions.push(`(product_category_id = ANY(${p.add(ids)}::text[]) OR product_category_id IN
-                (SELECT c.id FROM product_categories c WHERE c.company_id = products.company_id AND c.slug = ANY(${p.add(slugs)}::text[])))`);
-            }
+            if (brand) conditions.push(brandCondition(p, brand));
+            // An empty set (only unknown or foreign values) matches no row: the filter is never dropped.
+            if (categoryIds) conditions.push(`product_category_id = ANY(${p.add(categoryIds)}::text[])`);
             if (query.status) conditions.push(`status = ${p.add(query.status)}`);
             return conditions;
           },
