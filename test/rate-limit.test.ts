@@ -101,6 +101,7 @@ describe('rate limit over HTTP (one process)', () => {
     assertHeaders(first, 600);
     assert.equal(first.headers.get('ratelimit-remaining'), '599');
 
+    const fallbacksBefore = app.deps.rateLimiter.fallbacks;
     const rest = await pool(599, 12, () => api.get('/customers?limit=1'));
     const passed = [first, ...rest];
     assert.deepEqual(
@@ -110,8 +111,11 @@ describe('rate limit over HTTP (one process)', () => {
     );
     for (const res of passed) assertHeaders(res, 600);
     // With one process the count is exact: each admitted request saw a different remainder.
+    // Unless a lease timed out on a loaded machine (250 ms) and the per-process window answered
+    // some requests: their remainders are that window's, so only the bounds hold then.
     const remaining = passed.map((r) => Number(r.headers.get('ratelimit-remaining'))).sort((a, b) => a - b);
-    assert.deepEqual(remaining, Array.from({ length: 600 }, (_, i) => i));
+    if (app.deps.rateLimiter.fallbacks === fallbacksBefore) assert.deepEqual(remaining, Array.from({ length: 600 }, (_, i) => i));
+    else assert.ok(remaining.every((r) => r >= 0 && r < 600), 'remainders stay within the limit');
 
     const refused = await api.get('/customers?limit=1');
     assertRateLimited(refused, 600);

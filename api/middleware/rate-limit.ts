@@ -132,6 +132,7 @@ export class RateLimiter {
   #local = new LocalWindow();
   #timer: NodeJS.Timeout;
   #degraded = false;
+  #fallbacks = 0;
   /** After a failed lease, skip the database for a second instead of paying the timeout per request. */
   #retryDatabaseAt = 0;
   /** Requests admitted locally while degraded, to be counted in the shared window once it answers. */
@@ -148,6 +149,11 @@ export class RateLimiter {
   /** True while the last attempt to reach the database failed (per-process limit in force). */
   get degraded(): boolean {
     return this.#degraded;
+  }
+
+  /** How many times a lease failed or timed out and the per-process window answered instead. */
+  get fallbacks(): number {
+    return this.#fallbacks;
   }
 
   async consume(key: string, limit: number): Promise<Decision> {
@@ -175,6 +181,7 @@ export class RateLimiter {
       state.pending = this.#lease(key, state, limit).catch((error) => {
         if (!this.#degraded) logError('rate_limit.degraded', error);
         this.#degraded = true;
+        this.#fallbacks++;
         this.#retryDatabaseAt = performance.now() + RETRY_DATABASE_MS;
         fallback = this.#degradedConsume(key, limit);
       });
