@@ -275,6 +275,28 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     assert.equal(json.body.error, 'request_too_large');
   });
 
+  test('a 40 MB body sent chunked is cut off at the cap mid-file: 413, and no blob, complete or not, is left', async () => {
+    // A field that takes 64 MB files, so the request cap (32 MiB), not the file's, stops the write.
+    const big = await seedTenant(app.pool);
+    const file: any = files.sampleFormFile({ slug: 'grande' });
+    file.fields.find((f: any) => f.key === 'cv').file.max_file_size_mb = 64;
+    const own = await files.createFormViaAdmin(app.url, big.companyId, file);
+    const forty = function* () {
+      yield files.pdf(1000);
+      for (let i = 0; i < 40 * 16; i++) yield Buffer.alloc(64 * 1024, 0x20);
+    };
+    const res = await rawPost(
+      `/forms/${own.id}/submissions`,
+      { authorization: `Bearer ${big.key}`, 'content-type': 'multipart/form-data; boundary=b' },
+      multipartPieces('b', { 'answers[email]': 'g@example.com', 'answers[name]': 'G' }, { part: 'files[cv]', name: 'grande.pdf', bytes: forty() }),
+    );
+    assert.equal(res.status, 413);
+    assert.equal(res.body.error, 'request_too_large');
+    const left = await app.pool.query('SELECT count(*)::int AS n FROM blobs WHERE company_id = $1', [big.companyId]);
+    assert.equal(left.rows[0].n, 0);
+    assert.equal((await app.pool.query('SELECT count(*)::int AS n FROM form_submissions WHERE company_id = $1', [big.companyId])).rows[0].n, 0);
+  });
+
   test('another company’s form: 404 not_found, nothing stored', async () => {
     const other = await seedTenant(app.pool);
     const before = await blobCount();
@@ -324,6 +346,7 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
   });
 
   test('Idempotency-Key: a body over 100 KB, files included, is 413 idempotency_body_too_large; large uploads go without the key', async () => {
+    const blobsBefore = await blobCount();
     const fields = { 'answers[email]': 'k@example.com', 'answers[name]': 'K' };
     // Declared over 100 KB: answered before the body is read (only 16 KB of 300 KB is ever sent).
     const declared = await rawPost(path(), { 'content-type': 'multipart/form-data; boundary=b', 'idempotency-key': 'big-1' }, [Buffer.alloc(16 * 1024)], { length: 300_000, end: false });
@@ -338,7 +361,7 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     );
     assert.equal(chunked.status, 413);
     assert.equal(chunked.body.error, 'idempotency_body_too_large');
-    const blobsBefore = await blobCount();
+    assert.equal(await blobCount(), blobsBefore, 'the file cut off at 100 KB left no blob');
     // JSON, files in base64: the rule is the same, on the body as sent, to the byte.
     const json = JSON.stringify({ data: { answers: { ...base, cv: files.fileJson('a.pdf', files.pdf(60_000)) } } });
     const post = (text: string, key: string) =>
@@ -346,7 +369,7 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     const over = await post(json + ' '.repeat(102_401 - Buffer.byteLength(json)), 'big-3');
     assert.equal(over.status, 413);
     assert.equal(((await over.json()) as any).error, 'idempotency_body_too_large');
-    assert.equal(await blobCount(), blobsBefore, 'nothing was stored for the refused JSON body');
+    assert.equal(await blobCount(), blobsBefore, 'nothing was stored for the refused JSON body either');
     const atLimit = await post(json + ' '.repeat(102_400 - Buffer.byteLength(json)), 'big-3');
     assert.equal(atLimit.status, 201, 'exactly 100 KB is allowed, and the refused request did not claim the key');
     // The same 300 KB upload without the key is an ordinary submission.

@@ -48,6 +48,9 @@ export class FileStager {
   readonly #pool: Pool;
   readonly #companyId: string;
   readonly #fields: Map<string, StoredField>;
+  /** Every blob written and not deleted, recorded the moment its write returns, so `discard` misses none. */
+  readonly #written = new Set<string>();
+  #aborted = false;
 
   constructor(pool: Pool, companyId: string, form: FormRow) {
     this.#pool = pool;
@@ -98,6 +101,7 @@ export class FileStager {
    * caller drains it otherwise. Returns whether the source was consumed.
    */
   async stage(key: string, clientName: string, source: AsyncIterable<Uint8Array>): Promise<boolean> {
+    if (this.#aborted) return false;
     const admitted = this.#admit(key, clientName);
     if (!admitted) return false;
     // Once the submission is certain to fail, later files are only checked by name.
@@ -105,13 +109,22 @@ export class FileStager {
     const max = admitted.field.file!.max_file_size_bytes;
     const head: Buffer[] = [];
     let headBytes = 0;
+    const stager = this;
     async function* capture() {
-      for await (const piece of source) {
-        if (headBytes < HEAD_BYTES) {
-          head.push(Buffer.from(piece.subarray(0, HEAD_BYTES - headBytes)));
-          headBytes += Math.min(piece.length, HEAD_BYTES - headBytes);
+      try {
+        for await (const piece of source) {
+          if (stager.#aborted) return;
+          if (headBytes < HEAD_BYTES) {
+            head.push(Buffer.from(piece.subarray(0, HEAD_BYTES - headBytes)));
+            headBytes += Math.min(piece.length, HEAD_BYTES - headBytes);
+          }
+          yield piece;
         }
-        yield piece;
+      } catch (error) {
+        // On abort the part is destroyed under us: end the write normally so
+        // the blob gets an id we can delete (a write that throws leaves an
+        // incomplete blob behind until the hourly purge).
+        if (!stager.#aborted) throw error;
       }
     }
     const written = await writeBlob(this.#pool, this.#companyId, capture(), { contentType: 'application/octet-stream', maxBytes: max });
@@ -119,10 +132,19 @@ export class FileStager {
       this.rejectSize(key, clientName, max);
       return false; // the writer stopped reading: the rest must be drained
     }
+    this.#written.add(written.blob.id);
+    const drop = () => {
+      this.#written.delete(written.blob.id);
+      return deleteBlob(this.#pool, written.blob.id);
+    };
+    if (this.#aborted) {
+      await drop();
+      return true;
+    }
     const content = await checkContent(admitted.extension, () => readBlob(this.#pool, written.blob.id), Buffer.concat(head));
-    if (!content.ok || written.blob.sizeBytes === 0) {
-      await deleteBlob(this.#pool, written.blob.id);
-      addError(this.errors, key, `${displayName(clientName)}: ${content.ok ? 'el archivo está vacío' : content.reason}`);
+    if (!content.ok || written.blob.sizeBytes === 0 || this.#aborted) {
+      await drop();
+      if (!this.#aborted) addError(this.errors, key, `${displayName(clientName)}: ${content.ok ? 'el archivo está vacío' : content.reason}`);
       return true;
     }
     await this.#pool.query('UPDATE blobs SET content_type = $2 WHERE id = $1', [written.blob.id, content.contentType]);
@@ -137,8 +159,21 @@ export class FileStager {
     return true;
   }
 
+  /**
+   * Stops staging: a write in progress ends at its next piece and deletes
+   * its blob; later files are not stored. The caller destroys the sources.
+   */
+  abort(): void {
+    this.#aborted = true;
+  }
+
+  /** Deletes every blob this stager wrote: the staged files and any written but not yet recorded. Idempotent. */
   async discard(): Promise<void> {
-    for (const file of this.files.splice(0)) await deleteBlob(this.#pool, file.blobId);
+    this.files.splice(0);
+    for (const id of [...this.#written]) {
+      this.#written.delete(id);
+      await deleteBlob(this.#pool, id);
+    }
   }
 }
 
@@ -277,40 +312,65 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
     else answers[key] = Array.isArray(existing) ? [...existing, value] : [existing, value];
   });
   let failure: unknown = null;
+  let current: Readable | null = null;
   parser.on('file', (name, stream: Readable, info) => {
+    // A part's own error (the body ended or was cut off mid-part) reaches us
+    // through the parser, and through the iterator while a part is read; a
+    // part being drained or already left needs a listener not to crash.
+    stream.on('error', () => {});
     const match = PART_NAME.exec(name);
     // Parts are handled one at a time, in order; busboy pauses the request
     // while a part waits, so a waiting part costs one buffer, not its size.
     // A part that is not stored is drained, or the parser would wait forever.
     work = work.then(async () => {
       if (failure) return void stream.resume();
+      current = stream;
       try {
         if (!match) stager.reject(name, 'no es un campo permitido');
         // destroyOnReturn false: a writer that stops early (size cap) must not
         // destroy the part, which would stall the parser; it is drained instead.
         else await stager.stage(match[3], info.filename ?? '', stream.iterator({ destroyOnReturn: false }));
       } catch (error) {
-        failure = error;
+        failure ??= error;
+      } finally {
+        current = null;
       }
       if (!stream.readableEnded) stream.resume();
     });
   });
   parser.on('filesLimit', () => stager.reject('files', 'demasiados archivos'));
-  await new Promise<void>((resolve, reject) => {
-    const cap = byteCap(limit);
-    // On the cap the request is left unread (not destroyed) so the 413 can
-    // still be written; the response closes the connection.
-    cap.on('error', (error) => {
-      req.unpipe(cap);
-      reject(error);
+  const cap = byteCap(limit);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      // On the cap the request is left unread (not destroyed) so the 413 can
+      // still be written; the response closes the connection.
+      cap.on('error', (error) => {
+        req.unpipe(cap);
+        reject(error);
+      });
+      req.on('error', reject);
+      parser.on('error', (error: Error) =>
+        reject(new ApiError('validation_failed', 'El cuerpo multipart no es válido.', { errors: { data: [error.message] } })),
+      );
+      parser.on('close', resolve);
+      req.pipe(cap).pipe(parser);
     });
-    req.on('error', reject);
-    parser.on('error', (error: Error) =>
-      reject(new ApiError('validation_failed', 'El cuerpo multipart no es válido.', { errors: { data: [error.message] } })),
-    );
-    parser.on('close', resolve);
-    req.pipe(cap).pipe(parser);
-  });
+  } catch (error) {
+    // The body stops here (cap, client gone, malformed). Unpiped alone, the
+    // parser and the part being written would wait forever for bytes, the
+    // write holding an incomplete blob: stop staging, destroy both, let the
+    // work in flight settle (an aborted write deletes its blob), and only then
+    // delete what was staged, so no blob is written after the discard.
+    failure ??= error;
+    stager.abort();
+    req.unpipe(cap);
+    cap.unpipe(parser);
+    (current as Readable | null)?.destroy();
+    parser.destroy();
+    await work;
+    await stager.discard();
+    throw error;
+  }
   await work;
   if (failure) throw failure;
   return { answers, locale, files: stager.files, errors: stager.errors };

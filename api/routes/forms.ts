@@ -141,8 +141,8 @@ export const formRoutes: RouteDef[] = [
       // Contract (Endpoints, shared rules): a body over 100 KB cannot be sent
       // with Idempotency-Key. Applied to the body as sent, files included, so
       // the key protects small submissions; large uploads go without it. A
-      // declared length is refused before a byte is read; a chunked multipart
-      // body is cut off once it passes 100 KB (intakeMultipart).
+      // declared multipart length is refused before a byte is read; a chunked
+      // multipart body is cut off once it passes 100 KB (intakeMultipart).
       const keyed = ctx.headers['idempotency-key'] !== undefined;
       if (keyed) {
         checkKeyShape(ctx);
