@@ -61,6 +61,68 @@ describe('categories, brands and the product list filters', () => {
     assert.equal((await api.delete(`/product-categories/${vacia.id}`)).status, 204);
   });
 
+  test('has_products reads one index entry per populated category, not every active product, and keeps the subtree semantics', async () => {
+    const t = await seedTenant(app.pool);
+    const c = client(app.baseUrl, t.key);
+    const mk = (data: object) => c.post('/product-categories', { data }).then((r) => r.body.data);
+    const full = await mk({ name: 'Llena' });
+    const parent = await mk({ name: 'Padre' });
+    const child = await mk({ name: 'Hija', parent_id: parent.id });
+    const archivedOnly = await mk({ name: 'Archivada' });
+    const empty = await mk({ name: 'Vacía' });
+    // 2,000 active and 500 archived products in one category; one active product in the child; only archived ones elsewhere.
+    await app.pool.query(
+      `INSERT INTO products (id, company_id, name, slug, prices_cents, product_category_id, status)
+       SELECT 'ea' || lpad(to_hex(g), 22, '0'), $1, 'P ' || g, 'p-' || g, '{"mxn": 1}',
+              CASE WHEN g = 1 THEN $3 WHEN g > 2000 THEN $4 ELSE $2 END, CASE WHEN g > 2000 THEN 'archived' ELSE 'active' END
+         FROM generate_series(1, 2500) g`,
+      [t.companyId, full.id, child.id, archivedOnly.id],
+    );
+    await app.pool.query('ANALYZE products');
+
+    const slugs = async (qs: string) => ((await c.get(`/product-categories?${qs}`)).body.data as any[]).map((x) => x.slug).sort();
+    assert.deepEqual(await slugs('has_products=true'), ['hija', 'llena', 'padre'], 'a parent whose products live in a child is included');
+    assert.deepEqual(await slugs('has_products=false'), ['archivada', 'vacia'], 'archived products do not count');
+
+    // Replay the queries of one request (the page is the empty category, so its counts read nothing)
+    // in a transaction, and count the product rows and index entries PostgreSQL read for them.
+    const original = app.pool.query;
+    const seen: unknown[][] = [];
+    (app.pool as any).query = function (this: unknown, ...args: unknown[]) {
+      if (typeof args[0] === 'string' && /\bproducts\b/.test(args[0])) seen.push(args);
+      return (original as any).apply(this, args);
+    };
+    try {
+      const res = await c.get('/product-categories?has_products=false&limit=1');
+      assert.deepEqual(res.body.data.map((x: any) => x.id), [empty.id]);
+    } finally {
+      (app.pool as any).query = original;
+    }
+    assert.ok(seen.length > 0);
+    // pg_stat_xact_* also hold this backend's counts not yet flushed from earlier statements: take the difference.
+    const db = await app.pool.connect();
+    const productReads = async () =>
+      Number(
+        (
+          await db.query(
+            `SELECT coalesce(t.seq_tup_read, 0) + coalesce(t.idx_tup_fetch, 0)
+                    + (SELECT coalesce(sum(pg_stat_get_xact_tuples_returned(i.indexrelid)), 0) FROM pg_index i WHERE i.indrelid = 'products'::regclass) AS n
+               FROM pg_stat_xact_user_tables t WHERE t.relid = 'products'::regclass`,
+          )
+        ).rows[0].n,
+      );
+    try {
+      await db.query('BEGIN');
+      const before = await productReads();
+      for (const [sql, params] of seen) await db.query(sql as string, params as unknown[]);
+      const read = (await productReads()) - before;
+      assert.ok(read < 50, `read ${read} product rows or index entries for 2,500 products`);
+    } finally {
+      await db.query('ROLLBACK');
+      db.release();
+    }
+  });
+
   test('brands: CRUD by id or slug with products scopes, logo or logo_url, product_count, snapshot kept in sync', async () => {
     const acme = await api.post('/brands', { data: { name: 'Acme', logo: 'https://cdn.example.com/acme.png', custom_properties: [{ key: 'pais', value: 'MX' }, { key: 'product_count', value: 99 }] } });
     assert.equal(acme.status, 201, acme.text);

@@ -78,6 +78,37 @@ async function categoryCounts(db: Queryable, companyId: string, ids: string[]): 
   return new Map(rows.map((r) => [r.root, { direct: r.direct, total: r.total, children: r.children }]));
 }
 
+/**
+ * Ids of the categories whose subtree holds an active product (the
+ * `has_products` filter): the categories active products point at, then
+ * every ancestor of them. The first part is a loose index scan over
+ * products_active_category (011): one index descent per populated category,
+ * instead of reading every active product of the company (a DISTINCT over
+ * 100,000 rows on each request).
+ */
+export async function categoriesWithActiveProducts(db: Queryable, companyId: string): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `WITH RECURSIVE populated AS (
+       (SELECT product_category_id AS id FROM products
+         WHERE company_id = $1 AND status = 'active' AND product_category_id IS NOT NULL
+         ORDER BY product_category_id LIMIT 1)
+       UNION ALL
+       SELECT (SELECT p.product_category_id FROM products p
+                WHERE p.company_id = $1 AND p.status = 'active' AND p.product_category_id > populated.id
+                ORDER BY p.product_category_id LIMIT 1)
+         FROM populated WHERE populated.id IS NOT NULL
+     ), up AS (
+       SELECT id FROM populated WHERE id IS NOT NULL
+       UNION
+       SELECT c.parent_id FROM product_categories c JOIN up ON c.id = up.id
+        WHERE c.company_id = $1 AND c.parent_id IS NOT NULL
+     )
+     SELECT id FROM up`,
+    [companyId],
+  );
+  return rows.map((r) => r.id);
+}
+
 export function serializeCategory(row: Record<string, any>, counts: Counts | undefined) {
   return {
     id: row.id,
@@ -160,6 +191,7 @@ export const productCategoryRoutes: RouteDef[] = [
     status: 200,
     errors: ['invalid_id', 'invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
     handler: async (ctx, { query, companyId }) => {
+      const populated = query.has_products === undefined ? undefined : await categoriesWithActiveProducts(ctx.deps.pool, companyId);
       const page = await listPage<Record<string, any>>(
         ctx.deps.pool,
         ctx.deps.totals,
@@ -169,17 +201,9 @@ export const productCategoryRoutes: RouteDef[] = [
           companyId,
           where: (p) => {
             const conditions: string[] = [];
-            if (query.has_products !== undefined) {
-              const company = p.add(companyId);
-              // Categories holding an active product, and every ancestor of them.
-              conditions.push(`id ${query.has_products ? '' : 'NOT '}IN (
-                WITH RECURSIVE up AS (
-                  SELECT DISTINCT p.product_category_id AS id FROM products p
-                   WHERE p.company_id = ${company} AND p.status = 'active' AND p.product_category_id IS NOT NULL
-                  UNION
-                  SELECT c.parent_id FROM product_categories c JOIN up ON c.id = up.id
-                   WHERE c.company_id = ${company} AND c.parent_id IS NOT NULL
-                ) SELECT id FROM up)`);
+            if (populated) {
+              const ids = `${p.add(populated)}::text[]`;
+              conditions.push(query.has_products ? `id = ANY(${ids})` : `NOT (id = ANY(${ids}))`);
             }
             if (query.parent_id) conditions.push(`parent_id = ${p.add(query.parent_id)}`);
             return conditions;
