@@ -243,6 +243,19 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     assert.match(huge.body.errors['answers.cv'][0], /tamaño máximo/);
   });
 
+  test('base64: the field and the file count are checked before any decoding', async () => {
+    // Not base64 at all: only a check made before decoding can answer about the field.
+    const junk = (filename: string) => ({ filename, data: '!'.repeat(4000) });
+    const wrongField = await api.post(path(), { data: { answers: { ...base, message: junk('a.pdf'), nope: junk('b.pdf') } } });
+    assert.equal(wrongField.status, 422);
+    assert.deepEqual(wrongField.body.errors['answers.message'], ['este campo no admite archivos']);
+    assert.deepEqual(wrongField.body.errors['answers.nope'], ['no es un campo del formulario']);
+    const eleventh = [...Array.from({ length: 10 }, (_, i) => files.fileJson(`f${i}.pdf`, files.pdf())), junk('f10.pdf')];
+    const tooMany = await api.post(path(), { data: { answers: { ...base, cv: eleventh } } });
+    assert.equal(tooMany.status, 422);
+    assert.deepEqual(tooMany.body.errors['answers.cv'], ['admite como máximo 10 archivo(s)']);
+  });
+
   test('data URLs: a full data URL is accepted; its declared type is ignored and a lying one does not help', async () => {
     const url = `data:image/png;base64,${files.pdf().toString('base64')}`;
     const ok = await api.post(path(), { data: { answers: { ...base, cv: { filename: 'doc.pdf', data: url } } } });

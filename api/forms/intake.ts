@@ -26,6 +26,9 @@ export type StagedFile = {
   blobId: string;
 };
 
+/** A file that passed the checks made before reading it (FileStager.admit). */
+export type Admitted = { key: string; clientName: string; maxBytes: number; filename: string; extension: string };
+
 export type Intake = {
   answers: Record<string, unknown>;
   locale: unknown;
@@ -58,8 +61,14 @@ export class FileStager {
     this.#fields = new Map(form.fields.map((f) => [f.key, f]));
   }
 
-  /** Checks that happen before any byte is read. Returns the field and stored name, or null after recording the error. */
-  #admit(key: string, clientName: string): { field: StoredField; filename: string; extension: string } | null {
+  /**
+   * Field, count and name: the checks made before any byte is read (or, for
+   * JSON, decoded). Returns what `write` needs, or null when the file is not
+   * to be stored: refused (its error recorded), or the submission already
+   * certain to fail.
+   */
+  admit(key: string, clientName: string): Admitted | null {
+    if (this.#aborted) return null;
     const field = this.#fields.get(key);
     if (!field) {
       addError(this.errors, key, 'no es un campo del formulario');
@@ -80,12 +89,9 @@ export class FileStager {
       addError(this.errors, key, `${displayName(clientName)}: ${name.reason}`);
       return null;
     }
-    return { field, filename: name.filename, extension: name.extension };
-  }
-
-  /** Whether a file under `key` would be refused before reading it (so the caller can skip decoding). */
-  maxBytes(key: string): number | null {
-    return this.#fields.get(key)?.file?.max_file_size_bytes ?? null;
+    // Once the submission is certain to fail, later files are only checked by name.
+    if (Object.keys(this.errors).length > 0) return null;
+    return { key, clientName, maxBytes: field.file.max_file_size_bytes, filename: name.filename, extension: name.extension };
   }
 
   rejectSize(key: string, clientName: string, max: number) {
@@ -97,16 +103,22 @@ export class FileStager {
   }
 
   /**
-   * Stages one file. `source` is consumed only when the file is admitted; the
-   * caller drains it otherwise. Returns whether the source was consumed.
+   * Stages one file: `admit`, then `write`. `source` is consumed only when the
+   * file is admitted; the caller drains it otherwise. Returns whether the
+   * source was consumed.
    */
   async stage(key: string, clientName: string, source: AsyncIterable<Uint8Array>): Promise<boolean> {
+    const admitted = this.admit(key, clientName);
+    return admitted ? this.write(admitted, source) : false;
+  }
+
+  /**
+   * Writes an admitted file with its size cap, then checks its content.
+   * Returns whether the source was consumed (false: the writer stopped early).
+   */
+  async write(admitted: Admitted, source: AsyncIterable<Uint8Array>): Promise<boolean> {
+    const { key, clientName, maxBytes: max } = admitted;
     if (this.#aborted) return false;
-    const admitted = this.#admit(key, clientName);
-    if (!admitted) return false;
-    // Once the submission is certain to fail, later files are only checked by name.
-    if (Object.keys(this.errors).length > 0) return false;
-    const max = admitted.field.file!.max_file_size_bytes;
     const head: Buffer[] = [];
     let headBytes = 0;
     const stager = this;
@@ -195,9 +207,15 @@ function isFileObject(value: unknown): value is FileObject {
   return !!value && typeof value === 'object' && !Array.isArray(value) && 'data' in value;
 }
 
-/** One JSON file object: base64 or a data URL; the size is known, and checked, before decoding. */
+/**
+ * One JSON file object: base64 or a data URL. Nothing is decoded before the
+ * field, count and name are admitted and the size, known from the length, is
+ * within the field's cap.
+ */
 async function stageJsonFile(stager: FileStager, key: string, value: FileObject): Promise<void> {
   const clientName = typeof value.filename === 'string' ? value.filename : '';
+  const admitted = stager.admit(key, clientName);
+  if (!admitted) return;
   if (typeof value.data !== 'string') {
     stager.reject(key, `${displayName(clientName)}: data debe ser base64 o una data URL`);
     return;
@@ -209,19 +227,18 @@ async function stageJsonFile(stager: FileStager, key: string, value: FileObject)
     stager.reject(key, `${displayName(clientName)}: la data URL debe estar en base64`);
     return;
   }
-  const max = stager.maxBytes(key);
   const padding = payload.endsWith('==') ? 2 : payload.endsWith('=') ? 1 : 0;
   const decodedSize = Math.floor((payload.length * 3) / 4) - padding;
-  if (max !== null && decodedSize > max) {
+  if (decodedSize > admitted.maxBytes) {
     // Refused from its length alone: a huge base64 string is never decoded.
-    stager.rejectSize(key, clientName, max);
+    stager.rejectSize(key, clientName, admitted.maxBytes);
     return;
   }
   if (payload.length % 4 !== 0 || !BASE64.test(payload)) {
     stager.reject(key, `${displayName(clientName)}: data no es base64 válido`);
     return;
   }
-  await stager.stage(key, clientName, pieces(Buffer.from(payload, 'base64')));
+  await stager.write(admitted, pieces(Buffer.from(payload, 'base64')));
 }
 
 /** A JSON body `{data: {answers, locale, files}}`. */
