@@ -5,7 +5,8 @@
 // or overwrite a real field.
 //
 // Values may be text, numbers, booleans, lists, objects, lists of objects and
-// files (an object `{type: "file", url, filename?, content_type?, size_bytes?}`).
+// files (an object `{type: "file", url, filename?, content_type?, size_bytes?}`,
+// strictly that shape with an http(s) URL wherever `type: "file"` appears).
 // On PATCH the array is merged by key; a `null` value removes the key.
 import { z } from 'zod';
 import { validationFailed } from './errors.ts';
@@ -15,7 +16,9 @@ const MAX_VALUE_BYTES = 10_000;
 
 const fileValue = z.strictObject({
   type: z.literal('file'),
-  url: z.url(),
+  // http(s) only: clients render a file value as a link, so `javascript:` or
+  // `data:` here would be stored XSS in every storefront that shows it.
+  url: z.url({ protocol: /^https?$/, error: 'debe ser una URL http(s)' }).max(2000),
   filename: z.string().max(255).optional(),
   content_type: z.string().max(255).optional(),
   size_bytes: z.number().int().min(0).optional(),
@@ -25,8 +28,39 @@ const jsonValue: z.ZodType<unknown> = z.lazy(() =>
   z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(jsonValue), z.record(z.string(), jsonValue)]),
 );
 
+/**
+ * Any object with `type: "file"`, at any depth (a list of files, a file
+ * inside an object), must be exactly the file shape. Without this check an
+ * object failing the file shape was still accepted as plain JSON by the
+ * union, `javascript:` URL included.
+ */
+function checkFiles(value: unknown, path: PropertyKey[], ctx: z.core.$RefinementCtx): void {
+  if (Array.isArray(value)) {
+    value.forEach((item, i) => checkFiles(item, [...path, i], ctx));
+    return;
+  }
+  if (value === null || typeof value !== 'object') return;
+  if ((value as { type?: unknown }).type !== 'file') {
+    for (const [key, item] of Object.entries(value)) checkFiles(item, [...path, key], ctx);
+    return;
+  }
+  const result = fileValue.safeParse(value);
+  if (result.success) return;
+  for (const issue of result.error.issues) {
+    const keys = issue.code === 'unrecognized_keys' ? issue.keys : [undefined];
+    for (const key of keys) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [...path, ...issue.path, ...(key === undefined ? [] : [key])],
+        message: key === undefined ? issue.message : 'no es un campo de un archivo (type, url, filename, content_type, size_bytes)',
+      });
+    }
+  }
+}
+
 export const customPropertyValue = z
   .union([fileValue, jsonValue])
+  .superRefine((value, ctx) => checkFiles(value, [], ctx))
   .refine((v) => Buffer.byteLength(JSON.stringify(v) ?? '') <= MAX_VALUE_BYTES, {
     message: `el valor no puede superar ${MAX_VALUE_BYTES} bytes`,
   });

@@ -234,6 +234,43 @@ describe('products: prices, nested writes, detail, custom properties', () => {
     assert.equal(patched.body.data.peso_g, 180);
   });
 
+  test('a custom property with type "file" must be the strict file shape with an http(s) URL (422 validation_failed otherwise)', async () => {
+    const cases: Array<[unknown, string]> = [
+      [{ type: 'file', url: 'javascript:alert(document.cookie)' }, 'custom_properties.0.value.url'],
+      [{ type: 'file', url: 'data:text/html,<script>alert(1)</script>' }, 'custom_properties.0.value.url'],
+      [{ type: 'file', url: 'file:///etc/passwd' }, 'custom_properties.0.value.url'],
+      [{ type: 'file', filename: 'sin-url.pdf' }, 'custom_properties.0.value.url'],
+      [{ type: 'file', url: 'https://cdn.example.com/a.pdf', onclick: 'alert(1)' }, 'custom_properties.0.value.onclick'],
+      [{ type: 'file', url: 'https://cdn.example.com/a.pdf', size_bytes: -1 }, 'custom_properties.0.value.size_bytes'],
+      [[{ type: 'file', url: 'https://cdn.example.com/a.pdf' }, { type: 'file', url: 'javascript:alert(1)' }], 'custom_properties.0.value.1.url'],
+      [{ manual: { type: 'file', url: 'javascript:alert(1)' } }, 'custom_properties.0.value.manual.url'],
+    ];
+    for (const [value, field] of cases) {
+      const res = await api.post('/products', { data: { ...base, name: 'Archivo malo', custom_properties: [{ key: 'ficha', value }] } });
+      assert.equal(res.status, 422, `${JSON.stringify(value)}: ${res.text}`);
+      assert.equal(res.body.error, 'validation_failed');
+      assert.ok(res.body.errors[field], `${field} in ${JSON.stringify(res.body.errors)}`);
+    }
+    const { rows } = await app.pool.query('SELECT count(*)::int AS n FROM products WHERE company_id = $1 AND name = $2', [tenant.companyId, 'Archivo malo']);
+    assert.equal(rows[0].n, 0);
+    // Brands share the rule; a valid list of files and other objects with a different `type` are fine.
+    const brand = await api.post('/brands', { data: { name: 'Marca archivo', custom_properties: [{ key: 'manual', value: { type: 'file', url: 'javascript:alert(1)' } }] } });
+    assert.equal(brand.status, 422, brand.text);
+    assert.ok(brand.body.errors['custom_properties.0.value.url']);
+    const ok = await api.post('/products', {
+      data: {
+        ...base,
+        name: 'Archivos buenos',
+        custom_properties: [
+          { key: 'fichas', value: [{ type: 'file', url: 'https://cdn.example.com/a.pdf', filename: 'a.pdf', content_type: 'application/pdf', size_bytes: 10 }] },
+          { key: 'garantia', value: { type: 'extendida', url: 'javascript:no-es-archivo' } },
+        ],
+      },
+    });
+    assert.equal(ok.status, 201, ok.text);
+    assert.equal(ok.body.data.fichas[0].filename, 'a.pdf');
+  });
+
   test('slug and sku are unique in the company; a slug may not look like an ObjectId', async () => {
     await api.post('/products', { data: { ...base, name: 'Único', slug: 'unico', sku: 'U-1' } });
     const dupSlug = await api.post('/products', { data: { ...base, name: 'Otro', slug: 'unico' } });
