@@ -188,6 +188,20 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
       assert.equal(res.body.error, 'validation_failed');
       assert.ok(res.body.errors[`answers.${field}`], name);
     }
+    // Refused by the always-blocked list itself, whatever the field allows and wherever the segment
+    // sits: not merely as an extension the field does not take, nor by content.
+    const blocked: Array<[string, string]> = [
+      ['a.PhP', 'php'],
+      ['a.exe.', 'exe'],
+      ['a.PhP.pdf', 'php'],
+      ['invoice.exe.pdf', 'exe'],
+      ['page.html.pdf', 'html'],
+    ];
+    for (const [name, segment] of blocked) {
+      const res = await api.post(path(), { data: { answers: { ...base, cv: [files.fileJson(name, files.pdf())] } } });
+      assert.equal(res.status, 422, name);
+      assert.deepEqual(res.body.errors['answers.cv'], [`${name}: el tipo de archivo .${segment} no está permitido`], name);
+    }
     const traversal = await api.post(path(), { data: { answers: { ...base, cv: [files.fileJson('../../etc/passwd.pdf', files.pdf())] } } });
     assert.equal(traversal.status, 201, traversal.text);
     assert.equal(traversal.body.data.files[0].filename, 'passwd.pdf');
