@@ -416,6 +416,7 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     });
     assert.equal(res.status, 201, res.text);
     assert.deepEqual(res.body.data.files.map((f: any) => f.filename), ['uno.pdf']);
+    assert.deepEqual(res.body.data.answers.cv, ['uno.pdf'], 'answers name only the files stored');
     assert.match(res.body.data.files_error, /agotado.*dos\.pdf/);
     const stored = await app.pool.query('SELECT count(*)::int AS n FROM blobs WHERE company_id = $1', [small.companyId]);
     assert.equal(stored.rows[0].n, 1, 'the refused file’s bytes are gone');
@@ -423,6 +424,7 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     const none = await client(app.baseUrl, small.key).post(`/forms/${own.id}/submissions`, { data: { answers: { ...base, cv: files.fileJson('tres.pdf', files.pdf()) } } });
     assert.equal(none.status, 201);
     assert.deepEqual(none.body.data.files, []);
+    assert.equal(none.body.data.answers.cv, undefined);
     assert.ok(none.body.data.files_error);
   });
 });

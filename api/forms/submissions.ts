@@ -89,6 +89,15 @@ export async function insertSubmission(db: Client, jobs: JobSender, input: NewSu
       });
     }
   }
+  // A file field's answer names the files actually stored: one refused for
+  // the quota is in files_error, not in answers.
+  const answers = { ...input.checked.answers };
+  for (const field of input.form.fields) {
+    if (field.field_type !== 'file') continue;
+    const names = stored.filter((f) => f.field_key === field.key).map((f) => f.filename);
+    if (names.length) answers[field.key] = names;
+    else delete answers[field.key];
+  }
   const filesError = refused.length
     ? `Almacenamiento de la empresa agotado: no se guardaron ${refused.map((f) => f.filename).join(', ')}.`
     : null;
@@ -96,7 +105,7 @@ export async function insertSubmission(db: Client, jobs: JobSender, input: NewSu
     `INSERT INTO form_submissions (id, company_id, form_id, locale, answers, email, name, phone, files, files_error, referrer, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING *`,
     [
-      id, input.companyId, input.form.id, input.locale, JSON.stringify(input.checked.answers),
+      id, input.companyId, input.form.id, input.locale, JSON.stringify(answers),
       input.checked.email, input.checked.name, input.checked.phone, JSON.stringify(stored), filesError, input.referrer, now,
     ],
   );
