@@ -261,6 +261,27 @@ describe('categories, brands and the product list filters', () => {
     assert.deepEqual((await planOf('category=unknown')).names, []);
   });
 
+  test('a brand or category filter list over 100 values is 400 invalid_parameter naming the parameter, never cut short', async () => {
+    const t = await seedTenant(app.pool);
+    const c = client(app.baseUrl, t.key);
+    const brand = (await c.post('/brands', { data: { name: 'Al final' } })).body.data;
+    const cat = (await c.post('/product-categories', { data: { name: 'Al final' } })).body.data;
+    await c.post('/products', { data: { name: 'Producto', prices_cents: { mxn: 1 }, brand_id: brand.id, product_category_id: cat.id } });
+    const filler = (n: number) => Array.from({ length: n }, (_, i) => `otra-${i}`);
+    for (const [param, last] of [['brand', 'al-final'], ['brand_id', brand.id], ['category', 'al-final'], ['product_category_id', cat.id]]) {
+      const over = await c.get(`/products?${param}=${[...filler(100), last].join(',')}`);
+      assert.equal(over.status, 400, `${param}: ${over.text}`);
+      assert.deepEqual(Object.keys(over.body).sort(), ['error', 'message']);
+      assert.equal(over.body.error, 'invalid_parameter');
+      assert.match(over.body.message, new RegExp(`\\b${param}\\b`));
+      const atLimit = await c.get(`/products?${param}=${[...filler(99), last].join(',')}`);
+      assert.equal(atLimit.status, 200, `${param}: ${atLimit.text}`);
+      assert.deepEqual(atLimit.body.data.map((p: any) => p.name), ['Producto'], `${param}: the 100th value counts`);
+    }
+    // Empty items between commas are not values.
+    assert.equal((await c.get(`/products?brand=${[...filler(99), 'al-final'].join(',,')}`)).status, 200);
+  });
+
   test('include_filtered_total with text search is capped at 100', async () => {
     const t = await seedTenant(app.pool);
     const c = client(app.baseUrl, t.key);

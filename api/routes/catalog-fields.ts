@@ -127,12 +127,22 @@ export async function resolveIdOrSlug(
   return rows[0].id;
 }
 
-/** Comma list of ids and slugs (`?brand=a,b`); the main name wins over its alias. */
-export function splitIdsAndSlugs(value: string): { ids: string[]; slugs: string[] } {
+export const MAX_FILTER_VALUES = 100;
+
+export type IdsAndSlugs = { ids: string[]; slugs: string[] };
+
+/**
+ * Comma list of ids and slugs (`?brand=a,b`). More than MAX_FILTER_VALUES
+ * values is 400 invalid_parameter: cutting the list silently would answer a
+ * different question than the one asked.
+ */
+export function splitIdsAndSlugs(value: string, parameter: string): IdsAndSlugs {
   const parts = value
     .split(',')
     .map((s) => s.trim().toLowerCase())
-    .filter(Boolean)
-    .slice(0, 100);
+    .filter(Boolean);
+  if (parts.length > MAX_FILTER_VALUES) {
+    throw new ApiError('invalid_parameter', `El parámetro ${parameter} admite como máximo ${MAX_FILTER_VALUES} valores separados por comas; se recibieron ${parts.length}.`);
+  }
   return { ids: parts.filter(isObjectId), slugs: parts.filter((p) => !isObjectId(p)) };
 }

@@ -10,7 +10,7 @@ import { mergeCustomProperties } from '../custom-properties.ts';
 import { ApiError, validationFailed, type FieldErrors } from '../errors.ts';
 import { likePattern, listPage, paginationQuery, type Params } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
-import { freeSlug, resolveIdOrSlug, splitIdsAndSlugs, uniqueViolation } from './catalog-fields.ts';
+import { freeSlug, resolveIdOrSlug, splitIdsAndSlugs, uniqueViolation, type IdsAndSlugs } from './catalog-fields.ts';
 import {
   PRODUCT_RESERVED,
   PRODUCT_STATUSES,
@@ -115,8 +115,7 @@ async function productColumns(
  * instead ran once per product row walked (a rare category read the whole
  * company). Another company's id or slug resolves to nothing.
  */
-async function resolveCategoryIds(db: Queryable, companyId: string, value: string): Promise<string[]> {
-  const { ids, slugs } = splitIdsAndSlugs(value);
+async function resolveCategoryIds(db: Queryable, companyId: string, { ids, slugs }: IdsAndSlugs): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
     'SELECT id FROM product_categories WHERE company_id = $1 AND (id = ANY($2::text[]) OR slug = ANY($3::text[]))',
     [companyId, ids, slugs],
@@ -130,8 +129,7 @@ async function resolveCategoryIds(db: Queryable, companyId: string, value: strin
  * `OR` with an always-empty array still keeps the planner from walking one
  * index (products_brand or products_brand_slug) in page order.
  */
-function brandCondition(p: Params, value: string): string {
-  const { ids, slugs } = splitIdsAndSlugs(value);
+function brandCondition(p: Params, { ids, slugs }: IdsAndSlugs): string {
   const parts: string[] = [];
   if (ids.length) parts.push(`brand_id = ANY(${p.add(ids)}::text[])`);
   if (slugs.length) parts.push(`brand_slug = ANY(${p.add(slugs)}::text[])`);
@@ -154,7 +152,8 @@ export const productRoutes: RouteDef[] = [
     summary: 'Lista productos',
     description:
       'Filtros `brand`/`brand_id` y `category`/`product_category_id`: listas separadas por comas que mezclan ObjectIds y slugs; ' +
-      'un valor desconocido no aporta filas (el filtro nunca se ignora). Se combinan con `q` y con `include_filtered_total`.',
+      'un valor desconocido no aporta filas (el filtro nunca se ignora); más de 100 valores es 400 invalid_parameter. ' +
+      'Se combinan con `q` y con `include_filtered_total`.',
     query: productListQuery,
     response: productSchema,
     list: true,
@@ -163,8 +162,13 @@ export const productRoutes: RouteDef[] = [
     errors: ['invalid_id', 'invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
     handler: async (ctx, { query, companyId }) => {
       const term = query.q || query.search || undefined;
-      const brand = query.brand ?? query.brand_id;
-      const category = query.category ?? query.product_category_id;
+      // The alias is ignored when the main name is present; a list over 100 values is 400 (named as sent).
+      const brand = query.brand ? splitIdsAndSlugs(query.brand, 'brand') : query.brand_id ? splitIdsAndSlugs(query.brand_id, 'brand_id') : undefined;
+      const category = query.category
+        ? splitIdsAndSlugs(query.category, 'category')
+        : query.product_category_id
+          ? splitIdsAndSlugs(query.product_category_id, 'product_category_id')
+          : undefined;
       const categoryIds = category ? await resolveCategoryIds(ctx.deps.pool, companyId, category) : undefined;
       const list = (db: Queryable) => listPage(
         db,
