@@ -61,6 +61,39 @@ describe('categories, brands and the product list filters', () => {
     assert.equal((await api.delete(`/product-categories/${vacia.id}`)).status, 204);
   });
 
+  test('category depth: at most 20 levels, counting the subtree a move brings along (422 validation_failed on parent_id)', async () => {
+    const t = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    const c = client(app.baseUrl, t.key);
+    const chain = async (prefix: string, levels: number) => {
+      const ids: string[] = [];
+      for (let i = 1; i <= levels; i++) {
+        const res = await c.post('/product-categories', { data: { name: `${prefix} ${i}`, parent_id: ids.at(-1) ?? null } });
+        assert.equal(res.status, 201, res.text);
+        ids.push(res.body.data.id);
+      }
+      return ids;
+    };
+    const a = await chain('A', 10); // levels 1..10
+    const b = await chain('B', 11); // a root with 10 levels below it
+
+    // b[0] under a[9] would put b's deepest node at level 10 + 11 = 21.
+    const tooDeep = await c.patch(`/product-categories/${b[0]}`, { data: { parent_id: a[9] } });
+    assert.equal(tooDeep.status, 422, tooDeep.text);
+    assert.equal(tooDeep.body.error, 'validation_failed');
+    assert.match(tooDeep.body.errors.parent_id[0], /20 niveles/);
+    assert.equal((await c.get(`/product-categories/${b[0]}`)).body.data.parent_id, null, 'nothing moved');
+
+    // Under a[8] the deepest node lands exactly on level 20: allowed.
+    const fits = await c.patch(`/product-categories/${b[0]}`, { data: { parent_id: a[8] } });
+    assert.equal(fits.status, 200, fits.text);
+    // A 21st level is refused on create and on move as well.
+    const create = await c.post('/product-categories', { data: { name: 'Nivel 21', parent_id: b[10] } });
+    assert.equal(create.status, 422, create.text);
+    const leaf = (await c.post('/product-categories', { data: { name: 'Hoja' } })).body.data;
+    assert.equal((await c.patch(`/product-categories/${leaf.id}`, { data: { parent_id: b[10] } })).status, 422);
+    assert.equal((await c.patch(`/product-categories/${leaf.id}`, { data: { parent_id: b[9] } })).status, 200);
+  });
+
   test('has_products reads one index entry per populated category, not every active product, and keeps the subtree semantics', async () => {
     const t = await seedTenant(app.pool);
     const c = client(app.baseUrl, t.key);

@@ -152,7 +152,31 @@ async function checkParent(client: Client, companyId: string, parentId: string, 
   );
   if (rows[0].n === 0) throw validationFailed({ parent_id: ['no existe'] });
   if (rows[0].cycle) throw validationFailed({ parent_id: ['crearía un ciclo: la categoría no puede colgar de sí misma ni de una descendiente'] });
-  if (rows[0].depth + 1 >= MAX_DEPTH) throw validationFailed({ parent_id: [`la jerarquía no puede tener más de ${MAX_DEPTH} niveles`] });
+  // A moved category brings its subtree along: the deepest descendant lands
+  // `height` levels below it. Checking the parent's ancestors alone let a
+  // move build a tree deeper than MAX_DEPTH (the counts walk stops there).
+  const height = selfId ? await subtreeHeight(client, companyId, selfId) : 0;
+  const deepest = rows[0].depth + 2 + height; // levels from the root: the parent's ancestors, the parent, self, its subtree
+  if (deepest > MAX_DEPTH) {
+    throw validationFailed({
+      parent_id: [`la jerarquía no puede tener más de ${MAX_DEPTH} niveles (con sus descendientes, la categoría llegaría a ${deepest})`],
+    });
+  }
+}
+
+/** Levels below a category (0 without children); the walk stops past MAX_DEPTH, which already says "too deep". */
+async function subtreeHeight(client: Client, companyId: string, id: string): Promise<number> {
+  const { rows } = await client.query(
+    `WITH RECURSIVE down AS (
+       SELECT id, 0 AS depth FROM product_categories WHERE company_id = $1 AND id = $2
+       UNION
+       SELECT c.id, down.depth + 1 FROM product_categories c JOIN down ON c.parent_id = down.id
+        WHERE c.company_id = $1 AND down.depth <= ${MAX_DEPTH}
+     )
+     SELECT max(depth)::int AS height FROM down`,
+    [companyId, id],
+  );
+  return rows[0].height ?? 0;
 }
 
 async function categoryColumns(client: Client, companyId: string, data: CategoryWrite, existing: Record<string, any> | null) {
