@@ -228,6 +228,32 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     }
   });
 
+  test('legacy Office (.doc/.xls/.ppt): the compound file must hold the format’s stream, no VBA storage and no installer class id', async () => {
+    const refused: Array<[string, Buffer, RegExp]> = [
+      ['setup.doc', files.msiAsDoc(), /\.doc: el contenido es de un tipo no permitido \(instalador msi\)$/],
+      ['macros.doc', files.docWithMacros(), /\.doc: el documento contiene macros/],
+      ['macros.xls', files.xlsWithMacros(), /\.xls: el documento contiene macros/],
+      ['macros.ppt', files.ppt(true), /\.ppt: el documento contiene macros/],
+      ['hoja.doc', files.xls(), /no es un documento \.doc \(falta el flujo WordDocument\)/],
+      ['vacio.xls', files.ole({ Otro: 'x' }), /no es un documento \.xls \(falta el flujo Workbook o Book\)/],
+    ];
+    for (const [name, bytes, reason] of refused) {
+      const res = await api.post(path(), { data: { answers: { ...base, cv: files.fileJson(name, bytes) } } });
+      assert.equal(res.status, 422, `${name}: ${res.text}`);
+      assert.equal(res.body.error, 'validation_failed');
+      assert.match(res.body.errors['answers.cv'].join(' '), reason, name);
+    }
+    const ok = await api.post(path(), {
+      data: { answers: { ...base, cv: [files.fileJson('carta.doc', files.doc()), files.fileJson('datos.xls', files.xls()), files.fileJson('deck.ppt', files.ppt())] } },
+    });
+    assert.equal(ok.status, 201, ok.text);
+    assert.deepEqual(ok.body.data.files.map((f: any) => [f.filename, f.content_type]), [
+      ['carta.doc', 'application/msword'],
+      ['datos.xls', 'application/vnd.ms-excel'],
+      ['deck.ppt', 'application/vnd.ms-powerpoint'],
+    ]);
+  });
+
   test('counts and sizes: 11 files, one byte over the limit, exactly at the limit (streamed)', async () => {
     const eleven = Array.from({ length: 11 }, (_, i) => files.fileJson(`f${i}.pdf`, files.pdf()));
     const tooMany = await api.post(path(), { data: { answers: { ...base, cv: eleven } } });

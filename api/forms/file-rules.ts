@@ -13,6 +13,17 @@
 // (blocked type, and content not matching the extension). A package whose
 // main part says docx is accepted even if it carries other parts: Office does
 // not run macros from a package typed as .docx.
+//
+// Legacy .doc/.xls/.ppt: OLE compound files, which file-type only calls
+// `cfb` (an .msi installer is one too). The compound file's directory is read
+// with `cfb` (SheetJS): the stream of the named format must be at the root
+// (WordDocument; Workbook, or Book for Excel 5; PowerPoint Document), no VBA
+// storage may appear anywhere (Word's `Macros`, Excel's `_VBA_PROJECT_CUR`,
+// `VBA` inside them or inside an embedded object), PowerPoint's VBA record
+// must be absent from its document stream, and the root may not carry a
+// Windows Installer class id. Those files are read whole to parse (bounded by
+// the field's size cap and the 32 MiB request cap).
+import CFB from 'cfb';
 import { fileTypeFromStream } from 'file-type';
 import { Readable } from 'node:stream';
 
@@ -169,6 +180,58 @@ export function checkFileName(raw: string, allowed: ReadonlySet<string>): NameCh
 
 export type ContentCheck = { ok: true; contentType: string } | { ok: false; reason: string };
 
+/** The root stream each legacy Office format must have. */
+const OLE_MAIN_STREAMS: Record<string, string[]> = { doc: ['WordDocument'], xls: ['Workbook', 'Book'], ppt: ['PowerPoint Document'] };
+/** Storages that hold a VBA project: refused wherever they sit (compared upper-case, as CFB names compare). */
+const OLE_MACRO_STORAGES: ReadonlySet<string> = new Set(['MACROS', '_VBA_PROJECT_CUR', 'VBA']);
+/** Root class ids of Windows Installer files, as `cfb` prints them (the GUID's bytes as stored, little-endian fields). */
+const INSTALLER_CLSIDS: ReadonlySet<string> = new Set([
+  '84100c0000000000c000000000000046', // {000C1084-0000-0000-C000-000000000046} installer database (.msi)
+  '82100c0000000000c000000000000046', // {000C1082-…} transform (.mst)
+  '86100c0000000000c000000000000046', // {000C1086-…} patch (.msp)
+]);
+const CFB_STREAM = 2;
+/** PowerPoint keeps its VBA project as a record of its document stream, not as a storage: RT_VbaInfo. */
+const PPT_VBA_INFO = 0x03ff;
+
+/** Walks PowerPoint binary records (8-byte headers; a container, recVer 0xF, is entered, an atom skipped). */
+function pptHasVba(stream: Uint8Array): boolean {
+  const view = Buffer.from(stream.buffer, stream.byteOffset, stream.byteLength);
+  for (let pos = 0; pos + 8 <= view.length; ) {
+    const verInstance = view.readUInt16LE(pos);
+    const type = view.readUInt16LE(pos + 2);
+    if (type === PPT_VBA_INFO) return true;
+    pos += (verInstance & 0x0f) === 0x0f ? 8 : 8 + view.readUInt32LE(pos + 4);
+  }
+  return false;
+}
+
+/** A legacy Office file (`doc`, `xls`, `ppt`) read as an OLE compound file. */
+export function checkCompound(extension: string, bytes: Uint8Array): ContentCheck {
+  let container: ReturnType<typeof CFB.parse>;
+  try {
+    container = CFB.parse(bytes);
+  } catch {
+    return { ok: false, reason: `el contenido no es un archivo .${extension} válido` };
+  }
+  const root = container.FileIndex[0];
+  if (INSTALLER_CLSIDS.has(String(root?.clsid ?? '').toLowerCase())) return { ok: false, reason: 'el contenido es de un tipo no permitido (instalador msi)' };
+  if (container.FileIndex.some((entry) => OLE_MACRO_STORAGES.has(entry.name.toUpperCase()))) {
+    return { ok: false, reason: `el documento contiene macros (no se admiten en un archivo .${extension})` };
+  }
+  const rootPath = container.FullPaths[0];
+  const atRoot = new Map<string, Uint8Array>();
+  container.FileIndex.forEach((entry, i) => {
+    if (entry.type === CFB_STREAM && container.FullPaths[i] === rootPath + entry.name) atRoot.set(entry.name.toUpperCase(), entry.content as Uint8Array);
+  });
+  const main = OLE_MAIN_STREAMS[extension].find((name) => atRoot.has(name.toUpperCase()));
+  if (!main) return { ok: false, reason: `el contenido no es un documento .${extension} (falta el flujo ${OLE_MAIN_STREAMS[extension].join(' o ')})` };
+  if (extension === 'ppt' && pptHasVba(atRoot.get(main.toUpperCase()) ?? new Uint8Array())) {
+    return { ok: false, reason: 'el documento contiene macros (no se admiten en un archivo .ppt)' };
+  }
+  return { ok: true, contentType: KNOWN_EXTENSIONS[extension] };
+}
+
 function looksLikeText(sample: Buffer): boolean {
   if (sample.includes(0)) return false;
   // Cut at the last complete UTF-8 sequence the sample may have split.
@@ -186,9 +249,10 @@ function looksLikeText(sample: Buffer): boolean {
 /**
  * Checks the real content against the name's extension. `open` gives a fresh
  * stream of the stored bytes: file-type reads only as far as it needs (for a
- * zip, up to the entry that decides), so memory stays bounded.
+ * zip, up to the entry that decides), so memory stays bounded. `readAll` is
+ * called only for legacy Office files, whose directory is parsed whole.
  */
-export async function checkContent(extension: string, open: () => Readable, head: Buffer): Promise<ContentCheck> {
+export async function checkContent(extension: string, open: () => Readable, head: Buffer, readAll: () => Promise<Buffer>): Promise<ContentCheck> {
   const stream = open();
   let detected: { ext: string; mime: string } | undefined;
   try {
@@ -205,5 +269,6 @@ export async function checkContent(extension: string, open: () => Readable, head
   if (!expected.includes(detected.ext)) {
     return { ok: false, reason: `el contenido es ${detected.ext}, no corresponde a un archivo .${extension}` };
   }
+  if (detected.ext === 'cfb' && OLE_MAIN_STREAMS[extension]) return checkCompound(extension, await readAll());
   return { ok: true, contentType: KNOWN_EXTENSIONS[extension] ?? detected.mime };
 }

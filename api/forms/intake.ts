@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { Transform, type Readable } from 'node:stream';
 import type { Pool } from '../../db/pool.ts';
-import { deleteBlob, readBlob, writeBlob } from '../../storage/blobs.ts';
+import { deleteBlob, readBlob, readBlobBuffer, writeBlob } from '../../storage/blobs.ts';
 import { ApiError, type FieldErrors } from '../errors.ts';
 import type { FormRow, StoredField } from './definition.ts';
 import { allowedExtensions, checkContent, checkFileName } from './file-rules.ts';
@@ -153,7 +153,12 @@ export class FileStager {
       await drop();
       return true;
     }
-    const content = await checkContent(admitted.extension, () => readBlob(this.#pool, written.blob.id), Buffer.concat(head));
+    const content = await checkContent(
+      admitted.extension,
+      () => readBlob(this.#pool, written.blob.id),
+      Buffer.concat(head),
+      () => readBlobBuffer(this.#pool, written.blob.id),
+    );
     if (!content.ok || written.blob.sizeBytes === 0 || this.#aborted) {
       await drop();
       if (!this.#aborted) addError(this.errors, key, `${displayName(clientName)}: ${content.ok ? 'el archivo está vacío' : content.reason}`);

@@ -1,6 +1,7 @@
 // Real files of every kind a form accepts, built in the test (no fixtures on
 // disk), plus a form file and the admin tRPC call that creates it.
 import { crc32 } from 'node:zlib';
+import CFB from 'cfb';
 import sharp from 'sharp';
 import { ADMIN_TOKEN } from './app.ts';
 
@@ -66,6 +67,38 @@ export const pptx = () => ooxml('application/vnd.openxmlformats-officedocument.p
 export const docm = () =>
   ooxml('application/vnd.ms-word.document.macroEnabled.main+xml', 'word/document.xml', { 'word/vbaProject.bin': Buffer.from('VBA macro bytes') });
 export const plainZip = () => zip({ 'readme.txt': 'hola', 'data.csv': 'a,b\n1,2\n' });
+
+/** An OLE compound file (what .doc/.xls/.ppt and .msi are) with these streams, paths making storages. */
+export function ole(streams: Record<string, string | Buffer>, rootClsid?: string): Buffer {
+  const container = CFB.utils.cfb_new(rootClsid ? { CLSID: rootClsid } : undefined);
+  for (const [path, content] of Object.entries(streams)) CFB.utils.cfb_add(container, path, Buffer.isBuffer(content) ? content : Buffer.from(content));
+  return Buffer.from(CFB.write(container, { type: 'buffer' }));
+}
+/** The Windows Installer root class id {000C1084-0000-0000-C000-000000000046}, as stored. */
+export const MSI_CLSID = '84100c0000000000c000000000000046';
+
+/** A PowerPoint binary record: 8-byte header (recVer/instance, type, length), then the body. */
+function pptRecord(verInstance: number, type: number, body: Buffer): Buffer {
+  const header = Buffer.alloc(8);
+  header.writeUInt16LE(verInstance, 0);
+  header.writeUInt16LE(type, 2);
+  header.writeUInt32LE(body.length, 4);
+  return Buffer.concat([header, body]);
+}
+/** A PowerPoint document stream: DocumentContainer (0x03E8) holding a DocumentAtom, and with `vba` a VBAInfoContainer (0x03FF). */
+function pptStream(vba: boolean): Buffer {
+  const children = [pptRecord(0x0001, 0x03e9, Buffer.alloc(40))];
+  if (vba) children.push(pptRecord(0x000f, 0x03ff, pptRecord(0x0002, 0x0400, Buffer.alloc(12))));
+  return pptRecord(0x000f, 0x03e8, Buffer.concat(children));
+}
+
+export const doc = () => ole({ WordDocument: Buffer.alloc(1536, 0xec), '1Table': Buffer.alloc(512) });
+export const docWithMacros = () => ole({ WordDocument: Buffer.alloc(1536, 0xec), '1Table': Buffer.alloc(512), 'Macros/PROJECT': 'ID="{0}"', 'Macros/VBA/dir': Buffer.alloc(64) });
+/** An installer database with a WordDocument stream too: only its class id gives it away. */
+export const msiAsDoc = () => ole({ WordDocument: Buffer.alloc(1536), '\u0005SummaryInformation': Buffer.alloc(256) }, MSI_CLSID);
+export const xls = () => ole({ Workbook: Buffer.alloc(2048, 0x09) });
+export const xlsWithMacros = () => ole({ Workbook: Buffer.alloc(2048, 0x09), '_VBA_PROJECT_CUR/PROJECT': 'ID="{0}"', '_VBA_PROJECT_CUR/VBA/dir': Buffer.alloc(64) });
+export const ppt = (vba = false) => ole({ 'PowerPoint Document': pptStream(vba), 'Current User': Buffer.alloc(32) });
 
 export async function jpeg(): Promise<Buffer> {
   return sharp({ create: { width: 8, height: 8, channels: 3, background: '#336699' } }).jpeg().toBuffer();
