@@ -118,6 +118,8 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     const jpeg = await sharp({ create: { width: 300, height: 300, channels: 3, noise: { type: 'gaussian', mean: 128, sigma: 30 } } } as SharpOptions).jpeg().toBuffer();
     const truncated = await up(`/products/${productId}/image`, jpeg.subarray(0, Math.floor(jpeg.length * 0.6)), 'cut.jpg');
     assert.equal(truncated.status, 422, truncated.text);
+    assert.equal(truncated.body.error, 'validation_failed');
+    assert.ok(truncated.body.errors.file?.[0], `a reason under errors.file: ${truncated.text}`);
 
     // 8 frames of 2,400 × 2,400: each frame is fine, together they are 46 megapixels.
     // Frames differ in colour: the GIF encoder merges identical consecutive frames.
@@ -242,6 +244,43 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     assert.equal((await api.delete(`/products/${productId}`)).status, 204);
     const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM media WHERE owner_type IN ('product', 'variant') AND company_id = $1`, [tenant.companyId]);
     assert.equal(rows[0].n, 0);
+  });
+
+  test('DELETE /brands/:id/logo answers 200 with the brand (logo_url and logo null) and DELETE /product-categories/:id/image with {id, image_url: null, thumbnail_url: null}; files gone; another company gets 404', async () => {
+    const png = (await samples()).png;
+    const brand = (await api.post('/brands', { data: { name: 'Logo a borrar' } })).body.data;
+    const logo = await up(`/brands/${brand.id}/logo`, png, 'logo.png', 'logo');
+    assert.equal(logo.status, 200, logo.text);
+    const category = (await api.post('/product-categories', { data: { name: 'Imagen a borrar' } })).body.data;
+    const image = await up(`/product-categories/${category.slug}/image`, png, 'cat.png');
+    assert.equal(image.status, 200, image.text);
+
+    const other = client(app.baseUrl, (await seedTenant(app.pool)).key);
+    assert.equal((await other.delete(`/brands/${brand.id}/logo`)).status, 404);
+    assert.equal((await other.delete(`/product-categories/${category.id}/image`)).status, 404);
+
+    const brandRes = await api.delete(`/brands/${brand.slug}/logo`);
+    assert.equal(brandRes.status, 200, brandRes.text);
+    assert.equal(brandRes.body.data.id, brand.id);
+    assert.equal(brandRes.body.data.logo_url, null);
+    assert.equal(brandRes.body.data.logo, null);
+    assert.equal(brandRes.body.data.name, 'Logo a borrar', 'the whole brand, as the other brand routes answer');
+    assert.equal((await api.get(`/brands/${brand.id}`)).body.data.logo_url, null);
+
+    const catRes = await api.delete(`/product-categories/${category.id}/image`);
+    assert.equal(catRes.status, 200, catRes.text);
+    assert.deepEqual(catRes.body.data, { id: category.id, image_url: null, thumbnail_url: null });
+    const after = (await api.get(`/product-categories/${category.id}`)).body.data;
+    assert.equal(after.image_url, null);
+    assert.equal(after.thumbnail_url, null);
+
+    for (const url of [logo.body.data.logo_url, image.body.data.image_url]) {
+      assert.equal((await fetch(url.replace(app.config.siteUrl, app.url))).status, 404, url);
+    }
+    const { rows } = await app.pool.query('SELECT count(*)::int AS n FROM media WHERE owner_id = ANY($1)', [[brand.id, category.id]]);
+    assert.equal(rows[0].n, 0, 'media rows and their blobs are deleted');
+    // Deleting when there is no image is still 200 with nulls.
+    assert.equal((await api.delete(`/product-categories/${category.id}/image`)).status, 200);
   });
 
   test('the media route serves only catalog media, never other blobs', async () => {

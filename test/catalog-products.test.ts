@@ -109,6 +109,26 @@ describe('products: prices, nested writes, detail, custom properties', () => {
     for (const detailOnly of ['variants', 'option_types', 'components', 'inventory']) assert.ok(!(detailOnly in item), `${detailOnly} is detail only`);
   });
 
+  test('a product with a category returns product_category {id, name, slug} and the deprecated category_name, in detail and list, following a rename', async () => {
+    const cat = (await api.post('/product-categories', { data: { name: 'Tazas', slug: 'tazas' } })).body.data;
+    const res = await api.post('/products', { data: { ...base, name: 'Taza con categoría', product_category_id: cat.id } });
+    assert.equal(res.status, 201, res.text);
+    assert.equal(res.body.data.product_category_id, cat.id);
+    assert.deepEqual(res.body.data.product_category, { id: cat.id, name: 'Tazas', slug: 'tazas' });
+    assert.equal(res.body.data.category_name, 'Tazas');
+    await api.patch(`/product-categories/${cat.id}`, { data: { name: 'Tazas y vasos' } });
+    const detail = (await api.get(`/products/${res.body.data.id}`)).body.data;
+    assert.deepEqual(detail.product_category, { id: cat.id, name: 'Tazas y vasos', slug: 'tazas' });
+    assert.equal(detail.category_name, 'Tazas y vasos');
+    const item = (await api.get(`/products?category=${cat.id}`)).body.data[0];
+    assert.deepEqual(item.product_category, { id: cat.id, name: 'Tazas y vasos', slug: 'tazas' });
+    assert.equal(item.category_name, 'Tazas y vasos');
+    // Without a category both are null.
+    const bare = (await api.post('/products', { data: { ...base, name: 'Sin categoría' } })).body.data;
+    assert.equal(bare.product_category, null);
+    assert.equal(bare.category_name, null);
+  });
+
   test('nested update: matched by id, created without id, removed by _destroy, all in one transaction', async () => {
     const created = (
       await api.post('/products', {

@@ -220,10 +220,16 @@ describe('categories, brands and the product list filters', () => {
     assert.deepEqual(await names(`brand=unknown`), [], 'an unknown slug contributes no rows');
     assert.deepEqual(await names(`brand=unknown,puma`), ['Suede']);
     assert.deepEqual(await names(`category=000000000000000000000000`), []);
-    // Another company's category (with products of its own) is unknown here.
-    const foreign = (await api.get('/product-categories/manga-larga')).body.data;
+    // Another company's category, with products of its own, is unknown here by id and by slug,
+    // alone or in a list, even when its slug is free in this company.
+    const other = client(app.baseUrl, (await seedTenant(app.pool)).key);
+    const foreign = (await other.post('/product-categories', { data: { name: 'Ajena filtro' } })).body.data;
+    assert.equal((await other.post('/products', { data: { name: 'Producto ajeno', prices_cents: { mxn: 1 }, product_category_id: foreign.id } })).status, 201);
+    assert.deepEqual(((await other.get(`/products?category=${foreign.id}`)).body.data as any[]).map((p) => p.name), ['Producto ajeno']);
     assert.deepEqual(await names(`category=${foreign.id}`), []);
-    assert.deepEqual(await names(`category=manga-larga`), []);
+    assert.deepEqual(await names(`category=${foreign.slug}`), []);
+    assert.deepEqual(await names(`product_category_id=${foreign.id},${foreign.slug}`), []);
+    assert.deepEqual(await names(`category=${foreign.id},gorras`), ['Gorra Nike'], 'it contributes nothing to a list');
     assert.deepEqual(await names(`q=air&brand=nike`), ['Air Max']);
     assert.deepEqual(await names(`search=GORRA`), ['Gorra Nike']);
     assert.deepEqual(await names(`q=max&search=gorra`), ['Air Max'], 'search is ignored when q is present');
