@@ -157,6 +157,33 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     assert.match(mail.mail.text ?? '', /no caben en el correo[\s\S]*\/Formularios\/Contacto web\/.* - big@example.com\/dos\.pdf/);
   });
 
+  test('files that do not fit are named in the email even when the operator’s template has no {{files}}', async () => {
+    const file: any = files.sampleFormFile({
+      slug: 'sin-marcador',
+      post_actions: { lead: false, email: { to: ['ventas@empresa.example'], attach_files: true, templates: { es: { subject: 'Sin marcador, {{name}}', body: 'Hola {{name}}.\n{{answers}}' } } } },
+    });
+    file.fields.find((f: any) => f.key === 'cv').file.max_file_size_mb = 10;
+    const own = await files.createFormViaAdmin(app.url, tenant.companyId, file);
+    const body = new FormData();
+    body.append('answers[email]', 'chica@example.com');
+    body.append('answers[name]', 'Chica');
+    body.append('files[cv]', new Blob([files.pdf(9_000_000)]), 'uno.pdf');
+    body.append('files[cv]', new Blob([files.pdf(9_500_000)]), 'dos.pdf');
+    const res = await fetch(`${app.baseUrl}/forms/${own.id}/submissions`, { method: 'POST', headers: { authorization: `Bearer ${tenant.key}` }, body });
+    assert.equal(res.status, 201);
+    const id = ((await res.json()) as any).data.id;
+    await waitFor(async () => {
+      const r = (await api.get(`/forms/${own.id}/submissions/${id}`)).body.data;
+      return r.status !== 'received' && r;
+    });
+    const mail = await waitFor(async () => smtp.received.find((m) => m.mail.subject === 'Sin marcador, Chica'));
+    assert.deepEqual(mail.mail.attachments.map((a) => a.filename), ['uno.pdf']);
+    const text = mail.mail.text ?? '';
+    assert.match(text, /^Hola Chica\./);
+    assert.match(text, /no caben en el correo \(máximo 18 MB de adjuntos\)[\s\S]*\/Formularios\/Contacto web\/.* - chica@example.com\/dos\.pdf/);
+    assert.doesNotMatch(text, /uno\.pdf/, 'only the notice is added, not the attachment list the template left out');
+  });
+
   test('a transient SMTP failure is retried without repeating the lead or the email', async () => {
     await worker.stop(); // drive the job by hand to see each attempt
     try {

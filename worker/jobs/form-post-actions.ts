@@ -167,10 +167,12 @@ async function sendEmail(pool: Pool, config: Config, form: FormRow, s: Submissio
     for (const row of rows) blobs.set(row.id, row.blob_id);
   }
   const fileLines: string[] = [];
+  const leftLines: string[] = [];
   if (attached.length) fileLines.push(text.attached, ...attached.map((f) => `- ${f.filename}`), '');
   if (left.length) {
     const heading = settings.attach_files === false ? text.stored : text.notAttached;
-    fileLines.push(heading, ...left.map((f) => `- ${f.folder_path}/${f.filename}`), '');
+    leftLines.push(heading, ...left.map((f) => `- ${f.folder_path}/${f.filename}`));
+    fileLines.push(...leftLines, '');
   }
   const values: Record<string, string> = {
     form: form.title_translations[locale] ?? form.title_translations[form.default_locale] ?? form.name,
@@ -181,12 +183,18 @@ async function sendEmail(pool: Pool, config: Config, form: FormRow, s: Submissio
     files: fileLines.join('\n'),
   };
   for (const [key, value] of Object.entries(s.answers)) values[`answer.${key}`] = Array.isArray(value) ? value.join(', ') : String(value);
+  let body = renderTemplate(template.body, values);
+  // Files that did not fit are named in the email whatever the operator's
+  // template says (contract: what does not fit stays only in the file
+  // manager, and the email says so): without {{files}} the notice is appended.
+  const tooBig = settings.attach_files !== false && left.length > 0;
+  if (tooBig && !/\{\{\s*files\s*\}\}/.test(template.body)) body = `${body.trimEnd()}\n\n${leftLines.join('\n')}\n`;
   const sent = await mailerFor(config).send({
     from: `"${values.form.replace(/["\r\n]/g, '')}" <no-reply@${new URL(config.siteUrl).hostname}>`,
     to,
     replyTo: s.email ?? undefined,
     subject: renderTemplate(template.subject, values).replace(/[\r\n]+/g, ' '),
-    text: renderTemplate(template.body, values),
+    text: body,
     messageId: messageId(s, 'email', config),
     headers: { 'Content-Language': locale },
     attachments: attached.map((f) => ({
