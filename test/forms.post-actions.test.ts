@@ -208,6 +208,51 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     }
   });
 
+  test('submissions with one new email processed at the same time (four at once) create exactly one lead', async () => {
+    const leadOnly = await files.createFormViaAdmin(app.url, tenant.companyId, files.sampleFormFile({ slug: 'solo-lead', post_actions: {} }));
+    await worker.stop(); // run the jobs by hand, truly side by side
+    try {
+      const ids: string[] = [];
+      for (const name of ['Gemela A', 'Gemela B', 'Gemela C', 'Gemela D']) {
+        const res = await api.post(`/forms/${leadOnly.id}/submissions`, { data: { answers: { email: 'Gemelas@Example.com', name } } });
+        assert.equal(res.status, 201, res.text);
+        ids.push(res.body.data.id);
+      }
+      const deps = { pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, jobs: app.deps.jobs };
+      // Make the race certain rather than likely: a transaction holding leads against inserts lets every
+      // run get as far as it can (without the per-email lock, past its "no lead with this email yet"
+      // check) and wait; all four are released together.
+      const blocker = await app.pool.connect();
+      let running: Promise<unknown> | undefined;
+      try {
+        await blocker.query('BEGIN');
+        await blocker.query('LOCK TABLE leads IN SHARE ROW EXCLUSIVE MODE');
+        running = Promise.all(ids.map((submissionId) => processSubmission(deps, { submissionId, companyId: tenant.companyId })));
+        await waitFor(async () => {
+          const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+          return rows[0].n >= ids.length;
+        });
+      } finally {
+        await blocker.query('COMMIT');
+        blocker.release();
+      }
+      await running;
+      const leads = await app.pool.query(`SELECT id FROM leads WHERE company_id = $1 AND lower(email) = 'gemelas@example.com'`, [tenant.companyId]);
+      assert.equal(leads.rowCount, 1, 'one lead for one email');
+      for (const id of ids) {
+        const s = (await api.get(`/forms/${leadOnly.id}/submissions/${id}`)).body.data;
+        assert.deepEqual([s.status, s.contact_type, s.contact_id], ['processed', 'lead', leads.rows[0].id]);
+      }
+      const created = await app.pool.query(
+        `SELECT count(*)::int AS n FROM events WHERE company_id = $1 AND name = 'lead.created' AND data->>'email' = 'gemelas@example.com'`,
+        [tenant.companyId],
+      );
+      assert.equal(created.rows[0].n, 1, 'one lead.created event');
+    } finally {
+      worker = await startWorker({ ...app.config, smtpUrl: smtp.url }, app.pool, app.databaseUrl);
+    }
+  });
+
   test('a form mapping customer.* associates the customer by email (created once, then reused)', async () => {
     const custom = await files.createFormViaAdmin(app.url, tenant.companyId, {
       name: 'Clientes',
