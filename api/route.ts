@@ -224,7 +224,7 @@ export function mountRoutes(router: Router<any, any>, routes: RouteDef[], defaul
     if (route.module) chain.push(requireModule(route.module));
     if (route.params) chain.push(validateParams(route.params));
     if (route.multipart) chain.push(multipartBody(route.multipart), idempotency);
-    else if (route.upload) chain.push(uploadBody(route.upload.maxBytes));
+    else if (route.upload) chain.push(idempotentBodyCap, uploadBody(route.upload.maxBytes));
     else if (route.method !== 'GET' && route.method !== 'DELETE') chain.push(idempotentBodyCap, jsonBody as never, idempotency);
     if (route.cache) chain.push(responseCache(route.cache));
     chain.push(handle(route));

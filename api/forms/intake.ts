@@ -249,12 +249,12 @@ async function stageJsonFile(stager: FileStager, key: string, value: FileObject)
 /** A JSON body `{data: {answers, locale, files}}`. */
 export async function intakeJson(stager: FileStager, body: unknown): Promise<Intake> {
   if (body === null || typeof body !== 'object' || !('data' in body)) {
-    throw new ApiError('parameter_missing', 'Falta el parámetro data.', { param: 'data' });
+    throw new ApiError('parameter_missing', 'Falta el parámetro data.');
   }
   const data = (body as { data: unknown }).data;
   if (!data || typeof data !== 'object' || Array.isArray(data)) throw validationShape('data', 'debe ser un objeto');
   const { answers, locale, files, ...rest } = data as Record<string, unknown>;
-  if (answers === undefined) throw new ApiError('parameter_missing', 'Falta el parámetro data.answers.', { param: 'data.answers' });
+  if (answers === undefined) throw new ApiError('parameter_missing', 'Falta el parámetro data.answers.');
   if (!answers || typeof answers !== 'object' || Array.isArray(answers)) throw validationShape('answers', 'debe ser un objeto');
   if (files !== undefined && (!files || typeof files !== 'object' || Array.isArray(files))) throw validationShape('files', 'debe ser un objeto');
   const unknown = Object.keys(rest);
