@@ -34,6 +34,13 @@ describe('wsctl', () => {
     assert.equal(updated.response_cache, true);
     assert.equal(updated.storage_quota_mb, 50);
 
+    // --owner-email on update changes the owner's sign-in email; another user's email is a conflict.
+    await json(app, ['company', 'update', id, '--owner-email', 'duena@taller-ruiz.example']);
+    const { rows } = await app.pool.query('SELECT email FROM users WHERE id = $1', [created.owner.id]);
+    assert.equal(rows[0].email, 'duena@taller-ruiz.example');
+    const other = await json(app, ['company', 'create', '--name', 'Otra', '--owner-email', 'ocupado@otra.example']);
+    assertOneLineError(await wsctl(app, ['company', 'update', other.company.id, '--owner-email', 'duena@taller-ruiz.example']), /already exists/);
+
     const listed = await json(app, ['company', 'list']);
     assert.ok(Array.isArray(listed));
     assert.ok(listed.some((c: any) => c.id === id));

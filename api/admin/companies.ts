@@ -22,7 +22,7 @@ export type CompanyInput = {
   mcpQuota?: number | null;
 };
 
-export type CompanyUpdate = Partial<Omit<CompanyInput, 'ownerEmail'>> & {
+export type CompanyUpdate = Partial<CompanyInput> & {
   responseCache?: boolean;
   storageQuotaMb?: number;
 };
@@ -147,6 +147,14 @@ export async function updateCompany(pool: Pool, id: string, input: CompanyUpdate
       const { rowCount } = await db.query(`UPDATE companies SET ${sets.join(', ')}, updated_at = now() WHERE id = $1`, values);
       if (rowCount === 0) throw new AdminError('not_found', `Company ${id} not found`);
       await notifyAuthChange(db);
+    }
+    // The owner's sign-in email (unique across the service, like every user's).
+    if (input.ownerEmail !== undefined) {
+      const owner = await ownerOf(db, id);
+      await db.query('UPDATE users SET email = $2, updated_at = now() WHERE id = $1', [owner, input.ownerEmail]).catch((error) => {
+        if ((error as { code?: string }).code === '23505') throw new AdminError('conflict', `A user with email ${input.ownerEmail} already exists`);
+        throw error;
+      });
     }
     return getCompany(db, id);
   });

@@ -38,6 +38,7 @@ const companyRouter = router({
       z.object({
         id,
         name: z.string().trim().min(1).max(200).optional(),
+        ownerEmail: z.email().optional(),
         ...companyFields,
         responseCache: z.boolean().optional(),
         storageQuotaMb: z.number().int().min(0).optional(),

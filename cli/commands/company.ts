@@ -66,14 +66,20 @@ export function registerCompanyCommands(program: Command): void {
       .command('update')
       .description('change a company; only the options given are changed')
       .argument('<id>', 'company id')
-      .option('--name <name>', 'company name'),
+      .option('--name <name>', 'company name')
+      .option('--owner-email <email>', "the owner's sign-in email"),
   )
     .option('--response-cache <on|off>', 'cache GET responses for this company', onOff)
     .option('--storage-quota-mb <n>', 'file storage quota in MB', nonNegativeInt)
     .action(
       action(
         async ({ api, args: [id], opts }) => {
-          const input = { ...companyFields(opts), responseCache: opts.responseCache as boolean | undefined, storageQuotaMb: opts.storageQuotaMb as number | undefined };
+          const input = {
+            ...companyFields(opts),
+            ownerEmail: opts.ownerEmail as string | undefined,
+            responseCache: opts.responseCache as boolean | undefined,
+            storageQuotaMb: opts.storageQuotaMb as number | undefined,
+          };
           if (Object.values(input).every((value) => value === undefined)) throw new CliError('nothing to update: give at least one option (see wsctl company update --help)');
           return api.company.update.mutate({ id, ...input });
         },
