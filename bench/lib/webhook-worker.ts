@@ -1,0 +1,35 @@
+// The worker process as the webhooks bench runs it: what worker/main.ts does
+// (own pool of PG_POOL_MAX, startWorker: pg-boss with supervision and cron,
+// every job handler, the webhook dispatcher), plus two things the bench needs:
+// - BENCH_WORKER_OPTIONS (JSON `{ dispatcher?, boss? }`) passed to
+//   startWorker, to measure alternatives to DEFAULT_DISPATCHER_OPTIONS and the
+//   pg-boss pool without editing the product;
+// - a control server on PORT: /healthz answers 200 once startWorker has
+//   resolved, and /started gives that moment (epoch ms), the start of a drain.
+// SIGTERM stops it as main.ts does (in-flight attempts finish and are written).
+import http from 'node:http';
+import { createPool } from '../../db/pool.ts';
+import { loadConfig } from '../../lib/config.ts';
+import { startWorker, type WorkerOptions } from '../../worker/worker.ts';
+
+const config = loadConfig();
+const databaseUrl = config.databaseUrl;
+if (!databaseUrl) throw new Error('webhook-worker: DATABASE_URL is required');
+const options = JSON.parse(process.env.BENCH_WORKER_OPTIONS || '{}') as WorkerOptions;
+
+const pool = createPool(databaseUrl);
+const worker = await startWorker(config, pool, databaseUrl, options);
+const startedAt = performance.timeOrigin + performance.now();
+
+const control = http.createServer((req, res) => {
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(req.url === '/started' ? { startedAt } : { ok: true }));
+});
+control.listen(Number(process.env.PORT), '127.0.0.1');
+
+process.once('SIGTERM', async () => {
+  control.close();
+  await worker.stop();
+  await pool.end();
+  process.exit(0);
+});
