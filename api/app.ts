@@ -32,7 +32,7 @@ export async function createDeps(options: AppOptions): Promise<Deps> {
     rateLimiter: new RateLimiter(options.rateLimitPool ?? options.pool),
     totals: new TotalsCache(),
     responseCache: new ResponseCache(),
-    jobs: await createJobSender(options.pool),
+    jobs: await createJobSender(options.databaseUrl),
   };
 }
 

@@ -1,10 +1,10 @@
 // Enqueuing jobs inside the caller's transaction. The web process runs a
-// pg-boss over our own pool (no second pool, no supervision or cron here:
-// that is the worker's job); the worker wraps its own instance. Either way
+// pg-boss of its own (no supervision or cron here: that is the worker's job);
+// the worker wraps its own instance. Either way
 // `send`/`insert` take the caller's transaction client, so a job exists
 // exactly when the write that needs it commits (DESIGN.md, transactional outbox).
 import { PgBoss, type JobInsert, type SendOptions } from 'pg-boss';
-import type { Pool, Queryable } from '../db/pool.ts';
+import type { Queryable } from '../db/pool.ts';
 import { jobs } from './jobs/index.ts';
 import { QUEUES } from './queues.ts';
 
@@ -36,8 +36,18 @@ export async function createQueues(boss: PgBoss): Promise<void> {
   for (const queue of QUEUES) await boss.createQueue(queue.name, queue.options);
 }
 
-export async function createJobSender(pool: Pool): Promise<JobSender> {
-  const boss = new PgBoss({ db: executor(pool), supervise: false, schedule: false });
+/**
+ * The web process's sender. pg-boss gets a tiny pool of its own (2
+ * connections) for its own lookups: an insert inside a request's transaction
+ * may need the queue's definition (first use after start, or after
+ * createQueue evicted it), and fetching it through the request pool while
+ * every connection of that pool is held by a waiting transaction deadlocks
+ * until the connect timeout (seen in the webhooks bench: 41 of 50 concurrent
+ * first writes failed after 5 s). The inserts themselves still go through the
+ * caller's transaction.
+ */
+export async function createJobSender(databaseUrl: string): Promise<JobSender> {
+  const boss = new PgBoss({ connectionString: databaseUrl, max: 2, supervise: false, schedule: false });
   boss.on('error', (error) => process.stderr.write(`pg-boss (web): ${error instanceof Error ? error.message : String(error)}\n`));
   await boss.start();
   // The web may start before any worker ever ran: queues must exist to accept jobs.

@@ -206,6 +206,10 @@ export class WebhookDispatcher {
     this.#finished = [];
     try {
       await transaction(this.#deps.pool, (db) => this.#write(db, batch));
+      // The completed jobs freed their endpoints' group slots: fetch again now
+      // rather than after the idle poll (the loop sleeps when every endpoint
+      // with work is at its bound, which is the normal state of a backlog).
+      this.#wake?.();
     } catch (error) {
       // Kept for the next flush; if the database stays away the jobs expire
       // and are attempted again (a duplicate with the same event id).

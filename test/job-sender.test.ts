@@ -1,0 +1,50 @@
+// The web's JobSender enqueues inside the request's transaction. pg-boss may
+// have to look the queue up first (first use, or after createQueue evicted its
+// cache); that lookup must never wait for a connection of the request pool,
+// which every waiting transaction may be holding (a deadlock until the pool's
+// connect timeout, seen as 500s under a burst of writes to a fresh web).
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { createPool, transaction, type Pool } from '../db/pool.ts';
+import { WEBHOOK_DELIVERY } from '../worker/queues.ts';
+import { createJobSender, type JobSender } from '../worker/send.ts';
+import { createTestDatabase } from './helpers/db.ts';
+
+describe('JobSender (web)', () => {
+  let db: Awaited<ReturnType<typeof createTestDatabase>>;
+  let pool: Pool;
+  let jobs: JobSender;
+  before(async () => {
+    db = await createTestDatabase();
+    // One connection: the transaction below holds it for its whole life.
+    pool = createPool(db.url, 1);
+    jobs = await createJobSender(db.url);
+  });
+  after(async () => {
+    await jobs.stop();
+    await pool.end();
+    await db.drop();
+  });
+
+  test('an insert inside a transaction that holds the only request-pool connection completes, and commits with it', async () => {
+    const ids = await transaction(pool, async (client) => {
+      await jobs.insert(client, WEBHOOK_DELIVERY.name, [{ data: { delivery_id: 'a'.repeat(24), attempt: 1 } }]);
+      await jobs.send(client, WEBHOOK_DELIVERY.name, { delivery_id: 'b'.repeat(24), attempt: 1 });
+      const { rows } = await client.query(`SELECT data->>'delivery_id' AS id FROM pgboss.job WHERE name = $1 ORDER BY 1`, [WEBHOOK_DELIVERY.name]);
+      return rows.map((r) => r.id);
+    });
+    assert.deepEqual(ids, ['a'.repeat(24), 'b'.repeat(24)]);
+  });
+
+  test('a rolled-back transaction leaves no job', async () => {
+    await assert.rejects(
+      transaction(pool, async (client) => {
+        await jobs.insert(client, WEBHOOK_DELIVERY.name, [{ data: { delivery_id: 'c'.repeat(24), attempt: 1 } }]);
+        throw new Error('the write failed');
+      }),
+      /the write failed/,
+    );
+    const { rows } = await pool.query(`SELECT 1 FROM pgboss.job WHERE data->>'delivery_id' = $1`, ['c'.repeat(24)]);
+    assert.equal(rows.length, 0);
+  });
+});
