@@ -226,8 +226,12 @@ export class WebhookDispatcher {
 
     // 1. Endpoint health, in the order the attempts finished: a success
     //    resets the run of failures, failures extend it, 20 in a row switch
-    //    the endpoint off. Rows are locked by the UPDATE, so two workers
-    //    writing the same endpoint add up rather than overwrite.
+    //    the endpoint off. Rows are locked (in id order) before they are
+    //    read, so two workers writing the same endpoint add up rather than
+    //    overwrite. NO KEY UPDATE, not UPDATE: writes that insert deliveries
+    //    hold KEY SHARE locks on their endpoints (the foreign key) until they
+    //    commit, and FOR UPDATE would queue behind them; with pg-boss inserts
+    //    in between, that formed deadlocks with concurrent API writes.
     const health = new Map<string, { trailing: number; reset: boolean; at: Date; status: string }>();
     for (const r of attempted) {
       const h = health.get(r.delivery.endpoint_id) ?? { trailing: 0, reset: false, at: r.at, status: 'failed' };
@@ -247,7 +251,8 @@ export class WebhookDispatcher {
            SELECT e.id, CASE WHEN v.reset THEN v.fails ELSE e.consecutive_failures + v.fails END AS failures,
                   e.active AS was_active
              FROM webhook_endpoints e JOIN v ON v.id = e.id
-            FOR UPDATE OF e
+            ORDER BY e.id
+            FOR NO KEY UPDATE OF e
          )
          UPDATE webhook_endpoints e SET
            consecutive_failures = n.failures,
