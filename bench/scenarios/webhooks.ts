@@ -37,7 +37,9 @@
 // ends the run with an A/B of API events/s (worker stopped) with
 // customers_version as it is and recreated, in the bench's own database, as a
 // deferred constraint trigger (the collection_versions row lock then taken at
-// COMMIT instead of at the INSERT: an experiment for a migration); BENCH_WEBHOOK_DIAG=1
+// COMMIT instead of at the INSERT: an experiment for a migration);
+// BENCH_WEBHOOK_SQL: SQL run on the bench's own database after the migrations,
+// for schema experiments (noted in the output); BENCH_WEBHOOK_DIAG=1
 // logs what the database's sessions wait on, every 250 ms.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -69,6 +71,7 @@ const VARIANTS = JSON.parse(process.env.BENCH_WEBHOOK_VARIANTS || '[]') as Array
 const QUEUE_OPTIONS = JSON.parse(process.env.BENCH_WEBHOOK_QUEUE || '{}') as Record<string, unknown>;
 const DIAG = process.env.BENCH_WEBHOOK_DIAG === '1';
 const DEFER_VERSION = process.env.BENCH_WEBHOOK_DEFER_VERSION === '1';
+const EXPERIMENT_SQL = process.env.BENCH_WEBHOOK_SQL || '';
 const RECEIVERS = 3;
 const TARGET_DRAIN = 4000;
 const TARGET_P99_MS = 500;
@@ -232,21 +235,47 @@ async function runFloor(config: Record<string, unknown>): Promise<FloorResult> {
   return JSON.parse(line.slice('BENCH_FLOOR_JSON '.length)) as FloorResult;
 }
 
-/** BENCH_WEBHOOK_DIAG=1: what the sessions of the database wait on, and the oldest open transaction. */
+/**
+ * BENCH_WEBHOOK_DIAG=1: what the sessions of the database wait on, the oldest
+ * open transaction, and for lock waits the statement of the session blocking
+ * them. Logged only when a session waits on a lock or a transaction is open
+ * for over a second.
+ */
 function watchSessions(pool: Pool, log: (line: string) => void): () => void {
   const timer = setInterval(() => {
     pool
-      .query<{ w: string; n: number; oldest: number }>(
-        `SELECT coalesce(wait_event_type || ':' || wait_event, state, backend_type) AS w, count(*)::int AS n,
-                round(max(extract(epoch FROM now() - xact_start)) * 1000)::int AS oldest
-           FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() GROUP BY 1 ORDER BY 2 DESC`,
+      .query<{ w: string | null; n: number; oldest: number; blockers: string[] | null }>(
+        `SELECT coalesce(a.wait_event_type || ':' || a.wait_event, a.state, a.backend_type) AS w, count(*)::int AS n,
+                round(max(extract(epoch FROM now() - a.xact_start)) * 1000)::int AS oldest,
+                array_agg(DISTINCT left(regexp_replace(b.query, '\\s+', ' ', 'g'), 90)) FILTER (WHERE b.pid IS NOT NULL) AS blockers
+           FROM pg_stat_activity a
+           LEFT JOIN LATERAL unnest(pg_blocking_pids(a.pid)) AS bp(pid) ON a.wait_event_type = 'Lock'
+           LEFT JOIN pg_stat_activity b ON b.pid = bp.pid
+          WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
+          GROUP BY 1 ORDER BY 2 DESC`,
       )
       .then(({ rows }) => {
-        // Only the moments worth reading: a lock wait, or a transaction open for over a second.
-        if (rows.some((r) => r.w?.startsWith('Lock:') || r.oldest > 1000)) log(`  sessions: ${rows.map((r) => `${r.w}×${r.n}${r.oldest ? ` (${r.oldest} ms)` : ''}`).join(', ')}`);
+        if (!rows.some((r) => r.w?.startsWith('Lock:') || r.oldest > 1000)) return;
+        log(`  sessions: ${rows.map((r) => `${r.w}×${r.n}${r.oldest ? ` (${r.oldest} ms)` : ''}${r.blockers ? ` blocked by [${r.blockers.join(' | ')}]` : ''}`).join(', ')}`);
       }, () => {});
   }, 250);
   return () => clearInterval(timer);
+}
+
+/** The distinct errors a child logged (logError JSON lines) in the last 8 KB of its output, with counts. */
+function loggedErrors(child: NodeChild): string {
+  const counts = new Map<string, number>();
+  for (const line of child.output().split('\n')) {
+    if (!line.includes('"error"')) continue;
+    try {
+      const { event, error } = JSON.parse(line) as { event?: string; error?: string };
+      const key = `${event}: ${error}`;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    } catch {
+      // a line cut by the 8 KB window
+    }
+  }
+  return counts.size ? [...counts].map(([error, n]) => `${n}× ${error}`).join('; ') : 'nothing';
 }
 
 /**
@@ -337,6 +366,7 @@ export const webhooks: Scenario = {
     const cleanups: Array<() => Promise<unknown>> = [];
     try {
       await migrate(pool);
+      if (EXPERIMENT_SQL) await pool.query(EXPERIMENT_SQL);
       const boss = createBoss(databaseUrl, { supervise: false, schedule: false });
       await boss.start();
       await boss.createQueue(WEBHOOK_DELIVERY.name, { ...WEBHOOK_DELIVERY.options, ...QUEUE_OPTIONS });
@@ -383,6 +413,7 @@ export const webhooks: Scenario = {
       const cold = await createEvents(api, concurrency, concurrency);
       const coldLat = latencyOf(cold.latencies);
       rows.push({ case: `cold web: first ${concurrency} events`, target: 'ours', count: cold.ok + cold.errors, seconds: (cold.lastAnswered - cold.firstSent) / 1000, latency: coldLat, cpuUs: null, errors: cold.errors });
+      if (cold.errors) note(`cold web: ${cold.errors} API errors; the web logged (last 8 KB): ${loggedErrors(web)}`);
       checks.push({ label: `cold web process, first burst of ${concurrency} concurrent writes`, target: 'no 5xx', actual: cold.errors ? `${cold.errors} errors (${cold.firstError?.slice(0, 60)}…), max ${coldLat.max.toFixed(0)} ms` : `ok, max ${coldLat.max.toFixed(0)} ms`, pass: cold.errors === 0 });
 
       const { rows: [backend] } = await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
@@ -398,6 +429,7 @@ export const webhooks: Scenario = {
       log(`  web ${web.url}, receivers ${receivers.urls.join(' ')}, database ${dbName}, ${concurrency} API connections, PG_POOL_MAX ${ctx.options.poolMax}`);
       note(`processes: web = node api/server.ts, worker = bench/lib/webhook-worker.ts (worker/main.ts + options), ${RECEIVERS} receivers in one process, floors in their own; the bench process is the API client (${concurrency} connections)`);
       note(`dispatcher options: ${JSON.stringify(DEFAULT_DISPATCHER_OPTIONS)}; queue ${JSON.stringify({ ...WEBHOOK_DELIVERY.options, ...QUEUE_OPTIONS })}`);
+      if (EXPERIMENT_SQL) note(`EXPERIMENT, schema changed in this run's database: ${EXPERIMENT_SQL}`);
 
       // 4a. Enqueue floors, before any worker exists.
       const groups = endpoints.map((e) => e.id);
@@ -427,7 +459,7 @@ export const webhooks: Scenario = {
       const eventRate = e2eSent.ok / ((e2eSent.lastAnswered - e2eStart) / 1000);
       const e2eLat = await receiverStats(receivers, true);
       const e2eCpu = cpuBetween(before, after).ms;
-      for (const [what, x] of [['e2e', e2eSent]] as const) if (x.errors) note(`${what}: ${x.errors} API errors, first: ${x.firstError}`);
+      if (e2eSent.errors) note(`e2e: ${e2eSent.errors} API errors; the web logged (last 8 KB): ${loggedErrors(web)}; the worker: ${loggedErrors(worker)}`);
       rows.push({ case: `e2e: API events (worker running)`, target: 'ours', count: e2eSent.ok, seconds: (e2eSent.lastAnswered - e2eStart) / 1000, latency: latencyOf(e2eSent.latencies), cpuUs: perItem(e2eCpu.web, e2eSent.ok), errors: e2eSent.errors });
       rows.push({ case: `e2e: deliveries, first event→last receipt`, target: 'ours', count: e2eDeliveries, seconds: e2eSeconds, latency: latencyOf(e2eLat.latencies!), cpuUs: perItem(e2eCpu.worker, e2eDeliveries) });
       note(`e2e: ${e2eSent.ok} events in ${((e2eSent.lastAnswered - e2eStart) / 1000).toFixed(1)} s (${eventRate.toFixed(0)} events/s), ${e2eDeliveries} deliveries by ${((e2eRx.last - e2eStart) / 1000).toFixed(1)} s (${(e2eDeliveries / e2eSeconds).toFixed(0)}/s), all recorded by ${((e2eRecorded.at - e2eStart) / 1000).toFixed(1)} s; duplicates ${e2eRx.arrivals - e2eRx.distinct}, retries ${e2eRx.retries}`);
@@ -442,7 +474,7 @@ export const webhooks: Scenario = {
       after = sampleCpu(sources);
       await waitRecorded(pool, company.id, 60_000);
       const latStats = await receiverStats(receivers, true);
-      if (paced.errors) note(`latency: ${paced.errors} API errors, first: ${paced.firstError}`);
+      if (paced.errors) note(`latency: ${paced.errors} API errors; the web logged (last 8 KB): ${loggedErrors(web)}; the worker: ${loggedErrors(worker)}`);
       const lat = latencyOf(latStats.latencies!);
       const latSeconds = (latRx.last - paced.firstSent) / 1000;
       rows.push({ case: `latency: commit→receipt at ${rate.toFixed(0)} events/s`, target: 'ours', count: paced.ok * RECEIVERS, seconds: latSeconds, latency: lat, cpuUs: perItem(cpuBetween(before, after).ms.worker, paced.ok * RECEIVERS), errors: paced.errors });
