@@ -27,6 +27,7 @@ import { startEmbedded } from '../../db/embedded.ts';
 import { migrate } from '../../db/migrate.ts';
 import { createPool } from '../../db/pool.ts';
 import { loadConfig } from '../../lib/config.ts';
+import { isObjectId } from '../../lib/objectid.ts';
 import { makeThumbnail } from '../../storage/images.ts';
 import { startWorker } from '../../worker/worker.ts';
 
@@ -109,12 +110,36 @@ await new Promise((r) => app.once('listening', r));
 const appUrl = `http://127.0.0.1:${(app.address() as AddressInfo).port}/api/v1`;
 
 // The bare server runs the list SQL the API runs for these queries (same
-// select list, filters, order and limit) and serialises the rows: no auth,
-// no validation, no framework.
+// select list, filters, order, limit and offset; api/routes/products.ts and
+// api/pagination.ts) and serialises the rows: no auth, no validation, no framework.
 const LIST_SQL = (where: string) => `SELECT products.*,
   (SELECT json_build_object('id', c.id, 'name', c.name, 'slug', c.slug) FROM product_categories c
     WHERE c.company_id = products.company_id AND c.id = products.product_category_id) AS category
-  FROM products WHERE company_id = $1 AND ${where} ORDER BY created_at DESC, id DESC LIMIT 26`;
+  FROM products WHERE company_id = $1 AND ${where} ORDER BY created_at DESC, id DESC LIMIT 26 OFFSET 0`;
+// The API's filters (api/routes/products.ts): a comma list split into ObjectIds
+// and slugs; categories resolved to this company's ids in a first query, then
+// the page filters `product_category_id = ANY(ids)`; the brand condition tests
+// only the kinds of value present. Same two queries, same SQL, same parameter order.
+function splitIdsAndSlugs(value: string) {
+  const parts = value.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+  return { ids: parts.filter(isObjectId), slugs: parts.filter((p) => !isObjectId(p)) };
+}
+async function filtersBare(brandParam: string, categoryParam: string) {
+  const category = splitIdsAndSlugs(categoryParam);
+  const { rows: resolved } = await pool.query<{ id: string }>(
+    'SELECT id FROM product_categories WHERE company_id = $1 AND (id = ANY($2::text[]) OR slug = ANY($3::text[]))',
+    [company.id, category.ids, category.slugs],
+  );
+  const categoryIds = resolved.map((r) => r.id);
+  const values: unknown[] = [company.id];
+  const add = (v: unknown) => `$${values.push(v)}`;
+  const brand = splitIdsAndSlugs(brandParam);
+  const brandParts: string[] = [];
+  if (brand.ids.length) brandParts.push(`brand_id = ANY(${add(brand.ids)}::text[])`);
+  if (brand.slugs.length) brandParts.push(`brand_slug = ANY(${add(brand.slugs)}::text[])`);
+  const conditions = [brandParts.length ? `(${brandParts.join(' OR ')})` : 'false', `product_category_id = ANY(${add(categoryIds)}::text[])`];
+  return pool.query(LIST_SQL(conditions.join(' AND ')), values);
+}
 // The bare server makes the same plan choice as the API (api/routes/products.ts).
 async function searchBare(q: string) {
   const pattern = `%${q}%`;
@@ -141,11 +166,7 @@ const bare = http.createServer(async (req, res) => {
   const q = url.searchParams.get('q');
   const { rows } = q
     ? await searchBare(q)
-    : await pool.query(
-        LIST_SQL(`(brand_id = ANY($2::text[]) OR brand_slug = ANY($3::text[])) AND (product_category_id = ANY($4::text[]) OR product_category_id IN
-          (SELECT c.id FROM product_categories c WHERE c.company_id = products.company_id AND c.slug = ANY($5::text[])))`),
-        [company.id, [], url.searchParams.get('brand')!.split(','), [url.searchParams.get('category')], []],
-      );
+    : await filtersBare(url.searchParams.get('brand')!, url.searchParams.get('category')!);
   res.setHeader('content-type', 'application/json');
   res.end(JSON.stringify({ data: rows.slice(0, 25) }));
 });
@@ -202,6 +223,7 @@ async function explain(where: string, values: unknown[], sparse: boolean) {
   }
 }
 const plans = {
+  filters: await explain('(brand_slug = ANY($2::text[])) AND product_category_id = ANY($3::text[])', [[brand(3), brand(17)], [categoryId]], false),
   search_rare: await explain('search_text ILIKE $2', ['%titanio%'], true),
   search_common: await explain('search_text ILIKE $2', ['%algod%'], false),
   search_absent: await explain('search_text ILIKE $2', ['%zzzqqq%'], true),
