@@ -29,7 +29,7 @@ export async function createDeps(options: AppOptions): Promise<Deps> {
     config: options.config,
     pool: options.pool,
     keyCache,
-    rateLimiter: new RateLimiter(options.rateLimitPool ?? options.pool),
+    rateLimiter: new RateLimiter(options.rateLimitPool ?? options.pool, { leaseTimeoutMs: options.config.rateLimitLeaseTimeoutMs }),
     totals: new TotalsCache(),
     responseCache: new ResponseCache(),
     jobs: await createJobSender(options.databaseUrl),

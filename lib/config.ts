@@ -18,6 +18,8 @@ export type Config = {
   smtpUrl: string | undefined;
   /** Requests per minute per API key (contract: 600). */
   rateLimitPerMinute: number;
+  /** How long a rate-limit lease may take before the per-process window answers instead. */
+  rateLimitLeaseTimeoutMs: number;
   /** Set LOG_LEVEL=silent to drop the per-request log line (benchmarks). */
   logLevel: 'info' | 'silent';
 };
@@ -69,6 +71,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adminToken: env.ADMIN_TOKEN || undefined,
     smtpUrl: env.SMTP_URL || undefined,
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', env.RATE_LIMIT_PER_MINUTE, 600, 1),
+    rateLimitLeaseTimeoutMs: int('RATE_LIMIT_LEASE_TIMEOUT_MS', env.RATE_LIMIT_LEASE_TIMEOUT_MS, 250, 1),
     logLevel,
   };
 }

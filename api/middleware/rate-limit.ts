@@ -36,6 +36,7 @@ import { logError } from '../../lib/log.ts';
 import { ApiError } from '../errors.ts';
 import type { ApiContext } from '../types.ts';
 
+/** Default of RATE_LIMIT_LEASE_TIMEOUT_MS (lib/config.ts). */
 export const LEASE_TIMEOUT_MS = 250;
 const RETRY_DATABASE_MS = 1000;
 const MAX_LEASE = 64;
@@ -138,9 +139,11 @@ export class RateLimiter {
   /** Requests admitted locally while degraded, to be counted in the shared window once it answers. */
   #debt = new Map<string, { count: number; last: number }>();
   #sweeping = false;
+  readonly #leaseTimeoutMs: number;
 
-  constructor(pool: Pool) {
+  constructor(pool: Pool, options: { leaseTimeoutMs?: number } = {}) {
     this.#pool = pool;
+    this.#leaseTimeoutMs = options.leaseTimeoutMs ?? LEASE_TIMEOUT_MS;
     // Give back unused tokens of expired leases and forget idle keys.
     this.#timer = setInterval(() => void this.#sweep(), 1000);
     this.#timer.unref();
@@ -263,7 +266,7 @@ export class RateLimiter {
       timer = setTimeout(() => {
         timedOut = true;
         reject(new Error('rate limit lease timed out'));
-      }, LEASE_TIMEOUT_MS);
+      }, this.#leaseTimeoutMs);
     });
     const query = this.#pool.query<LeaseRow>('SELECT * FROM rate_limit_lease($1, $2, $3, $4, $5)', [
       key,
