@@ -10,7 +10,7 @@ import { WEBHOOK_API_VERSION } from '../lib/version.ts';
 import { selectorsOf, type EventName } from '../lib/webhook-events.ts';
 import type { JobSender } from '../worker/send.ts';
 import { WEBHOOK_DELIVERY, type WebhookDeliveryJob } from '../worker/queues.ts';
-import type { Queryable } from './pool.ts';
+import { prepared, type Queryable } from './pool.ts';
 
 export type EventData = { object: string; id: string; metadata?: Record<string, string>; [field: string]: unknown };
 
@@ -39,7 +39,7 @@ export async function recordEvent(db: Queryable, jobs: JobSender, companyId: str
   const payload = envelope(id, name, createdAt, data);
   // One statement: the event, then a delivery for every active endpoint of
   // the company whose enabled_events select this name.
-  const { rows } = await db.query<{ id: string; endpoint_id: string }>(
+  const { rows } = await db.query<{ id: string; endpoint_id: string }>(prepared(
     `WITH event AS (
        INSERT INTO events (id, company_id, name, api_version, data, payload, created_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id
@@ -50,7 +50,7 @@ export async function recordEvent(db: Queryable, jobs: JobSender, companyId: str
       WHERE e.company_id = $2 AND e.active AND e.enabled_events && $8::text[]
      RETURNING id, endpoint_id`,
     [id, companyId, name, WEBHOOK_API_VERSION, { ...data, metadata: data.metadata ?? {} }, payload, createdAt, selectorsOf(name)],
-  );
+  ));
   await enqueueAttempts(db, jobs, rows.map((row) => ({ deliveryId: row.id, endpointId: row.endpoint_id, attempt: 1 })));
   return id;
 }

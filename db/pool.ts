@@ -1,6 +1,7 @@
 // PostgreSQL connections. Every query function in the project takes a
 // `Queryable` (the pool or a transaction client) as its first argument so
 // callers can compose transactions.
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 
 // count(*) and bigint columns arrive as strings by default; our counts fit
@@ -32,4 +33,27 @@ export async function transaction<T>(pool: Pool, fn: (client: Client) => Promise
   } finally {
     client.release();
   }
+}
+
+const statementNames = new Map<string, string>();
+const MAX_STATEMENT_NAMES = 256;
+
+/**
+ * The query as a named prepared statement: each connection parses and plans
+ * its text once and then only binds and executes it. For the hot statements
+ * whose planning costs as much as their execution (the webhook fan-out and
+ * pg-boss's job insert and completion: measured with pg_stat_statements,
+ * 0.15 ms to plan a 0.17 ms insert). The name is derived from the text, so
+ * one text is one statement on every connection; texts beyond the first 256
+ * (a caller inlining values into its SQL) run unnamed rather than fill every
+ * connection with statements.
+ */
+export function prepared(text: string, values?: unknown[]): pg.QueryConfig {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    if (statementNames.size >= MAX_STATEMENT_NAMES) return { text, values };
+    name = `s_${createHash('sha256').update(text).digest('base64url').slice(0, 22)}`;
+    statementNames.set(text, name);
+  }
+  return { name, text, values };
 }

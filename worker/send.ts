@@ -4,7 +4,7 @@
 // `send`/`insert` take the caller's transaction client, so a job exists
 // exactly when the write that needs it commits (DESIGN.md, transactional outbox).
 import { PgBoss, type JobInsert, type SendOptions } from 'pg-boss';
-import type { Queryable } from '../db/pool.ts';
+import { prepared, type Queryable } from '../db/pool.ts';
 import { jobs } from './jobs/index.ts';
 import { QUEUES } from './queues.ts';
 
@@ -15,8 +15,13 @@ export type JobSender = {
   stop: () => Promise<void>;
 };
 
-function executor(db: Queryable) {
-  return { executeSql: (text: string, values?: unknown[]) => db.query(text, values as unknown[]) };
+/**
+ * pg-boss's statements run on our client (the caller's transaction), as
+ * prepared statements: pg-boss builds the same text for every insert into a
+ * queue, and planning it cost as much as running it.
+ */
+export function executor(db: Queryable) {
+  return { executeSql: (text: string, values?: unknown[]) => db.query(prepared(text, values)) };
 }
 
 /** A JobSender over a started pg-boss instance; `stop` is left to its owner. */

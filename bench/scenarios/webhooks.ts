@@ -448,12 +448,14 @@ export const webhooks: Scenario = {
       await createEvents(api, 300, concurrency);
       await waitRecorded(pool, company.id, 60_000);
       await resetReceivers(receivers);
+      await stmts?.reset();
       let before = sampleCpu(sources);
       const e2eStart = epoch();
       const e2eSent = await createEvents(api, EVENTS, concurrency);
       const e2eRx = await waitArrivals(receivers, e2eSent.ok * RECEIVERS, 300_000);
       const e2eRecorded = await waitRecorded(pool, company.id, 120_000);
       let after = sampleCpu(sources);
+      await stmts?.report('e2e', log);
       const e2eDeliveries = e2eSent.ok * RECEIVERS;
       const e2eSeconds = (e2eRx.last - e2eStart) / 1000;
       const eventRate = e2eSent.ok / ((e2eSent.lastAnswered - e2eStart) / 1000);
