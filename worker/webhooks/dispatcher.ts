@@ -88,7 +88,7 @@ export class WebhookDispatcher {
   #wake: (() => void) | null = null;
   /** The last fetch came back short: see #batchSize. */
   #saturated = false;
-  /** Jobs completed by our flushes since the last fetch: group slots now free. */
+  /** Jobs our flushes finished (deleted) since the last fetch: group slots now free. */
   #freed = 0;
   #lastFullFetch = 0;
 
