@@ -1,0 +1,201 @@
+// One delivery attempt (worker/webhooks/attempt.ts) against real HTTP servers
+// that misbehave: the read timeout, the overall deadline against a receiver
+// trickling its answer, a body cut off, a huge body, a refused connection and
+// the SSRF guard. The time limits are shortened (the contract's are 10 s and
+// 15 s; test/webhooks.delivery.test.ts checks the 10 s one end to end).
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import type { Agent } from 'undici';
+import { createGuardedAgent } from '../lib/ssrf.ts';
+import { attemptDelivery, MAX_RESPONSE_BYTES, STORED_RESPONSE_BYTES, type AttemptLimits, type AttemptRequest } from '../worker/webhooks/attempt.ts';
+import { verifySignature } from './helpers/receiver.ts';
+
+const LIMITS: AttemptLimits = { readTimeoutMs: 600, deadlineMs: 1500 };
+const SECRET = 'whsec_attempt_test_secret';
+const PAYLOAD = JSON.stringify({ id: 'evt_attempt', event: 'customer.created', data: { object: 'customer', id: 'cus_1', metadata: {} } });
+
+type Handler = (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void;
+
+describe('attemptDelivery against misbehaving receivers', () => {
+  let server: http.Server;
+  let base: string;
+  let agent: Agent;
+  const handlers = new Map<string, Handler>();
+  /** What each path saw: the request, and whether the server's answer was cut off by the client. */
+  const seen = new Map<string, { headers: http.IncomingHttpHeaders; body: string; clientClosedEarly?: boolean }>();
+
+  before(async () => {
+    server = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        const entry = { headers: req.headers, body, clientClosedEarly: false };
+        seen.set(req.url!, entry);
+        res.on('close', () => (entry.clientClosedEarly = !res.writableFinished));
+        handlers.get(req.url!)?.(req, res, body);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    agent = createGuardedAgent({ production: false, agent: { connections: 16 } });
+  });
+  after(async () => {
+    await agent.close();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  const attempt = (path: string, url = base + path) => {
+    const req: AttemptRequest = { url, secret: SECRET, payload: PAYLOAD, event: 'customer.created', eventId: 'evt_attempt', deliveryId: 'wd_attempt', attempt: 2 };
+    return attemptDelivery(agent, req, LIMITS);
+  };
+  const timed = async <T>(p: Promise<T>) => {
+    const started = Date.now();
+    const value = await p;
+    return { value, ms: Date.now() - started };
+  };
+
+  test('a 2xx answer is a success: signed headers sent, the answer kept', async () => {
+    handlers.set('/ok', (_req, res) => res.end('recibido'));
+    const out = await attempt('/ok');
+    assert.deepEqual(out, { ok: true, status: 200, body: 'recibido', error: null });
+    const got = seen.get('/ok')!;
+    assert.equal(got.body, PAYLOAD, 'the exact bytes');
+    assert.ok(verifySignature(got.headers['x-service-signature'], got.body, SECRET));
+    assert.equal(got.headers['content-type'], 'application/json; charset=utf-8');
+    assert.equal(got.headers['x-service-event'], 'customer.created');
+    assert.equal(got.headers['x-service-event-id'], 'evt_attempt');
+    assert.equal(got.headers['x-service-delivery'], 'wd_attempt');
+    assert.equal(got.headers['x-service-attempt'], '2');
+    assert.match(String(got.headers['user-agent']), /^WorkspaceService-Webhooks\//);
+  });
+
+  test('a non-2xx answer is a failure with its status and body', async () => {
+    handlers.set('/gone', (_req, res) => {
+      res.writeHead(410, { 'content-type': 'text/plain' });
+      res.end('ya no existe');
+    });
+    assert.deepEqual(await attempt('/gone'), { ok: false, status: 410, body: 'ya no existe', error: 'El receptor respondió 410' });
+  });
+
+  test('a redirect is not followed', async () => {
+    let followed = false;
+    handlers.set('/moved', (_req, res) => {
+      res.writeHead(307, { location: `${base}/target` });
+      res.end();
+    });
+    handlers.set('/target', (_req, res) => {
+      followed = true;
+      res.end('ok');
+    });
+    const out = await attempt('/moved');
+    assert.equal(out.ok, false);
+    assert.equal(out.status, 307);
+    assert.equal(followed, false);
+  });
+
+  test('no headers within the read timeout: a failure with no status', async () => {
+    handlers.set('/silent', () => {});
+    const { value: out, ms } = await timed(attempt('/silent'));
+    assert.equal(out.ok, false);
+    assert.equal(out.status, null);
+    assert.equal(out.body, null);
+    assert.match(out.error!, /Tiempo de lectura agotado/);
+    assert.ok(ms >= LIMITS.readTimeoutMs - 50 && ms < LIMITS.deadlineMs, `ended by the read timeout (${ms} ms)`);
+  });
+
+  test('a body that stalls after a 200 is a failure: the read timeout, the status and what arrived kept', async () => {
+    handlers.set('/stall', (_req, res) => {
+      res.writeHead(200, { 'content-length': '100' });
+      res.write('parcial');
+    });
+    const out = await attempt('/stall');
+    assert.deepEqual(out, { ok: false, status: 200, body: 'parcial', error: `Tiempo de lectura agotado (${LIMITS.readTimeoutMs / 1000} s)` });
+  });
+
+  test('a receiver trickling its answer faster than the read timeout is cut off at the overall deadline', async () => {
+    handlers.set('/trickle', (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      const timer = setInterval(() => res.write('.'), LIMITS.readTimeoutMs / 4);
+      res.on('close', () => clearInterval(timer));
+    });
+    const { value: out, ms } = await timed(attempt('/trickle'));
+    assert.equal(out.ok, false, 'an answer never finished is not a success');
+    assert.equal(out.status, 200);
+    assert.match(out.body!, /^\.+$/);
+    assert.match(out.error!, /Tiempo agotado/);
+    assert.ok(ms >= LIMITS.deadlineMs - 50 && ms < LIMITS.deadlineMs + 1000, `ended at the deadline (${ms} ms)`);
+    await waitUntil(() => seen.get('/trickle')!.clientClosedEarly, 'the connection to be dropped');
+  });
+
+  test('a body cut off by the peer is a failure', async () => {
+    handlers.set('/reset', (_req, res) => {
+      res.writeHead(200, { 'content-length': '1000' });
+      res.write('a medias', () => res.socket?.destroy());
+    });
+    const out = await attempt('/reset');
+    assert.equal(out.ok, false);
+    assert.equal(out.status, 200);
+    assert.match(out.error!, /^Error de conexión/);
+  });
+
+  test('a huge answer: 64 KB read, the connection dropped, 8 KB stored, the status decides', async () => {
+    handlers.set('/huge', (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      // 5 MB, written as the socket accepts it.
+      let left = 5 * 1024 * 1024;
+      const chunk = Buffer.alloc(16 * 1024, 'x');
+      const pump = () => {
+        while (left > 0) {
+          left -= chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', pump);
+        }
+        res.end();
+      };
+      pump();
+    });
+    const out = await attempt('/huge');
+    assert.equal(out.ok, true);
+    assert.equal(out.status, 200);
+    assert.equal(out.body, 'x'.repeat(STORED_RESPONSE_BYTES));
+    await waitUntil(() => seen.get('/huge')!.clientClosedEarly, 'the connection to be dropped');
+    assert.ok(MAX_RESPONSE_BYTES < 5 * 1024 * 1024);
+  });
+
+  test('a refused connection and an unparsable URL are failures, not exceptions', async () => {
+    const closed = http.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const refused = await attempt('/', `http://127.0.0.1:${port}/`);
+    assert.deepEqual(refused, { ok: false, status: null, body: null, error: 'Error de conexión: ECONNREFUSED' });
+    const bad = await attempt('/', 'not a url');
+    assert.equal(bad.ok, false);
+    assert.equal(bad.status, null);
+  });
+
+  test('in production the guard refuses a loopback receiver before any byte is sent', async () => {
+    const guarded = createGuardedAgent({ production: true });
+    try {
+      handlers.set('/inside', (_req, res) => res.end('ok'));
+      const out = await attemptDelivery(guarded, { url: `${base}/inside`, secret: SECRET, payload: PAYLOAD, event: 'customer.created', eventId: 'evt_x', deliveryId: 'wd_x', attempt: 1 }, LIMITS);
+      assert.equal(out.ok, false);
+      assert.equal(out.status, null);
+      assert.match(out.error!, /^Conexión rechazada/);
+      assert.equal(seen.has('/inside'), false, 'nothing reached the receiver');
+    } finally {
+      await guarded.close();
+    }
+  });
+});
+
+async function waitUntil(check: () => boolean | undefined, what: string): Promise<void> {
+  const end = Date.now() + 5000;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
