@@ -295,12 +295,12 @@ async function statements(pool: Pool): Promise<{ reset: () => Promise<void>; rep
       await pool.query(`SELECT pg_stat_statements_reset(0, (SELECT oid FROM pg_database WHERE datname = current_database()), 0)`);
     },
     report: async (label, log) => {
-      const { rows: top } = await pool.query<{ calls: number; total: number; mean: number; rows: number; query: string }>(
-        `SELECT calls::int, round(total_exec_time)::int AS total, round(mean_exec_time::numeric, 3)::float AS mean, rows::int,
+      const { rows: top } = await pool.query<{ calls: number; total: number; mean: number; plan: number; rows: number; query: string }>(
+        `SELECT calls::int, round(total_exec_time)::int AS total, round(mean_exec_time::numeric, 3)::float AS mean, round(total_plan_time)::int AS plan, rows::int,
                 regexp_replace(query, '\\s+', ' ', 'g') AS query
            FROM pg_stat_statements WHERE ${where} ORDER BY total_exec_time DESC LIMIT 12`,
       );
-      for (const r of top) log(`  statements(${label}): ${String(r.total).padStart(6)} ms ${String(r.calls).padStart(7)} calls ${r.mean.toFixed(3)} ms/call ${r.rows} rows: ${r.query.slice(0, 160)}`);
+      for (const r of top) log(`  statements(${label}): ${String(r.total).padStart(6)} ms ${String(r.calls).padStart(7)} calls ${r.mean.toFixed(3)} ms/call (+${r.plan} ms planning) ${r.rows} rows: ${r.query.slice(0, 160)}`);
     },
   };
 }
