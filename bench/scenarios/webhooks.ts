@@ -301,6 +301,11 @@ async function statements(pool: Pool): Promise<{ reset: () => Promise<void>; rep
            FROM pg_stat_statements WHERE ${where} ORDER BY total_exec_time DESC LIMIT 12`,
       );
       for (const r of top) log(`  statements(${label}): ${String(r.total).padStart(6)} ms ${String(r.calls).padStart(7)} calls ${r.mean.toFixed(3)} ms/call (+${r.plan} ms planning) ${r.rows} rows: ${r.query.slice(0, 160)}`);
+      // Cumulative since the database was created: how many delivery updates were HOT (migration 042).
+      const { rows: [hot] } = await pool.query<{ upd: number; hot: number }>(
+        `SELECT n_tup_upd::int AS upd, n_tup_hot_upd::int AS hot FROM pg_stat_user_tables WHERE relname = 'webhook_deliveries'`,
+      );
+      if (hot) log(`  statements(${label}): webhook_deliveries updates so far ${hot.upd}, HOT ${hot.hot} (${hot.upd ? Math.round((100 * hot.hot) / hot.upd) : 0}%)`);
     },
   };
 }
