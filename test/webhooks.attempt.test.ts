@@ -4,17 +4,19 @@
 // the SSRF guard. The time limits are shortened (the contract's are 10 s and
 // 15 s; test/webhooks.delivery.test.ts checks the 10 s one end to end).
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import type { Agent } from 'undici';
+import { Agent } from 'undici';
 import { createGuardedAgent } from '../lib/ssrf.ts';
 import { attemptDelivery, MAX_RESPONSE_BYTES, STORED_RESPONSE_BYTES, type AttemptLimits, type AttemptRequest } from '../worker/webhooks/attempt.ts';
 import { verifySignature } from './helpers/receiver.ts';
 
 const LIMITS: AttemptLimits = { readTimeoutMs: 600, deadlineMs: 1500 };
 const SECRET = 'whsec_attempt_test_secret';
-const PAYLOAD = JSON.stringify({ id: 'evt_attempt', event: 'customer.created', data: { object: 'customer', id: 'cus_1', metadata: {} } });
+// Not only ASCII: the bytes signed must be the bytes sent (UTF-8).
+const PAYLOAD = JSON.stringify({ id: 'evt_attempt', event: 'customer.created', data: { object: 'customer', id: 'cus_1', name: 'Peña 🚀', metadata: {} } });
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void;
 
@@ -24,18 +26,21 @@ describe('attemptDelivery against misbehaving receivers', () => {
   let agent: Agent;
   const handlers = new Map<string, Handler>();
   /** What each path saw: the request, and whether the server's answer was cut off by the client. */
-  const seen = new Map<string, { headers: http.IncomingHttpHeaders; body: string; clientClosedEarly?: boolean }>();
+  const seen = new Map<string, { headers: http.IncomingHttpHeaders; body: string; raw: Buffer; clientClosedEarly?: boolean }>();
+  /** Requests per path (a path may be asked more than once). */
+  const count = new Map<string, number>();
 
   before(async () => {
     server = http.createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        const body = Buffer.concat(chunks).toString('utf8');
-        const entry = { headers: req.headers, body, clientClosedEarly: false };
+        const raw = Buffer.concat(chunks);
+        const entry = { headers: req.headers, body: raw.toString('utf8'), raw, clientClosedEarly: false };
         seen.set(req.url!, entry);
+        count.set(req.url!, (count.get(req.url!) ?? 0) + 1);
         res.on('close', () => (entry.clientClosedEarly = !res.writableFinished));
-        handlers.get(req.url!)?.(req, res, body);
+        handlers.get(req.url!)?.(req, res, entry.body);
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -63,7 +68,11 @@ describe('attemptDelivery against misbehaving receivers', () => {
     const out = await attempt('/ok');
     assert.deepEqual(out, { ok: true, status: 200, body: 'recibido', error: null });
     const got = seen.get('/ok')!;
-    assert.equal(got.body, PAYLOAD, 'the exact bytes');
+    assert.deepEqual(got.raw, Buffer.from(PAYLOAD, 'utf8'), 'the exact bytes');
+    assert.equal(got.headers['content-length'], String(Buffer.byteLength(PAYLOAD)));
+    // Verified over the raw bytes received, with an HMAC of the test's own.
+    const [, t, v1] = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(String(got.headers['x-service-signature']))!;
+    assert.equal(createHmac('sha256', SECRET).update(Buffer.concat([Buffer.from(`${t}.`), got.raw])).digest('hex'), v1);
     assert.ok(verifySignature(got.headers['x-service-signature'], got.body, SECRET));
     assert.equal(got.headers['content-type'], 'application/json; charset=utf-8');
     assert.equal(got.headers['x-service-event'], 'customer.created');
@@ -142,27 +151,86 @@ describe('attemptDelivery against misbehaving receivers', () => {
     assert.match(out.error!, /^Error de conexión/);
   });
 
-  test('a huge answer: 64 KB read, the connection dropped, 8 KB stored, the status decides', async () => {
-    handlers.set('/huge', (_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/plain' });
-      // 5 MB, written as the socket accepts it.
-      let left = 5 * 1024 * 1024;
-      const chunk = Buffer.alloc(16 * 1024, 'x');
-      const pump = () => {
-        while (left > 0) {
-          left -= chunk.length;
-          if (!res.write(chunk)) return void res.once('drain', pump);
-        }
-        res.end();
-      };
-      pump();
-    });
+  /** Streams `status` and 16 KB chunks forever: only the client dropping the connection ends it. */
+  const endless = (status: number): Handler => (_req, res) => {
+    res.writeHead(status, { 'content-type': 'text/plain' });
+    const chunk = Buffer.alloc(16 * 1024, 'x');
+    const pump = () => {
+      while (!res.destroyed) if (!res.write(chunk)) return void res.once('drain', pump);
+    };
+    pump();
+  };
+
+  test('an endless 2xx answer: 64 KB read, the connection dropped, 8 KB stored, a success', async () => {
+    handlers.set('/huge', endless(200));
     const out = await attempt('/huge');
-    assert.equal(out.ok, true);
-    assert.equal(out.status, 200);
-    assert.equal(out.body, 'x'.repeat(STORED_RESPONSE_BYTES));
+    assert.deepEqual(out, { ok: true, status: 200, body: 'x'.repeat(STORED_RESPONSE_BYTES), error: null });
     await waitUntil(() => seen.get('/huge')!.clientClosedEarly, 'the connection to be dropped');
-    assert.ok(MAX_RESPONSE_BYTES < 5 * 1024 * 1024);
+  });
+
+  test('an endless 5xx answer: read up to 64 KB too, a failure with its status', async () => {
+    handlers.set('/huge-error', endless(503));
+    const out = await attempt('/huge-error');
+    assert.deepEqual(out, { ok: false, status: 503, body: 'x'.repeat(STORED_RESPONSE_BYTES), error: 'El receptor respondió 503' });
+    await waitUntil(() => seen.get('/huge-error')!.clientClosedEarly, 'the connection to be dropped');
+  });
+
+  test('an answer of exactly 64 KB is read whole and its connection kept for the next attempt', async () => {
+    const sockets = new Set<unknown>();
+    handlers.set('/exact', (req, res) => {
+      sockets.add(req.socket);
+      res.writeHead(200, { 'content-length': String(MAX_RESPONSE_BYTES) });
+      res.end(Buffer.alloc(MAX_RESPONSE_BYTES, 'y'));
+    });
+    const single = new Agent({ connections: 1 });
+    try {
+      const send = () => attemptDelivery(single, { url: `${base}/exact`, secret: SECRET, payload: PAYLOAD, event: 'customer.created', eventId: 'evt_x', deliveryId: 'wd_x', attempt: 1 }, LIMITS);
+      const first = await send();
+      const second = await send();
+      for (const out of [first, second]) assert.deepEqual(out, { ok: true, status: 200, body: 'y'.repeat(STORED_RESPONSE_BYTES), error: null });
+      assert.equal(sockets.size, 1, 'both attempts on one keep-alive connection');
+    } finally {
+      await single.close();
+    }
+  });
+
+  test('a 103 Early Hints before the 200 is not the answer', async () => {
+    handlers.set('/hints', (_req, res) => {
+      res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
+      res.end('ok');
+    });
+    assert.deepEqual(await attempt('/hints'), { ok: true, status: 200, body: 'ok', error: null });
+  });
+
+  test('an attempt still waiting for a connection at the deadline is never sent', async () => {
+    // One connection, held by an attempt the receiver never answers: the
+    // second attempt queues behind it and must not go out after it is
+    // recorded as failed.
+    handlers.set('/queued', () => {});
+    const single = new Agent({ connections: 1 });
+    try {
+      const limits: AttemptLimits = { readTimeoutMs: 1000, deadlineMs: 400 };
+      const send = (n: number) => attemptDelivery(single, { url: `${base}/queued`, secret: SECRET, payload: PAYLOAD, event: 'customer.created', eventId: 'evt_q', deliveryId: `wd_q${n}`, attempt: 1 }, limits);
+      const outs = await Promise.all([send(1), send(2)]);
+      for (const out of outs) {
+        assert.equal(out.ok, false);
+        assert.equal(out.status, null);
+        assert.match(out.error!, /Tiempo agotado/);
+      }
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(count.get('/queued'), 1, 'only the first attempt reached the receiver');
+    } finally {
+      await single.close();
+    }
+  });
+
+  test('a closed agent gives a failure, not a rejected promise', async () => {
+    const closed = new Agent();
+    await closed.close();
+    const out = await attemptDelivery(closed, { url: `${base}/ok`, secret: SECRET, payload: PAYLOAD, event: 'customer.created', eventId: 'evt_c', deliveryId: 'wd_c', attempt: 1 }, LIMITS);
+    assert.equal(out.ok, false);
+    assert.equal(out.status, null);
+    assert.match(out.error!, /^Error de conexión/);
   });
 
   test('a refused connection and an unparsable URL are failures, not exceptions', async () => {

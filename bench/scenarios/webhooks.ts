@@ -289,6 +289,9 @@ async function statements(pool: Pool): Promise<{ reset: () => Promise<void>; rep
   const { rows } = await pool.query<{ libs: string }>(`SELECT current_setting('shared_preload_libraries') AS libs`);
   if (!rows[0].libs.includes('pg_stat_statements')) return null;
   await pool.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  // Planning time is only counted with pg_stat_statements.track_planning on (off by default).
+  const { rows: [tracking] } = await pool.query<{ on: boolean }>(`SELECT current_setting('pg_stat_statements.track_planning', true) = 'on' AS on`);
+  const planning = (ms: number) => (tracking.on ? `+${ms} ms planning` : 'planning not tracked');
   const where = 'dbid = (SELECT oid FROM pg_database WHERE datname = current_database())';
   return {
     reset: async () => {
@@ -300,8 +303,8 @@ async function statements(pool: Pool): Promise<{ reset: () => Promise<void>; rep
                 regexp_replace(query, '\\s+', ' ', 'g') AS query
            FROM pg_stat_statements WHERE ${where} ORDER BY total_exec_time DESC LIMIT 12`,
       );
-      for (const r of top) log(`  statements(${label}): ${String(r.total).padStart(6)} ms ${String(r.calls).padStart(7)} calls ${r.mean.toFixed(3)} ms/call (+${r.plan} ms planning) ${r.rows} rows: ${r.query.slice(0, 160)}`);
-      // Cumulative since the database was created: how many delivery updates were HOT (migration 042).
+      for (const r of top) log(`  statements(${label}): ${String(r.total).padStart(6)} ms ${String(r.calls).padStart(7)} calls ${r.mean.toFixed(3)} ms/call (${planning(r.plan)}) ${r.rows} rows: ${r.query.slice(0, 160)}`);
+      // Cumulative since the last statistics reset (the bench's database is new): how many delivery updates were HOT (migration 042).
       const { rows: [hot] } = await pool.query<{ upd: number; hot: number }>(
         `SELECT n_tup_upd::int AS upd, n_tup_hot_upd::int AS hot FROM pg_stat_user_tables WHERE relname = 'webhook_deliveries'`,
       );

@@ -86,6 +86,8 @@ export function attemptDelivery(dispatcher: Dispatcher, req: AttemptRequest, lim
       cutOff(`Tiempo agotado: sin respuesta completa en ${limits.deadlineMs / 1000} s`);
       controller?.abort(new AttemptEnded('deadline'));
     }, limits.deadlineMs);
+    // Like AbortSignal.timeout(): an attempt in flight does not by itself keep the process up.
+    deadline.unref();
 
     let origin: string;
     let path: string;
@@ -119,11 +121,14 @@ export function attemptDelivery(dispatcher: Dispatcher, req: AttemptRequest, lim
         {
           onRequestStart(c) {
             controller = c;
-            // Still queued for a connection when the deadline passed.
+            // Still queued for a connection when the deadline passed: the
+            // attempt is already recorded as failed, so it must not be sent.
             if (settled) c.abort(new AttemptEnded('deadline'));
           },
           onResponseStart(_c, statusCode) {
-            // 1xx informational answers come before the real one.
+            // Informational answers undici passes on (103 Early Hints) come
+            // before the real one. An unrequested 100 Continue makes undici
+            // drop the connection: a connection error, as with request().
             if (statusCode >= 200) status = statusCode;
           },
           onResponseData(c, chunk) {
@@ -133,7 +138,10 @@ export function attemptDelivery(dispatcher: Dispatcher, req: AttemptRequest, lim
             size += part.length;
             if (size >= MAX_RESPONSE_BYTES) {
               answered();
-              c.abort(new AttemptEnded('64 KB read'));
+              // After this chunk has been handled: an answer of exactly
+              // 64 KB is complete by then, the abort is a no-op and its
+              // keep-alive connection is reused; a longer one is dropped.
+              queueMicrotask(() => c.abort(new AttemptEnded('64 KB read')));
             }
           },
           onResponseEnd() {
