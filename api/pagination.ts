@@ -4,6 +4,7 @@
 // the first page (the (company_id, created_at DESC, id DESC) index).
 import { z } from 'zod';
 import type { Queryable } from '../db/pool.ts';
+import { ISO_TIMESTAMPS } from '../db/rows.ts';
 import { isObjectId } from '../lib/objectid.ts';
 import { ApiError } from './errors.ts';
 
@@ -122,7 +123,8 @@ export async function listPage<Row>(
 
   const sql = `SELECT ${spec.columns} FROM ${spec.table} WHERE ${filters} ${keyset}
     ORDER BY created_at ${direction}, id ${direction} LIMIT ${limit + 1} OFFSET ${offset}`;
-  const { rows } = await db.query(sql, params.values);
+  // Timestamps as ISO strings (ISO_TIMESTAMPS): the rows are only serialized.
+  const { rows } = await db.query({ text: sql, values: params.values, types: ISO_TIMESTAMPS });
   const hasMore = rows.length > limit;
   const pageRows = rows.slice(0, limit);
   if (direction === 'ASC') pageRows.reverse();
