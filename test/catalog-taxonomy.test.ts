@@ -122,7 +122,9 @@ describe('categories, brands and the product list filters', () => {
     const original = app.pool.query;
     const seen: unknown[][] = [];
     (app.pool as any).query = function (this: unknown, ...args: unknown[]) {
-      if (typeof args[0] === 'string' && /\bproducts\b/.test(args[0])) seen.push(args);
+      // query(text, values) or query({ text, values, ... }) (listPage passes a config).
+      const config = typeof args[0] === 'string' ? { text: args[0], values: args[1] as unknown[] } : (args[0] as { text?: string; values?: unknown[] });
+      if (config?.text && /\bproducts\b/.test(config.text)) seen.push([config.text, config.values]);
       return (original as any).apply(this, args);
     };
     try {
@@ -270,7 +272,9 @@ describe('categories, brands and the product list filters', () => {
       const original = app.pool.query;
       const seen: unknown[][] = [];
       (app.pool as any).query = function (this: unknown, ...args: unknown[]) {
-        if (typeof args[0] === 'string' && /FROM products WHERE[\s\S]*ORDER BY created_at/.test(args[0])) seen.push(args);
+        // query(text, values) or query({ text, values, ... }) (listPage passes a config).
+        const config = typeof args[0] === 'string' ? { text: args[0], values: args[1] as unknown[] } : (args[0] as { text?: string; values?: unknown[] });
+        if (config?.text && /FROM products WHERE[\s\S]*ORDER BY created_at/.test(config.text)) seen.push([config.text, config.values]);
         return (original as any).apply(this, args);
       };
       let names: string[];
