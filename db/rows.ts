@@ -59,6 +59,9 @@ const CANONICAL_ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 export function iso(value: Date | string | null | undefined): string | null {
   if (value === null || value === undefined) return null;
+  // Already the API's form (a list row read with ISO_TIMESTAMPS). Only for
+  // values from the database: a string of this shape is not checked for a
+  // real date (2026-02-30T...), which PostgreSQL never writes.
   if (typeof value === 'string' && CANONICAL_ISO.test(value)) return value;
   return (value instanceof Date ? value : new Date(value)).toISOString();
 }
@@ -71,14 +74,17 @@ const defaultTimestamptz = pg.types.getTypeParser(TIMESTAMPTZ_OID, 'text') as (t
 /**
  * A timestamptz as the API's ISO string, straight from PostgreSQL's text:
  * milliseconds kept, microseconds dropped, as a Date would. Any other shape
- * (a session in another time zone, BC, infinity) goes through pg's own
- * parser; a value no Date can hold comes back as PostgreSQL wrote it.
+ * (a session in another time zone, BC, a year past 9999, infinity, another
+ * DateStyle) goes through pg's own parser, and what that gives other than a
+ * valid Date (null, Infinity) is returned as it is, so `iso()` meets exactly
+ * what it met before.
  */
-export function isoFromTimestamptz(text: string): string {
+export function isoFromTimestamptz(text: string): string | Date | number | null {
   const m = PG_UTC_TEXT.exec(text);
   if (m) return `${m[1]}T${m[2]}.${m[3] === undefined ? '000' : m[3].length >= 3 ? m[3].slice(0, 3) : m[3].padEnd(3, '0')}Z`;
-  const date = defaultTimestamptz(text);
-  return date instanceof Date && !Number.isNaN(date.getTime()) ? date.toISOString() : text;
+  const parsed: unknown = defaultTimestamptz(text);
+  if (parsed instanceof Date) return Number.isNaN(parsed.getTime()) ? parsed : parsed.toISOString();
+  return parsed as number | null;
 }
 
 /**

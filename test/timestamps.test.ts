@@ -16,7 +16,9 @@ const VALUES = [
   '2000-02-29 23:59:59.5+00',
   '1970-01-01 00:00:00+00',
   '2026-03-29 01:30:00.25+02',
+  '0044-03-15 12:00:00+00',
   '0044-03-15 12:00:00+00 BC',
+  '12345-01-01 00:00:00.5+00',
 ];
 
 describe('timestamps as ISO strings', () => {
@@ -30,6 +32,7 @@ describe('timestamps as ISO strings', () => {
   for (const zone of ['UTC', 'America/Mexico_City', 'Asia/Kolkata']) {
     test(`the same string as through a Date, in a ${zone} session`, async () => {
       await db.query(`SET TimeZone = '${zone}'`);
+      await db.query(`SET DateStyle = 'ISO, MDY'`);
       const values = VALUES.map((_, i) => `$${i + 1}::timestamptz AS v${i}`).join(', ');
       const [viaDate] = (await db.query(`SELECT ${values}`, VALUES)).rows;
       const [viaText] = (await db.query({ text: `SELECT ${values}`, values: VALUES, types: ISO_TIMESTAMPS })).rows;
@@ -41,13 +44,34 @@ describe('timestamps as ISO strings', () => {
     });
   }
 
-  test('other types keep their parsers; infinity comes back as PostgreSQL wrote it', async () => {
+  for (const style of ['SQL, DMY', 'Postgres, MDY', 'German']) {
+    test(`a non-ISO DateStyle (${style}): whatever pg's own parser makes of it, as before`, async () => {
+      await db.query(`SET TimeZone = 'UTC'`);
+      await db.query(`SET DateStyle = '${style}'`);
+      try {
+        const values = VALUES.map((_, i) => `$${i + 1}::timestamptz AS v${i}`).join(', ');
+        const [viaDate] = (await db.query(`SELECT ${values}`, VALUES)).rows;
+        const [viaText] = (await db.query({ text: `SELECT ${values}`, values: VALUES, types: ISO_TIMESTAMPS })).rows;
+        VALUES.forEach((value, i) => {
+          const before = viaDate[`v${i}`];
+          const valid = before instanceof Date && !Number.isNaN(before.getTime());
+          assert.deepEqual(viaText[`v${i}`], valid ? before.toISOString() : before, `${value} with DateStyle ${style}`);
+        });
+      } finally {
+        await db.query(`SET DateStyle = 'ISO, MDY'`);
+      }
+    });
+  }
+
+  test('other types keep their parsers; infinity comes back as pg parses it', async () => {
     await db.query(`SET TimeZone = 'UTC'`);
     const { rows: [row] } = await db.query({
-      text: `SELECT 'infinity'::timestamptz AS inf, 42::bigint AS n, '{"a":1}'::jsonb AS j, true AS b, '2026-11-24'::date AS d`,
+      text: `SELECT 'infinity'::timestamptz AS inf, '-infinity'::timestamptz AS ninf, 42::bigint AS n, '{"a":1}'::jsonb AS j, true AS b, '2026-11-24'::date AS d`,
       types: ISO_TIMESTAMPS,
     });
-    assert.equal(row.inf, 'infinity');
+    const { rows: [plain] } = await db.query(`SELECT 'infinity'::timestamptz AS inf, '-infinity'::timestamptz AS ninf`);
+    assert.equal(row.inf, plain.inf);
+    assert.equal(row.ninf, plain.ninf);
     assert.equal(row.n, 42);
     assert.deepEqual(row.j, { a: 1 });
     assert.equal(row.b, true);
