@@ -244,7 +244,7 @@ function webhookOperation(name: string) {
   return {
     post: {
       summary: name,
-      description: 'Firma: `X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256 de "<t>.<cuerpo crudo>">` con el secreto completo del endpoint (whsec_...). Rechaza t a más de 300 s de tu reloj. Éxito: cualquier 2xx; reintentos a +1 min, +5 min, +30 min, +2 h y +6 h.',
+      description: 'Firma: `X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256 de "<t>.<cuerpo crudo>">` con el secreto completo del endpoint (whsec_...). Rechaza t a más de 300 s de tu reloj. Éxito: cualquier 2xx con la respuesta completa (10 s de lectura, 15 s en total; una respuesta cortada es un fallo, y las redirecciones no se siguen); reintentos a +1 min, +5 min, +30 min, +2 h y +6 h.',
       parameters: [
         header('X-Service-Signature', 't=<unix>,v1=<hex>'),
         header('X-Service-Event', 'Nombre del evento'),
