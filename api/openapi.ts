@@ -291,7 +291,7 @@ export function openApiDocument(config: Config, routes: RouteDef[] = apiRoutes):
         userSession: {
           type: 'http',
           scheme: 'bearer',
-          description: 'Authorization: Bearer service_ses_<TOKEN>, de POST /api/v1/user/sessions (correo y contraseña); válida 12 h',
+          description: `Authorization: Bearer service_ses_<TOKEN>, de POST /api/v1/user/sessions (correo y contraseña); válida ${SESSION_TTL_HOURS} h`,
         },
       },
       schemas: { Error: errorSchema, WebhookEvent: webhookEventSchema },

@@ -29,14 +29,20 @@ export function envelope(id: string, name: string, createdAt: Date, data: EventD
     event: name,
     created_at: createdAt.toISOString(),
     api_version: WEBHOOK_API_VERSION,
-    data: { ...data, metadata: data.metadata ?? {} },
+    data: withMetadata(data),
   });
+}
+
+/** `data` as the envelope carries it: `metadata` always present. */
+function withMetadata(data: EventData): EventData {
+  return data.metadata === undefined || data.metadata === null ? { ...data, metadata: {} } : data;
 }
 
 export async function recordEvent(db: Queryable, jobs: JobSender, companyId: string, name: EventName, data: EventData): Promise<string> {
   const id = eventId();
   const createdAt = new Date();
-  const payload = envelope(id, name, createdAt, data);
+  const full = withMetadata(data);
+  const payload = envelope(id, name, createdAt, full);
   // One statement: the event, then a delivery for every active endpoint of
   // the company whose enabled_events select this name.
   const { rows } = await db.query<{ id: string; endpoint_id: string }>(prepared(
@@ -49,7 +55,7 @@ export async function recordEvent(db: Queryable, jobs: JobSender, companyId: str
        FROM webhook_endpoints e
       WHERE e.company_id = $2 AND e.active AND e.enabled_events && $8::text[]
      RETURNING id, endpoint_id`,
-    [id, companyId, name, WEBHOOK_API_VERSION, { ...data, metadata: data.metadata ?? {} }, payload, createdAt, selectorsOf(name)],
+    [id, companyId, name, WEBHOOK_API_VERSION, full, payload, createdAt, selectorsOf(name)],
   ));
   await enqueueAttempts(db, jobs, rows.map((row) => ({ deliveryId: row.id, endpointId: row.endpoint_id, attempt: 1 })));
   return id;
@@ -68,10 +74,7 @@ export async function enqueueAttempts(
       data: { delivery_id: a.deliveryId, attempt: a.attempt } satisfies WebhookDeliveryJob,
       group: { id: a.endpointId },
       startAfter: a.startAfter,
-      retryLimit: WEBHOOK_DELIVERY.options.retryLimit,
-      retryDelay: WEBHOOK_DELIVERY.options.retryDelay,
-      expireInSeconds: WEBHOOK_DELIVERY.options.expireInSeconds,
-      deleteAfterSeconds: WEBHOOK_DELIVERY.options.deleteAfterSeconds,
+      // Retry, expiry and retention come from the queue (WEBHOOK_DELIVERY.options, createQueues).
     })),
   );
 }

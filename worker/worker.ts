@@ -5,6 +5,7 @@ import type { Config } from '../lib/config.ts';
 import { log } from '../lib/log.ts';
 import { createBoss, type BossOptions, type PgBoss } from './boss.ts';
 import { jobs } from './jobs/index.ts';
+import { QUEUES } from './queues.ts';
 import { createQueues, senderFor } from './send.ts';
 import { WebhookDispatcher, type DispatcherOptions } from './webhooks/dispatcher.ts';
 
@@ -24,7 +25,7 @@ export async function startWorker(config: Config, pool: Pool, databaseUrl: strin
   }
   const dispatcher = new WebhookDispatcher(deps, options.dispatcher);
   dispatcher.start();
-  log('worker.started', { queues: [...jobs.map((j) => j.name), 'webhook-delivery'] });
+  log('worker.started', { queues: [...jobs.map((j) => j.name), ...QUEUES.map((q) => q.name)] });
   return {
     boss,
     dispatcher,

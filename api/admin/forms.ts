@@ -7,9 +7,8 @@ import { transaction } from '../../db/pool.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { formColumns, formFileSchema, serializeForm, type FormRow } from '../forms/definition.ts';
 import { AdminError, getCompany, slugify } from './companies.ts';
-import { adminProcedure, router } from './trpc.ts';
+import { adminId as id, adminProcedure, router } from './trpc.ts';
 
-const id = z.string().regex(/^[0-9a-f]{24}$/, 'must be a 24-hex id');
 
 /** Parses a form file; problems become one operator-readable message listing each path. */
 export function parseFormFile(input: unknown) {

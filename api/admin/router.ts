@@ -17,9 +17,8 @@ import {
 import { serializeAutomation } from '../routes/automations.ts';
 import { formRouter } from './forms.ts';
 import { deliveryRouter, webhookRouter } from './webhooks.ts';
-import { adminProcedure, router } from './trpc.ts';
+import { adminId as id, adminProcedure, router } from './trpc.ts';
 
-const id = z.string().regex(/^[0-9a-f]{24}$/, 'must be a 24-hex id');
 const plan = z.enum(['free', 'starter', 'enterprise']);
 const companyFields = {
   maxTeamSize: z.number().int().min(1).max(10_000).optional(),

@@ -1,6 +1,8 @@
 // The one initTRPC of the admin API. Context carries the process deps; the
 // Bearer ADMIN_TOKEN check happens before tRPC sees the request (koa.ts).
 import { initTRPC, TRPCError } from '@trpc/server';
+import { z } from 'zod';
+import { isObjectId } from '../../lib/objectid.ts';
 import type { Deps } from '../types.ts';
 import { AdminError } from './companies.ts';
 
@@ -22,5 +24,7 @@ const mapErrors = t.middleware(async ({ next }) => {
 });
 
 export const router = t.router;
+/** A record id argument (24 hex characters, lib/objectid.ts). */
+export const adminId = z.string().refine(isObjectId, 'must be a 24-hex id');
 export const adminProcedure = t.procedure.use(mapErrors);
 export const createCallerFactory = t.createCallerFactory;

@@ -4,11 +4,10 @@
 import { z } from 'zod';
 import { EVENT_NAMES } from '../../lib/webhook-events.ts';
 import { transaction } from '../../db/pool.ts';
-import { findDelivery, findEndpoint, replayDelivery, rotateSecret, serializeDelivery, serializeEndpoint, type EndpointRow } from '../webhooks/store.ts';
+import { DELIVERY_STATUSES, findDelivery, findEndpoint, replayDelivery, rotateSecret, serializeDelivery, serializeEndpoint, type EndpointRow } from '../webhooks/store.ts';
 import { AdminError } from './companies.ts';
-import { adminProcedure, router } from './trpc.ts';
+import { adminId as id, adminProcedure, router } from './trpc.ts';
 
-const id = z.string().regex(/^[0-9a-f]{24}$/, 'must be a 24-hex id');
 /** `wsctl delivery list` shows the newest deliveries first, up to this many. */
 const DELIVERY_LIST_LIMIT = 100;
 
@@ -29,7 +28,7 @@ export const webhookRouter = router({
 
 export const deliveryRouter = router({
   list: adminProcedure
-    .input(z.object({ endpointId: id, status: z.enum(['pending', 'succeeded', 'failed', 'exhausted']).optional(), event: z.enum(EVENT_NAMES).optional() }))
+    .input(z.object({ endpointId: id, status: z.enum(DELIVERY_STATUSES).optional(), event: z.enum(EVENT_NAMES).optional() }))
     .query(async ({ ctx, input }) => {
       if (!(await findEndpoint(ctx.deps.pool, null, input.endpointId))) throw new AdminError('not_found', `Webhook endpoint ${input.endpointId} not found`);
       const { rows } = await ctx.deps.pool.query(

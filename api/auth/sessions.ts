@@ -6,12 +6,13 @@
 // API key. A bearer token rather than a cookie: nothing is sent implicitly by
 // a browser, so there is no CSRF surface. As with keys, only the SHA-256
 // digest is stored, and every way a token can be wrong gives the same 401.
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Next } from 'koa';
 import { z } from 'zod';
 import type { Queryable } from '../../db/pool.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { verifyPassword } from '../admin/companies.ts';
+import { digestSecret } from './keys.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { bearerToken } from '../middleware/authenticate.ts';
 import { limitUnauthenticated } from '../middleware/rate-limit.ts';
@@ -26,10 +27,6 @@ const SIGN_IN_PER_MINUTE = 10;
 
 export const PERMISSIONS = ['manage-developers'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
-
-function digest(token: string): Buffer {
-  return createHash('sha256').update(token).digest();
-}
 
 export const signInSchema = z.strictObject({
   email: z.email(),
@@ -55,7 +52,7 @@ export async function signIn(db: Queryable, input: z.infer<typeof signInSchema>)
   const { rows } = await db.query(
     `INSERT INTO user_sessions (id, user_id, company_id, token_digest, expires_at)
      VALUES ($1, $2, $3, $4, now() + make_interval(hours => $5)) RETURNING id, user_id, company_id, expires_at`,
-    [objectId(), users[0].id, memberships[0].company_id, digest(token), SESSION_TTL_HOURS],
+    [objectId(), users[0].id, memberships[0].company_id, digestSecret(token), SESSION_TTL_HOURS],
   );
   return { token, session: rows[0] as { id: string; user_id: string; company_id: string; expires_at: Date } };
 }
@@ -69,7 +66,7 @@ export async function findSession(db: Queryable, token: string): Promise<Session
        JOIN companies c ON c.id = s.company_id
        JOIN users u ON u.id = s.user_id AND u.deleted_at IS NULL
       WHERE s.token_digest = $1 AND s.revoked_at IS NULL AND s.expires_at > now()`,
-    [digest(token)],
+    [digestSecret(token)],
   );
   const row = rows[0];
   if (!row) return null;

@@ -141,15 +141,12 @@ export const formRoutes: RouteDef[] = [
       // Contract (Endpoints, shared rules): a body over 100 KB cannot be sent
       // with Idempotency-Key. Applied to the body as sent, files included, so
       // the key protects small submissions; large uploads go without it. A
-      // declared multipart length is refused before a byte is read; a chunked
-      // multipart body is cut off once it passes 100 KB (intakeMultipart).
+      // declared length over 100 KB was refused before a byte was read
+      // (api/route.ts, idempotentBodyCap); a chunked multipart body is cut off
+      // once it passes 100 KB (intakeMultipart).
       const keyed = ctx.headers['idempotency-key'] !== undefined;
       if (keyed) {
         checkKeyShape(ctx);
-        if (Number(ctx.get('Content-Length')) > IDEMPOTENCY_BODY_LIMIT) {
-          ctx.set('Connection', 'close'); // the unread body is not drained
-          throw new ApiError('idempotency_body_too_large');
-        }
         // A JSON body sent chunked has been parsed already (api/route.ts,
         // uploadBody): it is measured as parsed, whitespace aside.
         const chunkedJson = !ctx.get('Content-Length') && !ctx.is('multipart/form-data');

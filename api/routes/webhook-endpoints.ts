@@ -24,10 +24,9 @@ import {
   serializeDelivery,
   serializeEndpoint,
   updateEndpoint,
+  DELIVERY_STATUSES,
   type EndpointRow,
 } from '../webhooks/store.ts';
-
-const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'exhausted'] as const;
 
 const url = z.string().trim().max(2048).describe('URL del receptor; https en producción, sin direcciones privadas');
 const enabledEvents = z
@@ -88,10 +87,9 @@ const deliveriesQuery = paginationQuery.extend({
 });
 
 /** Registration-time URL check (the worker checks again on the resolved IP when it connects). */
-async function acceptableUrl(ctx: ApiContext, value: string): Promise<string> {
+async function acceptableUrl(ctx: ApiContext, value: string): Promise<void> {
   const problem = await checkWebhookUrl(value, { production: ctx.deps.config.isProduction });
   if (problem) throw validationFailed({ url: [problem] });
-  return value;
 }
 
 async function ownEndpoint(ctx: ApiContext, companyId: string, id: string): Promise<EndpointRow> {

@@ -48,6 +48,9 @@ export function serializeEndpoint(row: EndpointRow, options: { withSecret?: bool
   };
 }
 
+/** A delivery's `status` (contract, Webhook delivery). */
+export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'exhausted'] as const;
+
 export function serializeDelivery(row: Record<string, any>, options: { full?: boolean } = {}) {
   return {
     id: row.id,
@@ -85,9 +88,9 @@ export async function insertEndpoint(
   return rows[0];
 }
 
-export async function findEndpoint(db: Queryable, companyId: string | null, id: string, lock = false): Promise<EndpointRow | null> {
+export async function findEndpoint(db: Queryable, companyId: string | null, id: string): Promise<EndpointRow | null> {
   const { rows } = await db.query<EndpointRow>(
-    `SELECT * FROM webhook_endpoints WHERE id = $1 AND ($2::text IS NULL OR company_id = $2)${lock ? ' FOR UPDATE' : ''}`,
+    `SELECT * FROM webhook_endpoints WHERE id = $1 AND ($2::text IS NULL OR company_id = $2)`,
     [id, companyId],
   );
   return rows[0] ?? null;

@@ -21,7 +21,6 @@ import { enqueueAttempts } from '../../db/events.ts';
 import { prepared, transaction, type Client } from '../../db/pool.ts';
 import { log, logError } from '../../lib/log.ts';
 import { createGuardedAgent } from '../../lib/ssrf.ts';
-import type { PgBoss } from '../boss.ts';
 import { WEBHOOK_DELIVERY, type WebhookDeliveryJob } from '../queues.ts';
 import { executor } from '../send.ts';
 import type { WorkerDeps } from '../jobs/types.ts';
@@ -74,7 +73,7 @@ type Finished =
   | { job: Job<WebhookDeliveryJob>; kind: 'stale' };
 
 export class WebhookDispatcher {
-  readonly #deps: Pick<WorkerDeps, 'pool' | 'config' | 'jobs'> & { boss: PgBoss };
+  readonly #deps: WorkerDeps;
   readonly #options: DispatcherOptions;
   readonly #agent: Agent;
   #inFlight = 0;
@@ -92,7 +91,7 @@ export class WebhookDispatcher {
   #freed = 0;
   #lastFullFetch = 0;
 
-  constructor(deps: Pick<WorkerDeps, 'pool' | 'config' | 'jobs'> & { boss: PgBoss }, options: Partial<DispatcherOptions> = {}) {
+  constructor(deps: WorkerDeps, options: Partial<DispatcherOptions> = {}) {
     this.#deps = deps;
     this.#options = { ...DEFAULT_DISPATCHER_OPTIONS, ...options };
     this.#agent = createGuardedAgent({
@@ -282,18 +281,20 @@ export class WebhookDispatcher {
     //    hold KEY SHARE locks on their endpoints (the foreign key) until they
     //    commit, and FOR UPDATE would queue behind them; with pg-boss inserts
     //    in between, that formed deadlocks with concurrent API writes.
-    const health = new Map<string, { trailing: number; reset: boolean; at: Date; status: string }>();
+    //    `trailing`: failures after the last success of the batch (0: the
+    //    last attempt succeeded); `reset`: the batch had a success.
+    const health = new Map<string, { trailing: number; reset: boolean; at: Date }>();
     for (const r of attempted) {
-      const h = health.get(r.delivery.endpoint_id) ?? { trailing: 0, reset: false, at: r.at, status: 'failed' };
+      const h = health.get(r.delivery.endpoint_id) ?? { trailing: 0, reset: false, at: r.at };
       if (r.outcome.ok) Object.assign(h, { trailing: 0, reset: true });
       else h.trailing++;
       h.at = r.at;
-      h.status = r.outcome.ok ? 'succeeded' : 'failed';
       health.set(r.delivery.endpoint_id, h);
     }
     const activeAfter = new Map<string, boolean>();
     if (health.size > 0) {
       const ids = [...health.keys()];
+      const values = [...health.values()];
       const { rows } = await db.query<{ id: string; active: boolean; shut_off: boolean }>(prepared(
         `WITH v AS (
            SELECT * FROM unnest($1::text[], $2::int[], $3::bool[], $4::timestamptz[], $5::text[]) AS v(id, fails, reset, at, status)
@@ -315,7 +316,14 @@ export class WebhookDispatcher {
           FROM n JOIN v ON v.id = n.id
          WHERE e.id = n.id
          RETURNING e.id, e.active, (n.was_active AND NOT e.active) AS shut_off`,
-        [ids, ids.map((id) => health.get(id)!.trailing), ids.map((id) => health.get(id)!.reset), ids.map((id) => health.get(id)!.at), ids.map((id) => health.get(id)!.status), SHUT_OFF_REASON],
+        [
+          ids,
+          values.map((h) => h.trailing),
+          values.map((h) => h.reset),
+          values.map((h) => h.at),
+          values.map((h) => (h.trailing === 0 ? 'succeeded' : 'failed')),
+          SHUT_OFF_REASON,
+        ],
       ));
       for (const row of rows) {
         activeAfter.set(row.id, row.active);
