@@ -17,7 +17,7 @@ import { TotalsCache } from './pagination.ts';
 import { mountRoutes } from './route.ts';
 import { apiRoutes } from './routes/index.ts';
 import { mediaRouter } from './media.ts';
-import { createJobSender } from '../worker/send.ts';
+import { createJobSender } from '../db/job-sender.ts';
 import type { ApiContext, Deps } from './types.ts';
 
 export type AppOptions = { config: Config; pool: Pool; databaseUrl: string; rateLimitPool?: Pool };

@@ -7,7 +7,7 @@ import type { KeyCache } from './auth/key-cache.ts';
 import type { RateLimiter } from './middleware/rate-limit.ts';
 import type { TotalsCache } from './pagination.ts';
 import type { ResponseCache } from './middleware/response-cache.ts';
-import type { JobSender } from '../worker/send.ts';
+import type { JobSender } from '../db/job-sender.ts';
 import type { UploadedFile } from './route.ts';
 
 /** Everything a request handler may need, built once per process. */

@@ -8,8 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { objectIdSql } from '../lib/objectid.ts';
 import { WEBHOOK_API_VERSION } from '../lib/version.ts';
 import { selectorsOf, type EventName } from '../lib/webhook-events.ts';
-import type { JobSender } from '../worker/send.ts';
-import { WEBHOOK_DELIVERY, type WebhookDeliveryJob } from '../worker/queues.ts';
+import type { JobSender } from './job-sender.ts';
+import { WEBHOOK_DELIVERY } from './queues.ts';
 import { prepared, type Queryable } from './pool.ts';
 
 export type EventData = { object: string; id: string; metadata?: Record<string, string>; [field: string]: unknown };
@@ -69,12 +69,12 @@ export async function enqueueAttempts(
 ): Promise<void> {
   await jobs.insert(
     db,
-    WEBHOOK_DELIVERY.name,
+    WEBHOOK_DELIVERY,
     attempts.map((a) => ({
-      data: { delivery_id: a.deliveryId, attempt: a.attempt } satisfies WebhookDeliveryJob,
+      data: { delivery_id: a.deliveryId, attempt: a.attempt },
       group: { id: a.endpointId },
       startAfter: a.startAfter,
-      // Retry, expiry and retention come from the queue (WEBHOOK_DELIVERY.options, createQueues).
+      // Retry, expiry and retention come from the queue (db/queues.ts).
     })),
   );
 }

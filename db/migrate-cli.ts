@@ -1,7 +1,7 @@
 // `npm run migrate` (the Procfile's release phase): our migrations, then
 // pg-boss's own schema, so web and worker never race to create either.
 import { loadConfig } from '../lib/config.ts';
-import { createBoss } from '../worker/boss.ts';
+import { createBoss } from './boss.ts';
 import { connectDatabase } from './connect.ts';
 import { migrate } from './migrate.ts';
 import { createPool } from './pool.ts';

@@ -10,7 +10,7 @@ import pg from 'pg';
 import { startEmbedded } from '../db/embedded.ts';
 import { migrate } from '../db/migrate.ts';
 import { createPool } from '../db/pool.ts';
-import { createBoss } from '../worker/boss.ts';
+import { createBoss } from '../db/boss.ts';
 
 const dataDir = path.resolve(process.env.DATA_DIR || './.data');
 const embedded = process.env.DATABASE_URL ? null : await startEmbedded(path.join(dataDir, 'test'), { database: 'postgres', fast: true });

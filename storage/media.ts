@@ -17,8 +17,6 @@ export const MEDIA_OWNERS = {
 
 export type MediaOwner = keyof typeof MEDIA_OWNERS;
 
-export const THUMBNAIL_QUEUE = 'thumbnail';
-
 export function mediaUrl(siteUrl: string, blobId: string, filename: string): string {
   return `${siteUrl}/media/${blobId}/${encodeURIComponent(filename)}`;
 }

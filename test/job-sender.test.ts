@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createPool, transaction, type Pool } from '../db/pool.ts';
-import { WEBHOOK_DELIVERY } from '../worker/queues.ts';
-import { createJobSender, type JobSender } from '../worker/send.ts';
+import { WEBHOOK_DELIVERY } from '../db/queues.ts';
+import { createJobSender, type JobSender } from '../db/job-sender.ts';
 import { createTestDatabase } from './helpers/db.ts';
 
 describe('JobSender (web)', () => {
@@ -28,8 +28,8 @@ describe('JobSender (web)', () => {
 
   test('an insert inside a transaction that holds the only request-pool connection completes, and commits with it', async () => {
     const ids = await transaction(pool, async (client) => {
-      await jobs.insert(client, WEBHOOK_DELIVERY.name, [{ data: { delivery_id: 'a'.repeat(24), attempt: 1 } }]);
-      await jobs.send(client, WEBHOOK_DELIVERY.name, { delivery_id: 'b'.repeat(24), attempt: 1 });
+      await jobs.insert(client, WEBHOOK_DELIVERY, [{ data: { delivery_id: 'a'.repeat(24), attempt: 1 } }]);
+      await jobs.send(client, WEBHOOK_DELIVERY, { delivery_id: 'b'.repeat(24), attempt: 1 });
       const { rows } = await client.query(`SELECT data->>'delivery_id' AS id FROM pgboss.job WHERE name = $1 ORDER BY 1`, [WEBHOOK_DELIVERY.name]);
       return rows.map((r) => r.id);
     });
@@ -39,7 +39,7 @@ describe('JobSender (web)', () => {
   test('a rolled-back transaction leaves no job', async () => {
     await assert.rejects(
       transaction(pool, async (client) => {
-        await jobs.insert(client, WEBHOOK_DELIVERY.name, [{ data: { delivery_id: 'c'.repeat(24), attempt: 1 } }]);
+        await jobs.insert(client, WEBHOOK_DELIVERY, [{ data: { delivery_id: 'c'.repeat(24), attempt: 1 } }]);
         throw new Error('the write failed');
       }),
       /the write failed/,

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { WEBHOOK_DELIVERY } from '../worker/queues.ts';
+import { WEBHOOK_DELIVERY } from '../db/queues.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
 import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
 import { startReceiver, verifySignature, waitFor, type Receiver } from './helpers/receiver.ts';

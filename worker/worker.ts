@@ -3,10 +3,10 @@
 import type { Pool } from '../db/pool.ts';
 import type { Config } from '../lib/config.ts';
 import { log } from '../lib/log.ts';
-import { createBoss, type BossOptions, type PgBoss } from './boss.ts';
+import { createBoss, type BossOptions, type PgBoss } from '../db/boss.ts';
 import { jobs } from './jobs/index.ts';
-import { QUEUES } from './queues.ts';
-import { createQueues, senderFor } from './send.ts';
+import { ALL_QUEUES } from '../db/queues.ts';
+import { createQueues, senderFor } from '../db/job-sender.ts';
 import { WebhookDispatcher, type DispatcherOptions } from './webhooks/dispatcher.ts';
 
 export type Worker = { boss: PgBoss; dispatcher: WebhookDispatcher; stop: () => Promise<void> };
@@ -19,13 +19,12 @@ export async function startWorker(config: Config, pool: Pool, databaseUrl: strin
   await createQueues(boss);
   const deps = { pool, boss, config, jobs: senderFor(boss) };
   for (const job of jobs) {
-    if (job.cron) await boss.createQueue(job.name, job.queue);
-    await boss.work(job.name, job.work ?? {}, (batch) => job.handler(deps, batch as never));
-    if (job.cron) await boss.schedule(job.name, job.cron);
+    await boss.work<object>(job.queue.name, job.work ?? {}, (batch) => job.handler(deps, batch));
+    if (job.cron) await boss.schedule(job.queue.name, job.cron);
   }
   const dispatcher = new WebhookDispatcher(deps, options.dispatcher);
   dispatcher.start();
-  log('worker.started', { queues: [...jobs.map((j) => j.name), ...QUEUES.map((q) => q.name)] });
+  log('worker.started', { queues: ALL_QUEUES.map((q) => q.name) });
   return {
     boss,
     dispatcher,

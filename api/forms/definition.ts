@@ -8,17 +8,10 @@
 // missing translation falling back to the default-locale text.
 import { z } from 'zod';
 import { iso } from '../../db/rows.ts';
-import { acceptAttribute, BLOCKED_EXTENSIONS, FILE_KINDS, KNOWN_EXTENSIONS, type FileConstraints } from './file-rules.ts';
+import { FIELD_TYPES, FILE_KINDS, LOCALES, MAPS_TO, type FormRow, type Locale, type PostActions, type StoredField } from '../../db/forms.ts';
+import { acceptAttribute, BLOCKED_EXTENSIONS, KNOWN_EXTENSIONS } from './file-rules.ts';
 
-export const LOCALES = ['es', 'en'] as const;
-export type Locale = (typeof LOCALES)[number];
-export const FIELD_TYPES = ['text', 'email', 'phone', 'textarea', 'number', 'date', 'select', 'checkbox', 'radio', 'file'] as const;
-export type FieldType = (typeof FIELD_TYPES)[number];
-export const MAPS_TO = [
-  'lead.email', 'lead.name', 'lead.phone', 'lead.company_name', 'lead.job_title',
-  'customer.email', 'customer.name', 'customer.phone',
-] as const;
-export type MapsTo = (typeof MAPS_TO)[number];
+export { LOCALES, type FormRow, type Locale, type PostActions, type StoredField };
 const WITH_OPTIONS: ReadonlySet<string> = new Set(['select', 'checkbox', 'radio']);
 const MIB = 1024 * 1024;
 export const MAX_FILE_SIZE_BYTES = 1024 * MIB; // contract: a field can allow up to 1 GB
@@ -57,7 +50,7 @@ const postActionsInput = z.strictObject({
       to: z.array(z.email()).max(50).optional().describe('Por defecto, todos los miembros de la empresa'),
     })
     .optional(),
-});
+}) satisfies z.ZodType<PostActions, unknown>;
 
 const fieldInput = z.strictObject({
   key: z.string().regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, 'letras, números, _ o -; empieza con letra'),
@@ -160,21 +153,6 @@ export const formFileSchema = z
 
 export type FormFile = z.infer<typeof formFileSchema>;
 
-export type Translations = Partial<Record<Locale, string>>;
-export type StoredFile = FileConstraints;
-export type StoredField = {
-  key: string;
-  field_type: FieldType;
-  label_translations: Translations;
-  placeholder_translations: Translations;
-  options_translations: Partial<Record<Locale, string[]>>;
-  help_text: string | null;
-  required: boolean;
-  maps_to: MapsTo | null;
-  position: number;
-  file?: StoredFile;
-};
-export type PostActions = z.infer<typeof postActionsInput>;
 
 /** Normalized columns of the `forms` row from a validated file. */
 export function formColumns(file: FormFile) {
@@ -222,23 +200,6 @@ export function formColumns(file: FormFile) {
     post_actions: file.post_actions,
   };
 }
-
-export type FormRow = {
-  id: string;
-  company_id: string;
-  name: string;
-  slug: string;
-  locales: Locale[];
-  default_locale: Locale;
-  title_translations: Translations;
-  description_translations: Translations;
-  active: boolean;
-  fields: StoredField[];
-  post_actions: PostActions;
-  submissions_count: number;
-  created_at: Date;
-  updated_at: Date;
-};
 
 /** `es-MX` → `es`; anything not among the form's locales → the default locale. */
 export function resolveLocale(form: Pick<FormRow, 'locales' | 'default_locale'>, requested: unknown): Locale {

@@ -26,9 +26,10 @@
 import CFB from 'cfb';
 import { fileTypeFromStream } from 'file-type';
 import { Readable } from 'node:stream';
+import { FILE_KINDS, type FileConstraints, type FileKind } from '../../db/forms.ts';
 
-export const FILE_KINDS = ['images', 'pdf', 'documents', 'spreadsheets', 'presentations', 'videos', 'audio'] as const;
-export type FileKind = (typeof FILE_KINDS)[number];
+export { FILE_KINDS, type FileConstraints, type FileKind };
+
 
 /** Extensions of each kind with the MIME type we store for them. */
 export const KIND_TYPES: Record<FileKind, Record<string, string>> = {
@@ -105,14 +106,6 @@ const SAME_FORMAT: Record<string, string[]> = {
 
 /** Extensions with no magic number: checked as plain text instead. */
 const TEXT_EXTENSIONS: ReadonlySet<string> = new Set(['txt', 'csv']);
-
-export type FileConstraints = {
-  max_files: number;
-  max_file_size_bytes: number;
-  allowed_kinds: FileKind[];
-  allowed_extensions: string[];
-  allowed_content_types: string[];
-};
 
 /** The extensions a field accepts: union of its kinds, extensions and content types; all kinds when none is set. */
 export function allowedExtensions(c: Pick<FileConstraints, 'allowed_kinds' | 'allowed_extensions' | 'allowed_content_types'>): Set<string> {

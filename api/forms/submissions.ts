@@ -8,10 +8,12 @@ import { iso } from '../../db/rows.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { deleteBlob } from '../../storage/blobs.ts';
 import { createUniqueFolder, insertFile, lockFreeBytes, pathSegment } from '../../storage/files.ts';
-import { FORM_POST_ACTIONS } from '../../worker/queues.ts';
-import type { JobSender } from '../../worker/send.ts';
+import { FORM_POST_ACTIONS } from '../../db/queues.ts';
+import type { JobSender } from '../../db/job-sender.ts';
 import type { CheckedAnswers } from './answers.ts';
-import type { FormRow, Locale } from './definition.ts';
+import type { FormRow, Locale, SubmissionFile } from '../../db/forms.ts';
+
+export type { SubmissionFile };
 import type { StagedFile } from './intake.ts';
 
 export const POST_ACTIONS = ['lead', 'customer', 'email', 'notify_team'] as const;
@@ -32,15 +34,6 @@ export function actionsOf(form: FormRow): PostAction[] {
   if (pa.notify_team?.enabled) out.push('notify_team');
   return out;
 }
-
-export type SubmissionFile = {
-  field_key: string;
-  filename: string;
-  content_type: string;
-  size_bytes: number;
-  asset_id: string;
-  folder_path: string;
-};
 
 export type NewSubmission = {
   form: FormRow;
@@ -114,7 +107,7 @@ export async function insertSubmission(db: Client, jobs: JobSender, input: NewSu
     await db.query('INSERT INTO form_submission_actions (submission_id, company_id, action) VALUES ($1, $2, $3)', [id, input.companyId, action]);
   }
   await db.query('UPDATE forms SET submissions_count = submissions_count + 1 WHERE id = $1', [input.form.id]);
-  await jobs.send(db, FORM_POST_ACTIONS.name, { submissionId: id, companyId: input.companyId });
+  await jobs.send(db, FORM_POST_ACTIONS, { submissionId: id, companyId: input.companyId });
   return { row: rows[0], refused };
 }
 

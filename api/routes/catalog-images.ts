@@ -6,8 +6,8 @@ import { z } from 'zod';
 import { transaction } from '../../db/pool.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { inspectImage, MAX_IMAGE_BYTES, safeFilename } from '../../storage/images.ts';
-import { deleteMedia, MEDIA_OWNERS, storeMedia, THUMBNAIL_QUEUE, type MediaOwner } from '../../storage/media.ts';
-import { THUMBNAIL_JOB_OPTIONS } from '../../worker/jobs/thumbnail.ts';
+import { THUMBNAIL } from '../../db/queues.ts';
+import { deleteMedia, MEDIA_OWNERS, storeMedia, type MediaOwner } from '../../storage/media.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { defineRoute, type RouteDef, type UploadedFile } from '../route.ts';
 import type { ApiContext } from '../types.ts';
@@ -57,7 +57,7 @@ async function attachImage(ctx: ApiContext, owner: MediaOwner, companyId: string
       [companyId, ownerId, media.url, media.id],
     );
     await deleteMedia(client, companyId, [previous]);
-    await ctx.deps.jobs.send(client, THUMBNAIL_QUEUE, { media_id: media.id }, THUMBNAIL_JOB_OPTIONS);
+    await ctx.deps.jobs.send(client, THUMBNAIL, { media_id: media.id });
     return media.url;
   });
 }

@@ -6,7 +6,7 @@ import type { Queryable } from '../../db/pool.ts';
 import { iso } from '../../db/rows.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { newWebhookSecret } from '../../lib/webhook-signature.ts';
-import type { JobSender } from '../../worker/send.ts';
+import type { JobSender } from '../../db/job-sender.ts';
 
 export type EndpointRow = {
   id: string;

@@ -20,7 +20,7 @@ import { Agent, request } from 'undici';
 import { signatureHeader } from '../../lib/webhook-signature.ts';
 import { API_VERSION } from '../../lib/version.ts';
 import { attemptDelivery, READ_TIMEOUT_MS } from '../../worker/webhooks/attempt.ts';
-import { WEBHOOK_DELIVERY } from '../../worker/queues.ts';
+import { WEBHOOK_DELIVERY } from '../../db/queues.ts';
 
 type FloorConfig =
   | { mode: 'enqueue'; databaseUrl: string; count: number; concurrency: number; poolMax: number; groups: string[] }

@@ -21,7 +21,7 @@ import { createForm } from '../../api/admin/forms.ts';
 import { startEmbedded } from '../../db/embedded.ts';
 import { migrate } from '../../db/migrate.ts';
 import { createPool } from '../../db/pool.ts';
-import { createBoss } from '../../worker/boss.ts';
+import { createBoss } from '../../db/boss.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const MB = 1024 * 1024;

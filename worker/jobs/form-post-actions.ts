@@ -20,11 +20,10 @@ import type { Config } from '../../lib/config.ts';
 import { log } from '../../lib/log.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { readBlob } from '../../storage/blobs.ts';
-import type { FormRow, Locale } from '../../api/forms/definition.ts';
-import type { SubmissionFile } from '../../api/forms/submissions.ts';
+import type { FormRow, Locale, SubmissionFile } from '../../db/forms.ts';
 import { createMailer, DEFAULT_TEMPLATES, FILES_TEXT, isTransientMailError, renderTemplate, type Mailer } from '../forms/mailer.ts';
-import { FORM_POST_ACTIONS, type FormPostActionsJob } from '../queues.ts';
-import type { JobSender } from '../send.ts';
+import { FORM_POST_ACTIONS, type FormPostActionsJob } from '../../db/queues.ts';
+import type { JobSender } from '../../db/job-sender.ts';
 import type { JobDefinition, WorkerDeps } from './types.ts';
 
 /** What the post-actions need: the pool, the config, and a sender for the events they record. */
@@ -302,8 +301,7 @@ export async function processSubmission(deps: PostActionDeps, job: FormPostActio
 }
 
 export const formPostActions: JobDefinition<FormPostActionsJob> = {
-  name: FORM_POST_ACTIONS.name,
-  queue: FORM_POST_ACTIONS.options,
+  queue: FORM_POST_ACTIONS,
   work: { batchSize: 1 },
   handler: async (deps, jobs) => {
     for (const job of jobs) await processSubmission(deps, job.data);

@@ -1,8 +1,9 @@
-// Every job kind the worker runs. A new kind adds its module here.
+// Every job kind the worker runs. A new kind adds its queue to db/queues.ts
+// and its module here.
 import { formPostActions } from './form-post-actions.ts';
 import { purgeExpired } from './purge-expired.ts';
 import { purgeWebhookHistoryJob } from './purge-webhook-history.ts';
 import { thumbnail } from './thumbnail.ts';
-import type { JobDefinition } from './types.ts';
+import { jobKind } from './types.ts';
 
-export const jobs: JobDefinition<any>[] = [purgeExpired, purgeWebhookHistoryJob, thumbnail, formPostActions];
+export const jobs = [jobKind(purgeExpired), jobKind(purgeWebhookHistoryJob), jobKind(thumbnail), jobKind(formPostActions)];

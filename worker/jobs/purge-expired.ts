@@ -1,12 +1,12 @@
 // Hourly housekeeping: idempotency keys live 24 h (DESIGN.md); rate-limit
 // windows untouched for 2 minutes are empty by definition and can go; blobs
 // whose upload never completed (a crash mid-stream) are dropped after an hour.
+import { PURGE_EXPIRED } from '../../db/queues.ts';
 import type { JobDefinition } from './types.ts';
 
 export const purgeExpired: JobDefinition = {
-  name: 'purge-expired',
+  queue: PURGE_EXPIRED,
   cron: '17 * * * *',
-  queue: { retryLimit: 3, retryDelay: 60, retryBackoff: true },
   handler: async ({ pool }) => {
     await pool.query(`DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours'`);
     await pool.query(`DELETE FROM rate_limit_windows WHERE base_second < extract(epoch FROM now())::bigint - 180`);

@@ -4,6 +4,7 @@
 // keep each statement's locks short on a busy table. Expired user sessions
 // go too.
 import type { Pool } from '../../db/pool.ts';
+import { PURGE_WEBHOOK_HISTORY } from '../../db/queues.ts';
 import type { JobDefinition } from './types.ts';
 
 export const HISTORY_DAYS = 30;
@@ -34,8 +35,7 @@ export async function purgeWebhookHistory(pool: Pool): Promise<{ deliveries: num
 }
 
 export const purgeWebhookHistoryJob: JobDefinition = {
-  name: 'purge-webhook-history',
+  queue: PURGE_WEBHOOK_HISTORY,
   cron: '41 * * * *',
-  queue: { retryLimit: 3, retryDelay: 60, retryBackoff: true },
   handler: async ({ pool }) => purgeWebhookHistory(pool),
 };

@@ -10,18 +10,14 @@
 //   URL stay as they were.
 // - The result is written only if the media row is still current (the image
 //   may have been replaced or removed meanwhile); otherwise it is discarded.
-import type { Job, JobResult, SendOptions } from 'pg-boss';
+import type { Job, JobResult } from 'pg-boss';
 import { transaction } from '../../db/pool.ts';
 import { log } from '../../lib/log.ts';
 import { deleteBlob, readBlobBuffer, writeBlob } from '../../storage/blobs.ts';
 import { makeThumbnail, THUMBNAIL_TYPE } from '../../storage/images.ts';
-import { MEDIA_OWNERS, mediaUrl, THUMBNAIL_QUEUE, type MediaOwner } from '../../storage/media.ts';
+import { THUMBNAIL, type ThumbnailJob } from '../../db/queues.ts';
+import { MEDIA_OWNERS, mediaUrl, type MediaOwner } from '../../storage/media.ts';
 import type { JobDefinition, WorkerDeps } from './types.ts';
-
-type ThumbnailData = { media_id: string };
-
-/** Retries: about 5 s, 10 s, 20 s… capped at 15 min, 8 attempts in all after the first. */
-export const THUMBNAIL_JOB_OPTIONS: SendOptions = { retryLimit: 8, retryDelay: 5, retryBackoff: true, retryDelayMax: 900, expireInSeconds: 300 };
 
 export async function processThumbnail({ pool, config }: Pick<WorkerDeps, 'pool' | 'config'>, mediaId: string): Promise<'done' | 'gone' | 'failed'> {
   const { rows } = await pool.query(
@@ -72,11 +68,10 @@ export async function processThumbnail({ pool, config }: Pick<WorkerDeps, 'pool'
 // fetch again at once (with batchSize 1 it would wait a polling interval
 // between every image). One batch at a time per process bounds memory: at
 // most 4 decodes of at most 40 MP each.
-export const thumbnail: JobDefinition<ThumbnailData> = {
-  name: THUMBNAIL_QUEUE,
-  queue: THUMBNAIL_JOB_OPTIONS,
+export const thumbnail: JobDefinition<ThumbnailJob> = {
+  queue: THUMBNAIL,
   work: { batchSize: 4, burstWhenBatchFull: true, perJobResults: true, localConcurrency: 1, pollingIntervalSeconds: 0.5 },
-  handler: (deps, jobs: Job<ThumbnailData>[]): Promise<JobResult[]> =>
+  handler: (deps, jobs: Job<ThumbnailJob>[]): Promise<JobResult[]> =>
     Promise.all(
       jobs.map(async (job): Promise<JobResult> => {
         try {

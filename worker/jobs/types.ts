@@ -1,19 +1,27 @@
 import type { Job, WorkOptions } from 'pg-boss';
+import type { PgBoss } from '../../db/boss.ts';
+import type { JobSender } from '../../db/job-sender.ts';
 import type { Pool } from '../../db/pool.ts';
+import type { Queue } from '../../db/queues.ts';
 import type { Config } from '../../lib/config.ts';
-import type { PgBoss } from '../boss.ts';
-import type { JobSender } from '../send.ts';
 
 /** `jobs` enqueues inside a caller's transaction (events recorded by handlers fan out to webhooks). */
 export type WorkerDeps = { pool: Pool; boss: PgBoss; config: Config; jobs: JobSender };
 
-/** One job kind: its queue name is its file name (worker/jobs/<name>.ts). */
+/**
+ * One job kind: the handler of one queue of the registry (db/queues.ts); its
+ * file is named after the queue (worker/jobs/<queue name>.ts).
+ */
 export type JobDefinition<Data extends object = object> = {
-  name: string;
+  queue: Queue<Data>;
   /** Cron expression (UTC) for scheduled housekeeping jobs. */
   cron?: string;
-  queue?: Parameters<PgBoss['createQueue']>[1];
   work?: WorkOptions;
   /** Resolves with per-job results (`JobResult[]`) when `work.perJobResults` is set. */
   handler: (deps: WorkerDeps, jobs: Job<Data>[]) => Promise<unknown>;
 };
+
+/** Erases a definition's payload type so definitions of different queues fit one list. */
+export function jobKind<Data extends object>(definition: JobDefinition<Data>): JobDefinition {
+  return definition as unknown as JobDefinition;
+}

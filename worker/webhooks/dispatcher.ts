@@ -21,8 +21,8 @@ import { enqueueAttempts } from '../../db/events.ts';
 import { prepared, transaction, type Client } from '../../db/pool.ts';
 import { log, logError } from '../../lib/log.ts';
 import { createGuardedAgent } from '../../lib/ssrf.ts';
-import { WEBHOOK_DELIVERY, type WebhookDeliveryJob } from '../queues.ts';
-import { executor } from '../send.ts';
+import { WEBHOOK_DELIVERY, type WebhookDeliveryJob } from '../../db/queues.ts';
+import { executor } from '../../db/job-sender.ts';
 import type { WorkerDeps } from '../jobs/types.ts';
 import { attemptDelivery, READ_TIMEOUT_MS, type AttemptOutcome } from './attempt.ts';
 

@@ -1,17 +1,18 @@
-// Enqueuing jobs inside the caller's transaction. The web process runs a
-// pg-boss of its own (no supervision or cron here: that is the worker's job);
-// the worker wraps its own instance. Either way
-// `send`/`insert` take the caller's transaction client, so a job exists
-// exactly when the write that needs it commits (DESIGN.md, transactional outbox).
+// Enqueuing jobs inside the caller's transaction (DESIGN.md, transactional
+// outbox): `send`/`insert` take the caller's client, so a job exists exactly
+// when the write that needs it commits. The web process runs a pg-boss of its
+// own only for this (no supervision, no cron, no handlers loaded); the worker
+// wraps the instance it works with. Queues and payload types come from the
+// registry (db/queues.ts), so a payload that does not fit its queue is a type
+// error at the caller.
 import { PgBoss, type JobInsert, type SendOptions } from 'pg-boss';
-import { prepared, type Queryable } from '../db/pool.ts';
-import { jobs } from './jobs/index.ts';
-import { QUEUES } from './queues.ts';
+import { prepared, type Queryable } from './pool.ts';
+import { ALL_QUEUES, type Queue } from './queues.ts';
 
 export type JobSender = {
-  send: (db: Queryable, name: string, data: object, options?: SendOptions) => Promise<string | null>;
+  send: <Data extends object>(db: Queryable, queue: Queue<Data>, data: Data, options?: SendOptions) => Promise<string | null>;
   /** Many jobs of one queue in one statement (webhook fan-out). */
-  insert: (db: Queryable, name: string, jobs: JobInsert[]) => Promise<void>;
+  insert: <Data extends object>(db: Queryable, queue: Queue<Data>, jobs: Array<JobInsert<Data>>) => Promise<void>;
   stop: () => Promise<void>;
 };
 
@@ -27,18 +28,17 @@ export function executor(db: Queryable) {
 /** A JobSender over a started pg-boss instance; `stop` is left to its owner. */
 export function senderFor(boss: PgBoss): JobSender {
   return {
-    send: (db, name, data, options = {}) => boss.send(name, data, { ...options, db: executor(db) }),
-    insert: async (db, name, list) => {
-      if (list.length > 0) await boss.insert(name, list, { db: executor(db), returnId: false });
+    send: (db, queue, data, options = {}) => boss.send(queue.name, data, { ...options, db: executor(db) }),
+    insert: async (db, queue, list) => {
+      if (list.length > 0) await boss.insert(queue.name, list, { db: executor(db), returnId: false });
     },
     stop: async () => {},
   };
 }
 
-/** Every queue the service sends to, with the options both processes create it with. */
+/** Every queue of the registry, with its options (both processes call this at start). */
 export async function createQueues(boss: PgBoss): Promise<void> {
-  for (const job of jobs) if (!job.cron) await boss.createQueue(job.name, job.queue);
-  for (const queue of QUEUES) await boss.createQueue(queue.name, queue.options);
+  for (const queue of ALL_QUEUES) await boss.createQueue(queue.name, queue.options);
 }
 
 /**

@@ -1,0 +1,84 @@
+// The stored shape of forms and submissions: the row types both the web
+// process (api/forms/, which validates form files and takes submissions) and
+// the worker (worker/jobs/form-post-actions.ts, which runs their post-actions)
+// read. Validation schemas stay in api/forms/definition.ts; they produce
+// exactly these shapes (checked there with `satisfies`).
+
+export const LOCALES = ['es', 'en'] as const;
+export type Locale = (typeof LOCALES)[number];
+export const FIELD_TYPES = ['text', 'email', 'phone', 'textarea', 'number', 'date', 'select', 'checkbox', 'radio', 'file'] as const;
+export type FieldType = (typeof FIELD_TYPES)[number];
+export const MAPS_TO = [
+  'lead.email', 'lead.name', 'lead.phone', 'lead.company_name', 'lead.job_title',
+  'customer.email', 'customer.name', 'customer.phone',
+] as const;
+export type MapsTo = (typeof MAPS_TO)[number];
+export const FILE_KINDS = ['images', 'pdf', 'documents', 'spreadsheets', 'presentations', 'videos', 'audio'] as const;
+export type FileKind = (typeof FILE_KINDS)[number];
+
+export type Translations = Partial<Record<Locale, string>>;
+
+/** Constraints of a file field (contract: File constraints object), normalized to bytes. */
+export type FileConstraints = {
+  max_files: number;
+  max_file_size_bytes: number;
+  allowed_kinds: FileKind[];
+  allowed_extensions: string[];
+  allowed_content_types: string[];
+};
+
+export type StoredField = {
+  key: string;
+  field_type: FieldType;
+  label_translations: Translations;
+  placeholder_translations: Translations;
+  options_translations: Partial<Record<Locale, string[]>>;
+  help_text: string | null;
+  required: boolean;
+  maps_to: MapsTo | null;
+  position: number;
+  file?: FileConstraints;
+};
+
+export type EmailTemplate = { subject: string; body: string };
+
+/** The form file's `post_actions` after defaults (DESIGN.md: form post-actions). */
+export type PostActions = {
+  lead?: boolean;
+  customer?: boolean;
+  email?: {
+    enabled: boolean;
+    to: string[];
+    send_to_submitter: boolean;
+    attach_files: boolean;
+    templates: Partial<Record<Locale, EmailTemplate>>;
+  };
+  notify_team?: { enabled: boolean; to?: string[] };
+};
+
+export type FormRow = {
+  id: string;
+  company_id: string;
+  name: string;
+  slug: string;
+  locales: Locale[];
+  default_locale: Locale;
+  title_translations: Translations;
+  description_translations: Translations;
+  active: boolean;
+  fields: StoredField[];
+  post_actions: PostActions;
+  submissions_count: number;
+  created_at: Date;
+  updated_at: Date;
+};
+
+/** One stored file of a submission (contract: Form submission, `files`). */
+export type SubmissionFile = {
+  field_key: string;
+  filename: string;
+  content_type: string;
+  size_bytes: number;
+  asset_id: string;
+  folder_path: string;
+};

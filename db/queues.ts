@@ -1,0 +1,66 @@
+// The queue registry: every pg-boss queue of the service, its options and
+// the type of its payload. The web process sends to these queues and the
+// worker works them, so the registry sits below both (api/ and worker/ import
+// it; it imports neither). A new job kind adds its queue here and its handler
+// under worker/jobs/<name>.ts.
+import type { Queue as QueueOptions } from 'pg-boss';
+
+type Options = Omit<QueueOptions, 'name'>;
+
+/** A queue and the payload its jobs carry (`Data` exists only for the type checker). */
+export type Queue<Data extends object = object> = { readonly name: string; readonly options: Options; readonly __data?: Data };
+
+function queue<Data extends object>(name: string, options: Options): Queue<Data> {
+  return { name, options };
+}
+
+export type FormPostActionsJob = { submissionId: string; companyId: string };
+export type ThumbnailJob = { media_id: string };
+export type WebhookDeliveryJob = { delivery_id: string; attempt: number };
+export type HousekeepingJob = Record<string, never>;
+
+// Transient failures (SMTP down, a lost connection) retry with exponential
+// backoff: about 15 s, 30 s, 1 min … capped at 1 h, 8 retries in all. The
+// handler itself gives up on an action after MAX_ACTION_ATTEMPTS.
+export const FORM_POST_ACTIONS = queue<FormPostActionsJob>('form-post-actions', {
+  retryLimit: 8,
+  retryDelay: 15,
+  retryBackoff: true,
+  retryDelayMax: 3600,
+});
+
+/** Thumbnails of uploaded images. Retries: about 5 s, 10 s, 20 s… capped at 15 min, 8 in all. */
+export const THUMBNAIL = queue<ThumbnailJob>('thumbnail', {
+  retryLimit: 8,
+  retryDelay: 5,
+  retryBackoff: true,
+  retryDelayMax: 900,
+  expireInSeconds: 300,
+});
+
+/**
+ * One job per delivery attempt, grouped by endpoint (pg-boss `group`), so the
+ * dispatcher can bound how many attempts one endpoint has in flight across
+ * every worker (`groupConcurrency`). The retry schedule of the contract (+1 min,
+ * +5 min, +30 min, +2 h, +6 h) is ours, not pg-boss's backoff: a failed attempt
+ * inserts the next attempt's job with `startAfter`. pg-boss's own retries only
+ * cover a worker that died mid-attempt: its job expires after
+ * `expireInSeconds` (an attempt's hard deadline is 15 s) and is fetched again,
+ * so the delivery is resent, never lost. Jobs take these options from the
+ * queue (pg-boss fills in what a job does not set).
+ */
+export const WEBHOOK_DELIVERY = queue<WebhookDeliveryJob>('webhook-delivery', {
+  retryLimit: 10,
+  retryDelay: 5,
+  expireInSeconds: 40,
+  deleteAfterSeconds: 24 * 3600,
+});
+
+/** Hourly housekeeping (worker/jobs/purge-expired.ts). */
+export const PURGE_EXPIRED = queue<HousekeepingJob>('purge-expired', { retryLimit: 3, retryDelay: 60, retryBackoff: true });
+
+/** Hourly purge of webhook history past 30 days (worker/jobs/purge-webhook-history.ts). */
+export const PURGE_WEBHOOK_HISTORY = queue<HousekeepingJob>('purge-webhook-history', { retryLimit: 3, retryDelay: 60, retryBackoff: true });
+
+/** Every queue, created by both processes at start (pg-boss keeps one definition per name). */
+export const ALL_QUEUES: readonly Queue[] = [FORM_POST_ACTIONS, THUMBNAIL, WEBHOOK_DELIVERY, PURGE_EXPIRED, PURGE_WEBHOOK_HISTORY];

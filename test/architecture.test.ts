@@ -1,0 +1,75 @@
+// The layers point one way (README, "Layout"): lib <- db <- storage <- api |
+// worker <- cli | scripts. A module may import its own layer and the layers
+// below it, never one above or beside it: the web process must not load the
+// worker's handlers (sharp, nodemailer), and the database layer must not know
+// who calls it. This test reads every import of every module and fails,
+// naming the file and the import, when one goes the wrong way.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+
+/** What each layer may import (besides packages and node: builtins). */
+export const ALLOWED: Record<string, readonly string[]> = {
+  lib: ['lib'],
+  db: ['lib', 'db'],
+  storage: ['lib', 'db', 'storage'],
+  api: ['lib', 'db', 'storage', 'api'],
+  worker: ['lib', 'db', 'storage', 'worker'],
+  cli: ['lib', 'db', 'storage', 'api', 'worker', 'cli'],
+  scripts: ['lib', 'db', 'storage', 'api', 'worker', 'cli', 'scripts'],
+};
+
+function sources(dir: string): string[] {
+  return readdirSync(path.join(ROOT, dir), { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile() && entry.name.endsWith('.ts'))
+    .map((entry) => path.relative(ROOT, path.join(entry.parentPath, entry.name)));
+}
+
+/** Specifiers of static imports and re-exports, and of dynamic `import('...')`. */
+export function importsOf(text: string): string[] {
+  const found: string[] = [];
+  for (const m of text.matchAll(/^\s*(?:import|export)\b[^'";]*?\bfrom\s*['"]([^'"]+)['"]/gm)) found.push(m[1]);
+  for (const m of text.matchAll(/^\s*import\s*['"]([^'"]+)['"]/gm)) found.push(m[1]);
+  for (const m of text.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)) found.push(m[1]);
+  return found;
+}
+
+function layerOf(file: string): string {
+  return file.split(path.sep)[0];
+}
+
+function violations(): string[] {
+  const out: string[] = [];
+  for (const layer of Object.keys(ALLOWED)) {
+    for (const file of sources(layer)) {
+      for (const specifier of importsOf(readFileSync(path.join(ROOT, file), 'utf8'))) {
+        if (!specifier.startsWith('.')) continue;
+        const target = path.relative(ROOT, path.resolve(ROOT, path.dirname(file), specifier));
+        const targetLayer = layerOf(target);
+        if (!ALLOWED[layer].includes(targetLayer)) out.push(`${file} imports ${specifier} (${layer} -> ${targetLayer})`);
+      }
+    }
+  }
+  return out;
+}
+
+describe('architecture: one direction of dependencies', () => {
+  test('no module imports a layer above or beside its own', () => {
+    assert.deepEqual(violations(), []);
+  });
+
+  test('the check sees static, type-only, re-export and dynamic imports', () => {
+    const text = [
+      "import { a } from '../worker/a.ts';",
+      "import type { B } from '../api/b.ts';",
+      "export { c } from './c.ts';",
+      "import './side-effect.ts';",
+      "const d = await import('../db/d.ts');",
+      'import {\n  e,\n  f,\n} from "../lib/e.ts";',
+    ].join('\n');
+    assert.deepEqual(importsOf(text).sort(), ['../api/b.ts', '../db/d.ts', '../lib/e.ts', '../worker/a.ts', './c.ts', './side-effect.ts']);
+  });
+});
