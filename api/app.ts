@@ -18,7 +18,7 @@ import { mountRoutes } from './route.ts';
 import { apiRoutes } from './routes/index.ts';
 import { mediaRouter } from './media.ts';
 import { createJobSender } from '../db/job-sender.ts';
-import type { ApiContext, Deps } from './types.ts';
+import type { ApiContextExtension, ApiRouter, ApiState, Deps } from './types.ts';
 
 export type AppOptions = { config: Config; pool: Pool; databaseUrl: string; rateLimitPool?: Pool };
 
@@ -44,18 +44,20 @@ export async function closeDeps(deps: Deps): Promise<void> {
 
 const sessionBody = koaBody({ json: true, multipart: false, urlencoded: false, text: false, jsonLimit: '16kb' });
 
-export function createApp(deps: Deps): Koa {
-  const app = new Koa();
+export type App = Koa<ApiState, ApiContextExtension>;
+
+export function createApp(deps: Deps): App {
+  const app: App = new Koa<ApiState, ApiContextExtension>();
   app.proxy = true; // behind the platform router: trust X-Forwarded-*
-  (app.context as unknown as { deps: Deps }).deps = deps;
+  app.context.deps = deps;
   // Errors are rendered by requestMiddleware; Koa's own handler only sees
   // socket-level failures, which are not worth a stack trace per client.
   app.silent = true;
 
-  app.use(requestMiddleware() as never);
-  app.use(httpsOnly(deps.config.isProduction) as never);
+  app.use(requestMiddleware());
+  app.use(httpsOnly(deps.config.isProduction));
 
-  const root = new Router();
+  const root: ApiRouter = new Router<ApiState, ApiContextExtension>();
   root.get('/healthz', async (ctx) => {
     try {
       await deps.pool.query('SELECT 1');
@@ -72,16 +74,16 @@ export function createApp(deps: Deps): Koa {
     ctx.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'");
     ctx.body = referencePage(deps.config);
   });
-  root.all('/admin/trpc/*path', adminMiddleware(deps) as never);
-  root.post('/api/v1/user/sessions', sessionBody as never, signInHandler as never);
-  root.delete('/api/v1/user/sessions/current', authenticateSession(null) as never, async (ctx) => {
-    await revokeSession(deps.pool, (ctx as unknown as ApiContext).state.session!.sessionId);
+  root.all('/admin/trpc/*path', adminMiddleware(deps));
+  root.post('/api/v1/user/sessions', sessionBody, signInHandler);
+  root.delete('/api/v1/user/sessions/current', authenticateSession(null), async (ctx) => {
+    await revokeSession(deps.pool, ctx.state.session!.sessionId);
     ctx.status = 204;
   });
   app.use(root.routes());
   app.use(mediaRouter(deps).routes());
 
-  const api = new Router({ prefix: '/api/v1' });
+  const api: ApiRouter = new Router<ApiState, ApiContextExtension>({ prefix: '/api/v1' });
   mountRoutes(api, apiRoutes, deps.config.rateLimitPerMinute);
   app.use(api.routes());
   app.use(
@@ -94,4 +96,3 @@ export function createApp(deps: Deps): Koa {
   return app;
 }
 
-export type { ApiContext };

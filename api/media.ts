@@ -6,15 +6,14 @@
 import Router from '@koa/router';
 import { readBlob } from '../storage/blobs.ts';
 import { ApiError } from './errors.ts';
-import type { ApiContext, Deps } from './types.ts';
+import type { ApiContextExtension, ApiRouter, ApiState, Deps } from './types.ts';
 
 const BLOB_ID = /^[0-9a-f]{24}$/;
 
-export function mediaRouter(deps: Deps): Router {
-  const router = new Router();
-  router.get('/media/:blob_id/:filename', async (context) => {
-    const ctx = context as unknown as ApiContext;
-    const blobId = (context.params as Record<string, string>).blob_id;
+export function mediaRouter(deps: Deps): ApiRouter {
+  const router: ApiRouter = new Router<ApiState, ApiContextExtension>();
+  router.get('/media/:blob_id/:filename', async (ctx) => {
+    const blobId = ctx.params.blob_id;
     if (!BLOB_ID.test(blobId)) throw new ApiError('not_found');
     const { rows } = await deps.pool.query(
       `SELECT b.content_type, b.size_bytes, b.sha256, b.created_at

@@ -4,8 +4,7 @@
 // routes the cross-tenant test walks (test/security.cross-tenant.test.ts).
 import { createHash } from 'node:crypto';
 import { readFile, unlink } from 'node:fs/promises';
-import Router from '@koa/router';
-import { koaBody } from 'koa-body';
+import { HttpMethodEnum, koaBody } from 'koa-body';
 import type { Next } from 'koa';
 import { z } from 'zod';
 import { isObjectId } from '../lib/objectid.ts';
@@ -16,7 +15,7 @@ import { IDEMPOTENCY_BODY_LIMIT, idempotency } from './middleware/idempotency.ts
 import { rateLimit } from './middleware/rate-limit.ts';
 import { responseCache } from './middleware/response-cache.ts';
 import { parseData, parseQuery } from './validation.ts';
-import type { ApiContext } from './types.ts';
+import type { ApiContext, ApiMiddleware, ApiRouteMiddleware, ApiRouter } from './types.ts';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
@@ -26,16 +25,21 @@ export type ParamKind = 'id' | 'id_or_slug';
 /** The one file of a multipart route, read into memory (bounded by `maxFileBytes`). */
 export type UploadedFile = { field: string; filename: string | null; declaredType: string | null; bytes: Buffer };
 
-export type HandlerInput<Q, D> = {
+type BaseInput<Q> = {
   params: Record<string, string>;
   query: Q;
-  data: D;
   companyId: string;
-  /** Multipart routes only; absent when no file came under an accepted field. */
-  file?: UploadedFile;
 };
 
-export type RouteDef<Q = any, D = any> = {
+/** What a JSON route's handler receives: `data` is the body's `data`, validated by `body`. */
+export type JsonInput<Q, D> = BaseInput<Q> & { data: D };
+/** What a multipart route's handler receives: the file, absent when none came under an accepted field. */
+export type MultipartInput<Q> = BaseInput<Q> & { file: UploadedFile | undefined };
+/** What an upload route's handler receives: `data` validated from a JSON body; undefined for multipart, which the handler streams. */
+export type UploadInput<Q, D> = BaseInput<Q> & { data: D | undefined };
+
+/** What every kind of route declares. */
+type RouteBase<Q> = {
   method: Method;
   /** Koa path relative to /api/v1, e.g. `/customers/:id`. */
   path: string;
@@ -50,19 +54,10 @@ export type RouteDef<Q = any, D = any> = {
   tag: string;
   summary: string;
   description?: string;
+  /** OpenAPI operationId; derived from the method and path when absent. */
+  operationId?: string;
   params?: Record<string, ParamKind>;
   query?: z.ZodType<Q>;
-  /** Schema of the `data` object of the body. */
-  body?: z.ZodType<D>;
-  /** A valid `data` payload: shown in the OpenAPI document, and used by the cross-tenant test to create records. */
-  example?: Record<string, unknown>;
-  /**
-   * multipart/form-data instead of a JSON body, for single-file endpoints
-   * (images): one file under one of `fields`, buffered by the router and
-   * handed to the handler as `file`; Idempotency-Key works as for JSON.
-   * Endpoints taking many large files use `upload` instead.
-   */
-  multipart?: { fields: readonly string[]; maxFileBytes: number };
   /** Schema of one returned record (`data`, or each item of a list). */
   response?: z.ZodType;
   list?: boolean;
@@ -70,18 +65,56 @@ export type RouteDef<Q = any, D = any> = {
   cache?: string;
   status: number;
   errors?: ErrorCode[];
-  /**
-   * A route that takes uploads: JSON (files in base64, up to `maxBytes`) or
-   * multipart/form-data, left unread for the handler to stream. A larger
-   * Content-Length is refused with 413 before a byte is read. The handler
-   * parses its own body, handles Idempotency-Key itself (runIdempotent, once
-   * it can fingerprint the body) and sets ctx.status and ctx.body.
-   */
-  upload?: { maxBytes: number };
-  handler: (ctx: ApiContext, input: HandlerInput<Q, D>) => Promise<unknown>;
 };
 
-export function defineRoute<Q, D>(route: RouteDef<Q, D>): RouteDef<Q, D> {
+/** A route with no body (GET, DELETE) or a JSON body `{data: ...}`; Idempotency-Key applies to writes. */
+export type JsonRoute<Q = any, D = any> = RouteBase<Q> & {
+  /** Schema of the `data` object of the body. */
+  body?: z.ZodType<D>;
+  /** A valid `data` payload: shown in the OpenAPI document, and used by the cross-tenant test to create records. */
+  example?: Record<string, unknown>;
+  multipart?: undefined;
+  upload?: undefined;
+  handler: (ctx: ApiContext, input: JsonInput<Q, D>) => Promise<unknown>;
+};
+
+/**
+ * multipart/form-data with one file (images): the file under one of
+ * `fields`, buffered by the router and handed to the handler as `file`;
+ * Idempotency-Key works as for JSON. Endpoints taking many large files are
+ * upload routes instead.
+ */
+export type MultipartRoute<Q = any> = RouteBase<Q> & {
+  multipart: { fields: readonly string[]; maxFileBytes: number };
+  body?: undefined;
+  example?: undefined;
+  upload?: undefined;
+  handler: (ctx: ApiContext, input: MultipartInput<Q>) => Promise<unknown>;
+};
+
+/**
+ * A route that takes uploads: JSON (files in base64, up to `maxBytes`),
+ * validated against `body` before the handler runs, or multipart/form-data,
+ * left unread for the handler to stream. A larger Content-Length is refused
+ * with 413 before a byte is read. The handler parses a multipart body itself,
+ * handles Idempotency-Key itself (runIdempotent, once it can fingerprint the
+ * body) and sets ctx.status and ctx.body.
+ */
+export type UploadRoute<Q = any, D = any> = RouteBase<Q> & {
+  upload: { maxBytes: number };
+  /** Schema of the JSON body's `data` (multipart parts carry the same fields). */
+  body: z.ZodType<D>;
+  example?: Record<string, unknown>;
+  multipart?: undefined;
+  handler: (ctx: ApiContext, input: UploadInput<Q, D>) => Promise<void>;
+};
+
+export type RouteDef<Q = any, D = any> = JsonRoute<Q, D> | MultipartRoute<Q> | UploadRoute<Q, D>;
+
+export function defineRoute<Q = Record<string, never>, D = undefined>(route: JsonRoute<Q, D>): JsonRoute<Q, D>;
+export function defineRoute<Q = Record<string, never>>(route: MultipartRoute<Q>): MultipartRoute<Q>;
+export function defineRoute<Q, D>(route: UploadRoute<Q, D>): UploadRoute<Q, D>;
+export function defineRoute(route: RouteDef): RouteDef {
   return route;
 }
 
@@ -92,7 +125,7 @@ const jsonBody = koaBody({
   text: false,
   jsonLimit: '1mb',
   includeUnparsed: true,
-  parsedMethods: ['POST', 'PUT', 'PATCH'] as never, // koa-body types these as a TS enum
+  parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH],
 });
 
 /**
@@ -107,8 +140,6 @@ async function idempotentBodyCap(ctx: ApiContext, next: Next) {
   await next();
 }
 
-type FormidableFile = { filepath: string; originalFilename: string | null; mimetype: string | null; size: number };
-
 /**
  * multipart/form-data through koa-body's formidable, bounded: one file of at
  * most `maxFileBytes` (formidable stops reading past it), 20 small fields.
@@ -118,13 +149,13 @@ type FormidableFile = { filepath: string; originalFilename: string | null; mimet
  * whatever happens. For Idempotency-Key the body fingerprint includes the
  * file's SHA-256, so a different file under the same key is detected.
  */
-function multipartBody(options: NonNullable<RouteDef['multipart']>) {
+function multipartBody(options: MultipartRoute['multipart']): ApiMiddleware {
   const parser = koaBody({
     multipart: true,
     json: false,
     urlencoded: false,
     text: false,
-    parsedMethods: ['POST'] as never,
+    parsedMethods: [HttpMethodEnum.POST],
     formidable: {
       maxFiles: 1,
       maxFileSize: options.maxFileBytes,
@@ -135,9 +166,9 @@ function multipartBody(options: NonNullable<RouteDef['multipart']>) {
       minFileSize: 0,
     },
   });
-  return async function multipart(ctx: ApiContext, next: Next) {
+  return async function multipart(ctx, next) {
     try {
-      await parser(ctx as never, async () => {});
+      await parser(ctx, async () => {});
     } catch (error) {
       const status = (error as { httpCode?: number; status?: number }).httpCode ?? (error as { status?: number }).status;
       const reason = status === 413
@@ -145,15 +176,16 @@ function multipartBody(options: NonNullable<RouteDef['multipart']>) {
         : 'el cuerpo multipart/form-data no es válido';
       throw validationFailed({ file: [reason] });
     }
-    const files = (ctx.request as unknown as { files?: Record<string, FormidableFile | FormidableFile[]> }).files ?? {};
+    const files = ctx.request.files ?? {};
     const all = Object.entries(files).flatMap(([field, f]) => (Array.isArray(f) ? f : [f]).map((file) => ({ field, file })));
     try {
       const chosen = all.find(({ field }) => options.fields.includes(field));
       if (chosen) {
         const bytes = await readFile(chosen.file.filepath);
         ctx.state.upload = { field: chosen.field, filename: chosen.file.originalFilename, declaredType: chosen.file.mimetype, bytes };
-        const fields = (ctx.request.body ?? {}) as Record<string, unknown>;
-        ctx.request.body = { ...fields, [chosen.field]: { sha256: createHash('sha256').update(bytes).digest('hex') } } as never;
+        const fields = ctx.request.body;
+        const base = fields && typeof fields === 'object' && !Array.isArray(fields) ? fields : {};
+        ctx.request.body = { ...base, [chosen.field]: { sha256: createHash('sha256').update(bytes).digest('hex') } };
       }
       await next();
     } finally {
@@ -163,7 +195,7 @@ function multipartBody(options: NonNullable<RouteDef['multipart']>) {
 }
 
 /** Body handling of an upload route: early size cap, JSON parsed, multipart left as a stream. */
-function uploadBody(maxBytes: number) {
+function uploadBody(maxBytes: number): ApiMiddleware {
   const json = koaBody({
     json: true,
     multipart: false,
@@ -171,9 +203,9 @@ function uploadBody(maxBytes: number) {
     text: false,
     jsonLimit: maxBytes,
     includeUnparsed: false,
-    parsedMethods: ['POST', 'PUT', 'PATCH'] as never,
+    parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH],
   });
-  return async function upload(ctx: ApiContext, next: Next) {
+  return async function upload(ctx, next) {
     const length = Number(ctx.get('Content-Length'));
     if (Number.isFinite(length) && length > maxBytes) {
       // Answered without reading the body; the connection is closed rather
@@ -182,16 +214,15 @@ function uploadBody(maxBytes: number) {
       throw new ApiError('request_too_large', `El cuerpo supera el máximo de ${Math.floor(maxBytes / 1024 / 1024)} MB.`);
     }
     if (ctx.is('multipart/form-data')) return next();
-    if (ctx.is('json') || !ctx.get('Content-Type')) return (json as unknown as (c: ApiContext, n: Next) => Promise<void>)(ctx, next);
+    if (ctx.is('json') || !ctx.get('Content-Type')) return json(ctx, next);
     throw new ApiError('unsupported_media_type', 'Tipo de contenido no soportado; usa application/json o multipart/form-data.');
   };
 }
 
-function validateParams(kinds: Record<string, ParamKind>) {
-  return async function params(ctx: ApiContext, next: Next) {
+function validateParams(kinds: Record<string, ParamKind>): ApiRouteMiddleware {
+  return async function params(ctx, next) {
     for (const [name, kind] of Object.entries(kinds)) {
-      const value = (ctx as unknown as { params: Record<string, string> }).params[name];
-      if (kind === 'id' && !isObjectId(value)) {
+      if (kind === 'id' && !isObjectId(ctx.params[name])) {
         throw new ApiError('invalid_id', `El parámetro ${name} no es un ObjectId válido.`);
       }
     }
@@ -199,35 +230,43 @@ function validateParams(kinds: Record<string, ParamKind>) {
   };
 }
 
-function handle(route: RouteDef) {
-  return async function handler(ctx: ApiContext, next: Next) {
-    const params = (ctx as unknown as { params: Record<string, string> }).params ?? {};
-    const query = route.query ? parseQuery(route.query, ctx.query) : {};
+function handle(route: RouteDef): ApiRouteMiddleware {
+  return async function handler(ctx, next) {
+    const base = {
+      params: ctx.params ?? {},
+      query: route.query ? parseQuery(route.query, ctx.query) : {},
+      companyId: ctx.state.auth!.companyId,
+    };
     if (route.upload) {
-      await route.handler(ctx, { params, query, data: undefined as never, companyId: ctx.state.auth!.companyId });
+      // A multipart body is the handler's to stream; a JSON one was parsed by uploadBody.
+      const data = ctx.is('multipart/form-data') ? undefined : parseData(route.body, ctx.request.body);
+      await route.handler(ctx, { ...base, data });
       return next();
     }
-    const data = route.body ? parseData(route.body, ctx.request.body) : undefined;
-    const file = ctx.state.upload;
-    const body = await route.handler(ctx, { params, query, data, companyId: ctx.state.auth!.companyId, file });
+    const body = route.multipart
+      ? await route.handler(ctx, { ...base, file: ctx.state.upload })
+      : await route.handler(ctx, { ...base, data: route.body ? parseData(route.body, ctx.request.body) : undefined });
     ctx.status = route.status;
     if (body !== undefined) ctx.body = body;
     await next();
   };
 }
 
-export function mountRoutes(router: Router<any, any>, routes: RouteDef[], defaultRateLimit: number): void {
-  for (const route of routes) {
-    const chain: Array<(ctx: ApiContext, next: Next) => Promise<void>> = route.session
-      ? [authenticateSession(route.session), rateLimit(defaultRateLimit)]
-      : [authenticate, rateLimit(defaultRateLimit), checkOrigin, requireScope(route.scope)];
-    if (route.module) chain.push(requireModule(route.module));
-    if (route.params) chain.push(validateParams(route.params));
-    if (route.multipart) chain.push(multipartBody(route.multipart), idempotency);
-    else if (route.upload) chain.push(idempotentBodyCap, uploadBody(route.upload.maxBytes));
-    else if (route.method !== 'GET' && route.method !== 'DELETE') chain.push(idempotentBodyCap, jsonBody as never, idempotency);
-    if (route.cache) chain.push(responseCache(route.cache));
-    chain.push(handle(route));
-    router.register(route.path, [route.method], chain as never);
-  }
+/** The middleware chain of one route: authentication, rate limit, scope or permission, module, params, body, cache, handler. */
+function chainOf(route: RouteDef, defaultRateLimit: number): ApiRouteMiddleware[] {
+  const chain: ApiRouteMiddleware[] = route.session
+    ? [authenticateSession(route.session), rateLimit(defaultRateLimit)]
+    : [authenticate, rateLimit(defaultRateLimit), checkOrigin, requireScope(route.scope)];
+  if (route.module) chain.push(requireModule(route.module));
+  if (route.params) chain.push(validateParams(route.params));
+  if (route.multipart) chain.push(multipartBody(route.multipart), idempotency);
+  else if (route.upload) chain.push(idempotentBodyCap, uploadBody(route.upload.maxBytes));
+  else if (route.method !== 'GET' && route.method !== 'DELETE') chain.push(idempotentBodyCap, jsonBody, idempotency);
+  if (route.cache) chain.push(responseCache(route.cache));
+  chain.push(handle(route));
+  return chain;
+}
+
+export function mountRoutes(router: ApiRouter, routes: RouteDef[], defaultRateLimit: number): void {
+  for (const route of routes) router.register(route.path, [route.method], chainOf(route, defaultRateLimit));
 }

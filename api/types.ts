@@ -1,4 +1,5 @@
-import type { ParameterizedContext } from 'koa';
+import type { Router, RouterMiddleware } from '@koa/router';
+import type { Middleware, ParameterizedContext } from 'koa';
 import type { Pool } from '../db/pool.ts';
 import type { Config } from '../lib/config.ts';
 import type { AuthKey } from './auth/keys.ts';
@@ -31,4 +32,12 @@ export type ApiState = {
   upload?: UploadedFile;
 };
 
-export type ApiContext = ParameterizedContext<ApiState> & { deps: Deps };
+/** What the app adds to Koa's context: the process deps (api/app.ts sets them once). */
+export type ApiContextExtension = { deps: Deps };
+
+/** The context of every request: Koa's, typed with our state and deps. */
+export type ApiContext = ParameterizedContext<ApiState, ApiContextExtension>;
+export type ApiMiddleware = Middleware<ApiState, ApiContextExtension>;
+/** Middleware mounted on a router: the context also has `params`. */
+export type ApiRouteMiddleware = RouterMiddleware<ApiState, ApiContextExtension>;
+export type ApiRouter = Router<ApiState, ApiContextExtension>;

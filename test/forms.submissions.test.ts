@@ -161,6 +161,23 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     assert.equal(missing.body.error, 'parameter_missing');
   });
 
+  test('the JSON body is validated against its documented schema: wrong types and unknown keys are 422 naming the field', async () => {
+    const before = await blobCount();
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ answers: base, locale: 5 }, 'locale'],
+      [{ answers: base, files: ['cv.pdf'] }, 'files'],
+      [{ answers: 'Ana', locale: 'es' }, 'answers'],
+      [{ answers: base, referrer: 'x' }, 'referrer'],
+    ];
+    for (const [data, field] of cases) {
+      const res = await api.post(path(), { data });
+      assert.equal(res.status, 422, JSON.stringify(data));
+      assert.equal(res.body.error, 'validation_failed');
+      assert.ok(res.body.errors[field], `errors names ${field}: ${JSON.stringify(res.body.errors)}`);
+    }
+    assert.equal(await blobCount(), before);
+  });
+
   test('an inactive form refuses submissions with 422 form_inactive', async () => {
     const off = await files.createFormViaAdmin(app.url, tenant.companyId, files.sampleFormFile({ slug: 'cerrado', active: false }));
     const res = await api.post(`/forms/${off.id}/submissions`, { data: { answers: base } });

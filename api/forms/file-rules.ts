@@ -249,7 +249,7 @@ export async function checkContent(extension: string, open: () => Readable, head
   const stream = open();
   let detected: { ext: string; mime: string } | undefined;
   try {
-    detected = await fileTypeFromStream(Readable.toWeb(stream) as never);
+    detected = await fileTypeFromStream(Readable.toWeb(stream));
   } finally {
     stream.destroy();
   }

@@ -126,9 +126,10 @@ export const formRoutes: RouteDef[] = [
     ].join(' '),
     params: { form_id: 'id_or_slug' },
     query: localeQuery,
-    body: z.object({
+    // Validated for JSON bodies before the handler runs (api/route.ts, upload routes).
+    body: z.strictObject({
       answers: z.record(z.string(), z.unknown()).describe('Respuestas por `key` de campo; un archivo es {filename, content_type, data}'),
-      locale: z.string().optional(),
+      locale: z.string().max(35).optional().describe('Idioma del envío (es, en, es-MX…); también en la query'),
       files: z.record(z.string(), z.unknown()).optional().describe('Archivos por `key`, alternativa a ponerlos en answers'),
     }),
     example: { answers: { email: 'ana@example.com' } },

@@ -4,7 +4,6 @@
 import { createWriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import nodemailer from 'nodemailer';
 import type Mail from 'nodemailer/lib/mailer/index.js';
@@ -27,7 +26,7 @@ export function createMailer(config: Pick<Config, 'smtpUrl' | 'dataDir'>): Maile
       await mkdir(outbox, { recursive: true });
       const info = await transport.sendMail(message);
       const name = `${new Date().toISOString().replace(/[:.]/g, '-')}-${info.messageId.replace(/[^A-Za-z0-9.-]/g, '_')}.eml`;
-      await pipeline(info.message as unknown as Readable, createWriteStream(path.join(outbox, name)));
+      await pipeline(info.message, createWriteStream(path.join(outbox, name)));
       return { messageId: info.messageId };
     },
     close: () => transport.close(),

@@ -4,6 +4,6 @@ import { formPostActions } from './form-post-actions.ts';
 import { purgeExpired } from './purge-expired.ts';
 import { purgeWebhookHistoryJob } from './purge-webhook-history.ts';
 import { thumbnail } from './thumbnail.ts';
-import { jobKind } from './types.ts';
+import type { JobDefinition } from './types.ts';
 
-export const jobs = [jobKind(purgeExpired), jobKind(purgeWebhookHistoryJob), jobKind(thumbnail), jobKind(formPostActions)];
+export const jobs: JobDefinition[] = [purgeExpired, purgeWebhookHistoryJob, thumbnail, formPostActions];

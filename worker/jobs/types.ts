@@ -17,11 +17,10 @@ export type JobDefinition<Data extends object = object> = {
   /** Cron expression (UTC) for scheduled housekeeping jobs. */
   cron?: string;
   work?: WorkOptions;
-  /** Resolves with per-job results (`JobResult[]`) when `work.perJobResults` is set. */
-  handler: (deps: WorkerDeps, jobs: Job<Data>[]) => Promise<unknown>;
+  /**
+   * Resolves with per-job results (`JobResult[]`) when `work.perJobResults` is
+   * set. Method syntax on purpose: definitions of different payloads then fit
+   * one `JobDefinition[]` list (worker/jobs/index.ts).
+   */
+  handler(deps: WorkerDeps, jobs: Job<Data>[]): Promise<unknown>;
 };
-
-/** Erases a definition's payload type so definitions of different queues fit one list. */
-export function jobKind<Data extends object>(definition: JobDefinition<Data>): JobDefinition {
-  return definition as unknown as JobDefinition;
-}
