@@ -82,3 +82,27 @@ export type SubmissionFile = {
   asset_id: string;
   folder_path: string;
 };
+
+export type ContactType = 'lead' | 'customer' | 'none';
+export type SubmissionStatus = 'received' | 'processed' | 'failed';
+
+/** A `form_submissions` row. Timestamps are Dates, or ISO strings when read by a list (db/rows.ts, ISO_TIMESTAMPS). */
+export type SubmissionRow = {
+  id: string;
+  company_id: string;
+  form_id: string;
+  locale: string;
+  answers: Record<string, unknown>;
+  email: string | null;
+  name: string | null;
+  phone: string | null;
+  contact_type: ContactType;
+  contact_id: string | null;
+  source: string;
+  status: SubmissionStatus;
+  files: SubmissionFile[];
+  files_error: string | null;
+  referrer: string | null;
+  created_at: Date | string;
+  updated_at: Date | string;
+};

@@ -54,6 +54,12 @@ export async function deleteRow(db: Queryable, spec: TableSpec, companyId: strin
   return (rowCount ?? 0) > 0;
 }
 
+/**
+ * A timestamptz column as rows carry it: a Date from a single read, or the
+ * API's ISO string from a list read with ISO_TIMESTAMPS. iso() takes both.
+ */
+export type Timestamp = Date | string;
+
 /** `2026-11-24T02:21:48.123Z`: what the API answers for every timestamp. */
 const CANONICAL_ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 

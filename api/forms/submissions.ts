@@ -11,7 +11,7 @@ import { createUniqueFolder, insertFile, lockFreeBytes, pathSegment } from '../.
 import { FORM_POST_ACTIONS } from '../../db/queues.ts';
 import type { JobSender } from '../../db/job-sender.ts';
 import type { CheckedAnswers } from './answers.ts';
-import type { FormRow, Locale, SubmissionFile } from '../../db/forms.ts';
+import type { FormRow, Locale, SubmissionFile, SubmissionRow } from '../../db/forms.ts';
 
 export type { SubmissionFile };
 import type { StagedFile } from './intake.ts';
@@ -116,22 +116,22 @@ export async function deleteStaged(db: Queryable, files: StagedFile[]): Promise<
   for (const file of files) await deleteBlob(db, file.blobId);
 }
 
-export function serializeSubmission(row: Record<string, any>) {
+export function serializeSubmission(row: SubmissionRow) {
   return {
-    id: row.id as string,
-    form_id: row.form_id as string,
-    locale: row.locale as string,
-    answers: row.answers as Record<string, unknown>,
-    email: row.email as string | null,
-    name: row.name as string | null,
-    phone: row.phone as string | null,
-    contact_type: row.contact_type as 'lead' | 'customer' | 'none',
-    contact_id: row.contact_id as string | null,
-    source: row.source as string,
-    status: row.status as 'received' | 'processed' | 'failed',
-    files: row.files as SubmissionFile[],
-    files_error: row.files_error as string | null,
-    referrer: row.referrer as string | null,
+    id: row.id,
+    form_id: row.form_id,
+    locale: row.locale,
+    answers: row.answers,
+    email: row.email,
+    name: row.name,
+    phone: row.phone,
+    contact_type: row.contact_type,
+    contact_id: row.contact_id,
+    source: row.source,
+    status: row.status,
+    files: row.files,
+    files_error: row.files_error,
+    referrer: row.referrer,
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
   };

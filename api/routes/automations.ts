@@ -4,7 +4,7 @@
 // steps are refused on PATCH with 422 validation_failed naming the field.
 // Automations are an opt-in module: the company must have `automations` enabled.
 import { z } from 'zod';
-import { deleteRow, findRow, iso, updateRow } from '../../db/rows.ts';
+import { deleteRow, findRow, iso, updateRow, type Timestamp } from '../../db/rows.ts';
 import { ApiError } from '../errors.ts';
 import { listPage, paginationQuery } from '../pagination.ts';
 import { defineRoute } from '../route.ts';
@@ -34,7 +34,22 @@ export const automationUpdate = z
   })
   .describe('Solo active, name y description pueden cambiar');
 
-export function serializeAutomation(row: Record<string, any>) {
+export type AutomationRow = {
+  id: string;
+  company_id: string;
+  name: string;
+  description: string | null;
+  active: boolean;
+  trigger_type: string;
+  trigger_config: Record<string, unknown>;
+  steps: unknown[];
+  runs_count: number;
+  last_run_at: Timestamp | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+};
+
+export function serializeAutomation(row: AutomationRow) {
   return {
     id: row.id,
     name: row.name,
@@ -91,7 +106,7 @@ export const automationRoutes = [
     status: 200,
     errors: ['invalid_id', 'not_found'],
     handler: async (ctx, { params, companyId }) => {
-      const row = await findRow(ctx.deps.pool, TABLE, companyId, params.id);
+      const row = await findRow<AutomationRow>(ctx.deps.pool, TABLE, companyId, params.id);
       if (!row) throw new ApiError('not_found');
       return { data: serializeAutomation(row) };
     },
@@ -110,7 +125,7 @@ export const automationRoutes = [
     status: 200,
     errors: ['invalid_id', 'not_found', 'validation_failed'],
     handler: async (ctx, { params, data, companyId }) => {
-      const row = await updateRow(ctx.deps.pool, TABLE, companyId, params.id, data);
+      const row = await updateRow<AutomationRow>(ctx.deps.pool, TABLE, companyId, params.id, data);
       if (!row) throw new ApiError('not_found');
       return { data: serializeAutomation(row) };
     },

@@ -11,10 +11,11 @@ import { ApiError } from '../errors.ts';
 import { likePattern, listPage, paginationQuery } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 
-type Row = Record<string, any> & { id: string; custom_properties?: Record<string, unknown> };
+/** What the factory needs of a row; each resource names its full row type (CustomerRow, LeadRow). */
+type BaseRow = { id: string; custom_properties?: Record<string, unknown> };
 type Write = Record<string, unknown> & { custom_properties?: CustomPropertiesWrite };
 
-export type CrudSpec = TableSpec & {
+export type CrudSpec<Row extends BaseRow> = TableSpec & {
   /** URL segment, e.g. `/customers`. */
   path: string;
   /** Scope resource slug, e.g. `customers`. */
@@ -26,12 +27,12 @@ export type CrudSpec = TableSpec & {
   responseSchema: z.ZodType;
   /** A valid create payload (OpenAPI example; cross-tenant test fixture). */
   example: Record<string, unknown>;
-  serialize: (row: any) => Record<string, unknown>;
+  serialize: (row: Row) => Record<string, unknown>;
   /** Resource field names: custom properties may not use them. */
   reserved: ReadonlySet<string>;
   /** Expression searched by `q`/`search` (trigram-indexed). */
   searchExpression?: string;
-  createdEvent?: { name: EventName; data: (row: any) => EventData };
+  createdEvent?: { name: EventName; data: (row: Row) => EventData };
 };
 
 const searchQuery = paginationQuery.extend({
@@ -40,7 +41,7 @@ const searchQuery = paginationQuery.extend({
 });
 
 /** Maps a write payload to columns; custom properties merge into the stored object. */
-function columns(spec: CrudSpec, data: Write, existing: Row | null): Record<string, unknown> {
+function columns<Row extends BaseRow>(spec: CrudSpec<Row>, data: Write, existing: Row | null): Record<string, unknown> {
   const { custom_properties, ...fields } = data;
   const values: Record<string, unknown> = { ...fields };
   if (custom_properties !== undefined) {
@@ -49,7 +50,7 @@ function columns(spec: CrudSpec, data: Write, existing: Row | null): Record<stri
   return values;
 }
 
-export function crudRoutes(spec: CrudSpec): RouteDef[] {
+export function crudRoutes<Row extends BaseRow>(spec: CrudSpec<Row>): RouteDef[] {
   const scope = (action: string) => `${action}-${spec.scopeResource}`;
   const idParam = { id: 'id' } as const;
   const table = spec.table;

@@ -2,7 +2,7 @@
 // by DESIGN.md), legal_name and tax_id (for invoicing: the RFC), address,
 // notes, tags, and custom properties flattened on read.
 import { z } from 'zod';
-import { iso } from '../../db/rows.ts';
+import { iso, type Timestamp } from '../../db/rows.ts';
 import { customPropertiesWrite, flattenCustomProperties } from '../custom-properties.ts';
 import { crudRoutes } from './crud.ts';
 import { addressSchema, contactFields, optionalText, timestamps } from './crm-fields.ts';
@@ -43,7 +43,23 @@ export const customerSchema = z
 
 const RESERVED = new Set([...Object.keys(customerSchema.shape), 'custom_properties', 'object', 'company_id', 'metadata']);
 
-export function serializeCustomer(row: Record<string, any>) {
+export type CustomerRow = {
+  id: string;
+  company_id: string;
+  name: string;
+  email: string | null;
+  phone: string | null;
+  legal_name: string | null;
+  tax_id: string | null;
+  address: z.infer<typeof addressSchema> | null;
+  notes: string | null;
+  tags: string[];
+  custom_properties: Record<string, unknown>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+};
+
+export function serializeCustomer(row: CustomerRow) {
   return flattenCustomProperties(
     {
       id: row.id,

@@ -3,11 +3,12 @@
 // as JSON or multipart, and processed by the worker (worker/jobs/form-post-actions.ts).
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { transaction, type Queryable } from '../../db/pool.ts';
-import { isObjectId } from '../../lib/objectid.ts';
+import type { SubmissionRow } from '../../db/forms.ts';
+import { transaction } from '../../db/pool.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { checkAnswers } from '../forms/answers.ts';
 import { formSchema, resolveLocale, serializeForm, type FormRow } from '../forms/definition.ts';
+import { findSubmission, requireForm } from '../forms/form-queries.ts';
 import { FileStager, fingerprintMaterial, intakeJson, intakeMultipart, type BodyCap, type Intake } from '../forms/intake.ts';
 import { deleteStaged, insertSubmission, serializeSubmission, submissionSchema } from '../forms/submissions.ts';
 import { canonicalJson, checkKeyShape, IDEMPOTENCY_BODY_LIMIT, runIdempotent } from '../middleware/idempotency.ts';
@@ -24,20 +25,6 @@ export const MAX_SUBMISSION_BYTES = 32 * 1024 * 1024;
 const localeQuery = z.object({
   locale: z.string().max(35).optional().describe('Idioma de los textos; si falta o no está soportado, default_locale'),
 });
-
-export async function findForm(db: Queryable, companyId: string, idOrSlug: string): Promise<FormRow | null> {
-  const { rows } = await db.query(
-    `SELECT * FROM forms WHERE company_id = $1 AND ${isObjectId(idOrSlug) ? 'id' : 'slug'} = $2`,
-    [companyId, idOrSlug],
-  );
-  return (rows[0] as FormRow) ?? null;
-}
-
-async function requireForm(db: Queryable, companyId: string, idOrSlug: string): Promise<FormRow> {
-  const form = await findForm(db, companyId, idOrSlug);
-  if (!form) throw new ApiError('not_found');
-  return form;
-}
 
 export const formRoutes: RouteDef[] = [
   defineRoute({
@@ -82,7 +69,7 @@ export const formRoutes: RouteDef[] = [
     errors: ['not_found', 'invalid_id', 'invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
     handler: async (ctx, { params, query, companyId }) => {
       const form = await requireForm(ctx.deps.pool, companyId, params.form_id);
-      return listPage(
+      return listPage<SubmissionRow>(
         ctx.deps.pool,
         ctx.deps.totals,
         { table: 'form_submissions', columns: '*', companyId, where: (p) => [`form_id = ${p.add(form.id)}`], serialize: serializeSubmission },
@@ -102,13 +89,9 @@ export const formRoutes: RouteDef[] = [
     errors: ['not_found', 'invalid_id'],
     handler: async (ctx, { params, companyId }) => {
       const form = await requireForm(ctx.deps.pool, companyId, params.form_id);
-      const { rows } = await ctx.deps.pool.query('SELECT * FROM form_submissions WHERE company_id = $1 AND form_id = $2 AND id = $3', [
-        companyId,
-        form.id,
-        params.id,
-      ]);
-      if (!rows[0]) throw new ApiError('not_found');
-      return { data: serializeSubmission(rows[0]) };
+      const submission = await findSubmission(ctx.deps.pool, companyId, form.id, params.id);
+      if (!submission) throw new ApiError('not_found');
+      return { data: serializeSubmission(submission) };
     },
   }),
   defineRoute({

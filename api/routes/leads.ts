@@ -2,7 +2,7 @@
 // company_name, job_title (the form `maps_to` targets, fixed by DESIGN.md),
 // a pipeline `status`, `source`, notes, tags and custom properties.
 import { z } from 'zod';
-import { iso } from '../../db/rows.ts';
+import { iso, type Timestamp } from '../../db/rows.ts';
 import { customPropertiesWrite, flattenCustomProperties } from '../custom-properties.ts';
 import { crudRoutes } from './crud.ts';
 import { contactFields, optionalText, timestamps } from './crm-fields.ts';
@@ -40,7 +40,24 @@ export const leadSchema = z
 
 const RESERVED = new Set([...Object.keys(leadSchema.shape), 'custom_properties', 'object', 'company_id', 'metadata']);
 
-export function serializeLead(row: Record<string, any>) {
+export type LeadRow = {
+  id: string;
+  company_id: string;
+  name: string;
+  email: string | null;
+  phone: string | null;
+  company_name: string | null;
+  job_title: string | null;
+  status: (typeof LEAD_STATUSES)[number];
+  source: string | null;
+  notes: string | null;
+  tags: string[];
+  custom_properties: Record<string, unknown>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+};
+
+export function serializeLead(row: LeadRow) {
   return flattenCustomProperties(
     {
       id: row.id,

@@ -25,6 +25,8 @@ import {
   serializeEndpoint,
   updateEndpoint,
   DELIVERY_STATUSES,
+  lockEndpointsOf,
+  type DeliveryRow,
   type EndpointRow,
 } from '../webhooks/store.ts';
 
@@ -141,8 +143,7 @@ function routes(prefix: string, session?: Permission): RouteDef[] {
       handler: async (ctx, { data, companyId }) => {
         await acceptableUrl(ctx, data.url);
         const row = await transaction(ctx.deps.pool, async (db) => {
-          // Serializes concurrent creates of one company so the cap holds.
-          await db.query('SELECT 1 FROM companies WHERE id = $1 FOR UPDATE', [companyId]);
+          await lockEndpointsOf(db, companyId);
           if ((await countEndpoints(db, companyId)) >= MAX_ENDPOINTS_PER_COMPANY) {
             throw validationFailed({ url: [`la empresa ya tiene ${MAX_ENDPOINTS_PER_COMPANY} endpoints; elimina uno antes de crear otro`] });
           }
@@ -229,7 +230,7 @@ function routes(prefix: string, session?: Permission): RouteDef[] {
       errors: ['invalid_id', 'not_found', 'invalid_cursor', 'invalid_parameter'],
       handler: async (ctx, { params, query, companyId }) => {
         await ownEndpoint(ctx, companyId, params.id);
-        return listPage<Record<string, any>>(
+        return listPage<DeliveryRow>(
           ctx.deps.pool,
           ctx.deps.totals,
           {

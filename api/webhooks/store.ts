@@ -50,8 +50,29 @@ export function serializeEndpoint(row: EndpointRow, options: { withSecret?: bool
 
 /** A delivery's `status` (contract, Webhook delivery). */
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'exhausted'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
-export function serializeDelivery(row: Record<string, any>, options: { full?: boolean } = {}) {
+/** A `webhook_deliveries` row; `payload` (the signed envelope) only when read with its event. Lists read timestamps as ISO strings. */
+export type DeliveryRow = {
+  id: string;
+  company_id: string;
+  endpoint_id: string;
+  event_id: string;
+  event: string;
+  status: DeliveryStatus;
+  attempts: number;
+  max_attempts: number;
+  next_attempt_at: Date | string | null;
+  delivered_at: Date | string | null;
+  response_status: number | null;
+  response_body: string | null;
+  error_message: string | null;
+  created_at: Date | string;
+  updated_at: Date | string;
+  payload?: string;
+};
+
+export function serializeDelivery(row: DeliveryRow, options: { full?: boolean } = {}) {
   return {
     id: row.id,
     object: 'webhook_delivery' as const,
@@ -68,6 +89,11 @@ export function serializeDelivery(row: Record<string, any>, options: { full?: bo
     created_at: iso(row.created_at),
     ...(options.full ? { payload: row.payload, response_body: row.response_body } : {}),
   };
+}
+
+/** Serializes concurrent endpoint creates of one company (until commit), so the per-company cap holds. */
+export async function lockEndpointsOf(db: Queryable, companyId: string): Promise<void> {
+  await db.query('SELECT 1 FROM companies WHERE id = $1 FOR UPDATE', [companyId]);
 }
 
 export async function countEndpoints(db: Queryable, companyId: string): Promise<number> {
@@ -148,8 +174,8 @@ export async function rotateSecret(db: Queryable, companyId: string | null, id: 
 
 const DELIVERY_COLUMNS = `d.*, ev.payload`;
 
-export async function findDelivery(db: Queryable, companyId: string | null, id: string, endpointId?: string): Promise<Record<string, any> | null> {
-  const { rows } = await db.query(
+export async function findDelivery(db: Queryable, companyId: string | null, id: string, endpointId?: string): Promise<DeliveryRow | null> {
+  const { rows } = await db.query<DeliveryRow>(
     `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d JOIN events ev ON ev.id = d.event_id
       WHERE d.id = $1 AND ($2::text IS NULL OR d.company_id = $2) AND ($3::text IS NULL OR d.endpoint_id = $3)`,
     [id, companyId, endpointId ?? null],
@@ -162,8 +188,8 @@ export async function findDelivery(db: Queryable, companyId: string | null, id: 
  * event id and body (a receiver de-duplicating by event id sees a repeat),
  * attempted at once and signed with the endpoint's current secret.
  */
-export async function replayDelivery(db: Queryable, jobs: JobSender, companyId: string | null, id: string): Promise<Record<string, any> | null> {
-  const { rows } = await db.query(
+export async function replayDelivery(db: Queryable, jobs: JobSender, companyId: string | null, id: string): Promise<DeliveryRow | null> {
+  const { rows } = await db.query<DeliveryRow>(
     `INSERT INTO webhook_deliveries (id, company_id, endpoint_id, event_id, event, next_attempt_at)
      SELECT $3, d.company_id, d.endpoint_id, d.event_id, d.event, now()
        FROM webhook_deliveries d WHERE d.id = $1 AND ($2::text IS NULL OR d.company_id = $2)
