@@ -5,6 +5,11 @@
 // LISTENs and drops its whole cache. While the LISTEN connection is down the
 // cache is bypassed, so a missed notification can never keep a revoked key
 // alive. Entries also expire after TTL_MS as a last line of defence.
+//
+// A lookup that read a key before a revocation committed must not put it in
+// the cache after the notification cleared it (it would then live for up to
+// TTL_MS): every clear bumps a generation, and a lookup stores its result only
+// if the generation it started under is still current.
 import pg from 'pg';
 import type { Queryable } from '../../db/pool.ts';
 import { findKeyByDigest, type AuthKey } from './keys.ts';
@@ -19,6 +24,7 @@ export async function notifyAuthChange(db: Queryable): Promise<void> {
 
 export class KeyCache {
   #entries = new Map<string, { key: AuthKey | null; expires: number }>();
+  #generation = 0;
   #listener: pg.Client | null = null;
   #listening = false;
   #closed = false;
@@ -36,10 +42,10 @@ export class KeyCache {
     const client = new pg.Client({ connectionString: this.#connectionString });
     client.on('error', () => this.#lost(client));
     client.on('end', () => this.#lost(client));
-    client.on('notification', () => this.#entries.clear());
+    client.on('notification', () => this.#clear());
     await client.connect();
     await client.query(`LISTEN ${AUTH_CHANNEL}`);
-    this.#entries.clear();
+    this.#clear();
     this.#listener = client;
     this.#listening = true;
   }
@@ -48,7 +54,7 @@ export class KeyCache {
     if (this.#listener !== client) return;
     this.#listening = false;
     this.#listener = null;
-    this.#entries.clear();
+    this.#clear();
     this.#scheduleReconnect();
   }
 
@@ -59,16 +65,29 @@ export class KeyCache {
     }, 1000).unref();
   }
 
+  #clear(): void {
+    this.#generation++;
+    this.#entries.clear();
+  }
+
+  /** Bumped by every clear (a notification, a lost or new LISTEN connection). */
+  get generation(): number {
+    return this.#generation;
+  }
+
   async lookup(db: Queryable, digest: Buffer): Promise<AuthKey | null> {
     const cacheKey = digest.toString('base64');
     if (this.#listening) {
       const hit = this.#entries.get(cacheKey);
       if (hit && hit.expires > Date.now()) return hit.key;
     }
+    const generation = this.#generation;
     const key = await findKeyByDigest(db, digest);
     // Only valid keys are cached: caching misses would let a flood of random
-    // secrets evict the useful entries.
-    if (this.#listening && key) {
+    // secrets evict the useful entries. A clear while the read was in flight
+    // means the row may already be revoked: answer this request with what was
+    // read, but do not keep it.
+    if (this.#listening && key && generation === this.#generation) {
       if (this.#entries.size >= MAX_ENTRIES) this.#entries.clear();
       this.#entries.set(cacheKey, { key, expires: Date.now() + TTL_MS });
     }
