@@ -7,6 +7,7 @@ import { readFile, unlink } from 'node:fs/promises';
 import { HttpMethodEnum, koaBody } from 'koa-body';
 import type { Next } from 'koa';
 import { z } from 'zod';
+import type { Queryable } from '../db/pool.ts';
 import { isObjectId } from '../lib/objectid.ts';
 import { ApiError, validationFailed, type ErrorCode } from './errors.ts';
 import { authenticateSession, type Permission } from './auth/sessions.ts';
@@ -29,6 +30,12 @@ type BaseInput<Q> = {
   params: Record<string, string>;
   query: Q;
   companyId: string;
+  /**
+   * Where the handler reads and writes: the request's transaction when it
+   * carries an Idempotency-Key (its answer is stored in that same
+   * transaction), else the pool. `transaction(db, ...)` joins it.
+   */
+  db: Queryable;
 };
 
 /** What a JSON route's handler receives: `data` is the body's `data`, validated by `body`. */
@@ -236,6 +243,7 @@ function handle(route: RouteDef): ApiRouteMiddleware {
       params: ctx.params ?? {},
       query: route.query ? parseQuery(route.query, ctx.query) : {},
       companyId: ctx.state.auth!.companyId,
+      db: ctx.state.db ?? ctx.deps.pool,
     };
     if (route.upload) {
       // A multipart body is the handler's to stream; a JSON one was parsed by uploadBody.

@@ -1,6 +1,6 @@
 import type { Router, RouterMiddleware } from '@koa/router';
 import type { Middleware, ParameterizedContext } from 'koa';
-import type { Pool } from '../db/pool.ts';
+import type { Client, Pool } from '../db/pool.ts';
 import type { Config } from '../lib/config.ts';
 import type { AuthKey } from './auth/keys.ts';
 import type { SessionAuth } from './auth/sessions.ts';
@@ -30,6 +30,8 @@ export type ApiState = {
   session?: SessionAuth;
   /** Set by the multipart body parser of upload routes. */
   upload?: UploadedFile;
+  /** The transaction of an Idempotency-Key request (api/middleware/idempotency.ts); handlers get it as `db`. */
+  db?: Client;
 };
 
 /** What the app adds to Koa's context: the process deps (api/app.ts sets them once). */

@@ -19,20 +19,84 @@ export function createPool(connectionString: string, max = Number(process.env.PG
   return pool;
 }
 
-/** Runs `fn` in a transaction; rolls back on any throw. */
-export async function transaction<T>(pool: Pool, fn: (client: Client) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
+/** Clients inside a transaction opened by `transaction` or `openTransaction`. */
+const inTransaction = new WeakSet<Client>();
+
+/**
+ * Runs `fn` in a transaction; rolls back on any throw. Given a client that is
+ * already inside one (an Idempotency-Key request runs its whole handler in
+ * one, api/middleware/idempotency.ts), it joins it under a savepoint: `fn`'s
+ * writes commit with the caller's, and a throw undoes only `fn`'s.
+ */
+export async function transaction<T>(db: Queryable, fn: (client: Client) => Promise<T>): Promise<T> {
+  if (!(db instanceof pg.Pool) && inTransaction.has(db)) return nested(db, fn);
+  const tx = await openTransaction(db);
   try {
-    await client.query('BEGIN');
-    const result = await fn(client);
-    await client.query('COMMIT');
+    const result = await fn(tx.client);
+    await tx.commit();
     return result;
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => {});
+    await tx.rollback();
     throw error;
-  } finally {
-    client.release();
   }
+}
+
+let savepoints = 0;
+
+async function nested<T>(client: Client, fn: (client: Client) => Promise<T>): Promise<T> {
+  const name = `sp_${++savepoints}`;
+  await client.query(`SAVEPOINT ${name}`);
+  try {
+    const result = await fn(client);
+    await client.query(`RELEASE SAVEPOINT ${name}`);
+    return result;
+  } catch (error) {
+    await client.query(`ROLLBACK TO SAVEPOINT ${name}`).catch(() => {});
+    throw error;
+  }
+}
+
+export type OpenTransaction = {
+  client: Client;
+  /** COMMIT and give the connection back. */
+  commit: () => Promise<void>;
+  /** ROLLBACK (errors ignored) and give the connection back. */
+  rollback: () => Promise<void>;
+};
+
+/** BEGIN on a connection of the pool (or on a client of the caller's); the caller ends it with commit or rollback. */
+export async function openTransaction(db: Queryable): Promise<OpenTransaction> {
+  const owned = db instanceof pg.Pool;
+  const client = owned ? await db.connect() : db;
+  let ended = false;
+  const end = () => {
+    ended = true;
+    inTransaction.delete(client);
+    if (owned) client.release();
+  };
+  try {
+    await client.query('BEGIN');
+  } catch (error) {
+    end();
+    throw error;
+  }
+  inTransaction.add(client);
+  return {
+    client,
+    commit: async () => {
+      if (ended) return;
+      try {
+        await client.query('COMMIT');
+      } finally {
+        end();
+      }
+    },
+    rollback: async () => {
+      if (ended) return;
+      await client.query('ROLLBACK').catch(() => {});
+      end();
+    },
+  };
 }
 
 const statementNames = new Map<string, string>();

@@ -208,21 +208,33 @@ describe('Idempotency-Key', () => {
     const api = client(app.baseUrl, t.key);
     const headers = { 'Idempotency-Key': 'colgada' };
     const body = { data: { name: 'Colgada' } };
-    assert.equal((await api.post('/customers', body, headers)).status, 201);
-    // Make it look like a process is still executing it (or crashed while doing so).
-    await app.pool.query(`UPDATE idempotency_keys SET state = 'running', response_status = NULL, response_body = NULL WHERE company_id = $1`, [
-      t.companyId,
-    ]);
+    // What a process that claimed the key and died before its COMMIT leaves:
+    // the claim, and nothing written (the write and its answer commit together).
+    // The fingerprint the service computes for `body`, taken from a request made and then erased.
+    const fingerprintOf = async (b: unknown) => {
+      await api.post('/customers', b, { 'Idempotency-Key': 'huella' });
+      const r = await app.pool.query(`DELETE FROM idempotency_keys WHERE company_id = $1 AND key = 'huella' RETURNING fingerprint`, [t.companyId]);
+      await app.pool.query(`DELETE FROM customers WHERE company_id = $1`, [t.companyId]);
+      return r.rows[0].fingerprint as string;
+    };
+    await app.pool.query(
+      `INSERT INTO idempotency_keys (company_id, key, method, path, fingerprint, state) VALUES ($1, 'colgada', 'POST', '/api/v1/customers', $2, 'running')`,
+      [t.companyId, await fingerprintOf(body)],
+    );
+    assert.equal(await customers(t.companyId, 'Colgada'), 0);
+
     const busy = await api.post('/customers', body, headers);
     assert.equal(busy.status, 409);
     assert.equal(busy.body.error, 'idempotency_in_progress');
     assert.equal((await api.post('/customers', { data: { name: 'Otra' } }, headers)).body.error, 'idempotency_key_reused');
+    assert.equal(await customers(t.companyId, 'Colgada'), 0, 'a repeat of a running request writes nothing');
 
-    await app.pool.query(`UPDATE idempotency_keys SET locked_at = now() - interval '61 seconds' WHERE company_id = $1`, [t.companyId]);
+    await app.pool.query(`UPDATE idempotency_keys SET locked_at = now() - interval '61 seconds' WHERE company_id = $1 AND key = 'colgada'`, [t.companyId]);
     const takeover = await api.post('/customers', body, headers);
     assert.equal(takeover.status, 201);
     assert.equal(takeover.headers.get('idempotent-replayed'), null);
     assert.equal((await api.post('/customers', body, headers)).headers.get('idempotent-replayed'), 'true');
+    assert.equal(await customers(t.companyId, 'Colgada'), 1, 'the abandoned claim is written exactly once');
   });
 
   test('validation failures are not stored: the same key then succeeds with a corrected body', async () => {

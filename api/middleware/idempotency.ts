@@ -20,10 +20,16 @@
 //   a retry is safe and useful), and the answers of this middleware itself
 //   (400/409/413/422 idempotency_*). Requests refused before it runs (401, 403,
 //   429, malformed JSON) never touch the key.
-// - A claim left `running` by a crashed process is taken over after 60 s by a
-//   request with the same method, path and body.
+// - Exactly once: the handler runs inside one transaction that also records
+//   its answer, so a committed write always has its stored response. A process
+//   that dies after that COMMIT and before answering leaves a key a retry
+//   replays; one that dies before it leaves nothing written, and a claim left
+//   `running` is taken over after 60 s by a request with the same method, path
+//   and body, which runs the write then. A failure to store the answer fails
+//   the request (500) and undoes its write, so the client's retry is safe.
 import { createHash } from 'node:crypto';
 import type { Next } from 'koa';
+import { openTransaction, type Queryable } from '../../db/pool.ts';
 import { logError } from '../../lib/log.ts';
 import { ApiError, type ErrorCode } from '../errors.ts';
 import type { ApiContext } from '../types.ts';
@@ -68,7 +74,7 @@ export async function idempotency(ctx: ApiContext, next: Next) {
   checkKeyShape(ctx);
   if (rawBodyLength(ctx) > IDEMPOTENCY_BODY_LIMIT) throw new ApiError('idempotency_body_too_large');
   const fingerprint = createHash('sha256').update(canonicalJson(ctx.request.body ?? null)).digest('hex');
-  await runIdempotent(ctx, fingerprint, next);
+  await runIdempotent(ctx, fingerprint, () => next());
 }
 
 /** 400 invalid_idempotency_key unless the header is 1-255 printable ASCII characters. */
@@ -77,13 +83,16 @@ export function checkKeyShape(ctx: ApiContext): void {
 }
 
 /**
- * Claims the request's Idempotency-Key for `bodyFingerprint` (and the query string), then runs `run`
- * (which sets ctx.status and ctx.body) and stores its outcome; or replays
- * the stored outcome. Routes that must read their body before they can
- * fingerprint it (multipart uploads, fingerprinted by file digests) call
- * this from their handler instead of using the middleware.
+ * Claims the request's Idempotency-Key for `bodyFingerprint` (and the query
+ * string), then runs `run` (which sets ctx.status and ctx.body) inside one
+ * transaction that also stores its outcome; or replays the stored outcome.
+ * `run` receives that transaction's client, which the route also finds as
+ * `ctx.state.db`: every read and write of the request goes through it.
+ * Routes that must read their body before they can fingerprint it (multipart
+ * uploads, fingerprinted by file digests) call this from their handler
+ * instead of using the middleware.
  */
-export async function runIdempotent(ctx: ApiContext, bodyFingerprint: string, run: () => Promise<unknown>): Promise<void> {
+export async function runIdempotent(ctx: ApiContext, bodyFingerprint: string, run: (db: Queryable) => Promise<unknown>): Promise<void> {
   const key = ctx.get('Idempotency-Key');
   const { pool } = ctx.deps;
   const companyId = ctx.state.auth!.companyId;
@@ -126,35 +135,60 @@ export async function runIdempotent(ctx: ApiContext, bodyFingerprint: string, ru
     return;
   }
 
-  // A failure to release or save must not hide the request's own outcome.
+  // Releasing the claim lets the client retry; a failure to release only
+  // delays that retry by the 60 s takeover, so it is logged, not raised.
   const release = () =>
     pool
       .query('DELETE FROM idempotency_keys WHERE company_id = $1 AND key = $2', [companyId, key])
       .catch((error) => logError('idempotency.release_failed', error, { request_id: ctx.state.requestId }));
-  const save = (status: number, body: unknown) => {
+  const save = (db: Queryable, status: number, body: unknown) => {
     const headers: Record<string, string> = {};
     for (const name of REPLAYED_HEADERS) {
       const value = ctx.response.get(name);
       if (value) headers[name] = value;
     }
     if (!headers['content-type'] && body !== undefined && body !== null) headers['content-type'] = 'application/json; charset=utf-8';
-    return pool.query(
+    return db.query(
       `UPDATE idempotency_keys SET state = 'done', response_status = $3, response_headers = $4, response_body = $5
         WHERE company_id = $1 AND key = $2`,
       [companyId, key, status, headers, body === undefined || body === null ? null : JSON.stringify(body)],
-    ).catch((error) => logError('idempotency.save_failed', error, { request_id: ctx.state.requestId }));
+    );
   };
 
-  try {
-    await run();
-  } catch (error) {
-    if (error instanceof ApiError && error.status < 500 && !NOT_STORED.has(error.code)) {
-      await save(error.status, error.toBody());
-    } else {
-      await release();
-    }
+  const tx = await openTransaction(pool).catch(async (error) => {
+    await release();
     throw error;
+  });
+  ctx.state.db = tx.client;
+  let outcome: { status: number; body: unknown } | null = null;
+  let failure: unknown = null;
+  try {
+    await tx.client.query('SAVEPOINT handler');
+    try {
+      await run(tx.client);
+      if (ctx.status < 500) outcome = { status: ctx.status, body: ctx.body };
+    } catch (error) {
+      failure = error;
+      // An answer the endpoint gave after it began executing is stored, without its writes.
+      if (error instanceof ApiError && error.status < 500 && !NOT_STORED.has(error.code)) {
+        await tx.client.query('ROLLBACK TO SAVEPOINT handler');
+        outcome = { status: error.status, body: error.toBody() };
+      }
+    }
+    if (outcome) {
+      await save(tx.client, outcome.status, outcome.body);
+      await tx.commit();
+    }
+  } catch (error) {
+    // The savepoint, the save or the COMMIT failed: nothing of the request stays.
+    failure = error;
+    outcome = null;
+  } finally {
+    ctx.state.db = undefined;
   }
-  if (ctx.status >= 500) await release();
-  else await save(ctx.status, ctx.body);
+  if (!outcome) {
+    await tx.rollback();
+    await release();
+  }
+  if (failure) throw failure;
 }

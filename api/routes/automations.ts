@@ -78,8 +78,8 @@ export const automationRoutes = [
     list: true,
     cache: 'automations',
     status: 200,
-    handler: async (ctx, { query, companyId }) =>
-      listPage(ctx.deps.pool, ctx.deps.totals, { table: 'automations', columns: '*', companyId, serialize: serializeAutomation }, query),
+    handler: async (ctx, { query, companyId, db }) =>
+      listPage(db, ctx.deps.totals, { table: 'automations', columns: '*', companyId, serialize: serializeAutomation }, query),
   }),
   defineRoute({
     method: 'POST',
@@ -105,8 +105,8 @@ export const automationRoutes = [
     response: automationSchema,
     status: 200,
     errors: ['invalid_id', 'not_found'],
-    handler: async (ctx, { params, companyId }) => {
-      const row = await findRow<AutomationRow>(ctx.deps.pool, TABLE, companyId, params.id);
+    handler: async (ctx, { params, companyId, db }) => {
+      const row = await findRow<AutomationRow>(db, TABLE, companyId, params.id);
       if (!row) throw new ApiError('not_found');
       return { data: serializeAutomation(row) };
     },
@@ -124,8 +124,8 @@ export const automationRoutes = [
     response: automationSchema,
     status: 200,
     errors: ['invalid_id', 'not_found', 'validation_failed'],
-    handler: async (ctx, { params, data, companyId }) => {
-      const row = await updateRow<AutomationRow>(ctx.deps.pool, TABLE, companyId, params.id, data);
+    handler: async (ctx, { params, data, companyId, db }) => {
+      const row = await updateRow<AutomationRow>(db, TABLE, companyId, params.id, data);
       if (!row) throw new ApiError('not_found');
       return { data: serializeAutomation(row) };
     },
@@ -140,8 +140,8 @@ export const automationRoutes = [
     params: { id: 'id' },
     status: 204,
     errors: ['invalid_id', 'not_found'],
-    handler: async (ctx, { params, companyId }) => {
-      if (!(await deleteRow(ctx.deps.pool, TABLE, companyId, params.id))) throw new ApiError('not_found');
+    handler: async (ctx, { params, companyId, db }) => {
+      if (!(await deleteRow(db, TABLE, companyId, params.id))) throw new ApiError('not_found');
       return undefined;
     },
   }),

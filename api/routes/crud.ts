@@ -68,10 +68,10 @@ export function crudRoutes<Row extends BaseRow>(spec: CrudSpec<Row>): RouteDef[]
       cache: table,
       status: 200,
       errors: ['invalid_id', 'invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
-      handler: async (ctx, { query, companyId }) => {
+      handler: async (ctx, { query, companyId, db }) => {
         const term = (query as { q?: string }).q || (query as { search?: string }).search || undefined;
         return listPage<Row>(
-          ctx.deps.pool,
+          db,
           ctx.deps.totals,
           {
             table,
@@ -96,8 +96,8 @@ export function crudRoutes<Row extends BaseRow>(spec: CrudSpec<Row>): RouteDef[]
       response: spec.responseSchema,
       status: 201,
       errors: ['validation_failed', 'parameter_missing', 'idempotency_key_reused'],
-      handler: async (ctx, { data, companyId }) => {
-        const row = await transaction(ctx.deps.pool, async (client) => {
+      handler: async (ctx, { data, companyId, db }) => {
+        const row = await transaction(db, async (client) => {
           const created = await insertRow<Row>(client, spec, companyId, columns(spec, data, null));
           if (spec.createdEvent) await recordEvent(client, ctx.deps.jobs, companyId, spec.createdEvent.name, spec.createdEvent.data(created));
           return created;
@@ -115,8 +115,8 @@ export function crudRoutes<Row extends BaseRow>(spec: CrudSpec<Row>): RouteDef[]
       response: spec.responseSchema,
       status: 200,
       errors: ['invalid_id', 'not_found'],
-      handler: async (ctx, { params, companyId }) => {
-        const row = await findRow<Row>(ctx.deps.pool, spec, companyId, params.id);
+      handler: async (ctx, { params, companyId, db }) => {
+        const row = await findRow<Row>(db, spec, companyId, params.id);
         if (!row) throw new ApiError('not_found');
         return { data: spec.serialize(row) };
       },
@@ -133,8 +133,8 @@ export function crudRoutes<Row extends BaseRow>(spec: CrudSpec<Row>): RouteDef[]
       response: spec.responseSchema,
       status: 200,
       errors: ['invalid_id', 'not_found', 'validation_failed'],
-      handler: async (ctx, { params, data, companyId }) => {
-        const row = await transaction(ctx.deps.pool, async (client) => {
+      handler: async (ctx, { params, data, companyId, db }) => {
+        const row = await transaction(db, async (client) => {
           const existing = await findRow<Row>(client, spec, companyId, params.id, true);
           if (!existing) throw new ApiError('not_found');
           return updateRow<Row>(client, spec, companyId, params.id, columns(spec, data, existing));
@@ -151,8 +151,8 @@ export function crudRoutes<Row extends BaseRow>(spec: CrudSpec<Row>): RouteDef[]
       params: idParam,
       status: 204,
       errors: ['invalid_id', 'not_found'],
-      handler: async (ctx, { params, companyId }) => {
-        if (!(await deleteRow(ctx.deps.pool, spec, companyId, params.id))) throw new ApiError('not_found');
+      handler: async (ctx, { params, companyId, db }) => {
+        if (!(await deleteRow(db, spec, companyId, params.id))) throw new ApiError('not_found');
         return undefined;
       },
     }),

@@ -4,12 +4,12 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { SubmissionRow } from '../../db/forms.ts';
-import { transaction } from '../../db/pool.ts';
+import { transaction, type Queryable } from '../../db/pool.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { checkAnswers } from '../forms/answers.ts';
 import { formSchema, resolveLocale, serializeForm, type FormRow } from '../forms/definition.ts';
 import { findSubmission, requireForm } from '../forms/form-queries.ts';
-import { FileStager, fingerprintMaterial, intakeJson, intakeMultipart, type BodyCap, type Intake } from '../forms/intake.ts';
+import { FileStager, fingerprintMaterial, intakeJson, intakeMultipart, type BodyCap, type Intake, type StagedFile } from '../forms/intake.ts';
 import { deleteStaged, insertSubmission, serializeSubmission, submissionSchema } from '../forms/submissions.ts';
 import { canonicalJson, checkKeyShape, IDEMPOTENCY_BODY_LIMIT, runIdempotent } from '../middleware/idempotency.ts';
 import { listPage, paginationQuery } from '../pagination.ts';
@@ -38,8 +38,8 @@ export const formRoutes: RouteDef[] = [
     list: true,
     status: 200,
     errors: ['invalid_id', 'invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
-    handler: async (ctx, { query, companyId }) =>
-      listPage<FormRow>(ctx.deps.pool, ctx.deps.totals, { table: 'forms', columns: '*', companyId, serialize: (row) => serializeForm(row, query.locale) }, query),
+    handler: async (ctx, { query, companyId, db }) =>
+      listPage<FormRow>(db, ctx.deps.totals, { table: 'forms', columns: '*', companyId, serialize: (row) => serializeForm(row, query.locale) }, query),
   }),
   defineRoute({
     method: 'GET',
@@ -53,7 +53,7 @@ export const formRoutes: RouteDef[] = [
     response: formSchema,
     status: 200,
     errors: ['not_found', 'invalid_parameter'],
-    handler: async (ctx, { params, query, companyId }) => ({ data: serializeForm(await requireForm(ctx.deps.pool, companyId, params.id), query.locale) }),
+    handler: async (ctx, { params, query, companyId, db }) => ({ data: serializeForm(await requireForm(db, companyId, params.id), query.locale) }),
   }),
   defineRoute({
     method: 'GET',
@@ -67,10 +67,10 @@ export const formRoutes: RouteDef[] = [
     list: true,
     status: 200,
     errors: ['not_found', 'invalid_id', 'invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
-    handler: async (ctx, { params, query, companyId }) => {
-      const form = await requireForm(ctx.deps.pool, companyId, params.form_id);
+    handler: async (ctx, { params, query, companyId, db }) => {
+      const form = await requireForm(db, companyId, params.form_id);
       return listPage<SubmissionRow>(
-        ctx.deps.pool,
+        db,
         ctx.deps.totals,
         { table: 'form_submissions', columns: '*', companyId, where: (p) => [`form_id = ${p.add(form.id)}`], serialize: serializeSubmission },
         query,
@@ -87,9 +87,9 @@ export const formRoutes: RouteDef[] = [
     response: submissionSchema,
     status: 200,
     errors: ['not_found', 'invalid_id'],
-    handler: async (ctx, { params, companyId }) => {
-      const form = await requireForm(ctx.deps.pool, companyId, params.form_id);
-      const submission = await findSubmission(ctx.deps.pool, companyId, form.id, params.id);
+    handler: async (ctx, { params, companyId, db }) => {
+      const form = await requireForm(db, companyId, params.form_id);
+      const submission = await findSubmission(db, companyId, form.id, params.id);
       if (!submission) throw new ApiError('not_found');
       return { data: serializeSubmission(submission) };
     },
@@ -120,7 +120,7 @@ export const formRoutes: RouteDef[] = [
     response: submissionSchema,
     status: 201,
     errors: ['not_found', 'form_inactive', 'validation_failed', 'parameter_missing', 'request_too_large', 'unsupported_media_type'],
-    handler: async (ctx, { params, query, companyId }) => {
+    handler: async (ctx, { params, query, companyId, db }) => {
       const { pool } = ctx.deps;
       // Contract (Endpoints, shared rules): a body over 100 KB cannot be sent
       // with Idempotency-Key. Applied to the body as sent, files included, so
@@ -158,18 +158,25 @@ export const formRoutes: RouteDef[] = [
         if (Object.keys(intake.errors).length) throw validationFailed(intake.errors);
         const locale = resolveLocale(form, intake.locale ?? query.locale);
         const referrer = (ctx.get('Referer') || ctx.get('Referrer') || '').slice(0, 2000) || null;
-        const create = async () => {
-          const { row, refused } = await transaction(pool, (db) =>
-            insertSubmission(db, ctx.deps.jobs, { form, companyId, locale, checked, files: intake!.files, referrer }),
+        let refused: StagedFile[] = [];
+        const create = async (db: Queryable) => {
+          const stored = await transaction(db, (client) =>
+            insertSubmission(client, ctx.deps.jobs, { form, companyId, locale, checked, files: intake!.files, referrer }),
           );
-          keep = true;
-          await deleteStaged(pool, refused);
+          refused = stored.refused;
           ctx.status = 201;
-          ctx.body = { data: serializeSubmission(row) };
+          ctx.body = { data: serializeSubmission(stored.row) };
         };
-        if (!keyed) return void (await create());
-        const material = canonicalJson(fingerprintMaterial(intake, query.locale));
-        await runIdempotent(ctx, createHash('sha256').update(material).digest('hex'), create);
+        if (keyed) {
+          const material = canonicalJson(fingerprintMaterial(intake, query.locale));
+          await runIdempotent(ctx, createHash('sha256').update(material).digest('hex'), create);
+        } else {
+          await create(pool);
+        }
+        // Committed: the filed blobs stay, the refused ones go now that no open
+        // transaction holds them. Replayed: nothing of this body was filed.
+        keep = ctx.response.get('Idempotent-Replayed') !== 'true';
+        if (keep) await deleteStaged(pool, refused);
       } catch (error) {
         // A body refused mid-stream is left unread: close rather than drain it.
         if (error instanceof ApiError && error.code === cap.code) ctx.set('Connection', 'close');

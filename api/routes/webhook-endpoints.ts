@@ -5,7 +5,7 @@
 // `manage-developers` (api/auth/sessions.ts). Delivery itself is the worker's
 // (worker/webhooks/dispatcher.ts); nothing here calls a customer URL.
 import { z } from 'zod';
-import { transaction } from '../../db/pool.ts';
+import { transaction, type Queryable } from '../../db/pool.ts';
 import { checkWebhookUrl } from '../../lib/ssrf.ts';
 import { EVENT_NAMES, enabledEventError } from '../../lib/webhook-events.ts';
 import type { Permission } from '../auth/sessions.ts';
@@ -94,8 +94,8 @@ async function acceptableUrl(ctx: ApiContext, value: string): Promise<void> {
   if (problem) throw validationFailed({ url: [problem] });
 }
 
-async function ownEndpoint(ctx: ApiContext, companyId: string, id: string): Promise<EndpointRow> {
-  const endpoint = await findEndpoint(ctx.deps.pool, companyId, id);
+async function ownEndpoint(db: Queryable, companyId: string, id: string): Promise<EndpointRow> {
+  const endpoint = await findEndpoint(db, companyId, id);
   if (!endpoint) throw new ApiError('not_found');
   return endpoint;
 }
@@ -118,9 +118,9 @@ function routes(prefix: string, session?: Permission): RouteDef[] {
       list: true,
       status: 200,
       errors: ['invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
-      handler: async (ctx, { query, companyId }) => {
+      handler: async (ctx, { query, companyId, db }) => {
         const page = await listPage<EndpointRow>(
-          ctx.deps.pool,
+          db,
           ctx.deps.totals,
           { table: 'webhook_endpoints', columns: '*', companyId, serialize: (row) => serializeEndpoint(row) },
           query,
@@ -140,14 +140,14 @@ function routes(prefix: string, session?: Permission): RouteDef[] {
       response: endpointSchema,
       status: 201,
       errors: ['validation_failed', 'parameter_missing', 'idempotency_key_reused'],
-      handler: async (ctx, { data, companyId }) => {
+      handler: async (ctx, { data, companyId, db }) => {
         await acceptableUrl(ctx, data.url);
-        const row = await transaction(ctx.deps.pool, async (db) => {
-          await lockEndpointsOf(db, companyId);
-          if ((await countEndpoints(db, companyId)) >= MAX_ENDPOINTS_PER_COMPANY) {
+        const row = await transaction(db, async (client) => {
+          await lockEndpointsOf(client, companyId);
+          if ((await countEndpoints(client, companyId)) >= MAX_ENDPOINTS_PER_COMPANY) {
             throw validationFailed({ url: [`la empresa ya tiene ${MAX_ENDPOINTS_PER_COMPANY} endpoints; elimina uno antes de crear otro`] });
           }
-          return insertEndpoint(db, companyId, data);
+          return insertEndpoint(client, companyId, data);
         });
         return { data: serializeEndpoint(row, { withSecret: true }) };
       },
@@ -162,7 +162,7 @@ function routes(prefix: string, session?: Permission): RouteDef[] {
       response: endpointSchema,
       status: 200,
       errors: ['invalid_id', 'not_found'],
-      handler: async (ctx, { params, companyId }) => ({ data: serializeEndpoint(await ownEndpoint(ctx, companyId, params.id)) }),
+      handler: async (ctx, { params, companyId, db }) => ({ data: serializeEndpoint(await ownEndpoint(db, companyId, params.id)) }),
     }),
     defineRoute({
       ...common,
@@ -178,9 +178,9 @@ function routes(prefix: string, session?: Permission): RouteDef[] {
       response: endpointSchema,
       status: 200,
       errors: ['invalid_id', 'not_found', 'validation_failed'],
-      handler: async (ctx, { params, data, companyId }) => {
+      handler: async (ctx, { params, data, companyId, db }) => {
         if (data.url !== undefined) await acceptableUrl(ctx, data.url);
-        const row = await updateEndpoint(ctx.deps.pool, companyId, params.id, data);
+        const row = await updateEndpoint(db, companyId, params.id, data);
         if (!row) throw new ApiError('not_found');
         return { data: serializeEndpoint(row) };
       },
@@ -194,8 +194,8 @@ function routes(prefix: string, session?: Permission): RouteDef[] {
       params: idParam,
       status: 204,
       errors: ['invalid_id', 'not_found'],
-      handler: async (ctx, { params, companyId }) => {
-        if (!(await deleteEndpoint(ctx.deps.pool, companyId, params.id))) throw new ApiError('not_found');
+      handler: async (ctx, { params, companyId, db }) => {
+        if (!(await deleteEndpoint(db, companyId, params.id))) throw new ApiError('not_found');
         return undefined;
       },
     }),
@@ -210,8 +210,8 @@ function routes(prefix: string, session?: Permission): RouteDef[] {
       response: endpointSchema,
       status: 200,
       errors: ['invalid_id', 'not_found'],
-      handler: async (ctx, { params, companyId }) => {
-        const row = await rotateSecret(ctx.deps.pool, companyId, params.id);
+      handler: async (ctx, { params, companyId, db }) => {
+        const row = await rotateSecret(db, companyId, params.id);
         if (!row) throw new ApiError('not_found');
         return { data: serializeEndpoint(row, { withSecret: true }) };
       },
@@ -228,10 +228,10 @@ function routes(prefix: string, session?: Permission): RouteDef[] {
       list: true,
       status: 200,
       errors: ['invalid_id', 'not_found', 'invalid_cursor', 'invalid_parameter'],
-      handler: async (ctx, { params, query, companyId }) => {
-        await ownEndpoint(ctx, companyId, params.id);
+      handler: async (ctx, { params, query, companyId, db }) => {
+        await ownEndpoint(db, companyId, params.id);
         return listPage<DeliveryRow>(
-          ctx.deps.pool,
+          db,
           ctx.deps.totals,
           {
             table: 'webhook_deliveries',
@@ -258,8 +258,8 @@ function routes(prefix: string, session?: Permission): RouteDef[] {
       response: deliverySchema,
       status: 200,
       errors: ['invalid_id', 'not_found'],
-      handler: async (ctx, { params, companyId }) => {
-        const delivery = await findDelivery(ctx.deps.pool, companyId, params.delivery_id, params.id);
+      handler: async (ctx, { params, companyId, db }) => {
+        const delivery = await findDelivery(db, companyId, params.delivery_id, params.id);
         if (!delivery) throw new ApiError('not_found');
         return { data: serializeDelivery(delivery, { full: true }) };
       },
