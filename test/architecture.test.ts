@@ -61,6 +61,16 @@ describe('architecture: one direction of dependencies', () => {
     assert.deepEqual(violations(), []);
   });
 
+  test('route handlers read and write through their `db`, never the pool behind it', () => {
+    // Under Idempotency-Key `db` is the request's transaction, which also
+    // stores the answer: a write through the pool would commit on its own,
+    // and a read through it would not see the request's own writes.
+    const offenders = ['api/routes', 'api/uploads']
+      .flatMap(sources)
+      .filter((file) => /\bdeps\.pool\b/.test(readFileSync(path.join(ROOT, file), 'utf8')));
+    assert.deepEqual(offenders, []);
+  });
+
   test('the check sees static, type-only, re-export and dynamic imports', () => {
     const text = [
       "import { a } from '../worker/a.ts';",

@@ -1,8 +1,8 @@
-// Field schemas shared by products, categories and brands.
+// Field schemas shared by products, categories and brands, and the parsing of
+// their id-and-slug list filters. Slugs themselves: slug-queries.ts.
 import { z } from 'zod';
-import type { Queryable } from '../../db/pool.ts';
 import { isObjectId } from '../../lib/objectid.ts';
-import { ApiError, validationFailed } from '../errors.ts';
+import { ApiError } from '../errors.ts';
 
 /** ISO 4217 codes the runtime knows (Intl), lowercased: map keys are lowercase (contract, conventions 4). */
 const CURRENCIES: ReadonlySet<string> = new Set(Intl.supportedValuesOf('currency').map((c) => c.toLowerCase()));
@@ -60,72 +60,6 @@ export const imageUrlSchema = z
 /** Nested items (variants, option types, components, option values): matched by `id`, removed by `_destroy`. */
 export const nestedId = z.string().refine(isObjectId, 'no es un ObjectId válido').optional();
 export const destroyFlag = z.boolean().optional().describe('true elimina el elemento con ese id');
-
-export function slugify(name: string): string {
-  const base = name
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .slice(0, 80);
-  return base || 'item';
-}
-
-/**
- * A slug free in the company: the explicit one must be free (else 422); one
- * derived from the name gets `-2`, `-3`… Under concurrency the UNIQUE index
- * still decides (see uniqueViolation).
- */
-export async function freeSlug(
-  db: Queryable,
-  table: 'products' | 'brands' | 'product_categories',
-  companyId: string,
-  wanted: { explicit?: string; name: string },
-  exceptId?: string,
-): Promise<string> {
-  const taken = async (slug: string) =>
-    (await db.query(`SELECT 1 FROM ${table} WHERE company_id = $1 AND slug = $2 AND id IS DISTINCT FROM $3`, [companyId, slug, exceptId ?? null]))
-      .rowCount! > 0;
-  if (wanted.explicit) {
-    if (await taken(wanted.explicit)) throw validationFailed({ slug: ['ya está en uso en la empresa'] });
-    return wanted.explicit;
-  }
-  const base = slugify(wanted.name);
-  for (let n = 1; n < 50; n++) {
-    const candidate = n === 1 ? base : `${base}-${n}`;
-    if (!(await taken(candidate))) return candidate;
-  }
-  return `${base}-${Date.now().toString(36)}`;
-}
-
-/** Turns a UNIQUE violation on slug/sku into 422 validation_failed; rethrows anything else. */
-export function uniqueViolation(error: unknown): never {
-  const pgError = error as { code?: string; constraint?: string };
-  if (pgError?.code === '23505') {
-    const field = pgError.constraint?.includes('sku') ? 'sku' : 'slug';
-    throw validationFailed({ [field]: ['ya está en uso en la empresa'] });
-  }
-  throw error;
-}
-
-/** Resolves an id-or-slug path value to the row id within the company. */
-export async function resolveIdOrSlug(
-  db: Queryable,
-  table: 'products' | 'brands' | 'product_categories',
-  companyId: string,
-  value: string,
-  options: { sku?: boolean; lock?: boolean } = {},
-): Promise<string> {
-  const sku = options.sku ? ' OR sku = $2' : '';
-  const { rows } = await db.query(
-    `SELECT id FROM ${table} WHERE company_id = $1 AND (id = $2 OR slug = $2${sku})
-      ORDER BY (id = $2) DESC, (slug = $2) DESC LIMIT 1${options.lock ? ' FOR UPDATE' : ''}`,
-    [companyId, value],
-  );
-  if (!rows[0]) throw new ApiError('not_found');
-  return rows[0].id;
-}
 
 export const MAX_FILTER_VALUES = 100;
 

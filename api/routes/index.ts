@@ -1,13 +1,12 @@
 // Every REST route of /api/v1, in one table. A new resource adds its routes here.
 import type { RouteDef } from '../route.ts';
 import { automationRoutes } from './automations.ts';
-import { brandRoutes } from './brands.ts';
-import { catalogImageRoutes } from './catalog-images.ts';
+import { brandImageRoutes, brandRoutes } from './brands.ts';
 import { customerRoutes } from './customers.ts';
 import { formRoutes } from './forms.ts';
 import { leadRoutes } from './leads.ts';
-import { productCategoryRoutes } from './product-categories.ts';
-import { productRoutes } from './products.ts';
+import { productCategoryImageRoutes, productCategoryRoutes } from './product-categories.ts';
+import { productImageRoutes, productRoutes } from './products.ts';
 import { userWebhookEndpointRoutes, webhookEndpointRoutes } from './webhook-endpoints.ts';
 
 export const apiRoutes: RouteDef[] = [
@@ -17,7 +16,10 @@ export const apiRoutes: RouteDef[] = [
   ...productRoutes,
   ...productCategoryRoutes,
   ...brandRoutes,
-  ...catalogImageRoutes,
+  // The catalog's image routes after its other routes: the order the OpenAPI paths have always had.
+  ...productImageRoutes,
+  ...brandImageRoutes,
+  ...productCategoryImageRoutes,
   ...formRoutes,
   ...webhookEndpointRoutes,
   ...userWebhookEndpointRoutes,

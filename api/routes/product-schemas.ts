@@ -1,8 +1,9 @@
-// Product write payloads and read shapes (contract: Product). Decisions on
+// Product write payloads, list query and read shapes (contract: Product). Decisions on
 // the fields the contract leaves open are in docs/catalog.md.
 import { z } from 'zod';
 import { isObjectId } from '../../lib/objectid.ts';
 import { customPropertiesWrite } from '../custom-properties.ts';
+import { paginationQuery } from '../pagination.ts';
 import {
   adjustmentCents,
   destroyFlag,
@@ -206,3 +207,20 @@ export const productExample = {
   inventory: [{ warehouse: 'Central', rack: 'A1', quantity: 10 }],
   custom_properties: [{ key: 'material', value: 'algodón' }],
 };
+
+const filterValue = z
+  .string()
+  .max(4000)
+  .optional()
+  .transform((v) => (v && v.trim() ? v : undefined));
+
+export const productListQuery = paginationQuery.extend({
+  q: z.string().trim().max(200).optional().describe('Búsqueda de texto en nombre, SKU y marca'),
+  search: z.string().trim().max(200).optional().describe('Alias de q; se ignora si q está presente'),
+  brand: filterValue.describe('Una o varias marcas separadas por comas: ObjectIds o slugs, mezclados'),
+  brand_id: filterValue.describe('Alias de brand; se ignora si brand está presente'),
+  category: filterValue.describe('Una o varias categorías separadas por comas: ObjectIds o slugs, mezclados'),
+  product_category_id: filterValue.describe('Alias de category; se ignora si category está presente'),
+  status: z.enum(PRODUCT_STATUSES).optional().describe('Solo productos con ese estado'),
+});
+export type ProductListQuery = z.infer<typeof productListQuery>;

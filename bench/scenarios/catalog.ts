@@ -110,13 +110,13 @@ await new Promise((r) => app.once('listening', r));
 const appUrl = `http://127.0.0.1:${(app.address() as AddressInfo).port}/api/v1`;
 
 // The bare server runs the list SQL the API runs for these queries (same
-// select list, filters, order, limit and offset; api/routes/products.ts and
+// select list, filters, order, limit and offset; api/routes/product-queries.ts and
 // api/pagination.ts) and serialises the rows: no auth, no validation, no framework.
 const LIST_SQL = (where: string) => `SELECT products.*,
   (SELECT json_build_object('id', c.id, 'name', c.name, 'slug', c.slug) FROM product_categories c
     WHERE c.company_id = products.company_id AND c.id = products.product_category_id) AS category
   FROM products WHERE company_id = $1 AND ${where} ORDER BY created_at DESC, id DESC LIMIT 26 OFFSET 0`;
-// The API's filters (api/routes/products.ts): a comma list split into ObjectIds
+// The API's filters (api/routes/products.ts, product-queries.ts): a comma list split into ObjectIds
 // and slugs; categories resolved to this company's ids in a first query, then
 // the page filters `product_category_id = ANY(ids)`; the brand condition tests
 // only the kinds of value present. Same two queries, same SQL, same parameter order.
@@ -140,7 +140,7 @@ async function filtersBare(brandParam: string, categoryParam: string) {
   const conditions = [brandParts.length ? `(${brandParts.join(' OR ')})` : 'false', `product_category_id = ANY(${add(categoryIds)}::text[])`];
   return pool.query(LIST_SQL(conditions.join(' AND ')), values);
 }
-// The bare server makes the same plan choice as the API (api/routes/products.ts).
+// The bare server makes the same plan choice as the API (api/routes/product-queries.ts).
 async function searchBare(q: string) {
   const pattern = `%${q}%`;
   const probe = await pool.query(

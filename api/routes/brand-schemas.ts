@@ -1,0 +1,63 @@
+// Brand write payloads, list query and read shape (contract: Brand).
+import { z } from 'zod';
+import { customPropertiesWrite } from '../custom-properties.ts';
+import { paginationQuery } from '../pagination.ts';
+import { imageUrlSchema, nameSchema, optionalText, slugSchema } from './catalog-fields.ts';
+
+const brandFields = {
+  name: nameSchema,
+  slug: slugSchema.optional().describe('Por defecto se deriva del nombre; único en la empresa'),
+  description: optionalText(5000),
+  website: z.url({ protocol: /^https?$/ }).max(2000).nullable().optional(),
+  logo_url: imageUrlSchema.describe('Logo por URL de imagen; para subir un archivo usa POST /brands/{id}/logo'),
+  logo: imageUrlSchema.describe('Sinónimo de logo_url en escritura'),
+  custom_properties: customPropertiesWrite.optional(),
+};
+
+export const brandCreate = z.strictObject(brandFields);
+export const brandUpdate = z.strictObject(brandFields).partial();
+export type BrandWrite = z.infer<typeof brandUpdate>;
+
+export const brandListQuery = paginationQuery.extend({
+  q: z.string().trim().max(200).optional().describe('Búsqueda por nombre'),
+  search: z.string().trim().max(200).optional().describe('Alias de q'),
+});
+export type BrandListQuery = z.infer<typeof brandListQuery>;
+
+const logoMedia = z
+  .object({
+    url: z.string(),
+    thumbnail_url: z.string().nullable(),
+    content_type: z.string().nullable(),
+    width: z.number().int().nullable(),
+    height: z.number().int().nullable(),
+    size_bytes: z.number().int().nullable(),
+  })
+  .nullable()
+  .describe('Elemento de medios del logo (null sin logo)');
+
+export const brandSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    slug: z.string(),
+    description: z.string().nullable(),
+    website: z.string().nullable(),
+    logo_url: z.string().nullable(),
+    logo: logoMedia,
+    product_count: z.number().int().describe('Productos de la empresa que apuntan a la marca'),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .catchall(z.unknown())
+  .describe('Marca; las propiedades personalizadas aparecen como claves adicionales');
+
+/** Keys a custom property may not take: the brand's own fields. */
+export const BRAND_RESERVED: ReadonlySet<string> = new Set([
+  ...Object.keys(brandSchema.shape),
+  'logo_thumbnail_url',
+  'custom_properties',
+  'object',
+  'company_id',
+  'metadata',
+]);

@@ -1,0 +1,129 @@
+// The image slot of a record: `POST <path>` takes one image as
+// multipart/form-data and `DELETE <path>` removes it. The web process judges
+// the bytes (storage/images.ts), stores the original, points the owner at it
+// and enqueues the thumbnail in the same transaction, then answers at once;
+// the worker sets the thumbnail URL. The catalog's images are built with it;
+// another record with an image adds its owner kind to MEDIA_OWNERS
+// (storage/media.ts) and declares its slot with imageSlotRoutes.
+import { z } from 'zod';
+import { transaction, type Queryable } from '../../db/pool.ts';
+import { inspectImage, MAX_IMAGE_BYTES, safeFilename } from '../../storage/images.ts';
+import { THUMBNAIL } from '../../db/queues.ts';
+import { deleteMedia, storeMedia, type MediaOwner } from '../../storage/media.ts';
+import { validationFailed, type ErrorCode } from '../errors.ts';
+import { defineRoute, type ParamKind, type RouteDef, type UploadedFile } from '../route.ts';
+import type { Deps } from '../types.ts';
+import { lockOwnerMedia, readOwnerImage, setOwnerImage, type OwnerImage } from './image-queries.ts';
+
+/** `{id, image_url, thumbnail_url}`: what an image route answers unless it answers the whole record. */
+export const ownerImageSchema = z.object({ id: z.string(), image_url: z.string().nullable(), thumbnail_url: z.string().nullable() });
+
+/** Judges the file, then stores it and points the owner at it; returns the owner's new image URL. */
+export async function attachImage(
+  db: Queryable,
+  deps: Pick<Deps, 'config' | 'jobs'>,
+  owner: MediaOwner,
+  companyId: string,
+  ownerId: string,
+  file: UploadedFile | undefined,
+  fallbackFilename: string,
+): Promise<string> {
+  if (!file) throw validationFailed({ file: ['envía la imagen como multipart/form-data en el campo file o image'] });
+  const inspection = await inspectImage(file.bytes);
+  if (!inspection.ok) throw validationFailed({ [file.field]: [inspection.reason] });
+  return transaction(db, async (client) => {
+    const previous = await lockOwnerMedia(client, owner, companyId, ownerId);
+    const media = await storeMedia(client, deps.config.siteUrl, {
+      companyId,
+      ownerType: owner,
+      ownerId,
+      bytes: file.bytes,
+      image: inspection.image,
+      filename: safeFilename(file.filename, inspection.image.ext, fallbackFilename),
+    });
+    await setOwnerImage(client, owner, companyId, ownerId, { url: media.url, mediaId: media.id });
+    await deleteMedia(client, companyId, [previous]);
+    await deps.jobs.send(client, THUMBNAIL, { media_id: media.id });
+    return media.url;
+  });
+}
+
+/** Points the owner at no image and deletes the files of the one it had. */
+export async function detachImage(db: Queryable, owner: MediaOwner, companyId: string, ownerId: string): Promise<void> {
+  await transaction(db, async (client) => {
+    const previous = await lockOwnerMedia(client, owner, companyId, ownerId);
+    await setOwnerImage(client, owner, companyId, ownerId, null);
+    await deleteMedia(client, companyId, [previous]);
+  });
+}
+
+/** The owner's URLs as an answer gives them: right after an upload, the new image and no thumbnail yet. */
+export async function ownerImage(db: Queryable, owner: MediaOwner, companyId: string, ownerId: string, uploadedUrl: string | null): Promise<OwnerImage> {
+  return uploadedUrl ? { image_url: uploadedUrl, thumbnail_url: null } : readOwnerImage(db, owner, companyId, ownerId);
+}
+
+export type ImageSlot<Target extends { ownerId: string }> = {
+  /** Koa path of the slot, e.g. `/products/:id/image`. */
+  path: string;
+  params: Record<string, ParamKind>;
+  scope: string;
+  tag: string;
+  summaries: { upload: string; remove: string };
+  owner: MediaOwner;
+  /** Form fields that may carry the file, in the order the description names them. */
+  fields: readonly string[];
+  /** Name of the stored file when the upload gives none usable. */
+  filename: string;
+  /** The owner the path names; throws not_found when the company has none. */
+  locate: (db: Queryable, companyId: string, params: Record<string, string>) => Promise<Target>;
+  response: z.ZodType;
+  /** The answer's `data`: `uploadedUrl` is the new image's URL after an upload, null after a removal. */
+  answer: (db: Queryable, companyId: string, target: Target, uploadedUrl: string | null) => Promise<unknown>;
+};
+
+/** "`logo`, `file` o `image`" */
+function fieldList(fields: readonly string[]): string {
+  const quoted = fields.map((f) => `\`${f}\``);
+  return quoted.length > 1 ? `${quoted.slice(0, -1).join(', ')} o ${quoted.at(-1)}` : quoted.join('');
+}
+
+function uploadDescription(fields: readonly string[]): string {
+  return (
+    `multipart/form-data con el archivo en ${fieldList(fields)}. Formatos: JPEG, PNG, WebP, AVIF, GIF (se juzga el contenido, no el tipo declarado); ` +
+    `máximo ${MAX_IMAGE_BYTES / 1024 / 1024} MB y 40 megapíxeles contando todos los cuadros. Otro contenido: 422 validation_failed. ` +
+    'La miniatura (thumbnail_url) la genera el worker poco después; mientras tanto es null.'
+  );
+}
+
+/** The slot's two routes: POST uploads (multipart, one file of MAX_IMAGE_BYTES at most), DELETE removes; both answer 200. */
+export function imageSlotRoutes<Target extends { ownerId: string }>(slot: ImageSlot<Target>): RouteDef[] {
+  // A strict ObjectId among the path parameters (a variant) can also be refused as malformed.
+  const invalidId: ErrorCode[] = Object.values(slot.params).includes('id') ? ['invalid_id'] : [];
+  const common = { path: slot.path, params: slot.params, scope: slot.scope, tag: slot.tag, response: slot.response, status: 200 };
+  return [
+    defineRoute({
+      ...common,
+      method: 'POST',
+      summary: slot.summaries.upload,
+      description: uploadDescription(slot.fields),
+      errors: ['not_found', 'validation_failed', ...invalidId],
+      multipart: { fields: slot.fields, maxFileBytes: MAX_IMAGE_BYTES },
+      handler: async (ctx, { params, companyId, file, db }) => {
+        const target = await slot.locate(db, companyId, params);
+        const url = await attachImage(db, ctx.deps, slot.owner, companyId, target.ownerId, file, slot.filename);
+        return { data: await slot.answer(db, companyId, target, url) };
+      },
+    }),
+    defineRoute({
+      ...common,
+      method: 'DELETE',
+      summary: slot.summaries.remove,
+      errors: ['not_found', ...invalidId],
+      handler: async (ctx, { params, companyId, db }) => {
+        const target = await slot.locate(db, companyId, params);
+        await detachImage(db, slot.owner, companyId, target.ownerId);
+        return { data: await slot.answer(db, companyId, target, null) };
+      },
+    }),
+  ];
+}
