@@ -1,28 +1,20 @@
-// Public, stable URLs for catalog images: `GET /media/<blob_id>/<filename>`.
-// Product images are meant for public storefronts, so no key is needed; only
-// blobs that a media row names (originals and thumbnails) are served, never
-// other blobs such as private form files. A blob never changes once written
-// (a new upload gets a new id), so responses are cacheable for a year.
+// Public, stable URLs for catalog images: `GET /media/<token>/<filename>`.
+// Product images are meant for public storefronts, so no key is needed; the
+// token (128 random bits, storage/media.ts) names one original or thumbnail
+// of a media row, so no other blob (private form files) is ever reachable and
+// one URL says nothing about any other. A file never changes once written (a
+// new upload gets a new token), so responses are cacheable for a year.
 import Router from '@koa/router';
 import { readBlob } from '../storage/blobs.ts';
+import { findPublicBlob, MEDIA_TOKEN } from '../storage/media.ts';
 import { ApiError } from './errors.ts';
 import type { ApiContextExtension, ApiRouter, ApiState, Deps } from './types.ts';
 
-const BLOB_ID = /^[0-9a-f]{24}$/;
-
 export function mediaRouter(deps: Deps): ApiRouter {
   const router: ApiRouter = new Router<ApiState, ApiContextExtension>();
-  router.get('/media/:blob_id/:filename', async (ctx) => {
-    const blobId = ctx.params.blob_id;
-    if (!BLOB_ID.test(blobId)) throw new ApiError('not_found');
-    const { rows } = await deps.pool.query(
-      `SELECT b.content_type, b.size_bytes, b.sha256, b.created_at
-         FROM blobs b
-        WHERE b.id = $1 AND b.complete
-          AND EXISTS (SELECT 1 FROM media m WHERE m.original_blob_id = b.id OR m.thumbnail_blob_id = b.id)`,
-      [blobId],
-    );
-    const blob = rows[0];
+  router.get('/media/:token/:filename', async (ctx) => {
+    const token = ctx.params.token;
+    const blob = MEDIA_TOKEN.test(token) ? await findPublicBlob(deps.pool, token) : null;
     if (!blob) throw new ApiError('not_found');
     const etag = `"${blob.sha256}"`;
     ctx.set('ETag', etag);
@@ -38,7 +30,7 @@ export function mediaRouter(deps: Deps): ApiRouter {
     }
     ctx.status = 200;
     ctx.type = blob.content_type;
-    if (ctx.method !== 'HEAD') ctx.body = readBlob(deps.pool, blobId);
+    if (ctx.method !== 'HEAD') ctx.body = readBlob(deps.pool, blob.id);
     ctx.length = Number(blob.size_bytes); // after the body: assigning a stream drops Content-Length
   });
   return router;

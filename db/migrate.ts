@@ -9,7 +9,8 @@ import type { Pool } from './pool.ts';
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
 const LOCK_ID = 727_001; // arbitrary, constant: the advisory lock of the migrator
 
-export async function migrate(pool: Pool): Promise<string[]> {
+/** Applies every pending migration (or those numbered up to `upTo`, for tests of a data migration). */
+export async function migrate(pool: Pool, options: { upTo?: number } = {}): Promise<string[]> {
   const files = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{3}_[\w-]+\.sql$/.test(f)).sort();
   const client = await pool.connect();
   const applied: string[] = [];
@@ -20,7 +21,7 @@ export async function migrate(pool: Pool): Promise<string[]> {
     const done = new Set((await client.query<{ id: number }>('SELECT id FROM schema_migrations')).rows.map((r) => r.id));
     for (const file of files) {
       const id = Number(file.slice(0, 3));
-      if (done.has(id)) continue;
+      if (done.has(id) || (options.upTo !== undefined && id > options.upTo)) continue;
       const sql = await readFile(path.join(MIGRATIONS_DIR, file), 'utf8');
       await client.query('BEGIN');
       try {

@@ -1,7 +1,10 @@
 // Uploaded catalog images ("media"): the original blob, the thumbnail blob
 // the worker adds later, and the record (product, variant, brand, category)
 // that shows them. Used by the web process (attach, detach) and by the
-// thumbnail job; URLs are public and stable: `{site_url}/media/<blob>/<name>`.
+// thumbnail job; URLs are public and stable: `{site_url}/media/<token>/<name>`,
+// where the token is 128 random bits of that one file (never an id a client
+// could count from: an ObjectId is a timestamp and a counter).
+import { randomBytes } from 'node:crypto';
 import type { Queryable } from '../db/pool.ts';
 import { objectId } from '../lib/objectid.ts';
 import { deleteBlob, writeBlob } from './blobs.ts';
@@ -17,8 +20,15 @@ export const MEDIA_OWNERS = {
 
 export type MediaOwner = keyof typeof MEDIA_OWNERS;
 
-export function mediaUrl(siteUrl: string, blobId: string, filename: string): string {
-  return `${siteUrl}/media/${blobId}/${encodeURIComponent(filename)}`;
+/** The public, unguessable name of one media file: 32 hex characters. */
+export function mediaToken(): string {
+  return randomBytes(16).toString('hex');
+}
+
+export const MEDIA_TOKEN = /^[0-9a-f]{32}$/;
+
+export function mediaUrl(siteUrl: string, token: string, filename: string): string {
+  return `${siteUrl}/media/${token}/${encodeURIComponent(filename)}`;
 }
 
 export type StoredMedia = { id: string; url: string; blobId: string; filename: string };
@@ -32,13 +42,26 @@ export async function storeMedia(
   const written = await writeBlob(db, input.companyId, input.bytes, { contentType: input.image.contentType });
   if (!written.ok) throw new Error('unreachable: no size limit was given');
   const id = objectId();
+  const token = mediaToken();
   await db.query(
-    `INSERT INTO media (id, company_id, owner_type, owner_id, original_blob_id, filename, content_type, width, height, frames, size_bytes)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-    [id, input.companyId, input.ownerType, input.ownerId, written.blob.id, input.filename, input.image.contentType,
+    `INSERT INTO media (id, company_id, owner_type, owner_id, original_blob_id, original_token, filename, content_type, width, height, frames, size_bytes)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+    [id, input.companyId, input.ownerType, input.ownerId, written.blob.id, token, input.filename, input.image.contentType,
       input.image.width, input.image.height, input.image.frames, input.bytes.length],
   );
-  return { id, url: mediaUrl(siteUrl, written.blob.id, input.filename), blobId: written.blob.id, filename: input.filename };
+  return { id, url: mediaUrl(siteUrl, token, input.filename), blobId: written.blob.id, filename: input.filename };
+}
+
+/** The blob a public media URL names: an original or a thumbnail, by its token; null for anything else. */
+export async function findPublicBlob(db: Queryable, token: string) {
+  const { rows } = await db.query<{ id: string; content_type: string; size_bytes: number; sha256: string; created_at: Date }>(
+    `SELECT b.id, b.content_type, b.size_bytes, b.sha256, b.created_at
+       FROM media m
+       JOIN blobs b ON b.id = CASE WHEN m.original_token = $1 THEN m.original_blob_id ELSE m.thumbnail_blob_id END
+      WHERE (m.original_token = $1 OR m.thumbnail_token = $1) AND b.complete`,
+    [token],
+  );
+  return rows[0] ?? null;
 }
 
 /** Deletes media rows and their bytes (original and thumbnail). */

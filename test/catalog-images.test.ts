@@ -291,4 +291,26 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     assert.equal((await fetch(`${app.url}/media/${rows[0].id}/private.pdf`)).status, 404);
     assert.equal((await fetch(`${app.url}/media/not-an-id/x.png`)).status, 404);
   });
+
+  test('media URLs carry 128 random bits, not a countable id: the blob id of a served image is not a URL', async () => {
+    const images = await samples();
+    const product = (await api.post('/products', { data: { name: 'Ficha', prices_cents: { mxn: 100 } } })).body.data;
+    const urls: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await up(`/products/${product.id}/image`, images.png);
+      assert.equal(res.status, 200, res.text);
+      urls.push(res.body.data.image_url);
+    }
+    const tokens = urls.map((url) => /\/media\/([^/]+)\//.exec(url)![1]);
+    for (const token of tokens) assert.match(token, /^[0-9a-f]{32}$/);
+    assert.equal(new Set(tokens).size, 3);
+    const last = urls.at(-1)!.replace(app.config.siteUrl, app.url);
+    assert.equal((await fetch(last)).status, 200);
+    // The same file by its blob id (what the URL used to carry) is not served.
+    const { rows } = await app.pool.query('SELECT original_blob_id FROM media WHERE original_token = $1', [tokens.at(-1)]);
+    assert.equal((await fetch(`${app.url}/media/${rows[0].original_blob_id}/photo.png`)).status, 404);
+    // Neither is a neighbouring token: an upper-case or truncated spelling is 404 too.
+    assert.equal((await fetch(last.replace(tokens.at(-1)!, tokens.at(-1)!.toUpperCase()))).status, 404);
+    assert.equal((await fetch(last.replace(tokens.at(-1)!, tokens.at(-1)!.slice(0, 24)))).status, 404);
+  });
 });

@@ -33,4 +33,46 @@ describe('migration runner', () => {
       await admin.end();
     }
   });
+
+  test('044 gives every stored media file a random token and rewrites the stored URLs to it', async () => {
+    const server = process.env.TEST_SERVER_URL!;
+    const name = `ws_test_${randomBytes(6).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: server });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name}`);
+    const url = new URL(server);
+    url.pathname = `/${name}`;
+    const pool = createPool(url.toString(), 2);
+    try {
+      await migrate(pool, { upTo: 42 });
+      const site = 'https://api.example.com';
+      const [company, product, original, thumbnail, media] = [1, 2, 3, 4, 5].map((n) => String(n).padStart(24, '0'));
+      await pool.query(`INSERT INTO companies (id, name, slug) VALUES ($1, 'Vieja', 'vieja')`, [company]);
+      for (const blob of [original, thumbnail]) {
+        await pool.query(`INSERT INTO blobs (id, company_id, content_type, size_bytes, sha256, complete) VALUES ($1, $2, 'image/png', 1, 'x', true)`, [blob, company]);
+      }
+      await pool.query(
+        `INSERT INTO media (id, company_id, owner_type, owner_id, original_blob_id, thumbnail_blob_id, filename, content_type, width, height, size_bytes, status)
+         VALUES ($1, $2, 'product', $3, $4, $5, 'x.png', 'image/png', 1, 1, 1, 'ready')`,
+        [media, company, product, original, thumbnail],
+      );
+      await pool.query(
+        `INSERT INTO products (id, company_id, name, slug, prices_cents, image_url, thumbnail_url, image_media_id)
+         VALUES ($1, $2, 'P', 'p', '{"mxn": 100}', $3, $4, $5)`,
+        [product, company, `${site}/media/${original}/x.png`, `${site}/media/${thumbnail}/x-thumb.webp`, media],
+      );
+      assert.deepEqual(await migrate(pool), (await readdir(new URL('../db/migrations/', import.meta.url))).filter((f) => f.endsWith('.sql') && Number(f.slice(0, 3)) > 42).sort());
+      const { rows } = await pool.query(
+        `SELECT p.image_url, p.thumbnail_url, m.original_token, m.thumbnail_token FROM products p JOIN media m ON m.id = p.image_media_id`,
+      );
+      assert.match(rows[0].original_token, /^[0-9a-f]{32}$/);
+      assert.match(rows[0].thumbnail_token, /^[0-9a-f]{32}$/);
+      assert.equal(rows[0].image_url, `${site}/media/${rows[0].original_token}/x.png`);
+      assert.equal(rows[0].thumbnail_url, `${site}/media/${rows[0].thumbnail_token}/x-thumb.webp`);
+    } finally {
+      await pool.end();
+      await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
+      await admin.end();
+    }
+  });
 });

@@ -16,7 +16,7 @@ import { log } from '../../lib/log.ts';
 import { deleteBlob, readBlobBuffer, writeBlob } from '../../storage/blobs.ts';
 import { makeThumbnail, THUMBNAIL_TYPE } from '../../storage/images.ts';
 import { THUMBNAIL, type ThumbnailJob } from '../../db/queues.ts';
-import { MEDIA_OWNERS, mediaUrl, type MediaOwner } from '../../storage/media.ts';
+import { MEDIA_OWNERS, mediaToken, mediaUrl, type MediaOwner } from '../../storage/media.ts';
 import type { JobDefinition, WorkerDeps } from './types.ts';
 
 export async function processThumbnail({ pool, config }: Pick<WorkerDeps, 'pool' | 'config'>, mediaId: string): Promise<'done' | 'gone' | 'failed'> {
@@ -44,12 +44,13 @@ export async function processThumbnail({ pool, config }: Pick<WorkerDeps, 'pool'
   const written = await writeBlob(pool, media.company_id, thumbnail, { contentType: THUMBNAIL_TYPE });
   if (!written.ok) throw new Error('unreachable: no size limit was given');
   const filename = media.filename.replace(/\.[^.]+$/, '') + '-thumb.webp';
-  const url = mediaUrl(config.siteUrl, written.blob.id, filename);
+  const token = mediaToken();
+  const url = mediaUrl(config.siteUrl, token, filename);
   const spec = MEDIA_OWNERS[media.owner_type as MediaOwner];
   const applied = await transaction(pool, async (client) => {
     const updated = await client.query(
-      `UPDATE media SET thumbnail_blob_id = $2, status = 'ready', error = NULL, updated_at = now() WHERE id = $1 AND status = 'pending'`,
-      [mediaId, written.blob.id],
+      `UPDATE media SET thumbnail_blob_id = $2, thumbnail_token = $3, status = 'ready', error = NULL, updated_at = now() WHERE id = $1 AND status = 'pending'`,
+      [mediaId, written.blob.id, token],
     );
     if (!updated.rowCount) return false;
     await client.query(`UPDATE ${spec.table} SET ${spec.thumbnail} = $3 WHERE company_id = $1 AND ${spec.media} = $2`, [media.company_id, mediaId, url]);
