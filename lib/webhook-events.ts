@@ -23,6 +23,17 @@ export const EVENT_NAMES = [
 
 export type EventName = (typeof EVENT_NAMES)[number];
 
+/**
+ * The events some write of the service records today: what
+ * `meta.available_events` and the OpenAPI `webhooks` list. It grows as the
+ * resources that emit the others land (money: income.*, sale.*, recurring.*;
+ * invoicing: invoice.*); test/webhooks.emitted.test.ts performs, for each
+ * name here, the write that emits it, so the list cannot promise an event
+ * nothing sends. `enabled_events` still accepts every contract name, so a
+ * subscription made from the contract keeps working when its event lands.
+ */
+export const EMITTED_EVENT_NAMES: readonly EventName[] = ['customer.created', 'lead.created'];
+
 const NAMES = new Set<string>(EVENT_NAMES);
 const PREFIXES = new Set(EVENT_NAMES.map((name) => name.slice(0, name.indexOf('.'))));
 

@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { transaction, type Queryable } from '../../db/pool.ts';
 import { checkWebhookUrl } from '../../lib/ssrf.ts';
-import { EVENT_NAMES, enabledEventError } from '../../lib/webhook-events.ts';
+import { EMITTED_EVENT_NAMES, EVENT_NAMES, enabledEventError } from '../../lib/webhook-events.ts';
 import type { Permission } from '../auth/sessions.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { listPage, paginationQuery } from '../pagination.ts';
@@ -112,7 +112,7 @@ function routes(prefix: string, session?: Permission): RouteDef[] {
       path: prefix,
       scope: 'read-webhook_endpoints',
       summary: 'Lista endpoints de webhook',
-      description: '`meta.available_events` lista todos los eventos que el servicio emite.',
+      description: '`meta.available_events` lista los eventos que el servicio emite hoy (crece cuando llegan los recursos que emiten los demás); `enabled_events` acepta cualquier evento del contrato.',
       query: paginationQuery,
       response: endpointSchema,
       list: true,
@@ -125,7 +125,7 @@ function routes(prefix: string, session?: Permission): RouteDef[] {
           { table: 'webhook_endpoints', columns: '*', companyId, serialize: (row) => serializeEndpoint(row) },
           query,
         );
-        return { data: page.data, meta: { ...page.meta, available_events: EVENT_NAMES } };
+        return { data: page.data, meta: { ...page.meta, available_events: EMITTED_EVENT_NAMES } };
       },
     }),
     defineRoute({
