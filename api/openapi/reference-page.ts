@@ -13,8 +13,31 @@ function prose(value: unknown): string {
   return escapeHtml(value).replace(/`([^`]+)`/g, '<code>$1</code>');
 }
 
+const COMPONENTS = '#/components/schemas/';
+
+/**
+ * `schema` with its references to components written out, so a reader sees
+ * the fields where the operation is; a component inside itself (JsonValue)
+ * stays a reference.
+ */
+function expand(schema: unknown, components: Record<string, unknown>, open: string[] = []): unknown {
+  if (Array.isArray(schema)) return schema.map((item) => expand(item, components, open));
+  if (schema === null || typeof schema !== 'object') return schema;
+  const ref = (schema as { $ref?: unknown }).$ref;
+  if (typeof ref === 'string' && ref.startsWith(COMPONENTS)) {
+    const name = ref.slice(COMPONENTS.length);
+    if (!open.includes(name) && components[name]) return expand(components[name], components, [...open, name]);
+  }
+  return Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, expand(value, components, open)]));
+}
+
 export function referencePage(config: Config): string {
-  const doc = openApiDocument(config) as { info: { title: string; version: string; description: string }; paths: Record<string, Record<string, any>> };
+  const doc = openApiDocument(config) as {
+    info: { title: string; version: string; description: string };
+    paths: Record<string, Record<string, any>>;
+    components: { schemas: Record<string, unknown> };
+  };
+  const show = (schema: unknown) => escapeHtml(JSON.stringify(expand(schema, doc.components.schemas), null, 2));
   const byTag = new Map<string, string[]>();
   for (const [path, methods] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(methods)) {
@@ -22,13 +45,13 @@ export function referencePage(config: Config): string {
         .map((p: any) => `<li><code>${escapeHtml(p.name)}</code> <em>${escapeHtml(p.in)}</em>${p.required ? ' (obligatorio)' : ''} — ${escapeHtml(p.description ?? '')}</li>`)
         .join('');
       const [bodyType, bodyContent] = (Object.entries(op.requestBody?.content ?? {})[0] ?? []) as [string?, any?];
-      const body = bodyContent ? `<details><summary>Cuerpo (${escapeHtml(bodyType!)})</summary><pre>${escapeHtml(JSON.stringify(bodyContent.schema, null, 2))}</pre></details>` : '';
+      const body = bodyContent ? `<details><summary>Cuerpo (${escapeHtml(bodyType!)})</summary><pre>${show(bodyContent.schema)}</pre></details>` : '';
       const responses = Object.entries(op.responses ?? {})
         .map(([status, r]: [string, any]) => `<li><code>${status}</code> ${escapeHtml(r.description)}</li>`)
         .join('');
       const ok = Object.entries(op.responses ?? {}).find(([s]) => s.startsWith('2')) as [string, any] | undefined;
       const okContent = ok?.[1].content ? (Object.values(ok[1].content)[0] as any) : undefined;
-      const okSchema = okContent ? `<details><summary>Respuesta ${ok![0]}</summary><pre>${escapeHtml(JSON.stringify(okContent.schema, null, 2))}</pre></details>` : '';
+      const okSchema = okContent ? `<details><summary>Respuesta ${ok![0]}</summary><pre>${show(okContent.schema)}</pre></details>` : '';
       const html = `<section id="${escapeHtml(op.operationId)}"><h3><span class="m ${method}">${method.toUpperCase()}</span> <code>${escapeHtml(path)}</code></h3>
         <p>${escapeHtml(op.summary)}. ${prose(op.description)}</p>${params ? `<ul>${params}</ul>` : ''}${body}${okSchema}<ul>${responses}</ul></section>`;
       const tag = op.tags?.[0] ?? 'Otros';
