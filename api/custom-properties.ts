@@ -24,9 +24,11 @@ const fileValue = z.strictObject({
   size_bytes: z.number().int().min(0).optional(),
 });
 
+// The id names it in the OpenAPI document (components/schemas/JsonValue): a
+// recursive schema needs a stable name there to be referred to.
 const jsonValue: z.ZodType<unknown> = z.lazy(() =>
   z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(jsonValue), z.record(z.string(), jsonValue)]),
-);
+).meta({ id: 'JsonValue', description: 'Cualquier valor JSON' });
 
 /**
  * Any object with `type: "file"`, at any depth (a list of files, a file

@@ -1,6 +1,6 @@
 // The router table. Every REST operation is declared once with its scope,
 // schemas and handler; from that one declaration come the Koa route with its
-// middleware chain, the OpenAPI document (api/openapi.ts) and the list of
+// middleware chain, the OpenAPI document (api/openapi/) and the list of
 // routes the cross-tenant test walks (test/security.cross-tenant.test.ts).
 import { createHash } from 'node:crypto';
 import { readFile, unlink } from 'node:fs/promises';

@@ -1,0 +1,170 @@
+// One operation of the OpenAPI document per route of the table (api/route.ts):
+// path and query parameters, the JSON or multipart body, the success response
+// and every error the route can answer, grouped by status.
+import type { z } from 'zod';
+import { API_RELEASED_AT, API_VERSION } from '../../lib/version.ts';
+import { ERROR_CODES, type ErrorCode } from '../errors.ts';
+import { listMetaSchema } from '../pagination.ts';
+import type { RouteDef } from '../route.ts';
+import { operationId } from './names.ts';
+import type { JsonSchema, SchemaBook } from './schemas.ts';
+
+export const errorSchema: JsonSchema = {
+  type: 'object',
+  required: ['error', 'message'],
+  properties: {
+    error: { type: 'string', enum: Object.keys(ERROR_CODES), description: 'Código estable: ramifica con él, no con message' },
+    message: { type: 'string', description: 'Texto legible en español' },
+    errors: {
+      type: 'object',
+      additionalProperties: { type: 'array', items: { type: 'string' } },
+      description: 'Solo en 422 validation_failed: mensajes por campo',
+    },
+    required: { type: 'string', description: 'Solo en insufficient_scope: el scope que falta' },
+    year: { type: 'integer', description: 'Solo en period_locked' },
+    month: { type: 'integer', description: 'Solo en period_locked' },
+  },
+};
+
+/** Headers every API response carries (contract, Versioning; DESIGN.md: rate limit and request id). */
+const COMMON_HEADERS: Record<string, JsonSchema> = {
+  'X-Request-Id': { schema: { type: 'string' }, description: 'Id de la petición; aparece en la línea de registro' },
+  'X-Service-API-Version': { schema: { type: 'string', const: API_VERSION } },
+  'X-Service-API-Released-At': { schema: { type: 'string', const: API_RELEASED_AT } },
+  'RateLimit-Limit': { schema: { type: 'integer' }, description: 'Peticiones por minuto de la clave' },
+  'RateLimit-Remaining': { schema: { type: 'integer' }, description: 'Peticiones que quedan en la ventana' },
+  'RateLimit-Reset': { schema: { type: 'integer' }, description: 'Segundos hasta que la petición más antigua sale de la ventana' },
+};
+
+const COMMON_ERRORS: ErrorCode[] = ['invalid_key', 'origin_not_allowed', 'insufficient_scope', 'rate_limited'];
+
+/** `/customers/:id` -> `/customers/{id}`. */
+export function openApiPath(path: string): string {
+  return path.replace(/:(\w+)/g, '{$1}');
+}
+
+/** The operation of `route`; `responseNames` names the components of response schemas (names.ts). */
+export function routeOperation(route: RouteDef, book: SchemaBook, responseNames: Map<z.ZodType, string>) {
+  return withUpload(route, operation(route, book, responseNames));
+}
+
+function operation(route: RouteDef, book: SchemaBook, responseNames: Map<z.ZodType, string>) {
+  const parameters: JsonSchema[] = [];
+  for (const [name, kind] of Object.entries(route.params ?? {})) {
+    parameters.push({
+      name,
+      in: 'path',
+      required: true,
+      schema: kind === 'id' ? { type: 'string', pattern: '^[0-9a-f]{24}$' } : { type: 'string' },
+      description: kind === 'id' ? 'ObjectId' : 'ObjectId o slug',
+    });
+  }
+  if (route.query) {
+    const query = book.inline(route.query, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
+    for (const [name, prop] of Object.entries(query.properties ?? {})) {
+      const { description, ...rest } = prop;
+      parameters.push({ name, in: 'query', required: query.required?.includes(name) ?? false, schema: rest, description });
+    }
+  }
+  if (route.method !== 'GET' && route.method !== 'DELETE') {
+    parameters.push({
+      name: 'Idempotency-Key',
+      in: 'header',
+      required: false,
+      schema: { type: 'string', maxLength: 255 },
+      description: 'Reintentos seguros: misma clave y cuerpo repiten la respuesta guardada (24 h)',
+    });
+  }
+
+  const responses: Record<string, JsonSchema> = {};
+  if (route.status === 204) responses['204'] = { description: 'Sin contenido' };
+  else if (route.status < 400) {
+    const item = route.response ? book.ref(responseNames.get(route.response)!, route.response, 'output') : { type: 'object' };
+    const body = route.list
+      ? { type: 'object', required: ['data', 'meta'], properties: { data: { type: 'array', items: item }, meta: book.ref('ListMeta', listMetaSchema, 'output') } }
+      : { type: 'object', required: ['data'], properties: { data: item } };
+    responses[String(route.status)] = {
+      description: 'Éxito',
+      headers: {
+        ...COMMON_HEADERS,
+        ...(route.cache ? { 'X-Cache': { schema: { type: 'string', enum: ['HIT', 'MISS'] } } } : {}),
+        ...(route.method !== 'GET' && route.method !== 'DELETE'
+          ? { 'Idempotent-Replayed': { schema: { type: 'string', enum: ['true'] }, description: 'Presente cuando la respuesta es la guardada de una petición anterior con la misma Idempotency-Key' } }
+          : {}),
+      },
+      content: { 'application/json': { schema: body } },
+    };
+  }
+  const writes: ErrorCode[] = route.method !== 'GET' && route.method !== 'DELETE'
+    ? ['idempotency_key_reused', 'idempotency_body_too_large', 'idempotency_in_progress', 'invalid_idempotency_key']
+    : [];
+  const codes = [...new Set<ErrorCode>([...(route.errors ?? []), ...COMMON_ERRORS, 'https_required', ...(route.module ? (['module_not_enabled'] as const) : []), ...writes])];
+  const byStatus = new Map<number, string[]>();
+  for (const code of codes) {
+    const status = ERROR_CODES[code].status;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
+    responses[String(status)] = {
+      description: list.join(', '),
+      headers: status === 429 ? { ...COMMON_HEADERS, 'Retry-After': { schema: { type: 'integer' }, description: 'Segundos enteros a esperar' } } : COMMON_HEADERS,
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+    };
+  }
+
+  return {
+    operationId: route.operationId ?? operationId(route),
+    tags: [route.tag],
+    summary: route.summary,
+    description: [
+      route.description,
+      route.session
+        ? `Sesión de usuario (\`Authorization: Bearer service_ses_...\`, de \`POST /user/sessions\`) con el permiso \`${route.session}\`.`
+        : `Scope: \`${route.scope}\`.`,
+      route.module ? `Módulo opcional: \`${route.module}\`.` : '',
+    ]
+      .filter(Boolean)
+      .join('\n\n'),
+    ...(route.session ? { 'x-permission': route.session, security: [{ userSession: [] }] } : { 'x-scope': route.scope }),
+    parameters,
+    requestBody: route.multipart
+      ? {
+          required: true,
+          content: {
+            'multipart/form-data': {
+              schema: {
+                type: 'object',
+                description: `Un archivo en uno de los campos: ${route.multipart.fields.join(', ')}; máximo ${route.multipart.maxFileBytes} bytes`,
+                properties: Object.fromEntries(route.multipart.fields.map((f) => [f, { type: 'string', format: 'binary' }])),
+              },
+            },
+          },
+        }
+      : route.body
+      ? {
+          required: true,
+          content: {
+            'application/json': {
+              schema: { type: 'object', required: ['data'], properties: { data: book.inline(route.body, 'input') } },
+              example: route.example ? { data: route.example } : undefined,
+            },
+          },
+        }
+      : undefined,
+    responses,
+  };
+}
+
+/** Upload routes also take multipart/form-data (the same fields, files as binary parts). */
+function withUpload(route: RouteDef, op: ReturnType<typeof operation>) {
+  if (!route.upload || !op.requestBody) return op;
+  op.requestBody.content['multipart/form-data' as 'application/json'] = {
+    schema: {
+      type: 'object',
+      description: 'Partes `data[answers][<key>]`, `answers[<key>]` o `files[<key>]` (texto o archivo; repetidas para varios archivos) y `locale` o `data[locale]`.',
+      // anyOf: a text part is also a string, so the two are not exclusive (Redocly: no-illogical-composition-keywords).
+      additionalProperties: { anyOf: [{ type: 'string' }, { type: 'string', format: 'binary' }] },
+    },
+  } as never;
+  return op;
+}

@@ -1,0 +1,94 @@
+// zod -> JSON Schema for the OpenAPI document. zod writes the parts it
+// extracts (a schema with `.meta({ id })`, a recursive one) to `$defs` at the
+// root of each converted schema and refers to them as `#/$defs/<id>`; placed
+// inside an operation, such a reference resolves against the document root
+// and points nowhere (Redocly: no-unresolved-refs; openapi-typescript refuses
+// the document). Here those parts move to `components/schemas` under their id
+// and the references follow them, and response schemas become components
+// named by the generator (names.ts), so generated clients get one type per
+// shared shape (`components['schemas']['Customer']`).
+import { z } from 'zod';
+
+export type JsonSchema = Record<string, unknown>;
+export type Io = 'input' | 'output';
+
+const COMPONENTS = '#/components/schemas/';
+const DEFS = '#/$defs/';
+
+export class SchemaBook {
+  /** The document's `components/schemas`. */
+  readonly schemas: Record<string, JsonSchema> = {};
+  readonly #converted = new Map<z.ZodType, string>();
+
+  /** JSON Schema of `type`, inline; its named and recursive parts are `$ref`s to components. */
+  inline(type: z.ZodType, io: Io): JsonSchema {
+    const converted = z.toJSONSchema(type, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
+    const { $schema: _, $defs, ...schema } = converted;
+    for (const [id, def] of Object.entries(($defs ?? {}) as Record<string, JsonSchema>)) {
+      if (id.startsWith('__schema')) {
+        // zod numbers an unnamed recursive schema per conversion: no stable name to give it.
+        throw new Error(`OpenAPI: a recursive schema has no name; give it .meta({ id: 'Name' }) (${JSON.stringify(def).slice(0, 120)})`);
+      }
+      this.add(id, loosenArrayRecursion(id, relink(def) as JsonSchema));
+    }
+    return relink(schema) as JsonSchema;
+  }
+
+  /** `type` as the component `name`, and a `$ref` to it. */
+  ref(name: string, type: z.ZodType, io: Io): JsonSchema {
+    if (this.#converted.get(type) !== `${io} ${name}`) {
+      this.add(name, this.inline(type, io));
+      this.#converted.set(type, `${io} ${name}`);
+    }
+    return { $ref: COMPONENTS + name };
+  }
+
+  /** Adds a component; the same name for two different schemas is a bug worth failing on. */
+  add(name: string, schema: JsonSchema): void {
+    if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new Error(`OpenAPI: "${name}" is not a valid component name`);
+    const existing = this.schemas[name];
+    if (existing && JSON.stringify(existing) !== JSON.stringify(schema)) {
+      throw new Error(`OpenAPI: two different schemas are named ${name}; give one of them another .meta({ id })`);
+    }
+    this.schemas[name] = schema;
+  }
+}
+
+/** A copy of `value` whose `#/$defs/<id>` references point to `components/schemas/<id>`. */
+function relink(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(relink);
+  if (value === null || typeof value !== 'object') return value;
+  const out: JsonSchema = {};
+  for (const [key, item] of Object.entries(value)) {
+    if (key === '$ref' && typeof item === 'string') {
+      if (!item.startsWith(DEFS)) throw new Error(`OpenAPI: a schema refers to ${item}, which is not a named part; give it .meta({ id: 'Name' })`);
+      out[key] = COMPONENTS + item.slice(DEFS.length).replaceAll('~1', '/').replaceAll('~0', '~');
+    } else {
+      out[key] = relink(item);
+    }
+  }
+  return out;
+}
+
+/**
+ * A recursive schema whose union holds an array of itself (`JsonValue`:
+ * string | ... | JsonValue[]) becomes, in openapi-typescript's output, a
+ * property typed through itself, which TypeScript rejects ("referenced
+ * directly or indirectly in its own type annotation",
+ * openapi-ts/openapi-typescript#1603); with skipLibCheck the whole type turns
+ * into `any` silently. Such an array's items are left open (`{}`, any JSON
+ * value); recursion through object members (`{[key]: JsonValue}`, a tree's
+ * `children`) compiles and stays.
+ */
+function loosenArrayRecursion(name: string, schema: JsonSchema): JsonSchema {
+  const self = COMPONENTS + name;
+  const loosen = (branch: unknown) => {
+    const b = branch as JsonSchema;
+    return b?.type === 'array' && (b.items as JsonSchema | undefined)?.$ref === self ? { ...b, items: {} } : branch;
+  };
+  const out = loosen(schema) as JsonSchema;
+  for (const key of ['anyOf', 'oneOf'] as const) {
+    if (Array.isArray(out[key])) out[key] = out[key].map(loosen);
+  }
+  return out;
+}

@@ -1,0 +1,51 @@
+// Sign-in and sign-out of the user session that `/user/...` routes take
+// (api/auth/sessions.ts). They are mounted by api/app.ts outside the route
+// table, so their operations are written here by hand.
+import { SESSION_TTL_HOURS, signInSchema } from '../auth/sessions.ts';
+import type { SchemaBook } from './schemas.ts';
+
+export function sessionPaths(book: SchemaBook): Record<string, Record<string, unknown>> {
+  const error = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+  return {
+    '/user/sessions': {
+      post: {
+        operationId: 'createUserSession',
+        tags: ['Sesiones de usuario'],
+        summary: 'Inicia sesión con correo y contraseña',
+        description: `Devuelve un token \`service_ses_...\` válido ${SESSION_TTL_HOURS} h para las rutas \`/user/...\`. Credenciales incorrectas: 401 invalid_key. 10 intentos por minuto por correo.`,
+        security: [],
+        requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', required: ['data'], properties: { data: book.inline(signInSchema, 'input') } } } } },
+        responses: {
+          '201': {
+            description: 'Sesión abierta',
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  properties: {
+                    data: {
+                      type: 'object',
+                      properties: { object: { const: 'user_session' }, token: { type: 'string' }, user_id: { type: 'string' }, company_id: { type: 'string' }, expires_at: { type: 'string', format: 'date-time' } },
+                    },
+                  },
+                },
+              },
+            },
+          },
+          '401': error('invalid_key'),
+          '422': error('validation_failed, parameter_missing'),
+          '429': error('rate_limited'),
+        },
+      },
+    },
+    '/user/sessions/current': {
+      delete: {
+        operationId: 'deleteCurrentUserSession',
+        tags: ['Sesiones de usuario'],
+        summary: 'Cierra la sesión del token enviado',
+        security: [{ userSession: [] }],
+        responses: { '204': { description: 'Sesión cerrada' }, '401': error('invalid_key') },
+      },
+    },
+  };
+}
