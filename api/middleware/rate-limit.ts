@@ -328,14 +328,26 @@ export class RateLimiter {
   }
 }
 
+/**
+ * Seconds as the headers give them: 1 to 60. The window is one minute, so no
+ * client should ever be told to wait longer. The 61 one-second buckets make
+ * the exact wait up to 61 s when the window filled within its newest second;
+ * answering 60 then means a client retrying on the dot may be early by less
+ * than a second, and is told `Retry-After: 1`.
+ */
+export function headerSeconds(seconds: number): number {
+  return Math.min(60, Math.max(1, Math.ceil(seconds)));
+}
+
 /** Counts one request against `bucket` and sets the RateLimit-* headers; a refusal throws 429 with Retry-After. */
 export async function consumeLimit(ctx: ApiContext, bucket: string, limit: number): Promise<void> {
   const decision = await ctx.deps.rateLimiter.consume(bucket, limit);
+  const reset = headerSeconds(decision.resetSeconds);
   ctx.set('RateLimit-Limit', String(decision.limit));
   ctx.set('RateLimit-Remaining', String(decision.remaining));
-  ctx.set('RateLimit-Reset', String(decision.resetSeconds));
+  ctx.set('RateLimit-Reset', String(reset));
   if (!decision.allowed) {
-    ctx.set('Retry-After', String(decision.resetSeconds));
+    ctx.set('Retry-After', String(reset));
     throw new ApiError('rate_limited');
   }
 }
