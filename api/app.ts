@@ -15,7 +15,7 @@ import { ResponseCache } from './middleware/response-cache.ts';
 import { openApiDocument } from './openapi/document.ts';
 import { referencePage } from './openapi/reference-page.ts';
 import { TotalsCache } from './pagination.ts';
-import { mountRoutes } from './route.ts';
+import { mountRoutes, type RouteDef } from './route.ts';
 import { apiRoutes } from './routes/index.ts';
 import { mediaRouter } from './media.ts';
 import { createJobSender } from '../db/job-sender.ts';
@@ -47,7 +47,8 @@ const sessionBody = koaBody({ json: true, multipart: false, urlencoded: false, t
 
 export type App = Koa<ApiState, ApiContextExtension>;
 
-export function createApp(deps: Deps): App {
+/** The app; `routes` defaults to the API's route table (tests may add routes to exercise a rule). */
+export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
   const app: App = new Koa<ApiState, ApiContextExtension>();
   app.proxy = true; // behind the platform router: trust X-Forwarded-*
   app.context.deps = deps;
@@ -85,7 +86,7 @@ export function createApp(deps: Deps): App {
   app.use(mediaRouter(deps).routes());
 
   const api: ApiRouter = new Router<ApiState, ApiContextExtension>({ prefix: '/api/v1' });
-  mountRoutes(api, apiRoutes, deps.config.rateLimitPerMinute);
+  mountRoutes(api, routes, deps.config.rateLimitPerMinute);
   app.use(api.routes());
   app.use(
     api.allowedMethods({

@@ -5,7 +5,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { revokeKey, updateCompany } from '../api/admin/companies.ts';
+import type { AddressInfo } from 'node:net';
+import { createApp } from '../api/app.ts';
+import { defineRoute } from '../api/route.ts';
+import { apiRoutes } from '../api/routes/index.ts';
 import { client, request, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { waitFor } from './helpers/receiver.ts';
 
 describe('API keys', () => {
   let app: TestApp;
@@ -101,19 +106,45 @@ describe('API keys', () => {
     }
   });
 
-  test('opt-in modules must be enabled for the company', async () => {
+  test('automations are core: a company with no module enabled reaches /automations with the scope', async () => {
     const t = await seedTenant(app.pool, { modules: [] });
     const res = await client(app.baseUrl, t.key).get('/automations');
-    assert.equal(res.status, 403);
-    assert.equal(res.body.error, 'module_not_enabled');
-    assert.deepEqual(Object.keys(res.body).sort(), ['error', 'message'], 'exactly {error, message}');
-    await updateCompany(app.pool, t.companyId, { modules: ['automations'] });
-    let status = 0;
-    for (let i = 0; i < 20 && status !== 200; i++) {
-      status = (await client(app.baseUrl, t.key).get('/automations')).status;
-      if (status !== 200) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(res.status, 200, res.text);
+    const scoped = await seedTenant(app.pool, { modules: [], scopes: ['read-customers'] });
+    const refused = await client(app.baseUrl, scoped.key).get('/automations');
+    assert.equal(refused.status, 403);
+    assert.equal(refused.body.error, 'insufficient_scope');
+    assert.equal(refused.body.required, 'read-automations');
+  });
+
+  test('an opt-in module (invoicing) must be enabled for the company: 403 module_not_enabled until an operator enables it', async () => {
+    // A route of the opt-in module, mounted through the real route table and middleware.
+    const probe = defineRoute({
+      method: 'GET',
+      path: '/invoicing-probe',
+      scope: 'read-customers',
+      module: 'invoicing',
+      tag: 'Probe',
+      summary: 'probe',
+      status: 200,
+      handler: async () => ({ data: { ok: true } }),
+    });
+    const server = createApp(app.deps, [...apiRoutes, probe]).listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1`;
+    try {
+      const t = await seedTenant(app.pool, { modules: [] });
+      const res = await client(base, t.key).get('/invoicing-probe');
+      assert.equal(res.status, 403);
+      assert.equal(res.body.error, 'module_not_enabled');
+      assert.deepEqual(Object.keys(res.body).sort(), ['error', 'message'], 'exactly {error, message}');
+      await updateCompany(app.pool, t.companyId, { modules: ['invoicing'] });
+      // The change reaches the key cache through NOTIFY.
+      await waitFor(async () => (await client(base, t.key).get('/invoicing-probe')).status === 200, 10_000, 'the module to be enabled');
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
     }
-    assert.equal(status, 200);
   });
 });
 

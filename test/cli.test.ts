@@ -29,8 +29,8 @@ describe('wsctl', () => {
     const id = created.company.id;
     assert.deepEqual(await json(app, ['company', 'show', id]), created.company);
 
-    const updated = await json(app, ['company', 'update', id, '--modules', 'automations', '--response-cache', 'on', '--storage-quota-mb', '50']);
-    assert.deepEqual(updated.enabled_modules, ['automations']);
+    const updated = await json(app, ['company', 'update', id, '--modules', 'invoicing', '--response-cache', 'on', '--storage-quota-mb', '50']);
+    assert.deepEqual(updated.enabled_modules, ['invoicing']);
     assert.equal(updated.response_cache, true);
     assert.equal(updated.storage_quota_mb, 50);
 
@@ -79,7 +79,7 @@ describe('wsctl', () => {
   });
 
   test('automation create from a file shows up in the API; form create/update from a file', async () => {
-    const { company } = await json(app, ['company', 'create', '--name', 'Auto SA', '--modules', 'automations']);
+    const { company } = await json(app, ['company', 'create', '--name', 'Auto SA']); // automations are core
     const key = await json(app, ['key', 'create', '--company', company.id, '--scopes', 'all']);
     const file = path.join(dir, 'automation.json');
     await writeFile(file, JSON.stringify({ name: 'Bienvenida', trigger_type: 'lead.created', steps: [] }));

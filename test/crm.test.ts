@@ -212,7 +212,7 @@ describe('automations', () => {
   let id: string;
   before(async () => {
     app = await startTestApp();
-    tenant = await seedTenant(app.pool, { modules: ['automations'] });
+    tenant = await seedTenant(app.pool, { modules: [] }); // automations are core: no module needed
     api = client(app.baseUrl, tenant.key);
     const row = await createAutomation(app.pool, tenant.companyId, {
       name: 'Bienvenida',

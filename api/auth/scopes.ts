@@ -49,5 +49,7 @@ export function parseScopes(input: string | string[]): string[] {
 }
 
 // Opt-in modules (contract, Authentication 6): enabled by operators, never by API.
-export const OPT_IN_MODULES = ['automations', 'invoicing'] as const;
+// Only invoicing: automations, like everything in the 1.0.0 release, are core
+// (DESIGN.md) and reached by every company with the `*-automations` scopes.
+export const OPT_IN_MODULES = ['invoicing'] as const;
 export type Module = (typeof OPT_IN_MODULES)[number];

@@ -2,7 +2,7 @@
 // `wsctl automation create`; through the API only `active` (the on/off
 // switch), `name` and `description` change. trigger_type, trigger_config and
 // steps are refused on PATCH with 422 validation_failed naming the field.
-// Automations are an opt-in module: the company must have `automations` enabled.
+// Automations are core (DESIGN.md): every company reaches them with the `*-automations` scopes.
 import { z } from 'zod';
 import { deleteRow, findRow, iso, updateRow, type Timestamp } from '../../db/rows.ts';
 import { ApiError } from '../errors.ts';
@@ -11,7 +11,6 @@ import { defineRoute } from '../route.ts';
 import { optionalText, text, timestamps } from './crm-fields.ts';
 
 const TABLE = { table: 'automations', jsonColumns: new Set(['trigger_config', 'steps']) };
-const MODULE = 'automations';
 
 export const automationSchema = z.object({
   id: z.string(),
@@ -70,7 +69,6 @@ export const automationRoutes = [
     method: 'GET',
     path: '/automations',
     scope: 'read-automations',
-    module: MODULE,
     tag: 'Automations',
     summary: 'Lista automatizaciones',
     query: paginationQuery,
@@ -85,7 +83,6 @@ export const automationRoutes = [
     method: 'POST',
     path: '/automations',
     scope: 'create-automations',
-    module: MODULE,
     tag: 'Automations',
     summary: 'No soportado: las automatizaciones se crean en la aplicación',
     status: 422,
@@ -98,7 +95,6 @@ export const automationRoutes = [
     method: 'GET',
     path: '/automations/:id',
     scope: 'read-automations',
-    module: MODULE,
     tag: 'Automations',
     summary: 'Obtiene una automatización',
     params: { id: 'id' },
@@ -115,7 +111,6 @@ export const automationRoutes = [
     method: 'PATCH',
     path: '/automations/:id',
     scope: 'update-automations',
-    module: MODULE,
     tag: 'Automations',
     summary: 'Enciende/apaga o renombra una automatización',
     params: { id: 'id' },
@@ -134,7 +129,6 @@ export const automationRoutes = [
     method: 'DELETE',
     path: '/automations/:id',
     scope: 'delete-automations',
-    module: MODULE,
     tag: 'Automations',
     summary: 'Elimina una automatización',
     params: { id: 'id' },

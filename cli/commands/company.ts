@@ -2,6 +2,7 @@
 import { Option, type Command } from 'commander';
 import { action } from '../action.ts';
 import type { Outputs } from '../client.ts';
+import type { Module } from '../../api/auth/scopes.ts';
 import { intOrNone, list, nonNegativeInt, onOff, positiveInt } from '../options.ts';
 import { CliError, details, table } from '../output.ts';
 
@@ -39,7 +40,7 @@ function companyFields(opts: Record<string, any>) {
   return {
     name: opts.name as string | undefined,
     maxTeamSize: opts.maxTeamSize as number | undefined,
-    modules: opts.modules as Array<'automations' | 'invoicing'> | undefined,
+    modules: opts.modules as Module[] | undefined,
     plan: opts.plan as (typeof PLANS)[number] | undefined,
     mcpQuota: opts.mcpQuota as number | null | undefined,
   };

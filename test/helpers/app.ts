@@ -57,7 +57,7 @@ export async function seedTenant(
   const { company, owner } = await createCompany(pool, {
     name: options.name ?? `Empresa ${Math.random().toString(36).slice(2, 8)}`,
     ownerEmail: `owner-${Math.random().toString(36).slice(2, 10)}@test.example`,
-    modules: options.modules ?? ['automations'],
+    modules: options.modules ?? [],
     plan: options.plan,
   });
   if (options.responseCache) await updateCompany(pool, company.id, { responseCache: true });
