@@ -22,6 +22,37 @@ const FIXTURES: Record<string, (pool: Pool, companyId: string) => Promise<Record
     createForm(pool, companyId, { name: 'Fixture', title: 'Fixture', fields: [{ key: 'email', field_type: 'email', label: 'Correo', required: true }] }),
 };
 
+/** `*_id` fields that name no record of ours (an RFC is a tax id). */
+const NOT_REFERENCES = new Set(['tax_id']);
+
+/** Paths of every `*_id` field a write schema accepts, through optional/nullable wrappers and arrays of objects. */
+function idPaths(schema: unknown, at: Array<string | number> = []): Array<Array<string | number>> {
+  const def = (schema as { _zod?: { def: any } })?._zod?.def;
+  if (!def) return [];
+  if (def.type === 'optional' || def.type === 'nullable' || def.type === 'default' || def.type === 'readonly') return idPaths(def.innerType, at);
+  if (def.type === 'pipe') return idPaths(def.in, at);
+  if (def.type === 'array') return idPaths(def.element, [...at, 0]);
+  if (def.type !== 'object') return [];
+  return Object.entries(def.shape as Record<string, unknown>).flatMap(([key, field]) =>
+    key.endsWith('_id') && !NOT_REFERENCES.has(key) ? [[...at, key]] : idPaths(field, [...at, key]),
+  );
+}
+
+/** `data` with the value at `path` set, array items taken from the example when it has one. */
+function withValue(data: Record<string, any>, path: Array<string | number>, value: string): Record<string, any> {
+  const copy = structuredClone(data);
+  let node: any = copy;
+  for (let i = 0; i < path.length - 1; i++) {
+    const key = path[i];
+    const nextIsIndex = typeof path[i + 1] === 'number';
+    if (node[key] === undefined || node[key] === null) node[key] = nextIsIndex ? [{}] : {};
+    if (nextIsIndex && Array.isArray(node[key])) node[key] = [node[key][0] ?? {}];
+    node = node[key];
+  }
+  node[path.at(-1)!] = value;
+  return copy;
+}
+
 function collectionOf(path: string): string {
   return path.slice(0, path.indexOf('/:'));
 }
@@ -117,6 +148,54 @@ describe('cross-tenant isolation over every route of the router table', () => {
       assert.equal(own.status, 200, collection);
     }
     assert.ok(checked.length >= paramRoutes.length);
+  });
+
+  test('ids inside request bodies: a write naming another company’s record is refused and links nothing', async () => {
+    /** The victim's id for a body field: every `*_id` a write accepts must be listed here or found by its name. */
+    const victimIdFor = (field: string): string | undefined => {
+      const named: Record<string, () => string | undefined> = {
+        brand_id: () => records.get('/brands')?.id,
+        product_category_id: () => records.get('/product-categories')?.id,
+        parent_id: () => records.get('/product-categories')?.id,
+        component_product_id: () => records.get('/products')?.id,
+        product_id: () => records.get('/products')?.id,
+        variant_id: () => records.get('/products')?.variants?.[0]?.id,
+        user_id: () => victim.ownerId,
+      };
+      if (named[field]) return named[field]();
+      return records.get(`/${field.replace(/_id$/, '').replace(/_/g, '-')}s`)?.id;
+    };
+    const before = await snapshot(app.pool, victim.companyId);
+    const own = new Map<string, Record<string, any>>();
+    const checked: string[] = [];
+    const writes = apiRoutes.filter((r) => r.body && !r.upload && (r.method === 'POST' || r.method === 'PATCH' || r.method === 'PUT'));
+    for (const route of writes) {
+      const collection = route.path.includes('/:') ? collectionOf(route.path) : route.path;
+      // Only a collection's create and its record's update (`/x` and `/x/:id`).
+      if (route.path !== collection && route.path !== `${collection}/:id`) continue;
+      let target = route.path;
+      if (route.path !== collection) {
+        if (!own.has(collection)) {
+          const create = apiRoutes.find((r) => r.method === 'POST' && r.path === collection && r.example);
+          if (!create) continue;
+          const made = await request(app.baseUrl, 'POST', collection, { key: credential(create, attacker), body: { data: create.example } });
+          assert.equal(made.status, 201, `${collection}: ${made.text}`);
+          own.set(collection, made.body.data);
+        }
+        target = `${collection}/${own.get(collection)!.id}`;
+      }
+      for (const path of idPaths(route.body)) {
+        const field = String(path.at(-1));
+        const foreign = victimIdFor(field);
+        assert.ok(foreign, `${route.method} ${route.path}: no victim record for body field ${path.join('.')}; map it in victimIdFor`);
+        const data = withValue((route.example ?? {}) as Record<string, any>, path, foreign);
+        const res = await request(app.baseUrl, route.method, target, { key: credential(route, attacker), body: { data } });
+        assert.ok(res.status === 404 || res.status === 422, `${route.method} ${target} with ${path.join('.')} of another company: ${res.status} ${res.text}`);
+        checked.push(`${route.method} ${route.path} ${path.join('.')}`);
+      }
+    }
+    assert.ok(checked.length >= 6, `checked: ${checked.join(', ')}`);
+    assert.deepEqual(await snapshot(app.pool, victim.companyId), before, 'the victim company is unchanged');
   });
 
   test('lists never include another company’s records', async () => {
