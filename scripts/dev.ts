@@ -14,6 +14,12 @@ if (!process.env.ADMIN_TOKEN) {
   process.env.ADMIN_TOKEN = (await readFile(tokenFile, 'utf8')).trim();
 }
 
+// Local receivers (a webhook to http://localhost:4000) are what development
+// tries first, so `npm start` opts out of the SSRF guard unless told
+// otherwise (ALLOW_PRIVATE_WEBHOOK_TARGETS=0 keeps it on); production refuses
+// the opt-out, so it is not set there.
+if (process.env.NODE_ENV !== 'production') process.env.ALLOW_PRIVATE_WEBHOOK_TARGETS ??= '1';
+
 const { loadConfig } = await import('../lib/config.ts');
 const { connectDatabase } = await import('../db/connect.ts');
 const { createPool } = await import('../db/pool.ts');
@@ -42,6 +48,7 @@ console.log(`
   Base URL:       ${config.baseUrl}
   API reference:  ${config.baseUrl}/docs   (OpenAPI: ${config.baseUrl}/openapi.json)
   Admin token:    ${config.databaseUrl ? '(ADMIN_TOKEN)' : path.join(config.dataDir, 'admin-token')}
+  Webhooks:       ${config.ssrfGuard ? 'private and loopback targets refused (SSRF guard on)' : 'private and loopback targets allowed (ALLOW_PRIVATE_WEBHOOK_TARGETS=1, development only)'}
 ${demoKey ? `  Demo API key:   ${demoKey}${demo ? '' : '   (created on first start)'}\n\n  curl -H "Authorization: Bearer ${demoKey}" ${config.baseUrl}/customers\n` : ''}
   Ctrl-C stops everything.
 `);
