@@ -29,7 +29,18 @@ export type Config = {
    * turns it off (npm start, tests with local receivers); production refuses it.
    */
   ssrfGuard: boolean;
+  /**
+   * PostgreSQL connections this process may hold in total
+   * (PG_MAX_CONNECTIONS; PG_POOL_MAX is read as a deprecated alias), split
+   * among its pools by lib/connection-budget.ts.
+   */
+  pgMaxConnections: number;
+  /** The platform's name for this process (Heroku's DYNO, e.g. web.1): part of every connection's application_name. */
+  dyno: string | undefined;
 };
+
+/** Default connection budget: web + worker (8 each) + release (3) fit the smallest Heroku plan (20). */
+export const DEFAULT_PG_MAX_CONNECTIONS = 8;
 
 function fail(message: string): never {
   throw new Error(`Configuración inválida: ${message}`);
@@ -79,6 +90,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         'a la red interna (10.x, 169.254.169.254) y leer la respuesta en el historial de entregas',
     );
   }
+  const pgMaxConnections = env.PG_MAX_CONNECTIONS
+    ? int('PG_MAX_CONNECTIONS', env.PG_MAX_CONNECTIONS, DEFAULT_PG_MAX_CONNECTIONS, 1)
+    : int('PG_POOL_MAX', env.PG_POOL_MAX, DEFAULT_PG_MAX_CONNECTIONS, 1);
   const logLevel = env.LOG_LEVEL ?? 'info';
   if (logLevel !== 'info' && logLevel !== 'silent') fail('LOG_LEVEL debe ser info o silent');
   return {
@@ -96,5 +110,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitLeaseTimeoutMs: int('RATE_LIMIT_LEASE_TIMEOUT_MS', env.RATE_LIMIT_LEASE_TIMEOUT_MS, 250, 1),
     logLevel,
     ssrfGuard: !allowPrivateTargets,
+    pgMaxConnections,
+    dyno: env.DYNO || undefined,
   };
 }
