@@ -21,10 +21,19 @@ import { mediaRouter } from './media.ts';
 import { createJobSender } from '../db/job-sender.ts';
 import type { ApiContextExtension, ApiRouter, ApiState, Deps } from './types.ts';
 
-export type AppOptions = { config: Config; pool: Pool; databaseUrl: string; rateLimitPool?: Pool };
+export type AppOptions = {
+  config: Config;
+  pool: Pool;
+  databaseUrl: string;
+  rateLimitPool?: Pool;
+  /** The job sender's share of the connection budget (lib/connection-budget.ts); 2 when unset. */
+  jobSenderConnections?: number;
+  /** application_name of the connections createDeps opens (key-cache LISTEN, job sender). */
+  applicationName?: (part: string) => string;
+};
 
 export async function createDeps(options: AppOptions): Promise<Deps> {
-  const keyCache = new KeyCache(options.databaseUrl);
+  const keyCache = new KeyCache(options.databaseUrl, options.applicationName?.('listen'));
   await keyCache.start();
   return {
     config: options.config,
@@ -33,7 +42,7 @@ export async function createDeps(options: AppOptions): Promise<Deps> {
     rateLimiter: new RateLimiter(options.rateLimitPool ?? options.pool, { leaseTimeoutMs: options.config.rateLimitLeaseTimeoutMs }),
     totals: new TotalsCache(),
     responseCache: new ResponseCache(),
-    jobs: await createJobSender(options.databaseUrl),
+    jobs: await createJobSender(options.databaseUrl, { max: options.jobSenderConnections, applicationName: options.applicationName?.('job-sender') }),
   };
 }
 

@@ -2,14 +2,19 @@
 import { connectDatabase } from '../db/connect.ts';
 import { createPool } from '../db/pool.ts';
 import { loadConfig } from '../lib/config.ts';
+import { applicationName, budgetFields, processName, splitConnections } from '../lib/connection-budget.ts';
 import { log } from '../lib/log.ts';
 import { closeDeps, createApp, createDeps } from './app.ts';
 
 const config = loadConfig();
+// PG_MAX_CONNECTIONS bounds every connection this process opens (README, Configuration).
+const budget = splitConnections(config.pgMaxConnections, 'web');
+const name = (part: string) => applicationName(processName('web', config.dyno), part);
 const database = await connectDatabase(config);
-const pool = createPool(database.url);
-const rateLimitPool = createPool(database.url, 4);
-const deps = await createDeps({ config, pool, databaseUrl: database.url, rateLimitPool });
+const pool = createPool(database.url, budget.pool, name('request'));
+const rateLimitPool = createPool(database.url, budget.rateLimit, name('rate-limit'));
+const deps = await createDeps({ config, pool, databaseUrl: database.url, rateLimitPool, jobSenderConnections: budget.jobSender, applicationName: name });
+log('db.connections', budgetFields(budget));
 const server = createApp(deps).listen(config.port, () => {
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;

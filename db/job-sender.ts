@@ -42,8 +42,8 @@ export async function createQueues(boss: PgBoss): Promise<void> {
 }
 
 /**
- * The web process's sender. pg-boss gets a tiny pool of its own (2
- * connections) for its own lookups: an insert inside a request's transaction
+ * The web process's sender. pg-boss gets a tiny pool of its own (`max`, 1-2
+ * connections from the web's budget) for its own lookups: an insert inside a request's transaction
  * may need the queue's definition (first use after start, or after
  * createQueue evicted it), and fetching it through the request pool while
  * every connection of that pool is held by a waiting transaction deadlocks
@@ -51,8 +51,15 @@ export async function createQueues(boss: PgBoss): Promise<void> {
  * first writes failed after 5 s). The inserts themselves still go through the
  * caller's transaction.
  */
-export async function createJobSender(databaseUrl: string): Promise<JobSender> {
-  const boss = new PgBoss({ connectionString: databaseUrl, max: 2, supervise: false, schedule: false });
+export async function createJobSender(databaseUrl: string, options: { max?: number; applicationName?: string } = {}): Promise<JobSender> {
+  const boss = new PgBoss({
+    connectionString: databaseUrl,
+    max: options.max ?? 2,
+    application_name: options.applicationName,
+    supervise: false,
+    schedule: false,
+    useListenNotify: false,
+  });
   boss.on('error', (error) => process.stderr.write(`pg-boss (web): ${error instanceof Error ? error.message : String(error)}\n`));
   await boss.start();
   // The web may start before any worker ever ran: queues must exist to accept jobs.

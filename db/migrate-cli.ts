@@ -8,10 +8,12 @@ import { createPool } from './pool.ts';
 
 const config = loadConfig();
 const database = await connectDatabase(config);
-const pool = createPool(database.url, 2);
+// The release phase runs beside the old dynos: 3 connections at most (one for
+// the migrator, two for pg-boss's schema), counted in the README's budget.
+const pool = createPool(database.url, 1, 'workspace:release:migrate');
 try {
   const applied = await migrate(pool);
-  const boss = createBoss(database.url, { supervise: false, schedule: false });
+  const boss = createBoss(database.url, { supervise: false, schedule: false, max: 2, application_name: 'workspace:release:pg-boss' });
   await boss.start();
   await boss.stop({ graceful: false });
   console.log(applied.length ? `Applied: ${applied.join(', ')}` : 'Database is up to date.');

@@ -12,8 +12,13 @@ export type Pool = pg.Pool;
 export type Queryable = pg.Pool | pg.PoolClient;
 export type Client = pg.PoolClient;
 
-export function createPool(connectionString: string, max = Number(process.env.PG_POOL_MAX || 10)): Pool {
-  const pool = new pg.Pool({ connectionString, max, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000 });
+/**
+ * A pool of at most `max` connections. The processes size theirs from the
+ * connection budget (lib/connection-budget.ts); `applicationName` names them
+ * in pg_stat_activity.
+ */
+export function createPool(connectionString: string, max = 10, applicationName?: string): Pool {
+  const pool = new pg.Pool({ connectionString, max, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000, application_name: applicationName });
   // An idle client losing its connection (database restart) must not crash the process.
   pool.on('error', () => {});
   return pool;

@@ -22,7 +22,25 @@ export type Config = {
   rateLimitLeaseTimeoutMs: number;
   /** Set LOG_LEVEL=silent to drop the per-request log line (benchmarks). */
   logLevel: 'info' | 'silent';
+  /**
+   * The SSRF guard on webhook targets (lib/ssrf.ts), on in every environment:
+   * a staging host without it lets a tenant point a webhook at 10.x and read
+   * the answer back from the delivery history. ALLOW_PRIVATE_WEBHOOK_TARGETS=1
+   * turns it off (npm start, tests with local receivers); production refuses it.
+   */
+  ssrfGuard: boolean;
+  /**
+   * PostgreSQL connections this process may hold in total
+   * (PG_MAX_CONNECTIONS; PG_POOL_MAX is read as a deprecated alias), split
+   * among its pools by lib/connection-budget.ts.
+   */
+  pgMaxConnections: number;
+  /** The platform's name for this process (Heroku's DYNO, e.g. web.1): part of every connection's application_name. */
+  dyno: string | undefined;
 };
+
+/** Default connection budget: web + worker (8 each) + release (3) fit the smallest Heroku plan (20). */
+export const DEFAULT_PG_MAX_CONNECTIONS = 8;
 
 function fail(message: string): never {
   throw new Error(`Configuración inválida: ${message}`);
@@ -33,6 +51,14 @@ function int(name: string, value: string | undefined, fallback: number, min = 0)
   const n = Number(value);
   if (!Number.isInteger(n) || n < min) fail(`${name} debe ser un entero >= ${min} (recibido "${value}")`);
   return n;
+}
+
+function flag(name: string, value: string | undefined): boolean {
+  if (value === undefined || value === '') return false;
+  const v = value.toLowerCase();
+  if (v === '1' || v === 'true' || v === 'yes' || v === 'on') return true;
+  if (v === '0' || v === 'false' || v === 'no' || v === 'off') return false;
+  fail(`${name} debe ser 1 o 0 (recibido "${value}")`);
 }
 
 function url(name: string, value: string): string {
@@ -57,6 +83,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (env.ADMIN_TOKEN !== undefined && env.ADMIN_TOKEN.length > 0 && env.ADMIN_TOKEN.length < 16) {
     fail('ADMIN_TOKEN debe tener al menos 16 caracteres');
   }
+  const allowPrivateTargets = flag('ALLOW_PRIVATE_WEBHOOK_TARGETS', env.ALLOW_PRIVATE_WEBHOOK_TARGETS);
+  if (isProduction && allowPrivateTargets) {
+    fail(
+      'ALLOW_PRIVATE_WEBHOOK_TARGETS no se admite en producción: sin el guard SSRF un cliente puede apuntar un webhook ' +
+        'a la red interna (10.x, 169.254.169.254) y leer la respuesta en el historial de entregas',
+    );
+  }
+  const pgMaxConnections = env.PG_MAX_CONNECTIONS
+    ? int('PG_MAX_CONNECTIONS', env.PG_MAX_CONNECTIONS, DEFAULT_PG_MAX_CONNECTIONS, 1)
+    : int('PG_POOL_MAX', env.PG_POOL_MAX, DEFAULT_PG_MAX_CONNECTIONS, 1);
   const logLevel = env.LOG_LEVEL ?? 'info';
   if (logLevel !== 'info' && logLevel !== 'silent') fail('LOG_LEVEL debe ser info o silent');
   return {
@@ -73,5 +109,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', env.RATE_LIMIT_PER_MINUTE, 600, 1),
     rateLimitLeaseTimeoutMs: int('RATE_LIMIT_LEASE_TIMEOUT_MS', env.RATE_LIMIT_LEASE_TIMEOUT_MS, 250, 1),
     logLevel,
+    ssrfGuard: !allowPrivateTargets,
+    pgMaxConnections,
+    dyno: env.DYNO || undefined,
   };
 }

@@ -7,7 +7,10 @@
 //      because DNS may answer differently later (rebinding). The agent resolves
 //      the host itself, checks every address and hands net/tls exactly those
 //      addresses, so no second lookup can swap in an internal one.
-// In development the guard is off so a receiver on localhost:3000 can be tried.
+// The guard is on in every environment (staging included): only an explicit
+// ALLOW_PRIVATE_WEBHOOK_TARGETS=1 turns it off (`npm start`, tests that
+// deliver to receivers on 127.0.0.1), and production refuses that setting
+// (lib/config.ts). Separately, production accepts only https URLs.
 import { isIP } from 'node:net';
 import type { LookupFunction } from 'node:net';
 import { lookup as dnsLookup } from 'node:dns/promises';
@@ -143,21 +146,27 @@ async function resolveChecked(hostname: string, lookup: LookupFn, reasonOf: (ip:
   return addresses;
 }
 
-/** Registration-time check. Returns null when acceptable, else a Spanish message suitable for a 422 field error on `url` (e.g. 'la URL debe usar https', 'la URL apunta a una dirección privada (loopback)', 'no se pudo resolver el host'). `production` false: only syntax/scheme/userinfo checks, no DNS. */
-export async function checkWebhookUrl(url: string, options: { production: boolean; lookup?: LookupFn }): Promise<string | null> {
+/**
+ * Registration-time check. Returns null when acceptable, else a Spanish
+ * message suitable for a 422 field error on `url` (e.g. 'la URL debe usar
+ * https', 'la URL apunta a una dirección privada (loopback)', 'no se pudo
+ * resolver el host'). `httpsOnly` (production): http is refused. `guard`
+ * false (the explicit opt-out): only syntax/scheme/userinfo checks, no DNS.
+ */
+export async function checkWebhookUrl(url: string, options: { httpsOnly: boolean; guard: boolean; lookup?: LookupFn }): Promise<string | null> {
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
     return 'la URL no es válida';
   }
-  if (options.production ? parsed.protocol !== 'https:' : parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
-    return options.production ? 'la URL debe usar https' : 'la URL debe usar http o https';
+  if (options.httpsOnly ? parsed.protocol !== 'https:' : parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
+    return options.httpsOnly ? 'la URL debe usar https' : 'la URL debe usar http o https';
   }
   // Credentials in the URL would be stored and logged with it, and are sent as
   // Basic auth by some clients: the signature header is the way to authenticate.
   if (parsed.username !== '' || parsed.password !== '') return 'la URL no puede incluir usuario ni contraseña';
-  if (!options.production) return null;
+  if (!options.guard) return null;
   // parsed.hostname is already canonical: the WHATWG parser turns 2130706433,
   // 0x7f.1, 127.1 and 0177.0.0.1 into 127.0.0.1 and compresses IPv6 literals.
   try {
@@ -191,7 +200,7 @@ function netLookup(lookup: LookupFn, reasonOf: (ip: string) => string | null): L
 }
 
 /**
- * An undici Agent for outbound webhook POSTs. In production its connector
+ * An undici Agent for outbound webhook POSTs. With the guard on its connector
  * refuses IP-literal hosts that are blocked (net never calls `lookup` for a
  * literal) and gives net/tls a `lookup` that resolves, checks every address
  * and returns only checked ones; the TLS servername stays the URL's hostname,
@@ -199,17 +208,18 @@ function netLookup(lookup: LookupFn, reasonOf: (ip: string) => string | null): L
  * with an error whose code is 'ERR_SSRF_BLOCKED'.
  * `allow` (tests/ops): addresses it returns true for skip the check, e.g. a
  * receiver on 127.0.0.1 in an integration test with the guard on.
- * In development it is a plain Agent; an injected `lookup` is still used, unchecked.
+ * With `guard` false (the explicit opt-out) it is a plain Agent; an injected
+ * `lookup` is still used, unchecked.
  */
 export function createGuardedAgent(options: {
-  production: boolean;
+  guard: boolean;
   lookup?: LookupFn;
   allow?: (ip: string) => boolean;
   agent?: Agent.Options;
 }): Agent {
   const agentOptions = options.agent ?? {};
   const connect = agentOptions.connect;
-  if (!options.production) {
+  if (!options.guard) {
     if (!options.lookup || typeof connect === 'function') return new Agent(agentOptions);
     return new Agent({ ...agentOptions, connect: { ...connect, lookup: netLookup(options.lookup, () => null) } });
   }
@@ -224,7 +234,7 @@ export function createGuardedAgent(options: {
   // A connector function replaces the one undici's Pool would build from the
   // Agent options, so the options that Pool maps into buildConnector are mapped
   // here the same way (undici 8 lib/dispatcher/pool.js) to keep them working.
-  // useH2c is left out: it is plaintext HTTP/2 and production is https-only.
+  // useH2c is left out: plaintext HTTP/2 is not something webhook receivers speak.
   const base = buildConnector({
     maxCachedSessions: agentOptions.maxCachedSessions,
     allowH2: agentOptions.allowH2,

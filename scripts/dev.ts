@@ -14,7 +14,14 @@ if (!process.env.ADMIN_TOKEN) {
   process.env.ADMIN_TOKEN = (await readFile(tokenFile, 'utf8')).trim();
 }
 
+// Local receivers (a webhook to http://localhost:4000) are what development
+// tries first, so `npm start` opts out of the SSRF guard unless told
+// otherwise (ALLOW_PRIVATE_WEBHOOK_TARGETS=0 keeps it on); production refuses
+// the opt-out, so it is not set there.
+if (process.env.NODE_ENV !== 'production') process.env.ALLOW_PRIVATE_WEBHOOK_TARGETS ??= '1';
+
 const { loadConfig } = await import('../lib/config.ts');
+const { applicationName, processName, splitConnections } = await import('../lib/connection-budget.ts');
 const { connectDatabase } = await import('../db/connect.ts');
 const { createPool } = await import('../db/pool.ts');
 const { migrate } = await import('../db/migrate.ts');
@@ -23,12 +30,14 @@ const { startWorker } = await import('../worker/worker.ts');
 const { seedDemo } = await import('./seed.ts');
 
 const config = loadConfig();
+const budget = splitConnections(config.pgMaxConnections, 'dev');
+const name = (part: string) => applicationName(processName('dev', config.dyno), part);
 console.log(config.databaseUrl ? 'Using DATABASE_URL.' : `Starting the embedded PostgreSQL under ${dataDir} ...`);
 const database = await connectDatabase(config);
-const pool = createPool(database.url);
+const pool = createPool(database.url, budget.pool, name('pool'));
 await migrate(pool);
-const worker = await startWorker(config, pool, database.url);
-const deps = await createDeps({ config, pool, databaseUrl: database.url });
+const worker = await startWorker(config, pool, database.url, { boss: { max: budget.boss, application_name: name('pg-boss') } });
+const deps = await createDeps({ config, pool, databaseUrl: database.url, jobSenderConnections: budget.jobSender, applicationName: name });
 const demo = await seedDemo(pool, config);
 // The secret is shown once; keep it for later starts of this development database.
 const demoKeyFile = path.join(config.dataDir, 'demo-key');
@@ -42,6 +51,8 @@ console.log(`
   Base URL:       ${config.baseUrl}
   API reference:  ${config.baseUrl}/docs   (OpenAPI: ${config.baseUrl}/openapi.json)
   Admin token:    ${config.databaseUrl ? '(ADMIN_TOKEN)' : path.join(config.dataDir, 'admin-token')}
+  PostgreSQL:     ${budget.total} connections at most (PG_MAX_CONNECTIONS): pool ${budget.pool}, pg-boss ${budget.boss}, job sender ${budget.jobSender}, key-cache listener ${budget.listen}
+  Webhooks:       ${config.ssrfGuard ? 'private and loopback targets refused (SSRF guard on)' : 'private and loopback targets allowed (ALLOW_PRIVATE_WEBHOOK_TARGETS=1, development only)'}
 ${demoKey ? `  Demo API key:   ${demoKey}${demo ? '' : '   (created on first start)'}\n\n  curl -H "Authorization: Bearer ${demoKey}" ${config.baseUrl}/customers\n` : ''}
   Ctrl-C stops everything.
 `);

@@ -42,6 +42,9 @@ const code = await new Promise<number>((resolve) => {
     env: { ...process.env, TEST_SERVER_URL: serverUrl.toString(), TEST_TEMPLATE_DB: template, LOG_LEVEL: 'silent', NODE_ENV: 'test' },
   });
   child.on('exit', (exitCode) => resolve(exitCode ?? 1));
+  // Stopped from outside: the runner stops, then the cleanup below stops the
+  // embedded cluster (left running, the next run would find it locked).
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => child.kill(signal));
 });
 
 // Leftover per-file databases (a crashed file) are dropped with the template.

@@ -178,7 +178,7 @@ describe('the WHATWG URL parser canonicalises odd loopback spellings (the guard 
 });
 
 describe('checkWebhookUrl in production', () => {
-  const prod = (lookup: LookupFn = noDns) => ({ production: true, lookup });
+  const prod = (lookup: LookupFn = noDns) => ({ httpsOnly: true, guard: true, lookup });
 
   test('http is refused: https only', async () => {
     assert.equal(await checkWebhookUrl('http://example.com/hook', prod(scripted([PUBLIC_IP]))), 'la URL debe usar https');
@@ -223,7 +223,7 @@ describe('checkWebhookUrl in production', () => {
   });
 
   test('localhost is refused through the real (default) resolver', async () => {
-    assert.equal(await checkWebhookUrl('https://localhost/', { production: true }), 'la URL apunta a una dirección privada (loopback)');
+    assert.equal(await checkWebhookUrl('https://localhost/', { httpsOnly: true, guard: true }), 'la URL apunta a una dirección privada (loopback)');
   });
 
   test('a hostname is refused when ANY resolved address is blocked, even listed after a public one', async () => {
@@ -248,8 +248,26 @@ describe('checkWebhookUrl in production', () => {
   });
 });
 
-describe('checkWebhookUrl in development', () => {
-  const dev = { production: false, lookup: noDns };
+describe('checkWebhookUrl outside production: the guard is on, http is allowed', () => {
+  const staging = (lookup: LookupFn = noDns) => ({ httpsOnly: false, guard: true, lookup });
+
+  test('a public http or https URL is accepted', async () => {
+    assert.equal(await checkWebhookUrl('http://hooks.example.com/in', staging(scripted([PUBLIC_IP]))), null);
+    assert.equal(await checkWebhookUrl('https://hooks.example.com/in', staging(scripted([PUBLIC_IP]))), null);
+  });
+
+  test('internal targets are refused over http as over https', async () => {
+    assert.equal(await checkWebhookUrl('http://10.0.0.1/hook', staging()), 'la URL apunta a una dirección privada (private)');
+    assert.equal(await checkWebhookUrl('http://127.0.0.1:3000/', staging()), 'la URL apunta a una dirección privada (loopback)');
+    assert.equal(await checkWebhookUrl('http://[::1]/', staging()), 'la URL apunta a una dirección privada (loopback)');
+    assert.equal(await checkWebhookUrl('http://169.254.169.254/latest/meta-data', staging()), 'la URL apunta a una dirección privada (metadata)');
+    assert.equal(await checkWebhookUrl('http://rebind.example/', staging(scripted(['127.0.0.1']))), 'la URL apunta a una dirección privada (loopback)');
+    assert.equal(await checkWebhookUrl('http://localhost:3000/', { httpsOnly: false, guard: true }), 'la URL apunta a una dirección privada (loopback)');
+  });
+});
+
+describe('checkWebhookUrl with the guard opted out (ALLOW_PRIVATE_WEBHOOK_TARGETS=1)', () => {
+  const dev = { httpsOnly: false, guard: false, lookup: noDns };
 
   test('a local http receiver is allowed (no DNS)', async () => {
     assert.equal(await checkWebhookUrl('http://127.0.0.1:3000/hook', dev), null);
@@ -265,11 +283,11 @@ describe('checkWebhookUrl in development', () => {
   });
 });
 
-describe('createGuardedAgent in production (connect-time check, real local receiver)', () => {
+describe('createGuardedAgent with the guard on (connect-time check, real local receiver)', () => {
   test('a hostname resolving to loopback is refused at connect and nothing reaches the receiver', async () => {
     const server = await receiver();
     const lookup = scripted(['127.0.0.1']);
-    const agent = createGuardedAgent({ production: true, lookup });
+    const agent = createGuardedAgent({ guard: true, lookup });
     try {
       await assert.rejects(
         request(`http://rebind.test:${server.port}/`, { dispatcher: agent, method: 'POST', body: '{}' }),
@@ -286,7 +304,7 @@ describe('createGuardedAgent in production (connect-time check, real local recei
 
   test('an IP-literal URL is refused without DNS (net would never call lookup for it)', async () => {
     const server = await receiver();
-    const agent = createGuardedAgent({ production: true, lookup: noDns });
+    const agent = createGuardedAgent({ guard: true, lookup: noDns });
     try {
       for (const origin of [`http://127.0.0.1:${server.port}`, `http://[::ffff:127.0.0.1]:${server.port}`]) {
         await assert.rejects(request(`${origin}/`, { dispatcher: agent, method: 'POST' }), { code: 'ERR_SSRF_BLOCKED' }, origin);
@@ -300,7 +318,7 @@ describe('createGuardedAgent in production (connect-time check, real local recei
 
   test('one blocked address among public ones refuses the connection before any connect', async () => {
     const server = await receiver();
-    const agent = createGuardedAgent({ production: true, lookup: scripted([PUBLIC_IP, '127.0.0.1']) });
+    const agent = createGuardedAgent({ guard: true, lookup: scripted([PUBLIC_IP, '127.0.0.1']) });
     try {
       await assert.rejects(request(`http://mixed.test:${server.port}/`, { dispatcher: agent, method: 'POST' }), { code: 'ERR_SSRF_BLOCKED' });
       assert.equal(server.connections, 0);
@@ -314,9 +332,9 @@ describe('createGuardedAgent in production (connect-time check, real local recei
     const server = await receiver(true);
     const url = `https://rebind.test:${server.port}/hook`;
     const lookup = scripted([PUBLIC_IP], ['127.0.0.1']);
-    const agent = createGuardedAgent({ production: true, lookup, agent: { connect: { ca: TLS_CERT } } });
+    const agent = createGuardedAgent({ guard: true, lookup, agent: { connect: { ca: TLS_CERT } } });
     try {
-      assert.equal(await checkWebhookUrl(url, { production: true, lookup }), null);
+      assert.equal(await checkWebhookUrl(url, { httpsOnly: true, guard: true, lookup }), null);
       await assert.rejects(request(url, { dispatcher: agent, method: 'POST', body: '{}' }), { code: 'ERR_SSRF_BLOCKED' });
       assert.deepEqual(lookup.calls, ['rebind.test', 'rebind.test']);
       assert.equal(server.connections, 0);
@@ -329,7 +347,7 @@ describe('createGuardedAgent in production (connect-time check, real local recei
   test('connects to exactly the checked address with one lookup per connection (allow hook admits loopback)', async () => {
     const server = await receiver();
     const lookup = scripted(['127.0.0.1']);
-    const agent = createGuardedAgent({ production: true, lookup, allow: (ip) => ip === '127.0.0.1' });
+    const agent = createGuardedAgent({ guard: true, lookup, allow: (ip) => ip === '127.0.0.1' });
     try {
       const remotes = await connectedTo(async () => {
         for (let i = 0; i < 2; i++) {
@@ -351,7 +369,7 @@ describe('createGuardedAgent in production (connect-time check, real local recei
   test('TLS keeps the hostname for SNI and certificate validation while connecting to the checked IP', async () => {
     const server = await receiver(true);
     const lookup = scripted(['127.0.0.1']);
-    const agent = createGuardedAgent({ production: true, lookup, allow: (ip) => ip === '127.0.0.1', agent: { connect: { ca: TLS_CERT } } });
+    const agent = createGuardedAgent({ guard: true, lookup, allow: (ip) => ip === '127.0.0.1', agent: { connect: { ca: TLS_CERT } } });
     try {
       const remotes = await connectedTo(async () => {
         const res = await request(`https://rebind.test:${server.port}/`, { dispatcher: agent, method: 'POST', body: '{}' });
@@ -369,7 +387,7 @@ describe('createGuardedAgent in production (connect-time check, real local recei
 
   test('the allow hook admits only what it names', async () => {
     const server = await receiver();
-    const agent = createGuardedAgent({ production: true, lookup: scripted(['127.0.0.2']), allow: (ip) => ip === '127.0.0.1' });
+    const agent = createGuardedAgent({ guard: true, lookup: scripted(['127.0.0.2']), allow: (ip) => ip === '127.0.0.1' });
     try {
       await assert.rejects(request(`http://rebind.test:${server.port}/`, { dispatcher: agent }), { code: 'ERR_SSRF_BLOCKED' });
       assert.equal(server.connections, 0);
@@ -380,7 +398,7 @@ describe('createGuardedAgent in production (connect-time check, real local recei
   });
 
   test('a resolver failure fails the request with the resolver error', async () => {
-    const agent = createGuardedAgent({ production: true, lookup: notFound });
+    const agent = createGuardedAgent({ guard: true, lookup: notFound });
     try {
       await assert.rejects(request('http://nope.invalid:9/', { dispatcher: agent }), { code: 'ENOTFOUND' });
     } finally {
@@ -389,15 +407,15 @@ describe('createGuardedAgent in production (connect-time check, real local recei
   });
 
   test('options that would route around the guard are refused at construction', () => {
-    assert.throws(() => createGuardedAgent({ production: true, agent: { connect: (_opts, cb) => cb(new Error('x'), null) } }), TypeError);
-    assert.throws(() => createGuardedAgent({ production: true, agent: { socketPath: '/tmp/x.sock' } }), TypeError);
-    assert.throws(() => createGuardedAgent({ production: true, agent: { connect: { path: '/tmp/x.sock' } } }), TypeError);
+    assert.throws(() => createGuardedAgent({ guard: true, agent: { connect: (_opts, cb) => cb(new Error('x'), null) } }), TypeError);
+    assert.throws(() => createGuardedAgent({ guard: true, agent: { socketPath: '/tmp/x.sock' } }), TypeError);
+    assert.throws(() => createGuardedAgent({ guard: true, agent: { connect: { path: '/tmp/x.sock' } } }), TypeError);
   });
 
   test('undici Agent options pass through (connectTimeout reaches the connector)', async () => {
     // A lookup that never answers: only the connect timeout can end the request.
     const hang: LookupFn = () => new Promise(() => {});
-    const agent = createGuardedAgent({ production: true, lookup: hang, agent: { connectTimeout: 50, headersTimeout: 1000 } });
+    const agent = createGuardedAgent({ guard: true, lookup: hang, agent: { connectTimeout: 50, headersTimeout: 1000 } });
     try {
       await assert.rejects(request('http://slow.test:9/', { dispatcher: agent }), { code: 'UND_ERR_CONNECT_TIMEOUT' });
     } finally {
@@ -406,10 +424,10 @@ describe('createGuardedAgent in production (connect-time check, real local recei
   });
 });
 
-describe('createGuardedAgent in development', () => {
+describe('createGuardedAgent with the guard opted out', () => {
   test('the guard is off: a plain agent reaches a local receiver', async () => {
     const server = await receiver();
-    const agent = createGuardedAgent({ production: false });
+    const agent = createGuardedAgent({ guard: false });
     try {
       const res = await request(`http://127.0.0.1:${server.port}/`, { dispatcher: agent, method: 'POST', body: '{}' });
       assert.equal(res.statusCode, 200);
@@ -421,10 +439,10 @@ describe('createGuardedAgent in development', () => {
     }
   });
 
-  test('the request production refuses goes through, with the injected resolver honoured', async () => {
+  test('the request the guard refuses goes through, with the injected resolver honoured', async () => {
     const server = await receiver();
     const lookup = scripted(['127.0.0.1']);
-    const agent = createGuardedAgent({ production: false, lookup });
+    const agent = createGuardedAgent({ guard: false, lookup });
     try {
       const res = await request(`http://rebind.test:${server.port}/`, { dispatcher: agent, method: 'POST', body: '{}' });
       assert.equal(res.statusCode, 200);

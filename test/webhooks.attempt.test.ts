@@ -45,7 +45,7 @@ describe('attemptDelivery against misbehaving receivers', () => {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    agent = createGuardedAgent({ production: false, agent: { connections: 16 } });
+    agent = createGuardedAgent({ guard: false, agent: { connections: 16 } });
   });
   after(async () => {
     await agent.close();
@@ -245,8 +245,8 @@ describe('attemptDelivery against misbehaving receivers', () => {
     assert.equal(bad.status, null);
   });
 
-  test('in production the guard refuses a loopback receiver before any byte is sent', async () => {
-    const guarded = createGuardedAgent({ production: true });
+  test('with the SSRF guard on, a loopback receiver is refused before any byte is sent', async () => {
+    const guarded = createGuardedAgent({ guard: true });
     try {
       handlers.set('/inside', (_req, res) => res.end('ok'));
       const out = await attemptDelivery(guarded, { url: `${base}/inside`, secret: SECRET, payload: PAYLOAD, event: 'customer.created', eventId: 'evt_x', deliveryId: 'wd_x', attempt: 1 }, LIMITS);

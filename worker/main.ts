@@ -2,12 +2,18 @@
 import { connectDatabase } from '../db/connect.ts';
 import { createPool } from '../db/pool.ts';
 import { loadConfig } from '../lib/config.ts';
+import { applicationName, budgetFields, processName, splitConnections } from '../lib/connection-budget.ts';
+import { log } from '../lib/log.ts';
 import { startWorker } from './worker.ts';
 
 const config = loadConfig();
+// PG_MAX_CONNECTIONS bounds every connection this process opens (README, Configuration).
+const budget = splitConnections(config.pgMaxConnections, 'worker');
+const name = (part: string) => applicationName(processName('worker', config.dyno), part);
 const database = await connectDatabase(config);
-const pool = createPool(database.url);
-const worker = await startWorker(config, pool, database.url);
+const pool = createPool(database.url, budget.pool, name('jobs'));
+const worker = await startWorker(config, pool, database.url, { boss: { max: budget.boss, application_name: name('pg-boss') } });
+log('db.connections', budgetFields(budget));
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, async () => {

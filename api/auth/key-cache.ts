@@ -29,9 +29,12 @@ export class KeyCache {
   #listening = false;
   #closed = false;
   #connectionString: string;
+  #applicationName: string | undefined;
 
-  constructor(connectionString: string) {
+  /** One connection (the LISTEN client), counted in the web's connection budget. */
+  constructor(connectionString: string, applicationName?: string) {
     this.#connectionString = connectionString;
+    this.#applicationName = applicationName;
   }
 
   async start(): Promise<void> {
@@ -39,7 +42,7 @@ export class KeyCache {
   }
 
   async #connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.#connectionString });
+    const client = new pg.Client({ connectionString: this.#connectionString, application_name: this.#applicationName });
     client.on('error', () => this.#lost(client));
     client.on('end', () => this.#lost(client));
     client.on('notification', () => this.#clear());

@@ -90,7 +90,7 @@ const deliveriesQuery = paginationQuery.extend({
 
 /** Registration-time URL check (the worker checks again on the resolved IP when it connects). */
 async function acceptableUrl(ctx: ApiContext, value: string): Promise<void> {
-  const problem = await checkWebhookUrl(value, { production: ctx.deps.config.isProduction });
+  const problem = await checkWebhookUrl(value, { httpsOnly: ctx.deps.config.isProduction, guard: ctx.deps.config.ssrfGuard });
   if (problem) throw validationFailed({ url: [problem] });
 }
 

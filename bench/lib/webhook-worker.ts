@@ -17,7 +17,7 @@ const databaseUrl = config.databaseUrl;
 if (!databaseUrl) throw new Error('webhook-worker: DATABASE_URL is required');
 const options = JSON.parse(process.env.BENCH_WORKER_OPTIONS || '{}') as WorkerOptions;
 
-const pool = createPool(databaseUrl);
+const pool = createPool(databaseUrl, config.pgMaxConnections);
 const worker = await startWorker(config, pool, databaseUrl, options);
 const startedAt = performance.timeOrigin + performance.now();
 

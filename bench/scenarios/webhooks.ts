@@ -214,7 +214,7 @@ async function startWorkerProcess(ctx: BenchContext, databaseUrl: string, option
     script: 'bench/lib/webhook-worker.ts',
     nodeArgs,
     readyTimeoutMs: 60_000,
-    env: { DATABASE_URL: databaseUrl, NODE_ENV: 'development', LOG_LEVEL: 'silent', PG_POOL_MAX: String(ctx.options.poolMax), BENCH_WORKER_OPTIONS: JSON.stringify(options) },
+    env: { DATABASE_URL: databaseUrl, NODE_ENV: 'development', ALLOW_PRIVATE_WEBHOOK_TARGETS: '1', LOG_LEVEL: 'silent', PG_POOL_MAX: String(ctx.options.poolMax), BENCH_WORKER_OPTIONS: JSON.stringify(options) },
   });
   const { startedAt } = (await (await fetch(`${child.url}/started`)).json()) as { startedAt: number };
   return Object.assign(child, { startedAt, profileDir });
@@ -395,7 +395,7 @@ export const webhooks: Scenario = {
         name: 'web (api/server.ts)',
         script: 'api/server.ts',
         env: {
-          DATABASE_URL: databaseUrl, NODE_ENV: 'development', LOG_LEVEL: 'silent', ADMIN_TOKEN: randomBytes(24).toString('hex'),
+          DATABASE_URL: databaseUrl, NODE_ENV: 'development', ALLOW_PRIVATE_WEBHOOK_TARGETS: '1', LOG_LEVEL: 'silent', ADMIN_TOKEN: randomBytes(24).toString('hex'),
           PG_POOL_MAX: String(ctx.options.poolMax), DATA_DIR: path.join(ctx.options.resultsDir, 'data'), SITE_URL: undefined, BOOKING_URL: undefined,
         },
       });

@@ -22,10 +22,18 @@ export type TestApp = {
   close: () => Promise<void>;
 };
 
+/**
+ * Tests deliver webhooks to receivers on 127.0.0.1, so the app (and a worker
+ * started with its config) opts out of the SSRF guard, except under
+ * NODE_ENV=production (which refuses the opt-out) or when the caller sets
+ * ALLOW_PRIVATE_WEBHOOK_TARGETS itself (`''`: the default, guard on).
+ */
 export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
   const db = await createTestDatabase();
   const pool = createPool(db.url, 10);
-  const config = loadConfig({ NODE_ENV: 'test', ADMIN_TOKEN, LOG_LEVEL: 'silent', DATABASE_URL: db.url, ...env });
+  const settings: Record<string, string> = { NODE_ENV: 'test', ADMIN_TOKEN, LOG_LEVEL: 'silent', DATABASE_URL: db.url, ...env };
+  if (!('ALLOW_PRIVATE_WEBHOOK_TARGETS' in env) && settings.NODE_ENV !== 'production') settings.ALLOW_PRIVATE_WEBHOOK_TARGETS = '1';
+  const config = loadConfig(settings);
   const deps = await createDeps({ config, pool, databaseUrl: db.url });
   const server: Server = createApp(deps).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));

@@ -1,16 +1,28 @@
 // Post-actions of a form submission (contract: States and transitions). Runs
-// each pending action of the submission, then settles it: `processed` when at
+// each open action of the submission, then settles it: `processed` when at
 // least one action did not fail (or there were none), `failed` when all did.
 //
 // Run-once rule: every action has a row in form_submission_actions.
 // - lead / customer: the upsert and `done` commit in one transaction, under an
 //   advisory lock on (company, email), so a retry or two concurrent
 //   submissions never create a second lead for one email.
-// - email / notify_team: the action row is locked while the message is sent
-//   and marked `done` right after the server accepts it; a retry skips it.
-//   The one window left is a crash between the server's acceptance and our
-//   commit; the Message-ID is fixed per submission so a receiving server or
-//   client can drop that duplicate.
+// - email / notify_team: no transaction is open while the message is sent (an
+//   SMTP server may take minutes, and a transaction held that long pins a
+//   connection and the vacuum horizon). Three steps:
+//     1. claim: one statement, committed, moves the row pending → sending,
+//        attempts + 1, lease_until = now + SEND_LEASE_SECONDS;
+//     2. send, with no transaction (the attachments are read chunk by chunk
+//        in statements of their own);
+//     3. one statement marks it done (or, on failure, puts the claim back:
+//        pending for a retry, failed at the last attempt).
+//   A run finding the action `sending` under a live lease leaves it alone
+//   and asks pg-boss to retry the job later; once the lease has passed (the
+//   run that claimed it died), a retry claims it again and sends again.
+//   The window: a death (or a lost database) between the server's acceptance
+//   and step 3 sends the message a second time after the lease (15 min). The
+//   Message-ID is fixed per submission and action, so the receiving server or
+//   client can drop that duplicate. A send slower than the lease can be
+//   doubled the same way.
 // Transient failures leave the action pending and throw, so pg-boss retries
 // the job with backoff; after MAX_ACTION_ATTEMPTS an action is `failed`.
 import type { Client, Pool } from '../../db/pool.ts';
@@ -30,6 +42,13 @@ import type { JobDefinition, WorkerDeps } from './types.ts';
 export type PostActionDeps = Pick<WorkerDeps, 'pool' | 'config' | 'jobs'>;
 
 export const MAX_ACTION_ATTEMPTS = 6;
+/**
+ * How long a claimed email belongs to the run that claimed it: pg-boss's job
+ * expiry (15 min, its default for this queue), after which a run that died
+ * is retried anyway. Longer than any send nodemailer lets run on one
+ * connection in practice (its socket timeout is 10 min of silence).
+ */
+export const SEND_LEASE_SECONDS = 900;
 /** Attachments per email (contract, Limits: 18 MB), counted on the files' own bytes. */
 export const EMAIL_ATTACHMENT_BYTES = 18_000_000;
 
@@ -231,32 +250,93 @@ async function notifyTeam(pool: Pool, config: Config, form: FormRow, s: Submissi
 
 type ActionRow = { action: string; status: string; attempts: number; result: Record<string, unknown> | null };
 
-async function runAction({ pool, config, jobs }: PostActionDeps, form: FormRow, s: Submission, action: string): Promise<'done' | 'skipped'> {
-  return transaction(pool, async (db) => {
-    // The row lock makes a concurrent run of the same job wait, then skip.
-    const { rows } = await db.query(
-      `SELECT status FROM form_submission_actions WHERE submission_id = $1 AND action = $2 FOR UPDATE`,
-      [s.id, action],
-    );
-    if (rows[0]?.status !== 'pending') return 'skipped';
-    let result: Record<string, unknown>;
-    if (action === 'lead') result = await upsertLead(db, jobs, form, s);
-    else if (action === 'customer') result = await associateCustomer(db, jobs, form, s);
-    else if (action === 'email') result = await sendEmail(pool, config, form, s);
-    else result = await notifyTeam(pool, config, form, s);
-    await db.query(
-      `UPDATE form_submission_actions SET status = 'done', result = $3, error = NULL, attempts = attempts + 1, updated_at = now()
-        WHERE submission_id = $1 AND action = $2`,
-      [s.id, action, result],
-    );
-    return 'done';
-  });
+/** The action is being sent by another run, or by one that died before its lease ran out. */
+class LeasedError extends Error {}
+
+type Outcome = { kind: 'done' | 'skipped' | 'failed' } | { kind: 'retry'; error: unknown };
+
+function errorText(error: unknown): string {
+  return String((error as Error)?.message ?? error).slice(0, 1000);
 }
 
-/** Settles the submission once no action is pending. */
+/** lead / customer: the database effect and `done` in one transaction. */
+async function runWrite({ pool, jobs }: PostActionDeps, form: FormRow, s: Submission, action: 'lead' | 'customer'): Promise<Outcome> {
+  try {
+    return await transaction(pool, async (db) => {
+      // The row lock makes a concurrent run of the same job wait, then skip.
+      const { rows } = await db.query(`SELECT status FROM form_submission_actions WHERE submission_id = $1 AND action = $2 FOR UPDATE`, [s.id, action]);
+      if (rows[0]?.status !== 'pending') return { kind: 'skipped' } as const;
+      const result = action === 'lead' ? await upsertLead(db, jobs, form, s) : await associateCustomer(db, jobs, form, s);
+      await db.query(
+        `UPDATE form_submission_actions SET status = 'done', result = $3, error = NULL, attempts = attempts + 1, updated_at = now()
+          WHERE submission_id = $1 AND action = $2`,
+        [s.id, action, result],
+      );
+      return { kind: 'done' } as const;
+    });
+  } catch (error) {
+    const { rows } = await pool.query<{ attempts: number }>(
+      `UPDATE form_submission_actions SET attempts = attempts + 1, error = $3,
+              status = CASE WHEN attempts + 1 >= $4 THEN 'failed' ELSE 'pending' END, updated_at = now()
+        WHERE submission_id = $1 AND action = $2 AND status = 'pending' RETURNING attempts`,
+      [s.id, action, errorText(error), MAX_ACTION_ATTEMPTS],
+    );
+    if (!rows[0]) return { kind: 'skipped' }; // no longer pending: a concurrent run settled it
+    const attempts = rows[0].attempts;
+    const final = attempts >= MAX_ACTION_ATTEMPTS;
+    log('form.post_action_failed', { submission_id: s.id, action, attempt: attempts, final, error: (error as Error)?.message });
+    return final ? { kind: 'failed' } : { kind: 'retry', error };
+  }
+}
+
+/** Step 1: pending (or sending past its lease) → sending, in one committed statement. The claim's attempt number, or null. */
+async function claimSend(pool: Pool, submissionId: string, action: string): Promise<number | null> {
+  const { rows } = await pool.query<{ attempts: number }>(
+    `UPDATE form_submission_actions SET status = 'sending', attempts = attempts + 1, lease_until = now() + make_interval(secs => $3), updated_at = now()
+      WHERE submission_id = $1 AND action = $2 AND (status = 'pending' OR (status = 'sending' AND lease_until <= now()))
+      RETURNING attempts`,
+    [submissionId, action, SEND_LEASE_SECONDS],
+  );
+  return rows[0]?.attempts ?? null;
+}
+
+/** email / notify_team: claim, send with no transaction open, mark done (see the header). */
+async function runSend({ pool, config }: PostActionDeps, form: FormRow, s: Submission, action: 'email' | 'notify_team'): Promise<Outcome> {
+  const attempt = await claimSend(pool, s.id, action);
+  if (attempt === null) {
+    const { rows } = await pool.query('SELECT status FROM form_submission_actions WHERE submission_id = $1 AND action = $2', [s.id, action]);
+    if (rows[0]?.status !== 'sending') return { kind: 'skipped' };
+    return { kind: 'retry', error: new LeasedError(`la acción ${action} se está enviando en otra ejecución`) };
+  }
+  let result: Record<string, unknown>;
+  try {
+    result = action === 'email' ? await sendEmail(pool, config, form, s) : await notifyTeam(pool, config, form, s);
+  } catch (error) {
+    const transient = !(error instanceof PermanentError) && isTransientMailError(error);
+    const final = !transient || attempt >= MAX_ACTION_ATTEMPTS;
+    // Only our own claim is put back: a run that re-claimed after our lease ran out owns the row now.
+    await pool.query(
+      `UPDATE form_submission_actions SET status = $4, error = $3, lease_until = NULL, updated_at = now()
+        WHERE submission_id = $1 AND action = $2 AND status = 'sending' AND attempts = $5`,
+      [s.id, action, errorText(error), final ? 'failed' : 'pending', attempt],
+    );
+    log('form.post_action_failed', { submission_id: s.id, action, attempt, final, error: (error as Error)?.message });
+    return final ? { kind: 'failed' } : { kind: 'retry', error };
+  }
+  // Sent: whoever holds the row now, the message is out. Should this write
+  // fail, the row stays `sending` and the lease decides (the window above).
+  await pool.query(
+    `UPDATE form_submission_actions SET status = 'done', result = $3, error = NULL, lease_until = NULL, updated_at = now()
+      WHERE submission_id = $1 AND action = $2 AND status <> 'done'`,
+    [s.id, action, result],
+  );
+  return { kind: 'done' };
+}
+
+/** Settles the submission once no action is pending or being sent. */
 async function settle(pool: Pool, submissionId: string): Promise<boolean> {
   const { rows } = await pool.query<ActionRow>('SELECT action, status, attempts, result FROM form_submission_actions WHERE submission_id = $1', [submissionId]);
-  if (rows.some((r) => r.status === 'pending')) return false;
+  if (rows.some((r) => r.status === 'pending' || r.status === 'sending')) return false;
   const done = rows.filter((r) => r.status === 'done');
   const status = rows.length === 0 || done.length > 0 ? 'processed' : 'failed';
   const customer = done.find((r) => r.action === 'customer')?.result?.customer_id as string | undefined;
@@ -277,24 +357,14 @@ export async function processSubmission(deps: PostActionDeps, job: FormPostActio
   if (!s || s.status !== 'received') return;
   const form = (await pool.query<FormRow>('SELECT * FROM forms WHERE id = $1', [s.form_id])).rows[0];
   if (!form) return;
-  const { rows: pending } = await pool.query<ActionRow>(
-    `SELECT action, status, attempts, result FROM form_submission_actions WHERE submission_id = $1 AND status = 'pending' ORDER BY action`,
+  const { rows: open } = await pool.query<ActionRow>(
+    `SELECT action, status, attempts, result FROM form_submission_actions WHERE submission_id = $1 AND status IN ('pending', 'sending') ORDER BY action`,
     [s.id],
   );
   let retry: unknown = null;
-  for (const { action, attempts } of pending) {
-    try {
-      await runAction(deps, form, s, action);
-    } catch (error) {
-      const transient = !(error instanceof PermanentError) && (action === 'email' || action === 'notify_team' ? isTransientMailError(error) : true);
-      const giveUp = !transient || attempts + 1 >= MAX_ACTION_ATTEMPTS;
-      await pool.query(
-        `UPDATE form_submission_actions SET attempts = attempts + 1, error = $3, status = $4, updated_at = now() WHERE submission_id = $1 AND action = $2`,
-        [s.id, action, String((error as Error)?.message ?? error).slice(0, 1000), giveUp ? 'failed' : 'pending'],
-      );
-      log('form.post_action_failed', { submission_id: s.id, action, attempt: attempts + 1, final: giveUp, error: (error as Error)?.message });
-      if (!giveUp) retry = error;
-    }
+  for (const { action } of open) {
+    const outcome = action === 'lead' || action === 'customer' ? await runWrite(deps, form, s, action) : await runSend(deps, form, s, action as 'email' | 'notify_team');
+    if (outcome.kind === 'retry') retry ??= outcome.error;
   }
   await settle(pool, s.id);
   if (retry) throw new Error(`Post-acción pendiente de reintento: ${(retry as Error)?.message ?? retry}`, { cause: retry });

@@ -95,7 +95,7 @@ export class WebhookDispatcher {
     this.#deps = deps;
     this.#options = { ...DEFAULT_DISPATCHER_OPTIONS, ...options };
     this.#agent = createGuardedAgent({
-      production: deps.config.isProduction,
+      guard: deps.config.ssrfGuard,
       // Connections per origin: as many as can be in flight. Endpoints of
       // different companies often share a host (an integration platform), so
       // a per-origin cap would let one stalled endpoint starve its neighbours;
