@@ -59,7 +59,11 @@ export type App = Koa<ApiState, ApiContextExtension>;
 /** The app; `routes` defaults to the API's route table (tests may add routes to exercise a rule). */
 export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
   const app: App = new Koa<ApiState, ApiContextExtension>();
-  app.proxy = true; // behind the platform router: trust X-Forwarded-*
+  // Behind the platform router: X-Forwarded-* are read, but only the entries
+  // the trusted hops appended (counted from the right), so a client cannot
+  // pick its own address for the per-address limits by sending a header.
+  app.proxy = deps.config.trustProxyHops > 0;
+  app.maxIpsCount = deps.config.trustProxyHops;
   app.context.deps = deps;
   // Errors are rendered by requestMiddleware; Koa's own handler only sees
   // socket-level failures, which are not worth a stack trace per client.

@@ -20,6 +20,14 @@ export type Config = {
   rateLimitPerMinute: number;
   /** How long a rate-limit lease may take before the per-process window answers instead. */
   rateLimitLeaseTimeoutMs: number;
+  /**
+   * Proxies in front of the web process whose X-Forwarded-* entries are
+   * trusted (TRUST_PROXY_HOPS, default 1: the platform router, which appends
+   * the client's address). Only that many entries, counted from the right, are
+   * read: the leftmost ones are whatever the client sent. 0: no proxy, the
+   * socket's address is the client's.
+   */
+  trustProxyHops: number;
   /** Set LOG_LEVEL=silent to drop the per-request log line (benchmarks). */
   logLevel: 'info' | 'silent';
   /**
@@ -108,6 +116,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smtpUrl: env.SMTP_URL || undefined,
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', env.RATE_LIMIT_PER_MINUTE, 600, 1),
     rateLimitLeaseTimeoutMs: int('RATE_LIMIT_LEASE_TIMEOUT_MS', env.RATE_LIMIT_LEASE_TIMEOUT_MS, 250, 1),
+    trustProxyHops: int('TRUST_PROXY_HOPS', env.TRUST_PROXY_HOPS, 1, 0),
     logLevel,
     ssrfGuard: !allowPrivateTargets,
     pgMaxConnections,

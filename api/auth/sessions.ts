@@ -15,15 +15,23 @@ import { verifyPassword } from '../admin/companies.ts';
 import { digestSecret } from './keys.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { bearerToken } from '../middleware/authenticate.ts';
-import { limitUnauthenticated } from '../middleware/rate-limit.ts';
+import { headerSeconds, limitUnauthenticated } from '../middleware/rate-limit.ts';
 import type { ApiContext } from '../types.ts';
 import { parseData } from '../validation.ts';
 
 export const SESSION_PREFIX = 'service_ses_';
 const TOKEN_SHAPE = /^service_ses_[A-Za-z0-9_-]{43}$/;
 export const SESSION_TTL_HOURS = 12;
-/** Sign-in attempts per email per minute, against password guessing. */
-const SIGN_IN_PER_MINUTE = 10;
+/**
+ * Sign-in attempts per minute, against password guessing (sliding windows of
+ * the shared limiter, so nothing is ever locked for longer than a minute):
+ * - per email and client address: one address guessing a person's password is
+ *   stopped, and that never locks the person out from their own address;
+ * - per client address, whatever the email: one address spraying many emails;
+ * - per email over every address: a distributed guess, with a limit high
+ *   enough that reaching it takes many addresses.
+ */
+export const SIGN_IN_LIMITS = { perEmailAndAddress: 10, perAddress: 30, perEmail: 100 } as const;
 
 export const PERMISSIONS = ['manage-developers'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
@@ -92,7 +100,8 @@ export function authenticateSession(permission: Permission | null) {
     }
     ctx.state.session = session;
     ctx.state.auth = {
-      keyId: `session:${session.sessionId}`,
+      // One rate-limit bucket per person and company, however many sessions they open.
+      keyId: `user:${session.userId}:${session.companyId}`,
       companyId: session.companyId,
       userId: session.userId,
       scopes: [],
@@ -111,10 +120,17 @@ export function authenticateSession(permission: Permission | null) {
 /** POST /api/v1/user/sessions (sign in) and DELETE /api/v1/user/sessions/current (sign out). */
 export async function signInHandler(ctx: ApiContext) {
   const input = parseData(signInSchema, ctx.request.body);
-  const limit = await ctx.deps.rateLimiter.consume(`signin:${input.email.toLowerCase()}`, SIGN_IN_PER_MINUTE);
-  if (!limit.allowed) {
-    ctx.set('Retry-After', String(limit.resetSeconds));
-    throw new ApiError('rate_limited');
+  const email = input.email.toLowerCase();
+  for (const [bucket, limit] of [
+    [`signin:${email}:${ctx.ip}`, SIGN_IN_LIMITS.perEmailAndAddress],
+    [`signin-ip:${ctx.ip}`, SIGN_IN_LIMITS.perAddress],
+    [`signin-email:${email}`, SIGN_IN_LIMITS.perEmail],
+  ] as const) {
+    const decision = await ctx.deps.rateLimiter.consume(bucket, limit);
+    if (!decision.allowed) {
+      ctx.set('Retry-After', String(headerSeconds(decision.resetSeconds)));
+      throw new ApiError('rate_limited');
+    }
   }
   const opened = await signIn(ctx.deps.pool, input);
   if (!opened) throw new ApiError('invalid_key', 'Correo o contraseña incorrectos.');
