@@ -155,7 +155,9 @@ export type NameCheck =
 export function checkFileName(raw: string, allowed: ReadonlySet<string>): NameCheck {
   if (BIDI_CONTROLS.test(raw)) return { ok: false, reason: 'el nombre contiene caracteres de control de dirección de texto' };
   const decoded = percentDecoded(raw.normalize('NFKC'));
-  const base = decoded.split(/[\\/]/).pop() ?? '';
+  // Invisible format characters (zero-width space and joiner, soft hyphen…)
+  // go before the extension check: `invoice.e<U+200B>xe.pdf` is `invoice.exe.pdf`.
+  const base = (decoded.split(/[\\/]/).pop() ?? '').replace(/\p{Cf}/gu, '');
   // Every extension segment, also those hidden behind NUL or `%00`.
   const segments = base.toLowerCase().split(/[.\u0000]/).map((s) => s.trim());
   for (const segment of segments.slice(1)) {
@@ -225,18 +227,27 @@ export function checkCompound(extension: string, bytes: Uint8Array): ContentChec
   return { ok: true, contentType: KNOWN_EXTENSIONS[extension] };
 }
 
-function looksLikeText(sample: Buffer): boolean {
-  if (sample.includes(0)) return false;
-  // Cut at the last complete UTF-8 sequence the sample may have split.
-  let end = sample.length;
-  while (end > 0 && end > sample.length - 4 && (sample[end - 1] & 0xc0) === 0x80) end--;
-  if (end > 0 && sample[end - 1] >= 0xc0) end--;
+/** Control bytes no text file has (tab, line feed, form feed and carriage return are text). */
+const BINARY_BYTES = /[\u0000-\u0008\u000b\u000e-\u001f]/;
+
+/**
+ * Whether the whole stream is UTF-8 text: decoded chunk by chunk (a sequence
+ * split between chunks is carried over), so a text prefix with a binary
+ * payload after it is refused wherever the payload starts, in bounded memory.
+ */
+async function streamIsText(stream: Readable): Promise<boolean> {
+  const decoder = new TextDecoder('utf-8', { fatal: true });
   try {
-    new TextDecoder('utf-8', { fatal: true }).decode(sample.subarray(0, end));
+    for await (const chunk of stream) {
+      if (BINARY_BYTES.test(decoder.decode(chunk as Buffer, { stream: true }))) return false;
+    }
+    decoder.decode();
+    return true;
   } catch {
     return false;
+  } finally {
+    stream.destroy();
   }
-  return !/[\u0001-\u0008\u000e-\u001f]/.test(sample.toString('latin1'));
 }
 
 /**
@@ -245,7 +256,7 @@ function looksLikeText(sample: Buffer): boolean {
  * zip, up to the entry that decides), so memory stays bounded. `readAll` is
  * called only for legacy Office files, whose directory is parsed whole.
  */
-export async function checkContent(extension: string, open: () => Readable, head: Buffer, readAll: () => Promise<Buffer>): Promise<ContentCheck> {
+export async function checkContent(extension: string, open: () => Readable, _head: Buffer, readAll: () => Promise<Buffer>): Promise<ContentCheck> {
   const stream = open();
   let detected: { ext: string; mime: string } | undefined;
   try {
@@ -254,7 +265,7 @@ export async function checkContent(extension: string, open: () => Readable, head
     stream.destroy();
   }
   if (!detected) {
-    if (TEXT_EXTENSIONS.has(extension) && looksLikeText(head)) return { ok: true, contentType: KNOWN_EXTENSIONS[extension] };
+    if (TEXT_EXTENSIONS.has(extension) && (await streamIsText(open()))) return { ok: true, contentType: KNOWN_EXTENSIONS[extension] };
     return { ok: false, reason: `el contenido no corresponde a un archivo .${extension}` };
   }
   if (BLOCKED_DETECTED.has(detected.ext)) return { ok: false, reason: `el contenido es de un tipo no permitido (${detected.ext})` };
