@@ -1,8 +1,38 @@
 // Hourly housekeeping: idempotency keys live 24 h (DESIGN.md); rate-limit
 // windows untouched for 2 minutes are empty by definition and can go; blobs
-// whose upload never completed (a crash mid-stream) are dropped after an hour.
+// whose upload never completed (a crash mid-stream) are dropped after an
+// hour, and so are complete blobs nothing refers to (a crash between writing
+// the bytes and committing the record that points at them).
+import type { Queryable } from '../../db/pool.ts';
 import { PURGE_EXPIRED } from '../../db/queues.ts';
 import type { JobDefinition } from './types.ts';
+
+/** Blobs are kept this long before an unreferenced one counts as orphaned (an upload in flight is younger). */
+const ORPHAN_AFTER = '1 hour';
+
+/**
+ * Deletes blobs older than an hour that no row refers to. The referring
+ * columns are read from the foreign keys to `blobs` (media originals and
+ * thumbnails, file-manager files, and whatever a later table adds), so a new
+ * owner of blobs is respected without touching this query.
+ */
+export async function purgeOrphanBlobs(db: Queryable): Promise<number> {
+  const { rows: refs } = await db.query<{ tbl: string; col: string }>(
+    `SELECT c.conrelid::regclass::text AS tbl, a.attname AS col
+       FROM pg_constraint c
+       JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
+      WHERE c.contype = 'f' AND c.confrelid = 'blobs'::regclass AND c.conrelid <> 'blob_chunks'::regclass
+      ORDER BY 1, 2`,
+  );
+  // Identifiers come from the catalog, quoted as such; nothing from input.
+  const quote = (name: string) => name.split('.').map((part) => `"${part.replace(/"/g, '""')}"`).join('.');
+  const unreferenced = refs.map((r) => `NOT EXISTS (SELECT 1 FROM ${quote(r.tbl)} x WHERE x.${quote(r.col)} = b.id)`);
+  const { rowCount } = await db.query(
+    `DELETE FROM blobs b WHERE b.created_at < now() - interval '${ORPHAN_AFTER}'
+       AND (NOT b.complete${unreferenced.length ? ` OR (${unreferenced.join(' AND ')})` : ' OR true'})`,
+  );
+  return rowCount ?? 0;
+}
 
 export const purgeExpired: JobDefinition = {
   queue: PURGE_EXPIRED,
@@ -10,6 +40,6 @@ export const purgeExpired: JobDefinition = {
   handler: async ({ pool }) => {
     await pool.query(`DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours'`);
     await pool.query(`DELETE FROM rate_limit_windows WHERE base_second < extract(epoch FROM now())::bigint - 180`);
-    await pool.query(`DELETE FROM blobs WHERE NOT complete AND created_at < now() - interval '1 hour'`);
+    await purgeOrphanBlobs(pool);
   },
 };
