@@ -8,11 +8,15 @@ import Router from '@koa/router';
 import { readBlob } from '../storage/blobs.ts';
 import { findPublicBlob, MEDIA_TOKEN } from '../storage/media.ts';
 import { ApiError } from './errors.ts';
+import { limitUnauthenticated } from './middleware/rate-limit.ts';
 import type { ApiContextExtension, ApiRouter, ApiState, Deps } from './types.ts';
 
 export function mediaRouter(deps: Deps): ApiRouter {
   const router: ApiRouter = new Router<ApiState, ApiContextExtension>();
   router.get('/media/:token/:filename', async (ctx) => {
+    // Per client address, like refused credentials: no key to count against,
+    // and a client probing for tokens is throttled like any other traffic.
+    await limitUnauthenticated(ctx);
     const token = ctx.params.token;
     const blob = MEDIA_TOKEN.test(token) ? await findPublicBlob(deps.pool, token) : null;
     if (!blob) throw new ApiError('not_found');

@@ -66,4 +66,14 @@ describe('limits keyed by client address and person', () => {
     }
     assert.deepEqual(statuses, [200, 200, 200, 200, 429]);
   });
+
+  test('/media is limited per client address and carries the RateLimit headers', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await fetch(`${app.url}/media/${'0'.repeat(31)}${i}/x.png`, { headers: from('203.0.113.50', `198.51.100.${i}`) });
+      assert.equal(res.headers.get('ratelimit-limit'), '4');
+      statuses.push(res.status);
+    }
+    assert.deepEqual(statuses, [404, 404, 404, 404, 429, 429], 'probing for tokens from one address is throttled');
+  });
 });
