@@ -37,6 +37,7 @@ describe('webhook delivery survives kill -9 of the worker mid-attempt', () => {
     const ep = (await api.post('/webhook-endpoints', { data: { url: receiver.url('/crash'), enabled_events: ['customer.created'] } })).body.data;
 
     const child = spawn(process.execPath, [WORKER_MAIN], {
+      // The receiver is on 127.0.0.1: the worker opts out of the SSRF guard, as test/helpers/app.ts does.
       env: { ...process.env, DATABASE_URL: app.databaseUrl, NODE_ENV: 'test', LOG_LEVEL: 'silent', ALLOW_PRIVATE_WEBHOOK_TARGETS: '1' },
       stdio: 'ignore',
     });
