@@ -42,9 +42,12 @@ describe('webhook delivery survives kill -9 of the worker mid-attempt', () => {
       stdio: 'ignore',
     });
     const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => resolve(signal)));
-    assert.equal((await api.post('/customers', { data: { name: 'Caída' } })).status, 201);
-    await waitFor(() => receiver.at('/crash').length === 1, 30_000, 'the first attempt to reach the receiver');
-    child.kill('SIGKILL');
+    try {
+      assert.equal((await api.post('/customers', { data: { name: 'Caída' } })).status, 201);
+      await waitFor(() => receiver.at('/crash').length === 1, 30_000, 'the first attempt to reach the receiver');
+    } finally {
+      child.kill('SIGKILL');
+    }
     assert.equal(await exited, 'SIGKILL');
 
     const [d] = (await api.get(`/webhook-endpoints/${ep.id}/deliveries`)).body.data;
