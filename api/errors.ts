@@ -18,6 +18,7 @@ export const ERROR_CODES = {
   method_not_allowed: { status: 405, message: 'Método no permitido para esta ruta.' },
   duplicate_reference: { status: 409, message: 'Otro registro de la empresa ya usa ese metadata.external_ref.' },
   email_taken: { status: 409, message: 'Ya existe un usuario con ese correo.' },
+  conflict: { status: 409, message: 'Ya existe un registro con ese identificador.' },
   idempotency_in_progress: { status: 409, message: 'Otra petición con la misma Idempotency-Key sigue en curso.' },
   idempotency_body_too_large: { status: 413, message: 'El cuerpo supera 100 KB y no puede enviarse con Idempotency-Key.' },
   request_too_large: { status: 413, message: 'El cuerpo de la petición es demasiado grande.' },

@@ -1,7 +1,9 @@
 // Demo data for development: one company with every opt-in module, a few
 // customers and leads, and an API key with every scope. Only on an empty
 // database and never in production.
-import { createAutomation, createCompany, issueKey } from '../api/admin/companies.ts';
+import { createAutomation } from '../api/admin/automations.ts';
+import { createCompany } from '../api/admin/companies.ts';
+import { issueKey } from '../api/admin/keys.ts';
 import { ALL_SCOPES, OPT_IN_MODULES } from '../api/auth/scopes.ts';
 import type { Pool } from '../db/pool.ts';
 import type { Config } from '../lib/config.ts';

@@ -5,7 +5,7 @@
 // lookup's answer until the revocation's notification has been processed.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { revokeKey } from '../api/admin/companies.ts';
+import { revokeKey } from '../api/admin/keys.ts';
 import { digestSecret } from '../api/auth/keys.ts';
 import type { Queryable } from '../db/pool.ts';
 import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';

@@ -5,7 +5,7 @@
 // sessions of one person share one rate-limit bucket.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { setPassword } from '../api/admin/companies.ts';
+import { setPassword } from '../api/admin/users.ts';
 import { SIGN_IN_LIMITS } from '../api/auth/sessions.ts';
 import { request, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 

@@ -4,7 +4,8 @@
 // and opt-in modules are checked, and production refuses plain HTTP.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { revokeKey, updateCompany } from '../api/admin/companies.ts';
+import { revokeKey } from '../api/admin/keys.ts';
+import { updateCompany } from '../api/admin/companies.ts';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../api/app.ts';
 import { defineRoute } from '../api/route.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { issueKey } from '../api/admin/companies.ts';
+import { issueKey } from '../api/admin/keys.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 
 describe('categories, brands and the product list filters', () => {

@@ -2,7 +2,7 @@
 // the events recorded in the write's transaction.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createAutomation } from '../api/admin/companies.ts';
+import { createAutomation } from '../api/admin/automations.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 
 describe('customers', () => {

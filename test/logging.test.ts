@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { waitFor } from './helpers/receiver.ts';
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -52,7 +53,7 @@ describe('request log', () => {
     assert.equal(res.headers.get('x-request-id'), 'trace-from-router-123');
     const generated = await fetch(`${base}/api/v1/customers/123`, { headers: { authorization: `Bearer ${tenant.key}` } });
     const generatedId = generated.headers.get('x-request-id')!;
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor(() => stdout.includes(generatedId), 10_000, 'both request lines to be written');
     const lines = stdout.trim().split('\n').map((l) => JSON.parse(l));
     const first = lines.filter((l) => l.event === 'request' && l.request_id === 'trace-from-router-123');
     assert.equal(first.length, 1);
@@ -63,5 +64,45 @@ describe('request log', () => {
     const second = lines.find((l) => l.request_id === generatedId);
     assert.equal(second.status, 400);
     assert.ok(!stdout.includes(tenant.key), 'the secret never reaches the log');
+  });
+
+  const lines = () => stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+
+  test('every admin call writes an audit line (procedure, outcome, company, address), never the token', async () => {
+    const admin = (procedure: string, body: unknown, address: string) =>
+      fetch(`${base}/admin/trpc/${procedure}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${'x'.repeat(20)}`, 'content-type': 'application/json', 'x-forwarded-for': address },
+        body: JSON.stringify(body),
+      });
+    const created = await admin('company.create', { name: 'Auditada' }, '198.51.100.77');
+    assert.equal(created.status, 200);
+    const company = ((await created.json()) as any).result.data.company;
+    const issued = await admin('key.create', { companyId: company.id, scopes: 'all' }, '198.51.100.77');
+    assert.equal(issued.status, 200);
+    const line = await waitFor(() => lines().find((l) => l.event === 'admin.call' && l.procedure === 'key.create'), 10_000, 'the audit line of key.create');
+    assert.equal(line.ok, true);
+    assert.equal(line.company_id, company.id);
+    assert.equal(line.address, '198.51.100.77');
+    const missing = await admin('key.revoke', { id: '0123456789abcdef01234567' }, '198.51.100.77');
+    assert.equal(missing.status, 404);
+    const failed = await waitFor(() => lines().find((l) => l.event === 'admin.call' && l.procedure === 'key.revoke'), 10_000, 'the audit line of a failed call');
+    assert.equal(failed.ok, false);
+    assert.equal(failed.error, 'not_found');
+    assert.ok(!stdout.includes('x'.repeat(20)), 'the admin token never reaches the log');
+  });
+
+  test('wrong admin tokens are throttled per address: after 10 a minute the address is refused, even with the right token', async () => {
+    const call = (token: string, address: string) =>
+      fetch(`${base}/admin/trpc/company.list`, { headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': address } });
+    const statuses: number[] = [];
+    for (let i = 0; i < 11; i++) statuses.push((await call(`wrong-token-${i}-000000`, '198.51.100.90')).status);
+    assert.deepEqual(statuses, [...Array(10).fill(401), 429]);
+    const blocked = await call('x'.repeat(20), '198.51.100.90');
+    assert.equal(blocked.status, 429, 'guessing cannot go on through the 429s');
+    const retryAfter = Number(blocked.headers.get('retry-after'));
+    assert.ok(retryAfter >= 1 && retryAfter <= 60);
+    assert.equal((await call('x'.repeat(20), '198.51.100.91')).status, 200, 'another address is not affected');
+    await waitFor(() => lines().some((l) => l.event === 'admin.refused' && l.throttled === true && l.address === '198.51.100.90'), 10_000, 'the refusal to be logged');
   });
 });

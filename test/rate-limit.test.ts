@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { Server } from 'node:http';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { issueKey } from '../api/admin/companies.ts';
+import { issueKey } from '../api/admin/keys.ts';
 import { ALL_SCOPES } from '../api/auth/scopes.ts';
 import { closeDeps, createApp, createDeps } from '../api/app.ts';
 import { LEASE_TIMEOUT_MS, LocalWindow } from '../api/middleware/rate-limit.ts';

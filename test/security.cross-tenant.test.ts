@@ -5,7 +5,8 @@
 // test cannot make a record for it, it fails and says what to add.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createAutomation, setPassword } from '../api/admin/companies.ts';
+import { createAutomation } from '../api/admin/automations.ts';
+import { setPassword } from '../api/admin/users.ts';
 import { signIn } from '../api/auth/sessions.ts';
 import { createForm } from '../api/admin/forms.ts';
 import { OPT_IN_MODULES } from '../api/auth/scopes.ts';

@@ -7,7 +7,8 @@
 // test/webhooks.delivery.test.ts's.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { issueKey, setPassword } from '../api/admin/companies.ts';
+import { issueKey } from '../api/admin/keys.ts';
+import { setPassword } from '../api/admin/users.ts';
 import { objectId } from '../lib/objectid.ts';
 import { EMITTED_EVENT_NAMES } from '../lib/webhook-events.ts';
 import { client, request, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';

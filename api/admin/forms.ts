@@ -1,21 +1,20 @@
 // Operator procedures for forms (`wsctl form create/update --file form.json`):
 // forms are read-only in the REST API, so this is the only way to write one.
 // The file is validated by the same schema that documents it (definition.ts).
-import { z } from 'zod';
 import type { Pool, Queryable } from '../../db/pool.ts';
 import { transaction } from '../../db/pool.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { formColumns, formFileSchema, serializeForm, type FormRow } from '../forms/definition.ts';
-import { AdminError, getCompany, slugify } from './companies.ts';
-import { adminId as id, adminProcedure, router } from './trpc.ts';
-
+import { slugify } from '../../lib/slug.ts';
+import { ApiError } from '../errors.ts';
+import { getCompany } from './companies.ts';
 
 /** Parses a form file; problems become one operator-readable message listing each path. */
 export function parseFormFile(input: unknown) {
   const result = formFileSchema.safeParse(input);
   if (result.success) return result.data;
   const lines = result.error.issues.map((i) => `${i.path.map(String).join('.') || '(file)'}: ${i.message}`);
-  throw new AdminError('bad_request', `Invalid form file: ${lines.join('; ')}`);
+  throw new ApiError('validation_failed', `Invalid form file: ${lines.join('; ')}`);
 }
 
 async function uniqueSlug(db: Queryable, companyId: string, wanted: string, exceptId: string | null): Promise<string> {
@@ -37,9 +36,9 @@ export async function createForm(pool: Pool, companyId: string, file: unknown) {
     const c = formColumns(parsed);
     if (c.slug) {
       const clash = await db.query('SELECT 1 FROM forms WHERE company_id = $1 AND slug = $2', [companyId, c.slug]);
-      if (clash.rowCount) throw new AdminError('conflict', `A form with slug ${c.slug} already exists in this company`);
+      if (clash.rowCount) throw new ApiError('conflict', `A form with slug ${c.slug} already exists in this company`);
     }
-    const slug = c.slug ?? (await uniqueSlug(db, companyId, slugify(c.name).replace(/^empresa$/, 'formulario'), null));
+    const slug = c.slug ?? (await uniqueSlug(db, companyId, slugify(c.name, { maxLength: 48, fallback: 'formulario' }), null));
     const { rows } = await db.query(
       `INSERT INTO forms (id, company_id, name, slug, locales, default_locale, title_translations, description_translations, active, fields, post_actions)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *`,
@@ -54,12 +53,12 @@ export async function createForm(pool: Pool, companyId: string, file: unknown) {
 export async function updateForm(pool: Pool, formId: string, file: unknown) {
   const parsed = parseFormFile(file);
   return transaction(pool, async (db) => {
-    const existing = (await db.query('SELECT * FROM forms WHERE id = $1 FOR UPDATE', [formId])).rows[0];
-    if (!existing) throw new AdminError('not_found', `Form ${formId} not found`);
+    const existing = (await db.query<FormRow>('SELECT * FROM forms WHERE id = $1 FOR UPDATE', [formId])).rows[0];
+    if (!existing) throw new ApiError('not_found', `Form ${formId} not found`);
     const c = formColumns(parsed);
     if (c.slug && c.slug !== existing.slug) {
       const clash = await db.query('SELECT 1 FROM forms WHERE company_id = $1 AND slug = $2 AND id <> $3', [existing.company_id, c.slug, formId]);
-      if (clash.rowCount) throw new AdminError('conflict', `A form with slug ${c.slug} already exists in this company`);
+      if (clash.rowCount) throw new ApiError('conflict', `A form with slug ${c.slug} already exists in this company`);
     }
     const { rows } = await db.query(
       `UPDATE forms SET name = $2, slug = $3, locales = $4, default_locale = $5, title_translations = $6, description_translations = $7,
@@ -76,12 +75,3 @@ export async function updateForm(pool: Pool, formId: string, file: unknown) {
 function adminForm(row: FormRow) {
   return { ...serializeForm(row), company_id: row.company_id, post_actions: row.post_actions };
 }
-
-export const formRouter = router({
-  create: adminProcedure
-    .input(z.object({ companyId: id, form: z.unknown() }))
-    .mutation(({ ctx, input }) => createForm(ctx.deps.pool, input.companyId, input.form)),
-  update: adminProcedure
-    .input(z.object({ id, form: z.unknown() }))
-    .mutation(({ ctx, input }) => updateForm(ctx.deps.pool, input.id, input.form)),
-});

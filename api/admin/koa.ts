@@ -5,7 +5,9 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
 import type { Next } from 'koa';
 import { ApiError } from '../errors.ts';
+import { log } from '../../lib/log.ts';
 import { bearerToken } from '../middleware/authenticate.ts';
+import { headerSeconds } from '../middleware/rate-limit.ts';
 import type { ApiContext, Deps } from '../types.ts';
 import { adminRouter } from './router.ts';
 
@@ -17,11 +19,39 @@ function tokenMatches(given: string | null, expected: string | undefined): boole
   return timingSafeEqual(a, b);
 }
 
+/** Wrong admin tokens per client address per minute before the address is refused (429) for the rest of the window. */
+export const ADMIN_FAILURES_PER_MINUTE = 10;
+
+/**
+ * Throttling of wrong tokens: failures count in the shared limiter; once an
+ * address is over, this process refuses it until the window frees (before
+ * even looking at the token, so guessing cannot continue through 429s).
+ * Another process learns it at that address's next failure there.
+ */
+const blockedUntil = new Map<string, number>();
+
+async function refuseGuessing(ctx: ApiContext, deps: Deps): Promise<void> {
+  const until = blockedUntil.get(ctx.ip) ?? 0;
+  if (until > Date.now()) {
+    ctx.set('Retry-After', String(headerSeconds((until - Date.now()) / 1000)));
+    throw new ApiError('rate_limited');
+  }
+  if (tokenMatches(bearerToken(ctx.get('Authorization')), deps.config.adminToken)) return;
+  const decision = await deps.rateLimiter.consume(`admin-fail:${ctx.ip}`, ADMIN_FAILURES_PER_MINUTE);
+  log('admin.refused', { address: ctx.ip, request_id: ctx.state.requestId, throttled: !decision.allowed });
+  if (!decision.allowed) {
+    const seconds = headerSeconds(decision.resetSeconds);
+    if (blockedUntil.size > 10_000) blockedUntil.clear();
+    blockedUntil.set(ctx.ip, Date.now() + seconds * 1000);
+    ctx.set('Retry-After', String(seconds));
+    throw new ApiError('rate_limited');
+  }
+  throw new ApiError('invalid_key', 'El token de administración no es válido.');
+}
+
 export function adminMiddleware(deps: Deps) {
   return async function admin(ctx: ApiContext, _next: Next) {
-    if (!tokenMatches(bearerToken(ctx.get('Authorization')), deps.config.adminToken)) {
-      throw new ApiError('invalid_key', 'El token de administración no es válido.');
-    }
+    await refuseGuessing(ctx, deps);
     const path = ctx.path.replace(/^\/admin\/trpc\/?/, '');
     ctx.respond = false;
     // Koa starts every response at 404; tRPC only sets its status when it
@@ -32,7 +62,7 @@ export function adminMiddleware(deps: Deps) {
       req: ctx.req,
       res: ctx.res,
       path,
-      createContext: () => ({ deps }),
+      createContext: () => ({ deps, requestId: ctx.state.requestId, address: ctx.ip }),
       onError: ({ error }) => {
         if (error.code === 'INTERNAL_SERVER_ERROR') process.stderr.write(`admin error: ${error.message}\n`);
       },

@@ -1,24 +1,48 @@
 // The one initTRPC of the admin API. Context carries the process deps; the
 // Bearer ADMIN_TOKEN check happens before tRPC sees the request (koa.ts).
+// One error model: procedures throw ApiError (api/errors.ts) like the REST
+// routes do, and this file maps each to a tRPC error by its status.
 import { initTRPC, TRPCError } from '@trpc/server';
 import { z } from 'zod';
 import { isObjectId } from '../../lib/objectid.ts';
+import { log } from '../../lib/log.ts';
+import { ApiError } from '../errors.ts';
 import type { Deps } from '../types.ts';
-import { AdminError } from './companies.ts';
 
-export type AdminContext = { deps: Deps };
+export type AdminContext = { deps: Deps; requestId?: string; address?: string };
 
 // isDev false: no stack traces in error responses, even to operators.
 const t = initTRPC.context<AdminContext>().create({ isDev: false });
 
-const TRPC_CODES = { not_found: 'NOT_FOUND', conflict: 'CONFLICT', bad_request: 'BAD_REQUEST' } as const;
+type TrpcCode = ConstructorParameters<typeof TRPCError>[0]['code'];
 
-/** Operator errors become tRPC errors with a clear message; the rest stay internal. */
-const mapErrors = t.middleware(async ({ next }) => {
+/** ApiError status → tRPC code; anything else stays an internal error. */
+const BY_STATUS: Record<number, TrpcCode> = {
+  400: 'BAD_REQUEST',
+  401: 'UNAUTHORIZED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  409: 'CONFLICT',
+  413: 'PAYLOAD_TOO_LARGE',
+  422: 'BAD_REQUEST',
+  429: 'TOO_MANY_REQUESTS',
+};
+
+/** Maps ApiError to tRPC errors, and writes the audit line of every call: who (address), what, which company, how it ended. */
+const mapErrorsAndAudit = t.middleware(async ({ ctx, path, type, getRawInput, next }) => {
   const result = await next();
-  if (!result.ok && result.error.cause instanceof AdminError) {
+  let error: string | null = null;
+  if (!result.ok) {
     const cause = result.error.cause;
-    throw new TRPCError({ code: TRPC_CODES[cause.code], message: cause.message, cause });
+    error = cause instanceof ApiError ? cause.code : result.error.code;
+  }
+  const input = (await getRawInput().catch(() => undefined)) as Record<string, unknown> | undefined;
+  const companyId = typeof input?.companyId === 'string' ? input.companyId : path.startsWith('company.') && typeof input?.id === 'string' ? input.id : undefined;
+  log('admin.call', { procedure: path, type, ok: result.ok, error, company_id: companyId, target_id: typeof input?.id === 'string' ? input.id : undefined, address: ctx.address, request_id: ctx.requestId });
+  if (!result.ok && result.error.cause instanceof ApiError) {
+    const cause = result.error.cause;
+    const code = BY_STATUS[cause.status];
+    if (code) throw new TRPCError({ code, message: cause.message, cause });
   }
   return result;
 });
@@ -26,5 +50,5 @@ const mapErrors = t.middleware(async ({ next }) => {
 export const router = t.router;
 /** A record id argument (24 hex characters, lib/objectid.ts). */
 export const adminId = z.string().refine(isObjectId, 'must be a 24-hex id');
-export const adminProcedure = t.procedure.use(mapErrors);
+export const adminProcedure = t.procedure.use(mapErrorsAndAudit);
 export const createCallerFactory = t.createCallerFactory;

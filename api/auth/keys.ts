@@ -4,6 +4,7 @@
 // walk nor the comparison reveals how much of a guessed secret was right.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Queryable } from '../../db/pool.ts';
+import { iso } from '../../db/rows.ts';
 import { objectId } from '../../lib/objectid.ts';
 
 export const KEY_PREFIX = 'service_sk_';
@@ -66,7 +67,7 @@ export type NewKey = {
 export async function createKey(db: Queryable, input: NewKey) {
   const secret = newSecret();
   const id = objectId();
-  const { rows } = await db.query(
+  const { rows } = await db.query<KeyRow>(
     `INSERT INTO api_keys (id, company_id, user_id, name, secret_digest, secret_last_four, scopes, allowed_origins, rate_limit_per_minute)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
      RETURNING id, company_id, user_id, name, secret_last_four, scopes, allowed_origins, rate_limit_per_minute, revoked_at, created_at`,
@@ -85,18 +86,32 @@ export async function createKey(db: Queryable, input: NewKey) {
   return { ...serializeKey(rows[0]), secret };
 }
 
-export function serializeKey(row: Record<string, any>) {
+/** An `api_keys` row as read back (never with its digest). */
+export type KeyRow = {
+  id: string;
+  company_id: string;
+  user_id: string;
+  name: string;
+  secret_last_four: string;
+  scopes: string[];
+  allowed_origins: string[];
+  rate_limit_per_minute: number | null;
+  revoked_at: Date | null;
+  created_at: Date;
+};
+
+export function serializeKey(row: KeyRow) {
   return {
-    id: row.id as string,
-    object: 'api_key',
-    company_id: row.company_id as string,
-    user_id: row.user_id as string,
-    name: row.name as string,
-    secret_last_four: row.secret_last_four as string,
-    scopes: row.scopes as string[],
-    allowed_origins: row.allowed_origins as string[],
-    rate_limit_per_minute: row.rate_limit_per_minute as number | null,
-    revoked_at: row.revoked_at ? new Date(row.revoked_at).toISOString() : null,
-    created_at: new Date(row.created_at).toISOString(),
+    id: row.id,
+    object: 'api_key' as const,
+    company_id: row.company_id,
+    user_id: row.user_id,
+    name: row.name,
+    secret_last_four: row.secret_last_four,
+    scopes: row.scopes,
+    allowed_origins: row.allowed_origins,
+    rate_limit_per_minute: row.rate_limit_per_minute,
+    revoked_at: iso(row.revoked_at),
+    created_at: iso(row.created_at)!,
   };
 }

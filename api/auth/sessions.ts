@@ -11,7 +11,7 @@ import type { Next } from 'koa';
 import { z } from 'zod';
 import type { Queryable } from '../../db/pool.ts';
 import { objectId } from '../../lib/objectid.ts';
-import { verifyPassword } from '../admin/companies.ts';
+import { verifyPassword } from '../../lib/passwords.ts';
 import { digestSecret } from './keys.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { bearerToken } from '../middleware/authenticate.ts';

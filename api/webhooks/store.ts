@@ -172,6 +172,27 @@ export async function rotateSecret(db: Queryable, companyId: string | null, id: 
   return rows[0] ?? null;
 }
 
+/** Every endpoint of a company, newest first (operators: `wsctl webhook list`). */
+export async function listEndpointsOf(db: Queryable, companyId: string): Promise<EndpointRow[]> {
+  const { rows } = await db.query<EndpointRow>('SELECT * FROM webhook_endpoints WHERE company_id = $1 ORDER BY created_at DESC, id DESC', [companyId]);
+  return rows;
+}
+
+/** The newest deliveries of an endpoint, filtered (operators: `wsctl delivery list`). */
+export async function recentDeliveries(
+  db: Queryable,
+  endpointId: string,
+  filters: { status?: string; event?: string; limit: number },
+): Promise<DeliveryRow[]> {
+  const { rows } = await db.query<DeliveryRow>(
+    `SELECT * FROM webhook_deliveries
+      WHERE endpoint_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR event = $3)
+      ORDER BY created_at DESC, id DESC LIMIT $4`,
+    [endpointId, filters.status ?? null, filters.event ?? null, filters.limit],
+  );
+  return rows;
+}
+
 const DELIVERY_COLUMNS = `d.*, ev.payload`;
 
 export async function findDelivery(db: Queryable, companyId: string | null, id: string, endpointId?: string): Promise<DeliveryRow | null> {

@@ -9,7 +9,8 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { createCompany, issueKey } from '../../api/admin/companies.ts';
+import { createCompany } from '../../api/admin/companies.ts';
+import { issueKey } from '../../api/admin/keys.ts';
 import { ALL_SCOPES } from '../../api/auth/scopes.ts';
 import { withoutTriggers } from './database.ts';
 import type { BenchContext } from './scenario.ts';

@@ -2,7 +2,9 @@
 // tests a tiny HTTP client plus tenant seeding through the admin functions.
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { createAutomation, createCompany, issueKey, updateCompany, type Plan } from '../../api/admin/companies.ts';
+import { createAutomation } from '../../api/admin/automations.ts';
+import { createCompany, updateCompany, type Plan } from '../../api/admin/companies.ts';
+import { issueKey } from '../../api/admin/keys.ts';
 import { closeDeps, createApp, createDeps } from '../../api/app.ts';
 import { ALL_SCOPES } from '../../api/auth/scopes.ts';
 import type { Deps } from '../../api/types.ts';

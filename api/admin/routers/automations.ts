@@ -1,0 +1,23 @@
+// `wsctl automation create --file`: the REST API cannot create automations.
+import { z } from 'zod';
+import { serializeAutomation } from '../../routes/automations.ts';
+import { createAutomation } from '../automations.ts';
+import { adminId as id, adminProcedure, router } from '../trpc.ts';
+
+export const automationRouter = router({
+  create: adminProcedure
+    .input(
+      z.object({
+        companyId: id,
+        automation: z.object({
+          name: z.string().trim().min(1).max(200),
+          description: z.string().max(2000).nullable().optional(),
+          active: z.boolean().optional(),
+          trigger_type: z.string().trim().min(1).max(100),
+          trigger_config: z.record(z.string(), z.unknown()).optional(),
+          steps: z.array(z.unknown()).optional(),
+        }),
+      }),
+    )
+    .mutation(async ({ ctx, input }) => serializeAutomation(await createAutomation(ctx.deps.pool, input.companyId, input.automation))),
+});

@@ -1,0 +1,37 @@
+// `wsctl company ...`: create, update, show, list.
+import { z } from 'zod';
+import { OPT_IN_MODULES } from '../../auth/scopes.ts';
+import { createCompany, getCompany, listCompanies, updateCompany } from '../companies.ts';
+import { adminId as id, adminProcedure, router } from '../trpc.ts';
+
+const plan = z.enum(['free', 'starter', 'enterprise']);
+const companyFields = {
+  maxTeamSize: z.number().int().min(1).max(10_000).optional(),
+  // A closed list: a typo (`invocing`) must fail, not enable nothing silently.
+  modules: z.array(z.enum(OPT_IN_MODULES)).optional(),
+  plan: plan.optional(),
+  mcpQuota: z.number().int().min(0).nullable().optional(),
+};
+
+export const companyRouter = router({
+  create: adminProcedure
+    .input(z.object({ name: z.string().trim().min(1).max(200), ownerEmail: z.email().optional(), ...companyFields }))
+    .mutation(({ ctx, input }) => createCompany(ctx.deps.pool, input)),
+  update: adminProcedure
+    .input(
+      z.object({
+        id,
+        name: z.string().trim().min(1).max(200).optional(),
+        ownerEmail: z.email().optional(),
+        ...companyFields,
+        responseCache: z.boolean().optional(),
+        storageQuotaMb: z.number().int().min(0).optional(),
+      }),
+    )
+    .mutation(({ ctx, input }) => {
+      const { id: companyId, ...rest } = input;
+      return updateCompany(ctx.deps.pool, companyId, rest);
+    }),
+  show: adminProcedure.input(z.object({ id })).query(({ ctx, input }) => getCompany(ctx.deps.pool, input.id)),
+  list: adminProcedure.query(({ ctx }) => listCompanies(ctx.deps.pool)),
+});

@@ -1,0 +1,31 @@
+// `wsctl key ...`: create (the secret shown once), list, revoke.
+import { z } from 'zod';
+import { parseScopes } from '../../auth/scopes.ts';
+import { ApiError } from '../../errors.ts';
+import { issueKey, listKeys, revokeKey } from '../keys.ts';
+import { adminId as id, adminProcedure, router } from '../trpc.ts';
+
+export const keyRouter = router({
+  create: adminProcedure
+    .input(
+      z.object({
+        companyId: id,
+        userId: id.optional(),
+        scopes: z.union([z.string(), z.array(z.string())]),
+        origins: z.array(z.string().trim().toLowerCase().regex(/^(\*\.)?[a-z0-9.-]+$/, 'must be a host name')).optional(),
+        name: z.string().max(100).optional(),
+        rateLimitPerMinute: z.number().int().min(1).nullable().optional(),
+      }),
+    )
+    .mutation(({ ctx, input }) => {
+      let scopes: string[];
+      try {
+        scopes = parseScopes(input.scopes);
+      } catch (error) {
+        throw new ApiError('validation_failed', (error as Error).message);
+      }
+      return issueKey(ctx.deps.pool, { ...input, scopes });
+    }),
+  list: adminProcedure.input(z.object({ companyId: id })).query(({ ctx, input }) => listKeys(ctx.deps.pool, input.companyId)),
+  revoke: adminProcedure.input(z.object({ id })).mutation(({ ctx, input }) => revokeKey(ctx.deps.pool, input.id)),
+});
