@@ -17,7 +17,7 @@ import { referencePage } from './openapi/reference-page.ts';
 import { TotalsCache } from './pagination.ts';
 import { mountRoutes, type RouteDef } from './route.ts';
 import { apiRoutes } from './routes/index.ts';
-import { mediaRouter } from './media.ts';
+import { mediaRouter } from './public-media.ts';
 import { createJobSender } from '../db/job-sender.ts';
 import type { ApiContextExtension, ApiRouter, ApiState, Deps } from './types.ts';
 

@@ -4,7 +4,7 @@
 // the first page (the (company_id, created_at DESC, id DESC) index).
 import { z } from 'zod';
 import type { Queryable } from '../db/pool.ts';
-import { ISO_TIMESTAMPS } from '../db/rows.ts';
+import { ISO_TIMESTAMPS } from '../db/timestamps.ts';
 import { isObjectId } from '../lib/objectid.ts';
 import { ApiError } from './errors.ts';
 

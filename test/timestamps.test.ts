@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { iso, ISO_TIMESTAMPS, isoFromTimestamptz } from '../db/rows.ts';
+import { iso, ISO_TIMESTAMPS, isoFromTimestamptz } from '../db/timestamps.ts';
 import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
 
 const VALUES = [

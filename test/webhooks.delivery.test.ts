@@ -4,7 +4,7 @@
 // schedule (the next attempt's job `start_after`), never by sleeping minutes.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { replayDelivery } from '../api/webhooks/store.ts';
+import { replayDelivery } from '../api/routes/webhook-endpoint-queries.ts';
 import { transaction, type Pool } from '../db/pool.ts';
 import { purgeWebhookHistory } from '../worker/jobs/purge-webhook-history.ts';
 import { DEFAULT_DISPATCHER_OPTIONS } from '../worker/webhooks/dispatcher.ts';

@@ -4,7 +4,7 @@
 // callers choose the transaction. Errors are ApiError (api/errors.ts), which
 // the admin router maps to tRPC errors in one place (trpc.ts).
 import { transaction, type Pool, type Queryable } from '../../db/pool.ts';
-import { iso, type Timestamp } from '../../db/rows.ts';
+import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { slugify } from '../../lib/slug.ts';
 import { notifyAuthChange } from '../auth/key-cache.ts';

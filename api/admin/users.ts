@@ -1,7 +1,7 @@
 // Operator actions on people: passwords (for sign-in) and the permissions of
 // a membership. The serializer is the operator's view of a user.
 import type { Queryable } from '../../db/pool.ts';
-import { iso, type Timestamp } from '../../db/rows.ts';
+import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { hashPassword } from '../../lib/passwords.ts';
 import { ApiError } from '../errors.ts';
 

@@ -4,7 +4,7 @@
 // walk nor the comparison reveals how much of a guessed secret was right.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Queryable } from '../../db/pool.ts';
-import { iso } from '../../db/rows.ts';
+import { iso } from '../../db/timestamps.ts';
 import { objectId } from '../../lib/objectid.ts';
 
 export const KEY_PREFIX = 'service_sk_';

@@ -7,7 +7,7 @@
 // entry for that locale. On read every map lists every locale of the form, a
 // missing translation falling back to the default-locale text.
 import { z } from 'zod';
-import { iso } from '../../db/rows.ts';
+import { iso } from '../../db/timestamps.ts';
 import { FIELD_TYPES, FILE_KINDS, LOCALES, MAPS_TO, type FormRow, type Locale, type PostActions, type StoredField } from '../../db/forms.ts';
 import { acceptAttribute, BLOCKED_EXTENSIONS, KNOWN_EXTENSIONS } from './file-rules.ts';
 

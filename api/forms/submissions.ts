@@ -4,7 +4,7 @@
 // pending post-actions, counts it on the form, and enqueues the worker job.
 import { z } from 'zod';
 import type { Client, Queryable } from '../../db/pool.ts';
-import { iso } from '../../db/rows.ts';
+import { iso } from '../../db/timestamps.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { deleteBlob } from '../../storage/blobs.ts';
 import { createUniqueFolder, insertFile, lockFreeBytes, pathSegment } from '../../storage/files.ts';

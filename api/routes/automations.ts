@@ -4,7 +4,8 @@
 // steps are refused on PATCH with 422 validation_failed naming the field.
 // Automations are core (DESIGN.md): every company reaches them with the `*-automations` scopes.
 import { z } from 'zod';
-import { deleteRow, findRow, iso, updateRow, type Timestamp } from '../../db/rows.ts';
+import { deleteRow, findRow, updateRow } from '../../db/tables.ts';
+import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { ApiError } from '../errors.ts';
 import { listPage, paginationQuery } from '../pagination.ts';
 import { defineRoute } from '../route.ts';

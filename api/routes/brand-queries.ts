@@ -2,8 +2,9 @@
 // brand snapshot on its products), delete. Every function takes the pool or
 // its caller's transaction client first.
 import type { Client, Queryable } from '../../db/pool.ts';
-import { insertRow, iso, updateRow } from '../../db/rows.ts';
-import { deleteMedia } from '../../storage/media.ts';
+import { insertRow, updateRow } from '../../db/tables.ts';
+import { iso } from '../../db/timestamps.ts';
+import { deleteMedia } from '../../storage/media-items.ts';
 import { flattenCustomProperties, mergeCustomProperties } from '../custom-properties.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { likePattern, listPage, type ListMeta, type TotalsCache } from '../pagination.ts';

@@ -2,9 +2,9 @@
 // by DESIGN.md), legal_name and tax_id (for invoicing: the RFC), address,
 // notes, tags, and custom properties flattened on read.
 import { z } from 'zod';
-import { iso, type Timestamp } from '../../db/rows.ts';
+import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { customPropertiesWrite, flattenCustomProperties } from '../custom-properties.ts';
-import { crudRoutes } from './crud.ts';
+import { standardRoutes } from './standard-routes.ts';
 import { addressSchema, contactFields, optionalText, timestamps } from './crm-fields.ts';
 
 const customerFields = {
@@ -79,7 +79,7 @@ export function serializeCustomer(row: CustomerRow) {
   );
 }
 
-export const customerRoutes = crudRoutes({
+export const customerRoutes = standardRoutes({
   table: 'customers',
   jsonColumns: new Set(['address', 'custom_properties']),
   path: '/customers',

@@ -2,9 +2,9 @@
 // company_name, job_title (the form `maps_to` targets, fixed by DESIGN.md),
 // a pipeline `status`, `source`, notes, tags and custom properties.
 import { z } from 'zod';
-import { iso, type Timestamp } from '../../db/rows.ts';
+import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { customPropertiesWrite, flattenCustomProperties } from '../custom-properties.ts';
-import { crudRoutes } from './crud.ts';
+import { standardRoutes } from './standard-routes.ts';
 import { contactFields, optionalText, timestamps } from './crm-fields.ts';
 
 export const LEAD_STATUSES = ['new', 'contacted', 'qualified', 'unqualified', 'converted'] as const;
@@ -78,7 +78,7 @@ export function serializeLead(row: LeadRow) {
   );
 }
 
-export const leadRoutes = crudRoutes({
+export const leadRoutes = standardRoutes({
   table: 'leads',
   jsonColumns: new Set(['custom_properties']),
   path: '/leads',

@@ -3,8 +3,9 @@
 // writes. Every function takes the pool or its caller's transaction client
 // first; writers of the tree take lockCategoryTree first.
 import type { Client, Queryable } from '../../db/pool.ts';
-import { insertRow, iso, updateRow } from '../../db/rows.ts';
-import { deleteMedia } from '../../storage/media.ts';
+import { insertRow, updateRow } from '../../db/tables.ts';
+import { iso } from '../../db/timestamps.ts';
+import { deleteMedia } from '../../storage/media-items.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { listPage, type ListMeta, type TotalsCache } from '../pagination.ts';
 import type { CategoryListQuery, CategoryWrite } from './product-category-schemas.ts';

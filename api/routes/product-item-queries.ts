@@ -5,7 +5,7 @@
 // together as one 422 once the list is written.
 import type { Client, Queryable } from '../../db/pool.ts';
 import { objectId } from '../../lib/objectid.ts';
-import { deleteMedia } from '../../storage/media.ts';
+import { deleteMedia } from '../../storage/media-items.ts';
 import { validationFailed, type FieldErrors } from '../errors.ts';
 import { collectNestedItems, writeNestedItems } from './nested-items.ts';
 import type { OptionValue } from './product-queries.ts';

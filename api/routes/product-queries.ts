@@ -4,8 +4,9 @@
 // (variants, option types, components, stock) are written by
 // product-item-queries.ts.
 import { transaction, type Client, type Pool, type Queryable } from '../../db/pool.ts';
-import { insertRow, iso, updateRow } from '../../db/rows.ts';
-import { deleteMedia, productMediaIds } from '../../storage/media.ts';
+import { insertRow, updateRow } from '../../db/tables.ts';
+import { iso } from '../../db/timestamps.ts';
+import { deleteMedia, productMediaIds } from '../../storage/media-items.ts';
 import { flattenCustomProperties, mergeCustomProperties } from '../custom-properties.ts';
 import { ApiError, validationFailed, type FieldErrors } from '../errors.ts';
 import { likePattern, listPage, type ListMeta, type PaginationQuery, type Params, type TotalsCache } from '../pagination.ts';

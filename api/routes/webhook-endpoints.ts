@@ -28,7 +28,7 @@ import {
   lockEndpointsOf,
   type DeliveryRow,
   type EndpointRow,
-} from '../webhooks/store.ts';
+} from './webhook-endpoint-queries.ts';
 
 const url = z.string().trim().max(2048).describe('URL del receptor; https en producción, sin direcciones privadas');
 const enabledEvents = z

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { transaction, type Queryable } from '../../db/pool.ts';
 import { inspectImage, MAX_IMAGE_BYTES, safeFilename } from '../../storage/images.ts';
 import { THUMBNAIL } from '../../db/queues.ts';
-import { deleteMedia, storeMedia, type MediaOwner } from '../../storage/media.ts';
+import { deleteMedia, storeMedia, type MediaOwner } from '../../storage/media-items.ts';
 import { validationFailed, type ErrorCode } from '../errors.ts';
 import { defineRoute, type ParamKind, type RouteDef, type UploadedFile } from '../route.ts';
 import type { Deps } from '../types.ts';

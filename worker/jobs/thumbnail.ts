@@ -16,7 +16,7 @@ import { log } from '../../lib/log.ts';
 import { deleteBlob, readBlobBuffer, writeBlob } from '../../storage/blobs.ts';
 import { makeThumbnail, THUMBNAIL_TYPE } from '../../storage/images.ts';
 import { THUMBNAIL, type ThumbnailJob } from '../../db/queues.ts';
-import { MEDIA_OWNERS, mediaToken, mediaUrl, type MediaOwner } from '../../storage/media.ts';
+import { MEDIA_OWNERS, mediaToken, mediaUrl, type MediaOwner } from '../../storage/media-items.ts';
 import type { JobDefinition, WorkerDeps } from './types.ts';
 
 export async function processThumbnail({ pool, config }: Pick<WorkerDeps, 'pool' | 'config'>, mediaId: string): Promise<'done' | 'gone' | 'failed'> {

@@ -15,7 +15,7 @@ import {
   rotateSecret,
   serializeDelivery,
   serializeEndpoint,
-} from '../../webhooks/store.ts';
+} from '../../routes/webhook-endpoint-queries.ts';
 import { adminId as id, adminProcedure, router } from '../trpc.ts';
 
 /** `wsctl delivery list` shows the newest deliveries first, up to this many. */

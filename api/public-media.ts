@@ -6,7 +6,7 @@
 // new upload gets a new token), so responses are cacheable for a year.
 import Router from '@koa/router';
 import { readBlob } from '../storage/blobs.ts';
-import { findPublicBlob, MEDIA_TOKEN } from '../storage/media.ts';
+import { findPublicBlob, MEDIA_TOKEN } from '../storage/media-items.ts';
 import { ApiError } from './errors.ts';
 import { limitUnauthenticated } from './middleware/rate-limit.ts';
 import type { ApiContextExtension, ApiRouter, ApiState, Deps } from './types.ts';

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { recordEvent, type EventData } from '../../db/events.ts';
 import type { EventName } from '../../lib/webhook-events.ts';
 import { transaction } from '../../db/pool.ts';
-import { deleteRow, findRow, insertRow, updateRow, type TableSpec } from '../../db/rows.ts';
+import { deleteRow, findRow, insertRow, updateRow, type TableSpec } from '../../db/tables.ts';
 import { mergeCustomProperties, type CustomPropertiesWrite } from '../custom-properties.ts';
 import { ApiError } from '../errors.ts';
 import { likePattern, listPage, paginationQuery } from '../pagination.ts';
@@ -15,7 +15,7 @@ import { defineRoute, type RouteDef } from '../route.ts';
 type BaseRow = { id: string; custom_properties?: Record<string, unknown> };
 type Write = Record<string, unknown> & { custom_properties?: CustomPropertiesWrite };
 
-export type CrudSpec<Row extends BaseRow> = TableSpec & {
+export type StandardSpec<Row extends BaseRow> = TableSpec & {
   /** URL segment, e.g. `/customers`. */
   path: string;
   /** Scope resource slug, e.g. `customers`. */
@@ -41,7 +41,7 @@ const searchQuery = paginationQuery.extend({
 });
 
 /** Maps a write payload to columns; custom properties merge into the stored object. */
-function columns<Row extends BaseRow>(spec: CrudSpec<Row>, data: Write, existing: Row | null): Record<string, unknown> {
+function columns<Row extends BaseRow>(spec: StandardSpec<Row>, data: Write, existing: Row | null): Record<string, unknown> {
   const { custom_properties, ...fields } = data;
   const values: Record<string, unknown> = { ...fields };
   if (custom_properties !== undefined) {
@@ -50,7 +50,7 @@ function columns<Row extends BaseRow>(spec: CrudSpec<Row>, data: Write, existing
   return values;
 }
 
-export function crudRoutes<Row extends BaseRow>(spec: CrudSpec<Row>): RouteDef[] {
+export function standardRoutes<Row extends BaseRow>(spec: StandardSpec<Row>): RouteDef[] {
   const scope = (action: string) => `${action}-${spec.scopeResource}`;
   const idParam = { id: 'id' } as const;
   const table = spec.table;

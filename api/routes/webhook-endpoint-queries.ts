@@ -3,7 +3,7 @@
 // Every query is scoped by company; callers pass the pool or a transaction.
 import { enqueueAttempts } from '../../db/events.ts';
 import type { Queryable } from '../../db/pool.ts';
-import { iso } from '../../db/rows.ts';
+import { iso } from '../../db/timestamps.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { newWebhookSecret } from '../../lib/webhook-signature.ts';
 import type { JobSender } from '../../db/job-sender.ts';

@@ -1,0 +1,55 @@
+// The generic row operations of a tenant-scoped table (insert, find, update,
+// delete by company and id), used by the standard routes and simple resources. Table and column names
+// always come from code (the resource's schema keys), never from input; the
+// assertion below keeps it that way if someone wires a schema wrongly.
+import { objectId } from '../lib/objectid.ts';
+import type { Queryable } from './pool.ts';
+
+const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+
+function identifier(name: string): string {
+  if (!IDENTIFIER.test(name)) throw new Error(`Unsafe SQL identifier: ${name}`);
+  return name;
+}
+
+/** jsonb columns must be sent as JSON text: pg would turn a JS array into a Postgres array. */
+function param(value: unknown, json: boolean): unknown {
+  return json && value !== null && value !== undefined ? JSON.stringify(value) : value;
+}
+
+export type TableSpec = { table: string; jsonColumns?: ReadonlySet<string> };
+
+export async function insertRow<Row>(db: Queryable, spec: TableSpec, companyId: string, values: Record<string, unknown>): Promise<Row> {
+  const columns = ['id', 'company_id', ...Object.keys(values).map(identifier)];
+  const params = [objectId(), companyId, ...Object.entries(values).map(([k, v]) => param(v, !!spec.jsonColumns?.has(k)))];
+  const { rows } = await db.query(
+    `INSERT INTO ${identifier(spec.table)} (${columns.join(', ')})
+     VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')}) RETURNING *`,
+    params,
+  );
+  return rows[0] as Row;
+}
+
+export async function findRow<Row>(db: Queryable, spec: TableSpec, companyId: string, id: string, lock = false): Promise<Row | null> {
+  const { rows } = await db.query(
+    `SELECT * FROM ${identifier(spec.table)} WHERE company_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`,
+    [companyId, id],
+  );
+  return (rows[0] as Row) ?? null;
+}
+
+export async function updateRow<Row>(db: Queryable, spec: TableSpec, companyId: string, id: string, values: Record<string, unknown>): Promise<Row | null> {
+  const entries = Object.entries(values);
+  const sets = entries.map(([k], i) => `${identifier(k)} = $${i + 3}`);
+  sets.push('updated_at = now()');
+  const { rows } = await db.query(
+    `UPDATE ${identifier(spec.table)} SET ${sets.join(', ')} WHERE company_id = $1 AND id = $2 RETURNING *`,
+    [companyId, id, ...entries.map(([k, v]) => param(v, !!spec.jsonColumns?.has(k)))],
+  );
+  return (rows[0] as Row) ?? null;
+}
+
+export async function deleteRow(db: Queryable, spec: TableSpec, companyId: string, id: string): Promise<boolean> {
+  const { rowCount } = await db.query(`DELETE FROM ${identifier(spec.table)} WHERE company_id = $1 AND id = $2`, [companyId, id]);
+  return (rowCount ?? 0) > 0;
+}
