@@ -10,7 +10,7 @@ import { authenticateSession, revokeSession, signInHandler } from './auth/sessio
 import { koaBody } from 'koa-body';
 import { ApiError } from './errors.ts';
 import { requestMiddleware, httpsOnly } from './middleware/request.ts';
-import { RateLimiter } from './middleware/rate-limit.ts';
+import { RateLimiter } from './rate-limiter.ts';
 import { ResponseCache } from './middleware/response-cache.ts';
 import { openApiDocument } from './openapi/document.ts';
 import { referencePage } from './openapi/reference-page.ts';

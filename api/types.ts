@@ -5,7 +5,7 @@ import type { Config } from '../lib/config.ts';
 import type { AuthKey } from './auth/keys.ts';
 import type { SessionAuth } from './auth/sessions.ts';
 import type { KeyCache } from './auth/key-cache.ts';
-import type { RateLimiter } from './middleware/rate-limit.ts';
+import type { RateLimiter } from './rate-limiter.ts';
 import type { TotalsCache } from './pagination.ts';
 import type { ResponseCache } from './middleware/response-cache.ts';
 import type { JobSender } from '../db/job-sender.ts';

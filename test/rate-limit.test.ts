@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { issueKey } from '../api/admin/keys.ts';
 import { ALL_SCOPES } from '../api/auth/scopes.ts';
 import { closeDeps, createApp, createDeps } from '../api/app.ts';
-import { LEASE_TIMEOUT_MS, LocalWindow } from '../api/middleware/rate-limit.ts';
+import { LEASE_TIMEOUT_MS, LocalWindow } from '../api/rate-limiter.ts';
 import type { Deps } from '../api/types.ts';
 import { createPool, type Pool } from '../db/pool.ts';
 import { loadConfig } from '../lib/config.ts';

@@ -9,7 +9,9 @@ import { ApiError, validationFailed } from '../errors.ts';
 import { checkAnswers } from '../forms/answers.ts';
 import { formSchema, resolveLocale, serializeForm, type FormRow } from '../forms/definition.ts';
 import { findSubmission, requireForm } from '../forms/form-queries.ts';
-import { FileStager, fingerprintMaterial, intakeJson, intakeMultipart, type BodyCap, type Intake, type StagedFile } from '../forms/intake.ts';
+import { FileStager, fingerprintMaterial, type Intake, type StagedFile } from '../forms/intake.ts';
+import { intakeJson } from '../forms/intake-json.ts';
+import { intakeMultipart, type BodyCap } from '../forms/intake-multipart.ts';
 import { deleteStaged, insertSubmission, serializeSubmission, submissionSchema } from '../forms/submissions.ts';
 import { canonicalJson, checkKeyShape, IDEMPOTENCY_BODY_LIMIT, runIdempotent } from '../middleware/idempotency.ts';
 import { listPage, paginationQuery } from '../pagination.ts';
@@ -120,7 +122,7 @@ export const formRoutes: RouteDef[] = [
     response: submissionSchema,
     status: 201,
     errors: ['not_found', 'form_inactive', 'validation_failed', 'parameter_missing', 'request_too_large', 'unsupported_media_type'],
-    handler: async (ctx, { params, query, companyId, db }) => {
+    handler: async (ctx, { params, query, data, companyId, db }) => {
       const { pool } = ctx.deps;
       // Contract (Endpoints, shared rules): a body over 100 KB cannot be sent
       // with Idempotency-Key. Applied to the body as sent, files included, so
@@ -153,7 +155,7 @@ export const formRoutes: RouteDef[] = [
       try {
         intake = ctx.is('multipart/form-data')
           ? await intakeMultipart(stager, ctx.req, cap)
-          : await intakeJson(stager, ctx.request.body);
+          : await intakeJson(stager, data!);
         const checked = checkAnswers(form, intake.answers, intake.files, intake.errors);
         if (Object.keys(intake.errors).length) throw validationFailed(intake.errors);
         const locale = resolveLocale(form, intake.locale ?? query.locale);

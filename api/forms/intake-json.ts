@@ -1,0 +1,73 @@
+// A JSON submission `{data: {answers, locale?, files?}}`: a file is an object
+// `{filename, content_type, data}` with base64 `data` (or a data URL); several
+// files of one field are an array. The body is in memory by nature (base64
+// inside JSON), so its cap is lower than multipart's.
+import { ApiError } from '../errors.ts';
+import { displayName, FileStager, PIECE, type Intake } from './intake.ts';
+
+async function* pieces(buffer: Buffer): AsyncGenerator<Uint8Array> {
+  for (let i = 0; i < buffer.length; i += PIECE) yield buffer.subarray(i, i + PIECE);
+}
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+const DATA_URL = /^data:([^,;]*)((?:;[^,;]*)*?);base64,/i;
+
+type FileObject = { filename?: unknown; content_type?: unknown; data: unknown };
+
+function isFileObject(value: unknown): value is FileObject {
+  return !!value && typeof value === 'object' && !Array.isArray(value) && 'data' in value;
+}
+
+/**
+ * One JSON file object: base64 or a data URL. Nothing is decoded before the
+ * field, count and name are admitted and the size, known from the length, is
+ * within the field's cap.
+ */
+async function stageJsonFile(stager: FileStager, key: string, value: FileObject): Promise<void> {
+  const clientName = typeof value.filename === 'string' ? value.filename : '';
+  const admitted = stager.admit(key, clientName);
+  if (!admitted) return;
+  if (typeof value.data !== 'string') {
+    stager.reject(key, `${displayName(clientName)}: data debe ser base64 o una data URL`);
+    return;
+  }
+  let payload = value.data;
+  const dataUrl = DATA_URL.exec(payload.slice(0, 300));
+  if (dataUrl) payload = payload.slice(dataUrl[0].length); // the declared type is ignored, like content_type
+  else if (/^data:/i.test(payload)) {
+    stager.reject(key, `${displayName(clientName)}: la data URL debe estar en base64`);
+    return;
+  }
+  const padding = payload.endsWith('==') ? 2 : payload.endsWith('=') ? 1 : 0;
+  const decodedSize = Math.floor((payload.length * 3) / 4) - padding;
+  if (decodedSize > admitted.maxBytes) {
+    // Refused from its length alone: a huge base64 string is never decoded.
+    stager.rejectSize(key, clientName, admitted.maxBytes);
+    return;
+  }
+  if (payload.length % 4 !== 0 || !BASE64.test(payload)) {
+    stager.reject(key, `${displayName(clientName)}: data no es base64 válido`);
+    return;
+  }
+  await stager.write(admitted, pieces(Buffer.from(payload, 'base64')));
+}
+
+/** The `data` of a JSON submission, already validated against the route's body schema (api/routes/forms.ts). */
+export type SubmissionData = { answers: Record<string, unknown>; locale?: string; files?: Record<string, unknown> };
+
+/** Splits a JSON submission's answers from its files, staging each file. */
+export async function intakeJson(stager: FileStager, data: SubmissionData): Promise<Intake> {
+  const out: Record<string, unknown> = {};
+  const sources: Array<[string, unknown]> = [...Object.entries(data.answers), ...Object.entries(data.files ?? {})];
+  for (const [key, value] of sources) {
+    const list = Array.isArray(value) ? value : [value];
+    if (list.length > 0 && list.every(isFileObject)) {
+      for (const item of list) await stageJsonFile(stager, key, item);
+    } else if (list.some(isFileObject)) {
+      stager.reject(key, 'mezcla archivos con otros valores');
+    } else {
+      out[key] = value;
+    }
+  }
+  return { answers: out, locale: data.locale, files: stager.files, errors: stager.errors };
+}

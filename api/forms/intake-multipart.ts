@@ -1,0 +1,127 @@
+// A multipart/form-data submission, streamed: busboy hands each file part
+// straight to the blob writer (about one 256 KB chunk in memory per upload),
+// text parts become answers, and the body is cut off at its cap.
+import busboy from 'busboy';
+import type { IncomingMessage } from 'node:http';
+import { Transform, type Readable } from 'node:stream';
+import { ApiError } from '../errors.ts';
+import { FileStager, type Intake } from './intake.ts';
+
+// `data[answers][k]`, `answers[k]`, `files[k]`, `data[files][k]`, each with an optional `[]` or `[n]`.
+const PART_NAME = /^(?:data\[(answers|files)\]|(answers|files))\[([^\]]+)\](?:\[\d*\])?$/;
+
+/**
+ * The most a multipart body may carry, and the 413 past it: the request cap
+ * (request_too_large), or 100 KB with an Idempotency-Key
+ * (idempotency_body_too_large). Enforced while streaming, for bodies sent
+ * without Content-Length; a declared length is checked before reading.
+ */
+export type BodyCap = { bytes: number; code: 'request_too_large' | 'idempotency_body_too_large' };
+
+/** Counts request bytes and fails with the cap's 413 past it. */
+function byteCap(cap: BodyCap) {
+  let seen = 0;
+  return new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      seen += chunk.length;
+      if (seen > cap.bytes) done(new ApiError(cap.code));
+      else done(null, chunk);
+    },
+  });
+}
+
+/** A multipart body, streamed: text parts become answers, file parts go straight to storage. */
+export async function intakeMultipart(stager: FileStager, req: IncomingMessage, limit: BodyCap): Promise<Intake> {
+  const answers: Record<string, unknown> = {};
+  let locale: unknown;
+  let work: Promise<unknown> = Promise.resolve();
+  let parser: busboy.Busboy;
+  try {
+    parser = busboy({
+      headers: req.headers,
+      preservePath: true, // the name is ours to clean (file-rules.ts), whatever the parser would do
+      limits: { fields: 500, fieldSize: 100 * 1024, files: 100, parts: 600, headerPairs: 50 },
+    });
+  } catch {
+    throw new ApiError('validation_failed', 'El cuerpo multipart no es válido.', { errors: { data: ['multipart sin boundary'] } });
+  }
+  parser.on('field', (name, value) => {
+    if (name === 'locale' || name === 'data[locale]') {
+      locale = value;
+      return;
+    }
+    const match = PART_NAME.exec(name);
+    if (!match) {
+      stager.reject(name, 'no es un campo permitido');
+      return;
+    }
+    const key = match[3];
+    const isArray = name.endsWith(']') && /\[\d*\]$/.test(name.slice(name.indexOf(key) + key.length + 1));
+    const existing = answers[key];
+    if (existing === undefined) answers[key] = isArray ? [value] : value;
+    else answers[key] = Array.isArray(existing) ? [...existing, value] : [existing, value];
+  });
+  let failure: unknown = null;
+  let current: Readable | null = null;
+  parser.on('file', (name, stream: Readable, info) => {
+    // A part's own error (the body ended or was cut off mid-part) reaches us
+    // through the parser, and through the iterator while a part is read; a
+    // part being drained or already left needs a listener not to crash.
+    stream.on('error', () => {});
+    const match = PART_NAME.exec(name);
+    // Parts are handled one at a time, in order; busboy pauses the request
+    // while a part waits, so a waiting part costs one buffer, not its size.
+    // A part that is not stored is drained, or the parser would wait forever.
+    work = work.then(async () => {
+      if (failure) return void stream.resume();
+      current = stream;
+      try {
+        if (!match) stager.reject(name, 'no es un campo permitido');
+        // destroyOnReturn false: a writer that stops early (size cap) must not
+        // destroy the part, which would stall the parser; it is drained instead.
+        else await stager.stage(match[3], info.filename ?? '', stream.iterator({ destroyOnReturn: false }));
+      } catch (error) {
+        failure ??= error;
+      } finally {
+        current = null;
+      }
+      if (!stream.readableEnded) stream.resume();
+    });
+  });
+  parser.on('filesLimit', () => stager.reject('files', 'demasiados archivos'));
+  const cap = byteCap(limit);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      // On the cap the request is left unread (not destroyed) so the 413 can
+      // still be written; the response closes the connection.
+      cap.on('error', (error) => {
+        req.unpipe(cap);
+        reject(error);
+      });
+      req.on('error', reject);
+      parser.on('error', (error: Error) =>
+        reject(new ApiError('validation_failed', 'El cuerpo multipart no es válido.', { errors: { data: [error.message] } })),
+      );
+      parser.on('close', resolve);
+      req.pipe(cap).pipe(parser);
+    });
+  } catch (error) {
+    // The body stops here (cap, client gone, malformed). Unpiped alone, the
+    // parser and the part being written would wait forever for bytes, the
+    // write holding an incomplete blob: stop staging, destroy both, let the
+    // work in flight settle (an aborted write deletes its blob), and only then
+    // delete what was staged, so no blob is written after the discard.
+    failure ??= error;
+    stager.abort();
+    req.unpipe(cap);
+    cap.unpipe(parser);
+    (current as Readable | null)?.destroy();
+    parser.destroy();
+    await work;
+    await stager.discard();
+    throw error;
+  }
+  await work;
+  if (failure) throw failure;
+  return { answers, locale, files: stager.files, errors: stager.errors };
+}
