@@ -9,7 +9,7 @@ import { revokeKey } from '../api/admin/keys.ts';
 import { digestSecret } from '../api/auth/keys.ts';
 import type { Queryable } from '../db/pool.ts';
 import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
-import { waitFor } from './helpers/receiver.ts';
+import { waitFor } from './helpers/wait.ts';
 
 /** The pool, except that a query's answer is held until `release()` (the query itself has run). */
 function gated(pool: Queryable) {

@@ -11,7 +11,7 @@ import { createApp } from '../api/app.ts';
 import { defineRoute } from '../api/route.ts';
 import { apiRoutes } from '../api/routes/index.ts';
 import { client, request, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
-import { waitFor } from './helpers/receiver.ts';
+import { waitFor } from './helpers/wait.ts';
 
 describe('API keys', () => {
   let app: TestApp;

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { deflateSync, crc32 } from 'node:zlib';
+import { waitFor } from './helpers/wait.ts';
 import { after, before, describe, test } from 'node:test';
 import sharp, { type SharpOptions } from 'sharp';
 import { startWorker, type Worker } from '../worker/worker.ts';
@@ -44,15 +45,6 @@ async function upload(baseUrl: string, key: string, path: string, field: string,
   return { status: res.status, body: text ? JSON.parse(text) : undefined, text };
 }
 
-async function waitFor<T>(fn: () => Promise<T | null | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 describe('catalog images: upload checks, storage, public URLs, worker thumbnails', () => {
   let app: TestApp;

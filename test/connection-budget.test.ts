@@ -12,7 +12,8 @@ import { DEFAULT_PG_MAX_CONNECTIONS, loadConfig } from '../lib/config.ts';
 import { applicationName, MIN_CONNECTIONS, splitConnections, type ProcessRole } from '../lib/connection-budget.ts';
 import { createTestDatabase } from './helpers/db.ts';
 import { client, seedTenant } from './helpers/app.ts';
-import { startReceiver, waitFor, type Receiver } from './helpers/receiver.ts';
+import { startReceiver, type Receiver } from './helpers/receiver.ts';
+import { waitFor } from './helpers/wait.ts';
 
 describe('the split of PG_MAX_CONNECTIONS', () => {
   test('every role spends exactly its budget, with at least one connection per part and two for the main pool', () => {

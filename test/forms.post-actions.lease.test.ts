@@ -13,7 +13,7 @@ import { processSubmission, SEND_LEASE_SECONDS } from '../worker/jobs/form-post-
 import { startWorker, type Worker } from '../worker/worker.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { createFormViaAdmin, sampleFormFile } from './helpers/forms.ts';
-import { waitFor } from './helpers/receiver.ts';
+import { waitFor } from './helpers/wait.ts';
 
 /** An SMTP server whose DATA phase waits, while `held`, until `release()`. */
 async function startHoldingSmtp() {

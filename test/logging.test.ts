@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
-import { waitFor } from './helpers/receiver.ts';
+import { waitFor } from './helpers/wait.ts';
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {

@@ -11,7 +11,8 @@ import { createGuardedAgent, type LookupFn } from '../lib/ssrf.ts';
 import { attemptDelivery } from '../worker/webhooks/attempt.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
 import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
-import { startReceiver, waitFor, type Receiver } from './helpers/receiver.ts';
+import { startReceiver, type Receiver } from './helpers/receiver.ts';
+import { waitFor } from './helpers/wait.ts';
 
 describe('configuration: the guard is on unless explicitly opted out', () => {
   test('on by default in test, development and production', () => {

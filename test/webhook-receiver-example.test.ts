@@ -9,6 +9,7 @@ import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { waitFor } from './helpers/wait.ts';
 import { after, before, describe, mock, test } from 'node:test';
 import { createReceiver, type WebhookEvent } from '../examples/webhook-receiver.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
@@ -188,12 +189,12 @@ describe('example webhook receiver end to end against the service', () => {
 
     const customer = await api.post('/customers', { data: { name: 'Ana' } });
     assert.equal(customer.status, 201, customer.text);
-    const got = await poll(() => events.find((e) => e.event === 'customer.created' && e.data.id === customer.body.data.id), 'the example to process customer.created');
+    const got = await pollFor(() => events.find((e) => e.event === 'customer.created' && e.data.id === customer.body.data.id), 'the example to process customer.created');
     assert.match(got.id, /^evt_/);
     assert.equal(got.data.object, 'customer');
     assert.equal(events.length, 1);
 
-    const delivery = await poll(async () => {
+    const delivery = await pollFor(async () => {
       const res = await api.get(`/webhook-endpoints/${endpointId}/deliveries`);
       assert.equal(res.status, 200, res.text);
       return res.body.data.find((d: { status: string }) => d.status === 'succeeded');
@@ -204,11 +205,8 @@ describe('example webhook receiver end to end against the service', () => {
   });
 });
 
-async function poll<T>(fn: () => T | undefined | Promise<T | undefined>, what: string, ms = 10_000): Promise<T> {
-  for (const end = Date.now() + ms; ; ) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+
+/** The helper's waitFor with this file's argument order (what, then bound). */
+function pollFor<T>(fn: () => T | undefined | Promise<T | undefined>, what: string, ms = 10_000): Promise<T> {
+  return waitFor(fn, { timeoutMs: ms, what });
 }

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { waitFor } from './helpers/wait.ts';
 import { after, before, describe, test } from 'node:test';
 import { Agent } from 'undici';
 import { createGuardedAgent } from '../lib/ssrf.ts';
@@ -137,7 +138,7 @@ describe('attemptDelivery against misbehaving receivers', () => {
     assert.match(out.body!, /^\.+$/);
     assert.match(out.error!, /Tiempo agotado/);
     assert.ok(ms >= LIMITS.deadlineMs - 50 && ms < LIMITS.deadlineMs + 1000, `ended at the deadline (${ms} ms)`);
-    await waitUntil(() => seen.get('/trickle')!.clientClosedEarly, 'the connection to be dropped');
+    await waitFor(() => seen.get('/trickle')!.clientClosedEarly, { timeoutMs: 5000, intervalMs: 20, what: 'the connection to be dropped' });
   });
 
   test('a body cut off by the peer is a failure', async () => {
@@ -165,14 +166,14 @@ describe('attemptDelivery against misbehaving receivers', () => {
     handlers.set('/huge', endless(200));
     const out = await attempt('/huge');
     assert.deepEqual(out, { ok: true, status: 200, body: 'x'.repeat(STORED_RESPONSE_BYTES), error: null });
-    await waitUntil(() => seen.get('/huge')!.clientClosedEarly, 'the connection to be dropped');
+    await waitFor(() => seen.get('/huge')!.clientClosedEarly, { timeoutMs: 5000, intervalMs: 20, what: 'the connection to be dropped' });
   });
 
   test('an endless 5xx answer: read up to 64 KB too, a failure with its status', async () => {
     handlers.set('/huge-error', endless(503));
     const out = await attempt('/huge-error');
     assert.deepEqual(out, { ok: false, status: 503, body: 'x'.repeat(STORED_RESPONSE_BYTES), error: 'El receptor respondió 503' });
-    await waitUntil(() => seen.get('/huge-error')!.clientClosedEarly, 'the connection to be dropped');
+    await waitFor(() => seen.get('/huge-error')!.clientClosedEarly, { timeoutMs: 5000, intervalMs: 20, what: 'the connection to be dropped' });
   });
 
   test('an answer of exactly 64 KB is read whole and its connection kept for the next attempt', async () => {
@@ -260,10 +261,3 @@ describe('attemptDelivery against misbehaving receivers', () => {
   });
 });
 
-async function waitUntil(check: () => boolean | undefined, what: string): Promise<void> {
-  const end = Date.now() + 5000;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

@@ -10,7 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { WEBHOOK_DELIVERY } from '../db/queues.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
 import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
-import { startReceiver, verifySignature, waitFor, type Receiver } from './helpers/receiver.ts';
+import { startReceiver, verifySignature, type Receiver } from './helpers/receiver.ts';
+import { waitFor } from './helpers/wait.ts';
 
 const WORKER_MAIN = fileURLToPath(new URL('../worker/main.ts', import.meta.url));
 

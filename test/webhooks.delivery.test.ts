@@ -10,7 +10,8 @@ import { purgeWebhookHistory } from '../worker/jobs/purge-webhook-history.ts';
 import { DEFAULT_DISPATCHER_OPTIONS } from '../worker/webhooks/dispatcher.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
 import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
-import { startReceiver, verifySignature, waitFor, type Receiver } from './helpers/receiver.ts';
+import { startReceiver, verifySignature, type Receiver } from './helpers/receiver.ts';
+import { waitFor } from './helpers/wait.ts';
 
 const RETRY_SCHEDULE_SECONDS = [60, 300, 1800, 7200, 21600];
 

@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startWorker, type Worker } from '../worker/worker.ts';
 import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
-import { startReceiver, verifySignature, waitFor, type Receiver } from './helpers/receiver.ts';
+import { startReceiver, verifySignature, type Receiver } from './helpers/receiver.ts';
+import { waitFor } from './helpers/wait.ts';
 
 type Api = ReturnType<typeof client>;
 
