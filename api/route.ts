@@ -108,7 +108,12 @@ export type MultipartRoute<Q = any> = RouteBase<Q> & {
  * body) and sets ctx.status and ctx.body.
  */
 export type UploadRoute<Q = any, D = any> = RouteBase<Q> & {
-  upload: { maxBytes: number };
+  /**
+   * `maxBytes` bounds a multipart body, `maxJsonBytes` a JSON one (lower: a
+   * JSON body is held in memory whole and its base64 files decoded, about 3×
+   * its size).
+   */
+  upload: { maxBytes: number; maxJsonBytes: number };
   /** Schema of the JSON body's `data` (multipart parts carry the same fields). */
   body: z.ZodType<D>;
   example?: Record<string, unknown>;
@@ -201,28 +206,57 @@ function multipartBody(options: MultipartRoute['multipart']): ApiMiddleware {
   };
 }
 
-/** Body handling of an upload route: early size cap, JSON parsed, multipart left as a stream. */
-function uploadBody(maxBytes: number): ApiMiddleware {
+/** Upload bodies being read at once in this process (all upload routes together). */
+let uploadsInFlight = 0;
+
+/**
+ * Body handling of an upload route: early size caps (a multipart body up to
+ * `maxBytes`, a JSON one up to `maxJsonBytes`), JSON parsed, multipart left as
+ * a stream for the handler; and at most `config.uploadConcurrency` bodies read
+ * at once per process, so memory stays bounded under a burst: past that the
+ * request is answered 503 with Retry-After at once, before a byte is read.
+ */
+function uploadBody(limits: UploadRoute['upload']): ApiMiddleware {
   const json = koaBody({
     json: true,
     multipart: false,
     urlencoded: false,
     text: false,
-    jsonLimit: maxBytes,
+    jsonLimit: limits.maxJsonBytes,
     includeUnparsed: false,
     parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH],
   });
+  const mib = (bytes: number) => Math.floor(bytes / 1024 / 1024);
   return async function upload(ctx, next) {
+    const multipart = ctx.is('multipart/form-data');
+    const max = multipart ? limits.maxBytes : limits.maxJsonBytes;
     const length = Number(ctx.get('Content-Length'));
-    if (Number.isFinite(length) && length > maxBytes) {
+    if (Number.isFinite(length) && length > max) {
       // Answered without reading the body; the connection is closed rather
       // than drained, so the client stops sending at once.
       ctx.set('Connection', 'close');
-      throw new ApiError('request_too_large', `El cuerpo supera el máximo de ${Math.floor(maxBytes / 1024 / 1024)} MB.`);
+      throw new ApiError(
+        'request_too_large',
+        multipart
+          ? `El cuerpo supera el máximo de ${mib(max)} MB.`
+          : `Un cuerpo JSON no puede pasar de ${mib(max)} MB; envía archivos grandes como multipart/form-data (hasta ${mib(limits.maxBytes)} MB).`,
+      );
     }
-    if (ctx.is('multipart/form-data')) return next();
-    if (ctx.is('json') || !ctx.get('Content-Type')) return json(ctx, next);
-    throw new ApiError('unsupported_media_type', 'Tipo de contenido no soportado; usa application/json o multipart/form-data.');
+    if (!multipart && !(ctx.is('json') || !ctx.get('Content-Type'))) {
+      throw new ApiError('unsupported_media_type', 'Tipo de contenido no soportado; usa application/json o multipart/form-data.');
+    }
+    if (uploadsInFlight >= ctx.deps.config.uploadConcurrency) {
+      ctx.set('Connection', 'close');
+      ctx.set('Retry-After', '1');
+      throw new ApiError('service_unavailable', 'Demasiadas cargas de archivos en curso; reintenta en un momento.');
+    }
+    uploadsInFlight++;
+    try {
+      if (multipart) await next();
+      else await json(ctx, next);
+    } finally {
+      uploadsInFlight--;
+    }
   };
 }
 
@@ -268,7 +302,7 @@ function chainOf(route: RouteDef, defaultRateLimit: number): ApiRouteMiddleware[
   if (route.module) chain.push(requireModule(route.module));
   if (route.params) chain.push(validateParams(route.params));
   if (route.multipart) chain.push(multipartBody(route.multipart), idempotency);
-  else if (route.upload) chain.push(idempotentBodyCap, uploadBody(route.upload.maxBytes));
+  else if (route.upload) chain.push(idempotentBodyCap, uploadBody(route.upload));
   else if (route.method !== 'GET' && route.method !== 'DELETE') chain.push(idempotentBodyCap, jsonBody, idempotency);
   if (route.cache) chain.push(responseCache(route.cache));
   chain.push(handle(route));

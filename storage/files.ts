@@ -49,15 +49,40 @@ export async function insertFile(db: Queryable, companyId: string, folderId: str
 }
 
 /**
+ * Bytes of everything the company keeps: file-manager files (form uploads),
+ * media originals and thumbnails (catalog images, logos, avatars). Blobs
+ * staged for a request still in flight are not counted until something
+ * refers to them.
+ */
+export async function storedBytes(db: Queryable, companyId: string): Promise<number> {
+  const { rows } = await db.query<{ n: string | number }>(
+    `SELECT coalesce(sum(b.size_bytes), 0)::bigint AS n FROM blobs b
+      WHERE b.company_id = $1 AND b.complete
+        AND (EXISTS (SELECT 1 FROM files f WHERE f.blob_id = b.id)
+          OR EXISTS (SELECT 1 FROM media m WHERE m.original_blob_id = b.id OR m.thumbnail_blob_id = b.id))`,
+    [companyId],
+  );
+  return Number(rows[0].n);
+}
+
+async function freeBytesOf(db: Queryable, companyId: string, lock: boolean): Promise<number> {
+  const { rows } = await db.query(`SELECT storage_quota_mb FROM companies WHERE id = $1${lock ? ' FOR UPDATE' : ''}`, [companyId]);
+  const quota = Number(rows[0]?.storage_quota_mb ?? 0) * MIB;
+  return Math.max(0, quota - (await storedBytes(db, companyId)));
+}
+
+/** Bytes the company may still store, read without a lock: a first check before bytes are streamed in. */
+export function freeBytes(db: Queryable, companyId: string): Promise<number> {
+  return freeBytesOf(db, companyId, false);
+}
+
+/**
  * Bytes the company may still store. Locks the company row so concurrent
  * submissions of one company take turns: two cannot both see the last free
  * megabyte. Call inside the transaction that inserts the files.
  */
-export async function lockFreeBytes(db: Queryable, companyId: string): Promise<number> {
-  const { rows } = await db.query('SELECT storage_quota_mb FROM companies WHERE id = $1 FOR UPDATE', [companyId]);
-  const quota = Number(rows[0]?.storage_quota_mb ?? 0) * MIB;
-  const used = await db.query('SELECT coalesce(sum(size_bytes), 0)::bigint AS n FROM files WHERE company_id = $1', [companyId]);
-  return Math.max(0, quota - Number(used.rows[0].n));
+export function lockFreeBytes(db: Queryable, companyId: string): Promise<number> {
+  return freeBytesOf(db, companyId, true);
 }
 
 /** Headers for serving a stored file: always a download, never sniffed or rendered inline. */

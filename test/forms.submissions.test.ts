@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
+import sharp from 'sharp';
 import { after, before, describe, test } from 'node:test';
 import { updateCompany } from '../api/admin/companies.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import * as files from './helpers/forms.ts';
+import { waitFor } from './helpers/wait.ts';
 
 const MIB = 1024 * 1024;
 
@@ -25,13 +28,13 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
 
   const blobCount = async () => (await app.pool.query('SELECT count(*)::int AS n FROM blobs')).rows[0].n;
 
-  async function multipart(parts: Array<[string, string | { name: string; bytes: Buffer; type?: string }]>, headers: Record<string, string> = {}, to = path()) {
+  async function multipart(parts: Array<[string, string | { name: string; bytes: Buffer; type?: string }]>, headers: Record<string, string> = {}, to = path(), key = tenant.key) {
     const body = new FormData();
     for (const [name, value] of parts) {
       if (typeof value === 'string') body.append(name, value);
       else body.append(name, new Blob([value.bytes], { type: value.type ?? 'application/octet-stream' }), value.name);
     }
-    const res = await fetch(app.baseUrl + to, { method: 'POST', headers: { authorization: `Bearer ${tenant.key}`, ...headers }, body });
+    const res = await fetch(app.baseUrl + to, { method: 'POST', headers: { authorization: `Bearer ${key}`, ...headers }, body });
     return { status: res.status, headers: res.headers, body: (await res.json()) as any };
   }
 
@@ -350,10 +353,11 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     });
     assert.equal(result.status, 413);
     assert.equal(JSON.parse(result.body).error, 'request_too_large');
-    // The same cap for JSON bodies.
-    const json = await api.post(path(), { data: { answers: { ...base, cv: files.fileJson('a.pdf', Buffer.alloc(25 * MIB)) } } });
+    // JSON bodies have a lower cap (held in memory and decoded): 9 MB of JSON is refused, naming multipart.
+    const json = await api.post(path(), { data: { answers: { ...base, cv: files.fileJson('a.pdf', Buffer.alloc(7 * MIB)) } } });
     assert.equal(json.status, 413);
     assert.equal(json.body.error, 'request_too_large');
+    assert.match(json.body.message, /JSON.*8 MB.*multipart/);
   });
 
   test('a 40 MB body sent chunked is cut off at the cap mid-file: 413, and no blob, complete or not, is left', async () => {
@@ -480,5 +484,66 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     assert.deepEqual(none.body.data.files, []);
     assert.equal(none.body.data.answers.cv, undefined);
     assert.ok(none.body.data.files_error);
+  });
+
+  test('storage quota: checked before bytes are streamed in, counting every stored file of the company (catalog images too)', async () => {
+    const small = await seedTenant(app.pool);
+    const own = await files.createFormViaAdmin(app.url, small.companyId);
+    await updateCompany(app.pool, small.companyId, { storageQuotaMb: 1 });
+    // A catalog image of ~700 KB fills most of the 1 MB quota.
+    const product = (await client(app.baseUrl, small.key).post('/products', { data: { name: 'Foto', prices_cents: { mxn: 100 } } })).body.data;
+    const body = new FormData();
+    const photo = await sharp(randomBytes(800 * 800 * 3), { raw: { width: 800, height: 800, channels: 3 } }).jpeg({ quality: 95 }).toBuffer();
+    assert.ok(photo.length > 1_048_576 - 600_000 && photo.length < 1_000_000, `a photo that leaves less than 600 KB: ${photo.length}`);
+    body.append('image', new Blob([photo], { type: 'image/jpeg' }), 'foto.jpg');
+    const up = await fetch(`${app.baseUrl}/products/${product.id}/image`, { method: 'POST', headers: { authorization: `Bearer ${small.key}` }, body });
+    assert.equal(up.status, 200, await up.text());
+    const blobsBefore = (await app.pool.query('SELECT count(*)::int AS n FROM blobs WHERE company_id = $1', [small.companyId])).rows[0].n;
+
+    // JSON: a 600 KB file no longer fits; it is refused from its length, never decoded or stored.
+    const json = await client(app.baseUrl, small.key).post(`/forms/${own.id}/submissions`, {
+      data: { answers: { ...base, cv: [files.fileJson('grande.pdf', files.pdf(600_000))] } },
+    });
+    assert.equal(json.status, 201, json.text);
+    assert.deepEqual(json.body.data.files, []);
+    assert.match(json.body.data.files_error, /agotado.*grande\.pdf/);
+    // Multipart: the stream stops at the room left.
+    const parts = await multipart([['answers[email]', 'x@example.com'], ['answers[name]', 'X'], ['files[cv]', { name: 'otro.pdf', bytes: files.pdf(600_000) }]], {}, `/forms/${own.id}/submissions`, small.key);
+    assert.equal(parts.status, 201, JSON.stringify(parts.body));
+    assert.deepEqual(parts.body.data.files, []);
+    assert.match(parts.body.data.files_error, /otro\.pdf/);
+    const blobsAfter = (await app.pool.query('SELECT count(*)::int AS n FROM blobs WHERE company_id = $1', [small.companyId])).rows[0].n;
+    assert.equal(blobsAfter, blobsBefore, 'no bytes of the refused files are kept');
+  });
+
+  test('uploads read at once are bounded per process: past UPLOAD_CONCURRENCY the next is 503 with Retry-After, and works once a slot frees', async () => {
+    const bounded = await startTestApp({ UPLOAD_CONCURRENCY: '1' });
+    try {
+      const t = await seedTenant(bounded.pool);
+      const form = await files.createFormViaAdmin(bounded.url, t.companyId);
+      const target = new URL(`${bounded.baseUrl}/forms/${form.id}/submissions`);
+      // One multipart upload held open mid-body.
+      const held = http.request(target, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${t.key}`, 'content-type': 'multipart/form-data; boundary=zz', 'content-length': String(5 * MIB) },
+      });
+      held.on('error', () => {});
+      held.write('--zz\r\nContent-Disposition: form-data; name="files[cv]"; filename="a.pdf"\r\nContent-Type: application/pdf\r\n\r\n%PDF-1.4\n');
+      const api2 = client(bounded.baseUrl, t.key);
+      const busy = await waitFor(async () => {
+        const res = await api2.post(`/forms/${form.id}/submissions`, { data: { answers: base } });
+        return res.status === 503 && res;
+      }, 10_000, 'a second upload to be refused while the first is read');
+      assert.equal(busy.body.error, 'service_unavailable');
+      assert.equal(busy.headers.get('retry-after'), '1');
+      held.destroy(); // the client gives up: the server's read fails and frees the slot
+      const after = await waitFor(async () => {
+        const res = await api2.post(`/forms/${form.id}/submissions`, { data: { answers: base } });
+        return res.status === 201 && res;
+      }, 10_000, 'the slot to free');
+      assert.equal(after.body.data.status, 'received');
+    } finally {
+      await bounded.close();
+    }
   });
 });

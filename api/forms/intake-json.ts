@@ -49,7 +49,9 @@ async function stageJsonFile(stager: FileStager, key: string, value: FileObject)
     stager.reject(key, `${displayName(clientName)}: data no es base64 válido`);
     return;
   }
-  await stager.write(admitted, pieces(Buffer.from(payload, 'base64')));
+  // The size is known before decoding: a file that cannot fit the company's storage is never decoded.
+  if (decodedSize > (await stager.room())) return stager.refuseForQuota(admitted);
+  await stager.write(admitted, pieces(Buffer.from(payload, 'base64')), decodedSize);
 }
 
 /** The `data` of a JSON submission, already validated against the route's body schema (api/routes/forms.ts). */
@@ -69,5 +71,5 @@ export async function intakeJson(stager: FileStager, data: SubmissionData): Prom
       out[key] = value;
     }
   }
-  return { answers: out, locale: data.locale, files: stager.files, errors: stager.errors };
+  return { answers: out, locale: data.locale, files: stager.files, overQuota: stager.overQuota, errors: stager.errors };
 }

@@ -123,5 +123,5 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
   }
   await work;
   if (failure) throw failure;
-  return { answers, locale, files: stager.files, errors: stager.errors };
+  return { answers, locale, files: stager.files, overQuota: stager.overQuota, errors: stager.errors };
 }

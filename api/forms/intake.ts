@@ -15,6 +15,7 @@ import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Pool } from '../../db/pool.ts';
 import { deleteBlob, readBlob, readBlobBuffer, writeBlob } from '../../storage/blobs.ts';
+import { freeBytes } from '../../storage/files.ts';
 import type { FieldErrors } from '../errors.ts';
 import type { FormRow, StoredField } from './definition.ts';
 import { allowedExtensions, checkContent, checkFileName } from './file-rules.ts';
@@ -35,6 +36,8 @@ export type Intake = {
   answers: Record<string, unknown>;
   locale: unknown;
   files: StagedFile[];
+  /** Files not stored because the company's storage is full (contract: files_error; the submission is kept). */
+  overQuota: string[];
   errors: FieldErrors;
 };
 
@@ -50,6 +53,10 @@ function addError(errors: FieldErrors, key: string, message: string) {
 export class FileStager {
   readonly files: StagedFile[] = [];
   readonly errors: FieldErrors = {};
+  /** Names of files refused for the storage quota before a byte of them was stored. */
+  readonly overQuota: string[] = [];
+  /** The company's free bytes when staging began (read once, unlocked; filing checks again under a lock). */
+  #free: number | null = null;
   readonly #counts = new Map<string, number>();
   readonly #pool: Pool;
   readonly #companyId: string;
@@ -106,6 +113,21 @@ export class FileStager {
   }
 
   /**
+   * Bytes still free for this submission: the company's free storage minus
+   * what it staged already. Checked before streaming a file into PostgreSQL,
+   * so a company with no room left stores none of the bytes it would refuse.
+   */
+  async room(): Promise<number> {
+    this.#free ??= await freeBytes(this.#pool, this.#companyId);
+    return Math.max(0, this.#free - this.files.reduce((sum, f) => sum + f.sizeBytes, 0));
+  }
+
+  /** A file that does not fit the company's storage: the submission is kept, the file named in files_error. */
+  refuseForQuota(admitted: Admitted): void {
+    this.overQuota.push(admitted.filename);
+  }
+
+  /**
    * Stages one file: `admit`, then `write`. `source` is consumed only when the
    * file is admitted; the caller drains it otherwise. Returns whether the
    * source was consumed.
@@ -119,9 +141,14 @@ export class FileStager {
    * Writes an admitted file with its size cap, then checks its content.
    * Returns whether the source was consumed (false: the writer stopped early).
    */
-  async write(admitted: Admitted, source: AsyncIterable<Uint8Array>): Promise<boolean> {
+  async write(admitted: Admitted, source: AsyncIterable<Uint8Array>, knownSize?: number): Promise<boolean> {
     const { key, clientName, maxBytes: max } = admitted;
     if (this.#aborted) return false;
+    const room = await this.room();
+    if ((knownSize ?? 1) > room) {
+      this.refuseForQuota(admitted);
+      return false; // nothing read: the caller drains the source
+    }
     const head: Buffer[] = [];
     let headBytes = 0;
     const stager = this;
@@ -142,9 +169,12 @@ export class FileStager {
         if (!stager.#aborted) throw error;
       }
     }
-    const written = await writeBlob(this.#pool, this.#companyId, capture(), { contentType: 'application/octet-stream', maxBytes: max });
+    // A stream of unknown length stops at whichever comes first: the field's cap or the room left.
+    const cap = Math.min(max, room);
+    const written = await writeBlob(this.#pool, this.#companyId, capture(), { contentType: 'application/octet-stream', maxBytes: cap });
     if (!written.ok) {
-      this.rejectSize(key, clientName, max);
+      if (cap < max) this.refuseForQuota(admitted);
+      else this.rejectSize(key, clientName, max);
       return false; // the writer stopped reading: the rest must be drained
     }
     this.#written.add(written.blob.id);

@@ -41,6 +41,8 @@ export type NewSubmission = {
   locale: Locale;
   checked: CheckedAnswers;
   files: StagedFile[];
+  /** Files refused for the storage quota before they were stored (FileStager.overQuota). */
+  overQuota?: string[];
   referrer: string | null;
 };
 
@@ -91,9 +93,8 @@ export async function insertSubmission(db: Client, jobs: JobSender, input: NewSu
     if (names.length) answers[field.key] = names;
     else delete answers[field.key];
   }
-  const filesError = refused.length
-    ? `Almacenamiento de la empresa agotado: no se guardaron ${refused.map((f) => f.filename).join(', ')}.`
-    : null;
+  const notStored = [...(input.overQuota ?? []), ...refused.map((f) => f.filename)];
+  const filesError = notStored.length ? `Almacenamiento de la empresa agotado: no se guardaron ${notStored.join(', ')}.` : null;
   const { rows } = await db.query(
     `INSERT INTO form_submissions (id, company_id, form_id, locale, answers, email, name, phone, files, files_error, referrer, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING *`,

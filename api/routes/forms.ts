@@ -23,6 +23,12 @@ import { defineRoute, type RouteDef } from '../route.ts';
  * Content-Length, or while streaming a body sent without it).
  */
 export const MAX_SUBMISSION_BYTES = 32 * 1024 * 1024;
+/**
+ * A JSON submission is held in memory whole and its base64 files decoded
+ * (about 3× the body at the peak), so its cap is a quarter of multipart's:
+ * 8 MiB of JSON carries about 6 MB of files.
+ */
+export const MAX_JSON_SUBMISSION_BYTES = 8 * 1024 * 1024;
 
 const localeQuery = z.object({
   locale: z.string().max(35).optional().describe('Idioma de los textos; si falta o no está soportado, default_locale'),
@@ -105,7 +111,7 @@ export const formRoutes: RouteDef[] = [
     description: [
       'JSON `{data: {answers, locale?, files?}}`: un archivo es `{filename, content_type, data}` con `data` en base64 o data URL; varios, un arreglo.',
       'O `multipart/form-data`: archivos y textos como `data[answers][<key>]`, `answers[<key>]` o `files[<key>]`; `locale` o `data[locale]`.',
-      `Cuerpo máximo ${MAX_SUBMISSION_BYTES / 1024 / 1024} MB (413 request_too_large). El contenido real de cada archivo se verifica (bytes mágicos).`,
+      `Cuerpo máximo ${MAX_SUBMISSION_BYTES / 1024 / 1024} MB en multipart y ${MAX_JSON_SUBMISSION_BYTES / 1024 / 1024} MB en JSON (413 request_too_large); a lo sumo UPLOAD_CONCURRENCY cargas a la vez por proceso (503 con Retry-After). El contenido real de cada archivo se verifica (bytes mágicos).`,
       'Con Idempotency-Key el cuerpo no puede pasar de 100 KB (413 idempotency_body_too_large, antes de leerlo): la clave protege envíos pequeños; los archivos grandes se envían sin la cabecera.',
       'Responde 201 con `status: received`; las acciones posteriores corren en segundo plano.',
     ].join(' '),
@@ -118,7 +124,7 @@ export const formRoutes: RouteDef[] = [
       files: z.record(z.string(), z.unknown()).optional().describe('Archivos por `key`, alternativa a ponerlos en answers'),
     }),
     example: { answers: { email: 'ana@example.com' } },
-    upload: { maxBytes: MAX_SUBMISSION_BYTES },
+    upload: { maxBytes: MAX_SUBMISSION_BYTES, maxJsonBytes: MAX_JSON_SUBMISSION_BYTES },
     response: submissionSchema,
     status: 201,
     errors: ['not_found', 'form_inactive', 'validation_failed', 'parameter_missing', 'request_too_large', 'unsupported_media_type'],
@@ -163,7 +169,7 @@ export const formRoutes: RouteDef[] = [
         let refused: StagedFile[] = [];
         const create = async (db: Queryable) => {
           const stored = await transaction(db, (client) =>
-            insertSubmission(client, ctx.deps.jobs, { form, companyId, locale, checked, files: intake!.files, referrer }),
+            insertSubmission(client, ctx.deps.jobs, { form, companyId, locale, checked, files: intake!.files, overQuota: intake!.overQuota, referrer }),
           );
           refused = stored.refused;
           ctx.status = 201;
