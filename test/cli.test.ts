@@ -116,4 +116,22 @@ describe('wsctl', () => {
     assertOneLineError(await wsctl(app, ['automation', 'create', '--company', '0123456789abcdef01234567', '--file', path.join(dir, 'missing.json')]), /no such file/);
     assertOneLineError(await wsctl(app, ['company', 'list'], { ADMIN_URL: 'http://127.0.0.1:9' }), /cannot reach/);
   });
+
+  test('form create warns on stderr when the form emails the address a visitor types; --json stdout stays one document', async () => {
+    const { company } = await json(app, ['company', 'create', '--name', 'Aviso SA']);
+    const file = path.join(dir, 'relay.json');
+    await writeFile(
+      file,
+      JSON.stringify({
+        name: 'Contacto',
+        title: 'Contáctanos',
+        fields: [{ key: 'email', field_type: 'email', label: 'Correo', required: true, maps_to: 'lead.email' }],
+        post_actions: { email: { to: ['ventas@example.com'], send_to_submitter: true } },
+      }),
+    );
+    const run = await wsctl(app, ['form', 'create', '--company', company.id, '--file', file, '--json']);
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stderr, /^warning: .*send_to_submitter is on/);
+    assert.equal(JSON.parse(run.stdout).slug, 'contacto');
+  });
 });

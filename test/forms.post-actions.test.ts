@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { waitFor } from './helpers/wait.ts';
+import { SUBMITTER_CAPS } from '../worker/forms/submitter-caps.ts';
 import { after, before, describe, test } from 'node:test';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
@@ -54,8 +55,9 @@ const postActions = {
     send_to_submitter: true,
     attach_files: true,
     templates: {
-      es: { subject: 'Gracias, {{name}}', body: 'Recibimos tu mensaje en {{form}}.\n{{answers}}\n{{files}}' },
-      en: { subject: 'Thanks, {{name}}', body: 'We got your message at {{form}}.\n{{answers}}\n{{files}}' },
+      // {{name}} in the subject renders empty: an email that reaches the submitter's address carries no answer text there.
+      es: { subject: 'Gracias por escribir a {{form}}{{name}}', body: 'Recibimos tu mensaje en {{form}}, {{name}}.\n{{answers}}\n{{files}}' },
+      en: { subject: 'Thanks for writing to {{form}}{{name}}', body: 'We got your message at {{form}}, {{name}}.\n{{answers}}\n{{files}}' },
     },
   },
   notify_team: { enabled: true },
@@ -106,9 +108,9 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     const lead = (await api.get(`/leads/${s.contact_id}`)).body.data;
     assert.deepEqual([lead.name, lead.email, lead.phone, lead.company_name], ['Eva', 'eva@example.com', '555', 'ACME']);
 
-    const mail = await waitFor(async () => smtp.received.find((m) => m.mail.subject === 'Thanks, Eva'));
+    const mail = await waitFor(async () => smtp.received.find((m) => m.mail.subject === 'Thanks for writing to Contact us' && m.to.includes('eva@example.com')));
     assert.deepEqual(mail.to.sort(), ['eva@example.com', 'ventas@empresa.example']);
-    assert.match(mail.mail.text ?? '', /We got your message at Contact us/);
+    assert.match(mail.mail.text ?? '', /We got your message at Contact us, Eva/);
     assert.match(mail.mail.text ?? '', /Email: eva@example.com/);
     assert.equal(mail.mail.attachments.length, 2);
     const [a, b] = mail.mail.attachments;
@@ -130,7 +132,7 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     assert.equal(leads.rowCount, 1, 'matched by email, not duplicated');
     assert.equal(leads.rows[0].name, 'Eva María');
     assert.equal(s.contact_id, leads.rows[0].id);
-    const mail = await waitFor(async () => smtp.received.find((m) => m.mail.subject === 'Gracias, Eva María'));
+    const mail = await waitFor(async () => smtp.received.find((m) => m.mail.subject === 'Gracias por escribir a Contáctanos' && /Eva María/.test(m.mail.text ?? '')));
     assert.match(mail.mail.text ?? '', /Recibimos tu mensaje en Contáctanos/);
   });
 
@@ -144,7 +146,7 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     assert.equal(res.status, 201);
     const s = await settled(((await res.json()) as any).data.id);
     assert.equal(s.status, 'processed');
-    const mail = await waitFor(async () => smtp.received.find((m) => m.mail.subject === 'Gracias, Big'));
+    const mail = await waitFor(async () => smtp.received.find((m) => m.mail.subject === 'Gracias por escribir a Contáctanos' && m.to.includes('big@example.com')));
     assert.deepEqual(mail.mail.attachments.map((a) => a.filename), ['uno.pdf']);
     assert.match(mail.mail.text ?? '', /no caben en el correo[\s\S]*\/Formularios\/Contacto web\/.* - big@example.com\/dos\.pdf/);
   });
@@ -191,7 +193,7 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
       assert.equal(s.status, 'processed');
       const leads = await app.pool.query(`SELECT count(*)::int AS n FROM leads WHERE email = 'reintento@example.com'`);
       assert.equal(leads.rows[0].n, 1);
-      const mails = smtp.received.slice(before).filter((m) => m.mail.subject === 'Gracias, Reintento');
+      const mails = smtp.received.slice(before).filter((m) => m.mail.subject === 'Gracias por escribir a Contáctanos' && m.to.includes('reintento@example.com'));
       assert.equal(mails.length, 1, 'one email despite the retry');
       const actions = await app.pool.query(`SELECT action, status, attempts FROM form_submission_actions WHERE submission_id = $1 ORDER BY action`, [id]);
       assert.deepEqual(actions.rows.map((r) => [r.action, r.status, r.attempts]), [['email', 'done', 2], ['lead', 'done', 1], ['notify_team', 'done', 1]]);
@@ -268,6 +270,31 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     assert.equal(ids[0], ids[1]);
     const customer = (await api.get(`/customers/${ids[0]}`)).body.data;
     assert.deepEqual([customer.name, customer.email], ['Carla', 'carla@example.com'], 'an existing customer keeps its data');
+  });
+
+  test('send_to_submitter is no spam relay: no answer text in the subject, and at most 3 emails a day reach one typed address', async () => {
+    const victim = `victima-${Date.now()}@example.com`;
+    const spam = 'Compra pastillas baratas en http://spam.example';
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await api.post(`/forms/${form.id}/submissions`, { data: { answers: { email: victim, name: `${spam} ${i}` } } });
+      assert.equal(res.status, 201, res.text);
+      ids.push(res.body.data.id);
+    }
+    for (const id of ids) assert.equal((await settled(id)).status, 'processed', 'a capped copy is not a failure');
+    const mails = await waitFor(() => {
+      const found = smtp.received.filter((m) => m.to.includes('ventas@empresa.example') && /Compra pastillas/.test(m.mail.text ?? ''));
+      return found.length === 5 && found;
+    }, 30_000, 'the operator to get all five emails');
+    const toVictim = mails.filter((m) => m.to.includes(victim));
+    assert.equal(toVictim.length, SUBMITTER_CAPS.perRecipientPerDay, 'the typed address gets at most the daily cap');
+    for (const m of mails) assert.ok(!/pastillas|spam/.test(m.mail.subject ?? ''), `no answer text in the subject: ${m.mail.subject}`);
+    assert.equal(smtp.received.filter((m) => m.to.includes(victim) && !m.to.includes('ventas@empresa.example')).length, 0, 'no other mail reaches the typed address');
+    const { rows } = await app.pool.query(
+      `SELECT count(*)::int AS n FROM form_submission_actions WHERE submission_id = ANY($1) AND action = 'email' AND result->>'submitter_skipped' = 'recipient_cap'`,
+      [ids],
+    );
+    assert.equal(rows[0].n, 5 - SUBMITTER_CAPS.perRecipientPerDay, 'each skipped copy says why');
   });
 
   test('stored files, if ever served, are downloads that are never sniffed', () => {

@@ -8,6 +8,21 @@ import { action } from '../action.ts';
 import { readJsonObject } from '../options.ts';
 import { details } from '../output.ts';
 
+/**
+ * Said on stderr (never in the --json document on stdout) whenever a form
+ * file sends its email to the address a submitter types: an operator must
+ * turn that on knowingly.
+ */
+const SUBMITTER_WARNING =
+  'warning: post_actions.email.send_to_submitter is on: this form emails whatever address a visitor types. ' +
+  'Copies to one address are capped at 3 a day and 20 a form per hour, and their subject carries only the form title (docs/forms.md).';
+
+async function readForm(file: string): Promise<Record<string, any>> {
+  const form = await readJsonObject(file);
+  if ((form as any)?.post_actions?.email?.send_to_submitter === true) process.stderr.write(`${SUBMITTER_WARNING}\n`);
+  return form;
+}
+
 function formDetails(form: Record<string, any>): string {
   return details([
     ['id', form.id],
@@ -30,7 +45,7 @@ export function registerFormCommands(program: Command): void {
     .requiredOption('--file <path>', 'JSON file with the form and its post_actions')
     .action(
       action(
-        async ({ api, opts }) => api.form.create.mutate({ companyId: opts.company, form: await readJsonObject(opts.file) }),
+        async ({ api, opts }) => api.form.create.mutate({ companyId: opts.company, form: await readForm(opts.file) }),
         (created) => formDetails(created as Record<string, any>),
       ),
     );
@@ -42,7 +57,7 @@ export function registerFormCommands(program: Command): void {
     .requiredOption('--file <path>', 'JSON file with the form and its post_actions')
     .action(
       action(
-        async ({ api, args, opts }) => api.form.update.mutate({ id: args[0]!, form: await readJsonObject(opts.file) }),
+        async ({ api, args, opts }) => api.form.update.mutate({ id: args[0]!, form: await readForm(opts.file) }),
         (updated) => formDetails(updated as Record<string, any>),
       ),
     );

@@ -33,6 +33,7 @@ import { log } from '../../lib/log.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { readBlob } from '../../storage/blobs.ts';
 import type { FormRow, Locale, SubmissionFile } from '../../db/forms.ts';
+import { claimSubmitterEmail, type SubmitterDecision } from '../forms/submitter-caps.ts';
 import { createMailer, DEFAULT_TEMPLATES, FILES_TEXT, isTransientMailError, renderTemplate, type Mailer } from '../forms/mailer.ts';
 import { FORM_POST_ACTIONS, type FormPostActionsJob } from '../../db/queues.ts';
 import type { JobSender } from '../../db/job-sender.ts';
@@ -166,8 +167,16 @@ async function sendEmail(pool: Pool, config: Config, form: FormRow, s: Submissio
   const text = FILES_TEXT[locale] ?? FILES_TEXT.es;
   const template = settings.templates?.[locale] ?? settings.templates?.[form.default_locale] ?? DEFAULT_TEMPLATES[locale] ?? DEFAULT_TEMPLATES.es;
   const to = [...settings.to];
-  if (settings.send_to_submitter && s.email) to.push(s.email);
-  if (!to.length) throw new PermanentError('sin destinatarios');
+  let submitter: SubmitterDecision | null = null;
+  if (settings.send_to_submitter && s.email) {
+    submitter = await claimSubmitterEmail(pool, { submissionId: s.id, companyId: s.company_id, formId: s.form_id, recipient: s.email });
+    if (submitter.allowed) to.push(s.email);
+  }
+  if (!to.length) {
+    // Only the submitter was to get it, and a cap refused them: an expected outcome, not a failure.
+    if (submitter && !submitter.allowed) return { skipped: submitter.reason, to: [] };
+    throw new PermanentError('sin destinatarios');
+  }
 
   // Attach in order while the total stays within 18 MB; the rest is named in the body.
   const attached: SubmissionFile[] = [];
@@ -211,7 +220,10 @@ async function sendEmail(pool: Pool, config: Config, form: FormRow, s: Submissio
     from: `"${values.form.replace(/["\r\n]/g, '')}" <no-reply@${new URL(config.siteUrl).hostname}>`,
     to,
     replyTo: s.email ?? undefined,
-    subject: renderTemplate(template.subject, values).replace(/[\r\n]+/g, ' '),
+    // An email that can reach an address the submitter typed carries none of
+    // their text in its subject: only the form's own title (a spam relay's
+    // payload is the subject line).
+    subject: renderTemplate(template.subject, settings.send_to_submitter ? { form: values.form } : values).replace(/[\r\n]+/g, ' '),
     text: body,
     messageId: messageId(s, 'email', config),
     headers: { 'Content-Language': locale },
@@ -222,7 +234,13 @@ async function sendEmail(pool: Pool, config: Config, form: FormRow, s: Submissio
       content: readBlob(pool, blobs.get(f.asset_id) ?? ''),
     })),
   });
-  return { message_id: sent.messageId, to, attached: attached.map((f) => f.asset_id), not_attached: left.map((f) => f.asset_id) };
+  return {
+    message_id: sent.messageId,
+    to,
+    ...(submitter && !submitter.allowed ? { submitter_skipped: submitter.reason } : {}),
+    attached: attached.map((f) => f.asset_id),
+    not_attached: left.map((f) => f.asset_id),
+  };
 }
 
 async function notifyTeam(pool: Pool, config: Config, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
