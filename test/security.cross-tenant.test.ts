@@ -54,6 +54,13 @@ function withValue(data: Record<string, any>, path: Array<string | number>, valu
   return copy;
 }
 
+/** A route's example made valid for `tenant`: a host (`user_id`) is that tenant's owner. */
+function exampleFor(example: Record<string, unknown> | undefined, tenant: Tenant): Record<string, unknown> {
+  const data = { ...(example ?? {}) };
+  if ('user_id' in data) data.user_id = tenant.ownerId;
+  return data;
+}
+
 function collectionOf(path: string): string {
   return path.slice(0, path.indexOf('/:'));
 }
@@ -97,7 +104,7 @@ describe('cross-tenant isolation over every route of the router table', () => {
       if (records.has(collection)) continue;
       const create = apiRoutes.find((r) => r.method === 'POST' && r.path === collection && r.example && r.status === 201);
       if (create) {
-        const res = await request(app.baseUrl, 'POST', collection, { key: credential(create, victim), body: { data: create.example } });
+        const res = await request(app.baseUrl, 'POST', collection, { key: credential(create, victim), body: { data: exampleFor(create.example, victim) } });
         assert.equal(res.status, 201, `creating a ${collection} record for the test: ${res.text}`);
         records.set(collection, res.body.data);
       } else if (FIXTURES[collection]) {
@@ -179,7 +186,7 @@ describe('cross-tenant isolation over every route of the router table', () => {
         if (!own.has(collection)) {
           const create = apiRoutes.find((r) => r.method === 'POST' && r.path === collection && r.example);
           if (!create) continue;
-          const made = await request(app.baseUrl, 'POST', collection, { key: credential(create, attacker), body: { data: create.example } });
+          const made = await request(app.baseUrl, 'POST', collection, { key: credential(create, attacker), body: { data: exampleFor(create.example, attacker) } });
           assert.equal(made.status, 201, `${collection}: ${made.text}`);
           own.set(collection, made.body.data);
         }
@@ -189,7 +196,7 @@ describe('cross-tenant isolation over every route of the router table', () => {
         const field = String(path.at(-1));
         const foreign = victimIdFor(field);
         assert.ok(foreign, `${route.method} ${route.path}: no victim record for body field ${path.join('.')}; map it in victimIdFor`);
-        const data = withValue((route.example ?? {}) as Record<string, any>, path, foreign);
+        const data = withValue(exampleFor(route.example, attacker) as Record<string, any>, path, foreign);
         const res = await request(app.baseUrl, route.method, target, { key: credential(route, attacker), body: { data } });
         assert.ok(res.status === 404 || res.status === 422, `${route.method} ${target} with ${path.join('.')} of another company: ${res.status} ${res.text}`);
         checked.push(`${route.method} ${route.path} ${path.join('.')}`);

@@ -1,6 +1,7 @@
 // Every REST route of /api/v1, in one table. A new resource adds its routes here.
 import type { RouteDef } from '../route.ts';
 import { automationRoutes } from './automations.ts';
+import { calendarEventRoutes } from './calendar-events.ts';
 import { brandImageRoutes, brandRoutes } from './brands.ts';
 import { customerRoutes } from './customers.ts';
 import { formRoutes } from './forms.ts';
@@ -21,6 +22,7 @@ export const apiRoutes: RouteDef[] = [
   ...brandImageRoutes,
   ...productCategoryImageRoutes,
   ...formRoutes,
+  ...calendarEventRoutes,
   ...webhookEndpointRoutes,
   ...userWebhookEndpointRoutes,
 ];

@@ -1,0 +1,155 @@
+// Calendar events (contract: "Calendar event", "Calendar events"): defaults,
+// the host rule (422 invalid_user), time rules on create and PATCH, all-day
+// events on DST days, the range filter, scopes and idempotency. Another
+// company's events are walked by test/security.cross-tenant.test.ts.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+
+describe('calendar events', () => {
+  let app: TestApp;
+  let tenant: Tenant;
+  let api: ReturnType<typeof client>;
+  const event = (over: Record<string, unknown> = {}) => ({
+    user_id: tenant.ownerId,
+    title: 'Junta',
+    starts_at: '2026-12-01T16:00:00Z',
+    ends_at: '2026-12-01T17:00:00Z',
+    ...over,
+  });
+
+  before(async () => {
+    app = await startTestApp();
+    tenant = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    api = client(app.baseUrl, tenant.key);
+  });
+  after(() => app.close());
+
+  test('create: the contract defaults, source native, write-only sync_to_google not read back', async () => {
+    const res = await api.post('/calendar/events', { data: event({ sync_to_google: false, attendees: [{ email: 'ana@example.com' }] }) });
+    assert.equal(res.status, 201, res.text);
+    const e = res.body.data;
+    assert.equal(e.color, '#2563eb');
+    assert.equal(e.timezone, 'America/Mexico_City');
+    assert.equal(e.kind, 'event');
+    assert.equal(e.all_day, false);
+    assert.deepEqual(e.reminders_minutes, [15]);
+    assert.equal(e.source, 'native');
+    assert.equal(e.create_meet, false);
+    assert.equal(e.meet_url, null);
+    assert.equal(e.google_event_id, null);
+    assert.deepEqual(e.attendees, [{ name: null, email: 'ana@example.com' }]);
+    assert.equal('sync_to_google' in e, false);
+    assert.equal(e.starts_at, '2026-12-01T16:00:00.000Z');
+    const read = await api.get(`/calendar/events/${e.id}`);
+    assert.deepEqual(read.body.data, e);
+  });
+
+  test('the host: missing, malformed, unknown or another company’s user is 422 invalid_user', async () => {
+    const other = await seedTenant(app.pool);
+    for (const user_id of [undefined, 'nope', '0123456789abcdef01234567', other.ownerId]) {
+      const res = await api.post('/calendar/events', { data: event({ user_id }) });
+      assert.equal(res.status, 422, String(user_id));
+      assert.equal(res.body.error, 'invalid_user', String(user_id));
+    }
+    const { rows } = await app.pool.query('SELECT count(*)::int AS n FROM calendar_events WHERE company_id = $1 AND user_id = $2', [tenant.companyId, other.ownerId]);
+    assert.equal(rows[0].n, 0);
+  });
+
+  test('validation: missing title or times, ends_at not after starts_at, unknown kind or zone, read-only fields: 422 validation_failed naming the field', async () => {
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [event({ title: undefined }), 'title'],
+      [event({ starts_at: undefined }), 'starts_at'],
+      [event({ ends_at: '2026-12-01T16:00:00Z' }), 'ends_at'],
+      [event({ ends_at: '2026-12-01T15:00:00Z' }), 'ends_at'],
+      [event({ kind: 'party' }), 'kind'],
+      [event({ timezone: 'Mars/Olympus' }), 'timezone'],
+      [event({ color: 'red' }), 'color'],
+      [event({ source: 'google' }), 'source'],
+      [event({ meet_url: 'https://meet.example/x' }), 'meet_url'],
+      [event({ google_event_id: 'x' }), 'google_event_id'],
+      [event({ reminders_minutes: [-5] }), 'reminders_minutes.0'],
+    ];
+    for (const [data, field] of cases) {
+      const res = await api.post('/calendar/events', { data });
+      assert.equal(res.status, 422, `${field}: ${res.text}`);
+      assert.equal(res.body.error, 'validation_failed', field);
+      assert.ok(res.body.errors[field], `${field}: ${JSON.stringify(res.body.errors)}`);
+    }
+  });
+
+  test('PATCH: the host cannot change; a change that puts ends_at before the stored starts_at is refused; other fields change', async () => {
+    const e = (await api.post('/calendar/events', { data: event() })).body.data;
+    const host = await api.patch(`/calendar/events/${e.id}`, { data: { user_id: tenant.ownerId } });
+    assert.equal(host.status, 422);
+    assert.ok(host.body.errors.user_id);
+    const backwards = await api.patch(`/calendar/events/${e.id}`, { data: { ends_at: '2026-12-01T15:59:00Z' } });
+    assert.equal(backwards.status, 422);
+    assert.ok(backwards.body.errors.ends_at);
+    const moved = await api.patch(`/calendar/events/${e.id}`, { data: { title: 'Junta movida', starts_at: '2026-12-01T18:00:00Z', ends_at: '2026-12-01T19:00:00Z', kind: 'task' } });
+    assert.equal(moved.status, 200, moved.text);
+    assert.equal(moved.body.data.title, 'Junta movida');
+    assert.equal(moved.body.data.kind, 'task');
+    assert.equal(moved.body.data.user_id, tenant.ownerId);
+    assert.equal((await api.get(`/calendar/events/${e.id}`)).body.data.starts_at, '2026-12-01T18:00:00.000Z');
+  });
+
+  test('all-day events run from local midnight to local midnight, so a DST day is 23 hours', async () => {
+    // New York, 2026-03-08: clocks go forward; midnight is 05:00Z, the next midnight 04:00Z.
+    const ny = await api.post('/calendar/events', {
+      data: event({ all_day: true, timezone: 'America/New_York', starts_at: '2026-03-08T05:00:00Z', ends_at: '2026-03-09T04:00:00Z' }),
+    });
+    assert.equal(ny.status, 201, ny.text);
+    const naive = await api.post('/calendar/events', {
+      data: event({ all_day: true, timezone: 'America/New_York', starts_at: '2026-03-08T05:00:00Z', ends_at: '2026-03-09T05:00:00Z' }),
+    });
+    assert.equal(naive.status, 422, '24 hours later is 01:00 local on that day');
+    assert.ok(naive.body.errors.ends_at);
+    // Mexico City, 2022-04-03 (DST still in force then): 06:00Z to 05:00Z.
+    const mx = await api.post('/calendar/events', {
+      data: event({ all_day: true, timezone: 'America/Mexico_City', starts_at: '2022-04-03T06:00:00Z', ends_at: '2022-04-04T05:00:00Z' }),
+    });
+    assert.equal(mx.status, 201, mx.text);
+    const offMidnight = await api.post('/calendar/events', { data: event({ all_day: true, starts_at: '2026-12-01T16:00:00Z', ends_at: '2026-12-02T16:00:00Z' }) });
+    assert.equal(offMidnight.status, 422);
+    assert.ok(offMidnight.body.errors.starts_at);
+  });
+
+  test('list filters: from/to select overlapping events (bounds exclusive), user_id, kind, source', async () => {
+    const t = await seedTenant(app.pool);
+    const own = client(app.baseUrl, t.key);
+    const at = (start: string, end: string, over: Record<string, unknown> = {}) =>
+      own.post('/calendar/events', { data: { user_id: t.ownerId, title: start, starts_at: start, ends_at: end, ...over } }).then((r) => r.body.data.id);
+    const before = await at('2026-05-01T08:00:00Z', '2026-05-01T09:00:00Z');
+    const spanning = await at('2026-05-01T09:30:00Z', '2026-05-01T11:00:00Z', { kind: 'meeting' });
+    const inside = await at('2026-05-01T10:15:00Z', '2026-05-01T10:45:00Z');
+    const touching = await at('2026-05-01T11:00:00Z', '2026-05-01T12:00:00Z');
+    const ids = async (qs: string) => ((await own.get(`/calendar/events?${qs}`)).body.data as Array<{ id: string }>).map((e) => e.id).sort();
+    assert.deepEqual(await ids('from=2026-05-01T10:00:00Z&to=2026-05-01T11:00:00Z'), [spanning, inside].sort());
+    assert.deepEqual(await ids('from=2026-05-01T09:00:00Z'), [spanning, inside, touching].sort(), 'an event ending exactly at from is not included');
+    assert.deepEqual(await ids('to=2026-05-01T09:30:00Z'), [before], 'an event starting exactly at to is not included');
+    assert.deepEqual(await ids('kind=meeting'), [spanning]);
+    assert.deepEqual(await ids(`user_id=${t.ownerId}&source=native&limit=2`).then((l) => l.length), 2);
+    assert.deepEqual(await ids('source=google'), []);
+    const bad = await own.get('/calendar/events?from=yesterday');
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.error, 'invalid_parameter');
+  });
+
+  test('DELETE is 204 and the event is gone; scopes are enforced; Idempotency-Key replays a create', async () => {
+    const e = (await api.post('/calendar/events', { data: event() })).body.data;
+    assert.equal((await api.delete(`/calendar/events/${e.id}`)).status, 204);
+    assert.equal((await api.get(`/calendar/events/${e.id}`)).status, 404);
+    const reader = await seedTenant(app.pool, { scopes: ['read-calendar_events'] });
+    const refused = await client(app.baseUrl, reader.key).post('/calendar/events', { data: { ...event(), user_id: reader.ownerId } });
+    assert.equal(refused.status, 403);
+    assert.equal(refused.body.required, 'create-calendar_events');
+    const headers = { 'Idempotency-Key': 'evento-unico' };
+    const first = await api.post('/calendar/events', { data: event({ title: 'Una vez' }) }, headers);
+    const again = await api.post('/calendar/events', { data: event({ title: 'Una vez' }) }, headers);
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    assert.equal(again.body.data.id, first.body.data.id);
+    const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM calendar_events WHERE company_id = $1 AND title = 'Una vez'`, [tenant.companyId]);
+    assert.equal(rows[0].n, 1);
+  });
+});
