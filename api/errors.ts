@@ -36,6 +36,7 @@ export const ERROR_CODES = {
   form_inactive: { status: 422, message: 'El formulario no está activo.' },
   invalid_user: { status: 422, message: 'El usuario no pertenece a la empresa.' },
   team_limit_reached: { status: 422, message: 'La empresa alcanzó su límite de miembros del equipo.' },
+  last_owner: { status: 422, message: 'La empresa debe conservar al menos un dueño.' },
   https_required: { status: 426, message: 'Solo se aceptan peticiones HTTPS.' },
   rate_limited: { status: 429, message: 'Demasiadas peticiones; espera antes de reintentar.' },
   internal_error: { status: 500, message: 'Error interno del servidor.' },

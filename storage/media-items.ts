@@ -11,11 +11,22 @@ import { deleteBlob, writeBlob } from './blobs.ts';
 import type { InspectedImage } from './images.ts';
 
 /** Where each kind of owner keeps its image: trusted identifiers only. */
+// `scope` selects the owner row of a company: `$1` is the company id, `$2`
+// the owner's id (the company itself for its logo; a member for an avatar).
+const OF_COMPANY = 'company_id = $1 AND id = $2';
 export const MEDIA_OWNERS = {
-  product: { table: 'products', media: 'image_media_id', url: 'image_url', thumbnail: 'thumbnail_url' },
-  variant: { table: 'product_variants', media: 'image_media_id', url: 'image_url', thumbnail: 'thumbnail_url' },
-  product_category: { table: 'product_categories', media: 'image_media_id', url: 'image_url', thumbnail: 'thumbnail_url' },
-  brand: { table: 'brands', media: 'logo_media_id', url: 'logo_url', thumbnail: 'logo_thumbnail_url' },
+  product: { table: 'products', media: 'image_media_id', url: 'image_url', thumbnail: 'thumbnail_url', scope: OF_COMPANY },
+  variant: { table: 'product_variants', media: 'image_media_id', url: 'image_url', thumbnail: 'thumbnail_url', scope: OF_COMPANY },
+  product_category: { table: 'product_categories', media: 'image_media_id', url: 'image_url', thumbnail: 'thumbnail_url', scope: OF_COMPANY },
+  brand: { table: 'brands', media: 'logo_media_id', url: 'logo_url', thumbnail: 'logo_thumbnail_url', scope: OF_COMPANY },
+  company: { table: 'companies', media: 'logo_media_id', url: 'logo_url', thumbnail: 'logo_thumbnail_url', scope: 'id = $1 AND id = $2' },
+  user: {
+    table: 'users',
+    media: 'avatar_media_id',
+    url: 'avatar_url',
+    thumbnail: 'avatar_thumbnail_url',
+    scope: 'id = $2 AND deleted_at IS NULL AND EXISTS (SELECT 1 FROM memberships m WHERE m.company_id = $1 AND m.user_id = $2)',
+  },
 } as const;
 
 export type MediaOwner = keyof typeof MEDIA_OWNERS;

@@ -2,6 +2,8 @@
 import type { RouteDef } from '../route.ts';
 import { automationRoutes } from './automations.ts';
 import { calendarEventRoutes } from './calendar-events.ts';
+import { companyRoutes } from './company.ts';
+import { userRoutes } from './users.ts';
 import { brandImageRoutes, brandRoutes } from './brands.ts';
 import { customerRoutes } from './customers.ts';
 import { formRoutes } from './forms.ts';
@@ -23,6 +25,8 @@ export const apiRoutes: RouteDef[] = [
   ...productCategoryImageRoutes,
   ...formRoutes,
   ...calendarEventRoutes,
+  ...companyRoutes,
+  ...userRoutes,
   ...webhookEndpointRoutes,
   ...userWebhookEndpointRoutes,
 ];

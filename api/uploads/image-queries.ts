@@ -12,7 +12,7 @@ export type OwnerImage = { image_url: string | null; thumbnail_url: string | nul
 export async function lockOwnerMedia(db: Queryable, owner: MediaOwner, companyId: string, ownerId: string): Promise<string | null> {
   const spec = MEDIA_OWNERS[owner];
   const { rows } = await db.query<{ media_id: string | null }>(
-    `SELECT ${spec.media} AS media_id FROM ${spec.table} WHERE company_id = $1 AND id = $2 FOR UPDATE`,
+    `SELECT ${spec.media} AS media_id FROM ${spec.table} WHERE ${spec.scope} FOR UPDATE`,
     [companyId, ownerId],
   );
   if (!rows[0]) throw new ApiError('not_found');
@@ -29,7 +29,7 @@ export async function setOwnerImage(
 ): Promise<void> {
   const spec = MEDIA_OWNERS[owner];
   await db.query(
-    `UPDATE ${spec.table} SET ${spec.url} = $3, ${spec.thumbnail} = NULL, ${spec.media} = $4, updated_at = now() WHERE company_id = $1 AND id = $2`,
+    `UPDATE ${spec.table} SET ${spec.url} = $3, ${spec.thumbnail} = NULL, ${spec.media} = $4, updated_at = now() WHERE ${spec.scope}`,
     [companyId, ownerId, image?.url ?? null, image?.mediaId ?? null],
   );
 }
@@ -38,7 +38,7 @@ export async function setOwnerImage(
 export async function readOwnerImage(db: Queryable, owner: MediaOwner, companyId: string, ownerId: string): Promise<OwnerImage> {
   const spec = MEDIA_OWNERS[owner];
   const { rows } = await db.query<{ url: string | null; thumbnail: string | null }>(
-    `SELECT ${spec.url} AS url, ${spec.thumbnail} AS thumbnail FROM ${spec.table} WHERE company_id = $1 AND id = $2`,
+    `SELECT ${spec.url} AS url, ${spec.thumbnail} AS thumbnail FROM ${spec.table} WHERE ${spec.scope}`,
     [companyId, ownerId],
   );
   return { image_url: rows[0]?.url ?? null, thumbnail_url: rows[0]?.thumbnail ?? null };

@@ -7,7 +7,7 @@
 // (storage/media.ts) and declares its slot with imageSlotRoutes.
 import { z } from 'zod';
 import { transaction, type Queryable } from '../../db/pool.ts';
-import { inspectImage, MAX_IMAGE_BYTES, safeFilename } from '../../storage/images.ts';
+import { inspectImage, looksLikeSvg, MAX_IMAGE_BYTES, rasterizeSvg, safeFilename } from '../../storage/images.ts';
 import { THUMBNAIL } from '../../db/queues.ts';
 import { deleteMedia, storeMedia, type MediaOwner } from '../../storage/media-items.ts';
 import { validationFailed, type ErrorCode } from '../errors.ts';
@@ -25,12 +25,22 @@ export async function attachImage(
   owner: MediaOwner,
   companyId: string,
   ownerId: string,
-  file: UploadedFile | undefined,
+  upload: UploadedFile | undefined,
   fallbackFilename: string,
+  accept?: ImageSlot<{ ownerId: string }>['accept'],
 ): Promise<string> {
-  if (!file) throw validationFailed({ file: ['envía la imagen como multipart/form-data en el campo file o image'] });
+  if (!upload) throw validationFailed({ file: ['envía la imagen como multipart/form-data en el campo file o image'] });
+  let file = upload;
+  if (accept?.svg && looksLikeSvg(file.bytes)) {
+    const raster = await rasterizeSvg(file.bytes);
+    if (!raster.ok) throw validationFailed({ [file.field]: [raster.reason] });
+    file = { ...file, bytes: raster.png, filename: (file.filename ?? fallbackFilename).replace(/\.svgz?$/i, '') + '.png' };
+  }
   const inspection = await inspectImage(file.bytes);
   if (!inspection.ok) throw validationFailed({ [file.field]: [inspection.reason] });
+  if (accept && !accept.types.includes(inspection.image.contentType)) {
+    throw validationFailed({ [file.field]: [`formato no admitido aquí: se aceptan ${accept.description}`] });
+  }
   return transaction(db, async (client) => {
     const previous = await lockOwnerMedia(client, owner, companyId, ownerId);
     const media = await storeMedia(client, deps.config.siteUrl, {
@@ -78,7 +88,11 @@ export type ImageSlot<Target extends { ownerId: string }> = {
   locate: (db: Queryable, companyId: string, params: Record<string, string>) => Promise<Target>;
   response: z.ZodType;
   /** The answer's `data`: `uploadedUrl` is the new image's URL after an upload, null after a removal. */
-  answer: (db: Queryable, companyId: string, target: Target, uploadedUrl: string | null) => Promise<unknown>;
+  answer: (db: Queryable, companyId: string, target: Target, uploadedUrl: string | null, deps: Pick<Deps, 'config'>) => Promise<unknown>;
+  /** Narrower formats than the catalog's (JPEG, PNG, WebP, AVIF, GIF); `svg`: SVG accepted and rasterized to PNG. */
+  accept?: { types: readonly string[]; svg?: boolean; description: string };
+  /** Whether the slot has a DELETE route too (default true). */
+  removable?: boolean;
 };
 
 /** "`logo`, `file` o `image`" */
@@ -100,20 +114,25 @@ export function imageSlotRoutes<Target extends { ownerId: string }>(slot: ImageS
   // A strict ObjectId among the path parameters (a variant) can also be refused as malformed.
   const invalidId: ErrorCode[] = Object.values(slot.params).includes('id') ? ['invalid_id'] : [];
   const common = { path: slot.path, params: slot.params, scope: slot.scope, tag: slot.tag, response: slot.response, status: 200 };
-  return [
+  const routes: RouteDef[] = [
     defineRoute({
       ...common,
       method: 'POST',
       summary: slot.summaries.upload,
-      description: uploadDescription(slot.fields),
+      description: slot.accept
+        ? uploadDescription(slot.fields).replace('JPEG, PNG, WebP, AVIF, GIF', slot.accept.description)
+        : uploadDescription(slot.fields),
       errors: ['not_found', 'validation_failed', ...invalidId],
       multipart: { fields: slot.fields, maxFileBytes: MAX_IMAGE_BYTES },
       handler: async (ctx, { params, companyId, file, db }) => {
         const target = await slot.locate(db, companyId, params);
-        const url = await attachImage(db, ctx.deps, slot.owner, companyId, target.ownerId, file, slot.filename);
-        return { data: await slot.answer(db, companyId, target, url) };
+        const url = await attachImage(db, ctx.deps, slot.owner, companyId, target.ownerId, file, slot.filename, slot.accept);
+        return { data: await slot.answer(db, companyId, target, url, ctx.deps) };
       },
     }),
+  ];
+  if (slot.removable !== false) {
+    routes.push(
     defineRoute({
       ...common,
       method: 'DELETE',
@@ -122,8 +141,10 @@ export function imageSlotRoutes<Target extends { ownerId: string }>(slot: ImageS
       handler: async (ctx, { params, companyId, db }) => {
         const target = await slot.locate(db, companyId, params);
         await detachImage(db, slot.owner, companyId, target.ownerId);
-        return { data: await slot.answer(db, companyId, target, null) };
+        return { data: await slot.answer(db, companyId, target, null, ctx.deps) };
       },
     }),
-  ];
+    );
+  }
+  return routes;
 }

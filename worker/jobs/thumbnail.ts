@@ -53,7 +53,8 @@ export async function processThumbnail({ pool, config }: Pick<WorkerDeps, 'pool'
       [mediaId, written.blob.id, token],
     );
     if (!updated.rowCount) return false;
-    await client.query(`UPDATE ${spec.table} SET ${spec.thumbnail} = $3 WHERE company_id = $1 AND ${spec.media} = $2`, [media.company_id, mediaId, url]);
+    // A media id belongs to one owner row (random ids), whatever the owner's table.
+    await client.query(`UPDATE ${spec.table} SET ${spec.thumbnail} = $2 WHERE ${spec.media} = $1`, [mediaId, url]);
     return true;
   });
   if (!applied) {

@@ -1,0 +1,32 @@
+// The company (contract: Company (singular)): editable profile fields, and
+// the read. Everything else (slug, plan, quotas, max_team_size, modules, id,
+// timestamps) is refused on PUT like any unknown field: 422 naming it.
+import { z } from 'zod';
+
+const text = (max: number) => z.string().trim().max(max);
+
+export const companyUpdate = z.strictObject({
+  name: text(200).min(1).optional(),
+  website: z.url({ protocol: /^https?$/ }).max(2000).nullable().optional(),
+  legal_name: text(300).nullable().optional(),
+  business_type: text(200).nullable().optional().describe('Texto libre'),
+  business_context: text(20_000).nullable().optional().describe('Texto largo que usan las funciones de IA'),
+  business_goals: z.array(text(500).min(1)).max(50).optional(),
+});
+export type CompanyUpdate = z.infer<typeof companyUpdate>;
+
+export const companySchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  slug: z.string(),
+  website: z.string().nullable(),
+  legal_name: z.string().nullable(),
+  logo_url: z.string().nullable(),
+  business_type: z.string().nullable(),
+  business_context: z.string().nullable(),
+  business_goals: z.array(z.string()),
+  team: z.object({ max_team_size: z.number().int(), current_team_size: z.number().int(), seats_available: z.number().int() }),
+  enabled_modules: z.array(z.string()),
+  created_at: z.string(),
+  updated_at: z.string(),
+});

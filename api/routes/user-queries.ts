@@ -1,0 +1,168 @@
+// SQL of team members: people (`users`, unique across the service) and their
+// membership in the key's company (`memberships`: is_owner, permissions).
+import { randomBytes } from 'node:crypto';
+import type { Queryable } from '../../db/pool.ts';
+import { iso } from '../../db/timestamps.ts';
+import { objectId } from '../../lib/objectid.ts';
+import { hashPassword } from '../../lib/passwords.ts';
+import type { UserRow } from '../admin/users.ts';
+import { ApiError, validationFailed } from '../errors.ts';
+import type { TotalsCache } from '../pagination.ts';
+import { listPage, type PaginationQuery } from '../pagination.ts';
+import type { Background, SettingsPreferencesWrite, UserCreate, UserUpdate } from './user-schemas.ts';
+
+export type MemberRow = UserRow & { company_id: string; is_owner: boolean };
+
+/** Members of a company as a table with `company_id` (what listPage pages over). */
+const MEMBERS = `(SELECT u.*, m.company_id, m.is_owner FROM users u JOIN memberships m ON m.user_id = u.id WHERE u.deleted_at IS NULL) AS members`;
+
+type StoredBackground = { bg_mode?: string; bg_color_from?: string; bg_color_to?: string | null; bg_angle?: number };
+type StoredPreferences = { theme?: string; block_overlapping_bookings?: boolean; booking_branding?: { theme?: string; light?: StoredBackground; dark?: StoredBackground } };
+
+const background = (b: StoredBackground | undefined) => ({
+  bg_mode: b?.bg_mode ?? null,
+  bg_color_from: b?.bg_color_from ?? null,
+  bg_color_to: b?.bg_color_to ?? null,
+  bg_angle: b?.bg_angle ?? null,
+});
+
+export function serializeMember(row: MemberRow, bookingUrl: string) {
+  const prefs = (row.settings_preferences ?? {}) as StoredPreferences;
+  const fullName = [row.first_name, row.last_name].filter(Boolean).join(' ');
+  return {
+    id: row.id,
+    first_name: row.first_name,
+    last_name: row.last_name,
+    full_name: fullName || null,
+    email: row.email,
+    phone: row.phone,
+    username: row.username,
+    booking_slug: row.booking_slug,
+    booking_url: row.booking_slug ? `${bookingUrl}/${row.booking_slug}` : null,
+    avatar_url: row.avatar_url,
+    is_owner: row.is_owner,
+    settings_preferences: {
+      theme: prefs.theme ?? null,
+      block_overlapping_bookings: prefs.block_overlapping_bookings ?? false,
+      booking_branding: { theme: prefs.booking_branding?.theme ?? null, light: background(prefs.booking_branding?.light), dark: background(prefs.booking_branding?.dark) },
+    },
+    created_at: iso(row.created_at)!,
+    updated_at: iso(row.updated_at)!,
+  };
+}
+
+/** Merges written preferences into the stored ones; the flat booking_branding form writes the light theme. */
+export function mergePreferences(stored: StoredPreferences, write: SettingsPreferencesWrite | undefined): StoredPreferences {
+  if (!write) return stored;
+  const out: StoredPreferences = { ...stored };
+  if (write.theme !== undefined) out.theme = write.theme;
+  if (write.block_overlapping_bookings !== undefined) out.block_overlapping_bookings = write.block_overlapping_bookings;
+  if (write.booking_branding) {
+    const { theme, light, dark, bg_mode, bg_color_from, bg_color_to } = write.booking_branding;
+    const branding = { ...(stored.booking_branding ?? {}) };
+    if (theme !== undefined) branding.theme = theme;
+    const flat: Background = Object.fromEntries(Object.entries({ bg_mode, bg_color_from, bg_color_to }).filter(([, v]) => v !== undefined));
+    const lightWrite = { ...(light ?? {}), ...flat };
+    if (Object.keys(lightWrite).length) branding.light = { ...(branding.light ?? {}), ...lightWrite };
+    if (dark) branding.dark = { ...(branding.dark ?? {}), ...dark };
+    out.booking_branding = branding;
+  }
+  return out;
+}
+
+export async function findMember(db: Queryable, companyId: string, userId: string, lock = false): Promise<MemberRow | null> {
+  const { rows } = await db.query<MemberRow>(
+    `SELECT u.*, m.company_id, m.is_owner FROM users u JOIN memberships m ON m.user_id = u.id
+      WHERE m.company_id = $1 AND u.id = $2 AND u.deleted_at IS NULL${lock ? ' FOR UPDATE OF u, m' : ''}`,
+    [companyId, userId],
+  );
+  return rows[0] ?? null;
+}
+
+export function listMembers(db: Queryable, totals: TotalsCache, companyId: string, bookingUrl: string, page: PaginationQuery) {
+  return listPage<MemberRow>(db, totals, { table: MEMBERS, columns: '*', companyId, serialize: (row) => serializeMember(row, bookingUrl) }, page);
+}
+
+/** A unique violation of users as the contract's errors: the email 409, the booking slug 422. */
+function uniqueViolation(error: unknown): never {
+  const pg = error as { code?: string; constraint?: string };
+  if (pg.code === '23505' && pg.constraint === 'users_email_key') throw new ApiError('email_taken');
+  if (pg.code === '23505' && pg.constraint === 'users_booking_slug_key') throw validationFailed({ booking_slug: ['ya lo usa otra persona'] });
+  throw error;
+}
+
+/**
+ * Locks the company row, so concurrent creates take turns at the last free
+ * seat, and refuses at max_team_size.
+ */
+export async function lockSeat(db: Queryable, companyId: string): Promise<void> {
+  // The lock first, the count after in a statement of its own: a count in the
+  // locking statement would read the snapshot taken before the wait, missing
+  // the member the previous holder just added.
+  const { rows } = await db.query<{ max_team_size: number }>('SELECT max_team_size FROM companies WHERE id = $1 FOR UPDATE', [companyId]);
+  const { rows: count } = await db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM memberships m JOIN users u ON u.id = m.user_id AND u.deleted_at IS NULL WHERE m.company_id = $1',
+    [companyId],
+  );
+  if (rows[0] && count[0].n >= rows[0].max_team_size) throw new ApiError('team_limit_reached');
+}
+
+const PROFILE = ['first_name', 'last_name', 'email', 'phone', 'username', 'birthdate', 'booking_slug'] as const;
+
+export async function createMember(db: Queryable, companyId: string, data: UserCreate): Promise<MemberRow> {
+  const id = objectId();
+  // A random password nobody knows: the person sets one through an operator (wsctl user set-password).
+  const passwordHash = await hashPassword(randomBytes(32).toString('base64url'));
+  const cols: Record<string, unknown> = { id, password_hash: passwordHash, settings_preferences: JSON.stringify(mergePreferences({}, data.settings_preferences)) };
+  for (const key of PROFILE) if (data[key] !== undefined) cols[key] = key === 'email' ? data.email.toLowerCase() : data[key];
+  const names = Object.keys(cols);
+  await db
+    .query(`INSERT INTO users (${names.join(', ')}) VALUES (${names.map((_, i) => `$${i + 1}`).join(', ')})`, Object.values(cols))
+    .catch(uniqueViolation);
+  await db.query('INSERT INTO memberships (company_id, user_id, is_owner) VALUES ($1, $2, $3)', [companyId, id, data.is_owner ?? false]);
+  return (await findMember(db, companyId, id))!;
+}
+
+/** Owners of the company other than `userId`. */
+async function otherOwners(db: Queryable, companyId: string, userId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM memberships m JOIN users u ON u.id = m.user_id AND u.deleted_at IS NULL
+      WHERE m.company_id = $1 AND m.is_owner AND m.user_id <> $2`,
+    [companyId, userId],
+  );
+  return rows[0].n;
+}
+
+export async function updateMember(db: Queryable, companyId: string, existing: MemberRow, data: UserUpdate): Promise<MemberRow> {
+  const cols: Record<string, unknown> = {};
+  for (const key of PROFILE) if (data[key] !== undefined) cols[key] = key === 'email' ? (data.email as string).toLowerCase() : data[key];
+  if (data.settings_preferences) cols.settings_preferences = JSON.stringify(mergePreferences(existing.settings_preferences as StoredPreferences, data.settings_preferences));
+  const names = Object.keys(cols);
+  if (names.length) {
+    await db
+      .query(`UPDATE users SET ${names.map((n, i) => `${n} = $${i + 2}`).join(', ')}, updated_at = now() WHERE id = $1`, [existing.id, ...Object.values(cols)])
+      .catch(uniqueViolation);
+  }
+  if (data.is_owner !== undefined && data.is_owner !== existing.is_owner) {
+    await db.query('SELECT id FROM companies WHERE id = $1 FOR UPDATE', [companyId]);
+    if (!data.is_owner && (await otherOwners(db, companyId, existing.id)) === 0) throw new ApiError('last_owner');
+    await db.query('UPDATE memberships SET is_owner = $3 WHERE company_id = $1 AND user_id = $2', [companyId, existing.id, data.is_owner]);
+    await db.query('UPDATE users SET updated_at = now() WHERE id = $1', [existing.id]);
+  }
+  return (await findMember(db, companyId, existing.id))!;
+}
+
+/**
+ * Removes the membership; a person left in no company is soft-deleted (kept
+ * for history, hidden everywhere; the email and booking slug become free
+ * again). The member's API keys of this company are revoked in the same
+ * transaction; their sessions die with the membership.
+ */
+export async function removeMember(db: Queryable, companyId: string, member: MemberRow): Promise<void> {
+  await db.query('SELECT id FROM companies WHERE id = $1 FOR UPDATE', [companyId]);
+  if (member.is_owner && (await otherOwners(db, companyId, member.id)) === 0) throw new ApiError('last_owner');
+  await db.query('DELETE FROM memberships WHERE company_id = $1 AND user_id = $2', [companyId, member.id]);
+  await db.query('UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE company_id = $1 AND user_id = $2', [companyId, member.id]);
+  const { rowCount } = await db.query('SELECT 1 FROM memberships WHERE user_id = $1', [member.id]);
+  if (!rowCount) await db.query('UPDATE users SET deleted_at = now(), updated_at = now() WHERE id = $1', [member.id]);
+}

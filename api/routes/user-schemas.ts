@@ -1,0 +1,82 @@
+// Team members (contract: User (team member)): the write payload, with
+// settings_preferences validated value by value, and the read. Credential
+// fields (password, tokens) are not accepted: like any unknown field, 422.
+import { z } from 'zod';
+
+const text = (max: number) => z.string().trim().max(max);
+const hex = z.string().regex(/^#[0-9a-fA-F]{6}$/, 'color hexadecimal #rrggbb');
+export const BOOKING_SLUG = /^[a-z0-9-]{3,64}$/;
+
+const background = z.strictObject({
+  bg_mode: z.enum(['solid', 'linear', 'radial']).optional(),
+  bg_color_from: hex.optional(),
+  bg_color_to: hex.nullable().optional().describe('Solo degradados'),
+  bg_angle: z.number().int().min(0).max(360).optional().describe('Solo degradado lineal'),
+});
+export type Background = z.infer<typeof background>;
+
+const bookingBranding = z
+  .strictObject({
+    theme: z.enum(['light', 'dark']).optional().describe('Solo una pista para el panel; la página pública elige el tema por la hora local del visitante'),
+    light: background.optional(),
+    dark: background.optional(),
+    // The flat form (contract): these three apply to the light theme.
+    bg_mode: z.enum(['solid', 'linear', 'radial']).optional().describe('Forma plana: se aplica al tema claro (light)'),
+    bg_color_from: hex.optional().describe('Forma plana: light.bg_color_from'),
+    bg_color_to: hex.nullable().optional().describe('Forma plana: light.bg_color_to'),
+  })
+  .describe('Forma anidada (light, dark) o plana (bg_mode, bg_color_from, bg_color_to = light); al leer, siempre anidada');
+
+export const settingsPreferences = z.strictObject({
+  theme: z.enum(['light', 'dark', 'schedule']).optional(),
+  block_overlapping_bookings: z.boolean().optional().describe('Si los enlaces de reserva bloquean horarios ocupados'),
+  booking_branding: bookingBranding.optional(),
+});
+export type SettingsPreferencesWrite = z.infer<typeof settingsPreferences>;
+
+const userFields = {
+  first_name: text(100).nullable().optional(),
+  last_name: text(100).nullable().optional(),
+  email: z.email().max(254),
+  phone: text(50).nullable().optional(),
+  username: text(100).nullable().optional(),
+  birthdate: z.iso.date().nullable().optional().describe('YYYY-MM-DD'),
+  booking_slug: z.string().regex(BOOKING_SLUG, '3 a 64 caracteres a-z, 0-9 o -').nullable().optional().describe('Único en todo el servicio'),
+  is_owner: z.boolean().optional().describe('Dueño: todos los permisos de la empresa (se guarda en la membresía)'),
+  settings_preferences: settingsPreferences.optional(),
+};
+
+export const userCreate = z.strictObject(userFields);
+export const userUpdate = z.strictObject(userFields).partial();
+export type UserCreate = z.infer<typeof userCreate>;
+export type UserUpdate = z.infer<typeof userUpdate>;
+
+const backgroundRead = z.object({
+  bg_mode: z.string().nullable(),
+  bg_color_from: z.string().nullable(),
+  bg_color_to: z.string().nullable(),
+  bg_angle: z.number().int().nullable(),
+});
+
+export const userSchema = z.object({
+  id: z.string(),
+  first_name: z.string().nullable(),
+  last_name: z.string().nullable(),
+  full_name: z.string().nullable(),
+  email: z.string(),
+  phone: z.string().nullable(),
+  username: z.string().nullable(),
+  booking_slug: z.string().nullable(),
+  booking_url: z.string().nullable().describe('{booking_url}/<booking_slug>; null sin slug'),
+  avatar_url: z.string().nullable(),
+  is_owner: z.boolean(),
+  settings_preferences: z.object({
+    theme: z.string().nullable(),
+    block_overlapping_bookings: z.boolean(),
+    booking_branding: z.object({ theme: z.string().nullable(), light: backgroundRead, dark: backgroundRead }),
+  }),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+export const userExample = { first_name: 'Ana', last_name: 'López', email: 'ana.lopez@norte.example', booking_slug: 'ana-lopez' };

@@ -1,0 +1,170 @@
+// Company (singular) and team members (contract: Company, Users): editable
+// and immutable fields, the logo (SVG rasterized, hostile SVG refused), the
+// team limit and unique emails under concurrency, owners, removal.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import sharp from 'sharp';
+import { issueKey } from '../api/admin/keys.ts';
+import { updateCompany } from '../api/admin/companies.ts';
+import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+
+async function upload(baseUrl: string, key: string, path: string, field: string, bytes: Buffer, filename: string) {
+  const body = new FormData();
+  body.append(field, new Blob([bytes]), filename);
+  const res = await fetch(baseUrl + path, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+const png = () => sharp({ create: { width: 64, height: 64, channels: 3, background: '#336699' } }).png().toBuffer();
+
+describe('company and team', () => {
+  let app: TestApp;
+  before(async () => {
+    app = await startTestApp();
+  });
+  after(() => app.close());
+
+  const tenant = async (options: Parameters<typeof seedTenant>[1] = {}) => {
+    const t = await seedTenant(app.pool, { rateLimitPerMinute: 100_000, ...options });
+    return { ...t, api: client(app.baseUrl, t.key) };
+  };
+
+  test('GET /company: the contract fields, team from live memberships; PUT edits the profile only', async () => {
+    const t = await tenant();
+    const read = await t.api.get('/company');
+    assert.equal(read.status, 200);
+    assert.deepEqual(Object.keys(read.body.data).sort(), [
+      'business_context', 'business_goals', 'business_type', 'created_at', 'enabled_modules', 'id', 'legal_name', 'logo_url', 'name', 'slug', 'team', 'updated_at', 'website',
+    ]);
+    assert.deepEqual(read.body.data.team, { max_team_size: 5, current_team_size: 1, seats_available: 4 });
+    const put = await t.api.put('/company', { data: { name: 'Nuevo Nombre', business_goals: ['crecer'], website: 'https://nuevo.example' } });
+    assert.equal(put.status, 200, JSON.stringify(put.body));
+    assert.equal(put.body.data.name, 'Nuevo Nombre');
+    assert.deepEqual(put.body.data.business_goals, ['crecer']);
+    for (const field of ['slug', 'plan', 'max_team_size', 'enabled_modules', 'storage_quota_mb', 'id', 'created_at']) {
+      const res = await t.api.put('/company', { data: { [field]: field === 'max_team_size' ? 99 : 'x' } });
+      assert.equal(res.status, 422, field);
+      assert.ok(res.body.errors[field], `${field}: ${JSON.stringify(res.body)}`);
+    }
+    assert.equal((await t.api.get('/company')).body.data.team.max_team_size, 5);
+  });
+
+  test('company logo: PNG, and SVG rasterized to PNG (a script never reaches a browser); external references and entities refused', async () => {
+    const t = await tenant();
+    const ok = await upload(app.baseUrl, t.key, '/company/logo', 'logo', await png(), 'logo.png');
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.match(ok.body.data.logo_url, /\/media\/[0-9a-f]{32}\/logo\.png$/);
+    const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="100" height="50"><script>alert(document.cookie)</script><rect width="100" height="50" fill="#c00"/></svg>');
+    const raster = await upload(app.baseUrl, t.key, '/company/logo', 'logo', svg, 'marca.svg');
+    assert.equal(raster.status, 200, JSON.stringify(raster.body));
+    const served = await fetch(raster.body.data.logo_url.replace(app.config.siteUrl, app.url));
+    assert.equal(served.headers.get('content-type'), 'image/png');
+    const bytes = Buffer.from(await served.arrayBuffer());
+    assert.ok(!bytes.includes(Buffer.from('<script')), 'no markup is served');
+    assert.equal((await sharp(bytes).metadata()).format, 'png');
+    const hostile = [
+      '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink"><image xlink:href="file:///etc/passwd" width="10" height="10"/></svg>',
+      '<svg xmlns="http://www.w3.org/2000/svg"><image href="http://169.254.169.254/latest" width="10" height="10"/></svg>',
+      '<svg xmlns="http://www.w3.org/2000/svg"><rect style="fill:url(https://evil.example/x)" width="1" height="1"/></svg>',
+      '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">]><svg xmlns="http://www.w3.org/2000/svg"><text>&lol2;</text></svg>',
+    ];
+    for (const text of hostile) {
+      const res = await upload(app.baseUrl, t.key, '/company/logo', 'logo', Buffer.from(text), 'x.svg');
+      assert.equal(res.status, 422, text);
+      assert.ok(res.body.errors.logo, text);
+    }
+    const gif = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } }).gif().toBuffer();
+    const refusedGif = await upload(app.baseUrl, t.key, '/company/logo', 'logo', gif, 'a.gif');
+    assert.equal(refusedGif.status, 422, 'the logo takes JPG, PNG or SVG');
+  });
+
+  test('users: create with every contract field, no credential ever accepted or shown; flat booking branding reads nested', async () => {
+    const t = await tenant();
+    const res = await t.api.post('/users', {
+      data: {
+        first_name: 'Ana',
+        last_name: 'López',
+        email: 'Ana.Lopez@Example.com',
+        booking_slug: `ana-${randomBytes(3).toString('hex')}`,
+        settings_preferences: { theme: 'schedule', block_overlapping_bookings: true, booking_branding: { bg_mode: 'linear', bg_color_from: '#112233', bg_color_to: '#445566' } },
+      },
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const u = res.body.data;
+    assert.equal(u.full_name, 'Ana López');
+    assert.equal(u.email, 'ana.lopez@example.com');
+    assert.equal(u.is_owner, false);
+    assert.equal(u.booking_url, `${app.config.bookingUrl}/${u.booking_slug}`);
+    assert.deepEqual(u.settings_preferences.booking_branding.light, { bg_mode: 'linear', bg_color_from: '#112233', bg_color_to: '#445566', bg_angle: null });
+    assert.equal(u.settings_preferences.theme, 'schedule');
+    assert.ok(!JSON.stringify(u).includes('password'));
+    const withPassword = await t.api.post('/users', { data: { email: 'p@example.com', password: 'secreta123' } });
+    assert.equal(withPassword.status, 422);
+    assert.ok(withPassword.body.errors.password);
+    const bad = await t.api.post('/users', { data: { email: 'b@example.com', settings_preferences: { booking_branding: { light: { bg_angle: 400 } } } } });
+    assert.equal(bad.status, 422);
+    const listed = await t.api.get('/users');
+    assert.equal(listed.body.data.length, 2);
+  });
+
+  test('users: a taken email (any case, any company) is 409 email_taken, once under 10 concurrent creates; a bad or taken booking_slug is 422', async () => {
+    const a = await tenant({});
+    const b = await tenant({});
+    await updateCompany(app.pool, a.companyId, { maxTeamSize: 50 });
+    const email = `dup-${randomBytes(4).toString('hex')}@example.com`;
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).api.post('/users', { data: { email: i % 3 ? email : email.toUpperCase() } })));
+    assert.equal(results.filter((r) => r.status === 201).length, 1, JSON.stringify(results.map((r) => r.status)));
+    assert.ok(results.filter((r) => r.status !== 201).every((r) => r.status === 409 && r.body.error === 'email_taken'));
+    const slug = `slug-${randomBytes(3).toString('hex')}`;
+    assert.equal((await a.api.post('/users', { data: { email: `s1-${slug}@example.com`, booking_slug: slug } })).status, 201);
+    for (const booking_slug of [slug, 'AB', 'con espacio', 'x'.repeat(65)]) {
+      const res = await b.api.post('/users', { data: { email: `s2-${randomBytes(3).toString('hex')}@example.com`, booking_slug } });
+      assert.equal(res.status, 422, booking_slug);
+      assert.ok(res.body.errors.booking_slug, booking_slug);
+    }
+  });
+
+  test('users: the team limit holds under concurrency: 6 parallel creates for 2 free seats give exactly 2', async () => {
+    const t = await tenant();
+    await updateCompany(app.pool, t.companyId, { maxTeamSize: 3 });
+    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => t.api.post('/users', { data: { email: `seat-${i}-${randomBytes(3).toString('hex')}@example.com` } })));
+    assert.equal(results.filter((r) => r.status === 201).length, 2, JSON.stringify(results.map((r) => r.status)));
+    assert.ok(results.filter((r) => r.status !== 201).every((r) => r.status === 422 && r.body.error === 'team_limit_reached'));
+    assert.deepEqual((await t.api.get('/company')).body.data.team, { max_team_size: 3, current_team_size: 3, seats_available: 0 });
+  });
+
+  test('users: owners, self-delete, removal revokes keys at once and frees the email', async () => {
+    const t = await tenant();
+    const lastOwner = await t.api.put(`/users/${t.ownerId}`, { data: { is_owner: false } });
+    assert.equal(lastOwner.status, 422);
+    assert.equal(lastOwner.body.error, 'last_owner');
+    const self = await t.api.delete(`/users/${t.ownerId}`);
+    assert.equal(self.status, 403);
+    assert.equal(self.body.error, 'self_delete_forbidden');
+    const email = `baja-${randomBytes(3).toString('hex')}@example.com`;
+    const member = (await t.api.post('/users', { data: { email, first_name: 'Baja' } })).body.data;
+    const promoted = await t.api.put(`/users/${member.id}`, { data: { is_owner: true, phone: '555' } });
+    assert.equal(promoted.body.data.is_owner, true);
+    assert.equal(promoted.body.data.phone, '555');
+    const memberKey = await issueKey(app.pool, { companyId: t.companyId, userId: member.id, scopes: ['read-customers'] });
+    assert.equal((await client(app.baseUrl, memberKey.secret).get('/customers')).status, 200);
+    assert.equal((await t.api.delete(`/users/${member.id}`)).status, 204);
+    assert.equal((await client(app.baseUrl, memberKey.secret).get('/customers')).status, 401, 'the removed member’s key stops at once');
+    assert.equal((await t.api.get(`/users/${member.id}`)).status, 404);
+    assert.equal((await t.api.post('/users', { data: { email } })).status, 201, 'a soft-deleted person’s email is free again');
+  });
+
+  test('users: avatar JPEG or PNG only; another company’s member is 404', async () => {
+    const t = await tenant();
+    const other = await tenant();
+    const member = (await t.api.post('/users', { data: { email: `av-${randomBytes(3).toString('hex')}@example.com` } })).body.data;
+    const up = await upload(app.baseUrl, t.key, `/users/${member.id}/avatar`, 'avatar', await png(), 'yo.png');
+    assert.equal(up.status, 200, JSON.stringify(up.body));
+    assert.match(up.body.data.avatar_url, /\/media\/[0-9a-f]{32}\//);
+    assert.equal(up.body.data.id, member.id);
+    const webp = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } }).webp().toBuffer();
+    assert.equal((await upload(app.baseUrl, t.key, `/users/${member.id}/avatar`, 'avatar', webp, 'a.webp')).status, 422);
+    assert.equal((await upload(app.baseUrl, other.key, `/users/${member.id}/avatar`, 'avatar', await png(), 'yo.png')).status, 404);
+  });
+});
