@@ -134,4 +134,13 @@ describe('wsctl', () => {
     assert.match(run.stderr, /^warning: .*send_to_submitter is on/);
     assert.equal(JSON.parse(run.stdout).slug, 'contacto');
   });
+
+  test('user add-membership puts one person in a second company (owner or not); twice is a conflict', async () => {
+    const first = await json(app, ['company', 'create', '--name', 'Primera SA', '--owner-email', 'dos-empresas@example.com']);
+    const second = await json(app, ['company', 'create', '--name', 'Segunda SA']);
+    const added = await json(app, ['user', 'add-membership', first.owner.id, '--company', second.company.id, '--owner']);
+    assert.deepEqual([added.user_id, added.company_id, added.is_owner], [first.owner.id, second.company.id, true]);
+    assert.equal((await json(app, ['company', 'show', second.company.id])).team.current_team_size, 2);
+    assertOneLineError(await wsctl(app, ['user', 'add-membership', first.owner.id, '--company', second.company.id]), /already a member/);
+  });
 });

@@ -31,4 +31,17 @@ export function registerUserCommands(program: Command): void {
         (m) => `Permissions of ${m.user_id} in ${m.company_id}: ${m.permissions.join(', ') || '(none)'}${m.is_owner ? ' (owner: every permission)' : ''}`,
       ),
     );
+
+  user
+    .command('add-membership')
+    .description('add an existing person to another company (the REST API answers 409 for an email already in the service)')
+    .argument('<user-id>', 'user id')
+    .requiredOption('--company <id>', 'company id')
+    .option('--owner', 'make the person an owner of that company')
+    .action(
+      action(
+        async ({ api, args: [id], opts }) => api.user.addMembership.mutate({ id: id!, companyId: opts.company, owner: !!opts.owner }),
+        (m) => `${m.user_id} is now a member of ${m.company_id}${m.is_owner ? ' (owner)' : ''}`,
+      ),
+    );
 }

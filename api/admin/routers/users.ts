@@ -2,7 +2,7 @@
 // in-application routes (api/auth/sessions.ts; owners hold them all).
 import { z } from 'zod';
 import { PERMISSIONS } from '../../auth/sessions.ts';
-import { setPassword, setPermissions } from '../users.ts';
+import { addMembership, setPassword, setPermissions } from '../users.ts';
 import { adminId as id, adminProcedure, router } from '../trpc.ts';
 
 export const userRouter = router({
@@ -12,4 +12,7 @@ export const userRouter = router({
   setPermissions: adminProcedure
     .input(z.object({ id, companyId: id, permissions: z.array(z.enum(PERMISSIONS)) }))
     .mutation(({ ctx, input }) => setPermissions(ctx.deps.pool, input.id, input.companyId, input.permissions)),
+  addMembership: adminProcedure
+    .input(z.object({ id, companyId: id, owner: z.boolean().optional() }))
+    .mutation(({ ctx, input }) => addMembership(ctx.deps.pool, input.id, input.companyId, input.owner ?? false)),
 });
