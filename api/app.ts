@@ -17,6 +17,7 @@ import { referencePage } from './openapi/reference-page.ts';
 import { TotalsCache } from './pagination.ts';
 import { mountRoutes, type RouteDef } from './route.ts';
 import { apiRoutes } from './routes/index.ts';
+import { mcpRouter } from './mcp/server.ts';
 import { mediaRouter } from './public-media.ts';
 import { createJobSender } from '../db/job-sender.ts';
 import type { ApiContextExtension, ApiRouter, ApiState, Deps } from './types.ts';
@@ -97,6 +98,7 @@ export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
   });
   app.use(root.routes());
   app.use(mediaRouter(deps).routes());
+  app.use(mcpRouter().routes());
 
   const api: ApiRouter = new Router<ApiState, ApiContextExtension>({ prefix: '/api/v1' });
   mountRoutes(api, routes, deps.config.rateLimitPerMinute);

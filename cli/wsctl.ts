@@ -9,6 +9,7 @@ import { registerAutomationCommands } from './commands/automation.ts';
 import { registerCompanyCommands } from './commands/company.ts';
 import { registerFormCommands } from './commands/form.ts';
 import { registerKeyCommands } from './commands/key.ts';
+import { registerMcpCommands } from './commands/mcp.ts';
 import { registerUserCommands } from './commands/user.ts';
 import { registerWebhookCommands } from './commands/webhook.ts';
 import { reportError } from './output.ts';
@@ -29,6 +30,7 @@ registerUserCommands(program);
 registerAutomationCommands(program);
 registerFormCommands(program);
 registerWebhookCommands(program);
+registerMcpCommands(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -6,6 +6,7 @@ import { automationRouter } from './routers/automations.ts';
 import { companyRouter } from './routers/companies.ts';
 import { formRouter } from './routers/forms.ts';
 import { keyRouter } from './routers/keys.ts';
+import { mcpRouter } from './routers/mcp.ts';
 import { userRouter } from './routers/users.ts';
 import { deliveryRouter, webhookRouter } from './routers/webhooks.ts';
 import { router } from './trpc.ts';
@@ -18,6 +19,7 @@ export const adminRouter = router({
   form: formRouter,
   webhook: webhookRouter,
   delivery: deliveryRouter,
+  mcp: mcpRouter,
 });
 
 export type AdminRouter = typeof adminRouter;

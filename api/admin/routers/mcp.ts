@@ -1,0 +1,8 @@
+// `wsctl mcp activity --company <id>`: the last 25 MCP calls and the 24-hour success rate.
+import { z } from 'zod';
+import { activity } from '../../mcp/quota.ts';
+import { adminId as id, adminProcedure, router } from '../trpc.ts';
+
+export const mcpRouter = router({
+  activity: adminProcedure.input(z.object({ companyId: id })).query(({ ctx, input }) => activity(ctx.deps.pool, input.companyId)),
+});

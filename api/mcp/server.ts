@@ -1,0 +1,176 @@
+// The MCP server at {site_url}/api/mcp/v1 (contract: "MCP server"):
+// JSON-RPC 2.0 over HTTP POST, stateless, JSON responses only (no SSE), any
+// Mcp-Session-Id ignored and never issued. A small handler of our own rather
+// than the SDK's transport: the contract's error codes, the quota counted on
+// every tools/call and the HTTP-level 401 come out exactly as written. The SDK
+// is the test client (test/mcp.test.ts).
+import Router from '@koa/router';
+import { koaBody } from 'koa-body';
+import { digestSecret, isWellFormedSecret } from '../auth/keys.ts';
+import { ApiError } from '../errors.ts';
+import { bearerToken } from '../middleware/authenticate.ts';
+import { limitUnauthenticated } from '../middleware/rate-limit.ts';
+import type { ApiContext, ApiContextExtension, ApiRouter, ApiState } from '../types.ts';
+import { fieldErrors } from '../validation.ts';
+import { consumeCall, recordCall } from './quota.ts';
+import { describeTool, TOOLS, ToolFailure } from './tools.ts';
+
+export const MCP_PATH = '/api/mcp/v1';
+/** Newest first: a requested version we support is echoed, anything else gets the newest. */
+export const PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
+const SERVER_INFO = { name: 'workspace-service', title: 'Workspace', version: '1.0.05' };
+
+type Request = { jsonrpc: '2.0'; id?: string | number | null; method: string; params?: Record<string, unknown> };
+type Credential = { companyId: string; scopes: string[]; label: string };
+
+const rpcError = (id: unknown, code: number, message: string, data?: unknown) => ({ jsonrpc: '2.0', id: id ?? null, error: { code, message, ...(data === undefined ? {} : { data }) } });
+const result = (id: unknown, value: unknown) => ({ jsonrpc: '2.0', id, result: value });
+
+/** The credential of an MCP request: an API key (service_sk_) today; OAuth access tokens (service_oat_) join with the OAuth server. */
+async function credentialOf(ctx: ApiContext): Promise<Credential | null> {
+  const secret = bearerToken(ctx.get('Authorization'));
+  if (!secret || !isWellFormedSecret(secret)) return null;
+  const key = await ctx.deps.keyCache.lookup(ctx.deps.pool, digestSecret(secret));
+  return key ? { companyId: key.companyId, scopes: key.scopes, label: `key:${key.keyId}` } : null;
+}
+
+function isRequest(value: unknown): value is Request {
+  const v = value as Request;
+  return !!v && typeof v === 'object' && !Array.isArray(v) && v.jsonrpc === '2.0' && typeof v.method === 'string' &&
+    (v.id === undefined || v.id === null || typeof v.id === 'string' || typeof v.id === 'number') &&
+    (v.params === undefined || (typeof v.params === 'object' && v.params !== null && !Array.isArray(v.params)));
+}
+
+async function callTool(ctx: ApiContext, credential: Credential, id: unknown, params: Record<string, unknown>) {
+  const started = performance.now();
+  const name = String(params.name ?? '');
+  const finish = async (code: number | null) =>
+    recordCall(ctx.deps.pool, { companyId: credential.companyId, credential: credential.label, tool: name || '(none)', ok: code === null, errorCode: code, durationMs: performance.now() - started });
+  // Every tools/call counts, failed ones included (contract).
+  const quota = await consumeCall(ctx.deps.pool, credential.companyId);
+  if (!quota.ok) {
+    await finish(-32004);
+    return rpcError(id, -32004, quota.data.available ? 'Se agotó la cuota de llamadas MCP del ciclo.' : 'El plan de la empresa no incluye MCP.', quota.data);
+  }
+  const tool = TOOLS.find((t) => t.name === name);
+  if (!tool) {
+    await finish(-32002);
+    return rpcError(id, -32002, `Herramienta desconocida: ${name}`);
+  }
+  if (!credential.scopes.includes(tool.scope)) {
+    await finish(-32001);
+    return rpcError(id, -32001, `La credencial no tiene el permiso ${tool.scope}.`, { required: tool.scope });
+  }
+  const parsed = tool.input.safeParse(params.arguments ?? {});
+  if (!parsed.success) {
+    await finish(-32602);
+    return rpcError(id, -32602, 'Argumentos inválidos.', { errors: fieldErrors(parsed.error.issues) });
+  }
+  try {
+    const structured = await tool.run({ db: ctx.deps.pool, totals: ctx.deps.totals, companyId: credential.companyId }, parsed.data);
+    await finish(null);
+    return result(id, { content: [{ type: 'text', text: JSON.stringify(structured) }], structuredContent: structured, isError: false });
+  } catch (error) {
+    if (error instanceof ToolFailure || error instanceof ApiError) {
+      await finish(-32003);
+      return rpcError(id, -32003, error.message);
+    }
+    await finish(-32603);
+    throw error;
+  }
+}
+
+async function handle(ctx: ApiContext, credential: Credential, message: Request) {
+  const params = message.params ?? {};
+  switch (message.method) {
+    case 'initialize': {
+      const requested = String(params.protocolVersion ?? '');
+      const version = (PROTOCOL_VERSIONS as readonly string[]).includes(requested) ? requested : PROTOCOL_VERSIONS[0];
+      return result(message.id, {
+        protocolVersion: version,
+        capabilities: { tools: { listChanged: false } },
+        serverInfo: SERVER_INFO,
+        instructions: 'Herramientas de solo lectura sobre los datos de la empresa de la credencial.',
+      });
+    }
+    case 'ping':
+      return result(message.id, {});
+    case 'tools/list':
+      return result(message.id, { tools: TOOLS.filter((t) => credential.scopes.includes(t.scope)).map(describeTool) });
+    case 'tools/call':
+      return callTool(ctx, credential, message.id, params);
+    default:
+      return rpcError(message.id, -32601, `Método no soportado: ${message.method}`);
+  }
+}
+
+const NOTIFICATIONS = new Set(['notifications/initialized', 'notifications/cancelled']);
+
+export function mcpRouter(): ApiRouter {
+  const router: ApiRouter = new Router<ApiState, ApiContextExtension>();
+  const body = koaBody({ json: true, multipart: false, urlencoded: false, text: true, jsonLimit: '256kb', includeUnparsed: true });
+
+  // The unauthenticated handshake; a client asking for an event stream gets 405 (none is offered).
+  router.get(MCP_PATH, async (ctx) => {
+    if ((ctx.get('Accept') || '').includes('text/event-stream')) {
+      ctx.set('Allow', 'POST');
+      ctx.status = 405;
+      ctx.body = { error: 'method_not_allowed', message: 'Este servidor MCP no ofrece flujo SSE; usa POST.' };
+      return;
+    }
+    ctx.body = { name: SERVER_INFO.name, version: SERVER_INFO.version, protocol_versions: PROTOCOL_VERSIONS, transport: 'streamable-http (JSON, sin SSE)' };
+  });
+
+  router.post(MCP_PATH, async (ctx, next) => {
+    // An invalid credential fails at HTTP level, before any JSON-RPC (contract).
+    const credential = await credentialOf(ctx);
+    if (!credential) {
+      await limitUnauthenticated(ctx);
+      ctx.set('WWW-Authenticate', `Bearer resource_metadata="${ctx.deps.config.siteUrl}/.well-known/oauth-protected-resource${MCP_PATH}"`);
+      throw new ApiError('invalid_key');
+    }
+    ctx.state.mcpCredential = credential;
+    await next();
+  }, async (ctx, next) => {
+    try {
+      await body(ctx, next);
+    } catch {
+      ctx.status = 200;
+      ctx.body = rpcError(null, -32700, 'Error de análisis: el cuerpo no es JSON.');
+    }
+  }, async (ctx) => {
+    const credential = ctx.state.mcpCredential!;
+    let raw: unknown = ctx.request.body;
+    if (typeof raw === 'string' || raw === undefined) {
+      // Not sent as application/json: parsed here, so a bad body is -32700 either way.
+      try {
+        raw = JSON.parse(typeof raw === 'string' ? raw : '');
+      } catch {
+        ctx.body = rpcError(null, -32700, 'Error de análisis: el cuerpo no es JSON.');
+        return;
+      }
+    }
+    const version = ctx.get('MCP-Protocol-Version');
+    const isInitialize = isRequest(raw) && raw.method === 'initialize';
+    if (version && !isInitialize && !(PROTOCOL_VERSIONS as readonly string[]).includes(version)) {
+      ctx.status = 400;
+      ctx.body = rpcError(isRequest(raw) ? raw.id : null, -32600, `Versión de protocolo no soportada: ${version}`);
+      return;
+    }
+    if (!isRequest(raw)) {
+      ctx.body = rpcError((raw as { id?: unknown })?.id, -32600, 'Petición inválida: falta jsonrpc "2.0" o la estructura no es válida.');
+      return;
+    }
+    if (raw.id === undefined) {
+      // A notification (or a request without id): accepted, no body.
+      // Body explicitly empty first (Koa would otherwise write "Accepted"), then the status.
+      ctx.body = null;
+      ctx.status = 202;
+      if (!NOTIFICATIONS.has(raw.method)) ctx.set('X-MCP-Ignored', 'true');
+      return;
+    }
+    ctx.body = await handle(ctx, credential, raw);
+  });
+  return router;
+}
+

@@ -1,0 +1,134 @@
+// The MCP server (contract: "MCP server", MCP error codes, MCP quota): the
+// official TypeScript SDK client connects with an API key, lists and calls
+// the tools; raw JSON-RPC checks each error code and protocol-version case;
+// the quota is exact under concurrency.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { updateCompany } from '../api/admin/companies.ts';
+import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { json } from './helpers/cli.ts';
+
+describe('MCP server', () => {
+  let app: TestApp;
+  let tenant: Tenant;
+  let url: string;
+  before(async () => {
+    app = await startTestApp();
+    tenant = await seedTenant(app.pool, { plan: 'starter', rateLimitPerMinute: 100_000 });
+    url = `${app.url}/api/mcp/v1`;
+    const api = client(app.baseUrl, tenant.key);
+    await api.post('/customers', { data: { name: 'Ana Pérez', email: 'ana@example.com' } });
+    await api.post('/customers', { data: { name: 'Beto Ruiz', email: 'beto@example.com' } });
+  });
+  after(() => app.close());
+
+  const rpc = async (body: unknown, key = tenant.key, headers: Record<string, string> = {}) => {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
+  };
+  const call = (name: string, args: unknown = {}, key = tenant.key, id: number | string = 1) => rpc({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } }, key);
+
+  test('the official SDK client connects with an API key, lists the tools and calls them', async () => {
+    const sdk = new Client({ name: 'test-client', version: '1.0.0' });
+    await sdk.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${tenant.key}` } } }));
+    const { tools } = await sdk.listTools();
+    assert.deepEqual(tools.map((t) => t.name), ['list_customers', 'list_products', 'list_leads', 'list_calendar_events', 'get_company']);
+    for (const tool of tools) {
+      assert.equal(tool.annotations?.readOnlyHint, true);
+      assert.equal((tool.inputSchema as any).additionalProperties, false, tool.name);
+      assert.ok(tool.outputSchema, tool.name);
+    }
+    const customers = await sdk.callTool({ name: 'list_customers', arguments: { search: 'ana' } });
+    assert.equal(customers.isError, false);
+    const structured = customers.structuredContent as any;
+    assert.deepEqual(structured.customers.map((c: any) => c.name), ['Ana Pérez']);
+    assert.deepEqual(structured.meta, { page: 1, per_page: 25, total: 1, has_more: false });
+    assert.deepEqual(JSON.parse((customers.content as any)[0].text), structured);
+    const company = await sdk.callTool({ name: 'get_company', arguments: {} });
+    assert.equal((company.structuredContent as any).company.id, tenant.companyId);
+    for (const name of ['list_products', 'list_leads', 'list_calendar_events']) {
+      const res = await sdk.callTool({ name, arguments: { per_page: 5 } });
+      assert.equal(res.isError, false, name);
+    }
+    assert.deepEqual(await sdk.ping(), {});
+    await sdk.close();
+  });
+
+  test('JSON-RPC errors: -32700, -32600, -32601, -32602, -32002, -32001, -32003; notifications are 202 with no body', async () => {
+    assert.equal((await rpc('{"jsonrpc": "2.0", "id": 1,')).body.error.code, -32700);
+    assert.equal((await rpc({ id: 1, method: 'ping' })).body.error.code, -32600);
+    assert.equal((await rpc({ jsonrpc: '1.0', id: 1, method: 'ping' })).body.error.code, -32600);
+    assert.equal((await rpc({ jsonrpc: '2.0', id: 1, method: 'resources/list' })).body.error.code, -32601);
+    assert.equal((await call('list_customers', { per_page: 500 })).body.error.code, -32602);
+    assert.equal((await call('list_customers', { nope: true })).body.error.code, -32602);
+    assert.equal((await call('delete_everything')).body.error.code, -32002);
+    const scoped = await seedTenant(app.pool, { plan: 'starter', scopes: ['read-customers'] });
+    const forbidden = await call('list_products', {}, scoped.key);
+    assert.equal(forbidden.body.error.code, -32001);
+    const listed = await rpc({ jsonrpc: '2.0', id: 2, method: 'tools/list' }, scoped.key);
+    assert.deepEqual(listed.body.result.tools.map((t: any) => t.name), ['list_customers'], 'tools/list hides what the credential cannot use');
+    const failed = await call('list_calendar_events', { from: '2026-01-02T00:00:00Z', to: '2026-01-01T00:00:00Z' });
+    assert.equal(failed.body.error.code, -32003);
+    const note = await rpc({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    assert.equal(note.status, 202);
+    assert.equal(note.body, null);
+  });
+
+  test('protocol versions: a supported one is echoed, an unknown one gets the newest; an unsupported header is HTTP 400 -32600', async () => {
+    for (const [asked, answered] of [['2025-03-26', '2025-03-26'], ['2025-06-18', '2025-06-18'], ['2099-01-01', '2025-11-25']]) {
+      const res = await rpc({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: asked, capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+      assert.equal(res.body.result.protocolVersion, answered);
+    }
+    const bad = await rpc({ jsonrpc: '2.0', id: 1, method: 'ping' }, tenant.key, { 'mcp-protocol-version': '1999-01-01' });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.error.code, -32600);
+    assert.equal((await rpc({ jsonrpc: '2.0', id: 1, method: 'ping' }, tenant.key, { 'mcp-session-id': 'ignored' })).body.result !== undefined, true);
+  });
+
+  test('HTTP level: an invalid key is 401 invalid_key with WWW-Authenticate; GET is the handshake, or 405 for an event stream', async () => {
+    const refused = await rpc({ jsonrpc: '2.0', id: 1, method: 'ping' }, 'service_sk_' + 'x'.repeat(43));
+    assert.equal(refused.status, 401);
+    assert.equal(refused.body.error, 'invalid_key');
+    assert.match(refused.headers.get('www-authenticate') ?? '', /^Bearer resource_metadata="http:\/\/.*\/\.well-known\/oauth-protected-resource\/api\/mcp\/v1"$/);
+    const hello = await fetch(url);
+    assert.equal(hello.status, 200);
+    assert.deepEqual(((await hello.json()) as any).protocol_versions, ['2025-11-25', '2025-06-18', '2025-03-26']);
+    const sse = await fetch(url, { headers: { accept: 'text/event-stream' } });
+    assert.equal(sse.status, 405);
+    assert.equal(sse.headers.get('allow'), 'POST');
+  });
+
+  test('quota: a plan without MCP is -32004 available:false; 600 concurrent calls on a 500-call plan give exactly 500', async () => {
+    const free = await seedTenant(app.pool, { plan: 'free' });
+    const none = await call('list_customers', {}, free.key);
+    assert.equal(none.body.error.code, -32004);
+    assert.equal(none.body.error.data.available, false);
+    assert.equal(none.body.error.data.limit, 0);
+    assert.match(none.body.error.data.resets_at, /^\d{4}-\d\d-\d\dT/);
+    const starter = await seedTenant(app.pool, { plan: 'starter', rateLimitPerMinute: 100_000 });
+    const results = await Promise.all(Array.from({ length: 600 }, (_, i) => call('get_company', {}, starter.key, i)));
+    const ok = results.filter((r) => r.body.result).length;
+    const over = results.filter((r) => r.body.error?.code === -32004);
+    assert.equal(ok, 500);
+    assert.equal(over.length, 100);
+    assert.deepEqual({ ...over[0].body.error.data, resets_at: undefined }, { limit: 500, used: 500, available: true, resets_at: undefined });
+    await updateCompany(app.pool, starter.companyId, { plan: 'enterprise', mcpQuota: 501 });
+    assert.ok((await call('get_company', {}, starter.key)).body.result, 'an operator raising the quota lets calls through');
+  });
+
+  test('wsctl mcp activity: the last 25 calls and the 24-hour success rate', async () => {
+    const t = await seedTenant(app.pool, { plan: 'starter' });
+    await call('get_company', {}, t.key);
+    await call('delete_everything', {}, t.key);
+    const report = await json(app, ['mcp', 'activity', '--company', t.companyId]);
+    assert.deepEqual(report.recent.map((c: any) => [c.tool, c.ok, c.error_code]), [['delete_everything', false, -32002], ['get_company', true, null]]);
+    assert.deepEqual(report.last_24h, { calls: 2, succeeded: 1, success_rate: 0.5 });
+  });
+});
