@@ -48,8 +48,8 @@ export type CompanyRow = {
   updated_at: Timestamp;
 };
 
-/** The company as operators see it: the contract's Company read plus plan, quotas and settings. */
-export function serializeCompany(row: CompanyRow, teamSize = 0) {
+/** The company as the API reads it (contract: Company (singular)), `team` from live memberships. */
+export function serializeCompanyRead(row: CompanyRow, members: number) {
   return {
     id: row.id,
     name: row.name,
@@ -60,14 +60,21 @@ export function serializeCompany(row: CompanyRow, teamSize = 0) {
     business_type: row.business_type,
     business_context: row.business_context,
     business_goals: row.business_goals,
-    team: { max_team_size: row.max_team_size, current_team_size: teamSize, seats_available: Math.max(0, row.max_team_size - teamSize) },
+    team: { max_team_size: row.max_team_size, current_team_size: members, seats_available: Math.max(0, row.max_team_size - members) },
     enabled_modules: row.enabled_modules,
+    created_at: iso(row.created_at)!,
+    updated_at: iso(row.updated_at)!,
+  };
+}
+
+/** The company as operators see it: the API's read plus plan, quotas and settings. */
+export function serializeCompany(row: CompanyRow, teamSize = 0) {
+  return {
+    ...serializeCompanyRead(row, teamSize),
     plan: row.plan,
     mcp_quota: row.mcp_quota,
     response_cache: row.response_cache,
     storage_quota_mb: row.storage_quota_mb,
-    created_at: iso(row.created_at)!,
-    updated_at: iso(row.updated_at)!,
   };
 }
 

@@ -2,28 +2,9 @@
 // (singular)): profile fields only; plan, quotas, team size and modules are
 // the operators' (api/admin/companies.ts).
 import type { Queryable } from '../../db/pool.ts';
-import { iso } from '../../db/timestamps.ts';
-import { teamSize, type CompanyRow } from '../admin/companies.ts';
+import { serializeCompanyRead, teamSize, type CompanyRow } from '../admin/companies.ts';
 import { ApiError } from '../errors.ts';
 import type { CompanyUpdate } from './company-schemas.ts';
-
-export function serializeCompanyRead(row: CompanyRow, members: number) {
-  return {
-    id: row.id,
-    name: row.name,
-    slug: row.slug,
-    website: row.website,
-    legal_name: row.legal_name,
-    logo_url: row.logo_url,
-    business_type: row.business_type,
-    business_context: row.business_context,
-    business_goals: row.business_goals,
-    team: { max_team_size: row.max_team_size, current_team_size: members, seats_available: Math.max(0, row.max_team_size - members) },
-    enabled_modules: row.enabled_modules,
-    created_at: iso(row.created_at)!,
-    updated_at: iso(row.updated_at)!,
-  };
-}
 
 export async function readCompany(db: Queryable, companyId: string) {
   const { rows } = await db.query<CompanyRow>('SELECT * FROM companies WHERE id = $1', [companyId]);
