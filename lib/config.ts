@@ -28,6 +28,8 @@ export type Config = {
    * socket's address is the client's.
    */
   trustProxyHops: number;
+  /** Bearer token of GET /metrics; unset: the route does not exist (METRICS_TOKEN). */
+  metricsToken: string | undefined;
   /** Upload bodies (form submissions with files) read at once per web process; more get 503 (UPLOAD_CONCURRENCY). */
   uploadConcurrency: number;
   /** Set LOG_LEVEL=silent to drop the per-request log line (benchmarks). */
@@ -120,6 +122,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitLeaseTimeoutMs: int('RATE_LIMIT_LEASE_TIMEOUT_MS', env.RATE_LIMIT_LEASE_TIMEOUT_MS, 250, 1),
     trustProxyHops: int('TRUST_PROXY_HOPS', env.TRUST_PROXY_HOPS, 1, 0),
     uploadConcurrency: int('UPLOAD_CONCURRENCY', env.UPLOAD_CONCURRENCY, 8, 1),
+    metricsToken: env.METRICS_TOKEN || undefined,
     logLevel,
     ssrfGuard: !allowPrivateTargets,
     pgMaxConnections,

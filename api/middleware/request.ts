@@ -6,6 +6,7 @@ import type { Next } from 'koa';
 import { log, logError } from '../../lib/log.ts';
 import { API_RELEASED_AT, API_VERSION } from '../../lib/version.ts';
 import { ApiError } from '../errors.ts';
+import { observeRequest } from '../metrics.ts';
 import type { ApiContext } from '../types.ts';
 
 const INBOUND_ID = /^[A-Za-z0-9._-]{8,200}$/;
@@ -49,6 +50,7 @@ export function requestMiddleware() {
         ctx.body = { error: 'internal_error', message: `Error interno del servidor. Referencia: ${requestId}.` };
       }
     }
+    observeRequest(ctx, (performance.now() - started) / 1000);
     log('request', {
       request_id: requestId,
       method: ctx.method,

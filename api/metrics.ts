@@ -1,0 +1,107 @@
+// GET /metrics in Prometheus text format (prom-client), for
+// `Authorization: Bearer $METRICS_TOKEN`; without METRICS_TOKEN the route does
+// not exist (404), a wrong token is 401. The web process's own series
+// (requests by route and status, their latency, rate-limit refusals, its pool)
+// are counted in process; the worker's work is read from PostgreSQL at scrape
+// time (queue depth and oldest job per queue, webhook deliveries and endpoint
+// health, thumbnails, form post-actions), so one scrape of any web process
+// reports both and the worker needs no port of its own.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import Router from '@koa/router';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Pool } from '../db/pool.ts';
+import { ApiError } from './errors.ts';
+import { bearerToken } from './middleware/authenticate.ts';
+import type { ApiContext, ApiContextExtension, ApiRouter, ApiState, Deps } from './types.ts';
+
+export const registry = new Registry();
+
+const httpRequests = new Counter({ name: 'http_requests_total', help: 'Requests answered, by route, method and status', labelNames: ['route', 'method', 'status'], registers: [registry] });
+const httpDuration = new Histogram({
+  name: 'http_request_duration_seconds',
+  help: 'Time to answer a request, by route',
+  labelNames: ['route', 'method'],
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [registry],
+});
+export const rateLimitRefusals = new Counter({ name: 'rate_limit_refusals_total', help: 'Requests refused with 429 rate_limited', registers: [registry] });
+
+/** Called once per request by the request middleware: the route is the pattern matched, never the raw path. */
+export function observeRequest(ctx: ApiContext, seconds: number): void {
+  const route = (ctx as unknown as { _matchedRoute?: string | RegExp })._matchedRoute;
+  const label = typeof route === 'string' ? route : 'unmatched';
+  httpRequests.inc({ route: label, method: ctx.method, status: String(ctx.status) });
+  httpDuration.observe({ route: label, method: ctx.method }, seconds);
+}
+
+let pool: Pool | null = null;
+
+function gauge(name: string, help: string, labelNames: string[], collect: (g: Gauge) => Promise<void>): void {
+  new Gauge({ name, help, labelNames, registers: [registry], async collect() { if (pool) await collect(this); } });
+}
+
+gauge('db_pool_connections', 'Connections of this web process request pool, by state', ['state'], async (g) => {
+  g.set({ state: 'total' }, pool!.totalCount);
+  g.set({ state: 'idle' }, pool!.idleCount);
+  g.set({ state: 'waiting' }, pool!.waitingCount);
+});
+gauge('queue_jobs', 'Jobs waiting in each pg-boss queue', ['queue'], async (g) => {
+  g.reset();
+  const { rows } = await pool!.query<{ name: string; n: number }>(`SELECT name, count(*)::int AS n FROM pgboss.job WHERE state IN ('created', 'retry') GROUP BY name`);
+  for (const r of rows) g.set({ queue: r.name }, r.n);
+});
+gauge('queue_oldest_job_age_seconds', 'Age of the oldest waiting job that is due, per pg-boss queue', ['queue'], async (g) => {
+  g.reset();
+  const { rows } = await pool!.query<{ name: string; age: number }>(
+    `SELECT name, extract(epoch FROM now() - min(created_on))::float AS age FROM pgboss.job
+      WHERE state IN ('created', 'retry') AND start_after <= now() GROUP BY name`,
+  );
+  for (const r of rows) g.set({ queue: r.name }, r.age);
+});
+gauge('webhook_deliveries', 'Webhook deliveries of the last 24 hours by status', ['status'], async (g) => {
+  g.reset();
+  const { rows } = await pool!.query<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM webhook_deliveries WHERE created_at > now() - interval '24 hours' GROUP BY status`);
+  for (const r of rows) g.set({ status: r.status }, r.n);
+});
+gauge('webhook_endpoints', 'Webhook endpoints by health', ['health'], async (g) => {
+  const { rows } = await pool!.query<{ active: number; paused: number; disabled: number; failing: number }>(
+    `SELECT count(*) FILTER (WHERE active)::int AS active,
+            count(*) FILTER (WHERE NOT active AND disabled_at IS NULL)::int AS paused,
+            count(*) FILTER (WHERE disabled_at IS NOT NULL)::int AS disabled,
+            count(*) FILTER (WHERE active AND consecutive_failures > 0)::int AS failing
+       FROM webhook_endpoints`,
+  );
+  for (const [health, n] of Object.entries(rows[0])) g.set({ health }, n);
+});
+gauge('thumbnails', 'Media items by thumbnail status', ['status'], async (g) => {
+  g.reset();
+  const { rows } = await pool!.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM media GROUP BY status');
+  for (const r of rows) g.set({ status: r.status }, r.n);
+});
+gauge('form_post_actions', 'Form post-actions of the last 24 hours by action and status', ['action', 'status'], async (g) => {
+  g.reset();
+  const { rows } = await pool!.query<{ action: string; status: string; n: number }>(
+    `SELECT a.action, a.status, count(*)::int AS n FROM form_submission_actions a JOIN form_submissions s ON s.id = a.submission_id
+      WHERE s.created_at > now() - interval '24 hours' GROUP BY a.action, a.status`,
+  );
+  for (const r of rows) g.set({ action: r.action, status: r.status }, r.n);
+});
+
+function tokenMatches(given: string | null, expected: string): boolean {
+  if (!given) return false;
+  return timingSafeEqual(createHash('sha256').update(given).digest(), createHash('sha256').update(expected).digest());
+}
+
+/** The /metrics route, or none when METRICS_TOKEN is unset. */
+export function metricsRouter(deps: Deps): ApiRouter {
+  const router: ApiRouter = new Router<ApiState, ApiContextExtension>();
+  const token = deps.config.metricsToken;
+  if (!token) return router;
+  pool = deps.pool;
+  router.get('/metrics', async (ctx) => {
+    if (!tokenMatches(bearerToken(ctx.get('Authorization')), token)) throw new ApiError('invalid_key', 'El token de métricas no es válido.');
+    ctx.type = registry.contentType;
+    ctx.body = await registry.metrics();
+  });
+  return router;
+}

@@ -1,0 +1,53 @@
+// GET /metrics (Prometheus text, prom-client): absent without METRICS_TOKEN,
+// 401 with a wrong token, and with the right one the web's own series
+// (requests by route pattern and status, latency, pool, rate-limit refusals)
+// and the worker's work read from PostgreSQL (queues, deliveries, endpoints).
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
+
+const TOKEN = 'metrics-token-0123456789';
+
+describe('metrics', () => {
+  let app: TestApp;
+  before(async () => {
+    app = await startTestApp({ METRICS_TOKEN: TOKEN });
+  });
+  after(() => app.close());
+
+  test('without METRICS_TOKEN the route does not exist', async () => {
+    const plain = await startTestApp();
+    try {
+      const res = await fetch(`${plain.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
+      assert.equal(res.status, 404);
+    } finally {
+      await plain.close();
+    }
+  });
+
+  test('a wrong token is 401; the right one gets the series, routes labelled by pattern, never by raw path', async () => {
+    assert.equal((await fetch(`${app.url}/metrics`)).status, 401);
+    assert.equal((await fetch(`${app.url}/metrics`, { headers: { authorization: 'Bearer wrong-token-000000000' } })).status, 401);
+    const t = await seedTenant(app.pool, { rateLimitPerMinute: 1 });
+    const api = client(app.baseUrl, t.key);
+    const created = await api.post('/customers', { data: { name: 'Medida' } });
+    assert.equal((await api.get(`/customers/${created.body.data.id}`)).status, 429, 'the second request of a 1/min key is refused');
+    const other = await seedTenant(app.pool);
+    const endpoint = await client(app.baseUrl, other.key).post('/webhook-endpoints', { data: { url: 'https://hooks.example.com/m', enabled_events: ['*'] } });
+    assert.equal(endpoint.status, 201, endpoint.text);
+    const res = await fetch(`${app.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /^text\/plain/);
+    const text = await res.text();
+    assert.match(text, /http_requests_total\{route="\/api\/v1\/customers",method="POST",status="201"\} \d+/);
+    assert.match(text, /http_requests_total\{route="\/api\/v1\/customers\/:id",method="GET",status="429"\} \d+/);
+    assert.ok(!text.includes(created.body.data.id), 'ids never become labels');
+    assert.match(text, /http_request_duration_seconds_bucket\{le="0\.05",route="\/api\/v1\/customers",method="POST"\} \d+/);
+    assert.match(text, /rate_limit_refusals_total [1-9]\d*/);
+    assert.match(text, /db_pool_connections\{state="total"\} \d+/);
+    assert.match(text, /webhook_endpoints\{health="active"\} [1-9]\d*/);
+    assert.match(text, /# TYPE queue_jobs gauge/);
+    assert.match(text, /# TYPE queue_oldest_job_age_seconds gauge/);
+    assert.match(text, /# TYPE form_post_actions gauge/);
+  });
+});
