@@ -25,15 +25,26 @@ const server = createApp(deps).listen(config.port, () => {
 });
 server.keepAliveTimeout = 65_000; // longer than the platform router's idle timeout
 
+/**
+ * Graceful stop (SIGTERM from the platform, Ctrl-C): stop accepting, let the
+ * requests in flight finish (uploads included), closing idle keep-alive
+ * connections at once, and cut whatever is left after SHUTDOWN_GRACE_MS
+ * (25 s: under Heroku's 30 s before SIGKILL); then close the pools.
+ */
+const SHUTDOWN_GRACE_MS = 25_000;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
+    log('web.stopping', { signal, grace_ms: SHUTDOWN_GRACE_MS });
+    const cut = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+    cut.unref();
     server.close(async () => {
+      clearTimeout(cut);
       await closeDeps(deps);
       await pool.end();
       await rateLimitPool.end();
       await database.stop();
       process.exit(0);
     });
-    server.closeAllConnections();
+    server.closeIdleConnections();
   });
 }

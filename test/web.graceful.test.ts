@@ -1,0 +1,74 @@
+// A web process stopping (SIGTERM, as the platform sends it) finishes the
+// requests in flight, an upload included, refuses new connections, and exits 0.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import http from 'node:http';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { ADMIN_TOKEN, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
+import * as files from './helpers/forms.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+
+describe('graceful stop of the web process', () => {
+  let app: TestApp;
+  before(async () => {
+    app = await startTestApp();
+  });
+  after(() => app.close());
+
+  test('SIGTERM mid-upload: the upload completes with 201, new connections are refused, the process exits 0', async () => {
+    const t = await seedTenant(app.pool);
+    const form = await files.createFormViaAdmin(app.url, t.companyId);
+    const child = spawn(process.execPath, ['api/server.ts'], {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_URL: app.databaseUrl, PORT: '0', LOG_LEVEL: 'silent', NODE_ENV: 'test', ADMIN_TOKEN },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      const port = await new Promise<number>((resolve, reject) => {
+        let out = '';
+        child.stdout.on('data', (d) => {
+          out += d;
+          const m = /"event":"web.listening","port":(\d+)/.exec(out);
+          if (m) resolve(Number(m[1]));
+        });
+        child.once('exit', () => reject(new Error('web exited early')));
+      });
+      const pdf = files.pdf(200_000);
+      const head = Buffer.from(
+        '--zz\r\nContent-Disposition: form-data; name="answers[email]"\r\n\r\nana@example.com\r\n' +
+          '--zz\r\nContent-Disposition: form-data; name="answers[name]"\r\n\r\nAna\r\n' +
+          '--zz\r\nContent-Disposition: form-data; name="files[cv]"; filename="cv.pdf"\r\nContent-Type: application/pdf\r\n\r\n',
+      );
+      const tail = Buffer.from('\r\n--zz--\r\n');
+      const body = Buffer.concat([head, pdf, tail]);
+      const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const req = http.request(`http://127.0.0.1:${port}/api/v1/forms/${form.id}/submissions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${t.key}`, 'content-type': 'multipart/form-data; boundary=zz', 'content-length': String(body.length) },
+        }, (res) => {
+          let text = '';
+          res.on('data', (d) => (text += d));
+          res.on('end', () => resolve({ status: res.statusCode!, text }));
+        });
+        req.on('error', reject);
+        req.write(body.subarray(0, 100_000));
+        // The first half is in: the platform stops the process, then the client sends the rest.
+        setImmediate(async () => {
+          await new Promise((r) => setTimeout(r, 200));
+          child.kill('SIGTERM');
+          await new Promise((r) => setTimeout(r, 200));
+          req.end(body.subarray(100_000));
+        });
+      });
+      const res = await answer;
+      assert.equal(res.status, 201, res.text);
+      await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`), 'no new connection after the stop began');
+      assert.equal(await exited, 0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});
