@@ -131,4 +131,14 @@ describe('MCP server', () => {
     assert.deepEqual(report.recent.map((c: any) => [c.tool, c.ok, c.error_code]), [['delete_everything', false, -32002], ['get_company', true, null]]);
     assert.deepEqual(report.last_24h, { calls: 2, succeeded: 1, success_rate: 0.5 });
   });
+
+  test('Origin: a browser page on a plain-http site cannot drive the server (403 origin_not_allowed); https and loopback origins pass', async () => {
+    const ping = { jsonrpc: '2.0', id: 1, method: 'ping' };
+    const refused = await rpc(ping, tenant.key, { origin: 'http://evil.example' });
+    assert.equal(refused.status, 403);
+    assert.equal(refused.body.error, 'origin_not_allowed');
+    assert.equal((await rpc(ping, tenant.key, { origin: 'null' })).status, 403);
+    assert.deepEqual((await rpc(ping, tenant.key, { origin: 'https://claude.ai' })).body.result, {});
+    assert.deepEqual((await rpc(ping, tenant.key, { origin: 'http://localhost:6274' })).body.result, {});
+  });
 });

@@ -104,6 +104,17 @@ async function handle(ctx: ApiContext, credential: Credential, message: Request)
   }
 }
 
+/** An https origin, or (outside production) a loopback http one. */
+export function originAccepted(origin: string, production: boolean): boolean {
+  try {
+    const url = new URL(origin);
+    if (url.protocol === 'https:') return true;
+    return !production && url.protocol === 'http:' && ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+  } catch {
+    return false;
+  }
+}
+
 const NOTIFICATIONS = new Set(['notifications/initialized', 'notifications/cancelled']);
 
 export function mcpRouter(): ApiRouter {
@@ -122,6 +133,16 @@ export function mcpRouter(): ApiRouter {
   });
 
   router.post(MCP_PATH, async (ctx, next) => {
+    // DNS rebinding (the transport spec asks servers to check Origin): a page
+    // on another site must not drive a local server from a browser. The
+    // credential is a bearer header, never a cookie, so a browser cannot
+    // attach it by itself; still, only https origins (and loopback outside
+    // production) are accepted, and requests without Origin (every non-browser
+    // client) pass.
+    const origin = ctx.get('Origin');
+    if (origin && !originAccepted(origin, ctx.deps.config.isProduction)) {
+      throw new ApiError('origin_not_allowed', 'El origen de la petición no está permitido para el servidor MCP.');
+    }
     // An invalid credential fails at HTTP level, before any JSON-RPC (contract).
     const credential = await credentialOf(ctx);
     if (!credential) {
