@@ -18,6 +18,7 @@ import { TotalsCache } from './pagination.ts';
 import { mountRoutes, type RouteDef } from './route.ts';
 import { apiRoutes } from './routes/index.ts';
 import { mcpRouter } from './mcp/server.ts';
+import { oauthRouter } from './oauth/routes.ts';
 import { metricsRouter } from './metrics.ts';
 import { mediaRouter } from './public-media.ts';
 import { createJobSender } from '../db/job-sender.ts';
@@ -100,6 +101,7 @@ export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
   app.use(root.routes());
   app.use(mediaRouter(deps).routes());
   app.use(mcpRouter().routes());
+  app.use(oauthRouter().routes());
   app.use(metricsRouter(deps).routes());
 
   const api: ApiRouter = new Router<ApiState, ApiContextExtension>({ prefix: '/api/v1' });

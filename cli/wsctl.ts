@@ -10,6 +10,7 @@ import { registerCompanyCommands } from './commands/company.ts';
 import { registerFormCommands } from './commands/form.ts';
 import { registerKeyCommands } from './commands/key.ts';
 import { registerMcpCommands } from './commands/mcp.ts';
+import { registerOauthCommands } from './commands/oauth.ts';
 import { registerUserCommands } from './commands/user.ts';
 import { registerWebhookCommands } from './commands/webhook.ts';
 import { reportError } from './output.ts';
@@ -31,6 +32,7 @@ registerAutomationCommands(program);
 registerFormCommands(program);
 registerWebhookCommands(program);
 registerMcpCommands(program);
+registerOauthCommands(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -7,6 +7,7 @@ import { companyRouter } from './routers/companies.ts';
 import { formRouter } from './routers/forms.ts';
 import { keyRouter } from './routers/keys.ts';
 import { mcpRouter } from './routers/mcp.ts';
+import { oauthRouter } from './routers/oauth.ts';
 import { userRouter } from './routers/users.ts';
 import { deliveryRouter, webhookRouter } from './routers/webhooks.ts';
 import { router } from './trpc.ts';
@@ -20,6 +21,7 @@ export const adminRouter = router({
   webhook: webhookRouter,
   delivery: deliveryRouter,
   mcp: mcpRouter,
+  oauth: oauthRouter,
 });
 
 export type AdminRouter = typeof adminRouter;

@@ -12,6 +12,7 @@ import { bearerToken } from '../middleware/authenticate.ts';
 import { limitUnauthenticated } from '../middleware/rate-limit.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState } from '../types.ts';
 import { fieldErrors } from '../validation.ts';
+import { ACCESS_PREFIX, verifyAccessToken } from '../oauth/store.ts';
 import { consumeCall, recordCall } from './quota.ts';
 import { describeTool, TOOLS, ToolFailure } from './tools.ts';
 
@@ -26,9 +27,13 @@ type Credential = { companyId: string; scopes: string[]; label: string };
 const rpcError = (id: unknown, code: number, message: string, data?: unknown) => ({ jsonrpc: '2.0', id: id ?? null, error: { code, message, ...(data === undefined ? {} : { data }) } });
 const result = (id: unknown, value: unknown) => ({ jsonrpc: '2.0', id, result: value });
 
-/** The credential of an MCP request: an API key (service_sk_) today; OAuth access tokens (service_oat_) join with the OAuth server. */
+/** The credential of an MCP request: an API key (service_sk_) or an OAuth access token (service_oat_), checked against its grant on every request. */
 async function credentialOf(ctx: ApiContext): Promise<Credential | null> {
   const secret = bearerToken(ctx.get('Authorization'));
+  if (secret?.startsWith(ACCESS_PREFIX)) {
+    const grant = await verifyAccessToken(ctx.deps.pool, secret);
+    return grant ? { companyId: grant.companyId, scopes: grant.scopes, label: `oauth:${grant.grantId}` } : null;
+  }
   if (!secret || !isWellFormedSecret(secret)) return null;
   const key = await ctx.deps.keyCache.lookup(ctx.deps.pool, digestSecret(secret));
   return key ? { companyId: key.companyId, scopes: key.scopes, label: `key:${key.keyId}` } : null;

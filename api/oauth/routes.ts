@@ -1,0 +1,310 @@
+// The OAuth 2.1 authorization server for MCP clients (contract:
+// Authentication, OAuth 2.1 flow; DESIGN.md URL layout): discovery (RFC 8414,
+// RFC 9728), dynamic registration of public clients (RFC 7591), /authorize
+// with a sign-in, company and consent page, /oauth/token (authorization_code
+// with PKCE S256 only, refresh_token rotated on every use, a reused refresh
+// token revoking the whole grant) and /oauth/revoke (RFC 7009). Token and
+// registration errors are RFC 6749 JSON ({error, error_description}).
+import { createHash } from 'node:crypto';
+import Router from '@koa/router';
+import { koaBody } from 'koa-body';
+import { z } from 'zod';
+import { transaction } from '../../db/pool.ts';
+import { verifyPassword } from '../../lib/passwords.ts';
+import { ALL_SCOPES } from '../auth/scopes.ts';
+import { MCP_PATH } from '../mcp/server.ts';
+import type { ApiContext, ApiContextExtension, ApiRouter, ApiState } from '../types.ts';
+import { consentPage, errorPage, signInPage } from './pages.ts';
+import { companiesOf, digest, findClient, findSession, insertClient, issueCode, issueTokens, openSession, revokeGrant, type GrantRow } from './store.ts';
+
+const SESSION_COOKIE = 'ws_oauth';
+const CSRF_COOKIE = 'ws_oauth_csrf';
+const READ_SCOPES = ALL_SCOPES.filter((s) => s.startsWith('read-'));
+
+function issuer(ctx: ApiContext): string {
+  return ctx.deps.config.siteUrl;
+}
+
+function oauthError(ctx: ApiContext, status: number, error: string, description: string): void {
+  ctx.status = status;
+  ctx.set('Cache-Control', 'no-store');
+  ctx.body = { error, error_description: description };
+}
+
+function cors(ctx: ApiContext): void {
+  ctx.set('Access-Control-Allow-Origin', '*');
+  ctx.set('Access-Control-Allow-Headers', 'Authorization, Content-Type, MCP-Protocol-Version');
+  ctx.set('Access-Control-Allow-Methods', 'GET, POST, OPTIONS');
+}
+
+/** A redirect URI a client may register: https, loopback http, or a private-use scheme; never a script, data or file URL, a fragment or a wildcard. */
+function acceptableRedirect(value: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return false;
+  }
+  if (url.hash || value.includes('*') || value.length > 2000) return false;
+  if (['javascript:', 'data:', 'file:', 'vbscript:', 'blob:', 'about:', 'ftp:', 'ws:', 'wss:'].includes(url.protocol)) return false;
+  if (url.protocol === 'https:') return true;
+  if (url.protocol === 'http:') return ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+  return /^[a-z][a-z0-9+.-]*\.?[a-z0-9+.-]*:$/.test(url.protocol); // private-use scheme (cursor://, vscode://)
+}
+
+/** Exact match, except that a loopback redirect may use any port (RFC 8252). */
+function redirectMatches(registered: string[], given: string): boolean {
+  if (registered.includes(given)) return true;
+  try {
+    const url = new URL(given);
+    if (url.protocol !== 'http:' || !['localhost', '127.0.0.1', '[::1]'].includes(url.hostname)) return false;
+    url.port = '';
+    return registered.some((r) => {
+      const reg = new URL(r);
+      reg.port = '';
+      return reg.href === url.href;
+    });
+  } catch {
+    return false;
+  }
+}
+
+const AUTHORIZE_PARAMS = ['response_type', 'client_id', 'redirect_uri', 'code_challenge', 'code_challenge_method', 'state', 'scope', 'resource'] as const;
+
+function paramsOf(source: Record<string, unknown>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of AUTHORIZE_PARAMS) if (typeof source[name] === 'string') out[name] = source[name] as string;
+  return out;
+}
+
+function redirectWith(ctx: ApiContext, redirectUri: string, values: Record<string, string | undefined>): void {
+  const url = new URL(redirectUri);
+  for (const [k, v] of Object.entries(values)) if (v !== undefined) url.searchParams.set(k, v);
+  ctx.redirect(url.href);
+}
+
+/**
+ * Checks an authorization request. Problems that cannot be redirected safely
+ * (unknown client, unregistered redirect URI) are shown on the page; the rest
+ * go back to the client as `error` on its redirect URI.
+ */
+async function checkRequest(ctx: ApiContext, params: Record<string, string>) {
+  const client = params.client_id ? await findClient(ctx.deps.pool, params.client_id) : null;
+  if (!client) return { page: 'La aplicación no está registrada (client_id desconocido).' } as const;
+  if (!params.redirect_uri || !redirectMatches(client.redirect_uris, params.redirect_uri)) return { page: 'La dirección de regreso (redirect_uri) no está registrada para esta aplicación.' } as const;
+  const fail = (error: string, description: string) => ({ redirect: { error, error_description: description } }) as const;
+  if (params.response_type !== 'code') return fail('unsupported_response_type', 'response_type debe ser code');
+  if (!params.code_challenge || params.code_challenge_method !== 'S256') return fail('invalid_request', 'PKCE con code_challenge_method=S256 es obligatorio');
+  if (params.resource && params.resource.replace(/\/$/, '') !== `${issuer(ctx)}${MCP_PATH}`) return fail('invalid_target', 'resource no es el servidor MCP');
+  const requested = (params.scope ?? '').split(' ').filter(Boolean);
+  // Unknown scopes are dropped (documented); none known means every read scope.
+  const scopes = requested.length ? requested.filter((s) => (ALL_SCOPES as readonly string[]).includes(s)) : [...READ_SCOPES];
+  if (!scopes.length) return fail('invalid_scope', 'ningún permiso solicitado existe');
+  return { client, scopes } as const;
+}
+
+export function oauthRouter(): ApiRouter {
+  const router: ApiRouter = new Router<ApiState, ApiContextExtension>();
+  const form = koaBody({ json: true, urlencoded: true, multipart: false, text: false, jsonLimit: '16kb', formLimit: '16kb' });
+
+  router.get(['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration'], (ctx) => {
+    cors(ctx);
+    const iss = issuer(ctx);
+    ctx.body = {
+      issuer: iss,
+      authorization_endpoint: `${iss}/authorize`,
+      token_endpoint: `${iss}/oauth/token`,
+      registration_endpoint: `${iss}/oauth/register`,
+      revocation_endpoint: `${iss}/oauth/revoke`,
+      response_types_supported: ['code'],
+      grant_types_supported: ['authorization_code', 'refresh_token'],
+      code_challenge_methods_supported: ['S256'],
+      token_endpoint_auth_methods_supported: ['none'],
+      revocation_endpoint_auth_methods_supported: ['none'],
+      scopes_supported: [...ALL_SCOPES],
+      authorization_response_iss_parameter_supported: true,
+    };
+  });
+  router.get(['/.well-known/oauth-protected-resource', `/.well-known/oauth-protected-resource${MCP_PATH}`], (ctx) => {
+    cors(ctx);
+    ctx.body = { resource: `${issuer(ctx)}${MCP_PATH}`, authorization_servers: [issuer(ctx)], scopes_supported: [...ALL_SCOPES], bearer_methods_supported: ['header'] };
+  });
+  router.all('/.well-known/*rest', (ctx) => {
+    ctx.status = 404;
+    ctx.body = { error: 'not_found', message: 'El recurso no existe.' };
+  });
+  router.options(['/oauth/register', '/oauth/token', '/oauth/revoke'], (ctx) => {
+    cors(ctx);
+    ctx.status = 204;
+  });
+
+  router.post('/oauth/register', form, async (ctx) => {
+    cors(ctx);
+    const input = z
+      .object({
+        redirect_uris: z.array(z.string().max(2000)).min(1).max(10),
+        client_name: z.string().trim().max(200).optional(),
+      })
+      .safeParse(ctx.request.body);
+    if (!input.success) return oauthError(ctx, 400, 'invalid_client_metadata', 'redirect_uris es obligatorio (1 a 10 direcciones)');
+    const bad = input.data.redirect_uris.find((u) => !acceptableRedirect(u));
+    if (bad) return oauthError(ctx, 400, 'invalid_redirect_uri', `redirect_uri no aceptada: ${bad.slice(0, 200)}`);
+    const client = await insertClient(ctx.deps.pool, input.data.client_name ?? null, input.data.redirect_uris);
+    ctx.status = 201;
+    ctx.body = {
+      client_id: client.id,
+      client_id_issued_at: Math.floor(client.created_at.getTime() / 1000),
+      redirect_uris: client.redirect_uris,
+      ...(client.client_name ? { client_name: client.client_name } : {}),
+      token_endpoint_auth_method: 'none',
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+    };
+  });
+
+  const authorize = async (ctx: ApiContext) => {
+    ctx.set('X-Frame-Options', 'DENY');
+    ctx.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' *; frame-ancestors 'none'");
+    ctx.set('Cache-Control', 'no-store');
+    const body = (ctx.method === 'POST' ? ctx.request.body : ctx.query) as Record<string, unknown>;
+    const params = paramsOf(body ?? {});
+    const check = await checkRequest(ctx, params);
+    ctx.type = 'html';
+    if ('page' in check) {
+      ctx.status = 400;
+      ctx.body = errorPage(String(check.page));
+      return;
+    }
+    if ('redirect' in check) return redirectWith(ctx, params.redirect_uri, { ...check.redirect, state: params.state, iss: issuer(ctx) });
+    const secure = ctx.deps.config.isProduction;
+    const cookieName = (name: string) => (secure ? `__Host-${name}` : name);
+    const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, secure, path: '/', overwrite: true };
+    const clientName = check.client.client_name ?? check.client.id;
+    let session = await findSession(ctx.deps.pool, ctx.cookies.get(cookieName(SESSION_COOKIE)));
+    const step = body?.step;
+
+    if (ctx.method === 'POST' && step === 'sign-in') {
+      if (!body.csrf || body.csrf !== ctx.cookies.get(cookieName(CSRF_COOKIE))) {
+        ctx.status = 400;
+        ctx.body = errorPage('La sesión del formulario expiró; vuelve a intentarlo desde la aplicación.');
+        return;
+      }
+      const email = String(body.email ?? '').toLowerCase();
+      const limit = await ctx.deps.rateLimiter.consume(`oauth-signin:${email}:${ctx.ip}`, 10);
+      const { rows } = await ctx.deps.pool.query<{ id: string; password_hash: string | null }>('SELECT id, password_hash FROM users WHERE lower(email) = $1 AND deleted_at IS NULL', [email]);
+      const ok = limit.allowed && (await verifyPassword(String(body.password ?? ''), rows[0]?.password_hash ?? null)) && !!rows[0];
+      if (!ok) {
+        ctx.status = limit.allowed ? 401 : 429;
+        ctx.body = signInPage(params, String(body.csrf), clientName, limit.allowed ? 'Correo o contraseña incorrectos.' : 'Demasiados intentos; espera un minuto.');
+        return;
+      }
+      const opened = await openSession(ctx.deps.pool, rows[0].id);
+      ctx.cookies.set(cookieName(SESSION_COOKIE), opened.token, cookieOptions);
+      session = { userId: rows[0].id, csrf: opened.csrf };
+    } else if (ctx.method === 'POST' && step === 'consent') {
+      if (!session || body.csrf !== session.csrf) {
+        ctx.status = 400;
+        ctx.body = errorPage('La sesión del formulario expiró; vuelve a intentarlo desde la aplicación.');
+        return;
+      }
+      if (body.decision !== 'approve') return redirectWith(ctx, params.redirect_uri, { error: 'access_denied', state: params.state, iss: issuer(ctx) });
+      const companies = await companiesOf(ctx.deps.pool, session.userId);
+      const company = companies.find((c) => c.id === body.company_id && c.mcp);
+      const chosen = ([] as unknown[]).concat(body.scope ?? []).map(String).filter((s) => check.scopes.includes(s));
+      if (!company || !chosen.length) {
+        ctx.status = 400;
+        ctx.body = consentPage(params, session.csrf, { name: clientName, redirectHost: new URL(params.redirect_uri).host }, companies, check.scopes, 'Elige una empresa con MCP y al menos un permiso.');
+        return;
+      }
+      const code = await issueCode(ctx.deps.pool, { clientId: check.client.id, userId: session.userId, companyId: company.id, scopes: chosen, redirectUri: params.redirect_uri, codeChallenge: params.code_challenge });
+      return redirectWith(ctx, params.redirect_uri, { code, state: params.state, iss: issuer(ctx) });
+    }
+
+    if (!session) {
+      const csrf = createHash('sha256').update(`${Math.random()}${Date.now()}${process.pid}`).digest('base64url');
+      ctx.cookies.set(cookieName(CSRF_COOKIE), csrf, cookieOptions);
+      ctx.body = signInPage(params, csrf, clientName);
+      return;
+    }
+    const companies = await companiesOf(ctx.deps.pool, session.userId);
+    ctx.body = consentPage(params, session.csrf, { name: clientName, redirectHost: new URL(params.redirect_uri).host }, companies, check.scopes);
+  };
+  router.get('/authorize', authorize);
+  router.post('/authorize', form, authorize);
+
+  router.post('/oauth/token', form, async (ctx) => {
+    cors(ctx);
+    ctx.set('Cache-Control', 'no-store');
+    const body = (ctx.request.body ?? {}) as Record<string, string>;
+    const pool = ctx.deps.pool;
+    if (body.grant_type === 'authorization_code') {
+      if (!body.code || !body.code_verifier || !/^[A-Za-z0-9._~-]{43,128}$/.test(body.code_verifier)) return oauthError(ctx, 400, 'invalid_grant', 'code y code_verifier (43 a 128 caracteres) son obligatorios');
+      const result = await transaction(pool, async (db) => {
+        const { rows } = await db.query<{ grant_id: string; redirect_uri: string; code_challenge: string; expired: boolean; used_at: Date | null }>(
+          'SELECT grant_id, redirect_uri, code_challenge, expires_at < now() AS expired, used_at FROM oauth_codes WHERE digest = $1 FOR UPDATE',
+          [digest(body.code)],
+        );
+        const code = rows[0];
+        if (!code) return { error: 'el código no es válido' };
+        if (code.used_at) {
+          // A second use: whatever the first use issued is revoked.
+          await revokeGrant(db, code.grant_id);
+          return { error: 'el código ya se usó; se revocó el acceso que emitió' };
+        }
+        const { rows: grants } = await db.query<GrantRow>('SELECT * FROM oauth_grants WHERE id = $1', [code.grant_id]);
+        const grant = grants[0];
+        if (code.expired) return { error: 'el código expiró' };
+        if (body.client_id && body.client_id !== grant.client_id) return { error: 'el código es de otra aplicación' };
+        if (body.redirect_uri !== code.redirect_uri) return { error: 'redirect_uri no coincide' };
+        const challenge = createHash('sha256').update(body.code_verifier).digest('base64url');
+        if (challenge !== code.code_challenge) return { error: 'code_verifier no corresponde al code_challenge' };
+        await db.query('UPDATE oauth_codes SET used_at = now() WHERE digest = $1', [digest(body.code)]);
+        return { tokens: await issueTokens(db, grant) };
+      });
+      if ('error' in result) return oauthError(ctx, 400, 'invalid_grant', result.error!);
+      ctx.body = result.tokens;
+      return;
+    }
+    if (body.grant_type === 'refresh_token') {
+      if (!body.refresh_token) return oauthError(ctx, 400, 'invalid_request', 'refresh_token es obligatorio');
+      const result = await transaction(pool, async (db) => {
+        const { rows } = await db.query<{ grant_id: string; expired: boolean; rotated_at: Date | null }>(
+          `SELECT grant_id, expires_at < now() AS expired, rotated_at FROM oauth_tokens WHERE digest = $1 AND kind = 'refresh' FOR UPDATE`,
+          [digest(body.refresh_token)],
+        );
+        const token = rows[0];
+        if (!token) return { error: 'invalid_grant', text: 'el refresh_token no es válido' };
+        const { rows: grants } = await db.query<GrantRow>('SELECT * FROM oauth_grants WHERE id = $1', [token.grant_id]);
+        const grant = grants[0];
+        if (token.rotated_at) {
+          // Reuse of a rotated refresh token: treated as theft, the whole grant goes.
+          await revokeGrant(db, grant.id);
+          return { error: 'invalid_grant', text: 'el refresh_token ya se usó; se revocó el acceso' };
+        }
+        if (token.expired || grant.revoked_at) return { error: 'invalid_grant', text: 'el refresh_token expiró o el acceso fue revocado' };
+        if (body.client_id && body.client_id !== grant.client_id) return { error: 'invalid_grant', text: 'el refresh_token es de otra aplicación' };
+        const wanted = body.scope ? body.scope.split(' ').filter(Boolean) : grant.scopes;
+        if (wanted.some((s) => !grant.scopes.includes(s))) return { error: 'invalid_scope', text: 'un refresh no puede ampliar los permisos' };
+        await db.query('UPDATE oauth_tokens SET rotated_at = now() WHERE digest = $1', [digest(body.refresh_token)]);
+        return { tokens: await issueTokens(db, grant, wanted) };
+      });
+      if ('error' in result) return oauthError(ctx, 400, result.error!, result.text!);
+      ctx.body = result.tokens;
+      return;
+    }
+    oauthError(ctx, 400, 'unsupported_grant_type', 'grant_type debe ser authorization_code o refresh_token');
+  });
+
+  router.post('/oauth/revoke', form, async (ctx) => {
+    cors(ctx);
+    const token = String((ctx.request.body as Record<string, unknown>)?.token ?? '');
+    if (token) {
+      const { rows } = await ctx.deps.pool.query<{ grant_id: string; kind: string }>('SELECT grant_id, kind FROM oauth_tokens WHERE digest = $1', [digest(token)]);
+      if (rows[0]?.kind === 'refresh') await revokeGrant(ctx.deps.pool, rows[0].grant_id);
+      else if (rows[0]) await ctx.deps.pool.query('UPDATE oauth_tokens SET expires_at = now() WHERE digest = $1', [digest(token)]);
+    }
+    ctx.status = 200; // RFC 7009: an unknown token is not an error
+    ctx.body = {};
+  });
+  return router;
+}

@@ -1,0 +1,114 @@
+// OAuth queries: clients, sign-in sessions, grants, codes and tokens. Codes
+// and tokens are random secrets stored as SHA-256 digests only.
+import { createHash, randomBytes } from 'node:crypto';
+import { transaction, type Queryable } from '../../db/pool.ts';
+import { objectId } from '../../lib/objectid.ts';
+
+export const ACCESS_PREFIX = 'service_oat_';
+export const REFRESH_PREFIX = 'service_ort_';
+export const ACCESS_TTL_SECONDS = 3600;
+export const REFRESH_TTL_SECONDS = 30 * 24 * 3600;
+export const CODE_TTL_SECONDS = 600;
+
+export const digest = (secret: string) => createHash('sha256').update(secret).digest();
+export const randomToken = (prefix = '') => prefix + randomBytes(32).toString('base64url');
+
+export type ClientRow = { id: string; client_name: string | null; redirect_uris: string[]; created_at: Date };
+export type GrantRow = { id: string; client_id: string; user_id: string; company_id: string; scopes: string[]; revoked_at: Date | null };
+
+export async function insertClient(db: Queryable, name: string | null, redirectUris: string[]): Promise<ClientRow> {
+  const { rows } = await db.query<ClientRow>('INSERT INTO oauth_clients (id, client_name, redirect_uris) VALUES ($1, $2, $3) RETURNING *', [
+    `client_${randomBytes(16).toString('hex')}`,
+    name,
+    redirectUris,
+  ]);
+  return rows[0];
+}
+
+export async function findClient(db: Queryable, id: string): Promise<ClientRow | null> {
+  const { rows } = await db.query<ClientRow>('SELECT * FROM oauth_clients WHERE id = $1', [id]);
+  return rows[0] ?? null;
+}
+
+export async function openSession(db: Queryable, userId: string): Promise<{ token: string; csrf: string }> {
+  const token = randomToken();
+  const csrf = randomToken();
+  await db.query(`INSERT INTO oauth_sessions (digest, user_id, csrf, expires_at) VALUES ($1, $2, $3, now() + interval '1 hour')`, [digest(token), userId, csrf]);
+  return { token, csrf };
+}
+
+export async function findSession(db: Queryable, token: string | undefined): Promise<{ userId: string; csrf: string } | null> {
+  if (!token) return null;
+  const { rows } = await db.query<{ user_id: string; csrf: string }>(
+    `SELECT s.user_id, s.csrf FROM oauth_sessions s JOIN users u ON u.id = s.user_id AND u.deleted_at IS NULL WHERE s.digest = $1 AND s.expires_at > now()`,
+    [digest(token)],
+  );
+  return rows[0] ? { userId: rows[0].user_id, csrf: rows[0].csrf } : null;
+}
+
+/** The companies a person may connect, with whether their plan includes MCP. */
+export async function companiesOf(db: Queryable, userId: string) {
+  const { rows } = await db.query<{ id: string; name: string; plan: string; is_owner: boolean }>(
+    'SELECT c.id, c.name, c.plan, m.is_owner FROM memberships m JOIN companies c ON c.id = m.company_id WHERE m.user_id = $1 ORDER BY c.name',
+    [userId],
+  );
+  return rows.map((r) => ({ ...r, mcp: r.plan !== 'free' }));
+}
+
+/** A grant and its authorization code (single use, 10 minutes). */
+export async function issueCode(
+  db: Queryable,
+  input: { clientId: string; userId: string; companyId: string; scopes: string[]; redirectUri: string; codeChallenge: string },
+): Promise<string> {
+  return transaction(db, async (client) => {
+    const grantId = objectId();
+    await client.query('INSERT INTO oauth_grants (id, client_id, user_id, company_id, scopes) VALUES ($1, $2, $3, $4, $5)', [
+      grantId,
+      input.clientId,
+      input.userId,
+      input.companyId,
+      input.scopes,
+    ]);
+    const code = randomToken();
+    await client.query(
+      `INSERT INTO oauth_codes (digest, grant_id, redirect_uri, code_challenge, expires_at) VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))`,
+      [digest(code), grantId, input.redirectUri, input.codeChallenge, CODE_TTL_SECONDS],
+    );
+    return code;
+  });
+}
+
+export type TokenPair = { access_token: string; refresh_token: string; expires_in: number; scope: string; token_type: 'Bearer' };
+
+export async function issueTokens(db: Queryable, grant: GrantRow, scopes = grant.scopes): Promise<TokenPair> {
+  const access = randomToken(ACCESS_PREFIX);
+  const refresh = randomToken(REFRESH_PREFIX);
+  await db.query(
+    `INSERT INTO oauth_tokens (digest, grant_id, kind, expires_at) VALUES
+       ($1, $3, 'access', now() + make_interval(secs => $4)), ($2, $3, 'refresh', now() + make_interval(secs => $5))`,
+    [digest(access), digest(refresh), grant.id, ACCESS_TTL_SECONDS, REFRESH_TTL_SECONDS],
+  );
+  if (scopes.length !== grant.scopes.length) await db.query('UPDATE oauth_grants SET scopes = $2 WHERE id = $1', [grant.id, scopes]);
+  return { access_token: access, refresh_token: refresh, expires_in: ACCESS_TTL_SECONDS, scope: scopes.join(' '), token_type: 'Bearer' };
+}
+
+export async function revokeGrant(db: Queryable, grantId: string): Promise<void> {
+  await db.query('UPDATE oauth_grants SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1', [grantId]);
+}
+
+/**
+ * An access token as the MCP server checks it on every request: its grant
+ * not revoked, the person still a member of the company, not expired.
+ */
+export async function verifyAccessToken(db: Queryable, token: string): Promise<{ grantId: string; companyId: string; userId: string; scopes: string[] } | null> {
+  if (!token.startsWith(ACCESS_PREFIX)) return null;
+  const { rows } = await db.query<GrantRow>(
+    `SELECT g.* FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id
+       JOIN memberships m ON m.user_id = g.user_id AND m.company_id = g.company_id
+       JOIN users u ON u.id = g.user_id AND u.deleted_at IS NULL
+      WHERE t.digest = $1 AND t.kind = 'access' AND t.expires_at > now() AND g.revoked_at IS NULL`,
+    [digest(token)],
+  );
+  const g = rows[0];
+  return g ? { grantId: g.id, companyId: g.company_id, userId: g.user_id, scopes: g.scopes } : null;
+}

@@ -1,0 +1,22 @@
+// `wsctl oauth grants --user <id>` and `wsctl oauth revoke <grant-id>` (DESIGN.md, CLI contract).
+import type { Command } from 'commander';
+import { action } from '../action.ts';
+
+export function registerOauthCommands(program: Command): void {
+  const oauth = program.command('oauth').description('OAuth connections of MCP clients');
+  oauth
+    .command('grants')
+    .description("a person's OAuth connections (MCP clients)")
+    .requiredOption('--user <id>', 'user id')
+    .action(
+      action(
+        async ({ api, opts }) => api.oauth.grants.query({ userId: opts.user }),
+        (grants) => grants.map((g: any) => `${g.id}  ${g.client_name ?? g.client_id}  ${g.company_id}  ${g.scopes.join(' ')}${g.revoked_at ? '  (revoked)' : ''}`).join('\n') || '(none)',
+      ),
+    );
+  oauth
+    .command('revoke')
+    .description('revoke an OAuth connection: its tokens stop working at once')
+    .argument('<grant-id>', 'grant id')
+    .action(action(async ({ api, args: [id] }) => api.oauth.revoke.mutate({ id: id! }), (g: any) => `Revoked ${g.id}`));
+}

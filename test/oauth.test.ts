@@ -1,0 +1,174 @@
+// OAuth 2.1 for MCP clients, end to end over HTTP as a browser and a client
+// library would drive it: discovery, registration, sign-in, company and
+// consent, the code exchange with PKCE, MCP calls with the token, refresh
+// rotation, reuse detection, revocation, and the refusals on the way.
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { setPassword } from '../api/admin/users.ts';
+import { seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { json } from './helpers/cli.ts';
+
+const PASSWORD = 'contraseña-segura-1';
+
+describe('OAuth 2.1 authorization server', () => {
+  let app: TestApp;
+  let tenant: Tenant;
+  let email: string;
+  before(async () => {
+    app = await startTestApp();
+    tenant = await seedTenant(app.pool, { plan: 'starter', rateLimitPerMinute: 100_000 });
+    await setPassword(app.pool, tenant.ownerId, PASSWORD);
+    email = (await app.pool.query('SELECT email FROM users WHERE id = $1', [tenant.ownerId])).rows[0].email;
+  });
+  after(() => app.close());
+
+  const register = async (redirect = 'http://127.0.0.1:43210/callback') => {
+    const res = await fetch(`${app.url}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: [redirect], client_name: 'Cliente de prueba' }) });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+  const pkce = () => {
+    const verifier = randomBytes(32).toString('base64url');
+    return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
+  };
+  const hiddenCsrf = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
+  const cookieOf = (res: Response) => res.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+
+  /** Drives the pages as a browser: sign-in, then consent; returns the redirect Location. */
+  async function authorize(clientId: string, challenge: string, options: { redirect?: string; scopes?: string[]; pick?: string[] } = {}) {
+    const redirect = options.redirect ?? 'http://127.0.0.1:43210/callback';
+    const params = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirect, code_challenge: challenge, code_challenge_method: 'S256', state: 'xyz', scope: (options.scopes ?? ['read-customers', 'read-company']).join(' ') });
+    const first = await fetch(`${app.url}/authorize?${params}`);
+    assert.equal(first.status, 200);
+    assert.equal(first.headers.get('x-frame-options'), 'DENY');
+    const signInHtml = await first.text();
+    assert.match(signInHtml, /<label for="email">/);
+    let cookies = cookieOf(first);
+    const signIn = await fetch(`${app.url}/authorize`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookies },
+      body: new URLSearchParams({ ...Object.fromEntries(params), step: 'sign-in', csrf: hiddenCsrf(signInHtml), email, password: PASSWORD }),
+    });
+    assert.equal(signIn.status, 200);
+    const consentHtml = await signIn.text();
+    assert.match(consentHtml, /type="checkbox" name="scope" value="read-customers" checked/);
+    cookies = `${cookies}; ${cookieOf(signIn)}`;
+    const consent = new URLSearchParams({ ...Object.fromEntries(params), step: 'consent', csrf: hiddenCsrf(consentHtml), company_id: tenant.companyId, decision: 'approve' });
+    for (const s of options.pick ?? ['read-customers']) consent.append('scope', s);
+    const approved = await fetch(`${app.url}/authorize`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookies }, body: consent });
+    assert.equal(approved.status, 302, await approved.text());
+    return new URL(approved.headers.get('location')!);
+  }
+
+  const token = async (body: Record<string, string>) => {
+    const res = await fetch(`${app.url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(body) });
+    return { status: res.status, headers: res.headers, body: (await res.json()) as any };
+  };
+  const mcp = async (accessToken: string) => {
+    const res = await fetch(`${app.url}/api/mcp/v1`, { method: 'POST', headers: { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) });
+    return { status: res.status, body: res.status === 200 ? ((await res.json()) as any) : null };
+  };
+
+  test('discovery: the issuer is SITE_URL exactly, S256 only, public clients; other /.well-known paths are JSON 404', async () => {
+    const meta = (await (await fetch(`${app.url}/.well-known/oauth-authorization-server`)).json()) as any;
+    assert.equal(meta.issuer, app.config.siteUrl);
+    assert.deepEqual(meta.code_challenge_methods_supported, ['S256']);
+    assert.deepEqual(meta.token_endpoint_auth_methods_supported, ['none']);
+    assert.equal(meta.authorization_response_iss_parameter_supported, true);
+    const resource = await fetch(`${app.url}/.well-known/oauth-protected-resource/api/mcp/v1`);
+    assert.equal(resource.headers.get('access-control-allow-origin'), '*');
+    const rs = (await resource.json()) as any;
+    assert.equal(rs.resource, `${app.config.siteUrl}/api/mcp/v1`);
+    assert.deepEqual(rs.authorization_servers, [meta.issuer]);
+    const other = await fetch(`${app.url}/.well-known/something-else`);
+    assert.equal(other.status, 404);
+    assert.match(other.headers.get('content-type') ?? '', /json/);
+  });
+
+  test('registration refuses hostile redirect URIs', async () => {
+    for (const uri of ['javascript:alert(1)', 'data:text/html,x', 'file:///etc/passwd', 'http://evil.example/cb', 'https://a.example/cb#frag', 'https://*.example/cb']) {
+      const res = await register(uri);
+      assert.equal(res.status, 400, uri);
+      assert.equal(res.body.error, 'invalid_redirect_uri', uri);
+    }
+    for (const uri of ['https://app.example/cb', 'http://localhost:5173/cb', 'cursor://anysphere.cursor-mcp/oauth/callback']) assert.equal((await register(uri)).status, 201, uri);
+  });
+
+  test('the whole flow: a chosen subset of scopes, the code exchanged with PKCE, MCP calls with the token, rotation and reuse', async () => {
+    const client = (await register()).body;
+    assert.equal(client.token_endpoint_auth_method, 'none');
+    const { verifier, challenge } = pkce();
+    const location = await authorize(client.client_id, challenge, { redirect: 'http://127.0.0.1:50001/callback' }); // loopback port change allowed
+    assert.equal(location.searchParams.get('state'), 'xyz');
+    assert.equal(location.searchParams.get('iss'), app.config.siteUrl);
+    const code = location.searchParams.get('code')!;
+    const wrong = await token({ grant_type: 'authorization_code', code, code_verifier: pkce().verifier, redirect_uri: 'http://127.0.0.1:50001/callback', client_id: client.client_id });
+    assert.equal(wrong.body.error, 'invalid_grant', 'a wrong verifier fails');
+    const tokens = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:50001/callback', client_id: client.client_id });
+    assert.equal(tokens.status, 200, JSON.stringify(tokens.body));
+    assert.equal(tokens.headers.get('cache-control'), 'no-store');
+    assert.match(tokens.body.access_token, /^service_oat_/);
+    assert.match(tokens.body.refresh_token, /^service_ort_/);
+    assert.equal(tokens.body.expires_in, 3600);
+    assert.equal(tokens.body.scope, 'read-customers');
+    const listed = await mcp(tokens.body.access_token);
+    assert.deepEqual(listed.body.result.tools.map((t: any) => t.name), ['list_customers'], 'only the approved scope');
+    const rest = await fetch(`${app.baseUrl}/customers`, { headers: { authorization: `Bearer ${tokens.body.access_token}` } });
+    assert.equal(rest.status, 401, 'OAuth tokens are for MCP, not the REST API');
+
+    const rotated = await token({ grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token, client_id: client.client_id });
+    assert.equal(rotated.status, 200);
+    assert.notEqual(rotated.body.refresh_token, tokens.body.refresh_token);
+    assert.equal((await mcp(rotated.body.access_token)).status, 200);
+    const widen = await token({ grant_type: 'refresh_token', refresh_token: rotated.body.refresh_token, scope: 'read-customers read-company' });
+    assert.equal(widen.body.error, 'invalid_scope');
+    const reuse = await token({ grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token });
+    assert.equal(reuse.body.error, 'invalid_grant');
+    assert.equal((await mcp(rotated.body.access_token)).status, 401, 'reusing a rotated refresh token revokes the whole grant');
+  });
+
+  test('a code used twice revokes what the first use issued; revocation and removed membership cut tokens at once', async () => {
+    const client = (await register()).body;
+    const { verifier, challenge } = pkce();
+    const code = (await authorize(client.client_id, challenge)).searchParams.get('code')!;
+    const exchange = { grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:43210/callback' };
+    const first = await token(exchange);
+    assert.equal((await mcp(first.body.access_token)).status, 200);
+    assert.equal((await token(exchange)).body.error, 'invalid_grant');
+    assert.equal((await mcp(first.body.access_token)).status, 401);
+
+    const p2 = pkce();
+    const code2 = (await authorize(client.client_id, p2.challenge)).searchParams.get('code')!;
+    const second = await token({ ...exchange, code: code2, code_verifier: p2.verifier });
+    const revoked = await fetch(`${app.url}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: second.body.refresh_token }) });
+    assert.equal(revoked.status, 200);
+    assert.equal((await mcp(second.body.access_token)).status, 401);
+  });
+
+  test('authorize refusals: unknown client and unregistered redirect shown on the page, missing PKCE redirected as an error', async () => {
+    const client = (await register()).body;
+    const base = { response_type: 'code', client_id: client.client_id, redirect_uri: 'http://127.0.0.1:43210/callback', code_challenge: pkce().challenge, code_challenge_method: 'S256', state: 's' };
+    const unknown = await fetch(`${app.url}/authorize?${new URLSearchParams({ ...base, client_id: 'client_nope' })}`, { redirect: 'manual' });
+    assert.equal(unknown.status, 400);
+    const elsewhere = await fetch(`${app.url}/authorize?${new URLSearchParams({ ...base, redirect_uri: 'https://evil.example/cb' })}`, { redirect: 'manual' });
+    assert.equal(elsewhere.status, 400, 'never redirected to an unregistered address');
+    const plain = await fetch(`${app.url}/authorize?${new URLSearchParams({ ...base, code_challenge_method: 'plain' })}`, { redirect: 'manual' });
+    assert.equal(plain.status, 302);
+    assert.equal(new URL(plain.headers.get('location')!).searchParams.get('error'), 'invalid_request');
+    const target = await fetch(`${app.url}/authorize?${new URLSearchParams({ ...base, resource: 'https://other.example/mcp' })}`, { redirect: 'manual' });
+    assert.equal(new URL(target.headers.get('location')!).searchParams.get('error'), 'invalid_target');
+  });
+
+  test('wsctl oauth grants lists a person’s connections and oauth revoke cuts one at once', async () => {
+    const client = (await register()).body;
+    const { verifier, challenge } = pkce();
+    const code = (await authorize(client.client_id, challenge)).searchParams.get('code')!;
+    const tokens = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:43210/callback' });
+    const grants = await json(app, ['oauth', 'grants', '--user', tenant.ownerId]);
+    const grant = grants.find((g: any) => g.client_id === client.client_id);
+    assert.equal(grant.client_name, 'Cliente de prueba');
+    assert.deepEqual(grant.scopes, ['read-customers']);
+    await json(app, ['oauth', 'revoke', grant.id]);
+    assert.equal((await mcp(tokens.body.access_token)).status, 401);
+  });
+});
