@@ -130,7 +130,7 @@ describe('form emails: no transaction is held open while the SMTP server takes t
         return r.status !== 'received' && r;
       }, 30_000, 'the submission to settle');
       assert.equal(s.status, 'processed');
-      assert.equal(smtp.received.filter((m) => m.messageId === `<form-${id}-email@localhost>`).length, 1);
+      assert.equal(smtp.received.filter((m) => m.messageId === `<form-${id}-email@${new URL(app.config.siteUrl).hostname}>`).length, 1);
     } finally {
       smtp.release();
       await worker?.stop();
@@ -159,11 +159,11 @@ describe('form emails: no transaction is held open while the SMTP server takes t
     const deps = { pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, jobs: app.deps.jobs };
     await processSubmission(deps, { submissionId: id, companyId: tenant.companyId });
     assert.deepEqual(await actionRow(app.pool, id), { status: 'done', attempts: 2, leased: null });
-    const sent = smtp.received.filter((m) => m.messageId === `<form-${id}-email@localhost>`);
+    const sent = smtp.received.filter((m) => m.messageId === `<form-${id}-email@${new URL(app.config.siteUrl).hostname}>`);
     assert.equal(sent.length, 1, 'sent once by the retry, under the fixed Message-ID');
     assert.equal((await api.get(`/forms/${form.id}/submissions/${id}`)).body.data.status, 'processed');
     // A later run of the same job finds nothing open and sends nothing more.
     await processSubmission(deps, { submissionId: id, companyId: tenant.companyId });
-    assert.equal(smtp.received.filter((m) => m.messageId === `<form-${id}-email@localhost>`).length, 1);
+    assert.equal(smtp.received.filter((m) => m.messageId === `<form-${id}-email@${new URL(app.config.siteUrl).hostname}>`).length, 1);
   });
 });

@@ -5,6 +5,9 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { setPassword } from '../api/admin/users.ts';
 import { seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { json } from './helpers/cli.ts';
@@ -170,5 +173,51 @@ describe('OAuth 2.1 authorization server', () => {
     assert.deepEqual(grant.scopes, ['read-customers']);
     await json(app, ['oauth', 'revoke', grant.id]);
     assert.equal((await mcp(tokens.body.access_token)).status, 401);
+  });
+
+  test('the official MCP SDK client runs its own OAuth flow: discovery from the 401, registration, PKCE, tokens, tool calls', async () => {
+    const redirect = 'http://127.0.0.1:43211/callback';
+    let info: any;
+    let saved: any;
+    let verifier = '';
+    let authorizationUrl: URL | null = null;
+    const provider: OAuthClientProvider = {
+      get redirectUrl() {
+        return redirect;
+      },
+      get clientMetadata() {
+        return { client_name: 'SDK de prueba', redirect_uris: [redirect], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
+      },
+      clientInformation: () => info,
+      saveClientInformation: (value) => void (info = value),
+      tokens: () => saved,
+      saveTokens: (value) => void (saved = value),
+      redirectToAuthorization: (url) => void (authorizationUrl = url),
+      saveCodeVerifier: (value) => void (verifier = value),
+      codeVerifier: () => verifier,
+    };
+    const mcpUrl = new URL(`${app.url}/api/mcp/v1`);
+    const first = new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider });
+    const sdk = new Client({ name: 'sdk-oauth', version: '1.0.0' });
+    await assert.rejects(sdk.connect(first), (error) => error instanceof UnauthorizedError);
+    assert.ok(authorizationUrl, 'the SDK found the authorization server from the 401 and sent the person to /authorize');
+    const url = authorizationUrl as unknown as URL;
+    assert.equal(url.origin + url.pathname, `${app.config.siteUrl}/authorize`);
+    assert.equal(url.searchParams.get('code_challenge_method'), 'S256');
+    // The person signs in and approves in the browser (the pages, driven over HTTP).
+    const location = await authorize(url.searchParams.get('client_id')!, url.searchParams.get('code_challenge')!, {
+      redirect,
+      scopes: (url.searchParams.get('scope') ?? 'read-customers').split(' '),
+      pick: ['read-customers', 'read-company'],
+    });
+    await first.finishAuth(location.searchParams.get('code')!);
+    assert.match(saved.access_token, /^service_oat_/);
+    const client = new Client({ name: 'sdk-oauth', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider }));
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((t) => t.name), ['list_customers', 'get_company']);
+    const company = await client.callTool({ name: 'get_company', arguments: {} });
+    assert.equal((company.structuredContent as any).company.id, tenant.companyId);
+    await client.close();
   });
 });

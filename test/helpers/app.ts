@@ -1,7 +1,7 @@
 // Starts the real Koa app on a random port over a fresh database, and gives
 // tests a tiny HTTP client plus tenant seeding through the admin functions.
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { createAutomation } from '../../api/admin/automations.ts';
 import { createCompany, updateCompany, type Plan } from '../../api/admin/companies.ts';
 import { issueKey } from '../../api/admin/keys.ts';
@@ -30,17 +30,30 @@ export type TestApp = {
  * NODE_ENV=production (which refuses the opt-out) or when the caller sets
  * ALLOW_PRIVATE_WEBHOOK_TARGETS itself (`''`: the default, guard on).
  */
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.on('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
 export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
   const db = await createTestDatabase();
   const pool = createPool(db.url, 10);
-  const settings: Record<string, string> = { NODE_ENV: 'test', ADMIN_TOKEN, LOG_LEVEL: 'silent', DATABASE_URL: db.url, ...env };
+  // SITE_URL is the address the app really listens on (links it writes, the
+  // OAuth issuer and the MCP 401's metadata URL must reach it), unless a test sets its own.
+  const port = env.SITE_URL ? 0 : await freePort();
+  const settings: Record<string, string> = { NODE_ENV: 'test', ADMIN_TOKEN, LOG_LEVEL: 'silent', DATABASE_URL: db.url, ...(port ? { SITE_URL: `http://127.0.0.1:${port}` } : {}), ...env };
   if (!('ALLOW_PRIVATE_WEBHOOK_TARGETS' in env) && settings.NODE_ENV !== 'production') settings.ALLOW_PRIVATE_WEBHOOK_TARGETS = '1';
   const config = loadConfig(settings);
   const deps = await createDeps({ config, pool, databaseUrl: db.url });
-  const server: Server = createApp(deps).listen(0, '127.0.0.1');
+  const server: Server = createApp(deps).listen(port, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
-  const { port } = server.address() as AddressInfo;
-  const url = `http://127.0.0.1:${port}`;
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
     url,
     baseUrl: `${url}/api/v1`,
