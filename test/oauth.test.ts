@@ -125,6 +125,15 @@ describe('OAuth 2.1 authorization server', () => {
     assert.equal((await mcp(rotated.body.access_token)).status, 200);
     const widen = await token({ grant_type: 'refresh_token', refresh_token: rotated.body.refresh_token, scope: 'read-customers read-company' });
     assert.equal(widen.body.error, 'invalid_scope');
+    // Clients refresh in parallel: within 60 s the rotated token answers the same successor pair.
+    const parallel = await Promise.all([1, 2, 3].map(() => token({ grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token })));
+    for (const res of parallel) {
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal(res.body.refresh_token, rotated.body.refresh_token);
+      assert.equal(res.body.access_token, rotated.body.access_token);
+    }
+    // After the grace, a reuse is theft: the whole grant goes.
+    await app.pool.query(`UPDATE oauth_tokens SET rotated_at = now() - interval '61 seconds' WHERE rotated_at IS NOT NULL`);
     const reuse = await token({ grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token });
     assert.equal(reuse.body.error, 'invalid_grant');
     assert.equal((await mcp(rotated.body.access_token)).status, 401, 'reusing a rotated refresh token revokes the whole grant');

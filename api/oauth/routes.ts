@@ -15,11 +15,27 @@ import { ALL_SCOPES } from '../auth/scopes.ts';
 import { MCP_PATH } from '../mcp/server.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState } from '../types.ts';
 import { consentPage, errorPage, signInPage } from './pages.ts';
-import { companiesOf, digest, findClient, findSession, insertClient, issueCode, issueTokens, openSession, revokeGrant, type GrantRow } from './store.ts';
+import {
+  companiesOf,
+  digest,
+  findClient,
+  findSession,
+  insertClient,
+  issueCode,
+  issueTokens,
+  openSession,
+  openSuccessor,
+  REFRESH_GRACE_SECONDS,
+  revokeGrant,
+  sealSuccessor,
+  type GrantRow,
+} from './store.ts';
 
 const SESSION_COOKIE = 'ws_oauth';
 const CSRF_COOKIE = 'ws_oauth_csrf';
 const READ_SCOPES = ALL_SCOPES.filter((s) => s.startsWith('read-'));
+/** Client registrations per client address per minute. */
+export const REGISTRATIONS_PER_MINUTE = 20;
 
 function issuer(ctx: ApiContext): string {
   return ctx.deps.config.siteUrl;
@@ -140,6 +156,11 @@ export function oauthRouter(): ApiRouter {
 
   router.post('/oauth/register', form, async (ctx) => {
     cors(ctx);
+    const limit = await ctx.deps.rateLimiter.consume(`oauth-register:${ctx.ip}`, REGISTRATIONS_PER_MINUTE);
+    if (!limit.allowed) {
+      ctx.set('Retry-After', String(Math.min(60, Math.max(1, limit.resetSeconds))));
+      return oauthError(ctx, 429, 'too_many_requests', 'demasiados registros desde esta dirección; espera un minuto');
+    }
     const input = z
       .object({
         redirect_uris: z.array(z.string().max(2000)).min(1).max(10),
@@ -268,16 +289,23 @@ export function oauthRouter(): ApiRouter {
     if (body.grant_type === 'refresh_token') {
       if (!body.refresh_token) return oauthError(ctx, 400, 'invalid_request', 'refresh_token es obligatorio');
       const result = await transaction(pool, async (db) => {
-        const { rows } = await db.query<{ grant_id: string; expired: boolean; rotated_at: Date | null }>(
-          `SELECT grant_id, expires_at < now() AS expired, rotated_at FROM oauth_tokens WHERE digest = $1 AND kind = 'refresh' FOR UPDATE`,
-          [digest(body.refresh_token)],
+        const { rows } = await db.query<{ grant_id: string; expired: boolean; rotated_at: Date | null; in_grace: boolean; successor: Buffer | null }>(
+          `SELECT grant_id, expires_at < now() AS expired, rotated_at, successor,
+                  rotated_at > now() - make_interval(secs => $2) AS in_grace
+             FROM oauth_tokens WHERE digest = $1 AND kind = 'refresh' FOR UPDATE`,
+          [digest(body.refresh_token), REFRESH_GRACE_SECONDS],
         );
         const token = rows[0];
         if (!token) return { error: 'invalid_grant', text: 'el refresh_token no es válido' };
         const { rows: grants } = await db.query<GrantRow>('SELECT * FROM oauth_grants WHERE id = $1', [token.grant_id]);
         const grant = grants[0];
+        if (token.rotated_at && token.in_grace && token.successor && !grant.revoked_at) {
+          // Parallel refreshes of one client: the same successor pair, not a new one.
+          const pair = openSuccessor(body.refresh_token, token.successor);
+          if (pair) return { tokens: pair };
+        }
         if (token.rotated_at) {
-          // Reuse of a rotated refresh token: treated as theft, the whole grant goes.
+          // Reuse of a rotated refresh token after the grace: treated as theft, the whole grant goes.
           await revokeGrant(db, grant.id);
           return { error: 'invalid_grant', text: 'el refresh_token ya se usó; se revocó el acceso' };
         }
@@ -285,8 +313,9 @@ export function oauthRouter(): ApiRouter {
         if (body.client_id && body.client_id !== grant.client_id) return { error: 'invalid_grant', text: 'el refresh_token es de otra aplicación' };
         const wanted = body.scope ? body.scope.split(' ').filter(Boolean) : grant.scopes;
         if (wanted.some((s) => !grant.scopes.includes(s))) return { error: 'invalid_scope', text: 'un refresh no puede ampliar los permisos' };
-        await db.query('UPDATE oauth_tokens SET rotated_at = now() WHERE digest = $1', [digest(body.refresh_token)]);
-        return { tokens: await issueTokens(db, grant, wanted) };
+        const tokens = await issueTokens(db, grant, wanted);
+        await db.query('UPDATE oauth_tokens SET rotated_at = now(), successor = $2 WHERE digest = $1', [digest(body.refresh_token), sealSuccessor(body.refresh_token, tokens)]);
+        return { tokens };
       });
       if ('error' in result) return oauthError(ctx, 400, result.error!, result.text!);
       ctx.body = result.tokens;

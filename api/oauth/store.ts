@@ -1,6 +1,6 @@
 // OAuth queries: clients, sign-in sessions, grants, codes and tokens. Codes
 // and tokens are random secrets stored as SHA-256 digests only.
-import { createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 import { transaction, type Queryable } from '../../db/pool.ts';
 import { objectId } from '../../lib/objectid.ts';
 
@@ -69,6 +69,7 @@ export async function issueCode(
       input.companyId,
       input.scopes,
     ]);
+    await client.query('UPDATE oauth_clients SET last_used_at = now() WHERE id = $1', [input.clientId]);
     const code = randomToken();
     await client.query(
       `INSERT INTO oauth_codes (digest, grant_id, redirect_uri, code_challenge, expires_at) VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))`,
@@ -111,4 +112,29 @@ export async function verifyAccessToken(db: Queryable, token: string): Promise<{
   );
   const g = rows[0];
   return g ? { grantId: g.id, companyId: g.company_id, userId: g.user_id, scopes: g.scopes } : null;
+}
+
+/** Seconds during which a rotated refresh token still returns its successor pair (parallel refreshes). */
+export const REFRESH_GRACE_SECONDS = 60;
+
+function successorKey(oldRefreshToken: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', oldRefreshToken, 'workspace-oauth', 'refresh-successor', 32));
+}
+
+/** The successor pair, encrypted (AES-256-GCM) with a key only the old refresh token's holder can derive. */
+export function sealSuccessor(oldRefreshToken: string, pair: TokenPair): Buffer {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', successorKey(oldRefreshToken), iv);
+  const body = Buffer.concat([cipher.update(JSON.stringify(pair)), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), body]);
+}
+
+export function openSuccessor(oldRefreshToken: string, sealed: Buffer): TokenPair | null {
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', successorKey(oldRefreshToken), sealed.subarray(0, 12));
+    decipher.setAuthTag(sealed.subarray(12, 28));
+    return JSON.parse(Buffer.concat([decipher.update(sealed.subarray(28)), decipher.final()]).toString('utf8')) as TokenPair;
+  } catch {
+    return null;
+  }
 }

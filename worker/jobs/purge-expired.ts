@@ -41,5 +41,11 @@ export const purgeExpired: JobDefinition = {
     await pool.query(`DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours'`);
     await pool.query(`DELETE FROM rate_limit_windows WHERE base_second < extract(epoch FROM now())::bigint - 180`);
     await purgeOrphanBlobs(pool);
+    // OAuth: expired sign-in sessions, and registered clients unused for 30 days with no live grant.
+    await pool.query('DELETE FROM oauth_sessions WHERE expires_at < now()');
+    await pool.query(
+      `DELETE FROM oauth_clients c WHERE c.last_used_at < now() - interval '30 days'
+         AND NOT EXISTS (SELECT 1 FROM oauth_grants g WHERE g.client_id = c.id AND g.revoked_at IS NULL)`,
+    );
   },
 };
