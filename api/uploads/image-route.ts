@@ -91,8 +91,6 @@ export type ImageSlot<Target extends { ownerId: string }> = {
   answer: (db: Queryable, companyId: string, target: Target, uploadedUrl: string | null, deps: Pick<Deps, 'config'>) => Promise<unknown>;
   /** Narrower formats than the catalog's (JPEG, PNG, WebP, AVIF, GIF); `svg`: SVG accepted and rasterized to PNG. */
   accept?: { types: readonly string[]; svg?: boolean; description: string };
-  /** Whether the slot has a DELETE route too (default true). */
-  removable?: boolean;
 };
 
 /** "`logo`, `file` o `image`" */
@@ -114,7 +112,7 @@ export function imageSlotRoutes<Target extends { ownerId: string }>(slot: ImageS
   // A strict ObjectId among the path parameters (a variant) can also be refused as malformed.
   const invalidId: ErrorCode[] = Object.values(slot.params).includes('id') ? ['invalid_id'] : [];
   const common = { path: slot.path, params: slot.params, scope: slot.scope, tag: slot.tag, response: slot.response, status: 200 };
-  const routes: RouteDef[] = [
+  return [
     defineRoute({
       ...common,
       method: 'POST',
@@ -130,9 +128,6 @@ export function imageSlotRoutes<Target extends { ownerId: string }>(slot: ImageS
         return { data: await slot.answer(db, companyId, target, url, ctx.deps) };
       },
     }),
-  ];
-  if (slot.removable !== false) {
-    routes.push(
     defineRoute({
       ...common,
       method: 'DELETE',
@@ -144,7 +139,5 @@ export function imageSlotRoutes<Target extends { ownerId: string }>(slot: ImageS
         return { data: await slot.answer(db, companyId, target, null, ctx.deps) };
       },
     }),
-    );
-  }
-  return routes;
+  ];
 }
