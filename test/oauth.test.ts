@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import * as oauth from 'oauth4webapi';
 import { setPassword } from '../api/admin/users.ts';
 import { seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { json } from './helpers/cli.ts';
@@ -228,5 +229,26 @@ describe('OAuth 2.1 authorization server', () => {
     const company = await client.callTool({ name: 'get_company', arguments: {} });
     assert.equal((company.structuredContent as any).company.id, tenant.companyId);
     await client.close();
+  });
+
+  test('a standard client library (oauth4webapi) completes discovery, registration, the code grant with PKCE and a refresh', async () => {
+    const insecure = { [oauth.allowInsecureRequests]: true }; // the test server is plain http on loopback
+    const issuer = new URL(app.config.siteUrl);
+    const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }));
+    const redirect = 'http://127.0.0.1:43212/callback';
+    const registered = await oauth.processDynamicClientRegistrationResponse(
+      await oauth.dynamicClientRegistrationRequest(as, { redirect_uris: [redirect], client_name: 'oauth4webapi', token_endpoint_auth_method: 'none' }, insecure),
+    );
+    const client: oauth.Client = { client_id: registered.client_id, token_endpoint_auth_method: 'none' };
+    const verifier = oauth.generateRandomCodeVerifier();
+    const challenge = await oauth.calculatePKCECodeChallenge(verifier);
+    const location = await authorize(client.client_id, challenge, { redirect });
+    const params = oauth.validateAuthResponse(as, client, location, 'xyz');
+    const tokens = await oauth.processAuthorizationCodeResponse(as, client, await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirect, verifier, insecure));
+    assert.match(tokens.access_token, /^service_oat_/);
+    assert.equal((await mcp(tokens.access_token)).status, 200);
+    const refreshed = await oauth.processRefreshTokenResponse(as, client, await oauth.refreshTokenGrantRequest(as, client, oauth.None(), tokens.refresh_token!, insecure));
+    assert.notEqual(refreshed.refresh_token, tokens.refresh_token);
+    assert.equal((await mcp(refreshed.access_token)).status, 200);
   });
 });
