@@ -111,6 +111,7 @@ describe('OAuth 2.1 authorization server', () => {
     const tokens = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:50001/callback', client_id: client.client_id });
     assert.equal(tokens.status, 200, JSON.stringify(tokens.body));
     assert.equal(tokens.headers.get('cache-control'), 'no-store');
+    assert.equal(tokens.headers.get('pragma'), 'no-cache');
     assert.match(tokens.body.access_token, /^service_oat_/);
     assert.match(tokens.body.refresh_token, /^service_ort_/);
     assert.equal(tokens.body.expires_in, 3600);

@@ -44,6 +44,7 @@ function issuer(ctx: ApiContext): string {
 function oauthError(ctx: ApiContext, status: number, error: string, description: string): void {
   ctx.status = status;
   ctx.set('Cache-Control', 'no-store');
+  ctx.set('Pragma', 'no-cache');
   ctx.body = { error, error_description: description };
 }
 
@@ -255,7 +256,9 @@ export function oauthRouter(): ApiRouter {
 
   router.post('/oauth/token', form, async (ctx) => {
     cors(ctx);
+    // RFC 6749 §5.1: token responses are never cached.
     ctx.set('Cache-Control', 'no-store');
+    ctx.set('Pragma', 'no-cache');
     const body = (ctx.request.body ?? {}) as Record<string, string>;
     const pool = ctx.deps.pool;
     if (body.grant_type === 'authorization_code') {
