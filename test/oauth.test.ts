@@ -108,6 +108,8 @@ describe('OAuth 2.1 authorization server', () => {
     const code = location.searchParams.get('code')!;
     const wrong = await token({ grant_type: 'authorization_code', code, code_verifier: pkce().verifier, redirect_uri: 'http://127.0.0.1:50001/callback', client_id: client.client_id });
     assert.equal(wrong.body.error, 'invalid_grant', 'a wrong verifier fails');
+    const target = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:50001/callback', resource: 'https://other.example/mcp' });
+    assert.equal(target.body.error, 'invalid_target');
     const tokens = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:50001/callback', client_id: client.client_id });
     assert.equal(tokens.status, 200, JSON.stringify(tokens.body));
     assert.equal(tokens.headers.get('cache-control'), 'no-store');
@@ -182,6 +184,8 @@ describe('OAuth 2.1 authorization server', () => {
     const grant = grants.find((g: any) => g.client_id === client.client_id);
     assert.equal(grant.client_name, 'Cliente de prueba');
     assert.deepEqual(grant.scopes, ['read-customers']);
+    const perCompany = await json(app, ['oauth', 'grants', '--company', tenant.companyId]);
+    assert.ok(perCompany.some((g: any) => g.id === grant.id), 'operators see the connections of a company');
     await json(app, ['oauth', 'revoke', grant.id]);
     assert.equal((await mcp(tokens.body.access_token)).status, 401);
   });
@@ -251,5 +255,30 @@ describe('OAuth 2.1 authorization server', () => {
     const refreshed = await oauth.processRefreshTokenResponse(as, client, await oauth.refreshTokenGrantRequest(as, client, oauth.None(), tokens.refresh_token!, insecure));
     assert.notEqual(refreshed.refresh_token, tokens.refresh_token);
     assert.equal((await mcp(refreshed.access_token)).status, 200);
+  });
+
+  test('an expired access token is refused; the consent page shows a company without MCP as unavailable', async () => {
+    const client = (await register()).body;
+    const { verifier, challenge } = pkce();
+    const code = (await authorize(client.client_id, challenge)).searchParams.get('code')!;
+    const tokens = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:43210/callback' });
+    assert.equal((await mcp(tokens.body.access_token)).status, 200);
+    await app.pool.query(`UPDATE oauth_tokens SET expires_at = now() - interval '1 second' WHERE kind = 'access'`);
+    assert.equal((await mcp(tokens.body.access_token)).status, 401, 'an access token lives one hour');
+    const refreshed = await token({ grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token });
+    assert.equal((await mcp(refreshed.body.access_token)).status, 200, 'the refresh token gets a new one');
+
+    const free = await seedTenant(app.pool, { plan: 'free' });
+    await app.pool.query('INSERT INTO memberships (company_id, user_id) VALUES ($1, $2)', [free.companyId, tenant.ownerId]);
+    const params = new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: 'http://127.0.0.1:43210/callback', code_challenge: challenge, code_challenge_method: 'S256', state: 's' });
+    const first = await fetch(`${app.url}/authorize?${params}`);
+    const html = await first.text();
+    const signIn = await fetch(`${app.url}/authorize`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookieOf(first) },
+      body: new URLSearchParams({ ...Object.fromEntries(params), step: 'sign-in', csrf: hiddenCsrf(html), email, password: PASSWORD }),
+    });
+    const consent = await signIn.text();
+    assert.match(consent, new RegExp(`value="${free.companyId}" disabled> [^<]*\\(su plan no incluye MCP\\)`));
   });
 });

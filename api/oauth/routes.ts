@@ -261,6 +261,8 @@ export function oauthRouter(): ApiRouter {
     ctx.set('Pragma', 'no-cache');
     const body = (ctx.request.body ?? {}) as Record<string, string>;
     const pool = ctx.deps.pool;
+    // RFC 8707: the only resource this server issues tokens for is its MCP endpoint.
+    if (body.resource && body.resource.replace(/\/$/, '') !== `${issuer(ctx)}${MCP_PATH}`) return oauthError(ctx, 400, 'invalid_target', 'resource no es el servidor MCP');
     if (body.grant_type === 'authorization_code') {
       if (!body.code || !body.code_verifier || !/^[A-Za-z0-9._~-]{43,128}$/.test(body.code_verifier)) return oauthError(ctx, 400, 'invalid_grant', 'code y code_verifier (43 a 128 caracteres) son obligatorios');
       const result = await transaction(pool, async (db) => {

@@ -6,11 +6,12 @@ export function registerOauthCommands(program: Command): void {
   const oauth = program.command('oauth').description('OAuth connections of MCP clients');
   oauth
     .command('grants')
-    .description("a person's OAuth connections (MCP clients)")
-    .requiredOption('--user <id>', 'user id')
+    .description("OAuth connections (MCP clients) of a person (--user) or of a company (--company)")
+    .option('--user <id>', 'user id')
+    .option('--company <id>', 'company id')
     .action(
       action(
-        async ({ api, opts }) => api.oauth.grants.query({ userId: opts.user }),
+        async ({ api, opts }) => api.oauth.grants.query({ userId: opts.user, companyId: opts.company }),
         (grants) => grants.map((g: any) => `${g.id}  ${g.client_name ?? g.client_id}  ${g.company_id}  ${g.scopes.join(' ')}${g.revoked_at ? '  (revoked)' : ''}`).join('\n') || '(none)',
       ),
     );

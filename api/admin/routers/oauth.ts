@@ -4,11 +4,13 @@ import { ApiError } from '../../errors.ts';
 import { adminId as id, adminProcedure, router } from '../trpc.ts';
 
 export const oauthRouter = router({
-  grants: adminProcedure.input(z.object({ userId: id })).query(async ({ ctx, input }) => {
+  // A person's connections (--user), or a company's (--company) for operators.
+  grants: adminProcedure.input(z.object({ userId: id.optional(), companyId: id.optional() }).refine((v) => !!v.userId !== !!v.companyId, 'give --user or --company')).query(async ({ ctx, input }) => {
     const { rows } = await ctx.deps.pool.query(
-      `SELECT g.id, g.client_id, c.client_name, g.company_id, g.scopes, g.created_at, g.revoked_at
-         FROM oauth_grants g JOIN oauth_clients c ON c.id = g.client_id WHERE g.user_id = $1 ORDER BY g.created_at DESC`,
-      [input.userId],
+      `SELECT g.id, g.client_id, c.client_name, g.user_id, g.company_id, g.scopes, g.created_at, g.revoked_at
+         FROM oauth_grants g JOIN oauth_clients c ON c.id = g.client_id
+        WHERE ($1::text IS NULL OR g.user_id = $1) AND ($2::text IS NULL OR g.company_id = $2) ORDER BY g.created_at DESC`,
+      [input.userId ?? null, input.companyId ?? null],
     );
     return rows.map((r) => ({ ...r, created_at: r.created_at.toISOString(), revoked_at: r.revoked_at?.toISOString() ?? null }));
   }),
