@@ -80,6 +80,8 @@ export type JsonRoute<Q = any, D = any> = RouteBase<Q> & {
   body?: z.ZodType<D>;
   /** A valid `data` payload: shown in the OpenAPI document, and used by the cross-tenant test to create records. */
   example?: Record<string, unknown>;
+  /** Every field of `body` is optional, so no body at all reads as `{data: {}}` (actions such as cancel). */
+  bodyOptional?: boolean;
   multipart?: undefined;
   upload?: undefined;
   handler: (ctx: ApiContext, input: JsonInput<Q, D>) => Promise<unknown>;
@@ -271,6 +273,12 @@ function validateParams(kinds: Record<string, ParamKind>): ApiRouteMiddleware {
   };
 }
 
+/** The request body, or `{data: {}}` for a route whose body is optional and absent. */
+function bodyOf(route: JsonRoute, body: unknown): unknown {
+  const empty = body === undefined || body === null || (typeof body === 'object' && Object.keys(body).length === 0);
+  return route.bodyOptional && empty ? { data: {} } : body;
+}
+
 function handle(route: RouteDef): ApiRouteMiddleware {
   return async function handler(ctx, next) {
     const base = {
@@ -287,7 +295,7 @@ function handle(route: RouteDef): ApiRouteMiddleware {
     }
     const body = route.multipart
       ? await route.handler(ctx, { ...base, file: ctx.state.upload })
-      : await route.handler(ctx, { ...base, data: route.body ? parseData(route.body, ctx.request.body) : undefined });
+      : await route.handler(ctx, { ...base, data: route.body ? parseData(route.body, bodyOf(route, ctx.request.body)) : undefined });
     ctx.status = route.status;
     if (body !== undefined) ctx.body = body;
     await next();

@@ -18,6 +18,7 @@ export type FormPostActionsJob = { submissionId: string; companyId: string };
 export type ThumbnailJob = { media_id: string };
 export type WebhookDeliveryJob = { delivery_id: string; attempt: number };
 export type HousekeepingJob = Record<string, never>;
+export type BookingEmailJob = { booking_id: string; kind: 'confirmed' | 'rescheduled' | 'cancelled' };
 
 // Transient failures (SMTP down, a lost connection) retry with exponential
 // backoff: about 15 s, 30 s, 1 min … capped at 1 h, 8 retries in all. The
@@ -56,6 +57,19 @@ export const WEBHOOK_DELIVERY = queue<WebhookDeliveryJob>('webhook-delivery', {
   deleteAfterSeconds: 24 * 3600,
 });
 
+/**
+ * Emails of a booking (worker/jobs/booking-emails.ts): the booker's
+ * confirmation, reschedule or cancellation with its .ics, and the host's
+ * notice. Enqueued in the booking's transaction; SMTP outages retry with
+ * backoff (about 15 s, 30 s, 1 min … capped at 1 h, 8 retries).
+ */
+export const BOOKING_EMAILS = queue<BookingEmailJob>('booking-emails', {
+  retryLimit: 8,
+  retryDelay: 15,
+  retryBackoff: true,
+  retryDelayMax: 3600,
+});
+
 /** Hourly housekeeping (worker/jobs/purge-expired.ts). */
 export const PURGE_EXPIRED = queue<HousekeepingJob>('purge-expired', { retryLimit: 3, retryDelay: 60, retryBackoff: true });
 
@@ -63,4 +77,4 @@ export const PURGE_EXPIRED = queue<HousekeepingJob>('purge-expired', { retryLimi
 export const PURGE_WEBHOOK_HISTORY = queue<HousekeepingJob>('purge-webhook-history', { retryLimit: 3, retryDelay: 60, retryBackoff: true });
 
 /** Every queue, created by both processes at start (pg-boss keeps one definition per name). */
-export const ALL_QUEUES: readonly Queue[] = [FORM_POST_ACTIONS, THUMBNAIL, WEBHOOK_DELIVERY, PURGE_EXPIRED, PURGE_WEBHOOK_HISTORY];
+export const ALL_QUEUES: readonly Queue[] = [BOOKING_EMAILS, FORM_POST_ACTIONS, THUMBNAIL, WEBHOOK_DELIVERY, PURGE_EXPIRED, PURGE_WEBHOOK_HISTORY];

@@ -1,6 +1,8 @@
 // The one place that reads the environment (12-factor). Every variable is
 // documented here with its default; a bad value stops start-up with a clear
 // message instead of surfacing later as a confusing runtime error.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 export type Config = {
@@ -47,6 +49,14 @@ export type Config = {
    * among its pools by lib/connection-budget.ts.
    */
   pgMaxConnections: number;
+  /**
+   * Key of the bookers' manage links (BOOKING_TOKEN_KEY, at least 32
+   * characters; required in production). A manage token is an HMAC of the
+   * booking id under it, so the database holds only digests and a leaked
+   * database alone opens no booking. Unset outside production: a key
+   * generated once into DATA_DIR/booking-token-key.
+   */
+  bookingTokenKey: string;
   /** The platform's name for this process (Heroku's DYNO, e.g. web.1): part of every connection's application_name. */
   dyno: string | undefined;
 };
@@ -81,6 +91,22 @@ function url(name: string, value: string): string {
   }
 }
 
+/** A development secret kept under DATA_DIR: read, or created once (two processes racing both end with the file's value). */
+function developmentSecret(dataDir: string, name: string): string {
+  const file = path.join(dataDir, name);
+  try {
+    return readFileSync(file, 'utf8').trim();
+  } catch {
+    mkdirSync(dataDir, { recursive: true });
+    try {
+      writeFileSync(file, randomBytes(32).toString('base64url'), { flag: 'wx', mode: 0o600 });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    return readFileSync(file, 'utf8').trim();
+  }
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const nodeEnv = env.NODE_ENV ?? 'development';
   if (nodeEnv !== 'development' && nodeEnv !== 'production' && nodeEnv !== 'test') {
@@ -105,6 +131,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const pgMaxConnections = env.PG_MAX_CONNECTIONS
     ? int('PG_MAX_CONNECTIONS', env.PG_MAX_CONNECTIONS, DEFAULT_PG_MAX_CONNECTIONS, 1)
     : int('PG_POOL_MAX', env.PG_POOL_MAX, DEFAULT_PG_MAX_CONNECTIONS, 1);
+  if (isProduction && !env.BOOKING_TOKEN_KEY) fail('BOOKING_TOKEN_KEY es obligatoria en producción (firma las ligas de gestión de reservas)');
+  if (env.BOOKING_TOKEN_KEY && env.BOOKING_TOKEN_KEY.length < 32) fail('BOOKING_TOKEN_KEY debe tener al menos 32 caracteres');
+  const dataDir = path.resolve(env.DATA_DIR || './.data');
   const logLevel = env.LOG_LEVEL ?? 'info';
   if (logLevel !== 'info' && logLevel !== 'silent') fail('LOG_LEVEL debe ser info o silent');
   return {
@@ -112,7 +141,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     isProduction,
     port,
     databaseUrl: env.DATABASE_URL || undefined,
-    dataDir: path.resolve(env.DATA_DIR || './.data'),
+    dataDir,
     siteUrl,
     baseUrl: `${siteUrl}/api/v1`,
     bookingUrl: url('BOOKING_URL', env.BOOKING_URL || `${siteUrl}/book`),
@@ -127,5 +156,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ssrfGuard: !allowPrivateTargets,
     pgMaxConnections,
     dyno: env.DYNO || undefined,
+    bookingTokenKey: env.BOOKING_TOKEN_KEY || developmentSecret(dataDir, 'booking-token-key'),
   };
 }

@@ -70,7 +70,7 @@ describe('release phase and worker against DATABASE_URL', () => {
     const app = await startTestApp();
     try {
       const { stdout } = await run(process.execPath, ['db/migrate-cli.ts'], {
-        env: { ...process.env, DATABASE_URL: app.databaseUrl, NODE_ENV: 'production', ADMIN_TOKEN: 'x'.repeat(20) },
+        env: { ...process.env, DATABASE_URL: app.databaseUrl, NODE_ENV: 'production', ADMIN_TOKEN: 'x'.repeat(20), BOOKING_TOKEN_KEY: 'k'.repeat(32) },
       });
       assert.match(stdout, /up to date/);
     } finally {

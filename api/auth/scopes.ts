@@ -9,6 +9,8 @@ export const SCOPE_RESOURCES = [
   'leads',
   'automations',
   'calendar_events',
+  'booking_links',
+  'bookings',
   'forms',
   'form_submissions',
   'company',

@@ -142,7 +142,7 @@ function operation(route: RouteDef, book: SchemaBook, responseNames: Map<z.ZodTy
         }
       : route.body
       ? {
-          required: true,
+          required: !(!route.upload && route.bodyOptional),
           content: {
             'application/json': {
               schema: { type: 'object', required: ['data'], properties: { data: book.inline(route.body, 'input') } },

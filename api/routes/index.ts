@@ -1,6 +1,8 @@
 // Every REST route of /api/v1, in one table. A new resource adds its routes here.
 import type { RouteDef } from '../route.ts';
 import { automationRoutes } from './automations.ts';
+import { bookingLinkRoutes } from './booking-links.ts';
+import { bookingRoutes } from './bookings.ts';
 import { calendarEventRoutes } from './calendar-events.ts';
 import { companyRoutes } from './company.ts';
 import { userRoutes } from './users.ts';
@@ -25,6 +27,8 @@ export const apiRoutes: RouteDef[] = [
   ...productCategoryImageRoutes,
   ...formRoutes,
   ...calendarEventRoutes,
+  ...bookingLinkRoutes,
+  ...bookingRoutes,
   ...companyRoutes,
   ...userRoutes,
   ...webhookEndpointRoutes,

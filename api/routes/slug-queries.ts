@@ -6,7 +6,7 @@ import { slugify } from '../../lib/slug.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 
 /** Tables with a `slug` unique per company; identifiers from code only. A new id-or-slug resource adds its table here. */
-export type SlugTable = 'products' | 'brands' | 'product_categories';
+export type SlugTable = 'products' | 'brands' | 'product_categories' | 'booking_links';
 
 /**
  * A slug free in the company: the explicit one must be free (else 422); one

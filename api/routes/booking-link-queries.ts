@@ -1,0 +1,166 @@
+// SQL of booking links: every function takes the pool or a transaction
+// client first and is scoped by company (the public page's lookup by host
+// and slug is the one exception, and answers only what the page shows).
+import type { Queryable } from '../../db/pool.ts';
+import { iso, type Timestamp } from '../../db/timestamps.ts';
+import type { BookingWindow, DateOverride, SlotRules, WeeklyHours } from '../../lib/booking-slots.ts';
+import { objectId } from '../../lib/objectid.ts';
+import { validationFailed } from '../errors.ts';
+import { listPage, type PaginationQuery, type TotalsCache } from '../pagination.ts';
+import type { BookingLinkCreate, BookingLinkUpdate, LOCATION_TYPES, QUESTION_TYPES } from './booking-link-schemas.ts';
+import { DEFAULT_WEEKLY_HOURS } from './booking-link-schemas.ts';
+import { uniqueViolation } from './slug-queries.ts';
+
+export type Question = { key: string; label: string; type: (typeof QUESTION_TYPES)[number]; required?: boolean; options?: string[] };
+export type BookingLocation = { type: (typeof LOCATION_TYPES)[number]; value?: string | null };
+
+export type BookingLinkRow = {
+  id: string;
+  company_id: string;
+  user_id: string;
+  slug: string;
+  title: string;
+  description: string | null;
+  active: boolean;
+  duration_minutes: number;
+  slot_interval_minutes: number | null;
+  buffer_before_minutes: number;
+  buffer_after_minutes: number;
+  minimum_notice_minutes: number;
+  booking_window: BookingWindow;
+  timezone: string;
+  weekly_hours: WeeklyHours;
+  date_overrides: DateOverride[];
+  location: BookingLocation | null;
+  max_bookings_per_day: number | null;
+  questions: Question[];
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  /** Joined: the host's booking slug, for `public_url`. */
+  host_booking_slug: string | null;
+};
+
+export function publicUrl(bookingUrl: string, hostSlug: string | null, linkSlug: string): string | null {
+  return hostSlug ? `${bookingUrl}/${hostSlug}/${linkSlug}` : null;
+}
+
+export function serializeBookingLink(row: BookingLinkRow, bookingUrl: string) {
+  return {
+    id: row.id,
+    user_id: row.user_id,
+    slug: row.slug,
+    title: row.title,
+    description: row.description,
+    active: row.active,
+    duration_minutes: row.duration_minutes,
+    slot_interval_minutes: row.slot_interval_minutes,
+    buffer_before_minutes: row.buffer_before_minutes,
+    buffer_after_minutes: row.buffer_after_minutes,
+    minimum_notice_minutes: row.minimum_notice_minutes,
+    booking_window: row.booking_window,
+    timezone: row.timezone,
+    weekly_hours: row.weekly_hours,
+    date_overrides: row.date_overrides,
+    location: row.location ? { type: row.location.type, value: row.location.value ?? null } : null,
+    max_bookings_per_day: row.max_bookings_per_day,
+    questions: row.questions.map((q) => ({ key: q.key, label: q.label, type: q.type, required: q.required ?? false, options: q.options ?? null })),
+    public_url: publicUrl(bookingUrl, row.host_booking_slug, row.slug),
+    created_at: iso(row.created_at)!,
+    updated_at: iso(row.updated_at)!,
+  };
+}
+
+/** The rules the slot function reads. */
+export function slotRulesOf(row: BookingLinkRow): SlotRules {
+  return {
+    timezone: row.timezone,
+    duration_minutes: row.duration_minutes,
+    slot_interval_minutes: row.slot_interval_minutes,
+    buffer_before_minutes: row.buffer_before_minutes,
+    buffer_after_minutes: row.buffer_after_minutes,
+    minimum_notice_minutes: row.minimum_notice_minutes,
+    booking_window: row.booking_window,
+    weekly_hours: row.weekly_hours,
+    date_overrides: row.date_overrides,
+    max_bookings_per_day: row.max_bookings_per_day,
+  };
+}
+
+const SELECT = `SELECT l.*, u.booking_slug AS host_booking_slug FROM booking_links l JOIN users u ON u.id = l.user_id`;
+const JSON_COLUMNS = new Set(['booking_window', 'weekly_hours', 'date_overrides', 'location', 'questions']);
+
+function values(data: Partial<BookingLinkCreate>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(data)) {
+    if (value === undefined) continue;
+    out[name] = JSON_COLUMNS.has(name) && value !== null ? JSON.stringify(value) : value;
+  }
+  return out;
+}
+
+export async function insertBookingLink(db: Queryable, companyId: string, data: BookingLinkCreate): Promise<string> {
+  const cols = values({ weekly_hours: DEFAULT_WEEKLY_HOURS, ...data });
+  const names = ['id', 'company_id', ...Object.keys(cols)];
+  const id = objectId();
+  await db
+    .query(`INSERT INTO booking_links (${names.join(', ')}) VALUES (${names.map((_, i) => `$${i + 1}`).join(', ')})`, [id, companyId, ...Object.values(cols)])
+    .catch(slugTaken);
+  return id;
+}
+
+export async function updateBookingLink(db: Queryable, companyId: string, id: string, data: BookingLinkUpdate): Promise<void> {
+  const cols = values(data);
+  const sets = Object.keys(cols).map((name, i) => `${name} = $${i + 3}`);
+  sets.push('updated_at = now()');
+  await db.query(`UPDATE booking_links SET ${sets.join(', ')} WHERE company_id = $1 AND id = $2`, [companyId, id, ...Object.values(cols)]).catch(slugTaken);
+}
+
+/** The UNIQUE indexes name the rule that was broken: in the company, or among the host's links (public URLs). */
+function slugTaken(error: unknown): never {
+  if ((error as { constraint?: string }).constraint === 'booking_links_host_slug_key') {
+    throw validationFailed({ slug: ['el anfitrión ya tiene un enlace con ese slug (su URL pública sería la misma)'] });
+  }
+  return uniqueViolation(error);
+}
+
+export async function deleteBookingLink(db: Queryable, companyId: string, id: string): Promise<boolean> {
+  const { rowCount } = await db.query('DELETE FROM booking_links WHERE company_id = $1 AND id = $2', [companyId, id]);
+  return (rowCount ?? 0) > 0;
+}
+
+export async function findBookingLink(db: Queryable, companyId: string, id: string, lock = false): Promise<BookingLinkRow | null> {
+  const { rows } = await db.query<BookingLinkRow>(`${SELECT} WHERE l.company_id = $1 AND l.id = $2${lock ? ' FOR UPDATE OF l' : ''}`, [companyId, id]);
+  return rows[0] ?? null;
+}
+
+/** The link behind a public URL: the host's booking slug and the link's slug. */
+export async function findPublicBookingLink(db: Queryable, hostSlug: string, linkSlug: string): Promise<BookingLinkRow | null> {
+  const { rows } = await db.query<BookingLinkRow>(
+    `${SELECT} JOIN memberships m ON m.company_id = l.company_id AND m.user_id = l.user_id
+      WHERE u.booking_slug = $1 AND u.deleted_at IS NULL AND l.slug = $2`,
+    [hostSlug, linkSlug],
+  );
+  return rows[0] ?? null;
+}
+
+export type BookingLinkFilters = { user_id?: string; active?: boolean };
+
+export function listBookingLinks(db: Queryable, totals: TotalsCache, companyId: string, bookingUrl: string, filters: BookingLinkFilters, page: PaginationQuery) {
+  return listPage<BookingLinkRow>(
+    db,
+    totals,
+    {
+      table: 'booking_links',
+      columns: `*, (SELECT booking_slug FROM users u WHERE u.id = booking_links.user_id) AS host_booking_slug`,
+      companyId,
+      where: (p) => {
+        const conditions: string[] = [];
+        if (filters.user_id) conditions.push(`user_id = ${p.add(filters.user_id)}`);
+        if (filters.active !== undefined) conditions.push(`active = ${p.add(filters.active)}`);
+        return conditions;
+      },
+      serialize: (row) => serializeBookingLink(row, bookingUrl),
+    },
+    page,
+  );
+}

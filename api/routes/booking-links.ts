@@ -1,0 +1,191 @@
+// Booking links at /booking-links (scopes `*-booking_links`; detail by id or
+// slug) and their free slots at /booking-links/:id/slots. The host
+// (`user_id`) is a member of the company and never changes.
+import { transaction } from '../../db/pool.ts';
+import { freeSlots, groupByLocalDate, startOfLocalDate } from '../../lib/booking-slots.ts';
+import { ApiError, validationFailed } from '../errors.ts';
+import { defineRoute, type RouteDef } from '../route.ts';
+import {
+  deleteBookingLink,
+  findBookingLink,
+  insertBookingLink,
+  listBookingLinks,
+  serializeBookingLink,
+  slotRulesOf,
+  updateBookingLink,
+  type BookingLinkRow,
+} from './booking-link-queries.ts';
+import {
+  bookingLinkCreate,
+  bookingLinkExample,
+  bookingLinkListQuery,
+  bookingLinkSchema,
+  bookingLinkUpdate,
+  MAX_SLOT_WINDOW_DAYS,
+  slotListSchema,
+  slotQuery,
+  type SlotQuery,
+} from './booking-link-schemas.ts';
+import { slotContext } from './booking-queries.ts';
+import { isMember } from './calendar-event-queries.ts';
+import { resolveIdOrSlug } from './slug-queries.ts';
+import type { Queryable } from '../../db/pool.ts';
+
+const TAG = 'Booking links';
+const DAY = 86_400_000;
+
+const RULES =
+  'La disponibilidad se escribe en la zona del enlace (`timezone`): `weekly_hours` por día ISO (1 = lunes … 7 = domingo) y ' +
+  '`date_overrides` para días con su propio horario (lista vacía = día libre). Los días con cambio de horario se calculan ' +
+  'con la base de zonas IANA: una hora que no existe ese día se lee como la primera que sí existe. Un horario está libre ' +
+  'si empieza después de `minimum_notice_minutes`, cae en `booking_window`, su día no llegó a `max_bookings_per_day` y ' +
+  'su tiempo ampliado por los márgenes (`buffer_before_minutes`, `buffer_after_minutes`) no se cruza con otra reserva ' +
+  'confirmada del anfitrión ni, si el anfitrión activó `settings_preferences.block_overlapping_bookings`, con sus eventos del calendario.';
+
+async function loadLink(db: Queryable, companyId: string, value: string): Promise<BookingLinkRow> {
+  const id = await resolveIdOrSlug(db, 'booking_links', companyId, value);
+  return (await findBookingLink(db, companyId, id))!;
+}
+
+/** The instants a slot query covers: dates are whole local days of the visitor's zone (`to` inclusive), instants are taken as given (`to` exclusive). */
+export function slotWindow(query: SlotQuery, zone: string, now = Date.now()): { from: number; to: number } {
+  const isDate = (v: string) => /^\d{4}-\d{2}-\d{2}$/.test(v);
+  const from = query.from === undefined ? now : isDate(query.from) ? startOfLocalDate(query.from, zone) : Date.parse(query.from);
+  let to: number;
+  if (query.to === undefined) to = from + 30 * DAY;
+  else if (isDate(query.to)) {
+    const next = new Date(`${query.to}T00:00:00Z`);
+    next.setUTCDate(next.getUTCDate() + 1);
+    to = startOfLocalDate(next.toISOString().slice(0, 10), zone);
+  } else to = Date.parse(query.to);
+  if (!(to > from)) throw validationFailed({ to: ['debe ser posterior a from'] });
+  // A day of slack for the DST hour of a 62-local-day window.
+  if (to - from > MAX_SLOT_WINDOW_DAYS * DAY + 2 * 3_600_000) throw validationFailed({ to: [`la ventana es de ${MAX_SLOT_WINDOW_DAYS} días como máximo`] });
+  return { from, to };
+}
+
+/** The free slots of a link in a window, grouped by the visitor's local date. */
+export async function slotList(db: Queryable, link: BookingLinkRow, query: SlotQuery) {
+  const zone = query.timezone ?? link.timezone;
+  const { from, to } = slotWindow(query, zone);
+  const slots = link.active ? freeSlots(slotRulesOf(link), await slotContext(db, link, from, to), from, to) : [];
+  return {
+    booking_link_id: link.id,
+    timezone: zone,
+    duration_minutes: link.duration_minutes,
+    from: new Date(from).toISOString(),
+    to: new Date(to).toISOString(),
+    days: groupByLocalDate(slots, zone).map((day) => ({
+      date: day.date,
+      slots: day.slots.map((s) => ({ starts_at: new Date(s.start).toISOString(), ends_at: new Date(s.end).toISOString() })),
+    })),
+  };
+}
+
+const idOrSlug = { id: 'id_or_slug' } as const;
+
+export const bookingLinkRoutes: RouteDef[] = [
+  defineRoute({
+    method: 'GET',
+    path: '/booking-links',
+    scope: 'read-booking_links',
+    tag: TAG,
+    summary: 'Lista enlaces de reserva',
+    query: bookingLinkListQuery,
+    response: bookingLinkSchema,
+    list: true,
+    cache: 'booking_links',
+    status: 200,
+    errors: ['invalid_id', 'invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
+    handler: async (ctx, { query, companyId, db }) => {
+      const { user_id, active, ...page } = query;
+      return listBookingLinks(db, ctx.deps.totals, companyId, ctx.deps.config.bookingUrl, { user_id, active }, page);
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/booking-links',
+    scope: 'create-booking_links',
+    tag: TAG,
+    summary: 'Crea un enlace de reserva',
+    description: `\`user_id\` (anfitrión) debe ser miembro de la empresa (422 invalid_user). ${RULES}`,
+    body: bookingLinkCreate,
+    example: bookingLinkExample,
+    response: bookingLinkSchema,
+    status: 201,
+    errors: ['invalid_user', 'validation_failed', 'parameter_missing', 'idempotency_key_reused'],
+    handler: async (ctx, { data, companyId, db }) => {
+      if (!(await isMember(db, companyId, data.user_id))) throw new ApiError('invalid_user', 'user_id no es miembro de la empresa.');
+      const id = await transaction(db, (client) => insertBookingLink(client, companyId, data));
+      return { data: serializeBookingLink((await findBookingLink(db, companyId, id))!, ctx.deps.config.bookingUrl) };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/booking-links/:id',
+    scope: 'read-booking_links',
+    tag: TAG,
+    summary: 'Obtiene un enlace de reserva (por id o slug)',
+    params: idOrSlug,
+    response: bookingLinkSchema,
+    status: 200,
+    errors: ['not_found'],
+    handler: async (ctx, { params, companyId, db }) => ({ data: serializeBookingLink(await loadLink(db, companyId, params.id), ctx.deps.config.bookingUrl) }),
+  }),
+  defineRoute({
+    method: 'PATCH',
+    path: '/booking-links/:id',
+    scope: 'update-booking_links',
+    tag: TAG,
+    summary: 'Actualiza un enlace de reserva',
+    description: `Los mismos campos que al crear salvo \`user_id\` (el anfitrión no cambia). Las reservas ya hechas no cambian. ${RULES}`,
+    params: idOrSlug,
+    body: bookingLinkUpdate,
+    example: { title: 'Asesoría de 45 minutos', duration_minutes: 45 },
+    response: bookingLinkSchema,
+    status: 200,
+    errors: ['not_found', 'validation_failed'],
+    handler: async (ctx, { params, data, companyId, db }) => {
+      const id = await transaction(db, async (client) => {
+        const id = await resolveIdOrSlug(client, 'booking_links', companyId, params.id, { lock: true });
+        await updateBookingLink(client, companyId, id, data);
+        return id;
+      });
+      return { data: serializeBookingLink((await findBookingLink(db, companyId, id))!, ctx.deps.config.bookingUrl) };
+    },
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: '/booking-links/:id',
+    scope: 'delete-booking_links',
+    tag: TAG,
+    summary: 'Elimina un enlace de reserva',
+    description: 'Sus reservas se conservan, con `booking_link_id: null`, y siguen en el calendario del anfitrión; para dejar de recibir reservas sin perder el enlace, `active: false`.',
+    params: idOrSlug,
+    status: 204,
+    errors: ['not_found'],
+    handler: async (_ctx, { params, companyId, db }) => {
+      const id = await resolveIdOrSlug(db, 'booking_links', companyId, params.id);
+      if (!(await deleteBookingLink(db, companyId, id))) throw new ApiError('not_found');
+      return undefined;
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/booking-links/:id/slots',
+    scope: 'read-booking_links',
+    tag: TAG,
+    summary: 'Horarios libres de un enlace',
+    description:
+      'Horarios libres que empiezan en la ventana [from, to), agrupados por día local del visitante (`timezone`; por defecto la del enlace); ' +
+      'cada horario con `starts_at` y `ends_at` en UTC. La ventana es de 62 días como máximo (422 validation_failed). ' +
+      'Son exactamente los horarios que POST /bookings acepta en ese momento (la misma función decide ambos). Un enlace inactivo no tiene horarios. ' +
+      RULES,
+    params: idOrSlug,
+    query: slotQuery,
+    response: slotListSchema,
+    status: 200,
+    errors: ['not_found', 'invalid_parameter', 'validation_failed'],
+    handler: async (_ctx, { params, query, companyId, db }) => ({ data: await slotList(db, await loadLink(db, companyId, params.id), query) }),
+  }),
+];

@@ -1,0 +1,79 @@
+// Bookings (contract: "fields not shown"; modelled on Cal.com bookings): the
+// create, cancel and reschedule payloads, the read and the list query.
+import { z } from 'zod';
+import { isObjectId } from '../../lib/objectid.ts';
+import { paginationQuery } from '../pagination.ts';
+import { LOCATION_TYPES } from './booking-link-schemas.ts';
+import { isTimeZone } from './calendar-event-schemas.ts';
+
+export const BOOKING_STATUSES = ['confirmed', 'cancelled'] as const;
+
+const text = (max: number) => z.string().trim().max(max);
+const objectIdString = z.string().refine(isObjectId, 'no es un ObjectId válido');
+const instant = z.iso.datetime({ offset: true }).describe('ISO 8601; debe ser el inicio de un horario libre (GET /booking-links/:id/slots)');
+
+export const booker = z.strictObject({
+  name: text(200).min(1),
+  email: z.email().max(254),
+  phone: text(40).nullable().optional(),
+  timezone: z.string().refine(isTimeZone, 'zona horaria IANA desconocida').nullable().optional().describe('Zona del reservante: las horas de sus correos se escriben en ella'),
+});
+
+/** Answers to the link's questions, by question key: text, or true/false for checkboxes. */
+export const answers = z.record(z.string().max(40), z.union([text(5000), z.boolean()])).describe('Respuestas a las preguntas del enlace, por clave');
+
+export const bookingCreate = z.strictObject({
+  booking_link_id: objectIdString,
+  starts_at: instant,
+  booker,
+  answers: answers.optional(),
+});
+export type BookingCreate = z.infer<typeof bookingCreate>;
+
+export const bookingCancel = z.strictObject({
+  reason: text(1000).nullable().optional(),
+});
+
+export const bookingReschedule = z.strictObject({
+  starts_at: instant,
+  reason: text(1000).nullable().optional(),
+});
+
+export const bookingSchema = z.object({
+  id: z.string(),
+  booking_link_id: z.string().nullable().describe('null si el enlace se eliminó'),
+  user_id: z.string().describe('Anfitrión'),
+  calendar_event_id: z.string().nullable().describe('El evento del anfitrión (source booking); null una vez cancelada'),
+  lead_id: z.string().nullable(),
+  status: z.enum(BOOKING_STATUSES),
+  title: z.string(),
+  starts_at: z.string(),
+  ends_at: z.string(),
+  booker: z.object({ name: z.string(), email: z.string(), phone: z.string().nullable(), timezone: z.string().nullable() }),
+  answers: z.record(z.string(), z.union([z.string(), z.boolean()])),
+  location: z.object({ type: z.enum(LOCATION_TYPES), value: z.string().nullable() }).nullable(),
+  meet_url: z.string().nullable().describe('Liga de Google Meet cuando el enlace la pide y el anfitrión tiene su calendario conectado'),
+  cancelled_at: z.string().nullable(),
+  cancellation_reason: z.string().nullable(),
+  cancelled_by: z.enum(['host', 'booker']).nullable().describe('host: por la API; booker: desde la liga de gestión'),
+  rescheduled_from_id: z.string().nullable(),
+  rescheduled_to_id: z.string().nullable(),
+  manage_url: z.string().optional().describe('Liga de gestión del reservante; solo en la respuesta que crea la reserva'),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+export const bookingExample = {
+  booking_link_id: '665f1c2a9b1e8a0012345678',
+  starts_at: '2026-12-01T16:00:00Z',
+  booker: { name: 'Luis Pérez', email: 'luis.perez@cliente.example', timezone: 'America/Monterrey' },
+  answers: { motivo: 'Cotización de un proyecto' },
+};
+
+export const bookingListQuery = paginationQuery.extend({
+  booking_link_id: objectIdString.optional(),
+  user_id: objectIdString.optional(),
+  status: z.enum(BOOKING_STATUSES).optional(),
+  from: z.iso.datetime({ offset: true }).optional().describe('Reservas que terminan después de este instante'),
+  to: z.iso.datetime({ offset: true }).optional().describe('Reservas que empiezan antes de este instante'),
+});

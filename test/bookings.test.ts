@@ -1,0 +1,387 @@
+// Booking links and bookings through the API: link rules and errors, the
+// slot list and the booking step agreeing, a booking's calendar event, lead
+// and emails (real SMTP server, real worker), 50 racers for one slot, cancel
+// and reschedule with their .ics, scopes and tenant isolation.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { startWorker, type Worker } from '../worker/worker.ts';
+import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { startSmtp } from './helpers/smtp.ts';
+import { waitFor } from './helpers/wait.ts';
+
+describe('booking links and bookings', () => {
+  let app: TestApp;
+  let tenant: Tenant;
+  let other: Tenant;
+  let api: ReturnType<typeof client>;
+  let smtp: Awaited<ReturnType<typeof startSmtp>>;
+  let worker: Worker;
+  let slugCounter = 0;
+
+  const link = (over: Record<string, unknown> = {}) => ({
+    user_id: tenant.ownerId,
+    slug: `asesoria-${++slugCounter}`,
+    title: 'Asesoría',
+    duration_minutes: 30,
+    timezone: 'UTC',
+    minimum_notice_minutes: 0,
+    weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '00:00', end: '24:00' }],
+    ...over,
+  });
+  const createLink = async (over: Record<string, unknown> = {}) => {
+    const res = await api.post('/booking-links', { data: link(over) });
+    assert.equal(res.status, 201, res.text);
+    return res.body.data;
+  };
+  const slotsOf = async (id: string, query = '') => {
+    const res = await api.get(`/booking-links/${id}/slots${query}`);
+    assert.equal(res.status, 200, res.text);
+    return res.body.data.days.flatMap((d: any) => d.slots) as Array<{ starts_at: string; ends_at: string }>;
+  };
+  const booker = { name: 'Luis Pérez', email: 'Luis.Perez@cliente.example', timezone: 'America/Monterrey' };
+
+  before(async () => {
+    smtp = await startSmtp();
+    app = await startTestApp();
+    tenant = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    other = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    api = client(app.baseUrl, tenant.key);
+    await app.pool.query(`UPDATE users SET booking_slug = $2, first_name = 'Ana', last_name = 'López' WHERE id = $1`, [tenant.ownerId, `ana-${Date.now()}`]);
+    worker = await startWorker({ ...app.config, smtpUrl: smtp.url }, app.pool, app.databaseUrl);
+  });
+  after(async () => {
+    await worker.stop();
+    await app.close();
+    await smtp.close();
+  });
+
+  test('a link: defaults, public_url from the host booking slug, detail by slug', async () => {
+    const l = await createLink({ questions: [{ key: 'motivo', label: 'Motivo', type: 'long_text', required: true }] });
+    assert.equal(l.active, true);
+    assert.equal(l.slot_interval_minutes, null);
+    assert.equal(l.buffer_before_minutes, 0);
+    assert.deepEqual(l.booking_window, { type: 'rolling', days: 60 });
+    assert.deepEqual(l.date_overrides, []);
+    assert.equal(l.location, null);
+    assert.deepEqual(l.questions, [{ key: 'motivo', label: 'Motivo', type: 'long_text', required: true, options: null }]);
+    const { rows } = await app.pool.query('SELECT booking_slug FROM users WHERE id = $1', [tenant.ownerId]);
+    assert.equal(l.public_url, `${app.config.bookingUrl}/${rows[0].booking_slug}/${l.slug}`);
+    const bySlug = await api.get(`/booking-links/${l.slug}`);
+    assert.equal(bySlug.status, 200);
+    assert.equal(bySlug.body.data.id, l.id);
+    const defaults = await api.post('/booking-links', { data: { user_id: tenant.ownerId, slug: `def-${slugCounter++}`, title: 'X', duration_minutes: 20 } });
+    assert.equal(defaults.status, 201, defaults.text);
+    assert.deepEqual(defaults.body.data.weekly_hours, [{ days: [1, 2, 3, 4, 5], start: '09:00', end: '17:00' }]);
+    assert.equal(defaults.body.data.timezone, 'America/Mexico_City');
+  });
+
+  test('link errors: foreign host 422 invalid_user, taken slug, bad hours, bad zone, location rules, unknown fields', async () => {
+    let res = await api.post('/booking-links', { data: link({ user_id: other.ownerId }) });
+    assert.equal(res.status, 422);
+    assert.equal(res.body.error, 'invalid_user');
+    const l = await createLink();
+    res = await api.post('/booking-links', { data: link({ slug: l.slug }) });
+    assert.equal(res.status, 422);
+    assert.equal(res.body.error, 'validation_failed');
+    assert.ok(res.body.errors.slug);
+    for (const bad of [
+      { weekly_hours: [{ days: [8], start: '09:00', end: '10:00' }] },
+      { weekly_hours: [{ days: [1], start: '10:00', end: '09:00' }] },
+      { weekly_hours: [{ days: [1], start: '9:00', end: '10:00' }] },
+      { date_overrides: [{ date: '2026-02-30', ranges: [] }] },
+      { timezone: 'Mars/Olympus' },
+      { location: { type: 'url' } },
+      { location: { type: 'url', value: 'javascript:alert(1)' } },
+      { location: { type: 'google_meet', value: 'x' } },
+      { slug: 'Con Espacios' },
+      { duration_minutes: 2 },
+      { duration_minutes: 30.5 },
+      { booking_window: { type: 'range', start_on: '2026-05-01', end_on: '2026-04-01' } },
+      { questions: [{ key: 'email', label: 'Correo', type: 'text' }] },
+      { questions: [{ key: 'plan', label: 'Plan', type: 'select' }] },
+      { source: 'x' },
+    ]) {
+      const r = await api.post('/booking-links', { data: link(bad) });
+      assert.equal(r.status, 422, JSON.stringify(bad));
+      assert.equal(r.body.error, 'validation_failed', JSON.stringify(bad));
+    }
+    // The host never changes.
+    res = await api.patch(`/booking-links/${l.id}`, { data: { user_id: other.ownerId } });
+    assert.equal(res.status, 422);
+  });
+
+  test('slots: grouped by the visitor date, UTC instants, 62 days at most (422 beyond)', async () => {
+    const l = await createLink({ timezone: 'America/Mexico_City', weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '09:00', end: '10:00' }] });
+    const res = await api.get(`/booking-links/${l.id}/slots?from=2026-12-01&to=2026-12-02&timezone=Asia/Kolkata`);
+    assert.equal(res.status, 200, res.text);
+    const data = res.body.data;
+    assert.equal(data.timezone, 'Asia/Kolkata');
+    // 09:00 in Mexico City is 15:00Z, 20:30 in Kolkata: the same day there.
+    assert.deepEqual(data.days.map((d: any) => d.date), ['2026-12-01', '2026-12-02']);
+    assert.deepEqual(data.days[0].slots, [
+      { starts_at: '2026-12-01T15:00:00.000Z', ends_at: '2026-12-01T15:30:00.000Z' },
+      { starts_at: '2026-12-01T15:30:00.000Z', ends_at: '2026-12-01T16:00:00.000Z' },
+    ]);
+    for (const day of data.days) for (const s of day.slots) assert.match(s.starts_at, /Z$/);
+    let bad = await api.get(`/booking-links/${l.id}/slots?from=2026-12-01&to=2027-02-15`);
+    assert.equal(bad.status, 422);
+    assert.equal(bad.body.error, 'validation_failed');
+    bad = await api.get(`/booking-links/${l.id}/slots?from=2026-12-05&to=2026-12-01`);
+    assert.equal(bad.status, 422);
+    bad = await api.get(`/booking-links/${l.id}/slots?timezone=Nowhere/City`);
+    assert.equal(bad.status, 400);
+    const ok = await api.get(`/booking-links/${l.id}/slots?from=2026-12-01&to=2027-01-31`);
+    assert.equal(ok.status, 200, ok.text);
+  });
+
+  test('a booking: calendar event, lead (created once, matched after), emails with .ics, and the slot gone from the list', async () => {
+    const l = await createLink({ location: { type: 'in_person', value: 'Av. Reforma 1, CDMX' }, questions: [{ key: 'motivo', label: 'Motivo', type: 'text', required: true }] });
+    const [first, second] = await slotsOf(l.id);
+    const res = await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: first.starts_at, booker, answers: { motivo: 'Cotización' } } });
+    assert.equal(res.status, 201, res.text);
+    const b = res.body.data;
+    assert.equal(b.status, 'confirmed');
+    assert.equal(b.starts_at, first.starts_at);
+    assert.equal(b.ends_at, first.ends_at);
+    assert.deepEqual(b.booker, { name: 'Luis Pérez', email: 'luis.perez@cliente.example', phone: null, timezone: 'America/Monterrey' });
+    assert.deepEqual(b.answers, { motivo: 'Cotización' });
+    assert.match(b.manage_url, new RegExp(`^${app.config.bookingUrl}/manage/[A-Za-z0-9_-]{43}$`));
+    // The read does not show the manage link again.
+    const read = await api.get(`/bookings/${b.id}`);
+    assert.equal(read.body.data.manage_url, undefined);
+
+    const event = await api.get(`/calendar/events/${b.calendar_event_id}`);
+    assert.equal(event.status, 200);
+    assert.equal(event.body.data.source, 'booking');
+    assert.equal(event.body.data.booking_id, b.id);
+    assert.equal(event.body.data.booking_link_id, l.id);
+    assert.equal(event.body.data.booker_lead_id, b.lead_id);
+    assert.equal(event.body.data.location, 'Av. Reforma 1, CDMX');
+    assert.deepEqual(event.body.data.attendees, [{ name: 'Luis Pérez', email: 'luis.perez@cliente.example' }]);
+
+    const lead = await api.get(`/leads/${b.lead_id}`);
+    assert.equal(lead.body.data.email, 'luis.perez@cliente.example');
+    const events = await app.pool.query(`SELECT data FROM events WHERE company_id = $1 AND name = 'lead.created' AND data->>'id' = $2`, [tenant.companyId, b.lead_id]);
+    assert.equal(events.rowCount, 1);
+
+    // The slot is no longer offered; the next one still is.
+    const after1 = await slotsOf(l.id);
+    assert.ok(!after1.some((s) => s.starts_at === first.starts_at));
+    assert.ok(after1.some((s) => s.starts_at === second.starts_at));
+    // Booking it again: 409 slot_unavailable.
+    const again = await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: first.starts_at, booker, answers: { motivo: 'x' } } });
+    assert.equal(again.status, 409);
+    assert.equal(again.body.error, 'slot_unavailable');
+    assert.match(again.body.message, /horario/);
+
+    // A second booking by the same person matches the lead.
+    const b2 = await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: second.starts_at, booker: { ...booker, email: 'luis.perez@cliente.example' }, answers: { motivo: 'y' } } });
+    assert.equal(b2.status, 201, b2.text);
+    assert.equal(b2.body.data.lead_id, b.lead_id);
+
+    const mails = await waitFor(() => {
+      const mine = smtp.received.filter((m) => m.mail.messageId?.includes(b.id));
+      return mine.length >= 2 && mine;
+    }, 20_000, 'the booker and host emails');
+    const toBooker = mails.find((m) => m.to.includes('luis.perez@cliente.example'))!;
+    const toHost = mails.find((m) => !m.to.includes('luis.perez@cliente.example'))!;
+    assert.match(toBooker.mail.subject!, /Reserva confirmada/);
+    assert.ok(toBooker.mail.text!.includes(b.manage_url));
+    const ics = toBooker.mail.attachments.find((a) => a.contentType.startsWith('text/calendar'));
+    assert.ok(ics, 'an .ics attachment');
+    const icsText = ics.content.toString();
+    assert.match(icsText, /METHOD:REQUEST/);
+    assert.match(icsText, new RegExp(`UID:${b.id}@`));
+    assert.match(icsText, /SEQUENCE:0/);
+    assert.match(toHost.mail.subject!, /Nueva reserva/);
+    assert.ok(toHost.mail.text!.includes('luis.perez@cliente.example'));
+  });
+
+  test('booking errors: an unknown link, an inactive link, a start that is not a slot, answers that break the questions', async () => {
+    const l = await createLink({ questions: [{ key: 'plan', label: 'Plan', type: 'select', options: ['básico', 'pro'], required: true }] });
+    const [slot] = await slotsOf(l.id);
+    const post = (data: Record<string, unknown>) => api.post('/bookings', { data: { booking_link_id: l.id, starts_at: slot.starts_at, booker, answers: { plan: 'pro' }, ...data } });
+    let res = await post({ booking_link_id: '665f1c2a9b1e8a0012345678' });
+    assert.equal(res.status, 422);
+    assert.equal(res.body.error, 'validation_failed');
+    res = await post({ starts_at: new Date(Date.parse(slot.starts_at) + 60_000).toISOString() });
+    assert.equal(res.status, 409);
+    assert.equal(res.body.error, 'slot_unavailable');
+    res = await post({ starts_at: '2020-01-01T10:00:00Z' });
+    assert.equal(res.status, 409);
+    for (const answers of [{}, { plan: 'enterprise' }, { plan: 'pro', extra: 'x' }, { plan: true }]) {
+      res = await post({ answers });
+      assert.equal(res.status, 422, JSON.stringify(answers));
+      assert.equal(res.body.error, 'validation_failed');
+    }
+    res = await post({ booker: { name: 'X' } });
+    assert.equal(res.status, 422);
+    await api.patch(`/booking-links/${l.id}`, { data: { active: false } });
+    res = await post({});
+    assert.equal(res.status, 422);
+    assert.equal(res.body.error, 'booking_link_inactive');
+    assert.deepEqual(await slotsOf(l.id), []);
+  });
+
+  test('50 concurrent bookings of one slot: exactly one confirmed, 49 × 409 slot_unavailable, and the list agrees', async () => {
+    const l = await createLink();
+    const [slot] = await slotsOf(l.id);
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        api.post('/bookings', { data: { booking_link_id: l.id, starts_at: slot.starts_at, booker: { name: `Visitante ${i}`, email: `v${i}@race.example` } } }),
+      ),
+    );
+    const statuses = results.map((r) => r.status).sort();
+    assert.equal(statuses.filter((s) => s === 201).length, 1, JSON.stringify(statuses));
+    assert.equal(statuses.filter((s) => s === 409).length, 49);
+    assert.ok(results.filter((r) => r.status === 409).every((r) => r.body.error === 'slot_unavailable'));
+    const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM bookings WHERE booking_link_id = $1 AND status = 'confirmed'`, [l.id]);
+    assert.equal(rows[0].n, 1);
+    assert.ok(!(await slotsOf(l.id)).some((s) => s.starts_at === slot.starts_at));
+  });
+
+  test('the exclusion constraint refuses an overlapping confirmed booking even past the lock', async () => {
+    const l = await createLink();
+    const [slot] = await slotsOf(l.id);
+    const res = await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: slot.starts_at, booker } });
+    assert.equal(res.status, 201);
+    await assert.rejects(
+      app.pool.query(
+        `INSERT INTO bookings (id, company_id, booking_link_id, user_id, status, starts_at, ends_at, blocked, title, booker_name, booker_email, manage_token_digest, ical_uid)
+         SELECT '665f1c2a9b1e8a00aaaaaaaa', company_id, booking_link_id, user_id, 'confirmed', starts_at, ends_at, blocked, title, 'X', 'x@x.example', 'digest-x', 'uid-x'
+           FROM bookings WHERE id = $1`,
+        [res.body.data.id],
+      ),
+      (error: any) => error.code === '23P01',
+    );
+  });
+
+  test('buffers and other bookings of the host across links; block_overlapping_bookings adds calendar events', async () => {
+    const a = await createLink({ buffer_after_minutes: 30, weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '10:00', end: '12:00' }] });
+    const b = await createLink({ weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '10:00', end: '12:00' }] });
+    const day = new Date(Date.now() + 3 * 86_400_000).toISOString().slice(0, 10);
+    const q = `?from=${day}&to=${day}`;
+    const ten = `${day}T10:00:00.000Z`;
+    assert.equal((await api.post('/bookings', { data: { booking_link_id: a.id, starts_at: ten, booker } })).status, 201);
+    // a's booking at 10:00 blocks 10:00-11:00 (30 min + 30 min buffer) for b too.
+    assert.deepEqual((await slotsOf(b.id, q)).map((s) => s.starts_at.slice(11, 16)), ['11:00', '11:30']);
+    // A calendar event at 11:00 does not block until the host asks for it.
+    const ev = await api.post('/calendar/events', { data: { user_id: tenant.ownerId, title: 'Comida', starts_at: `${day}T11:00:00Z`, ends_at: `${day}T11:30:00Z` } });
+    assert.equal(ev.status, 201);
+    assert.deepEqual((await slotsOf(b.id, q)).map((s) => s.starts_at.slice(11, 16)), ['11:00', '11:30']);
+    await app.pool.query(`UPDATE users SET settings_preferences = settings_preferences || '{"block_overlapping_bookings": true}' WHERE id = $1`, [tenant.ownerId]);
+    try {
+      assert.deepEqual((await slotsOf(b.id, q)).map((s) => s.starts_at.slice(11, 16)), ['11:30']);
+      const res = await api.post('/bookings', { data: { booking_link_id: b.id, starts_at: `${day}T11:00:00Z`, booker } });
+      assert.equal(res.status, 409);
+      assert.equal(res.body.error, 'slot_unavailable');
+    } finally {
+      await app.pool.query(`UPDATE users SET settings_preferences = settings_preferences - 'block_overlapping_bookings' WHERE id = $1`, [tenant.ownerId]);
+    }
+  });
+
+  test('max_bookings_per_day closes the day once reached', async () => {
+    const l = await createLink({ max_bookings_per_day: 1, weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '10:00', end: '12:00' }] });
+    const day = new Date(Date.now() + 5 * 86_400_000).toISOString().slice(0, 10);
+    const q = `?from=${day}&to=${day}`;
+    assert.equal((await slotsOf(l.id, q)).length, 4);
+    assert.equal((await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: `${day}T11:00:00Z`, booker } })).status, 201);
+    assert.deepEqual(await slotsOf(l.id, q), []);
+    const res = await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: `${day}T10:00:00Z`, booker } });
+    assert.equal(res.status, 409);
+  });
+
+  test('cancel: the event is deleted, the slot comes back, the booker gets METHOD:CANCEL; cancelling twice is 409 booking_cancelled', async () => {
+    const l = await createLink();
+    const [slot] = await slotsOf(l.id);
+    const b = (await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: slot.starts_at, booker } })).body.data;
+    // No body at all is accepted (the reason is optional).
+    const res = await api.post(`/bookings/${b.id}/cancel`);
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.body.data.status, 'cancelled');
+    assert.equal(res.body.data.cancelled_by, 'host');
+    assert.equal(res.body.data.calendar_event_id, null);
+    assert.ok(res.body.data.cancelled_at);
+    assert.equal((await api.get(`/calendar/events/${b.calendar_event_id}`)).status, 404);
+    assert.ok((await slotsOf(l.id)).some((s) => s.starts_at === slot.starts_at));
+    const twice = await api.post(`/bookings/${b.id}/cancel`, { data: { reason: 'otra vez' } });
+    assert.equal(twice.status, 409);
+    assert.equal(twice.body.error, 'booking_cancelled');
+    const mail = await waitFor(() => smtp.received.find((m) => m.mail.messageId?.includes(`booking-${b.id}-cancelled-booker`)), 20_000, 'the cancellation email');
+    const ics = mail.mail.attachments.find((a) => a.contentType.startsWith('text/calendar'))!;
+    assert.match(ics.content.toString(), /METHOD:CANCEL/);
+    assert.match(ics.content.toString(), /STATUS:CANCELLED/);
+  });
+
+  test('reschedule: a new linked booking, the old one cancelled, the event moved, SEQUENCE bumped; its own time counts as free', async () => {
+    const l = await createLink({ duration_minutes: 60, slot_interval_minutes: 15 });
+    const [slot] = await slotsOf(l.id);
+    const b = (await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: slot.starts_at, booker } })).body.data;
+    // 15 minutes later overlaps the booking itself: allowed, since it moves.
+    const later = new Date(Date.parse(slot.starts_at) + 15 * 60_000).toISOString();
+    const res = await api.post(`/bookings/${b.id}/reschedule`, { data: { starts_at: later } });
+    assert.equal(res.status, 201, res.text);
+    const moved = res.body.data;
+    assert.notEqual(moved.id, b.id);
+    assert.equal(moved.starts_at, later);
+    assert.equal(moved.rescheduled_from_id, b.id);
+    assert.equal(moved.calendar_event_id, b.calendar_event_id);
+    assert.equal(moved.lead_id, b.lead_id);
+    const old = (await api.get(`/bookings/${b.id}`)).body.data;
+    assert.equal(old.status, 'cancelled');
+    assert.equal(old.rescheduled_to_id, moved.id);
+    const event = (await api.get(`/calendar/events/${b.calendar_event_id}`)).body.data;
+    assert.equal(event.starts_at, later);
+    assert.equal(event.booking_id, moved.id);
+    // The old booking cannot move again.
+    const again = await api.post(`/bookings/${b.id}/reschedule`, { data: { starts_at: later } });
+    assert.equal(again.status, 409);
+    assert.equal(again.body.error, 'booking_cancelled');
+    const mail = await waitFor(() => smtp.received.find((m) => m.mail.messageId?.includes(`booking-${moved.id}-rescheduled-booker`)), 20_000, 'the reschedule email');
+    const ics = mail.mail.attachments.find((a) => a.contentType.startsWith('text/calendar'))!.content.toString();
+    assert.match(ics, new RegExp(`UID:${b.id}@`));
+    assert.match(ics, /SEQUENCE:1/);
+    assert.match(ics, /METHOD:REQUEST/);
+    // A taken time is refused and nothing changes.
+    const other = await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: new Date(Date.parse(later) + 2 * 3_600_000).toISOString(), booker } });
+    assert.equal(other.status, 201, other.text);
+    const clash = await api.post(`/bookings/${moved.id}/reschedule`, { data: { starts_at: other.body.data.starts_at } });
+    assert.equal(clash.status, 409);
+    assert.equal((await api.get(`/bookings/${moved.id}`)).body.data.status, 'confirmed');
+  });
+
+  test('list filters: link, host, status, window', async () => {
+    const l = await createLink();
+    const [s1, s2] = await slotsOf(l.id);
+    const b1 = (await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: s1.starts_at, booker } })).body.data;
+    const b2 = (await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: s2.starts_at, booker } })).body.data;
+    await api.post(`/bookings/${b2.id}/cancel`);
+    const ids = async (q: string) => (await api.get(`/bookings?booking_link_id=${l.id}${q}`)).body.data.map((b: any) => b.id);
+    assert.deepEqual(new Set(await ids('')), new Set([b1.id, b2.id]));
+    assert.deepEqual(await ids('&status=confirmed'), [b1.id]);
+    assert.deepEqual(await ids('&status=cancelled'), [b2.id]);
+    assert.deepEqual(await ids(`&to=${encodeURIComponent(s1.ends_at)}`), [b1.id]);
+    assert.deepEqual(await ids(`&from=${encodeURIComponent(s1.ends_at)}`), [b2.id]);
+    assert.equal((await api.get(`/bookings?user_id=${other.ownerId}`)).body.data.length, 0);
+  });
+
+  test('tenant isolation and scopes', async () => {
+    const l = await createLink();
+    const [slot] = await slotsOf(l.id);
+    const b = (await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: slot.starts_at, booker } })).body.data;
+    const foreign = client(app.baseUrl, other.key);
+    assert.equal((await foreign.get(`/booking-links/${l.id}`)).status, 404);
+    assert.equal((await foreign.get(`/booking-links/${l.slug}`)).status, 404);
+    assert.equal((await foreign.get(`/booking-links/${l.id}/slots`)).status, 404);
+    assert.equal((await foreign.get(`/bookings/${b.id}`)).status, 404);
+    assert.equal((await foreign.post(`/bookings/${b.id}/cancel`)).status, 404);
+    const cross = await foreign.post('/bookings', { data: { booking_link_id: l.id, starts_at: slot.starts_at, booker } });
+    assert.equal(cross.status, 422);
+    assert.equal((await api.get(`/bookings/${b.id}`)).body.data.status, 'confirmed');
+    const readOnly = await seedTenant(app.pool, { scopes: ['read-bookings', 'read-booking_links'] });
+    const ro = client(app.baseUrl, readOnly.key);
+    assert.equal((await ro.post('/booking-links', { data: link() })).status, 403);
+    assert.equal((await ro.post('/bookings', { data: {} })).status, 403);
+    assert.equal((await ro.get('/bookings')).status, 200);
+  });
+});

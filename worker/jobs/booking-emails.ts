@@ -1,0 +1,148 @@
+// Emails of a booking (queue booking-emails, enqueued in the booking's
+// transaction): to the booker, the confirmation, reschedule or cancellation
+// with an .ics (METHOD:REQUEST, or CANCEL; the UID is shared by a booking and
+// its reschedules and SEQUENCE grows, so calendar apps update one entry) and
+// the manage link; to the host, a notice. Times are written in the booker's
+// zone (the host's notice: the link's zone).
+import ical, { ICalCalendarMethod, ICalEventStatus } from 'ical-generator';
+import type { Job } from 'pg-boss';
+import { BOOKING_EMAILS, type BookingEmailJob } from '../../db/queues.ts';
+import { manageUrl } from '../../lib/booking-tokens.ts';
+import type { Config } from '../../lib/config.ts';
+import { createMailer, isTransientMailError, type Mailer } from '../forms/mailer.ts';
+import type { JobDefinition, WorkerDeps } from './types.ts';
+
+type BookingMail = {
+  id: string;
+  status: 'confirmed' | 'cancelled';
+  title: string;
+  starts_at: Date;
+  ends_at: Date;
+  booker_name: string;
+  booker_email: string;
+  booker_timezone: string | null;
+  location: { type: string; value?: string | null } | null;
+  meet_url: string | null;
+  cancellation_reason: string | null;
+  ical_uid: string;
+  ical_sequence: number;
+  link_timezone: string | null;
+  host_name: string;
+  host_email: string;
+  company_name: string;
+};
+
+const mailers = new Map<string, Mailer>();
+function mailerFor(config: Config): Mailer {
+  const key = `${config.smtpUrl}|${config.dataDir}`;
+  let mailer = mailers.get(key);
+  if (!mailer) mailers.set(key, (mailer = createMailer(config)));
+  return mailer;
+}
+
+function when(date: Date, zone: string): string {
+  return new Intl.DateTimeFormat('es-MX', { dateStyle: 'full', timeStyle: 'short', timeZone: zone }).format(date) + ` (${zone})`;
+}
+
+function where(b: BookingMail): string {
+  if (b.meet_url) return b.meet_url;
+  if (!b.location) return '';
+  return b.location.type === 'google_meet' ? 'Google Meet (la liga llega en la invitación del anfitrión)' : (b.location.value ?? '');
+}
+
+/** The .ics of a booking: one VEVENT whose UID survives reschedules. */
+export function bookingCalendar(b: BookingMail, kind: BookingEmailJob['kind'], manage: string): string {
+  const cancel = kind === 'cancelled';
+  const calendar = ical({ name: b.title, prodId: { company: 'workspace-service', product: 'bookings', language: 'ES' }, method: cancel ? ICalCalendarMethod.CANCEL : ICalCalendarMethod.REQUEST });
+  calendar.createEvent({
+    id: b.ical_uid,
+    sequence: b.ical_sequence + (cancel ? 1 : 0),
+    start: b.starts_at,
+    end: b.ends_at,
+    stamp: new Date(),
+    summary: `${b.title} con ${b.host_name}`,
+    description: `Gestiona tu reserva: ${manage}`,
+    location: where(b) || null,
+    url: manage,
+    status: cancel ? ICalEventStatus.CANCELLED : ICalEventStatus.CONFIRMED,
+    organizer: { name: b.host_name, email: b.host_email },
+    attendees: [{ name: b.booker_name, email: b.booker_email, rsvp: false }],
+  });
+  return calendar.toString();
+}
+
+async function load(deps: WorkerDeps, bookingId: string): Promise<BookingMail | null> {
+  const { rows } = await deps.pool.query<BookingMail>(
+    `SELECT b.id, b.status, b.title, b.starts_at, b.ends_at, b.booker_name, b.booker_email, b.booker_timezone, b.location, b.meet_url,
+            b.cancellation_reason, b.ical_uid, b.ical_sequence, l.timezone AS link_timezone,
+            coalesce(nullif(trim(concat_ws(' ', u.first_name, u.last_name)), ''), u.email) AS host_name, u.email AS host_email,
+            c.name AS company_name
+       FROM bookings b JOIN users u ON u.id = b.user_id JOIN companies c ON c.id = b.company_id
+       LEFT JOIN booking_links l ON l.id = b.booking_link_id
+      WHERE b.id = $1`,
+    [bookingId],
+  );
+  return rows[0] ?? null;
+}
+
+const SUBJECTS: Record<BookingEmailJob['kind'], { booker: string; host: string }> = {
+  confirmed: { booker: 'Reserva confirmada', host: 'Nueva reserva' },
+  rescheduled: { booker: 'Reserva reprogramada', host: 'Reserva reprogramada' },
+  cancelled: { booker: 'Reserva cancelada', host: 'Reserva cancelada' },
+};
+
+async function send(deps: WorkerDeps, job: BookingEmailJob): Promise<void> {
+  const b = await load(deps, job.booking_id);
+  if (!b) return; // the company was deleted since: nothing to tell
+  const { config } = deps;
+  const manage = manageUrl(config.bookingUrl, config.bookingTokenKey, b.id);
+  const bookerZone = b.booker_timezone ?? b.link_timezone ?? 'America/Mexico_City';
+  const hostZone = b.link_timezone ?? bookerZone;
+  const subject = SUBJECTS[job.kind];
+  const from = `"${b.company_name.replace(/["\r\n]/g, '')}" <no-reply@${new URL(config.siteUrl).hostname}>`;
+  const place = where(b);
+  const lines = [
+    `${b.title} con ${b.host_name}`,
+    when(b.starts_at, bookerZone),
+    ...(place ? [`Lugar: ${place}`] : []),
+    ...(job.kind === 'cancelled' && b.cancellation_reason ? [`Motivo: ${b.cancellation_reason}`] : []),
+    '',
+    job.kind === 'cancelled' ? `Puedes reservar otro horario en la página del anfitrión.` : `Para cancelar o reprogramar: ${manage}`,
+  ];
+  const mailer = mailerFor(config);
+  const method = job.kind === 'cancelled' ? 'CANCEL' : 'REQUEST';
+  await mailer.send({
+    from,
+    to: { name: b.booker_name, address: b.booker_email },
+    replyTo: b.host_email,
+    subject: `${subject.booker}: ${b.title}`.replace(/[\r\n]+/g, ' '),
+    text: lines.join('\n'),
+    messageId: `<booking-${b.id}-${job.kind}-booker@${new URL(config.siteUrl).hostname}>`,
+    icalEvent: { method, filename: 'invitacion.ics', content: bookingCalendar(b, job.kind, manage) },
+  });
+  await mailer.send({
+    from,
+    to: b.host_email,
+    replyTo: { name: b.booker_name, address: b.booker_email },
+    subject: `${subject.host}: ${b.title} con ${b.booker_name}`.replace(/[\r\n]+/g, ' '),
+    text: [`${b.booker_name} <${b.booker_email}>`, when(b.starts_at, hostZone), ...(place ? [`Lugar: ${place}`] : [])].join('\n'),
+    messageId: `<booking-${b.id}-${job.kind}-host@${new URL(config.siteUrl).hostname}>`,
+  });
+}
+
+export const bookingEmails: JobDefinition<BookingEmailJob> = {
+  queue: BOOKING_EMAILS,
+  // One booking per fetch: a retry resends only that booking's emails.
+  work: { batchSize: 1, pollingIntervalSeconds: 0.5 },
+  async handler(deps, jobs: Job<BookingEmailJob>[]) {
+    for (const job of jobs) {
+      try {
+        await send(deps, job.data);
+      } catch (error) {
+        // A server that refused the message for good is not retried.
+        if (!isTransientMailError(error)) continue;
+        throw error;
+      }
+    }
+  },
+};
