@@ -165,14 +165,21 @@ export function isBookable(rules: SlotRules, context: SlotContext, start: number
   return freeSlots(rules, context, start, start + 1).some((slot) => slot.start === start);
 }
 
-/** The local dates of an instant range in `zone`, for grouping slots by the visitor's day. */
+/**
+ * Sorted slots grouped by their local date in `zone`. The date is looked up
+ * once per day, not per slot: a slot before the current day's end belongs to
+ * it (a 60-day list of 1,000+ slots is a few dozen zone lookups).
+ */
 export function groupByLocalDate(slots: Slot[], zone: string): Array<{ date: string; slots: Slot[] }> {
   const days: Array<{ date: string; slots: Slot[] }> = [];
+  let dayEnd = -Infinity;
   for (const slot of slots) {
-    const date = localDate(slot.start, zone);
-    const last = days[days.length - 1];
-    if (last && last.date === date) last.slots.push(slot);
-    else days.push({ date, slots: [slot] });
+    if (slot.start >= dayEnd) {
+      const date = localDate(slot.start, zone);
+      dayEnd = startOfLocalDate(Temporal.PlainDate.from(date).add({ days: 1 }).toString(), zone);
+      days.push({ date, slots: [] });
+    }
+    days[days.length - 1].slots.push(slot);
   }
   return days;
 }

@@ -124,29 +124,30 @@ export async function slotContext(
   const lo = new Date(from - margin);
   const hi = new Date(to + margin);
   const ignore = options.ignoreBookingId ?? null;
-  const { rows: booked } = await db.query<{ start: Date; end: Date }>(
-    `SELECT lower(blocked) AS start, upper(blocked) AS end FROM bookings
-      WHERE user_id = $1 AND status = 'confirmed' AND blocked && tstzrange($2, $3) AND id IS DISTINCT FROM $4`,
-    [link.user_id, lo, hi, ignore],
-  );
-  const busy: Interval[] = booked.map((b) => ({ start: b.start.getTime(), end: b.end.getTime() }));
-  if (await blocksOverlapping(db, link.user_id)) {
-    const { rows: events } = await db.query<{ start: Date; end: Date }>(
+  // Independent reads, sent together (a transaction's client queues them).
+  const [booked, blocks, events, perDay] = await Promise.all([
+    db.query<{ start: Date; end: Date }>(
+      `SELECT lower(blocked) AS start, upper(blocked) AS end FROM bookings
+        WHERE user_id = $1 AND status = 'confirmed' AND blocked && tstzrange($2, $3) AND id IS DISTINCT FROM $4`,
+      [link.user_id, lo, hi, ignore],
+    ),
+    blocksOverlapping(db, link.user_id),
+    db.query<{ start: Date; end: Date }>(
       `SELECT starts_at AS start, ends_at AS end FROM calendar_events
         WHERE user_id = $1 AND tstzrange(starts_at, ends_at) && tstzrange($2, $3) AND ($4::text IS NULL OR booking_id IS DISTINCT FROM $4)`,
       [link.user_id, lo, hi, ignore],
-    );
-    for (const e of events) busy.push({ start: e.start.getTime(), end: e.end.getTime() });
-  }
-  const perDay = new Map<string, number>();
-  if (link.max_bookings_per_day !== null) {
-    const { rows } = await db.query<{ day: string; n: number }>(
-      `SELECT to_char(starts_at AT TIME ZONE $2, 'YYYY-MM-DD') AS day, count(*)::int AS n FROM bookings
-        WHERE booking_link_id = $1 AND status = 'confirmed' AND starts_at >= $3 AND starts_at < $4 AND id IS DISTINCT FROM $5
-        GROUP BY 1`,
-      [link.id, link.timezone, lo, hi, ignore],
-    );
-    for (const r of rows) perDay.set(r.day, r.n);
-  }
-  return { now: options.now ?? Date.now(), busy, bookingsPerDay: perDay };
+    ),
+    link.max_bookings_per_day === null
+      ? Promise.resolve({ rows: [] as Array<{ day: string; n: number }> })
+      : db.query<{ day: string; n: number }>(
+          `SELECT to_char(starts_at AT TIME ZONE $2, 'YYYY-MM-DD') AS day, count(*)::int AS n FROM bookings
+            WHERE booking_link_id = $1 AND status = 'confirmed' AND starts_at >= $3 AND starts_at < $4 AND id IS DISTINCT FROM $5
+            GROUP BY 1`,
+          [link.id, link.timezone, lo, hi, ignore],
+        ),
+  ]);
+  const busy: Interval[] = booked.rows.map((b) => ({ start: b.start.getTime(), end: b.end.getTime() }));
+  if (blocks) for (const e of events.rows) busy.push({ start: e.start.getTime(), end: e.end.getTime() });
+  const perDayMap = new Map(perDay.rows.map((r) => [r.day, r.n]));
+  return { now: options.now ?? Date.now(), busy, bookingsPerDay: perDayMap };
 }

@@ -3,6 +3,7 @@
 // a benchmark that is its own program joins through standaloneScenario.
 import { standaloneScenario } from '../lib/standalone.ts';
 import type { Scenario } from '../lib/scenario.ts';
+import { bookings } from './bookings.ts';
 import { calendar } from './calendar.ts';
 import { customers } from './customers.ts';
 import { webhooks } from './webhooks.ts';
@@ -10,6 +11,7 @@ import { webhooks } from './webhooks.ts';
 export const scenarios: Scenario[] = [
   customers,
   calendar,
+  bookings,
   standaloneScenario('catalog', 'product list with filters and text search over 100,000 products vs bare node:http; thumbnails/s worker vs sharp alone'),
   standaloneScenario('forms', 'multipart submissions/s with a 1 MB PDF; peak RSS growth during 20 concurrent 25 MB uploads'),
   webhooks,
