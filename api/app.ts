@@ -17,6 +17,7 @@ import { referencePage } from './openapi/reference-page.ts';
 import { TotalsCache } from './pagination.ts';
 import { mountRoutes, type RouteDef } from './route.ts';
 import { apiRoutes } from './routes/index.ts';
+import { ActivityLog } from './mcp/activity-log.ts';
 import { mcpRouter } from './mcp/server.ts';
 import { oauthRouter } from './oauth/routes.ts';
 import { metricsRouter } from './metrics.ts';
@@ -45,12 +46,14 @@ export async function createDeps(options: AppOptions): Promise<Deps> {
     rateLimiter: new RateLimiter(options.rateLimitPool ?? options.pool, { leaseTimeoutMs: options.config.rateLimitLeaseTimeoutMs }),
     totals: new TotalsCache(),
     responseCache: new ResponseCache(),
+    mcpActivity: new ActivityLog(options.pool),
     jobs: await createJobSender(options.databaseUrl, { max: options.jobSenderConnections, applicationName: options.applicationName?.('job-sender') }),
   };
 }
 
 export async function closeDeps(deps: Deps): Promise<void> {
   deps.rateLimiter.close();
+  await deps.mcpActivity.flush();
   await deps.jobs.stop();
   await deps.keyCache.close();
 }

@@ -1,3 +1,4 @@
+import type { ActivityLog } from './mcp/activity-log.ts';
 import type { Router, RouterMiddleware } from '@koa/router';
 import type { Middleware, ParameterizedContext } from 'koa';
 import type { Client, Pool } from '../db/pool.ts';
@@ -21,6 +22,8 @@ export type Deps = {
   responseCache: ResponseCache;
   /** Enqueues pg-boss jobs inside the caller's transaction. */
   jobs: JobSender;
+  /** MCP tools/call records, written in batches (api/mcp/activity-log.ts). */
+  mcpActivity: ActivityLog;
 };
 
 export type ApiState = {

@@ -50,21 +50,6 @@ export async function consumeCall(db: Queryable, companyId: string): Promise<Quo
   return { ok: false, data: { limit, used: usage[0]?.used ?? 0, available, resets_at: end.toISOString() } };
 }
 
-/** One line of activity per tools/call. */
-export async function recordCall(
-  db: Queryable,
-  call: { companyId: string; credential: string; tool: string; ok: boolean; errorCode: number | null; durationMs: number },
-): Promise<void> {
-  await db.query('INSERT INTO mcp_calls (company_id, credential, tool, ok, error_code, duration_ms) VALUES ($1, $2, $3, $4, $5, $6)', [
-    call.companyId,
-    call.credential,
-    call.tool,
-    call.ok,
-    call.errorCode,
-    Math.round(call.durationMs),
-  ]);
-}
-
 /** The last 25 invocations and the 24-hour success rate (`wsctl mcp activity`). */
 export async function activity(db: Queryable, companyId: string) {
   const { rows: recent } = await db.query<{ tool: string; credential: string; ok: boolean; error_code: number | null; duration_ms: number; created_at: Date }>(

@@ -13,7 +13,7 @@ import { limitUnauthenticated } from '../middleware/rate-limit.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState } from '../types.ts';
 import { fieldErrors } from '../validation.ts';
 import { ACCESS_PREFIX, verifyAccessToken } from '../oauth/store.ts';
-import { consumeCall, recordCall } from './quota.ts';
+import { consumeCall } from './quota.ts';
 import { describeTool, TOOLS, ToolFailure } from './tools.ts';
 
 export const MCP_PATH = '/api/mcp/v1';
@@ -50,7 +50,7 @@ async function callTool(ctx: ApiContext, credential: Credential, id: unknown, pa
   const started = performance.now();
   const name = String(params.name ?? '');
   const finish = async (code: number | null) =>
-    recordCall(ctx.deps.pool, { companyId: credential.companyId, credential: credential.label, tool: name || '(none)', ok: code === null, errorCode: code, durationMs: performance.now() - started });
+    ctx.deps.mcpActivity.record({ companyId: credential.companyId, credential: credential.label, tool: name || '(none)', ok: code === null, errorCode: code, durationMs: performance.now() - started });
   // Every tools/call counts, failed ones included (contract).
   const quota = await consumeCall(ctx.deps.pool, credential.companyId);
   if (!quota.ok) {

@@ -38,10 +38,23 @@ const listMeta = z.object({ page: z.number().int(), per_page: z.number().int(), 
 const records = z.array(z.record(z.string(), z.unknown()));
 const listOutput = (key: string) => z.object({ [key]: records, meta: listMeta });
 
-/** A REST page turned into the MCP list shape `{<plural>: [...], meta: {page, per_page, total, has_more}}`. */
-async function asList(key: string, args: { page: number; per_page: number }, load: (page: { limit: number; page: number; include_filtered_total: boolean }) => Promise<{ data: unknown[]; meta: { has_more: boolean; filtered_total?: number } }>) {
-  const result = await load({ limit: args.per_page, page: args.page, include_filtered_total: true });
-  return { [key]: result.data, meta: { page: args.page, per_page: args.per_page, total: result.meta.filtered_total ?? result.data.length, has_more: result.meta.has_more } };
+type PageQuery = { limit: number; page: number; include_total?: boolean; include_filtered_total?: boolean };
+type PageResult = { data: unknown[]; meta: { has_more: boolean; total?: number; filtered_total?: number } };
+
+/** Whether any of these tool arguments narrows the list. */
+const filtered = (args: Record<string, unknown>, names: string[]) => names.some((name) => args[name] !== undefined && args[name] !== '');
+
+/**
+ * A REST page turned into the MCP list shape `{<plural>: [...], meta: {page,
+ * per_page, total, has_more}}`. `total` of an unfiltered list is the
+ * collection's total, memoized 60 s per process like REST's `include_total`
+ * (a count per call would cost more than the page itself); a filtered list
+ * counts its matches (REST's `filtered_total`, capped).
+ */
+async function asList(key: string, args: { page: number; per_page: number }, isFiltered: boolean, load: (page: PageQuery) => Promise<PageResult>) {
+  const result = await load({ limit: args.per_page, page: args.page, ...(isFiltered ? { include_filtered_total: true } : { include_total: true }) });
+  const total = (isFiltered ? result.meta.filtered_total : result.meta.total) ?? result.data.length;
+  return { [key]: result.data, meta: { page: args.page, per_page: args.per_page, total, has_more: result.meta.has_more } };
 }
 
 const SEARCH = "(coalesce(name, '') || ' ' || coalesce(email, '') || ' ' || coalesce(phone, ''))";
@@ -55,7 +68,7 @@ export const TOOLS: readonly Tool[] = [
     input: z.strictObject({ search: z.string().trim().max(200).optional().describe('Texto a buscar en nombre, correo o teléfono'), ...paging }),
     output: listOutput('customers'),
     run: ({ db, totals, companyId }, args) =>
-      asList('customers', args, (page) =>
+      asList('customers', args, filtered(args, ['search']), (page) =>
         listPage<CustomerRow>(db, totals, {
           table: 'customers',
           columns: '*',
@@ -79,7 +92,7 @@ export const TOOLS: readonly Tool[] = [
     }),
     output: listOutput('products'),
     run: ({ db, totals, companyId }, args) =>
-      asList('products', args, (page) =>
+      asList('products', args, filtered(args, ['search', 'brand', 'category']), (page) =>
         listProducts(db, totals, companyId, {
           term: args.search || undefined,
           brand: args.brand ? splitIdsAndSlugs(args.brand, 'brand') : undefined,
@@ -95,7 +108,7 @@ export const TOOLS: readonly Tool[] = [
     input: z.strictObject({ status: z.enum(LEAD_STATUSES).optional().describe('Etapa del embudo'), search: z.string().trim().max(200).optional(), ...paging }),
     output: listOutput('leads'),
     run: ({ db, totals, companyId }, args) =>
-      asList('leads', args, (page) =>
+      asList('leads', args, filtered(args, ['status', 'search']), (page) =>
         listPage<LeadRow>(db, totals, {
           table: 'leads',
           columns: '*',
@@ -123,7 +136,7 @@ export const TOOLS: readonly Tool[] = [
     output: listOutput('calendar_events'),
     run: async ({ db, totals, companyId }, args) => {
       if (args.from && args.to && new Date(args.to) <= new Date(args.from)) throw new ToolFailure('`to` debe ser posterior a `from`');
-      return asList('calendar_events', args, (page) => listCalendarEvents(db, totals, companyId, { user_id: args.user_id, from: args.from, to: args.to }, page));
+      return asList('calendar_events', args, filtered(args, ['user_id', 'from', 'to']), (page) => listCalendarEvents(db, totals, companyId, { user_id: args.user_id, from: args.from, to: args.to }, page));
     },
   },
   {

@@ -39,7 +39,7 @@ export type Run = WrkResult & { cpuMs: number | null };
 
 /** One URL measured on every target. */
 /** One measured request; `connections` overrides the run's (a latency case at low concurrency). */
-export type Case = { name: string; path: string; connections?: number };
+export type Case = { name: string; path: string; connections?: number; method?: string; body?: string; headers?: Record<string, string> };
 
 export type Summary = {
   rps: number;
@@ -96,7 +96,7 @@ export async function measureCases(ctx: BenchContext, targets: Target[], cases: 
     const runs = new Map<string, Run[]>(targets.map((t) => [t.name, []]));
     const wrk = async (t: Target, durationSec: number): Promise<Run> => {
       const before = cpuTimeMs(t.pid);
-      const result = await runWrk({ url: t.url + c.path, headers: t.headers, connections: c.connections ?? options.connections, threads: Math.min(options.threads, c.connections ?? options.threads), durationSec });
+      const result = await runWrk({ url: t.url + c.path, headers: { ...t.headers, ...c.headers }, method: c.method, body: c.body, connections: c.connections ?? options.connections, threads: Math.min(options.threads, c.connections ?? options.threads), durationSec });
       const after = cpuTimeMs(t.pid);
       return { ...result, cpuMs: before === null || after === null ? null : after - before };
     };

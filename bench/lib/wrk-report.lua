@@ -2,6 +2,14 @@
 -- percentiles (microseconds), parsed by bench/lib/wrk.ts. No `request` or
 -- `response` hook on purpose: either would make wrk run Lua per request and
 -- cost CPU the server under test needs.
+--
+-- WRK_METHOD and WRK_BODY (set by bench/lib/wrk.ts) make the one static
+-- request a POST with a body (a JSON-RPC call), still without per-request Lua.
+local method = os.getenv("WRK_METHOD")
+if method then wrk.method = method end
+local body = os.getenv("WRK_BODY")
+if body then wrk.body = body end
+
 done = function(summary, latency, requests)
   local e = summary.errors
   io.write(string.format(

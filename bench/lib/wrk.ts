@@ -17,6 +17,9 @@ const MARKER = 'BENCH_WRK_JSON ';
 export type WrkOptions = {
   url: string;
   headers?: Record<string, string>;
+  /** Default GET; a POST sends `body` on every request. */
+  method?: string;
+  body?: string;
   connections: number;
   threads: number;
   durationSec: number;
@@ -64,7 +67,8 @@ export async function runWrk(options: WrkOptions): Promise<WrkResult> {
   ];
   for (const [name, value] of Object.entries(options.headers ?? {})) args.push('-H', `${name}: ${value}`);
   args.push(options.url);
-  const child = spawn(wrkBinary(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const env = { ...process.env, ...(options.method ? { WRK_METHOD: options.method } : {}), ...(options.body !== undefined ? { WRK_BODY: options.body } : {}) };
+  const child = spawn(wrkBinary(), args, { stdio: ['ignore', 'pipe', 'pipe'], env });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));

@@ -6,6 +6,7 @@ import type { Scenario } from '../lib/scenario.ts';
 import { bookings } from './bookings.ts';
 import { calendar } from './calendar.ts';
 import { customers } from './customers.ts';
+import { mcp } from './mcp.ts';
 import { webhooks } from './webhooks.ts';
 
 export const scenarios: Scenario[] = [
@@ -15,4 +16,5 @@ export const scenarios: Scenario[] = [
   standaloneScenario('catalog', 'product list with filters and text search over 100,000 products vs bare node:http; thumbnails/s worker vs sharp alone'),
   standaloneScenario('forms', 'multipart submissions/s with a 1 MB PDF; peak RSS growth during 20 concurrent 25 MB uploads'),
   webhooks,
+  mcp,
 ];

@@ -4,5 +4,9 @@ import { activity } from '../../mcp/quota.ts';
 import { adminId as id, adminProcedure, router } from '../trpc.ts';
 
 export const mcpRouter = router({
-  activity: adminProcedure.input(z.object({ companyId: id })).query(({ ctx, input }) => activity(ctx.deps.pool, input.companyId)),
+  activity: adminProcedure.input(z.object({ companyId: id })).query(async ({ ctx, input }) => {
+    // This process's buffered calls first (other web processes flush within 200 ms).
+    await ctx.deps.mcpActivity.flush();
+    return activity(ctx.deps.pool, input.companyId);
+  }),
 });
