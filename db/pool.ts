@@ -13,6 +13,18 @@ export type Queryable = pg.Pool | pg.PoolClient;
 export type Client = pg.PoolClient;
 
 /**
+ * Runs independent reads together on a pool (each on its own connection), or
+ * one after the other on a client (a connection runs one query at a time;
+ * pg 9 refuses overlapping ones).
+ */
+export async function readAll<T extends readonly unknown[]>(db: Queryable, reads: { [K in keyof T]: () => Promise<T[K]> }): Promise<T> {
+  if (db instanceof pg.Pool) return (await Promise.all(reads.map((read) => read()))) as unknown as T;
+  const out: unknown[] = [];
+  for (const read of reads) out.push(await read());
+  return out as unknown as T;
+}
+
+/**
  * A pool of at most `max` connections. The processes size theirs from the
  * connection budget (lib/connection-budget.ts); `applicationName` names them
  * in pg_stat_activity.

@@ -92,18 +92,24 @@ export function checkKeyShape(ctx: ApiContext): void {
  * uploads, fingerprinted by file digests) call this from their handler
  * instead of using the middleware.
  */
-export async function runIdempotent(ctx: ApiContext, bodyFingerprint: string, run: (db: Queryable) => Promise<unknown>): Promise<void> {
+export async function runIdempotent(
+  ctx: ApiContext,
+  bodyFingerprint: string,
+  run: (db: Queryable) => Promise<unknown>,
+  /** Whose keys: the API key's company (default), or a company's public booking page. */
+  owner: { companyId: string; scope: 'api' | 'booking_page' } = { companyId: ctx.state.auth!.companyId, scope: 'api' },
+): Promise<void> {
   const key = ctx.get('Idempotency-Key');
   const { pool } = ctx.deps;
-  const companyId = ctx.state.auth!.companyId;
+  const { companyId, scope } = owner;
   // The key is bound to the query string too, whoever fingerprinted the body.
   const fingerprint = createHash('sha256').update(canonicalJson({ query: ctx.querystring, body: bodyFingerprint })).digest('hex');
   const path = ctx.path;
 
   const claimed = await pool.query(
-    `INSERT INTO idempotency_keys (company_id, key, method, path, fingerprint, state)
-     VALUES ($1, $2, $3, $4, $5, 'running')
-     ON CONFLICT (company_id, key) DO UPDATE
+    `INSERT INTO idempotency_keys (company_id, scope, key, method, path, fingerprint, state)
+     VALUES ($1, $6, $2, $3, $4, $5, 'running')
+     ON CONFLICT (company_id, scope, key) DO UPDATE
         SET method = EXCLUDED.method, path = EXCLUDED.path, fingerprint = EXCLUDED.fingerprint,
             state = 'running', response_status = NULL, response_headers = NULL, response_body = NULL,
             locked_at = now(), created_at = now()
@@ -112,14 +118,14 @@ export async function runIdempotent(ctx: ApiContext, bodyFingerprint: string, ru
              AND idempotency_keys.method = EXCLUDED.method AND idempotency_keys.path = EXCLUDED.path
              AND idempotency_keys.fingerprint = EXCLUDED.fingerprint)
      RETURNING key`,
-    [companyId, key, ctx.method, path, fingerprint],
+    [companyId, key, ctx.method, path, fingerprint, scope],
   );
 
   if (claimed.rowCount === 0) {
     const { rows } = await pool.query(
       `SELECT method, path, fingerprint, state, response_status, response_headers, response_body
-         FROM idempotency_keys WHERE company_id = $1 AND key = $2`,
-      [companyId, key],
+         FROM idempotency_keys WHERE company_id = $1 AND scope = $3 AND key = $2`,
+      [companyId, key, scope],
     );
     const stored = rows[0];
     if (!stored) throw new ApiError('idempotency_in_progress'); // released between our two statements
@@ -139,7 +145,7 @@ export async function runIdempotent(ctx: ApiContext, bodyFingerprint: string, ru
   // delays that retry by the 60 s takeover, so it is logged, not raised.
   const release = () =>
     pool
-      .query('DELETE FROM idempotency_keys WHERE company_id = $1 AND key = $2', [companyId, key])
+      .query('DELETE FROM idempotency_keys WHERE company_id = $1 AND scope = $3 AND key = $2', [companyId, key, scope])
       .catch((error) => logError('idempotency.release_failed', error, { request_id: ctx.state.requestId }));
   const save = (db: Queryable, status: number, body: unknown) => {
     const headers: Record<string, string> = {};
@@ -150,8 +156,8 @@ export async function runIdempotent(ctx: ApiContext, bodyFingerprint: string, ru
     if (!headers['content-type'] && body !== undefined && body !== null) headers['content-type'] = 'application/json; charset=utf-8';
     return db.query(
       `UPDATE idempotency_keys SET state = 'done', response_status = $3, response_headers = $4, response_body = $5
-        WHERE company_id = $1 AND key = $2`,
-      [companyId, key, status, headers, body === undefined || body === null ? null : JSON.stringify(body)],
+        WHERE company_id = $1 AND scope = $6 AND key = $2`,
+      [companyId, key, status, headers, body === undefined || body === null ? null : JSON.stringify(body), scope],
     );
   };
 

@@ -65,10 +65,10 @@ export function slotWindow(query: SlotQuery, zone: string, now = Date.now()): { 
 }
 
 /** The free slots of a link in a window, grouped by the visitor's local date. */
-export async function slotList(db: Queryable, link: BookingLinkRow, query: SlotQuery) {
+export async function slotList(db: Queryable, link: BookingLinkRow, query: SlotQuery, options: { ignoreBookingId?: string } = {}) {
   const zone = query.timezone ?? link.timezone;
   const { from, to } = slotWindow(query, zone);
-  const slots = link.active ? freeSlots(slotRulesOf(link), await slotContext(db, link, from, to), from, to) : [];
+  const slots = link.active ? freeSlots(slotRulesOf(link), await slotContext(db, link, from, to, options), from, to) : [];
   return {
     booking_link_id: link.id,
     timezone: zone,

@@ -1,5 +1,5 @@
 // SQL of bookings, and the busy time the slot function reads.
-import type { Queryable } from '../../db/pool.ts';
+import { readAll, type Queryable } from '../../db/pool.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
 import type { Interval, SlotContext } from '../../lib/booking-slots.ts';
 import { listPage, type PaginationQuery, type TotalsCache } from '../pagination.ts';
@@ -124,20 +124,20 @@ export async function slotContext(
   const lo = new Date(from - margin);
   const hi = new Date(to + margin);
   const ignore = options.ignoreBookingId ?? null;
-  // Independent reads, sent together (a transaction's client queues them).
-  const [booked, blocks, events, perDay] = await Promise.all([
-    db.query<{ start: Date; end: Date }>(
+  // Independent reads: together on the pool (a slot list), in turn in a booking's transaction.
+  const [booked, blocks, events, perDay] = await readAll(db, [
+    () => db.query<{ start: Date; end: Date }>(
       `SELECT lower(blocked) AS start, upper(blocked) AS end FROM bookings
         WHERE user_id = $1 AND status = 'confirmed' AND blocked && tstzrange($2, $3) AND id IS DISTINCT FROM $4`,
       [link.user_id, lo, hi, ignore],
     ),
-    blocksOverlapping(db, link.user_id),
-    db.query<{ start: Date; end: Date }>(
+    () => blocksOverlapping(db, link.user_id),
+    () => db.query<{ start: Date; end: Date }>(
       `SELECT starts_at AS start, ends_at AS end FROM calendar_events
         WHERE user_id = $1 AND tstzrange(starts_at, ends_at) && tstzrange($2, $3) AND ($4::text IS NULL OR booking_id IS DISTINCT FROM $4)`,
       [link.user_id, lo, hi, ignore],
     ),
-    link.max_bookings_per_day === null
+    () => link.max_bookings_per_day === null
       ? Promise.resolve({ rows: [] as Array<{ day: string; n: number }> })
       : db.query<{ day: string; n: number }>(
           `SELECT to_char(starts_at AT TIME ZONE $2, 'YYYY-MM-DD') AS day, count(*)::int AS n FROM bookings

@@ -6,6 +6,8 @@ import { z } from 'zod';
 const text = (max: number) => z.string().trim().max(max);
 const hex = z.string().regex(/^#[0-9a-fA-F]{6}$/, 'color hexadecimal #rrggbb');
 export const BOOKING_SLUG = /^[a-z0-9-]{3,64}$/;
+/** Paths of the public booking page beside `<booking_slug>/<link_slug>`. */
+export const RESERVED_BOOKING_SLUGS = new Set(['manage', 'assets']);
 
 const background = z.strictObject({
   bg_mode: z.enum(['solid', 'linear', 'radial']).optional(),
@@ -41,7 +43,13 @@ const userFields = {
   phone: text(50).nullable().optional(),
   username: text(100).nullable().optional(),
   birthdate: z.iso.date().nullable().optional().describe('YYYY-MM-DD'),
-  booking_slug: z.string().regex(BOOKING_SLUG, '3 a 64 caracteres a-z, 0-9 o -').nullable().optional().describe('Único en todo el servicio'),
+  booking_slug: z
+    .string()
+    .regex(BOOKING_SLUG, '3 a 64 caracteres a-z, 0-9 o -')
+    .refine((slug) => !RESERVED_BOOKING_SLUGS.has(slug), 'es una ruta reservada de la página de reservas')
+    .nullable()
+    .optional()
+    .describe('Único en todo el servicio; manage y assets están reservados ({booking_url}/manage/… es la liga del reservante)'),
   is_owner: z.boolean().optional().describe('Dueño: todos los permisos de la empresa (se guarda en la membresía)'),
   settings_preferences: settingsPreferences.optional(),
 };

@@ -1,0 +1,282 @@
+// The public booking page's script (served as is: no build step). It fills the
+// month grid and the slot buttons from the JSON endpoints beside the page,
+// books, cancels and reschedules. Keyboard: the month is an ARIA grid (arrow
+// keys move by day and week, Home/End to the week's ends, Page Up/Down by
+// month, Enter or Space picks the day); slots are buttons with full labels.
+(function () {
+  'use strict';
+  var root = document.documentElement;
+
+  // Theme toggle: the inline head script already chose the theme before paint.
+  var toggle = document.getElementById('theme-toggle');
+  function showTheme() {
+    var dark = root.getAttribute('data-theme') === 'dark';
+    toggle.setAttribute('aria-pressed', dark ? 'true' : 'false');
+    toggle.textContent = dark ? 'Modo claro' : 'Modo oscuro';
+  }
+  if (toggle) {
+    showTheme();
+    toggle.addEventListener('click', function () {
+      var next = root.getAttribute('data-theme') === 'dark' ? 'light' : 'dark';
+      root.setAttribute('data-theme', next);
+      try { localStorage.setItem('booking-theme', next); } catch (e) { /* private mode: this visit only */ }
+      showTheme();
+    });
+  }
+
+  var dataNode = document.getElementById('booking-data');
+  if (!dataNode) return;
+  var data = JSON.parse(dataNode.textContent);
+  var $ = function (id) { return document.getElementById(id); };
+
+  // Time zone: detected, changeable.
+  var tzSelect = $('tz');
+  var detected = (function () { try { return Intl.DateTimeFormat().resolvedOptions().timeZone; } catch (e) { return null; } })();
+  var zone = data.bookerTimezone || detected || data.linkTimezone;
+  if (tzSelect) {
+    var zones = [];
+    try { zones = Intl.supportedValuesOf('timeZone'); } catch (e) { zones = [zone, data.linkTimezone]; }
+    if (zones.indexOf(zone) < 0) zones.unshift(zone);
+    zones.forEach(function (z) {
+      var option = document.createElement('option');
+      option.value = z; option.textContent = z.replace(/_/g, ' ');
+      if (z === zone) option.selected = true;
+      tzSelect.appendChild(option);
+    });
+    tzSelect.addEventListener('change', function () { zone = tzSelect.value; selectedDate = null; load(); });
+  }
+
+  function fmt(iso, options) { return new Intl.DateTimeFormat('es-MX', Object.assign({ timeZone: zone }, options)).format(new Date(iso)); }
+  function timeOf(iso) { return fmt(iso, { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }); }
+  function longDate(iso) { return fmt(iso, { weekday: 'long', day: 'numeric', month: 'long', year: 'numeric' }); }
+  function slotLabel(slot) { return longDate(slot.starts_at) + ', de ' + timeOf(slot.starts_at) + ' a ' + timeOf(slot.ends_at) + ' (' + zone + ')'; }
+
+  // Dates as YYYY-MM-DD, arithmetic in UTC (pure calendar days).
+  function ymd(d) { return d.toISOString().slice(0, 10); }
+  function parse(s) { return new Date(s + 'T00:00:00Z'); }
+  function addDays(s, n) { var d = parse(s); d.setUTCDate(d.getUTCDate() + n); return ymd(d); }
+  function todayIn(z) { var p = {}; new Intl.DateTimeFormat('en-CA', { timeZone: z, year: 'numeric', month: '2-digit', day: '2-digit' }).formatToParts(new Date()).forEach(function (x) { p[x.type] = x.value; }); return p.year + '-' + p.month + '-' + p.day; }
+
+  var month = todayIn(zone).slice(0, 7) + '-01';
+  var days = {};
+  var selectedDate = null;
+  var focusDate = null;
+  var chosen = null;
+
+  function monthEnd(m) { var d = parse(m); d.setUTCMonth(d.getUTCMonth() + 1); d.setUTCDate(0); return ymd(d); }
+
+  function load() {
+    if (!$('grid')) return;
+    var from = month, to = monthEnd(month);
+    $('slots-status').textContent = 'Buscando horarios…';
+    fetch(data.slotsUrl + '?from=' + from + '&to=' + to + '&timezone=' + encodeURIComponent(zone), { headers: { Accept: 'application/json' } })
+      .then(function (r) { return r.json().then(function (body) { return { ok: r.ok, body: body }; }); })
+      .then(function (res) {
+        days = {};
+        if (res.ok) res.body.data.days.forEach(function (d) { days[d.date] = d.slots; });
+        if (!focusDate || focusDate.slice(0, 7) !== month.slice(0, 7)) {
+          var open = Object.keys(days).sort()[0];
+          focusDate = open || month;
+        }
+        renderGrid();
+        renderSlots();
+      })
+      .catch(function () { $('slots-status').textContent = 'No se pudieron cargar los horarios; intenta de nuevo.'; });
+  }
+
+  var WEEKDAYS = ['lun', 'mar', 'mié', 'jue', 'vie', 'sáb', 'dom'];
+  var WEEKDAY_NAMES = ['lunes', 'martes', 'miércoles', 'jueves', 'viernes', 'sábado', 'domingo'];
+
+  function renderGrid() {
+    var grid = $('grid');
+    $('month-label').textContent = new Intl.DateTimeFormat('es-MX', { timeZone: 'UTC', month: 'long', year: 'numeric' }).format(parse(month));
+    grid.textContent = '';
+    var head = document.createElement('thead');
+    var hr = document.createElement('tr'); hr.setAttribute('role', 'row');
+    WEEKDAYS.forEach(function (w, i) { var th = document.createElement('th'); th.setAttribute('role', 'columnheader'); th.setAttribute('abbr', WEEKDAY_NAMES[i]); th.textContent = w; hr.appendChild(th); });
+    head.appendChild(hr); grid.appendChild(head);
+    var body = document.createElement('tbody');
+    var first = parse(month);
+    var offset = (first.getUTCDay() + 6) % 7; // Monday first
+    var start = addDays(month, -offset);
+    var end = monthEnd(month);
+    for (var day = start; day <= end || (parse(day).getUTCDay() + 6) % 7 !== 0; ) {
+      var tr = document.createElement('tr'); tr.setAttribute('role', 'row');
+      for (var i = 0; i < 7; i++, day = addDays(day, 1)) {
+        var td = document.createElement('td'); td.setAttribute('role', 'gridcell');
+        if (day.slice(0, 7) === month.slice(0, 7)) {
+          var button = document.createElement('button');
+          var count = (days[day] || []).length;
+          button.type = 'button';
+          button.textContent = String(parse(day).getUTCDate());
+          button.dataset.date = day;
+          button.tabIndex = day === focusDate ? 0 : -1;
+          var name = new Intl.DateTimeFormat('es-MX', { timeZone: 'UTC', weekday: 'long', day: 'numeric', month: 'long' }).format(parse(day));
+          button.setAttribute('aria-label', name + (count ? ': ' + count + (count === 1 ? ' horario' : ' horarios') : ': sin horarios'));
+          if (count) button.className = 'open'; else button.setAttribute('aria-disabled', 'true');
+          button.setAttribute('aria-selected', day === selectedDate ? 'true' : 'false');
+          td.appendChild(button);
+        }
+        tr.appendChild(td);
+      }
+      body.appendChild(tr);
+    }
+    grid.appendChild(body);
+  }
+
+  function focusDay(date) {
+    if (date.slice(0, 7) !== month.slice(0, 7)) { month = date.slice(0, 7) + '-01'; focusDate = date; load(); return; }
+    focusDate = date;
+    var buttons = $('grid').querySelectorAll('button');
+    for (var i = 0; i < buttons.length; i++) {
+      buttons[i].tabIndex = buttons[i].dataset.date === date ? 0 : -1;
+      if (buttons[i].dataset.date === date) buttons[i].focus();
+    }
+  }
+
+  function pickDay(date) {
+    if (!(days[date] || []).length) return;
+    selectedDate = date;
+    focusDate = date;
+    renderGrid();
+    renderSlots();
+    var first = $('slots').querySelector('button');
+    if (first) first.focus();
+  }
+
+  if ($('grid')) {
+    $('grid').addEventListener('click', function (e) { var b = e.target.closest('button'); if (b) pickDay(b.dataset.date); });
+    $('grid').addEventListener('keydown', function (e) {
+      var b = e.target.closest('button'); if (!b) return;
+      var d = b.dataset.date, weekday = (parse(d).getUTCDay() + 6) % 7, next = null;
+      if (e.key === 'ArrowRight') next = addDays(d, 1);
+      else if (e.key === 'ArrowLeft') next = addDays(d, -1);
+      else if (e.key === 'ArrowDown') next = addDays(d, 7);
+      else if (e.key === 'ArrowUp') next = addDays(d, -7);
+      else if (e.key === 'Home') next = addDays(d, -weekday);
+      else if (e.key === 'End') next = addDays(d, 6 - weekday);
+      else if (e.key === 'PageDown' || e.key === 'PageUp') { var m = parse(d); m.setUTCMonth(m.getUTCMonth() + (e.key === 'PageDown' ? 1 : -1)); next = ymd(m); }
+      else if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); pickDay(d); return; }
+      if (next) { e.preventDefault(); focusDay(next); }
+    });
+    $('prev-month').addEventListener('click', function () { var m = parse(month); m.setUTCMonth(m.getUTCMonth() - 1); month = ymd(m); focusDate = null; load(); });
+    $('next-month').addEventListener('click', function () { var m = parse(month); m.setUTCMonth(m.getUTCMonth() + 1); month = ymd(m); focusDate = null; load(); });
+  }
+
+  function renderSlots() {
+    var list = $('slots');
+    list.textContent = '';
+    var slots = selectedDate ? days[selectedDate] || [] : [];
+    var anyOpen = Object.keys(days).length > 0;
+    $('slots-status').textContent = selectedDate
+      ? slots.length + (slots.length === 1 ? ' horario el ' : ' horarios el ') + new Intl.DateTimeFormat('es-MX', { timeZone: 'UTC', weekday: 'long', day: 'numeric', month: 'long' }).format(parse(selectedDate))
+      : anyOpen ? 'Elige un día con horarios.' : 'No hay horarios libres este mes.';
+    slots.forEach(function (slot) {
+      var li = document.createElement('li');
+      var button = document.createElement('button');
+      button.type = 'button';
+      button.textContent = timeOf(slot.starts_at);
+      button.setAttribute('aria-label', slotLabel(slot));
+      button.addEventListener('click', function () { choose(slot); });
+      li.appendChild(button); list.appendChild(li);
+    });
+  }
+
+  function errorText(body) {
+    if (body && body.errors) return body.message + ' ' + Object.keys(body.errors).map(function (k) { return k + ': ' + body.errors[k].join(', '); }).join('; ');
+    return (body && body.message) || 'Algo salió mal; intenta de nuevo.';
+  }
+
+  function post(url, payload, key) {
+    var headers = { 'Content-Type': 'application/json', Accept: 'application/json' };
+    if (key) headers['Idempotency-Key'] = key;
+    return fetch(url, { method: 'POST', headers: headers, body: JSON.stringify({ data: payload }) })
+      .then(function (r) { return r.json().then(function (body) { return { status: r.status, body: body }; }); });
+  }
+
+  function newKey() { return (crypto.randomUUID ? crypto.randomUUID() : String(Math.random()).slice(2) + Date.now()); }
+
+  // Booking mode.
+  var idempotencyKey = null;
+  function choose(slot) {
+    chosen = slot;
+    if (data.mode === 'manage') {
+      $('resched-chosen').textContent = 'Nueva hora: ' + slotLabel(slot);
+      $('resched-confirm').disabled = false;
+      $('resched-confirm').focus();
+      return;
+    }
+    idempotencyKey = newKey();
+    $('chosen').textContent = slotLabel(slot);
+    $('form-section').hidden = false;
+    $('form-error').hidden = true;
+    $('name').focus();
+  }
+
+  if (data.mode === 'book') {
+    $('back').addEventListener('click', function () { $('form-section').hidden = true; var b = $('slots').querySelector('button'); if (b) b.focus(); });
+    $('booking-form').addEventListener('submit', function (e) {
+      e.preventDefault();
+      var form = e.target;
+      if (!form.checkValidity()) { $('form-error').hidden = false; $('form-error').textContent = 'Revisa los campos marcados como obligatorios.'; form.reportValidity(); return; }
+      var answers = {};
+      data.questions.forEach(function (q) {
+        var input = form.elements[q.key];
+        if (q.type === 'checkbox') { if (input.checked) answers[q.key] = true; }
+        else if (input.value.trim()) answers[q.key] = input.value.trim();
+      });
+      var submit = form.querySelector('button[type=submit]');
+      submit.disabled = true;
+      post(data.bookUrl, { starts_at: chosen.starts_at, booker: { name: form.elements.name.value.trim(), email: form.elements.email.value.trim(), timezone: zone }, answers: answers }, idempotencyKey)
+        .then(function (res) {
+          submit.disabled = false;
+          if (res.status === 201 || res.status === 200) {
+            $('form-section').hidden = true;
+            document.querySelector('section[aria-labelledby=pick-title]').hidden = true;
+            $('done-text').textContent = longDate(res.body.data.starts_at) + ', ' + timeOf(res.body.data.starts_at) + ' (' + zone + ').';
+            $('manage-link').href = res.body.data.manage_url;
+            $('done').hidden = false;
+            $('done').focus();
+            return;
+          }
+          $('form-error').hidden = false;
+          $('form-error').textContent = errorText(res.body);
+          if (res.status === 409) { selectedDate = null; load(); }
+        })
+        .catch(function () { submit.disabled = false; $('form-error').hidden = false; $('form-error').textContent = 'No hubo conexión; intenta de nuevo.'; });
+    });
+  }
+
+  // Manage mode.
+  if (data.mode === 'manage') {
+    var when = $('when');
+    function showWhen() { when.textContent = longDate(data.startsAt) + ', de ' + timeOf(data.startsAt) + ' a ' + timeOf(data.endsAt) + ' (' + zone + ')'; }
+    showWhen();
+    if (tzSelect) tzSelect.addEventListener('change', showWhen);
+    var cancelForm = $('cancel-form');
+    if (cancelForm) cancelForm.addEventListener('submit', function (e) {
+      e.preventDefault();
+      post(data.cancelUrl, { reason: cancelForm.elements.reason.value.trim() || null }).then(function (res) {
+        if (res.status === 200) {
+          $('manage-status').textContent = 'Tu reserva quedó cancelada. Te enviamos la confirmación por correo.';
+          $('booking-title').textContent = 'Reserva cancelada';
+          Array.prototype.forEach.call(document.querySelectorAll('main section[aria-labelledby=cancel-title], main section[aria-labelledby=resched-title]'), function (s) { s.hidden = true; });
+        } else $('manage-status').textContent = errorText(res.body);
+        $('manage-status').focus && $('booking-title').focus();
+      });
+    });
+    var confirm = $('resched-confirm');
+    if (confirm) confirm.addEventListener('click', function () {
+      if (!chosen) return;
+      confirm.disabled = true;
+      post(data.rescheduleUrl, { starts_at: chosen.starts_at }, newKey()).then(function (res) {
+        if (res.status === 201) { window.location.assign(res.body.data.manage_url); return; }
+        confirm.disabled = false;
+        $('manage-status').textContent = errorText(res.body);
+        if (res.status === 409) { selectedDate = null; load(); }
+      });
+    });
+  }
+
+  load();
+})();

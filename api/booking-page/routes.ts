@@ -1,0 +1,261 @@
+// The public booking page under /book (DESIGN.md URL layout): no login.
+//
+//   GET  /book/<booking_slug>/<link_slug>             the page (HTML)
+//   GET  /book/<booking_slug>/<link_slug>/slots       free slots (JSON, as GET /booking-links/:id/slots)
+//   POST /book/<booking_slug>/<link_slug>/bookings    book (JSON {data: {starts_at, booker, answers}}; Idempotency-Key)
+//   GET  /book/manage/<token>                         the booker's manage page (HTML)
+//   GET  /book/manage/<token>/slots                   slots for a reschedule (the booking's own time free)
+//   POST /book/manage/<token>/cancel | /reschedule    (JSON)
+//   GET  /book/assets/booking.js                      the page's script
+//
+// Every endpoint is rate-limited per client address; unknown and inactive
+// links, and unknown tokens, answer a 404 page (JSON endpoints: 404
+// not_found). Answers show the visitor their own booking only: no lead, no
+// other booking, no internal ids beyond the booking's.
+import { randomBytes, createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import Router from '@koa/router';
+import { HttpMethodEnum, koaBody } from 'koa-body';
+import { z } from 'zod';
+import { findBookingLink, findPublicBookingLink, type BookingLinkRow } from '../routes/booking-link-queries.ts';
+import { slotList } from '../routes/booking-links.ts';
+import { slotQuery } from '../routes/booking-link-schemas.ts';
+import { findBookingByTokenDigest, type BookingRow } from '../routes/booking-queries.ts';
+import { answers as answersSchema, booker as bookerSchema } from '../routes/booking-schemas.ts';
+import { cancelBooking, createBooking, rescheduleBooking } from '../bookings/book.ts';
+import { manageUrl, MANAGE_TOKEN, tokenDigest } from '../../lib/booking-tokens.ts';
+import { iso } from '../../db/timestamps.ts';
+import type { Queryable } from '../../db/pool.ts';
+import { ApiError } from '../errors.ts';
+import { canonicalJson, checkKeyShape, IDEMPOTENCY_BODY_LIMIT, runIdempotent } from '../middleware/idempotency.ts';
+import { consumeLimit } from '../middleware/rate-limit.ts';
+import { parseData, parseQuery } from '../validation.ts';
+import type { ApiContext, ApiContextExtension, ApiRouter, ApiState, Deps } from '../types.ts';
+import { bookingPage, managePage, notFoundPage, type PageBranding, type PageHost } from './html.ts';
+
+/** Requests per minute per client address: reads (page, slots) and writes (book, cancel, reschedule). */
+export const PUBLIC_READS_PER_MINUTE = 120;
+export const PUBLIC_WRITES_PER_MINUTE = 10;
+
+const SCRIPT = readFileSync(new URL('./assets/booking.js', import.meta.url));
+const SCRIPT_ETAG = `"${createHash('sha256').update(SCRIPT).digest('hex').slice(0, 32)}"`;
+
+const publicBookingCreate = z.strictObject({ starts_at: z.iso.datetime({ offset: true }), booker: bookerSchema, answers: answersSchema.optional() });
+const publicCancel = z.strictObject({ reason: z.string().trim().max(1000).nullable().optional() });
+const publicReschedule = z.strictObject({ starts_at: z.iso.datetime({ offset: true }) });
+
+const json = koaBody({ json: true, multipart: false, urlencoded: false, text: false, jsonLimit: '32kb', includeUnparsed: true, parsedMethods: [HttpMethodEnum.POST] });
+
+type HostRow = { name: string; avatar: string | null; logo: string | null; branding: PageBranding | null };
+
+async function hostOf(db: Queryable, companyId: string, userId: string): Promise<HostRow> {
+  const { rows } = await db.query<HostRow>(
+    `SELECT coalesce(nullif(trim(concat_ws(' ', u.first_name, u.last_name)), ''), u.booking_slug, 'Anfitrión') AS name,
+            coalesce(u.avatar_thumbnail_url, u.avatar_url) AS avatar, coalesce(c.logo_thumbnail_url, c.logo_url) AS logo,
+            u.settings_preferences->'booking_branding' AS branding
+       FROM users u JOIN companies c ON c.id = $1 WHERE u.id = $2`,
+    [companyId, userId],
+  );
+  return rows[0];
+}
+
+function securityHeaders(ctx: ApiContext, nonce: string): void {
+  ctx.set('Content-Security-Policy', `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; img-src 'self' https: data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`);
+  ctx.set('X-Content-Type-Options', 'nosniff');
+  ctx.set('Referrer-Policy', 'no-referrer');
+  ctx.set('Cache-Control', 'no-store');
+}
+
+function html(ctx: ApiContext, status: number, render: (nonce: string) => string): void {
+  const nonce = randomBytes(16).toString('base64');
+  securityHeaders(ctx, nonce);
+  ctx.status = status;
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.body = render(nonce);
+}
+
+/** The visitor's view of their booking: what they typed and when, nothing of the company's. */
+function publicView(row: BookingRow, manage?: string) {
+  return {
+    id: row.id,
+    status: row.status,
+    title: row.title,
+    starts_at: iso(row.starts_at)!,
+    ends_at: iso(row.ends_at)!,
+    booker: { name: row.booker_name, email: row.booker_email, timezone: row.booker_timezone },
+    location: row.location ? { type: row.location.type, value: row.location.value ?? null } : null,
+    meet_url: row.meet_url,
+    ...(manage ? { manage_url: manage } : {}),
+  };
+}
+
+/** The link of a public URL, or null (unknown, or inactive: a 404 either way). */
+async function activeLink(db: Queryable, hostSlug: string, linkSlug: string): Promise<BookingLinkRow | null> {
+  if (!/^[a-z0-9-]{1,64}$/.test(hostSlug) || !/^[a-z0-9-]{1,64}$/.test(linkSlug)) return null;
+  const link = await findPublicBookingLink(db, hostSlug, linkSlug);
+  return link && link.active ? link : null;
+}
+
+/** The booking a manage token names, followed to the newest of its reschedules. */
+async function bookingOfToken(db: Queryable, token: string): Promise<{ booking: BookingRow; newest: boolean } | null> {
+  if (!MANAGE_TOKEN.test(token)) return null;
+  const found = await findBookingByTokenDigest(db, tokenDigest(token));
+  if (!found) return null;
+  let booking = found;
+  for (let hops = 0; booking.rescheduled_to_id && hops < 50; hops++) {
+    const { rows } = await db.query<BookingRow>('SELECT * FROM bookings WHERE company_id = $1 AND id = $2', [booking.company_id, booking.rescheduled_to_id]);
+    if (!rows[0]) break;
+    booking = rows[0];
+  }
+  return { booking, newest: booking.id === found.id };
+}
+
+/** Runs a public write under the visitor's Idempotency-Key (scope booking_page of the link's company), or directly without one. */
+async function idempotent(ctx: ApiContext, companyId: string, run: (db: Queryable) => Promise<void>): Promise<void> {
+  if (ctx.headers['idempotency-key'] === undefined) return run(ctx.deps.pool);
+  checkKeyShape(ctx);
+  const raw = (ctx.request as { rawBody?: string }).rawBody;
+  if (typeof raw === 'string' && Buffer.byteLength(raw) > IDEMPOTENCY_BODY_LIMIT) throw new ApiError('idempotency_body_too_large');
+  const fingerprint = createHash('sha256').update(canonicalJson(ctx.request.body ?? null)).digest('hex');
+  await runIdempotent(ctx, fingerprint, (db) => run(db), { companyId, scope: 'booking_page' });
+}
+
+export function bookingPageRouter(deps: Deps): ApiRouter {
+  const router: ApiRouter = new Router<ApiState, ApiContextExtension>({ prefix: '/book' });
+  const reads = (ctx: ApiContext) => consumeLimit(ctx, `book-read:${ctx.ip}`, PUBLIC_READS_PER_MINUTE);
+  const writes = (ctx: ApiContext) => consumeLimit(ctx, `book-write:${ctx.ip}`, PUBLIC_WRITES_PER_MINUTE);
+  const bookingDeps = { jobs: deps.jobs, config: deps.config };
+
+  router.get('/assets/booking.js', async (ctx) => {
+    ctx.set('ETag', SCRIPT_ETAG);
+    ctx.set('Cache-Control', 'public, max-age=300');
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    if (ctx.get('If-None-Match') === SCRIPT_ETAG) {
+      ctx.status = 304;
+      return;
+    }
+    ctx.type = 'text/javascript; charset=utf-8';
+    ctx.body = SCRIPT;
+  });
+
+  router.get('/manage/:token', async (ctx) => {
+    await reads(ctx);
+    const found = await bookingOfToken(deps.pool, ctx.params.token);
+    if (!found) return html(ctx, 404, notFoundPage);
+    if (!found.newest) {
+      // An old link of a rescheduled booking leads to the booking as it is now.
+      ctx.redirect(manageUrl(deps.config.bookingUrl, deps.config.bookingTokenKey, found.booking.id));
+      return;
+    }
+    const b = found.booking;
+    const host = await hostOf(deps.pool, b.company_id, b.user_id);
+    const link = b.booking_link_id ? await findBookingLink(deps.pool, b.company_id, b.booking_link_id) : null;
+    html(ctx, 200, (nonce) =>
+      managePage({
+        nonce,
+        branding: host.branding ?? {},
+        host: host as PageHost,
+        token: ctx.params.token,
+        linkTimezone: link?.timezone ?? 'America/Mexico_City',
+        canReschedule: !!link?.active,
+        booking: {
+          status: b.status,
+          title: b.title,
+          starts_at: iso(b.starts_at)!,
+          ends_at: iso(b.ends_at)!,
+          booker_name: b.booker_name,
+          booker_timezone: b.booker_timezone,
+          location: b.location ? { type: b.location.type, value: b.location.value ?? null } : null,
+          meet_url: b.meet_url,
+          cancelled: b.status !== 'confirmed',
+        },
+      }),
+    );
+  });
+
+  router.get('/manage/:token/slots', async (ctx) => {
+    await reads(ctx);
+    const found = await bookingOfToken(deps.pool, ctx.params.token);
+    const b = found?.booking;
+    const link = b?.booking_link_id ? await findBookingLink(deps.pool, b.company_id, b.booking_link_id) : null;
+    if (!b || !link || !link.active) throw new ApiError('not_found');
+    ctx.body = { data: await slotList(deps.pool, link, parseQuery(slotQuery, ctx.query), { ignoreBookingId: b.id }) };
+  });
+
+  router.post('/manage/:token/cancel', json, async (ctx) => {
+    await writes(ctx);
+    const found = await bookingOfToken(deps.pool, ctx.params.token);
+    if (!found) throw new ApiError('not_found');
+    const input = ctx.request.body && Object.keys(ctx.request.body).length ? parseData(publicCancel, ctx.request.body) : {};
+    const row = await cancelBooking(deps.pool, bookingDeps, found.booking.company_id, found.booking.id, 'booker', input.reason ?? null);
+    ctx.body = { data: publicView(row) };
+  });
+
+  router.post('/manage/:token/reschedule', json, async (ctx) => {
+    await writes(ctx);
+    const found = await bookingOfToken(deps.pool, ctx.params.token);
+    if (!found) throw new ApiError('not_found');
+    const input = parseData(publicReschedule, ctx.request.body);
+    await idempotent(ctx, found.booking.company_id, async (db) => {
+      const { booking, manageUrl: url } = await rescheduleBooking(db, bookingDeps, found.booking.company_id, found.booking.id, {
+        startsAt: input.starts_at,
+        by: 'booker',
+        reason: null,
+      });
+      ctx.status = 201;
+      ctx.body = { data: publicView(booking, url) };
+    });
+  });
+
+  router.get('/:host/:link', async (ctx) => {
+    await reads(ctx);
+    const link = await activeLink(deps.pool, ctx.params.host, ctx.params.link);
+    if (!link) return html(ctx, 404, notFoundPage);
+    const host = await hostOf(deps.pool, link.company_id, link.user_id);
+    const base = `/book/${ctx.params.host}/${ctx.params.link}`;
+    html(ctx, 200, (nonce) =>
+      bookingPage({
+        nonce,
+        branding: host.branding ?? {},
+        host: host as PageHost,
+        link: {
+          title: link.title,
+          description: link.description,
+          duration_minutes: link.duration_minutes,
+          location: link.location ? { type: link.location.type, value: link.location.value ?? null } : null,
+          questions: link.questions.map((q) => ({ key: q.key, label: q.label, type: q.type, required: q.required ?? false, options: q.options ?? null })),
+          timezone: link.timezone,
+        },
+        slotsUrl: `${base}/slots`,
+        bookUrl: `${base}/bookings`,
+      }),
+    );
+  });
+
+  router.get('/:host/:link/slots', async (ctx) => {
+    await reads(ctx);
+    const link = await activeLink(deps.pool, ctx.params.host, ctx.params.link);
+    if (!link) throw new ApiError('not_found');
+    ctx.body = { data: await slotList(deps.pool, link, parseQuery(slotQuery, ctx.query)) };
+  });
+
+  router.post('/:host/:link/bookings', json, async (ctx) => {
+    await writes(ctx);
+    const link = await activeLink(deps.pool, ctx.params.host, ctx.params.link);
+    if (!link) throw new ApiError('not_found');
+    const input = parseData(publicBookingCreate, ctx.request.body);
+    await idempotent(ctx, link.company_id, async (db) => {
+      const { booking, manageUrl: url } = await createBooking(db, bookingDeps, link.company_id, {
+        linkId: link.id,
+        startsAt: input.starts_at,
+        booker: input.booker,
+        answers: input.answers,
+      });
+      ctx.status = 201;
+      ctx.body = { data: publicView(booking, url) };
+    });
+  });
+
+  return router;
+}
+

@@ -1,0 +1,201 @@
+// The public booking page over HTTP: the HTML and its security headers, the
+// JSON endpoints beside it, 404s for unknown and inactive links and tokens,
+// an idempotent double submit, the per-address rate limit, the manage link
+// (cancel, reschedule, an old link leading to the newest booking), and what
+// a visitor can never see. test/booking-page.browser.test.ts drives the same
+// pages in Chromium.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { PUBLIC_WRITES_PER_MINUTE } from '../api/booking-page/routes.ts';
+import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+
+describe('public booking page (HTTP)', () => {
+  let app: TestApp;
+  let tenant: Tenant;
+  let api: ReturnType<typeof client>;
+  let hostSlug: string;
+  let n = 0;
+  /** Each test speaks from its own client address, so the per-address write limit is per test. */
+  const from = () => ({ 'x-forwarded-for': `198.51.100.${++n}` });
+
+  const newLink = async (over: Record<string, unknown> = {}) => {
+    const res = await api.post('/booking-links', {
+      data: {
+        user_id: tenant.ownerId,
+        slug: `pagina-${++n}`,
+        title: 'Consulta <inicial>',
+        description: 'Trae tus <dudas> & preguntas',
+        duration_minutes: 30,
+        timezone: 'UTC',
+        minimum_notice_minutes: 0,
+        weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '00:00', end: '24:00' }],
+        location: { type: 'in_person', value: 'Calle "Uno" <1>' },
+        questions: [{ key: 'motivo', label: 'Motivo', type: 'text', required: true }],
+        ...over,
+      },
+    });
+    assert.equal(res.status, 201, res.text);
+    return res.body.data;
+  };
+  const page = (path: string, headers: Record<string, string> = {}) => fetch(`${app.url}${path}`, { headers, redirect: 'manual' });
+  const postJson = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
+    const res = await fetch(`${app.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
+  };
+  const firstSlot = async (path: string) => {
+    const res = await fetch(`${app.url}${path}/slots`, { headers: from() });
+    const body = (await res.json()) as any;
+    return body.data.days[0].slots[0] as { starts_at: string; ends_at: string };
+  };
+
+  before(async () => {
+    app = await startTestApp({ TRUST_PROXY_HOPS: '1' });
+    tenant = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    api = client(app.baseUrl, tenant.key);
+    hostSlug = `anfitriona-${Date.now().toString(36)}`;
+    await app.pool.query(`UPDATE users SET booking_slug = $2, first_name = 'Ana', last_name = 'López <3' WHERE id = $1`, [tenant.ownerId, hostSlug]);
+  });
+  after(() => app.close());
+
+  test('the page: host, link facts and questions, everything escaped, strict CSP with a nonce, the theme chosen in <head>', async () => {
+    const link = await newLink();
+    const res = await page(`/book/${hostSlug}/${link.slug}`, from());
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type')!, /text\/html/);
+    const csp = res.headers.get('content-security-policy')!;
+    const nonce = /script-src 'nonce-([^']+)'/.exec(csp)?.[1];
+    assert.ok(nonce, csp);
+    assert.match(csp, /default-src 'none'/);
+    assert.match(csp, /frame-ancestors 'none'/);
+    const body = await res.text();
+    assert.ok(body.includes('Consulta &lt;inicial&gt;'));
+    assert.ok(body.includes('Trae tus &lt;dudas&gt; &amp; preguntas'));
+    assert.ok(body.includes('Calle &quot;Uno&quot; &lt;1&gt;'));
+    assert.ok(body.includes('López &lt;3'));
+    assert.ok(!body.includes('<inicial>') && !body.includes('<dudas>'));
+    assert.ok(body.includes('30 minutos'));
+    assert.ok(body.includes('id="q-motivo"'));
+    // Every script carries the nonce; the theme script runs in <head>, before the body.
+    const scripts = body.match(/<script(?![^>]*type="application\/json")[^>]*>/g)!;
+    assert.ok(scripts.length >= 2 && scripts.every((s) => s.includes(`nonce="${nonce}"`)), scripts.join('\n'));
+    assert.ok(body.indexOf("getHours()") < body.indexOf('<body>'));
+    const script = await page('/book/assets/booking.js');
+    assert.equal(script.status, 200);
+    assert.match(script.headers.get('content-type')!, /javascript/);
+  });
+
+  test('404 pages for an unknown host, an unknown link and an inactive link; the JSON endpoints answer 404 not_found', async () => {
+    const link = await newLink();
+    for (const path of [`/book/nadie-${n}/${link.slug}`, `/book/${hostSlug}/no-existe`, `/book/${hostSlug}/${link.slug.toUpperCase()}`]) {
+      const res = await page(path, from());
+      assert.equal(res.status, 404, path);
+      assert.match(await res.text(), /no existe/);
+    }
+    await api.patch(`/booking-links/${link.id}`, { data: { active: false } });
+    assert.equal((await page(`/book/${hostSlug}/${link.slug}`, from())).status, 404);
+    const slots = await page(`/book/${hostSlug}/${link.slug}/slots`, from());
+    assert.equal(slots.status, 404);
+    assert.equal(((await slots.json()) as any).error, 'not_found');
+    const book = await postJson(`/book/${hostSlug}/${link.slug}/bookings`, { data: { starts_at: new Date().toISOString(), booker: { name: 'X', email: 'x@x.example' } } }, from());
+    assert.equal(book.status, 404);
+  });
+
+  test('book from the page: 201 with the visitor view only; a double submit under one Idempotency-Key makes one booking', async () => {
+    const link = await newLink();
+    const base = `/book/${hostSlug}/${link.slug}`;
+    const slot = await firstSlot(base);
+    const headers = { ...from(), 'idempotency-key': `visita-${n}` };
+    const payload = { data: { starts_at: slot.starts_at, booker: { name: 'Eva', email: 'eva@visita.example', timezone: 'Europe/Madrid' }, answers: { motivo: 'Dudas' } } };
+    const [a, b] = await Promise.all([postJson(`${base}/bookings`, payload, headers), postJson(`${base}/bookings`, payload, headers)]);
+    const statuses = [a.status, b.status].sort();
+    // One creates; the other replays it, or is told the first is still running.
+    assert.ok(statuses[0] === 201 && (statuses[1] === 201 || statuses[1] === 409), JSON.stringify([a, b]));
+    const created = a.status === 201 ? a : b;
+    assert.deepEqual(Object.keys(created.body.data).sort(), ['booker', 'ends_at', 'id', 'location', 'manage_url', 'meet_url', 'starts_at', 'status', 'title']);
+    assert.equal(created.body.data.status, 'confirmed');
+    const replay = await postJson(`${base}/bookings`, payload, headers);
+    assert.equal(replay.status, 201);
+    assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+    assert.equal(replay.body.data.id, created.body.data.id);
+    const { rows } = await app.pool.query('SELECT count(*)::int AS n FROM bookings WHERE booking_link_id = $1', [link.id]);
+    assert.equal(rows[0].n, 1);
+    // The same key string used by the company's API integrator is another namespace.
+    const integrator = await api.post('/customers', { data: { name: 'Cliente' } }, { 'Idempotency-Key': `visita-${n}` });
+    assert.equal(integrator.status, 201, integrator.text);
+  });
+
+  test('booking errors in the contract shape: a taken slot 409 slot_unavailable, bad input 422', async () => {
+    const link = await newLink();
+    const base = `/book/${hostSlug}/${link.slug}`;
+    const slot = await firstSlot(base);
+    const ok = await postJson(`${base}/bookings`, { data: { starts_at: slot.starts_at, booker: { name: 'A', email: 'a@v.example' }, answers: { motivo: 'x' } } }, from());
+    assert.equal(ok.status, 201);
+    const taken = await postJson(`${base}/bookings`, { data: { starts_at: slot.starts_at, booker: { name: 'B', email: 'b@v.example' }, answers: { motivo: 'x' } } }, from());
+    assert.equal(taken.status, 409);
+    assert.equal(taken.body.error, 'slot_unavailable');
+    const missing = await postJson(`${base}/bookings`, { data: { starts_at: slot.starts_at, booker: { name: 'B', email: 'b@v.example' } } }, from());
+    assert.equal(missing.status, 422);
+    assert.ok(missing.body.errors['answers.motivo']);
+    const extra = await postJson(`${base}/bookings`, { data: { starts_at: slot.starts_at, booker: { name: 'B', email: 'b@v.example' }, answers: { motivo: 'x' }, booking_link_id: link.id } }, from());
+    assert.equal(extra.status, 422);
+  });
+
+  test('rate limit per client address: writes past the limit get 429 rate_limited with Retry-After', async () => {
+    const link = await newLink();
+    const base = `/book/${hostSlug}/${link.slug}`;
+    const headers = from();
+    let last = null as null | Awaited<ReturnType<typeof postJson>>;
+    for (let i = 0; i <= PUBLIC_WRITES_PER_MINUTE; i++) last = await postJson(`${base}/bookings`, { data: {} }, headers);
+    assert.equal(last!.status, 429);
+    assert.equal(last!.body.error, 'rate_limited');
+    assert.ok(Number(last!.headers.get('retry-after')) >= 1);
+    // Another address is not affected.
+    assert.equal((await postJson(`${base}/bookings`, { data: {} }, from())).status, 422);
+  });
+
+  test('the manage link: the page, reschedule (the old link then leads to the new booking), cancel; unknown tokens 404', async () => {
+    const link = await newLink({ duration_minutes: 60, slot_interval_minutes: 30 });
+    const base = `/book/${hostSlug}/${link.slug}`;
+    const slot = await firstSlot(base);
+    const made = await postJson(`${base}/bookings`, { data: { starts_at: slot.starts_at, booker: { name: 'Leo', email: 'leo@v.example' }, answers: { motivo: 'x' } } }, from());
+    const manage = new URL(made.body.data.manage_url).pathname;
+    const view = await page(manage, from());
+    assert.equal(view.status, 200);
+    assert.match(await view.text(), /A nombre de Leo/);
+    // Slots for a reschedule count the booking's own time as free: 30 minutes later overlaps it.
+    const later = new Date(Date.parse(slot.starts_at) + 30 * 60_000).toISOString();
+    const slots = (await (await page(`${manage}/slots?from=${slot.starts_at.slice(0, 10)}&to=${slot.starts_at.slice(0, 10)}&timezone=UTC`, from())).json()) as any;
+    assert.ok(slots.data.days.flatMap((d: any) => d.slots).some((s: any) => s.starts_at === later), 'the overlapping time is offered');
+    const moved = await postJson(`${manage}/reschedule`, { data: { starts_at: later } }, from());
+    assert.equal(moved.status, 201, JSON.stringify(moved.body));
+    assert.equal(moved.body.data.starts_at, later);
+    const old = await page(manage, from());
+    assert.equal(old.status, 302);
+    assert.equal(old.headers.get('location'), moved.body.data.manage_url);
+    const { rows } = await app.pool.query('SELECT cancelled_by, rescheduled_to_id FROM bookings WHERE id = $1', [made.body.data.id]);
+    assert.deepEqual(rows[0], { cancelled_by: 'booker', rescheduled_to_id: moved.body.data.id });
+    const newManage = new URL(moved.body.data.manage_url).pathname;
+    const cancelled = await postJson(`${newManage}/cancel`, { data: { reason: 'Ya no puedo' } }, from());
+    assert.equal(cancelled.status, 200);
+    assert.equal(cancelled.body.data.status, 'cancelled');
+    const again = await postJson(`${newManage}/cancel`, {}, from());
+    assert.equal(again.status, 409);
+    assert.equal(again.body.error, 'booking_cancelled');
+    const byApi = await api.get(`/bookings/${moved.body.data.id}`);
+    assert.equal(byApi.body.data.cancelled_by, 'booker');
+    assert.equal(byApi.body.data.cancellation_reason, 'Ya no puedo');
+    for (const token of ['x'.repeat(43), 'corto', made.body.data.manage_url.slice(-43).replace(/^./, (c: string) => (c === 'A' ? 'B' : 'A'))]) {
+      assert.equal((await page(`/book/manage/${token}`, from())).status, 404, token);
+      assert.equal((await postJson(`/book/manage/${token}/cancel`, {}, from())).status, 404);
+    }
+  });
+
+  test('a host booking slug cannot take the page paths (manage, assets)', async () => {
+    for (const slug of ['manage', 'assets']) {
+      const res = await api.put(`/users/${tenant.ownerId}`, { data: { booking_slug: slug } });
+      assert.equal(res.status, 422, slug);
+      assert.ok(res.body.errors.booking_slug);
+    }
+  });
+});
