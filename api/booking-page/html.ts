@@ -56,7 +56,7 @@ button,select,input,textarea{font:inherit;color:inherit}button{cursor:pointer}
 table.grid{width:100%;border-collapse:collapse;table-layout:fixed}table.grid th{font-weight:600;font-size:.85rem;color:var(--muted);padding:.25rem}
 table.grid td{padding:2px;text-align:center}table.grid td button{width:100%;aspect-ratio:1;border:1px solid transparent;border-radius:.375rem;background:transparent;color:var(--muted)}
 table.grid td button.open{background:var(--slot);color:var(--text);font-weight:700;border-color:var(--line)}
-table.grid td button[aria-selected=true]{background:var(--accent);color:var(--accent-text)}
+table.grid td button.chosen{background:var(--accent);color:var(--accent-text)}a{color:var(--accent)}
 .slots{display:grid;grid-template-columns:repeat(auto-fill,minmax(6.5rem,1fr));gap:.5rem;list-style:none;padding:0}
 .slots button{width:100%;padding:.5rem;border:1px solid var(--accent);border-radius:.375rem;background:var(--card);color:var(--text)}
 label{display:block;margin:.75rem 0 .25rem;font-weight:600}input,textarea,select{width:100%;padding:.5rem;border:1px solid var(--muted);border-radius:.25rem;background:var(--card)}

@@ -114,7 +114,8 @@
           var name = new Intl.DateTimeFormat('es-MX', { timeZone: 'UTC', weekday: 'long', day: 'numeric', month: 'long' }).format(parse(day));
           button.setAttribute('aria-label', name + (count ? ': ' + count + (count === 1 ? ' horario' : ' horarios') : ': sin horarios'));
           if (count) button.className = 'open'; else button.setAttribute('aria-disabled', 'true');
-          button.setAttribute('aria-selected', day === selectedDate ? 'true' : 'false');
+          td.setAttribute('aria-selected', day === selectedDate ? 'true' : 'false');
+          if (day === selectedDate) button.className += ' chosen';
           td.appendChild(button);
         }
         tr.appendChild(td);

@@ -1,0 +1,176 @@
+// The public booking page in a real browser (headless Chromium from Debian's
+// `chromium` package, driven by playwright-core): a visitor books with the
+// keyboard only; the theme follows the visitor's clock (18:59 light, 19:00
+// dark, 06:59 dark, 07:00 light) and the toggle is remembered; axe-core finds
+// no WCAG 2.2 AA violation in either theme; the booker cancels and
+// reschedules through the manage link. Skipped, saying why, when no Chromium
+// is installed (.ci/run installs it).
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import AxeBuilder from '@axe-core/playwright';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { waitFor } from './helpers/wait.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const skip = existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM} (apt-get install chromium)`;
+const ZONE = 'America/Mexico_City';
+const WCAG = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'];
+
+describe('public booking page in a browser', { skip }, () => {
+  let app: TestApp;
+  let tenant: Tenant;
+  let browser: Browser;
+  let pageUrl: string;
+  let linkId: string;
+  let n = 0;
+
+  const newContext = (options: { time?: Date } = {}) =>
+    browser.newContext({ timezoneId: ZONE, locale: 'es-MX', extraHTTPHeaders: { 'x-forwarded-for': `203.0.113.${++n}` } }).then(async (context) => {
+      if (options.time) await context.clock.setFixedTime(options.time);
+      return context;
+    });
+  const themeOf = (page: Page) => page.evaluate(() => document.documentElement.getAttribute('data-theme'));
+  const openDays = (page: Page) => page.waitForSelector('#grid button.open');
+
+  before(async () => {
+    app = await startTestApp({ TRUST_PROXY_HOPS: '1' });
+    tenant = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    const hostSlug = `navegador-${Date.now().toString(36)}`;
+    await app.pool.query(
+      `UPDATE users SET booking_slug = $2, first_name = 'Ana', last_name = 'López',
+              settings_preferences = settings_preferences || '{"booking_branding": {"light": {"bg_mode": "linear", "bg_color_from": "#fde68a", "bg_color_to": "#f472b6", "bg_angle": 45}, "dark": {"bg_mode": "radial", "bg_color_from": "#1e1b4b", "bg_color_to": "#000000"}}}'
+        WHERE id = $1`,
+      [tenant.ownerId, hostSlug],
+    );
+    const res = await client(app.baseUrl, tenant.key).post('/booking-links', {
+      data: {
+        user_id: tenant.ownerId,
+        slug: 'asesoria',
+        title: 'Asesoría',
+        duration_minutes: 30,
+        timezone: ZONE,
+        minimum_notice_minutes: 0,
+        weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '00:00', end: '24:00' }],
+        questions: [{ key: 'motivo', label: 'Motivo de la cita', type: 'text', required: true }],
+      },
+    });
+    assert.equal(res.status, 201, res.text);
+    linkId = res.body.data.id;
+    pageUrl = `${app.url}/book/${hostSlug}/asesoria`;
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+  });
+  after(async () => {
+    await browser?.close();
+    await app?.close();
+  });
+
+  test('book a slot with the keyboard only', async () => {
+    const context = await newContext();
+    const page = await context.newPage();
+    await page.goto(pageUrl);
+    await openDays(page);
+    // Tab until a day of the grid has focus.
+    for (let i = 0; i < 30 && !(await page.evaluate(() => !!document.activeElement?.closest('#grid'))); i++) await page.keyboard.press('Tab');
+    assert.ok(await page.evaluate(() => !!document.activeElement?.closest('#grid')), 'a day of the grid is reachable with Tab');
+    // Arrow keys move within the grid; come back and pick the first open day.
+    const first = await page.evaluate(() => (document.activeElement as HTMLElement).dataset.date);
+    await page.keyboard.press('ArrowRight');
+    assert.notEqual(await page.evaluate(() => (document.activeElement as HTMLElement).dataset.date), first);
+    await page.keyboard.press('ArrowLeft');
+    assert.equal(await page.evaluate(() => (document.activeElement as HTMLElement).dataset.date), first);
+    await page.keyboard.press('Enter');
+    // Focus is on the first slot, a button labelled with the whole date and time.
+    await page.waitForFunction(() => !!document.activeElement?.closest('#slots'));
+    const label = await page.evaluate(() => document.activeElement!.getAttribute('aria-label'));
+    assert.match(label!, /de \d{2}:\d{2} a \d{2}:\d{2} \(America\/Mexico_City\)/);
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.activeElement?.id === 'name');
+    await page.keyboard.type('Visitante Teclado');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('teclado@visita.example');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('Conocer el servicio');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#done:not([hidden])');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'done');
+    const { rows } = await app.pool.query(`SELECT booker_name, booker_timezone, answers FROM bookings WHERE booking_link_id = $1 AND booker_email = 'teclado@visita.example'`, [linkId]);
+    assert.deepEqual(rows, [{ booker_name: 'Visitante Teclado', booker_timezone: ZONE, answers: { motivo: 'Conocer el servicio' } }]);
+    await context.close();
+  });
+
+  test("the theme follows the visitor's clock: 18:59 light, 19:00 dark, 06:59 dark, 07:00 light", async () => {
+    for (const [time, theme] of [['18:59', 'light'], ['19:00', 'dark'], ['06:59', 'dark'], ['07:00', 'light']] as const) {
+      const context = await newContext({ time: new Date(`2026-12-01T${time}:00-06:00`) });
+      const page = await context.newPage();
+      await page.goto(pageUrl);
+      assert.equal(await themeOf(page), theme, time);
+      await context.close();
+    }
+  });
+
+  test('the toggle switches the theme and the choice survives a reload', async () => {
+    const context = await newContext({ time: new Date('2026-12-01T12:00:00-06:00') });
+    const page = await context.newPage();
+    await page.goto(pageUrl);
+    assert.equal(await themeOf(page), 'light');
+    await page.click('#theme-toggle');
+    assert.equal(await themeOf(page), 'dark');
+    assert.equal(await page.getAttribute('#theme-toggle', 'aria-pressed'), 'true');
+    await page.reload();
+    assert.equal(await themeOf(page), 'dark');
+    await context.close();
+  });
+
+  test('axe-core: no WCAG 2.2 AA violation in either theme, with the days and slots shown', async () => {
+    for (const time of ['12:00', '21:00']) {
+      const context: BrowserContext = await newContext({ time: new Date(`2026-12-01T${time}:00-06:00`) });
+      const page = await context.newPage();
+      await page.goto(pageUrl);
+      await openDays(page);
+      await page.click('#grid button.open');
+      await page.waitForSelector('#slots button');
+      const result = await new AxeBuilder({ page }).withTags(WCAG).analyze();
+      assert.ok(result.passes.some((rule) => rule.id === 'color-contrast'), 'axe checked the contrast');
+      assert.deepEqual(result.violations.map((v) => `${v.id}: ${v.nodes.map((node) => node.target.join(' ')).join(', ')}`), [], `theme ${await themeOf(page)}`);
+      await page.locator('#slots button').first().click();
+      const withForm = await new AxeBuilder({ page }).withTags(WCAG).analyze();
+      assert.deepEqual(withForm.violations.map((v) => v.id), [], 'with the form open');
+      if (process.env.BOOKING_SCREENSHOTS) await page.screenshot({ path: `${process.env.BOOKING_SCREENSHOTS}/booking-${time.slice(0, 2)}.png`, fullPage: true });
+      await context.close();
+    }
+  });
+
+  test('the manage link: reschedule to another slot, then cancel with a reason', async () => {
+    const api = client(app.baseUrl, tenant.key);
+    const slots = (await api.get(`/booking-links/${linkId}/slots`)).body.data.days.flatMap((d: any) => d.slots);
+    const made = await api.post('/bookings', { data: { booking_link_id: linkId, starts_at: slots[5].starts_at, booker: { name: 'Gestor', email: 'gestor@visita.example', timezone: ZONE }, answers: { motivo: 'x' } } });
+    assert.equal(made.status, 201, made.text);
+    const context = await newContext();
+    const page = await context.newPage();
+    await page.goto(made.body.data.manage_url);
+    await page.waitForSelector('#when');
+    assert.match((await page.textContent('#when'))!, /America\/Mexico_City/);
+    await openDays(page);
+    await page.click('#grid button.open');
+    const target = page.locator('#slots button').nth(2);
+    await target.click();
+    await page.click('#resched-confirm');
+    await page.waitForURL((url) => url.toString() !== made.body.data.manage_url);
+    const moved = await waitFor(async () => {
+      const { rows } = await app.pool.query(`SELECT id, status FROM bookings WHERE rescheduled_from_id = $1`, [made.body.data.id]);
+      return rows[0];
+    }, 10_000, 'the new booking');
+    assert.equal(moved.status, 'confirmed');
+    await page.fill('#reason', 'Cambio de planes');
+    await page.click('#cancel-form button[type=submit]');
+    await page.waitForFunction(() => /cancelada/.test(document.getElementById('manage-status')?.textContent ?? ''));
+    const { rows } = await app.pool.query('SELECT status, cancelled_by, cancellation_reason FROM bookings WHERE id = $1', [moved.id]);
+    assert.deepEqual(rows[0], { status: 'cancelled', cancelled_by: 'booker', cancellation_reason: 'Cambio de planes' });
+    await context.close();
+  });
+});
