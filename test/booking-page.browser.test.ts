@@ -31,7 +31,7 @@ describe('public booking page in a browser', { skip }, () => {
       if (options.time) await context.clock.setFixedTime(options.time);
       return context;
     });
-  const themeOf = (page: Page) => page.evaluate(() => document.documentElement.getAttribute('data-theme'));
+  const themeOf = (page: Page) => page.evaluate(() => (globalThis as any).document.documentElement.getAttribute('data-theme'));
   const openDays = (page: Page) => page.waitForSelector('#grid button.open');
 
   before(async () => {
@@ -75,21 +75,21 @@ describe('public booking page in a browser', { skip }, () => {
     await page.goto(pageUrl);
     await openDays(page);
     // Tab until a day of the grid has focus.
-    for (let i = 0; i < 30 && !(await page.evaluate(() => !!document.activeElement?.closest('#grid'))); i++) await page.keyboard.press('Tab');
-    assert.ok(await page.evaluate(() => !!document.activeElement?.closest('#grid')), 'a day of the grid is reachable with Tab');
+    for (let i = 0; i < 30 && !(await page.evaluate(() => !!(globalThis as any).document.activeElement?.closest('#grid'))); i++) await page.keyboard.press('Tab');
+    assert.ok(await page.evaluate(() => !!(globalThis as any).document.activeElement?.closest('#grid')), 'a day of the grid is reachable with Tab');
     // Arrow keys move within the grid; come back and pick the first open day.
-    const first = await page.evaluate(() => (document.activeElement as HTMLElement).dataset.date);
+    const first = await page.evaluate(() => (globalThis as any).document.activeElement.dataset.date);
     await page.keyboard.press('ArrowRight');
-    assert.notEqual(await page.evaluate(() => (document.activeElement as HTMLElement).dataset.date), first);
+    assert.notEqual(await page.evaluate(() => (globalThis as any).document.activeElement.dataset.date), first);
     await page.keyboard.press('ArrowLeft');
-    assert.equal(await page.evaluate(() => (document.activeElement as HTMLElement).dataset.date), first);
+    assert.equal(await page.evaluate(() => (globalThis as any).document.activeElement.dataset.date), first);
     await page.keyboard.press('Enter');
     // Focus is on the first slot, a button labelled with the whole date and time.
-    await page.waitForFunction(() => !!document.activeElement?.closest('#slots'));
-    const label = await page.evaluate(() => document.activeElement!.getAttribute('aria-label'));
+    await page.waitForFunction(() => !!(globalThis as any).document.activeElement?.closest('#slots'));
+    const label = await page.evaluate(() => (globalThis as any).document.activeElement!.getAttribute('aria-label'));
     assert.match(label!, /de \d{2}:\d{2} a \d{2}:\d{2} \(America\/Mexico_City\)/);
     await page.keyboard.press('Enter');
-    await page.waitForFunction(() => document.activeElement?.id === 'name');
+    await page.waitForFunction(() => (globalThis as any).document.activeElement?.id === 'name');
     await page.keyboard.type('Visitante Teclado');
     await page.keyboard.press('Tab');
     await page.keyboard.type('teclado@visita.example');
@@ -97,7 +97,7 @@ describe('public booking page in a browser', { skip }, () => {
     await page.keyboard.type('Conocer el servicio');
     await page.keyboard.press('Enter');
     await page.waitForSelector('#done:not([hidden])');
-    assert.equal(await page.evaluate(() => document.activeElement?.id), 'done');
+    assert.equal(await page.evaluate(() => (globalThis as any).document.activeElement?.id), 'done');
     const { rows } = await app.pool.query(`SELECT booker_name, booker_timezone, answers FROM bookings WHERE booking_link_id = $1 AND booker_email = 'teclado@visita.example'`, [linkId]);
     assert.deepEqual(rows, [{ booker_name: 'Visitante Teclado', booker_timezone: ZONE, answers: { motivo: 'Conocer el servicio' } }]);
     await context.close();
@@ -168,7 +168,7 @@ describe('public booking page in a browser', { skip }, () => {
     assert.equal(moved.status, 'confirmed');
     await page.fill('#reason', 'Cambio de planes');
     await page.click('#cancel-form button[type=submit]');
-    await page.waitForFunction(() => /cancelada/.test(document.getElementById('manage-status')?.textContent ?? ''));
+    await page.waitForFunction(() => /cancelada/.test((globalThis as any).document.getElementById('manage-status')?.textContent ?? ''));
     const { rows } = await app.pool.query('SELECT status, cancelled_by, cancellation_reason FROM bookings WHERE id = $1', [moved.id]);
     assert.deepEqual(rows[0], { status: 'cancelled', cancelled_by: 'booker', cancellation_reason: 'Cambio de planes' });
     await context.close();
