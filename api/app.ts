@@ -23,6 +23,7 @@ import { oauthRouter } from './oauth/routes.ts';
 import { metricsRouter } from './metrics.ts';
 import { mediaRouter } from './public-media.ts';
 import { bookingPageRouter } from './booking-page/routes.ts';
+import { googleIntegrationRouter } from './integrations/google.ts';
 import { createJobSender } from '../db/job-sender.ts';
 import type { ApiContextExtension, ApiRouter, ApiState, Deps } from './types.ts';
 
@@ -105,6 +106,7 @@ export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
   app.use(root.routes());
   app.use(mediaRouter(deps).routes());
   app.use(bookingPageRouter(deps).routes());
+  app.use(googleIntegrationRouter(deps).routes());
   app.use(mcpRouter().routes());
   app.use(oauthRouter().routes());
   app.use(metricsRouter(deps).routes());

@@ -35,6 +35,7 @@ export const ERROR_CODES = {
   sale_without_tax: { status: 422, message: 'La venta tiene conceptos sin IVA.' },
   no_emitter: { status: 422, message: 'La empresa no tiene datos fiscales o sellos completos.' },
   customer_no_rfc: { status: 422, message: 'El cliente de la venta no tiene RFC.' },
+  read_only_event: { status: 422, message: 'Este evento no se edita por la API: viene de una reserva o de Google Calendar.' },
   booking_link_inactive: { status: 422, message: 'El enlace de reserva no está activo.' },
   form_inactive: { status: 422, message: 'El formulario no está activo.' },
   invalid_user: { status: 422, message: 'El usuario no pertenece a la empresa.' },

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { registerAutomationCommands } from './commands/automation.ts';
+import { registerCalendarCommands } from './commands/calendar.ts';
 import { registerCompanyCommands } from './commands/company.ts';
 import { registerFormCommands } from './commands/form.ts';
 import { registerKeyCommands } from './commands/key.ts';
@@ -33,6 +34,7 @@ registerFormCommands(program);
 registerWebhookCommands(program);
 registerMcpCommands(program);
 registerOauthCommands(program);
+registerCalendarCommands(program);
 
 try {
   await program.parseAsync(process.argv);

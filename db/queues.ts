@@ -18,6 +18,8 @@ export type FormPostActionsJob = { submissionId: string; companyId: string };
 export type ThumbnailJob = { media_id: string };
 export type WebhookDeliveryJob = { delivery_id: string; attempt: number };
 export type HousekeepingJob = Record<string, never>;
+export type CalendarPushJob = { company_id: string; event_id: string; user_id: string; action: 'upsert' | 'delete'; google_event_id: string | null };
+export type CalendarPullJob = { user_id: string };
 export type BookingEmailJob = { booking_id: string; kind: 'confirmed' | 'rescheduled' | 'cancelled' };
 
 // Transient failures (SMTP down, a lost connection) retry with exponential
@@ -70,6 +72,30 @@ export const BOOKING_EMAILS = queue<BookingEmailJob>('booking-emails', {
   retryDelayMax: 3600,
 });
 
+/**
+ * Outbound Google Calendar sync of one event (worker/jobs/calendar-push.ts),
+ * enqueued in the event's transaction. Google's rate limits and outages
+ * retry with backoff: about 10 s, 20 s, 40 s… capped at 30 min, 10 in all.
+ */
+export const CALENDAR_PUSH = queue<CalendarPushJob>('calendar-push', {
+  retryLimit: 10,
+  retryDelay: 10,
+  retryBackoff: true,
+  retryDelayMax: 1800,
+  expireInSeconds: 120,
+});
+
+/** Inbound import of one member's Google Calendar (worker/jobs/calendar-pull.ts); one at a time per member. */
+export const CALENDAR_PULL = queue<CalendarPullJob>('calendar-pull', {
+  retryLimit: 3,
+  retryDelay: 30,
+  retryBackoff: true,
+  expireInSeconds: 300,
+});
+
+/** Every 5 minutes: a calendar-pull job per active connection (worker/jobs/calendar-pull-schedule.ts). */
+export const CALENDAR_PULL_SCHEDULE = queue<HousekeepingJob>('calendar-pull-schedule', { retryLimit: 1, retryDelay: 60 });
+
 /** Hourly housekeeping (worker/jobs/purge-expired.ts). */
 export const PURGE_EXPIRED = queue<HousekeepingJob>('purge-expired', { retryLimit: 3, retryDelay: 60, retryBackoff: true });
 
@@ -77,4 +103,4 @@ export const PURGE_EXPIRED = queue<HousekeepingJob>('purge-expired', { retryLimi
 export const PURGE_WEBHOOK_HISTORY = queue<HousekeepingJob>('purge-webhook-history', { retryLimit: 3, retryDelay: 60, retryBackoff: true });
 
 /** Every queue, created by both processes at start (pg-boss keeps one definition per name). */
-export const ALL_QUEUES: readonly Queue[] = [BOOKING_EMAILS, FORM_POST_ACTIONS, THUMBNAIL, WEBHOOK_DELIVERY, PURGE_EXPIRED, PURGE_WEBHOOK_HISTORY];
+export const ALL_QUEUES: readonly Queue[] = [BOOKING_EMAILS, CALENDAR_PUSH, CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, FORM_POST_ACTIONS, THUMBNAIL, WEBHOOK_DELIVERY, PURGE_EXPIRED, PURGE_WEBHOOK_HISTORY];

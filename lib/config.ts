@@ -57,6 +57,18 @@ export type Config = {
    * generated once into DATA_DIR/booking-token-key.
    */
   bookingTokenKey: string;
+  /**
+   * Google Calendar (docs/calendar-sync.md): null unless GOOGLE_CLIENT_ID and
+   * GOOGLE_CLIENT_SECRET are set. The base URLs default to Google's and are
+   * settable so tests (and proxies) can point the client elsewhere.
+   */
+  google: { clientId: string; clientSecret: string; apiUrl: string; tokenUrl: string; authUrl: string } | null;
+  /**
+   * Key of secrets stored in the database (ENCRYPTION_KEY, at least 32
+   * characters): Google refresh tokens. Required in production once Google is
+   * configured; otherwise generated once into DATA_DIR/encryption-key.
+   */
+  encryptionKey: string;
   /** The platform's name for this process (Heroku's DYNO, e.g. web.1): part of every connection's application_name. */
   dyno: string | undefined;
 };
@@ -134,6 +146,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (isProduction && !env.BOOKING_TOKEN_KEY) fail('BOOKING_TOKEN_KEY es obligatoria en producción (firma las ligas de gestión de reservas)');
   if (env.BOOKING_TOKEN_KEY && env.BOOKING_TOKEN_KEY.length < 32) fail('BOOKING_TOKEN_KEY debe tener al menos 32 caracteres');
   const dataDir = path.resolve(env.DATA_DIR || './.data');
+  const google =
+    env.GOOGLE_CLIENT_ID && env.GOOGLE_CLIENT_SECRET
+      ? {
+          clientId: env.GOOGLE_CLIENT_ID,
+          clientSecret: env.GOOGLE_CLIENT_SECRET,
+          apiUrl: url('GOOGLE_API_URL', env.GOOGLE_API_URL || 'https://www.googleapis.com/calendar/v3'),
+          tokenUrl: url('GOOGLE_TOKEN_URL', env.GOOGLE_TOKEN_URL || 'https://oauth2.googleapis.com/token'),
+          authUrl: url('GOOGLE_AUTH_URL', env.GOOGLE_AUTH_URL || 'https://accounts.google.com/o/oauth2/v2/auth'),
+        }
+      : null;
+  if (isProduction && google && !env.ENCRYPTION_KEY) fail('ENCRYPTION_KEY es obligatoria en producción cuando Google Calendar está configurado (cifra los tokens guardados)');
+  if (env.ENCRYPTION_KEY && env.ENCRYPTION_KEY.length < 32) fail('ENCRYPTION_KEY debe tener al menos 32 caracteres');
   const logLevel = env.LOG_LEVEL ?? 'info';
   if (logLevel !== 'info' && logLevel !== 'silent') fail('LOG_LEVEL debe ser info o silent');
   return {
@@ -157,5 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     pgMaxConnections,
     dyno: env.DYNO || undefined,
     bookingTokenKey: env.BOOKING_TOKEN_KEY || developmentSecret(dataDir, 'booking-token-key'),
+    google,
+    encryptionKey: env.ENCRYPTION_KEY || (isProduction ? '' : developmentSecret(dataDir, 'encryption-key')),
   };
 }

@@ -3,6 +3,7 @@
 // (companies.ts, keys.ts, users.ts, automations.ts, forms.ts) or the query
 // modules the REST routes use; they hold no SQL.
 import { automationRouter } from './routers/automations.ts';
+import { calendarRouter } from './routers/calendar.ts';
 import { companyRouter } from './routers/companies.ts';
 import { formRouter } from './routers/forms.ts';
 import { keyRouter } from './routers/keys.ts';
@@ -22,6 +23,7 @@ export const adminRouter = router({
   delivery: deliveryRouter,
   mcp: mcpRouter,
   oauth: oauthRouter,
+  calendar: calendarRouter,
 });
 
 export type AdminRouter = typeof adminRouter;

@@ -12,6 +12,7 @@
 // lock.
 import { transaction, type Client, type Queryable } from '../../db/pool.ts';
 import type { JobSender } from '../../db/job-sender.ts';
+import { enqueueCalendarPush } from '../../db/calendar-sync.ts';
 import { matchOrCreateLead } from '../../db/leads.ts';
 import { BOOKING_EMAILS, type BookingEmailJob } from '../../db/queues.ts';
 import { isBookable } from '../../lib/booking-slots.ts';
@@ -177,6 +178,8 @@ export async function createBooking(
       rescheduledFromId: null,
     });
     await enqueueEmail(client, deps.jobs, { booking_id: id, kind: 'confirmed' });
+    const event = { company_id: companyId, id: eventId, user_id: link.user_id, source: 'booking', sync_to_google: null, google_event_id: null };
+    await enqueueCalendarPush(client, deps.jobs, event, 'upsert');
     return { booking, manageUrl: manageUrl(deps.config.bookingUrl, deps.config.bookingTokenKey, id) };
   });
 }
@@ -200,7 +203,13 @@ export async function cancelBooking(
 ): Promise<BookingRow> {
   return transaction(db, async (client) => {
     const booking = await lockConfirmed(client, companyId, bookingId);
-    if (booking.calendar_event_id) await client.query('DELETE FROM calendar_events WHERE company_id = $1 AND id = $2', [companyId, booking.calendar_event_id]);
+    if (booking.calendar_event_id) {
+      const { rows: removed } = await client.query<{ company_id: string; id: string; user_id: string; source: string; sync_to_google: boolean | null; google_event_id: string | null }>(
+        'DELETE FROM calendar_events WHERE company_id = $1 AND id = $2 RETURNING company_id, id, user_id, source, sync_to_google, google_event_id',
+        [companyId, booking.calendar_event_id],
+      );
+      if (removed[0]) await enqueueCalendarPush(client, deps.jobs, removed[0], 'delete');
+    }
     const { rows } = await client.query<BookingRow>(
       `UPDATE bookings SET status = 'cancelled', cancelled_at = now(), cancelled_by = $3, cancellation_reason = $4,
               calendar_event_id = NULL, updated_at = now()
@@ -254,10 +263,12 @@ export async function rescheduleBooking(
     });
     await client.query('UPDATE bookings SET rescheduled_to_id = $3 WHERE company_id = $1 AND id = $2', [companyId, old.id, id]);
     if (old.calendar_event_id) {
-      await client.query(
-        `UPDATE calendar_events SET starts_at = $3, ends_at = $4, booking_id = $5, updated_at = now() WHERE company_id = $1 AND id = $2`,
+      const { rows: moved } = await client.query<{ company_id: string; id: string; user_id: string; source: string; sync_to_google: boolean | null; google_event_id: string | null }>(
+        `UPDATE calendar_events SET starts_at = $3, ends_at = $4, booking_id = $5, updated_at = now() WHERE company_id = $1 AND id = $2
+         RETURNING company_id, id, user_id, source, sync_to_google, google_event_id`,
         [companyId, old.calendar_event_id, booking.starts_at, booking.ends_at, id],
       );
+      if (moved[0]) await enqueueCalendarPush(client, deps.jobs, moved[0], 'upsert');
     }
     await enqueueEmail(client, deps.jobs, { booking_id: id, kind: 'rescheduled' });
     return { booking, manageUrl: manageUrl(deps.config.bookingUrl, deps.config.bookingTokenKey, id) };

@@ -4,6 +4,7 @@
 // `starts_at`, also after a PATCH that moves only one of them. An all-day
 // event runs from midnight to midnight in its `timezone` (end exclusive): its
 // bounds must be local midnights there, so a DST day is 23 or 25 hours long.
+import { enqueueCalendarPush } from '../../db/calendar-sync.ts';
 import { transaction } from '../../db/pool.ts';
 import { isObjectId } from '../../lib/objectid.ts';
 import { ApiError, validationFailed } from '../errors.ts';
@@ -52,6 +53,17 @@ function checkTimes(event: { starts_at: string | Date; ends_at: string | Date; a
   }
 }
 
+const READ_ONLY =
+  'Los eventos con `source: booking` (de una reserva) o `source: google` (importados de Google Calendar) son de solo lectura: ' +
+  '422 `read_only_event` (una reserva se cambia con /bookings/:id/cancel o /reschedule; un evento de Google, en Google). ' +
+  'Con Google Calendar conectado, crear, cambiar o eliminar un evento se sincroniza allá en segundo plano, salvo con `sync_to_google: false`.';
+
+/** Events of bookings and of Google Calendar are changed where they come from (422 read_only_event). */
+function refuseReadOnly(event: { source: string }): void {
+  if (event.source === 'booking') throw new ApiError('read_only_event', 'El evento es de una reserva: cámbialo con POST /bookings/:id/cancel o /reschedule.');
+  if (event.source === 'google') throw new ApiError('read_only_event', 'El evento viene de Google Calendar: cámbialo allá y se sincroniza aquí.');
+}
+
 const idParam = { id: 'id' } as const;
 
 export const calendarEventRoutes: RouteDef[] = [
@@ -93,7 +105,11 @@ export const calendarEventRoutes: RouteDef[] = [
       const missing = Object.entries({ title, starts_at, ends_at }).filter(([, value]) => value === undefined);
       if (missing.length) throw validationFailed(Object.fromEntries(missing.map(([name]) => [name, ['es obligatorio']])));
       checkTimes({ starts_at: starts_at!, ends_at: ends_at!, all_day: fields.all_day ?? false, timezone: fields.timezone ?? DEFAULT_TIMEZONE });
-      const row = await insertCalendarEvent(db, companyId, { ...fields, title: title!, starts_at: starts_at!, ends_at: ends_at!, user_id });
+      const row = await transaction(db, async (client) => {
+        const created = await insertCalendarEvent(client, companyId, { ...fields, title: title!, starts_at: starts_at!, ends_at: ends_at!, user_id });
+        await enqueueCalendarPush(client, ctx.deps.jobs, created, 'upsert');
+        return created;
+      });
       return { data: serializeCalendarEvent(row) };
     },
   }),
@@ -119,24 +135,27 @@ export const calendarEventRoutes: RouteDef[] = [
     scope: 'update-calendar_events',
     tag: TAG,
     summary: 'Actualiza un evento',
-    description: `Los mismos campos que al crear salvo \`user_id\`, que no cambia (422 validation_failed; elimina y vuelve a crear para cambiar de anfitrión). ${ALL_DAY}`,
+    description: `Los mismos campos que al crear salvo \`user_id\`, que no cambia (422 validation_failed; elimina y vuelve a crear para cambiar de anfitrión). ${ALL_DAY} ${READ_ONLY}`,
     params: idParam,
     body: calendarEventUpdate,
     example: { title: 'Llamada reprogramada', starts_at: '2026-12-01T17:00:00Z', ends_at: '2026-12-01T17:30:00Z' },
     response: calendarEventSchema,
     status: 200,
-    errors: ['invalid_id', 'not_found', 'validation_failed'],
-    handler: async (_ctx, { params, data, companyId, db }) => {
+    errors: ['invalid_id', 'not_found', 'validation_failed', 'read_only_event'],
+    handler: async (ctx, { params, data, companyId, db }) => {
       const row = await transaction(db, async (client) => {
         const existing = await findCalendarEvent(client, companyId, params.id, true);
         if (!existing) throw new ApiError('not_found');
+        refuseReadOnly(existing);
         checkTimes({
           starts_at: data.starts_at ?? existing.starts_at,
           ends_at: data.ends_at ?? existing.ends_at,
           all_day: data.all_day ?? existing.all_day,
           timezone: data.timezone ?? existing.timezone,
         });
-        return updateCalendarEvent(client, companyId, params.id, data);
+        const updated = await updateCalendarEvent(client, companyId, params.id, data);
+        await enqueueCalendarPush(client, ctx.deps.jobs, updated, 'upsert');
+        return updated;
       });
       return { data: serializeCalendarEvent(row) };
     },
@@ -147,11 +166,18 @@ export const calendarEventRoutes: RouteDef[] = [
     scope: 'delete-calendar_events',
     tag: TAG,
     summary: 'Elimina un evento',
+    description: `Si el anfitrión tiene Google Calendar conectado, el evento también se elimina allá. ${READ_ONLY}`,
     params: idParam,
     status: 204,
-    errors: ['invalid_id', 'not_found'],
-    handler: async (_ctx, { params, companyId, db }) => {
-      if (!(await deleteCalendarEvent(db, companyId, params.id))) throw new ApiError('not_found');
+    errors: ['invalid_id', 'not_found', 'read_only_event'],
+    handler: async (ctx, { params, companyId, db }) => {
+      await transaction(db, async (client) => {
+        const existing = await findCalendarEvent(client, companyId, params.id, true);
+        if (!existing) throw new ApiError('not_found');
+        refuseReadOnly(existing);
+        await deleteCalendarEvent(client, companyId, params.id);
+        await enqueueCalendarPush(client, ctx.deps.jobs, existing, 'delete');
+      });
       return undefined;
     },
   }),

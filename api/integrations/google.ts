@@ -1,0 +1,49 @@
+// `GET /integrations/google/callback` (DESIGN.md URL layout): where Google
+// sends the member after the consent that `wsctl calendar connect` printed.
+// The signed `state` names the member (lib/signed-state.ts, one hour); the
+// code is exchanged at Google's token endpoint for a refresh token, which is
+// stored sealed (api/admin/calendar.ts). Answers a short HTML page.
+import Router from '@koa/router';
+import { randomBytes } from 'node:crypto';
+import { GoogleApiError, GoogleCalendarClient } from '../../lib/google-calendar.ts';
+import { verifyState } from '../../lib/signed-state.ts';
+import { callbackUrl, CALLBACK_PATH, storeConnection } from '../admin/calendar.ts';
+import { limitUnauthenticated } from '../middleware/rate-limit.ts';
+import type { ApiContext, ApiContextExtension, ApiRouter, ApiState, Deps } from '../types.ts';
+
+const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+function page(ctx: ApiContext, status: number, title: string, text: string): void {
+  const nonce = randomBytes(16).toString('base64');
+  ctx.set('Content-Security-Policy', `default-src 'none'; style-src 'nonce-${nonce}'; frame-ancestors 'none'`);
+  ctx.set('Cache-Control', 'no-store');
+  ctx.set('Referrer-Policy', 'no-referrer');
+  ctx.status = status;
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.body = `<!doctype html><html lang="es"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${esc(title)}</title><style nonce="${nonce}">body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;color:#111827}</style></head>
+<body><main><h1>${esc(title)}</h1><p${status >= 400 ? ' role="alert"' : ''}>${esc(text)}</p></main></body></html>`;
+}
+
+export function googleIntegrationRouter(deps: Deps): ApiRouter {
+  const router: ApiRouter = new Router<ApiState, ApiContextExtension>();
+  router.get(CALLBACK_PATH, async (ctx) => {
+    await limitUnauthenticated(ctx);
+    const google = deps.config.google;
+    if (!google) return page(ctx, 404, 'Integración no disponible', 'Google Calendar no está configurado en este servicio.');
+    const state = typeof ctx.query.state === 'string' ? verifyState(deps.config.encryptionKey, ctx.query.state) : null;
+    if (!state || typeof state.user !== 'string') return page(ctx, 400, 'Liga vencida o inválida', 'Pide a tu administrador una liga nueva (wsctl calendar connect).');
+    if (typeof ctx.query.error === 'string') return page(ctx, 400, 'No se conectó el calendario', `Google respondió: ${ctx.query.error}.`);
+    if (typeof ctx.query.code !== 'string' || !ctx.query.code) return page(ctx, 400, 'No se conectó el calendario', 'Google no envió el código de autorización.');
+    try {
+      const { refreshToken } = await new GoogleCalendarClient(google).exchangeCode(ctx.query.code, callbackUrl(deps.config));
+      if (!refreshToken) return page(ctx, 400, 'No se conectó el calendario', 'Google no entregó un token de acceso sin conexión; vuelve a abrir la liga y acepta los permisos.');
+      await storeConnection(deps.pool, deps.config, state.user, refreshToken, typeof state.calendar === 'string' ? state.calendar : 'primary');
+    } catch (error) {
+      if (error instanceof GoogleApiError && !error.retryable) return page(ctx, 400, 'No se conectó el calendario', `Google rechazó el código (${error.reason ?? error.status}); abre la liga otra vez.`);
+      return page(ctx, 502, 'No se conectó el calendario', 'Google no respondió; intenta de nuevo en unos minutos.');
+    }
+    page(ctx, 200, 'Calendario conectado', 'Listo: tus eventos y reservas se sincronizarán con Google Calendar. Puedes cerrar esta ventana.');
+  });
+  return router;
+}

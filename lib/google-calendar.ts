@@ -1,0 +1,152 @@
+// A client for the part of Google Calendar API v3 the service uses, on
+// undici: the OAuth token endpoint (authorization code and refresh-token
+// grants), events insert / get / patch / delete (Meet links through
+// conferenceData with conferenceDataVersion=1), and events list with paging
+// and incremental sync tokens. Base URLs come from the configuration, so tests
+// point the client at a local stand-in that speaks the same API
+// (test/helpers/google-stand-in.ts).
+import { request } from 'undici';
+
+export type GoogleConfig = { apiUrl: string; tokenUrl: string; clientId: string; clientSecret: string };
+
+export type GoogleEvent = {
+  id: string;
+  status?: 'confirmed' | 'tentative' | 'cancelled';
+  summary?: string;
+  description?: string;
+  location?: string;
+  start?: { dateTime?: string; date?: string; timeZone?: string };
+  end?: { dateTime?: string; date?: string; timeZone?: string };
+  attendees?: Array<{ email: string; displayName?: string }>;
+  transparency?: 'opaque' | 'transparent';
+  hangoutLink?: string;
+  conferenceData?: {
+    createRequest?: { requestId: string; conferenceSolutionKey?: { type: string }; status?: { statusCode: 'pending' | 'success' | 'failure' } };
+    entryPoints?: Array<{ entryPointType: string; uri: string }>;
+  };
+};
+
+export type EventList = { items: GoogleEvent[]; nextPageToken?: string; nextSyncToken?: string };
+
+/**
+ * A failed call: `retryable` for rate limits (429, 403 rateLimitExceeded /
+ * userRateLimitExceeded) and server errors; `reason` is Google's
+ * (`invalid_grant` from the token endpoint: the refresh token is dead).
+ */
+export class GoogleApiError extends Error {
+  readonly status: number;
+  readonly reason: string | null;
+  readonly retryable: boolean;
+  constructor(status: number, reason: string | null, message: string) {
+    super(`Google Calendar ${status}${reason ? ` ${reason}` : ''}: ${message}`);
+    this.name = 'GoogleApiError';
+    this.status = status;
+    this.reason = reason;
+    this.retryable = status === 429 || status >= 500 || (status === 403 && (reason === 'rateLimitExceeded' || reason === 'userRateLimitExceeded'));
+  }
+}
+
+const RATE_REASONS = new Set(['rateLimitExceeded', 'userRateLimitExceeded']);
+
+/** Google's error bodies: `{error: {code, message, errors: [{reason}]}}` from the API, `{error, error_description}` from the token endpoint. */
+function errorOf(status: number, body: any): GoogleApiError {
+  if (body && typeof body.error === 'string') return new GoogleApiError(status, body.error, body.error_description ?? body.error);
+  const reasons: string[] = (body?.error?.errors ?? []).map((e: { reason?: string }) => e.reason).filter(Boolean);
+  const reason = reasons.find((r) => RATE_REASONS.has(r)) ?? reasons[0] ?? body?.error?.status ?? null;
+  return new GoogleApiError(status, reason, body?.error?.message ?? `HTTP ${status}`);
+}
+
+export class GoogleCalendarClient {
+  private readonly config: GoogleConfig;
+  private readonly timeoutMs: number;
+
+  constructor(config: GoogleConfig, options: { timeoutMs?: number } = {}) {
+    this.config = config;
+    this.timeoutMs = options.timeoutMs ?? 15_000;
+  }
+
+  private async call<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, options: { token?: string; json?: unknown; form?: Record<string, string> }): Promise<T> {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    let body: string | undefined;
+    if (options.token) headers.authorization = `Bearer ${options.token}`;
+    if (options.json !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(options.json);
+    }
+    if (options.form) {
+      headers['content-type'] = 'application/x-www-form-urlencoded';
+      body = new URLSearchParams(options.form).toString();
+    }
+    let res;
+    try {
+      res = await request(url, { method, headers, body, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs });
+    } catch (error) {
+      // Connection refused, reset, timeout: worth another try later.
+      throw new GoogleApiError(503, 'network', (error as Error).message);
+    }
+    const text = await res.body.text();
+    const parsed = text ? (() => { try { return JSON.parse(text); } catch { return null; } })() : null;
+    if (res.statusCode >= 400) throw errorOf(res.statusCode, parsed);
+    return parsed as T;
+  }
+
+  private eventsUrl(calendarId: string, path = '', query: Record<string, string | undefined> = {}): string {
+    const url = new URL(`${this.config.apiUrl}/calendars/${encodeURIComponent(calendarId)}/events${path}`);
+    for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, v);
+    return url.toString();
+  }
+
+  /** An access token from a refresh token (refresh-token grant). */
+  async refreshAccessToken(refreshToken: string): Promise<{ accessToken: string; expiresIn: number }> {
+    const body = await this.call<{ access_token: string; expires_in: number }>('POST', this.config.tokenUrl, {
+      form: { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: this.config.clientId, client_secret: this.config.clientSecret },
+    });
+    return { accessToken: body.access_token, expiresIn: body.expires_in ?? 3600 };
+  }
+
+  /** The refresh token from an authorization code (the consent callback). */
+  async exchangeCode(code: string, redirectUri: string): Promise<{ refreshToken: string | null; accessToken: string }> {
+    const body = await this.call<{ access_token: string; refresh_token?: string }>('POST', this.config.tokenUrl, {
+      form: { grant_type: 'authorization_code', code, redirect_uri: redirectUri, client_id: this.config.clientId, client_secret: this.config.clientSecret },
+    });
+    return { refreshToken: body.refresh_token ?? null, accessToken: body.access_token };
+  }
+
+  insertEvent(token: string, calendarId: string, event: GoogleEvent): Promise<GoogleEvent> {
+    return this.call('POST', this.eventsUrl(calendarId, '', { conferenceDataVersion: '1', sendUpdates: 'none' }), { token, json: event });
+  }
+
+  patchEvent(token: string, calendarId: string, eventId: string, patch: Partial<GoogleEvent>): Promise<GoogleEvent> {
+    return this.call('PATCH', this.eventsUrl(calendarId, `/${encodeURIComponent(eventId)}`, { conferenceDataVersion: '1', sendUpdates: 'none' }), { token, json: patch });
+  }
+
+  getEvent(token: string, calendarId: string, eventId: string): Promise<GoogleEvent> {
+    return this.call('GET', this.eventsUrl(calendarId, `/${encodeURIComponent(eventId)}`), { token });
+  }
+
+  async deleteEvent(token: string, calendarId: string, eventId: string): Promise<void> {
+    await this.call('DELETE', this.eventsUrl(calendarId, `/${encodeURIComponent(eventId)}`, { sendUpdates: 'none' }), { token });
+  }
+
+  /** One page of events: incremental from `syncToken`, or a full list from `timeMin`. A dead sync token is 410. */
+  listEvents(token: string, calendarId: string, options: { syncToken?: string; pageToken?: string; timeMin?: string }): Promise<EventList> {
+    return this.call('GET', this.eventsUrl(calendarId, '', {
+      syncToken: options.syncToken,
+      pageToken: options.pageToken,
+      timeMin: options.syncToken ? undefined : options.timeMin,
+      singleEvents: 'true',
+      showDeleted: options.syncToken ? 'true' : undefined,
+      maxResults: '250',
+    }), { token });
+  }
+}
+
+/** The Meet link of an event once its conference exists; null while pending or without one. */
+export function meetUrlOf(event: GoogleEvent): string | null {
+  const video = event.conferenceData?.entryPoints?.find((e) => e.entryPointType === 'video');
+  return video?.uri ?? event.hangoutLink ?? null;
+}
+
+export function conferencePending(event: GoogleEvent): boolean {
+  return event.conferenceData?.createRequest?.status?.statusCode === 'pending';
+}

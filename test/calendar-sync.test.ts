@@ -1,0 +1,268 @@
+// Google Calendar sync against a local stand-in that speaks Google's API over
+// HTTP (test/helpers/google-stand-in.ts): the client's error handling, the
+// operator's connect (consent URL and callback, or a refresh token), events
+// and bookings pushed (Meet links through a pending conference, 401 → one
+// refresh, rate limits and 5xx retried, a dead refresh token marking the
+// connection without failing the API write), and the import of Google's
+// events (paging, sync tokens, 410 → full resync) as read-only busy time.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { CALENDAR_PULL } from '../db/queues.ts';
+import { GoogleApiError, GoogleCalendarClient } from '../lib/google-calendar.ts';
+import { startWorker, type Worker } from '../worker/worker.ts';
+import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { wsctl as runCli } from './helpers/cli.ts';
+import { startGoogleStandIn, type GoogleStandIn } from './helpers/google-stand-in.ts';
+import { waitFor } from './helpers/wait.ts';
+
+describe('Google Calendar client against the stand-in', () => {
+  let google: GoogleStandIn;
+  let api: GoogleCalendarClient;
+  before(async () => {
+    google = await startGoogleStandIn({ pageSize: 2 });
+    api = new GoogleCalendarClient({ apiUrl: google.env.GOOGLE_API_URL, tokenUrl: google.env.GOOGLE_TOKEN_URL, clientId: 'stand-in-client', clientSecret: 'stand-in-secret' });
+  });
+  after(() => google.close());
+
+  test('token refresh, and Google refusing a refresh token is invalid_grant (not retryable)', async () => {
+    google.addRefreshToken('rt-good');
+    const { accessToken, expiresIn } = await api.refreshAccessToken('rt-good');
+    assert.match(accessToken, /^ya29\./);
+    assert.ok(expiresIn > 0);
+    const refused = await api.refreshAccessToken('rt-unknown').catch((e) => e);
+    assert.ok(refused instanceof GoogleApiError);
+    assert.equal(refused.reason, 'invalid_grant');
+    assert.equal(refused.retryable, false);
+  });
+
+  test('rate limits and server errors are retryable, other refusals are not; a closed port is retryable', async () => {
+    google.addRefreshToken('rt-errors');
+    const { accessToken } = await api.refreshAccessToken('rt-errors');
+    for (const [status, reason, retryable] of [[429, 'rateLimitExceeded', true], [403, 'rateLimitExceeded', true], [403, 'userRateLimitExceeded', true], [500, 'backendError', true], [403, 'forbidden', false], [400, 'invalid', false]] as const) {
+      google.fail({ method: 'POST', path: /events$/, status, reason });
+      const error = await api.insertEvent(accessToken, 'primary', { id: `e${status}${reason.length}`, summary: 'x' }).catch((e) => e);
+      assert.ok(error instanceof GoogleApiError, `${status} ${reason}`);
+      assert.equal(error.status, status);
+      assert.equal(error.reason, reason);
+      assert.equal(error.retryable, retryable, `${status} ${reason}`);
+    }
+    const offline = new GoogleCalendarClient({ apiUrl: 'http://127.0.0.1:9/calendar/v3', tokenUrl: 'http://127.0.0.1:9/token', clientId: 'x', clientSecret: 'y' });
+    const error = await offline.refreshAccessToken('x').catch((e) => e);
+    assert.equal(error.retryable, true);
+  });
+
+  test('events list pages, then hands out a sync token; a dead sync token is 410', async () => {
+    google.addRefreshToken('rt-list');
+    const { accessToken } = await api.refreshAccessToken('rt-list');
+    for (let i = 0; i < 3; i++) google.createExternal({ id: `list${i}`, summary: `E${i}`, start: { dateTime: '2026-12-01T10:00:00Z' }, end: { dateTime: '2026-12-01T11:00:00Z' } });
+    const first = await api.listEvents(accessToken, 'primary', { timeMin: '2026-01-01T00:00:00Z' });
+    assert.ok(first.nextPageToken);
+    assert.equal(first.nextSyncToken, undefined);
+    let page = first;
+    while (page.nextPageToken) page = await api.listEvents(accessToken, 'primary', { pageToken: page.nextPageToken });
+    assert.ok(page.nextSyncToken);
+    google.invalidateSyncTokens();
+    const gone = await api.listEvents(accessToken, 'primary', { syncToken: page.nextSyncToken }).catch((e) => e);
+    assert.equal(gone.status, 410);
+  });
+});
+
+describe('calendar sync end to end', () => {
+  let google: GoogleStandIn;
+  let app: TestApp;
+  let tenant: Tenant;
+  let other: Tenant;
+  let worker: Worker;
+  let api: ReturnType<typeof client>;
+
+  const connect = async (userId: string, token: string) => {
+    google.addRefreshToken(token);
+    const res = await runCli(app, ['calendar', 'connect', '--user', userId, '--refresh-token', token, '--json']);
+    assert.equal(res.code, 0, res.stderr);
+    return JSON.parse(res.stdout);
+  };
+  const eventRow = async (id: string) => (await app.pool.query('SELECT * FROM calendar_events WHERE id = $1', [id])).rows[0];
+  const newEvent = async (over: Record<string, unknown> = {}) => {
+    const res = await api.post('/calendar/events', { data: { user_id: tenant.ownerId, title: 'Junta', starts_at: '2026-12-03T16:00:00Z', ends_at: '2026-12-03T17:00:00Z', ...over } });
+    assert.equal(res.status, 201, res.text);
+    return res.body.data;
+  };
+  const pull = (userId: string) => app.deps.jobs.send(app.pool, CALENDAR_PULL, { user_id: userId });
+
+  before(async () => {
+    google = await startGoogleStandIn({ meetPendingReads: 2, pageSize: 2 });
+    app = await startTestApp(google.env);
+    tenant = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    other = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    api = client(app.baseUrl, tenant.key);
+    worker = await startWorker(app.config, app.pool, app.databaseUrl);
+    await connect(tenant.ownerId, 'rt-owner');
+  });
+  after(async () => {
+    await worker.stop();
+    await app.close();
+    await google.close();
+  });
+
+  test('connect without a token prints the consent URL; the callback stores the token; a forged state is refused', async () => {
+    const member = await seedTenant(app.pool);
+    const res = await runCli(app, ['calendar', 'connect', '--user', member.ownerId, '--json']);
+    assert.equal(res.code, 0, res.stderr);
+    const { consent_url } = JSON.parse(res.stdout);
+    const url = new URL(consent_url);
+    assert.equal(url.origin + url.pathname, google.env.GOOGLE_AUTH_URL);
+    assert.equal(url.searchParams.get('scope'), 'https://www.googleapis.com/auth/calendar.events');
+    assert.equal(url.searchParams.get('access_type'), 'offline');
+    assert.equal(url.searchParams.get('redirect_uri'), `${app.url}/integrations/google/callback`);
+    const state = url.searchParams.get('state')!;
+    google.addCode('code-1', 'rt-from-consent');
+    const forged = await fetch(`${app.url}/integrations/google/callback?code=code-1&state=${state.slice(0, -2)}xx`);
+    assert.equal(forged.status, 400);
+    const done = await fetch(`${app.url}/integrations/google/callback?code=code-1&state=${encodeURIComponent(state)}`);
+    assert.equal(done.status, 200, await done.text());
+    const status = JSON.parse((await runCli(app, ['calendar', 'status', '--user', member.ownerId, '--json'])).stdout);
+    assert.equal(status.status, 'active');
+    // The stored token is sealed, not readable in the database.
+    const { rows } = await app.pool.query('SELECT refresh_token_enc FROM calendar_connections WHERE user_id = $1', [member.ownerId]);
+    assert.ok(!rows[0].refresh_token_enc.includes('rt-from-consent'));
+    // A refresh token Google refuses is not stored.
+    const refused = await runCli(app, ['calendar', 'connect', '--user', member.ownerId, '--refresh-token', 'rt-nobody-knows', '--json']);
+    assert.notEqual(refused.code, 0);
+    const disconnected = JSON.parse((await runCli(app, ['calendar', 'disconnect', '--user', member.ownerId, '--json'])).stdout);
+    assert.equal(disconnected.connected, false);
+  });
+
+  test('an event is pushed with our id as Google’s, updated and deleted there', async () => {
+    const e = await newEvent({ attendees: [{ name: 'Ana', email: 'ana@cliente.example' }] });
+    const synced = await waitFor(async () => (await eventRow(e.id))?.google_event_id, 20_000, 'google_event_id stored');
+    assert.equal(synced, e.id);
+    assert.equal(google.events.get(e.id)!.summary, 'Junta');
+    assert.deepEqual(google.events.get(e.id)!.attendees, [{ email: 'ana@cliente.example', displayName: 'Ana' }]);
+    assert.equal((await api.patch(`/calendar/events/${e.id}`, { data: { title: 'Junta movida' } })).status, 200);
+    await waitFor(() => google.events.get(e.id)!.summary === 'Junta movida', 20_000, 'the patch in Google');
+    assert.equal((await api.delete(`/calendar/events/${e.id}`)).status, 204);
+    await waitFor(() => google.events.get(e.id)!.status === 'cancelled', 20_000, 'the delete in Google');
+  });
+
+  test('create_meet: the conference is pending, then the Meet link lands on the event', async () => {
+    const e = await newEvent({ kind: 'meeting', create_meet: true });
+    const row = await waitFor(async () => {
+      const r = await eventRow(e.id);
+      return r?.meet_url && r;
+    }, 30_000, 'meet_url');
+    assert.match(row.meet_url, /^https:\/\/meet\.google\.com\//);
+    const insert = google.requests.find((r) => r.method === 'POST' && r.body?.id === e.id)!;
+    assert.equal(insert.query.get('conferenceDataVersion'), '1');
+    assert.equal(insert.body.conferenceData.createRequest.requestId, `meet-${e.id}`);
+    assert.equal((await api.get(`/calendar/events/${e.id}`)).body.data.meet_url, row.meet_url);
+  });
+
+  test('sync_to_google: false keeps the event out of Google', async () => {
+    const e = await newEvent({ sync_to_google: false, title: 'Privado' });
+    const marker = await newEvent({ title: 'Marcador' });
+    await waitFor(async () => (await eventRow(marker.id))?.google_event_id, 20_000, 'the next event synced');
+    assert.equal(google.events.has(e.id), false);
+  });
+
+  test('an expired access token: one refresh, then the call goes through', async () => {
+    await waitFor(async () => (await app.pool.query(`SELECT 1 FROM calendar_connections WHERE user_id = $1 AND last_synced_at IS NOT NULL`, [tenant.ownerId])).rowCount, 20_000);
+    google.expireAccessTokens();
+    const e = await newEvent({ title: 'Tras 401' });
+    await waitFor(async () => (await eventRow(e.id))?.google_event_id, 20_000, 'synced after a refresh');
+    assert.ok(google.requests.some((r) => r.path.endsWith('/events') && r.method === 'POST' && r.body?.id === e.id));
+  });
+
+  test('rate limits (429, 403 rateLimitExceeded) and a 500 are retried until Google takes the event', async () => {
+    // One failure each for the next three inserts; the worker's retries (with backoff) get them through.
+    google.fail({ method: 'POST', path: /events$/, status: 429, reason: 'rateLimitExceeded' });
+    google.fail({ method: 'POST', path: /events$/, status: 500 });
+    google.fail({ method: 'POST', path: /events$/, status: 403, reason: 'rateLimitExceeded' });
+    const made = [await newEvent({ title: 'Reintento 1' }), await newEvent({ title: 'Reintento 2' }), await newEvent({ title: 'Reintento 3' })];
+    for (const e of made) await waitFor(async () => (await eventRow(e.id))?.google_event_id, 60_000, `${e.title} synced after a retry`);
+    const failed = google.requests.filter((r) => r.method === 'POST' && made.some((e) => e.id === r.body?.id));
+    assert.ok(failed.length >= 6, 'each was sent at least twice');
+  });
+
+  test('a booking is pushed too, with its Meet link on the booking', async () => {
+    const link = await api.post('/booking-links', {
+      data: { user_id: tenant.ownerId, slug: 'meet-sync', title: 'Llamada', duration_minutes: 30, timezone: 'UTC', minimum_notice_minutes: 0, location: { type: 'google_meet' }, weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '00:00', end: '24:00' }] },
+    });
+    assert.equal(link.status, 201, link.text);
+    const slots = (await api.get(`/booking-links/${link.body.data.id}/slots`)).body.data.days[0].slots;
+    const booked = await api.post('/bookings', { data: { booking_link_id: link.body.data.id, starts_at: slots[0].starts_at, booker: { name: 'Bea', email: 'bea@v.example' } } });
+    assert.equal(booked.status, 201, booked.text);
+    const meet = await waitFor(async () => (await api.get(`/bookings/${booked.body.data.id}`)).body.data.meet_url, 30_000, 'the booking meet_url');
+    assert.match(meet, /meet\.google\.com/);
+    await api.post(`/bookings/${booked.body.data.id}/cancel`);
+    await waitFor(() => google.events.get(booked.body.data.calendar_event_id)?.status === 'cancelled', 20_000, 'the cancelled booking removed from Google');
+  });
+
+  test('a dead refresh token: the API write still succeeds and the connection needs re-authorization', async () => {
+    const person = await seedTenant(app.pool);
+    await connect(person.ownerId, 'rt-doomed');
+    google.revokeRefreshToken('rt-doomed');
+    const res = await client(app.baseUrl, person.key).post('/calendar/events', { data: { user_id: person.ownerId, title: 'Igual se guarda', starts_at: '2026-12-04T16:00:00Z', ends_at: '2026-12-04T17:00:00Z' } });
+    assert.equal(res.status, 201);
+    const status = await waitFor(async () => {
+      const s = JSON.parse((await runCli(app, ['calendar', 'status', '--user', person.ownerId, '--json'])).stdout);
+      return s.status === 'needs_reauthorization' && s;
+    }, 20_000, 'needs_reauthorization');
+    assert.match(status.last_error, /invalid_grant/);
+  });
+
+  test('import: Google events become read-only source google events (paging, updates, deletions), ours are not imported back', async () => {
+    const ours = await newEvent({ title: 'Nuestro' });
+    await waitFor(async () => (await eventRow(ours.id))?.google_event_id, 20_000);
+    for (let i = 0; i < 3; i++) {
+      google.createExternal({ id: `ext${i}`, summary: `Externo ${i}`, start: { dateTime: `2026-12-0${5 + i}T15:00:00Z` }, end: { dateTime: `2026-12-0${5 + i}T16:00:00Z` } });
+    }
+    google.createExternal({ id: 'extfree', summary: 'Libre', transparency: 'transparent', start: { dateTime: '2026-12-09T15:00:00Z' }, end: { dateTime: '2026-12-09T16:00:00Z' } });
+    google.createExternal({ id: 'extallday', summary: 'Vacaciones', start: { date: '2026-12-20', timeZone: 'America/Mexico_City' }, end: { date: '2026-12-21', timeZone: 'America/Mexico_City' } });
+    await pull(tenant.ownerId);
+    const imported = async () => (await app.pool.query(`SELECT google_event_id, title, starts_at, all_day FROM calendar_events WHERE user_id = $1 AND source = 'google' ORDER BY google_event_id`, [tenant.ownerId])).rows;
+    const rows = await waitFor(async () => {
+      const r = await imported();
+      return r.length === 4 && r;
+    }, 20_000, 'four imported events');
+    assert.deepEqual(rows.map((r: any) => r.google_event_id), ['ext0', 'ext1', 'ext2', 'extallday']);
+    assert.equal(rows[3].all_day, true);
+    assert.equal(rows[3].starts_at.toISOString(), '2026-12-20T06:00:00.000Z');
+    const { rows: mine } = await app.pool.query(`SELECT count(*)::int AS n FROM calendar_events WHERE google_event_id = $1`, [ours.id]);
+    assert.equal(mine[0].n, 1, 'our own event is not imported back');
+    const listed = await api.get(`/calendar/events?source=google`);
+    const ext0 = listed.body.data.find((e: any) => e.google_event_id === 'ext0');
+    const patch = await api.patch(`/calendar/events/${ext0.id}`, { data: { title: 'x' } });
+    assert.equal(patch.status, 422);
+    assert.equal(patch.body.error, 'read_only_event');
+    assert.equal((await api.delete(`/calendar/events/${ext0.id}`)).body.error, 'read_only_event');
+    // Another company never sees them.
+    assert.equal((await client(app.baseUrl, other.key).get(`/calendar/events/${ext0.id}`)).status, 404);
+
+    google.updateExternal('ext1', { summary: 'Externo movido' });
+    google.deleteExternal('ext2');
+    await pull(tenant.ownerId);
+    await waitFor(async () => {
+      const r = await imported();
+      return r.length === 3 && r.find((x: any) => x.google_event_id === 'ext1')?.title === 'Externo movido';
+    }, 20_000, 'the incremental changes');
+
+    // Google drops our sync token: a full resync gives the same picture.
+    google.invalidateSyncTokens();
+    google.createExternal({ id: 'ext9', summary: 'Tras 410', start: { dateTime: '2026-12-11T15:00:00Z' }, end: { dateTime: '2026-12-11T16:00:00Z' } });
+    await pull(tenant.ownerId);
+    await waitFor(async () => (await imported()).map((r: any) => r.google_event_id).join() === 'ext0,ext1,ext9,extallday', 20_000, 'the full resync');
+  });
+
+  test('imported events block booking slots when the host blocks overlapping bookings', async () => {
+    google.createExternal({ id: 'busyday', summary: 'Ocupada', start: { dateTime: '2026-12-15T10:00:00Z' }, end: { dateTime: '2026-12-15T11:00:00Z' } });
+    await pull(tenant.ownerId);
+    await waitFor(async () => (await app.pool.query(`SELECT 1 FROM calendar_events WHERE google_event_id = 'busyday'`)).rowCount, 20_000, 'busyday imported');
+    const link = await api.post('/booking-links', {
+      data: { user_id: tenant.ownerId, slug: 'bloqueo', title: 'X', duration_minutes: 60, timezone: 'UTC', minimum_notice_minutes: 0, booking_window: { type: 'range', start_on: '2026-12-15', end_on: '2026-12-15' }, weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '09:00', end: '12:00' }] },
+    });
+    const starts = async () => (await api.get(`/booking-links/${link.body.data.id}/slots?from=2026-12-15&to=2026-12-15`)).body.data.days.flatMap((d: any) => d.slots.map((s: any) => s.starts_at.slice(11, 16)));
+    assert.deepEqual(await starts(), ['09:00', '10:00', '11:00']);
+    await app.pool.query(`UPDATE users SET settings_preferences = settings_preferences || '{"block_overlapping_bookings": true}' WHERE id = $1`, [tenant.ownerId]);
+    assert.deepEqual(await starts(), ['09:00', '11:00']);
+  });
+});

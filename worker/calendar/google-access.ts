@@ -1,0 +1,87 @@
+// Access to a member's Google Calendar from the worker: the client for the
+// configured endpoints, and an access token from the member's sealed refresh
+// token (cached per process until shortly before it expires). A dead refresh
+// token (`invalid_grant`) marks the connection `needs_reauthorization`, and
+// the caller gets null: nothing is retried until an operator reconnects.
+import type { Pool } from '../../db/pool.ts';
+import type { Config } from '../../lib/config.ts';
+import { GoogleApiError, GoogleCalendarClient } from '../../lib/google-calendar.ts';
+import { logError } from '../../lib/log.ts';
+import { open } from '../../lib/secret-box.ts';
+
+export type Connection = { user_id: string; calendar_id: string; refresh_token_enc: string; status: string; sync_token: string | null };
+
+const clients = new Map<string, GoogleCalendarClient>();
+const tokens = new Map<string, { token: string; until: number }>();
+
+export function googleClient(config: Config): GoogleCalendarClient | null {
+  if (!config.google) return null;
+  const key = JSON.stringify(config.google);
+  let client = clients.get(key);
+  if (!client) clients.set(key, (client = new GoogleCalendarClient(config.google)));
+  return client;
+}
+
+export async function activeConnection(pool: Pool, userId: string): Promise<Connection | null> {
+  const { rows } = await pool.query<Connection>(`SELECT * FROM calendar_connections WHERE user_id = $1 AND status = 'active'`, [userId]);
+  return rows[0] ?? null;
+}
+
+export async function recordError(pool: Pool, userId: string, error: unknown): Promise<void> {
+  await pool.query('UPDATE calendar_connections SET last_error = $2, last_error_at = now(), updated_at = now() WHERE user_id = $1', [
+    userId,
+    String((error as Error)?.message ?? error).slice(0, 500),
+  ]);
+}
+
+/** An access token for the connection; null (and the connection marked) when Google refuses the refresh token for good. */
+export async function accessToken(pool: Pool, config: Config, client: GoogleCalendarClient, connection: Connection, fresh = false): Promise<string | null> {
+  const cached = tokens.get(connection.user_id);
+  if (!fresh && cached && cached.until > Date.now()) return cached.token;
+  const refreshToken = open(config.encryptionKey, connection.refresh_token_enc);
+  if (refreshToken === null) {
+    await markNeedsReauthorization(pool, connection.user_id, 'el token guardado no se puede descifrar con ENCRYPTION_KEY');
+    return null;
+  }
+  try {
+    const { accessToken: token, expiresIn } = await client.refreshAccessToken(refreshToken);
+    tokens.set(connection.user_id, { token, until: Date.now() + Math.max(0, expiresIn - 60) * 1000 });
+    return token;
+  } catch (error) {
+    if (error instanceof GoogleApiError && (error.reason === 'invalid_grant' || error.reason === 'unauthorized_client')) {
+      await markNeedsReauthorization(pool, connection.user_id, error.message);
+      return null;
+    }
+    throw error;
+  }
+}
+
+export function forgetToken(userId: string): void {
+  tokens.delete(userId);
+}
+
+async function markNeedsReauthorization(pool: Pool, userId: string, why: string): Promise<void> {
+  tokens.delete(userId);
+  await pool.query(
+    `UPDATE calendar_connections SET status = 'needs_reauthorization', last_error = $2, last_error_at = now(), updated_at = now() WHERE user_id = $1`,
+    [userId, why.slice(0, 500)],
+  );
+  logError('calendar.needs_reauthorization', new Error(why), { user_id: userId });
+}
+
+/**
+ * Runs a call with a token, refreshing once on 401 (a token revoked or expired
+ * early). Null when the connection cannot get a token.
+ */
+export async function withToken<T>(pool: Pool, config: Config, client: GoogleCalendarClient, connection: Connection, call: (token: string) => Promise<T>): Promise<{ value: T } | null> {
+  const token = await accessToken(pool, config, client, connection);
+  if (!token) return null;
+  try {
+    return { value: await call(token) };
+  } catch (error) {
+    if (!(error instanceof GoogleApiError) || error.status !== 401) throw error;
+    const again = await accessToken(pool, config, client, connection, true);
+    if (!again) return null;
+    return { value: await call(again) };
+  }
+}

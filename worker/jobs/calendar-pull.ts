@@ -1,0 +1,129 @@
+// Inbound Google Calendar sync of one member (queue calendar-pull): Google's
+// events become `source: google` calendar events of that host, in every
+// company the person works for, so they block booking slots like any busy
+// event. Incremental with Google's sync token; a dead token (410 Gone) means
+// a full resync: the imported events are dropped and listed again from 30
+// days back. Events the service itself put in Google (their id is one of our
+// events') are skipped; cancelled ones are deleted; events marked "free"
+// (transparent) are not imported, since they block nothing.
+import type { Job } from 'pg-boss';
+import { objectId } from '../../lib/objectid.ts';
+import { startOfLocalDate } from '../../lib/booking-slots.ts';
+import { CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, type CalendarPullJob, type HousekeepingJob } from '../../db/queues.ts';
+import { GoogleApiError, type GoogleEvent } from '../../lib/google-calendar.ts';
+import { activeConnection, googleClient, recordError, withToken, type Connection } from '../calendar/google-access.ts';
+import type { JobDefinition, WorkerDeps } from './types.ts';
+
+const FULL_SYNC_DAYS = 30;
+const DEFAULT_ZONE = 'America/Mexico_City';
+
+function instantOf(point: GoogleEvent['start']): { at: Date; allDay: boolean; zone: string } | null {
+  if (!point) return null;
+  const zone = point.timeZone ?? DEFAULT_ZONE;
+  if (point.dateTime) return { at: new Date(point.dateTime), allDay: false, zone };
+  if (point.date) return { at: new Date(startOfLocalDate(point.date, zone)), allDay: true, zone };
+  return null;
+}
+
+async function apply(deps: WorkerDeps, connection: Connection, companies: string[], item: GoogleEvent): Promise<void> {
+  const { pool } = deps;
+  const ours = await pool.query(
+    `SELECT 1 FROM calendar_events WHERE user_id = $1 AND source <> 'google' AND (id = $2 OR google_event_id = $2) LIMIT 1`,
+    [connection.user_id, item.id],
+  );
+  if (ours.rowCount) return;
+  const start = instantOf(item.start);
+  const end = instantOf(item.end);
+  if (item.status === 'cancelled' || item.transparency === 'transparent' || !start || !end || end.at <= start.at) {
+    await pool.query(`DELETE FROM calendar_events WHERE user_id = $1 AND source = 'google' AND google_event_id = $2`, [connection.user_id, item.id]);
+    return;
+  }
+  for (const companyId of companies) {
+    await pool.query(
+      `INSERT INTO calendar_events (id, company_id, user_id, title, description, location, starts_at, ends_at, all_day, timezone, source, google_event_id, attendees)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'google', $11, $12)
+       ON CONFLICT (company_id, google_event_id) WHERE source = 'google' DO UPDATE
+          SET title = EXCLUDED.title, description = EXCLUDED.description, location = EXCLUDED.location, starts_at = EXCLUDED.starts_at,
+              ends_at = EXCLUDED.ends_at, all_day = EXCLUDED.all_day, timezone = EXCLUDED.timezone, attendees = EXCLUDED.attendees, updated_at = now()`,
+      [
+        objectId(),
+        companyId,
+        connection.user_id,
+        (item.summary ?? 'Ocupado').slice(0, 300),
+        item.description?.slice(0, 10_000) ?? null,
+        item.location?.slice(0, 500) ?? null,
+        start.at,
+        end.at,
+        start.allDay,
+        start.zone,
+        item.id,
+        JSON.stringify((item.attendees ?? []).slice(0, 100).map((a) => ({ name: a.displayName ?? null, email: a.email }))),
+      ],
+    );
+  }
+}
+
+async function pull(deps: WorkerDeps, userId: string): Promise<void> {
+  const { pool, config } = deps;
+  const client = googleClient(config);
+  if (!client) return;
+  const connection = await activeConnection(pool, userId);
+  if (!connection) return;
+  const { rows } = await pool.query<{ company_id: string }>('SELECT company_id FROM memberships WHERE user_id = $1', [userId]);
+  const companies = rows.map((r) => r.company_id);
+  let syncToken = connection.sync_token ?? undefined;
+  let pageToken: string | undefined;
+  const timeMin = new Date(Date.now() - FULL_SYNC_DAYS * 86_400_000).toISOString();
+  try {
+    for (let pages = 0; pages < 1000; pages++) {
+      let page;
+      try {
+        page = await withToken(pool, config, client, connection, (token) => client.listEvents(token, connection.calendar_id, { syncToken, pageToken, timeMin }));
+      } catch (error) {
+        if (error instanceof GoogleApiError && error.status === 410 && syncToken) {
+          // The sync token expired: start over with a full list.
+          await pool.query(`DELETE FROM calendar_events WHERE user_id = $1 AND source = 'google'`, [userId]);
+          await pool.query('UPDATE calendar_connections SET sync_token = NULL WHERE user_id = $1', [userId]);
+          syncToken = undefined;
+          pageToken = undefined;
+          continue;
+        }
+        throw error;
+      }
+      if (!page) return; // the connection needs re-authorization
+      for (const item of page.value.items ?? []) await apply(deps, connection, companies, item);
+      if (page.value.nextPageToken) {
+        pageToken = page.value.nextPageToken;
+        continue;
+      }
+      await pool.query('UPDATE calendar_connections SET sync_token = $2, last_synced_at = now(), updated_at = now() WHERE user_id = $1', [
+        userId,
+        page.value.nextSyncToken ?? null,
+      ]);
+      return;
+    }
+  } catch (error) {
+    await recordError(pool, userId, error);
+    if (error instanceof GoogleApiError && !error.retryable) return;
+    throw error;
+  }
+}
+
+export const calendarPull: JobDefinition<CalendarPullJob> = {
+  queue: CALENDAR_PULL,
+  work: { batchSize: 1 },
+  async handler(deps, jobs: Job<CalendarPullJob>[]) {
+    for (const job of jobs) await pull(deps, job.data.user_id);
+  },
+};
+
+/** Every 5 minutes: one pull per active connection (a member's pull already waiting is not queued twice). */
+export const calendarPullSchedule: JobDefinition<HousekeepingJob> = {
+  queue: CALENDAR_PULL_SCHEDULE,
+  cron: '*/5 * * * *',
+  async handler(deps) {
+    if (!deps.config.google) return;
+    const { rows } = await deps.pool.query<{ user_id: string }>(`SELECT user_id FROM calendar_connections WHERE status = 'active'`);
+    for (const { user_id } of rows) await deps.jobs.send(deps.pool, CALENDAR_PULL, { user_id }, { singletonKey: user_id, singletonSeconds: 240 });
+  },
+};

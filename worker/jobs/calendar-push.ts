@@ -1,0 +1,127 @@
+// Outbound Google Calendar sync of one event (queue calendar-push, enqueued
+// in the event's transaction by db/calendar-sync.ts). The job reads the
+// event as it is now, so retries and late runs send the latest state:
+// - upsert: insert with our event id as Google's (a retry after a crash gets
+//   409 and patches instead: never two copies), or patch a known one; with
+//   `create_meet` it asks for a Meet conference (a stable requestId, the event
+//   id) and polls while Google says `pending`, then stores `meet_url` on the
+//   event and its booking;
+// - delete: 404 and 410 mean it is already gone.
+// Rate limits (429, 403 rateLimitExceeded) and 5xx are thrown, so pg-boss
+// retries with backoff (db/queues.ts); a 401 refreshes the token once; a dead
+// refresh token marks the connection and ends the job. Other refusals are
+// recorded on the connection (`wsctl calendar status`) and not retried.
+import type { Job } from 'pg-boss';
+import { CALENDAR_PUSH, type CalendarPushJob } from '../../db/queues.ts';
+import { conferencePending, GoogleApiError, meetUrlOf, type GoogleEvent } from '../../lib/google-calendar.ts';
+import { localDate } from '../../lib/booking-slots.ts';
+import { activeConnection, googleClient, recordError, withToken } from '../calendar/google-access.ts';
+import type { JobDefinition, WorkerDeps } from './types.ts';
+
+type EventRow = {
+  id: string;
+  title: string;
+  description: string | null;
+  location: string | null;
+  starts_at: Date;
+  ends_at: Date;
+  all_day: boolean;
+  timezone: string;
+  create_meet: boolean;
+  meet_url: string | null;
+  kind: string;
+  attendees: Array<{ name?: string | null; email: string }>;
+  google_event_id: string | null;
+};
+
+/** How often the job looks again while Google prepares the conference, and how long it waits between looks. */
+export const MEET_POLLS = 5;
+export const MEET_POLL_MS = 1000;
+
+export function toGoogle(event: EventRow): GoogleEvent {
+  const when = (at: Date) =>
+    event.all_day ? { date: localDate(at.getTime(), event.timezone) } : { dateTime: at.toISOString(), timeZone: event.timezone };
+  return {
+    id: event.google_event_id ?? event.id,
+    summary: event.title,
+    description: event.description ?? undefined,
+    location: event.location ?? undefined,
+    start: when(event.starts_at),
+    end: when(event.ends_at),
+    attendees: event.attendees.map((a) => ({ email: a.email, ...(a.name ? { displayName: a.name } : {}) })),
+    ...(event.create_meet && event.kind !== 'task' && !event.meet_url
+      ? { conferenceData: { createRequest: { requestId: `meet-${event.id}`, conferenceSolutionKey: { type: 'hangoutsMeet' } } } }
+      : {}),
+  };
+}
+
+async function push(deps: WorkerDeps, job: CalendarPushJob): Promise<void> {
+  const { pool, config } = deps;
+  const client = googleClient(config);
+  if (!client) return; // Google not configured here: nothing to sync
+  const connection = await activeConnection(pool, job.user_id);
+  if (!connection) return;
+  const calendar = connection.calendar_id;
+  try {
+    if (job.action === 'delete') {
+      await withToken(pool, config, client, connection, (token) =>
+        client.deleteEvent(token, calendar, job.google_event_id ?? job.event_id).catch((error) => {
+          if (error instanceof GoogleApiError && (error.status === 404 || error.status === 410)) return;
+          throw error;
+        }),
+      );
+      return;
+    }
+    const { rows } = await pool.query<EventRow>('SELECT * FROM calendar_events WHERE company_id = $1 AND id = $2', [job.company_id, job.event_id]);
+    const event = rows[0];
+    if (!event) return; // deleted since; its delete job removes it from Google
+    const body = toGoogle(event);
+    const sent = await withToken(pool, config, client, connection, async (token) => {
+      let result: GoogleEvent;
+      if (event.google_event_id) {
+        result = await client.patchEvent(token, calendar, body.id, body).catch((error) => {
+          if (error instanceof GoogleApiError && (error.status === 404 || error.status === 410)) return client.insertEvent(token, calendar, body);
+          throw error;
+        });
+      } else {
+        result = await client.insertEvent(token, calendar, body).catch((error) => {
+          // Inserted by an earlier run that died before storing it.
+          if (error instanceof GoogleApiError && error.status === 409) return client.patchEvent(token, calendar, body.id, body);
+          throw error;
+        });
+      }
+      for (let i = 0; i < MEET_POLLS && conferencePending(result); i++) {
+        await new Promise((resolve) => setTimeout(resolve, MEET_POLL_MS));
+        result = await client.getEvent(token, calendar, body.id);
+      }
+      return result;
+    });
+    if (!sent) return;
+    const meetUrl = meetUrlOf(sent.value);
+    await pool.query(
+      'UPDATE calendar_events SET google_event_id = $3, meet_url = coalesce($4, meet_url), updated_at = now() WHERE company_id = $1 AND id = $2',
+      [job.company_id, event.id, sent.value.id ?? body.id, meetUrl],
+    );
+    if (meetUrl) await pool.query('UPDATE bookings SET meet_url = $3, updated_at = now() WHERE company_id = $1 AND calendar_event_id = $2', [job.company_id, event.id, meetUrl]);
+    if (event.create_meet && !meetUrl && conferencePending(sent.value)) {
+      // Still being prepared: look again later (the same requestId asks for the same conference).
+      await deps.jobs.send(pool, CALENDAR_PUSH, job, { startAfter: 15 });
+    }
+    await pool.query('UPDATE calendar_connections SET last_synced_at = now(), updated_at = now() WHERE user_id = $1', [job.user_id]);
+  } catch (error) {
+    if (error instanceof GoogleApiError && !error.retryable) {
+      await recordError(pool, job.user_id, error);
+      return;
+    }
+    await recordError(pool, job.user_id, error);
+    throw error;
+  }
+}
+
+export const calendarPush: JobDefinition<CalendarPushJob> = {
+  queue: CALENDAR_PUSH,
+  work: { batchSize: 1, pollingIntervalSeconds: 0.5 },
+  async handler(deps, jobs: Job<CalendarPushJob>[]) {
+    for (const job of jobs) await push(deps, job.data);
+  },
+};
