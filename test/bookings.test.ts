@@ -280,6 +280,42 @@ describe('booking links and bookings', () => {
     }
   });
 
+  test('through the API: DST days in both directions, a +05:30 host, overrides, notice and window, and the booking step agreeing', async () => {
+    // New York changes its clocks on 2027-03-14 (forward) and 2027-11-07 (back): 09:00 is 14:00Z before, 13:00Z after, and 14:00Z again.
+    const ny = await createLink({
+      timezone: 'America/New_York',
+      duration_minutes: 60,
+      weekly_hours: [{ days: [6, 7], start: '09:00', end: '10:00' }],
+      booking_window: { type: 'range', start_on: '2027-03-13', end_on: '2027-11-07' },
+      date_overrides: [{ date: '2027-03-20', ranges: [] }, { date: '2027-03-21', ranges: [{ start: '15:00', end: '16:00' }] }],
+    });
+    const starts = async (id: string, q: string) => (await slotsOf(id, q)).map((s) => s.starts_at);
+    assert.deepEqual(await starts(ny.id, '?from=2027-03-13&to=2027-03-14&timezone=UTC'), ['2027-03-13T14:00:00.000Z', '2027-03-14T13:00:00.000Z']);
+    assert.deepEqual(await starts(ny.id, '?from=2027-11-06&to=2027-11-07&timezone=UTC'), ['2027-11-06T13:00:00.000Z', '2027-11-07T14:00:00.000Z']);
+    // The 20th is a day off, the 21st opens at 15:00 only.
+    assert.deepEqual(await starts(ny.id, '?from=2027-03-20&to=2027-03-21&timezone=UTC'), ['2027-03-21T19:00:00.000Z']);
+    // Outside the date range: nothing.
+    assert.deepEqual(await starts(ny.id, '?from=2027-11-13&to=2027-11-14&timezone=UTC'), []);
+    // The booking step takes exactly the listed instants, not the wall time one hour off.
+    assert.equal((await api.post('/bookings', { data: { booking_link_id: ny.id, starts_at: '2027-03-14T14:00:00Z', booker } })).status, 409);
+    assert.equal((await api.post('/bookings', { data: { booking_link_id: ny.id, starts_at: '2027-03-14T13:00:00Z', booker } })).status, 201);
+
+    // A host in Kolkata (+05:30): 09:00 there is 03:30Z.
+    const kolkata = await createLink({ timezone: 'Asia/Kolkata', weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '09:00', end: '10:00' }] });
+    const day = new Date(Date.now() + 10 * 86_400_000).toISOString().slice(0, 10);
+    assert.deepEqual((await starts(kolkata.id, `?from=${day}&to=${day}&timezone=UTC`)).map((s) => s.slice(11, 16)), ['03:30', '04:00']);
+
+    // Minimum notice: with 3 days of notice nothing in the next two days is offered, and booking it is refused.
+    const notice = await createLink({ minimum_notice_minutes: 3 * 24 * 60 });
+    const soon = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+    assert.deepEqual(await slotsOf(notice.id, `?from=${soon}&to=${soon}&timezone=UTC`), []);
+    assert.equal((await api.post('/bookings', { data: { booking_link_id: notice.id, starts_at: `${soon}T12:00:00Z`, booker } })).status, 409);
+    // Rolling window of 2 days: the third day is closed.
+    const rolling = await createLink({ booking_window: { type: 'rolling', days: 2 } });
+    const third = new Date(Date.now() + 2 * 86_400_000 + 86_400_000).toISOString().slice(0, 10);
+    assert.deepEqual(await slotsOf(rolling.id, `?from=${third}&to=${third}&timezone=UTC`), []);
+  });
+
   test('max_bookings_per_day closes the day once reached', async () => {
     const l = await createLink({ max_bookings_per_day: 1, weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '10:00', end: '12:00' }] });
     const day = new Date(Date.now() + 5 * 86_400_000).toISOString().slice(0, 10);
