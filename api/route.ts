@@ -296,7 +296,7 @@ function handle(route: RouteDef): ApiRouteMiddleware {
     const body = route.multipart
       ? await route.handler(ctx, { ...base, file: ctx.state.upload })
       : await route.handler(ctx, { ...base, data: route.body ? parseData(route.body, bodyOf(route, ctx.request.body)) : undefined });
-    ctx.status = route.status;
+    ctx.status = ctx.state.status ?? route.status;
     if (body !== undefined) ctx.body = body;
     await next();
   };

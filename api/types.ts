@@ -37,6 +37,11 @@ export type ApiState = {
   mcpCredential?: { companyId: string; scopes: string[]; label: string };
   /** The transaction of an Idempotency-Key request (api/middleware/idempotency.ts); handlers get it as `db`. */
   db?: Client;
+  /**
+   * A status other than the route's, set by a handler (a create that finds
+   * the record its `metadata.external_ref` names answers 200, not 201).
+   */
+  status?: number;
 };
 
 /** What the app adds to Koa's context: the process deps (api/app.ts sets them once). */

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { registerAutomationCommands } from './commands/automation.ts';
 import { registerCalendarCommands } from './commands/calendar.ts';
+import { registerPeriodCommands } from './commands/period.ts';
 import { registerCompanyCommands } from './commands/company.ts';
 import { registerFormCommands } from './commands/form.ts';
 import { registerKeyCommands } from './commands/key.ts';
@@ -35,6 +36,7 @@ registerWebhookCommands(program);
 registerMcpCommands(program);
 registerOauthCommands(program);
 registerCalendarCommands(program);
+registerPeriodCommands(program);
 
 try {
   await program.parseAsync(process.argv);

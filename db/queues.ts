@@ -20,6 +20,7 @@ export type WebhookDeliveryJob = { delivery_id: string; attempt: number };
 export type HousekeepingJob = Record<string, never>;
 export type CalendarPushJob = { company_id: string; event_id: string; user_id: string; action: 'upsert' | 'delete'; google_event_id: string | null };
 export type CalendarPullJob = { user_id: string };
+export type RecurringJob = { recurring_id?: string };
 export type BookingEmailJob = { booking_id: string; kind: 'confirmed' | 'rescheduled' | 'cancelled' };
 
 // Transient failures (SMTP down, a lost connection) retry with exponential
@@ -96,6 +97,12 @@ export const CALENDAR_PULL = queue<CalendarPullJob>('calendar-pull', {
 /** Every 5 minutes: a calendar-pull job per active connection (worker/jobs/calendar-pull-schedule.ts). */
 export const CALENDAR_PULL_SCHEDULE = queue<HousekeepingJob>('calendar-pull-schedule', { retryLimit: 1, retryDelay: 60 });
 
+/**
+ * Occurrences of recurring transactions (worker/jobs/recurring-transactions.ts):
+ * every 15 minutes all due ones, and at once for one just created.
+ */
+export const RECURRING = queue<RecurringJob>('recurring-transactions', { retryLimit: 5, retryDelay: 30, retryBackoff: true });
+
 /** Hourly housekeeping (worker/jobs/purge-expired.ts). */
 export const PURGE_EXPIRED = queue<HousekeepingJob>('purge-expired', { retryLimit: 3, retryDelay: 60, retryBackoff: true });
 
@@ -103,4 +110,4 @@ export const PURGE_EXPIRED = queue<HousekeepingJob>('purge-expired', { retryLimi
 export const PURGE_WEBHOOK_HISTORY = queue<HousekeepingJob>('purge-webhook-history', { retryLimit: 3, retryDelay: 60, retryBackoff: true });
 
 /** Every queue, created by both processes at start (pg-boss keeps one definition per name). */
-export const ALL_QUEUES: readonly Queue[] = [BOOKING_EMAILS, CALENDAR_PUSH, CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, FORM_POST_ACTIONS, THUMBNAIL, WEBHOOK_DELIVERY, PURGE_EXPIRED, PURGE_WEBHOOK_HISTORY];
+export const ALL_QUEUES: readonly Queue[] = [RECURRING, BOOKING_EMAILS, CALENDAR_PUSH, CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, FORM_POST_ACTIONS, THUMBNAIL, WEBHOOK_DELIVERY, PURGE_EXPIRED, PURGE_WEBHOOK_HISTORY];

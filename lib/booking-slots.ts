@@ -11,6 +11,9 @@
 // range's start: a range crossing a transition offers every hour it really
 // has (one less on a spring-forward night, one more on a fall-back night).
 import { Temporal } from 'temporal-polyfill';
+import { localDate, startOfLocalDate } from './local-dates.ts';
+
+export { localDate, startOfLocalDate };
 
 export type TimeRange = { start: string; end: string };
 export type WeeklyHours = Array<{ days: number[] } & TimeRange>;
@@ -62,20 +65,6 @@ function instantOf(date: Temporal.PlainDate, hhmm: string, zone: string): number
   const day = minutes >= 1440 ? date.add({ days: 1 }) : date;
   const wall = day.toPlainDateTime({ hour: Math.floor((minutes % 1440) / 60), minute: minutes % 60 });
   return wall.toZonedDateTime(zone, { disambiguation: 'compatible' }).epochMilliseconds;
-}
-
-const dateFormats = new Map<string, Intl.DateTimeFormat>();
-
-/** The local date (`YYYY-MM-DD`) of an instant in `zone` (Intl: the zone database Temporal uses, without its allocations). */
-export function localDate(epochMs: number, zone: string): string {
-  let format = dateFormats.get(zone);
-  if (!format) dateFormats.set(zone, (format = new Intl.DateTimeFormat('en-CA', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit' })));
-  return format.format(epochMs);
-}
-
-/** The instant a local date starts in `zone` (its first existing moment). */
-export function startOfLocalDate(date: string, zone: string): number {
-  return Temporal.PlainDate.from(date).toZonedDateTime({ timeZone: zone }).epochMilliseconds;
 }
 
 /** The availability ranges of one local date: its override when there is one (empty = day off), else the weekly hours of its weekday. */

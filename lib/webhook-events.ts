@@ -32,7 +32,20 @@ export type EventName = (typeof EVENT_NAMES)[number];
  * nothing sends. `enabled_events` still accepts every contract name, so a
  * subscription made from the contract keeps working when its event lands.
  */
-export const EMITTED_EVENT_NAMES: readonly EventName[] = ['customer.created', 'lead.created'];
+export const EMITTED_EVENT_NAMES: readonly EventName[] = [
+  'income.created',
+  'income.paid',
+  'income.deleted',
+  'sale.created',
+  'sale.paid',
+  'sale.refunded',
+  'recurring.created',
+  'recurring.occurrence_created',
+  'recurring.ended',
+  'recurring.deactivated',
+  'customer.created',
+  'lead.created',
+];
 
 const NAMES = new Set<string>(EVENT_NAMES);
 const PREFIXES = new Set(EVENT_NAMES.map((name) => name.slice(0, name.indexOf('.'))));

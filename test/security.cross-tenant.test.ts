@@ -24,7 +24,7 @@ const FIXTURES: Record<string, (pool: Pool, companyId: string) => Promise<Record
 };
 
 /** `*_id` fields that name no record of ours (an RFC is a tax id). */
-const NOT_REFERENCES = new Set(['tax_id']);
+const NOT_REFERENCES = new Set(['tax_id', 'supplier_tax_id']);
 
 /** Paths of every `*_id` field a write schema accepts, through optional/nullable wrappers and arrays of objects. */
 function idPaths(schema: unknown, at: Array<string | number> = []): Array<Array<string | number>> {
@@ -88,15 +88,28 @@ describe('cross-tenant isolation over every route of the router table', () => {
   /** The credential a route takes: the tenant's API key, or a session of its owner for `/user/...` routes. */
   const credential = (route: RouteDef, tenant: Tenant) => (route.session ? sessions.get(tenant)! : tenant.key);
 
-  /** Examples that name other records or times, made valid for the victim before its record is created. */
-  const EXAMPLE_FIXUPS: Record<string, (data: Record<string, unknown>) => Promise<void>> = {
+  /** An account of the tenant, for examples that move money (made once per tenant). */
+  const accounts = new Map<Tenant, string>();
+  const accountOf = async (tenant: Tenant) => {
+    if (!accounts.has(tenant)) {
+      const res = await request(app.baseUrl, 'POST', '/accounts', { key: tenant.key, body: { data: { name: 'Caja', kind: 'cash', currency: 'mxn' } } });
+      assert.equal(res.status, 201, res.text);
+      accounts.set(tenant, res.body.data.id);
+    }
+    return accounts.get(tenant)!;
+  };
+  /** Examples that name other records or times, made valid for a tenant before its record is created. */
+  const EXAMPLE_FIXUPS: Record<string, (data: Record<string, unknown>, tenant: Tenant) => Promise<void>> = {
     // A booking takes a link of the company and one of its free slots.
-    '/bookings': async (data) => {
+    '/bookings': async (data, tenant) => {
       const link = records.get('/booking-links')!;
-      const slots = await request(app.baseUrl, 'GET', `/booking-links/${link.id}/slots`, { key: victim.key });
+      const slots = await request(app.baseUrl, 'GET', `/booking-links/${link.id}/slots`, { key: tenant.key });
       data.booking_link_id = link.id;
       data.starts_at = slots.body.data.days[0].slots[0].starts_at;
     },
+    '/incomes': async (data, tenant) => void (data.account_id = await accountOf(tenant)),
+    '/expenses': async (data, tenant) => void (data.account_id = await accountOf(tenant)),
+    '/recurring-transactions': async (data, tenant) => void (data.account_id = await accountOf(tenant)),
   };
 
   before(async () => {
@@ -116,7 +129,7 @@ describe('cross-tenant isolation over every route of the router table', () => {
       const create = apiRoutes.find((r) => r.method === 'POST' && r.path === collection && r.example && r.status === 201);
       if (create) {
         const data = exampleFor(create.example, victim);
-        await EXAMPLE_FIXUPS[collection]?.(data);
+        await EXAMPLE_FIXUPS[collection]?.(data, victim);
         const res = await request(app.baseUrl, 'POST', collection, { key: credential(create, victim), body: { data } });
         assert.equal(res.status, 201, `creating a ${collection} record for the test: ${res.text}`);
         records.set(collection, res.body.data);
@@ -201,7 +214,9 @@ describe('cross-tenant isolation over every route of the router table', () => {
         if (!own.has(collection)) {
           const create = apiRoutes.find((r) => r.method === 'POST' && r.path === collection && r.example);
           if (!create) continue;
-          const made = await request(app.baseUrl, 'POST', collection, { key: credential(create, attacker), body: { data: exampleFor(create.example, attacker) } });
+          const mine = exampleFor(create.example, attacker);
+          await EXAMPLE_FIXUPS[collection]?.(mine, attacker);
+          const made = await request(app.baseUrl, 'POST', collection, { key: credential(create, attacker), body: { data: mine } });
           assert.equal(made.status, 201, `${collection}: ${made.text}`);
           own.set(collection, made.body.data);
         }

@@ -12,10 +12,52 @@ import { waitFor } from './helpers/wait.ts';
 
 type Api = ReturnType<typeof client>;
 
+const accounts = new WeakMap<Api, string>();
+async function account(api: Api): Promise<string> {
+  if (!accounts.has(api)) accounts.set(api, (await api.post('/accounts', { data: { name: 'Banco', kind: 'bank', currency: 'mxn' } })).body.data.id);
+  return accounts.get(api)!;
+}
+const yesterday = () => new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+async function created(res: Promise<{ status: number; body: any; text: string }>): Promise<any> {
+  const r = await res;
+  assert.ok(r.status === 201 || r.status === 200, r.text);
+  return r.body.data;
+}
+async function sale(api: Api, pay: number): Promise<any> {
+  const s = await created(api.post('/sales', { data: { currency: 'mxn', line_items: [{ description: 'Servicio', quantity: 1, unit_price_cents: 10000, vat_rate: 16 }] } }));
+  if (pay) await created(api.post(`/sales/${s.id}/payments`, { data: { account_id: await account(api), amount_cents: pay } }));
+  return s;
+}
+
 /** The write that emits each event; it answers the id the event's `data.id` must carry. */
 const WRITES: Record<string, (api: Api) => Promise<string>> = {
   'customer.created': async (api) => (await api.post('/customers', { data: { name: 'Evento Cliente' } })).body.data.id,
   'lead.created': async (api) => (await api.post('/leads', { data: { name: 'Evento Prospecto' } })).body.data.id,
+  'income.created': async (api) => (await created(api.post('/incomes', { data: { account_id: await account(api), amount_cents: 500, occurred_at: new Date().toISOString(), status: 'pending' } }))).id,
+  'income.paid': async (api) => (await created(api.post('/incomes', { data: { account_id: await account(api), amount_cents: 700, occurred_at: new Date().toISOString() } }))).id,
+  'income.deleted': async (api) => {
+    const income = await created(api.post('/incomes', { data: { account_id: await account(api), amount_cents: 900, occurred_at: new Date().toISOString(), status: 'pending' } }));
+    assert.equal((await api.delete(`/incomes/${income.id}`)).status, 204);
+    return income.id;
+  },
+  'sale.created': async (api) => (await sale(api, 0)).id,
+  'sale.paid': async (api) => (await sale(api, 11600)).id,
+  'sale.refunded': async (api) => {
+    const s = await sale(api, 5000);
+    await created(api.post(`/sales/${s.id}/refunds`, { data: { account_id: await account(api), amount_cents: 1000 } }));
+    return s.id;
+  },
+  'recurring.created': async (api) =>
+    (await created(api.post('/recurring-transactions', { data: { type: 'expense', account_id: await account(api), amount_cents: 100, frequency: 'monthly', starts_on: '2099-01-01' } }))).id,
+  'recurring.occurrence_created': async (api) =>
+    (await created(api.post('/recurring-transactions', { data: { type: 'income', account_id: await account(api), amount_cents: 100, frequency: 'daily', starts_on: yesterday() } }))).id,
+  'recurring.ended': async (api) =>
+    (await created(api.post('/recurring-transactions', { data: { type: 'income', account_id: await account(api), amount_cents: 100, frequency: 'daily', starts_on: yesterday(), ends_count: 1 } }))).id,
+  'recurring.deactivated': async (api) => {
+    const r = await created(api.post('/recurring-transactions', { data: { type: 'expense', account_id: await account(api), amount_cents: 100, frequency: 'weekly', starts_on: '2099-01-01' } }));
+    assert.equal((await api.patch(`/recurring-transactions/${r.id}`, { data: { active: false } })).status, 200);
+    return r.id;
+  },
 };
 
 describe('webhook events: every event listed as available is emitted by a write', () => {

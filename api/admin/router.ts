@@ -4,6 +4,7 @@
 // modules the REST routes use; they hold no SQL.
 import { automationRouter } from './routers/automations.ts';
 import { calendarRouter } from './routers/calendar.ts';
+import { periodRouter } from './routers/periods.ts';
 import { companyRouter } from './routers/companies.ts';
 import { formRouter } from './routers/forms.ts';
 import { keyRouter } from './routers/keys.ts';
@@ -24,6 +25,7 @@ export const adminRouter = router({
   mcp: mcpRouter,
   oauth: oauthRouter,
   calendar: calendarRouter,
+  period: periodRouter,
 });
 
 export type AdminRouter = typeof adminRouter;

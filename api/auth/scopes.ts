@@ -20,6 +20,8 @@ export const SCOPE_RESOURCES = [
   'incomes',
   'expenses',
   'reports',
+  'sales',
+  'recurring_transactions',
 ] as const;
 
 export type ScopeResource = (typeof SCOPE_RESOURCES)[number];

@@ -1,6 +1,8 @@
 // Every REST route of /api/v1, in one table. A new resource adds its routes here.
 import type { RouteDef } from '../route.ts';
 import { automationRoutes } from './automations.ts';
+import { accountingPeriodRoutes } from './accounting-periods.ts';
+import { accountRoutes } from './accounts.ts';
 import { bookingLinkRoutes } from './booking-links.ts';
 import { bookingRoutes } from './bookings.ts';
 import { calendarEventRoutes } from './calendar-events.ts';
@@ -10,6 +12,10 @@ import { brandImageRoutes, brandRoutes } from './brands.ts';
 import { customerRoutes } from './customers.ts';
 import { formRoutes } from './forms.ts';
 import { leadRoutes } from './leads.ts';
+import { expenseRoutes, incomeRoutes } from './movements.ts';
+import { recurringRoutes } from './recurring-transactions.ts';
+import { reportRoutes } from './reports.ts';
+import { saleRoutes } from './sales.ts';
 import { productCategoryImageRoutes, productCategoryRoutes } from './product-categories.ts';
 import { productImageRoutes, productRoutes } from './products.ts';
 import { userWebhookEndpointRoutes, webhookEndpointRoutes } from './webhook-endpoints.ts';
@@ -29,6 +35,13 @@ export const apiRoutes: RouteDef[] = [
   ...calendarEventRoutes,
   ...bookingLinkRoutes,
   ...bookingRoutes,
+  ...accountRoutes,
+  ...incomeRoutes,
+  ...expenseRoutes,
+  ...saleRoutes,
+  ...recurringRoutes,
+  ...accountingPeriodRoutes,
+  ...reportRoutes,
   ...companyRoutes,
   ...userRoutes,
   ...webhookEndpointRoutes,

@@ -1,0 +1,71 @@
+// Fields and rules shared by the money resources (docs/money.md): integer
+// cents, lowercase ISO 4217 currencies, the contract's metadata rules (422
+// invalid_metadata) and `metadata.external_ref` (a create naming an existing
+// one answers that record with 200; an update taking another's is 409
+// duplicate_reference).
+import { z } from 'zod';
+import type { Queryable } from '../../db/pool.ts';
+import { isCurrency, mergeMetadata, metadataProblem, type Metadata } from '../../lib/money.ts';
+import { isObjectId } from '../../lib/objectid.ts';
+import { ApiError } from '../errors.ts';
+
+const SAFE = Number.MAX_SAFE_INTEGER;
+export const cents = z.number().int('centavos enteros, sin decimales').positive().max(SAFE, 'pasa de 2^53 − 1').describe('Centavos (entero > 0)');
+export const signedCents = z.number().int('centavos enteros, sin decimales').min(-SAFE).max(SAFE, 'pasa de 2^53 − 1');
+export const currency = z.string().refine(isCurrency, 'código ISO 4217 en minúsculas (mxn, usd…)').describe('ISO 4217 en minúsculas');
+export const instant = z.iso.datetime({ offset: true }).describe('ISO 8601; se devuelve en UTC');
+export const localDay = z.iso.date().describe('YYYY-MM-DD');
+export const objectIdString = z.string().refine(isObjectId, 'no es un ObjectId válido');
+export const metadataInput = z
+  .unknown()
+  .describe('Objeto plano: hasta 50 claves de 40 bytes, valores de hasta 500 bytes (texto, número o booleano; se guardan como texto). `external_ref` es única por empresa y tipo de registro');
+
+export const metadataSchema = z.record(z.string(), z.string()).describe('Metadata del cliente');
+
+/** The metadata a write stores: the update merged over `base` (null or "" removes a key), after the contract's checks. */
+export function checkMetadata(value: unknown, base: Metadata = {}): Metadata {
+  if (value === undefined) return base;
+  const problem = metadataProblem(value);
+  if (problem) throw new ApiError('invalid_metadata', `metadata no es válido: ${problem}.`);
+  return mergeMetadata(base, value as Record<string, unknown>);
+}
+
+/** Tables whose records carry `metadata.external_ref` (a generated column with a unique index). */
+export type RefTable = 'movements' | 'sales' | 'recurring_transactions';
+
+/**
+ * Serialises creates of one external_ref in the company (so concurrent
+ * creates with it make one record), then finds the record that already has
+ * it, if any. `scope` narrows movements to incomes or expenses.
+ */
+export async function existingByRef(db: Queryable, table: RefTable, companyId: string, ref: string | undefined, scope?: { direction: 'income' | 'expense' }): Promise<string | null> {
+  if (!ref) return null;
+  await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`${companyId}:${table}:${scope?.direction ?? ''}:${ref}`]);
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM ${table} WHERE company_id = $1 AND external_ref = $2${scope ? ' AND direction = $3' : ''}`,
+    scope ? [companyId, ref, scope.direction] : [companyId, ref],
+  );
+  return rows[0]?.id ?? null;
+}
+
+/** An update whose external_ref another record of the company already has: 409 duplicate_reference. */
+export async function assertRefFree(db: Queryable, table: RefTable, companyId: string, id: string, ref: string | undefined, scope?: { direction: 'income' | 'expense' }): Promise<void> {
+  if (!ref) return;
+  const other = await existingByRef(db, table, companyId, ref, scope);
+  if (other && other !== id) throw new ApiError('duplicate_reference');
+}
+
+/** The unique index's verdict, should a write slip past the lock: the same 409. */
+export function refTaken(error: unknown): never {
+  if ((error as { code?: string; constraint?: string }).code === '23505' && /external_ref/.test((error as { constraint?: string }).constraint ?? '')) {
+    throw new ApiError('duplicate_reference');
+  }
+  throw error;
+}
+
+/** A customer id of a write must be the company's (422 naming the field otherwise). */
+export async function assertCustomer(db: Queryable, companyId: string, id: string | null | undefined, field = 'customer_id'): Promise<void> {
+  if (!id) return;
+  const { rowCount } = await db.query('SELECT 1 FROM customers WHERE company_id = $1 AND id = $2', [companyId, id]);
+  if (!rowCount) throw new ApiError('validation_failed', undefined, { errors: { [field]: ['no existe en la empresa'] } });
+}

@@ -1,0 +1,323 @@
+// Incomes at /incomes (scopes `*-incomes`) and expenses at /expenses
+// (`*-expenses`): one shape, built twice. An income or expense is `paid` (one
+// payment of the whole amount into / out of its account when created) or
+// `pending` (on credit, with `due_on`), then paid in one or more payments
+// (`POST /incomes/:id/payments`, partial ones included). Deleting reverts
+// every effect, the sale it paid included. Money dates respect closed months
+// (422 period_locked). Writes of the effects: db/money/movements.ts.
+import { z } from 'zod';
+import { transaction, type Queryable } from '../../db/pool.ts';
+import { companyZone } from '../../db/money/ledger.ts';
+import { addPayment, changeMovement, findMovement, insertMovement, paymentsOf, removeMovement, type Direction, type MovementRow, type PaymentRow } from '../../db/money/movements.ts';
+import { revertSalePayment, SaleRefundedError } from '../../db/money/sales.ts';
+import { iso } from '../../db/timestamps.ts';
+import { ApiError, validationFailed } from '../errors.ts';
+import { assertOpen } from '../money/periods.ts';
+import { listPage, paginationQuery, type PaginationQuery, type TotalsCache } from '../pagination.ts';
+import { defineRoute, type RouteDef } from '../route.ts';
+import { findAccount } from './account-queries.ts';
+import { assertCustomer, assertRefFree, cents, checkMetadata, existingByRef, instant, localDay, metadataInput, metadataSchema, objectIdString, refTaken } from './money-fields.ts';
+
+const text = (max: number) => z.string().trim().max(max);
+
+function schemas(direction: Direction) {
+  const party =
+    direction === 'income'
+      ? { customer_id: objectIdString.nullable().optional().describe('Cliente de la empresa') }
+      : {
+          supplier_name: text(200).nullable().optional().describe('Proveedor'),
+          supplier_tax_id: text(20).nullable().optional().describe('RFC del proveedor'),
+        };
+  const editable = {
+    amount_cents: cents,
+    occurred_at: instant.describe('Cuándo ocurrió; define su mes contable (zona de la empresa)'),
+    category: text(100).min(1).optional().describe('Por defecto general'),
+    description: text(1000).nullable().optional(),
+    due_on: localDay.nullable().optional().describe('Vencimiento de uno pendiente'),
+    metadata: metadataInput.optional(),
+    ...party,
+  };
+  const create = z.strictObject({
+    account_id: objectIdString.describe('La cuenta; su moneda es la del movimiento'),
+    ...editable,
+    status: z.enum(['paid', 'pending']).optional().describe('paid (por defecto): se paga completo al crearlo; pending: a crédito'),
+    paid_at: instant.optional().describe('Cuándo se pagó (solo paid); por defecto occurred_at'),
+  });
+  const update = z.strictObject(editable).partial();
+  const read = z.object({
+    id: z.string(),
+    account_id: z.string(),
+    amount_cents: z.number().int(),
+    paid_cents: z.number().int(),
+    currency: z.string(),
+    occurred_at: z.string(),
+    category: z.string(),
+    description: z.string().nullable(),
+    ...(direction === 'income' ? { customer_id: z.string().nullable(), sale_id: z.string().nullable().describe('La venta que este ingreso pagó') } : { supplier_name: z.string().nullable(), supplier_tax_id: z.string().nullable() }),
+    status: z.enum(['paid', 'pending']),
+    due_on: z.string().nullable(),
+    paid_at: z.string().nullable().describe('Cuándo quedó pagado por completo'),
+    recurring_id: z.string().nullable(),
+    payments: z.array(z.object({ id: z.string(), account_id: z.string(), amount_cents: z.number().int(), paid_at: z.string() })),
+    metadata: metadataSchema,
+    created_at: z.string(),
+    updated_at: z.string(),
+  });
+  const listQuery = paginationQuery.extend({
+    from: instant.optional().describe('Ocurridos desde este instante'),
+    to: instant.optional().describe('Ocurridos antes de este instante'),
+    account_id: objectIdString.optional(),
+    status: z.enum(['paid', 'pending']).optional(),
+    ...(direction === 'income' ? { customer_id: objectIdString.optional() } : { supplier: z.string().max(200).optional().describe('Nombre o RFC del proveedor (contiene)') }),
+    category: z.string().max(100).optional(),
+  });
+  const payment = z.strictObject({
+    amount_cents: cents,
+    paid_at: instant.optional().describe('Por defecto ahora'),
+    account_id: objectIdString.optional().describe('Por defecto la cuenta del movimiento; misma moneda'),
+  });
+  return { create, update, read, listQuery, payment };
+}
+
+function serialize(m: MovementRow, payments: PaymentRow[]) {
+  return {
+    id: m.id,
+    account_id: m.account_id,
+    amount_cents: Number(m.amount_cents),
+    paid_cents: Number(m.paid_cents),
+    currency: m.currency,
+    occurred_at: iso(m.occurred_at)!,
+    category: m.category,
+    description: m.description,
+    ...(m.direction === 'income' ? { customer_id: m.customer_id, sale_id: m.sale_id } : { supplier_name: m.supplier_name, supplier_tax_id: m.supplier_tax_id }),
+    status: m.status,
+    due_on: m.due_on,
+    paid_at: iso(m.paid_at),
+    recurring_id: m.recurring_id,
+    payments: payments.map((p) => ({ id: p.id, account_id: p.account_id, amount_cents: Number(p.amount_cents), paid_at: iso(p.paid_at)! })),
+    metadata: m.metadata,
+    created_at: iso(m.created_at)!,
+    updated_at: iso(m.updated_at)!,
+  };
+}
+
+async function withPayments(db: Queryable, m: MovementRow) {
+  return serialize(m, await paymentsOf(db, m.id));
+}
+
+/** An account of the company that can take money (not archived), or 422 naming the field. */
+async function usableAccount(db: Queryable, companyId: string, zone: string, id: string, field = 'account_id') {
+  const account = await findAccount(db, companyId, id, zone);
+  if (!account) throw validationFailed({ [field]: ['no existe en la empresa'] });
+  if (account.archived) throw validationFailed({ [field]: ['la cuenta está archivada'] });
+  return account;
+}
+
+export type MovementFilters = { from?: string; to?: string; account_id?: string; status?: string; customer_id?: string; supplier?: string; category?: string };
+
+export async function listMovements(db: Queryable, totals: TotalsCache, companyId: string, direction: Direction, filters: MovementFilters, page: PaginationQuery) {
+  const result = await listPage<MovementRow>(
+    db,
+    totals,
+    {
+      table: 'movements',
+      columns: `*, to_char(due_on, 'YYYY-MM-DD') AS due_on, to_char(recurring_on, 'YYYY-MM-DD') AS recurring_on`,
+      companyId,
+      where: (p) => {
+        const c = [`direction = ${p.add(direction)}`];
+        if (filters.from) c.push(`occurred_at >= ${p.add(filters.from)}::timestamptz`);
+        if (filters.to) c.push(`occurred_at < ${p.add(filters.to)}::timestamptz`);
+        if (filters.account_id) c.push(`account_id = ${p.add(filters.account_id)}`);
+        if (filters.status) c.push(`status = ${p.add(filters.status)}`);
+        if (filters.customer_id) c.push(`customer_id = ${p.add(filters.customer_id)}`);
+        if (filters.category) c.push(`category = ${p.add(filters.category)}`);
+        if (filters.supplier) {
+          const like = p.add(`%${filters.supplier.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`);
+          c.push(`(supplier_name ILIKE ${like} OR supplier_tax_id ILIKE ${like})`);
+        }
+        return c;
+      },
+      serialize: (row) => serialize(row, []),
+    },
+    page,
+  );
+  // Payments of the page's rows, one query.
+  const ids = result.data.map((m) => (m as { id: string }).id);
+  if (ids.length) {
+    const { rows } = await db.query<PaymentRow>('SELECT * FROM movement_payments WHERE movement_id = ANY($1) ORDER BY paid_at, id', [ids]);
+    for (const item of result.data as Array<ReturnType<typeof serialize>>) {
+      item.payments = rows.filter((p) => p.movement_id === item.id).map((p) => ({ id: p.id, account_id: p.account_id, amount_cents: Number(p.amount_cents), paid_at: iso(p.paid_at)! }));
+    }
+  }
+  return result;
+}
+
+export function movementRoutes(direction: Direction): RouteDef[] {
+  const plural = direction === 'income' ? 'incomes' : 'expenses';
+  const path = `/${plural}`;
+  const TAG = direction === 'income' ? 'Incomes' : 'Expenses';
+  const noun = direction === 'income' ? 'un ingreso' : 'un gasto';
+  const { create, update, read, listQuery, payment } = schemas(direction);
+  const idParam = { id: 'id' } as const;
+  const events = direction === 'income' ? ' Eventos: `income.created` al crearlo, `income.paid` por cada pago (también el del alta de uno pagado), `income.deleted` al eliminarlo.' : '';
+
+  return [
+    defineRoute({
+      method: 'GET',
+      path,
+      scope: `read-${plural}`,
+      tag: TAG,
+      summary: `Lista ${plural === 'incomes' ? 'ingresos' : 'gastos'}`,
+      description: '`from`/`to` filtran por `occurred_at` ([from, to)).',
+      query: listQuery,
+      response: read,
+      list: true,
+      status: 200,
+      errors: ['invalid_id', 'invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
+      handler: async (ctx, { query, companyId, db }) => {
+        const { from, to, account_id, status, category, ...rest } = query as any;
+        const { customer_id, supplier, ...page } = rest;
+        return listMovements(db, ctx.deps.totals, companyId, direction, { from, to, account_id, status, category, customer_id, supplier }, page);
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      path,
+      scope: `create-${plural}`,
+      tag: TAG,
+      summary: `Registra ${noun}`,
+      description:
+        `La moneda es la de la cuenta. \`metadata.external_ref\` ya usada por otro registro: se devuelve ese registro con 200 y no se crea nada.${events}`,
+      body: create,
+      example: { account_id: '665f1c2a9b1e8a0012345678', amount_cents: 125000, occurred_at: '2026-11-20T17:00:00Z', category: direction === 'income' ? 'servicios' : 'renta', description: direction === 'income' ? 'Asesoría noviembre' : 'Renta de oficina', metadata: { external_ref: 'pedido-1001' } },
+      response: read,
+      status: 201,
+      errors: ['validation_failed', 'parameter_missing', 'invalid_metadata', 'period_locked', 'idempotency_key_reused'],
+      handler: async (ctx, { data, companyId, db }) => {
+        const metadata = checkMetadata(data.metadata);
+        const row = await transaction(db, async (client) => {
+          const existing = await existingByRef(client, 'movements', companyId, metadata.external_ref, { direction });
+          if (existing) {
+            ctx.state.status = 200;
+            return (await findMovement(client, companyId, direction, existing))!;
+          }
+          const zone = await companyZone(client, companyId);
+          const account = await usableAccount(client, companyId, zone, data.account_id);
+          await assertCustomer(client, companyId, (data as { customer_id?: string | null }).customer_id);
+          const status = data.status ?? 'paid';
+          if (status === 'pending' && data.paid_at) throw validationFailed({ paid_at: ['solo para uno pagado'] });
+          await assertOpen(client, companyId, zone, [data.occurred_at, status === 'paid' ? (data.paid_at ?? data.occurred_at) : null]);
+          return insertMovement(client, ctx.deps.jobs, companyId, zone, { ...(data as any), direction, account, status, metadata }).catch(refTaken);
+        });
+        return { data: await withPayments(db, row) };
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      path: `${path}/:id`,
+      scope: `read-${plural}`,
+      tag: TAG,
+      summary: `Obtiene ${noun}`,
+      params: idParam,
+      response: read,
+      status: 200,
+      errors: ['invalid_id', 'not_found'],
+      handler: async (_ctx, { params, companyId, db }) => {
+        const row = await findMovement(db, companyId, direction, params.id);
+        if (!row) throw new ApiError('not_found');
+        return { data: await withPayments(db, row) };
+      },
+    }),
+    defineRoute({
+      method: 'PATCH',
+      path: `${path}/:id`,
+      scope: `update-${plural}`,
+      tag: TAG,
+      summary: `Actualiza ${noun}`,
+      description:
+        'La cuenta no cambia. `amount_cents` no baja de lo ya pagado. `metadata` se combina con la guardada (null o "" borra una clave); una `external_ref` de otro registro: 409 `duplicate_reference`. Si la fecha actual o la nueva caen en un mes cerrado: 422 `period_locked`.',
+      params: idParam,
+      body: update,
+      example: { description: 'Corrección', metadata: { centro_costos: 'ventas' } },
+      response: read,
+      status: 200,
+      errors: ['invalid_id', 'not_found', 'validation_failed', 'invalid_metadata', 'duplicate_reference', 'period_locked'],
+      handler: async (_ctx, { params, data, companyId, db }) => {
+        const row = await transaction(db, async (client) => {
+          const m = await findMovement(client, companyId, direction, params.id, true);
+          if (!m) throw new ApiError('not_found');
+          const zone = await companyZone(client, companyId);
+          const metadata = data.metadata === undefined ? undefined : checkMetadata(data.metadata, m.metadata);
+          if (metadata) await assertRefFree(client, 'movements', companyId, m.id, metadata.external_ref, { direction });
+          await assertCustomer(client, companyId, (data as { customer_id?: string | null }).customer_id);
+          if (data.amount_cents !== undefined && data.amount_cents < Number(m.paid_cents)) throw validationFailed({ amount_cents: [`no puede ser menor que lo pagado (${m.paid_cents})`] });
+          if (m.sale_id && (data.amount_cents !== undefined || data.occurred_at !== undefined)) throw validationFailed({ amount_cents: ['el pago de una venta no cambia de monto ni fecha; elimínalo y registra otro'] });
+          await assertOpen(client, companyId, zone, [m.occurred_at, data.occurred_at]);
+          return changeMovement(client, zone, m, { ...data, metadata }).catch(refTaken);
+        });
+        return { data: await withPayments(db, row) };
+      },
+    }),
+    defineRoute({
+      method: 'DELETE',
+      path: `${path}/:id`,
+      scope: `delete-${plural}`,
+      tag: TAG,
+      summary: `Elimina ${noun}`,
+      description: `Revierte sus efectos: saldos de las cuentas, reportes${direction === 'income' ? ' y, si pagó una venta, lo pagado de esa venta' : ''}. Si su fecha o la de alguno de sus pagos cae en un mes cerrado: 422 \`period_locked\`.${events}`,
+      params: idParam,
+      status: 204,
+      errors: ['invalid_id', 'not_found', 'period_locked', 'validation_failed'],
+      handler: async (ctx, { params, companyId, db }) => {
+        await transaction(db, async (client) => {
+          const m = await findMovement(client, companyId, direction, params.id, true);
+          if (!m) throw new ApiError('not_found');
+          const zone = await companyZone(client, companyId);
+          const payments = await paymentsOf(client, m.id);
+          await assertOpen(client, companyId, zone, [m.occurred_at, ...payments.map((p) => p.paid_at)]);
+          if (m.sale_id) {
+            await revertSalePayment(client, companyId, m.sale_id, Number(m.paid_cents)).catch((error) => {
+              if (error instanceof SaleRefundedError) throw validationFailed({ id: [error.message] });
+              throw error;
+            });
+          }
+          await removeMovement(client, ctx.deps.jobs, zone, m);
+        });
+        return undefined;
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      path: `${path}/:id/payments`,
+      scope: `update-${plural}`,
+      tag: TAG,
+      summary: `Registra un pago de ${noun} pendiente`,
+      description: `Parcial o por el resto: más de lo que falta es 422. Queda \`paid\` cuando lo pagado llega al monto.${direction === 'income' ? ' Cada pago envía `income.paid`.' : ''}`,
+      params: idParam,
+      body: payment,
+      example: { amount_cents: 50000, paid_at: '2026-11-25T18:00:00Z' },
+      response: read,
+      status: 201,
+      errors: ['invalid_id', 'not_found', 'validation_failed', 'period_locked', 'idempotency_key_reused'],
+      handler: async (ctx, { params, data, companyId, db }) => {
+        const row = await transaction(db, async (client) => {
+          const m = await findMovement(client, companyId, direction, params.id, true);
+          if (!m) throw new ApiError('not_found');
+          if (m.sale_id) throw validationFailed({ amount_cents: ['es el pago de una venta; registra pagos en POST /sales/:id/payments'] });
+          const zone = await companyZone(client, companyId);
+          const left = Number(m.amount_cents) - Number(m.paid_cents);
+          if (data.amount_cents > left) throw validationFailed({ amount_cents: [left === 0 ? 'ya está pagado' : `falta pagar ${left}`] });
+          const account = await usableAccount(client, companyId, zone, data.account_id ?? m.account_id);
+          if (account.currency !== m.currency) throw validationFailed({ account_id: [`la cuenta es en ${account.currency} y el movimiento en ${m.currency}`] });
+          const paidAt = data.paid_at ?? new Date().toISOString();
+          await assertOpen(client, companyId, zone, [paidAt]);
+          return addPayment(client, ctx.deps.jobs, zone, m, { account_id: account.id, amount_cents: data.amount_cents, paid_at: paidAt });
+        });
+        return { data: await withPayments(db, row) };
+      },
+    }),
+  ];
+}
+
+export const incomeRoutes = movementRoutes('income');
+export const expenseRoutes = movementRoutes('expense');

@@ -1,0 +1,259 @@
+// Recurring transactions at /recurring-transactions (scopes
+// `*-recurring_transactions`): an income or expense template repeated daily,
+// weekly, monthly or yearly every `interval` units from `starts_on`, until
+// `ends_on` or `ends_count`. The worker generates each due occurrence
+// exactly once (db/money/recurring.ts, worker/jobs/recurring-transactions.ts).
+import { z } from 'zod';
+import { transaction, type Queryable } from '../../db/pool.ts';
+import { recordEvent } from '../../db/events.ts';
+import { RECURRING } from '../../db/queues.ts';
+import { nextOccurrence, RECURRING_SELECT, recurringEventData, type RecurringRow } from '../../db/money/recurring.ts';
+import { companyZone } from '../../db/money/ledger.ts';
+import { iso } from '../../db/timestamps.ts';
+import { objectId } from '../../lib/objectid.ts';
+import { ApiError, validationFailed } from '../errors.ts';
+import { listPage, paginationQuery, queryBoolean } from '../pagination.ts';
+import { defineRoute, type RouteDef } from '../route.ts';
+import { findAccount } from './account-queries.ts';
+import { assertCustomer, assertRefFree, cents, checkMetadata, existingByRef, localDay, metadataInput, metadataSchema, objectIdString, refTaken } from './money-fields.ts';
+
+const TAG = 'Recurring transactions';
+const FREQUENCIES = ['daily', 'weekly', 'monthly', 'yearly'] as const;
+const text = (max: number) => z.string().trim().max(max);
+
+const template = {
+  amount_cents: cents,
+  category: text(100).min(1).optional().describe('Por defecto general'),
+  description: text(1000).nullable().optional(),
+  customer_id: objectIdString.nullable().optional().describe('Solo ingresos'),
+  supplier_name: text(200).nullable().optional().describe('Solo gastos'),
+  supplier_tax_id: text(20).nullable().optional().describe('Solo gastos'),
+  ends_on: localDay.nullable().optional().describe('Última fecha posible (incluida)'),
+  ends_count: z.number().int().min(1).max(100_000).nullable().optional().describe('Cuántas ocurrencias en total'),
+  metadata: metadataInput.optional(),
+};
+const recurringCreate = z.strictObject({
+  type: z.enum(['income', 'expense']).describe('Genera ingresos o gastos'),
+  account_id: objectIdString,
+  frequency: z.enum(FREQUENCIES),
+  interval: z.number().int().min(1).max(366).optional().describe('Cada cuántas unidades de frequency; por defecto 1'),
+  starts_on: localDay.describe('Primera ocurrencia'),
+  ...template,
+});
+const recurringUpdate = z.strictObject({ ...template, active: z.boolean().optional().describe('false la desactiva (recurring.deactivated); no se reactiva una terminada') }).partial();
+
+export const recurringSchema = z.object({
+  id: z.string(),
+  type: z.enum(['income', 'expense']),
+  account_id: z.string(),
+  amount_cents: z.number().int(),
+  currency: z.string(),
+  category: z.string(),
+  description: z.string().nullable(),
+  customer_id: z.string().nullable(),
+  supplier_name: z.string().nullable(),
+  supplier_tax_id: z.string().nullable(),
+  frequency: z.enum(FREQUENCIES),
+  interval: z.number().int(),
+  starts_on: z.string(),
+  ends_on: z.string().nullable(),
+  ends_count: z.number().int().nullable(),
+  active: z.boolean(),
+  ended_at: z.string().nullable(),
+  next_occurrence_on: z.string().nullable(),
+  occurrences_count: z.number().int(),
+  metadata: metadataSchema,
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+type Row = RecurringRow & { currency: string };
+const SELECT = `SELECT r.*, to_char(r.starts_on, 'YYYY-MM-DD') AS starts_on, to_char(r.ends_on, 'YYYY-MM-DD') AS ends_on,
+  to_char(r.next_occurrence_on, 'YYYY-MM-DD') AS next_occurrence_on, a.currency FROM recurring_transactions r JOIN accounts a ON a.id = r.account_id`;
+
+function serialize(r: Row) {
+  return {
+    id: r.id,
+    type: r.direction,
+    account_id: r.account_id,
+    amount_cents: Number(r.amount_cents),
+    currency: r.currency,
+    category: r.category,
+    description: r.description,
+    customer_id: r.customer_id,
+    supplier_name: r.supplier_name,
+    supplier_tax_id: r.supplier_tax_id,
+    frequency: r.frequency,
+    interval: r.interval,
+    starts_on: r.starts_on,
+    ends_on: r.ends_on,
+    ends_count: r.ends_count,
+    active: r.active,
+    ended_at: iso(r.ended_at),
+    next_occurrence_on: r.next_occurrence_on,
+    occurrences_count: r.occurrences_count,
+    metadata: r.metadata,
+    created_at: iso(r.created_at)!,
+    updated_at: iso(r.updated_at)!,
+  };
+}
+
+async function find(db: Queryable, companyId: string, id: string, lock = false): Promise<Row | null> {
+  const { rows } = await db.query<Row>(`${SELECT} WHERE r.company_id = $1 AND r.id = $2${lock ? ' FOR UPDATE OF r' : ''}`, [companyId, id]);
+  return rows[0] ?? null;
+}
+
+const idParam = { id: 'id' } as const;
+const RULES =
+  'La ocurrencia n cae en starts_on + n × interval unidades (calculada desde starts_on, no desde la anterior): una mensual del 31 cae el último día de los meses cortos y vuelve al 31. ' +
+  'Cada ocurrencia es un ingreso o gasto pagado con `recurring_id`, fechado a mediodía de su día en la zona de la empresa; se genera una sola vez aunque el worker reintente, ' +
+  'haya dos workers o se ponga al día tras una caída. Una ocurrencia que cae en un mes cerrado se registra a mediodía del primer día del siguiente mes abierto. ' +
+  'Eventos: recurring.created, recurring.occurrence_created (con `recurring_occurrence_on`), recurring.ended (al agotar ends_on o ends_count) y recurring.deactivated (active: false).';
+
+export const recurringRoutes: RouteDef[] = [
+  defineRoute({
+    method: 'GET',
+    path: '/recurring-transactions',
+    scope: 'read-recurring_transactions',
+    tag: TAG,
+    summary: 'Lista transacciones recurrentes',
+    query: paginationQuery.extend({ type: z.enum(['income', 'expense']).optional(), active: queryBoolean.optional() }),
+    response: recurringSchema,
+    list: true,
+    status: 200,
+    errors: ['invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
+    handler: async (ctx, { query, companyId, db }) => {
+      const { type, active, ...page } = query;
+      return listPage<Row>(db, ctx.deps.totals, {
+        table: 'recurring_transactions',
+        columns: `*, to_char(starts_on, 'YYYY-MM-DD') AS starts_on, to_char(ends_on, 'YYYY-MM-DD') AS ends_on, to_char(next_occurrence_on, 'YYYY-MM-DD') AS next_occurrence_on,
+                  (SELECT currency FROM accounts a WHERE a.id = recurring_transactions.account_id) AS currency`,
+        companyId,
+        where: (p) => [...(type ? [`direction = ${p.add(type)}`] : []), ...(active !== undefined ? [`active = ${p.add(active)}`] : [])],
+        serialize,
+      }, page);
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/recurring-transactions',
+    scope: 'create-recurring_transactions',
+    tag: TAG,
+    summary: 'Crea una transacción recurrente',
+    description: `${RULES} \`metadata.external_ref\` ya usada: se devuelve esa con 200 y no se crea nada.`,
+    body: recurringCreate,
+    example: { type: 'expense', account_id: '665f1c2a9b1e8a0012345678', amount_cents: 1200000, category: 'renta', frequency: 'monthly', starts_on: '2027-01-31', ends_count: 12 },
+    response: recurringSchema,
+    status: 201,
+    errors: ['validation_failed', 'parameter_missing', 'invalid_metadata', 'idempotency_key_reused'],
+    handler: async (ctx, { data, companyId, db }) => {
+      const metadata = checkMetadata(data.metadata);
+      if (data.type === 'income' && (data.supplier_name || data.supplier_tax_id)) throw validationFailed({ supplier_name: ['solo en gastos'] });
+      if (data.type === 'expense' && data.customer_id) throw validationFailed({ customer_id: ['solo en ingresos'] });
+      if (data.ends_on && data.ends_on < data.starts_on) throw validationFailed({ ends_on: ['no puede ser anterior a starts_on'] });
+      const row = await transaction(db, async (client) => {
+        const existing = await existingByRef(client, 'recurring_transactions', companyId, metadata.external_ref);
+        if (existing) {
+          ctx.state.status = 200;
+          return (await find(client, companyId, existing))!;
+        }
+        const zone = await companyZone(client, companyId);
+        const account = await findAccount(client, companyId, data.account_id, zone);
+        if (!account) throw validationFailed({ account_id: ['no existe en la empresa'] });
+        if (account.archived) throw validationFailed({ account_id: ['la cuenta está archivada'] });
+        await assertCustomer(client, companyId, data.customer_id);
+        const series = { starts_on: data.starts_on, frequency: data.frequency, interval: data.interval ?? 1, ends_on: data.ends_on ?? null, ends_count: data.ends_count ?? null };
+        const next = nextOccurrence(series, 0);
+        const id = objectId();
+        await client
+          .query(
+            `INSERT INTO recurring_transactions (id, company_id, direction, account_id, amount_cents, category, description, customer_id, supplier_name, supplier_tax_id,
+                                                 frequency, interval, starts_on, ends_on, ends_count, next_occurrence_on, active, metadata)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+            [id, companyId, data.type, account.id, data.amount_cents, data.category ?? 'general', data.description ?? null, data.customer_id ?? null, data.supplier_name ?? null,
+              data.supplier_tax_id ?? null, series.frequency, series.interval, series.starts_on, series.ends_on, series.ends_count, next, next !== null, JSON.stringify(metadata)],
+          )
+          .catch(refTaken);
+        const row = (await find(client, companyId, id))!;
+        await recordEvent(client, ctx.deps.jobs, companyId, 'recurring.created', recurringEventData(row));
+        // Occurrences already due (starts_on today or earlier) are made by the worker now, not at its next round.
+        await ctx.deps.jobs.send(client, RECURRING, { recurring_id: id });
+        return row;
+      });
+      return { data: serialize(row) };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/recurring-transactions/:id',
+    scope: 'read-recurring_transactions',
+    tag: TAG,
+    summary: 'Obtiene una transacción recurrente',
+    params: idParam,
+    response: recurringSchema,
+    status: 200,
+    errors: ['invalid_id', 'not_found'],
+    handler: async (_ctx, { params, companyId, db }) => {
+      const row = await find(db, companyId, params.id);
+      if (!row) throw new ApiError('not_found');
+      return { data: serialize(row) };
+    },
+  }),
+  defineRoute({
+    method: 'PATCH',
+    path: '/recurring-transactions/:id',
+    scope: 'update-recurring_transactions',
+    tag: TAG,
+    summary: 'Actualiza una transacción recurrente',
+    description: 'Cambia las ocurrencias futuras (las ya generadas no). `active: false` la desactiva. Acortar `ends_on` o `ends_count` por debajo de lo ya generado la termina (recurring.ended). La periodicidad y `starts_on` no cambian: crea otra.',
+    params: idParam,
+    body: recurringUpdate,
+    example: { amount_cents: 1300000, description: 'Renta con aumento' },
+    response: recurringSchema,
+    status: 200,
+    errors: ['invalid_id', 'not_found', 'validation_failed', 'invalid_metadata', 'duplicate_reference'],
+    handler: async (ctx, { params, data, companyId, db }) => {
+      const row = await transaction(db, async (client) => {
+        const r = await find(client, companyId, params.id, true);
+        if (!r) throw new ApiError('not_found');
+        if (data.active === true && !r.active) throw validationFailed({ active: ['una transacción terminada o desactivada no se reactiva; crea otra'] });
+        const metadata = data.metadata === undefined ? undefined : checkMetadata(data.metadata, r.metadata);
+        if (metadata) await assertRefFree(client, 'recurring_transactions', companyId, r.id, metadata.external_ref);
+        await assertCustomer(client, companyId, data.customer_id);
+        const series = { ...r, ends_on: data.ends_on === undefined ? r.ends_on : data.ends_on, ends_count: data.ends_count === undefined ? r.ends_count : data.ends_count };
+        const next = r.active ? nextOccurrence(series, r.occurrences_count) : null;
+        const deactivating = data.active === false && r.active;
+        const ending = r.active && !deactivating && next === null;
+        const changes: Record<string, unknown> = { ...data, metadata: metadata === undefined ? undefined : JSON.stringify(metadata) };
+        delete changes.active;
+        if (r.active) Object.assign(changes, { next_occurrence_on: deactivating ? null : next, active: !deactivating && next !== null });
+        if (ending) changes.ended_at = new Date();
+        const entries = Object.entries(changes).filter(([, v]) => v !== undefined);
+        await client
+          .query(`UPDATE recurring_transactions SET ${entries.map(([k], i) => `${k} = $${i + 3}`).join(', ')}, updated_at = now() WHERE company_id = $1 AND id = $2`, [companyId, r.id, ...entries.map(([, v]) => v)])
+          .catch(refTaken);
+        const after = (await find(client, companyId, r.id))!;
+        if (deactivating) await recordEvent(client, ctx.deps.jobs, companyId, 'recurring.deactivated', recurringEventData(after));
+        if (ending) await recordEvent(client, ctx.deps.jobs, companyId, 'recurring.ended', recurringEventData(after));
+        return after;
+      });
+      return { data: serialize(row) };
+    },
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: '/recurring-transactions/:id',
+    scope: 'delete-recurring_transactions',
+    tag: TAG,
+    summary: 'Elimina una transacción recurrente',
+    description: 'No genera más ocurrencias; los ingresos o gastos ya generados se quedan (con su `recurring_id`).',
+    params: idParam,
+    status: 204,
+    errors: ['invalid_id', 'not_found'],
+    handler: async (_ctx, { params, companyId, db }) => {
+      const { rowCount } = await db.query('DELETE FROM recurring_transactions WHERE company_id = $1 AND id = $2', [companyId, params.id]);
+      if (!rowCount) throw new ApiError('not_found');
+      return undefined;
+    },
+  }),
+];

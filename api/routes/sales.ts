@@ -1,0 +1,354 @@
+// Sales at /sales (scopes `*-sales`): line items with VAT per line
+// (lib/vat.ts), totals computed by the service, payments that record
+// incomes linked to the sale, and refunds. Writes of the effects:
+// db/money/sales.ts. Decisions (rounding, statuses, events): docs/money.md.
+import { z } from 'zod';
+import { transaction, type Queryable } from '../../db/pool.ts';
+import { companyZone } from '../../db/money/ledger.ts';
+import { post, saleEntries } from '../../db/money/ledger.ts';
+import { addRefund, addSalePayment, findSale, insertSale, refundsOf, type SaleRow } from '../../db/money/sales.ts';
+import { iso } from '../../db/timestamps.ts';
+import { saleAmounts, type VatRate } from '../../lib/vat.ts';
+import { ApiError, validationFailed } from '../errors.ts';
+import { assertOpen } from '../money/periods.ts';
+import { listPage, paginationQuery } from '../pagination.ts';
+import { defineRoute, type RouteDef } from '../route.ts';
+import { findAccount } from './account-queries.ts';
+import { assertCustomer, assertRefFree, cents, checkMetadata, currency, existingByRef, instant, metadataInput, metadataSchema, objectIdString, refTaken } from './money-fields.ts';
+
+const TAG = 'Sales';
+const STATUSES = ['unpaid', 'partially_paid', 'paid', 'partially_refunded', 'refunded'] as const;
+const text = (max: number) => z.string().trim().max(max);
+
+const lineItem = z
+  .strictObject({
+    description: text(1000).min(1),
+    product_id: objectIdString.nullable().optional().describe('Producto del catálogo (opcional)'),
+    quantity: z.number().positive().max(1_000_000).refine((q) => Number.isInteger(Math.round(q * 1000)) && Math.abs(q * 1000 - Math.round(q * 1000)) < 1e-6, 'hasta tres decimales'),
+    unit_price_cents: z.number().int('centavos enteros').min(0).max(Number.MAX_SAFE_INTEGER),
+    vat_rate: z.union([z.literal(16), z.literal(8), z.literal(0)]).nullable().optional().describe('IVA: 16, 8 o 0 (%)'),
+    vat_exempt: z.boolean().optional().describe('Exento de IVA (sin vat_rate)'),
+    discount_cents: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+  })
+  .refine((l) => !(l.vat_exempt && l.vat_rate !== undefined && l.vat_rate !== null), { message: 'una línea exenta no lleva vat_rate', path: ['vat_rate'] });
+
+const saleCreate = z.strictObject({
+  customer_id: objectIdString.nullable().optional().describe('Cliente; sin él, la venta es al público en general'),
+  currency,
+  occurred_at: instant.optional().describe('Por defecto ahora'),
+  prices_include_vat: z.boolean().optional().describe('Si unit_price_cents ya incluye el IVA; por defecto false'),
+  payment_terms: z.enum(['immediate', 'deferred']).optional().describe('immediate (PUE) o deferred (PPD); por defecto immediate'),
+  line_items: z.array(lineItem).min(1).max(200),
+  description: text(1000).nullable().optional(),
+  metadata: metadataInput.optional(),
+});
+const saleUpdate = z
+  .strictObject({
+    customer_id: objectIdString.nullable().optional(),
+    occurred_at: instant.optional(),
+    payment_terms: z.enum(['immediate', 'deferred']).optional(),
+    description: text(1000).nullable().optional(),
+    metadata: metadataInput.optional(),
+  })
+  .describe('Las líneas y la moneda no cambian; registra otra venta');
+const salePayment = z.strictObject({ account_id: objectIdString, amount_cents: cents, paid_at: instant.optional().describe('Por defecto ahora') });
+const saleRefund = z.strictObject({ account_id: objectIdString, amount_cents: cents, reason: text(1000).nullable().optional(), refunded_at: instant.optional().describe('Por defecto ahora') });
+
+const lineRead = z.object({
+  description: z.string(),
+  product_id: z.string().nullable(),
+  quantity: z.number(),
+  unit_price_cents: z.number().int(),
+  vat_rate: z.number().int().nullable(),
+  vat_exempt: z.boolean(),
+  discount_cents: z.number().int(),
+  subtotal_cents: z.number().int(),
+  tax_cents: z.number().int(),
+  total_cents: z.number().int(),
+});
+export const saleSchema = z.object({
+  id: z.string(),
+  customer_id: z.string().nullable(),
+  currency: z.string(),
+  occurred_at: z.string(),
+  prices_include_vat: z.boolean(),
+  payment_terms: z.enum(['immediate', 'deferred']),
+  line_items: z.array(lineRead),
+  subtotal_cents: z.number().int(),
+  tax_cents: z.number().int(),
+  total_cents: z.number().int(),
+  paid_cents: z.number().int(),
+  refunded_cents: z.number().int(),
+  amount_due_cents: z.number().int().describe('total − pagado'),
+  status: z.enum(STATUSES),
+  description: z.string().nullable(),
+  payments: z.array(z.object({ income_id: z.string(), account_id: z.string(), amount_cents: z.number().int(), paid_at: z.string() })),
+  refunds: z.array(z.object({ id: z.string(), account_id: z.string(), amount_cents: z.number().int(), reason: z.string().nullable(), refunded_at: z.string() })),
+  metadata: metadataSchema,
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+function rateOf(line: z.infer<typeof lineItem>): VatRate {
+  if (line.vat_exempt) return 'exempt';
+  if (line.vat_rate === undefined || line.vat_rate === null) return 'none';
+  return String(line.vat_rate) as VatRate;
+}
+
+async function serializeSale(db: Queryable, s: SaleRow) {
+  const { rows: payments } = await db.query<{ id: string; amount_cents: string; paid_at: Date; account_id: string }>(
+    `SELECT m.id, p.amount_cents, p.paid_at, p.account_id FROM movements m JOIN movement_payments p ON p.movement_id = m.id
+      WHERE m.company_id = $1 AND m.sale_id = $2 ORDER BY p.paid_at, p.id`,
+    [s.company_id, s.id],
+  );
+  const refunds = await refundsOf(db, s.id);
+  return {
+    id: s.id,
+    customer_id: s.customer_id,
+    currency: s.currency,
+    occurred_at: iso(s.occurred_at)!,
+    prices_include_vat: s.prices_include_vat,
+    payment_terms: s.payment_terms,
+    line_items: s.line_items as z.infer<typeof lineRead>[],
+    subtotal_cents: Number(s.subtotal_cents),
+    tax_cents: Number(s.tax_cents),
+    total_cents: Number(s.total_cents),
+    paid_cents: Number(s.paid_cents),
+    refunded_cents: Number(s.refunded_cents),
+    amount_due_cents: Number(s.total_cents) - Number(s.paid_cents),
+    status: s.status,
+    description: s.description,
+    payments: payments.map((p) => ({ income_id: p.id, account_id: p.account_id, amount_cents: Number(p.amount_cents), paid_at: iso(p.paid_at)! })),
+    refunds: refunds.map((r) => ({ id: r.id, account_id: r.account_id, amount_cents: Number(r.amount_cents), reason: r.reason, refunded_at: iso(r.refunded_at)! })),
+    metadata: s.metadata,
+    created_at: iso(s.created_at)!,
+    updated_at: iso(s.updated_at)!,
+  };
+}
+
+async function accountFor(db: Queryable, companyId: string, zone: string, sale: SaleRow, accountId: string) {
+  const account = await findAccount(db, companyId, accountId, zone);
+  if (!account) throw validationFailed({ account_id: ['no existe en la empresa'] });
+  if (account.archived) throw validationFailed({ account_id: ['la cuenta está archivada'] });
+  if (account.currency !== sale.currency) throw validationFailed({ account_id: [`la cuenta es en ${account.currency} y la venta en ${sale.currency}`] });
+  return account;
+}
+
+const idParam = { id: 'id' } as const;
+const listQuery = paginationQuery.extend({
+  customer_id: objectIdString.optional(),
+  status: z.enum(STATUSES).optional(),
+  from: instant.optional().describe('Ocurridas desde este instante'),
+  to: instant.optional().describe('Ocurridas antes de este instante'),
+});
+
+const TAX_RULES =
+  'Cada línea: cantidad (hasta tres decimales) × precio unitario, redondeado al centavo (mitad lejos de cero), menos el descuento; ' +
+  'el IVA de la línea se calcula sobre eso y se redondea igual; la venta suma sus líneas. Con `prices_include_vat` el importe de la línea es el total y ' +
+  'el subtotal es total × 100 / (100 + tasa), redondeado igual. Ejemplo: 3 × 333 al 16 % = 999 + 159.84 → 160 de IVA, total 1159.';
+
+export const saleRoutes: RouteDef[] = [
+  defineRoute({
+    method: 'GET',
+    path: '/sales',
+    scope: 'read-sales',
+    tag: TAG,
+    summary: 'Lista ventas',
+    query: listQuery,
+    response: saleSchema,
+    list: true,
+    status: 200,
+    errors: ['invalid_id', 'invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
+    handler: async (ctx, { query, companyId, db }) => {
+      const { customer_id, status, from, to, ...page } = query;
+      const result = await listPage<SaleRow>(db, ctx.deps.totals, {
+        table: 'sales',
+        columns: '*',
+        companyId,
+        where: (p) => [
+          ...(customer_id ? [`customer_id = ${p.add(customer_id)}`] : []),
+          ...(status ? [`status = ${p.add(status)}`] : []),
+          ...(from ? [`occurred_at >= ${p.add(from)}::timestamptz`] : []),
+          ...(to ? [`occurred_at < ${p.add(to)}::timestamptz`] : []),
+        ],
+        serialize: (row) => row,
+      }, page);
+      return { data: await Promise.all((result.data as SaleRow[]).map((row) => serializeSale(db, row))), meta: result.meta };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/sales',
+    scope: 'create-sales',
+    tag: TAG,
+    summary: 'Registra una venta',
+    description: `Los totales los calcula el servicio. ${TAX_RULES} Evento \`sale.created\`. \`metadata.external_ref\` ya usada: se devuelve esa venta con 200 y no se crea nada.`,
+    body: saleCreate,
+    example: { customer_id: null, currency: 'mxn', occurred_at: '2026-11-20T17:00:00Z', line_items: [{ description: 'Consultoría', quantity: 2, unit_price_cents: 150000, vat_rate: 16 }], metadata: { external_ref: 'venta-2001' } },
+    response: saleSchema,
+    status: 201,
+    errors: ['validation_failed', 'parameter_missing', 'invalid_metadata', 'period_locked', 'idempotency_key_reused'],
+    handler: async (ctx, { data, companyId, db }) => {
+      const metadata = checkMetadata(data.metadata);
+      const includeVat = data.prices_include_vat ?? false;
+      const amounts = saleAmounts(data.line_items.map((l) => ({ ...l, vat_rate: rateOf(l) })), includeVat);
+      amounts.lines.forEach((line, i) => {
+        if (line.amount_cents < 0) throw validationFailed({ [`line_items.${i}.discount_cents`]: ['el descuento pasa del importe de la línea'] });
+      });
+      if (amounts.total_cents > Number.MAX_SAFE_INTEGER) throw validationFailed({ line_items: ['el total pasa de 2^53 − 1 centavos'] });
+      const row = await transaction(db, async (client) => {
+        const existing = await existingByRef(client, 'sales', companyId, metadata.external_ref);
+        if (existing) {
+          ctx.state.status = 200;
+          return (await findSale(client, companyId, existing))!;
+        }
+        await assertCustomer(client, companyId, data.customer_id);
+        for (const [i, line] of data.line_items.entries()) {
+          if (line.product_id && !(await client.query('SELECT 1 FROM products WHERE company_id = $1 AND id = $2', [companyId, line.product_id])).rowCount) {
+            throw validationFailed({ [`line_items.${i}.product_id`]: ['no existe en la empresa'] });
+          }
+        }
+        const zone = await companyZone(client, companyId);
+        const occurredAt = data.occurred_at ?? new Date().toISOString();
+        await assertOpen(client, companyId, zone, [occurredAt]);
+        return insertSale(client, ctx.deps.jobs, companyId, zone, {
+          customer_id: data.customer_id ?? null,
+          currency: data.currency,
+          occurred_at: occurredAt,
+          prices_include_vat: includeVat,
+          payment_terms: data.payment_terms ?? 'immediate',
+          line_items: data.line_items.map((l, i) => ({
+            description: l.description,
+            product_id: l.product_id ?? null,
+            quantity: l.quantity,
+            unit_price_cents: l.unit_price_cents,
+            vat_rate: l.vat_rate ?? null,
+            vat_exempt: l.vat_exempt ?? false,
+            discount_cents: l.discount_cents ?? 0,
+            subtotal_cents: amounts.lines[i].subtotal_cents,
+            tax_cents: amounts.lines[i].tax_cents,
+            total_cents: amounts.lines[i].total_cents,
+          })),
+          subtotal_cents: amounts.subtotal_cents,
+          tax_cents: amounts.tax_cents,
+          total_cents: amounts.total_cents,
+          description: data.description ?? null,
+          metadata,
+        }).catch(refTaken);
+      });
+      return { data: await serializeSale(db, row) };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/sales/:id',
+    scope: 'read-sales',
+    tag: TAG,
+    summary: 'Obtiene una venta',
+    params: idParam,
+    response: saleSchema,
+    status: 200,
+    errors: ['invalid_id', 'not_found'],
+    handler: async (_ctx, { params, companyId, db }) => {
+      const row = await findSale(db, companyId, params.id);
+      if (!row) throw new ApiError('not_found');
+      return { data: await serializeSale(db, row) };
+    },
+  }),
+  defineRoute({
+    method: 'PATCH',
+    path: '/sales/:id',
+    scope: 'update-sales',
+    tag: TAG,
+    summary: 'Actualiza una venta',
+    description: 'Cliente, fecha, condiciones de pago, descripción y metadata (combinada con la guardada). Las líneas, la moneda y los montos no cambian. Fecha en un mes cerrado (la de antes o la nueva): 422 `period_locked`; una `external_ref` de otra venta: 409 `duplicate_reference`.',
+    params: idParam,
+    body: saleUpdate,
+    example: { description: 'Pedido web 2001' },
+    response: saleSchema,
+    status: 200,
+    errors: ['invalid_id', 'not_found', 'validation_failed', 'invalid_metadata', 'duplicate_reference', 'period_locked'],
+    handler: async (_ctx, { params, data, companyId, db }) => {
+      const row = await transaction(db, async (client) => {
+        const sale = await findSale(client, companyId, params.id, true);
+        if (!sale) throw new ApiError('not_found');
+        const zone = await companyZone(client, companyId);
+        const metadata = data.metadata === undefined ? undefined : checkMetadata(data.metadata, sale.metadata);
+        if (metadata) await assertRefFree(client, 'sales', companyId, sale.id, metadata.external_ref);
+        await assertCustomer(client, companyId, data.customer_id);
+        if (data.occurred_at) {
+          await assertOpen(client, companyId, zone, [sale.occurred_at, data.occurred_at]);
+          await post(client, companyId, saleEntries(sale, zone), -1);
+        }
+        const changes = Object.entries({ ...data, metadata: metadata === undefined ? undefined : JSON.stringify(metadata) }).filter(([, v]) => v !== undefined);
+        const { rows } = await client
+          .query<SaleRow>(
+            `UPDATE sales SET ${changes.map(([k], i) => `${k} = $${i + 3}`).join(', ')}${changes.length ? ',' : ''} updated_at = now() WHERE company_id = $1 AND id = $2 RETURNING *`,
+            [companyId, sale.id, ...changes.map(([, v]) => v)],
+          )
+          .catch(refTaken);
+        if (data.occurred_at) await post(client, companyId, saleEntries(rows[0], zone));
+        return rows[0];
+      });
+      return { data: await serializeSale(db, row) };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/sales/:id/payments',
+    scope: 'update-sales',
+    tag: TAG,
+    summary: 'Registra un pago de la venta',
+    description:
+      'Crea un ingreso pagado ligado a la venta (`income.created` e `income.paid`) en una cuenta de la misma moneda. El pago que la liquida envía `sale.paid`, una sola vez. ' +
+      'Pagar más de lo que se debe es 422. Una venta a plazos con tres pagos produce tres `income.paid` y un `sale.paid`.',
+    params: idParam,
+    body: salePayment,
+    example: { account_id: '665f1c2a9b1e8a0012345678', amount_cents: 348000, paid_at: '2026-11-21T17:00:00Z' },
+    response: saleSchema,
+    status: 201,
+    errors: ['invalid_id', 'not_found', 'validation_failed', 'period_locked', 'idempotency_key_reused'],
+    handler: async (ctx, { params, data, companyId, db }) => {
+      const row = await transaction(db, async (client) => {
+        const sale = await findSale(client, companyId, params.id, true);
+        if (!sale) throw new ApiError('not_found');
+        const zone = await companyZone(client, companyId);
+        const owed = Number(sale.total_cents) - Number(sale.paid_cents);
+        if (data.amount_cents > owed) throw validationFailed({ amount_cents: [owed === 0 ? 'la venta ya está pagada' : `excede lo que se debe (${owed})`] });
+        const account = await accountFor(client, companyId, zone, sale, data.account_id);
+        const paidAt = data.paid_at ?? new Date().toISOString();
+        await assertOpen(client, companyId, zone, [paidAt]);
+        return addSalePayment(client, ctx.deps.jobs, zone, sale, { account, amount_cents: data.amount_cents, paid_at: paidAt });
+      });
+      return { data: await serializeSale(db, row) };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/sales/:id/refunds',
+    scope: 'update-sales',
+    tag: TAG,
+    summary: 'Registra una devolución',
+    description: 'Sale dinero de una cuenta de la misma moneda; hasta lo pagado menos lo ya devuelto (422 si pasa). Evento `sale.refunded`.',
+    params: idParam,
+    body: saleRefund,
+    example: { account_id: '665f1c2a9b1e8a0012345678', amount_cents: 50000, reason: 'Producto defectuoso' },
+    response: saleSchema,
+    status: 201,
+    errors: ['invalid_id', 'not_found', 'validation_failed', 'period_locked', 'idempotency_key_reused'],
+    handler: async (ctx, { params, data, companyId, db }) => {
+      const row = await transaction(db, async (client) => {
+        const sale = await findSale(client, companyId, params.id, true);
+        if (!sale) throw new ApiError('not_found');
+        const zone = await companyZone(client, companyId);
+        const refundable = Number(sale.paid_cents) - Number(sale.refunded_cents);
+        if (data.amount_cents > refundable) throw validationFailed({ amount_cents: [`se puede devolver hasta ${refundable}`] });
+        const account = await accountFor(client, companyId, zone, sale, data.account_id);
+        const refundedAt = data.refunded_at ?? new Date().toISOString();
+        await assertOpen(client, companyId, zone, [refundedAt]);
+        return addRefund(client, ctx.deps.jobs, zone, sale, { account_id: account.id, amount_cents: data.amount_cents, reason: data.reason ?? null, refunded_at: refundedAt });
+      });
+      return { data: await serializeSale(db, row) };
+    },
+  }),
+];

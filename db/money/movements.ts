@@ -1,0 +1,177 @@
+// Incomes and expenses as the writes that have effects: the row, its ledger
+// entries (db/money/ledger.ts), its payments and its events, all with the
+// caller's transaction. The API validates first (api/routes/movements.ts);
+// the recurring worker calls these too.
+import { objectId } from '../../lib/objectid.ts';
+import { recordEvent } from '../events.ts';
+import type { JobSender } from '../job-sender.ts';
+import type { Queryable } from '../pool.ts';
+import { iso, type Timestamp } from '../timestamps.ts';
+import { movementEntries, paymentEntries, post } from './ledger.ts';
+
+export type Direction = 'income' | 'expense';
+
+export type MovementRow = {
+  id: string;
+  company_id: string;
+  direction: Direction;
+  account_id: string;
+  amount_cents: string;
+  paid_cents: string;
+  currency: string;
+  occurred_at: Timestamp;
+  category: string;
+  description: string | null;
+  customer_id: string | null;
+  supplier_name: string | null;
+  supplier_tax_id: string | null;
+  status: 'paid' | 'pending';
+  due_on: string | null;
+  paid_at: Timestamp | null;
+  sale_id: string | null;
+  recurring_id: string | null;
+  recurring_on: string | null;
+  metadata: Record<string, string>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+};
+
+export type PaymentRow = { id: string; movement_id: string; account_id: string; amount_cents: string; paid_at: Timestamp; created_at: Timestamp };
+
+export type NewMovement = {
+  direction: Direction;
+  account: { id: string; currency: string };
+  amount_cents: number;
+  occurred_at: string | Date;
+  category?: string;
+  description?: string | null;
+  customer_id?: string | null;
+  supplier_name?: string | null;
+  supplier_tax_id?: string | null;
+  /** paid: one payment of the whole amount at `paid_at` (default occurred_at); pending: on credit. */
+  status: 'paid' | 'pending';
+  due_on?: string | null;
+  paid_at?: string | Date | null;
+  sale_id?: string | null;
+  recurring_id?: string | null;
+  recurring_on?: string | null;
+  metadata?: Record<string, string>;
+};
+
+const SELECT = `SELECT *, to_char(due_on, 'YYYY-MM-DD') AS due_on, to_char(recurring_on, 'YYYY-MM-DD') AS recurring_on FROM movements`;
+
+export async function findMovement(db: Queryable, companyId: string, direction: Direction, id: string, lock = false): Promise<MovementRow | null> {
+  const { rows } = await db.query<MovementRow>(`${SELECT} WHERE company_id = $1 AND direction = $2 AND id = $3${lock ? ' FOR UPDATE' : ''}`, [companyId, direction, id]);
+  return rows[0] ?? null;
+}
+
+export async function paymentsOf(db: Queryable, movementId: string): Promise<PaymentRow[]> {
+  const { rows } = await db.query<PaymentRow>('SELECT * FROM movement_payments WHERE movement_id = $1 ORDER BY paid_at, id', [movementId]);
+  return rows;
+}
+
+/** The `data` of income events (contract, Events: the sale example's fields). */
+export function incomeEventData(m: MovementRow, extra: Record<string, unknown> = {}) {
+  return {
+    object: 'income',
+    id: m.id,
+    status: m.status,
+    amount_cents: Number(m.amount_cents),
+    paid_cents: Number(m.paid_cents),
+    currency: m.currency,
+    occurred_at: iso(m.occurred_at)!,
+    sale_id: m.sale_id,
+    metadata: m.metadata,
+    ...extra,
+  };
+}
+
+async function insertPayment(db: Queryable, jobs: JobSender, zone: string, m: MovementRow, payment: { account_id: string; amount_cents: number; paid_at: string | Date }): Promise<MovementRow> {
+  await db.query('INSERT INTO movement_payments (id, company_id, movement_id, account_id, amount_cents, paid_at) VALUES ($1, $2, $3, $4, $5, $6)', [
+    objectId(),
+    m.company_id,
+    m.id,
+    payment.account_id,
+    payment.amount_cents,
+    new Date(payment.paid_at),
+  ]);
+  await post(db, m.company_id, paymentEntries(m, payment, zone));
+  const { rows } = await db.query<MovementRow>(
+    `UPDATE movements SET paid_cents = paid_cents + $3,
+            status = CASE WHEN paid_cents + $3 >= amount_cents THEN 'paid' ELSE 'pending' END,
+            paid_at = CASE WHEN paid_cents + $3 >= amount_cents THEN $4::timestamptz ELSE NULL END, updated_at = now()
+      WHERE company_id = $1 AND id = $2
+      RETURNING *, to_char(due_on, 'YYYY-MM-DD') AS due_on, to_char(recurring_on, 'YYYY-MM-DD') AS recurring_on`,
+    [m.company_id, m.id, payment.amount_cents, new Date(payment.paid_at)],
+  );
+  const updated = rows[0];
+  if (updated.direction === 'income') {
+    await recordEvent(db, jobs, m.company_id, 'income.paid', incomeEventData(updated, { payment_cents: payment.amount_cents, paid_at: new Date(payment.paid_at).toISOString() }));
+  }
+  return updated;
+}
+
+export async function insertMovement(db: Queryable, jobs: JobSender, companyId: string, zone: string, m: NewMovement): Promise<MovementRow> {
+  const id = objectId();
+  const { rows } = await db.query<MovementRow>(
+    `INSERT INTO movements (id, company_id, direction, account_id, amount_cents, currency, occurred_at, category, description, customer_id,
+                            supplier_name, supplier_tax_id, status, due_on, sale_id, recurring_id, recurring_on, metadata)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'pending', $13, $14, $15, $16, $17)
+     RETURNING *, to_char(due_on, 'YYYY-MM-DD') AS due_on, to_char(recurring_on, 'YYYY-MM-DD') AS recurring_on`,
+    [
+      id,
+      companyId,
+      m.direction,
+      m.account.id,
+      m.amount_cents,
+      m.account.currency,
+      new Date(m.occurred_at),
+      m.category ?? 'general',
+      m.description ?? null,
+      m.customer_id ?? null,
+      m.supplier_name ?? null,
+      m.supplier_tax_id ?? null,
+      m.status === 'pending' ? (m.due_on ?? null) : null,
+      m.sale_id ?? null,
+      m.recurring_id ?? null,
+      m.recurring_on ?? null,
+      JSON.stringify(m.metadata ?? {}),
+    ],
+  );
+  let row = rows[0];
+  await post(db, companyId, movementEntries(row, zone));
+  if (row.direction === 'income') await recordEvent(db, jobs, companyId, 'income.created', incomeEventData(row));
+  if (m.status === 'paid') row = await insertPayment(db, jobs, zone, row, { account_id: m.account.id, amount_cents: m.amount_cents, paid_at: m.paid_at ?? m.occurred_at });
+  return row;
+}
+
+/** A payment of a pending income or expense (partial or the rest); the caller checked the amount fits. */
+export function addPayment(db: Queryable, jobs: JobSender, zone: string, m: MovementRow, payment: { account_id: string; amount_cents: number; paid_at: string | Date }): Promise<MovementRow> {
+  return insertPayment(db, jobs, zone, m, payment);
+}
+
+/** Undoes a movement: its ledger entries and its payments'; the row goes (payments cascade). */
+export async function removeMovement(db: Queryable, jobs: JobSender, zone: string, m: MovementRow): Promise<void> {
+  const payments = await paymentsOf(db, m.id);
+  await post(db, m.company_id, movementEntries(m, zone), -1);
+  for (const p of payments) await post(db, m.company_id, paymentEntries(m, p, zone), -1);
+  await db.query('DELETE FROM movements WHERE company_id = $1 AND id = $2', [m.company_id, m.id]);
+  if (m.direction === 'income') await recordEvent(db, jobs, m.company_id, 'income.deleted', incomeEventData(m));
+}
+
+/** Applies field changes: the result lines move with the amount, date or category. */
+export async function changeMovement(db: Queryable, zone: string, m: MovementRow, changes: Record<string, unknown>): Promise<MovementRow> {
+  const entries = Object.entries(changes).filter(([, v]) => v !== undefined);
+  if (!entries.length) return m;
+  await post(db, m.company_id, movementEntries(m, zone), -1);
+  const values = entries.map(([k, v]) => (k === 'metadata' ? JSON.stringify(v) : v));
+  const { rows } = await db.query<MovementRow>(
+    `UPDATE movements SET ${entries.map(([k], i) => `${k} = $${i + 3}`).join(', ')},
+            status = CASE WHEN paid_cents >= amount_cents THEN 'paid' ELSE 'pending' END, updated_at = now()
+      WHERE company_id = $1 AND id = $2
+      RETURNING *, to_char(due_on, 'YYYY-MM-DD') AS due_on, to_char(recurring_on, 'YYYY-MM-DD') AS recurring_on`,
+    [m.company_id, m.id, ...values],
+  );
+  await post(db, m.company_id, movementEntries(rows[0], zone));
+  return rows[0];
+}

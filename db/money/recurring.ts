@@ -1,0 +1,140 @@
+// Recurring transactions (docs/money.md): the dates of their occurrences and
+// the generation of each due occurrence exactly once. A date is computed
+// from `starts_on` (occurrence n is starts_on + n × interval units), never
+// from the previous one, so a monthly one on the 31st falls on the last day
+// of shorter months and comes back to the 31st (Temporal's `constrain`).
+// Each occurrence is a paid income or expense with `recurring_id` and
+// `recurring_on`, unique together: retries, two workers and catch-up after
+// downtime cannot double it. An occurrence due in a closed month is dated at
+// noon of the first day of the next open month (its `recurring_on` stays the
+// due date).
+import { Temporal } from 'temporal-polyfill';
+import { startOfLocalDate } from '../../lib/local-dates.ts';
+import { recordEvent } from '../events.ts';
+import type { JobSender } from '../job-sender.ts';
+import type { Client, Queryable } from '../pool.ts';
+import { iso, type Timestamp } from '../timestamps.ts';
+import { companyZone } from './ledger.ts';
+import { insertMovement } from './movements.ts';
+import { firstClosed } from './periods.ts';
+
+export type Frequency = 'daily' | 'weekly' | 'monthly' | 'yearly';
+
+export type RecurringRow = {
+  id: string;
+  company_id: string;
+  direction: 'income' | 'expense';
+  account_id: string;
+  amount_cents: string;
+  category: string;
+  description: string | null;
+  customer_id: string | null;
+  supplier_name: string | null;
+  supplier_tax_id: string | null;
+  frequency: Frequency;
+  interval: number;
+  starts_on: string;
+  ends_on: string | null;
+  ends_count: number | null;
+  active: boolean;
+  ended_at: Timestamp | null;
+  next_occurrence_on: string | null;
+  occurrences_count: number;
+  metadata: Record<string, string>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+};
+
+export const RECURRING_SELECT = `SELECT *, to_char(starts_on, 'YYYY-MM-DD') AS starts_on, to_char(ends_on, 'YYYY-MM-DD') AS ends_on,
+  to_char(next_occurrence_on, 'YYYY-MM-DD') AS next_occurrence_on FROM recurring_transactions`;
+
+const UNIT: Record<Frequency, 'days' | 'weeks' | 'months' | 'years'> = { daily: 'days', weekly: 'weeks', monthly: 'months', yearly: 'years' };
+
+/** The date of occurrence `n` (0-based). */
+export function occurrenceOn(r: Pick<RecurringRow, 'starts_on' | 'frequency' | 'interval'>, n: number): string {
+  return Temporal.PlainDate.from(r.starts_on).add({ [UNIT[r.frequency]]: n * r.interval }, { overflow: 'constrain' }).toString();
+}
+
+/** The next occurrence after `count` have been made, or null when the series is exhausted. */
+export function nextOccurrence(r: Pick<RecurringRow, 'starts_on' | 'frequency' | 'interval' | 'ends_on' | 'ends_count'>, count: number): string | null {
+  if (r.ends_count !== null && count >= r.ends_count) return null;
+  const next = occurrenceOn(r, count);
+  if (r.ends_on !== null && next > r.ends_on) return null;
+  return next;
+}
+
+export function recurringEventData(r: RecurringRow, extra: Record<string, unknown> = {}) {
+  return {
+    object: 'recurring_transaction',
+    id: r.id,
+    type: r.direction,
+    status: r.active ? 'active' : r.ended_at ? 'ended' : 'inactive',
+    amount_cents: Number(r.amount_cents),
+    frequency: r.frequency,
+    interval: r.interval,
+    next_occurrence_on: r.next_occurrence_on,
+    occurrences_count: r.occurrences_count,
+    created_at: iso(r.created_at),
+    metadata: r.metadata,
+    ...extra,
+  };
+}
+
+/** Noon of a local date in the company's zone, or of the first day of the next open month when its month is closed. */
+async function occurrenceInstant(db: Queryable, companyId: string, zone: string, date: string): Promise<Date> {
+  let day = Temporal.PlainDate.from(date);
+  for (let guard = 0; guard < 600; guard++) {
+    const closed = await firstClosed(db, companyId, [{ year: day.year, month: day.month }]);
+    if (!closed) break;
+    day = day.with({ day: 1 }).add({ months: 1 });
+  }
+  return new Date(startOfLocalDate(day.toString(), zone) + 12 * 3_600_000);
+}
+
+/**
+ * Generates every due occurrence of one recurring transaction (locked, in
+ * the caller's transaction) up to `today` (company zone); returns how many.
+ */
+export async function generateDue(db: Client, jobs: JobSender, recurringId: string, today: string | null = null): Promise<number> {
+  const { rows } = await db.query<RecurringRow>(`${RECURRING_SELECT} WHERE id = $1 FOR UPDATE SKIP LOCKED`, [recurringId]);
+  let r = rows[0];
+  if (!r || !r.active) return 0;
+  const zone = await companyZone(db, r.company_id);
+  const until = today ?? Temporal.Now.plainDateISO(zone).toString();
+  const account = (await db.query<{ id: string; currency: string; archived: boolean }>('SELECT id, currency, archived FROM accounts WHERE id = $1', [r.account_id])).rows[0];
+  let made = 0;
+  while (r.next_occurrence_on && r.next_occurrence_on <= until) {
+    const on = r.next_occurrence_on;
+    const exists = await db.query('SELECT 1 FROM movements WHERE recurring_id = $1 AND recurring_on = $2', [r.id, on]);
+    if (!exists.rowCount) {
+      const occurredAt = await occurrenceInstant(db, r.company_id, zone, on);
+      await insertMovement(db, jobs, r.company_id, zone, {
+        direction: r.direction,
+        account,
+        amount_cents: Number(r.amount_cents),
+        occurred_at: occurredAt,
+        status: 'paid',
+        category: r.category,
+        description: r.description,
+        customer_id: r.customer_id,
+        supplier_name: r.supplier_name,
+        supplier_tax_id: r.supplier_tax_id,
+        recurring_id: r.id,
+        recurring_on: on,
+        metadata: Object.fromEntries(Object.entries(r.metadata).filter(([key]) => key !== 'external_ref')),
+      });
+      made++;
+    }
+    const count = r.occurrences_count + 1;
+    const next = nextOccurrence(r, count);
+    const updated = await db.query<RecurringRow>(
+      `UPDATE recurring_transactions SET occurrences_count = $2, next_occurrence_on = $3, active = $4, ended_at = CASE WHEN $4 THEN NULL ELSE now() END, updated_at = now()
+        WHERE id = $1 RETURNING *, to_char(starts_on, 'YYYY-MM-DD') AS starts_on, to_char(ends_on, 'YYYY-MM-DD') AS ends_on, to_char(next_occurrence_on, 'YYYY-MM-DD') AS next_occurrence_on`,
+      [r.id, count, next, next !== null],
+    );
+    r = updated.rows[0];
+    await recordEvent(db, jobs, r.company_id, 'recurring.occurrence_created', recurringEventData(r, { recurring_occurrence_on: on }));
+    if (!next) await recordEvent(db, jobs, r.company_id, 'recurring.ended', recurringEventData(r));
+  }
+  return made;
+}

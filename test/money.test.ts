@@ -1,0 +1,301 @@
+// Money through the API: accounts and balances, incomes and expenses with
+// payments, the contract's metadata rules and external_ref, sales (VAT per
+// line, payments, refunds, statuses), closed months, recurring transactions
+// and the three reports on a small hand-checked ledger. Random ledgers
+// against an independent computation: test/money.reports.property.test.ts.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { generateDue, occurrenceOn } from '../db/money/recurring.ts';
+import { transaction } from '../db/pool.ts';
+import { startWorker, type Worker } from '../worker/worker.ts';
+import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { json, wsctl } from './helpers/cli.ts';
+import { waitFor } from './helpers/wait.ts';
+
+describe('money', () => {
+  let app: TestApp;
+  let tenant: Tenant;
+  let api: ReturnType<typeof client>;
+  let worker: Worker;
+
+  const newTenant = async () => {
+    const t = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    return { t, api: client(app.baseUrl, t.key) };
+  };
+  const account = async (a: ReturnType<typeof client>, over: Record<string, unknown> = {}) => {
+    const res = await a.post('/accounts', { data: { name: 'Banco', kind: 'bank', currency: 'mxn', ...over } });
+    assert.equal(res.status, 201, res.text);
+    return res.body.data;
+  };
+  const events = async (companyId: string, name: string) =>
+    (await app.pool.query(`SELECT data FROM events WHERE company_id = $1 AND name = $2 ORDER BY created_at, id`, [companyId, name])).rows.map((r) => r.data);
+
+  before(async () => {
+    app = await startTestApp();
+    ({ t: tenant, api } = await newTenant());
+    worker = await startWorker(app.config, app.pool, app.databaseUrl, { boss: { supervise: false, schedule: false } });
+  });
+  after(async () => {
+    await worker.stop();
+    await app.close();
+  });
+
+  test('accounts: balance from opening, incomes, expenses; totals per currency in meta; in use → 409 account_in_use, archive instead', async () => {
+    const { t, api } = await newTenant();
+    const bank = await account(api, { opening_balance_cents: 100_000, opening_on: '2026-01-01' });
+    const usd = await account(api, { name: 'Dólares', currency: 'usd', opening_balance_cents: 5_000, opening_on: '2026-01-01' });
+    assert.equal(bank.balance_cents, 100_000);
+    await api.post('/incomes', { data: { account_id: bank.id, amount_cents: 30_000, occurred_at: '2026-03-01T17:00:00Z' } });
+    await api.post('/expenses', { data: { account_id: bank.id, amount_cents: 12_500, occurred_at: '2026-03-02T17:00:00Z', supplier_name: 'Papelería' } });
+    // Pending ones do not move the balance until paid.
+    await api.post('/expenses', { data: { account_id: bank.id, amount_cents: 999, occurred_at: '2026-03-03T17:00:00Z', status: 'pending' } });
+    assert.equal((await api.get(`/accounts/${bank.id}`)).body.data.balance_cents, 117_500);
+    const list = await api.get('/accounts');
+    assert.deepEqual(list.body.meta.totals, { mxn: { balance_cents: 117_500, accounts: 1 }, usd: { balance_cents: 5_000, accounts: 1 } });
+    const refused = await api.delete(`/accounts/${bank.id}`);
+    assert.equal(refused.status, 409);
+    assert.equal(refused.body.error, 'account_in_use');
+    assert.equal((await api.patch(`/accounts/${bank.id}`, { data: { archived: true } })).body.data.archived, true);
+    const intoArchived = await api.post('/incomes', { data: { account_id: bank.id, amount_cents: 1, occurred_at: '2026-03-04T17:00:00Z' } });
+    assert.equal(intoArchived.status, 422);
+    assert.equal((await api.delete(`/accounts/${usd.id}`)).status, 204);
+    // The currency never changes.
+    assert.equal((await api.patch(`/accounts/${bank.id}`, { data: { currency: 'usd' } })).status, 422);
+    void t;
+  });
+
+  test('money values: integer cents only, at most 2^53 − 1; lowercase ISO 4217 currencies', async () => {
+    const a = await account(api);
+    for (const amount_cents of [10.5, 0, -5, 9007199254740992, '100']) {
+      const res = await api.post('/incomes', { data: { account_id: a.id, amount_cents, occurred_at: '2026-03-01T17:00:00Z' } });
+      assert.equal(res.status, 422, String(amount_cents));
+    }
+    for (const currency of ['MXN', 'xyz', 'pesos']) assert.equal((await api.post('/accounts', { data: { name: 'X', kind: 'cash', currency } })).status, 422, currency);
+    assert.equal((await api.post('/incomes', { data: { account_id: a.id, amount_cents: Number.MAX_SAFE_INTEGER, occurred_at: '2026-03-01T17:00:00Z' } })).status, 201);
+  });
+
+  test('a pending income paid in parts: income.created once, income.paid per payment, status paid at the end; overpaying is 422', async () => {
+    const { t, api } = await newTenant();
+    const a = await account(api);
+    const income = (await api.post('/incomes', { data: { account_id: a.id, amount_cents: 10_000, occurred_at: '2026-04-01T17:00:00Z', status: 'pending', due_on: '2026-04-30', metadata: { pedido: 'A-1' } } })).body.data;
+    assert.equal(income.status, 'pending');
+    assert.equal(income.due_on, '2026-04-30');
+    const first = await api.post(`/incomes/${income.id}/payments`, { data: { amount_cents: 4_000, paid_at: '2026-04-05T17:00:00Z' } });
+    assert.equal(first.status, 201, first.text);
+    assert.equal(first.body.data.status, 'pending');
+    assert.equal(first.body.data.paid_cents, 4_000);
+    const over = await api.post(`/incomes/${income.id}/payments`, { data: { amount_cents: 6_001 } });
+    assert.equal(over.status, 422);
+    const last = await api.post(`/incomes/${income.id}/payments`, { data: { amount_cents: 6_000, paid_at: '2026-04-10T17:00:00Z' } });
+    assert.equal(last.body.data.status, 'paid');
+    assert.equal(last.body.data.paid_at, '2026-04-10T17:00:00.000Z');
+    assert.equal(last.body.data.payments.length, 2);
+    assert.equal((await events(t.companyId, 'income.created')).length, 1);
+    const paid = await events(t.companyId, 'income.paid');
+    assert.deepEqual(paid.map((d) => [d.payment_cents, d.status]), [[4_000, 'pending'], [6_000, 'paid']]);
+    assert.deepEqual(Object.keys(paid[0]).sort().filter((k) => ['object', 'id', 'status', 'amount_cents', 'currency', 'occurred_at', 'metadata'].includes(k)).length, 7);
+    assert.deepEqual(paid[0].metadata, { pedido: 'A-1' });
+    // Deleting reverts the balance and sends income.deleted.
+    assert.equal((await api.get(`/accounts/${a.id}`)).body.data.balance_cents, 10_000);
+    assert.equal((await api.delete(`/incomes/${income.id}`)).status, 204);
+    assert.equal((await api.get(`/accounts/${a.id}`)).body.data.balance_cents, 0);
+    assert.equal((await events(t.companyId, 'income.deleted')).length, 1);
+  });
+
+  test('metadata: the contract rules give 422 invalid_metadata; external_ref returns the existing record with 200, also under concurrency; taking another one is 409', async () => {
+    const a = await account(api);
+    const base = { account_id: a.id, amount_cents: 100, occurred_at: '2026-05-01T17:00:00Z' };
+    const big = Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, 'v']));
+    for (const metadata of [big, { ['x'.repeat(41)]: 'v' }, { k: 'v'.repeat(501) }, { k: { nested: true } }, { k: [1] }, [1], 'texto']) {
+      const res = await api.post('/incomes', { data: { ...base, metadata } });
+      assert.equal(res.status, 422, JSON.stringify(metadata).slice(0, 60));
+      assert.equal(res.body.error, 'invalid_metadata');
+    }
+    const ok = await api.post('/incomes', { data: { ...base, metadata: { ['x'.repeat(40)]: 'v'.repeat(500), n: 5, b: true } } });
+    assert.equal(ok.status, 201, ok.text);
+    assert.deepEqual(ok.body.data.metadata.n, '5');
+    const results = await Promise.all(Array.from({ length: 10 }, () => api.post('/incomes', { data: { ...base, metadata: { external_ref: 'factura-77' } } })));
+    const statuses = results.map((r) => r.status).sort();
+    assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200, 200, 200, 200, 201]);
+    assert.equal(new Set(results.map((r) => r.body.data.id)).size, 1);
+    const other = (await api.post('/incomes', { data: { ...base, metadata: { external_ref: 'factura-78' } } })).body.data;
+    const clash = await api.patch(`/incomes/${other.id}`, { data: { metadata: { external_ref: 'factura-77' } } });
+    assert.equal(clash.status, 409);
+    assert.equal(clash.body.error, 'duplicate_reference');
+    // An expense may reuse an income's external_ref (unique per kind of record).
+    assert.equal((await api.post('/expenses', { data: { ...base, metadata: { external_ref: 'factura-77' } } })).status, 201);
+    // Update merges; null removes a key.
+    const merged = await api.patch(`/incomes/${other.id}`, { data: { metadata: { extra: 'si', external_ref: null } } });
+    assert.deepEqual(merged.body.data.metadata, { extra: 'si' });
+  });
+
+  test('sales: VAT per line rounded half away from zero, prices with VAT included, statuses through payments and refunds; sale.paid exactly once', async () => {
+    const { t, api } = await newTenant();
+    const a = await account(api);
+    const sale = await api.post('/sales', {
+      data: {
+        currency: 'mxn',
+        line_items: [
+          { description: 'Tornillos', quantity: 3, unit_price_cents: 333, vat_rate: 16 },
+          { description: 'Flete', quantity: 1.5, unit_price_cents: 999, vat_rate: 8, discount_cents: 0 },
+          { description: 'Libro', quantity: 1, unit_price_cents: 25_000, vat_exempt: true },
+          { description: 'Exportación', quantity: 1, unit_price_cents: 1_000, vat_rate: 0 },
+        ],
+        metadata: { external_ref: 'venta-1' },
+      },
+    });
+    assert.equal(sale.status, 201, sale.text);
+    const s = sale.body.data;
+    // 999 + 160 (159.84); 1499 (1498.5) + 120 (119.92); 25000 exempt; 1000 at 0 %.
+    assert.deepEqual(s.line_items.map((l: any) => [l.subtotal_cents, l.tax_cents, l.total_cents]), [[999, 160, 1159], [1499, 120, 1619], [25_000, 0, 25_000], [1_000, 0, 1_000]]);
+    assert.equal(s.subtotal_cents, 28_498);
+    assert.equal(s.tax_cents, 280);
+    assert.equal(s.total_cents, 28_778);
+    assert.equal(s.status, 'unpaid');
+    assert.equal(s.payment_terms, 'immediate');
+    const included = await api.post('/sales', { data: { currency: 'mxn', prices_include_vat: true, line_items: [{ description: 'X', quantity: 1, unit_price_cents: 116, vat_rate: 16 }] } });
+    assert.deepEqual([included.body.data.subtotal_cents, included.body.data.tax_cents, included.body.data.total_cents], [100, 16, 116]);
+
+    const pay = (amount_cents: number) => api.post(`/sales/${s.id}/payments`, { data: { account_id: a.id, amount_cents, paid_at: '2026-06-02T17:00:00Z' } });
+    assert.equal((await pay(10_000)).body.data.status, 'partially_paid');
+    const overpay = await pay(18_779);
+    assert.equal(overpay.status, 422);
+    const settled = await pay(18_778);
+    assert.equal(settled.body.data.status, 'paid');
+    assert.equal(settled.body.data.amount_due_cents, 0);
+    assert.equal(settled.body.data.payments.length, 2);
+    assert.equal((await pay(1)).status, 422);
+    // Three income.paid for two payments? No: one per payment, and one sale.paid.
+    assert.equal((await events(t.companyId, 'income.paid')).length, 2);
+    assert.equal((await events(t.companyId, 'sale.paid')).length, 1);
+    const salePaid = (await events(t.companyId, 'sale.paid'))[0];
+    assert.deepEqual([salePaid.object, salePaid.id, salePaid.status, salePaid.amount_cents, salePaid.currency, salePaid.metadata], ['sale', s.id, 'paid', 28_778, 'mxn', { external_ref: 'venta-1' }]);
+
+    const refund = await api.post(`/sales/${s.id}/refunds`, { data: { account_id: a.id, amount_cents: 5_000, reason: 'Devolución parcial' } });
+    assert.equal(refund.body.data.status, 'partially_refunded');
+    assert.equal((await api.post(`/sales/${s.id}/refunds`, { data: { account_id: a.id, amount_cents: 23_779 } })).status, 422);
+    const all = await api.post(`/sales/${s.id}/refunds`, { data: { account_id: a.id, amount_cents: 23_778 } });
+    assert.equal(all.body.data.status, 'refunded');
+    assert.equal((await events(t.companyId, 'sale.refunded')).length, 2);
+    assert.equal((await api.get(`/accounts/${a.id}`)).body.data.balance_cents, 0);
+    // An account in another currency cannot take the sale's money.
+    const usd = await account(api, { currency: 'usd' });
+    const other = (await api.post('/sales', { data: { currency: 'mxn', line_items: [{ description: 'Y', quantity: 1, unit_price_cents: 100 }] } })).body.data;
+    assert.equal((await api.post(`/sales/${other.id}/payments`, { data: { account_id: usd.id, amount_cents: 100 } })).status, 422);
+    // Deleting a payment's income makes the sale owe it again.
+    const paidOnce = (await api.post(`/sales/${other.id}/payments`, { data: { account_id: a.id, amount_cents: 100 } })).body.data;
+    assert.equal(paidOnce.status, 'paid');
+    assert.equal((await api.delete(`/incomes/${paidOnce.payments[0].income_id}`)).status, 204);
+    assert.equal((await api.get(`/sales/${other.id}`)).body.data.status, 'unpaid');
+  });
+
+  test('closed months refuse writes dated in them (422 period_locked with year and month); wsctl period close|open; GET /accounting-periods', async () => {
+    const { t, api } = await newTenant();
+    const a = await account(api, { opening_on: '2026-01-01' });
+    const march = (await api.post('/incomes', { data: { account_id: a.id, amount_cents: 100, occurred_at: '2026-03-15T17:00:00Z' } })).body.data;
+    const closed = await json(app, ['period', 'close', '--company', t.companyId, '--year', '2026', '--month', '3']);
+    assert.deepEqual(closed, { company_id: t.companyId, year: 2026, month: 3, status: 'closed' });
+    const create = await api.post('/incomes', { data: { account_id: a.id, amount_cents: 100, occurred_at: '2026-03-20T17:00:00Z' } });
+    assert.equal(create.status, 422);
+    assert.deepEqual([create.body.error, create.body.year, create.body.month], ['period_locked', 2026, 3]);
+    // Months are read in the company's zone: 2026-04-01T03:00Z is still March 31 in Mexico City.
+    assert.equal((await api.post('/incomes', { data: { account_id: a.id, amount_cents: 100, occurred_at: '2026-04-01T03:00:00Z' } })).status, 422);
+    assert.equal((await api.patch(`/incomes/${march.id}`, { data: { description: 'x' } })).status, 422);
+    assert.equal((await api.patch(`/incomes/${march.id}`, { data: { occurred_at: '2026-04-15T17:00:00Z' } })).status, 422);
+    assert.equal((await api.delete(`/incomes/${march.id}`)).status, 422);
+    const april = (await api.post('/incomes', { data: { account_id: a.id, amount_cents: 100, occurred_at: '2026-04-15T17:00:00Z' } })).body.data;
+    assert.equal((await api.patch(`/incomes/${april.id}`, { data: { occurred_at: '2026-03-31T17:00:00Z' } })).body.error, 'period_locked');
+    const periods = await api.get('/accounting-periods');
+    assert.deepEqual(periods.body.data.map((p: any) => [p.year, p.month, p.status]), [[2026, 3, 'closed']]);
+    await json(app, ['period', 'open', '--company', t.companyId, '--year', '2026', '--month', '3']);
+    assert.equal((await api.delete(`/incomes/${march.id}`)).status, 204);
+    const bad = await wsctl(app, ['period', 'close', '--company', t.companyId, '--year', '2026', '--month', '13', '--json']);
+    assert.notEqual(bad.code, 0);
+  });
+
+  test('recurring: dates from starts_on with the month-end rule; each occurrence once even with concurrent runs; a closed month moves it to the next open one; ends_count ends it', async () => {
+    assert.deepEqual([0, 1, 2, 3].map((n) => occurrenceOn({ starts_on: '2027-01-31', frequency: 'monthly', interval: 1 }, n)), ['2027-01-31', '2027-02-28', '2027-03-31', '2027-04-30']);
+    assert.equal(occurrenceOn({ starts_on: '2028-02-29', frequency: 'yearly', interval: 1 }, 1), '2029-02-28');
+    assert.equal(occurrenceOn({ starts_on: '2026-01-05', frequency: 'weekly', interval: 2 }, 3), '2026-02-16');
+    const { t, api } = await newTenant();
+    const a = await account(api);
+    await json(app, ['period', 'close', '--company', t.companyId, '--year', '2026', '--month', '2']);
+    const r = await api.post('/recurring-transactions', { data: { type: 'expense', account_id: a.id, amount_cents: 1_000, category: 'renta', frequency: 'monthly', starts_on: '2026-01-31', ends_count: 4, metadata: { external_ref: 'renta-2026' } } });
+    assert.equal(r.status, 201, r.text);
+    // The worker makes the four due ones (Jan 31, Feb 28 → March 1, Mar 31, Apr 30), then the series ends.
+    const done = await waitFor(async () => {
+      const got = (await api.get(`/recurring-transactions/${r.body.data.id}`)).body.data;
+      return got.occurrences_count === 4 && got;
+    }, 20_000, 'four occurrences');
+    assert.equal(done.active, false);
+    assert.equal(done.next_occurrence_on, null);
+    assert.ok(done.ended_at);
+    // Concurrent runs after the fact make nothing more.
+    const again = await Promise.all([1, 2, 3].map(() => transaction(app.pool, (c) => generateDue(c, app.deps.jobs, r.body.data.id, '2027-12-31'))));
+    assert.deepEqual(again, [0, 0, 0]);
+    const { rows } = await app.pool.query(
+      `SELECT to_char(recurring_on, 'YYYY-MM-DD') AS on, occurred_at FROM movements WHERE recurring_id = $1 ORDER BY recurring_on`,
+      [r.body.data.id],
+    );
+    assert.deepEqual(rows.map((x: any) => x.on), ['2026-01-31', '2026-02-28', '2026-03-31', '2026-04-30']);
+    // February is closed: its occurrence is dated at noon of March 1 in Mexico City (18:00Z).
+    assert.equal(rows[1].occurred_at.toISOString(), '2026-03-01T18:00:00.000Z');
+    assert.equal((await events(t.companyId, 'recurring.occurrence_created')).map((d) => d.recurring_occurrence_on).join(), '2026-01-31,2026-02-28,2026-03-31,2026-04-30');
+    assert.equal((await events(t.companyId, 'recurring.ended')).length, 1);
+    const same = await api.post('/recurring-transactions', { data: { type: 'expense', account_id: a.id, amount_cents: 5, frequency: 'daily', starts_on: '2030-01-01', metadata: { external_ref: 'renta-2026' } } });
+    assert.equal(same.status, 200);
+    assert.equal(same.body.data.id, r.body.data.id);
+  });
+
+  test('reports on a hand-checked ledger: the balance-sheet identity, the income statement as the sum of its lines, closing = opening + in − out; end_on before start_on is 422', async () => {
+    const { api } = await newTenant();
+    const bank = await account(api, { opening_balance_cents: 50_000, opening_on: '2026-01-01' });
+    await api.post('/incomes', { data: { account_id: bank.id, amount_cents: 20_000, occurred_at: '2026-07-01T17:00:00Z', category: 'servicios' } });
+    await api.post('/incomes', { data: { account_id: bank.id, amount_cents: 8_000, occurred_at: '2026-07-02T17:00:00Z', category: 'servicios', status: 'pending' } });
+    await api.post('/expenses', { data: { account_id: bank.id, amount_cents: 6_000, occurred_at: '2026-07-03T17:00:00Z', category: 'renta' } });
+    await api.post('/expenses', { data: { account_id: bank.id, amount_cents: 1_500, occurred_at: '2026-07-04T17:00:00Z', category: 'luz', status: 'pending' } });
+    const sale = (await api.post('/sales', { data: { currency: 'mxn', occurred_at: '2026-07-05T17:00:00Z', line_items: [{ description: 'S', quantity: 1, unit_price_cents: 10_000, vat_rate: 16 }] } })).body.data;
+    await api.post(`/sales/${sale.id}/payments`, { data: { account_id: bank.id, amount_cents: 5_000, paid_at: '2026-07-06T17:00:00Z' } });
+    await api.post(`/sales/${sale.id}/refunds`, { data: { account_id: bank.id, amount_cents: 1_000, refunded_at: '2026-07-07T17:00:00Z' } });
+
+    const bs = (await api.get('/reports/balance-sheet?as_of=2026-07-31')).body.data.currencies[0];
+    // cash 50000 + 20000 − 6000 + 5000 − 1000 = 68000; receivables 8000 + (11600 − 5000) = 14600; payables 1500.
+    assert.equal(bs.assets.cash_cents, 68_000);
+    assert.deepEqual(bs.assets.receivables, { incomes_cents: 8_000, sales_cents: 6_600, total_cents: 14_600 });
+    assert.equal(bs.liabilities.total_cents, 1_500);
+    // result 20000 + 8000 + 11600 − 1000 − 6000 − 1500 = 31100; equity 50000 + 31100.
+    assert.deepEqual([bs.equity.opening_balances_cents, bs.equity.retained_result_cents], [50_000, 31_100]);
+    assert.equal(bs.assets.total_cents, bs.liabilities.total_cents + bs.equity.total_cents);
+    const before = (await api.get('/reports/balance-sheet?as_of=2026-06-30')).body.data.currencies[0];
+    assert.equal(before.assets.total_cents, 50_000);
+
+    const is = (await api.get('/reports/income-statement?start_on=2026-07-01&end_on=2026-07-31')).body.data.currencies[0];
+    assert.deepEqual(is.income.lines, [{ category: 'devoluciones', amount_cents: -1_000 }, { category: 'servicios', amount_cents: 28_000 }, { category: 'ventas', amount_cents: 11_600 }]);
+    assert.deepEqual(is.expenses.lines, [{ category: 'luz', amount_cents: 1_500 }, { category: 'renta', amount_cents: 6_000 }]);
+    assert.equal(is.net_cents, 31_100);
+    // Dates are inclusive: one day.
+    const oneDay = (await api.get('/reports/income-statement?start_on=2026-07-03&end_on=2026-07-03')).body.data.currencies[0];
+    assert.equal(oneDay.net_cents, -6_000);
+
+    const cf = (await api.get('/reports/cash-flow?start_on=2026-07-02&end_on=2026-07-06')).body.data.accounts[0];
+    assert.deepEqual([cf.opening_balance_cents, cf.inflows_cents, cf.outflows_cents, cf.closing_balance_cents], [70_000, 5_000, 6_000, 69_000]);
+    const bad = await api.get('/reports/cash-flow?start_on=2026-07-06&end_on=2026-07-02');
+    assert.equal(bad.status, 422);
+    assert.equal((await api.get('/reports/income-statement?start_on=2026-07-01')).status, 400);
+  });
+
+  test('scopes and tenant isolation', async () => {
+    const a = await account(api);
+    const income = (await api.post('/incomes', { data: { account_id: a.id, amount_cents: 100, occurred_at: '2026-08-01T17:00:00Z' } })).body.data;
+    const { api: other } = await newTenant();
+    assert.equal((await other.get(`/accounts/${a.id}`)).status, 404);
+    assert.equal((await other.get(`/incomes/${income.id}`)).status, 404);
+    assert.equal((await other.post('/incomes', { data: { account_id: a.id, amount_cents: 100, occurred_at: '2026-08-01T17:00:00Z' } })).status, 422);
+    assert.equal((await other.get('/reports/balance-sheet')).body.data.currencies.length, 0);
+    const limited = await seedTenant(app.pool, { scopes: ['read-accounts'] });
+    const ro = client(app.baseUrl, limited.key);
+    assert.equal((await ro.get('/accounts')).status, 200);
+    assert.equal((await ro.get('/reports/balance-sheet')).status, 403);
+    assert.equal((await ro.post('/sales', { data: {} })).status, 403);
+  });
+});
