@@ -135,6 +135,7 @@ describe('money', () => {
     const sale = await api.post('/sales', {
       data: {
         currency: 'mxn',
+        occurred_at: '2026-06-01T17:00:00Z',
         line_items: [
           { description: 'Tornillos', quantity: 3, unit_price_cents: 333, vat_rate: 16 },
           { description: 'Flete', quantity: 1.5, unit_price_cents: 999, vat_rate: 8, discount_cents: 0 },
@@ -165,6 +166,9 @@ describe('money', () => {
     assert.equal(settled.body.data.amount_due_cents, 0);
     assert.equal(settled.body.data.payments.length, 2);
     assert.equal((await pay(1)).status, 422);
+    // A payment dated before the sale is refused.
+    const early = await api.post(`/sales/${s.id}/payments`, { data: { account_id: a.id, amount_cents: 1, paid_at: '2026-05-31T17:00:00Z' } });
+    assert.equal(early.status, 422);
     // Three income.paid for two payments? No: one per payment, and one sale.paid.
     assert.equal((await events(t.companyId, 'income.paid')).length, 2);
     assert.equal((await events(t.companyId, 'sale.paid')).length, 1);

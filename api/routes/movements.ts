@@ -206,6 +206,7 @@ export function movementRoutes(direction: Direction): RouteDef[] {
           await assertCustomer(client, companyId, (data as { customer_id?: string | null }).customer_id);
           const status = data.status ?? 'paid';
           if (status === 'pending' && data.paid_at) throw validationFailed({ paid_at: ['solo para uno pagado'] });
+          if (data.paid_at && Date.parse(data.paid_at) < Date.parse(data.occurred_at)) throw validationFailed({ paid_at: ['no puede ser anterior a occurred_at'] });
           await assertOpen(client, companyId, zone, [data.occurred_at, status === 'paid' ? (data.paid_at ?? data.occurred_at) : null]);
           return insertMovement(client, ctx.deps.jobs, companyId, zone, { ...(data as any), direction, account, status, metadata }).catch(refTaken);
         });
@@ -252,6 +253,10 @@ export function movementRoutes(direction: Direction): RouteDef[] {
           await assertCustomer(client, companyId, (data as { customer_id?: string | null }).customer_id);
           if (data.amount_cents !== undefined && data.amount_cents < Number(m.paid_cents)) throw validationFailed({ amount_cents: [`no puede ser menor que lo pagado (${m.paid_cents})`] });
           if (m.sale_id && (data.amount_cents !== undefined || data.occurred_at !== undefined)) throw validationFailed({ amount_cents: ['el pago de una venta no cambia de monto ni fecha; elimínalo y registra otro'] });
+          if (data.occurred_at) {
+            const firstPayment = (await paymentsOf(client, m.id))[0];
+            if (firstPayment && Date.parse(data.occurred_at) > new Date(firstPayment.paid_at).getTime()) throw validationFailed({ occurred_at: ['no puede ser posterior a su primer pago'] });
+          }
           await assertOpen(client, companyId, zone, [m.occurred_at, data.occurred_at]);
           return changeMovement(client, zone, m, { ...data, metadata }).catch(refTaken);
         });
@@ -292,7 +297,7 @@ export function movementRoutes(direction: Direction): RouteDef[] {
       scope: `update-${plural}`,
       tag: TAG,
       summary: `Registra un pago de ${noun} pendiente`,
-      description: `Parcial o por el resto: más de lo que falta es 422. Queda \`paid\` cuando lo pagado llega al monto.${direction === 'income' ? ' Cada pago envía `income.paid`.' : ''}`,
+      description: `Parcial o por el resto: más de lo que falta es 422; \`paid_at\` no antes de \`occurred_at\`. Queda \`paid\` cuando lo pagado llega al monto.${direction === 'income' ? ' Cada pago envía `income.paid`.' : ''}`,
       params: idParam,
       body: payment,
       example: { amount_cents: 50000, paid_at: '2026-11-25T18:00:00Z' },
@@ -310,6 +315,7 @@ export function movementRoutes(direction: Direction): RouteDef[] {
           const account = await usableAccount(client, companyId, zone, data.account_id ?? m.account_id);
           if (account.currency !== m.currency) throw validationFailed({ account_id: [`la cuenta es en ${account.currency} y el movimiento en ${m.currency}`] });
           const paidAt = data.paid_at ?? new Date().toISOString();
+          if (Date.parse(paidAt) < new Date(m.occurred_at).getTime()) throw validationFailed({ paid_at: ['no puede ser anterior a occurred_at'] });
           await assertOpen(client, companyId, zone, [paidAt]);
           return addPayment(client, ctx.deps.jobs, zone, m, { account_id: account.id, amount_cents: data.amount_cents, paid_at: paidAt });
         });

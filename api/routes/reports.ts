@@ -59,7 +59,8 @@ export async function balanceSheet(db: Queryable, companyId: string, asOf: strin
   return {
     as_of: asOf,
     currencies: currencies.entries().map(([currency, c]) => {
-      const list = accounts.filter((a) => a.currency === currency && a.opening_on <= asOf).map((a) => ({ account_id: a.id, name: a.name, balance_cents: c.balances.get(a.id) ?? 0 }));
+      // Accounts open by then, and any with money moved before its opening date.
+      const list = accounts.filter((a) => a.currency === currency && (a.opening_on <= asOf || c.balances.has(a.id))).map((a) => ({ account_id: a.id, name: a.name, balance_cents: c.balances.get(a.id) ?? 0 }));
       const cash = list.reduce((n, a) => n + a.balance_cents, 0);
       const receivables = c.receivables.incomes + c.receivables.sales;
       return {

@@ -277,6 +277,8 @@ export const saleRoutes: RouteDef[] = [
         if (metadata) await assertRefFree(client, 'sales', companyId, sale.id, metadata.external_ref);
         await assertCustomer(client, companyId, data.customer_id);
         if (data.occurred_at) {
+          const { rows: first } = await client.query<{ at: Date | null }>('SELECT min(p.paid_at) AS at FROM movements m JOIN movement_payments p ON p.movement_id = m.id WHERE m.company_id = $1 AND m.sale_id = $2', [companyId, sale.id]);
+          if (first[0]?.at && Date.parse(data.occurred_at) > first[0].at.getTime()) throw validationFailed({ occurred_at: ['no puede ser posterior a su primer pago'] });
           await assertOpen(client, companyId, zone, [sale.occurred_at, data.occurred_at]);
           await post(client, companyId, saleEntries(sale, zone), -1);
         }
@@ -317,6 +319,7 @@ export const saleRoutes: RouteDef[] = [
         if (data.amount_cents > owed) throw validationFailed({ amount_cents: [owed === 0 ? 'la venta ya está pagada' : `excede lo que se debe (${owed})`] });
         const account = await accountFor(client, companyId, zone, sale, data.account_id);
         const paidAt = data.paid_at ?? new Date().toISOString();
+        if (Date.parse(paidAt) < new Date(sale.occurred_at).getTime()) throw validationFailed({ paid_at: ['no puede ser anterior a la venta'] });
         await assertOpen(client, companyId, zone, [paidAt]);
         return addSalePayment(client, ctx.deps.jobs, zone, sale, { account, amount_cents: data.amount_cents, paid_at: paidAt });
       });
