@@ -39,7 +39,11 @@ describe('MCP server', () => {
     const sdk = new Client({ name: 'test-client', version: '1.0.0' });
     await sdk.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${tenant.key}` } } }));
     const { tools } = await sdk.listTools();
-    assert.deepEqual(tools.map((t) => t.name), ['list_customers', 'list_products', 'list_leads', 'list_calendar_events', 'get_company']);
+    // The contract's eleven tools, in its order.
+    assert.deepEqual(tools.map((t) => t.name), [
+      'list_customers', 'list_products', 'list_leads', 'list_accounts', 'list_incomes', 'list_expenses',
+      'list_calendar_events', 'get_company', 'get_balance_sheet', 'get_income_statement', 'get_cash_flow',
+    ]);
     for (const tool of tools) {
       assert.equal(tool.annotations?.readOnlyHint, true);
       assert.equal((tool.inputSchema as any).additionalProperties, false, tool.name);
@@ -53,10 +57,32 @@ describe('MCP server', () => {
     assert.deepEqual(JSON.parse((customers.content as any)[0].text), structured);
     const company = await sdk.callTool({ name: 'get_company', arguments: {} });
     assert.equal((company.structuredContent as any).company.id, tenant.companyId);
-    for (const name of ['list_products', 'list_leads', 'list_calendar_events']) {
+    for (const name of ['list_products', 'list_leads', 'list_calendar_events', 'list_accounts', 'list_incomes', 'list_expenses']) {
       const res = await sdk.callTool({ name, arguments: { per_page: 5 } });
       assert.equal(res.isError, false, name);
     }
+    // The money tools read what the REST API wrote (the SDK checks every result against its outputSchema).
+    const api = client(app.baseUrl, tenant.key);
+    const bank = (await api.post('/accounts', { data: { name: 'Banco MCP', kind: 'bank', currency: 'mxn', opening_balance_cents: 1000, opening_on: '2026-01-01' } })).body.data;
+    const income = (await api.post('/incomes', { data: { account_id: bank.id, amount_cents: 500, occurred_at: '2026-02-10T17:00:00Z', category: 'servicios' } })).body.data;
+    await api.post('/expenses', { data: { account_id: bank.id, amount_cents: 200, occurred_at: '2026-02-11T17:00:00Z', supplier_name: 'Papelería Sol', status: 'pending' } });
+    const accounts = (await sdk.callTool({ name: 'list_accounts', arguments: { currency: 'mxn' } })).structuredContent as any;
+    assert.deepEqual(accounts.accounts.find((a: any) => a.id === bank.id).balance_cents, 1500);
+    assert.equal(accounts.meta.totals.mxn.balance_cents >= 1500, true);
+    const incomes = (await sdk.callTool({ name: 'list_incomes', arguments: { account_id: bank.id, from: '2026-02-01T00:00:00Z', to: '2026-03-01T00:00:00Z' } })).structuredContent as any;
+    assert.deepEqual(incomes.incomes.map((i: any) => i.id), [income.id]);
+    assert.equal(incomes.meta.total, 1);
+    const expenses = (await sdk.callTool({ name: 'list_expenses', arguments: { supplier: 'sol', status: 'pending' } })).structuredContent as any;
+    assert.deepEqual(expenses.expenses.map((e: any) => e.supplier_name), ['Papelería Sol']);
+    const sheet = (await sdk.callTool({ name: 'get_balance_sheet', arguments: { as_of: '2026-02-28' } })).structuredContent as any;
+    const mxn = sheet.currencies.find((c: any) => c.currency === 'mxn');
+    assert.equal(mxn.assets.total_cents, mxn.liabilities.total_cents + mxn.equity.total_cents);
+    const statement = (await sdk.callTool({ name: 'get_income_statement', arguments: { start_on: '2026-02-01', end_on: '2026-02-28' } })).structuredContent as any;
+    assert.equal(statement.currencies[0].net_cents, 300);
+    const flow = (await sdk.callTool({ name: 'get_cash_flow', arguments: { start_on: '2026-02-01', end_on: '2026-02-28' } })).structuredContent as any;
+    assert.deepEqual(flow.currencies[0], { currency: 'mxn', opening_balance_cents: 1000, inflows_cents: 500, outflows_cents: 0, closing_balance_cents: 1500 });
+    const backwards = await sdk.callTool({ name: 'get_income_statement', arguments: { start_on: '2026-02-28', end_on: '2026-02-01' } }).catch((e) => e);
+    assert.equal(backwards.code ?? backwards.isError, -32003);
     assert.deepEqual(await sdk.ping(), {});
     await sdk.close();
   });

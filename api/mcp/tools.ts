@@ -2,8 +2,7 @@
 // with its scope, an input schema from zod (strict: additionalProperties
 // false) and an output schema. Tools reach the data through the same query
 // modules and serializers as the REST routes, within the credential's company.
-// The money tools (list_accounts, list_incomes, list_expenses and the three
-// reports) join when the money resources land; until then they are not listed.
+// The order is the contract's table.
 import { z } from 'zod';
 import type { Queryable } from '../../db/pool.ts';
 import type { TotalsCache } from '../pagination.ts';
@@ -14,6 +13,12 @@ import { splitIdsAndSlugs } from '../routes/catalog-fields.ts';
 import { serializeCustomer, type CustomerRow } from '../routes/customers.ts';
 import { LEAD_STATUSES, serializeLead, type LeadRow } from '../routes/leads.ts';
 import { listProducts } from '../routes/product-queries.ts';
+import { listAccounts } from '../routes/account-queries.ts';
+import { listMovements } from '../routes/movements.ts';
+import { balanceSheet, cashFlow, incomeStatement } from '../routes/reports.ts';
+import { companyZone } from '../../db/money/ledger.ts';
+import { localDate } from '../../lib/local-dates.ts';
+import { isCurrency } from '../../lib/money.ts';
 
 export type ToolContext = { db: Queryable; totals: TotalsCache; companyId: string };
 
@@ -56,6 +61,14 @@ async function asList(key: string, args: { page: number; per_page: number }, isF
   const total = (isFiltered ? result.meta.filtered_total : result.meta.total) ?? result.data.length;
   return { [key]: result.data, meta: { page: args.page, per_page: args.per_page, total, has_more: result.meta.has_more } };
 }
+
+const movementFilters = {
+  from: z.iso.datetime({ offset: true }).optional().describe('Ocurridos desde este instante (ISO 8601)'),
+  to: z.iso.datetime({ offset: true }).optional().describe('Ocurridos antes de este instante (ISO 8601)'),
+  account_id: z.string().regex(/^[0-9a-f]{24}$/).optional().describe('Cuenta'),
+  status: z.enum(['paid', 'pending']).optional(),
+  category: z.string().max(100).optional(),
+};
 
 const SEARCH = "(coalesce(name, '') || ' ' || coalesce(email, '') || ' ' || coalesce(phone, ''))";
 
@@ -123,6 +136,47 @@ export const TOOLS: readonly Tool[] = [
       ),
   },
   {
+    name: 'list_accounts',
+    title: 'Cuentas',
+    description: 'Cuentas de dinero (efectivo, banco, tarjeta) con su saldo actual; `meta.totals` suma los saldos por moneda.',
+    scope: 'read-accounts',
+    input: z.strictObject({
+      kind: z.enum(['cash', 'bank', 'card', 'other']).optional(),
+      currency: z.string().refine(isCurrency, 'ISO 4217 en minúsculas').optional().describe('mxn, usd…'),
+      archived: z.boolean().optional(),
+      ...paging,
+    }),
+    output: z.object({
+      accounts: records,
+      meta: listMeta.extend({ totals: z.record(z.string(), z.object({ balance_cents: z.number().int(), accounts: z.number().int() })) }),
+    }),
+    run: async ({ db, totals, companyId }, args) => {
+      const zone = await companyZone(db, companyId);
+      const result = await listAccounts(db, totals, companyId, zone, { kind: args.kind, currency: args.currency, archived: args.archived }, { limit: args.per_page, page: args.page, include_total: true });
+      return { accounts: result.data, meta: { page: args.page, per_page: args.per_page, total: result.meta.total ?? result.data.length, has_more: result.meta.has_more, totals: result.meta.totals } };
+    },
+  },
+  {
+    name: 'list_incomes',
+    title: 'Ingresos',
+    description: 'Ingresos (cobrados o pendientes), del más reciente al más antiguo; filtros por fecha (`from`/`to`, instantes ISO 8601), cuenta, cliente, estado y categoría.',
+    scope: 'read-incomes',
+    input: z.strictObject({ ...movementFilters, customer_id: z.string().regex(/^[0-9a-f]{24}$/).optional().describe('Cliente'), ...paging }),
+    output: listOutput('incomes'),
+    run: ({ db, totals, companyId }, args) =>
+      asList('incomes', args, filtered(args, ['from', 'to', 'account_id', 'status', 'category', 'customer_id']), (page) => listMovements(db, totals, companyId, 'income', args, page)),
+  },
+  {
+    name: 'list_expenses',
+    title: 'Gastos',
+    description: 'Gastos (pagados o pendientes), del más reciente al más antiguo; filtros por fecha (`from`/`to`), cuenta, proveedor (nombre o RFC), estado y categoría.',
+    scope: 'read-expenses',
+    input: z.strictObject({ ...movementFilters, supplier: z.string().max(200).optional().describe('Nombre o RFC del proveedor (contiene)'), ...paging }),
+    output: listOutput('expenses'),
+    run: ({ db, totals, companyId }, args) =>
+      asList('expenses', args, filtered(args, ['from', 'to', 'account_id', 'status', 'category', 'supplier']), (page) => listMovements(db, totals, companyId, 'expense', args, page)),
+  },
+  {
     name: 'list_calendar_events',
     title: 'Eventos del calendario',
     description: 'Eventos que se traslapan con un rango (terminan después de `from`, empiezan antes de `to`), opcionalmente de un anfitrión.',
@@ -147,6 +201,39 @@ export const TOOLS: readonly Tool[] = [
     input: z.strictObject({}),
     output: z.object({ company: z.record(z.string(), z.unknown()) }),
     run: async ({ db, companyId }) => ({ company: await readCompany(db, companyId) }),
+  },
+  {
+    name: 'get_balance_sheet',
+    title: 'Balance general',
+    description: 'Balance general por moneda al cierre de `as_of` (fecha, por defecto hoy en la zona de la empresa): cuentas, por cobrar, por pagar, capital; activos = pasivos + capital.',
+    scope: 'read-reports',
+    input: z.strictObject({ as_of: z.iso.date().optional().describe('Fecha de corte YYYY-MM-DD') }),
+    output: z.object({ as_of: z.string(), currencies: records }),
+    run: async ({ db, companyId }, args) => balanceSheet(db, companyId, args.as_of ?? localDate(Date.now(), await companyZone(db, companyId))),
+  },
+  {
+    name: 'get_income_statement',
+    title: 'Estado de resultados',
+    description: 'Ingresos y gastos por categoría y resultado neto, por moneda, entre `start_on` y `end_on` (fechas incluidas).',
+    scope: 'read-reports',
+    input: z.strictObject({ start_on: z.iso.date().describe('YYYY-MM-DD'), end_on: z.iso.date().describe('YYYY-MM-DD, no antes de start_on') }),
+    output: z.object({ start_on: z.string(), end_on: z.string(), currencies: records }),
+    run: async ({ db, companyId }, args) => {
+      if (args.end_on < args.start_on) throw new ToolFailure('end_on no puede ser anterior a start_on');
+      return incomeStatement(db, companyId, args.start_on, args.end_on);
+    },
+  },
+  {
+    name: 'get_cash_flow',
+    title: 'Flujo de efectivo',
+    description: 'Por cuenta y por moneda: saldo inicial, entradas, salidas y saldo final entre `start_on` y `end_on` (fechas incluidas).',
+    scope: 'read-reports',
+    input: z.strictObject({ start_on: z.iso.date().describe('YYYY-MM-DD'), end_on: z.iso.date().describe('YYYY-MM-DD, no antes de start_on') }),
+    output: z.object({ start_on: z.string(), end_on: z.string(), accounts: records, currencies: records }),
+    run: async ({ db, companyId }, args) => {
+      if (args.end_on < args.start_on) throw new ToolFailure('end_on no puede ser anterior a start_on');
+      return cashFlow(db, companyId, args.start_on, args.end_on);
+    },
   },
 ];
 
