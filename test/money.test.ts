@@ -288,6 +288,22 @@ describe('money', () => {
     assert.equal((await api.get('/reports/income-statement?start_on=2026-07-01')).status, 400);
   });
 
+  test('the company time zone: GET /company shows it; an operator changing it moves money days (the ledger is rebuilt)', async () => {
+    const { t, api } = await newTenant();
+    assert.equal((await api.get('/company')).body.data.timezone, 'America/Mexico_City');
+    const a = await account(api, { opening_on: '2026-01-01' });
+    // 03:00Z on Sept 1 is still August 31 in Mexico City, and September 1 in Madrid.
+    await api.post('/incomes', { data: { account_id: a.id, amount_cents: 700, occurred_at: '2026-09-01T03:00:00Z' } });
+    const august = async () => (await api.get('/reports/income-statement?start_on=2026-08-01&end_on=2026-08-31')).body.data.currencies.length;
+    assert.equal(await august(), 1);
+    const updated = await json(app, ['company', 'update', t.companyId, '--timezone', 'Europe/Madrid']);
+    assert.equal(updated.timezone, 'Europe/Madrid');
+    assert.equal(await august(), 0);
+    assert.equal((await api.get('/company')).body.data.timezone, 'Europe/Madrid');
+    const bad = await wsctl(app, ['company', 'update', t.companyId, '--timezone', 'Mars/Base', '--json']);
+    assert.notEqual(bad.code, 0);
+  });
+
   test('scopes and tenant isolation', async () => {
     const a = await account(api);
     const income = (await api.post('/incomes', { data: { account_id: a.id, amount_cents: 100, occurred_at: '2026-08-01T17:00:00Z' } })).body.data;

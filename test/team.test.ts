@@ -35,14 +35,14 @@ describe('company and team', () => {
     const read = await t.api.get('/company');
     assert.equal(read.status, 200);
     assert.deepEqual(Object.keys(read.body.data).sort(), [
-      'business_context', 'business_goals', 'business_type', 'created_at', 'enabled_modules', 'id', 'legal_name', 'logo_url', 'name', 'slug', 'team', 'updated_at', 'website',
+      'business_context', 'business_goals', 'business_type', 'created_at', 'enabled_modules', 'id', 'legal_name', 'logo_url', 'name', 'slug', 'team', 'timezone', 'updated_at', 'website',
     ]);
     assert.deepEqual(read.body.data.team, { max_team_size: 5, current_team_size: 1, seats_available: 4 });
     const put = await t.api.put('/company', { data: { name: 'Nuevo Nombre', business_goals: ['crecer'], website: 'https://nuevo.example' } });
     assert.equal(put.status, 200, JSON.stringify(put.body));
     assert.equal(put.body.data.name, 'Nuevo Nombre');
     assert.deepEqual(put.body.data.business_goals, ['crecer']);
-    for (const field of ['slug', 'plan', 'max_team_size', 'enabled_modules', 'storage_quota_mb', 'id', 'created_at']) {
+    for (const field of ['slug', 'plan', 'max_team_size', 'enabled_modules', 'storage_quota_mb', 'timezone', 'id', 'created_at']) {
       const res = await t.api.put('/company', { data: { [field]: field === 'max_team_size' ? 99 : 'x' } });
       assert.equal(res.status, 422, field);
       assert.ok(res.body.errors[field], `${field}: ${JSON.stringify(res.body)}`);

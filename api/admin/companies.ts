@@ -5,6 +5,7 @@
 // the admin router maps to tRPC errors in one place (trpc.ts).
 import { transaction, type Pool, type Queryable } from '../../db/pool.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
+import { rebuildLedger } from '../../db/money/rebuild.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { slugify } from '../../lib/slug.ts';
 import { notifyAuthChange } from '../auth/key-cache.ts';
@@ -23,12 +24,15 @@ export type CompanyInput = {
 };
 
 export type CompanyUpdate = Partial<CompanyInput> & {
+  /** IANA zone in which money dates are read (accounting months, report days). */
+  timezone?: string;
   responseCache?: boolean;
   storageQuotaMb?: number;
 };
 
 /** A `companies` row. */
 export type CompanyRow = {
+  timezone: string;
   id: string;
   name: string;
   slug: string;
@@ -62,6 +66,7 @@ export function serializeCompanyRead(row: CompanyRow, members: number) {
     business_goals: row.business_goals,
     team: { max_team_size: row.max_team_size, current_team_size: members, seats_available: Math.max(0, row.max_team_size - members) },
     enabled_modules: row.enabled_modules,
+    timezone: row.timezone,
     created_at: iso(row.created_at)!,
     updated_at: iso(row.updated_at)!,
   };
@@ -143,12 +148,15 @@ export async function updateCompany(pool: Pool, id: string, input: CompanyUpdate
   if (input.mcpQuota !== undefined) set('mcp_quota', input.mcpQuota);
   if (input.responseCache !== undefined) set('response_cache', input.responseCache);
   if (input.storageQuotaMb !== undefined) set('storage_quota_mb', input.storageQuotaMb);
+  if (input.timezone !== undefined) set('timezone', input.timezone);
   return transaction(pool, async (db) => {
     if (sets.length > 0) {
       const { rowCount } = await db.query(`UPDATE companies SET ${sets.join(', ')}, updated_at = now() WHERE id = $1`, values);
       if (rowCount === 0) throw new ApiError('not_found', `Company ${id} not found`);
       await notifyAuthChange(db);
     }
+    // Money days are read in the company's zone: the ledger moves with it.
+    if (input.timezone !== undefined) await rebuildLedger(db, id);
     // The owner's sign-in email (unique across the service, like every user's).
     if (input.ownerEmail !== undefined) {
       const owner = await ownerOf(db, id);

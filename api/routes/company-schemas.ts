@@ -27,6 +27,7 @@ export const companySchema = z.object({
   business_goals: z.array(z.string()),
   team: z.object({ max_team_size: z.number().int(), current_team_size: z.number().int(), seats_available: z.number().int() }),
   enabled_modules: z.array(z.string()),
+  timezone: z.string().describe('Zona IANA en la que se leen las fechas de dinero (meses contables, días de los reportes); la cambian los operadores'),
   created_at: z.string(),
   updated_at: z.string(),
 });

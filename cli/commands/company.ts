@@ -72,6 +72,7 @@ export function registerCompanyCommands(program: Command): void {
   )
     .option('--response-cache <on|off>', 'cache GET responses for this company', onOff)
     .option('--storage-quota-mb <n>', 'file storage quota in MB', nonNegativeInt)
+    .option('--timezone <zone>', 'IANA zone of money dates (accounting months, report days); the ledger is rebuilt')
     .action(
       action(
         async ({ api, args: [id], opts }) => {
@@ -80,6 +81,7 @@ export function registerCompanyCommands(program: Command): void {
             ownerEmail: opts.ownerEmail as string | undefined,
             responseCache: opts.responseCache as boolean | undefined,
             storageQuotaMb: opts.storageQuotaMb as number | undefined,
+            timezone: opts.timezone as string | undefined,
           };
           if (Object.values(input).every((value) => value === undefined)) throw new CliError('nothing to update: give at least one option (see wsctl company update --help)');
           return api.company.update.mutate({ id, ...input });

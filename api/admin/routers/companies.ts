@@ -1,6 +1,7 @@
 // `wsctl company ...`: create, update, show, list.
 import { z } from 'zod';
 import { OPT_IN_MODULES } from '../../auth/scopes.ts';
+import { isTimeZone } from '../../routes/calendar-event-schemas.ts';
 import { createCompany, getCompany, listCompanies, updateCompany } from '../companies.ts';
 import { adminId as id, adminProcedure, router } from '../trpc.ts';
 
@@ -26,6 +27,7 @@ export const companyRouter = router({
         ...companyFields,
         responseCache: z.boolean().optional(),
         storageQuotaMb: z.number().int().min(0).optional(),
+        timezone: z.string().refine(isTimeZone, 'unknown IANA time zone').optional(),
       }),
     )
     .mutation(({ ctx, input }) => {
