@@ -7,6 +7,7 @@ import { bookings } from './bookings.ts';
 import { calendar } from './calendar.ts';
 import { customers } from './customers.ts';
 import { mcp } from './mcp.ts';
+import { money } from './money.ts';
 import { webhooks } from './webhooks.ts';
 
 export const scenarios: Scenario[] = [
@@ -17,4 +18,5 @@ export const scenarios: Scenario[] = [
   standaloneScenario('forms', 'multipart submissions/s with a 1 MB PDF; peak RSS growth during 20 concurrent 25 MB uploads'),
   webhooks,
   mcp,
+  money,
 ];
