@@ -21,6 +21,7 @@ export type HousekeepingJob = Record<string, never>;
 export type CalendarPushJob = { company_id: string; event_id: string; user_id: string; action: 'upsert' | 'delete'; google_event_id: string | null };
 export type CalendarPullJob = { user_id: string };
 export type RecurringJob = { recurring_id?: string };
+export type InvoiceJob = { action: 'stamp' | 'cancel'; invoice_id: string } | { action: 'complement'; complement_id: string };
 export type BookingEmailJob = { booking_id: string; kind: 'confirmed' | 'rescheduled' | 'cancelled' };
 
 // Transient failures (SMTP down, a lost connection) retry with exponential
@@ -103,6 +104,13 @@ export const CALENDAR_PULL_SCHEDULE = queue<HousekeepingJob>('calendar-pull-sche
  */
 export const RECURRING = queue<RecurringJob>('recurring-transactions', { retryLimit: 5, retryDelay: 30, retryBackoff: true });
 
+/**
+ * Tax invoices (worker/jobs/invoices.ts): stamping, cancelling and payment
+ * complements through the provider. Provider outages retry with backoff:
+ * about 10 s, 20 s, 40 s… capped at 1 h, 14 retries.
+ */
+export const INVOICES = queue<InvoiceJob>('invoices', { retryLimit: 14, retryDelay: 10, retryBackoff: true, retryDelayMax: 3600, expireInSeconds: 300 });
+
 /** Hourly housekeeping (worker/jobs/purge-expired.ts). */
 export const PURGE_EXPIRED = queue<HousekeepingJob>('purge-expired', { retryLimit: 3, retryDelay: 60, retryBackoff: true });
 
@@ -110,4 +118,4 @@ export const PURGE_EXPIRED = queue<HousekeepingJob>('purge-expired', { retryLimi
 export const PURGE_WEBHOOK_HISTORY = queue<HousekeepingJob>('purge-webhook-history', { retryLimit: 3, retryDelay: 60, retryBackoff: true });
 
 /** Every queue, created by both processes at start (pg-boss keeps one definition per name). */
-export const ALL_QUEUES: readonly Queue[] = [RECURRING, BOOKING_EMAILS, CALENDAR_PUSH, CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, FORM_POST_ACTIONS, THUMBNAIL, WEBHOOK_DELIVERY, PURGE_EXPIRED, PURGE_WEBHOOK_HISTORY];
+export const ALL_QUEUES: readonly Queue[] = [INVOICES, RECURRING, BOOKING_EMAILS, CALENDAR_PUSH, CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, FORM_POST_ACTIONS, THUMBNAIL, WEBHOOK_DELIVERY, PURGE_EXPIRED, PURGE_WEBHOOK_HISTORY];

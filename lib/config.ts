@@ -69,6 +69,12 @@ export type Config = {
    * configured; otherwise generated once into DATA_DIR/encryption-key.
    */
   encryptionKey: string;
+  /**
+   * Who stamps tax invoices (docs/invoicing.md): Facturapi when FACTURAPI_KEY
+   * is set (FACTURAPI_URL, default https://www.facturapi.io/v2), otherwise
+   * the development provider, whose documents say they are not valid for tax.
+   */
+  facturapi: { key: string; url: string } | null;
   /** The platform's name for this process (Heroku's DYNO, e.g. web.1): part of every connection's application_name. */
   dyno: string | undefined;
 };
@@ -156,6 +162,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
           authUrl: url('GOOGLE_AUTH_URL', env.GOOGLE_AUTH_URL || 'https://accounts.google.com/o/oauth2/v2/auth'),
         }
       : null;
+  if (isProduction && !env.ENCRYPTION_KEY && (google || env.FACTURAPI_KEY)) fail('ENCRYPTION_KEY es obligatoria en producción con Google Calendar o facturación (cifra los secretos guardados)');
   if (isProduction && google && !env.ENCRYPTION_KEY) fail('ENCRYPTION_KEY es obligatoria en producción cuando Google Calendar está configurado (cifra los tokens guardados)');
   if (env.ENCRYPTION_KEY && env.ENCRYPTION_KEY.length < 32) fail('ENCRYPTION_KEY debe tener al menos 32 caracteres');
   const logLevel = env.LOG_LEVEL ?? 'info';
@@ -182,6 +189,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dyno: env.DYNO || undefined,
     bookingTokenKey: env.BOOKING_TOKEN_KEY || developmentSecret(dataDir, 'booking-token-key'),
     google,
+    facturapi: env.FACTURAPI_KEY ? { key: env.FACTURAPI_KEY, url: url('FACTURAPI_URL', env.FACTURAPI_URL || 'https://www.facturapi.io/v2') } : null,
     encryptionKey: env.ENCRYPTION_KEY || (isProduction ? '' : developmentSecret(dataDir, 'encryption-key')),
   };
 }

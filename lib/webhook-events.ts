@@ -43,6 +43,10 @@ export const EMITTED_EVENT_NAMES: readonly EventName[] = [
   'recurring.occurrence_created',
   'recurring.ended',
   'recurring.deactivated',
+  'invoice.emitted',
+  'invoice.cancelled',
+  'invoice.substituted',
+  'invoice.payment_complement_added',
   'customer.created',
   'lead.created',
 ];

@@ -19,6 +19,22 @@ import { request, seedTenant, startTestApp, type TestApp, type Tenant } from './
 /** Records of resources the API cannot create, made the way operators make them. */
 const FIXTURES: Record<string, (pool: Pool, companyId: string) => Promise<Record<string, any>>> = {
   '/automations': (pool, companyId) => createAutomation(pool, companyId, { name: 'Fixture', trigger_type: 'lead.created' }),
+  // An invoice is made by POST /sales/:id/invoice and the worker; a stamped one, as the worker leaves it.
+  '/invoices': async (pool, companyId) => {
+    const saleId = objectId();
+    const id = objectId();
+    await pool.query(
+      `INSERT INTO sales (id, company_id, currency, occurred_at, payment_terms, line_items, subtotal_cents, tax_cents, total_cents, status)
+       VALUES ($1, $2, 'mxn', now(), 'immediate', '[]', 100, 16, 116, 'unpaid')`,
+      [saleId, companyId],
+    );
+    await pool.query(
+      `INSERT INTO invoices (id, company_id, sale_id, status, provider, uuid, payment_method, payment_form, cfdi_use, receiver, currency, total_cents, document, xml)
+       VALUES ($1, $2, $3, 'valid', 'development', '5FB2822E-396D-4725-8521-CDC4BDD20CCF', 'PUE', '03', 'G03', '{}', 'mxn', 116, '{}', '<x/>')`,
+      [id, companyId, saleId],
+    );
+    return { id };
+  },
   '/forms': (pool, companyId) =>
     createForm(pool, companyId, { name: 'Fixture', title: 'Fixture', fields: [{ key: 'email', field_type: 'email', label: 'Correo', required: true }] }),
 };

@@ -9,6 +9,8 @@ import { startWorker, type Worker } from '../worker/worker.ts';
 import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
 import { startReceiver, verifySignature, type Receiver } from './helpers/receiver.ts';
 import { waitFor } from './helpers/wait.ts';
+import { json } from './helpers/cli.ts';
+import { testCsd } from './helpers/csd.ts';
 
 type Api = ReturnType<typeof client>;
 
@@ -27,6 +29,14 @@ async function sale(api: Api, pay: number): Promise<any> {
   const s = await created(api.post('/sales', { data: { currency: 'mxn', line_items: [{ description: 'Servicio', quantity: 1, unit_price_cents: 10000, vat_rate: 16 }] } }));
   if (pay) await created(api.post(`/sales/${s.id}/payments`, { data: { account_id: await account(api), amount_cents: pay } }));
   return s;
+}
+
+/** A stamped invoice of a new sale (module invoicing, tax profile set in `before`); `deferred` for payment complements. */
+async function stampedInvoice(api: Api, terms: 'immediate' | 'deferred' = 'immediate'): Promise<any> {
+  const s = await created(api.post('/sales', { data: { currency: 'mxn', payment_terms: terms, line_items: [{ description: 'Servicio', quantity: 1, unit_price_cents: 10000, vat_rate: 16 }] } }));
+  const inv = await created(api.post(`/sales/${s.id}/invoice`));
+  await waitFor(async () => (await api.get(`/invoices/${inv.id}`)).body.data.status === 'valid', 15_000, 'the invoice stamped');
+  return { sale: s, invoice: inv };
 }
 
 /** The write that emits each event; it answers the id the event's `data.id` must carry. */
@@ -53,6 +63,21 @@ const WRITES: Record<string, (api: Api) => Promise<string>> = {
     (await created(api.post('/recurring-transactions', { data: { type: 'income', account_id: await account(api), amount_cents: 100, frequency: 'daily', starts_on: yesterday() } }))).id,
   'recurring.ended': async (api) =>
     (await created(api.post('/recurring-transactions', { data: { type: 'income', account_id: await account(api), amount_cents: 100, frequency: 'daily', starts_on: yesterday(), ends_count: 1 } }))).id,
+  'invoice.emitted': async (api) => (await stampedInvoice(api)).invoice.id,
+  'invoice.cancelled': async (api) => {
+    const { invoice } = await stampedInvoice(api);
+    await created(api.post(`/invoices/${invoice.id}/cancel`, { data: { motive: '02' } }).then((r) => ({ ...r, status: r.status === 200 ? 201 : r.status })));
+    return invoice.id;
+  },
+  'invoice.substituted': async (api) => {
+    const { sale: s, invoice } = await stampedInvoice(api);
+    return (await created(api.post(`/sales/${s.id}/invoice`, { data: { substitutes_id: invoice.id } }))).id;
+  },
+  'invoice.payment_complement_added': async (api) => {
+    const { sale: s, invoice } = await stampedInvoice(api, 'deferred');
+    await created(api.post(`/sales/${s.id}/payments`, { data: { account_id: await account(api), amount_cents: 5000 } }));
+    return invoice.id;
+  },
   'recurring.deactivated': async (api) => {
     const r = await created(api.post('/recurring-transactions', { data: { type: 'expense', account_id: await account(api), amount_cents: 100, frequency: 'weekly', starts_on: '2099-01-01' } }));
     assert.equal((await api.patch(`/recurring-transactions/${r.id}`, { data: { active: false } })).status, 200);
@@ -76,7 +101,9 @@ describe('webhook events: every event listed as available is emitted by a write'
   });
 
   test('each name of meta.available_events reaches a subscribed receiver after its write', async () => {
-    const t = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    const t = await seedTenant(app.pool, { rateLimitPerMinute: 100_000, modules: ['invoicing'] });
+    const csd = testCsd();
+    await json(app, ['company', 'tax-profile', t.companyId, '--rfc', csd.rfc, '--legal-name', 'ESCUELA KEMPER URGATE', '--tax-regime', '601', '--zip', '42501', '--cer', csd.cerPath, '--key', csd.keyPath, '--key-password', csd.password]);
     const api = client(app.baseUrl, t.key);
     const created = await api.post('/webhook-endpoints', { data: { url: receiver.url('/all'), enabled_events: ['*'] } });
     assert.equal(created.status, 201, created.text);

@@ -5,6 +5,7 @@
 import { automationRouter } from './routers/automations.ts';
 import { calendarRouter } from './routers/calendar.ts';
 import { periodRouter } from './routers/periods.ts';
+import { taxProfileRouter } from './routers/tax-profile.ts';
 import { companyRouter } from './routers/companies.ts';
 import { formRouter } from './routers/forms.ts';
 import { keyRouter } from './routers/keys.ts';
@@ -26,6 +27,7 @@ export const adminRouter = router({
   oauth: oauthRouter,
   calendar: calendarRouter,
   period: periodRouter,
+  taxProfile: taxProfileRouter,
 });
 
 export type AdminRouter = typeof adminRouter;

@@ -22,6 +22,7 @@ export const SCOPE_RESOURCES = [
   'reports',
   'sales',
   'recurring_transactions',
+  'invoices',
 ] as const;
 
 export type ScopeResource = (typeof SCOPE_RESOURCES)[number];

@@ -16,6 +16,7 @@ import { expenseRoutes, incomeRoutes } from './movements.ts';
 import { recurringRoutes } from './recurring-transactions.ts';
 import { reportRoutes } from './reports.ts';
 import { saleRoutes } from './sales.ts';
+import { invoiceRoutes } from './invoices.ts';
 import { productCategoryImageRoutes, productCategoryRoutes } from './product-categories.ts';
 import { productImageRoutes, productRoutes } from './products.ts';
 import { userWebhookEndpointRoutes, webhookEndpointRoutes } from './webhook-endpoints.ts';
@@ -42,6 +43,7 @@ export const apiRoutes: RouteDef[] = [
   ...recurringRoutes,
   ...accountingPeriodRoutes,
   ...reportRoutes,
+  ...invoiceRoutes,
   ...companyRoutes,
   ...userRoutes,
   ...webhookEndpointRoutes,

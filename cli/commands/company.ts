@@ -1,4 +1,5 @@
 // `wsctl company create|update|show|list`: tenants, their plan, modules and limits.
+import { readFile } from 'node:fs/promises';
 import { Option, type Command } from 'commander';
 import { action } from '../action.ts';
 import type { Outputs } from '../client.ts';
@@ -48,6 +49,37 @@ function companyFields(opts: Record<string, any>) {
 
 export function registerCompanyCommands(program: Command): void {
   const company = program.command('company').description('create, change and inspect companies (tenants)');
+
+  company
+    .command('tax-profile')
+    .description('set the emitter data of tax invoices (CFDI): RFC, name, regime, postal code and the CSD files; secrets are never printed')
+    .argument('<id>', 'company id')
+    .requiredOption('--rfc <rfc>', 'RFC of the company')
+    .requiredOption('--legal-name <name>', 'legal name as registered with the SAT')
+    .requiredOption('--tax-regime <code>', 'c_RegimenFiscal code, e.g. 601')
+    .requiredOption('--zip <zip>', 'postal code of issue (LugarExpedicion)')
+    .requiredOption('--cer <file>', 'CSD certificate (.cer)')
+    .requiredOption('--key <file>', 'CSD private key (.key)')
+    .requiredOption('--key-password <password>', 'password of the key')
+    .action(
+      action(
+        async ({ api, args: [id], opts }) => {
+          const read = async (file: string) => (await readFile(file)).toString('base64');
+          return api.taxProfile.set.mutate({
+            companyId: id,
+            rfc: opts.rfc,
+            legalName: opts.legalName,
+            taxRegime: opts.taxRegime,
+            zip: opts.zip,
+            cer: await read(opts.cer).catch(() => { throw new CliError(`cannot read --cer ${opts.cer}`); }),
+            key: await read(opts.key).catch(() => { throw new CliError(`cannot read --key ${opts.key}`); }),
+            keyPassword: opts.keyPassword,
+          });
+        },
+        (p) => `Tax profile of ${p.company_id}: ${p.rfc} ${p.legal_name} (regime ${p.tax_regime}, CP ${p.zip})
+CSD ${p.certificate_number}, valid until ${p.valid_to}`,
+      ),
+    );
 
   companyOptions(
     company

@@ -10,6 +10,7 @@ import type { Queryable } from '../pool.ts';
 import { iso, type Timestamp } from '../timestamps.ts';
 import { post, refundEntries, saleEntries } from './ledger.ts';
 import { insertMovement } from './movements.ts';
+import { enqueueComplementFor } from '../invoicing.ts';
 
 export type SaleStatus = 'unpaid' | 'partially_paid' | 'paid' | 'partially_refunded' | 'refunded';
 
@@ -120,7 +121,7 @@ export async function addSalePayment(
   sale: SaleRow,
   payment: { account: { id: string; currency: string }; amount_cents: number; paid_at: string },
 ): Promise<SaleRow> {
-  await insertMovement(db, jobs, sale.company_id, zone, {
+  const income = await insertMovement(db, jobs, sale.company_id, zone, {
     direction: 'income',
     account: payment.account,
     amount_cents: payment.amount_cents,
@@ -134,6 +135,8 @@ export async function addSalePayment(
     // The sale's metadata, without external_ref (unique per income; the payment is not the sale).
     metadata: Object.fromEntries(Object.entries(sale.metadata).filter(([key]) => key !== 'external_ref')),
   });
+  // A deferred sale already invoiced gets a payment complement for it (module invoicing).
+  await enqueueComplementFor(db, jobs, sale, { income_id: income.id, amount_cents: payment.amount_cents, paid_at: payment.paid_at });
   const paid = Number(sale.paid_cents) + payment.amount_cents;
   const settles = paid >= Number(sale.total_cents) && sale.settled_at === null;
   const updated = await setAmounts(db, sale, paid, Number(sale.refunded_cents), settles);

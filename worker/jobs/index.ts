@@ -1,6 +1,7 @@
 // Every job kind the worker runs. A new kind adds its queue to db/queues.ts
 // and its module here.
 import { bookingEmails } from './booking-emails.ts';
+import { invoices } from './invoices.ts';
 import { recurringTransactions } from './recurring-transactions.ts';
 import { calendarPull, calendarPullSchedule } from './calendar-pull.ts';
 import { calendarPush } from './calendar-push.ts';
@@ -10,4 +11,4 @@ import { purgeWebhookHistoryJob } from './purge-webhook-history.ts';
 import { thumbnail } from './thumbnail.ts';
 import type { JobDefinition } from './types.ts';
 
-export const jobs: JobDefinition[] = [recurringTransactions, bookingEmails, calendarPush, calendarPull, calendarPullSchedule, purgeExpired, purgeWebhookHistoryJob, thumbnail, formPostActions];
+export const jobs: JobDefinition[] = [invoices, recurringTransactions, bookingEmails, calendarPush, calendarPull, calendarPullSchedule, purgeExpired, purgeWebhookHistoryJob, thumbnail, formPostActions];

@@ -1,0 +1,86 @@
+// `wsctl company tax-profile <id> --rfc --legal-name --tax-regime --zip --cer
+// --key --key-password` (DESIGN.md, CLI contract): the emitter data of tax
+// invoices. The files are checked with @nodecfdi/credentials: the
+// certificate parses, is a CSD (not an e.firma), the password opens the key,
+// the key is the certificate's, the certificate belongs to the RFC and is
+// valid today. The key and its password are sealed with ENCRYPTION_KEY and
+// never readable back (not by the API, not by this command).
+import { Credential } from '@nodecfdi/credentials/node';
+import { Rfc } from '@nodecfdi/rfc';
+import type { Pool } from '../../db/pool.ts';
+import { TAX_REGIMES } from '../../lib/cfdi/catalogs.ts';
+import type { Config } from '../../lib/config.ts';
+import { seal } from '../../lib/secret-box.ts';
+import { ApiError, validationFailed } from '../errors.ts';
+
+export type TaxProfileInput = { companyId: string; rfc: string; legalName: string; taxRegime: string; zip: string; cer: string; key: string; keyPassword: string };
+
+type ProfileRow = { company_id: string; rfc: string; legal_name: string; tax_regime: string; zip: string; certificate_base64: string; certificate_number: string; valid_from: Date; valid_to: Date; key_enc: string; password_enc: string; updated_at: Date };
+
+export function serializeTaxProfile(row: ProfileRow) {
+  return {
+    company_id: row.company_id,
+    rfc: row.rfc,
+    legal_name: row.legal_name,
+    tax_regime: row.tax_regime,
+    zip: row.zip,
+    certificate_number: row.certificate_number,
+    valid_from: row.valid_from.toISOString(),
+    valid_to: row.valid_to.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+/** The certificate number as the SAT prints it: the serial's bytes read as ASCII digits. */
+function certificateNumber(credential: Credential): string {
+  return credential.certificate().serialNumber().bytes().replace(/[^0-9A-Za-z]/g, '') || credential.certificate().serialNumber().hexadecimal();
+}
+
+export async function setTaxProfile(pool: Pool, config: Config, input: TaxProfileInput) {
+  if (!(await pool.query('SELECT 1 FROM companies WHERE id = $1', [input.companyId])).rowCount) throw new ApiError('not_found', 'La empresa no existe.');
+  const rfc = input.rfc.trim().toUpperCase();
+  const errors: Record<string, string[]> = {};
+  if (!Rfc.isValid(rfc)) errors.rfc = ['no es un RFC válido'];
+  if (!TAX_REGIMES[input.taxRegime]) errors.tax_regime = ['no está en el catálogo c_RegimenFiscal'];
+  if (!/^\d{5}$/.test(input.zip)) errors.zip = ['código postal de 5 dígitos'];
+  if (!input.legalName.trim()) errors.legal_name = ['es obligatorio'];
+  if (Object.keys(errors).length) throw validationFailed(errors, `Datos fiscales inválidos: ${Object.entries(errors).map(([k, v]) => `${k} ${v.join(', ')}`).join('; ')}.`);
+  const cer = Buffer.from(input.cer, 'base64').toString('binary');
+  const key = Buffer.from(input.key, 'base64').toString('binary');
+  let credential: Credential;
+  try {
+    credential = Credential.create(cer, key, input.keyPassword);
+  } catch (error) {
+    const message = String((error as Error).message);
+    const why = /private key/i.test(message) ? 'la contraseña no abre la llave, o la llave no es del certificado' : `el certificado o la llave no se pueden leer (${message})`;
+    throw validationFailed({ key: [why] }, `CSD inválido: ${why}.`);
+  }
+  const refuse = (why: string) => validationFailed({ cer: [why] }, `CSD inválido: ${why}.`);
+  if (!credential.isCsd()) throw refuse('es una e.firma (FIEL), no un certificado de sello digital (CSD)');
+  if (credential.rfc().toUpperCase() !== rfc) throw refuse(`el certificado es del RFC ${credential.rfc()}, no de ${rfc}`);
+  if (!credential.certificate().validOn()) throw refuse('el certificado no está vigente hoy');
+  const certificate = credential.certificate();
+  const { rows } = await pool.query<ProfileRow>(
+    `INSERT INTO company_tax_profiles (company_id, rfc, legal_name, tax_regime, zip, certificate_base64, certificate_number, valid_from, valid_to, key_enc, password_enc)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+     ON CONFLICT (company_id) DO UPDATE SET rfc = EXCLUDED.rfc, legal_name = EXCLUDED.legal_name, tax_regime = EXCLUDED.tax_regime, zip = EXCLUDED.zip,
+       certificate_base64 = EXCLUDED.certificate_base64, certificate_number = EXCLUDED.certificate_number, valid_from = EXCLUDED.valid_from,
+       valid_to = EXCLUDED.valid_to, key_enc = EXCLUDED.key_enc, password_enc = EXCLUDED.password_enc, updated_at = now()
+     RETURNING *`,
+    [
+      input.companyId,
+      rfc,
+      input.legalName.trim(),
+      input.taxRegime,
+      input.zip,
+      Buffer.from(cer, 'binary').toString('base64'),
+      certificateNumber(credential),
+      new Date(certificate.validFromDateTime().toISO()!),
+      new Date(certificate.validToDateTime().toISO()!),
+      seal(config.encryptionKey, input.key),
+      seal(config.encryptionKey, input.keyPassword),
+    ],
+  );
+  return serializeTaxProfile(rows[0]);
+}
+

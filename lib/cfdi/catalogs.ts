@@ -1,0 +1,51 @@
+// The SAT catalogs (Anexo 20, CFDI 4.0) for the values this service writes,
+// and the checks of the ones clients send. Subsets: the full catalogs have
+// thousands of product keys; ours are the codes a small business uses, and
+// any 8-digit product key or SAT unit code is accepted in its format.
+
+/** c_RegimenFiscal: tax regimes (persona moral and física). */
+export const TAX_REGIMES: Record<string, string> = {
+  '601': 'General de Ley Personas Morales',
+  '603': 'Personas Morales con Fines no Lucrativos',
+  '605': 'Sueldos y Salarios e Ingresos Asimilados a Salarios',
+  '606': 'Arrendamiento',
+  '607': 'Régimen de Enajenación o Adquisición de Bienes',
+  '608': 'Demás ingresos',
+  '610': 'Residentes en el Extranjero sin Establecimiento Permanente en México',
+  '611': 'Ingresos por Dividendos (socios y accionistas)',
+  '612': 'Personas Físicas con Actividades Empresariales y Profesionales',
+  '614': 'Ingresos por intereses',
+  '615': 'Régimen de los ingresos por obtención de premios',
+  '616': 'Sin obligaciones fiscales',
+  '620': 'Sociedades Cooperativas de Producción que optan por diferir sus ingresos',
+  '621': 'Incorporación Fiscal',
+  '622': 'Actividades Agrícolas, Ganaderas, Silvícolas y Pesqueras',
+  '623': 'Opcional para Grupos de Sociedades',
+  '624': 'Coordinados',
+  '625': 'Régimen de las Actividades Empresariales con ingresos a través de Plataformas Tecnológicas',
+  '626': 'Régimen Simplificado de Confianza',
+};
+
+/** c_UsoCFDI (the common ones; S01 for the general public, CP01 for payment complements). */
+export const CFDI_USES = ['G01', 'G02', 'G03', 'I01', 'I02', 'I03', 'I04', 'I08', 'D01', 'D02', 'D03', 'D04', 'S01', 'CP01'] as const;
+
+/** c_FormaPago. 99 (por definir) is the only one allowed with PPD. */
+export const PAYMENT_FORMS = ['01', '02', '03', '04', '05', '06', '08', '12', '13', '14', '15', '17', '23', '24', '25', '26', '27', '28', '29', '30', '31', '99'] as const;
+
+/** c_MetodoPago. */
+export const PAYMENT_METHODS = ['PUE', 'PPD'] as const;
+
+/** c_Motivo of a cancellation: 01 with a substitute, 02 errors without relation, 03 not carried out, 04 global invoice nominative operation. */
+export const CANCEL_MOTIVES = ['01', '02', '03', '04'] as const;
+
+/** c_ObjetoImp: 01 not subject to tax, 02 subject to tax. */
+export const TAX_OBJECTS = ['01', '02', '03', '04'] as const;
+
+export const PUBLIC_RFC = 'XAXX010101000';
+export const FOREIGN_RFC = 'XEXX010101000';
+export const DEFAULT_PRODUCT_KEY = '01010101'; // No existe en el catálogo
+export const DEFAULT_UNIT_KEY = 'H87'; // Pieza
+
+export const PRODUCT_KEY = /^\d{8}$/;
+export const UNIT_KEY = /^[A-Z0-9]{2,3}$/;
+export const ZIP = /^\d{5}$/;

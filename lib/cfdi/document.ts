@@ -1,0 +1,45 @@
+// A CFDI 4.0 as data: what the service asks a provider to stamp (an income
+// invoice, type I, or a payment complement, type P), built from a sale and
+// the company's tax profile. The providers turn it into their request
+// (lib/cfdi/facturapi.ts) or into XML (lib/cfdi/xml.ts).
+export type TaxLine = { rate: number | null; exempt: boolean; base_cents: number; tax_cents: number };
+
+export type ConceptLine = {
+  product_key: string;
+  unit_key: string;
+  description: string;
+  quantity: number;
+  unit_price_cents: number; // before tax
+  amount_cents: number; // quantity × unit price (before discount)
+  discount_cents: number;
+  tax: TaxLine;
+};
+
+export type Party = { rfc: string; legal_name: string; tax_regime: string; zip: string };
+
+export type CfdiDocument = {
+  /** Our invoice id: the provider's idempotency key derives from it. */
+  invoice_id: string;
+  type: 'I' | 'P';
+  series: string | null;
+  folio: string | null;
+  issued_at: string;
+  currency: string;
+  payment_form: string | null;
+  payment_method: 'PUE' | 'PPD' | null;
+  cfdi_use: string;
+  issuer: Party;
+  receiver: Party;
+  /** The global-invoice data of a sale to the general public. */
+  global: { periodicity: '01' | '02' | '03' | '04' | '05'; months: string; year: number } | null;
+  lines: ConceptLine[];
+  subtotal_cents: number;
+  discount_cents: number;
+  total_cents: number;
+  /** Substitution (relation 04) of a previous invoice. */
+  related: { relation: '04'; uuids: string[] } | null;
+  /** Type P: the payment and the invoice it pays. */
+  payment: { paid_at: string; payment_form: string; amount_cents: number; related_uuid: string; installment: number; previous_balance_cents: number; currency: string } | null;
+};
+
+export const cents = (n: number) => (n / 100).toFixed(2);

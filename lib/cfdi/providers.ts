@@ -1,0 +1,167 @@
+// Who stamps invoices: a provider interface with two implementations.
+// - FacturapiProvider: Facturapi's REST API v2 on undici (FACTURAPI_KEY,
+//   FACTURAPI_URL), its idempotency from our invoice id (`external_id` and an
+//   `Idempotency-Key` header, and a lookup by `external_id` before any retry).
+// - DevelopmentProvider: well-formed CFDI 4.0 XML with a fake stamp, marked
+//   as not valid for tax (lib/cfdi/xml.ts); what `npm start` uses.
+// Errors: ProviderUnavailable (outages: retried with backoff) and
+// ProviderRejected (the provider refused the document: the invoice fails with
+// its reason).
+import { createHash } from 'node:crypto';
+import { request } from 'undici';
+import { cents, type CfdiDocument } from './document.ts';
+import { cfdiXml, type Stamp } from './xml.ts';
+
+export type StampResult = { provider_id: string; uuid: string; series: string | null; folio: string | null; stamped_at: string; verification_url: string | null; xml: string | null };
+
+export class ProviderUnavailable extends Error {}
+export class ProviderRejected extends Error {}
+
+export interface InvoiceProvider {
+  readonly name: 'development' | 'facturapi';
+  /** Stamps the document; calling it again for the same invoice returns the same stamp. */
+  emit(doc: CfdiDocument, signer: Signer): Promise<StampResult>;
+  cancel(invoice: { provider_id: string; uuid: string }, motive: string, substituteUuid: string | null): Promise<'cancelled' | 'pending'>;
+  download(providerId: string, format: 'xml' | 'pdf'): Promise<Buffer>;
+}
+
+/** What signs a development document: the company's CSD (number, certificate, key). */
+export type Signer = { number: string; certificateBase64: string; sign: (data: string) => string };
+
+const SAT_URL = 'https://verificacfdi.facturaelectronica.sat.gob.mx/default.aspx';
+
+export function verificationUrl(uuid: string, issuer: string, receiver: string, totalCents: number, seal: string): string {
+  return `${SAT_URL}?id=${uuid}&re=${issuer}&rr=${receiver}&tt=${cents(totalCents)}&fe=${seal.slice(-8)}`;
+}
+
+export class DevelopmentProvider implements InvoiceProvider {
+  readonly name = 'development' as const;
+
+  async emit(doc: CfdiDocument, signer: Signer): Promise<StampResult> {
+    // Deterministic per invoice: a retry makes the same UUID.
+    const hash = createHash('sha256').update(`dev-stamp:${doc.invoice_id}`).digest('hex').toUpperCase();
+    const uuid = `${hash.slice(0, 8)}-${hash.slice(8, 12)}-4${hash.slice(13, 16)}-A${hash.slice(17, 20)}-${hash.slice(20, 32)}`;
+    const seal = Buffer.from(signer.sign(`||4.0|${doc.invoice_id}|${doc.issued_at}|${doc.total_cents}|${doc.receiver.rfc}||`), 'binary').toString('base64');
+    const stamp: Stamp = { uuid, stamped_at: new Date().toISOString(), sat_certificate: '00000000000000000000', cfd_seal: seal, sat_seal: Buffer.from(`sello de prueba ${uuid}`).toString('base64'), pac_rfc: 'SPR190613I52' };
+    const xml = cfdiXml(doc, stamp, { number: signer.number, base64: signer.certificateBase64 });
+    return { provider_id: `dev_${doc.invoice_id}`, uuid, series: doc.series, folio: doc.folio, stamped_at: stamp.stamped_at, verification_url: verificationUrl(uuid, doc.issuer.rfc, doc.receiver.rfc, doc.total_cents, seal), xml };
+  }
+
+  async cancel(): Promise<'cancelled'> {
+    return 'cancelled';
+  }
+
+  async download(): Promise<Buffer> {
+    throw new Error('the development provider keeps its documents in the database');
+  }
+}
+
+type FacturapiInvoice = { id: string; uuid: string; status: string; series?: string | null; folio_number?: number | string | null; stamp?: { date?: string }; verification_url?: string; cancellation_status?: string };
+
+export class FacturapiProvider implements InvoiceProvider {
+  readonly name = 'facturapi' as const;
+  private readonly baseUrl: string;
+  private readonly key: string;
+
+  constructor(options: { baseUrl: string; key: string }) {
+    this.baseUrl = options.baseUrl.replace(/\/$/, '');
+    this.key = options.key;
+  }
+
+  private async call<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, headers: Record<string, string> = {}, raw = false): Promise<T> {
+    let res;
+    try {
+      res = await request(`${this.baseUrl}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${this.key}`, accept: raw ? '*/*' : 'application/json', ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
+        body: body ? JSON.stringify(body) : undefined,
+        headersTimeout: 30_000,
+        bodyTimeout: 30_000,
+      });
+    } catch (error) {
+      throw new ProviderUnavailable(`Facturapi no respondió: ${(error as Error).message}`);
+    }
+    const buffer = Buffer.from(await res.body.arrayBuffer());
+    if (res.statusCode >= 500 || res.statusCode === 429) throw new ProviderUnavailable(`Facturapi ${res.statusCode}`);
+    if (res.statusCode >= 400) {
+      let message = `HTTP ${res.statusCode}`;
+      try {
+        message = JSON.parse(buffer.toString('utf8')).message ?? message;
+      } catch {}
+      if (res.statusCode === 401 || res.statusCode === 403) throw new ProviderUnavailable(`Facturapi rechazó la llave (${res.statusCode}): ${message}`);
+      throw new ProviderRejected(message);
+    }
+    return (raw ? buffer : JSON.parse(buffer.toString('utf8'))) as T;
+  }
+
+  private result(inv: FacturapiInvoice): StampResult {
+    return {
+      provider_id: inv.id,
+      uuid: inv.uuid,
+      series: inv.series ?? null,
+      folio: inv.folio_number === null || inv.folio_number === undefined ? null : String(inv.folio_number),
+      stamped_at: inv.stamp?.date ?? new Date().toISOString(),
+      verification_url: inv.verification_url ?? null,
+      xml: null,
+    };
+  }
+
+  /** The request body of Facturapi's POST /v2/invoices. */
+  static body(doc: CfdiDocument): Record<string, unknown> {
+    const customer = { legal_name: doc.receiver.legal_name, tax_id: doc.receiver.rfc, tax_system: doc.receiver.tax_regime, address: { zip: doc.receiver.zip } };
+    if (doc.type === 'P') {
+      const p = doc.payment!;
+      return {
+        type: 'P',
+        customer,
+        external_id: doc.invoice_id,
+        complements: [{ type: 'pago', data: [{ payment_form: p.payment_form, date: p.paid_at, related_documents: [{ uuid: p.related_uuid, amount: Number(cents(p.amount_cents)), installment: p.installment, last_balance: Number(cents(p.previous_balance_cents)), taxes: [] }] }] }],
+      };
+    }
+    return {
+      type: 'I',
+      customer,
+      external_id: doc.invoice_id,
+      use: doc.cfdi_use,
+      payment_form: doc.payment_form,
+      payment_method: doc.payment_method,
+      currency: doc.currency.toUpperCase(),
+      ...(doc.series ? { series: doc.series } : {}),
+      ...(doc.global ? { global: { periodicity: ({ '01': 'day', '02': 'week', '03': 'fortnight', '04': 'month', '05': 'two_months' } as const)[doc.global.periodicity], months: doc.global.months, year: doc.global.year } } : {}),
+      ...(doc.related ? { related_documents: [{ relationship: doc.related.relation, documents: doc.related.uuids }] } : {}),
+      items: doc.lines.map((l) => ({
+        quantity: l.quantity,
+        discount: Number(cents(l.discount_cents)),
+        product: {
+          description: l.description,
+          product_key: l.product_key,
+          unit_key: l.unit_key,
+          price: Number((l.amount_cents / 100 / l.quantity).toFixed(6)),
+          tax_included: false,
+          taxability: '02',
+          taxes: l.tax.exempt ? [{ type: 'IVA', factor: 'Exento' }] : [{ type: 'IVA', rate: (l.tax.rate ?? 0) / 100 }],
+        },
+      })),
+    };
+  }
+
+  async emit(doc: CfdiDocument): Promise<StampResult> {
+    // A retry after an answer we never got: the first attempt may have stamped it.
+    const found = await this.call<{ data: FacturapiInvoice[] }>('GET', `/invoices?external_id=${encodeURIComponent(doc.invoice_id)}`);
+    const existing = found.data?.find((inv) => inv.status === 'valid');
+    if (existing) return this.result(existing);
+    const created = await this.call<FacturapiInvoice>('POST', '/invoices', FacturapiProvider.body(doc), { 'Idempotency-Key': `ws-${doc.invoice_id}` });
+    return this.result(created);
+  }
+
+  async cancel(invoice: { provider_id: string }, motive: string, substituteUuid: string | null): Promise<'cancelled' | 'pending'> {
+    const query = new URLSearchParams({ motive, ...(substituteUuid ? { substitution: substituteUuid } : {}) });
+    const res = await this.call<FacturapiInvoice>('DELETE', `/invoices/${encodeURIComponent(invoice.provider_id)}?${query}`);
+    return res.status === 'canceled' && res.cancellation_status !== 'pending' ? 'cancelled' : 'pending';
+  }
+
+  download(providerId: string, format: 'xml' | 'pdf'): Promise<Buffer> {
+    return this.call<Buffer>('GET', `/invoices/${encodeURIComponent(providerId)}/${format}`, undefined, {}, true);
+  }
+}
+

@@ -1,0 +1,281 @@
+// Tax invoices (CFDI 4.0, module invoicing) end to end: the emitter's tax
+// profile checked by wsctl, every error code, the development provider's
+// XML checked against the CFDI 4.0 structure rules (lib/cfdi/anexo20.ts),
+// states and events (emitted, cancelled, substituted, payment complement),
+// two concurrent emits; and the Facturapi provider against a local stand-in
+// that speaks its API (outages retried, rejections, a lost answer that must
+// not stamp twice, downloads).
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { validateCfdi } from '../lib/cfdi/anexo20.ts';
+import { startWorker, type Worker } from '../worker/worker.ts';
+import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { json, wsctl } from './helpers/cli.ts';
+import { testCsd } from './helpers/csd.ts';
+import { startFacturapiStandIn } from './helpers/facturapi-stand-in.ts';
+import { waitFor } from './helpers/wait.ts';
+
+type Api = ReturnType<typeof client>;
+
+async function setUpCompany(app: TestApp, api: Api, t: Tenant) {
+  const csd = testCsd();
+  await json(app, ['company', 'tax-profile', t.companyId, '--rfc', csd.rfc, '--legal-name', 'ESCUELA KEMPER URGATE', '--tax-regime', '601', '--zip', '42501', '--cer', csd.cerPath, '--key', csd.keyPath, '--key-password', csd.password]);
+  const account = (await api.post('/accounts', { data: { name: 'Banco', kind: 'bank', currency: 'mxn' } })).body.data;
+  const customer = (await api.post('/customers', { data: { name: 'Cliente Fiscal', tax_id: 'URE180429TM6', legal_name: 'UNIVERSIDAD ROBOTICA ESPAÑOLA', address: { line1: 'Calle 1', city: 'Monterrey', state: 'NL', postal_code: '86991', country: 'MX' } } })).body.data;
+  return { account, customer };
+}
+
+const sale = async (api: Api, over: Record<string, unknown> = {}) => {
+  const res = await api.post('/sales', {
+    data: { currency: 'mxn', occurred_at: new Date().toISOString(), line_items: [{ description: 'Consultoría', quantity: 2, unit_price_cents: 150000, vat_rate: 16 }, { description: 'Libro', quantity: 1, unit_price_cents: 30000, vat_exempt: true }], ...over },
+  });
+  assert.equal(res.status, 201, res.text);
+  return res.body.data;
+};
+const events = async (app: TestApp, companyId: string, name: string) => (await app.pool.query(`SELECT data FROM events WHERE company_id = $1 AND name = $2 ORDER BY created_at, id`, [companyId, name])).rows.map((r) => r.data);
+
+describe('tax invoices with the development provider', () => {
+  let app: TestApp;
+  let worker: Worker;
+  let tenant: Tenant;
+  let api: Api;
+  let setup: Awaited<ReturnType<typeof setUpCompany>>;
+  const valid = (id: string) => waitFor(async () => {
+    const inv = (await api.get(`/invoices/${id}`)).body.data;
+    return inv.status !== 'pending' && inv;
+  }, 20_000, `invoice ${id} stamped`);
+
+  before(async () => {
+    app = await startTestApp();
+    tenant = await seedTenant(app.pool, { modules: ['invoicing'], rateLimitPerMinute: 100_000 });
+    api = client(app.baseUrl, tenant.key);
+    worker = await startWorker(app.config, app.pool, app.databaseUrl, { boss: { supervise: false, schedule: false } });
+    setup = await setUpCompany(app, api, tenant);
+  });
+  after(async () => {
+    await worker.stop();
+    await app.close();
+  });
+
+  test('module off: 403 module_not_enabled on every invoice route', async () => {
+    const off = await seedTenant(app.pool);
+    const api2 = client(app.baseUrl, off.key);
+    const id = '665f1c2a9b1e8a0012345678';
+    for (const [method, path] of [['POST', `/sales/${id}/invoice`], ['GET', '/invoices'], ['GET', `/invoices/${id}`], ['POST', `/invoices/${id}/cancel`], ['GET', `/invoices/${id}/xml`], ['GET', `/invoices/${id}/pdf`]] as const) {
+      const res = method === 'GET' ? await api2.get(path) : await api2.post(path, { data: { motive: '02' } });
+      assert.equal(res.status, 403, `${method} ${path}`);
+      assert.equal(res.body.error, 'module_not_enabled');
+    }
+  });
+
+  test('the tax profile: files checked (password, RFC), secrets sealed and never printed; without one, 422 no_emitter', async () => {
+    const t = await seedTenant(app.pool, { modules: ['invoicing'] });
+    const a = client(app.baseUrl, t.key);
+    const s = await sale(a);
+    const res = await a.post(`/sales/${s.id}/invoice`, { data: {} });
+    assert.equal(res.status, 422);
+    assert.equal(res.body.error, 'no_emitter');
+    const csd = testCsd();
+    const args = ['company', 'tax-profile', t.companyId, '--legal-name', 'X', '--tax-regime', '601', '--zip', '42501', '--cer', csd.cerPath, '--key', csd.keyPath, '--json'];
+    const wrongPassword = await wsctl(app, [...args, '--rfc', csd.rfc, '--key-password', 'otra']);
+    assert.notEqual(wrongPassword.code, 0);
+    assert.match(wrongPassword.stderr, /contraseña/);
+    const wrongRfc = await wsctl(app, [...args, '--rfc', 'URE180429TM6', '--key-password', csd.password]);
+    assert.notEqual(wrongRfc.code, 0);
+    assert.match(wrongRfc.stderr, /EKU9003173C9/);
+    const ok = await wsctl(app, [...args, '--rfc', csd.rfc, '--key-password', csd.password]);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.ok(!ok.stdout.includes(csd.password) && !ok.stdout.includes(csd.key.toString('base64').slice(0, 40)));
+    const { rows } = await app.pool.query('SELECT key_enc, password_enc FROM company_tax_profiles WHERE company_id = $1', [t.companyId]);
+    assert.ok(!rows[0].password_enc.includes(csd.password));
+    assert.ok(!rows[0].key_enc.includes(csd.key.toString('base64').slice(0, 40)));
+  });
+
+  test('422s: customer_no_rfc, sale_without_tax; already_invoiced; two concurrent emits make one invoice', async () => {
+    const plain = (await api.post('/customers', { data: { name: 'Sin RFC' } })).body.data;
+    const noRfc = await sale(api, { customer_id: plain.id });
+    const r1 = await api.post(`/sales/${noRfc.id}/invoice`, { data: {} });
+    assert.deepEqual([r1.status, r1.body.error], [422, 'customer_no_rfc']);
+    const untaxed = await sale(api, { line_items: [{ description: 'Sin IVA definido', quantity: 1, unit_price_cents: 100 }] });
+    const r2 = await api.post(`/sales/${untaxed.id}/invoice`);
+    assert.deepEqual([r2.status, r2.body.error], [422, 'sale_without_tax']);
+    const s = await sale(api, { customer_id: setup.customer.id });
+    const both = await Promise.all([1, 2].map(() => api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })));
+    assert.deepEqual(both.map((r) => r.status).sort(), [201, 422]);
+    assert.equal(both.find((r) => r.status === 422)!.body.error, 'already_invoiced');
+    const { rows } = await app.pool.query('SELECT count(*)::int AS n FROM invoices WHERE sale_id = $1', [s.id]);
+    assert.equal(rows[0].n, 1);
+  });
+
+  test('emit: pending, then valid with uuid; the XML passes the CFDI 4.0 rules and says it is not valid for tax; PDF; invoice.emitted', async () => {
+    const s = await sale(api, { customer_id: setup.customer.id, metadata: { pedido: 'P-9' } });
+    const res = await api.post(`/sales/${s.id}/invoice`, { data: { cfdi_use: 'G03', payment_form: '04', receiver: { tax_regime: '601' }, series: 'A' } });
+    assert.equal(res.status, 201, res.text);
+    assert.equal(res.body.data.status, 'pending');
+    assert.equal(res.body.data.provider, 'development');
+    assert.match(res.body.data.warning, /sin validez fiscal/);
+    const inv = await valid(res.body.data.id);
+    assert.equal(inv.status, 'valid', inv.failure_reason);
+    assert.match(inv.uuid, /^[0-9A-F-]{36}$/);
+    assert.equal(inv.payment_method, 'PUE');
+    assert.deepEqual(inv.receiver, { rfc: 'URE180429TM6', legal_name: 'UNIVERSIDAD ROBOTICA ESPAÑOLA', tax_regime: '601', zip: '86991' });
+    assert.match(inv.verification_url, /verificacfdi/);
+    const xml = await fetch(`${app.baseUrl}/invoices/${inv.id}/xml`, { headers: { authorization: `Bearer ${tenant.key}` } });
+    assert.equal(xml.status, 200);
+    assert.match(xml.headers.get('content-disposition')!, /attachment/);
+    const text = await xml.text();
+    assert.deepEqual(validateCfdi(text), []);
+    assert.match(text, /sin validez fiscal/);
+    assert.match(text, /Total="3780.00"/); // 3000 + 480 VAT + 300 exempt
+    assert.match(text, /TipoFactor="Exento"/);
+    const pdf = await fetch(`${app.baseUrl}/invoices/${inv.id}/pdf`, { headers: { authorization: `Bearer ${tenant.key}` } });
+    assert.equal(pdf.headers.get('content-type'), 'application/pdf');
+    assert.equal(Buffer.from(await pdf.arrayBuffer()).subarray(0, 4).toString(), '%PDF');
+    const emitted = await events(app, tenant.companyId, 'invoice.emitted');
+    assert.ok(emitted.some((e) => e.id === inv.id && e.uuid === inv.uuid));
+    const again = await api.post(`/sales/${s.id}/invoice`);
+    assert.deepEqual([again.status, again.body.error], [422, 'already_invoiced']);
+    // The validator is not a rubber stamp: a tampered total breaks a named rule.
+    assert.ok(validateCfdi(text.replace('Total="3780.00"', 'Total="3781.00"')).some((v) => v.rule === 'CFDI40-TOTAL'));
+  });
+
+  test('a sale to the general public is a global invoice (XAXX010101000, 616, S01, InformacionGlobal)', async () => {
+    const s = await sale(api);
+    const inv = await valid((await api.post(`/sales/${s.id}/invoice`)).body.data.id);
+    assert.equal(inv.receiver.rfc, 'XAXX010101000');
+    assert.equal(inv.cfdi_use, 'S01');
+    const text = await (await fetch(`${app.baseUrl}/invoices/${inv.id}/xml`, { headers: { authorization: `Bearer ${tenant.key}` } })).text();
+    assert.deepEqual(validateCfdi(text), []);
+    assert.match(text, /InformacionGlobal Periodicidad="04"/);
+    assert.match(text, /Nombre="PUBLICO EN GENERAL"/);
+  });
+
+  test('cancel (motive 02), and substitution: the new one names the old (04) and the old is cancelled with 01; events', async () => {
+    const s1 = await sale(api, { customer_id: setup.customer.id });
+    const first = await valid((await api.post(`/sales/${s1.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    const bad = await api.post(`/invoices/${first.id}/cancel`, { data: { motive: '01' } });
+    assert.equal(bad.status, 422);
+    const c = await api.post(`/invoices/${first.id}/cancel`, { data: { motive: '02' } });
+    assert.equal(c.status, 200, c.text);
+    assert.equal(c.body.data.status, 'cancellation_pending');
+    await waitFor(async () => (await api.get(`/invoices/${first.id}`)).body.data.status === 'cancelled', 20_000, 'cancelled');
+    assert.ok((await events(app, tenant.companyId, 'invoice.cancelled')).some((e) => e.id === first.id));
+    // The sale can be invoiced again once its invoice is cancelled.
+    const s2 = await sale(api, { customer_id: setup.customer.id });
+    const old = await valid((await api.post(`/sales/${s2.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    const sub = await api.post(`/sales/${s2.id}/invoice`, { data: { receiver: { tax_regime: '601' }, cfdi_use: 'G01', substitutes_id: old.id } });
+    assert.equal(sub.status, 201, sub.text);
+    const fresh = await valid(sub.body.data.id);
+    const text = await (await fetch(`${app.baseUrl}/invoices/${fresh.id}/xml`, { headers: { authorization: `Bearer ${tenant.key}` } })).text();
+    assert.match(text, new RegExp(`CfdiRelacionados TipoRelacion="04"><cfdi:CfdiRelacionado UUID="${old.uuid}"`));
+    const oldNow = await waitFor(async () => {
+      const o = (await api.get(`/invoices/${old.id}`)).body.data;
+      return o.status === 'cancelled' && o;
+    }, 20_000, 'the substituted one cancelled');
+    assert.deepEqual([oldNow.cancellation.motive, oldNow.cancellation.substitute_uuid, oldNow.substituted_by_id], ['01', fresh.uuid, fresh.id]);
+    const substituted = (await events(app, tenant.companyId, 'invoice.substituted')).find((e) => e.id === fresh.id);
+    assert.equal(substituted.substituted_uuid, old.uuid);
+  });
+
+  test('a deferred (PPD) sale: FormaPago 99, and each payment stamps a payment complement (type P) with invoice.payment_complement_added', async () => {
+    const s = await sale(api, { customer_id: setup.customer.id, payment_terms: 'deferred' });
+    const inv = await valid((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' }, payment_form: '03' } })).body.data.id);
+    assert.deepEqual([inv.payment_method, inv.payment_form], ['PPD', '99']);
+    await api.post(`/sales/${s.id}/payments`, { data: { account_id: setup.account.id, amount_cents: 100_000 } });
+    await api.post(`/sales/${s.id}/payments`, { data: { account_id: setup.account.id, amount_cents: 278_000 } });
+    const done = await waitFor(async () => {
+      const i = (await api.get(`/invoices/${inv.id}`)).body.data;
+      return i.payment_complements.length === 2 && i.payment_complements.every((c: any) => c.status === 'valid') && i;
+    }, 20_000, 'two complements');
+    assert.deepEqual(done.payment_complements.map((c: any) => [c.installment, c.amount_cents]), [[1, 100_000], [2, 278_000]]);
+    const { rows } = await app.pool.query('SELECT xml FROM invoice_payment_complements WHERE invoice_id = $1 ORDER BY installment', [inv.id]);
+    for (const r of rows) assert.deepEqual(validateCfdi(r.xml), []);
+    assert.match(rows[1].xml, /ImpSaldoAnt="2780.00" ImpPagado="2780.00" ImpSaldoInsoluto="0.00"/);
+    assert.equal((await events(app, tenant.companyId, 'invoice.payment_complement_added')).filter((e) => e.id === inv.id).length, 2);
+  });
+
+  test('tenant isolation: another company with the module sees 404', async () => {
+    const s = await sale(api, { customer_id: setup.customer.id, line_items: [{ description: 'X', quantity: 1, unit_price_cents: 100, vat_rate: 0 }] });
+    const inv = await valid((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    const other = client(app.baseUrl, (await seedTenant(app.pool, { modules: ['invoicing'] })).key);
+    assert.equal((await other.get(`/invoices/${inv.id}`)).status, 404);
+    assert.equal((await other.get(`/invoices/${inv.id}/xml`)).status, 404);
+    assert.equal((await other.post(`/sales/${s.id}/invoice`)).status, 404);
+  });
+});
+
+describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
+  let app: TestApp;
+  let worker: Worker;
+  let tenant: Tenant;
+  let api: Api;
+  let setup: Awaited<ReturnType<typeof setUpCompany>>;
+  let facturapi: Awaited<ReturnType<typeof startFacturapiStandIn>>;
+
+  before(async () => {
+    facturapi = await startFacturapiStandIn();
+    app = await startTestApp(facturapi.env);
+    tenant = await seedTenant(app.pool, { modules: ['invoicing'], rateLimitPerMinute: 100_000 });
+    api = client(app.baseUrl, tenant.key);
+    worker = await startWorker(app.config, app.pool, app.databaseUrl, { boss: { supervise: false, schedule: false } });
+    setup = await setUpCompany(app, api, tenant);
+  });
+  after(async () => {
+    await worker.stop();
+    await app.close();
+    await facturapi.close();
+  });
+
+  const settled = (id: string) => waitFor(async () => {
+    const inv = (await api.get(`/invoices/${id}`)).body.data;
+    return inv.status !== 'pending' && inv;
+  }, 90_000, `invoice ${id} settled`);
+
+  test('emit: Facturapi’s body (customer, items with SAT keys and taxes, PUE, external_id, Idempotency-Key), its uuid and folio; downloads proxied', async () => {
+    const s = await sale(api, { customer_id: setup.customer.id });
+    const res = await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } });
+    assert.equal(res.body.data.provider, 'facturapi');
+    assert.equal(res.body.data.warning, null);
+    const inv = await settled(res.body.data.id);
+    assert.equal(inv.status, 'valid');
+    const sent = facturapi.requests.find((r) => r.method === 'POST' && r.body?.external_id === inv.id)!;
+    assert.equal(sent.headers['idempotency-key'], `ws-${inv.id}`);
+    assert.deepEqual(sent.body.customer, { legal_name: 'UNIVERSIDAD ROBOTICA ESPAÑOLA', tax_id: 'URE180429TM6', tax_system: '601', address: { zip: '86991' } });
+    assert.equal(sent.body.payment_method, 'PUE');
+    assert.deepEqual(sent.body.items[0].product.taxes, [{ type: 'IVA', rate: 0.16 }]);
+    assert.deepEqual(sent.body.items[1].product.taxes, [{ type: 'IVA', factor: 'Exento' }]);
+    assert.equal(inv.uuid, [...facturapi.invoices.values()].find((i) => i.external_id === inv.id)!.uuid);
+    assert.ok(inv.folio);
+    const pdf = await fetch(`${app.baseUrl}/invoices/${inv.id}/pdf`, { headers: { authorization: `Bearer ${tenant.key}` } });
+    assert.match(Buffer.from(await pdf.arrayBuffer()).toString(), new RegExp(inv.uuid));
+  });
+
+  test('an outage is retried until stamped; a lost answer does not stamp twice; a rejection fails with the provider’s reason', async () => {
+    facturapi.fault({ method: 'POST', status: 503 });
+    const s1 = await sale(api, { customer_id: setup.customer.id });
+    const a = await settled((await api.post(`/sales/${s1.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    assert.equal(a.status, 'valid');
+    facturapi.fault({ method: 'POST', status: 500, afterCreate: true });
+    const s2 = await sale(api, { customer_id: setup.customer.id });
+    const b = await settled((await api.post(`/sales/${s2.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    assert.equal(b.status, 'valid');
+    assert.equal([...facturapi.invoices.values()].filter((i) => i.external_id === b.id).length, 1, 'stamped once');
+    const refused = (await api.post('/customers', { data: { name: 'Rechazado', tax_id: 'XIA190128J61', legal_name: 'X', address: { postal_code: '01000' } } })).body.data;
+    const s3 = await sale(api, { customer_id: refused.id });
+    const c = await settled((await api.post(`/sales/${s3.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    assert.equal(c.status, 'failed');
+    assert.match(c.failure_reason, /lista de RFC inscritos/);
+    assert.equal(c.uuid, null);
+    // A failed invoice does not block another attempt.
+    assert.equal((await api.post(`/sales/${s3.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).status, 201);
+  });
+
+  test('cancel through Facturapi: motive and substitution sent, cancelled when accepted', async () => {
+    const s = await sale(api, { customer_id: setup.customer.id });
+    const inv = await settled((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    await api.post(`/invoices/${inv.id}/cancel`, { data: { motive: '03' } });
+    await waitFor(async () => (await api.get(`/invoices/${inv.id}`)).body.data.status === 'cancelled', 20_000, 'cancelled at Facturapi');
+    const stored = [...facturapi.invoices.values()].find((i) => i.uuid === inv.uuid)!;
+    assert.deepEqual([stored.status, stored.cancel_motive], ['canceled', '03']);
+  });
+});

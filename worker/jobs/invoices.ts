@@ -1,0 +1,182 @@
+// Tax invoices in the worker (queue invoices): stamping, cancelling and
+// payment complements through the configured provider (lib/cfdi/providers.ts).
+// The provider call happens outside any transaction; its result and the
+// event are written together. A provider outage is thrown, so pg-boss
+// retries with backoff (db/queues.ts); a refusal marks the document `failed`
+// with the provider's reason. Stamping twice is impossible: a job that finds
+// the invoice no longer pending does nothing, and the provider's idempotency
+// key is the invoice id.
+import type { Job } from 'pg-boss';
+import { recordEvent } from '../../db/events.ts';
+import { loadEmitter } from '../../db/invoicing.ts';
+import { transaction, type Pool } from '../../db/pool.ts';
+import { INVOICES, type InvoiceJob } from '../../db/queues.ts';
+import type { CfdiDocument } from '../../lib/cfdi/document.ts';
+import { DevelopmentProvider, FacturapiProvider, ProviderRejected, type InvoiceProvider, type Signer } from '../../lib/cfdi/providers.ts';
+import type { Config } from '../../lib/config.ts';
+import type { JobDefinition, WorkerDeps } from './types.ts';
+
+type Invoice = { id: string; company_id: string; sale_id: string; status: string; provider: 'development' | 'facturapi'; provider_id: string | null; uuid: string | null; document: CfdiDocument; total_cents: string; currency: string; substitutes_id: string | null; cancellation_motive: string | null; cancellation_substitute_uuid: string | null };
+
+function providerFor(config: Config, name: 'development' | 'facturapi'): InvoiceProvider {
+  if (name === 'facturapi') {
+    if (!config.facturapi) throw new Error('la factura se pidió a Facturapi, pero FACTURAPI_KEY ya no está configurada');
+    return new FacturapiProvider({ baseUrl: config.facturapi.url, key: config.facturapi.key });
+  }
+  return new DevelopmentProvider();
+}
+
+async function signerOf(pool: Pool, config: Config, companyId: string): Promise<Signer | null> {
+  const emitter = await loadEmitter(pool, config, companyId);
+  if (!emitter) return null;
+  return { number: emitter.certificate_number, certificateBase64: emitter.certificate_base64, sign: (data) => emitter.credential.sign(data) };
+}
+
+const eventData = (inv: Invoice, extra: Record<string, unknown> = {}) => ({
+  object: 'invoice',
+  id: inv.id,
+  sale_id: inv.sale_id,
+  status: inv.status,
+  uuid: inv.uuid,
+  amount_cents: Number(inv.total_cents),
+  currency: inv.currency,
+  metadata: {},
+  ...extra,
+});
+
+async function load(pool: Pool, id: string): Promise<Invoice | null> {
+  const { rows } = await pool.query<Invoice>('SELECT * FROM invoices WHERE id = $1', [id]);
+  return rows[0] ?? null;
+}
+
+async function stamp(deps: WorkerDeps, id: string): Promise<void> {
+  const { pool, config, jobs } = deps;
+  const invoice = await load(pool, id);
+  if (!invoice || invoice.status !== 'pending') return;
+  const signer = await signerOf(pool, config, invoice.company_id);
+  const fail = (reason: string) => pool.query(`UPDATE invoices SET status = 'failed', failure_reason = $2, updated_at = now() WHERE id = $1 AND status = 'pending'`, [id, reason.slice(0, 1000)]);
+  if (!signer) return void (await fail('la empresa ya no tiene datos fiscales completos (no_emitter)'));
+  let result;
+  try {
+    result = await providerFor(config, invoice.provider).emit(invoice.document, signer);
+  } catch (error) {
+    if (error instanceof ProviderRejected) return void (await fail(error.message));
+    throw error;
+  }
+  await transaction(pool, async (client) => {
+    const { rows } = await client.query<Invoice>(
+      `UPDATE invoices SET status = 'valid', provider_id = $2, uuid = $3, series = $4, folio = $5, stamped_at = $6, verification_url = $7, xml = $8, failure_reason = NULL, updated_at = now()
+        WHERE id = $1 AND status = 'pending' RETURNING *`,
+      [id, result.provider_id, result.uuid, result.series, result.folio, new Date(result.stamped_at), result.verification_url, result.xml],
+    );
+    const stamped = rows[0];
+    if (!stamped) return;
+    await recordEvent(client, jobs, stamped.company_id, 'invoice.emitted', eventData(stamped));
+    if (stamped.substitutes_id) {
+      // The old invoice is cancelled with motive 01, naming this one.
+      const { rows: old } = await client.query<Invoice>(
+        `UPDATE invoices SET substituted_by_id = $2, status = 'cancellation_pending', cancellation_motive = '01', cancellation_substitute_uuid = $3,
+                cancellation_requested_at = now(), updated_at = now() WHERE id = $1 AND status = 'valid' RETURNING *`,
+        [stamped.substitutes_id, stamped.id, stamped.uuid],
+      );
+      if (old[0]) {
+        await recordEvent(client, jobs, stamped.company_id, 'invoice.substituted', eventData(stamped, { substituted_uuid: old[0].uuid, substituted_id: old[0].id }));
+        await jobs.send(client, INVOICES, { action: 'cancel', invoice_id: old[0].id });
+      }
+    }
+  });
+}
+
+async function cancel(deps: WorkerDeps, id: string): Promise<void> {
+  const { pool, config, jobs } = deps;
+  const invoice = await load(pool, id);
+  if (!invoice || invoice.status !== 'cancellation_pending') return;
+  let outcome;
+  try {
+    outcome = await providerFor(config, invoice.provider).cancel({ provider_id: invoice.provider_id!, uuid: invoice.uuid! }, invoice.cancellation_motive!, invoice.cancellation_substitute_uuid);
+  } catch (error) {
+    if (error instanceof ProviderRejected) {
+      // The SAT or the provider refused: the invoice stays valid, with the reason.
+      await pool.query(`UPDATE invoices SET status = 'valid', failure_reason = $2, updated_at = now() WHERE id = $1 AND status = 'cancellation_pending'`, [id, `cancelación rechazada: ${error.message}`.slice(0, 1000)]);
+      return;
+    }
+    throw error;
+  }
+  if (outcome === 'pending') {
+    // The receiver must accept it (SAT rules): ask again in a while.
+    await jobs.send(pool, INVOICES, { action: 'cancel', invoice_id: id }, { startAfter: 60 });
+    return;
+  }
+  await transaction(pool, async (client) => {
+    const { rows } = await client.query<Invoice>(`UPDATE invoices SET status = 'cancelled', cancelled_at = now(), updated_at = now() WHERE id = $1 AND status = 'cancellation_pending' RETURNING *`, [id]);
+    if (rows[0]) await recordEvent(client, jobs, rows[0].company_id, 'invoice.cancelled', eventData(rows[0], { motive: rows[0].cancellation_motive }));
+  });
+}
+
+type Complement = { id: string; invoice_id: string; income_id: string; amount_cents: string; installment: number; previous_balance_cents: string; paid_at: Date; status: string };
+
+async function complement(deps: WorkerDeps, id: string): Promise<void> {
+  const { pool, config, jobs } = deps;
+  const { rows } = await pool.query<Complement>('SELECT * FROM invoice_payment_complements WHERE id = $1', [id]);
+  const c = rows[0];
+  if (!c || c.status !== 'pending') return;
+  const invoice = (await load(pool, c.invoice_id))!;
+  const signer = await signerOf(pool, config, invoice.company_id);
+  const fail = (reason: string) => pool.query(`UPDATE invoice_payment_complements SET status = 'failed', failure_reason = $2, updated_at = now() WHERE id = $1`, [id, reason.slice(0, 1000)]);
+  if (!signer || !invoice.uuid) return void (await fail('sin datos fiscales o sin factura timbrada'));
+  const base = invoice.document;
+  const doc: CfdiDocument = {
+    ...base,
+    invoice_id: c.id,
+    type: 'P',
+    series: null,
+    folio: null,
+    issued_at: new Date().toISOString(),
+    payment_form: null,
+    payment_method: null,
+    cfdi_use: 'CP01',
+    global: null,
+    related: null,
+    lines: [{ product_key: '84111506', unit_key: 'ACT', description: 'Pago', quantity: 1, unit_price_cents: 0, amount_cents: 0, discount_cents: 0, tax: { rate: null, exempt: false, base_cents: 0, tax_cents: 0 } }],
+    subtotal_cents: 0,
+    discount_cents: 0,
+    total_cents: 0,
+    payment: {
+      paid_at: c.paid_at.toISOString(),
+      payment_form: '03',
+      amount_cents: Number(c.amount_cents),
+      related_uuid: invoice.uuid,
+      installment: c.installment,
+      previous_balance_cents: Number(c.previous_balance_cents),
+      currency: invoice.currency,
+    },
+  };
+  let result;
+  try {
+    result = await providerFor(config, invoice.provider).emit(doc, signer);
+  } catch (error) {
+    if (error instanceof ProviderRejected) return void (await fail(error.message));
+    throw error;
+  }
+  await transaction(pool, async (client) => {
+    const { rowCount } = await client.query(
+      `UPDATE invoice_payment_complements SET status = 'valid', provider_id = $2, uuid = $3, stamped_at = $4, xml = $5, updated_at = now() WHERE id = $1 AND status = 'pending'`,
+      [id, result.provider_id, result.uuid, new Date(result.stamped_at), result.xml],
+    );
+    if (rowCount) {
+      await recordEvent(client, jobs, invoice.company_id, 'invoice.payment_complement_added', eventData(invoice, { complement_id: id, complement_uuid: result.uuid, payment_cents: Number(c.amount_cents), installment: c.installment }));
+    }
+  });
+}
+
+export const invoices: JobDefinition<InvoiceJob> = {
+  queue: INVOICES,
+  work: { batchSize: 1, pollingIntervalSeconds: 0.5 },
+  async handler(deps, batch: Job<InvoiceJob>[]) {
+    for (const { data } of batch) {
+      if (data.action === 'complement') await complement(deps, data.complement_id);
+      else if (data.action === 'stamp') await stamp(deps, data.invoice_id);
+      else await cancel(deps, data.invoice_id);
+    }
+  },
+};
