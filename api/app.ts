@@ -9,6 +9,7 @@ import { KeyCache } from './auth/key-cache.ts';
 import { authenticateSession, revokeSession, signInHandler } from './auth/sessions.ts';
 import { koaBody } from 'koa-body';
 import { ApiError } from './errors.ts';
+import { log, logError } from '../lib/log.ts';
 import { requestMiddleware, httpsOnly } from './middleware/request.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { ResponseCache } from './middleware/response-cache.ts';
@@ -49,6 +50,7 @@ export async function createDeps(options: AppOptions): Promise<Deps> {
     totals: new TotalsCache(),
     responseCache: new ResponseCache(),
     mcpActivity: new ActivityLog(options.pool),
+    lifecycle: { draining: false },
     jobs: await createJobSender(options.databaseUrl, { max: options.jobSenderConnections, applicationName: options.applicationName?.('job-sender') }),
   };
 }
@@ -81,13 +83,29 @@ export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
   app.use(httpsOnly(deps.config.isProduction));
 
   const root: ApiRouter = new Router<ApiState, ApiContextExtension>();
-  root.get('/healthz', async (ctx) => {
+  // Liveness: the process answers and reaches PostgreSQL. Readiness: that, and
+  // not stopping (a draining process finishes what it has but takes nothing
+  // new). Each failure says why in the log line.
+  const databaseAnswers = async (check: string) => {
     try {
       await deps.pool.query('SELECT 1');
-      ctx.body = { status: 'ok' };
-    } catch {
+    } catch (error) {
+      logError(`${check}.unhealthy`, error, { reason: 'database' });
       throw new ApiError('service_unavailable', 'La base de datos no responde.');
     }
+  };
+  root.get('/healthz', async (ctx) => {
+    await databaseAnswers('health');
+    ctx.body = { status: 'ok' };
+  });
+  root.get('/readyz', async (ctx) => {
+    if (deps.lifecycle.draining) {
+      log('ready.unhealthy', { reason: 'draining' });
+      ctx.set('Retry-After', '5');
+      throw new ApiError('service_unavailable', 'El proceso se está deteniendo.');
+    }
+    await databaseAnswers('ready');
+    ctx.body = { status: 'ready' };
   });
   root.get('/api/v1/openapi.json', (ctx) => {
     ctx.body = openApiDocument(deps.config);

@@ -35,6 +35,7 @@ const SHUTDOWN_GRACE_MS = 25_000;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     log('web.stopping', { signal, grace_ms: SHUTDOWN_GRACE_MS });
+    deps.lifecycle.draining = true;
     const cut = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
     cut.unref();
     server.close(async () => {

@@ -24,6 +24,8 @@ export type Deps = {
   jobs: JobSender;
   /** MCP tools/call records, written in batches (api/mcp/activity-log.ts). */
   mcpActivity: ActivityLog;
+  /** Set when the process is stopping: GET /readyz answers 503 so the router stops sending traffic. */
+  lifecycle: { draining: boolean };
 };
 
 export type ApiState = {

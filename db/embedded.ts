@@ -117,12 +117,13 @@ async function stopServer(child: ChildProcess): Promise<void> {
  * `fast` (tests only) turns off fsync: a crash may lose the cluster, which a
  * test run recreates anyway, and it saves seconds per run.
  */
-export async function startEmbedded(dataDir: string, options: { database?: string; fast?: boolean } = {}): Promise<EmbeddedDatabase> {
+export async function startEmbedded(dataDir: string, options: { database?: string; fast?: boolean; port?: number } = {}): Promise<EmbeddedDatabase> {
   const layout = await embeddedLayout(path.resolve(dataDir));
   // Said on stderr whatever LOG_LEVEL is: someone looking for the database under DATA_DIR must find where it went.
   if (layout.relocated) process.stderr.write(`Embedded PostgreSQL: ${layout.relocated} (DATA_DIR keeps the rest).\n`);
   if (!existsSync(path.join(layout.clusterDir, 'PG_VERSION'))) await initdb(layout);
-  const port = await freePort();
+  // A fixed port lets a restart keep the URL the processes hold (the drills restart PostgreSQL under load).
+  const port = options.port ?? (await freePort());
   const flags = ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', ...(options.fast ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off'] : [])];
   const server = await startServer(layout, port, flags);
   const database = options.database ?? 'workspace';

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { API_RELEASED_AT, API_VERSION } from '../lib/version.ts';
+import pg from 'pg';
+import { isDatabaseUnavailable, toApiError } from '../api/middleware/request.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 
 describe('health and version headers', () => {
@@ -14,6 +16,32 @@ describe('health and version headers', () => {
     const res = await fetch(`${app.url}/healthz`);
     assert.equal(res.status, 200);
     assert.deepEqual(await res.json(), { status: 'ok' });
+  });
+
+  test('GET /readyz: 200 ready; 503 with Retry-After while the process drains, healthz still 200', async () => {
+    const ok = await fetch(`${app.url}/readyz`);
+    assert.equal(ok.status, 200);
+    assert.deepEqual(await ok.json(), { status: 'ready' });
+    app.deps.lifecycle.draining = true;
+    try {
+      const draining = await fetch(`${app.url}/readyz`);
+      assert.equal(draining.status, 503);
+      assert.equal(((await draining.json()) as any).error, 'service_unavailable');
+      assert.equal(draining.headers.get('retry-after'), '5');
+      assert.equal((await fetch(`${app.url}/healthz`)).status, 200);
+    } finally {
+      app.deps.lifecycle.draining = false;
+    }
+  });
+
+  test('PostgreSQL unreachable is 503 service_unavailable (retry shortly), not a 500', async () => {
+    const dead = new pg.Pool({ connectionString: 'postgres://x:y@127.0.0.1:9/none', connectionTimeoutMillis: 1000 });
+    const error = await dead.query('SELECT 1').catch((e) => e);
+    await dead.end();
+    assert.equal(isDatabaseUnavailable(error), true);
+    assert.equal(toApiError(error)?.status, 503);
+    assert.equal(toApiError(error)?.code, 'service_unavailable');
+    assert.equal(toApiError(new Error('a bug')), null);
   });
 
   test('every response, errors included, carries the version headers and a request id', async () => {

@@ -11,8 +11,21 @@ import type { ApiContext } from '../types.ts';
 
 const INBOUND_ID = /^[A-Za-z0-9._-]{8,200}$/;
 
+/**
+ * PostgreSQL unreachable or going away (connection refused or reset, the
+ * server shutting down or starting, the pool unable to connect in time):
+ * the request did not happen, and trying again shortly may work: 503.
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  const e = error as { code?: string; message?: string };
+  if (!e) return false;
+  if (typeof e.code === 'string' && (/^08/.test(e.code) || ['57P01', '57P02', '57P03', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(e.code))) return true;
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connect ECONNREFUSED/i.test(e.message ?? '');
+}
+
 export function toApiError(error: unknown): ApiError | null {
   if (error instanceof ApiError) return error;
+  if (isDatabaseUnavailable(error)) return new ApiError('service_unavailable', 'La base de datos no está disponible; reintenta en unos segundos.');
   const status = (error as { status?: number; statusCode?: number })?.status ?? (error as { statusCode?: number })?.statusCode;
   const type = (error as { type?: string })?.type;
   // Errors raised by the body parser (co-body / formidable) carry a status.
@@ -41,6 +54,8 @@ export function requestMiddleware() {
       if (apiError) {
         ctx.status = apiError.status;
         ctx.body = apiError.toBody();
+        if (apiError.code === 'service_unavailable' && !ctx.response.get('Retry-After')) ctx.set('Retry-After', '2');
+        if (isDatabaseUnavailable(error)) logError('request.database_unavailable', error, { request_id: requestId, method: ctx.method, path: ctx.path });
       } else {
         failure = error;
         logError('request.failed', error, { request_id: requestId, method: ctx.method, path: ctx.path });

@@ -1,0 +1,284 @@
+// The drills (docs/operations.md, "Drills"): each runs the real web and
+// worker processes over a real PostgreSQL, breaks something the way it breaks
+// in production, and reports what it did and what it found.
+import { randomUUID } from 'node:crypto';
+import { api, finding, kill9, receiver, startWeb, startWorkerProcess, tenant, until, type Drill } from './lib.ts';
+
+/** kill -9 of the worker while 1,000 events go to 3 receivers: every event reaches every receiver, duplicates keep their event id. */
+export const workerKill: Drill = {
+  name: 'worker-kill',
+  summary: 'kill -9 of the worker while 1,000 events are delivered to 3 receivers',
+  async run(ctx) {
+    const t = await tenant(ctx.pool, { rateLimitPerMinute: 1_000_000 });
+    const receivers = await Promise.all([receiver(), receiver(), receiver()]);
+    const web = await startWeb(ctx);
+    let worker: ReturnType<typeof startWorkerProcess> | null = null;
+    try {
+      for (const r of receivers) {
+        const res = await api(web.url, t.key, 'POST', '/webhook-endpoints', { data: { url: r.url, enabled_events: ['customer.created'] } });
+        if (res.status !== 201) throw new Error(`endpoint: ${res.status} ${JSON.stringify(res.body)}`);
+      }
+      const ids: string[] = [];
+      for (let batch = 0; batch < 50; batch++) {
+        await Promise.all(Array.from({ length: 20 }, async (_, i) => {
+          const res = await api(web.url, t.key, 'POST', '/customers', { data: { name: `Cliente ${batch}-${i}` } });
+          if (res.status === 201) ids.push(res.body.data.id);
+        }));
+      }
+      const { rows } = await ctx.pool.query<{ id: string }>(`SELECT id FROM events WHERE company_id = $1 AND name = 'customer.created'`, [t.companyId]);
+      const events = new Set(rows.map((r) => r.id));
+      // The backlog is written first; the worker starts on it and is killed mid-way.
+      worker = startWorkerProcess(ctx);
+      const seen = () => receivers.reduce((n, r) => n + r.received.length, 0);
+      await until(async () => seen() >= 600, 60_000);
+      const atKill = seen();
+      kill9(worker!);
+      ctx.log(`worker killed with SIGKILL after ${atKill} deliveries; a new one starts in 1 s`);
+      await new Promise((r) => setTimeout(r, 1000));
+      worker = startWorkerProcess(ctx);
+      const started = Date.now();
+      const complete = await until(async () => receivers.every((r) => events.size && [...events].every((id) => r.received.some((x) => x.eventId === id))) || null, 240_000);
+      const missing = receivers.reduce((n, r) => n + [...events].filter((id) => !r.received.some((x) => x.eventId === id)).length, 0);
+      const total = seen();
+      const duplicates = total - events.size * receivers.length;
+      const foreign = receivers.reduce((n, r) => n + r.received.filter((x) => !events.has(x.eventId)).length, 0);
+      return {
+        name: this.name,
+        did: `${ids.length} customers → ${events.size} events × 3 receivers; worker kill -9 after ${atKill} deliveries; all delivered ${complete ? `${((Date.now() - started) / 1000).toFixed(1)} s after the restart` : 'NOT within 240 s'}`,
+        findings: [
+          finding('events lost (event × receiver never delivered)', '0', missing, missing === 0),
+          finding('deliveries with an event id not of this run', '0', foreign, foreign === 0),
+          finding('duplicates (redelivered after the kill, same event id)', 'reported', duplicates, true),
+        ],
+      };
+    } finally {
+      if (worker) kill9(worker);
+      await web.stop();
+      await Promise.all(receivers.map((r) => r.close()));
+    }
+  },
+};
+
+/** kill -9 of the web process between a write's commit and its answer, the client retrying with the same Idempotency-Key: exactly one record. */
+export const idempotencyCrash: Drill = {
+  name: 'web-kill-after-commit',
+  summary: 'kill -9 of the web process between a commit and its answer; the client retries with the same Idempotency-Key',
+  async run(ctx) {
+    const t = await tenant(ctx.pool);
+    const rounds = 10;
+    let replayed = 0;
+    let extra = 0;
+    let cut = 0;
+    for (let i = 0; i < rounds; i++) {
+      const crashing = await startWeb(ctx, { CRASH_AFTER_COMMIT_OF: '^INSERT INTO customers' }, ['--import', './test/helpers/crash-after-commit.ts']);
+      const key = randomUUID();
+      const name = `Idempotente ${i} ${key}`;
+      const first = await api(crashing.url, t.key, 'POST', '/customers', { data: { name } }, { 'Idempotency-Key': key }).catch(() => null);
+      if (first === null) cut++;
+      await crashing.stop();
+      const web = await startWeb(ctx);
+      const retry = await api(web.url, t.key, 'POST', '/customers', { data: { name } }, { 'Idempotency-Key': key });
+      if (retry.headers.get('idempotent-replayed') === 'true') replayed++;
+      await web.stop();
+      const { rows } = await ctx.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM customers WHERE company_id = $1 AND name = $2', [t.companyId, name]);
+      if (rows[0].n !== 1) extra++;
+    }
+    return {
+      name: this.name,
+      did: `${rounds} rounds: POST /customers with an Idempotency-Key to a web process that kills itself right after PostgreSQL acknowledges the COMMIT; a new process; the same request again`,
+      findings: [
+        finding('answers cut by the kill', `${rounds}`, cut, cut === rounds),
+        finding('rounds not ending with exactly one customer', '0', extra, extra === 0),
+        finding('retries answered from the stored answer (Idempotent-Replayed)', `${rounds}`, replayed, replayed === rounds),
+      ],
+    };
+  },
+};
+
+/** Two web processes, one key, twice the limit: admitted ≤ 600 (+1 %) in every sliding minute. */
+export const rateLimitTwoWebs: Drill = {
+  name: 'rate-limit-two-webs',
+  summary: 'two web processes against one key at twice the limit',
+  async run(ctx) {
+    const seconds = Number(process.env.DRILL_RATE_SECONDS || 120);
+    const t = await tenant(ctx.pool);
+    const webs = await Promise.all([startWeb(ctx), startWeb(ctx)]);
+    const admitted: number[] = [];
+    let refused = 0;
+    let other = 0;
+    try {
+      // 1,200 requests a minute in all: 10 per second at each process.
+      const end = Date.now() + seconds * 1000;
+      await Promise.all(webs.map(async (web) => {
+        for (let tick = Date.now(); tick < end; tick += 100) {
+          const wait = tick - Date.now();
+          if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+          const res = await api(web.url, t.key, 'GET', '/customers?limit=1').catch(() => null);
+          if (res?.status === 200) admitted.push(Date.now());
+          else if (res?.status === 429) refused++;
+          else other++;
+        }
+      }));
+    } finally {
+      await Promise.all(webs.map((w) => w.stop()));
+    }
+    admitted.sort((a, b) => a - b);
+    let worst = 0;
+    for (let i = 0, j = 0; i < admitted.length; i++) {
+      while (admitted[i] - admitted[j] >= 60_000) j++;
+      worst = Math.max(worst, i - j + 1);
+    }
+    return {
+      name: this.name,
+      did: `${seconds} s at 1,200 requests a minute over two web processes, one key (limit 600 a minute)`,
+      findings: [
+        finding('most requests admitted in any sliding minute', '≤ 606 (600 + 1 %)', worst, worst <= 606),
+        finding('requests refused with 429', '> 0', refused, refused > 0),
+        finding('answers other than 200 or 429', '0', other, other === 0),
+      ],
+    };
+  },
+};
+
+/** PostgreSQL stopped under write load: fast 503s, recovery without restarting the processes, no acknowledged write lost, worker and LISTEN back. */
+export const databaseRestart: Drill = {
+  name: 'database-restart',
+  summary: 'PostgreSQL restarted under write load',
+  async run(ctx) {
+    const t = await tenant(ctx.pool, { rateLimitPerMinute: 1_000_000 });
+    const hook = await receiver();
+    const web = await startWeb(ctx);
+    const worker = startWorkerProcess(ctx);
+    const acknowledged: string[] = [];
+    const failures: Array<{ status: number; ms: number }> = [];
+    let stop = false;
+    let downAt = 0;
+    let upAt = 0;
+    let firstAfterUp = 0;
+    try {
+      await api(web.url, t.key, 'POST', '/webhook-endpoints', { data: { url: hook.url, enabled_events: ['customer.created'] } });
+      const writer = (async () => {
+        for (let n = 0; !stop; n++) {
+          const started = Date.now();
+          const res = await api(web.url, t.key, 'POST', '/customers', { data: { name: `Carga ${n}` } }).catch(() => ({ status: 0, body: null, headers: new Headers() }));
+          if (res.status === 201) {
+            acknowledged.push(res.body.data.id);
+            if (upAt && !firstAfterUp) firstAfterUp = Date.now();
+          } else failures.push({ status: res.status, ms: Date.now() - started });
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      })();
+      await new Promise((r) => setTimeout(r, 3000));
+      await ctx.pool.end().catch(() => {});
+      downAt = Date.now();
+      await ctx.stopDatabase();
+      ctx.log('PostgreSQL stopped; starting it again in 5 s');
+      await new Promise((r) => setTimeout(r, 5000));
+      await ctx.startDatabase();
+      upAt = Date.now();
+      await until(async () => firstAfterUp || null, 30_000);
+      await new Promise((r) => setTimeout(r, 2000));
+      stop = true;
+      await writer;
+      const pool = (await import('../db/pool.ts')).createPool(ctx.databaseUrl, 2, 'drills-check');
+      try {
+        const { rows } = await pool.query<{ id: string }>('SELECT id FROM customers WHERE company_id = $1 AND id = ANY($2)', [t.companyId, acknowledged]);
+        const lost = acknowledged.length - rows.length;
+        // The worker's pg-boss is back: an event after the restart is delivered.
+        const after = await api(web.url, t.key, 'POST', '/customers', { data: { name: 'Tras el reinicio' } });
+        const delivered = await until(async () => hook.received.some((r) => r.eventId && r.event === 'customer.created') && (await pool.query(`SELECT 1 FROM webhook_deliveries d JOIN events e ON e.id = d.event_id WHERE e.data->>'id' = $1 AND d.status = 'succeeded'`, [after.body?.data?.id])).rowCount, 60_000);
+        const slowest = failures.reduce((m, f) => Math.max(m, f.ms), 0);
+        const recovery = firstAfterUp ? firstAfterUp - upAt : Infinity;
+        return {
+          name: this.name,
+          did: `writes every 50 ms; PostgreSQL down for 5 s; ${acknowledged.length} writes acknowledged, ${failures.length} refused while it was down`,
+          findings: [
+            finding('acknowledged writes lost', '0', lost, lost === 0),
+            finding('statuses of the refused writes', '503', [...new Set(failures.map((f) => f.status))].join(', ') || 'none', failures.every((f) => f.status === 503)),
+            finding('slowest refused write', '< 5 s', `${(slowest / 1000).toFixed(1)} s`, slowest < 5000),
+            finding('first acknowledged write after PostgreSQL is back', '≤ 5 s', `${(recovery / 1000).toFixed(1)} s`, recovery <= 5000),
+            finding('worker (pg-boss) delivering again', 'yes', delivered ? 'yes' : 'no', !!delivered),
+          ],
+        };
+      } finally {
+        await pool.end();
+      }
+    } finally {
+      stop = true;
+      kill9(worker);
+      await web.stop();
+      await hook.close();
+      void downAt;
+    }
+  },
+};
+
+/** The cross-tenant walk against a running server: every record of one company, asked for with another company's key. */
+export const crossTenant: Drill = {
+  name: 'cross-tenant',
+  summary: "the cross-tenant walk over the main routes with a second company's ids in paths and bodies",
+  async run(ctx) {
+    const victim = await tenant(ctx.pool);
+    const attacker = await tenant(ctx.pool);
+    const web = await startWeb(ctx);
+    try {
+      const v = (method: string, path: string, body?: unknown) => api(web.url, victim.key, method, path, body);
+      const account = (await v('POST', '/accounts', { data: { name: 'Caja', kind: 'cash', currency: 'mxn' } })).body.data;
+      const records: Record<string, string> = {
+        '/customers': (await v('POST', '/customers', { data: { name: 'Víctima' } })).body.data.id,
+        '/leads': (await v('POST', '/leads', { data: { name: 'Víctima' } })).body.data.id,
+        '/products': (await v('POST', '/products', { data: { name: 'Producto víctima', prices_cents: { mxn: 1000 } } })).body.data.id,
+        '/accounts': account.id,
+        '/incomes': (await v('POST', '/incomes', { data: { account_id: account.id, amount_cents: 100, occurred_at: new Date().toISOString() } })).body.data.id,
+        '/sales': (await v('POST', '/sales', { data: { currency: 'mxn', line_items: [{ description: 'X', quantity: 1, unit_price_cents: 100, vat_rate: 16 }] } })).body.data.id,
+        '/calendar/events': (await v('POST', '/calendar/events', { data: { user_id: victim.ownerId, title: 'Junta', starts_at: '2026-12-01T16:00:00Z', ends_at: '2026-12-01T17:00:00Z' } })).body.data.id,
+        '/booking-links': (await v('POST', '/booking-links', { data: { user_id: victim.ownerId, slug: 'victima', title: 'X', duration_minutes: 30 } })).body.data.id,
+      };
+      let probes = 0;
+      let leaks = 0;
+      const a = (method: string, path: string, body?: unknown) => api(web.url, attacker.key, method, path, body);
+      // A valid PATCH body for each, so only the record's owner decides the answer.
+      const patch: Record<string, Record<string, string>> = {
+        '/customers': { name: 'robado' }, '/leads': { name: 'robado' }, '/products': { name: 'robado' }, '/accounts': { name: 'robado' },
+        '/incomes': { description: 'robado' }, '/sales': { description: 'robado' }, '/calendar/events': { title: 'robado' }, '/booking-links': { title: 'robado' },
+      };
+      for (const [collection, id] of Object.entries(records)) {
+        if (!id) throw new Error(`the victim's ${collection} record was not created`);
+        for (const [method, body] of [['GET', undefined], ['PATCH', { data: patch[collection] }], ['DELETE', undefined]] as const) {
+          probes++;
+          const res = await a(method, `${collection}/${id}`, body);
+          if (res.status === 405) {
+            probes--; // no such route (sales are not deleted)
+            continue;
+          }
+          if (res.status !== 404) {
+            leaks++;
+            ctx.log(`${method} ${collection}/${id}: ${res.status}`);
+          }
+        }
+        probes++;
+        const list = await a('GET', collection);
+        if (JSON.stringify(list.body).includes(id)) leaks++;
+      }
+      // Ids in bodies: another company's account and customer.
+      for (const body of [{ data: { account_id: account.id, amount_cents: 100, occurred_at: new Date().toISOString() } }, { data: { currency: 'mxn', customer_id: records['/customers'], line_items: [{ description: 'X', quantity: 1, unit_price_cents: 100, vat_rate: 16 }] } }]) {
+        probes++;
+        const res = await a('POST', 'account_id' in body.data ? '/incomes' : '/sales', body);
+        if (res.status !== 422 && res.status !== 404) leaks++;
+      }
+      const { rows } = await ctx.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM customers WHERE company_id = $1 AND name = 'robado'`, [victim.companyId]);
+      return {
+        name: this.name,
+        did: `${probes} requests with the attacker's key against the victim's records (reads, updates, deletes, lists, ids in bodies) on a running server`,
+        findings: [
+          finding('answers other than 404 (422 for ids in bodies), or victim ids in lists', '0', leaks, leaks === 0),
+          finding('victim records changed', '0', rows[0].n, rows[0].n === 0),
+        ],
+      };
+    } finally {
+      await web.stop();
+    }
+  },
+};
+
+export const drills: Drill[] = [workerKill, idempotencyCrash, rateLimitTwoWebs, databaseRestart, crossTenant];
