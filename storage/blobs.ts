@@ -9,6 +9,8 @@
 // reports `too_large` (an expected outcome, not an exception).
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
+import pg from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
 import type { Queryable } from '../db/pool.ts';
 import { objectId } from '../lib/objectid.ts';
 
@@ -85,9 +87,56 @@ export function readBlob(db: Queryable, id: string): Readable {
   return Readable.from(chunks());
 }
 
+/**
+ * The whole blob in memory (the worker's thumbnail input, a form file's
+ * content check). It comes over `COPY ... TO STDOUT (FORMAT binary)`: the bytes
+ * as stored. A plain SELECT sends bytea as hex text, which PostgreSQL spends
+ * ~7 ms per MB encoding and Node as much again decoding: 4× slower, and a
+ * third of a thumbnail's time (docs/bench.md, "Thumbnails").
+ */
 export async function readBlobBuffer(db: Queryable, id: string): Promise<Buffer> {
-  const { rows } = await db.query('SELECT data FROM blob_chunks WHERE blob_id = $1 ORDER BY seq', [id]);
-  return Buffer.concat(rows.map((r) => r.data as Buffer));
+  if (!(db instanceof pg.Pool)) return copyChunks(db, id);
+  const client = await db.connect();
+  try {
+    const bytes = await copyChunks(client, id);
+    client.release();
+    return bytes;
+  } catch (error) {
+    // A COPY cut off mid-stream leaves the connection in an unknown state: discard it.
+    client.release(error as Error);
+    throw error;
+  }
+}
+
+async function copyChunks(client: pg.PoolClient, id: string): Promise<Buffer> {
+  const sql = `COPY (SELECT data FROM blob_chunks WHERE blob_id = ${client.escapeLiteral(id)} ORDER BY seq) TO STDOUT (FORMAT binary)`;
+  const parts: Buffer[] = [];
+  for await (const part of client.query(copyTo(sql))) parts.push(part as Buffer);
+  return joinByteaRows(Buffer.concat(parts));
+}
+
+/**
+ * PostgreSQL's binary COPY format (docs: "COPY", "Binary Format") for rows of
+ * one non-null bytea column: an 11-byte signature, a flags word and a header
+ * extension, then per row a field count (1), a length and the bytes, then -1.
+ * The rows' bytes are moved together inside the same buffer (no second copy
+ * of the blob) and returned as a view of it.
+ */
+function joinByteaRows(all: Buffer): Buffer {
+  let at = 11 + 4;
+  at += 4 + all.readInt32BE(at);
+  const start = at;
+  let end = at;
+  for (;;) {
+    const count = all.readInt16BE(at);
+    if (count === -1) break;
+    const length = all.readInt32BE(at + 2);
+    at += 6;
+    all.copyWithin(end, at, at + length);
+    end += length;
+    at += length;
+  }
+  return all.subarray(start, end);
 }
 
 export async function deleteBlob(db: Queryable, id: string): Promise<void> {

@@ -15,6 +15,7 @@
 // Options (env): BENCH_SECONDS (default 8 per scenario), BENCH_CONCURRENCY (16),
 // BENCH_PRODUCTS (100000), BENCH_IMAGES (60).
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -238,6 +239,36 @@ const originals = await Promise.all(
       .toBuffer(),
   ),
 );
+// CPU per thumbnail, split between this process (JavaScript and sharp's
+// threads) and PostgreSQL (every `postgres` process, Linux /proc; null
+// elsewhere or with an external DATABASE_URL on another machine).
+function postgresCpuMs(): number | null {
+  try {
+    let total = 0;
+    for (const pid of readdirSync('/proc')) {
+      if (!/^\d+$/.test(pid)) continue;
+      try {
+        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
+        // utime, stime, and cutime + cstime: the postmaster keeps the CPU of backends that have exited.
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        total += ((Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 1000) / 100;
+      } catch {
+        // the process ended meanwhile
+      }
+    }
+    return total;
+  } catch {
+    return null;
+  }
+}
+const ownCpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+const perImage = (ms: number | null) => (ms === null ? null : Math.round((ms / IMAGES) * 10) / 10);
+
+let cpu0 = ownCpuMs();
 t0 = performance.now();
 let next = 0;
 await Promise.all(
@@ -246,6 +277,7 @@ await Promise.all(
   }),
 );
 const sharpAlone = originals.length / ((performance.now() - t0) / 1000);
+const sharpCpu = ownCpuMs() - cpu0;
 
 const productIds = (await pool.query('SELECT id FROM products WHERE company_id = $1 ORDER BY id LIMIT $2', [company.id, IMAGES])).rows.map((r) => r.id);
 for (const [i, id] of productIds.entries()) {
@@ -254,6 +286,7 @@ for (const [i, id] of productIds.entries()) {
   const res = await fetch(`${appUrl}/products/${id}/image`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
   if (res.status !== 200) throw new Error(`upload failed: ${res.status} ${await res.text()}`);
 }
+const workerCpu0 = { own: ownCpuMs(), db: postgresCpuMs() };
 const worker = await startWorker(config, pool, databaseUrl);
 for (;;) {
   const { rows } = await pool.query(`SELECT count(*)::int AS n FROM media WHERE status = 'pending'`);
@@ -263,6 +296,7 @@ for (;;) {
 // From the first job started to the last one completed: worker start-up is not thumbnail work.
 const span = (await pool.query(`SELECT extract(epoch FROM max(completed_on) - min(started_on))::float AS s FROM pgboss.job WHERE name = 'thumbnail'`)).rows[0].s;
 const throughWorker = originals.length / span;
+const workerCpu = { own: ownCpuMs() - workerCpu0.own, db: workerCpu0.db === null ? null : postgresCpuMs()! - workerCpu0.db };
 await worker.stop();
 
 const report = {
@@ -278,6 +312,11 @@ const report = {
     sharp_alone_per_second: Math.round(sharpAlone * 10) / 10,
     through_worker_per_second: Math.round(throughWorker * 10) / 10,
     ratio_worker_to_sharp: Math.round((throughWorker / sharpAlone) * 100) / 100,
+    cpu_ms_per_image: {
+      sharp_alone: perImage(sharpCpu),
+      worker_process: perImage(workerCpu.own),
+      postgres: perImage(workerCpu.db),
+    },
   },
 };
 console.log(JSON.stringify(report, null, 2));

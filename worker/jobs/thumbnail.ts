@@ -53,8 +53,8 @@ export async function processThumbnail({ pool, config }: Pick<WorkerDeps, 'pool'
       [mediaId, written.blob.id, token],
     );
     if (!updated.rowCount) return false;
-    // A media id belongs to one owner row (random ids), whatever the owner's table.
-    await client.query(`UPDATE ${spec.table} SET ${spec.thumbnail} = $2 WHERE ${spec.media} = $1`, [mediaId, url]);
+    // The owner by its primary key (media.owner_id), and only while this media is still its image.
+    await client.query(`UPDATE ${spec.table} SET ${spec.thumbnail} = $2 WHERE id = $3 AND ${spec.media} = $1`, [mediaId, url, media.owner_id]);
     return true;
   });
   if (!applied) {
