@@ -2,6 +2,10 @@
 // worker processes over a real PostgreSQL, breaks something the way it breaks
 // in production, and reports what it did and what it found.
 import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { createForm } from '../api/admin/forms.ts';
+import { sampleFormFile } from '../test/helpers/forms.ts';
+import { formCorpus, imageCorpus, type HostileFile } from './hostile-corpus.ts';
 import { api, finding, kill9, receiver, startWeb, startWorkerProcess, tenant, until, type Drill } from './lib.ts';
 
 /** kill -9 of the worker while 1,000 events go to 3 receivers: every event reaches every receiver, duplicates keep their event id. */
@@ -281,4 +285,79 @@ export const crossTenant: Drill = {
   },
 };
 
-export const drills: Drill[] = [workerKill, idempotencyCrash, rateLimitTwoWebs, databaseRestart, crossTenant];
+/** Peak and current resident memory of a process (Linux /proc; null elsewhere). */
+async function memory(pid: number | undefined): Promise<{ rssMb: number; peakMb: number } | null> {
+  try {
+    const text = await readFile(`/proc/${pid}/status`, 'utf8');
+    const mb = (name: string) => Math.round(Number(new RegExp(`${name}:\\s+(\\d+)`).exec(text)?.[1] ?? 0) / 1024);
+    return { rssMb: mb('VmRSS'), peakMb: mb('VmHWM') };
+  } catch {
+    return null;
+  }
+}
+
+/** The hostile-upload corpus against a running web process: 100 % refused, the process alive, memory bounded. */
+export const hostileUploads: Drill = {
+  name: 'hostile-uploads',
+  summary: 'the hostile-upload corpus (refused kinds, decompression bombs, lying names, polyglots) against a running server',
+  async run(ctx) {
+    const t = await tenant(ctx.pool, { rateLimitPerMinute: 100_000 });
+    const form = await createForm(ctx.pool, t.companyId, sampleFormFile());
+    const images = await imageCorpus();
+    const forms = await formCorpus();
+    const web = await startWeb(ctx);
+    const MEMORY_BOUND_MB = 150;
+    try {
+      const product = await api(web.url, t.key, 'POST', '/products', { data: { name: 'Blanco', prices_cents: { mxn: 100 } } });
+      const before = await memory(web.child.pid);
+      const blobsBefore = (await ctx.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM blobs WHERE company_id = $1', [t.companyId])).rows[0].n;
+      const send = async (path: string, fields: Array<[string, string]>, fileField: string, file: HostileFile) => {
+        const body = new FormData();
+        for (const [name, value] of fields) body.append(name, value);
+        body.append(fileField, new Blob([new Uint8Array(file.bytes)], { type: file.type ?? 'application/octet-stream' }), file.filename);
+        try {
+          const res = await fetch(`${web.url}/api/v1${path}`, { method: 'POST', headers: { authorization: `Bearer ${t.key}` }, body, signal: AbortSignal.timeout(30_000) });
+          const json = (await res.json().catch(() => null)) as { error?: string } | null;
+          return { status: res.status, error: json?.error ?? '(no JSON error)' };
+        } catch (error) {
+          return { status: 0, error: (error as Error).message };
+        }
+      };
+      const outcomes: Array<{ label: string; status: number; error: string }> = [];
+      // Each file twice, the second time four at once: refusals must hold under concurrency too.
+      for (const round of [1, 4]) {
+        await Promise.all(
+          Array.from({ length: round }, async () => {
+            for (const file of images) outcomes.push({ label: `image: ${file.label}`, ...(await send(`/products/${product.body.data.id}/image`, [], 'file', file)) });
+            for (const file of forms) {
+              const result = await send(`/forms/${form.id}/submissions`, [['answers[email]', 'drill@example.com'], ['answers[name]', 'Drill']], `files[${file.field}]`, file);
+              outcomes.push({ label: `form ${file.field}: ${file.label}`, ...result });
+            }
+          }),
+        );
+      }
+      const refused = (o: { status: number; error: string }) => o.status >= 400 && o.status < 500 && ['validation_failed', 'request_too_large', 'unsupported_media_type'].includes(o.error);
+      const notRefused = outcomes.filter((o) => !refused(o));
+      for (const o of notRefused) ctx.log(`NOT refused: ${o.label} → ${o.status} ${o.error}`);
+      const alive = await fetch(`${web.url}/healthz`).then((r) => r.status).catch(() => 0);
+      const after = await memory(web.child.pid);
+      const blobsAfter = (await ctx.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM blobs WHERE company_id = $1', [t.companyId])).rows[0].n;
+      const growth = before && after ? after.peakMb - before.rssMb : null;
+      const kinds = new Set(outcomes.map((o) => o.label)).size;
+      return {
+        name: this.name,
+        did: `${kinds} hostile files (${images.length} for images, ${forms.length} for form fields; the largest a 1 GB zip bomb) each sent alone, then 4 at once: ${outcomes.length} requests to a running web process`,
+        findings: [
+          finding('refused with 4xx and a contract error code', '100 %', `${(((outcomes.length - notRefused.length) / outcomes.length) * 100).toFixed(1)} % (${outcomes.length - notRefused.length} of ${outcomes.length})`, notRefused.length === 0),
+          finding('blobs left behind by refused uploads', '0', blobsAfter - blobsBefore, blobsAfter === blobsBefore),
+          finding('web process alive (GET /healthz)', '200', alive, alive === 200),
+          finding(`web peak memory above its resting RSS (${before?.rssMb ?? '?'} MB)`, `< ${MEMORY_BOUND_MB} MB`, growth === null ? 'not measured' : `${growth} MB`, growth === null || growth < MEMORY_BOUND_MB),
+        ],
+      };
+    } finally {
+      await web.stop();
+    }
+  },
+};
+
+export const drills: Drill[] = [workerKill, idempotencyCrash, rateLimitTwoWebs, databaseRestart, hostileUploads, crossTenant];

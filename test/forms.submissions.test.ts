@@ -230,6 +230,12 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
       assert.equal(res.body.errors['answers.cv'].length, 1, name);
       assert.ok(res.body.errors['answers.cv'][0].endsWith(`: el tipo de archivo .${segment} no está permitido`), `${name}: ${res.body.errors['answers.cv']}`);
     }
+    // The same names in multipart, where they travel as raw UTF-8 in Content-Disposition.
+    for (const [name, segment] of [['invoice.e\u200Bxe.pdf', 'exe'], ['invoice.\uFF45\uFF58\uFF45.pdf', 'exe']]) {
+      const res = await multipart([['answers[email]', 'x@example.com'], ['answers[name]', 'X'], ['files[cv]', { name, bytes: files.pdf() }]]);
+      assert.equal(res.status, 422, name);
+      assert.ok(res.body.errors['answers.cv'][0].endsWith(`: el tipo de archivo .${segment} no está permitido`), `${name}: ${res.body.errors['answers.cv']}`);
+    }
     const traversal = await api.post(path(), { data: { answers: { ...base, cv: [files.fileJson('../../etc/passwd.pdf', files.pdf())] } } });
     assert.equal(traversal.status, 201, traversal.text);
     assert.equal(traversal.body.data.files[0].filename, 'passwd.pdf');
@@ -257,6 +263,23 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
       assert.equal(res.status, 422, `${name}: ${res.text}`);
       assert.ok(res.body.errors[`answers.${field}`], name);
     }
+  });
+
+  test('zip bombs: a .docx or .xlsx whose directory inflates past 256 MiB or 100:1 is refused; a real one passes', async () => {
+    const contentTypes = '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>';
+    const before = await blobCount();
+    for (const [name, bytes] of [
+      ['bomba.docx', await files.zipBomb('word/document.xml', 1024 ** 3, { '[Content_Types].xml': contentTypes })],
+      ['ratio.docx', await files.zipBomb('word/document.xml', 8 * 1024 * 1024, { '[Content_Types].xml': contentTypes })],
+    ] as const) {
+      const res = await multipart([['answers[email]', 'x@example.com'], ['answers[name]', 'X'], ['files[cv]', { name, bytes }]]);
+      assert.equal(res.status, 422, name);
+      assert.equal(res.body.error, 'validation_failed');
+      assert.match(res.body.errors['answers.cv'][0], /bomba de descompresión/, name);
+    }
+    assert.equal(await blobCount(), before, 'nothing refused is kept');
+    const ok = await api.post(path(), { data: { answers: { ...base, cv: [files.fileJson('carta.docx', files.docx()), files.fileJson('hoja.xlsx', files.xlsx())] } } });
+    assert.equal(ok.status, 201, JSON.stringify(ok.body));
   });
 
   test('legacy Office (.doc/.xls/.ppt): the compound file must hold the format’s stream, no VBA storage and no installer class id', async () => {

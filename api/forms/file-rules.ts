@@ -14,6 +14,12 @@
 // main part says docx is accepted even if it carries other parts: Office does
 // not run macros from a package typed as .docx.
 //
+// Zip bombs: a package (.docx/.xlsx/.pptx/.odt/.ods/.odp) is refused when
+// its central directory declares more than 256 MiB once inflated, or an entry
+// above 1 MiB inflated that is compressed more than 100:1 (real documents
+// compress XML 5–20:1; a kilobyte that inflates to a gigabyte is a bomb for
+// whoever opens it). The directory is read with yauzl, nothing is inflated.
+//
 // Legacy .doc/.xls/.ppt: OLE compound files, which file-type only calls
 // `cfb` (an .msi installer is one too). The compound file's directory is read
 // with `cfb` (SheetJS): the stream of the named format must be at the root
@@ -26,6 +32,7 @@
 import CFB from 'cfb';
 import { fileTypeFromStream } from 'file-type';
 import { Readable } from 'node:stream';
+import yauzl from 'yauzl';
 import { FILE_KINDS, type FileConstraints, type FileKind } from '../../db/forms.ts';
 
 export { FILE_KINDS, type FileConstraints, type FileKind };
@@ -274,5 +281,44 @@ export async function checkContent(extension: string, open: () => Readable, _hea
     return { ok: false, reason: `el contenido es ${detected.ext}, no corresponde a un archivo .${extension}` };
   }
   if (detected.ext === 'cfb' && OLE_MAIN_STREAMS[extension]) return checkCompound(extension, await readAll());
+  if (ZIP_PACKAGES.has(extension)) {
+    const bomb = await zipBombReason(await readAll());
+    if (bomb) return { ok: false, reason: bomb };
+  }
   return { ok: true, contentType: KNOWN_EXTENSIONS[extension] ?? detected.mime };
+}
+
+/** Office and OpenDocument packages: zip archives underneath. */
+const ZIP_PACKAGES: ReadonlySet<string> = new Set(['docx', 'xlsx', 'pptx', 'odt', 'ods', 'odp']);
+export const MAX_PACKAGE_INFLATED_BYTES = 256 * 1024 * 1024;
+const MAX_ENTRY_RATIO = 100;
+
+/** Why a zip package is a decompression bomb, from its central directory's declared sizes; null when it is not. */
+async function zipBombReason(bytes: Buffer): Promise<string | null> {
+  let archive: yauzl.ZipFile;
+  try {
+    archive = await yauzl.fromBufferPromise(bytes, { lazyEntries: true, validateEntrySizes: true });
+  } catch {
+    return 'el archivo comprimido está dañado';
+  }
+  let total = 0;
+  try {
+    for (;;) {
+      const entry = await new Promise<yauzl.Entry | null>((resolve, reject) => {
+        archive.once('entry', resolve).once('end', () => resolve(null)).once('error', reject);
+        archive.readEntry();
+      });
+      archive.removeAllListeners('entry').removeAllListeners('end').removeAllListeners('error');
+      if (!entry) return null;
+      total += entry.uncompressedSize;
+      const ratio = entry.uncompressedSize / Math.max(1, entry.compressedSize);
+      if (total > MAX_PACKAGE_INFLATED_BYTES || (entry.uncompressedSize > 1024 * 1024 && ratio > MAX_ENTRY_RATIO)) {
+        return `el archivo es una bomba de descompresión (${Math.round(entry.uncompressedSize / 1024 / 1024)} MB al descomprimir ${entry.fileName})`;
+      }
+    }
+  } catch {
+    return 'el archivo comprimido está dañado';
+  } finally {
+    archive.close();
+  }
 }

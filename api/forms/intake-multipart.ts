@@ -40,6 +40,9 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
     parser = busboy({
       headers: req.headers,
       preservePath: true, // the name is ours to clean (file-rules.ts), whatever the parser would do
+      // File names arrive as raw UTF-8 (what browsers and fetch send); busboy's default reads them as latin1,
+      // which turns an invisible U+200B into three visible characters that hide a blocked extension.
+      defParamCharset: 'utf8',
       limits: { fields: 500, fieldSize: 100 * 1024, files: 100, parts: 600, headerPairs: 50 },
     });
   } catch {
@@ -99,6 +102,12 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
         reject(error);
       });
       req.on('error', reject);
+      // A client gone before the body ended: 'error' may have been emitted before
+      // these listeners existed, 'close' is checked here too so the read never waits forever.
+      req.on('close', () => {
+        if (!req.complete) reject(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
+      });
+      if (req.destroyed && !req.complete) reject(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
       parser.on('error', (error: Error) =>
         reject(new ApiError('validation_failed', 'El cuerpo multipart no es válido.', { errors: { data: [error.message] } })),
       );

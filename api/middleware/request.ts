@@ -19,12 +19,22 @@ const INBOUND_ID = /^[A-Za-z0-9._-]{8,200}$/;
 export function isDatabaseUnavailable(error: unknown): boolean {
   const e = error as { code?: string; message?: string };
   if (!e) return false;
+  if (isClientAbort(error)) return false;
   if (typeof e.code === 'string' && (/^08/.test(e.code) || ['57P01', '57P02', '57P03', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(e.code))) return true;
   return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connect ECONNREFUSED/i.test(e.message ?? '');
 }
 
+/**
+ * A client that hangs up mid-body surfaces as ECONNRESET "aborted" from Node's
+ * HTTP server: the client went away (nobody reads the answer), the database is fine.
+ */
+function isClientAbort(error: unknown): boolean {
+  return (error as { message?: string })?.message === 'aborted' && (error as { code?: string }).code === 'ECONNRESET';
+}
+
 export function toApiError(error: unknown): ApiError | null {
   if (error instanceof ApiError) return error;
+  if (isClientAbort(error)) return new ApiError('invalid_parameter', 'El cliente cerró la conexión antes de terminar de enviar el cuerpo.');
   if (isDatabaseUnavailable(error)) return new ApiError('service_unavailable', 'La base de datos no está disponible; reintenta en unos segundos.');
   const status = (error as { status?: number; statusCode?: number })?.status ?? (error as { statusCode?: number })?.statusCode;
   const type = (error as { type?: string })?.type;

@@ -1,6 +1,7 @@
 // Real files of every kind a form accepts, built in the test (no fixtures on
 // disk), plus a form file and the admin tRPC call that creates it.
-import { crc32 } from 'node:zlib';
+import { Readable } from 'node:stream';
+import { crc32, createDeflateRaw } from 'node:zlib';
 import CFB from 'cfb';
 import sharp from 'sharp';
 import { ADMIN_TOKEN } from './app.ts';
@@ -42,6 +43,57 @@ export function zip(entries: Record<string, string | Buffer>): Buffer {
   end.writeUInt32LE(centralDir.length, 12);
   end.writeUInt32LE(offset, 16);
   return Buffer.concat([...locals, centralDir, end]);
+}
+
+/** A zip whose last entry is `inflatedBytes` of zeros, deflated (about 1 MB per GB): a decompression bomb. */
+export async function zipBomb(entry: string, inflatedBytes: number, extra: Record<string, string> = {}): Promise<Buffer> {
+  const zeros = Buffer.alloc(1024 * 1024);
+  const pieces = function* () {
+    for (let left = inflatedBytes; left > 0; left -= zeros.length) yield zeros.subarray(0, Math.min(left, zeros.length));
+  };
+  const out: Buffer[] = [];
+  for await (const piece of Readable.from(pieces()).pipe(createDeflateRaw({ level: 9 }))) out.push(piece as Buffer);
+  const deflated = Buffer.concat(out);
+  const parts: Buffer[] = [];
+  const central: Buffer[] = [];
+  let offset = 0;
+  const add = (name: string, data: Buffer, method: number, size: number, crc: number) => {
+    const nameBytes = Buffer.from(name);
+    const local = Buffer.alloc(30);
+    local.writeUInt32LE(0x04034b50, 0);
+    local.writeUInt16LE(20, 4);
+    local.writeUInt16LE(method, 8);
+    local.writeUInt32LE(crc, 14);
+    local.writeUInt32LE(data.length, 18);
+    local.writeUInt32LE(size, 22);
+    local.writeUInt16LE(nameBytes.length, 26);
+    const dir = Buffer.alloc(46);
+    dir.writeUInt32LE(0x02014b50, 0);
+    dir.writeUInt16LE(20, 4);
+    dir.writeUInt16LE(20, 6);
+    dir.writeUInt16LE(method, 10);
+    dir.writeUInt32LE(crc, 16);
+    dir.writeUInt32LE(data.length, 20);
+    dir.writeUInt32LE(size, 24);
+    dir.writeUInt16LE(nameBytes.length, 28);
+    dir.writeUInt32LE(offset, 42);
+    parts.push(local, nameBytes, data);
+    central.push(dir, nameBytes);
+    offset += 30 + nameBytes.length + data.length;
+  };
+  for (const [name, text] of Object.entries(extra)) add(name, Buffer.from(text), 0, Buffer.byteLength(text), crc32(Buffer.from(text)));
+  // The CRC of the zeros, computed piecewise (never holding them inflated twice).
+  let crc = 0;
+  for (let left = inflatedBytes; left > 0; left -= zeros.length) crc = crc32(zeros.subarray(0, Math.min(left, zeros.length)), crc);
+  add(entry, deflated, 8, inflatedBytes, crc);
+  const dir = Buffer.concat(central);
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(central.length / 2, 8);
+  end.writeUInt16LE(central.length / 2, 10);
+  end.writeUInt32LE(dir.length, 12);
+  end.writeUInt32LE(offset, 16);
+  return Buffer.concat([...parts, dir, end]);
 }
 
 function ooxml(mainType: string, part: string, extra: Record<string, string | Buffer> = {}): Buffer {
