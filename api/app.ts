@@ -19,6 +19,7 @@ import { TotalsCache } from './pagination.ts';
 import { mountRoutes, type RouteDef } from './route.ts';
 import { apiRoutes } from './routes/index.ts';
 import { ActivityLog } from './mcp/activity-log.ts';
+import { McpQuota } from './mcp/quota.ts';
 import { mcpRouter } from './mcp/server.ts';
 import { oauthRouter } from './oauth/routes.ts';
 import { metricsRouter } from './metrics.ts';
@@ -50,6 +51,7 @@ export async function createDeps(options: AppOptions): Promise<Deps> {
     totals: new TotalsCache(),
     responseCache: new ResponseCache(),
     mcpActivity: new ActivityLog(options.pool),
+    mcpQuota: new McpQuota(options.pool, keyCache),
     lifecycle: { draining: false },
     jobs: await createJobSender(options.databaseUrl, { max: options.jobSenderConnections, applicationName: options.applicationName?.('job-sender') }),
   };
@@ -58,6 +60,7 @@ export async function createDeps(options: AppOptions): Promise<Deps> {
 export async function closeDeps(deps: Deps): Promise<void> {
   deps.rateLimiter.close();
   await deps.mcpActivity.flush();
+  await deps.mcpQuota.flush();
   await deps.jobs.stop();
   await deps.keyCache.close();
 }

@@ -1,4 +1,5 @@
 import type { ActivityLog } from './mcp/activity-log.ts';
+import type { McpQuota } from './mcp/quota.ts';
 import type { Router, RouterMiddleware } from '@koa/router';
 import type { Middleware, ParameterizedContext } from 'koa';
 import type { Client, Pool } from '../db/pool.ts';
@@ -24,6 +25,8 @@ export type Deps = {
   jobs: JobSender;
   /** MCP tools/call records, written in batches (api/mcp/activity-log.ts). */
   mcpActivity: ActivityLog;
+  /** The MCP quota counter: exact near the limit, batched far from it (api/mcp/quota.ts). */
+  mcpQuota: McpQuota;
   /** Set when the process is stopping: GET /readyz answers 503 so the router stops sending traffic. */
   lifecycle: { draining: boolean };
 };

@@ -9,6 +9,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { updateCompany } from '../api/admin/companies.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { json } from './helpers/cli.ts';
+import { waitFor } from './helpers/wait.ts';
 
 describe('MCP server', () => {
   let app: TestApp;
@@ -147,6 +148,30 @@ describe('MCP server', () => {
     assert.deepEqual({ ...over[0].body.error.data, resets_at: undefined }, { limit: 500, used: 500, available: true, resets_at: undefined });
     await updateCompany(app.pool, starter.companyId, { plan: 'enterprise', mcpQuota: 501 });
     assert.ok((await call('get_company', {}, starter.key)).body.result, 'an operator raising the quota lets calls through');
+  });
+
+  test('quota far from the limit is counted in batches: waves of calls on a 200-call plan give exactly 200, and the stored count catches up', async () => {
+    const t = await seedTenant(app.pool, { plan: 'starter', rateLimitPerMinute: 100_000 });
+    await updateCompany(app.pool, t.companyId, { plan: 'enterprise', mcpQuota: 200 });
+    const used = async () => (await app.pool.query('SELECT coalesce(sum(used), 0)::int AS n FROM mcp_usage WHERE company_id = $1', [t.companyId])).rows[0].n;
+    assert.ok((await call('get_company', {}, t.key)).body.result, 'the first call, exact, syncs the view');
+    // 30 waves of 10: most are admitted in memory (far from the limit), the last 50 one by one.
+    const outcomes: any[] = [];
+    for (let wave = 0; wave < 30; wave++) outcomes.push(...(await Promise.all(Array.from({ length: 10 }, (_, i) => call('get_company', {}, t.key, `${wave}-${i}`)))));
+    const ok = 1 + outcomes.filter((r) => r.body.result).length;
+    const refused = outcomes.filter((r) => r.body.error?.code === -32004);
+    assert.equal(ok, 200);
+    assert.equal(refused.length, 101);
+    assert.equal(refused.at(-1).body.error.data.used, 200);
+    assert.equal(await waitFor(async () => ((await used()) === 200 ? 200 : null), 5_000, 'the batched counts to reach the row'), 200);
+
+    // Far from the limit the row is behind for at most a flush interval, then holds every call.
+    const big = await seedTenant(app.pool, { plan: 'starter', rateLimitPerMinute: 100_000 });
+    await updateCompany(app.pool, big.companyId, { plan: 'enterprise', mcpQuota: 100_000 });
+    const bigUsed = async () => (await app.pool.query('SELECT coalesce(sum(used), 0)::int AS n FROM mcp_usage WHERE company_id = $1', [big.companyId])).rows[0].n;
+    await call('get_company', {}, big.key);
+    for (let wave = 0; wave < 10; wave++) await Promise.all(Array.from({ length: 10 }, (_, i) => call('get_company', {}, big.key, `${wave}-${i}`)));
+    assert.equal(await waitFor(async () => ((await bigUsed()) === 101 ? 101 : null), 5_000, 'every call counted'), 101);
   });
 
   test('wsctl mcp activity: the last 25 calls and the 24-hour success rate', async () => {

@@ -78,6 +78,11 @@ export class KeyCache {
     return this.#generation;
   }
 
+  /** Whether notifications arrive: what is cached may only be trusted while true. */
+  get listening(): boolean {
+    return this.#listening;
+  }
+
   async lookup(db: Queryable, digest: Buffer): Promise<AuthKey | null> {
     const cacheKey = digest.toString('base64');
     if (this.#listening) {

@@ -4,8 +4,8 @@
 // MAX_BATCH rows), and on a graceful stop. Writing a row per call cost two
 // round trips and a commit per call, more than the tool's own read (the MCP
 // benchmark, docs/bench.md). What this gives up: the rows of the last
-// FLUSH_MS if the process is killed; the quota counter (api/mcp/quota.ts) is
-// not buffered and stays exact.
+// FLUSH_MS if the process is killed. The quota counter (api/mcp/quota.ts) is
+// batched the same way far from the limit and exact near it.
 import type { Pool } from '../../db/pool.ts';
 import { logError } from '../../lib/log.ts';
 

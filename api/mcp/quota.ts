@@ -2,10 +2,30 @@
 // `free`: no MCP; `starter`: 500 tool calls per billing cycle; `enterprise`:
 // the operator's `--mcp-quota`. A cycle is a calendar month from the
 // company's anchor (its creation), so the counter resets every month on that
-// day. Every tools/call counts, failed ones included; the count is exact
-// under concurrency and across processes: one row per cycle, incremented by a
-// single statement only while below the limit.
-import type { Queryable } from '../../db/pool.ts';
+// day. Every tools/call counts, failed ones included.
+//
+// The count lives in one row per company and cycle. `consumeCall` is the exact
+// form: one statement that increments only while below the limit, so
+// concurrent calls in any number of processes never pass it. Doing that on
+// every call put all of a company's calls in a queue on that row's lock, one
+// commit each, and halved MCP's throughput (docs/bench.md, "MCP vs REST"), so
+// `McpQuota` uses it only where it matters:
+//
+// - far from the limit (more than MARGIN calls left, in a view of the row
+//   synced within SYNC_MS), a call is admitted in memory and counted in the
+//   row by a batched increment within FLUSH_MS (and on a graceful stop);
+// - within MARGIN of the limit, or with no fresh view, every call takes the
+//   exact statement.
+//
+// So one web process is exact to the call. Several can pass the limit only if
+// the others serve more than MARGIN calls within about a second while this
+// one's view says more than MARGIN are left. A kill -9 loses the increments
+// of the last FLUSH_MS (calls served, not counted: in the customer's favour).
+// The plan is cached per company until the key cache's next clear (every
+// company change notifies it), so `wsctl company update --plan` applies at once.
+import type { Pool, Queryable } from '../../db/pool.ts';
+import type { KeyCache } from '../auth/key-cache.ts';
+import { logError } from '../../lib/log.ts';
 
 export const STARTER_QUOTA = 500;
 
@@ -32,10 +52,14 @@ function limitOf(company: CompanyPlan): number {
   return 0;
 }
 
-/** Counts one tools/call, or says why it cannot run (-32004 with this data). */
-export async function consumeCall(db: Queryable, companyId: string): Promise<QuotaDecision> {
+async function readPlan(db: Queryable, companyId: string): Promise<CompanyPlan> {
   const { rows } = await db.query<CompanyPlan>('SELECT plan, mcp_quota, mcp_cycle_anchor FROM companies WHERE id = $1', [companyId]);
-  const company = rows[0];
+  return rows[0];
+}
+
+/** Counts one tools/call exactly, or says why it cannot run (-32004 with this data). */
+export async function consumeCall(db: Queryable, companyId: string, plan?: CompanyPlan): Promise<QuotaDecision & { used?: number }> {
+  const company = plan ?? (await readPlan(db, companyId));
   const { start, end } = cycleOf(company.mcp_cycle_anchor);
   const limit = limitOf(company);
   const available = company.plan !== 'free';
@@ -45,9 +69,128 @@ export async function consumeCall(db: Queryable, companyId: string): Promise<Quo
      RETURNING used`,
     [companyId, start, limit],
   );
-  if (available && counted[0]) return { ok: true };
+  if (available && counted[0]) return { ok: true, used: counted[0].used };
   const { rows: usage } = await db.query<{ used: number }>('SELECT used FROM mcp_usage WHERE company_id = $1 AND cycle_start = $2', [companyId, start]);
   return { ok: false, data: { limit, used: usage[0]?.used ?? 0, available, resets_at: end.toISOString() } };
+}
+
+const MARGIN = 50;
+const SYNC_MS = 1000;
+const FLUSH_MS = 200;
+
+/**
+ * What this process knows of a company's row: `used` as last read from it,
+ * plus the calls it admitted that the row does not hold yet (`pending` in
+ * memory, `writing` in a flush under way). Exact calls in flight are counted
+ * apart (`McpQuota.#exact`) until their answer brings a fresher `used`.
+ */
+type CompanyCounter = { cycleStart: number; used: number; syncedAt: number; pending: number; writing: number };
+
+/** The quota of this process: exact near the limit, batched far from it (see the top of this file). */
+export class McpQuota {
+  #plans = new Map<string, { plan: CompanyPlan; generation: number }>();
+  #counters = new Map<string, CompanyCounter>();
+  #exact = new Map<string, number>();
+  #timer: NodeJS.Timeout | null = null;
+  #flushing: Promise<void> = Promise.resolve();
+  readonly #pool: Pool;
+  readonly #keyCache: KeyCache;
+
+  constructor(pool: Pool, keyCache: KeyCache) {
+    this.#pool = pool;
+    this.#keyCache = keyCache;
+  }
+
+  async consume(companyId: string): Promise<QuotaDecision> {
+    const plan = await this.#plan(companyId);
+    const limit = limitOf(plan);
+    const cycleStart = cycleOf(plan.mcp_cycle_anchor).start.getTime();
+    const counter = this.#counters.get(companyId);
+    const exactInFlight = this.#exact.get(companyId) ?? 0;
+    if (
+      counter &&
+      plan.plan !== 'free' &&
+      counter.cycleStart === cycleStart &&
+      Date.now() - counter.syncedAt < SYNC_MS &&
+      limit - (counter.used + counter.pending + counter.writing + exactInFlight) > MARGIN
+    ) {
+      counter.pending++;
+      this.#schedule();
+      return { ok: true };
+    }
+    // Near the limit, stale or new: what is pending goes in first, then this call exactly.
+    this.#exact.set(companyId, exactInFlight + 1);
+    let decision: Awaited<ReturnType<typeof consumeCall>>;
+    try {
+      await this.flush();
+      decision = await consumeCall(this.#pool, companyId, plan);
+    } finally {
+      const left = (this.#exact.get(companyId) ?? 1) - 1;
+      if (left > 0) this.#exact.set(companyId, left);
+      else this.#exact.delete(companyId);
+    }
+    if (decision.ok && decision.used !== undefined) {
+      const current = this.#counters.get(companyId);
+      if (current && current.cycleStart === cycleStart) {
+        current.used = Math.max(current.used, decision.used);
+        current.syncedAt = Date.now();
+      } else if (!current || current.pending + current.writing === 0) {
+        this.#counters.set(companyId, { cycleStart, used: decision.used, syncedAt: Date.now(), pending: 0, writing: 0 });
+      }
+    }
+    return decision.ok ? { ok: true } : { ok: false, data: decision.data };
+  }
+
+  async #plan(companyId: string): Promise<CompanyPlan> {
+    const generation = this.#keyCache.generation;
+    const hit = this.#plans.get(companyId);
+    if (hit && hit.generation === generation && this.#keyCache.listening) return hit.plan;
+    const plan = await readPlan(this.#pool, companyId);
+    if (this.#keyCache.listening && generation === this.#keyCache.generation) {
+      if (this.#plans.size >= 10_000) this.#plans.clear();
+      this.#plans.set(companyId, { plan, generation });
+    }
+    return plan;
+  }
+
+  #schedule(): void {
+    if (!this.#timer) this.#timer = setTimeout(() => void this.flush(), FLUSH_MS);
+  }
+
+  /** Adds every pending count to its row; resolves once they are all written. */
+  flush(): Promise<void> {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#flushing = this.#flushing.then(() => this.#write());
+    return this.#flushing;
+  }
+
+  async #write(): Promise<void> {
+    for (const [companyId, counter] of this.#counters) {
+      const n = counter.pending;
+      if (n === 0) continue;
+      counter.pending -= n;
+      counter.writing += n;
+      try {
+        // Calls already served: added whatever the limit (only admitted with more than MARGIN left).
+        const { rows } = await this.#pool.query<{ used: number }>(
+          `INSERT INTO mcp_usage (company_id, cycle_start, used) VALUES ($1, $2, $3)
+           ON CONFLICT (company_id, cycle_start) DO UPDATE SET used = mcp_usage.used + $3
+           RETURNING used`,
+          [companyId, new Date(counter.cycleStart), n],
+        );
+        counter.used = Math.max(counter.used, rows[0].used);
+        counter.syncedAt = Date.now();
+      } catch (error) {
+        counter.pending += n; // kept for the next flush
+        counter.syncedAt = 0; // and no more calls admitted on a view that cannot be refreshed
+        logError('mcp.quota_flush_failed', error, { company_id: companyId, calls: n });
+        this.#schedule();
+      } finally {
+        counter.writing -= n;
+      }
+    }
+  }
 }
 
 /** The last 25 invocations and the 24-hour success rate (`wsctl mcp activity`). */

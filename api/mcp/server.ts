@@ -5,7 +5,6 @@
 // every tools/call and the HTTP-level 401 come out exactly as written. The SDK
 // is the test client (test/mcp.test.ts).
 import Router from '@koa/router';
-import { koaBody } from 'koa-body';
 import { digestSecret, isWellFormedSecret } from '../auth/keys.ts';
 import { ApiError } from '../errors.ts';
 import { bearerToken } from '../middleware/authenticate.ts';
@@ -13,7 +12,6 @@ import { limitUnauthenticated } from '../middleware/rate-limit.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState } from '../types.ts';
 import { fieldErrors } from '../validation.ts';
 import { ACCESS_PREFIX, verifyAccessToken } from '../oauth/store.ts';
-import { consumeCall } from './quota.ts';
 import { describeTool, TOOLS, ToolFailure } from './tools.ts';
 
 export const MCP_PATH = '/api/mcp/v1';
@@ -26,6 +24,44 @@ type Credential = { companyId: string; scopes: string[]; label: string };
 
 const rpcError = (id: unknown, code: number, message: string, data?: unknown) => ({ jsonrpc: '2.0', id: id ?? null, error: { code, message, ...(data === undefined ? {} : { data }) } });
 const result = (id: unknown, value: unknown) => ({ jsonrpc: '2.0', id, result: value });
+
+/**
+ * A tool result carries its data twice (the protocol's `content` text and
+ * `structuredContent`); serializing it once and reusing the text for both
+ * halves the heaviest part of a call (docs/bench.md, "MCP vs REST").
+ */
+const SERIALIZED = new WeakMap<object, string>();
+
+function toJson(response: object): string {
+  const text = SERIALIZED.get(response);
+  if (text === undefined) return JSON.stringify(response);
+  const { id } = response as { id: unknown };
+  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[{"type":"text","text":${JSON.stringify(text)}}],"structuredContent":${text},"isError":false}}`;
+}
+
+/** The request body as text, at most `limit` bytes (JSON is UTF-8, RFC 8259); null past the limit. */
+function readBody(ctx: ApiContext, limit: number): Promise<string | null> {
+  if (Number(ctx.get('Content-Length')) > limit) return Promise.resolve(null);
+  const req = ctx.req;
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (value: string | null) => {
+      req.off('data', onData).off('end', onEnd).off('error', reject);
+      if (value === null) req.pause();
+      resolve(value);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) done(null);
+      else chunks.push(chunk);
+    };
+    const onEnd = () => done(chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+    req.on('data', onData).on('end', onEnd).on('error', reject);
+  });
+}
+
+const MAX_BODY_BYTES = 256 * 1024;
 
 /** The credential of an MCP request: an API key (service_sk_) or an OAuth access token (service_oat_), checked against its grant on every request. */
 async function credentialOf(ctx: ApiContext): Promise<Credential | null> {
@@ -52,7 +88,7 @@ async function callTool(ctx: ApiContext, credential: Credential, id: unknown, pa
   const finish = async (code: number | null) =>
     ctx.deps.mcpActivity.record({ companyId: credential.companyId, credential: credential.label, tool: name || '(none)', ok: code === null, errorCode: code, durationMs: performance.now() - started });
   // Every tools/call counts, failed ones included (contract).
-  const quota = await consumeCall(ctx.deps.pool, credential.companyId);
+  const quota = await ctx.deps.mcpQuota.consume(credential.companyId);
   if (!quota.ok) {
     await finish(-32004);
     return rpcError(id, -32004, quota.data.available ? 'Se agotó la cuota de llamadas MCP del ciclo.' : 'El plan de la empresa no incluye MCP.', quota.data);
@@ -74,7 +110,10 @@ async function callTool(ctx: ApiContext, credential: Credential, id: unknown, pa
   try {
     const structured = await tool.run({ db: ctx.deps.pool, totals: ctx.deps.totals, companyId: credential.companyId }, parsed.data);
     await finish(null);
-    return result(id, { content: [{ type: 'text', text: JSON.stringify(structured) }], structuredContent: structured, isError: false });
+    const text = JSON.stringify(structured);
+    const response = result(id, { content: [{ type: 'text', text }], structuredContent: structured, isError: false });
+    SERIALIZED.set(response, text);
+    return response;
   } catch (error) {
     if (error instanceof ToolFailure || error instanceof ApiError) {
       await finish(-32003);
@@ -124,7 +163,6 @@ const NOTIFICATIONS = new Set(['notifications/initialized', 'notifications/cance
 
 export function mcpRouter(): ApiRouter {
   const router: ApiRouter = new Router<ApiState, ApiContextExtension>();
-  const body = koaBody({ json: true, multipart: false, urlencoded: false, text: true, jsonLimit: '256kb', includeUnparsed: true });
 
   // The unauthenticated handshake; a client asking for an event stream gets 405 (none is offered).
   router.get(MCP_PATH, async (ctx) => {
@@ -157,24 +195,18 @@ export function mcpRouter(): ApiRouter {
     }
     ctx.state.mcpCredential = credential;
     await next();
-  }, async (ctx, next) => {
-    try {
-      await body(ctx, next);
-    } catch {
-      ctx.status = 200;
-      ctx.body = rpcError(null, -32700, 'Error de análisis: el cuerpo no es JSON.');
-    }
   }, async (ctx) => {
     const credential = ctx.state.mcpCredential!;
-    let raw: unknown = ctx.request.body;
-    if (typeof raw === 'string' || raw === undefined) {
-      // Not sent as application/json: parsed here, so a bad body is -32700 either way.
-      try {
-        raw = JSON.parse(typeof raw === 'string' ? raw : '');
-      } catch {
-        ctx.body = rpcError(null, -32700, 'Error de análisis: el cuerpo no es JSON.');
-        return;
-      }
+    // Read and parsed here, whatever the declared type, so a bad or oversized body is -32700 either way
+    // (a small reader rather than koa-body: its content negotiation cost more than the JSON.parse).
+    let raw: unknown;
+    try {
+      const text = await readBody(ctx, MAX_BODY_BYTES);
+      if (text === null) ctx.set('Connection', 'close'); // the rest of the body is not read
+      raw = JSON.parse(text ?? '');
+    } catch {
+      ctx.body = rpcError(null, -32700, 'Error de análisis: el cuerpo no es JSON.');
+      return;
     }
     const version = ctx.get('MCP-Protocol-Version');
     const isInitialize = isRequest(raw) && raw.method === 'initialize';
@@ -195,7 +227,9 @@ export function mcpRouter(): ApiRouter {
       if (!NOTIFICATIONS.has(raw.method)) ctx.set('X-MCP-Ignored', 'true');
       return;
     }
-    ctx.body = await handle(ctx, credential, raw);
+    const response = toJson(await handle(ctx, credential, raw));
+    ctx.set('Content-Type', 'application/json; charset=utf-8');
+    ctx.body = response;
   });
   return router;
 }
