@@ -6,29 +6,37 @@ import CFB from 'cfb';
 import sharp from 'sharp';
 import { ADMIN_TOKEN } from './app.ts';
 
-/** A zip with stored (uncompressed) entries: enough for OOXML/ODF packages. */
-export function zip(entries: Record<string, string | Buffer>): Buffer {
+/** A zip entry already deflated: its compressed bytes, and the size and CRC of what they inflate to. */
+export type DeflatedEntry = { deflated: Buffer; size: number; crc: number };
+
+/** A zip: text and Buffer entries stored (enough for OOXML/ODF packages), `DeflatedEntry` ones deflated. */
+export function zip(entries: Record<string, string | Buffer | DeflatedEntry>): Buffer {
   const locals: Buffer[] = [];
   const centrals: Buffer[] = [];
   let offset = 0;
   for (const [name, content] of Object.entries(entries)) {
-    const data = Buffer.isBuffer(content) ? content : Buffer.from(content);
+    const stored = typeof content === 'string' || Buffer.isBuffer(content) ? Buffer.from(content) : null;
+    const data = stored ?? (content as DeflatedEntry).deflated;
+    const method = stored ? 0 : 8;
+    const size = stored ? stored.length : (content as DeflatedEntry).size;
+    const crc = stored ? crc32(stored) : (content as DeflatedEntry).crc;
     const nameBytes = Buffer.from(name);
-    const crc = crc32(data);
     const local = Buffer.alloc(30);
     local.writeUInt32LE(0x04034b50, 0);
     local.writeUInt16LE(20, 4);
+    local.writeUInt16LE(method, 8);
     local.writeUInt32LE(crc, 14);
     local.writeUInt32LE(data.length, 18);
-    local.writeUInt32LE(data.length, 22);
+    local.writeUInt32LE(size, 22);
     local.writeUInt16LE(nameBytes.length, 26);
     const central = Buffer.alloc(46);
     central.writeUInt32LE(0x02014b50, 0);
     central.writeUInt16LE(20, 4);
     central.writeUInt16LE(20, 6);
+    central.writeUInt16LE(method, 10);
     central.writeUInt32LE(crc, 16);
     central.writeUInt32LE(data.length, 20);
-    central.writeUInt32LE(data.length, 24);
+    central.writeUInt32LE(size, 24);
     central.writeUInt16LE(nameBytes.length, 28);
     central.writeUInt32LE(offset, 42);
     locals.push(local, nameBytes, data);
@@ -53,47 +61,10 @@ export async function zipBomb(entry: string, inflatedBytes: number, extra: Recor
   };
   const out: Buffer[] = [];
   for await (const piece of Readable.from(pieces()).pipe(createDeflateRaw({ level: 9 }))) out.push(piece as Buffer);
-  const deflated = Buffer.concat(out);
-  const parts: Buffer[] = [];
-  const central: Buffer[] = [];
-  let offset = 0;
-  const add = (name: string, data: Buffer, method: number, size: number, crc: number) => {
-    const nameBytes = Buffer.from(name);
-    const local = Buffer.alloc(30);
-    local.writeUInt32LE(0x04034b50, 0);
-    local.writeUInt16LE(20, 4);
-    local.writeUInt16LE(method, 8);
-    local.writeUInt32LE(crc, 14);
-    local.writeUInt32LE(data.length, 18);
-    local.writeUInt32LE(size, 22);
-    local.writeUInt16LE(nameBytes.length, 26);
-    const dir = Buffer.alloc(46);
-    dir.writeUInt32LE(0x02014b50, 0);
-    dir.writeUInt16LE(20, 4);
-    dir.writeUInt16LE(20, 6);
-    dir.writeUInt16LE(method, 10);
-    dir.writeUInt32LE(crc, 16);
-    dir.writeUInt32LE(data.length, 20);
-    dir.writeUInt32LE(size, 24);
-    dir.writeUInt16LE(nameBytes.length, 28);
-    dir.writeUInt32LE(offset, 42);
-    parts.push(local, nameBytes, data);
-    central.push(dir, nameBytes);
-    offset += 30 + nameBytes.length + data.length;
-  };
-  for (const [name, text] of Object.entries(extra)) add(name, Buffer.from(text), 0, Buffer.byteLength(text), crc32(Buffer.from(text)));
-  // The CRC of the zeros, computed piecewise (never holding them inflated twice).
+  // The CRC of the zeros, computed piecewise (never holding them inflated).
   let crc = 0;
-  for (let left = inflatedBytes; left > 0; left -= zeros.length) crc = crc32(zeros.subarray(0, Math.min(left, zeros.length)), crc);
-  add(entry, deflated, 8, inflatedBytes, crc);
-  const dir = Buffer.concat(central);
-  const end = Buffer.alloc(22);
-  end.writeUInt32LE(0x06054b50, 0);
-  end.writeUInt16LE(central.length / 2, 8);
-  end.writeUInt16LE(central.length / 2, 10);
-  end.writeUInt32LE(dir.length, 12);
-  end.writeUInt32LE(offset, 16);
-  return Buffer.concat([...parts, dir, end]);
+  for (const piece of pieces()) crc = crc32(piece, crc);
+  return zip({ ...extra, [entry]: { deflated: Buffer.concat(out), size: inflatedBytes, crc } });
 }
 
 function ooxml(mainType: string, part: string, extra: Record<string, string | Buffer> = {}): Buffer {
