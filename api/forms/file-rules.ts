@@ -16,9 +16,12 @@
 //
 // Zip bombs: a package (.docx/.xlsx/.pptx/.odt/.ods/.odp) is refused when
 // its central directory declares more than 256 MiB once inflated, or an entry
-// above 1 MiB inflated that is compressed more than 100:1 (real documents
-// compress XML 5–20:1; a kilobyte that inflates to a gigabyte is a bomb for
-// whoever opens it). The directory is read with yauzl, nothing is inflated.
+// above 10 MiB inflated that is compressed more than 200:1 (real documents
+// compress XML 5–20:1, very repetitive sheets somewhat more; deflate's own
+// ceiling is ~1,000:1, which is what bombs use). The directory is read with
+// yauzl, nothing is inflated: sizes are the archive's declarations, so the
+// check stops the bombs that announce themselves (Office and LibreOffice trust
+// the same declarations); inflating to verify is the reader's job.
 //
 // Legacy .doc/.xls/.ppt: OLE compound files, which file-type only calls
 // `cfb` (an .msi installer is one too). The compound file's directory is read
@@ -291,7 +294,8 @@ export async function checkContent(extension: string, open: () => Readable, _hea
 /** Office and OpenDocument packages: zip archives underneath. */
 const ZIP_PACKAGES: ReadonlySet<string> = new Set(['docx', 'xlsx', 'pptx', 'odt', 'ods', 'odp']);
 export const MAX_PACKAGE_INFLATED_BYTES = 256 * 1024 * 1024;
-const MAX_ENTRY_RATIO = 100;
+const MAX_ENTRY_RATIO = 200;
+const MIN_RATIO_CHECKED_BYTES = 10 * 1024 * 1024;
 
 /** Why a zip package is a decompression bomb, from its central directory's declared sizes; null when it is not. */
 async function zipBombReason(bytes: Buffer): Promise<string | null> {
@@ -312,8 +316,11 @@ async function zipBombReason(bytes: Buffer): Promise<string | null> {
       if (!entry) return null;
       total += entry.uncompressedSize;
       const ratio = entry.uncompressedSize / Math.max(1, entry.compressedSize);
-      if (total > MAX_PACKAGE_INFLATED_BYTES || (entry.uncompressedSize > 1024 * 1024 && ratio > MAX_ENTRY_RATIO)) {
-        return `el archivo es una bomba de descompresión (${Math.round(entry.uncompressedSize / 1024 / 1024)} MB al descomprimir ${entry.fileName})`;
+      if (total > MAX_PACKAGE_INFLATED_BYTES) {
+        return `el archivo es una bomba de descompresión (más de ${MAX_PACKAGE_INFLATED_BYTES / 1024 / 1024} MB al descomprimir)`;
+      }
+      if (entry.uncompressedSize > MIN_RATIO_CHECKED_BYTES && ratio > MAX_ENTRY_RATIO) {
+        return `el archivo es una bomba de descompresión (${Math.round(entry.uncompressedSize / 1024 / 1024)} MB al descomprimir ${entry.fileName}, ${Math.round(ratio)}:1)`;
       }
     }
   } catch {

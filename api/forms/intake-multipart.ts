@@ -105,9 +105,9 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
       // A client gone before the body ended: 'error' may have been emitted before
       // these listeners existed, 'close' is checked here too so the read never waits forever.
       req.on('close', () => {
-        if (!req.complete) reject(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
+        if (!req.readableEnded) reject(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
       });
-      if (req.destroyed && !req.complete) reject(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
+      if (req.destroyed && !req.readableEnded) reject(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
       parser.on('error', (error: Error) =>
         reject(new ApiError('validation_failed', 'El cuerpo multipart no es válido.', { errors: { data: [error.message] } })),
       );

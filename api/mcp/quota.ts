@@ -26,6 +26,7 @@
 import type { Pool, Queryable } from '../../db/pool.ts';
 import type { KeyCache } from '../auth/key-cache.ts';
 import { logError } from '../../lib/log.ts';
+import { ApiError } from '../errors.ts';
 
 export const STARTER_QUOTA = 500;
 
@@ -123,6 +124,12 @@ export class McpQuota {
     let decision: Awaited<ReturnType<typeof consumeCall>>;
     try {
       await this.flush();
+      // Calls admitted in memory that the flush could not write (the database is failing): the row
+      // is short of them, so the exact statement could admit past the limit. Refuse until it is written.
+      const behind = this.#counters.get(companyId);
+      if (behind && behind.cycleStart === cycleStart && behind.pending + behind.writing > 0) {
+        throw new ApiError('service_unavailable', 'No se pudo registrar el uso de MCP; reintenta en unos segundos.');
+      }
       decision = await consumeCall(this.#pool, companyId, plan);
     } finally {
       const left = (this.#exact.get(companyId) ?? 1) - 1;
@@ -157,38 +164,48 @@ export class McpQuota {
     if (!this.#timer) this.#timer = setTimeout(() => void this.flush(), FLUSH_MS);
   }
 
-  /** Adds every pending count to its row; resolves once they are all written. */
+  /** Adds every pending count to its row; resolves once they are all written (or the write failed and was kept for later). */
   flush(): Promise<void> {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
-    this.#flushing = this.#flushing.then(() => this.#write());
+    const write = () => this.#write();
+    this.#flushing = this.#flushing.then(write, write);
     return this.#flushing;
   }
 
+  /** One statement for every company with calls pending; companies deleted meanwhile are dropped. */
   async #write(): Promise<void> {
-    for (const [companyId, counter] of this.#counters) {
-      const n = counter.pending;
-      if (n === 0) continue;
+    const batch = [...this.#counters].filter(([, c]) => c.pending > 0).map(([companyId, c]) => ({ companyId, counter: c, n: c.pending }));
+    if (batch.length === 0) return;
+    for (const { counter, n } of batch) {
       counter.pending -= n;
       counter.writing += n;
-      try {
-        // Calls already served: added whatever the limit (only admitted with more than MARGIN left).
-        const { rows } = await this.#pool.query<{ used: number }>(
-          `INSERT INTO mcp_usage (company_id, cycle_start, used) VALUES ($1, $2, $3)
-           ON CONFLICT (company_id, cycle_start) DO UPDATE SET used = mcp_usage.used + $3
-           RETURNING used`,
-          [companyId, new Date(counter.cycleStart), n],
-        );
-        counter.used = Math.max(counter.used, rows[0].used);
+    }
+    try {
+      // Calls already served: added whatever the limit (only admitted with more than MARGIN left).
+      const { rows } = await this.#pool.query<{ company_id: string; used: number }>(
+        `INSERT INTO mcp_usage (company_id, cycle_start, used)
+         SELECT u.company_id, u.cycle_start, u.n
+           FROM unnest($1::text[], $2::timestamptz[], $3::int[]) AS u (company_id, cycle_start, n)
+           JOIN companies c ON c.id = u.company_id
+         ON CONFLICT (company_id, cycle_start) DO UPDATE SET used = mcp_usage.used + EXCLUDED.used
+         RETURNING company_id, used`,
+        [batch.map((b) => b.companyId), batch.map((b) => new Date(b.counter.cycleStart)), batch.map((b) => b.n)],
+      );
+      const used = new Map(rows.map((r) => [r.company_id, r.used]));
+      for (const { companyId, counter } of batch) {
+        counter.used = Math.max(counter.used, used.get(companyId) ?? counter.used);
         counter.syncedAt = Date.now();
-      } catch (error) {
+      }
+    } catch (error) {
+      for (const { counter, n } of batch) {
         counter.pending += n; // kept for the next flush
         counter.syncedAt = 0; // and no more calls admitted on a view that cannot be refreshed
-        logError('mcp.quota_flush_failed', error, { company_id: companyId, calls: n });
-        this.#schedule();
-      } finally {
-        counter.writing -= n;
       }
+      logError('mcp.quota_flush_failed', error, { companies: batch.length, calls: batch.reduce((sum, b) => sum + b.n, 0) });
+      this.#schedule();
+    } finally {
+      for (const { counter, n } of batch) counter.writing -= n;
     }
   }
 }

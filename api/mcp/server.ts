@@ -46,8 +46,14 @@ function readBody(ctx: ApiContext, limit: number): Promise<string | null> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    // A client gone before its body was read (it may have left while the credential was checked,
+    // when nothing listened yet): no 'end' or 'error' will come.
+    const gone = () => reject(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
+    const onClose = () => {
+      if (!req.readableEnded) gone();
+    };
     const done = (value: string | null) => {
-      req.off('data', onData).off('end', onEnd).off('error', reject);
+      req.off('data', onData).off('end', onEnd).off('error', reject).off('close', onClose);
       if (value === null) req.pause();
       resolve(value);
     };
@@ -57,7 +63,8 @@ function readBody(ctx: ApiContext, limit: number): Promise<string | null> {
       else chunks.push(chunk);
     };
     const onEnd = () => done(chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks).toString('utf8'));
-    req.on('data', onData).on('end', onEnd).on('error', reject);
+    if (req.destroyed && !req.readableEnded) return gone();
+    req.on('data', onData).on('end', onEnd).on('error', reject).on('close', onClose);
   });
 }
 

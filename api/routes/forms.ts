@@ -111,7 +111,7 @@ export const formRoutes: RouteDef[] = [
     description: [
       'JSON `{data: {answers, locale?, files?}}`: un archivo es `{filename, content_type, data}` con `data` en base64 o data URL; varios, un arreglo.',
       'O `multipart/form-data`: archivos y textos como `data[answers][<key>]`, `answers[<key>]` o `files[<key>]`; `locale` o `data[locale]`.',
-      `Cuerpo máximo ${MAX_SUBMISSION_BYTES / 1024 / 1024} MB en multipart y ${MAX_JSON_SUBMISSION_BYTES / 1024 / 1024} MB en JSON (413 request_too_large); a lo sumo UPLOAD_CONCURRENCY cargas a la vez por proceso (503 con Retry-After). El contenido real de cada archivo se verifica (bytes mágicos); un paquete .docx/.xlsx/.pptx/.odt/.ods/.odp que declara más de 256 MiB al descomprimir, o una entrada de más de 1 MiB comprimida más de 100:1, es 422 validation_failed (bomba de descompresión). Los nombres de archivo en multipart se leen como UTF-8.`,
+      `Cuerpo máximo ${MAX_SUBMISSION_BYTES / 1024 / 1024} MB en multipart y ${MAX_JSON_SUBMISSION_BYTES / 1024 / 1024} MB en JSON (413 request_too_large); a lo sumo UPLOAD_CONCURRENCY cargas a la vez por proceso (503 con Retry-After). El contenido real de cada archivo se verifica (bytes mágicos); un paquete .docx/.xlsx/.pptx/.odt/.ods/.odp que declara más de 256 MiB al descomprimir, o una entrada de más de 10 MiB comprimida más de 200:1, es 422 validation_failed (bomba de descompresión). Los nombres de archivo en multipart se leen como UTF-8.`,
       'Con Idempotency-Key el cuerpo no puede pasar de 100 KB (413 idempotency_body_too_large, antes de leerlo): la clave protege envíos pequeños; los archivos grandes se envían sin la cabecera.',
       'Responde 201 con `status: received`; las acciones posteriores corren en segundo plano.',
     ].join(' '),
