@@ -7,6 +7,9 @@ import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { updateCompany } from '../api/admin/companies.ts';
+import { KeyCache } from '../api/auth/key-cache.ts';
+import { McpQuota } from '../api/mcp/quota.ts';
+import { createPool } from '../db/pool.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { json } from './helpers/cli.ts';
 import { waitFor } from './helpers/wait.ts';
@@ -172,6 +175,26 @@ describe('MCP server', () => {
     await call('get_company', {}, big.key);
     for (let wave = 0; wave < 10; wave++) await Promise.all(Array.from({ length: 10 }, (_, i) => call('get_company', {}, big.key, `${wave}-${i}`)));
     assert.equal(await waitFor(async () => ((await bigUsed()) === 101 ? 101 : null), 5_000, 'every call counted'), 101);
+  });
+
+  test('quota counts that cannot be written make the exact path refuse (503) rather than risk passing the limit', async () => {
+    const t = await seedTenant(app.pool, { plan: 'starter' });
+    await updateCompany(app.pool, t.companyId, { plan: 'enterprise', mcpQuota: 1000 });
+    const keyCache = new KeyCache(app.databaseUrl);
+    await keyCache.start();
+    const failing = createPool(app.databaseUrl, 2);
+    const quota = new McpQuota(failing, keyCache);
+    try {
+      assert.deepEqual(await quota.consume(t.companyId), { ok: true }, 'exact: syncs the view');
+      for (let i = 0; i < 10; i++) assert.deepEqual(await quota.consume(t.companyId), { ok: true }, 'admitted in memory');
+      await failing.end(); // from here on every statement of this counter fails
+      await quota.flush(); // the 10 pending calls cannot be written
+      await assert.rejects(quota.consume(t.companyId), (error: any) => error.code === 'service_unavailable');
+      const { rows } = await app.pool.query('SELECT coalesce(sum(used), 0)::int AS n FROM mcp_usage WHERE company_id = $1', [t.companyId]);
+      assert.equal(rows[0].n, 1, 'only the exact call reached the row');
+    } finally {
+      await keyCache.close();
+    }
   });
 
   test('wsctl mcp activity: the last 25 calls and the 24-hour success rate', async () => {

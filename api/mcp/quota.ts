@@ -161,7 +161,8 @@ export class McpQuota {
   }
 
   #schedule(): void {
-    if (!this.#timer) this.#timer = setTimeout(() => void this.flush(), FLUSH_MS);
+    // unref: a retry loop against a database that is gone must not keep a stopping process alive.
+    if (!this.#timer) this.#timer = setTimeout(() => void this.flush(), FLUSH_MS).unref();
   }
 
   /** Adds every pending count to its row; resolves once they are all written (or the write failed and was kept for later). */
