@@ -21,8 +21,10 @@
 // the others serve more than MARGIN calls within about a second while this
 // one's view says more than MARGIN are left. A kill -9 loses the increments
 // of the last FLUSH_MS (calls served, not counted: in the customer's favour).
-// The plan is cached per company until the key cache's next clear (every
-// company change notifies it), so `wsctl company update --plan` applies at once.
+// Far from the limit the plan comes from a per-company cache cleared with the
+// key cache (every company change notifies it, milliseconds after its commit);
+// every exact call reads it afresh, so raising an exhausted quota applies to
+// the very next call.
 import type { Pool, Queryable } from '../../db/pool.ts';
 import type { KeyCache } from '../auth/key-cache.ts';
 import { logError } from '../../lib/log.ts';
@@ -130,7 +132,9 @@ export class McpQuota {
       if (behind && behind.cycleStart === cycleStart && behind.pending + behind.writing > 0) {
         throw new ApiError('service_unavailable', 'No se pudo registrar el uso de MCP; reintenta en unos segundos.');
       }
-      decision = await consumeCall(this.#pool, companyId, plan);
+      // The plan read afresh here: a change reaches the cache by a notification, a few milliseconds
+      // after its commit, and near the limit (an operator raising an exhausted quota) that matters.
+      decision = await consumeCall(this.#pool, companyId);
     } finally {
       const left = (this.#exact.get(companyId) ?? 1) - 1;
       if (left > 0) this.#exact.set(companyId, left);
