@@ -2,9 +2,9 @@
 // worker processes over a real PostgreSQL, breaks something the way it breaks
 // in production, and reports what it did and what it found.
 import { randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { createForm } from '../api/admin/forms.ts';
 import { sampleFormFile } from '../test/helpers/forms.ts';
+import { memoryOf } from '../bench/lib/process.ts';
 import { formCorpus, imageCorpus, type HostileFile } from './hostile-corpus.ts';
 import { api, finding, kill9, receiver, startWeb, startWorkerProcess, tenant, until, type Drill } from './lib.ts';
 
@@ -285,17 +285,6 @@ export const crossTenant: Drill = {
   },
 };
 
-/** Peak and current resident memory of a process (Linux /proc; null elsewhere). */
-async function memory(pid: number | undefined): Promise<{ rssMb: number; peakMb: number } | null> {
-  try {
-    const text = await readFile(`/proc/${pid}/status`, 'utf8');
-    const mb = (name: string) => Math.round(Number(new RegExp(`${name}:\\s+(\\d+)`).exec(text)?.[1] ?? 0) / 1024);
-    return { rssMb: mb('VmRSS'), peakMb: mb('VmHWM') };
-  } catch {
-    return null;
-  }
-}
-
 /** The hostile-upload corpus against a running web process: 100 % refused, the process alive, memory bounded. */
 export const hostileUploads: Drill = {
   name: 'hostile-uploads',
@@ -309,6 +298,8 @@ export const hostileUploads: Drill = {
     const MEMORY_BOUND_MB = 150;
     try {
       const product = await api(web.url, t.key, 'POST', '/products', { data: { name: 'Blanco', prices_cents: { mxn: 100 } } });
+      const memory = (pid: number | undefined) =>
+        memoryOf(pid!).then((m) => ({ rssMb: Math.round(m.rss / 1024 ** 2), peakMb: Math.round(m.hwm / 1024 ** 2) }), () => null);
       const before = await memory(web.child.pid);
       const blobsBefore = (await ctx.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM blobs WHERE company_id = $1', [t.companyId])).rows[0].n;
       const send = async (path: string, fields: Array<[string, string]>, fileField: string, file: HostileFile) => {

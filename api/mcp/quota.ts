@@ -61,8 +61,8 @@ async function readPlan(db: Queryable, companyId: string): Promise<CompanyPlan> 
 }
 
 /** Counts one tools/call exactly, or says why it cannot run (-32004 with this data). */
-export async function consumeCall(db: Queryable, companyId: string, plan?: CompanyPlan): Promise<QuotaDecision & { used?: number }> {
-  const company = plan ?? (await readPlan(db, companyId));
+export async function consumeCall(db: Queryable, companyId: string): Promise<QuotaDecision & { used?: number }> {
+  const company = await readPlan(db, companyId);
   const { start, end } = cycleOf(company.mcp_cycle_anchor);
   const limit = limitOf(company);
   const available = company.plan !== 'free';

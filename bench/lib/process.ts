@@ -4,6 +4,7 @@
 // they shut down as in production (and `--cpu-prof` gets written).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -110,19 +111,27 @@ export async function stopAllChildren(): Promise<void> {
  * CPU time (user + system, ms) a process has used so far, from /proc (Linux);
  * null elsewhere. Sampled around a run, it gives the server's CPU cost per
  * request, which other load on the machine disturbs much less than req/s.
+ * `withExitedChildren` adds what its children that have exited used (the
+ * postmaster keeps the CPU of PostgreSQL backends that have ended).
  */
-export function cpuTimeMs(pid: number | undefined): number | null {
+export function cpuTimeMs(pid: number | undefined, options: { withExitedChildren?: boolean } = {}): number | null {
   if (!pid) return null;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the command name (which may hold spaces) start at field 3.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const utime = Number(fields[11]);
-    const stime = Number(fields[12]);
-    return ((utime + stime) * 1000) / CLOCK_TICKS;
+    const [utime, stime, cutime, cstime] = [11, 12, 13, 14].map((i) => Number(fields[i]));
+    return ((utime + stime + (options.withExitedChildren ? cutime + cstime : 0)) * 1000) / CLOCK_TICKS;
   } catch {
     return null;
   }
+}
+
+/** Resident memory of a process now and at its peak, in bytes, from /proc/<pid>/status (Linux; throws elsewhere). */
+export async function memoryOf(pid: number): Promise<{ rss: number; hwm: number }> {
+  const text = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kb = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(text)?.[1] ?? 0) * 1024;
+  return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
 }
 
 /** USER_HZ: 100 on every mainstream Linux build. */

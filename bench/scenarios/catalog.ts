@@ -32,6 +32,7 @@ import { loadConfig } from '../../lib/config.ts';
 import { isObjectId } from '../../lib/objectid.ts';
 import { makeThumbnail } from '../../storage/images.ts';
 import { startWorker } from '../../worker/worker.ts';
+import { cpuTimeMs } from '../lib/process.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
@@ -248,11 +249,7 @@ function postgresCpuMs(): number | null {
     for (const pid of readdirSync('/proc')) {
       if (!/^\d+$/.test(pid)) continue;
       try {
-        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
-        // utime, stime, and cutime + cstime: the postmaster keeps the CPU of backends that have exited.
-        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        total += ((Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 1000) / 100;
+        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') total += cpuTimeMs(Number(pid), { withExitedChildren: true }) ?? 0;
       } catch {
         // the process ended meanwhile
       }

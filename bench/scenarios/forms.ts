@@ -11,7 +11,7 @@
 // is dropped afterwards.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +23,7 @@ import { startEmbedded } from '../../db/embedded.ts';
 import { migrate } from '../../db/migrate.ts';
 import { createPool } from '../../db/pool.ts';
 import { createBoss } from '../../db/boss.ts';
+import { memoryOf } from '../lib/process.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const MB = 1024 * 1024;
@@ -44,12 +45,6 @@ async function freePort(): Promise<number> {
       s.close(() => resolve(port));
     });
   });
-}
-
-async function status(pid: number): Promise<{ rss: number; hwm: number }> {
-  const text = await readFile(`/proc/${pid}/status`, 'utf8');
-  const kb = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(text)?.[1] ?? 0) * 1024;
-  return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
 }
 
 export async function runFormsBench() {
@@ -121,18 +116,18 @@ export async function runFormsBench() {
     const pid = child.pid!;
     (globalThis as { gc?: () => void }).gc?.();
     await new Promise((r) => setTimeout(r, 500));
-    const baseline = (await status(pid)).rss;
+    const baseline = (await memoryOf(pid)).rss;
     await writeFile(`/proc/${pid}/clear_refs`, '5').catch(() => {}); // resets VmHWM to the current RSS
     let sampledPeak = baseline;
     const sampler = setInterval(() => {
-      status(pid).then((s) => (sampledPeak = Math.max(sampledPeak, s.rss)), () => {});
+      memoryOf(pid).then((s) => (sampledPeak = Math.max(sampledPeak, s.rss)), () => {});
     }, 20);
     const big = new Blob([pdf(UPLOAD_BYTES)], { type: 'application/pdf' });
     const bigStarted = performance.now();
     await Promise.all(Array.from({ length: UPLOADS }, (_, i) => submit(big, 10_000 + i)));
     const bigSeconds = (performance.now() - bigStarted) / 1000;
     clearInterval(sampler);
-    const peak = Math.max((await status(pid)).hwm, sampledPeak);
+    const peak = Math.max((await memoryOf(pid)).hwm, sampledPeak);
     const result = {
       scenario: 'forms',
       submissions_per_second_1mb_pdf: Math.round(perSecond * 10) / 10,
