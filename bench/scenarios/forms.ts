@@ -79,7 +79,9 @@ export async function runFormsBench() {
     const port = await freePort();
     child = spawn(process.execPath, [path.join(root, 'api/server.ts')], {
       cwd: root,
-      env: { ...process.env, PORT: String(port), DATABASE_URL: dbUrl.toString(), ADMIN_TOKEN: 'bench-admin-token-0123456789', LOG_LEVEL: 'silent', NODE_ENV: 'development' },
+      // UPLOAD_CONCURRENCY (default 8 per process, 503 past it) raised to what
+      // the bench sends at once: it measures memory with every upload in flight.
+      env: { ...process.env, PORT: String(port), DATABASE_URL: dbUrl.toString(), ADMIN_TOKEN: 'bench-admin-token-0123456789', LOG_LEVEL: 'silent', NODE_ENV: 'development', UPLOAD_CONCURRENCY: String(Math.max(UPLOADS, CONCURRENCY)) },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     const base = `http://127.0.0.1:${port}/api/v1`;
