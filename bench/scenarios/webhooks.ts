@@ -42,6 +42,10 @@
 // for schema experiments (noted in the output); BENCH_WEBHOOK_DIAG=1
 // logs what the database's sessions wait on, every 250 ms; BENCH_WEBHOOK_NO_VACUUM=1
 // drains without vacuuming the tables the earlier phases churned (see drain()).
+// 5. fan-out cost: API writes (worker stopped) of the company with three
+//    endpoints against the same writes of a company with none, alternating,
+//    BENCH_WEBHOOK_FANOUT_EVENTS (3000) each, best of two (issue 20: ≥ 0.7).
+//    BENCH_WEBHOOK_ONLY=fanout runs the cold burst and this phase alone.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
@@ -75,10 +79,14 @@ const DIAG = process.env.BENCH_WEBHOOK_DIAG === '1';
 const DEFER_VERSION = process.env.BENCH_WEBHOOK_DEFER_VERSION === '1';
 const EXPERIMENT_SQL = process.env.BENCH_WEBHOOK_SQL || '';
 const NO_VACUUM = process.env.BENCH_WEBHOOK_NO_VACUUM === '1';
+const FANOUT_EVENTS = env('BENCH_WEBHOOK_FANOUT_EVENTS', 3000);
+const ONLY_FANOUT = process.env.BENCH_WEBHOOK_ONLY === 'fanout';
 const RECEIVERS = 3;
 const TARGET_DRAIN = 4000;
 const TARGET_P99_MS = 500;
 const TARGET_ENQUEUE_RATIO = 0.7;
+const TARGET_FANOUT_RATIO = 0.7;
+const TARGET_DRAIN_RATIO = 0.6;
 
 const epoch = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -314,6 +322,36 @@ async function statements(pool: Pool): Promise<{ reset: () => Promise<void>; rep
   };
 }
 
+/**
+ * 5. What fanning a write out to three endpoints costs: the same API write
+ * (POST /customers, worker stopped) from the company with three endpoints and
+ * from one with none, alternating which goes first, best of `rounds` each.
+ */
+async function fanOutCost(
+  api: Client,
+  bare: Client,
+  sources: CpuSources,
+  concurrency: number,
+  rounds = 2,
+): Promise<{ rate: { three: number; none: number }; cpu: { three: Record<string, number>; none: Record<string, number> } }> {
+  const rate = { three: 0, none: 0 };
+  const cpu = { three: {} as Record<string, number>, none: {} as Record<string, number> };
+  for (let round = 0; round < rounds; round++) {
+    for (const which of round % 2 === 0 ? (['three', 'none'] as const) : (['none', 'three'] as const)) {
+      const before = sampleCpu(sources);
+      const x = await createEvents(which === 'three' ? api : bare, FANOUT_EVENTS, concurrency);
+      const after = sampleCpu(sources);
+      if (x.errors) throw new Error(`fan-out phase (${which}): ${x.errors} API errors, first: ${x.firstError}`);
+      const r = x.ok / ((x.lastAnswered - x.firstSent) / 1000);
+      if (r > rate[which]) {
+        rate[which] = r;
+        cpu[which] = Object.fromEntries(Object.entries(cpuBetween(before, after).ms).map(([k, v]) => [k, perItem(v, x.ok) ?? 0]));
+      }
+    }
+  }
+  return { rate, cpu };
+}
+
 // --- the scenario ------------------------------------------------------------
 
 type Row = { case: string; target: string; count: number; seconds: number; latency?: ReturnType<typeof latencyOf>; cpuUs: number | null; errors?: number };
@@ -441,6 +479,33 @@ export const webhooks: Scenario = {
       note(`processes: web = node api/server.ts, worker = bench/lib/webhook-worker.ts (worker/main.ts + options), ${RECEIVERS} receivers in one process, floors in their own; the bench process is the API client (${concurrency} connections)`);
       note(`dispatcher options: ${JSON.stringify(DEFAULT_DISPATCHER_OPTIONS)}; queue ${JSON.stringify({ ...WEBHOOK_DELIVERY.options, ...QUEUE_OPTIONS })}`);
       if (EXPERIMENT_SQL) note(`EXPERIMENT, schema changed in this run's database: ${EXPERIMENT_SQL}`);
+
+      // 5. (run last, or alone with BENCH_WEBHOOK_ONLY=fanout) A company without endpoints for the A/B.
+      const { company: plain } = await createCompany(pool, { name: 'Bench webhooks, no endpoints' });
+      const plainKey = await issueKey(pool, { companyId: plain.id, scopes: [...ALL_SCOPES], name: 'bench', rateLimitPerMinute: BENCH_RATE_LIMIT });
+      const fanOut = async () => {
+        await createEvents({ http: http!, key: plainKey.secret }, concurrency, concurrency); // the second company's caches warm
+        const f = await fanOutCost(api, { http: http!, key: plainKey.secret }, sources, concurrency);
+        const diag = DIAG ? await statements(pool) : null;
+        if (diag) {
+          for (const [label, client] of [['fan-out, 3 endpoints', api], ['fan-out, none', { http: http!, key: plainKey.secret }]] as const) {
+            await diag.reset();
+            await createEvents(client, FANOUT_EVENTS, concurrency);
+            await diag.report(label, log);
+          }
+        }
+        const ratio = f.rate.three / f.rate.none;
+        const fmt = (c: Record<string, number>) => `web ${c.web}, postgres ${c.postgres}`;
+        note(`fan-out: API writes with the worker stopped, ${FANOUT_EVENTS} per run, best of 2 alternating: ${RECEIVERS} endpoints ${f.rate.three.toFixed(0)}/s, none ${f.rate.none.toFixed(0)}/s (${ratio.toFixed(2)}); CPU µs per write ${fmt(f.cpu.three)} against ${fmt(f.cpu.none)}`);
+        rows.push({ case: `fan-out: API writes, ${RECEIVERS} endpoints`, target: 'ours', count: Math.round(f.rate.three), seconds: 1, cpuUs: f.cpu.three.web ?? null });
+        rows.push({ case: 'fan-out: API writes, no endpoint', target: 'floor', count: Math.round(f.rate.none), seconds: 1, cpuUs: f.cpu.none.web ?? null });
+        ratios.push({ label: `API writes/s with ${RECEIVERS} endpoints ÷ with none`, value: ratio });
+        checks.push({ label: `a write fanning out to ${RECEIVERS} endpoints ÷ the same write with none`, target: `≥ ${TARGET_FANOUT_RATIO}`, actual: ratio.toFixed(2), pass: ratio >= TARGET_FANOUT_RATIO });
+      };
+      if (ONLY_FANOUT) {
+        await fanOut();
+        return { name: 'webhooks', description: webhooks.description, notes, measurements: rows.map(measurement), ratios, checks };
+      }
 
       // 4a. Enqueue floors, before any worker exists.
       const groups = endpoints.map((e) => e.id);
@@ -604,6 +669,8 @@ export const webhooks: Scenario = {
         ratios.push({ label: 'API events/s, deferred version trigger ÷ plain (best of 2)', value: Math.max(...rates.deferred) / Math.max(...rates.plain) });
       }
 
+      await fanOut();
+
       const e2eEventsRatio = eventRate / seq.rate;
       const e2eDeliveryRatio = e2eDeliveries / e2eSeconds / seq.rate;
       ratios.push({ label: 'e2e deliveries/s ÷ send() floor (1 loop)', value: e2eDeliveryRatio });
@@ -619,6 +686,7 @@ export const webhooks: Scenario = {
       // so events/s against the same floor (above, in the ratios) is the stricter reading; the README gives both.
       checks.push({ label: 'e2e deliveries/s ≥ 0.7 × send() floor (1 loop)', target: `≥ ${TARGET_ENQUEUE_RATIO}`, actual: e2eDeliveryRatio.toFixed(2), pass: e2eDeliveryRatio >= TARGET_ENQUEUE_RATIO });
       checks.push({ label: 'backlog drain deliveries/s', target: `≥ ${TARGET_DRAIN}`, actual: drainRate.toFixed(0), pass: drainRate >= TARGET_DRAIN });
+      checks.push({ label: 'backlog drain ÷ bare undici POSTs with the same signing', target: `≥ ${TARGET_DRAIN_RATIO}`, actual: (drainRate / bare.rate).toFixed(2), pass: drainRate / bare.rate >= TARGET_DRAIN_RATIO });
       checks.push({ label: `commit→receipt p99 at ${rate.toFixed(0)} events/s`, target: `< ${TARGET_P99_MS} ms`, actual: `${lat.p99.toFixed(1)} ms`, pass: lat.p99 < TARGET_P99_MS });
       checks.push({ label: 'every delivery received once and recorded succeeded', target: 'no duplicates, none open', actual: allDelivered ? 'yes' : 'duplicates seen', pass: allDelivered });
       const result: ScenarioResult = { name: 'webhooks', description: webhooks.description, notes, measurements: rows.map(measurement), ratios, checks };
