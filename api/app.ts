@@ -27,6 +27,7 @@ import { mediaRouter } from './public-media.ts';
 import { bookingPageRouter } from './booking-page/routes.ts';
 import { googleIntegrationRouter } from './integrations/google.ts';
 import { createJobSender } from '../db/job-sender.ts';
+import { BlobStore } from '../storage/blobs.ts';
 import type { ApiContextExtension, ApiRouter, ApiState, Deps } from './types.ts';
 
 export type AppOptions = {
@@ -53,6 +54,7 @@ export async function createDeps(options: AppOptions): Promise<Deps> {
     mcpActivity: new ActivityLog(options.pool),
     mcpQuota: new McpQuota(options.pool, keyCache),
     lifecycle: { draining: false },
+    blobs: new BlobStore(options.config.s3),
     jobs: await createJobSender(options.databaseUrl, { max: options.jobSenderConnections, applicationName: options.applicationName?.('job-sender') }),
   };
 }
@@ -63,6 +65,7 @@ export async function closeDeps(deps: Deps): Promise<void> {
   await deps.mcpQuota.flush();
   await deps.jobs.stop();
   await deps.keyCache.close();
+  await deps.blobs.close();
 }
 
 const sessionBody = koaBody({ json: true, multipart: false, urlencoded: false, text: false, jsonLimit: '16kb' });

@@ -5,7 +5,7 @@
 // one URL says nothing about any other. A file never changes once written (a
 // new upload gets a new token), so responses are cacheable for a year.
 import Router from '@koa/router';
-import { readBlob } from '../storage/blobs.ts';
+
 import { findPublicBlob, MEDIA_TOKEN } from '../storage/media-items.ts';
 import { ApiError } from './errors.ts';
 import { limitUnauthenticated } from './middleware/rate-limit.ts';
@@ -34,7 +34,7 @@ export function mediaRouter(deps: Deps): ApiRouter {
     }
     ctx.status = 200;
     ctx.type = blob.content_type;
-    if (ctx.method !== 'HEAD') ctx.body = readBlob(deps.pool, blob.id);
+    if (ctx.method !== 'HEAD') ctx.body = deps.blobs.read(deps.pool, blob.id);
     ctx.length = Number(blob.size_bytes); // after the body: assigning a stream drops Content-Length
   });
   return router;

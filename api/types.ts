@@ -12,6 +12,7 @@ import type { TotalsCache } from './pagination.ts';
 import type { ResponseCache } from './middleware/response-cache.ts';
 import type { JobSender } from '../db/job-sender.ts';
 import type { UploadedFile } from './route.ts';
+import type { BlobStore } from '../storage/blobs.ts';
 
 /** Everything a request handler may need, built once per process. */
 export type Deps = {
@@ -23,6 +24,8 @@ export type Deps = {
   responseCache: ResponseCache;
   /** Enqueues pg-boss jobs inside the caller's transaction. */
   jobs: JobSender;
+  /** Uploaded bytes: PostgreSQL or an S3-compatible bucket (storage/blobs.ts). */
+  blobs: BlobStore;
   /** MCP tools/call records, written in batches (api/mcp/activity-log.ts). */
   mcpActivity: ActivityLog;
   /** The MCP quota counter: exact near the limit, batched far from it (api/mcp/quota.ts). */

@@ -5,6 +5,20 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
+/** The bucket of BLOB_STORE=s3 (storage/s3.ts). */
+export type S3Config = {
+  /** Origin of the service, e.g. https://s3.us-east-1.amazonaws.com or http://127.0.0.1:9000. */
+  endpoint: string;
+  bucket: string;
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  /** `endpoint/bucket/key` (MinIO, most self-hosted services) rather than `bucket.endpoint/key` (AWS). */
+  pathStyle: boolean;
+  /** Prepended to every object key (e.g. `workspace/`): several deployments can share a bucket. */
+  prefix: string;
+};
+
 export type Config = {
   env: 'development' | 'production' | 'test';
   isProduction: boolean;
@@ -77,6 +91,15 @@ export type Config = {
   facturapi: { key: string; url: string } | null;
   /** The platform's name for this process (Heroku's DYNO, e.g. web.1): part of every connection's application_name. */
   dyno: string | undefined;
+  /**
+   * Where new blobs go (storage/blobs.ts): null for PostgreSQL (BLOB_STORE
+   * unset or `postgres`, the zero-setup default), the bucket for
+   * BLOB_STORE=s3 (S3_BUCKET, S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY required;
+   * S3_REGION default us-east-1; S3_ENDPOINT default AWS's endpoint of the
+   * region; S3_FORCE_PATH_STYLE default 1 with S3_ENDPOINT, 0 without;
+   * S3_PREFIX default empty). docs/operations.md, "Blob storage".
+   */
+  s3: S3Config | null;
 };
 
 /** Default connection budget: web + worker (8 each) + release (3) fit the smallest Heroku plan (20). */
@@ -166,6 +189,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (isProduction && google && !env.ENCRYPTION_KEY) fail('ENCRYPTION_KEY es obligatoria en producción cuando Google Calendar está configurado (cifra los tokens guardados)');
   if (env.ENCRYPTION_KEY && env.ENCRYPTION_KEY.length < 32) fail('ENCRYPTION_KEY debe tener al menos 32 caracteres');
   const logLevel = env.LOG_LEVEL ?? 'info';
+  const s3 = s3Config(env);
   if (logLevel !== 'info' && logLevel !== 'silent') fail('LOG_LEVEL debe ser info o silent');
   return {
     env: nodeEnv,
@@ -191,5 +215,33 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     google,
     facturapi: env.FACTURAPI_KEY ? { key: env.FACTURAPI_KEY, url: url('FACTURAPI_URL', env.FACTURAPI_URL || 'https://www.facturapi.io/v2') } : null,
     encryptionKey: env.ENCRYPTION_KEY || (isProduction ? '' : developmentSecret(dataDir, 'encryption-key')),
+    s3,
+  };
+}
+
+function s3Config(env: NodeJS.ProcessEnv): S3Config | null {
+  const store = env.BLOB_STORE || 'postgres';
+  if (store === 'postgres') return null;
+  if (store !== 's3') fail(`BLOB_STORE debe ser postgres o s3 (recibido "${store}")`);
+  for (const name of ['S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY'] as const) {
+    if (!env[name]) fail(`${name} es obligatoria con BLOB_STORE=s3`);
+  }
+  const region = env.S3_REGION || 'us-east-1';
+  const prefix = env.S3_PREFIX || '';
+  // Segments of letters, digits, ".", "_" and "-" that do not start with "." (no "..", no "./", no leading or double "/"):
+  // the key is signed as written and must reach the service as written.
+  if (!/^(?:[A-Za-z0-9_-][A-Za-z0-9._-]*\/?)*$/.test(prefix)) {
+    fail(`S3_PREFIX: segmentos de letras, dígitos, ".", "_" y "-" separados por "/", sin "/" inicial ni segmentos que empiecen con "." (recibido "${prefix}")`);
+  }
+  // S3's bucket naming rules: it becomes part of a host name with virtual-hosted addressing.
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(env.S3_BUCKET!) || env.S3_BUCKET!.includes('..')) fail(`S3_BUCKET no es un nombre de bucket válido (recibido "${env.S3_BUCKET}")`);
+  return {
+    endpoint: url('S3_ENDPOINT', env.S3_ENDPOINT || `https://s3.${region}.amazonaws.com`),
+    bucket: env.S3_BUCKET!,
+    region,
+    accessKeyId: env.S3_ACCESS_KEY_ID!,
+    secretAccessKey: env.S3_SECRET_ACCESS_KEY!,
+    pathStyle: env.S3_FORCE_PATH_STYLE ? flag('S3_FORCE_PATH_STYLE', env.S3_FORCE_PATH_STYLE) : Boolean(env.S3_ENDPOINT),
+    prefix,
   };
 }

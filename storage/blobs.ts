@@ -1,18 +1,32 @@
-// The storage interface for uploaded bytes (product images and thumbnails,
-// logos, avatars, form files). The default backend keeps them in PostgreSQL
-// as 256 KB chunks (db/migrations/003_blobs.sql), so the service needs no
-// other stateful component; another backend (S3-compatible) would implement
-// the same four functions.
+// The storage of uploaded bytes (product images and thumbnails, logos,
+// avatars, form files): one `BlobStore` per process, in the deps of the web
+// and the worker. Every blob has its row in `blobs` (owner company, content
+// type, size, SHA-256); its bytes are either
+// - in PostgreSQL, as 256 KB chunks (db/migrations/003_blobs.sql): the
+//   default, so the service needs no other stateful component; or
+// - one object of an S3-compatible bucket (BLOB_STORE=s3, storage/s3.ts;
+//   db/migrations/085_blob_objects.sql), which takes the bytes' I/O and
+//   storage off the database (docs/bench.md, "Thumbnails").
+// New blobs go to the configured store; reads follow the row, so switching a
+// deployment's store moves nothing and breaks nothing.
 //
-// Writes stream: memory stays at about one chunk per upload whatever the size.
-// A write that exceeds `maxBytes` stops reading, deletes what it wrote and
-// reports `too_large` (an expected outcome, not an exception).
-import { createHash } from 'node:crypto';
+// Writes stream: memory stays at about one chunk per upload whatever the size
+// (to S3, a stream is spooled to a temporary file first: S3 needs the length
+// and the hash before the body). A write that exceeds `maxBytes` stops
+// reading, deletes what it wrote and reports `too_large` (an expected outcome,
+// not an exception). Deleting a blob deletes its row; a trigger queues its
+// object, which the worker deletes from the bucket (`purgeObjects`, hourly).
+import { createHash, type Hash } from 'node:crypto';
+import { open, unlink } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { Readable } from 'node:stream';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import type { Queryable } from '../db/pool.ts';
+import { logError } from '../lib/log.ts';
 import { objectId } from '../lib/objectid.ts';
+import { S3Client, type S3Config } from './s3.ts';
 
 export const CHUNK_BYTES = 256 * 1024;
 
@@ -20,12 +34,143 @@ export type BlobInfo = { id: string; companyId: string; contentType: string; siz
 
 export type WriteResult = { ok: true; blob: BlobInfo } | { ok: false; reason: 'too_large'; sizeBytes: number };
 
-export async function writeBlob(
-  db: Queryable,
-  companyId: string,
-  source: AsyncIterable<Uint8Array> | Uint8Array,
-  options: { contentType: string; maxBytes?: number },
-): Promise<WriteResult> {
+type Source = AsyncIterable<Uint8Array> | Uint8Array;
+type WriteOptions = { contentType: string; maxBytes?: number };
+
+export class BlobStore {
+  readonly #s3: S3Client | null;
+
+  /** `s3` null: new blobs go to PostgreSQL. */
+  constructor(s3: S3Config | null) {
+    this.#s3 = s3 ? new S3Client(s3) : null;
+  }
+
+  /** Where new blobs go. */
+  get backend(): 'postgres' | 's3' {
+    return this.#s3 ? 's3' : 'postgres';
+  }
+
+  async write(db: Queryable, companyId: string, source: Source, options: WriteOptions): Promise<WriteResult> {
+    return this.#s3 ? writeObject(this.#s3, db, companyId, source, options) : writeChunks(db, companyId, source, options);
+  }
+
+  /** Streams a blob: chunk by chunk from PostgreSQL (one query per chunk), or the object's body. Memory stays at one chunk. */
+  read(db: Queryable, id: string): Readable {
+    const self = this;
+    async function* bytes() {
+      const key = await objectKeyOf(db, id);
+      if (key) {
+        yield* await self.#client(id).stream(key);
+        return;
+      }
+      for (let seq = 0; ; seq++) {
+        const { rows } = await db.query('SELECT data FROM blob_chunks WHERE blob_id = $1 AND seq = $2', [id, seq]);
+        if (!rows[0]) return;
+        yield rows[0].data as Buffer;
+      }
+    }
+    return Readable.from(bytes());
+  }
+
+  /**
+   * The whole blob in memory (the worker's thumbnail input, a form file's
+   * content check). From PostgreSQL it comes over `COPY ... TO STDOUT (FORMAT
+   * binary)`: the bytes as stored. A plain SELECT sends bytea as hex text,
+   * which PostgreSQL spends ~7 ms per MB encoding and Node as much again
+   * decoding: 4× slower, and a third of a thumbnail's time (docs/bench.md,
+   * "Thumbnails").
+   */
+  async readBuffer(db: Queryable, id: string): Promise<Buffer> {
+    const key = await objectKeyOf(db, id);
+    if (key) return this.#client(id).get(key);
+    if (!(db instanceof pg.Pool)) return copyChunks(db, id);
+    const client = await db.connect();
+    try {
+      const bytes = await copyChunks(client, id);
+      client.release();
+      return bytes;
+    } catch (error) {
+      // A COPY cut off mid-stream leaves the connection in an unknown state: discard it.
+      client.release(error as Error);
+      throw error;
+    }
+  }
+
+  /**
+   * Deletes from the bucket the objects whose rows are gone (queued by the
+   * trigger of migration 085), `limit` at most; returns how many. An object
+   * the service refuses to delete stays queued, moved to the back so it does
+   * not block the others, and is logged; this never throws for the service.
+   * Without an S3 store configured the queue is left for a process that has one.
+   */
+  async purgeObjects(db: Queryable, limit = 500): Promise<{ deleted: number; failed: number }> {
+    const s3 = this.#s3;
+    if (!s3) return { deleted: 0, failed: 0 };
+    const { rows } = await db.query<{ object_key: string }>(
+      'SELECT object_key FROM blob_object_deletions ORDER BY queued_at, object_key LIMIT $1',
+      [limit],
+    );
+    const done: string[] = [];
+    const failed: string[] = [];
+    let firstError: unknown = null;
+    let next = 0;
+    await Promise.all(Array.from({ length: Math.min(8, rows.length) }, async () => {
+      while (next < rows.length) {
+        const key = rows[next++].object_key;
+        try {
+          await s3.delete(key);
+          done.push(key);
+        } catch (error) {
+          failed.push(key);
+          firstError ??= error;
+        }
+      }
+    }));
+    if (done.length) await db.query('DELETE FROM blob_object_deletions WHERE object_key = ANY($1)', [done]);
+    if (failed.length) {
+      await db.query('UPDATE blob_object_deletions SET queued_at = now() WHERE object_key = ANY($1)', [failed]);
+      logError('blobs.object_delete_failed', firstError, { failed: failed.length, deleted: done.length });
+    }
+    return { deleted: done.length, failed: failed.length };
+  }
+
+  close(): Promise<void> {
+    return this.#s3?.close() ?? Promise.resolve();
+  }
+
+  #client(id: string): S3Client {
+    if (!this.#s3) throw new Error(`blob ${id} is stored in an S3 bucket, and this process has no S3 store configured (BLOB_STORE=s3, docs/operations.md)`);
+    return this.#s3;
+  }
+}
+
+/** A blob's record, wherever its bytes are; null while it is being written. */
+export async function blobInfo(db: Queryable, id: string): Promise<BlobInfo | null> {
+  const { rows } = await db.query(
+    'SELECT id, company_id, content_type, size_bytes, sha256, created_at FROM blobs WHERE id = $1 AND complete',
+    [id],
+  );
+  const row = rows[0];
+  return row
+    ? { id: row.id, companyId: row.company_id, contentType: row.content_type, sizeBytes: Number(row.size_bytes), sha256: row.sha256, createdAt: row.created_at }
+    : null;
+}
+
+/**
+ * Deletes a blob, wherever its bytes are: its row goes, its chunks cascade,
+ * its object (if any) is queued by a trigger for `BlobStore.purgeObjects`,
+ * all in the caller's transaction.
+ */
+export async function deleteBlob(db: Queryable, id: string): Promise<void> {
+  await db.query('DELETE FROM blobs WHERE id = $1', [id]);
+}
+
+async function objectKeyOf(db: Queryable, id: string): Promise<string | null> {
+  const { rows } = await db.query<{ object_key: string | null }>('SELECT object_key FROM blobs WHERE id = $1', [id]);
+  return rows[0]?.object_key ?? null;
+}
+
+async function writeChunks(db: Queryable, companyId: string, source: Source, options: WriteOptions): Promise<WriteResult> {
   const id = objectId();
   const hash = createHash('sha256');
   await db.query('INSERT INTO blobs (id, company_id, content_type) VALUES ($1, $2, $3)', [id, companyId, options.contentType]);
@@ -56,56 +201,69 @@ export async function writeBlob(
     await flush(false);
   }
   await flush(true);
+  return complete(db, id, companyId, options.contentType, size, hash);
+}
+
+/**
+ * A blob as one object. The row comes first (incomplete, with its key): a
+ * crash after the upload leaves a row the hourly purge deletes, and with it
+ * (trigger) the object. A buffer is sent as it is; a stream is spooled to a
+ * temporary file while it is hashed and measured, then sent with its length.
+ */
+async function writeObject(s3: S3Client, db: Queryable, companyId: string, source: Source, options: WriteOptions): Promise<WriteResult> {
+  const id = objectId();
+  const key = s3.key(`${companyId}/${id}`);
+  const hash = createHash('sha256');
+  await db.query('INSERT INTO blobs (id, company_id, content_type, object_key) VALUES ($1, $2, $3, $4)', [id, companyId, options.contentType, key]);
+  const tooLarge = async (size: number): Promise<WriteResult> => {
+    // Nothing was uploaded: the row goes without queuing a deletion.
+    await db.query('UPDATE blobs SET object_key = NULL WHERE id = $1', [id]);
+    await db.query('DELETE FROM blobs WHERE id = $1', [id]);
+    return { ok: false, reason: 'too_large', sizeBytes: size };
+  };
+  if (source instanceof Uint8Array) {
+    if (options.maxBytes !== undefined && source.length > options.maxBytes) return tooLarge(source.length);
+    hash.update(source);
+    const sha256 = hash.copy().digest('hex');
+    await upload(db, id, () => s3.put(key, { buffer: Buffer.from(source.buffer, source.byteOffset, source.length) }, { contentType: options.contentType, sha256 }));
+    return complete(db, id, companyId, options.contentType, source.length, hash);
+  }
+  const file = path.join(os.tmpdir(), `blob-${id}`);
+  const out = await open(file, 'wx', 0o600);
+  try {
+    let size = 0;
+    for await (const piece of source) {
+      size += piece.length;
+      if (options.maxBytes !== undefined && size > options.maxBytes) return await tooLarge(size);
+      hash.update(piece);
+      await out.write(piece);
+    }
+    await out.close();
+    await upload(db, id, () => s3.put(key, { file, size }, { contentType: options.contentType, sha256: hash.copy().digest('hex') }));
+    return await complete(db, id, companyId, options.contentType, size, hash);
+  } finally {
+    await out.close().catch(() => {});
+    await unlink(file).catch(() => {});
+  }
+}
+
+/** The PUT; if it fails the row goes (its object, if the service kept any part, is queued for deletion) and the error is the caller's. */
+async function upload(db: Queryable, id: string, put: () => Promise<void>): Promise<void> {
+  try {
+    await put();
+  } catch (error) {
+    await db.query('DELETE FROM blobs WHERE id = $1', [id]).catch(() => {});
+    throw error;
+  }
+}
+
+async function complete(db: Queryable, id: string, companyId: string, contentType: string, size: number, hash: Hash): Promise<WriteResult> {
   const sha256 = hash.digest('hex');
   const { rows } = await db.query(
     'UPDATE blobs SET size_bytes = $2, sha256 = $3, complete = true WHERE id = $1 RETURNING created_at',
     [id, size, sha256],
   );
-  return { ok: true, blob: { id, companyId, contentType: options.contentType, sizeBytes: size, sha256, createdAt: rows[0].created_at } };
-}
-
-export async function blobInfo(db: Queryable, id: string): Promise<BlobInfo | null> {
-  const { rows } = await db.query(
-    'SELECT id, company_id, content_type, size_bytes, sha256, created_at FROM blobs WHERE id = $1 AND complete',
-    [id],
-  );
-  const row = rows[0];
-  return row
-    ? { id: row.id, companyId: row.company_id, contentType: row.content_type, sizeBytes: Number(row.size_bytes), sha256: row.sha256, createdAt: row.created_at }
-    : null;
-}
-
-/** Streams a blob chunk by chunk (one query per chunk; memory stays at one chunk). */
-export function readBlob(db: Queryable, id: string): Readable {
-  async function* chunks() {
-    for (let seq = 0; ; seq++) {
-      const { rows } = await db.query('SELECT data FROM blob_chunks WHERE blob_id = $1 AND seq = $2', [id, seq]);
-      if (!rows[0]) return;
-      yield rows[0].data as Buffer;
-    }
-  }
-  return Readable.from(chunks());
-}
-
-/**
- * The whole blob in memory (the worker's thumbnail input, a form file's
- * content check). It comes over `COPY ... TO STDOUT (FORMAT binary)`: the bytes
- * as stored. A plain SELECT sends bytea as hex text, which PostgreSQL spends
- * ~7 ms per MB encoding and Node as much again decoding: 4× slower, and a
- * third of a thumbnail's time (docs/bench.md, "Thumbnails").
- */
-export async function readBlobBuffer(db: Queryable, id: string): Promise<Buffer> {
-  if (!(db instanceof pg.Pool)) return copyChunks(db, id);
-  const client = await db.connect();
-  try {
-    const bytes = await copyChunks(client, id);
-    client.release();
-    return bytes;
-  } catch (error) {
-    // A COPY cut off mid-stream leaves the connection in an unknown state: discard it.
-    client.release(error as Error);
-    throw error;
-  }
+  return { ok: true, blob: { id, companyId, contentType, sizeBytes: size, sha256, createdAt: rows[0].created_at } };
 }
 
 async function copyChunks(client: pg.PoolClient, id: string): Promise<Buffer> {
@@ -139,6 +297,3 @@ function joinByteaRows(all: Buffer): Buffer {
   return all.subarray(start, end);
 }
 
-export async function deleteBlob(db: Queryable, id: string): Promise<void> {
-  await db.query('DELETE FROM blobs WHERE id = $1', [id]);
-}

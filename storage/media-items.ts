@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Queryable } from '../db/pool.ts';
 import { objectId } from '../lib/objectid.ts';
-import { deleteBlob, writeBlob } from './blobs.ts';
+import { deleteBlob, type BlobInfo } from './blobs.ts';
 import type { InspectedImage } from './images.ts';
 
 /** Where each kind of owner keeps its image: trusted identifiers only. */
@@ -44,23 +44,21 @@ export function mediaUrl(siteUrl: string, token: string, filename: string): stri
 
 export type StoredMedia = { id: string; url: string; blobId: string; filename: string };
 
-/** Stores the original and its media row; the caller points the owner at it and enqueues the thumbnail. */
+/** The media row of an original already written (`blob`); the caller points the owner at it and enqueues the thumbnail. */
 export async function storeMedia(
   db: Queryable,
   siteUrl: string,
-  input: { companyId: string; ownerType: MediaOwner; ownerId: string; bytes: Buffer; image: InspectedImage; filename: string },
+  input: { companyId: string; ownerType: MediaOwner; ownerId: string; blob: BlobInfo; image: InspectedImage; filename: string },
 ): Promise<StoredMedia> {
-  const written = await writeBlob(db, input.companyId, input.bytes, { contentType: input.image.contentType });
-  if (!written.ok) throw new Error('unreachable: no size limit was given');
   const id = objectId();
   const token = mediaToken();
   await db.query(
     `INSERT INTO media (id, company_id, owner_type, owner_id, original_blob_id, original_token, filename, content_type, width, height, frames, size_bytes)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-    [id, input.companyId, input.ownerType, input.ownerId, written.blob.id, token, input.filename, input.image.contentType,
-      input.image.width, input.image.height, input.image.frames, input.bytes.length],
+    [id, input.companyId, input.ownerType, input.ownerId, input.blob.id, token, input.filename, input.image.contentType,
+      input.image.width, input.image.height, input.image.frames, input.blob.sizeBytes],
   );
-  return { id, url: mediaUrl(siteUrl, token, input.filename), blobId: written.blob.id, filename: input.filename };
+  return { id, url: mediaUrl(siteUrl, token, input.filename), blobId: input.blob.id, filename: input.filename };
 }
 
 /** The blob a public media URL names: an original or a thumbnail, by its token; null for anything else. */

@@ -149,10 +149,10 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
       const id = res.body.data.id;
       smtp.state.failNext = 1;
       const before = smtp.received.length;
-      await assert.rejects(processSubmission({ pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, jobs: app.deps.jobs }, { submissionId: id, companyId: tenant.companyId }));
+      await assert.rejects(processSubmission({ pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, jobs: app.deps.jobs, blobs: app.deps.blobs }, { submissionId: id, companyId: tenant.companyId }));
       assert.equal((await reread(id)).status, 'received');
-      await processSubmission({ pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, jobs: app.deps.jobs }, { submissionId: id, companyId: tenant.companyId });
-      await processSubmission({ pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, jobs: app.deps.jobs }, { submissionId: id, companyId: tenant.companyId });
+      await processSubmission({ pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, jobs: app.deps.jobs, blobs: app.deps.blobs }, { submissionId: id, companyId: tenant.companyId });
+      await processSubmission({ pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, jobs: app.deps.jobs, blobs: app.deps.blobs }, { submissionId: id, companyId: tenant.companyId });
       const s = await reread(id);
       assert.equal(s.status, 'processed');
       const leads = await app.pool.query(`SELECT count(*)::int AS n FROM leads WHERE email = 'reintento@example.com'`);
@@ -176,7 +176,7 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
         assert.equal(res.status, 201, res.text);
         ids.push(res.body.data.id);
       }
-      const deps = { pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, jobs: app.deps.jobs };
+      const deps = { pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, jobs: app.deps.jobs, blobs: app.deps.blobs };
       // Make the race certain rather than likely: a transaction holding leads against inserts lets every
       // run get as far as it can (without the per-email lock, past its "no lead with this email yet"
       // check) and wait; all four are released together.
@@ -285,7 +285,7 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     await worker.stop();
     try {
       const res2 = await api.post(`/forms/${onlyEmail.id}/submissions`, { data: { locale: 'en', answers: { email: 'y@example.com', name: 'Y', cv: files.fileJson('a.pdf', files.pdf()) } } });
-      await processSubmission({ pool: app.pool, config: { ...app.config, smtpUrl: undefined, dataDir }, jobs: app.deps.jobs }, { submissionId: res2.body.data.id, companyId: tenant.companyId });
+      await processSubmission({ pool: app.pool, config: { ...app.config, smtpUrl: undefined, dataDir }, jobs: app.deps.jobs, blobs: app.deps.blobs }, { submissionId: res2.body.data.id, companyId: tenant.companyId });
       const outbox = await readdir(path.join(dataDir, 'outbox'));
       assert.equal(outbox.length, 1);
       assert.match(outbox[0], /\.eml$/);

@@ -7,6 +7,7 @@ import { createBoss, type BossOptions, type PgBoss } from '../db/boss.ts';
 import { jobs } from './jobs/index.ts';
 import { ALL_QUEUES } from '../db/queues.ts';
 import { createQueues, senderFor } from '../db/job-sender.ts';
+import { BlobStore } from '../storage/blobs.ts';
 import { WebhookDispatcher, type DispatcherOptions } from './webhooks/dispatcher.ts';
 
 export type Worker = { boss: PgBoss; dispatcher: WebhookDispatcher; stop: () => Promise<void> };
@@ -17,7 +18,7 @@ export async function startWorker(config: Config, pool: Pool, databaseUrl: strin
   const boss = createBoss(databaseUrl, options.boss);
   await boss.start();
   await createQueues(boss);
-  const deps = { pool, boss, config, jobs: senderFor(boss) };
+  const deps = { pool, boss, config, jobs: senderFor(boss), blobs: new BlobStore(config.s3) };
   for (const job of jobs) {
     await boss.work<object>(job.queue.name, job.work ?? {}, (batch) => job.handler(deps, batch));
     if (job.cron) await boss.schedule(job.queue.name, job.cron);
@@ -31,6 +32,7 @@ export async function startWorker(config: Config, pool: Pool, databaseUrl: strin
     stop: async () => {
       await dispatcher.stop();
       await boss.stop({ graceful: true, timeout: 10_000 });
+      await deps.blobs.close();
     },
   };
 }

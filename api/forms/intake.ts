@@ -14,7 +14,7 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Pool } from '../../db/pool.ts';
-import { deleteBlob, readBlob, readBlobBuffer, writeBlob } from '../../storage/blobs.ts';
+import { deleteBlob, type BlobStore } from '../../storage/blobs.ts';
 import { freeBytes } from '../../storage/files.ts';
 import type { FieldErrors } from '../errors.ts';
 import type { FormRow, StoredField } from './definition.ts';
@@ -59,14 +59,16 @@ export class FileStager {
   #free: number | null = null;
   readonly #counts = new Map<string, number>();
   readonly #pool: Pool;
+  readonly #blobs: BlobStore;
   readonly #companyId: string;
   readonly #fields: Map<string, StoredField>;
   /** Every blob written and not deleted, recorded the moment its write returns, so `discard` misses none. */
   readonly #written = new Set<string>();
   #aborted = false;
 
-  constructor(pool: Pool, companyId: string, form: FormRow) {
+  constructor(pool: Pool, blobs: BlobStore, companyId: string, form: FormRow) {
     this.#pool = pool;
+    this.#blobs = blobs;
     this.#companyId = companyId;
     this.#fields = new Map(form.fields.map((f) => [f.key, f]));
   }
@@ -171,7 +173,7 @@ export class FileStager {
     }
     // A stream of unknown length stops at whichever comes first: the field's cap or the room left.
     const cap = Math.min(max, room);
-    const written = await writeBlob(this.#pool, this.#companyId, capture(), { contentType: 'application/octet-stream', maxBytes: cap });
+    const written = await this.#blobs.write(this.#pool, this.#companyId, capture(), { contentType: 'application/octet-stream', maxBytes: cap });
     if (!written.ok) {
       if (cap < max) this.refuseForQuota(admitted);
       else this.rejectSize(key, clientName, max);
@@ -188,9 +190,9 @@ export class FileStager {
     }
     const content = await checkContent(
       admitted.extension,
-      () => readBlob(this.#pool, written.blob.id),
+      () => this.#blobs.read(this.#pool, written.blob.id),
       Buffer.concat(head),
-      () => readBlobBuffer(this.#pool, written.blob.id),
+      () => this.#blobs.readBuffer(this.#pool, written.blob.id),
     );
     if (!content.ok || written.blob.sizeBytes === 0 || this.#aborted) {
       await drop();

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { Next } from 'koa';
 import { log, logError } from '../../lib/log.ts';
 import { API_RELEASED_AT, API_VERSION } from '../../lib/version.ts';
+import { S3Error } from '../../storage/s3.ts';
 import { ApiError } from '../errors.ts';
 import { observeRequest } from '../metrics.ts';
 import type { ApiContext } from '../types.ts';
@@ -36,6 +37,8 @@ export function toApiError(error: unknown): ApiError | null {
   if (error instanceof ApiError) return error;
   if (isClientAbort(error)) return new ApiError('invalid_parameter', 'El cliente cerró la conexión antes de terminar de enviar el cuerpo.');
   if (isDatabaseUnavailable(error)) return new ApiError('service_unavailable', 'La base de datos no está disponible; reintenta en unos segundos.');
+  // The blob store's own outage (S3 answering 5xx: SlowDown, InternalError): the client may retry.
+  if (error instanceof S3Error && error.httpStatus >= 500) return new ApiError('service_unavailable', 'El almacenamiento de archivos no está disponible; reintenta en unos segundos.');
   const status = (error as { status?: number; statusCode?: number })?.status ?? (error as { statusCode?: number })?.statusCode;
   const type = (error as { type?: string })?.type;
   // Errors raised by the body parser (co-body / formidable) carry a status.
@@ -66,6 +69,7 @@ export function requestMiddleware() {
         ctx.body = apiError.toBody();
         if (apiError.code === 'service_unavailable' && !ctx.response.get('Retry-After')) ctx.set('Retry-After', '2');
         if (isDatabaseUnavailable(error)) logError('request.database_unavailable', error, { request_id: requestId, method: ctx.method, path: ctx.path });
+        if (error instanceof S3Error) logError('request.blob_store_unavailable', error, { request_id: requestId, method: ctx.method, path: ctx.path });
       } else {
         failure = error;
         logError('request.failed', error, { request_id: requestId, method: ctx.method, path: ctx.path });

@@ -155,7 +155,7 @@ export const formRoutes: RouteDef[] = [
         ctx.set('Connection', 'close'); // the unread body is not drained
         throw new ApiError('form_inactive');
       }
-      const stager = new FileStager(pool, companyId, form);
+      const stager = new FileStager(pool, ctx.deps.blobs, companyId, form);
       let intake: Intake | null = null;
       let keep = false;
       try {

@@ -10,6 +10,7 @@ import { transaction, type Queryable } from '../../db/pool.ts';
 import { inspectImage, looksLikeSvg, MAX_IMAGE_BYTES, rasterizeSvg, safeFilename } from '../../storage/images.ts';
 import { THUMBNAIL } from '../../db/queues.ts';
 import { deleteMedia, storeMedia, type MediaOwner } from '../../storage/media-items.ts';
+import { deleteBlob } from '../../storage/blobs.ts';
 import { validationFailed, type ErrorCode } from '../errors.ts';
 import { defineRoute, type ParamKind, type RouteDef, type UploadedFile } from '../route.ts';
 import type { Deps } from '../types.ts';
@@ -21,7 +22,7 @@ export const ownerImageSchema = z.object({ id: z.string(), image_url: z.string()
 /** Judges the file, then stores it and points the owner at it; returns the owner's new image URL. */
 export async function attachImage(
   db: Queryable,
-  deps: Pick<Deps, 'config' | 'jobs'>,
+  deps: Pick<Deps, 'config' | 'jobs' | 'blobs'>,
   owner: MediaOwner,
   companyId: string,
   ownerId: string,
@@ -41,21 +42,33 @@ export async function attachImage(
   if (accept && !accept.types.includes(inspection.image.contentType)) {
     throw validationFailed({ [file.field]: [`formato no admitido aquí: se aceptan ${accept.description}`] });
   }
-  return transaction(db, async (client) => {
-    const previous = await lockOwnerMedia(client, owner, companyId, ownerId);
-    const media = await storeMedia(client, deps.config.siteUrl, {
-      companyId,
-      ownerType: owner,
-      ownerId,
-      bytes: file.bytes,
-      image: inspection.image,
-      filename: safeFilename(file.filename, inspection.image.ext, fallbackFilename),
+  // The bytes first, outside the transaction that points the owner at them:
+  // with BLOB_STORE=s3 the upload is a PUT to another service, which should
+  // hold no row lock, and a rollback after it must not leave an object the
+  // database does not know (the blob deleted below queues its object; a crash
+  // here leaves an unreferenced blob that the hourly orphan purge deletes).
+  const written = await deps.blobs.write(db, companyId, file.bytes, { contentType: inspection.image.contentType });
+  if (!written.ok) throw new Error('unreachable: no size limit was given');
+  try {
+    return await transaction(db, async (client) => {
+      const previous = await lockOwnerMedia(client, owner, companyId, ownerId);
+      const media = await storeMedia(client, deps.config.siteUrl, {
+        companyId,
+        ownerType: owner,
+        ownerId,
+        blob: written.blob,
+        image: inspection.image,
+        filename: safeFilename(file.filename, inspection.image.ext, fallbackFilename),
+      });
+      await setOwnerImage(client, owner, companyId, ownerId, { url: media.url, mediaId: media.id });
+      await deleteMedia(client, companyId, [previous]);
+      await deps.jobs.send(client, THUMBNAIL, { media_id: media.id });
+      return media.url;
     });
-    await setOwnerImage(client, owner, companyId, ownerId, { url: media.url, mediaId: media.id });
-    await deleteMedia(client, companyId, [previous]);
-    await deps.jobs.send(client, THUMBNAIL, { media_id: media.id });
-    return media.url;
-  });
+  } catch (error) {
+    await deleteBlob(db, written.blob.id).catch(() => {});
+    throw error;
+  }
 }
 
 /** Points the owner at no image and deletes the files of the one it had. */

@@ -9,11 +9,14 @@
 //    bare node:http handler: the ratio is the cost of the framework.
 // 2. Thumbnails per second: sharp alone on the same originals, then through
 //    the worker (pg-boss claim, read original from PostgreSQL, sharp, write
-//    thumbnail, update rows) in the same run.
+//    thumbnail, update rows) in the same run, then the same with the blobs in
+//    an S3-compatible store (BLOB_STORE=s3, the local stand-in of
+//    test/helpers/s3-stand-in.ts in a process of its own).
 //
 // Run with LOG_LEVEL=silent (the request log is read from the environment at import).
 // Options (env): BENCH_SECONDS (default 8 per scenario), BENCH_CONCURRENCY (16),
 // BENCH_PRODUCTS (100000), BENCH_IMAGES (60).
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -276,25 +279,65 @@ await Promise.all(
 const sharpAlone = originals.length / ((performance.now() - t0) / 1000);
 const sharpCpu = ownCpuMs() - cpu0;
 
-const productIds = (await pool.query('SELECT id FROM products WHERE company_id = $1 ORDER BY id LIMIT $2', [company.id, IMAGES])).rows.map((r) => r.id);
-for (const [i, id] of productIds.entries()) {
-  const form = new FormData();
-  form.append('file', new Blob([new Uint8Array(originals[i])]), `p${i}.jpg`);
-  const res = await fetch(`${appUrl}/products/${id}/image`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
-  if (res.status !== 200) throw new Error(`upload failed: ${res.status} ${await res.text()}`);
+/**
+ * Uploads the originals through the API at `uploadUrl` (one product each,
+ * from `offset` in id order), runs a worker with `workerConfig` until every
+ * thumbnail is made, and returns images/s (first job started to last one
+ * completed: worker start-up is not thumbnail work) and CPU per image.
+ */
+async function throughWorker(uploadUrl: string, workerConfig: typeof config, offset: number, extraCpu: () => number | null = () => null) {
+  const ids = (await pool.query('SELECT id FROM products WHERE company_id = $1 ORDER BY id OFFSET $2 LIMIT $3', [company.id, offset, IMAGES])).rows.map((r) => r.id);
+  for (const [i, id] of ids.entries()) {
+    const form = new FormData();
+    form.append('file', new Blob([new Uint8Array(originals[i])]), `p${i}.jpg`);
+    const res = await fetch(`${uploadUrl}/products/${id}/image`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
+    if (res.status !== 200) throw new Error(`upload failed: ${res.status} ${await res.text()}`);
+  }
+  const { rows: [{ now: startedAfter }] } = await pool.query('SELECT now()');
+  const cpu0 = { own: ownCpuMs(), db: postgresCpuMs(), extra: extraCpu() };
+  const worker = await startWorker(workerConfig, pool, databaseUrl);
+  for (;;) {
+    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM media WHERE status = 'pending'`);
+    if (rows[0].n === 0) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const span = (await pool.query(
+    `SELECT extract(epoch FROM max(completed_on) - min(started_on))::float AS s FROM pgboss.job WHERE name = 'thumbnail' AND started_on >= $1`,
+    [startedAfter],
+  )).rows[0].s;
+  const db = postgresCpuMs();
+  const extra = extraCpu();
+  const cpu = { own: ownCpuMs() - cpu0.own, db: cpu0.db === null || db === null ? null : db - cpu0.db, extra: cpu0.extra === null || extra === null ? null : extra - cpu0.extra };
+  await worker.stop();
+  return { rate: originals.length / span, cpu };
 }
-const workerCpu0 = { own: ownCpuMs(), db: postgresCpuMs() };
-const worker = await startWorker(config, pool, databaseUrl);
-for (;;) {
-  const { rows } = await pool.query(`SELECT count(*)::int AS n FROM media WHERE status = 'pending'`);
-  if (rows[0].n === 0) break;
-  await new Promise((r) => setTimeout(r, 50));
-}
-// From the first job started to the last one completed: worker start-up is not thumbnail work.
-const span = (await pool.query(`SELECT extract(epoch FROM max(completed_on) - min(started_on))::float AS s FROM pgboss.job WHERE name = 'thumbnail'`)).rows[0].s;
-const throughWorker = originals.length / span;
-const workerCpu = { own: ownCpuMs() - workerCpu0.own, db: workerCpu0.db === null ? null : postgresCpuMs()! - workerCpu0.db };
-await worker.stop();
+
+const viaPostgres = await throughWorker(appUrl, config, 0);
+
+// The same through an S3-compatible store (BLOB_STORE=s3): the local stand-in
+// in a process of its own (objects in its memory, every request's signature
+// and body hash checked), a web and a worker configured for it.
+const standIn = spawn(process.execPath, [path.join(import.meta.dirname, '../lib/s3-stand-in-server.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
+const s3Env = await new Promise<Record<string, string>>((resolve, reject) => {
+  let out = '';
+  standIn.stdout.on('data', (d) => {
+    out += d;
+    const line = out.split('\n').find((l) => l.startsWith('S3_STAND_IN '));
+    if (line) resolve(JSON.parse(line.slice('S3_STAND_IN '.length)));
+  });
+  standIn.once('exit', (code) => reject(new Error(`S3 stand-in exited (${code})`)));
+});
+const s3Config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', DATABASE_URL: databaseUrl, RATE_LIMIT_PER_MINUTE: '100000000', ADMIN_TOKEN: 'bench-admin-token-0123456789', ...s3Env });
+const s3Deps = await createDeps({ config: s3Config, pool, databaseUrl });
+const s3App = createApp(s3Deps).listen(0, '127.0.0.1');
+await new Promise((r) => s3App.once('listening', r));
+const viaS3 = await throughWorker(`http://127.0.0.1:${(s3App.address() as AddressInfo).port}/api/v1`, s3Config, IMAGES, () => cpuTimeMs(standIn.pid!));
+const s3Objects = (await pool.query(`SELECT count(*)::int AS n FROM blobs WHERE object_key IS NOT NULL AND complete`)).rows[0].n;
+if (s3Objects !== 2 * IMAGES) throw new Error(`expected ${2 * IMAGES} blobs in the S3 stand-in (originals and thumbnails), found ${s3Objects}`);
+s3App.closeAllConnections();
+s3App.close();
+await closeDeps(s3Deps);
+standIn.kill('SIGTERM');
 
 const report = {
   products: PRODUCTS,
@@ -307,12 +350,17 @@ const report = {
     images: IMAGES,
     original: '1600×1200 JPEG',
     sharp_alone_per_second: Math.round(sharpAlone * 10) / 10,
-    through_worker_per_second: Math.round(throughWorker * 10) / 10,
-    ratio_worker_to_sharp: Math.round((throughWorker / sharpAlone) * 100) / 100,
+    through_worker_per_second: Math.round(viaPostgres.rate * 10) / 10,
+    ratio_worker_to_sharp: Math.round((viaPostgres.rate / sharpAlone) * 100) / 100,
+    through_worker_s3_per_second: Math.round(viaS3.rate * 10) / 10,
+    ratio_worker_s3_to_sharp: Math.round((viaS3.rate / sharpAlone) * 100) / 100,
     cpu_ms_per_image: {
       sharp_alone: perImage(sharpCpu),
-      worker_process: perImage(workerCpu.own),
-      postgres: perImage(workerCpu.db),
+      worker_process: perImage(viaPostgres.cpu.own),
+      postgres: perImage(viaPostgres.cpu.db),
+      s3_worker_process: perImage(viaS3.cpu.own),
+      s3_postgres: perImage(viaS3.cpu.db),
+      s3_stand_in: perImage(viaS3.cpu.extra),
     },
   },
 };

@@ -31,7 +31,6 @@ import { transaction } from '../../db/pool.ts';
 import type { Config } from '../../lib/config.ts';
 import { log } from '../../lib/log.ts';
 import { objectId } from '../../lib/objectid.ts';
-import { readBlob } from '../../storage/blobs.ts';
 import type { FormRow, Locale, SubmissionFile } from '../../db/forms.ts';
 import { claimSubmitterEmail, type SubmitterDecision } from '../forms/submitter-caps.ts';
 import { createMailer, DEFAULT_TEMPLATES, FILES_TEXT, isTransientMailError, renderTemplate, type Mailer } from '../forms/mailer.ts';
@@ -40,7 +39,7 @@ import type { JobSender } from '../../db/job-sender.ts';
 import type { JobDefinition, WorkerDeps } from './types.ts';
 
 /** What the post-actions need: the pool, the config, and a sender for the events they record. */
-export type PostActionDeps = Pick<WorkerDeps, 'pool' | 'config' | 'jobs'>;
+export type PostActionDeps = Pick<WorkerDeps, 'pool' | 'config' | 'jobs' | 'blobs'>;
 
 export const MAX_ACTION_ATTEMPTS = 6;
 /**
@@ -161,7 +160,7 @@ function messageId(s: Submission, action: string, config: Config): string {
   return `<form-${s.id}-${action}@${new URL(config.siteUrl).hostname}>`;
 }
 
-async function sendEmail(pool: Pool, config: Config, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
+async function sendEmail({ pool, config, blobs: store }: PostActionDeps, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
   const settings = form.post_actions.email!;
   const locale = s.locale;
   const text = FILES_TEXT[locale] ?? FILES_TEXT.es;
@@ -231,7 +230,7 @@ async function sendEmail(pool: Pool, config: Config, form: FormRow, s: Submissio
       filename: f.filename,
       contentType: f.content_type,
       contentDisposition: 'attachment' as const,
-      content: readBlob(pool, blobs.get(f.asset_id) ?? ''),
+      content: store.read(pool, blobs.get(f.asset_id) ?? ''),
     })),
   });
   return {
@@ -319,7 +318,8 @@ async function claimSend(pool: Pool, submissionId: string, action: string): Prom
 }
 
 /** email / notify_team: claim, send with no transaction open, mark done (see the header). */
-async function runSend({ pool, config }: PostActionDeps, form: FormRow, s: Submission, action: 'email' | 'notify_team'): Promise<Outcome> {
+async function runSend(deps: PostActionDeps, form: FormRow, s: Submission, action: 'email' | 'notify_team'): Promise<Outcome> {
+  const { pool, config } = deps;
   const attempt = await claimSend(pool, s.id, action);
   if (attempt === null) {
     const { rows } = await pool.query('SELECT status FROM form_submission_actions WHERE submission_id = $1 AND action = $2', [s.id, action]);
@@ -328,7 +328,7 @@ async function runSend({ pool, config }: PostActionDeps, form: FormRow, s: Submi
   }
   let result: Record<string, unknown>;
   try {
-    result = action === 'email' ? await sendEmail(pool, config, form, s) : await notifyTeam(pool, config, form, s);
+    result = action === 'email' ? await sendEmail(deps, form, s) : await notifyTeam(pool, config, form, s);
   } catch (error) {
     const transient = !(error instanceof PermanentError) && isTransientMailError(error);
     const final = !transient || attempt >= MAX_ACTION_ATTEMPTS;

@@ -2,7 +2,8 @@
 // windows untouched for 2 minutes are empty by definition and can go; blobs
 // whose upload never completed (a crash mid-stream) are dropped after an
 // hour, and so are complete blobs nothing refers to (a crash between writing
-// the bytes and committing the record that points at them).
+// the bytes and committing the record that points at them). Objects of blobs
+// in an S3 bucket whose rows went are deleted from the bucket (BlobStore.purgeObjects).
 import type { Queryable } from '../../db/pool.ts';
 import { PURGE_EXPIRED } from '../../db/queues.ts';
 import type { JobDefinition } from './types.ts';
@@ -37,7 +38,7 @@ export async function purgeOrphanBlobs(db: Queryable): Promise<number> {
 export const purgeExpired: JobDefinition = {
   queue: PURGE_EXPIRED,
   cron: '17 * * * *',
-  handler: async ({ pool }) => {
+  handler: async ({ pool, blobs }) => {
     await pool.query(`DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours'`);
     await pool.query(`DELETE FROM rate_limit_windows WHERE base_second < extract(epoch FROM now())::bigint - 180`);
     await purgeOrphanBlobs(pool);
@@ -47,5 +48,11 @@ export const purgeExpired: JobDefinition = {
       `DELETE FROM oauth_clients c WHERE c.last_used_at < now() - interval '30 days'
          AND NOT EXISTS (SELECT 1 FROM oauth_grants g WHERE g.client_id = c.id AND g.revoked_at IS NULL)`,
     );
+    // Last, and bounded: objects of deleted blobs, 500 per batch, at most 20 batches an hour
+    // (a backlog, e.g. after a company was deleted, drains over the next runs).
+    for (let batch = 0; batch < 20; batch++) {
+      const { deleted, failed } = await blobs.purgeObjects(pool);
+      if (deleted === 0 || failed > 0) break;
+    }
   },
 };

@@ -13,20 +13,20 @@
 import type { Job, JobResult } from 'pg-boss';
 import { transaction } from '../../db/pool.ts';
 import { log } from '../../lib/log.ts';
-import { deleteBlob, readBlobBuffer, writeBlob } from '../../storage/blobs.ts';
+import { deleteBlob } from '../../storage/blobs.ts';
 import { makeThumbnail, THUMBNAIL_TYPE } from '../../storage/images.ts';
 import { THUMBNAIL, type ThumbnailJob } from '../../db/queues.ts';
 import { MEDIA_OWNERS, mediaToken, mediaUrl, type MediaOwner } from '../../storage/media-items.ts';
 import type { JobDefinition, WorkerDeps } from './types.ts';
 
-export async function processThumbnail({ pool, config }: Pick<WorkerDeps, 'pool' | 'config'>, mediaId: string): Promise<'done' | 'gone' | 'failed'> {
+export async function processThumbnail({ pool, config, blobs }: Pick<WorkerDeps, 'pool' | 'config' | 'blobs'>, mediaId: string): Promise<'done' | 'gone' | 'failed'> {
   const { rows } = await pool.query(
     `SELECT m.*, b.size_bytes AS blob_size FROM media m JOIN blobs b ON b.id = m.original_blob_id WHERE m.id = $1 AND b.complete`,
     [mediaId],
   );
   const media = rows[0];
   if (!media || media.status !== 'pending') return 'gone';
-  const original = await readBlobBuffer(pool, media.original_blob_id);
+  const original = await blobs.readBuffer(pool, media.original_blob_id);
   if (original.length !== Number(media.blob_size)) {
     throw new Error(`original of media ${mediaId} not fully readable (${original.length} of ${media.blob_size} bytes)`);
   }
@@ -41,7 +41,7 @@ export async function processThumbnail({ pool, config }: Pick<WorkerDeps, 'pool'
     log('thumbnail.failed', { media_id: mediaId, error: (error as Error).message });
     return 'failed';
   }
-  const written = await writeBlob(pool, media.company_id, thumbnail, { contentType: THUMBNAIL_TYPE });
+  const written = await blobs.write(pool, media.company_id, thumbnail, { contentType: THUMBNAIL_TYPE });
   if (!written.ok) throw new Error('unreachable: no size limit was given');
   const filename = media.filename.replace(/\.[^.]+$/, '') + '-thumb.webp';
   const token = mediaToken();

@@ -4,9 +4,10 @@ import type { JobSender } from '../../db/job-sender.ts';
 import type { Pool } from '../../db/pool.ts';
 import type { Queue } from '../../db/queues.ts';
 import type { Config } from '../../lib/config.ts';
+import type { BlobStore } from '../../storage/blobs.ts';
 
 /** `jobs` enqueues inside a caller's transaction (events recorded by handlers fan out to webhooks). */
-export type WorkerDeps = { pool: Pool; boss: PgBoss; config: Config; jobs: JobSender };
+export type WorkerDeps = { pool: Pool; boss: PgBoss; config: Config; jobs: JobSender; blobs: BlobStore };
 
 /**
  * One job kind: the handler of one queue of the registry (db/queues.ts); its
