@@ -42,11 +42,12 @@ export class S3Client {
   readonly #origin: URL;
   readonly #agent: Dispatcher;
 
-  constructor(config: S3Config) {
+  /** `connect`: socket options of the agent (tests resolve a virtual-hosted bucket's name with `lookup`). */
+  constructor(config: S3Config, connect?: Agent.Options['connect']) {
     this.#config = config;
     const endpoint = new URL(config.endpoint);
     this.#origin = config.pathStyle ? endpoint : new URL(`${endpoint.protocol}//${config.bucket}.${endpoint.host}`);
-    this.#agent = new Agent({ connections: 32, headersTimeout: TIMEOUT_MS, bodyTimeout: TIMEOUT_MS, keepAliveTimeout: 10_000 });
+    this.#agent = new Agent({ connections: 32, headersTimeout: TIMEOUT_MS, bodyTimeout: TIMEOUT_MS, keepAliveTimeout: 10_000, connect });
   }
 
   /** The key of an object named `name` under the configured prefix (what put/get/delete take). */

@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { createPool, type Pool } from '../db/pool.ts';
 import { loadConfig } from '../lib/config.ts';
 import { blobInfo, BlobStore, CHUNK_BYTES, deleteBlob } from '../storage/blobs.ts';
-import { S3Error } from '../storage/s3.ts';
+import { S3Client, S3Error } from '../storage/s3.ts';
 import { createTestDatabase } from './helpers/db.ts';
 import { seedTenant } from './helpers/app.ts';
 import { startS3StandIn, type S3StandIn } from './helpers/s3-stand-in.ts';
@@ -164,6 +164,25 @@ describe('blob storage', () => {
     assert.ok(missing.ok);
     s3.objects.delete(`ws/${companyId}/${missing.blob.id}`);
     await assert.rejects(bucket.readBuffer(pool, missing.blob.id), (error: unknown) => error instanceof S3Error && error.code === 'NoSuchKey' && error.httpStatus === 404);
+  });
+
+  test('s3: virtual-hosted addressing (the AWS default): the bucket in the host name, the key alone in the signed path', async () => {
+    const config = loadConfig({ NODE_ENV: 'test', ...s3.env('vh/'), S3_ENDPOINT: s3.url.replace('127.0.0.1', 'localhost'), S3_FORCE_PATH_STYLE: '0' }).s3!;
+    // `<bucket>.localhost` does not resolve here: the agent's lookup sends every name to the stand-in.
+    const lookup = ((_host: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) =>
+      options?.all ? callback(null, [{ address: '127.0.0.1', family: 4 }]) : callback(null, '127.0.0.1', 4)) as never;
+    const client = new S3Client(config, { lookup });
+    try {
+      const body = randomBytes(5000);
+      const key = client.key('c/virtual');
+      await client.put(key, { buffer: body }, { contentType: 'image/png', sha256: createHash('sha256').update(body).digest('hex') });
+      assert.deepEqual(s3.objects.get('vh/c/virtual')?.body, body);
+      assert.deepEqual(await client.get(key), body);
+      await client.delete(key);
+      assert.equal(s3.objects.has('vh/c/virtual'), false);
+    } finally {
+      await client.close();
+    }
   });
 
   test('configuration: BLOB_STORE=s3 needs its bucket and keys; a bad value stops start-up', () => {

@@ -1,5 +1,6 @@
 // A local stand-in for the part of the S3 API the blob store uses, over real
-// HTTP, path-style (`/<bucket>/<key>`): PutObject, GetObject, DeleteObject,
+// HTTP, path-style (`/<bucket>/<key>`) or virtual-hosted (`Host:
+// <bucket>.<anything>`, `/<key>`): PutObject, GetObject, DeleteObject,
 // with S3's XML error bodies (NoSuchKey, NoSuchBucket, AccessDenied,
 // SignatureDoesNotMatch, XAmzContentSHA256Mismatch, MissingContentLength).
 //
@@ -76,14 +77,15 @@ export async function startS3StandIn(options: { bucket?: string; region?: string
 
   async function handle(req: IncomingMessage, res: ServerResponse) {
     const [rawPath, query = ''] = (req.url ?? '/').split('?');
-    const m = /^\/([^/]+)\/(.+)$/.exec(rawPath);
+    const host = String(req.headers.host ?? '');
+    const m = host.startsWith(`${bucket}.`) ? /^\/()(.+)$/.exec(rawPath)?.with(1, bucket) : /^\/([^/]+)\/(.+)$/.exec(rawPath);
     const key = m ? decodeURIComponent(m[2]) : '';
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks);
     const denied = checkSignature(req, rawPath, query, keys);
     if (denied) return answer(res, req, key, 403, errorXml(denied, 'The request signature we calculated does not match the signature you provided.'));
-    if (!m) return answer(res, req, key, 400, errorXml('InvalidRequest', 'Path-style requests only: /<bucket>/<key>'));
+    if (!m) return answer(res, req, key, 400, errorXml('InvalidRequest', 'Expected /<bucket>/<key>, or /<key> with Host: <bucket>.…'));
     if (m[1] !== bucket) return answer(res, req, key, 404, errorXml('NoSuchBucket', 'The specified bucket does not exist'));
     const fault = faults.find((f) => f.times > 0 && f.method === req.method);
     if (fault) {
