@@ -16,7 +16,7 @@
 // reading, deletes what it wrote and reports `too_large` (an expected outcome,
 // not an exception). Deleting a blob deletes its row; a trigger queues its
 // object, which the worker deletes from the bucket (`purgeObjects`, hourly).
-import { createHash, type Hash } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { open, unlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,7 +26,7 @@ import { to as copyTo } from 'pg-copy-streams';
 import type { Queryable } from '../db/pool.ts';
 import { logError } from '../lib/log.ts';
 import { objectId } from '../lib/objectid.ts';
-import { S3Client, type S3Config } from './s3.ts';
+import { S3Client, type PutBody, type S3Config } from './s3.ts';
 
 export const CHUNK_BYTES = 256 * 1024;
 
@@ -201,64 +201,56 @@ async function writeChunks(db: Queryable, companyId: string, source: Source, opt
     await flush(false);
   }
   await flush(true);
-  return complete(db, id, companyId, options.contentType, size, hash);
+  return complete(db, id, companyId, options.contentType, size, hash.digest('hex'));
 }
 
 /**
- * A blob as one object. The row comes first (incomplete, with its key): a
- * crash after the upload leaves a row the hourly purge deletes, and with it
- * (trigger) the object. A buffer is sent as it is; a stream is spooled to a
- * temporary file while it is hashed and measured, then sent with its length.
+ * A blob as one object. The bytes are measured and hashed first (a buffer as
+ * it is; a stream spooled to a temporary file), so a write over `maxBytes`
+ * stops before anything is stored. Then the row (incomplete, with its key),
+ * then the PUT: a crash after the upload leaves a row the hourly purge
+ * deletes, and with it (trigger) the object.
  */
 async function writeObject(s3: S3Client, db: Queryable, companyId: string, source: Source, options: WriteOptions): Promise<WriteResult> {
-  const id = objectId();
-  const key = s3.key(`${companyId}/${id}`);
   const hash = createHash('sha256');
-  await db.query('INSERT INTO blobs (id, company_id, content_type, object_key) VALUES ($1, $2, $3, $4)', [id, companyId, options.contentType, key]);
-  const tooLarge = async (size: number): Promise<WriteResult> => {
-    // Nothing was uploaded: the row goes without queuing a deletion.
-    await db.query('UPDATE blobs SET object_key = NULL WHERE id = $1', [id]);
-    await db.query('DELETE FROM blobs WHERE id = $1', [id]);
-    return { ok: false, reason: 'too_large', sizeBytes: size };
-  };
   if (source instanceof Uint8Array) {
-    if (options.maxBytes !== undefined && source.length > options.maxBytes) return tooLarge(source.length);
-    hash.update(source);
-    const sha256 = hash.copy().digest('hex');
-    await upload(db, id, () => s3.put(key, { buffer: Buffer.from(source.buffer, source.byteOffset, source.length) }, { contentType: options.contentType, sha256 }));
-    return complete(db, id, companyId, options.contentType, source.length, hash);
+    if (options.maxBytes !== undefined && source.length > options.maxBytes) return { ok: false, reason: 'too_large', sizeBytes: source.length };
+    const sha256 = hash.update(source).digest('hex');
+    return storeObject(s3, db, companyId, options.contentType, { buffer: Buffer.from(source.buffer, source.byteOffset, source.length) }, source.length, sha256);
   }
-  const file = path.join(os.tmpdir(), `blob-${id}`);
+  const file = path.join(os.tmpdir(), `blob-${objectId()}`);
   const out = await open(file, 'wx', 0o600);
   try {
     let size = 0;
     for await (const piece of source) {
       size += piece.length;
-      if (options.maxBytes !== undefined && size > options.maxBytes) return await tooLarge(size);
+      if (options.maxBytes !== undefined && size > options.maxBytes) return { ok: false, reason: 'too_large', sizeBytes: size };
       hash.update(piece);
       await out.write(piece);
     }
     await out.close();
-    await upload(db, id, () => s3.put(key, { file, size }, { contentType: options.contentType, sha256: hash.copy().digest('hex') }));
-    return await complete(db, id, companyId, options.contentType, size, hash);
+    return await storeObject(s3, db, companyId, options.contentType, { file, size }, size, hash.digest('hex'));
   } finally {
     await out.close().catch(() => {});
     await unlink(file).catch(() => {});
   }
 }
 
-/** The PUT; if it fails the row goes (its object, if the service kept any part, is queued for deletion) and the error is the caller's. */
-async function upload(db: Queryable, id: string, put: () => Promise<void>): Promise<void> {
+/** The row, the PUT (if it fails the row goes, its object queued in case the service kept any part, and the error is the caller's), the row completed. */
+async function storeObject(s3: S3Client, db: Queryable, companyId: string, contentType: string, body: PutBody, size: number, sha256: string): Promise<WriteResult> {
+  const id = objectId();
+  const key = s3.key(`${companyId}/${id}`);
+  await db.query('INSERT INTO blobs (id, company_id, content_type, object_key) VALUES ($1, $2, $3, $4)', [id, companyId, contentType, key]);
   try {
-    await put();
+    await s3.put(key, body, { contentType, sha256 });
   } catch (error) {
     await db.query('DELETE FROM blobs WHERE id = $1', [id]).catch(() => {});
     throw error;
   }
+  return complete(db, id, companyId, contentType, size, sha256);
 }
 
-async function complete(db: Queryable, id: string, companyId: string, contentType: string, size: number, hash: Hash): Promise<WriteResult> {
-  const sha256 = hash.digest('hex');
+async function complete(db: Queryable, id: string, companyId: string, contentType: string, size: number, sha256: string): Promise<WriteResult> {
   const { rows } = await db.query(
     'UPDATE blobs SET size_bytes = $2, sha256 = $3, complete = true WHERE id = $1 RETURNING created_at',
     [id, size, sha256],
