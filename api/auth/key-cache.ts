@@ -2,7 +2,10 @@
 // database round trip per request for the key lookup. It stays correct across
 // processes: every change to a key or its company (revoke, scopes, modules)
 // sends NOTIFY on AUTH_CHANNEL in the same transaction, and each process
-// LISTENs and drops its whole cache. While the LISTEN connection is down the
+// LISTENs and drops its whole cache. The notification reaches the writer's own
+// process asynchronously too, so the writer also calls invalidate() once its
+// transaction has committed: its next request (the client's next, once it has
+// the answer) can never be served from the old entry. While the LISTEN connection is down the
 // cache is bypassed, so a missed notification can never keep a revoked key
 // alive. Entries also expire after TTL_MS as a last line of defence.
 //
@@ -66,6 +69,11 @@ export class KeyCache {
     setTimeout(() => {
       if (!this.#closed) this.#connect().catch(() => this.#scheduleReconnect());
     }, 1000).unref();
+  }
+
+  /** Drops every entry now; for the process that just committed an auth change (see the top). */
+  invalidate(): void {
+    this.#clear();
   }
 
   #clear(): void {

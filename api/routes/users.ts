@@ -113,6 +113,7 @@ export const userRoutes: RouteDef[] = [
         await removeMember(client, companyId, member);
         await notifyAuthChange(client);
       });
+      ctx.deps.keyCache.invalidate();
       return undefined;
     },
   }),

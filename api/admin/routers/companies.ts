@@ -30,9 +30,11 @@ export const companyRouter = router({
         timezone: z.string().refine(isTimeZone, 'unknown IANA time zone').optional(),
       }),
     )
-    .mutation(({ ctx, input }) => {
+    .mutation(async ({ ctx, input }) => {
       const { id: companyId, ...rest } = input;
-      return updateCompany(ctx.deps.pool, companyId, rest);
+      const company = await updateCompany(ctx.deps.pool, companyId, rest);
+      ctx.deps.keyCache.invalidate(); // this process at once; the others on the NOTIFY
+      return company;
     }),
   show: adminProcedure.input(z.object({ id })).query(({ ctx, input }) => getCompany(ctx.deps.pool, input.id)),
   list: adminProcedure.query(({ ctx }) => listCompanies(ctx.deps.pool)),

@@ -27,5 +27,9 @@ export const keyRouter = router({
       return issueKey(ctx.deps.pool, { ...input, scopes });
     }),
   list: adminProcedure.input(z.object({ companyId: id })).query(({ ctx, input }) => listKeys(ctx.deps.pool, input.companyId)),
-  revoke: adminProcedure.input(z.object({ id })).mutation(({ ctx, input }) => revokeKey(ctx.deps.pool, input.id)),
+  revoke: adminProcedure.input(z.object({ id })).mutation(async ({ ctx, input }) => {
+    const key = await revokeKey(ctx.deps.pool, input.id);
+    ctx.deps.keyCache.invalidate(); // this process at once; the others on the NOTIFY
+    return key;
+  }),
 });
