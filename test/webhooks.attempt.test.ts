@@ -207,19 +207,25 @@ describe('attemptDelivery against misbehaving receivers', () => {
     // One connection, held by an attempt the receiver never answers: the
     // second attempt queues behind it and must not go out after it is
     // recorded as failed.
-    handlers.set('/queued', () => {});
+    handlers.set('/queued?n=1', () => {});
+    handlers.set('/queued?n=2', () => {});
+    handlers.set('/queued-probe', (_req, res) => res.end('ok'));
     const single = new Agent({ connections: 1 });
     try {
       const limits: AttemptLimits = { readTimeoutMs: 1000, deadlineMs: 400 };
-      const send = (n: number) => attemptDelivery(single, { url: `${base}/queued`, secret: SECRET, payload: PAYLOAD, event: 'customer.created', eventId: 'evt_q', deliveryId: `wd_q${n}`, attempt: 1 }, limits);
-      const outs = await Promise.all([send(1), send(2)]);
+      const send = (path: string) => attemptDelivery(single, { url: `${base}${path}`, secret: SECRET, payload: PAYLOAD, event: 'customer.created', eventId: 'evt_q', deliveryId: 'wd_q', attempt: 1 }, limits);
+      const outs = await Promise.all([send('/queued?n=1'), send('/queued?n=2')]);
       for (const out of outs) {
         assert.equal(out.ok, false);
         assert.equal(out.status, null);
         assert.match(out.error!, /Tiempo agotado/);
       }
-      await new Promise((r) => setTimeout(r, 300));
-      assert.equal(count.get('/queued'), 1, 'only the first attempt reached the receiver');
+      // The agent sends in order over its one connection: once a later
+      // request has gone through it, the second attempt, had it stayed queued,
+      // would have been sent before it.
+      const probe = await send('/queued-probe');
+      assert.equal(probe.ok, true, JSON.stringify(probe));
+      assert.equal(count.get('/queued?n=2'), undefined, 'the second attempt never reached the receiver');
     } finally {
       await single.close();
     }
