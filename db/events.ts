@@ -3,12 +3,12 @@
 // crash never leaves a record without its event or an event without its
 // record. Recording also fans the event out: one webhook delivery per
 // matching active endpoint, and its first attempt's job, in that same
-// transaction.
+// transaction and the same statement.
 import { randomBytes } from 'node:crypto';
 import { objectIdSql } from '../lib/objectid.ts';
 import { WEBHOOK_API_VERSION } from '../lib/version.ts';
 import { selectorsOf, type EventName } from '../lib/webhook-events.ts';
-import type { JobSender } from './job-sender.ts';
+import { JOBS_PARAMETER, type JobSender } from './job-sender.ts';
 import { WEBHOOK_DELIVERY } from './queues.ts';
 import { prepared, type Queryable } from './pool.ts';
 
@@ -43,23 +43,46 @@ export async function recordEvent(db: Queryable, jobs: JobSender, companyId: str
   const createdAt = new Date();
   const full = withMetadata(data);
   const payload = envelope(id, name, createdAt, full);
-  // One statement: the event, then a delivery for every active endpoint of
-  // the company whose enabled_events select this name.
-  const { rows } = await db.query<{ id: string; endpoint_id: string }>(prepared(
-    `WITH event AS (
-       INSERT INTO events (id, company_id, name, api_version, data, payload, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id
-     )
-     INSERT INTO webhook_deliveries (id, company_id, endpoint_id, event_id, event, next_attempt_at, created_at)
-     SELECT ${objectIdSql('e.created_at')}, e.company_id, e.id, (SELECT id FROM event), $3, $7, $7
-       FROM webhook_endpoints e
-      WHERE e.company_id = $2 AND e.active AND e.enabled_events && $8::text[]
-     RETURNING id, endpoint_id`,
-    [id, companyId, name, WEBHOOK_API_VERSION, full, payload, createdAt, selectorsOf(name)],
-  ));
-  await enqueueAttempts(db, jobs, rows.map((row) => ({ deliveryId: row.id, endpointId: row.endpoint_id, attempt: 1 })));
+  await db.query(prepared(await fanOutStatement(jobs), [id, companyId, name, WEBHOOK_API_VERSION, full, payload, createdAt, selectorsOf(name)]));
   return id;
 }
+
+/**
+ * One statement per write, however many endpoints (issue 20): the event, a
+ * delivery for every active endpoint of the company whose enabled_events
+ * select this name, and each delivery's first-attempt job, inserted by
+ * pg-boss's own statement for the queue fed from the deliveries just
+ * inserted. A second statement for the jobs cost a round trip and pg-boss's
+ * per-call work on every write that fans out.
+ */
+function fanOutStatement(jobs: JobSender): Promise<string> {
+  let statement = fanOutStatements.get(jobs);
+  if (!statement) {
+    statement = jobs.insertStatement(WEBHOOK_DELIVERY).then((insertJobs) => {
+      const firstAttempts = `(SELECT coalesce(json_agg(json_build_object(
+           'data', json_build_object('delivery_id', d.id, 'attempt', 1), 'groupId', d.endpoint_id)), '[]'::json)
+         FROM deliveries d)`;
+      return `WITH event AS (
+         INSERT INTO events (id, company_id, name, api_version, data, payload, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id
+       ), deliveries AS (
+         INSERT INTO webhook_deliveries (id, company_id, endpoint_id, event_id, event, next_attempt_at, created_at)
+         SELECT ${objectIdSql('e.created_at')}, e.company_id, e.id, (SELECT id FROM event), $3, $7, $7
+           FROM webhook_endpoints e
+          WHERE e.company_id = $2 AND e.active AND e.enabled_events && $8::text[]
+         RETURNING id, endpoint_id
+       ), first_attempts AS (
+         ${insertJobs.replace(JOBS_PARAMETER, () => firstAttempts)}
+       )
+       SELECT count(*)::int AS deliveries FROM deliveries`;
+    });
+    statement.catch(() => fanOutStatements.delete(jobs));
+    fanOutStatements.set(jobs, statement);
+  }
+  return statement;
+}
+
+const fanOutStatements = new WeakMap<JobSender, Promise<string>>();
 
 /** Jobs of delivery attempts, in the caller's transaction. */
 export async function enqueueAttempts(

@@ -13,6 +13,13 @@ export type JobSender = {
   send: <Data extends object>(db: Queryable, queue: Queue<Data>, data: Data, options?: SendOptions) => Promise<string | null>;
   /** Many jobs of one queue in one statement (webhook fan-out). */
   insert: <Data extends object>(db: Queryable, queue: Queue<Data>, jobs: Array<JobInsert<Data>>) => Promise<void>;
+  /**
+   * The statement `insert` runs for `queue`, for a caller that feeds it from
+   * its own statement (the webhook fan-out inserts its deliveries and their
+   * jobs in one). Its one parameter, `$1::text::json`, is the jobs as a JSON
+   * array of pg-boss's insert objects (`data`, `groupId`, `startAfter`, …).
+   */
+  insertStatement: (queue: Queue) => Promise<string>;
   stop: () => Promise<void>;
 };
 
@@ -25,12 +32,44 @@ export function executor(db: Queryable) {
   return { executeSql: (text: string, values?: unknown[]) => db.query(prepared(text, values)) };
 }
 
+/** The placeholder of `insertStatement`'s text, which a caller replaces with its own JSON. */
+export const JOBS_PARAMETER = '$1::text::json';
+
+/**
+ * pg-boss's insert statement for a queue, as its public `insert()` builds it
+ * (the queue's table, policy and defaults, in the pinned version): captured
+ * by an executor that records the text instead of running it.
+ */
+async function captureInsertStatement(boss: PgBoss, queue: Queue): Promise<string> {
+  let text = '';
+  const recorder = { executeSql: async (sql: string) => ((text = sql), { rows: [] }) };
+  await boss.insert(queue.name, [{ data: {} }], { db: recorder, returnId: false });
+  // Only a plain INSERT with the one JSON parameter can be nested in a
+  // caller's WITH. A notify-enabled queue's statement is not one, and a later
+  // pg-boss may build another text: refuse it with a message that says so
+  // (every write that fans out would fail, the suite's first webhook test too).
+  if (!/^\s*INSERT INTO /.test(text) || text.split('$').length !== 2 || !text.includes(JOBS_PARAMETER)) {
+    throw new Error(`pg-boss's insert statement for ${queue.name} is not a plain INSERT over ${JOBS_PARAMETER}`);
+  }
+  return text;
+}
+
 /** A JobSender over a started pg-boss instance; `stop` is left to its owner. */
 export function senderFor(boss: PgBoss): JobSender {
+  const statements = new Map<string, Promise<string>>();
   return {
     send: (db, queue, data, options = {}) => boss.send(queue.name, data, { ...options, db: executor(db) }),
     insert: async (db, queue, list) => {
       if (list.length > 0) await boss.insert(queue.name, list, { db: executor(db), returnId: false });
+    },
+    insertStatement: (queue) => {
+      let statement = statements.get(queue.name);
+      if (!statement) {
+        statement = captureInsertStatement(boss, queue);
+        statement.catch(() => statements.delete(queue.name));
+        statements.set(queue.name, statement);
+      }
+      return statement;
     },
     stop: async () => {},
   };

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createPool, transaction, type Pool } from '../db/pool.ts';
 import { WEBHOOK_DELIVERY } from '../db/queues.ts';
-import { createJobSender, type JobSender } from '../db/job-sender.ts';
+import { createJobSender, JOBS_PARAMETER, type JobSender } from '../db/job-sender.ts';
 import { createTestDatabase } from './helpers/db.ts';
 
 describe('JobSender (web)', () => {
@@ -46,5 +46,22 @@ describe('JobSender (web)', () => {
     );
     const { rows } = await pool.query(`SELECT 1 FROM pgboss.job WHERE data->>'delivery_id' = $1`, ['c'.repeat(24)]);
     assert.equal(rows.length, 0);
+  });
+
+  test('insertStatement: pg-boss\'s own insert for the queue, fed from the caller\'s statement (with the queue\'s defaults), obtained while the transaction holds the only request-pool connection', async () => {
+    const ids = ['d'.repeat(24), 'e'.repeat(24)];
+    await transaction(pool, async (client) => {
+      const insertJobs = await jobs.insertStatement(WEBHOOK_DELIVERY);
+      const fromCaller = `(SELECT json_agg(json_build_object('data', json_build_object('delivery_id', x, 'attempt', 1), 'groupId', 'ep_' || x)) FROM unnest($1::text[]) x)`;
+      await client.query(`WITH jobs AS (${insertJobs.replace(JOBS_PARAMETER, () => fromCaller)}) SELECT 1`, [ids]);
+    });
+    const { rows } = await pool.query(
+      `SELECT data, group_id, state, retry_limit, expire_seconds FROM pgboss.job WHERE name = $1 AND data->>'delivery_id' = ANY($2) ORDER BY 1`,
+      [WEBHOOK_DELIVERY.name, ids],
+    );
+    assert.deepEqual(
+      rows.map((r) => ({ ...r })),
+      ids.map((id) => ({ data: { delivery_id: id, attempt: 1 }, group_id: `ep_${id}`, state: 'created', retry_limit: WEBHOOK_DELIVERY.options.retryLimit, expire_seconds: WEBHOOK_DELIVERY.options.expireInSeconds })),
+    );
   });
 });

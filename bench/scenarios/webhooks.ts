@@ -38,7 +38,7 @@
 // customers_version as a plain AFTER row trigger and as a deferred constraint
 // trigger (migration 041: the collection_versions row lock taken at COMMIT
 // instead of at the INSERT), in the bench's own database;
-// BENCH_WEBHOOK_SQL: SQL run on the bench's own database after the migrations,
+// BENCH_WEBHOOK_SQL: SQL run on the bench's own database after the migrations and pg-boss's schema,
 // for schema experiments (noted in the output); BENCH_WEBHOOK_DIAG=1
 // logs what the database's sessions wait on, every 250 ms; BENCH_WEBHOOK_NO_VACUUM=1
 // drains without vacuuming the tables the earlier phases churned (see drain()).
@@ -415,10 +415,10 @@ export const webhooks: Scenario = {
     const cleanups: Array<() => Promise<unknown>> = [];
     try {
       await migrate(pool);
-      if (EXPERIMENT_SQL) await pool.query(EXPERIMENT_SQL);
       const boss = createBoss(databaseUrl, { supervise: false, schedule: false });
       await boss.start();
       await boss.createQueue(WEBHOOK_DELIVERY.name, { ...WEBHOOK_DELIVERY.options, ...QUEUE_OPTIONS });
+      if (EXPERIMENT_SQL) await pool.query(EXPERIMENT_SQL);
       await createQueues(boss);
       await boss.stop({ graceful: false });
       const { company } = await createCompany(pool, { name: 'Bench webhooks' });
