@@ -21,7 +21,9 @@
 // 2. drain: BACKLOG deliveries created with the worker stopped (3,000 events
 //    through the API, timed, the rest through the product's recordEvent
 //    without HTTP: see recordEvents), then a worker started; deliveries/s
-//    from startWorker resolving to the last one recorded `succeeded`.
+//    from startWorker resolving to the last one recorded `succeeded`. Twice
+//    (the second backlog all through recordEvent), the faster kept, as the
+//    floors are the best of two.
 // 4. floors: (a) bare pg-boss send(), one job per event, 1 loop and
 //    `connections` loops; (b) undici POSTs with the same signing, headers,
 //    agent and concurrency (16 per endpoint), no queue; and the same through
@@ -605,13 +607,19 @@ export const webhooks: Scenario = {
         const sinceStart = latencyOf(stats.times!.map((t) => t - startedAt));
         return { fill, fillCpu: cpuBetween(fillStart, fillEnd).ms, fillSample: [fillStart, fillEnd] as const, expected, seconds, got, stats, sinceStart, startedAt, sample: [b, a] as const, recordedAt: recorded.at, profileDir };
       };
-      const main = await drain({}, 'drain', 3000);
-      const drainRate = main.expected / main.seconds;
+      // Twice, each from a fresh backlog, the faster kept: the floors below are the best of two runs
+      // too (the machine is shared, and one drain moved 4.5k-5.5k/s between runs of the same code).
+      // The backlog-fill figures are the first's, whose backlog is partly made through the API.
+      const filled = await drain({}, 'drain', 3000);
+      const again = await drain({}, 'drain-2', 0);
+      const rateOf = (d: typeof filled) => d.expected / d.seconds;
+      const main = rateOf(again) > rateOf(filled) ? again : filled;
+      const drainRate = rateOf(main);
       const drainCpu = cpuBetween(main.sample[0], main.sample[1]).ms;
-      rows.push({ case: `backlog: API events (worker stopped)`, target: 'ours', count: main.fill.ok, seconds: (main.fill.lastAnswered - main.fill.firstSent) / 1000, latency: latencyOf(main.fill.latencies), cpuUs: perItem(main.fillCpu.web, main.fill.ok), errors: main.fill.errors });
+      rows.push({ case: `backlog: API events (worker stopped)`, target: 'ours', count: filled.fill.ok, seconds: (filled.fill.lastAnswered - filled.fill.firstSent) / 1000, latency: latencyOf(filled.fill.latencies), cpuUs: perItem(filled.fillCpu.web, filled.fill.ok), errors: filled.fill.errors });
       rows.push({ case: `drain: ${main.expected} deliveries, start→all succeeded`, target: 'ours', count: main.expected, seconds: main.seconds, latency: main.sinceStart, cpuUs: perItem(drainCpu.worker, main.expected) });
-      note(`drain: ${main.expected} deliveries in ${main.seconds.toFixed(1)} s (${drainRate.toFixed(0)}/s); first receipt ${((main.got.first - main.startedAt) / 1000).toFixed(2)} s after startWorker resolved, last receipt→all recorded ${((main.recordedAt - main.got.last) / 1000).toFixed(2)} s; duplicates ${main.stats.arrivals - main.stats.distinct}; per receiver ${main.stats.perReceiver.join('/')}`);
-      note(cpuNote('backlog fill', main.fillSample[0], main.fillSample[1], main.fill.ok, 'event'));
+      note(`drain, best of 2 (${rateOf(filled).toFixed(0)}/s, then ${rateOf(again).toFixed(0)}/s): ${main.expected} deliveries in ${main.seconds.toFixed(1)} s (${drainRate.toFixed(0)}/s); first receipt ${((main.got.first - main.startedAt) / 1000).toFixed(2)} s after startWorker resolved, last receipt→all recorded ${((main.recordedAt - main.got.last) / 1000).toFixed(2)} s; duplicates ${main.stats.arrivals - main.stats.distinct}; per receiver ${main.stats.perReceiver.join('/')}`);
+      note(cpuNote('backlog fill', filled.fillSample[0], filled.fillSample[1], filled.fill.ok, 'event'));
       note(cpuNote('drain', main.sample[0], main.sample[1], main.expected, 'delivery'));
       await profileNotes(main.profileDir, 'worker, drain');
 
@@ -676,11 +684,11 @@ export const webhooks: Scenario = {
       ratios.push({ label: 'e2e deliveries/s ÷ send() floor (1 loop)', value: e2eDeliveryRatio });
       ratios.push({ label: 'e2e events/s ÷ send() floor (1 loop)', value: e2eEventsRatio });
       ratios.push({ label: `e2e events/s ÷ send() floor (${concurrency} loops)`, value: eventRate / par.rate });
-      ratios.push({ label: 'backlog-fill events/s (no worker) ÷ send() floor (1 loop)', value: main.fill.ok / ((main.fill.lastAnswered - main.fill.firstSent) / 1000) / seq.rate });
+      ratios.push({ label: 'backlog-fill events/s (no worker) ÷ send() floor (1 loop)', value: filled.fill.ok / ((filled.fill.lastAnswered - filled.fill.firstSent) / 1000) / seq.rate });
       ratios.push({ label: 'drain ÷ delivery floor (undici)', value: drainRate / bare.rate });
       ratios.push({ label: 'drain ÷ attemptDelivery floor', value: drainRate / viaAttempt.rate });
       ratios.push({ label: 'attemptDelivery floor ÷ undici floor', value: viaAttempt.rate / bare.rate });
-      const allDelivered = e2eRx.arrivals === e2eRx.distinct && main.stats.arrivals === main.stats.distinct;
+      const allDelivered = e2eRx.arrivals === e2eRx.distinct && [filled, again].every((d) => d.stats.arrivals === d.stats.distinct);
       // The issue's figure is deliveries per second; its target, 0.7 × what per-event enqueue allows
       // (bare send(), one job per event). Each event here also carries its three deliveries and jobs,
       // so events/s against the same floor (above, in the ratios) is the stricter reading; the README gives both.
