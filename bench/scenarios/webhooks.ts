@@ -482,15 +482,31 @@ export const webhooks: Scenario = {
       note(`dispatcher options: ${JSON.stringify(DEFAULT_DISPATCHER_OPTIONS)}; queue ${JSON.stringify({ ...WEBHOOK_DELIVERY.options, ...QUEUE_OPTIONS })}`);
       if (EXPERIMENT_SQL) note(`EXPERIMENT, schema changed in this run's database: ${EXPERIMENT_SQL}`);
 
-      // 5. (run last, or alone with BENCH_WEBHOOK_ONLY=fanout) A company without endpoints for the A/B.
-      const { company: plain } = await createCompany(pool, { name: 'Bench webhooks, no endpoints' });
-      const plainKey = await issueKey(pool, { companyId: plain.id, scopes: [...ALL_SCOPES], name: 'bench', rateLimitPerMinute: BENCH_RATE_LIMIT });
+      // 5. (run last, or alone with BENCH_WEBHOOK_ONLY=fanout) Two new companies for the A/B, one with
+      //    three endpoints (the same receivers) and one with none, so that the endpoints are the only
+      //    difference: the first company holds the earlier phases' customers and deliveries by then.
       const fanOut = async () => {
-        await createEvents({ http: http!, key: plainKey.secret }, concurrency, concurrency); // the second company's caches warm
-        const f = await fanOutCost(api, { http: http!, key: plainKey.secret }, sources, concurrency);
+        const tenantFor = async (name: string): Promise<Client> => {
+          const { company: c } = await createCompany(pool, { name });
+          const k = await issueKey(pool, { companyId: c.id, scopes: [...ALL_SCOPES], name: 'bench', rateLimitPerMinute: BENCH_RATE_LIMIT });
+          return { http: http!, key: k.secret };
+        };
+        const three = await tenantFor('Bench webhooks, fan-out to 3 endpoints');
+        const none = await tenantFor('Bench webhooks, no endpoints');
+        for (const url of receivers.urls) {
+          const res = await http!.request({
+            method: 'POST', path: '/api/v1/webhook-endpoints',
+            headers: { authorization: `Bearer ${three.key}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ data: { url, enabled_events: ['*'] } }),
+          });
+          if (res.statusCode !== 201) throw new Error(`POST /webhook-endpoints: ${res.statusCode} ${await res.body.text()}`);
+          await res.body.dump();
+        }
+        for (const client of [three, none]) await createEvents(client, concurrency, concurrency); // both companies' caches warm
+        const f = await fanOutCost(three, none, sources, concurrency);
         const diag = DIAG ? await statements(pool) : null;
         if (diag) {
-          for (const [label, client] of [['fan-out, 3 endpoints', api], ['fan-out, none', { http: http!, key: plainKey.secret }]] as const) {
+          for (const [label, client] of [['fan-out, 3 endpoints', three], ['fan-out, none', none]] as const) {
             await diag.reset();
             await createEvents(client, FANOUT_EVENTS, concurrency);
             await diag.report(label, log);
