@@ -197,6 +197,32 @@ describe('MCP server', () => {
     }
   });
 
+  test('quota: a process forgets the views of companies that stopped calling (memory stays bounded by the active ones)', async () => {
+    const [a, b] = [await seedTenant(app.pool, { plan: 'starter' }), await seedTenant(app.pool, { plan: 'starter' })];
+    for (const t of [a, b]) await updateCompany(app.pool, t.companyId, { plan: 'enterprise', mcpQuota: 1000 });
+    const keyCache = new KeyCache(app.databaseUrl);
+    await keyCache.start();
+    const quota = new McpQuota(app.pool, keyCache);
+    try {
+      assert.deepEqual(await quota.consume(a.companyId), { ok: true });
+      for (let i = 0; i < 5; i++) assert.deepEqual(await quota.consume(a.companyId), { ok: true });
+      assert.equal(quota.trackedCompanies, 1);
+      await quota.flush();
+      // Once a's view is older than the sync interval (1 s), any flush drops it; b's first call flushes.
+      await waitFor(async () => {
+        assert.deepEqual(await quota.consume(b.companyId), { ok: true });
+        await quota.flush();
+        return quota.trackedCompanies === 1;
+      }, 5_000, 'a forgotten, b tracked');
+      const used = async (id: string) => (await app.pool.query('SELECT coalesce(sum(used), 0)::int AS n FROM mcp_usage WHERE company_id = $1', [id])).rows[0].n;
+      assert.equal(await used(a.companyId), 6, 'every call of a counted before its view went');
+      assert.deepEqual(await quota.consume(a.companyId), { ok: true }, 'a calls again: a fresh exact view');
+      assert.equal(await used(a.companyId), 7);
+    } finally {
+      await keyCache.close();
+    }
+  });
+
   test('wsctl mcp activity: the last 25 calls and the 24-hour success rate', async () => {
     const t = await seedTenant(app.pool, { plan: 'starter' });
     await call('get_company', {}, t.key);

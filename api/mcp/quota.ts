@@ -178,8 +178,23 @@ export class McpQuota {
     return this.#flushing;
   }
 
-  /** One statement for every company with calls pending; companies deleted meanwhile are dropped. */
+  /** Companies this process holds a view of (tests; bounded by the pruning in #write). */
+  get trackedCompanies(): number {
+    return this.#counters.size;
+  }
+
+  /**
+   * One statement for every company with calls pending; companies deleted
+   * meanwhile are dropped. Every flush first forgets the views no call can
+   * use any more (stale, nothing pending or being written: the next call of
+   * that company takes the exact path and makes a new one), so the map holds
+   * the companies calling in about the last second, not every company since start.
+   */
   async #write(): Promise<void> {
+    const staleBefore = Date.now() - SYNC_MS;
+    for (const [companyId, c] of this.#counters) {
+      if (c.pending === 0 && c.writing === 0 && c.syncedAt < staleBefore) this.#counters.delete(companyId);
+    }
     const batch = [...this.#counters].filter(([, c]) => c.pending > 0).map(([companyId, c]) => ({ companyId, counter: c, n: c.pending }));
     if (batch.length === 0) return;
     for (const { counter, n } of batch) {
