@@ -17,6 +17,8 @@ import { find, measureCases, type BenchContext, type Check, type Scenario, type 
 const EVENTS = 500;
 const BOOKINGS = 100;
 const P99_TARGET_MS = 50;
+/** Issue 20: every REST list at >= 0.9 of its bare floor. */
+const LIST_RATIO_TARGET = 0.9;
 const BIG_TABLES = ['bookings', 'calendar_events', 'booking_links'];
 
 async function seed(ctx: BenchContext, companyId: string, userId: string): Promise<{ linkId: string; from: string; to: string }> {
@@ -90,6 +92,7 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
     const errors = measurements.reduce((n, x) => n + x.best.errors, 0);
     const latency = m('ours', cases[1].name).p99;
     const checks: Check[] = [
+      { label: 'ours/floor req/s (issue 20)', target: `>= ${LIST_RATIO_TARGET}`, actual: ratio.toFixed(2), pass: ratio >= LIST_RATIO_TARGET },
       { label: 'ours p99 at 4 connections', target: `< ${P99_TARGET_MS} ms`, actual: `${latency.toFixed(1)} ms`, pass: latency < P99_TARGET_MS },
       { label: 'no errors or non-2xx', target: '0', actual: String(errors), pass: errors === 0 },
     ];

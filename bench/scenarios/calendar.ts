@@ -3,7 +3,7 @@
 // the middle of that history, 50 connections, against our web process (every
 // middleware on) and against the floor (bench/floor/calendar-floor.ts: bare
 // node:http + pg, same SQL and JSON). Targets (issue): ours/floor req/s >= 0.8;
-// p99 < 50 ms.
+// p99 < 50 ms; issue 20: >= 0.9 for every REST list.
 import { randomBytes } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { dropTenant, purgeLeftoverTenants, seedTenant, startOurApp, type OurApp } from '../lib/app.ts';
@@ -13,6 +13,7 @@ import { find, measureCases, type BenchContext, type Check, type Scenario, type 
 
 const COUNT = Number(process.env.BENCH_EVENTS || 100_000);
 const RATIO_TARGET = 0.8;
+const LIST_RATIO_TARGET = 0.9;
 const P99_TARGET_MS = 50;
 
 async function loadEvents(ctx: BenchContext, companyId: string, userId: string): Promise<{ from: string; to: string }> {
@@ -74,6 +75,7 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
     const errors = measurements.reduce((n, x) => n + x.best.errors, 0);
     const checks: Check[] = [
       { label: 'ours/floor req/s', target: `>= ${RATIO_TARGET}`, actual: ratio.toFixed(2), pass: ratio >= RATIO_TARGET },
+      { label: 'ours/floor req/s (issue 20)', target: `>= ${LIST_RATIO_TARGET}`, actual: ratio.toFixed(2), pass: ratio >= LIST_RATIO_TARGET },
       { label: 'ours p99', target: `< ${P99_TARGET_MS} ms`, actual: `${m('ours').p99.toFixed(1)} ms`, pass: m('ours').p99 < P99_TARGET_MS },
       { label: 'no errors or non-2xx', target: '0', actual: String(errors), pass: errors === 0 },
     ];

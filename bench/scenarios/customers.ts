@@ -4,7 +4,8 @@
 // (bench/floor/customers-floor.ts: bare node:http + pg, same SQL and JSON).
 //
 // Targets (issue): ours/floor req/s >= 0.7; p99 < 50 ms; deep-page p99 within
-// 1.2x of first-page p99.
+// 1.2x of first-page p99. Issue 20 raised the ratio for every REST list to
+// 0.9, checked separately (LIST_RATIO_TARGET).
 import { randomBytes } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { BENCH_RATE_LIMIT, dropTenant, profileFlags, purgeLeftoverTenants, seedTenant, startOurApp, type OurApp } from '../lib/app.ts';
@@ -18,6 +19,7 @@ const DEPTH = Math.floor(COUNT / 2);
 const PATH = '/api/v1/customers?limit=25';
 
 const RATIO_TARGET = 0.7;
+const LIST_RATIO_TARGET = 0.9;
 const P99_TARGET_MS = 50;
 const DEEP_P99_FACTOR = 1.2;
 
@@ -156,6 +158,8 @@ async function run(ctx: BenchContext): Promise<ScenarioResult> {
     const checks: Check[] = [
       { label: 'ours/floor req/s, first page', target: `>= ${RATIO_TARGET}`, actual: ratioFirst.toFixed(2), pass: ratioFirst >= RATIO_TARGET },
       { label: 'ours/floor req/s, deep page', target: `>= ${RATIO_TARGET}`, actual: ratioDeep.toFixed(2), pass: ratioDeep >= RATIO_TARGET },
+      { label: 'ours/floor req/s, first page (issue 20)', target: `>= ${LIST_RATIO_TARGET}`, actual: ratioFirst.toFixed(2), pass: ratioFirst >= LIST_RATIO_TARGET },
+      { label: 'ours/floor req/s, deep page (issue 20)', target: `>= ${LIST_RATIO_TARGET}`, actual: ratioDeep.toFixed(2), pass: ratioDeep >= LIST_RATIO_TARGET },
       { label: 'ours p99, first page', target: `< ${P99_TARGET_MS} ms`, actual: `${m(first, 'ours').p99.toFixed(1)} ms`, pass: m(first, 'ours').p99 < P99_TARGET_MS },
       { label: 'ours p99, deep page', target: `< ${P99_TARGET_MS} ms`, actual: `${m(deep, 'ours').p99.toFixed(1)} ms`, pass: m(deep, 'ours').p99 < P99_TARGET_MS },
       { label: 'ours p99 deep / first', target: `<= ${DEEP_P99_FACTOR}`, actual: deepFactor.toFixed(2), pass: deepFactor <= DEEP_P99_FACTOR },
