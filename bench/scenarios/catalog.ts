@@ -9,7 +9,8 @@
 //    bare node:http handler: the ratio is the cost of the framework.
 // 2. Thumbnails per second: sharp alone on the same originals, then through
 //    the worker (pg-boss claim, read original from PostgreSQL, sharp, write
-//    thumbnail, update rows) in the same run, then the same with the blobs in
+//    thumbnail, update rows; a process of its own, as deployed:
+//    bench/lib/worker-process.ts) in the same run, then the same with the blobs in
 //    an S3-compatible store (BLOB_STORE=s3, the local stand-in of
 //    test/helpers/s3-stand-in.ts in a process of its own).
 //
@@ -34,8 +35,7 @@ import { createPool } from '../../db/pool.ts';
 import { loadConfig } from '../../lib/config.ts';
 import { isObjectId } from '../../lib/objectid.ts';
 import { makeThumbnail } from '../../storage/images.ts';
-import { startWorker } from '../../worker/worker.ts';
-import { cpuTimeMs } from '../lib/process.ts';
+import { cpuTimeMs, spawnNodeServer } from '../lib/process.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
@@ -55,7 +55,8 @@ const databaseUrl = dbUrl.toString();
 
 const pool = createPool(databaseUrl, 20);
 await migrate(pool);
-const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', DATABASE_URL: databaseUrl, RATE_LIMIT_PER_MINUTE: '100000000', ADMIN_TOKEN: 'bench-admin-token-0123456789' });
+const configEnv = { NODE_ENV: 'test', LOG_LEVEL: 'silent', DATABASE_URL: databaseUrl, RATE_LIMIT_PER_MINUTE: '100000000', ADMIN_TOKEN: 'bench-admin-token-0123456789' };
+const config = loadConfig(configEnv);
 
 // --- data -------------------------------------------------------------------
 const { company } = await createCompany(pool, { name: 'Bench' });
@@ -281,11 +282,12 @@ const sharpCpu = ownCpuMs() - cpu0;
 
 /**
  * Uploads the originals through the API at `uploadUrl` (one product each,
- * from `offset` in id order), runs a worker with `workerConfig` until every
- * thumbnail is made, and returns images/s (first job started to last one
- * completed: worker start-up is not thumbnail work) and CPU per image.
+ * from `offset` in id order), runs a worker process with `workerEnv` until
+ * every thumbnail is made, and returns images/s (first job started to last
+ * one completed: worker start-up is not thumbnail work) and CPU per image
+ * (the worker's from the moment it is ready).
  */
-async function throughWorker(uploadUrl: string, workerConfig: typeof config, offset: number, extraCpu: () => number | null = () => null) {
+async function throughWorker(uploadUrl: string, workerEnv: Record<string, string>, offset: number, extraCpu: () => number | null = () => null) {
   const ids = (await pool.query('SELECT id FROM products WHERE company_id = $1 ORDER BY id OFFSET $2 LIMIT $3', [company.id, offset, IMAGES])).rows.map((r) => r.id);
   for (const [i, id] of ids.entries()) {
     const form = new FormData();
@@ -294,25 +296,30 @@ async function throughWorker(uploadUrl: string, workerConfig: typeof config, off
     if (res.status !== 200) throw new Error(`upload failed: ${res.status} ${await res.text()}`);
   }
   const { rows: [{ now: startedAfter }] } = await pool.query('SELECT now()');
-  const cpu0 = { own: ownCpuMs(), db: postgresCpuMs(), extra: extraCpu() };
-  const worker = await startWorker(workerConfig, pool, databaseUrl);
-  for (;;) {
-    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM media WHERE status = 'pending'`);
-    if (rows[0].n === 0) break;
-    await new Promise((r) => setTimeout(r, 50));
+  const db0 = postgresCpuMs();
+  const extra0 = extraCpu();
+  const worker = await spawnNodeServer({ name: 'worker', script: 'bench/lib/worker-process.ts', env: { ...workerEnv, PG_POOL_MAX: '10' }, readyTimeoutMs: 60_000 });
+  try {
+    const own0 = cpuTimeMs(worker.child.pid);
+    for (;;) {
+      const { rows } = await pool.query(`SELECT count(*)::int AS n FROM media WHERE status = 'pending'`);
+      if (rows[0].n === 0) break;
+      if (worker.child.exitCode !== null) throw new Error(`the worker exited (${worker.child.exitCode}):\n${worker.output()}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const span = (await pool.query(
+      `SELECT extract(epoch FROM max(completed_on) - min(started_on))::float AS s FROM pgboss.job WHERE name = 'thumbnail' AND started_on >= $1`,
+      [startedAfter],
+    )).rows[0].s;
+    const [own, db, extra] = [cpuTimeMs(worker.child.pid), postgresCpuMs(), extraCpu()];
+    const minus = (a: number | null, b: number | null) => (a === null || b === null ? null : a - b);
+    return { rate: originals.length / span, cpu: { own: minus(own, own0), db: minus(db, db0), extra: minus(extra, extra0) } };
+  } finally {
+    await worker.stop();
   }
-  const span = (await pool.query(
-    `SELECT extract(epoch FROM max(completed_on) - min(started_on))::float AS s FROM pgboss.job WHERE name = 'thumbnail' AND started_on >= $1`,
-    [startedAfter],
-  )).rows[0].s;
-  const db = postgresCpuMs();
-  const extra = extraCpu();
-  const cpu = { own: ownCpuMs() - cpu0.own, db: cpu0.db === null || db === null ? null : db - cpu0.db, extra: cpu0.extra === null || extra === null ? null : extra - cpu0.extra };
-  await worker.stop();
-  return { rate: originals.length / span, cpu };
 }
 
-const viaPostgres = await throughWorker(appUrl, config, 0);
+const viaPostgres = await throughWorker(appUrl, configEnv, 0);
 
 // The same through an S3-compatible store (BLOB_STORE=s3): the local stand-in
 // in a process of its own (objects in its memory, every request's signature
@@ -327,11 +334,12 @@ const s3Env = await new Promise<Record<string, string>>((resolve, reject) => {
   });
   standIn.once('exit', (code) => reject(new Error(`S3 stand-in exited (${code})`)));
 });
-const s3Config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', DATABASE_URL: databaseUrl, RATE_LIMIT_PER_MINUTE: '100000000', ADMIN_TOKEN: 'bench-admin-token-0123456789', ...s3Env });
+const s3ConfigEnv = { ...configEnv, ...s3Env };
+const s3Config = loadConfig(s3ConfigEnv);
 const s3Deps = await createDeps({ config: s3Config, pool, databaseUrl });
 const s3App = createApp(s3Deps).listen(0, '127.0.0.1');
 await new Promise((r) => s3App.once('listening', r));
-const viaS3 = await throughWorker(`http://127.0.0.1:${(s3App.address() as AddressInfo).port}/api/v1`, s3Config, IMAGES, () => cpuTimeMs(standIn.pid!));
+const viaS3 = await throughWorker(`http://127.0.0.1:${(s3App.address() as AddressInfo).port}/api/v1`, s3ConfigEnv, IMAGES, () => cpuTimeMs(standIn.pid!));
 const s3Objects = (await pool.query(`SELECT count(*)::int AS n FROM blobs WHERE object_key IS NOT NULL AND complete`)).rows[0].n;
 if (s3Objects !== 2 * IMAGES) throw new Error(`expected ${2 * IMAGES} blobs in the S3 stand-in (originals and thumbnails), found ${s3Objects}`);
 s3App.closeAllConnections();

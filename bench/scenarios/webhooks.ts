@@ -3,7 +3,7 @@
 //
 // Processes, as in production (Procfile: separate web and worker), all
 // children of the bench: the web (`node api/server.ts`), the worker
-// (bench/lib/webhook-worker.ts: what worker/main.ts runs, options passable),
+// (bench/lib/worker-process.ts: what worker/main.ts runs, options passable),
 // three receivers in one process of their own (bench/lib/webhook-receivers.ts)
 // and the floors (bench/floor/webhooks-floor.ts). The bench process itself is
 // the API client (undici, `--connections` sockets). A fresh database on the
@@ -222,7 +222,7 @@ async function startWorkerProcess(ctx: BenchContext, databaseUrl: string, option
   const { nodeArgs, profileDir } = await profileFlags(ctx, label);
   const child = await spawnNodeServer({
     name: `worker (${label})`,
-    script: 'bench/lib/webhook-worker.ts',
+    script: 'bench/lib/worker-process.ts',
     nodeArgs,
     readyTimeoutMs: 60_000,
     env: { DATABASE_URL: databaseUrl, NODE_ENV: 'development', ALLOW_PRIVATE_WEBHOOK_TARGETS: '1', LOG_LEVEL: 'silent', PG_POOL_MAX: String(ctx.options.poolMax), BENCH_WORKER_OPTIONS: JSON.stringify(options) },
@@ -478,7 +478,7 @@ export const webhooks: Scenario = {
         client: () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; },
       };
       log(`  web ${web.url}, receivers ${receivers.urls.join(' ')}, database ${dbName}, ${concurrency} API connections, PG_POOL_MAX ${ctx.options.poolMax}`);
-      note(`processes: web = node api/server.ts, worker = bench/lib/webhook-worker.ts (worker/main.ts + options), ${RECEIVERS} receivers in one process, floors in their own; the bench process is the API client (${concurrency} connections)`);
+      note(`processes: web = node api/server.ts, worker = bench/lib/worker-process.ts (worker/main.ts + options), ${RECEIVERS} receivers in one process, floors in their own; the bench process is the API client (${concurrency} connections)`);
       note(`dispatcher options: ${JSON.stringify(DEFAULT_DISPATCHER_OPTIONS)}; queue ${JSON.stringify({ ...WEBHOOK_DELIVERY.options, ...QUEUE_OPTIONS })}`);
       if (EXPERIMENT_SQL) note(`EXPERIMENT, schema changed in this run's database: ${EXPERIMENT_SQL}`);
 

@@ -1,4 +1,4 @@
-// The worker process as the webhooks bench runs it: what worker/main.ts does
+// The worker process as the benches run it (webhooks, catalog): what worker/main.ts does
 // (own pool of PG_POOL_MAX, startWorker: pg-boss with supervision and cron,
 // every job handler, the webhook dispatcher), plus two things the bench needs:
 // - BENCH_WORKER_OPTIONS (JSON `{ dispatcher?, boss? }`) passed to
@@ -14,7 +14,7 @@ import { startWorker, type WorkerOptions } from '../../worker/worker.ts';
 
 const config = loadConfig();
 const databaseUrl = config.databaseUrl;
-if (!databaseUrl) throw new Error('webhook-worker: DATABASE_URL is required');
+if (!databaseUrl) throw new Error('worker-process: DATABASE_URL is required');
 const options = JSON.parse(process.env.BENCH_WORKER_OPTIONS || '{}') as WorkerOptions;
 
 const pool = createPool(databaseUrl, config.pgMaxConnections);
