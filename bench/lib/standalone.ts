@@ -2,11 +2,15 @@
 // alone with `node`): `npm run bench` runs it as a child against the bench
 // database (DATABASE_URL), streams its output, and keeps its report lines.
 // Used by benchmarks that are not "one URL under wrk" (uploads, workers,
-// webhook delivery), which measure their own floor in the same run.
+// webhook delivery), which measure their own floor in the same run. A line
+// `BENCH_CHECK {"label","target","actual","pass"}` of its output is a check of
+// the report, next to its exit status.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { ROOT } from './process.ts';
-import type { Scenario } from './scenario.ts';
+import type { Check, Scenario } from './scenario.ts';
+
+const CHECK_PREFIX = 'BENCH_CHECK ';
 
 export function standaloneScenario(name: string, description: string): Scenario {
   const file = path.join(ROOT, 'bench', 'scenarios', `${name}.ts`);
@@ -15,6 +19,7 @@ export function standaloneScenario(name: string, description: string): Scenario 
     description,
     run: async (ctx) => {
       const lines: string[] = [];
+      const checks: Check[] = [];
       const child = spawn(process.execPath, [file], {
         cwd: ROOT,
         env: { ...process.env, DATABASE_URL: ctx.db.url, LOG_LEVEL: 'silent' },
@@ -23,6 +28,7 @@ export function standaloneScenario(name: string, description: string): Scenario 
       const collect = (chunk: Buffer) => {
         for (const line of chunk.toString('utf8').split('\n')) {
           if (!line.trim()) continue;
+          if (line.startsWith(CHECK_PREFIX)) checks.push(JSON.parse(line.slice(CHECK_PREFIX.length)) as Check);
           lines.push(line);
           ctx.log(`  ${name}: ${line}`);
         }
@@ -36,7 +42,7 @@ export function standaloneScenario(name: string, description: string): Scenario 
         notes: lines,
         measurements: [],
         ratios: [],
-        checks: [{ label: `${name} bench exited cleanly`, target: 'exit 0', actual: `exit ${code}`, pass: code === 0 }],
+        checks: [...checks, { label: `${name} bench exited cleanly`, target: 'exit 0', actual: `exit ${code}`, pass: code === 0 }],
       };
     },
   };

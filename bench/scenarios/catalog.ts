@@ -373,6 +373,12 @@ const report = {
   },
 };
 console.log(JSON.stringify(report, null, 2));
+// Issue 20's targets, as checks of `npm run bench` (bench/lib/standalone.ts).
+const check = (label: string, target: number, actual: number) =>
+  console.log(`BENCH_CHECK ${JSON.stringify({ label, target: `>= ${target}`, actual: actual.toFixed(2), pass: actual >= target })}`);
+for (const r of results) check(`product list ${r.scenario}: API ÷ bare req/s`, 0.9, r.rps_ratio_api_to_bare as number);
+check('thumbnails through the worker ÷ sharp alone (PostgreSQL store)', 0.8, viaPostgres.rate / sharpAlone);
+check('thumbnails through the worker ÷ sharp alone (S3 store)', 0.8, viaS3.rate / sharpAlone);
 if (process.env.BENCH_PLANS) console.log(Object.values(plans).join('\n\n'));
 
 // Dropping the database ends any connection still open (pg-boss pools close lazily); that is expected here.
