@@ -4,10 +4,11 @@
 // sends NOTIFY on AUTH_CHANNEL in the same transaction, and each process
 // LISTENs and drops its whole cache. The notification reaches the writer's own
 // process asynchronously too, so the writer also calls invalidate() once its
-// transaction has committed: its next request (the client's next, once it has
-// the answer) can never be served from the old entry. While the LISTEN connection is down the
-// cache is bypassed, so a missed notification can never keep a revoked key
-// alive. Entries also expire after TTL_MS as a last line of defence.
+// transaction has committed: the client's next request to that process, sent
+// after the answer, can never be served from the old entry. While the LISTEN
+// connection is down the cache is bypassed, so a missed notification can never
+// keep a revoked key alive. Entries also expire after TTL_MS as a last line of
+// defence.
 //
 // A lookup that read a key before a revocation committed must not put it in
 // the cache after the notification cleared it (it would then live for up to
