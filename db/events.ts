@@ -43,35 +43,46 @@ export async function recordEvent(db: Queryable, jobs: JobSender, companyId: str
   const createdAt = new Date();
   const full = withMetadata(data);
   const payload = envelope(id, name, createdAt, full);
-  await db.query(prepared(await fanOutStatement(jobs), [id, companyId, name, WEBHOOK_API_VERSION, full, payload, createdAt, selectorsOf(name)]));
+  const values = [id, companyId, name, WEBHOOK_API_VERSION, full, payload, createdAt, selectorsOf(name)];
+  const oneStatement = await fanOutStatement(jobs);
+  if (oneStatement) {
+    await db.query(prepared(oneStatement, values));
+    return id;
+  }
+  // pg-boss's insert for the queue cannot be nested (see JobSender.insertStatement): the jobs apart.
+  const { rows } = await db.query<{ id: string; endpoint_id: string }>(prepared(`${EVENT_AND_DELIVERIES} SELECT id, endpoint_id FROM deliveries`, values));
+  await enqueueAttempts(db, jobs, rows.map((row) => ({ deliveryId: row.id, endpointId: row.endpoint_id, attempt: 1 })));
   return id;
 }
 
+/** The event and a delivery for every active endpoint of the company whose enabled_events select its name. */
+const EVENT_AND_DELIVERIES = `WITH event AS (
+    INSERT INTO events (id, company_id, name, api_version, data, payload, created_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id
+  ), deliveries AS (
+    INSERT INTO webhook_deliveries (id, company_id, endpoint_id, event_id, event, next_attempt_at, created_at)
+    SELECT ${objectIdSql('e.created_at')}, e.company_id, e.id, (SELECT id FROM event), $3, $7, $7
+      FROM webhook_endpoints e
+     WHERE e.company_id = $2 AND e.active AND e.enabled_events && $8::text[]
+    RETURNING id, endpoint_id
+  )`;
+
 /**
- * One statement per write, however many endpoints (issue 20): the event, a
- * delivery for every active endpoint of the company whose enabled_events
- * select this name, and each delivery's first-attempt job, inserted by
- * pg-boss's own statement for the queue fed from the deliveries just
- * inserted. A second statement for the jobs cost a round trip and pg-boss's
- * per-call work on every write that fans out.
+ * One statement per write, however many endpoints (issue 20): the event, its
+ * deliveries, and each delivery's first-attempt job, inserted by pg-boss's own
+ * statement for the queue fed from the deliveries just inserted. A second
+ * statement for the jobs cost a round trip and pg-boss's per-call work on
+ * every write that fans out. Null when pg-boss's statement cannot be nested.
  */
-function fanOutStatement(jobs: JobSender): Promise<string> {
+function fanOutStatement(jobs: JobSender): Promise<string | null> {
   let statement = fanOutStatements.get(jobs);
   if (!statement) {
     statement = jobs.insertStatement(WEBHOOK_DELIVERY).then((insertJobs) => {
+      if (!insertJobs) return null;
       const firstAttempts = `(SELECT coalesce(json_agg(json_build_object(
            'data', json_build_object('delivery_id', d.id, 'attempt', 1), 'groupId', d.endpoint_id)), '[]'::json)
          FROM deliveries d)`;
-      return `WITH event AS (
-         INSERT INTO events (id, company_id, name, api_version, data, payload, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id
-       ), deliveries AS (
-         INSERT INTO webhook_deliveries (id, company_id, endpoint_id, event_id, event, next_attempt_at, created_at)
-         SELECT ${objectIdSql('e.created_at')}, e.company_id, e.id, (SELECT id FROM event), $3, $7, $7
-           FROM webhook_endpoints e
-          WHERE e.company_id = $2 AND e.active AND e.enabled_events && $8::text[]
-         RETURNING id, endpoint_id
-       ), first_attempts AS (
+      return `${EVENT_AND_DELIVERIES}, first_attempts AS (
          ${insertJobs.replace(JOBS_PARAMETER, () => firstAttempts)}
        )
        SELECT count(*)::int AS deliveries FROM deliveries`;
@@ -82,7 +93,7 @@ function fanOutStatement(jobs: JobSender): Promise<string> {
   return statement;
 }
 
-const fanOutStatements = new WeakMap<JobSender, Promise<string>>();
+const fanOutStatements = new WeakMap<JobSender, Promise<string | null>>();
 
 /** Jobs of delivery attempts, in the caller's transaction. */
 export async function enqueueAttempts(

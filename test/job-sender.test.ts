@@ -8,6 +8,9 @@ import { after, before, describe, test } from 'node:test';
 import { createPool, transaction, type Pool } from '../db/pool.ts';
 import { WEBHOOK_DELIVERY } from '../db/queues.ts';
 import { createJobSender, JOBS_PARAMETER, type JobSender } from '../db/job-sender.ts';
+import { createBoss } from '../db/boss.ts';
+import { recordEvent } from '../db/events.ts';
+import { createCompany } from '../api/admin/companies.ts';
 import { createTestDatabase } from './helpers/db.ts';
 
 describe('JobSender (web)', () => {
@@ -52,6 +55,7 @@ describe('JobSender (web)', () => {
     const ids = ['d'.repeat(24), 'e'.repeat(24)];
     await transaction(pool, async (client) => {
       const insertJobs = await jobs.insertStatement(WEBHOOK_DELIVERY);
+      assert.ok(insertJobs, 'a plain INSERT for a queue without notify');
       const fromCaller = `(SELECT json_agg(json_build_object('data', json_build_object('delivery_id', x, 'attempt', 1), 'groupId', 'ep_' || x)) FROM unnest($1::text[]) x)`;
       await client.query(`WITH jobs AS (${insertJobs.replace(JOBS_PARAMETER, () => fromCaller)}) SELECT 1`, [ids]);
     });
@@ -63,5 +67,45 @@ describe('JobSender (web)', () => {
       rows.map((r) => ({ ...r })),
       ids.map((id) => ({ data: { delivery_id: id, attempt: 1 }, group_id: `ep_${id}`, state: 'created', retry_limit: WEBHOOK_DELIVERY.options.retryLimit, expire_seconds: WEBHOOK_DELIVERY.options.expireInSeconds })),
     );
+  });
+
+  test('recordEvent: the event, a delivery per matching active endpoint and its first-attempt job (grouped by endpoint), in one statement; with a notify-enabled queue, whose insert cannot be nested, in two', async () => {
+    const { company } = await createCompany(pool, { name: 'Fan-out' });
+    const endpoint = (n: number) => String(n).padStart(24, 'e');
+    await pool.query(
+      `INSERT INTO webhook_endpoints (id, company_id, url, enabled_events, secret, active) VALUES
+         ($2, $1, 'https://a.example/h', ARRAY['*'], 's', true),
+         ($3, $1, 'https://b.example/h', ARRAY['customer.*'], 's', true),
+         ($4, $1, 'https://c.example/h', ARRAY['lead.created'], 's', true),
+         ($5, $1, 'https://d.example/h', ARRAY['*'], 's', false)`,
+      [company.id, endpoint(1), endpoint(2), endpoint(3), endpoint(4)],
+    );
+    const fanOut = async (sender: JobSender) => {
+      const eventId = await transaction(pool, (db) => recordEvent(db, sender, company.id, 'customer.created', { object: 'customer', id: 'cus_1' }));
+      const { rows } = await pool.query(
+        `SELECT d.endpoint_id, d.id AS delivery_id, j.data, j.group_id, j.state
+           FROM webhook_deliveries d LEFT JOIN pgboss.job j ON j.name = $2 AND j.data->>'delivery_id' = d.id
+          WHERE d.event_id = $1 ORDER BY d.endpoint_id`,
+        [eventId, WEBHOOK_DELIVERY.name],
+      );
+      return rows.map((r) => ({ endpoint: r.endpoint_id, group: r.group_id, state: r.state, data: r.data, ownDelivery: r.data?.delivery_id === r.delivery_id }));
+    };
+    const expected = (data: unknown) => [endpoint(1), endpoint(2)].map((e) => ({ endpoint: e, group: e, state: 'created', data, ownDelivery: true }));
+    const strip = (rows: Awaited<ReturnType<typeof fanOut>>) => rows.map((r) => ({ ...r, data: { attempt: r.data?.attempt } }));
+    assert.ok(await jobs.insertStatement(WEBHOOK_DELIVERY), 'one statement');
+    assert.deepEqual(strip(await fanOut(jobs)), expected({ attempt: 1 }));
+
+    const boss = createBoss(db.url, { supervise: false, schedule: false });
+    await boss.start();
+    await boss.updateQueue(WEBHOOK_DELIVERY.name, { notify: true });
+    const notifying = await createJobSender(db.url);
+    try {
+      assert.equal(await notifying.insertStatement(WEBHOOK_DELIVERY), null, 'a notify-enabled queue\'s insert is a WITH of its own');
+      assert.deepEqual(strip(await fanOut(notifying)), expected({ attempt: 1 }));
+    } finally {
+      await boss.updateQueue(WEBHOOK_DELIVERY.name, { notify: false });
+      await notifying.stop();
+      await boss.stop({ graceful: false });
+    }
   });
 });

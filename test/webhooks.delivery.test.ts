@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { replayDelivery } from '../api/routes/webhook-endpoint-queries.ts';
 import { transaction, type Pool } from '../db/pool.ts';
+import { WEBHOOK_DELIVERY } from '../db/queues.ts';
 import { purgeWebhookHistory } from '../worker/jobs/purge-webhook-history.ts';
 import { DEFAULT_DISPATCHER_OPTIONS } from '../worker/webhooks/dispatcher.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
@@ -342,7 +343,7 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
   test('a slow receiver does not hold back other endpoints', async () => {
     const { api } = await tenant();
     receiver.on('/slow', () => ({ hang: true }));
-    await endpoint(api, '/slow');
+    const slow = await endpoint(api, '/slow');
     await endpoint(api, '/fast');
     const events = DEFAULT_DISPATCHER_OPTIONS.perEndpoint + 20;
     for (let i = 0; i < events; i++) await api.post('/customers', { data: { name: `Cliente ${i}` } });
@@ -350,6 +351,13 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     const bound = DEFAULT_DISPATCHER_OPTIONS.perEndpoint;
     await waitFor(() => receiver.at('/slow').length >= bound, 10_000, 'the stalled endpoint filling its bound');
     assert.equal(receiver.at('/slow').length, bound, `exactly the per-endpoint bound (${bound}) of attempts in flight to the stalled endpoint`);
+    // The bound is held in the queue itself: the endpoint's other jobs wait there, not fetched.
+    const { rows } = await app.pool.query(
+      `SELECT state::text, count(*)::int AS n FROM pgboss.job WHERE name = $1 AND group_id = $2 GROUP BY state ORDER BY state`,
+      [WEBHOOK_DELIVERY.name, slow.id],
+    );
+    assert.deepEqual(rows, [{ state: 'active', n: bound }, { state: 'created', n: events - bound }]);
+    assert.equal(receiver.at('/slow').length, bound);
   });
 
   test('replay: a new delivery of the same event id and body, signed now with the current secret', async () => {

@@ -7,6 +7,7 @@
 // the report, next to its exit status.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { ROOT } from './process.ts';
 import type { Check, Scenario } from './scenario.ts';
 
@@ -25,16 +26,21 @@ export function standaloneScenario(name: string, description: string): Scenario 
         env: { ...process.env, DATABASE_URL: ctx.db.url, LOG_LEVEL: 'silent' },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
-      const collect = (chunk: Buffer) => {
-        for (const line of chunk.toString('utf8').split('\n')) {
-          if (!line.trim()) continue;
-          if (line.startsWith(CHECK_PREFIX)) checks.push(JSON.parse(line.slice(CHECK_PREFIX.length)) as Check);
-          lines.push(line);
-          ctx.log(`  ${name}: ${line}`);
+      // Whole lines (a chunk may end mid-line, or mid-character).
+      const collect = (line: string) => {
+        if (!line.trim()) return;
+        if (line.startsWith(CHECK_PREFIX)) {
+          try {
+            checks.push(JSON.parse(line.slice(CHECK_PREFIX.length)) as Check);
+          } catch {
+            checks.push({ label: `${name}: unreadable check line`, target: 'JSON', actual: line.slice(0, 80), pass: false });
+          }
         }
+        lines.push(line);
+        ctx.log(`  ${name}: ${line}`);
       };
-      child.stdout.on('data', collect);
-      child.stderr.on('data', collect);
+      createInterface({ input: child.stdout, crlfDelay: Infinity }).on('line', collect);
+      createInterface({ input: child.stderr, crlfDelay: Infinity }).on('line', collect);
       const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
       return {
         name,

@@ -5,7 +5,8 @@
 //   startWorker, to measure alternatives to DEFAULT_DISPATCHER_OPTIONS and the
 //   pg-boss pool without editing the product;
 // - a control server on PORT: /healthz answers 200 once startWorker has
-//   resolved, and /started gives that moment (epoch ms), the start of a drain.
+//   resolved, and /started gives that moment (epoch ms), the start of a drain,
+//   and the process's CPU time before startWorker was called.
 // SIGTERM stops it as main.ts does (in-flight attempts finish and are written).
 import http from 'node:http';
 import { createPool } from '../../db/pool.ts';
@@ -18,12 +19,15 @@ if (!databaseUrl) throw new Error('worker-process: DATABASE_URL is required');
 const options = JSON.parse(process.env.BENCH_WORKER_OPTIONS || '{}') as WorkerOptions;
 
 const pool = createPool(databaseUrl, config.pgMaxConnections);
+// This process's CPU before the worker starts (Node's start-up and the imports), so a bench can count the worker's work alone.
+const cpu = process.cpuUsage();
+const cpuBeforeStartMs = (cpu.user + cpu.system) / 1000;
 const worker = await startWorker(config, pool, databaseUrl, options);
 const startedAt = performance.timeOrigin + performance.now();
 
 const control = http.createServer((req, res) => {
   res.writeHead(200, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(req.url === '/started' ? { startedAt } : { ok: true }));
+  res.end(JSON.stringify(req.url === '/started' ? { startedAt, cpuBeforeStartMs } : { ok: true }));
 });
 control.listen(Number(process.env.PORT), '127.0.0.1');
 
