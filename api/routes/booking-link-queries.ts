@@ -133,6 +133,15 @@ export async function findBookingLink(db: Queryable, companyId: string, id: stri
   return rows[0] ?? null;
 }
 
+/** A link by its id or, failing that, its slug (as resolveIdOrSlug decides), in one query. */
+export async function findBookingLinkByIdOrSlug(db: Queryable, companyId: string, value: string): Promise<BookingLinkRow | null> {
+  const { rows } = await db.query<BookingLinkRow>(
+    `${SELECT} WHERE l.company_id = $1 AND (l.id = $2 OR l.slug = $2) ORDER BY (l.id = $2) DESC LIMIT 1`,
+    [companyId, value],
+  );
+  return rows[0] ?? null;
+}
+
 /** The link behind a public URL: the host's booking slug and the link's slug. */
 export async function findPublicBookingLink(db: Queryable, hostSlug: string, linkSlug: string): Promise<BookingLinkRow | null> {
   const { rows } = await db.query<BookingLinkRow>(

@@ -8,6 +8,7 @@ import { defineRoute, type RouteDef } from '../route.ts';
 import {
   deleteBookingLink,
   findBookingLink,
+  findBookingLinkByIdOrSlug,
   insertBookingLink,
   listBookingLinks,
   serializeBookingLink,
@@ -43,8 +44,9 @@ const RULES =
   'confirmada del anfitrión ni, si el anfitrión activó `settings_preferences.block_overlapping_bookings`, con sus eventos del calendario.';
 
 async function loadLink(db: Queryable, companyId: string, value: string): Promise<BookingLinkRow> {
-  const id = await resolveIdOrSlug(db, 'booking_links', companyId, value);
-  return (await findBookingLink(db, companyId, id))!;
+  const link = await findBookingLinkByIdOrSlug(db, companyId, value);
+  if (!link) throw new ApiError('not_found');
+  return link;
 }
 
 /** The instants a slot query covers: dates are whole local days of the visitor's zone (`to` inclusive), instants are taken as given (`to` exclusive). */
