@@ -130,7 +130,11 @@ describe('rate limit over HTTP (one process)', () => {
     // A burst against the exhausted key stays refused.
     const more = await pool(30, 10, () => api.get('/customers?limit=1'));
     for (const res of more) assertRateLimited(res, 600);
-    assert.equal(await windowCount(app.pool, t.keyId), 600, 'the shared window never counts more than the limit');
+    // Requests the per-process window answered (a lease that timed out on a loaded machine) are not
+    // in the shared window: it then holds fewer, never more (seen in CI: 515).
+    const shared = await windowCount(app.pool, t.keyId);
+    if (app.deps.rateLimiter.fallbacks === fallbacksBefore) assert.equal(shared, 600, 'the shared window holds every admitted request');
+    else assert.ok(shared <= 600, `the shared window never counts more than the limit (${shared})`);
 
     // Per key: another key of the same company, and another company, are unaffected.
     const sibling = await issueKey(app.pool, { companyId: t.companyId, scopes: [...ALL_SCOPES] });

@@ -204,26 +204,30 @@ describe('attemptDelivery against misbehaving receivers', () => {
   });
 
   test('an attempt still waiting for a connection at the deadline is never sent', async () => {
-    // One connection, held by an attempt the receiver never answers: the
-    // second attempt queues behind it and must not go out after it is
-    // recorded as failed.
+    // One connection, held by an attempt the receiver never answers (deadline
+    // 900 ms): the second attempt queues behind it, and its own deadline
+    // (300 ms) passes while it is still queued. It is recorded as failed then,
+    // and must not go out when the connection frees up. (With equal deadlines
+    // the second could get the connection a moment before its own deadline,
+    // and be sent, legitimately: seen in CI.)
     handlers.set('/queued?n=1', () => {});
     handlers.set('/queued?n=2', () => {});
     handlers.set('/queued-probe', (_req, res) => res.end('ok'));
     const single = new Agent({ connections: 1 });
     try {
-      const limits: AttemptLimits = { readTimeoutMs: 1000, deadlineMs: 400 };
-      const send = (path: string) => attemptDelivery(single, { url: `${base}${path}`, secret: SECRET, payload: PAYLOAD, event: 'customer.created', eventId: 'evt_q', deliveryId: 'wd_q', attempt: 1 }, limits);
-      const outs = await Promise.all([send('/queued?n=1'), send('/queued?n=2')]);
-      for (const out of outs) {
-        assert.equal(out.ok, false);
-        assert.equal(out.status, null);
-        assert.match(out.error!, /Tiempo agotado/);
-      }
+      const send = (path: string, deadlineMs: number) =>
+        attemptDelivery(single, { url: `${base}${path}`, secret: SECRET, payload: PAYLOAD, event: 'customer.created', eventId: 'evt_q', deliveryId: 'wd_q', attempt: 1 }, { readTimeoutMs: 5000, deadlineMs });
+      const holding = send('/queued?n=1', 900);
+      await waitFor(() => count.get('/queued?n=1') === 1, 5_000, 'the first attempt holding the one connection');
+      const queued = await send('/queued?n=2', 300);
+      assert.deepEqual([queued.ok, queued.status], [false, null]);
+      assert.match(queued.error!, /Tiempo agotado/);
+      const first = await holding;
+      assert.deepEqual([first.ok, first.status], [false, null]);
       // The agent sends in order over its one connection: once a later
       // request has gone through it, the second attempt, had it stayed queued,
       // would have been sent before it.
-      const probe = await send('/queued-probe');
+      const probe = await send('/queued-probe', 5_000);
       assert.equal(probe.ok, true, JSON.stringify(probe));
       assert.equal(count.get('/queued?n=2'), undefined, 'the second attempt never reached the receiver');
     } finally {
