@@ -136,6 +136,25 @@ async function createCustomer(c: Client, n: number, out: Sent): Promise<void> {
 }
 
 /** `count` events, closed loop over `concurrency` requests in flight. */
+/** A company of the bench's own database and an API key with every scope (never rate limited). */
+async function benchCompany(pool: Pool, name: string): Promise<{ companyId: string; key: string }> {
+  const { company } = await createCompany(pool, { name });
+  const key = await issueKey(pool, { companyId: company.id, scopes: [...ALL_SCOPES], name: 'bench', rateLimitPerMinute: BENCH_RATE_LIMIT });
+  return { companyId: company.id, key: key.secret };
+}
+
+/** POST /webhook-endpoints for every event, through the API as a customer would. */
+async function createEndpoint(c: Client, url: string): Promise<{ id: string; url: string; secret: string }> {
+  const res = await c.http.request({
+    method: 'POST', path: '/api/v1/webhook-endpoints',
+    headers: { authorization: `Bearer ${c.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ data: { url, enabled_events: ['*'] } }),
+  });
+  const body = (await res.body.json()) as { data: { id: string; secret: string } };
+  if (res.statusCode !== 201) throw new Error(`POST /webhook-endpoints: ${res.statusCode} ${JSON.stringify(body)}`);
+  return { id: body.data.id, url, secret: body.data.secret };
+}
+
 async function createEvents(c: Client, count: number, concurrency: number): Promise<Sent> {
   const out = sent();
   let next = 0;
@@ -423,8 +442,7 @@ export const webhooks: Scenario = {
       if (EXPERIMENT_SQL) await pool.query(EXPERIMENT_SQL);
       await createQueues(boss);
       await boss.stop({ graceful: false });
-      const { company } = await createCompany(pool, { name: 'Bench webhooks' });
-      const key = await issueKey(pool, { companyId: company.id, scopes: [...ALL_SCOPES], name: 'bench', rateLimitPerMinute: BENCH_RATE_LIMIT });
+      const { companyId, key } = await benchCompany(pool, 'Bench webhooks');
 
       const receivers = Object.assign(
         await spawnNodeServer({ name: 'receivers', script: 'bench/lib/webhook-receivers.ts', env: { RECEIVERS: String(RECEIVERS) } }),
@@ -443,19 +461,10 @@ export const webhooks: Scenario = {
       children.push(web);
       const concurrency = ctx.options.connections;
       http = new HttpPool(web.url, { connections: concurrency });
-      const api: Client = { http, key: key.secret };
+      const api: Client = { http, key };
 
       const endpoints: Array<{ id: string; url: string; secret: string }> = [];
-      for (const url of receivers.urls) {
-        const res = await http.request({
-          method: 'POST', path: '/api/v1/webhook-endpoints',
-          headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ data: { url, enabled_events: ['*'] } }),
-        });
-        const body = (await res.body.json()) as { data: { id: string; secret: string } };
-        if (res.statusCode !== 201) throw new Error(`POST /webhook-endpoints: ${res.statusCode} ${JSON.stringify(body)}`);
-        endpoints.push({ id: body.data.id, url, secret: body.data.secret });
-      }
+      for (const url of receivers.urls) endpoints.push(await createEndpoint(api, url));
 
       // A cold web process (nothing enqueued yet) under a burst of writes from
       // more clients than PG_POOL_MAX: pg-boss looks the queue up through the
@@ -486,22 +495,9 @@ export const webhooks: Scenario = {
       //    three endpoints (the same receivers) and one with none, so that the endpoints are the only
       //    difference: the first company holds the earlier phases' customers and deliveries by then.
       const fanOut = async () => {
-        const tenantFor = async (name: string): Promise<Client> => {
-          const { company: c } = await createCompany(pool, { name });
-          const k = await issueKey(pool, { companyId: c.id, scopes: [...ALL_SCOPES], name: 'bench', rateLimitPerMinute: BENCH_RATE_LIMIT });
-          return { http: http!, key: k.secret };
-        };
-        const three = await tenantFor('Bench webhooks, fan-out to 3 endpoints');
-        const none = await tenantFor('Bench webhooks, no endpoints');
-        for (const url of receivers.urls) {
-          const res = await http!.request({
-            method: 'POST', path: '/api/v1/webhook-endpoints',
-            headers: { authorization: `Bearer ${three.key}`, 'content-type': 'application/json' },
-            body: JSON.stringify({ data: { url, enabled_events: ['*'] } }),
-          });
-          if (res.statusCode !== 201) throw new Error(`POST /webhook-endpoints: ${res.statusCode} ${await res.body.text()}`);
-          await res.body.dump();
-        }
+        const three: Client = { http: http!, key: (await benchCompany(pool, 'Bench webhooks, fan-out to 3 endpoints')).key };
+        const none: Client = { http: http!, key: (await benchCompany(pool, 'Bench webhooks, no endpoints')).key };
+        for (const url of receivers.urls) await createEndpoint(three, url);
         for (const client of [three, none]) await createEvents(client, concurrency, concurrency); // both companies' caches warm
         const f = await fanOutCost(three, none, sources, concurrency);
         const diag = DIAG ? await statements(pool) : null;
@@ -540,14 +536,14 @@ export const webhooks: Scenario = {
       worker = await startWorkerProcess(ctx, databaseUrl, {}, 'webhooks-worker-e2e');
       children.push(worker);
       await createEvents(api, 300, concurrency);
-      await waitRecorded(pool, company.id, 60_000);
+      await waitRecorded(pool, companyId, 60_000);
       await resetReceivers(receivers);
       await stmts?.reset();
       let before = sampleCpu(sources);
       const e2eStart = epoch();
       const e2eSent = await createEvents(api, EVENTS, concurrency);
       const e2eRx = await waitArrivals(receivers, e2eSent.ok * RECEIVERS, 300_000);
-      const e2eRecorded = await waitRecorded(pool, company.id, 120_000);
+      const e2eRecorded = await waitRecorded(pool, companyId, 120_000);
       let after = sampleCpu(sources);
       await stmts?.report('e2e', log);
       const e2eDeliveries = e2eSent.ok * RECEIVERS;
@@ -568,7 +564,7 @@ export const webhooks: Scenario = {
       const paced = await pacedEvents(api, rate, LATENCY_SECONDS, concurrency);
       const latRx = await waitArrivals(receivers, paced.ok * RECEIVERS, 120_000);
       after = sampleCpu(sources);
-      await waitRecorded(pool, company.id, 60_000);
+      await waitRecorded(pool, companyId, 60_000);
       const latStats = await receiverStats(receivers, true);
       if (paced.errors) note(`latency: ${paced.errors} API errors; the web logged (last 8 KB): ${loggedErrors(web)}; the worker: ${loggedErrors(worker)}`);
       const lat = latencyOf(latStats.latencies!);
@@ -592,10 +588,10 @@ export const webhooks: Scenario = {
         const fill = await createEvents(api, Math.min(apiEvents, events), concurrency);
         const fillEnd = sampleCpu(sources);
         if (fill.errors) note(`backlog fill (${label}): ${fill.errors} API errors, first: ${fill.firstError}`);
-        const rest = await recordEvents(direct.pool, direct.jobs, company.id, events - fill.ok, 8);
+        const rest = await recordEvents(direct.pool, direct.jobs, companyId, events - fill.ok, 8);
         log(`  backlog ${label}: ${fill.ok} events through the API, ${rest.ok} through recordEvent in ${rest.seconds.toFixed(1)} s`);
         const expected = (fill.ok + rest.ok) * RECEIVERS;
-        const { rows: [pending] } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE company_id = $1 AND status = 'pending'`, [company.id]);
+        const { rows: [pending] } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE company_id = $1 AND status = 'pending'`, [companyId]);
         if (pending.n !== expected) throw new Error(`backlog: ${pending.n} pending deliveries, expected ${expected}`);
         await stmts?.report(`fill ${label}`, log);
         await stmts?.reset();
@@ -611,7 +607,7 @@ export const webhooks: Scenario = {
         worker = await startWorkerProcess(ctx, databaseUrl, options, `webhooks-worker-${label}`);
         children.push(worker);
         const got = await waitArrivals(receivers, expected, 600_000);
-        const recorded = await waitRecorded(pool, company.id, 120_000);
+        const recorded = await waitRecorded(pool, companyId, 120_000);
         const a = sampleCpu(sources);
         await stmts?.report(`drain ${label}`, log);
         const seconds = (recorded.at - worker.startedAt) / 1000;
@@ -640,7 +636,7 @@ export const webhooks: Scenario = {
       await profileNotes(main.profileDir, 'worker, drain');
 
       // 4b. Delivery floors to the same receivers.
-      const floorConfig = { databaseUrl, companyId: company.id, count: FLOOR_DELIVERIES, perEndpoint: DEFAULT_DISPATCHER_OPTIONS.perEndpoint, maxInFlight: DEFAULT_DISPATCHER_OPTIONS.maxInFlight, endpoints };
+      const floorConfig = { databaseUrl, companyId, count: FLOOR_DELIVERIES, perEndpoint: DEFAULT_DISPATCHER_OPTIONS.perEndpoint, maxInFlight: DEFAULT_DISPATCHER_OPTIONS.maxInFlight, endpoints };
       await resetReceivers(receivers);
       before = sampleCpu(sources);
       // Best of two alternating runs each, as measureCases does: the machine is shared.
