@@ -138,13 +138,14 @@ export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
   const api: ApiRouter = new Router<ApiState, ApiContextExtension>({ prefix: '/api/v1' });
   mountRoutes(api, routes, deps.config.rateLimitPerMinute);
   app.use(api.routes());
-  app.use(
-    api.allowedMethods({
-      throw: true,
-      methodNotAllowed: () => new ApiError('method_not_allowed'),
-      notImplemented: () => new ApiError('method_not_allowed'),
-    }),
-  );
+  // A known path with another method: the router answers 405 (501 for a
+  // method no route has) with the Allow header RFC 9110 requires and no body;
+  // the contract's body is ours.
+  app.use(async function methodNotAllowed(ctx, next) {
+    await next();
+    if ((ctx.status === 405 || ctx.status === 501) && ctx.body == null) throw new ApiError('method_not_allowed');
+  });
+  app.use(api.allowedMethods());
   return app;
 }
 

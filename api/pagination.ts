@@ -21,12 +21,21 @@ export const queryBoolean = z
 
 const cursor = z.string().refine(isObjectId, { message: 'invalid_id' });
 
+/**
+ * A positive integer parameter whose huge values still mean "larger": past
+ * Number.MAX_SAFE_INTEGER it reads as that, so `limit=99999999999999999999`
+ * is cut to 100 and such a `page` is 400 offset_too_deep (contract,
+ * Pagination), not a failed integer check.
+ */
+const positiveInteger = () =>
+  z.coerce.number().overwrite((n) => (n > Number.MAX_SAFE_INTEGER ? Number.MAX_SAFE_INTEGER : n)).int().min(1);
+
 /** Query parameters shared by every list; resources extend it with their filters. */
 export const paginationQuery = z.object({
-  limit: z.coerce.number().int().min(1).optional().describe(`Tamaño de página; por defecto ${DEFAULT_LIMIT}, máximo ${MAX_LIMIT} (valores mayores se recortan)`),
+  limit: positiveInteger().optional().describe(`Tamaño de página; por defecto ${DEFAULT_LIMIT}, máximo ${MAX_LIMIT} (valores mayores se recortan)`),
   starting_after: cursor.optional().describe('Id de cursor: devuelve los registros siguientes (más antiguos)'),
   ending_before: cursor.optional().describe('Id de cursor: devuelve los registros anteriores (más nuevos)'),
-  page: z.coerce.number().int().min(1).optional().describe(`Paginación por desplazamiento (heredada), máximo ${MAX_PAGE}`),
+  page: positiveInteger().optional().describe(`Paginación por desplazamiento (heredada), máximo ${MAX_PAGE}`),
   include_total: queryBoolean.optional().describe('Añade total y total_pages (colección completa, sin filtros; memorizado 60 s)'),
   include_filtered_total: queryBoolean.optional().describe('Añade filtered_total y filtered_total_pages (tope 10000; 100 con búsqueda de texto)'),
 });

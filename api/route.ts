@@ -132,8 +132,12 @@ export function defineRoute(route: RouteDef): RouteDef {
   return route;
 }
 
+/** The media types a JSON body may carry (koa-body's default list, named so the 415 check and the parser agree). */
+const JSON_TYPES = ['application/json', 'application/json-patch+json', 'application/vnd.api+json', 'application/csp-report', 'application/reports+json'];
+
 const jsonBody = koaBody({
   json: true,
+  jsonTypes: JSON_TYPES,
   multipart: false,
   urlencoded: false,
   text: false,
@@ -150,6 +154,20 @@ const jsonBody = koaBody({
 async function idempotentBodyCap(ctx: ApiContext, next: Next) {
   if (ctx.headers['idempotency-key'] !== undefined && Number(ctx.get('Content-Length')) > IDEMPOTENCY_BODY_LIMIT) {
     throw new ApiError('idempotency_body_too_large');
+  }
+  await next();
+}
+
+/**
+ * A JSON route's body must say it is JSON: anything else with a body (a form
+ * encoding, `text/plain`, which fetch sends for a string body, or no
+ * Content-Type at all) is 415 unsupported_media_type, rather than a body the
+ * parser skips and a misleading 422 parameter_missing. A request without a
+ * body (an action whose body is optional) passes.
+ */
+async function jsonContentType(ctx: ApiContext, next: Next) {
+  if (ctx.request.length || ctx.get('Transfer-Encoding')) {
+    if (!ctx.is(JSON_TYPES)) throw new ApiError('unsupported_media_type', 'Tipo de contenido no soportado; envía el cuerpo como application/json.');
   }
   await next();
 }
@@ -311,7 +329,7 @@ function chainOf(route: RouteDef, defaultRateLimit: number): ApiRouteMiddleware[
   if (route.params) chain.push(validateParams(route.params));
   if (route.multipart) chain.push(multipartBody(route.multipart), idempotency);
   else if (route.upload) chain.push(idempotentBodyCap, uploadBody(route.upload));
-  else if (route.method !== 'GET' && route.method !== 'DELETE') chain.push(idempotentBodyCap, jsonBody, idempotency);
+  else if (route.method !== 'GET' && route.method !== 'DELETE') chain.push(idempotentBodyCap, jsonContentType, jsonBody, idempotency);
   if (route.cache) chain.push(responseCache(route.cache));
   chain.push(handle(route));
   return chain;

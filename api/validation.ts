@@ -36,8 +36,35 @@ export function fieldErrors(issues: z.core.$ZodIssue[], prefix = ''): FieldError
   return errors;
 }
 
+/**
+ * How deep a JSON body may nest, the body itself being level 1. The deepest
+ * payload of the contract (a custom property whose value is a list of
+ * objects) is about 6; what reads a body after parsing (zod, the
+ * Idempotency-Key fingerprint) recurses, and a 6 KB body of brackets would
+ * otherwise exhaust the stack and answer 500.
+ */
+export const MAX_JSON_DEPTH = 32;
+
+/**
+ * Refuses a parsed JSON body nested deeper than MAX_JSON_DEPTH: 422
+ * validation_failed, under the field it starts in (`data.notes`). Walks
+ * with its own stack, not recursion, for that same reason.
+ */
+export function checkJsonDepth(body: unknown): void {
+  const pending: Array<{ value: unknown; depth: number; path: string[] }> = [{ value: body, depth: 1, path: [] }];
+  while (pending.length) {
+    const { value, depth, path } = pending.pop()!;
+    if (value === null || typeof value !== 'object') continue;
+    if (depth > MAX_JSON_DEPTH) {
+      throw validationFailed({ [path.slice(0, 2).join('.') || 'data']: [`anida más de ${MAX_JSON_DEPTH} niveles de objetos o listas`] });
+    }
+    for (const [key, child] of Object.entries(value)) pending.push({ value: child, depth: depth + 1, path: path.length < 2 ? [...path, key] : path });
+  }
+}
+
 /** Validates the `data` object of a write body. */
 export function parseData<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
+  checkJsonDepth(body);
   if (body === null || typeof body !== 'object' || Array.isArray(body) || !('data' in body)) {
     throw new ApiError('parameter_missing', 'Falta el parámetro data.');
   }

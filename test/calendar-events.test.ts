@@ -56,10 +56,19 @@ describe('calendar events', () => {
     assert.equal(rows[0].n, 0);
   });
 
-  test('validation: missing title or times, ends_at not after starts_at, unknown kind or zone, read-only fields: 422 validation_failed naming the field', async () => {
+  test('a missing starts_at or ends_at is 422 parameter_missing naming it (the contract lists only a missing title as validation_failed)', async () => {
+    for (const field of ['starts_at', 'ends_at']) {
+      const res = await api.post('/calendar/events', { data: event({ [field]: undefined }) });
+      assert.equal(res.status, 422, res.text);
+      assert.equal(res.body.error, 'parameter_missing');
+      assert.match(res.body.message, new RegExp(`data\\.${field}`));
+    }
+  });
+
+  test('validation: missing title, ends_at not after starts_at, unknown kind or zone, read-only fields: 422 validation_failed naming the field', async () => {
     const cases: Array<[Record<string, unknown>, string]> = [
       [event({ title: undefined }), 'title'],
-      [event({ starts_at: undefined }), 'starts_at'],
+      [event({ title: undefined, starts_at: undefined }), 'title'],
       [event({ ends_at: '2026-12-01T16:00:00Z' }), 'ends_at'],
       [event({ ends_at: '2026-12-01T15:00:00Z' }), 'ends_at'],
       [event({ kind: 'party' }), 'kind'],

@@ -111,6 +111,30 @@ describe('customers', () => {
     }
   });
 
+  test('a JSON body sent as another type is 415 unsupported_media_type, and nothing is created', async () => {
+    const before = (await api.get('/customers?include_total=true&limit=1')).body;
+    const body = JSON.stringify({ data: { name: 'Tipo equivocado' } });
+    // fetch labels a string body text/plain; curl -d sends a form encoding; some clients send none.
+    for (const type of ['text/plain;charset=UTF-8', 'application/x-www-form-urlencoded', undefined]) {
+      const res = await fetch(`${app.baseUrl}/customers`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tenant.key}`, ...(type ? { 'content-type': type } : {}) },
+        body: type ? body : new Blob([body]),
+      });
+      assert.equal(res.status, 415, String(type));
+      assert.equal(((await res.json()) as { error: string }).error, 'unsupported_media_type');
+    }
+    // A JSON media type with a suffix is JSON.
+    const vnd = await fetch(`${app.baseUrl}/customers`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/vnd.api+json' },
+      body,
+    });
+    assert.equal(vnd.status, 201);
+    await api.delete(`/customers/${((await vnd.json()) as { data: { id: string } }).data.id}`);
+    assert.equal((await api.get('/customers?include_total=true&limit=1')).body.meta.total, before.meta.total);
+  });
+
   test('custom properties: array on write, top-level keys on read, reserved keys dropped, merged on PATCH', async () => {
     const created = await api.post('/customers', {
       data: {

@@ -273,6 +273,36 @@ describe('Idempotency-Key', () => {
     assert.deepEqual((await storedKeys(t.companyId)).map((k) => k.key), ['corregir']);
   });
 
+  test('a body nested too deep is 422 validation_failed with or without a key, never a 500, and is not stored', async () => {
+    const t = await seedTenant(app.pool);
+    // 3,000 nested lists: about 6 KB, far under every size limit (it once exhausted the stack: 500).
+    const deep = (depth: number) => `{"data":{"name":"Hondo","notes":${'['.repeat(depth)}${']'.repeat(depth)}}}`;
+    const post = (path: string, body: string, key?: string) =>
+      fetch(`${app.baseUrl}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) },
+        body,
+      });
+    for (const key of ['hondo', undefined]) {
+      const res = await post('/customers', deep(3000), key);
+      assert.equal(res.status, 422, key);
+      const body = (await res.json()) as { error: string; errors: Record<string, string[]> };
+      assert.equal(body.error, 'validation_failed');
+      assert.match(body.errors['data.notes'][0], /32 niveles/);
+    }
+    // A custom property whose value nests too deep (zod recursed into it).
+    const product = `{"data":{"name":"P","prices_cents":{"mxn":1},"custom_properties":[{"key":"spec","value":${'['.repeat(3000)}${']'.repeat(3000)}}]}}`;
+    const refused = await post('/products', product);
+    assert.equal(refused.status, 422);
+    assert.equal(((await refused.json()) as { error: string }).error, 'validation_failed');
+    assert.deepEqual(await storedKeys(t.companyId), []);
+    assert.equal(await customers(t.companyId), 0);
+    // Within the bound, nesting is the schema's business as before (notes is text).
+    const shallow = await post('/customers', deep(20), 'somero');
+    assert.equal(shallow.status, 422);
+    assert.deepEqual(Object.keys(((await shallow.json()) as { errors: object }).errors), ['notes']);
+  });
+
   test('an error after the endpoint began executing is stored and replayed (PATCH of a missing record: 404)', async () => {
     const t = await seedTenant(app.pool);
     const api = client(app.baseUrl, t.key);

@@ -43,6 +43,12 @@ describe('pagination', () => {
     const res = await api.get('/customers?limit=500');
     assert.equal(res.body.meta.limit, 100);
     assert.equal(res.body.data.length, 100);
+    // Past Number.MAX_SAFE_INTEGER too: still "larger", still cut.
+    for (const huge of ['9007199254740992', '99999999999999999999']) {
+      const r = await api.get(`/customers?limit=${huge}`);
+      assert.equal(r.status, 200, huge);
+      assert.equal(r.body.meta.limit, 100);
+    }
     for (const bad of ['0', '-1', 'abc', '1.5']) {
       const r = await api.get(`/customers?limit=${bad}`);
       assert.equal(r.status, 400, bad);
@@ -88,6 +94,11 @@ describe('pagination', () => {
     const deep = await api.get('/customers?page=201');
     assert.equal(deep.status, 400);
     assert.equal(deep.body.error, 'offset_too_deep');
+    for (const huge of ['9007199254740992', '99999999999999999999']) {
+      const r = await api.get(`/customers?page=${huge}`);
+      assert.equal(r.status, 400, huge);
+      assert.equal(r.body.error, 'offset_too_deep');
+    }
     // A cursor takes precedence over page, so an ignored page cannot be too deep.
     const withCursor = await api.get(`/customers?limit=10&starting_after=${ordered[9]}&page=500`);
     assert.equal(withCursor.status, 200);

@@ -221,6 +221,8 @@ describe('webhook endpoints (API key)', () => {
     const patch = await api.patch(`/webhook-endpoints/${ep.id}`, { data: { description: 'x' } });
     assert.equal(patch.status, 405);
     assert.equal(patch.body.error, 'method_not_allowed');
+    // RFC 9110: a 405 names the methods the resource has.
+    assert.deepEqual(patch.headers.get('allow')?.split(', ').sort(), ['DELETE', 'GET', 'HEAD', 'PUT']);
   });
 
   test('rotate-secret answers 200 with a new secret, effective at once; last four follows', async () => {

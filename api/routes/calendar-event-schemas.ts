@@ -54,9 +54,9 @@ const eventFields = {
 };
 
 // The contract names the errors of a create: a missing or foreign host is
-// 422 invalid_user and a missing title (or time) is 422 validation_failed, so
-// those presence checks are the handler's (api/routes/calendar-events.ts),
-// not the generic parameter_missing.
+// 422 invalid_user and a missing title is 422 validation_failed (a missing
+// time is the general rule's 422 parameter_missing), so those presence
+// checks are the handler's (api/routes/calendar-events.ts), in that order.
 export const calendarEventCreate = z.strictObject({
   user_id: z.string().optional().describe('Anfitrión: miembro de la empresa; obligatorio; no cambia después'),
   ...eventFields,

@@ -102,8 +102,11 @@ export const calendarEventRoutes: RouteDef[] = [
       if (!user_id || !isObjectId(user_id) || !(await isMember(db, companyId, user_id))) {
         throw new ApiError('invalid_user', 'user_id falta o no es miembro de la empresa.');
       }
-      const missing = Object.entries({ title, starts_at, ends_at }).filter(([, value]) => value === undefined);
-      if (missing.length) throw validationFailed(Object.fromEntries(missing.map(([name]) => [name, ['es obligatorio']])));
+      // The contract names a missing title 422 validation_failed; missing times are the general rule's parameter_missing.
+      if (title === undefined) throw validationFailed({ title: ['es obligatorio'] });
+      for (const [name, value] of Object.entries({ starts_at, ends_at })) {
+        if (value === undefined) throw new ApiError('parameter_missing', `Falta el parámetro data.${name}.`);
+      }
       checkTimes({ starts_at: starts_at!, ends_at: ends_at!, all_day: fields.all_day ?? false, timezone: fields.timezone ?? DEFAULT_TIMEZONE });
       const row = await transaction(db, async (client) => {
         const created = await insertCalendarEvent(client, companyId, { ...fields, title: title!, starts_at: starts_at!, ends_at: ends_at!, user_id });
