@@ -69,15 +69,19 @@ export class Params {
 /**
  * Whole-collection counts memoized per company for 60 s (contract, Limits).
  * Per process on purpose: a stale total is harmless and bounded (DESIGN.md).
+ * A collection is a table's rows of one company, narrowed by the list's
+ * scope when the table holds more than one (incomes and expenses share
+ * `movements`; an endpoint's deliveries are some of `webhook_deliveries`).
  */
 export class TotalsCache {
   #entries = new Map<string, { value: number; expires: number }>();
 
-  async get(db: Queryable, table: string, companyId: string): Promise<number> {
-    const key = `${companyId}:${table}`;
+  /** `where` is trusted SQL over `values`, `$1` being the company (listPage builds it). */
+  async get(db: Queryable, table: string, where: string, values: unknown[]): Promise<number> {
+    const key = `${table}|${where}|${JSON.stringify(values)}`;
     const hit = this.#entries.get(key);
     if (hit && hit.expires > Date.now()) return hit.value;
-    const { rows } = await db.query(`SELECT count(*)::int AS n FROM ${table} WHERE company_id = $1`, [companyId]);
+    const { rows } = await db.query(`SELECT count(*)::int AS n FROM ${table} WHERE ${where}`, values);
     if (this.#entries.size > 50_000) this.#entries.clear();
     this.#entries.set(key, { value: rows[0].n, expires: Date.now() + TOTAL_TTL_MS });
     return rows[0].n;
@@ -90,7 +94,13 @@ export type ListSpec<Row> = {
   /** Trusted select list. */
   columns: string;
   companyId: string;
-  /** Extra WHERE conditions (already parameterised through `params`). */
+  /**
+   * What makes the collection when the table holds more than one per
+   * company (`direction = 'income'`): counted by `include_total`, which
+   * ignores filters but not this. Parameterised through `params`.
+   */
+  scope?: (params: Params) => string[];
+  /** Filters: extra WHERE conditions (already parameterised through `params`). */
   where?: (params: Params) => string[];
   /** A text search is active: the filtered total cap is 100. */
   searching?: boolean;
@@ -110,7 +120,7 @@ export async function listPage<Row>(
 
   const params = new Params();
   const company = params.add(spec.companyId);
-  const conditions = [`company_id = ${company}`, ...(spec.where?.(params) ?? [])];
+  const conditions = [`company_id = ${company}`, ...(spec.scope?.(params) ?? []), ...(spec.where?.(params) ?? [])];
   const filters = conditions.join(' AND ');
   const filterValues = [...params.values];
 
@@ -153,7 +163,9 @@ export async function listPage<Row>(
   };
   if (query.page !== undefined && !query.ending_before && !query.starting_after) meta.page = query.page;
   if (query.include_total) {
-    meta.total = await totals.get(db, spec.table, spec.companyId);
+    const collection = new Params();
+    const where = [`company_id = ${collection.add(spec.companyId)}`, ...(spec.scope?.(collection) ?? [])].join(' AND ');
+    meta.total = await totals.get(db, spec.table, where, collection.values);
     meta.total_pages = Math.ceil(meta.total / limit);
   }
   if (query.include_filtered_total) {

@@ -64,6 +64,19 @@ describe('money', () => {
     void t;
   });
 
+  test('include_total counts each collection: incomes and expenses share a table, not a total', async () => {
+    const { api } = await newTenant();
+    const bank = await account(api);
+    for (let i = 0; i < 3; i++) await api.post('/incomes', { data: { account_id: bank.id, amount_cents: 100 + i, occurred_at: '2026-03-01T17:00:00Z' } });
+    await api.post('/expenses', { data: { account_id: bank.id, amount_cents: 50, occurred_at: '2026-03-02T17:00:00Z' } });
+    const incomes = (await api.get('/incomes?include_total=true&limit=1')).body.meta;
+    assert.equal(incomes.total, 3);
+    assert.equal(incomes.total_pages, 3);
+    const expenses = (await api.get('/expenses?include_total=true&include_filtered_total=true&status=pending')).body.meta;
+    assert.equal(expenses.total, 1);
+    assert.equal(expenses.filtered_total, 0);
+  });
+
   test('money values: integer cents only, at most 2^53 − 1; lowercase ISO 4217 currencies', async () => {
     const a = await account(api);
     for (const amount_cents of [10.5, 0, -5, 9007199254740992, '100']) {

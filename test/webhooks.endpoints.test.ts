@@ -331,6 +331,11 @@ describe('webhook endpoints (API key)', () => {
     assert.equal(second.body.data.length, 1);
     assert.equal(second.body.meta.has_more, false);
     assert.deepEqual([...first.body.data, ...second.body.data].map((d: any) => d.id), all);
+    // The collection is this endpoint's deliveries: a second endpoint's do not count in include_total.
+    await createEndpoint(api);
+    assert.equal((await api.post('/customers', { data: { name: 'd' } })).status, 201);
+    const counted = (await api.get(`/webhook-endpoints/${ep.id}/deliveries?include_total=true&event=lead.created`)).body.meta;
+    assert.equal(counted.total, 4);
   });
 
   test('one delivery: payload is the envelope (id = event_id, evento = event, api_version, data.object/id/metadata); response_body null', async () => {

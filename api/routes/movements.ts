@@ -123,8 +123,9 @@ export async function listMovements(db: Queryable, totals: TotalsCache, companyI
       table: 'movements',
       columns: `*, to_char(due_on, 'YYYY-MM-DD') AS due_on, to_char(recurring_on, 'YYYY-MM-DD') AS recurring_on`,
       companyId,
+      scope: (p) => [`direction = ${p.add(direction)}`],
       where: (p) => {
-        const c = [`direction = ${p.add(direction)}`];
+        const c: string[] = [];
         if (filters.from) c.push(`occurred_at >= ${p.add(filters.from)}::timestamptz`);
         if (filters.to) c.push(`occurred_at < ${p.add(filters.to)}::timestamptz`);
         if (filters.account_id) c.push(`account_id = ${p.add(filters.account_id)}`);

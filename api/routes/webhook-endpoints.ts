@@ -237,8 +237,8 @@ function routes(prefix: string, session?: Permission): RouteDef[] {
             table: 'webhook_deliveries',
             columns: '*',
             companyId,
+            scope: (p) => [`endpoint_id = ${p.add(params.id)}`],
             where: (p) => [
-              `endpoint_id = ${p.add(params.id)}`,
               ...(query.event ? [`event = ${p.add(query.event)}`] : []),
               ...(query.status ? [`status = ${p.add(query.status)}`] : []),
             ],
