@@ -122,6 +122,36 @@ describe('MCP server', () => {
     assert.equal((await rpc({ jsonrpc: '2.0', id: 1, method: 'ping' }, tenant.key, { 'mcp-session-id': 'ignored' })).body.result !== undefined, true);
   });
 
+  test('JSON-RPC batches (protocol 2025-03-26): answered in order in one array; refused under 2025-06-18 and later', async () => {
+    const batch = [
+      { jsonrpc: '2.0', id: 'a', method: 'ping' },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '2.0', id: 'b', method: 'tools/call', params: { name: 'list_customers', arguments: { search: 'Ana' } } },
+      { id: 'c', method: 'ping' },
+      { jsonrpc: '2.0', id: 'd', method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 't', version: '1' } } },
+      { jsonrpc: '2.0', id: 'z', result: {} },
+    ];
+    // Without the header a server assumes 2025-03-26 (transport spec), as with it.
+    for (const headers of [{}, { 'mcp-protocol-version': '2025-03-26' }]) {
+      const res = await rpc(batch, tenant.key, headers);
+      assert.equal(res.status, 200);
+      assert.deepEqual(res.body.map((r: any) => r.id), ['a', 'b', 'c', 'd']);
+      assert.deepEqual(res.body[0].result, {});
+      assert.deepEqual(res.body[1].result.structuredContent.customers.map((c: any) => c.name), ['Ana Pérez']);
+      assert.equal(res.body[2].error.code, -32600);
+      assert.equal(res.body[3].error.code, -32600, 'initialize is never batched');
+    }
+    const onlyNotifications = await rpc([{ jsonrpc: '2.0', method: 'notifications/initialized' }]);
+    assert.equal(onlyNotifications.status, 202);
+    assert.equal(onlyNotifications.body, null);
+    assert.equal((await rpc([])).body.error.code, -32600);
+    assert.equal((await rpc(Array.from({ length: 51 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'ping' })))).body.error.code, -32600);
+    for (const version of ['2025-06-18', '2025-11-25']) {
+      const refused = await rpc([{ jsonrpc: '2.0', id: 1, method: 'ping' }], tenant.key, { 'mcp-protocol-version': version });
+      assert.equal(refused.body.error.code, -32600, version);
+    }
+  });
+
   test('HTTP level: an invalid key is 401 invalid_key with WWW-Authenticate; GET is the handshake, or 405 for an event stream', async () => {
     const refused = await rpc({ jsonrpc: '2.0', id: 1, method: 'ping' }, 'service_sk_' + 'x'.repeat(43));
     assert.equal(refused.status, 401);

@@ -168,6 +168,41 @@ export function originAccepted(origin: string, production: boolean): boolean {
 
 const NOTIFICATIONS = new Set(['notifications/initialized', 'notifications/cancelled']);
 
+/** Messages in one JSON-RPC batch: each tools/call in it counts against the quota like a call of its own. */
+export const MAX_BATCH = 50;
+
+/** A JSON-RPC response object (a client answering a request of ours; this server sends none): ignored. */
+function isResponse(value: unknown): boolean {
+  const v = value as { jsonrpc?: unknown; method?: unknown; result?: unknown; error?: unknown };
+  return !!v && typeof v === 'object' && !Array.isArray(v) && v.jsonrpc === '2.0' && v.method === undefined && ('result' in v || 'error' in v);
+}
+
+/**
+ * A JSON-RPC batch (an array body), which protocol version 2025-03-26 (the
+ * contract's) requires a server to accept; 2025-06-18 removed batching, so a
+ * batch is refused under a newer MCP-Protocol-Version. Requests are answered
+ * in order, in one array; notifications and responses get no entry; a body
+ * with nothing to answer is 202. `initialize` may not be batched (2025-03-26).
+ * A single error object: the batch is refused as a whole.
+ */
+async function handleBatch(ctx: ApiContext, credential: Credential, messages: unknown[], version: string): Promise<object[] | object> {
+  if (version && version !== '2025-03-26') return rpcError(null, -32600, `Los lotes JSON-RPC no existen en la versión ${version} del protocolo; envía un mensaje por petición.`);
+  if (messages.length === 0) return rpcError(null, -32600, 'Petición inválida: lote vacío.');
+  if (messages.length > MAX_BATCH) return rpcError(null, -32600, `Petición inválida: un lote admite hasta ${MAX_BATCH} mensajes.`);
+  const responses: object[] = [];
+  for (const message of messages) {
+    if (isResponse(message)) continue;
+    if (!isRequest(message)) {
+      responses.push(rpcError((message as { id?: unknown })?.id, -32600, 'Petición inválida: falta jsonrpc "2.0" o la estructura no es válida.'));
+    } else if (message.method === 'initialize') {
+      if (message.id !== undefined) responses.push(rpcError(message.id, -32600, 'Petición inválida: initialize no puede ir en un lote.'));
+    } else if (message.id !== undefined) {
+      responses.push(await handle(ctx, credential, message));
+    }
+  }
+  return responses;
+}
+
 export function mcpRouter(): ApiRouter {
   const router: ApiRouter = new Router<ApiState, ApiContextExtension>();
 
@@ -220,6 +255,17 @@ export function mcpRouter(): ApiRouter {
     if (version && !isInitialize && !(PROTOCOL_VERSIONS as readonly string[]).includes(version)) {
       ctx.status = 400;
       ctx.body = rpcError(isRequest(raw) ? raw.id : null, -32600, `Versión de protocolo no soportada: ${version}`);
+      return;
+    }
+    if (Array.isArray(raw)) {
+      const answered = await handleBatch(ctx, credential, raw, version);
+      if (Array.isArray(answered) && answered.length === 0) {
+        ctx.body = null;
+        ctx.status = 202;
+        return;
+      }
+      ctx.set('Content-Type', 'application/json; charset=utf-8');
+      ctx.body = Array.isArray(answered) ? `[${answered.map(toJson).join(',')}]` : answered;
       return;
     }
     if (!isRequest(raw)) {
