@@ -132,7 +132,7 @@ describe('MCP server', () => {
       { jsonrpc: '2.0', id: 'z', result: {} },
     ];
     // Without the header a server assumes 2025-03-26 (transport spec), as with it.
-    for (const headers of [{}, { 'mcp-protocol-version': '2025-03-26' }]) {
+    for (const headers of [{}, { 'mcp-protocol-version': '2025-03-26' }] as Array<Record<string, string>>) {
       const res = await rpc(batch, tenant.key, headers);
       assert.equal(res.status, 200);
       assert.deepEqual(res.body.map((r: any) => r.id), ['a', 'b', 'c', 'd']);

@@ -87,6 +87,26 @@ describe('money', () => {
     assert.equal((await api.post('/incomes', { data: { account_id: a.id, amount_cents: Number.MAX_SAFE_INTEGER, occurred_at: '2026-03-01T17:00:00Z' } })).status, 201);
   });
 
+  test('an income registered as paid: income.created says paid (the body carries the fact), then its income.paid', async () => {
+    const { t, api } = await newTenant();
+    const a = await account(api);
+    const income = (await api.post('/incomes', { data: { account_id: a.id, amount_cents: 777, occurred_at: '2026-04-01T17:00:00Z' } })).body.data;
+    assert.equal(income.status, 'paid');
+    const [created] = await events(t.companyId, 'income.created');
+    assert.equal(created.status, 'paid');
+    assert.equal(created.paid_cents, 777);
+    const [paid] = await events(t.companyId, 'income.paid');
+    assert.equal(paid.payment_cents, 777);
+    // Recorded in that order (the same millisecond at most; event ids are random, so no tie-break to check).
+    const { rows } = await app.pool.query(`SELECT name, created_at FROM events WHERE company_id = $1`, [t.companyId]);
+    const at = Object.fromEntries(rows.map((r) => [r.name, r.created_at.getTime()]));
+    assert.ok(at['income.created'] <= at['income.paid']);
+    // On credit it says so.
+    await api.post('/incomes', { data: { account_id: a.id, amount_cents: 5, occurred_at: '2026-04-01T17:00:00Z', status: 'pending' } });
+    const pending = (await events(t.companyId, 'income.created'))[1];
+    assert.deepEqual([pending.status, pending.paid_cents], ['pending', 0]);
+  });
+
   test('a pending income paid in parts: income.created once, income.paid per payment, status paid at the end; overpaying is 422', async () => {
     const { t, api } = await newTenant();
     const a = await account(api);

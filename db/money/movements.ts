@@ -86,7 +86,20 @@ export function incomeEventData(m: MovementRow, extra: Record<string, unknown> =
   };
 }
 
-async function insertPayment(db: Queryable, jobs: JobSender, zone: string, m: MovementRow, payment: { account_id: string; amount_cents: number; paid_at: string | Date }): Promise<MovementRow> {
+/**
+ * A payment: its row, its ledger entries, the movement's paid amount and
+ * status, and (income) `income.paid`, recorded right after `before` when
+ * given (the `income.created` of an income registered as paid, which
+ * carries the paid state it was registered in).
+ */
+async function insertPayment(
+  db: Queryable,
+  jobs: JobSender,
+  zone: string,
+  m: MovementRow,
+  payment: { account_id: string; amount_cents: number; paid_at: string | Date },
+  before?: (paid: MovementRow) => Promise<unknown>,
+): Promise<MovementRow> {
   await db.query('INSERT INTO movement_payments (id, company_id, movement_id, account_id, amount_cents, paid_at) VALUES ($1, $2, $3, $4, $5, $6)', [
     objectId(),
     m.company_id,
@@ -105,6 +118,7 @@ async function insertPayment(db: Queryable, jobs: JobSender, zone: string, m: Mo
     [m.company_id, m.id, payment.amount_cents, new Date(payment.paid_at)],
   );
   const updated = rows[0];
+  await before?.(updated);
   if (updated.direction === 'income') {
     await recordEvent(db, jobs, m.company_id, 'income.paid', incomeEventData(updated, { payment_cents: payment.amount_cents, paid_at: new Date(payment.paid_at).toISOString() }));
   }
@@ -138,11 +152,16 @@ export async function insertMovement(db: Queryable, jobs: JobSender, companyId: 
       JSON.stringify(m.metadata ?? {}),
     ],
   );
-  let row = rows[0];
+  const row = rows[0];
   await post(db, companyId, movementEntries(row, zone));
-  if (row.direction === 'income') await recordEvent(db, jobs, companyId, 'income.created', incomeEventData(row));
-  if (m.status === 'paid') row = await insertPayment(db, jobs, zone, row, { account_id: m.account.id, amount_cents: m.amount_cents, paid_at: m.paid_at ?? m.occurred_at });
-  return row;
+  // income.created carries the state the income was registered in: paid (then its income.paid) or on credit.
+  const created = (registered: MovementRow) =>
+    registered.direction === 'income' ? recordEvent(db, jobs, companyId, 'income.created', incomeEventData(registered)) : Promise.resolve();
+  if (m.status !== 'paid') {
+    await created(row);
+    return row;
+  }
+  return insertPayment(db, jobs, zone, row, { account_id: m.account.id, amount_cents: m.amount_cents, paid_at: m.paid_at ?? m.occurred_at }, created);
 }
 
 /** A payment of a pending income or expense (partial or the rest); the caller checked the amount fits. */
