@@ -78,7 +78,7 @@ describe('attemptDelivery against misbehaving receivers', () => {
     assert.equal(got.headers['content-type'], 'application/json; charset=utf-8');
     assert.equal(got.headers['x-service-event'], 'customer.created');
     assert.equal(got.headers['x-service-event-id'], 'evt_attempt');
-    assert.equal(got.headers['x-service-delivery'], 'wd_attempt');
+    assert.equal(got.headers['x-service-delivery'], 'wd_attempt-2', 'the id of this attempt: delivery id and attempt number');
     assert.equal(got.headers['x-service-attempt'], '2');
     assert.match(String(got.headers['user-agent']), /^WorkspaceService-Webhooks\//);
   });

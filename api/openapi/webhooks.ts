@@ -33,7 +33,7 @@ export function webhookOperation(name: string) {
         header('X-Service-Signature', 't=<unix>,v1=<hex>'),
         header('X-Service-Event', 'Nombre del evento'),
         header('X-Service-Event-Id', 'Igual que el id del cuerpo'),
-        header('X-Service-Delivery', 'Id de la entrega (GET /webhook-endpoints/{id}/deliveries/{delivery_id})'),
+        header('X-Service-Delivery', 'Id de este intento: `<delivery_id>-<intento>` (la entrega: GET /webhook-endpoints/{id}/deliveries/{delivery_id})'),
         header('X-Service-Attempt', 'Número de intento, desde 1'),
       ],
       requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/WebhookEvent' } } } },

@@ -34,6 +34,16 @@ export const STORED_RESPONSE_BYTES = 8 * 1024;
 
 const USER_AGENT = `WorkspaceService-Webhooks/${API_VERSION}`;
 
+/**
+ * `X-Service-Delivery`, "Id of this attempt" (contract, Request headers):
+ * the delivery's id and the attempt number, `<delivery_id>-<attempt>`, so
+ * each attempt has its own and the delivery stays findable
+ * (GET /webhook-endpoints/:id/deliveries/:delivery_id).
+ */
+export function attemptId(deliveryId: string, attempt: number): string {
+  return `${deliveryId}-${attempt}`;
+}
+
 export type AttemptRequest = {
   url: string;
   secret: string;
@@ -114,7 +124,7 @@ export function attemptDelivery(dispatcher: Dispatcher, req: AttemptRequest, lim
             'x-service-signature': signatureHeader(req.secret, req.payload),
             'x-service-event': req.event,
             'x-service-event-id': req.eventId,
-            'x-service-delivery': req.deliveryId,
+            'x-service-delivery': attemptId(req.deliveryId, req.attempt),
             'x-service-attempt': String(req.attempt),
           },
         },
