@@ -156,7 +156,11 @@ describe('MCP server', () => {
     const refused = await rpc({ jsonrpc: '2.0', id: 1, method: 'ping' }, 'service_sk_' + 'x'.repeat(43));
     assert.equal(refused.status, 401);
     assert.equal(refused.body.error, 'invalid_key');
-    assert.match(refused.headers.get('www-authenticate') ?? '', /^Bearer resource_metadata="http:\/\/.*\/\.well-known\/oauth-protected-resource\/api\/mcp\/v1"$/);
+    assert.match(refused.headers.get('www-authenticate') ?? '', /^Bearer resource_metadata="http:\/\/.*\/\.well-known\/oauth-protected-resource\/api\/mcp\/v1", error="invalid_token"$/);
+    // No credential at all: the challenge without an error code (RFC 6750 §3.1), what starts a client's OAuth flow.
+    const bare = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
+    assert.equal(bare.status, 401);
+    assert.match(bare.headers.get('www-authenticate') ?? '', /^Bearer resource_metadata="[^"]+"$/);
     const hello = await fetch(url);
     assert.equal(hello.status, 200);
     assert.deepEqual(((await hello.json()) as any).protocol_versions, ['2025-11-25', '2025-06-18', '2025-03-26']);

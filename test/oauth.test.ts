@@ -84,6 +84,11 @@ describe('OAuth 2.1 authorization server', () => {
     const rs = (await resource.json()) as any;
     assert.equal(rs.resource, `${app.config.siteUrl}/api/mcp/v1`);
     assert.deepEqual(rs.authorization_servers, [meta.issuer]);
+    // The MCP server is read-only: only read scopes are offered (the SDK's flow asks for what is listed).
+    for (const scopes of [meta.scopes_supported, rs.scopes_supported]) {
+      assert.ok(scopes.includes('read-customers'));
+      assert.deepEqual(scopes.filter((s: string) => !s.startsWith('read-')), []);
+    }
     const other = await fetch(`${app.url}/.well-known/something-else`);
     assert.equal(other.status, 404);
     assert.match(other.headers.get('content-type') ?? '', /json/);
@@ -108,6 +113,13 @@ describe('OAuth 2.1 authorization server', () => {
     const code = location.searchParams.get('code')!;
     const wrong = await token({ grant_type: 'authorization_code', code, code_verifier: pkce().verifier, redirect_uri: 'http://127.0.0.1:50001/callback', client_id: client.client_id });
     assert.equal(wrong.body.error, 'invalid_grant', 'a wrong verifier fails');
+    // RFC 6749 §5.2: an unregistered client is invalid_client; a missing parameter is invalid_request. The code survives both.
+    const stranger = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:50001/callback', client_id: 'no-such-client' });
+    assert.equal(stranger.status, 401);
+    assert.equal(stranger.body.error, 'invalid_client');
+    const incomplete = await token({ grant_type: 'authorization_code', code, redirect_uri: 'http://127.0.0.1:50001/callback', client_id: client.client_id });
+    assert.equal(incomplete.status, 400);
+    assert.equal(incomplete.body.error, 'invalid_request');
     const target = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:50001/callback', resource: 'https://other.example/mcp' });
     assert.equal(target.body.error, 'invalid_target');
     const tokens = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:50001/callback', client_id: client.client_id });

@@ -232,7 +232,9 @@ export function mcpRouter(): ApiRouter {
     const credential = await credentialOf(ctx);
     if (!credential) {
       await limitUnauthenticated(ctx);
-      ctx.set('WWW-Authenticate', `Bearer resource_metadata="${ctx.deps.config.siteUrl}/.well-known/oauth-protected-resource${MCP_PATH}"`);
+      // RFC 6750 §3.1: error="invalid_token" when a token came and was refused; no error code when none came.
+      const presented = bearerToken(ctx.get('Authorization')) ? ', error="invalid_token"' : '';
+      ctx.set('WWW-Authenticate', `Bearer resource_metadata="${ctx.deps.config.siteUrl}/.well-known/oauth-protected-resource${MCP_PATH}"${presented}`);
       throw new ApiError('invalid_key');
     }
     ctx.state.mcpCredential = credential;

@@ -138,13 +138,14 @@ export function oauthRouter(): ApiRouter {
       code_challenge_methods_supported: ['S256'],
       token_endpoint_auth_methods_supported: ['none'],
       revocation_endpoint_auth_methods_supported: ['none'],
-      scopes_supported: [...ALL_SCOPES],
+      // The one resource is the read-only MCP server: its tools need read scopes only (RFC 9728, 8414).
+      scopes_supported: [...READ_SCOPES],
       authorization_response_iss_parameter_supported: true,
     };
   });
   router.get(['/.well-known/oauth-protected-resource', `/.well-known/oauth-protected-resource${MCP_PATH}`], (ctx) => {
     cors(ctx);
-    ctx.body = { resource: `${issuer(ctx)}${MCP_PATH}`, authorization_servers: [issuer(ctx)], scopes_supported: [...ALL_SCOPES], bearer_methods_supported: ['header'] };
+    ctx.body = { resource: `${issuer(ctx)}${MCP_PATH}`, authorization_servers: [issuer(ctx)], scopes_supported: [...READ_SCOPES], bearer_methods_supported: ['header'] };
   });
   router.all('/.well-known/*rest', (ctx) => {
     ctx.status = 404;
@@ -263,8 +264,12 @@ export function oauthRouter(): ApiRouter {
     const pool = ctx.deps.pool;
     // RFC 8707: the only resource this server issues tokens for is its MCP endpoint.
     if (body.resource && body.resource.replace(/\/$/, '') !== `${issuer(ctx)}${MCP_PATH}`) return oauthError(ctx, 400, 'invalid_target', 'resource no es el servidor MCP');
+    // RFC 6749 §5.2: a client_id this server never registered is invalid_client (401), not a bad grant.
+    if (body.client_id && !(await findClient(pool, body.client_id))) return oauthError(ctx, 401, 'invalid_client', 'client_id no está registrado');
     if (body.grant_type === 'authorization_code') {
-      if (!body.code || !body.code_verifier || !/^[A-Za-z0-9._~-]{43,128}$/.test(body.code_verifier)) return oauthError(ctx, 400, 'invalid_grant', 'code y code_verifier (43 a 128 caracteres) son obligatorios');
+      // A missing parameter is invalid_request; a verifier that is not one (RFC 7636 §4.1 syntax) cannot match: invalid_grant.
+      if (!body.code || !body.code_verifier || !body.redirect_uri) return oauthError(ctx, 400, 'invalid_request', 'code, code_verifier y redirect_uri son obligatorios');
+      if (!/^[A-Za-z0-9._~-]{43,128}$/.test(body.code_verifier)) return oauthError(ctx, 400, 'invalid_grant', 'code_verifier debe tener de 43 a 128 caracteres sin reservar');
       const result = await transaction(pool, async (db) => {
         const { rows } = await db.query<{ grant_id: string; redirect_uri: string; code_challenge: string; expired: boolean; used_at: Date | null }>(
           'SELECT grant_id, redirect_uri, code_challenge, expires_at < now() AS expired, used_at FROM oauth_codes WHERE digest = $1 FOR UPDATE',
