@@ -99,6 +99,7 @@ describe('MCP server', () => {
     assert.equal((await call('list_customers', { per_page: 500 })).body.error.code, -32602);
     assert.equal((await call('list_customers', { nope: true })).body.error.code, -32602);
     assert.equal((await call('delete_everything')).body.error.code, -32002);
+    assert.equal((await rpc({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { arguments: {} } })).body.error.code, -32602, 'no name: invalid params');
     const scoped = await seedTenant(app.pool, { plan: 'starter', scopes: ['read-customers'] });
     const forbidden = await call('list_products', {}, scoped.key);
     assert.equal(forbidden.body.error.code, -32001);

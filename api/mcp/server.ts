@@ -100,6 +100,10 @@ async function callTool(ctx: ApiContext, credential: Credential, id: unknown, pa
     await finish(-32004);
     return rpcError(id, -32004, quota.data.available ? 'Se agotó la cuota de llamadas MCP del ciclo.' : 'El plan de la empresa no incluye MCP.', quota.data);
   }
+  if (typeof params.name !== 'string' || !params.name) {
+    await finish(-32602);
+    return rpcError(id, -32602, 'Parámetros inválidos: tools/call requiere name.');
+  }
   const tool = TOOLS.find((t) => t.name === name);
   if (!tool) {
     await finish(-32002);
