@@ -42,6 +42,19 @@ export const paginationQuery = z.object({
 
 export type PaginationQuery = z.infer<typeof paginationQuery>;
 
+/** A list's query with text search: `q`, or its alias `search`, over the fields `over` names. */
+export function searchableQuery(over: string) {
+  return paginationQuery.extend({
+    q: z.string().trim().max(200).optional().describe(`Búsqueda de texto (${over})`),
+    search: z.string().trim().max(200).optional().describe('Alias de q'),
+  });
+}
+
+/** The search term of a `searchableQuery`: `q`, else `search`; undefined when neither says anything. */
+export function searchTerm(query: { q?: string; search?: string }): string | undefined {
+  return query.q || query.search || undefined;
+}
+
 export const listMetaSchema = z.object({
   limit: z.number().int(),
   has_more: z.boolean(),

@@ -251,6 +251,9 @@ describe('automations', () => {
   test('list and get show trigger_type, trigger_config and steps', async () => {
     const list = await api.get('/automations');
     assert.equal(list.body.data.length, 1);
+    // Search (q or search) over name and description.
+    assert.equal((await api.get('/automations?q=bienven')).body.data.length, 1);
+    assert.equal((await api.get('/automations?search=zzzz')).body.data.length, 0);
     const one = await api.get(`/automations/${id}`);
     assert.equal(one.body.data.trigger_type, 'lead.created');
     assert.deepEqual(one.body.data.trigger_config, { source: 'web' });

@@ -106,6 +106,14 @@ describe('company and team', () => {
     assert.equal(bad.status, 422);
     const listed = await t.api.get('/users');
     assert.equal(listed.body.data.length, 2);
+    // Search (q or search) over the full name and the email; the filter is never ignored.
+    for (const term of ['ana lóp', 'LOPEZ@example', 'Ana']) {
+      const found = await t.api.get(`/users?q=${encodeURIComponent(term)}&include_total=true&include_filtered_total=true`);
+      assert.deepEqual(found.body.data.map((x: any) => x.id), [u.id], term);
+      assert.equal(found.body.meta.total, 2);
+      assert.equal(found.body.meta.filtered_total, 1);
+    }
+    assert.deepEqual((await t.api.get('/users?search=zzzz-nadie')).body.data, []);
   });
 
   test('users: a taken email (any case, any company) is 409 email_taken, once under 10 concurrent creates; a bad or taken booking_slug is 422', async () => {

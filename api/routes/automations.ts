@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { deleteRow, findRow, updateRow } from '../../db/tables.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { ApiError } from '../errors.ts';
-import { listPage, paginationQuery } from '../pagination.ts';
+import { likePattern, listPage, searchableQuery, searchTerm } from '../pagination.ts';
 import { defineRoute } from '../route.ts';
 import { optionalText, text, timestamps } from './crm-fields.ts';
 
@@ -72,13 +72,31 @@ export const automationRoutes = [
     scope: 'read-automations',
     tag: 'Automations',
     summary: 'Lista automatizaciones',
-    query: paginationQuery,
+    query: searchableQuery('nombre o descripción'),
     response: automationSchema,
     list: true,
     cache: 'automations',
     status: 200,
-    handler: async (ctx, { query, companyId, db }) =>
-      listPage(db, ctx.deps.totals, { table: 'automations', columns: '*', companyId, serialize: serializeAutomation }, query),
+    handler: async (ctx, { query, companyId, db }) => {
+      const term = searchTerm(query);
+      return listPage(
+        db,
+        ctx.deps.totals,
+        {
+          table: 'automations',
+          columns: '*',
+          companyId,
+          searching: !!term,
+          where: (p) => {
+            if (!term) return [];
+            const like = p.add(likePattern(term));
+            return [`(name ILIKE ${like} OR description ILIKE ${like})`];
+          },
+          serialize: serializeAutomation,
+        },
+        query,
+      );
+    },
   }),
   defineRoute({
     method: 'POST',

@@ -8,7 +8,7 @@ import { transaction } from '../../db/pool.ts';
 import { deleteRow, findRow, insertRow, updateRow, type TableSpec } from '../../db/tables.ts';
 import { mergeCustomProperties, type CustomPropertiesWrite } from '../custom-properties.ts';
 import { ApiError } from '../errors.ts';
-import { likePattern, listPage, paginationQuery } from '../pagination.ts';
+import { likePattern, listPage, paginationQuery, searchableQuery, searchTerm } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 
 /** What the factory needs of a row; each resource names its full row type (CustomerRow, LeadRow). */
@@ -35,10 +35,7 @@ export type StandardSpec<Row extends BaseRow> = TableSpec & {
   createdEvent?: { name: EventName; data: (row: Row) => EventData };
 };
 
-const searchQuery = paginationQuery.extend({
-  q: z.string().trim().max(200).optional().describe('Búsqueda de texto (nombre, correo, teléfono)'),
-  search: z.string().trim().max(200).optional().describe('Alias de q'),
-});
+const searchQuery = searchableQuery('nombre, correo, teléfono');
 
 /** Maps a write payload to columns; custom properties merge into the stored object. */
 function columns<Row extends BaseRow>(spec: StandardSpec<Row>, data: Write, existing: Row | null): Record<string, unknown> {
@@ -69,7 +66,7 @@ export function standardRoutes<Row extends BaseRow>(spec: StandardSpec<Row>): Ro
       status: 200,
       errors: ['invalid_id', 'invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
       handler: async (ctx, { query, companyId, db }) => {
-        const term = (query as { q?: string }).q || (query as { search?: string }).search || undefined;
+        const term = searchTerm(query as { q?: string; search?: string });
         return listPage<Row>(
           db,
           ctx.deps.totals,

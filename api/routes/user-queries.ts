@@ -8,7 +8,7 @@ import { hashPassword } from '../../lib/passwords.ts';
 import type { UserRow } from '../admin/users.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import type { TotalsCache } from '../pagination.ts';
-import { listPage, type PaginationQuery } from '../pagination.ts';
+import { likePattern, listPage, type PaginationQuery } from '../pagination.ts';
 import type { Background, SettingsPreferencesWrite, UserCreate, UserUpdate } from './user-schemas.ts';
 
 export type MemberRow = UserRow & { company_id: string; is_owner: boolean };
@@ -79,8 +79,25 @@ export async function findMember(db: Queryable, companyId: string, userId: strin
   return rows[0] ?? null;
 }
 
-export function listMembers(db: Queryable, totals: TotalsCache, companyId: string, bookingUrl: string, page: PaginationQuery) {
-  return listPage<MemberRow>(db, totals, { table: MEMBERS, columns: '*', companyId, serialize: (row) => serializeMember(row, bookingUrl) }, page);
+/** The company's members, newest first; `term` searches name (first and last) and email. */
+export function listMembers(db: Queryable, totals: TotalsCache, companyId: string, bookingUrl: string, page: PaginationQuery, term?: string) {
+  return listPage<MemberRow>(
+    db,
+    totals,
+    {
+      table: MEMBERS,
+      columns: '*',
+      companyId,
+      searching: !!term,
+      where: (p) => {
+        if (!term) return [];
+        const like = p.add(likePattern(term));
+        return [`(concat_ws(' ', first_name, last_name) ILIKE ${like} OR email ILIKE ${like})`];
+      },
+      serialize: (row) => serializeMember(row, bookingUrl),
+    },
+    page,
+  );
 }
 
 /** A unique violation of users as the contract's errors: the email 409, the booking slug 422. */

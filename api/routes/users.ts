@@ -8,7 +8,7 @@
 import { notifyAuthChange } from '../auth/key-cache.ts';
 import { transaction } from '../../db/pool.ts';
 import { ApiError } from '../errors.ts';
-import { paginationQuery } from '../pagination.ts';
+import { searchableQuery, searchTerm } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { imageSlotRoutes } from '../uploads/image-route.ts';
 import { createMember, findMember, listMembers, lockSeat, removeMember, serializeMember, updateMember } from './user-queries.ts';
@@ -24,12 +24,12 @@ export const userRoutes: RouteDef[] = [
     scope: 'read-users',
     tag: TAG,
     summary: 'Lista los miembros del equipo',
-    query: paginationQuery,
+    query: searchableQuery('nombre o correo'),
     response: userSchema,
     list: true,
     status: 200,
     errors: ['invalid_id', 'invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
-    handler: async (ctx, { query, companyId, db }) => listMembers(db, ctx.deps.totals, companyId, ctx.deps.config.bookingUrl, query),
+    handler: async (ctx, { query, companyId, db }) => listMembers(db, ctx.deps.totals, companyId, ctx.deps.config.bookingUrl, query, searchTerm(query)),
   }),
   defineRoute({
     method: 'POST',
