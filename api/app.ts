@@ -16,7 +16,7 @@ import { ResponseCache } from './middleware/response-cache.ts';
 import { openApiDocument } from './openapi/document.ts';
 import { referencePage } from './openapi/reference-page.ts';
 import { TotalsCache } from './pagination.ts';
-import { mountRoutes, type RouteDef } from './route.ts';
+import { JSON_TYPES, jsonContentType, mountRoutes, type RouteDef } from './route.ts';
 import { apiRoutes } from './routes/index.ts';
 import { ActivityLog } from './mcp/activity-log.ts';
 import { McpQuota } from './mcp/quota.ts';
@@ -68,7 +68,7 @@ export async function closeDeps(deps: Deps): Promise<void> {
   await deps.blobs.close();
 }
 
-const sessionBody = koaBody({ json: true, multipart: false, urlencoded: false, text: false, jsonLimit: '16kb' });
+const sessionBody = koaBody({ json: true, jsonTypes: JSON_TYPES, multipart: false, urlencoded: false, text: false, jsonLimit: '16kb' });
 
 export type App = Koa<ApiState, ApiContextExtension>;
 
@@ -122,7 +122,7 @@ export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
     ctx.body = referencePage(deps.config);
   });
   root.all('/admin/trpc/*path', adminMiddleware(deps));
-  root.post('/api/v1/user/sessions', sessionBody, signInHandler);
+  root.post('/api/v1/user/sessions', jsonContentType, sessionBody, signInHandler);
   root.delete('/api/v1/user/sessions/current', authenticateSession(null), async (ctx) => {
     await revokeSession(deps.pool, ctx.state.session!.sessionId);
     ctx.status = 204;
@@ -140,10 +140,16 @@ export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
   app.use(api.routes());
   // A known path with another method: the router answers 405 (501 for a
   // method no route has) with the Allow header RFC 9110 requires and no body;
-  // the contract's body is ours.
+  // the contract's body is ours. An unknown path (nothing allowed) stays 404.
   app.use(async function methodNotAllowed(ctx, next) {
     await next();
-    if ((ctx.status === 405 || ctx.status === 501) && ctx.body == null) throw new ApiError('method_not_allowed');
+    if ((ctx.status === 405 || ctx.status === 501) && ctx.body == null) {
+      if (!ctx.response.get('Allow')) {
+        ctx.remove('Allow');
+        throw new ApiError('not_found');
+      }
+      throw new ApiError('method_not_allowed');
+    }
   });
   app.use(api.allowedMethods());
   return app;

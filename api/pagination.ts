@@ -22,13 +22,15 @@ export const queryBoolean = z
 const cursor = z.string().refine(isObjectId, { message: 'invalid_id' });
 
 /**
- * A positive integer parameter whose huge values still mean "larger": past
- * Number.MAX_SAFE_INTEGER it reads as that, so `limit=99999999999999999999`
- * is cut to 100 and such a `page` is 400 offset_too_deep (contract,
- * Pagination), not a failed integer check.
+ * A positive integer parameter whose huge values still mean "larger": 16
+ * digits or more read as Number.MAX_SAFE_INTEGER (however many: 400 digits
+ * would be Infinity), so `limit=99999999999999999999` is cut to 100 and such
+ * a `page` is 400 offset_too_deep (contract, Pagination), not a failed
+ * integer check. OpenAPI still shows the integer schema (zod documents a
+ * preprocessed input by its inner schema).
  */
 const positiveInteger = () =>
-  z.coerce.number().overwrite((n) => (n > Number.MAX_SAFE_INTEGER ? Number.MAX_SAFE_INTEGER : n)).int().min(1);
+  z.preprocess((v) => (typeof v === 'string' && /^\d{16,}$/.test(v) ? Number.MAX_SAFE_INTEGER : v), z.coerce.number().int().min(1));
 
 /** Query parameters shared by every list; resources extend it with their filters. */
 export const paginationQuery = z.object({
@@ -109,10 +111,11 @@ export type ListSpec<Row> = {
   companyId: string;
   /**
    * What makes the collection when the table holds more than one per
-   * company (`direction = 'income'`): counted by `include_total`, which
-   * ignores filters but not this. Parameterised through `params`.
+   * company (`direction = 'income'`, one form's submissions): counted by
+   * `include_total`, which ignores filters but not this. Parameterised
+   * through `params`.
    */
-  scope?: (params: Params) => string[];
+  collection?: (params: Params) => string[];
   /** Filters: extra WHERE conditions (already parameterised through `params`). */
   where?: (params: Params) => string[];
   /** A text search is active: the filtered total cap is 100. */
@@ -133,7 +136,7 @@ export async function listPage<Row>(
 
   const params = new Params();
   const company = params.add(spec.companyId);
-  const conditions = [`company_id = ${company}`, ...(spec.scope?.(params) ?? []), ...(spec.where?.(params) ?? [])];
+  const conditions = [`company_id = ${company}`, ...(spec.collection?.(params) ?? []), ...(spec.where?.(params) ?? [])];
   const filters = conditions.join(' AND ');
   const filterValues = [...params.values];
 
@@ -177,8 +180,9 @@ export async function listPage<Row>(
   if (query.page !== undefined && !query.ending_before && !query.starting_after) meta.page = query.page;
   if (query.include_total) {
     const collection = new Params();
-    const where = [`company_id = ${collection.add(spec.companyId)}`, ...(spec.scope?.(collection) ?? [])].join(' AND ');
-    meta.total = await totals.get(db, spec.table, where, collection.values);
+    const counted = new Params();
+    const where = [`company_id = ${counted.add(spec.companyId)}`, ...(spec.collection?.(counted) ?? [])].join(' AND ');
+    meta.total = await totals.get(db, spec.table, where, counted.values);
     meta.total_pages = Math.ceil(meta.total / limit);
   }
   if (query.include_filtered_total) {

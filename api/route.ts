@@ -132,8 +132,8 @@ export function defineRoute(route: RouteDef): RouteDef {
   return route;
 }
 
-/** The media types a JSON body may carry (koa-body's default list, named so the 415 check and the parser agree). */
-const JSON_TYPES = ['application/json', 'application/json-patch+json', 'application/vnd.api+json', 'application/csp-report', 'application/reports+json'];
+/** The media types a JSON body may carry (koa-body's default list, named so the 415 checks and the parsers agree). */
+export const JSON_TYPES = ['application/json', 'application/json-patch+json', 'application/vnd.api+json', 'application/csp-report', 'application/reports+json'];
 
 const jsonBody = koaBody({
   json: true,
@@ -159,15 +159,17 @@ async function idempotentBodyCap(ctx: ApiContext, next: Next) {
 }
 
 /**
- * A JSON route's body must say it is JSON: anything else with a body (a form
- * encoding, `text/plain`, which fetch sends for a string body, or no
- * Content-Type at all) is 415 unsupported_media_type, rather than a body the
- * parser skips and a misleading 422 parameter_missing. A request without a
- * body (an action whose body is optional) passes.
+ * A JSON route's body must say it is JSON: a body of another type (a form
+ * encoding, `text/plain`, which fetch sends for a string body), or one with
+ * a length and no Content-Type, is 415 unsupported_media_type, rather than a
+ * body the parser skips and a misleading 422 parameter_missing. A request
+ * without a body passes (an action whose body is optional), and so does a
+ * chunked one with no type, which some clients send for an empty body.
  */
-async function jsonContentType(ctx: ApiContext, next: Next) {
-  if (ctx.request.length || ctx.get('Transfer-Encoding')) {
-    if (!ctx.is(JSON_TYPES)) throw new ApiError('unsupported_media_type', 'Tipo de contenido no soportado; envía el cuerpo como application/json.');
+export async function jsonContentType(ctx: ApiContext, next: Next) {
+  const typed = !!ctx.get('Content-Type');
+  if ((ctx.request.length || (typed && ctx.get('Transfer-Encoding'))) && !ctx.is(JSON_TYPES)) {
+    throw new ApiError('unsupported_media_type', 'Tipo de contenido no soportado; envía el cuerpo como application/json.');
   }
   await next();
 }
@@ -239,6 +241,7 @@ let uploadsInFlight = 0;
 function uploadBody(limits: UploadRoute['upload']): ApiMiddleware {
   const json = koaBody({
     json: true,
+    jsonTypes: JSON_TYPES,
     multipart: false,
     urlencoded: false,
     text: false,
@@ -262,7 +265,7 @@ function uploadBody(limits: UploadRoute['upload']): ApiMiddleware {
           : `Un cuerpo JSON no puede pasar de ${mib(max)} MB; envía archivos grandes como multipart/form-data (hasta ${mib(limits.maxBytes)} MB).`,
       );
     }
-    if (!multipart && !(ctx.is('json') || !ctx.get('Content-Type'))) {
+    if (!multipart && !(ctx.is(JSON_TYPES) || !ctx.get('Content-Type'))) {
       throw new ApiError('unsupported_media_type', 'Tipo de contenido no soportado; usa application/json o multipart/form-data.');
     }
     if (uploadsInFlight >= ctx.deps.config.uploadConcurrency) {

@@ -47,7 +47,8 @@ export const MAX_JSON_DEPTH = 32;
 
 /**
  * Refuses a parsed JSON body nested deeper than MAX_JSON_DEPTH: 422
- * validation_failed, under the field it starts in (`data.notes`). Walks
+ * validation_failed, under the field it starts in, named as every other
+ * field error is (relative to `data`: `notes`, `custom_properties`). Walks
  * with its own stack, not recursion, for that same reason.
  */
 export function checkJsonDepth(body: unknown): void {
@@ -56,7 +57,8 @@ export function checkJsonDepth(body: unknown): void {
     const { value, depth, path } = pending.pop()!;
     if (value === null || typeof value !== 'object') continue;
     if (depth > MAX_JSON_DEPTH) {
-      throw validationFailed({ [path.slice(0, 2).join('.') || 'data']: [`anida más de ${MAX_JSON_DEPTH} niveles de objetos o listas`] });
+      const field = (path[0] === 'data' ? path[1] : path[0]) ?? 'data';
+      throw validationFailed({ [field]: [`anida más de ${MAX_JSON_DEPTH} niveles de objetos o listas`] });
     }
     for (const [key, child] of Object.entries(value)) pending.push({ value: child, depth: depth + 1, path: path.length < 2 ? [...path, key] : path });
   }

@@ -181,6 +181,17 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     assert.equal(await blobCount(), before);
   });
 
+  test('a form’s submissions list: include_total counts that form’s submissions, not the company’s', async () => {
+    const other = await files.createFormViaAdmin(app.url, tenant.companyId, files.sampleFormFile({ slug: `otro-${Date.now()}` }));
+    assert.equal((await api.post(`/forms/${other.id}/submissions`, { data: { answers: base } })).status, 201);
+    assert.equal((await api.post(path(), { data: { answers: base } })).status, 201, 'one in another form of the company');
+    const { rows } = await app.pool.query('SELECT count(*)::int AS n FROM form_submissions WHERE form_id = $1', [other.id]);
+    const listed = await api.get(`/forms/${other.id}/submissions?include_total=true`);
+    assert.equal(listed.body.data.length, 1);
+    assert.equal(rows[0].n, 1);
+    assert.equal(listed.body.meta.total, 1);
+  });
+
   test('an inactive form refuses submissions with 422 form_inactive', async () => {
     const off = await files.createFormViaAdmin(app.url, tenant.companyId, files.sampleFormFile({ slug: 'cerrado', active: false }));
     const res = await api.post(`/forms/${off.id}/submissions`, { data: { answers: base } });

@@ -95,6 +95,11 @@ describe('MCP server', () => {
     assert.equal((await rpc('{"jsonrpc": "2.0", "id": 1,')).body.error.code, -32700);
     assert.equal((await rpc({ id: 1, method: 'ping' })).body.error.code, -32600);
     assert.equal((await rpc({ jsonrpc: '1.0', id: 1, method: 'ping' })).body.error.code, -32600);
+    // An invalid message's id is echoed only when it is one (a string or a number); a 100-deep object id is null, not a crash.
+    const deepId = JSON.parse(`${'{"a":'.repeat(100)}1${'}'.repeat(100)}`);
+    const odd = await rpc({ jsonrpc: '2.0', id: deepId, method: 'ping' });
+    assert.equal(odd.status, 200);
+    assert.deepEqual([odd.body.id, odd.body.error.code], [null, -32600]);
     assert.equal((await rpc({ jsonrpc: '2.0', id: 1, method: 'resources/list' })).body.error.code, -32601);
     assert.equal((await call('list_customers', { per_page: 500 })).body.error.code, -32602);
     assert.equal((await call('list_customers', { nope: true })).body.error.code, -32602);

@@ -120,6 +120,16 @@ describe('OAuth 2.1 authorization server', () => {
     const incomplete = await token({ grant_type: 'authorization_code', code, redirect_uri: 'http://127.0.0.1:50001/callback', client_id: client.client_id });
     assert.equal(incomplete.status, 400);
     assert.equal(incomplete.body.error, 'invalid_request');
+    // Hostile values are answered, not crashed on: a NUL byte in client_id (PostgreSQL refuses it in text), a JSON object as code.
+    const nul = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:50001/callback', client_id: '\u0000' });
+    assert.equal(nul.body.error, 'invalid_client');
+    const objectCode = await fetch(`${app.url}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ grant_type: 'authorization_code', code: { $ne: 1 }, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:50001/callback' }),
+    });
+    assert.equal(objectCode.status, 400);
+    assert.equal(((await objectCode.json()) as { error: string }).error, 'invalid_request');
     const target = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:50001/callback', resource: 'https://other.example/mcp' });
     assert.equal(target.body.error, 'invalid_target');
     const tokens = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:50001/callback', client_id: client.client_id });
@@ -185,6 +195,15 @@ describe('OAuth 2.1 authorization server', () => {
     assert.equal(new URL(plain.headers.get('location')!).searchParams.get('error'), 'invalid_request');
     const target = await fetch(`${app.url}/authorize?${new URLSearchParams({ ...base, resource: 'https://other.example/mcp' })}`, { redirect: 'manual' });
     assert.equal(new URL(target.headers.get('location')!).searchParams.get('error'), 'invalid_target');
+    // The MCP server is read-only: write scopes are never granted, and asking for nothing else is invalid_scope.
+    const writes = await fetch(`${app.url}/authorize?${new URLSearchParams({ ...base, scope: 'create-customers delete-customers' })}`, { redirect: 'manual' });
+    assert.equal(writes.status, 302);
+    assert.equal(new URL(writes.headers.get('location')!).searchParams.get('error'), 'invalid_scope');
+    // Asked for a read and a write scope, and the write one sent back ticked as if offered: only the read one is granted.
+    const p = pkce();
+    const code = (await authorize(client.client_id, p.challenge, { scopes: ['read-customers', 'create-customers'], pick: ['read-customers', 'create-customers'] })).searchParams.get('code')!;
+    const granted = await token({ grant_type: 'authorization_code', code, code_verifier: p.verifier, redirect_uri: 'http://127.0.0.1:43210/callback' });
+    assert.equal(granted.body.scope, 'read-customers');
   });
 
   test('wsctl oauth grants lists a person’s connections and oauth revoke cuts one at once', async () => {

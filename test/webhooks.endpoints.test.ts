@@ -6,6 +6,7 @@
 // check the configuration surface and the history, the delivery itself is
 // test/webhooks.delivery.test.ts's.
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { issueKey } from '../api/admin/keys.ts';
 import { setPassword } from '../api/admin/users.ts';
@@ -223,10 +224,17 @@ describe('webhook endpoints (API key)', () => {
     assert.equal(patch.body.error, 'method_not_allowed');
     // RFC 9110: a 405 names the methods the resource has.
     assert.deepEqual(patch.headers.get('allow')?.split(', ').sort(), ['DELETE', 'GET', 'HEAD', 'PUT']);
+    // A method no route has: 405 on a known path, 404 on an unknown one (no empty Allow).
+    const propfind = await fetch(`${app.baseUrl}/webhook-endpoints/${ep.id}`, { method: 'PROPFIND' });
+    assert.equal(propfind.status, 405);
+    const nowhere = await fetch(`${app.baseUrl}/no-such-thing`, { method: 'PROPFIND' });
+    assert.equal(nowhere.status, 404);
+    assert.equal(nowhere.headers.get('allow'), null);
+    assert.equal(((await nowhere.json()) as { error: string }).error, 'not_found');
   });
 
   test('rotate-secret answers 200 with a new secret, effective at once; last four follows', async () => {
-    const { api } = await tenant();
+    const { api, key } = await tenant();
     const ep = await createEndpoint(api);
     const res = await api.post(`/webhook-endpoints/${ep.id}/rotate-secret`);
     assert.equal(res.status, 200, res.text);
@@ -238,6 +246,17 @@ describe('webhook endpoints (API key)', () => {
     const { rows } = await app.pool.query('SELECT secret FROM webhook_endpoints WHERE id = $1', [ep.id]);
     assert.equal(rows[0].secret, rotated.secret, 'the stored signing secret is the new one');
     assert.equal((await api.get(`/webhook-endpoints/${ep.id}`)).body.data.secret_last_four, rotated.secret.slice(-4));
+    // The action without a body as some clients send it: chunked, empty, no Content-Type. Not a 415.
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = http.request(new URL(`${app.baseUrl}/webhook-endpoints/${ep.id}/rotate-secret`), { method: 'POST', headers: { authorization: `Bearer ${key}` } }, (r) => {
+        r.resume();
+        resolve(r.statusCode!);
+      });
+      req.on('error', reject);
+      req.flushHeaders(); // headers out before the end: Node sends the empty body chunked
+      req.end();
+    });
+    assert.equal(status, 200);
   });
 
   test('scopes: rotate-secret needs create-webhook_endpoints; list needs read-webhook_endpoints', async () => {

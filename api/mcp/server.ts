@@ -6,6 +6,7 @@
 // is the test client (test/mcp.test.ts).
 import Router from '@koa/router';
 import { digestSecret, isWellFormedSecret } from '../auth/keys.ts';
+import { logError } from '../../lib/log.ts';
 import { ApiError } from '../errors.ts';
 import { bearerToken } from '../middleware/authenticate.ts';
 import { limitUnauthenticated } from '../middleware/rate-limit.ts';
@@ -22,7 +23,9 @@ const SERVER_INFO = { name: 'workspace-service', title: 'Workspace', version: '1
 type Request = { jsonrpc: '2.0'; id?: string | number | null; method: string; params?: Record<string, unknown> };
 type Credential = { companyId: string; scopes: string[]; label: string };
 
-const rpcError = (id: unknown, code: number, message: string, data?: unknown) => ({ jsonrpc: '2.0', id: id ?? null, error: { code, message, ...(data === undefined ? {} : { data }) } });
+/** A JSON-RPC id worth echoing: a string or a number (an invalid message's object or array id is answered with null). */
+const echoable = (id: unknown) => (typeof id === 'string' || typeof id === 'number' ? id : null);
+const rpcError = (id: unknown, code: number, message: string, data?: unknown) => ({ jsonrpc: '2.0', id: echoable(id), error: { code, message, ...(data === undefined ? {} : { data }) } });
 const result = (id: unknown, value: unknown) => ({ jsonrpc: '2.0', id, result: value });
 
 /**
@@ -201,7 +204,13 @@ async function handleBatch(ctx: ApiContext, credential: Credential, messages: un
     } else if (message.method === 'initialize') {
       if (message.id !== undefined) responses.push(rpcError(message.id, -32600, 'Petición inválida: initialize no puede ir en un lote.'));
     } else if (message.id !== undefined) {
-      responses.push(await handle(ctx, credential, message));
+      // One failing call answers -32603 in its place; the others (already counted) keep their answers.
+      try {
+        responses.push(await handle(ctx, credential, message));
+      } catch (error) {
+        logError('mcp.batch_call_failed', error, { request_id: ctx.state.requestId, method: message.method });
+        responses.push(rpcError(message.id, -32603, 'Error interno.'));
+      }
     }
   }
   return responses;

@@ -114,9 +114,10 @@ async function checkRequest(ctx: ApiContext, params: Record<string, string>) {
   if (!params.code_challenge || params.code_challenge_method !== 'S256') return fail('invalid_request', 'PKCE con code_challenge_method=S256 es obligatorio');
   if (params.resource && params.resource.replace(/\/$/, '') !== `${issuer(ctx)}${MCP_PATH}`) return fail('invalid_target', 'resource no es el servidor MCP');
   const requested = (params.scope ?? '').split(' ').filter(Boolean);
-  // Unknown scopes are dropped (documented); none known means every read scope.
-  const scopes = requested.length ? requested.filter((s) => (ALL_SCOPES as readonly string[]).includes(s)) : [...READ_SCOPES];
-  if (!scopes.length) return fail('invalid_scope', 'ningún permiso solicitado existe');
+  // The one resource is the read-only MCP server: scopes other than read-* are dropped
+  // (documented, as scopes_supported says); none asked for means every read scope.
+  const scopes = requested.length ? requested.filter((s) => (READ_SCOPES as readonly string[]).includes(s)) : [...READ_SCOPES];
+  if (!scopes.length) return fail('invalid_scope', 'ningún permiso de lectura solicitado existe');
   return { client, scopes } as const;
 }
 
@@ -260,7 +261,8 @@ export function oauthRouter(): ApiRouter {
     // RFC 6749 §5.1: token responses are never cached.
     ctx.set('Cache-Control', 'no-store');
     ctx.set('Pragma', 'no-cache');
-    const body = (ctx.request.body ?? {}) as Record<string, string>;
+    // Form fields are strings; anything else (a JSON body's object or number) counts as absent.
+    const body = Object.fromEntries(Object.entries((ctx.request.body ?? {}) as Record<string, unknown>).filter(([, v]) => typeof v === 'string')) as Record<string, string>;
     const pool = ctx.deps.pool;
     // RFC 8707: the only resource this server issues tokens for is its MCP endpoint.
     if (body.resource && body.resource.replace(/\/$/, '') !== `${issuer(ctx)}${MCP_PATH}`) return oauthError(ctx, 400, 'invalid_target', 'resource no es el servidor MCP');

@@ -25,7 +25,9 @@ export async function insertClient(db: Queryable, name: string | null, redirectU
   return rows[0];
 }
 
+/** A registered client; null for an id of another shape without asking the database (a NUL byte there is an error, not a miss). */
 export async function findClient(db: Queryable, id: string): Promise<ClientRow | null> {
+  if (!/^client_[0-9a-f]{32}$/.test(id)) return null;
   const { rows } = await db.query<ClientRow>('SELECT * FROM oauth_clients WHERE id = $1', [id]);
   return rows[0] ?? null;
 }

@@ -98,8 +98,8 @@ function operation(route: RouteDef, book: SchemaBook, responseNames: Map<z.ZodTy
   const writes: ErrorCode[] = route.method !== 'GET' && route.method !== 'DELETE'
     ? [
         'idempotency_key_reused', 'idempotency_body_too_large', 'idempotency_in_progress', 'invalid_idempotency_key',
-        // The body itself: JSON routes parse it (415 for another media type), upload routes cap and type it.
-        ...(route.multipart ? [] : route.upload ? (['request_too_large', 'unsupported_media_type'] as const) : (['invalid_json', 'request_too_large', 'unsupported_media_type'] as const)),
+        // The body itself (JSON routes and the JSON form of upload routes): malformed, too large, another media type.
+        ...(route.multipart ? [] : (['invalid_json', 'request_too_large', 'unsupported_media_type'] as const)),
       ]
     : [];
   const codes = [...new Set<ErrorCode>([...(route.errors ?? []), ...COMMON_ERRORS, 'https_required', ...(route.module ? (['module_not_enabled'] as const) : []), ...writes])];

@@ -80,7 +80,7 @@ export const formRoutes: RouteDef[] = [
       return listPage<SubmissionRow>(
         db,
         ctx.deps.totals,
-        { table: 'form_submissions', columns: '*', companyId, where: (p) => [`form_id = ${p.add(form.id)}`], serialize: serializeSubmission },
+        { table: 'form_submissions', columns: '*', companyId, collection: (p) => [`form_id = ${p.add(form.id)}`], serialize: serializeSubmission },
         query,
       );
     },

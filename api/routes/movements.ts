@@ -123,7 +123,7 @@ export async function listMovements(db: Queryable, totals: TotalsCache, companyI
       table: 'movements',
       columns: `*, to_char(due_on, 'YYYY-MM-DD') AS due_on, to_char(recurring_on, 'YYYY-MM-DD') AS recurring_on`,
       companyId,
-      scope: (p) => [`direction = ${p.add(direction)}`],
+      collection: (p) => [`direction = ${p.add(direction)}`],
       where: (p) => {
         const c: string[] = [];
         if (filters.from) c.push(`occurred_at >= ${p.add(filters.from)}::timestamptz`);

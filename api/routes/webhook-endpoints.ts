@@ -237,7 +237,7 @@ function routes(prefix: string, session?: Permission): RouteDef[] {
             table: 'webhook_deliveries',
             columns: '*',
             companyId,
-            scope: (p) => [`endpoint_id = ${p.add(params.id)}`],
+            collection: (p) => [`endpoint_id = ${p.add(params.id)}`],
             where: (p) => [
               ...(query.event ? [`event = ${p.add(query.event)}`] : []),
               ...(query.status ? [`status = ${p.add(query.status)}`] : []),

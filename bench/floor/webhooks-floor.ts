@@ -108,7 +108,7 @@ async function deliver(c: Extract<FloorConfig, { mode: 'deliver' | 'attempt' }>)
         'x-service-signature': signatureHeader(endpoint.secret, ev.payload),
         'x-service-event': ev.name,
         'x-service-event-id': ev.id,
-        'x-service-delivery': deliveryId,
+        'x-service-delivery': `${deliveryId}-1`, // the id of this attempt, as the worker sends it
         'x-service-attempt': '1',
       },
     });

@@ -20,7 +20,7 @@ type Stats = {
   arrivals: number;
   /** Arrivals whose X-Service-Attempt is above 1 (retries). */
   retries: number;
-  /** Distinct X-Service-Delivery ids: arrivals minus duplicates (at-least-once resends). */
+  /** Distinct deliveries (X-Service-Delivery is `<delivery_id>-<attempt>`; the part before the dash): arrivals minus duplicates and retries. */
   distinct: Set<string>;
   perReceiver: number[];
   first: number;
@@ -54,7 +54,10 @@ function receiver(index: number): http.Server {
       if (Number.isFinite(createdAt)) stats.latencies.push(at - createdAt);
       if (req.headers['x-service-attempt'] !== '1') stats.retries++;
       const delivery = req.headers['x-service-delivery'];
-      if (typeof delivery === 'string') stats.distinct.add(delivery);
+      if (typeof delivery === 'string') {
+        const dash = delivery.lastIndexOf('-');
+        stats.distinct.add(dash < 0 ? delivery : delivery.slice(0, dash));
+      }
       res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '2' });
       res.end('ok');
     });

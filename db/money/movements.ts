@@ -88,9 +88,9 @@ export function incomeEventData(m: MovementRow, extra: Record<string, unknown> =
 
 /**
  * A payment: its row, its ledger entries, the movement's paid amount and
- * status, and (income) `income.paid`, recorded right after `before` when
- * given (the `income.created` of an income registered as paid, which
- * carries the paid state it was registered in).
+ * status, and (income) `income.paid`. `beforePaidEvent` runs on the paid
+ * movement just before that event: an income registered as paid records its
+ * `income.created` there, so it carries the paid state and comes first.
  */
 async function insertPayment(
   db: Queryable,
@@ -98,7 +98,7 @@ async function insertPayment(
   zone: string,
   m: MovementRow,
   payment: { account_id: string; amount_cents: number; paid_at: string | Date },
-  before?: (paid: MovementRow) => Promise<unknown>,
+  beforePaidEvent?: (paid: MovementRow) => Promise<unknown>,
 ): Promise<MovementRow> {
   await db.query('INSERT INTO movement_payments (id, company_id, movement_id, account_id, amount_cents, paid_at) VALUES ($1, $2, $3, $4, $5, $6)', [
     objectId(),
@@ -118,7 +118,7 @@ async function insertPayment(
     [m.company_id, m.id, payment.amount_cents, new Date(payment.paid_at)],
   );
   const updated = rows[0];
-  await before?.(updated);
+  await beforePaidEvent?.(updated);
   if (updated.direction === 'income') {
     await recordEvent(db, jobs, m.company_id, 'income.paid', incomeEventData(updated, { payment_cents: payment.amount_cents, paid_at: new Date(payment.paid_at).toISOString() }));
   }
