@@ -199,6 +199,15 @@ export async function listPage<Row>(
   return { data, meta };
 }
 
+/** A list's text search as its `where`: `term` (when there is one) ILIKE any of `expressions`, as one condition. */
+export function searchWhere(term: string | undefined, expressions: string[]): (params: Params) => string[] {
+  return (p) => {
+    if (!term) return [];
+    const like = p.add(likePattern(term));
+    return [`(${expressions.map((e) => `${e} ILIKE ${like}`).join(' OR ')})`];
+  };
+}
+
 /** `%`, `_` and `\` are literal in a search term. */
 export function likePattern(term: string): string {
   return `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;

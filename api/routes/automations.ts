@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { deleteRow, findRow, updateRow } from '../../db/tables.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { ApiError } from '../errors.ts';
-import { likePattern, listPage, searchableQuery, searchTerm } from '../pagination.ts';
+import { listPage, searchableQuery, searchTerm, searchWhere } from '../pagination.ts';
 import { defineRoute } from '../route.ts';
 import { optionalText, text, timestamps } from './crm-fields.ts';
 
@@ -87,11 +87,7 @@ export const automationRoutes = [
           columns: '*',
           companyId,
           searching: !!term,
-          where: (p) => {
-            if (!term) return [];
-            const like = p.add(likePattern(term));
-            return [`(name ILIKE ${like} OR description ILIKE ${like})`];
-          },
+          where: searchWhere(term, ['name', 'description']),
           serialize: serializeAutomation,
         },
         query,

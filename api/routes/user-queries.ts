@@ -8,7 +8,7 @@ import { hashPassword } from '../../lib/passwords.ts';
 import type { UserRow } from '../admin/users.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import type { TotalsCache } from '../pagination.ts';
-import { likePattern, listPage, type PaginationQuery } from '../pagination.ts';
+import { listPage, searchWhere, type PaginationQuery } from '../pagination.ts';
 import type { Background, SettingsPreferencesWrite, UserCreate, UserUpdate } from './user-schemas.ts';
 
 export type MemberRow = UserRow & { company_id: string; is_owner: boolean };
@@ -89,11 +89,7 @@ export function listMembers(db: Queryable, totals: TotalsCache, companyId: strin
       columns: '*',
       companyId,
       searching: !!term,
-      where: (p) => {
-        if (!term) return [];
-        const like = p.add(likePattern(term));
-        return [`(concat_ws(' ', first_name, last_name) ILIKE ${like} OR email ILIKE ${like})`];
-      },
+      where: searchWhere(term, [`concat_ws(' ', first_name, last_name)`, 'email']),
       serialize: (row) => serializeMember(row, bookingUrl),
     },
     page,
