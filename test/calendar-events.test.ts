@@ -56,6 +56,14 @@ describe('calendar events', () => {
     assert.equal(rows[0].n, 0);
   });
 
+  test('create_meet applies only when kind is not task: a task reads false, and true again once it is an event', async () => {
+    const task = await api.post('/calendar/events', { data: event({ kind: 'task', create_meet: true }) });
+    assert.equal(task.status, 201, task.text);
+    assert.equal(task.body.data.create_meet, false);
+    const moved = await api.patch(`/calendar/events/${task.body.data.id}`, { data: { kind: 'meeting' } });
+    assert.equal(moved.body.data.create_meet, true);
+  });
+
   test('a missing starts_at or ends_at is 422 parameter_missing naming it (the contract lists only a missing title as validation_failed)', async () => {
     for (const field of ['starts_at', 'ends_at']) {
       const res = await api.post('/calendar/events', { data: event({ [field]: undefined }) });
@@ -137,6 +145,11 @@ describe('calendar events', () => {
     assert.deepEqual(await ids('from=2026-05-01T10:00:00Z&to=2026-05-01T11:00:00Z'), [spanning, inside].sort());
     assert.deepEqual(await ids('from=2026-05-01T09:00:00Z'), [spanning, inside, touching].sort(), 'an event ending exactly at from is not included');
     assert.deepEqual(await ids('to=2026-05-01T09:30:00Z'), [before], 'an event starting exactly at to is not included');
+    // from after to: the contract's two conditions still apply (it was a 500: a range cannot run backwards).
+    // The events covering 10:30–10:40 both end after 10:40 and start before 10:30.
+    const backwards = await own.get('/calendar/events?from=2026-05-01T10:40:00Z&to=2026-05-01T10:30:00Z');
+    assert.equal(backwards.status, 200, backwards.text);
+    assert.deepEqual(backwards.body.data.map((e: { id: string }) => e.id).sort(), [spanning, inside].sort());
     assert.deepEqual(await ids('kind=meeting'), [spanning]);
     assert.deepEqual(await ids(`user_id=${t.ownerId}&source=native&limit=2`).then((l) => l.length), 2);
     assert.deepEqual(await ids('source=google'), []);

@@ -50,7 +50,8 @@ export function serializeCalendarEvent(row: CalendarEventRow) {
     kind: row.kind,
     source: row.source,
     meet_url: row.meet_url,
-    create_meet: row.create_meet,
+    // The contract: it applies only when kind is not task; a task reads false (the request is kept for a later change of kind).
+    create_meet: row.create_meet && row.kind !== 'task',
     attendees: row.attendees.map((a) => ({ name: a.name ?? null, email: a.email })),
     reminders_minutes: row.reminders_minutes,
     google_event_id: row.google_event_id,
@@ -129,7 +130,11 @@ export function listCalendarEvents(db: Queryable, totals: TotalsCache, companyId
         if (filters.user_id) conditions.push(`user_id = ${p.add(filters.user_id)}`);
         if (filters.kind) conditions.push(`kind = ${p.add(filters.kind)}`);
         if (filters.source) conditions.push(`source = ${p.add(filters.source)}`);
-        if (filters.from || filters.to) {
+        if (filters.from && filters.to && Date.parse(filters.from) > Date.parse(filters.to)) {
+          // The contract's two conditions as written; a range cannot run backwards (PostgreSQL refuses it).
+          conditions.push(`ends_at > ${p.add(filters.from)}::timestamptz`, `starts_at < ${p.add(filters.to)}::timestamptz`);
+        } else if (filters.from || filters.to) {
+          // "Ending after from, starting before to" as one range overlap, which the range index answers.
           conditions.push(`tstzrange(starts_at, ends_at) && tstzrange(${p.add(filters.from ?? null)}::timestamptz, ${p.add(filters.to ?? null)}::timestamptz, '()')`);
         }
         return conditions;
