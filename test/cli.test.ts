@@ -105,6 +105,8 @@ describe('wsctl', () => {
     const user = await json(app, ['user', 'set-password', owner.id, '--password', 'correct horse battery']);
     assert.equal(user.id, owner.id);
     assert.ok(!JSON.stringify(user).includes('correct horse'));
+    // Ownership is per company, and none is in view here: not shown rather than shown wrong.
+    assert.equal('is_owner' in user, false);
   });
 
   test('errors are one line on stderr with a non-zero exit, never on stdout', async () => {
@@ -115,6 +117,9 @@ describe('wsctl', () => {
     assertOneLineError(await wsctl(app, ['company', 'update', '0123456789abcdef01234567', '--modules', 'automation']), /modules/);
     assertOneLineError(await wsctl(app, ['automation', 'create', '--company', '0123456789abcdef01234567', '--file', path.join(dir, 'missing.json')]), /no such file/);
     assertOneLineError(await wsctl(app, ['company', 'list'], { ADMIN_URL: 'http://127.0.0.1:9' }), /cannot reach/);
+    // A validation failure names the field and says why (here: this deployment has no Google credentials).
+    const { owner } = await json(app, ['company', 'create', '--name', 'Sin Google SA']);
+    assertOneLineError(await wsctl(app, ['calendar', 'connect', '--user', owner.id]), /google: Google Calendar no está configurado: define GOOGLE_CLIENT_ID/);
   });
 
   test('form create warns on stderr when the form emails the address a visitor types; --json stdout stays one document', async () => {

@@ -23,7 +23,8 @@ export type UserRow = {
   updated_at: Timestamp;
 };
 
-export function serializeUser(row: UserRow, isOwner = false) {
+/** A person as the CLI shows it; `is_owner` only where one company is in view (ownership is per membership). */
+export function serializeUser(row: UserRow, isOwner?: boolean) {
   const fullName = [row.first_name, row.last_name].filter(Boolean).join(' ');
   return {
     id: row.id,
@@ -31,7 +32,7 @@ export function serializeUser(row: UserRow, isOwner = false) {
     first_name: row.first_name,
     last_name: row.last_name,
     full_name: fullName || null,
-    is_owner: isOwner,
+    ...(isOwner === undefined ? {} : { is_owner: isOwner }),
     created_at: iso(row.created_at)!,
     updated_at: iso(row.updated_at)!,
   };

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { Option, type Command } from 'commander';
 import { action } from '../action.ts';
 import type { Outputs } from '../client.ts';
-import type { Module } from '../../api/auth/scopes.ts';
+import { OPT_IN_MODULES, type Module } from '../../api/auth/scopes.ts';
 import { intOrNone, list, nonNegativeInt, onOff, positiveInt } from '../options.ts';
 import { CliError, details, table } from '../output.ts';
 
@@ -31,7 +31,7 @@ function companyDetails(company: Company): string {
 function companyOptions(command: Command): Command {
   return command
     .option('--max-team-size <n>', 'seats in the team (1-10000)', positiveInt)
-    .option('--modules <list>', "opt-in modules, comma separated (automations,invoicing); '' for none", list)
+    .option('--modules <list>', `opt-in modules, comma separated (${OPT_IN_MODULES.join(',')}; automations are core); '' for none`, list)
     .addOption(new Option('--plan <plan>', 'MCP plan').choices(PLANS))
     .option('--mcp-quota <n>', "MCP calls per cycle on the enterprise plan ('none' to clear on update)", intOrNone);
 }
