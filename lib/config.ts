@@ -124,12 +124,16 @@ function flag(name: string, value: string | undefined): boolean {
   fail(`${name} debe ser 1 o 0 (recibido "${value}")`);
 }
 
-function url(name: string, value: string): string {
+/** An absolute URL with one of `protocols` (http and https unless said), without its trailing slash. */
+function url(name: string, value: string, protocols = ['http:', 'https:']): string {
+  let parsed: URL;
   try {
-    return new URL(value).toString().replace(/\/$/, '');
+    parsed = new URL(value);
   } catch {
     fail(`${name} no es una URL válida (recibido "${value}")`);
   }
+  if (!protocols.includes(parsed.protocol)) fail(`${name} debe empezar con ${protocols.map((p) => `${p}//`).join(' o ')} (recibido "${value}")`);
+  return parsed.toString().replace(/\/$/, '');
 }
 
 /** A development secret kept under DATA_DIR: read, or created once (two processes racing both end with the file's value). */
@@ -201,7 +205,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     baseUrl: `${siteUrl}/api/v1`,
     bookingUrl: url('BOOKING_URL', env.BOOKING_URL || `${siteUrl}/book`),
     adminToken: env.ADMIN_TOKEN || undefined,
-    smtpUrl: env.SMTP_URL || undefined,
+    // nodemailer's URL form: smtp:// (STARTTLS when offered) or smtps:// (TLS from the start).
+    smtpUrl: env.SMTP_URL ? url('SMTP_URL', env.SMTP_URL, ['smtp:', 'smtps:']) : undefined,
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', env.RATE_LIMIT_PER_MINUTE, 600, 1),
     rateLimitLeaseTimeoutMs: int('RATE_LIMIT_LEASE_TIMEOUT_MS', env.RATE_LIMIT_LEASE_TIMEOUT_MS, 250, 1),
     trustProxyHops: int('TRUST_PROXY_HOPS', env.TRUST_PROXY_HOPS, 1, 0),
