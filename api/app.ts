@@ -24,7 +24,7 @@ import { mcpRouter } from './mcp/server.ts';
 import { oauthRouter } from './oauth/routes.ts';
 import { metricsRouter } from './metrics.ts';
 import { mediaRouter } from './public-media.ts';
-import { bookingPageRouter } from './booking-page/routes.ts';
+import { bookingHostMiddleware, bookingPageRouter } from './booking-page/routes.ts';
 import { googleIntegrationRouter } from './integrations/google.ts';
 import { createJobSender } from '../db/job-sender.ts';
 import { BlobStore } from '../storage/blobs.ts';
@@ -87,6 +87,8 @@ export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
 
   app.use(requestMiddleware());
   app.use(httpsOnly(deps.config.isProduction));
+  const bookingHost = bookingHostMiddleware(deps.config);
+  if (bookingHost) app.use(bookingHost);
 
   const root: ApiRouter = new Router<ApiState, ApiContextExtension>();
   // Liveness: the process answers and reaches PostgreSQL. Readiness: that, and

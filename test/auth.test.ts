@@ -171,7 +171,8 @@ describe('production mode', () => {
     assert.equal(res.status, 200);
   });
 
-  test('health checks stay reachable for the platform over plain HTTP', async () => {
+  test('health checks stay reachable for the platform over plain HTTP: liveness and readiness', async () => {
     assert.equal((await fetch(`${app.url}/healthz`)).status, 200);
+    assert.equal((await fetch(`${app.url}/readyz`)).status, 200);
   });
 });

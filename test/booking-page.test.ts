@@ -5,6 +5,7 @@
 // a visitor can never see. test/booking-page.browser.test.ts drives the same
 // pages in Chromium.
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { PUBLIC_WRITES_PER_MINUTE } from '../api/booking-page/routes.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
@@ -197,5 +198,43 @@ describe('public booking page (HTTP)', () => {
       assert.equal(res.status, 422, slug);
       assert.ok(res.body.errors.booking_slug);
     }
+  });
+});
+
+describe('public booking page on a host of its own (BOOKING_URL)', () => {
+  let app: TestApp;
+  after(() => app?.close());
+
+  test('the links handed out work on that host: the page, its slots and its script; the API host is unchanged', async () => {
+    app = await startTestApp({ BOOKING_URL: 'http://book.example.test' });
+    const tenant = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    const api = client(app.baseUrl, tenant.key);
+    const hostSlug = `propia-${Date.now().toString(36)}`;
+    await app.pool.query(`UPDATE users SET booking_slug = $2 WHERE id = $1`, [tenant.ownerId, hostSlug]);
+    const created = await api.post('/booking-links', {
+      data: { user_id: tenant.ownerId, slug: 'consulta', title: 'Consulta', duration_minutes: 30, timezone: 'UTC', minimum_notice_minutes: 0, weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '00:00', end: '24:00' }] },
+    });
+    assert.equal(created.status, 201, created.text);
+    const publicUrl = new URL(created.body.data.public_url);
+    assert.equal(publicUrl.host, 'book.example.test');
+    // The booking host pointed at this process (its Host header); fetch cannot set Host, node:http can.
+    const onBookingHost = (path: string) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = http.request({ host: '127.0.0.1', port: new URL(app.url).port, path, headers: { host: 'book.example.test' } }, (res) => {
+          let body = '';
+          res.setEncoding('utf8').on('data', (d) => (body += d)).on('end', () => resolve({ status: res.statusCode!, body }));
+        });
+        req.on('error', reject).end();
+      });
+    const pageRes = await onBookingHost(publicUrl.pathname);
+    assert.equal(pageRes.status, 200);
+    assert.match(pageRes.body, /Consulta/);
+    assert.equal((await onBookingHost(`${publicUrl.pathname}/slots`)).status, 200);
+    assert.equal((await onBookingHost(`/book${publicUrl.pathname}/slots`)).status, 200, "the page's own /book/... requests");
+    assert.equal((await onBookingHost('/book/assets/booking.js')).status, 200);
+    assert.equal((await onBookingHost('/api/v1/customers')).status, 404, 'the booking host serves booking pages only');
+    // On the API host nothing moved.
+    assert.equal((await fetch(`${app.url}/book${publicUrl.pathname}`)).status, 200);
+    assert.equal((await api.get('/customers')).status, 200);
   });
 });

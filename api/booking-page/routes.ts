@@ -120,6 +120,26 @@ async function idempotent(ctx: ApiContext, companyId: string, run: (db: Queryabl
   await runIdempotent(ctx, fingerprint, (db) => run(db), { companyId, scope: 'booking_page' });
 }
 
+/**
+ * BOOKING_URL on a host of its own (`https://book.example`, README): a
+ * request to that host is the booking page's, `/<slug>/<link>` served as
+ * `/book/<slug>/<link>`, so the links the service hands out (`public_url`,
+ * `manage_url`, emails) work when that host simply points at this process.
+ * The pages' own requests (`/book/assets/...`, `/book/.../slots`) pass as they are.
+ * Null when BOOKING_URL is on SITE_URL's host (the default, `SITE_URL/book`).
+ */
+export function bookingHostMiddleware(config: Deps['config']): ((ctx: ApiContext, next: () => Promise<void>) => Promise<void>) | null {
+  const booking = new URL(config.bookingUrl);
+  if (booking.host === new URL(config.siteUrl).host) return null;
+  const prefix = booking.pathname.replace(/\/$/, '');
+  return async function bookingHost(ctx, next) {
+    if (ctx.host === booking.host && !ctx.path.startsWith('/book/') && (prefix === '' || ctx.path.startsWith(`${prefix}/`))) {
+      ctx.path = `/book${ctx.path.slice(prefix.length)}`;
+    }
+    await next();
+  };
+}
+
 export function bookingPageRouter(deps: Deps): ApiRouter {
   const router: ApiRouter = new Router<ApiState, ApiContextExtension>({ prefix: '/book' });
   const reads = (ctx: ApiContext) => consumeLimit(ctx, `book-read:${ctx.ip}`, PUBLIC_READS_PER_MINUTE);

@@ -93,10 +93,13 @@ export function requestMiddleware() {
   };
 }
 
-/** NODE_ENV=production: plain HTTP is refused with 426 (contract, Authentication 7). */
+/** The platform's probes, which reach the process directly over plain HTTP. */
+const PROBES = new Set(['/healthz', '/readyz']);
+
+/** NODE_ENV=production: plain HTTP is refused with 426 (contract, Authentication 7), the probes excepted. */
 export function httpsOnly(enabled: boolean) {
   return async function requireHttps(ctx: ApiContext, next: Next) {
-    if (enabled && ctx.path !== '/healthz') {
+    if (enabled && !PROBES.has(ctx.path)) {
       // Behind the platform router TLS ends there; it says so in X-Forwarded-Proto.
       const proto = (ctx.get('X-Forwarded-Proto').split(',')[0] || ctx.protocol).trim().toLowerCase();
       if (proto !== 'https') throw new ApiError('https_required');
