@@ -85,8 +85,9 @@ export class Params {
  * Whole-collection counts memoized per company for 60 s (contract, Limits).
  * Per process on purpose: a stale total is harmless and bounded (DESIGN.md).
  * A collection is a table's rows of one company, narrowed by the list's
- * scope when the table holds more than one (incomes and expenses share
- * `movements`; an endpoint's deliveries are some of `webhook_deliveries`).
+ * `collection` condition when the table holds more than one (incomes and
+ * expenses share `movements`; an endpoint's deliveries are some of
+ * `webhook_deliveries`).
  */
 export class TotalsCache {
   #entries = new Map<string, { value: number; expires: number }>();
@@ -179,7 +180,6 @@ export async function listPage<Row>(
   };
   if (query.page !== undefined && !query.ending_before && !query.starting_after) meta.page = query.page;
   if (query.include_total) {
-    const collection = new Params();
     const counted = new Params();
     const where = [`company_id = ${counted.add(spec.companyId)}`, ...(spec.collection?.(counted) ?? [])].join(' AND ');
     meta.total = await totals.get(db, spec.table, where, counted.values);
