@@ -8,7 +8,9 @@ import path from 'node:path';
 
 const dataDir = path.resolve(process.env.DATA_DIR || './.data');
 await mkdir(dataDir, { recursive: true });
-if (!process.env.ADMIN_TOKEN) {
+// wsctl reads ADMIN_TOKEN, else this same file: the banner names whichever this process uses.
+const adminTokenGiven = !!process.env.ADMIN_TOKEN;
+if (!adminTokenGiven) {
   const tokenFile = path.join(dataDir, 'admin-token');
   if (!existsSync(tokenFile)) await writeFile(tokenFile, randomBytes(24).toString('base64url') + '\n', { mode: 0o600 });
   process.env.ADMIN_TOKEN = (await readFile(tokenFile, 'utf8')).trim();
@@ -50,7 +52,7 @@ console.log(`
   Workspace API ready.
   Base URL:       ${config.baseUrl}
   API reference:  ${config.baseUrl}/docs   (OpenAPI: ${config.baseUrl}/openapi.json)
-  Admin token:    ${config.databaseUrl || process.env.ADMIN_TOKEN ? 'ADMIN_TOKEN (set it for wsctl too)' : path.join(config.dataDir, 'admin-token')}
+  Admin token:    ${adminTokenGiven ? 'ADMIN_TOKEN (set it for wsctl too)' : path.join(config.dataDir, 'admin-token')}
   PostgreSQL:     ${budget.total} connections at most (PG_MAX_CONNECTIONS): pool ${budget.pool}, pg-boss ${budget.boss}, job sender ${budget.jobSender}, key-cache listener ${budget.listen}
   Webhooks:       ${config.ssrfGuard ? 'private and loopback targets refused (SSRF guard on)' : 'private and loopback targets allowed (ALLOW_PRIVATE_WEBHOOK_TARGETS=1, development only)'}
 ${demoKey ? `  Demo API key:   ${demoKey}${demo ? '' : '   (created on first start)'}\n\n  curl -H "Authorization: Bearer ${demoKey}" ${config.baseUrl}/customers\n` : ''}
