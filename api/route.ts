@@ -15,7 +15,7 @@ import { authenticate, checkOrigin, requireModule, requireScope } from './middle
 import { IDEMPOTENCY_BODY_LIMIT, idempotency } from './middleware/idempotency.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { responseCache } from './middleware/response-cache.ts';
-import { parseData, parseQuery } from './validation.ts';
+import { isStorableText, parseData, parseQuery } from './validation.ts';
 import type { ApiContext, ApiMiddleware, ApiRouteMiddleware, ApiRouter } from './types.ts';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
@@ -228,8 +228,12 @@ function multipartBody(options: MultipartRoute['multipart']): ApiMiddleware {
   };
 }
 
-/** Upload bodies being read at once in this process (all upload routes together). */
+/** Upload bodies being read at once in this process (all upload routes together), and by company. */
 let uploadsInFlight = 0;
+const uploadsByCompany = new Map<string, number>();
+
+/** A body this small takes no upload slot: its memory is bounded by its size, and it never waits on another company's uploads. */
+export const SMALL_UPLOAD_BODY = 64 * 1024;
 
 /**
  * Body handling of an upload route: early size caps (a multipart body up to
@@ -237,6 +241,9 @@ let uploadsInFlight = 0;
  * a stream for the handler; and at most `config.uploadConcurrency` bodies read
  * at once per process, so memory stays bounded under a burst: past that the
  * request is answered 503 with Retry-After at once, before a byte is read.
+ * One company holds at most half of those slots (one if the bound is 1), so
+ * its slow uploads cannot shut every other company out; and a body declared
+ * at most SMALL_UPLOAD_BODY (a submission without files) takes none.
  */
 function uploadBody(limits: UploadRoute['upload']): ApiMiddleware {
   const json = koaBody({
@@ -268,17 +275,25 @@ function uploadBody(limits: UploadRoute['upload']): ApiMiddleware {
     if (!multipart && !(ctx.is(JSON_TYPES) || !ctx.get('Content-Type'))) {
       throw new ApiError('unsupported_media_type', 'Tipo de contenido no soportado; usa application/json o multipart/form-data.');
     }
-    if (uploadsInFlight >= ctx.deps.config.uploadConcurrency) {
+    const read = () => (multipart ? next() : json(ctx, next));
+    if (Number.isFinite(length) && ctx.get('Content-Length') !== '' && length <= SMALL_UPLOAD_BODY) return read();
+    const limit = ctx.deps.config.uploadConcurrency;
+    const companyId = ctx.state.auth!.companyId;
+    const mine = uploadsByCompany.get(companyId) ?? 0;
+    if (uploadsInFlight >= limit || mine >= Math.max(1, Math.floor(limit / 2))) {
       ctx.set('Connection', 'close');
       ctx.set('Retry-After', '1');
       throw new ApiError('service_unavailable', 'Demasiadas cargas de archivos en curso; reintenta en un momento.');
     }
     uploadsInFlight++;
+    uploadsByCompany.set(companyId, mine + 1);
     try {
-      if (multipart) await next();
-      else await json(ctx, next);
+      await read();
     } finally {
       uploadsInFlight--;
+      const left = (uploadsByCompany.get(companyId) ?? 1) - 1;
+      if (left > 0) uploadsByCompany.set(companyId, left);
+      else uploadsByCompany.delete(companyId);
     }
   };
 }
@@ -302,6 +317,8 @@ function bodyOf(route: JsonRoute, body: unknown): unknown {
 
 function handle(route: RouteDef): ApiRouteMiddleware {
   return async function handler(ctx, next) {
+    // An id or slug with U+0000 (%00) names nothing that can exist, and PostgreSQL refuses to compare with it.
+    for (const value of Object.values(ctx.params ?? {})) if (typeof value === 'string' && !isStorableText(value)) throw new ApiError('not_found');
     const base = {
       params: ctx.params ?? {},
       query: route.query ? parseQuery(route.query, ctx.query) : {},

@@ -46,27 +46,49 @@ export function fieldErrors(issues: z.core.$ZodIssue[], prefix = ''): FieldError
 export const MAX_JSON_DEPTH = 32;
 
 /**
- * Refuses a parsed JSON body nested deeper than MAX_JSON_DEPTH: 422
- * validation_failed, under the field it starts in, named as every other
- * field error is (relative to `data`: `notes`, `custom_properties`). Walks
- * with its own stack, not recursion, for that same reason.
+ * Refuses a parsed JSON body that PostgreSQL could not store, before
+ * anything reads it: 422 validation_failed, under the field it starts in,
+ * named as every other field error is (relative to `data`: `notes`,
+ * `custom_properties`).
+ * - Nested deeper than MAX_JSON_DEPTH. Walks with its own stack, not
+ *   recursion, for that same reason.
+ * - A string (value or key) holding U+0000, which no PostgreSQL text or
+ *   JSON value can hold, or a lone UTF-16 surrogate (`"\ud800"`), which is
+ *   not Unicode text: a text column would store it as U+FFFD and a JSON
+ *   column refuses it. Both used to reach the database and answer 500.
  */
-export function checkJsonDepth(body: unknown): void {
+export function checkJsonBody(body: unknown): void {
   const pending: Array<{ value: unknown; depth: number; path: string[] }> = [{ value: body, depth: 1, path: [] }];
+  // Paths are kept to 3 steps (`data` and two below it): enough to name a field, bounded however deep the body.
+  const inData = (path: string[]) => (path[0] === 'data' ? path.slice(1) : path);
+  const fieldOf = (path: string[]) => inData(path)[0] ?? 'data';
+  const textAt = (path: string[]) => validationFailed({ [inData(path).join('.') || 'data']: [TEXT_REASON] });
   while (pending.length) {
     const { value, depth, path } = pending.pop()!;
-    if (value === null || typeof value !== 'object') continue;
-    if (depth > MAX_JSON_DEPTH) {
-      const field = (path[0] === 'data' ? path[1] : path[0]) ?? 'data';
-      throw validationFailed({ [field]: [`anida más de ${MAX_JSON_DEPTH} niveles de objetos o listas`] });
+    if (typeof value === 'string') {
+      if (!isStorableText(value)) throw textAt(path);
+      continue;
     }
-    for (const [key, child] of Object.entries(value)) pending.push({ value: child, depth: depth + 1, path: path.length < 2 ? [...path, key] : path });
+    if (value === null || typeof value !== 'object') continue;
+    if (depth > MAX_JSON_DEPTH) throw validationFailed({ [fieldOf(path)]: [`anida más de ${MAX_JSON_DEPTH} niveles de objetos o listas`] });
+    for (const [key, child] of Object.entries(value)) {
+      const at = path.length < 3 ? [...path, key] : path;
+      if (!isStorableText(key)) throw textAt(at);
+      pending.push({ value: child, depth: depth + 1, path: at });
+    }
   }
+}
+
+const TEXT_REASON = 'contiene un carácter nulo (U+0000) o un sustituto UTF-16 sin pareja, que no son texto válido';
+
+/** Text PostgreSQL can store as written: no U+0000, well-formed UTF-16 (no lone surrogate). */
+export function isStorableText(text: string): boolean {
+  return !text.includes('\0') && text.isWellFormed();
 }
 
 /** Validates the `data` object of a write body. */
 export function parseData<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
-  checkJsonDepth(body);
+  checkJsonBody(body);
   if (body === null || typeof body !== 'object' || Array.isArray(body) || !('data' in body)) {
     throw new ApiError('parameter_missing', 'Falta el parámetro data.');
   }
@@ -76,7 +98,11 @@ export function parseData<S extends z.ZodType>(schema: S, body: unknown): z.infe
   }
   const result = schema.safeParse(data);
   if (result.success) return result.data;
-  const missing = result.error.issues.find(
+  // A field removed from the API (catalog-fields.ts removedField) is named with
+  // its replacement even when the replacement is missing too: that is what the
+  // client has to change, more than a parameter_missing for the new name.
+  const removed = result.error.issues.some((issue) => issue.code === 'invalid_type' && issue.expected === 'never');
+  const missing = !removed && result.error.issues.find(
     (issue) => issue.code === 'invalid_type' && valueAt(data, issue.path) === undefined,
   );
   if (missing) {
@@ -88,6 +114,12 @@ export function parseData<S extends z.ZodType>(schema: S, body: unknown): z.infe
 
 /** Validates query parameters; problems are 400 (400 invalid_id for a malformed id). */
 export function parseQuery<S extends z.ZodType>(schema: S, query: unknown): z.infer<S> {
+  // %00 decodes to U+0000, which no column can hold or be compared with: refused before any query uses it.
+  for (const [name, value] of Object.entries((query ?? {}) as Record<string, unknown>)) {
+    if ([value].flat().some((v) => typeof v === 'string' && !isStorableText(v))) {
+      throw new ApiError('invalid_parameter', `El parámetro ${name} contiene un carácter nulo (%00).`);
+    }
+  }
   const result = schema.safeParse(query);
   if (result.success) return result.data;
   const issue = result.error.issues[0];

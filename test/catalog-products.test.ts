@@ -50,6 +50,11 @@ describe('products: prices, nested writes, detail, custom properties', () => {
       assert.equal(res.status, 422, JSON.stringify(data));
       assert.equal(res.body.error, 'validation_failed');
     }
+    // The old payload alone (no prices_cents): the removed fields are named with their replacement, not parameter_missing.
+    const legacy = await api.post('/products', { data: { name: 'Taza', price_cents: 100, currency: 'mxn' } });
+    assert.equal(legacy.status, 422, legacy.text);
+    assert.equal(legacy.body.error, 'validation_failed');
+    assert.match(legacy.body.errors.price_cents[0], /prices_cents/);
     const { rows } = await app.pool.query('SELECT count(*)::int AS n FROM products WHERE company_id = $1 AND name = $2', [tenant.companyId, 'Taza']);
     assert.equal(rows[0].n, 1, 'only the valid product of the previous test exists');
   });

@@ -96,7 +96,7 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     const s = res.body.data;
     assert.equal(s.status, 'received');
     assert.equal(s.contact_id, null);
-    assert.equal(s.contact_type, 'none');
+    assert.equal(s.contact_type, null, 'not visible until processed (contract, States)');
     assert.equal(s.source, 'developers_api');
     assert.equal(s.locale, 'en');
     assert.equal(s.referrer, 'https://shop.example/contact');
@@ -197,6 +197,73 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     const res = await api.post(`/forms/${off.id}/submissions`, { data: { answers: base } });
     assert.equal(res.status, 422);
     assert.equal(res.body.error, 'form_inactive');
+  });
+
+  test('answers hold the submitted value: an email answer keeps its case, numbers are decimal only, a boolean is not text', async () => {
+    const ok = await api.post(path(), { data: { answers: { ...base, employees: '1e3', company: 42 } } });
+    assert.equal(ok.status, 201, ok.text);
+    assert.equal(ok.body.data.answers.email, 'Ana@Example.com', 'the answer as submitted');
+    assert.equal(ok.body.data.email, 'ana@example.com', 'the extracted email is lower-cased');
+    assert.equal(ok.body.data.answers.employees, 1000);
+    assert.equal(ok.body.data.answers.company, '42', 'a number where text is expected is its decimal text');
+    for (const employees of ['0x10', '0b101', '0o17', 'Infinity', '1_000']) {
+      const res = await api.post(path(), { data: { answers: { ...base, employees } } });
+      assert.equal(res.status, 422, employees);
+      assert.deepEqual(Object.keys(res.body.errors), ['answers.employees'], employees);
+    }
+    const bool = await api.post(path(), { data: { answers: { ...base, company: true } } });
+    assert.equal(bool.status, 422, bool.text);
+    assert.deepEqual(Object.keys(bool.body.errors), ['answers.company']);
+  });
+
+  test('text no column can hold (U+0000, a lone UTF-16 surrogate) is 422 naming the answer, JSON or multipart, never a 500', async () => {
+    for (const name of ['a\u0000b', 'a\ud800b']) {
+      const res = await api.post(path(), { data: { answers: { ...base, name } } });
+      assert.equal(res.status, 422, `${JSON.stringify(name)}: ${res.text}`);
+      assert.equal(res.body.error, 'validation_failed');
+      assert.deepEqual(Object.keys(res.body.errors), ['answers.name']);
+    }
+    const keyed = await api.post(path(), { data: { answers: { ...base, ['x\u0000']: 'y' } } });
+    assert.equal(keyed.status, 422, keyed.text);
+    const res = await multipart([['answers[email]', 'x@example.com'], ['answers[name]', 'a\u0000b']]);
+    assert.equal(res.status, 422, JSON.stringify(res.body));
+    assert.deepEqual(Object.keys(res.body.errors), ['answers.name']);
+  });
+
+  test('multipart: a part of no accepted shape is named as sent, a refused file is not also reported missing, answers[__proto__] is an unknown key', async () => {
+    const fields = files.sampleFormFile().fields.map((f: any) => (f.key === 'cv' ? { ...f, required: true } : f));
+    const strict = await files.createFormViaAdmin(app.url, tenant.companyId, files.sampleFormFile({ slug: `cv-obligatorio-${randomBytes(3).toString('hex')}`, fields }));
+    const to = `/forms/${strict.id}/submissions`;
+    const unknown = await multipart([['answers[email]', 'x@example.com'], ['answers[name]', 'X'], ['foo', '1'], ['files[cv]', { name: 'cv.pdf', bytes: files.pdf() }]], {}, to);
+    assert.equal(unknown.status, 422, JSON.stringify(unknown.body));
+    assert.deepEqual(Object.keys(unknown.body.errors), ['foo'], 'the part as sent; the file was sent, so cv is not "required"');
+    const bare = await multipart([['answers[email]', 'x@example.com'], ['name', 'X'], ['files[cv]', { name: 'cv.pdf', bytes: files.pdf() }]], {}, to);
+    assert.equal(bare.status, 422, JSON.stringify(bare.body));
+    assert.match(bare.body.errors.name[0], /answers\[<clave>\]/, 'says which shapes are accepted');
+    const refused = await multipart([['answers[email]', 'x@example.com'], ['answers[name]', 'X'], ['files[cv]', { name: 'cv.exe', bytes: files.pdf() }]], {}, to);
+    assert.equal(refused.status, 422, JSON.stringify(refused.body));
+    assert.equal(refused.body.errors['answers.cv'].length, 1, JSON.stringify(refused.body.errors));
+    assert.doesNotMatch(refused.body.errors['answers.cv'][0], /obligatorio/);
+    const missing = await multipart([['answers[email]', 'x@example.com'], ['answers[name]', 'X']], {}, to);
+    assert.deepEqual(missing.body.errors, { 'answers.cv': ['es obligatorio'] }, 'no file at all is still missing');
+    const proto = await multipart([['answers[email]', 'x@example.com'], ['answers[name]', 'X'], ['answers[__proto__]', 'x']]);
+    assert.equal(proto.status, 422, JSON.stringify(proto.body));
+    assert.deepEqual(Object.keys(proto.body.errors), ['answers.__proto__']);
+  });
+
+  test('an Idempotency-Key reused with another, invalid body is 422 idempotency_key_reused, as on every write', async () => {
+    const headers = { 'Idempotency-Key': `envio-${randomBytes(4).toString('hex')}` };
+    const first = await api.post(path(), { data: { answers: base } }, headers);
+    assert.equal(first.status, 201, first.text);
+    const reused = await api.post(path(), { data: { answers: { ...base, email: 'no-es-correo' } } }, headers);
+    assert.equal(reused.status, 422, reused.text);
+    assert.equal(reused.body.error, 'idempotency_key_reused');
+    // A fresh key with the invalid body is validation_failed, and not stored: the same key then works.
+    const freshHeaders = { 'Idempotency-Key': `envio-${randomBytes(4).toString('hex')}` };
+    const invalid = await api.post(path(), { data: { answers: { ...base, email: 'no-es-correo' } } }, freshHeaders);
+    assert.equal(invalid.body.error, 'validation_failed');
+    const fixed = await api.post(path(), { data: { answers: base } }, freshHeaders);
+    assert.equal(fixed.status, 201, fixed.text);
   });
 
   test('hostile file names are refused; stored names never come from the client path', async () => {
@@ -550,33 +617,67 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     assert.equal(blobsAfter, blobsBefore, 'no bytes of the refused files are kept');
   });
 
+  /** An upload body held open mid-body (the server is reading it); `status` is set if the server answers it; destroy() lets it go. */
+  function holdUpload(target: URL, key: string): { req: http.ClientRequest; status: number | null } {
+    const held = { req: http.request(target, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'multipart/form-data; boundary=zz', 'content-length': String(5 * MIB) },
+    }), status: null as number | null };
+    held.req.on('error', () => {});
+    held.req.on('response', (res) => {
+      held.status = res.statusCode ?? 0;
+      res.resume();
+    });
+    held.req.write('--zz\r\nContent-Disposition: form-data; name="files[cv]"; filename="a.pdf"\r\nContent-Type: application/pdf\r\n\r\n%PDF-1.4\n');
+    return held;
+  }
+  /** A JSON submission over SMALL_UPLOAD_BODY (a 100 KB PDF inline), so it needs an upload slot. */
+  const withFile = () => ({ data: { answers: { ...base, cv: { filename: 'cv.pdf', content_type: 'application/pdf', data: files.pdf(100_000).toString('base64') } } } });
+
   test('uploads read at once are bounded per process: past UPLOAD_CONCURRENCY the next is 503 with Retry-After, and works once a slot frees', async () => {
     const bounded = await startTestApp({ UPLOAD_CONCURRENCY: '1' });
     try {
       const t = await seedTenant(bounded.pool);
       const form = await files.createFormViaAdmin(bounded.url, t.companyId);
-      const target = new URL(`${bounded.baseUrl}/forms/${form.id}/submissions`);
-      // One multipart upload held open mid-body.
-      const held = http.request(target, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${t.key}`, 'content-type': 'multipart/form-data; boundary=zz', 'content-length': String(5 * MIB) },
-      });
-      held.on('error', () => {});
-      held.write('--zz\r\nContent-Disposition: form-data; name="files[cv]"; filename="a.pdf"\r\nContent-Type: application/pdf\r\n\r\n%PDF-1.4\n');
+      const held = holdUpload(new URL(`${bounded.baseUrl}/forms/${form.id}/submissions`), t.key).req;
       const api2 = client(bounded.baseUrl, t.key);
       const busy = await waitFor(async () => {
-        const res = await api2.post(`/forms/${form.id}/submissions`, { data: { answers: base } });
+        const res = await api2.post(`/forms/${form.id}/submissions`, withFile());
         return res.status === 503 && res;
       }, 10_000, 'a second upload to be refused while the first is read');
       assert.equal(busy.body.error, 'service_unavailable');
       assert.equal(busy.headers.get('retry-after'), '1');
+      // A submission without files takes no slot: it is answered while the upload is still read.
+      const small = await api2.post(`/forms/${form.id}/submissions`, { data: { answers: base } });
+      assert.equal(small.status, 201, JSON.stringify(small.body));
       held.destroy(); // the client gives up: the server's read fails and frees the slot
       const after = await waitFor(async () => {
-        const res = await api2.post(`/forms/${form.id}/submissions`, { data: { answers: base } });
+        const res = await api2.post(`/forms/${form.id}/submissions`, withFile());
         return res.status === 201 && res;
       }, 10_000, 'the slot to free');
       assert.equal(after.body.data.status, 'received');
+      assert.equal(after.body.data.files.length, 1);
     } finally {
+      await bounded.close();
+    }
+  });
+
+  test('one company holds at most half of the upload slots: its slow uploads do not shut another company out', async () => {
+    const bounded = await startTestApp({ UPLOAD_CONCURRENCY: '4' });
+    const heldOpen: Array<ReturnType<typeof holdUpload>> = [];
+    try {
+      const [a, b] = [await seedTenant(bounded.pool), await seedTenant(bounded.pool)];
+      const [formA, formB] = [await files.createFormViaAdmin(bounded.url, a.companyId), await files.createFormViaAdmin(bounded.url, b.companyId)];
+      // Three slow uploads of company A at once, with 4 slots in the process: two are read, the third is refused.
+      for (let i = 0; i < 3; i++) heldOpen.push(holdUpload(new URL(`${bounded.baseUrl}/forms/${formA.id}/submissions`), a.key));
+      await waitFor(() => heldOpen.some((h) => h.status !== null), 10_000, "one of company A's three uploads to be answered");
+      assert.deepEqual(heldOpen.map((h) => h.status).sort(), [503, null, null], 'the third is refused, two are being read');
+      // Two slots are free, and company B gets one.
+      const other = await client(bounded.baseUrl, b.key).post(`/forms/${formB.id}/submissions`, withFile());
+      assert.equal(other.status, 201, JSON.stringify(other.body));
+      assert.equal(other.body.data.files.length, 1);
+    } finally {
+      for (const held of heldOpen) held.req.destroy();
       await bounded.close();
     }
   });

@@ -8,6 +8,7 @@ import type { StagedFile } from './intake.ts';
 
 const MAX_TEXT = 10_000;
 const email = z.email();
+const DECIMAL = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
 
 export type CheckedAnswers = {
   answers: Record<string, unknown>;
@@ -33,7 +34,8 @@ function allOptions(field: StoredField): Set<string> {
 
 /** Returns the normalized value, or an error message. */
 function checkValue(field: StoredField, value: unknown): { value: unknown } | { error: string } {
-  const scalar = typeof value === 'number' || typeof value === 'boolean' ? String(value) : value;
+  // A number where text is expected is its decimal text (a phone sent as a number); a boolean is not text.
+  const scalar = typeof value === 'number' ? String(value) : value;
   switch (field.field_type) {
     case 'text':
     case 'textarea':
@@ -44,10 +46,12 @@ function checkValue(field: StoredField, value: unknown): { value: unknown } | { 
     }
     case 'email': {
       if (typeof scalar !== 'string' || !email.safeParse(scalar.trim()).success) return { error: 'no es un correo electrónico válido' };
-      return { value: scalar.trim().toLowerCase() };
+      // Kept as submitted (contract: answers hold the submitted value); the extracted `email` is lower-cased.
+      return { value: scalar.trim() };
     }
     case 'number': {
-      const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value.trim()) : NaN;
+      // Decimal notation only: Number() would also read "0x10", "0b101" and "0o17".
+      const n = typeof value === 'number' ? value : typeof value === 'string' && DECIMAL.test(value.trim()) ? Number(value.trim()) : NaN;
       if (!Number.isFinite(n)) return { error: 'debe ser un número' };
       return { value: n };
     }
@@ -77,7 +81,12 @@ function checkValue(field: StoredField, value: unknown): { value: unknown } | { 
   }
 }
 
-export function checkAnswers(form: FormRow, raw: Record<string, unknown>, files: StagedFile[], errors: FieldErrors): CheckedAnswers {
+/**
+ * `sentFileKeys`: the file fields a file was sent for, stored or not; a
+ * required one is not reported missing when its file was refused (that
+ * refusal is its error).
+ */
+export function checkAnswers(form: FormRow, raw: Record<string, unknown>, files: StagedFile[], errors: FieldErrors, sentFileKeys: ReadonlySet<string> = new Set()): CheckedAnswers {
   const add = (key: string, message: string) => (errors[`answers.${key}`] ??= []).push(message);
   const fields = new Map(form.fields.map((f) => [f.key, f]));
   for (const key of Object.keys(raw)) if (!fields.has(key)) add(key, 'no es un campo del formulario');
@@ -88,7 +97,7 @@ export function checkAnswers(form: FormRow, raw: Record<string, unknown>, files:
     if (field.field_type === 'file') {
       const mine = files.filter((f) => f.fieldKey === field.key);
       if (raw[field.key] !== undefined && !isEmpty(raw[field.key])) add(field.key, 'debe ser un archivo');
-      else if (field.required && mine.length === 0 && !errors[`answers.${field.key}`]) add(field.key, 'es obligatorio');
+      else if (field.required && mine.length === 0 && !sentFileKeys.has(field.key) && !errors[`answers.${field.key}`]) add(field.key, 'es obligatorio');
       if (mine.length) answers[field.key] = mine.map((f) => f.filename);
       continue;
     }
@@ -105,7 +114,7 @@ export function checkAnswers(form: FormRow, raw: Record<string, unknown>, files:
     answers[field.key] = checked.value;
     if (field.maps_to && typeof checked.value === 'string') {
       const target = field.maps_to.split('.')[1] as keyof typeof extracted;
-      if (target in extracted && extracted[target] === null) extracted[target] = checked.value;
+      if (target in extracted && extracted[target] === null) extracted[target] = target === 'email' ? checked.value.toLowerCase() : checked.value;
     }
   }
   return { answers, ...extracted };

@@ -125,7 +125,7 @@ export const formFileSchema = z
           if (f.max_file_size_mb === undefined && f.max_file_size_bytes === undefined) {
             issue(at('file', 'max_file_size_mb'), 'indica max_file_size_mb o max_file_size_bytes');
           }
-          if (f.max_file_size_mb !== undefined && f.max_file_size_bytes !== undefined && Math.ceil(f.max_file_size_bytes / MIB) !== f.max_file_size_mb) {
+          if (f.max_file_size_mb !== undefined && f.max_file_size_bytes !== undefined && Math.floor(f.max_file_size_bytes / MIB) !== f.max_file_size_mb) {
             issue(at('file', 'max_file_size_bytes'), 'no coincide con max_file_size_mb');
           }
           f.allowed_extensions.forEach((ext, j) => {
@@ -258,7 +258,8 @@ export function serializeForm(form: FormRow, requested?: unknown) {
         if (f.file) {
           out.file = {
             max_files: f.file.max_files,
-            max_file_size_mb: Math.ceil(f.file.max_file_size_bytes / MIB),
+            // Whole MiB, rounded down: a client that keeps files within it is never refused (1.5 MB reads 1).
+            max_file_size_mb: Math.floor(f.file.max_file_size_bytes / MIB),
             max_file_size_bytes: f.file.max_file_size_bytes,
             allowed_kinds: f.file.allowed_kinds,
             allowed_extensions: f.file.allowed_extensions,

@@ -5,6 +5,7 @@ import busboy from 'busboy';
 import type { IncomingMessage } from 'node:http';
 import { Transform, type Readable } from 'node:stream';
 import { ApiError } from '../errors.ts';
+import { isStorableText } from '../validation.ts';
 import { FileStager, type Intake } from './intake.ts';
 
 // `data[answers][k]`, `answers[k]`, `files[k]`, `data[files][k]`, each with an optional `[]` or `[n]`.
@@ -32,7 +33,8 @@ function byteCap(cap: BodyCap) {
 
 /** A multipart body, streamed: text parts become answers, file parts go straight to storage. */
 export async function intakeMultipart(stager: FileStager, req: IncomingMessage, limit: BodyCap): Promise<Intake> {
-  const answers: Record<string, unknown> = {};
+  // No prototype: a part named answers[__proto__] is an answer key like any other (and refused as one).
+  const answers: Record<string, unknown> = Object.create(null);
   let locale: unknown;
   let work: Promise<unknown> = Promise.resolve();
   let parser: busboy.Busboy;
@@ -53,12 +55,16 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
       locale = value;
       return;
     }
-    const match = PART_NAME.exec(name);
+    const match = PART_NAME.exec(name ?? '');
     if (!match) {
-      stager.reject(name, 'no es un campo permitido');
+      stager.rejectPart(name);
       return;
     }
     const key = match[3];
+    if (!isStorableText(value)) {
+      stager.reject(key, 'contiene un carácter nulo (U+0000), que no es texto válido');
+      return;
+    }
     const isArray = name.endsWith(']') && /\[\d*\]$/.test(name.slice(name.indexOf(key) + key.length + 1));
     const existing = answers[key];
     if (existing === undefined) answers[key] = isArray ? [value] : value;
@@ -71,7 +77,7 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
     // through the parser, and through the iterator while a part is read; a
     // part being drained or already left needs a listener not to crash.
     stream.on('error', () => {});
-    const match = PART_NAME.exec(name);
+    const match = PART_NAME.exec(name ?? '');
     // Parts are handled one at a time, in order; busboy pauses the request
     // while a part waits, so a waiting part costs one buffer, not its size.
     // A part that is not stored is drained, or the parser would wait forever.
@@ -79,7 +85,7 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
       if (failure) return void stream.resume();
       current = stream;
       try {
-        if (!match) stager.reject(name, 'no es un campo permitido');
+        if (!match) stager.rejectPart(name);
         // destroyOnReturn false: a writer that stops early (size cap) must not
         // destroy the part, which would stall the parser; it is drained instead.
         else await stager.stage(match[3], info.filename ?? '', stream.iterator({ destroyOnReturn: false }));
@@ -132,5 +138,5 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
   }
   await work;
   if (failure) throw failure;
-  return { answers, locale, files: stager.files, overQuota: stager.overQuota, errors: stager.errors };
+  return { answers, locale, files: stager.files, sentFileKeys: stager.sentKeys, overQuota: stager.overQuota, errors: stager.errors };
 }

@@ -36,6 +36,8 @@ export type Intake = {
   answers: Record<string, unknown>;
   locale: unknown;
   files: StagedFile[];
+  /** Keys of the file fields a file was sent for, stored or not (a refused file is its own error, not a missing answer). */
+  sentFileKeys: ReadonlySet<string>;
   /** Files not stored because the company's storage is full (contract: files_error; the submission is kept). */
   overQuota: string[];
   errors: FieldErrors;
@@ -53,6 +55,8 @@ function addError(errors: FieldErrors, key: string, message: string) {
 export class FileStager {
   readonly files: StagedFile[] = [];
   readonly errors: FieldErrors = {};
+  /** Keys of the file fields a file was sent for, whatever became of it. */
+  readonly sentKeys = new Set<string>();
   /** Names of files refused for the storage quota before a byte of them was stored. */
   readonly overQuota: string[] = [];
   /** The company's free bytes when staging began (read once, unlocked; filing checks again under a lock). */
@@ -90,6 +94,7 @@ export class FileStager {
       addError(this.errors, key, 'este campo no admite archivos');
       return null;
     }
+    this.sentKeys.add(key);
     const count = (this.#counts.get(key) ?? 0) + 1;
     this.#counts.set(key, count);
     if (count > field.file.max_files) {
@@ -112,6 +117,12 @@ export class FileStager {
 
   reject(key: string, message: string) {
     addError(this.errors, key, message);
+  }
+
+  /** A multipart part whose name is none of the accepted shapes: the error names the part as sent. */
+  rejectPart(partName: string | undefined) {
+    const name = partName || '(parte sin nombre)';
+    (this.errors[name] ??= []).push('no es un nombre de parte aceptado: usa data[answers][<clave>], answers[<clave>] o files[<clave>]');
   }
 
   /**

@@ -126,7 +126,8 @@ export function serializeSubmission(row: SubmissionRow) {
     email: row.email,
     name: row.name,
     phone: row.phone,
-    contact_type: row.contact_type,
+    // Contract (States): contact_type and contact_id "become visible on re-read" once processed; until then null.
+    contact_type: row.status === 'received' ? null : row.contact_type,
     contact_id: row.contact_id,
     source: row.source,
     status: row.status,
@@ -146,7 +147,7 @@ export const submissionSchema = z.object({
   email: z.string().nullable(),
   name: z.string().nullable(),
   phone: z.string().nullable(),
-  contact_type: z.enum(['lead', 'customer', 'none']),
+  contact_type: z.enum(['lead', 'customer', 'none']).nullable().describe('null mientras `status` es `received`; `none` cuando el envío se procesó sin contacto'),
   contact_id: z.string().nullable().describe('Vacío hasta que el trabajo en segundo plano termina'),
   source: z.string(),
   status: z.enum(['received', 'processed', 'failed']),

@@ -33,7 +33,7 @@ import { openTransaction, type Queryable } from '../../db/pool.ts';
 import { logError } from '../../lib/log.ts';
 import { ApiError, type ErrorCode } from '../errors.ts';
 import type { ApiContext } from '../types.ts';
-import { checkJsonDepth } from '../validation.ts';
+import { checkJsonBody } from '../validation.ts';
 
 export const IDEMPOTENCY_BODY_LIMIT = 100 * 1024;
 const KEY_SHAPE = /^[\x20-\x7e]{1,255}$/;
@@ -74,8 +74,8 @@ export async function idempotency(ctx: ApiContext, next: Next) {
   if (ctx.headers['idempotency-key'] === undefined) return next();
   checkKeyShape(ctx);
   if (rawBodyLength(ctx) > IDEMPOTENCY_BODY_LIMIT) throw new ApiError('idempotency_body_too_large');
-  // The fingerprint recurses into the body: a body nested too deep is refused first (422, not stored).
-  checkJsonDepth(ctx.request.body);
+  // The fingerprint recurses into the body: a body nested too deep, or with text no column can hold, is refused first (422, not stored).
+  checkJsonBody(ctx.request.body);
   const fingerprint = createHash('sha256').update(canonicalJson(ctx.request.body ?? null)).digest('hex');
   await runIdempotent(ctx, fingerprint, () => next());
 }

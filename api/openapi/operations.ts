@@ -36,7 +36,8 @@ const COMMON_HEADERS: Record<string, JsonSchema> = {
   'RateLimit-Reset': { schema: { type: 'integer' }, description: 'Segundos hasta que la petición más antigua sale de la ventana' },
 };
 
-const COMMON_ERRORS: ErrorCode[] = ['invalid_key', 'origin_not_allowed', 'insufficient_scope', 'rate_limited'];
+// service_unavailable: the database unreachable (any route), or an upload route's bodies at their bound; always with Retry-After.
+const COMMON_ERRORS: ErrorCode[] = ['invalid_key', 'origin_not_allowed', 'insufficient_scope', 'rate_limited', 'service_unavailable'];
 
 /** `/customers/:id` -> `/customers/{id}`. */
 export function openApiPath(path: string): string {
@@ -111,7 +112,7 @@ function operation(route: RouteDef, book: SchemaBook, responseNames: Map<z.ZodTy
   for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
     responses[String(status)] = {
       description: list.join(', '),
-      headers: status === 429 ? { ...COMMON_HEADERS, 'Retry-After': { schema: { type: 'integer' }, description: 'Segundos enteros a esperar' } } : COMMON_HEADERS,
+      headers: status === 429 || status === 503 ? { ...COMMON_HEADERS, 'Retry-After': { schema: { type: 'integer' }, description: 'Segundos enteros a esperar' } } : COMMON_HEADERS,
       content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
     };
   }

@@ -162,12 +162,16 @@ export const formRoutes: RouteDef[] = [
         intake = ctx.is('multipart/form-data')
           ? await intakeMultipart(stager, ctx.req, cap)
           : await intakeJson(stager, data!);
-        const checked = checkAnswers(form, intake.answers, intake.files, intake.errors);
-        if (Object.keys(intake.errors).length) throw validationFailed(intake.errors);
+        const checked = checkAnswers(form, intake.answers, intake.files, intake.errors, intake.sentFileKeys);
+        // With an Idempotency-Key this is answered after the key is checked, as
+        // on every other write: a key reused with another (invalid) body is
+        // idempotency_key_reused. Not stored either way (api/middleware/idempotency.ts).
+        const invalid = Object.keys(intake.errors).length ? validationFailed(intake.errors) : null;
         const locale = resolveLocale(form, intake.locale ?? query.locale);
         const referrer = (ctx.get('Referer') || ctx.get('Referrer') || '').slice(0, 2000) || null;
         let refused: StagedFile[] = [];
         const create = async (db: Queryable) => {
+          if (invalid) throw invalid;
           const stored = await transaction(db, (client) =>
             insertSubmission(client, ctx.deps.jobs, { form, companyId, locale, checked, files: intake!.files, overQuota: intake!.overQuota, referrer }),
           );
