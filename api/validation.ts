@@ -123,6 +123,8 @@ export function parseQuery<S extends z.ZodType>(schema: S, query: unknown): z.in
   const result = schema.safeParse(query);
   if (result.success) return result.data;
   const issue = result.error.issues[0];
+  // An endpoint that takes a fixed set of parameters (the reports) names the one it does not know.
+  if (issue.code === 'unrecognized_keys') throw new ApiError('invalid_parameter', `El parámetro ${issue.keys[0]} no existe en este endpoint.`);
   const name = fieldName(issue.path);
   if (issue.message === 'invalid_id') throw new ApiError('invalid_id', `El parámetro ${name} no es un ObjectId válido.`);
   throw new ApiError('invalid_parameter', `El parámetro ${name} no es válido: ${issue.message}`);

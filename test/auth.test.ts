@@ -52,6 +52,8 @@ describe('API keys', () => {
       assert.equal(res.headers.get('ratelimit-limit'), '600');
       assert.match(res.headers.get('ratelimit-remaining') ?? '', /^\d+$/);
       assert.match(res.headers.get('ratelimit-reset') ?? '', /^\d+$/);
+      // RFC 9110 §11.6.1: every 401 carries its challenge; RFC 6750: invalid_token when a credential was sent.
+      assert.equal(res.headers.get('www-authenticate'), headers.authorization ? 'Bearer realm="api", error="invalid_token"' : 'Bearer realm="api"', JSON.stringify(headers));
       bodies.add(res.text);
     }
     assert.equal(bodies.size, 1, 'every invalid key must produce the same body');

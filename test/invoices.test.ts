@@ -155,6 +155,9 @@ describe('tax invoices with the development provider', () => {
     const first = await valid((await api.post(`/sales/${s1.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
     const bad = await api.post(`/invoices/${first.id}/cancel`, { data: { motive: '01' } });
     assert.equal(bad.status, 422);
+    const itself = await api.post(`/invoices/${first.id}/cancel`, { data: { motive: '01', substitute_uuid: first.uuid } });
+    assert.equal(itself.status, 422, 'an invoice is not its own substitute');
+    assert.ok(itself.body.errors.substitute_uuid);
     const c = await api.post(`/invoices/${first.id}/cancel`, { data: { motive: '02' } });
     assert.equal(c.status, 200, c.text);
     assert.equal(c.body.data.status, 'cancellation_pending');

@@ -26,7 +26,9 @@ describe('metrics', () => {
   });
 
   test('a wrong token is 401; the right one gets the series, routes labelled by pattern, never by raw path', async () => {
-    assert.equal((await fetch(`${app.url}/metrics`)).status, 401);
+    const anonymous = await fetch(`${app.url}/metrics`);
+    assert.equal(anonymous.status, 401);
+    assert.equal(anonymous.headers.get('www-authenticate'), 'Bearer realm="api"', 'a 401 carries its challenge (RFC 9110)');
     assert.equal((await fetch(`${app.url}/metrics`, { headers: { authorization: 'Bearer wrong-token-000000000' } })).status, 401);
     const t = await seedTenant(app.pool, { rateLimitPerMinute: 1 });
     const api = client(app.baseUrl, t.key);

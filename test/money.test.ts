@@ -52,6 +52,11 @@ describe('money', () => {
     assert.equal((await api.get(`/accounts/${bank.id}`)).body.data.balance_cents, 117_500);
     const list = await api.get('/accounts');
     assert.deepEqual(list.body.meta.totals, { mxn: { balance_cents: 117_500, accounts: 1 }, usd: { balance_cents: 5_000, accounts: 1 } });
+    // A new opening balance shows in the PATCH's own answer, as in the next read.
+    const reopened = await api.patch(`/accounts/${bank.id}`, { data: { opening_balance_cents: 101_000 } });
+    assert.equal(reopened.status, 200, reopened.text);
+    assert.equal(reopened.body.data.balance_cents, 118_500);
+    assert.equal((await api.get(`/accounts/${bank.id}`)).body.data.balance_cents, 118_500);
     const refused = await api.delete(`/accounts/${bank.id}`);
     assert.equal(refused.status, 409);
     assert.equal(refused.body.error, 'account_in_use');
@@ -153,6 +158,14 @@ describe('money', () => {
     assert.equal(clash.body.error, 'duplicate_reference');
     // An expense may reuse an income's external_ref (unique per kind of record).
     assert.equal((await api.post('/expenses', { data: { ...base, metadata: { external_ref: 'factura-77' } } })).status, 201);
+    // The 50-key limit holds for what is stored: an update merging new keys into a full set is refused.
+    const full = (await api.post('/incomes', { data: { ...base, metadata: Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${i}`, 'v'])) } })).body.data;
+    const over = await api.patch(`/incomes/${full.id}`, { data: { metadata: { extra: 'x' } } });
+    assert.equal(over.status, 422, over.text);
+    assert.equal(over.body.error, 'invalid_metadata');
+    const swap = await api.patch(`/incomes/${full.id}`, { data: { metadata: { k0: null, extra: 'x' } } });
+    assert.equal(swap.status, 200, 'removing one and adding one stays at 50');
+    assert.equal(Object.keys(swap.body.data.metadata).length, 50);
     // Update merges; null removes a key.
     const merged = await api.patch(`/incomes/${other.id}`, { data: { metadata: { extra: 'si', external_ref: null } } });
     assert.deepEqual(merged.body.data.metadata, { extra: 'si' });
@@ -265,7 +278,7 @@ describe('money', () => {
     assert.ok(done.ended_at);
     // Concurrent runs after the fact make nothing more.
     const again = await Promise.all([1, 2, 3].map(() => transaction(app.pool, (c) => generateDue(c, app.deps.jobs, r.body.data.id, '2027-12-31'))));
-    assert.deepEqual(again, [0, 0, 0]);
+    assert.deepEqual(again, [0, 0, 0].map(() => ({ made: 0, more: false })));
     const { rows } = await app.pool.query(
       `SELECT to_char(recurring_on, 'YYYY-MM-DD') AS on, occurred_at FROM movements WHERE recurring_id = $1 ORDER BY recurring_on`,
       [r.body.data.id],
@@ -278,6 +291,24 @@ describe('money', () => {
     const same = await api.post('/recurring-transactions', { data: { type: 'expense', account_id: a.id, amount_cents: 5, frequency: 'daily', starts_on: '2030-01-01', metadata: { external_ref: 'renta-2026' } } });
     assert.equal(same.status, 200);
     assert.equal(same.body.data.id, r.body.data.id);
+  });
+
+  test('recurring: a long backfill is made in short transactions, so the series can be switched off while it runs', async () => {
+    const { api } = await newTenant();
+    const a = await account(api);
+    // Starts in the future, so the worker has nothing due yet; generateDue is run here with a later `today`.
+    const r = await api.post('/recurring-transactions', { data: { type: 'income', account_id: a.id, amount_cents: 100, frequency: 'daily', starts_on: '2030-01-01' } });
+    assert.equal(r.status, 201, r.text);
+    const id = r.body.data.id;
+    const first = await transaction(app.pool, (c) => generateDue(c, app.deps.jobs, id, '2030-01-10', 3));
+    assert.deepEqual(first, { made: 3, more: true });
+    // The batch committed and released the row: switching it off is answered at once.
+    const off = await api.patch(`/recurring-transactions/${id}`, { data: { active: false } });
+    assert.equal(off.status, 200, off.text);
+    const next = await transaction(app.pool, (c) => generateDue(c, app.deps.jobs, id, '2030-01-10', 3));
+    assert.deepEqual(next, { made: 0, more: false }, 'switched off: nothing more is made');
+    const { rows } = await app.pool.query('SELECT count(*)::int AS n FROM movements WHERE recurring_id = $1', [id]);
+    assert.equal(rows[0].n, 3);
   });
 
   test('reports on a hand-checked ledger: the balance-sheet identity, the income statement as the sum of its lines, closing = opening + in − out; end_on before start_on is 422', async () => {
@@ -315,6 +346,45 @@ describe('money', () => {
     const bad = await api.get('/reports/cash-flow?start_on=2026-07-06&end_on=2026-07-02');
     assert.equal(bad.status, 422);
     assert.equal((await api.get('/reports/income-statement?start_on=2026-07-01')).status, 400);
+  });
+
+  test('dates before 1900 are refused where they are sent (they once answered 500 or left money out of the ledger); unknown report parameters are named', async () => {
+    const { api } = await newTenant();
+    const a = await account(api, { opening_on: '2026-01-01' });
+    const refusedBodies: Array<[string, Record<string, unknown>, string]> = [
+      ['/accounts', { name: 'Vieja', kind: 'cash', currency: 'mxn', opening_on: '0000-06-01' }, 'opening_on'],
+      ['/incomes', { account_id: a.id, amount_cents: 7, occurred_at: '0001-01-01T00:00:00Z' }, 'occurred_at'],
+      ['/expenses', { account_id: a.id, amount_cents: 7, occurred_at: '2026-05-01T17:00:00Z', status: 'pending', due_on: '0000-01-01' }, 'due_on'],
+      ['/recurring-transactions', { type: 'income', account_id: a.id, amount_cents: 1000, frequency: 'daily', starts_on: '1899-12-31' }, 'starts_on'],
+    ];
+    for (const [path, data, field] of refusedBodies) {
+      const res = await api.post(path, { data });
+      assert.equal(res.status, 422, `${path}: ${res.text}`);
+      assert.deepEqual(Object.keys(res.body.errors), [field], path);
+    }
+    for (const query of ['/reports/balance-sheet?as_of=0000-12-31', '/reports/income-statement?start_on=0000-12-31&end_on=0001-01-01', '/reports/cash-flow?start_on=0000-12-31&end_on=0001-01-01']) {
+      const res = await api.get(query);
+      assert.equal(res.status, 400, `${query}: ${res.text}`);
+      assert.equal(res.body.error, 'invalid_parameter');
+    }
+    const unknown = await api.get('/reports/cash-flow?start_on=2026-01-01&end_on=2026-01-31&currency=usd');
+    assert.equal(unknown.status, 400);
+    assert.match(unknown.body.message, /currency/);
+    // A due date belongs to one on credit: with status paid it is refused, not dropped.
+    const paidWithDue = await api.post('/incomes', { data: { account_id: a.id, amount_cents: 7, occurred_at: '2026-05-01T17:00:00Z', status: 'paid', due_on: '2026-06-01' } });
+    assert.equal(paidWithDue.status, 422, paidWithDue.text);
+    assert.deepEqual(Object.keys(paidWithDue.body.errors), ['due_on']);
+  });
+
+  test('money moved before an account opening date shows in the cash flow as in the balance sheet', async () => {
+    const { api } = await newTenant();
+    const late = await account(api, { opening_balance_cents: 0, opening_on: '2026-11-26' });
+    assert.equal((await api.post('/incomes', { data: { account_id: late.id, amount_cents: 5_000, occurred_at: '2026-11-20T17:00:00Z' } })).status, 201);
+    const bs = (await api.get('/reports/balance-sheet?as_of=2026-11-25')).body.data.currencies[0];
+    assert.equal(bs.assets.cash_cents, 5_000);
+    const cf = (await api.get('/reports/cash-flow?start_on=2026-11-01&end_on=2026-11-25')).body.data;
+    assert.deepEqual(cf.accounts.map((x: any) => [x.account_id, x.opening_balance_cents, x.inflows_cents, x.closing_balance_cents]), [[late.id, 0, 5_000, 5_000]]);
+    assert.equal(cf.currencies[0].closing_balance_cents, bs.assets.cash_cents);
   });
 
   test('the company time zone: GET /company shows it; an operator changing it moves money days (the ledger is rebuilt)', async () => {

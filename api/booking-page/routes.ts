@@ -17,6 +17,7 @@ import { readFileSync } from 'node:fs';
 import Router from '@koa/router';
 import { HttpMethodEnum, koaBody } from 'koa-body';
 import { z } from 'zod';
+import { instant } from '../date-fields.ts';
 import { findBookingLink, findPublicBookingLink, type BookingLinkRow } from '../routes/booking-link-queries.ts';
 import { slotList } from '../routes/booking-links.ts';
 import { slotQuery } from '../routes/booking-link-schemas.ts';
@@ -40,9 +41,9 @@ export const PUBLIC_WRITES_PER_MINUTE = 10;
 const SCRIPT = readFileSync(new URL('./assets/booking.js', import.meta.url));
 const SCRIPT_ETAG = `"${createHash('sha256').update(SCRIPT).digest('hex').slice(0, 32)}"`;
 
-const publicBookingCreate = z.strictObject({ starts_at: z.iso.datetime({ offset: true }), booker: bookerSchema, answers: answersSchema.optional() });
+const publicBookingCreate = z.strictObject({ starts_at: instant, booker: bookerSchema, answers: answersSchema.optional() });
 const publicCancel = z.strictObject({ reason: z.string().trim().max(1000).nullable().optional() });
-const publicReschedule = z.strictObject({ starts_at: z.iso.datetime({ offset: true }) });
+const publicReschedule = z.strictObject({ starts_at: instant });
 
 const json = koaBody({ json: true, multipart: false, urlencoded: false, text: false, jsonLimit: '32kb', includeUnparsed: true, parsedMethods: [HttpMethodEnum.POST] });
 

@@ -4,6 +4,7 @@
 // modules and serializers as the REST routes, within the credential's company.
 // The order is the contract's table.
 import { z } from 'zod';
+import { calendarDay, instant } from '../date-fields.ts';
 import type { Queryable } from '../../db/pool.ts';
 import type { TotalsCache } from '../pagination.ts';
 import { likePattern, listPage } from '../pagination.ts';
@@ -63,8 +64,8 @@ async function asList(key: string, args: { page: number; per_page: number }, isF
 }
 
 const movementFilters = {
-  from: z.iso.datetime({ offset: true }).optional().describe('Ocurridos desde este instante (ISO 8601)'),
-  to: z.iso.datetime({ offset: true }).optional().describe('Ocurridos antes de este instante (ISO 8601)'),
+  from: instant.optional().describe('Ocurridos desde este instante (ISO 8601)'),
+  to: instant.optional().describe('Ocurridos antes de este instante (ISO 8601)'),
   account_id: z.string().regex(/^[0-9a-f]{24}$/).optional().describe('Cuenta'),
   status: z.enum(['paid', 'pending']).optional(),
   category: z.string().max(100).optional(),
@@ -182,8 +183,8 @@ export const TOOLS: readonly Tool[] = [
     description: 'Eventos que se traslapan con un rango (terminan después de `from`, empiezan antes de `to`), opcionalmente de un anfitrión.',
     scope: 'read-calendar_events',
     input: z.strictObject({
-      from: z.iso.datetime({ offset: true }).optional().describe('Inicio del rango, ISO 8601'),
-      to: z.iso.datetime({ offset: true }).optional().describe('Fin del rango, ISO 8601'),
+      from: instant.optional().describe('Inicio del rango, ISO 8601'),
+      to: instant.optional().describe('Fin del rango, ISO 8601'),
       user_id: z.string().regex(/^[0-9a-f]{24}$/).optional().describe('Anfitrión'),
       ...paging,
     }),
@@ -207,7 +208,7 @@ export const TOOLS: readonly Tool[] = [
     title: 'Balance general',
     description: 'Balance general por moneda al cierre de `as_of` (fecha, por defecto hoy en la zona de la empresa): cuentas, por cobrar, por pagar, capital; activos = pasivos + capital.',
     scope: 'read-reports',
-    input: z.strictObject({ as_of: z.iso.date().optional().describe('Fecha de corte YYYY-MM-DD') }),
+    input: z.strictObject({ as_of: calendarDay.optional().describe('Fecha de corte YYYY-MM-DD') }),
     output: z.object({ as_of: z.string(), currencies: records }),
     run: async ({ db, companyId }, args) => balanceSheet(db, companyId, args.as_of ?? localDate(Date.now(), await companyZone(db, companyId))),
   },
@@ -216,7 +217,7 @@ export const TOOLS: readonly Tool[] = [
     title: 'Estado de resultados',
     description: 'Ingresos y gastos por categoría y resultado neto, por moneda, entre `start_on` y `end_on` (fechas incluidas).',
     scope: 'read-reports',
-    input: z.strictObject({ start_on: z.iso.date().describe('YYYY-MM-DD'), end_on: z.iso.date().describe('YYYY-MM-DD, no antes de start_on') }),
+    input: z.strictObject({ start_on: calendarDay.describe('YYYY-MM-DD'), end_on: calendarDay.describe('YYYY-MM-DD, no antes de start_on') }),
     output: z.object({ start_on: z.string(), end_on: z.string(), currencies: records }),
     run: async ({ db, companyId }, args) => {
       if (args.end_on < args.start_on) throw new ToolFailure('end_on no puede ser anterior a start_on');
@@ -228,7 +229,7 @@ export const TOOLS: readonly Tool[] = [
     title: 'Flujo de efectivo',
     description: 'Por cuenta y por moneda: saldo inicial, entradas, salidas y saldo final entre `start_on` y `end_on` (fechas incluidas).',
     scope: 'read-reports',
-    input: z.strictObject({ start_on: z.iso.date().describe('YYYY-MM-DD'), end_on: z.iso.date().describe('YYYY-MM-DD, no antes de start_on') }),
+    input: z.strictObject({ start_on: calendarDay.describe('YYYY-MM-DD'), end_on: calendarDay.describe('YYYY-MM-DD, no antes de start_on') }),
     output: z.object({ start_on: z.string(), end_on: z.string(), accounts: records, currencies: records }),
     run: async ({ db, companyId }, args) => {
       if (args.end_on < args.start_on) throw new ToolFailure('end_on no puede ser anterior a start_on');

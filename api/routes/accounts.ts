@@ -126,8 +126,10 @@ export const accountRoutes: RouteDef[] = [
         }
         await updateAccount(client, companyId, params.id, data);
         const after = (await findAccount(client, companyId, params.id, zone))!;
-        if (openingChanges) await post(client, companyId, openingEntries(after));
-        return after;
+        if (!openingChanges) return after;
+        await post(client, companyId, openingEntries(after));
+        // Read again: balance_cents comes from the ledger, which has the new opening only now.
+        return (await findAccount(client, companyId, params.id, zone))!;
       });
       return { data: serializeAccount(row) };
     },

@@ -2,6 +2,7 @@
 // types and Calendly): the write payloads with their availability rules, the
 // read, and the slot query. Decisions are written in docs/bookings.md.
 import { z } from 'zod';
+import { calendarDay, instant } from '../date-fields.ts';
 import { isObjectId } from '../../lib/objectid.ts';
 import { minutesOf } from '../../lib/booking-slots.ts';
 import { paginationQuery, queryBoolean } from '../pagination.ts';
@@ -15,7 +16,7 @@ export const MAX_SLOT_WINDOW_DAYS = 62;
 
 const text = (max: number) => z.string().trim().max(max);
 const hhmm = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$|^24:00$/, 'hora HH:MM de 00:00 a 24:00');
-const localDay = z.iso.date().describe('YYYY-MM-DD');
+const localDay = calendarDay;
 const zone = z.string().refine(isTimeZone, 'zona horaria IANA desconocida');
 
 const timeRange = z
@@ -154,7 +155,7 @@ export const bookingLinkListQuery = paginationQuery.extend({
   active: queryBoolean.optional().describe('true o false'),
 });
 
-const instantOrDate = z.union([z.iso.date(), z.iso.datetime({ offset: true })]);
+const instantOrDate = z.union([calendarDay, instant]);
 export const slotQuery = z.strictObject({
   from: instantOrDate.optional().describe('YYYY-MM-DD (día local del visitante, desde su medianoche) o instante ISO 8601; por defecto ahora'),
   to: instantOrDate.optional().describe('YYYY-MM-DD (incluido) o instante ISO 8601 (excluido); por defecto 30 días después de from; como máximo 62 días'),

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { isObjectId } from '../../lib/objectid.ts';
 import { paginationQuery } from '../pagination.ts';
+import { instant } from '../date-fields.ts';
 import { LOCATION_TYPES } from './booking-link-schemas.ts';
 import { isTimeZone } from './calendar-event-schemas.ts';
 
@@ -10,7 +11,7 @@ export const BOOKING_STATUSES = ['confirmed', 'cancelled'] as const;
 
 const text = (max: number) => z.string().trim().max(max);
 const objectIdString = z.string().refine(isObjectId, 'no es un ObjectId válido');
-const instant = z.iso.datetime({ offset: true }).describe('ISO 8601; debe ser el inicio de un horario libre (GET /booking-links/:id/slots)');
+const slotStart = instant.describe('ISO 8601; debe ser el inicio de un horario libre (GET /booking-links/:id/slots)');
 
 export const booker = z.strictObject({
   name: text(200).min(1),
@@ -24,7 +25,7 @@ export const answers = z.record(z.string().max(40), z.union([text(5000), z.boole
 
 export const bookingCreate = z.strictObject({
   booking_link_id: objectIdString,
-  starts_at: instant,
+  starts_at: slotStart,
   booker,
   answers: answers.optional(),
 });
@@ -35,7 +36,7 @@ export const bookingCancel = z.strictObject({
 });
 
 export const bookingReschedule = z.strictObject({
-  starts_at: instant,
+  starts_at: slotStart,
   reason: text(1000).nullable().optional(),
 });
 
@@ -74,6 +75,6 @@ export const bookingListQuery = paginationQuery.extend({
   booking_link_id: objectIdString.optional(),
   user_id: objectIdString.optional(),
   status: z.enum(BOOKING_STATUSES).optional(),
-  from: z.iso.datetime({ offset: true }).optional().describe('Reservas que terminan después de este instante'),
-  to: z.iso.datetime({ offset: true }).optional().describe('Reservas que empiezan antes de este instante'),
+  from: instant.optional().describe('Reservas que terminan después de este instante'),
+  to: instant.optional().describe('Reservas que empiezan antes de este instante'),
 });

@@ -341,7 +341,8 @@ export const invoiceRoutes: RouteDef[] = [
         if (!invoice) throw new ApiError('not_found');
         if (invoice.status !== 'valid') throw validationFailed({ id: [`la factura está ${invoice.status}; solo una vigente se cancela`] });
         if (data.motive === '01') {
-          const { rows } = await client.query('SELECT 1 FROM invoices WHERE company_id = $1 AND sale_id = $2 AND uuid = $3 AND status = $4', [companyId, invoice.sale_id, data.substitute_uuid ?? '', 'valid']);
+          // Another valid invoice of the sale: the one being cancelled cannot be its own substitute.
+          const { rows } = await client.query('SELECT 1 FROM invoices WHERE company_id = $1 AND sale_id = $2 AND uuid = $3 AND status = $4 AND id <> $5', [companyId, invoice.sale_id, data.substitute_uuid ?? '', 'valid', invoice.id]);
           if (!rows.length) throw validationFailed({ substitute_uuid: ['el motivo 01 necesita el UUID de la factura vigente que la sustituye'] });
         } else if (data.substitute_uuid) throw validationFailed({ substitute_uuid: ['solo con el motivo 01'] });
         await client.query(

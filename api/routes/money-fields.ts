@@ -5,16 +5,17 @@
 // duplicate_reference).
 import { z } from 'zod';
 import type { Queryable } from '../../db/pool.ts';
-import { isCurrency, mergeMetadata, metadataProblem, type Metadata } from '../../lib/money.ts';
+import { isCurrency, mergeMetadata, METADATA_LIMITS, metadataProblem, type Metadata } from '../../lib/money.ts';
 import { isObjectId } from '../../lib/objectid.ts';
+import { calendarDay, instant as dateInstant } from '../date-fields.ts';
 import { ApiError } from '../errors.ts';
 
 const SAFE = Number.MAX_SAFE_INTEGER;
 export const cents = z.number().int('centavos enteros, sin decimales').positive().max(SAFE, 'pasa de 2^53 − 1').describe('Centavos (entero > 0)');
 export const signedCents = z.number().int('centavos enteros, sin decimales').min(-SAFE).max(SAFE, 'pasa de 2^53 − 1');
 export const currency = z.string().refine(isCurrency, 'código ISO 4217 en minúsculas (mxn, usd…)').describe('ISO 4217 en minúsculas');
-export const instant = z.iso.datetime({ offset: true }).describe('ISO 8601; se devuelve en UTC');
-export const localDay = z.iso.date().describe('YYYY-MM-DD');
+export const instant = dateInstant.describe('ISO 8601; se devuelve en UTC');
+export const localDay = calendarDay;
 export const objectIdString = z.string().refine(isObjectId, 'no es un ObjectId válido');
 export const metadataInput = z
   .unknown()
@@ -27,7 +28,12 @@ export function checkMetadata(value: unknown, base: Metadata = {}): Metadata {
   if (value === undefined) return base;
   const problem = metadataProblem(value);
   if (problem) throw new ApiError('invalid_metadata', `metadata no es válido: ${problem}.`);
-  return mergeMetadata(base, value as Record<string, unknown>);
+  const merged = mergeMetadata(base, value as Record<string, unknown>);
+  // The limit holds for what is stored: an update adding keys to a record that has 50 is refused too.
+  if (Object.keys(merged).length > METADATA_LIMITS.keys) {
+    throw new ApiError('invalid_metadata', `metadata no es válido: con esta actualización tendría ${Object.keys(merged).length} claves, más de ${METADATA_LIMITS.keys}.`);
+  }
+  return merged;
 }
 
 /** Tables whose records carry `metadata.external_ref` (a generated column with a unique index). */

@@ -207,6 +207,8 @@ export function movementRoutes(direction: Direction): RouteDef[] {
           await assertCustomer(client, companyId, (data as { customer_id?: string | null }).customer_id);
           const status = data.status ?? 'paid';
           if (status === 'pending' && data.paid_at) throw validationFailed({ paid_at: ['solo para uno pagado'] });
+          // Not dropped in silence: a due date belongs to one on credit.
+          if (status === 'paid' && data.due_on) throw validationFailed({ due_on: ['solo para uno pendiente (status pending)'] });
           if (data.paid_at && Date.parse(data.paid_at) < Date.parse(data.occurred_at)) throw validationFailed({ paid_at: ['no puede ser anterior a occurred_at'] });
           await assertOpen(client, companyId, zone, [data.occurred_at, status === 'paid' ? (data.paid_at ?? data.occurred_at) : null]);
           return insertMovement(client, ctx.deps.jobs, companyId, zone, { ...(data as any), direction, account, status, metadata }).catch(refTaken);

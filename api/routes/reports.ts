@@ -107,13 +107,16 @@ export async function cashFlow(db: Queryable, companyId: string, startOn: string
     ),
     sums(db, companyId, { from: startOn, to: endOn }, ['cash_in', 'cash_out']),
     db.query<{ id: string; name: string; currency: string; opening_balance_cents: string; opening_on: string }>(
-      `SELECT id, name, currency, opening_balance_cents, to_char(opening_on, 'YYYY-MM-DD') AS opening_on FROM accounts WHERE company_id = $1 AND opening_on <= $2::date ORDER BY currency, name, id`,
-      [companyId, endOn],
+      `SELECT id, name, currency, opening_balance_cents, to_char(opening_on, 'YYYY-MM-DD') AS opening_on FROM accounts WHERE company_id = $1 ORDER BY currency, name, id`,
+      [companyId],
     ),
   ]);
   const get = (rows: Sum[], line: string, key: string) => Number(rows.find((r) => r.line === line && r.key === key)?.amount ?? 0);
-  const perAccount = accounts.rows.map((a) => {
-    const opening = Number(a.opening_balance_cents) + get(before.rows, 'cash_in', a.id) - get(before.rows, 'cash_out', a.id);
+  // Accounts open by end_on, and any with money moved by then before its opening date (as the balance sheet lists them).
+  const moved = new Set([...before.rows, ...inside].map((r) => r.key));
+  const perAccount = accounts.rows.filter((a) => a.opening_on <= endOn || moved.has(a.id)).map((a) => {
+    const openingBalance = a.opening_on <= endOn ? Number(a.opening_balance_cents) : 0;
+    const opening = openingBalance + get(before.rows, 'cash_in', a.id) - get(before.rows, 'cash_out', a.id);
     const inflows = get(inside, 'cash_in', a.id);
     const outflows = get(inside, 'cash_out', a.id);
     return { account_id: a.id, name: a.name, currency: a.currency, opening_balance_cents: opening, inflows_cents: inflows, outflows_cents: outflows, closing_balance_cents: opening + inflows - outflows };

@@ -2,6 +2,7 @@
 // settings_preferences validated value by value, and the read. Credential
 // fields (password, tokens) are not accepted: like any unknown field, 422.
 import { z } from 'zod';
+import { calendarDay } from '../date-fields.ts';
 
 const text = (max: number) => z.string().trim().max(max);
 const hex = z.string().regex(/^#[0-9a-fA-F]{6}$/, 'color hexadecimal #rrggbb');
@@ -42,7 +43,7 @@ const userFields = {
   email: z.email().max(254),
   phone: text(50).nullable().optional(),
   username: text(100).nullable().optional(),
-  birthdate: z.iso.date().nullable().optional().describe('YYYY-MM-DD'),
+  birthdate: calendarDay.nullable().optional().describe('YYYY-MM-DD'),
   booking_slug: z
     .string()
     .regex(BOOKING_SLUG, '3 a 64 caracteres a-z, 0-9 o -')

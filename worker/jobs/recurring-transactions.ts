@@ -1,7 +1,7 @@
 // Occurrences of recurring transactions (queue recurring-transactions):
 // every 15 minutes, each recurring transaction with an occurrence due today
-// or earlier (company zone) gets them all, one transaction per recurring
-// transaction; a job naming one (sent when it is created) does just that
+// or earlier (company zone) gets them all, in transactions of at most
+// OCCURRENCES_PER_TRANSACTION; a job naming one (sent when it is created) does just that
 // one. db/money/recurring.ts makes each occurrence exactly once.
 import type { Job } from 'pg-boss';
 import { generateDue } from '../../db/money/recurring.ts';
@@ -23,7 +23,8 @@ export const recurringTransactions: JobDefinition<RecurringJob> = {
                 WHERE r.active AND r.next_occurrence_on <= (now() AT TIME ZONE c.timezone)::date ORDER BY r.next_occurrence_on LIMIT 10000`,
             )
           ).rows.map((r) => r.id);
-      for (const id of ids) await transaction(deps.pool, (client) => generateDue(client, deps.jobs, id));
+      // A long backfill goes in short transactions (OCCURRENCES_PER_TRANSACTION each), the series' lock released between them.
+      for (const id of ids) while ((await transaction(deps.pool, (client) => generateDue(client, deps.jobs, id))).more);
     }
   },
 };

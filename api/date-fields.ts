@@ -1,0 +1,26 @@
+// Days and instants a client sends (bodies and queries): ISO 8601, from the
+// year 1900 on. PostgreSQL stores far earlier dates, but the service's own
+// arithmetic does not hold there: a day in year 0 answered 500 (date/time out
+// of range) and an instant of 0001-01-01Z, a local day of year 0 in Mexico
+// City, was stored and left out of the ledger. No record of a business is
+// dated before 1900; the bound is documented (docs/api.md, Errors).
+import { z } from 'zod';
+
+export const EARLIEST_DAY = '1900-01-01';
+const EARLIEST_INSTANT = Date.UTC(1900, 0, 2); // a day of margin: the local day is 1900 or later in every zone
+const LATEST_INSTANT = Date.UTC(9999, 11, 30); // and 9999 or earlier
+
+/** YYYY-MM-DD, a real calendar day, 1900-01-01 or later. */
+export const calendarDay = z.iso
+  .date()
+  .refine((day) => day >= EARLIEST_DAY, `debe ser ${EARLIEST_DAY} o posterior`)
+  .describe('YYYY-MM-DD');
+
+/** An ISO 8601 instant with its offset, from 1900-01-02T00:00:00Z to 9999-12-30T00:00:00Z. */
+export const instant = z.iso
+  .datetime({ offset: true })
+  .refine((value) => {
+    const at = Date.parse(value);
+    return at >= EARLIEST_INSTANT && at <= LATEST_INSTANT;
+  }, 'debe estar entre 1900-01-02 y 9999-12-30')
+  .describe('ISO 8601');
