@@ -11,6 +11,7 @@ import Router from '@koa/router';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Pool } from '../db/pool.ts';
 import { ApiError } from './errors.ts';
+import { POST_ACTIONS } from './forms/submissions.ts';
 import { bearerToken } from './middleware/authenticate.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState, Deps } from './types.ts';
 
@@ -45,21 +46,31 @@ gauge('db_pool_connections', 'Connections of this web process request pool, by s
   g.set({ state: 'idle' }, pool!.idleCount);
   g.set({ state: 'waiting' }, pool!.waitingCount);
 });
+// Every known label value is reported, 0 included: a series that vanishes when nothing is counted has no
+// data for an alert or a dashboard to read (max(queue_oldest_job_age_seconds) must be 0 on an idle system).
+const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'exhausted'];
+const THUMBNAIL_STATUSES = ['pending', 'ready', 'failed'];
+const POST_ACTION_STATUSES = ['pending', 'sending', 'done', 'failed'];
+
 gauge('queue_jobs', 'Jobs waiting in each pg-boss queue', ['queue'], async (g) => {
   g.reset();
-  const { rows } = await pool!.query<{ name: string; n: number }>(`SELECT name, count(*)::int AS n FROM pgboss.job WHERE state IN ('created', 'retry') GROUP BY name`);
+  const { rows } = await pool!.query<{ name: string; n: number }>(
+    `SELECT q.name, count(j.id)::int AS n FROM pgboss.queue q
+       LEFT JOIN pgboss.job j ON j.name = q.name AND j.state IN ('created', 'retry') GROUP BY q.name`,
+  );
   for (const r of rows) g.set({ queue: r.name }, r.n);
 });
-gauge('queue_oldest_job_age_seconds', 'Age of the oldest waiting job that is due, per pg-boss queue', ['queue'], async (g) => {
+gauge('queue_oldest_job_age_seconds', 'Age of the oldest waiting job that is due, per pg-boss queue (0 when none is waiting)', ['queue'], async (g) => {
   g.reset();
   const { rows } = await pool!.query<{ name: string; age: number }>(
-    `SELECT name, extract(epoch FROM now() - min(created_on))::float AS age FROM pgboss.job
-      WHERE state IN ('created', 'retry') AND start_after <= now() GROUP BY name`,
+    `SELECT q.name, coalesce(extract(epoch FROM now() - min(j.created_on)), 0)::float AS age FROM pgboss.queue q
+       LEFT JOIN pgboss.job j ON j.name = q.name AND j.state IN ('created', 'retry') AND j.start_after <= now() GROUP BY q.name`,
   );
   for (const r of rows) g.set({ queue: r.name }, r.age);
 });
 gauge('webhook_deliveries', 'Webhook deliveries of the last 24 hours by status', ['status'], async (g) => {
   g.reset();
+  for (const status of DELIVERY_STATUSES) g.set({ status }, 0);
   const { rows } = await pool!.query<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM webhook_deliveries WHERE created_at > now() - interval '24 hours' GROUP BY status`);
   for (const r of rows) g.set({ status: r.status }, r.n);
 });
@@ -75,11 +86,13 @@ gauge('webhook_endpoints', 'Webhook endpoints by health', ['health'], async (g) 
 });
 gauge('thumbnails', 'Media items by thumbnail status', ['status'], async (g) => {
   g.reset();
+  for (const status of THUMBNAIL_STATUSES) g.set({ status }, 0);
   const { rows } = await pool!.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM media GROUP BY status');
   for (const r of rows) g.set({ status: r.status }, r.n);
 });
 gauge('form_post_actions', 'Form post-actions of the last 24 hours by action and status', ['action', 'status'], async (g) => {
   g.reset();
+  for (const action of POST_ACTIONS) for (const status of POST_ACTION_STATUSES) g.set({ action, status }, 0);
   const { rows } = await pool!.query<{ action: string; status: string; n: number }>(
     `SELECT a.action, a.status, count(*)::int AS n FROM form_submission_actions a JOIN form_submissions s ON s.id = a.submission_id
       WHERE s.created_at > now() - interval '24 hours' GROUP BY a.action, a.status`,

@@ -40,6 +40,10 @@ describe('wsctl', () => {
     assert.equal(rows[0].email, 'duena@taller-ruiz.example');
     const other = await json(app, ['company', 'create', '--name', 'Otra', '--owner-email', 'ocupado@otra.example']);
     assertOneLineError(await wsctl(app, ['company', 'update', other.company.id, '--owner-email', 'duena@taller-ruiz.example']), /already exists/);
+    // Creating a company with a taken email is refused too (it used to make that person its owner in silence), and creates nothing.
+    const before = (await json(app, ['company', 'list'])).length;
+    assertOneLineError(await wsctl(app, ['company', 'create', '--name', 'Tercera', '--owner-email', 'DUENA@taller-ruiz.example']), /already exists.*add-membership/);
+    assert.equal((await json(app, ['company', 'list'])).length, before);
 
     const listed = await json(app, ['company', 'list']);
     assert.ok(Array.isArray(listed));

@@ -50,6 +50,11 @@ describe('metrics', () => {
     assert.match(text, /webhook_endpoints\{health="active"\} [1-9]\d*/);
     assert.match(text, /# TYPE queue_jobs gauge/);
     assert.match(text, /# TYPE queue_oldest_job_age_seconds gauge/);
+    // Every queue and known status has its series, 0 included: an alert on the oldest job's age has data on an idle system.
+    assert.match(text, /^queue_jobs\{queue="thumbnail"\} \d+$/m);
+    assert.match(text, /^queue_oldest_job_age_seconds\{queue="webhook-delivery"\} [\d.e+-]+$/m);
+    assert.match(text, /^form_post_actions\{action="notify_team",status="failed"\} \d+$/m);
+    assert.match(text, /^webhook_deliveries\{status="exhausted"\} \d+$/m);
     assert.match(text, /# TYPE form_post_actions gauge/);
   });
 });

@@ -77,6 +77,10 @@ describe('company and team', () => {
     const gif = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } }).gif().toBuffer();
     const refusedGif = await upload(app.baseUrl, t.key, '/company/logo', 'logo', gif, 'a.gif');
     assert.equal(refusedGif.status, 422, 'the logo takes JPG, PNG or SVG');
+    // The file in another part: the error names the part the contract gives the logo.
+    const wrongPart = await upload(app.baseUrl, t.key, '/company/logo', 'file', await png(), 'logo.png');
+    assert.equal(wrongPart.status, 422);
+    assert.deepEqual(wrongPart.body.errors, { logo: ['envía la imagen como multipart/form-data en el campo logo'] });
   });
 
   test('users: create with every contract field, no credential ever accepted or shown; flat booking branding reads nested', async () => {

@@ -29,8 +29,10 @@ export async function attachImage(
   upload: UploadedFile | undefined,
   fallbackFilename: string,
   accept?: ImageSlot<{ ownerId: string }>['accept'],
+  fields: readonly string[] = ['file', 'image'],
 ): Promise<string> {
-  if (!upload) throw validationFailed({ file: ['envía la imagen como multipart/form-data en el campo file o image'] });
+  // Named as this route takes it (the company logo in `logo`, as the contract says).
+  if (!upload) throw validationFailed({ [fields[0]]: [`envía la imagen como multipart/form-data en el campo ${fields.join(' o ')}`] });
   let file = upload;
   if (accept?.svg && looksLikeSvg(file.bytes)) {
     const raster = await rasterizeSvg(file.bytes);
@@ -137,7 +139,7 @@ export function imageSlotRoutes<Target extends { ownerId: string }>(slot: ImageS
       multipart: { fields: slot.fields, maxFileBytes: MAX_IMAGE_BYTES },
       handler: async (ctx, { params, companyId, file, db }) => {
         const target = await slot.locate(db, companyId, params);
-        const url = await attachImage(db, ctx.deps, slot.owner, companyId, target.ownerId, file, slot.filename, slot.accept);
+        const url = await attachImage(db, ctx.deps, slot.owner, companyId, target.ownerId, file, slot.filename, slot.accept, slot.fields);
         return { data: await slot.answer(db, companyId, target, url, ctx.deps) };
       },
     }),
