@@ -195,6 +195,12 @@ describe('tax invoices with the development provider', () => {
     for (const r of rows) assert.deepEqual(validateCfdi(r.xml), []);
     assert.match(rows[1].xml, /ImpSaldoAnt="2780.00" ImpPagado="2780.00" ImpSaldoInsoluto="0.00"/);
     assert.equal((await events(app, tenant.companyId, 'invoice.payment_complement_added')).filter((e) => e.id === inv.id).length, 2);
+    // A payment with its complement stamped is not deleted (the complements would outlive it, and add up to more
+    // than the invoice once paid again): 409, and the sale keeps it.
+    const refused = await api.delete(`/incomes/${done.payment_complements[0].income_id}`);
+    assert.equal(refused.status, 409, refused.text);
+    assert.equal(refused.body.error, 'payment_complement_issued');
+    assert.equal((await api.get(`/sales/${s.id}`)).body.data.status, 'paid');
   });
 
   test('tenant isolation: another company with the module sees 404', async () => {

@@ -233,6 +233,10 @@ describe('money', () => {
     assert.equal(paidOnce.status, 'paid');
     assert.equal((await api.delete(`/incomes/${paidOnce.payments[0].income_id}`)).status, 204);
     assert.equal((await api.get(`/sales/${other.id}`)).body.data.status, 'unpaid');
+    // A sale of total 0 is settled at its creation: sale.created, then its one sale.paid.
+    const free = (await api.post('/sales', { data: { currency: 'mxn', line_items: [{ description: 'Muestra', quantity: 1, unit_price_cents: 0 }] } })).body.data;
+    assert.equal(free.status, 'paid');
+    assert.deepEqual((await events(t.companyId, 'sale.paid')).filter((e: any) => e.id === free.id).map((e: any) => e.amount_cents), [0]);
   });
 
   test('closed months refuse writes dated in them (422 period_locked with year and month); wsctl period close|open; GET /accounting-periods', async () => {

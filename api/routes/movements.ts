@@ -275,7 +275,7 @@ export function movementRoutes(direction: Direction): RouteDef[] {
       description: `Revierte sus efectos: saldos de las cuentas, reportes${direction === 'income' ? ' y, si pagó una venta, lo pagado de esa venta' : ''}. Si su fecha o la de alguno de sus pagos cae en un mes cerrado: 422 \`period_locked\`.${events}`,
       params: idParam,
       status: 204,
-      errors: ['invalid_id', 'not_found', 'period_locked', 'validation_failed'],
+      errors: ['invalid_id', 'not_found', 'period_locked', 'validation_failed', ...(direction === 'income' ? (['payment_complement_issued'] as const) : [])],
       handler: async (ctx, { params, companyId, db }) => {
         await transaction(db, async (client) => {
           const m = await findMovement(client, companyId, direction, params.id, true);
@@ -284,6 +284,11 @@ export function movementRoutes(direction: Direction): RouteDef[] {
           const payments = await paymentsOf(client, m.id);
           await assertOpen(client, companyId, zone, [m.occurred_at, ...payments.map((p) => p.paid_at)]);
           if (m.sale_id) {
+            // A payment whose CFDI payment complement is stamped (or being stamped) stays: the tax
+            // authority holds a document for it, and deleting the payment would leave the complements
+            // adding up to more than the invoice once it is paid again. A refund undoes it instead.
+            const { rows: issued } = await client.query(`SELECT 1 FROM invoice_payment_complements WHERE income_id = $1 AND status IN ('pending', 'valid') LIMIT 1`, [m.id]);
+            if (issued.length) throw new ApiError('payment_complement_issued');
             await revertSalePayment(client, companyId, m.sale_id, Number(m.paid_cents)).catch((error) => {
               if (error instanceof SaleRefundedError) throw validationFailed({ id: [error.message] });
               throw error;

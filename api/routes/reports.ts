@@ -113,7 +113,7 @@ export async function cashFlow(db: Queryable, companyId: string, startOn: string
   ]);
   const get = (rows: Sum[], line: string, key: string) => Number(rows.find((r) => r.line === line && r.key === key)?.amount ?? 0);
   // Accounts open by end_on, and any with money moved by then before its opening date (as the balance sheet lists them).
-  const moved = new Set([...before.rows, ...inside].map((r) => r.key));
+  const moved = new Set([...before.rows, ...inside].filter((r) => Number(r.amount) !== 0).map((r) => r.key));
   const perAccount = accounts.rows.filter((a) => a.opening_on <= endOn || moved.has(a.id)).map((a) => {
     const openingBalance = a.opening_on <= endOn ? Number(a.opening_balance_cents) : 0;
     const opening = openingBalance + get(before.rows, 'cash_in', a.id) - get(before.rows, 'cash_out', a.id);

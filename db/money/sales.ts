@@ -101,6 +101,9 @@ export async function insertSale(db: Queryable, jobs: JobSender, companyId: stri
   );
   await post(db, companyId, saleEntries(rows[0], zone));
   await recordEvent(db, jobs, companyId, 'sale.created', saleEventData(rows[0]));
+  // A sale of total 0 (free items) is settled from the start: its one sale.paid follows its sale.created,
+  // as a paid income's income.paid follows its income.created.
+  if (rows[0].status === 'paid') await recordEvent(db, jobs, companyId, 'sale.paid', saleEventData(rows[0]));
   return rows[0];
 }
 
