@@ -1,5 +1,6 @@
-// Days and instants a client sends (bodies and queries): ISO 8601, from the
-// year 1900 on. PostgreSQL stores far earlier dates, but the service's own
+// Days and instants a client sends: ISO 8601, from the year 1900 on for what
+// is stored or computed (bodies, report days, slot ranges); list filters only
+// compare and take any instant PostgreSQL can read (`instantFilter`). PostgreSQL stores far earlier dates, but the service's own
 // arithmetic does not hold there: a day in year 0 answered 500 (date/time out
 // of range) and an instant of 0001-01-01Z, a local day of year 0 in Mexico
 // City, was stored and left out of the ledger. No record of a business is
@@ -23,4 +24,14 @@ export const instant = z.iso
     const at = Date.parse(value);
     return at >= EARLIEST_INSTANT && at <= LATEST_INSTANT;
   }, 'debe estar entre 1900-01-02 y 9999-12-30')
+  .describe('ISO 8601');
+
+/**
+ * A list filter (`from`/`to`): any ISO 8601 instant PostgreSQL can read, so the
+ * usual "no limit" values (`0001-01-01T00:00:00Z`, `9999-12-31T23:59:59Z`)
+ * work; only year 0000, which PostgreSQL has no such year for, is refused.
+ */
+export const instantFilter = z.iso
+  .datetime({ offset: true })
+  .refine((value) => !value.startsWith('0000'), 'el año 0000 no existe; usa 0001 o posterior')
   .describe('ISO 8601');

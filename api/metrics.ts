@@ -12,6 +12,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Pool } from '../db/pool.ts';
 import { ApiError } from './errors.ts';
 import { POST_ACTIONS } from './forms/submissions.ts';
+import { DELIVERY_STATUSES } from './routes/webhook-endpoint-queries.ts';
 import { bearerToken } from './middleware/authenticate.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState, Deps } from './types.ts';
 
@@ -48,7 +49,7 @@ gauge('db_pool_connections', 'Connections of this web process request pool, by s
 });
 // Every known label value is reported, 0 included: a series that vanishes when nothing is counted has no
 // data for an alert or a dashboard to read (max(queue_oldest_job_age_seconds) must be 0 on an idle system).
-const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'exhausted'];
+// The thumbnail and post-action states are the CHECKs of migrations 010 and 045.
 const THUMBNAIL_STATUSES = ['pending', 'ready', 'failed'];
 const POST_ACTION_STATUSES = ['pending', 'sending', 'done', 'failed'];
 

@@ -208,7 +208,7 @@ function multipartBody(options: MultipartRoute['multipart']): ApiMiddleware {
       const reason = status === 413
         ? `se acepta un solo archivo de hasta ${Math.floor(options.maxFileBytes / 1024 / 1024)} MB`
         : 'el cuerpo multipart/form-data no es válido';
-      throw validationFailed({ file: [reason] });
+      throw validationFailed({ [options.fields[0] ?? 'file']: [reason] });
     }
     const files = ctx.request.files ?? {};
     const all = Object.entries(files).flatMap(([field, f]) => (Array.isArray(f) ? f : [f]).map((file) => ({ field, file })));
@@ -300,6 +300,9 @@ function uploadBody(limits: UploadRoute['upload']): ApiMiddleware {
 
 function validateParams(kinds: Record<string, ParamKind>): ApiRouteMiddleware {
   return async function params(ctx, next) {
+    // An id or slug with U+0000 (%00) names nothing that can exist, and PostgreSQL refuses to compare
+    // with it: 404 before any body is read.
+    for (const value of Object.values(ctx.params ?? {})) if (typeof value === 'string' && !isStorableText(value)) throw new ApiError('not_found');
     for (const [name, kind] of Object.entries(kinds)) {
       if (kind === 'id' && !isObjectId(ctx.params[name])) {
         throw new ApiError('invalid_id', `El parámetro ${name} no es un ObjectId válido.`);
@@ -317,8 +320,6 @@ function bodyOf(route: JsonRoute, body: unknown): unknown {
 
 function handle(route: RouteDef): ApiRouteMiddleware {
   return async function handler(ctx, next) {
-    // An id or slug with U+0000 (%00) names nothing that can exist, and PostgreSQL refuses to compare with it.
-    for (const value of Object.values(ctx.params ?? {})) if (typeof value === 'string' && !isStorableText(value)) throw new ApiError('not_found');
     const base = {
       params: ctx.params ?? {},
       query: route.query ? parseQuery(route.query, ctx.query) : {},
@@ -346,7 +347,7 @@ function chainOf(route: RouteDef, defaultRateLimit: number): ApiRouteMiddleware[
     ? [authenticateSession(route.session), rateLimit(defaultRateLimit)]
     : [authenticate, rateLimit(defaultRateLimit), checkOrigin, requireScope(route.scope)];
   if (route.module) chain.push(requireModule(route.module));
-  if (route.params) chain.push(validateParams(route.params));
+  if (route.params || route.path.includes(':')) chain.push(validateParams(route.params ?? {}));
   if (route.multipart) chain.push(multipartBody(route.multipart), idempotency);
   else if (route.upload) chain.push(idempotentBodyCap, uploadBody(route.upload));
   else if (route.method !== 'GET' && route.method !== 'DELETE') chain.push(idempotentBodyCap, jsonContentType, jsonBody, idempotency);

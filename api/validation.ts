@@ -79,7 +79,18 @@ export function checkJsonBody(body: unknown): void {
   }
 }
 
-const TEXT_REASON = 'contiene un carácter nulo (U+0000) o un sustituto UTF-16 sin pareja, que no son texto válido';
+/** checkJsonBody's problems as field errors rather than thrown (MCP arguments), or null when there are none. */
+export function unstorableText(value: unknown): FieldErrors | null {
+  try {
+    checkJsonBody(value);
+    return null;
+  } catch (error) {
+    if (error instanceof ApiError && error.code === 'validation_failed') return (error.toBody() as { errors?: FieldErrors }).errors ?? null;
+    throw error;
+  }
+}
+
+export const TEXT_REASON = 'contiene un carácter nulo (U+0000) o un sustituto UTF-16 sin pareja, que no son texto válido';
 
 /** Text PostgreSQL can store as written: no U+0000, well-formed UTF-16 (no lone surrogate). */
 export function isStorableText(text: string): boolean {

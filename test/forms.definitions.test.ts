@@ -113,6 +113,28 @@ describe('form definitions: admin procedures and localized reads', () => {
     await adminMutation(app.url, 'form.update', { id: form.id, form: sampleFormFile() });
   });
 
+  test('max_file_size_mb reads the whole MiB within the byte limit, rounded down, and a saved read goes back unchanged', async () => {
+    const fields = [
+      ...sampleFormFile().fields,
+      { key: 'doc', field_type: 'file', label: 'Doc', position: 20, file: { max_file_size_bytes: 1_500_000, allowed_kinds: ['pdf'] } },
+      { key: 'tiny', field_type: 'file', label: 'Tiny', position: 21, file: { max_file_size_bytes: 500_000, allowed_kinds: ['pdf'] } },
+    ];
+    const created = await adminMutation(app.url, 'form.create', { companyId: tenant.companyId, form: sampleFormFile({ slug: 'limites', fields }) });
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    const api = client(app.baseUrl, tenant.key);
+    const read = (await api.get(`/forms/${created.data.id}`)).body.data;
+    const limits = (key: string) => read.fields.find((f: any) => f.key === key).file;
+    assert.deepEqual([limits('doc').max_file_size_mb, limits('doc').max_file_size_bytes], [1, 1_500_000], 'a client keeping within 1 MiB is never refused');
+    assert.deepEqual([limits('tiny').max_file_size_mb, limits('tiny').max_file_size_bytes], [0, 500_000]);
+    const back = await adminMutation(app.url, 'form.update', { id: created.data.id, form: { ...read, post_actions: {} } });
+    assert.equal(back.status, 200, JSON.stringify(back.body));
+    // The pair as reads gave it before (rounded up) still agrees; 0 MiB alone is no limit.
+    const older = fields.map((f: any) => (f.key === 'doc' ? { ...f, file: { ...f.file, max_file_size_mb: 2 } } : f));
+    assert.equal((await adminMutation(app.url, 'form.update', { id: created.data.id, form: sampleFormFile({ slug: 'limites', fields: older }) })).status, 200);
+    const zero = fields.map((f: any) => (f.key === 'tiny' ? { ...f, file: { max_file_size_mb: 0, allowed_kinds: ['pdf'] } } : f));
+    assert.notEqual((await adminMutation(app.url, 'form.update', { id: created.data.id, form: sampleFormFile({ slug: 'limites', fields: zero }) })).status, 200);
+  });
+
   test('forms are read-only in the REST API and need read-forms', async () => {
     const api = client(app.baseUrl, tenant.key);
     assert.equal((await api.post('/forms', { data: sampleFormFile() })).status, 405);

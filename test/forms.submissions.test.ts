@@ -96,7 +96,7 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     const s = res.body.data;
     assert.equal(s.status, 'received');
     assert.equal(s.contact_id, null);
-    assert.equal(s.contact_type, null, 'not visible until processed (contract, States)');
+    assert.equal(s.contact_type, 'none', 'the enum has no null: none until processed, with contact_id null');
     assert.equal(s.source, 'developers_api');
     assert.equal(s.locale, 'en');
     assert.equal(s.referrer, 'https://shop.example/contact');
@@ -585,6 +585,13 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     assert.deepEqual(none.body.data.files, []);
     assert.equal(none.body.data.answers.cv, undefined);
     assert.ok(none.body.data.files_error);
+    // The same when the file field is required: the file was sent, so the submission is kept with
+    // files_error (contract), not refused as if the answer were missing.
+    const fields = files.sampleFormFile().fields.map((f: any) => (f.key === 'cv' ? { ...f, required: true } : f));
+    const strict = await files.createFormViaAdmin(app.url, small.companyId, files.sampleFormFile({ slug: 'cv-obligatorio', fields }));
+    const kept = await client(app.baseUrl, small.key).post(`/forms/${strict.id}/submissions`, { data: { answers: { ...base, cv: files.fileJson('cuatro.pdf', files.pdf()) } } });
+    assert.equal(kept.status, 201, JSON.stringify(kept.body));
+    assert.match(kept.body.data.files_error, /cuatro\.pdf/);
   });
 
   test('storage quota: checked before bytes are streamed in, counting every stored file of the company (catalog images too)', async () => {

@@ -103,6 +103,12 @@ describe('MCP server', () => {
     assert.equal((await rpc({ jsonrpc: '2.0', id: 1, method: 'resources/list' })).body.error.code, -32601);
     assert.equal((await call('list_customers', { per_page: 500 })).body.error.code, -32602);
     assert.equal((await call('list_customers', { nope: true })).body.error.code, -32602);
+    // Text no column can hold is an invalid argument (it reached the query and answered -32603).
+    for (const search of ['a\u0000b', 'a\ud800b']) {
+      const bad = await call('list_customers', { search });
+      assert.equal(bad.body.error.code, -32602, JSON.stringify(search));
+      assert.ok(bad.body.error.data.errors.search, JSON.stringify(bad.body.error));
+    }
     assert.equal((await call('delete_everything')).body.error.code, -32002);
     assert.equal((await rpc({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { arguments: {} } })).body.error.code, -32602, 'no name: invalid params');
     const scoped = await seedTenant(app.pool, { plan: 'starter', scopes: ['read-customers'] });

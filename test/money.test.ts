@@ -237,6 +237,8 @@ describe('money', () => {
     const free = (await api.post('/sales', { data: { currency: 'mxn', line_items: [{ description: 'Muestra', quantity: 1, unit_price_cents: 0 }] } })).body.data;
     assert.equal(free.status, 'paid');
     assert.deepEqual((await events(t.companyId, 'sale.paid')).filter((e: any) => e.id === free.id).map((e: any) => e.amount_cents), [0]);
+    const freeRow = await app.pool.query('SELECT settled_at FROM sales WHERE id = $1', [free.id]);
+    assert.ok(freeRow.rows[0].settled_at, 'settled at creation: the once-only guard of sale.paid holds');
   });
 
   test('closed months refuse writes dated in them (422 period_locked with year and month); wsctl period close|open; GET /accounting-periods', async () => {
@@ -371,6 +373,9 @@ describe('money', () => {
       assert.equal(res.status, 400, `${query}: ${res.text}`);
       assert.equal(res.body.error, 'invalid_parameter');
     }
+    // List filters only compare: the usual "no limit" instants pass; year 0000, which PostgreSQL cannot read, is 400.
+    for (const query of ['from=0001-01-01T00:00:00Z', 'to=9999-12-31T23:59:59Z']) assert.equal((await api.get(`/incomes?${query}`)).status, 200, query);
+    assert.equal((await api.get('/incomes?from=0000-12-31T00:00:00Z')).body.error, 'invalid_parameter');
     const unknown = await api.get('/reports/cash-flow?start_on=2026-01-01&end_on=2026-01-31&currency=usd');
     assert.equal(unknown.status, 400);
     assert.match(unknown.body.message, /currency/);
@@ -378,6 +383,10 @@ describe('money', () => {
     const paidWithDue = await api.post('/incomes', { data: { account_id: a.id, amount_cents: 7, occurred_at: '2026-05-01T17:00:00Z', status: 'paid', due_on: '2026-06-01' } });
     assert.equal(paidWithDue.status, 422, paidWithDue.text);
     assert.deepEqual(Object.keys(paidWithDue.body.errors), ['due_on']);
+    const paid = (await api.post('/incomes', { data: { account_id: a.id, amount_cents: 7, occurred_at: '2026-05-01T17:00:00Z' } })).body.data;
+    const dueLater = await api.patch(`/incomes/${paid.id}`, { data: { due_on: '2026-06-01' } });
+    assert.equal(dueLater.status, 422, 'the same on PATCH');
+    assert.deepEqual(Object.keys(dueLater.body.errors), ['due_on']);
   });
 
   test('money moved before an account opening date shows in the cash flow as in the balance sheet', async () => {

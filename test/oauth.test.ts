@@ -101,6 +101,12 @@ describe('OAuth 2.1 authorization server', () => {
       assert.equal(res.body.error, 'invalid_redirect_uri', uri);
     }
     for (const uri of ['https://app.example/cb', 'http://localhost:5173/cb', 'cursor://anysphere.cursor-mcp/oauth/callback']) assert.equal((await register(uri)).status, 201, uri);
+    // Text no column can hold: 400 invalid_client_metadata (it reached the insert and answered 500).
+    for (const body of [{ redirect_uris: ['https://app.example/cb'], client_name: 'a\u0000b' }, { redirect_uris: ['https://app.example/c\u0000b'] }]) {
+      const res = await fetch(`${app.url}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.equal(((await res.json()) as { error: string }).error, 'invalid_client_metadata');
+    }
   });
 
   test('the whole flow: a chosen subset of scopes, the code exchanged with PKCE, MCP calls with the token, rotation and reuse', async () => {

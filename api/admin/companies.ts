@@ -104,18 +104,26 @@ export async function createCompany(pool: Pool, input: CompanyInput) {
   return transaction(pool, async (db) => {
     const id = objectId();
     const slug = await uniqueSlug(db, input.name);
+    const email = (input.ownerEmail ?? `owner@${slug}.example`).toLowerCase();
+    // DESIGN.md: the owner is a user made with the email. An email already taken is refused before
+    // anything is created, as on `company update` (it once made that person, of another company, this
+    // one's owner in silence); one person in two companies is an explicit `wsctl user add-membership`.
+    const existing = await db.query<UserRow>('SELECT id FROM users WHERE lower(email) = $1 AND deleted_at IS NULL', [email]);
+    if (existing.rows[0]) {
+      throw new ApiError('email_taken', `A user with email ${email} already exists; create the company with another owner email, then \`wsctl user add-membership ${existing.rows[0].id} --company <new company id> --owner\``);
+    }
     const { rows } = await db.query<CompanyRow>(
       `INSERT INTO companies (id, name, slug, max_team_size, enabled_modules, plan, mcp_quota)
        VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
       [id, input.name, slug, input.maxTeamSize ?? 5, input.modules ?? [], input.plan ?? 'free', input.mcpQuota ?? null],
     );
-    const email = (input.ownerEmail ?? `owner@${slug}.example`).toLowerCase();
-    // DESIGN.md: the owner is a user made with the email. An email already taken is refused as on
-    // `company update` (it once made that person, of another company, this one's owner in silence);
-    // one person in two companies is an explicit `wsctl user add-membership`.
-    const existing = await db.query<UserRow>('SELECT * FROM users WHERE lower(email) = $1 AND deleted_at IS NULL', [email]);
-    if (existing.rows[0]) throw new ApiError('email_taken', `A user with email ${email} already exists; to make them owner of this company too, use \`wsctl user add-membership ${existing.rows[0].id} --company <id> --owner\``);
-    const user = (await db.query<UserRow>(`INSERT INTO users (id, email, first_name) VALUES ($1, $2, $3) RETURNING *`, [objectId(), email, 'Owner'])).rows[0];
+    const user = (
+      await db.query<UserRow>(`INSERT INTO users (id, email, first_name) VALUES ($1, $2, $3) RETURNING *`, [objectId(), email, 'Owner']).catch((error) => {
+        // Taken meanwhile by a concurrent create: the same answer as above.
+        if ((error as { code?: string }).code === '23505') throw new ApiError('email_taken', `A user with email ${email} already exists`);
+        throw error;
+      })
+    ).rows[0];
     await db.query(`INSERT INTO memberships (company_id, user_id, is_owner) VALUES ($1, $2, true)`, [id, user.id]);
     return { company: serializeCompany(rows[0], 1), owner: serializeUser(user, true) };
   });

@@ -22,7 +22,8 @@ const texts = (max: number) => z.partialRecord(locale, text(max));
 
 const fileInput = z.strictObject({
   max_files: z.number().int().min(1).max(10).default(1),
-  max_file_size_mb: z.number().int().min(1).max(MAX_FILE_SIZE_BYTES / MIB).optional(),
+  // 0 only beside max_file_size_bytes (a read of a limit under 1 MiB sent back): alone it must be at least 1.
+  max_file_size_mb: z.number().int().min(0).max(MAX_FILE_SIZE_BYTES / MIB).optional(),
   max_file_size_bytes: z.number().int().min(1).max(MAX_FILE_SIZE_BYTES).optional(),
   allowed_kinds: z.array(z.enum(FILE_KINDS)).default([]),
   allowed_extensions: z
@@ -125,7 +126,10 @@ export const formFileSchema = z
           if (f.max_file_size_mb === undefined && f.max_file_size_bytes === undefined) {
             issue(at('file', 'max_file_size_mb'), 'indica max_file_size_mb o max_file_size_bytes');
           }
-          if (f.max_file_size_mb !== undefined && f.max_file_size_bytes !== undefined && Math.floor(f.max_file_size_bytes / MIB) !== f.max_file_size_mb) {
+          if (f.max_file_size_mb === 0 && f.max_file_size_bytes === undefined) issue(at('file', 'max_file_size_mb'), 'debe ser al menos 1');
+          // They agree when mb is bytes in whole MiB rounded down (what a read gives) or up (what reads gave before).
+          const mib = f.max_file_size_bytes === undefined ? null : f.max_file_size_bytes / MIB;
+          if (f.max_file_size_mb !== undefined && mib !== null && Math.floor(mib) !== f.max_file_size_mb && Math.ceil(mib) !== f.max_file_size_mb) {
             issue(at('file', 'max_file_size_bytes'), 'no coincide con max_file_size_mb');
           }
           f.allowed_extensions.forEach((ext, j) => {

@@ -71,5 +71,5 @@ export async function intakeJson(stager: FileStager, data: SubmissionData): Prom
       out[key] = value;
     }
   }
-  return { answers: out, locale: data.locale, files: stager.files, sentFileKeys: stager.sentKeys, overQuota: stager.overQuota, errors: stager.errors };
+  return { answers: out, locale: data.locale, files: stager.files, sentFileKeys: stager.sentFileKeys, overQuota: stager.overQuota, errors: stager.errors };
 }

@@ -5,7 +5,7 @@ import busboy from 'busboy';
 import type { IncomingMessage } from 'node:http';
 import { Transform, type Readable } from 'node:stream';
 import { ApiError } from '../errors.ts';
-import { isStorableText } from '../validation.ts';
+import { isStorableText, TEXT_REASON } from '../validation.ts';
 import { FileStager, type Intake } from './intake.ts';
 
 // `data[answers][k]`, `answers[k]`, `files[k]`, `data[files][k]`, each with an optional `[]` or `[n]`.
@@ -62,7 +62,7 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
     }
     const key = match[3];
     if (!isStorableText(value)) {
-      stager.reject(key, 'contiene un carácter nulo (U+0000), que no es texto válido');
+      stager.reject(key, TEXT_REASON);
       return;
     }
     const isArray = name.endsWith(']') && /\[\d*\]$/.test(name.slice(name.indexOf(key) + key.length + 1));
@@ -138,5 +138,5 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
   }
   await work;
   if (failure) throw failure;
-  return { answers, locale, files: stager.files, sentFileKeys: stager.sentKeys, overQuota: stager.overQuota, errors: stager.errors };
+  return { answers, locale, files: stager.files, sentFileKeys: stager.sentFileKeys, overQuota: stager.overQuota, errors: stager.errors };
 }

@@ -56,7 +56,7 @@ export class FileStager {
   readonly files: StagedFile[] = [];
   readonly errors: FieldErrors = {};
   /** Keys of the file fields a file was sent for, whatever became of it. */
-  readonly sentKeys = new Set<string>();
+  readonly sentFileKeys = new Set<string>();
   /** Names of files refused for the storage quota before a byte of them was stored. */
   readonly overQuota: string[] = [];
   /** The company's free bytes when staging began (read once, unlocked; filing checks again under a lock). */
@@ -94,7 +94,7 @@ export class FileStager {
       addError(this.errors, key, 'este campo no admite archivos');
       return null;
     }
-    this.sentKeys.add(key);
+    this.sentFileKeys.add(key);
     const count = (this.#counts.get(key) ?? 0) + 1;
     this.#counts.set(key, count);
     if (count > field.file.max_files) {

@@ -126,8 +126,8 @@ export function serializeSubmission(row: SubmissionRow) {
     email: row.email,
     name: row.name,
     phone: row.phone,
-    // Contract (States): contact_type and contact_id "become visible on re-read" once processed; until then null.
-    contact_type: row.status === 'received' ? null : row.contact_type,
+    // `none` until processed (the contract's enum has no null; contact_id is null until then, and status says whether it was).
+    contact_type: row.contact_type,
     contact_id: row.contact_id,
     source: row.source,
     status: row.status,
@@ -147,7 +147,7 @@ export const submissionSchema = z.object({
   email: z.string().nullable(),
   name: z.string().nullable(),
   phone: z.string().nullable(),
-  contact_type: z.enum(['lead', 'customer', 'none']).nullable().describe('null mientras `status` es `received`; `none` cuando el envío se procesó sin contacto'),
+  contact_type: z.enum(['lead', 'customer', 'none']).describe('`none` mientras `status` es `received` y cuando el envío se procesó sin contacto'),
   contact_id: z.string().nullable().describe('Vacío hasta que el trabajo en segundo plano termina'),
   source: z.string(),
   status: z.enum(['received', 'processed', 'failed']),

@@ -11,7 +11,7 @@ import { ApiError } from '../errors.ts';
 import { bearerToken } from '../middleware/authenticate.ts';
 import { limitUnauthenticated } from '../middleware/rate-limit.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState } from '../types.ts';
-import { fieldErrors } from '../validation.ts';
+import { fieldErrors, unstorableText } from '../validation.ts';
 import { ACCESS_PREFIX, verifyAccessToken } from '../oauth/store.ts';
 import { describeTool, TOOLS, ToolFailure } from './tools.ts';
 
@@ -116,10 +116,12 @@ async function callTool(ctx: ApiContext, credential: Credential, id: unknown, pa
     await finish(-32001);
     return rpcError(id, -32001, `La credencial no tiene el permiso ${tool.scope}.`, { required: tool.scope });
   }
+  // Text no column can hold (U+0000, a lone surrogate) is an invalid argument, not an internal error.
+  const problems = unstorableText(params.arguments);
   const parsed = tool.input.safeParse(params.arguments ?? {});
-  if (!parsed.success) {
+  if (problems || !parsed.success) {
     await finish(-32602);
-    return rpcError(id, -32602, 'Argumentos inválidos.', { errors: fieldErrors(parsed.error.issues) });
+    return rpcError(id, -32602, 'Argumentos inválidos.', { errors: problems ?? fieldErrors(parsed.error!.issues) });
   }
   try {
     const structured = await tool.run({ db: ctx.deps.pool, totals: ctx.deps.totals, companyId: credential.companyId }, parsed.data);

@@ -4,7 +4,7 @@
 // modules and serializers as the REST routes, within the credential's company.
 // The order is the contract's table.
 import { z } from 'zod';
-import { calendarDay, instant } from '../date-fields.ts';
+import { calendarDay, instantFilter } from '../date-fields.ts';
 import type { Queryable } from '../../db/pool.ts';
 import type { TotalsCache } from '../pagination.ts';
 import { likePattern, listPage } from '../pagination.ts';
@@ -64,8 +64,8 @@ async function asList(key: string, args: { page: number; per_page: number }, isF
 }
 
 const movementFilters = {
-  from: instant.optional().describe('Ocurridos desde este instante (ISO 8601)'),
-  to: instant.optional().describe('Ocurridos antes de este instante (ISO 8601)'),
+  from: instantFilter.optional().describe('Ocurridos desde este instante (ISO 8601)'),
+  to: instantFilter.optional().describe('Ocurridos antes de este instante (ISO 8601)'),
   account_id: z.string().regex(/^[0-9a-f]{24}$/).optional().describe('Cuenta'),
   status: z.enum(['paid', 'pending']).optional(),
   category: z.string().max(100).optional(),
@@ -183,8 +183,8 @@ export const TOOLS: readonly Tool[] = [
     description: 'Eventos que se traslapan con un rango (terminan después de `from`, empiezan antes de `to`), opcionalmente de un anfitrión.',
     scope: 'read-calendar_events',
     input: z.strictObject({
-      from: instant.optional().describe('Inicio del rango, ISO 8601'),
-      to: instant.optional().describe('Fin del rango, ISO 8601'),
+      from: instantFilter.optional().describe('Inicio del rango, ISO 8601'),
+      to: instantFilter.optional().describe('Fin del rango, ISO 8601'),
       user_id: z.string().regex(/^[0-9a-f]{24}$/).optional().describe('Anfitrión'),
       ...paging,
     }),

@@ -79,9 +79,10 @@ export function requestMiddleware() {
         ctx.body = { error: 'internal_error', message: `Error interno del servidor. Referencia: ${requestId}.` };
       }
     }
-    // RFC 9110 §11.6.1: a 401 carries a challenge. The API key (and the metrics token) is a Bearer
-    // credential (RFC 6750): error="invalid_token" when one was sent. MCP sets its own, with resource metadata.
-    if (ctx.status === 401 && !ctx.response.get('WWW-Authenticate')) {
+    // RFC 9110 §11.6.1: a 401 carries a challenge. The API key, a session token and the metrics token
+    // (invalid_key) are Bearer credentials (RFC 6750): error="invalid_token" when one was sent. MCP sets
+    // its own, with resource metadata; OAuth's token endpoint and sign-in page are not Bearer-protected.
+    if (ctx.status === 401 && (ctx.body as { error?: string } | undefined)?.error === 'invalid_key' && !ctx.response.get('WWW-Authenticate')) {
       ctx.set('WWW-Authenticate', `Bearer realm="api"${ctx.get('Authorization') ? ', error="invalid_token"' : ''}`);
     }
     observeRequest(ctx, (performance.now() - started) / 1000);

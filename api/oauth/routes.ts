@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import Router from '@koa/router';
 import { koaBody } from 'koa-body';
 import { z } from 'zod';
+import { isStorableText } from '../validation.ts';
 import { transaction } from '../../db/pool.ts';
 import { verifyPassword } from '../../lib/passwords.ts';
 import { ALL_SCOPES } from '../auth/scopes.ts';
@@ -166,8 +167,8 @@ export function oauthRouter(): ApiRouter {
     }
     const input = z
       .object({
-        redirect_uris: z.array(z.string().max(2000)).min(1).max(10),
-        client_name: z.string().trim().max(200).optional(),
+        redirect_uris: z.array(z.string().max(2000).refine(isStorableText)).min(1).max(10),
+        client_name: z.string().trim().max(200).refine(isStorableText, 'contiene un carácter nulo o un sustituto sin pareja').optional(),
       })
       .safeParse(ctx.request.body);
     if (!input.success) return oauthError(ctx, 400, 'invalid_client_metadata', 'redirect_uris es obligatorio (1 a 10 direcciones)');
@@ -213,7 +214,8 @@ export function oauthRouter(): ApiRouter {
         ctx.body = errorPage('La sesión del formulario expiró; vuelve a intentarlo desde la aplicación.');
         return;
       }
-      const email = String(body.email ?? '').toLowerCase();
+      // An email no column can hold matches no user (and must not reach the query).
+      const email = isStorableText(String(body.email ?? '')) ? String(body.email ?? '').toLowerCase() : '';
       const limit = await ctx.deps.rateLimiter.consume(`oauth-signin:${email}:${ctx.ip}`, 10);
       const { rows } = await ctx.deps.pool.query<{ id: string; password_hash: string | null }>('SELECT id, password_hash FROM users WHERE lower(email) = $1 AND deleted_at IS NULL', [email]);
       const ok = limit.allowed && (await verifyPassword(String(body.password ?? ''), rows[0]?.password_hash ?? null)) && !!rows[0];

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { isObjectId } from '../../lib/objectid.ts';
 import { paginationQuery } from '../pagination.ts';
-import { instant } from '../date-fields.ts';
+import { instant, instantFilter } from '../date-fields.ts';
 import { LOCATION_TYPES } from './booking-link-schemas.ts';
 import { isTimeZone } from './calendar-event-schemas.ts';
 
@@ -75,6 +75,6 @@ export const bookingListQuery = paginationQuery.extend({
   booking_link_id: objectIdString.optional(),
   user_id: objectIdString.optional(),
   status: z.enum(BOOKING_STATUSES).optional(),
-  from: instant.optional().describe('Reservas que terminan después de este instante'),
-  to: instant.optional().describe('Reservas que empiezan antes de este instante'),
+  from: instantFilter.optional().describe('Reservas que terminan después de este instante'),
+  to: instantFilter.optional().describe('Reservas que empiezan antes de este instante'),
 });

@@ -3,7 +3,7 @@
 // `meet_url`, `google_event_id`, `booking_*`) are refused on write like any
 // unknown field; `user_id` is refused on PATCH (the host never changes).
 import { z } from 'zod';
-import { instant as anInstant } from '../date-fields.ts';
+import { instant as anInstant, instantFilter } from '../date-fields.ts';
 import { isObjectId } from '../../lib/objectid.ts';
 import { paginationQuery } from '../pagination.ts';
 
@@ -100,8 +100,8 @@ export const calendarEventListQuery = paginationQuery.extend({
   user_id: refId.optional().describe('Solo eventos de este anfitrión'),
   kind: z.enum(EVENT_KINDS).optional(),
   source: z.enum(EVENT_SOURCES).optional(),
-  from: anInstant.optional().describe('Eventos que terminan después de este instante'),
-  to: anInstant.optional().describe('Eventos que empiezan antes de este instante'),
+  from: instantFilter.optional().describe('Eventos que terminan después de este instante'),
+  to: instantFilter.optional().describe('Eventos que empiezan antes de este instante'),
 });
 
 export const calendarEventExample = {

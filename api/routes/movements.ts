@@ -17,6 +17,7 @@ import { listPage, paginationQuery, type PaginationQuery, type TotalsCache } fro
 import { defineRoute, type RouteDef } from '../route.ts';
 import { findAccount } from './account-queries.ts';
 import { assertCustomer, assertRefFree, cents, checkMetadata, existingByRef, instant, localDay, metadataInput, metadataSchema, objectIdString, refTaken } from './money-fields.ts';
+import { instantFilter } from '../date-fields.ts';
 
 const text = (max: number) => z.string().trim().max(max);
 
@@ -64,8 +65,8 @@ function schemas(direction: Direction) {
     updated_at: z.string(),
   });
   const listQuery = paginationQuery.extend({
-    from: instant.optional().describe('Ocurridos desde este instante'),
-    to: instant.optional().describe('Ocurridos antes de este instante'),
+    from: instantFilter.optional().describe('Ocurridos desde este instante'),
+    to: instantFilter.optional().describe('Ocurridos antes de este instante'),
     account_id: objectIdString.optional(),
     status: z.enum(['paid', 'pending']).optional(),
     ...(direction === 'income' ? { customer_id: objectIdString.optional() } : { supplier: z.string().max(200).optional().describe('Nombre o RFC del proveedor (contiene)') }),
@@ -255,7 +256,9 @@ export function movementRoutes(direction: Direction): RouteDef[] {
           if (metadata) await assertRefFree(client, 'movements', companyId, m.id, metadata.external_ref, { direction });
           await assertCustomer(client, companyId, (data as { customer_id?: string | null }).customer_id);
           if (data.amount_cents !== undefined && data.amount_cents < Number(m.paid_cents)) throw validationFailed({ amount_cents: [`no puede ser menor que lo pagado (${m.paid_cents})`] });
-          if (m.sale_id && (data.amount_cents !== undefined || data.occurred_at !== undefined)) throw validationFailed({ amount_cents: ['el pago de una venta no cambia de monto ni fecha; elimínalo y registra otro'] });
+          // As on create: a due date belongs to one on credit; on one fully paid it is refused, not stored.
+          if (data.due_on && m.status === 'paid' && (data.amount_cents ?? Number(m.amount_cents)) <= Number(m.paid_cents)) throw validationFailed({ due_on: ['solo para uno pendiente; este ya está pagado'] });
+          if (m.sale_id && (data.amount_cents !== undefined || data.occurred_at !== undefined)) throw validationFailed({ amount_cents: ['el pago de una venta no cambia de monto ni fecha; elimínalo y registra otro (si ya tiene complemento de pago emitido, registra una devolución de la venta)'] });
           if (data.occurred_at) {
             const firstPayment = (await paymentsOf(client, m.id))[0];
             if (firstPayment && Date.parse(data.occurred_at) > new Date(firstPayment.paid_at).getTime()) throw validationFailed({ occurred_at: ['no puede ser posterior a su primer pago'] });

@@ -205,7 +205,7 @@ export const recurringRoutes: RouteDef[] = [
     scope: 'update-recurring_transactions',
     tag: TAG,
     summary: 'Actualiza una transacción recurrente',
-    description: 'Cambia las ocurrencias futuras (las ya generadas no). `active: false` la desactiva. Acortar `ends_on` o `ends_count` por debajo de lo ya generado la termina (recurring.ended). La periodicidad y `starts_on` no cambian: crea otra.',
+    description: 'Cambia las ocurrencias aún no generadas (las ya generadas no; durante una puesta al día larga, eso incluye las atrasadas que faltan). `active: false` la desactiva. Acortar `ends_on` o `ends_count` por debajo de lo ya generado la termina (recurring.ended). La periodicidad y `starts_on` no cambian: crea otra.',
     params: idParam,
     body: recurringUpdate,
     example: { amount_cents: 1300000, description: 'Renta con aumento' },

@@ -36,6 +36,17 @@ async function accountsOf(db: Queryable, companyId: string) {
   return rows;
 }
 
+/**
+ * Which accounts a report lists on `day`: those open by then, and any whose money moved by then before
+ * its opening date (`moved`: account ids with a non-zero cash sum; a deleted movement leaves a zero).
+ * The balance sheet and the cash flow list the same accounts, so their cash ties.
+ */
+function listed<A extends { id: string; opening_on: string }>(accounts: A[], day: string, moved: ReadonlySet<string>): A[] {
+  return accounts.filter((a) => a.opening_on <= day || moved.has(a.id));
+}
+
+const cashMoved = (rows: Sum[]) => new Set(rows.filter((r) => (r.line === 'cash_in' || r.line === 'cash_out') && Number(r.amount) !== 0).map((r) => r.key));
+
 const byCurrency = <T>(make: () => T) => {
   const map = new Map<string, T>();
   return { get: (c: string) => map.get(c) ?? (map.set(c, make()), map.get(c)!), entries: () => [...map.entries()].sort(([a], [b]) => a.localeCompare(b)) };
@@ -55,12 +66,12 @@ export async function balanceSheet(db: Queryable, companyId: string, asOf: strin
     if (r.line === 'income' || r.line === 'sale') c.result += amount;
     if (r.line === 'expense' || r.line === 'refund') c.result -= amount;
   }
-  for (const a of accounts) if (a.opening_on <= asOf) currencies.get(a.currency);
+  const moved = cashMoved(rows);
+  for (const a of listed(accounts, asOf, moved)) currencies.get(a.currency);
   return {
     as_of: asOf,
     currencies: currencies.entries().map(([currency, c]) => {
-      // Accounts open by then, and any with money moved before its opening date.
-      const list = accounts.filter((a) => a.currency === currency && (a.opening_on <= asOf || c.balances.has(a.id))).map((a) => ({ account_id: a.id, name: a.name, balance_cents: c.balances.get(a.id) ?? 0 }));
+      const list = listed(accounts, asOf, moved).filter((a) => a.currency === currency).map((a) => ({ account_id: a.id, name: a.name, balance_cents: c.balances.get(a.id) ?? 0 }));
       const cash = list.reduce((n, a) => n + a.balance_cents, 0);
       const receivables = c.receivables.incomes + c.receivables.sales;
       return {
@@ -112,9 +123,7 @@ export async function cashFlow(db: Queryable, companyId: string, startOn: string
     ),
   ]);
   const get = (rows: Sum[], line: string, key: string) => Number(rows.find((r) => r.line === line && r.key === key)?.amount ?? 0);
-  // Accounts open by end_on, and any with money moved by then before its opening date (as the balance sheet lists them).
-  const moved = new Set([...before.rows, ...inside].filter((r) => Number(r.amount) !== 0).map((r) => r.key));
-  const perAccount = accounts.rows.filter((a) => a.opening_on <= endOn || moved.has(a.id)).map((a) => {
+  const perAccount = listed(accounts.rows, endOn, cashMoved([...before.rows, ...inside])).map((a) => {
     const openingBalance = a.opening_on <= endOn ? Number(a.opening_balance_cents) : 0;
     const opening = openingBalance + get(before.rows, 'cash_in', a.id) - get(before.rows, 'cash_out', a.id);
     const inflows = get(inside, 'cash_in', a.id);

@@ -80,8 +80,8 @@ export type NewSale = {
 export async function insertSale(db: Queryable, jobs: JobSender, companyId: string, zone: string, sale: NewSale): Promise<SaleRow> {
   const { rows } = await db.query<SaleRow>(
     `INSERT INTO sales (id, company_id, customer_id, currency, occurred_at, prices_include_vat, payment_terms, line_items, subtotal_cents, tax_cents,
-                        total_cents, status, description, metadata)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING *`,
+                        total_cents, status, description, metadata, settled_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, CASE WHEN $12 = 'paid' THEN now() END) RETURNING *`,
     [
       objectId(),
       companyId,
