@@ -275,7 +275,7 @@ export function movementRoutes(direction: Direction): RouteDef[] {
       scope: `delete-${plural}`,
       tag: TAG,
       summary: `Elimina ${noun}`,
-      description: `Revierte sus efectos: saldos de las cuentas, reportes${direction === 'income' ? ' y, si pagó una venta, lo pagado de esa venta' : ''}. Si su fecha o la de alguno de sus pagos cae en un mes cerrado: 422 \`period_locked\`.${events}`,
+      description: `Revierte sus efectos: saldos de las cuentas, reportes${direction === 'income' ? ' y, si pagó una venta, lo pagado de esa venta' : ''}. Si su fecha o la de alguno de sus pagos cae en un mes cerrado: 422 \`period_locked\`.${direction === 'income' ? ' El pago de una venta con complemento de pago (CFDI) emitido o en timbrado no se elimina: 409 \`payment_complement_issued\`; registra una devolución de la venta.' : ''}${events}`,
       params: idParam,
       status: 204,
       errors: ['invalid_id', 'not_found', 'period_locked', 'validation_failed', ...(direction === 'income' ? (['payment_complement_issued'] as const) : [])],

@@ -86,7 +86,7 @@ CSD ${p.certificate_number}, valid until ${p.valid_to}`,
       .command('create')
       .description('create a company and its owner user')
       .requiredOption('--name <name>', 'company name')
-      .option('--owner-email <email>', 'owner email (default owner@<slug>.example)'),
+      .option('--owner-email <email>', 'owner email, of a new user (default owner@<slug>.example); one another user has is refused'),
   ).action(
     action(
       async ({ api, opts }) => api.company.create.mutate({ ...companyFields(opts), name: opts.name, ownerEmail: opts.ownerEmail }),
