@@ -1,10 +1,11 @@
 // Days and instants a client sends: ISO 8601, from the year 1900 on for what
 // is stored or computed (bodies, report days, slot ranges); list filters only
-// compare and take any instant PostgreSQL can read (`instantFilter`). PostgreSQL stores far earlier dates, but the service's own
-// arithmetic does not hold there: a day in year 0 answered 500 (date/time out
-// of range) and an instant of 0001-01-01Z, a local day of year 0 in Mexico
-// City, was stored and left out of the ledger. No record of a business is
-// dated before 1900; the bound is documented (docs/api.md, Errors).
+// compare and take any instant PostgreSQL can read (`instantFilter`).
+// PostgreSQL stores far earlier dates, but the service's own arithmetic does
+// not hold there: a day in year 0 answered 500 (date/time out of range) and an
+// instant of 0001-01-01Z, a local day of year 0 in Mexico City, was stored and
+// left out of the ledger. No record of a business is dated before 1900; the
+// bound is documented (docs/api.md, Errors).
 import { z } from 'zod';
 
 export const EARLIEST_DAY = '1900-01-01';

@@ -58,36 +58,31 @@ export const MAX_JSON_DEPTH = 32;
  *   column refuses it. Both used to reach the database and answer 500.
  */
 export function checkJsonBody(body: unknown): void {
+  const problem = jsonBodyProblem(body);
+  if (problem) throw validationFailed(problem);
+}
+
+/** What checkJsonBody refuses, as field errors (MCP answers them as -32602), or null when the body is fine. */
+export function jsonBodyProblem(body: unknown): FieldErrors | null {
   const pending: Array<{ value: unknown; depth: number; path: string[] }> = [{ value: body, depth: 1, path: [] }];
   // Paths are kept to 3 steps (`data` and two below it): enough to name a field, bounded however deep the body.
   const inData = (path: string[]) => (path[0] === 'data' ? path.slice(1) : path);
-  const fieldOf = (path: string[]) => inData(path)[0] ?? 'data';
-  const textAt = (path: string[]) => validationFailed({ [inData(path).join('.') || 'data']: [TEXT_REASON] });
+  const textAt = (path: string[]) => ({ [inData(path).join('.') || 'data']: [TEXT_REASON] });
   while (pending.length) {
     const { value, depth, path } = pending.pop()!;
     if (typeof value === 'string') {
-      if (!isStorableText(value)) throw textAt(path);
+      if (!isStorableText(value)) return textAt(path);
       continue;
     }
     if (value === null || typeof value !== 'object') continue;
-    if (depth > MAX_JSON_DEPTH) throw validationFailed({ [fieldOf(path)]: [`anida más de ${MAX_JSON_DEPTH} niveles de objetos o listas`] });
+    if (depth > MAX_JSON_DEPTH) return { [inData(path)[0] ?? 'data']: [`anida más de ${MAX_JSON_DEPTH} niveles de objetos o listas`] };
     for (const [key, child] of Object.entries(value)) {
       const at = path.length < 3 ? [...path, key] : path;
-      if (!isStorableText(key)) throw textAt(at);
+      if (!isStorableText(key)) return textAt(at);
       pending.push({ value: child, depth: depth + 1, path: at });
     }
   }
-}
-
-/** checkJsonBody's problems as field errors rather than thrown (MCP arguments), or null when there are none. */
-export function unstorableText(value: unknown): FieldErrors | null {
-  try {
-    checkJsonBody(value);
-    return null;
-  } catch (error) {
-    if (error instanceof ApiError && error.code === 'validation_failed') return (error.toBody() as { errors?: FieldErrors }).errors ?? null;
-    throw error;
-  }
+  return null;
 }
 
 export const TEXT_REASON = 'contiene un carácter nulo (U+0000) o un sustituto UTF-16 sin pareja, que no son texto válido';

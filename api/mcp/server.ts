@@ -11,7 +11,7 @@ import { ApiError } from '../errors.ts';
 import { bearerToken } from '../middleware/authenticate.ts';
 import { limitUnauthenticated } from '../middleware/rate-limit.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState } from '../types.ts';
-import { fieldErrors, unstorableText } from '../validation.ts';
+import { fieldErrors, jsonBodyProblem } from '../validation.ts';
 import { ACCESS_PREFIX, verifyAccessToken } from '../oauth/store.ts';
 import { describeTool, TOOLS, ToolFailure } from './tools.ts';
 
@@ -116,8 +116,8 @@ async function callTool(ctx: ApiContext, credential: Credential, id: unknown, pa
     await finish(-32001);
     return rpcError(id, -32001, `La credencial no tiene el permiso ${tool.scope}.`, { required: tool.scope });
   }
-  // Text no column can hold (U+0000, a lone surrogate) is an invalid argument, not an internal error.
-  const problems = unstorableText(params.arguments);
+  // Text no column can hold (U+0000, a lone surrogate), or nesting past 32 levels, is an invalid argument, not an internal error.
+  const problems = jsonBodyProblem(params.arguments);
   const parsed = tool.input.safeParse(params.arguments ?? {});
   if (problems || !parsed.success) {
     await finish(-32602);
