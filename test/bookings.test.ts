@@ -130,6 +130,12 @@ describe('booking links and bookings', () => {
     assert.equal(bad.status, 422);
     bad = await api.get(`/booking-links/${l.id}/slots?timezone=Nowhere/City`);
     assert.equal(bad.status, 400);
+    // A range running past year 9999 (the default 30 days after a late from) is 400, not a 500 of the date arithmetic.
+    for (const query of ['from=9999-12-31', 'from=9999-12-01T00:00:00Z', 'to=9999-12-31']) {
+      bad = await api.get(`/booking-links/${l.id}/slots?${query}`);
+      assert.equal(bad.status, 400, query);
+      assert.equal(bad.body.error, 'invalid_parameter', query);
+    }
     const ok = await api.get(`/booking-links/${l.id}/slots?from=2026-12-01&to=2027-01-31`);
     assert.equal(ok.status, 200, ok.text);
   });

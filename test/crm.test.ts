@@ -1,6 +1,7 @@
 // Customers, leads and automations: CRUD, validation, custom properties and
 // the events recorded in the write's transaction.
 import assert from 'node:assert/strict';
+import { gzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import { createAutomation } from '../api/admin/automations.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
@@ -133,6 +134,18 @@ describe('customers', () => {
     await api.delete(`/customers/${((await vnd.json()) as { data: { id: string } }).data.id}`);
     const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM customers WHERE company_id = $1 AND name = 'Tipo equivocado'`, [tenant.companyId]);
     assert.equal(rows[0].n, 0, 'none of the refused bodies was stored');
+  });
+
+  test('Content-Encoding: a gzip body is read; one that does not decode is 400 invalid_json, never a 500', async () => {
+    const post = (encoding: string, body: Uint8Array) =>
+      fetch(`${app.baseUrl}/customers`, { method: 'POST', headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json', 'content-encoding': encoding }, body });
+    const ok = await post('gzip', gzipSync(JSON.stringify({ data: { name: 'Comprimido' } })));
+    assert.equal(ok.status, 201);
+    for (const encoding of ['gzip', 'deflate', 'br']) {
+      const res = await post(encoding, new TextEncoder().encode('{"data":{"name":"no comprimido"}}'));
+      assert.equal(res.status, 400, encoding);
+      assert.equal(((await res.json()) as { error: string }).error, 'invalid_json', encoding);
+    }
   });
 
   test('custom properties: array on write, top-level keys on read, reserved keys dropped, merged on PATCH', async () => {

@@ -33,6 +33,12 @@ function isClientAbort(error: unknown): boolean {
   return (error as { message?: string })?.message === 'aborted' && (error as { code?: string }).code === 'ECONNRESET';
 }
 
+/** zlib's failures to decode a compressed body (Z_DATA_ERROR for gzip/deflate, ERR__ERROR_* for brotli, ZSTD_* for zstd). */
+function isDecompressionError(error: unknown): boolean {
+  const e = error as { code?: unknown; errno?: unknown };
+  return typeof e?.errno === 'number' && typeof e.code === 'string' && /^(Z_|ERR__ERROR_|ZSTD_)/.test(e.code);
+}
+
 export function toApiError(error: unknown): ApiError | null {
   if (error instanceof ApiError) return error;
   if (isClientAbort(error)) return new ApiError('invalid_parameter', 'El cliente cerró la conexión antes de terminar de enviar el cuerpo.');
@@ -45,6 +51,8 @@ export function toApiError(error: unknown): ApiError | null {
   if (status === 413 || type === 'entity.too.large') return new ApiError('request_too_large');
   if (status === 415) return new ApiError('unsupported_media_type');
   if (status === 400 && (type === 'entity.parse.failed' || error instanceof SyntaxError)) return new ApiError('invalid_json');
+  // A body whose Content-Encoding (gzip, deflate, br) does not decode: zlib's own error, without a status.
+  if (isDecompressionError(error)) return new ApiError('invalid_json', 'El cuerpo no se puede descomprimir según su Content-Encoding.');
   if (status === 400) return new ApiError('invalid_parameter', (error as Error).message);
   return null;
 }

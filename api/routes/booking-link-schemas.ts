@@ -155,7 +155,12 @@ export const bookingLinkListQuery = paginationQuery.extend({
   active: queryBoolean.optional().describe('true o false'),
 });
 
-const instantOrDate = z.union([calendarDay, instant]);
+// A slot range is computed on (default 30 days after from, up to 62, in the visitor's zone): it must end
+// within year 9999, or the calendar arithmetic runs past what it can represent (it answered 500).
+const LATEST_SLOT_DAY = '9999-10-01';
+const instantOrDate = z
+  .union([calendarDay, instant])
+  .refine((value) => value.slice(0, 10) < LATEST_SLOT_DAY, `debe ser anterior a ${LATEST_SLOT_DAY}`);
 export const slotQuery = z.strictObject({
   from: instantOrDate.optional().describe('YYYY-MM-DD (día local del visitante, desde su medianoche) o instante ISO 8601; por defecto ahora'),
   to: instantOrDate.optional().describe('YYYY-MM-DD (incluido) o instante ISO 8601 (excluido); por defecto 30 días después de from; como máximo 62 días'),
