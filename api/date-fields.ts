@@ -18,9 +18,20 @@ export const calendarDay = z.iso
   .refine((day) => day >= EARLIEST_DAY, `debe ser ${EARLIEST_DAY} o posterior`)
   .describe('YYYY-MM-DD');
 
+/**
+ * A UTC offset PostgreSQL reads: ISO 8601 allows up to ±23:59, PostgreSQL refuses from ±16:00 (it
+ * answered 500), and no time zone is further than ±14:00 from UTC.
+ */
+function readableOffset(value: string): boolean {
+  const offset = /([+-])(\d{2}):?(\d{2})$/.exec(value);
+  return !offset || Number(offset[2]) < 16;
+}
+const OFFSET_REASON = 'la diferencia con UTC debe estar entre -15:59 y +15:59';
+
 /** An ISO 8601 instant with its offset, from 1900-01-02T00:00:00Z to 9999-12-30T00:00:00Z. */
 export const instant = z.iso
   .datetime({ offset: true })
+  .refine(readableOffset, OFFSET_REASON)
   .refine((value) => {
     const at = Date.parse(value);
     return at >= EARLIEST_INSTANT && at <= LATEST_INSTANT;
@@ -34,5 +45,6 @@ export const instant = z.iso
  */
 export const instantFilter = z.iso
   .datetime({ offset: true })
+  .refine(readableOffset, OFFSET_REASON)
   .refine((value) => !value.startsWith('0000'), 'el año 0000 no existe; usa 0001 o posterior')
   .describe('ISO 8601');

@@ -78,6 +78,7 @@ describe('calendar events', () => {
       [event({ title: undefined }), 'title'],
       [event({ title: undefined, starts_at: undefined }), 'title'],
       [event({ ends_at: '2026-12-01T16:00:00Z' }), 'ends_at'],
+      [event({ starts_at: '2026-12-01T00:00:00+16:00' }), 'starts_at'], // an offset PostgreSQL cannot read (was a 500)
       [event({ ends_at: '2026-12-01T15:00:00Z' }), 'ends_at'],
       [event({ kind: 'party' }), 'kind'],
       [event({ timezone: 'Mars/Olympus' }), 'timezone'],

@@ -376,6 +376,11 @@ describe('money', () => {
     // List filters only compare: the usual "no limit" instants pass; year 0000, which PostgreSQL cannot read, is 400.
     for (const query of ['from=0001-01-01T00:00:00Z', 'to=9999-12-31T23:59:59Z']) assert.equal((await api.get(`/incomes?${query}`)).status, 200, query);
     assert.equal((await api.get('/incomes?from=0000-12-31T00:00:00Z')).body.error, 'invalid_parameter');
+    // ISO 8601 allows offsets to ±23:59; PostgreSQL reads to ±15:59 (it answered 500): 400 in a filter, 422 in a body.
+    assert.equal((await api.get('/incomes?from=2027-01-01T00:00:00%2B16:00')).body.error, 'invalid_parameter');
+    assert.equal((await api.get('/incomes?from=2027-01-01T00:00:00%2B14:00')).status, 200);
+    const farOffset = await api.post('/incomes', { data: { account_id: a.id, amount_cents: 7, occurred_at: '2026-05-01T10:00:00-16:00' } });
+    assert.deepEqual([farOffset.status, Object.keys(farOffset.body.errors ?? {})], [422, ['occurred_at']]);
     const unknown = await api.get('/reports/cash-flow?start_on=2026-01-01&end_on=2026-01-31&currency=usd');
     assert.equal(unknown.status, 400);
     assert.match(unknown.body.message, /currency/);
