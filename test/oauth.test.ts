@@ -210,6 +210,17 @@ describe('OAuth 2.1 authorization server', () => {
     const code = (await authorize(client.client_id, p.challenge, { scopes: ['read-customers', 'create-customers'], pick: ['read-customers', 'create-customers'] })).searchParams.get('code')!;
     const granted = await token({ grant_type: 'authorization_code', code, code_verifier: p.verifier, redirect_uri: 'http://127.0.0.1:43210/callback' });
     assert.equal(granted.body.scope, 'read-customers');
+    // A sign-in email holding U+0000 is a failed sign-in on the page (it reached the query and answered 500).
+    const params = new URLSearchParams(base);
+    const page = await fetch(`${app.url}/authorize?${params}`);
+    const html = await page.text();
+    const nul = await fetch(`${app.url}/authorize`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookieOf(page) },
+      body: new URLSearchParams({ ...base, step: 'sign-in', csrf: hiddenCsrf(html), email: 'a\u0000@example.com', password: PASSWORD }),
+    });
+    assert.equal(nul.status, 401);
+    assert.match(await nul.text(), /Correo o contraseña incorrectos/);
   });
 
   test('wsctl oauth grants lists a person’s connections and oauth revoke cuts one at once', async () => {
