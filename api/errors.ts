@@ -54,6 +54,17 @@ export type ErrorCode = keyof typeof ERROR_CODES;
 
 export type FieldErrors = Record<string, string[]>;
 
+/**
+ * Adds `message` under `name`. A field named as a member of Object.prototype
+ * (`constructor`, `toString`, `__proto__`: a client's unknown key or part
+ * name) is an own entry like any other: `errors[name] ??= []` found the
+ * inherited member and answered 500.
+ */
+export function addFieldError(errors: FieldErrors, name: string, message: string): void {
+  if (Object.hasOwn(errors, name)) errors[name]!.push(message);
+  else Object.defineProperty(errors, name, { value: [message], enumerable: true, writable: true, configurable: true });
+}
+
 export class ApiError extends Error {
   readonly status: number;
   readonly code: ErrorCode;

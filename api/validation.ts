@@ -3,7 +3,7 @@
 // with the payload is 422 validation_failed with per-field messages; a bad
 // query parameter is 400.
 import { z } from 'zod';
-import { ApiError, validationFailed, type FieldErrors } from './errors.ts';
+import { addFieldError, ApiError, validationFailed, type FieldErrors } from './errors.ts';
 
 z.config(z.locales.es());
 
@@ -26,12 +26,12 @@ export function fieldErrors(issues: z.core.$ZodIssue[], prefix = ''): FieldError
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) {
         const name = prefix + fieldName([...issue.path, key]);
-        (errors[name] ??= []).push('no es un campo permitido');
+        addFieldError(errors, name, 'no es un campo permitido');
       }
       continue;
     }
     const name = prefix + fieldName(issue.path);
-    (errors[name] ??= []).push(issue.message);
+    addFieldError(errors, name, issue.message);
   }
   return errors;
 }

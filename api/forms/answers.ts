@@ -2,7 +2,7 @@
 // email, number and date; options must be among the field's options in any
 // of the form's locales. `email`, `name`, `phone` come from `maps_to`.
 import { z } from 'zod';
-import type { FieldErrors } from '../errors.ts';
+import { addFieldError, type FieldErrors } from '../errors.ts';
 import type { FormRow, StoredField } from './definition.ts';
 import type { StagedFile } from './intake.ts';
 
@@ -87,7 +87,7 @@ function checkValue(field: StoredField, value: unknown): { value: unknown } | { 
  * refusal is its error).
  */
 export function checkAnswers(form: FormRow, raw: Record<string, unknown>, files: StagedFile[], errors: FieldErrors, sentFileKeys: ReadonlySet<string> = new Set()): CheckedAnswers {
-  const add = (key: string, message: string) => (errors[`answers.${key}`] ??= []).push(message);
+  const add = (key: string, message: string) => addFieldError(errors, `answers.${key}`, message);
   const fields = new Map(form.fields.map((f) => [f.key, f]));
   for (const key of Object.keys(raw)) if (!fields.has(key)) add(key, 'no es un campo del formulario');
 

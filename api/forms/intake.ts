@@ -16,7 +16,7 @@ import type { Readable } from 'node:stream';
 import type { Pool } from '../../db/pool.ts';
 import { deleteBlob, type BlobStore } from '../../storage/blobs.ts';
 import { freeBytes } from '../../storage/files.ts';
-import type { FieldErrors } from '../errors.ts';
+import { addFieldError, type FieldErrors } from '../errors.ts';
 import type { FormRow, StoredField } from './definition.ts';
 import { allowedExtensions, checkContent, checkFileName } from './file-rules.ts';
 
@@ -48,7 +48,7 @@ const HEAD_BYTES = 4100;
 export const PIECE = 64 * 1024;
 
 function addError(errors: FieldErrors, key: string, message: string) {
-  (errors[`answers.${key}`] ??= []).push(message);
+  addFieldError(errors, `answers.${key}`, message);
 }
 
 /** Collects staged files for one submission and enforces the per-field rules. */
@@ -122,7 +122,7 @@ export class FileStager {
   /** A multipart part whose name is none of the accepted shapes: the error names the part as sent. */
   rejectPart(partName: string | undefined) {
     const name = partName || '(parte sin nombre)';
-    (this.errors[name] ??= []).push('no es un nombre de parte aceptado: usa data[answers][<clave>], answers[<clave>] o files[<clave>]');
+    addFieldError(this.errors, name, 'no es un nombre de parte aceptado: usa data[answers][<clave>], answers[<clave>] o files[<clave>]');
   }
 
   /**

@@ -50,7 +50,11 @@ export function toApiError(error: unknown): ApiError | null {
   // Errors raised by the body parser (co-body / formidable) carry a status.
   if (status === 413 || type === 'entity.too.large') return new ApiError('request_too_large');
   if (status === 415) return new ApiError('unsupported_media_type');
-  if (status === 400 && (type === 'entity.parse.failed' || error instanceof SyntaxError)) return new ApiError('invalid_json');
+  if (status === 400 && (type === 'entity.parse.failed' || error instanceof SyntaxError)) {
+    // co-body refuses a "__proto__" key anywhere (prototype poisoning); the message says why.
+    if (/forbidden prototype property/.test((error as Error).message)) return new ApiError('invalid_json', 'El cuerpo tiene una clave "__proto__", que no se acepta en ningún objeto.');
+    return new ApiError('invalid_json');
+  }
   // A body whose Content-Encoding (gzip, deflate, br) does not decode: zlib's own error, without a status.
   if (isDecompressionError(error)) return new ApiError('invalid_json', 'El cuerpo no se puede descomprimir según su Content-Encoding.');
   if (status === 400) return new ApiError('invalid_parameter', (error as Error).message);
