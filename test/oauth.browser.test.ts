@@ -65,7 +65,7 @@ describe('OAuth pages in a browser', { skip }, () => {
     const res = await fetch(`${app.url}/oauth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'authorization_code', code: url.searchParams.get('code')!, code_verifier: verifier, redirect_uri: redirect }),
+      body: new URLSearchParams({ grant_type: 'authorization_code', code: url.searchParams.get('code')!, code_verifier: verifier, redirect_uri: redirect, client_id: registered.client_id }),
     });
     const tokens = (await res.json()) as any;
     assert.equal(tokens.scope, 'read-customers', 'only the scope left ticked is granted');

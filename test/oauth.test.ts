@@ -36,10 +36,14 @@ describe('OAuth 2.1 authorization server', () => {
     return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
   };
   const hiddenCsrf = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
+  const unescape = (v: string) => v.replace(/&(amp|lt|gt|quot|#39);/g, (_, e) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[e as string]!);
+  /** The hidden fields of a page's form, as a browser would post them. */
+  const hiddenFields = (html: string) => new URLSearchParams([...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m): [string, string] => [m[1]!, unescape(m[2]!)]));
   const cookieOf = (res: Response) => res.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
 
   /** Drives the pages as a browser: sign-in, then consent; returns the redirect Location. */
-  async function authorize(clientId: string, challenge: string, options: { redirect?: string; scopes?: string[]; pick?: string[] } = {}) {
+  async function authorize(clientId: string, challenge: string, options: { redirect?: string; scopes?: string[]; pick?: string[]; as?: { email: string; companyId: string } } = {}) {
+    const person = options.as ?? { email, companyId: tenant.companyId };
     const redirect = options.redirect ?? 'http://127.0.0.1:43210/callback';
     const params = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirect, code_challenge: challenge, code_challenge_method: 'S256', state: 'xyz', scope: (options.scopes ?? ['read-customers', 'read-company']).join(' ') });
     const first = await fetch(`${app.url}/authorize?${params}`);
@@ -51,13 +55,17 @@ describe('OAuth 2.1 authorization server', () => {
     const signIn = await fetch(`${app.url}/authorize`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookies },
-      body: new URLSearchParams({ ...Object.fromEntries(params), step: 'sign-in', csrf: hiddenCsrf(signInHtml), email, password: PASSWORD }),
+      body: new URLSearchParams({ ...Object.fromEntries(params), step: 'sign-in', csrf: hiddenCsrf(signInHtml), email: person.email, password: PASSWORD }),
     });
     assert.equal(signIn.status, 200);
     const consentHtml = await signIn.text();
     assert.match(consentHtml, /type="checkbox" name="scope" value="read-customers" checked/);
     cookies = `${cookies}; ${cookieOf(signIn)}`;
-    const consent = new URLSearchParams({ ...Object.fromEntries(params), step: 'consent', csrf: hiddenCsrf(consentHtml), company_id: tenant.companyId, decision: 'approve' });
+    // What the form posts: its hidden fields (the request, csrf, step), the company, the ticked scopes.
+    const consent = hiddenFields(consentHtml);
+    assert.equal(consent.get('step'), 'consent');
+    consent.set('company_id', person.companyId);
+    consent.set('decision', 'approve');
     for (const s of options.pick ?? ['read-customers']) consent.append('scope', s);
     const approved = await fetch(`${app.url}/authorize`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookies }, body: consent });
     assert.equal(approved.status, 302, await approved.text());
@@ -175,7 +183,7 @@ describe('OAuth 2.1 authorization server', () => {
     const client = (await register()).body;
     const { verifier, challenge } = pkce();
     const code = (await authorize(client.client_id, challenge)).searchParams.get('code')!;
-    const exchange = { grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:43210/callback' };
+    const exchange = { grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:43210/callback', client_id: client.client_id };
     const first = await token(exchange);
     assert.equal((await mcp(first.body.access_token)).status, 200);
     assert.equal((await token(exchange)).body.error, 'invalid_grant');
@@ -208,7 +216,7 @@ describe('OAuth 2.1 authorization server', () => {
     // Asked for a read and a write scope, and the write one sent back ticked as if offered: only the read one is granted.
     const p = pkce();
     const code = (await authorize(client.client_id, p.challenge, { scopes: ['read-customers', 'create-customers'], pick: ['read-customers', 'create-customers'] })).searchParams.get('code')!;
-    const granted = await token({ grant_type: 'authorization_code', code, code_verifier: p.verifier, redirect_uri: 'http://127.0.0.1:43210/callback' });
+    const granted = await token({ grant_type: 'authorization_code', code, code_verifier: p.verifier, redirect_uri: 'http://127.0.0.1:43210/callback', client_id: client.client_id });
     assert.equal(granted.body.scope, 'read-customers');
     // A sign-in email holding U+0000 is a failed sign-in on the page (it reached the query and answered 500).
     const params = new URLSearchParams(base);
@@ -223,11 +231,130 @@ describe('OAuth 2.1 authorization server', () => {
     assert.match(await nul.text(), /Correo o contraseña incorrectos/);
   });
 
+  // The tests below share one client and sign in as a person of their own: registrations are
+  // limited to 20 a minute per address and sign-ins to 10 per person and address.
+  let shared: { client_id: string } | null = null;
+  const sharedClient = async () => (shared ??= (await register()).body as { client_id: string });
+  let second: { email: string; companyId: string } | null = null;
+  const secondPerson = async () => {
+    if (second) return second;
+    const other = await seedTenant(app.pool, { plan: 'starter', rateLimitPerMinute: 100_000 });
+    await setPassword(app.pool, other.ownerId, PASSWORD);
+    const { rows } = await app.pool.query('SELECT email FROM users WHERE id = $1', [other.ownerId]);
+    return (second = { email: rows[0].email, companyId: other.companyId });
+  };
+
+  test('consent grants the ticked scopes only, once each; parameters sent twice and malformed challenges are invalid_request', async () => {
+    const client = await sharedClient();
+    const exchange = async (location: URL, verifier: string) =>
+      token({ grant_type: 'authorization_code', code: location.searchParams.get('code')!, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:43210/callback', client_id: client.client_id });
+    // One scope asked for and approved: granted once ("read-customers read-customers" before).
+    const person = await secondPerson();
+    const one = pkce();
+    const single = await exchange(await authorize(client.client_id, one.challenge, { scopes: ['read-customers'], pick: ['read-customers'], as: person }), one.verifier);
+    assert.equal(single.body.scope, 'read-customers', JSON.stringify(single.body));
+    // A scope the request did not ask for, posted as if ticked, is not granted (the request's scope rode in the same field).
+    const two = pkce();
+    const extra = await exchange(await authorize(client.client_id, two.challenge, { scopes: ['read-customers'], pick: ['read-customers', 'read-reports'], as: person }), two.verifier);
+    assert.equal(extra.body.scope, 'read-customers');
+    // Nothing ticked: the page again with its error, no code (the hidden request scope was taken as ticked).
+    const three = pkce();
+    const params = new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: 'http://127.0.0.1:43210/callback', code_challenge: three.challenge, code_challenge_method: 'S256', state: 's', scope: 'read-customers' });
+    const first = await fetch(`${app.url}/authorize?${params}`);
+    const signInHtml = await first.text();
+    const signInForm = hiddenFields(signInHtml);
+    assert.equal(signInForm.get('requested_scope'), 'read-customers');
+    assert.equal(signInForm.has('scope'), false, 'the consent checkboxes alone are named scope');
+    signInForm.set('email', person.email);
+    signInForm.set('password', PASSWORD);
+    const signIn = await fetch(`${app.url}/authorize`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookieOf(first) }, body: signInForm });
+    const consentHtml = await signIn.text();
+    assert.match(consentHtml, /name="scope" value="read-customers" checked/);
+    assert.doesNotMatch(consentHtml, /value="read-reports"/, 'only the requested scope is offered');
+    const none = hiddenFields(consentHtml);
+    none.set('company_id', person.companyId);
+    none.set('decision', 'approve');
+    const refused = await fetch(`${app.url}/authorize`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `${cookieOf(first)}; ${cookieOf(signIn)}` }, body: none });
+    assert.equal(refused.status, 400);
+    assert.match(await refused.text(), /al menos un permiso/);
+    assert.doesNotMatch(await (await fetch(`${app.url}/authorize?${params}`)).text(), /read-reports/);
+
+    // RFC 6749 §3.1: a parameter sent twice is invalid_request (scope twice offered every read scope).
+    const twice = new URLSearchParams(params);
+    twice.append('scope', 'read-reports');
+    const repeated = await fetch(`${app.url}/authorize?${twice}`, { redirect: 'manual' });
+    assert.equal(repeated.status, 302);
+    const back = new URL(repeated.headers.get('location')!);
+    assert.equal(back.searchParams.get('error'), 'invalid_request');
+    assert.match(back.searchParams.get('error_description')!, /scope/);
+    // RFC 7636: an S256 challenge is 43 base64url characters; a NUL in it answered 500 at approval.
+    for (const challenge of ['abc\u0000def', 'x'.repeat(6000), `${three.challenge}=`, 'short']) {
+      const res = await fetch(`${app.url}/authorize?${new URLSearchParams({ ...Object.fromEntries(params), code_challenge: challenge })}`, { redirect: 'manual' });
+      assert.equal(res.status, 302, challenge.slice(0, 20));
+      assert.equal(new URL(res.headers.get('location')!).searchParams.get('error'), 'invalid_request', challenge.slice(0, 20));
+    }
+  });
+
+  test('a refresh asking for less narrows that access token only; the grant keeps what was approved', async () => {
+    const client = await sharedClient();
+    const { verifier, challenge } = pkce();
+    const person = await secondPerson();
+    const location = await authorize(client.client_id, challenge, { scopes: ['read-customers', 'read-company'], pick: ['read-customers', 'read-company'], as: person });
+    const tokens = await token({ grant_type: 'authorization_code', code: location.searchParams.get('code')!, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:43210/callback', client_id: client.client_id });
+    assert.equal(tokens.body.scope, 'read-customers read-company');
+    const tools = async (accessToken: string) => (await mcp(accessToken)).body.result.tools.map((t: any) => t.name);
+    const narrow = await token({ grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token, client_id: client.client_id, scope: 'read-customers read-customers' });
+    assert.equal(narrow.status, 200, JSON.stringify(narrow.body));
+    assert.equal(narrow.body.scope, 'read-customers');
+    assert.deepEqual(await tools(narrow.body.access_token), ['list_customers']);
+    // The omitted scope is the one originally granted (RFC 6749 §6), and the earlier access token kept its own.
+    const full = await token({ grant_type: 'refresh_token', refresh_token: narrow.body.refresh_token, client_id: client.client_id });
+    assert.equal(full.body.scope, 'read-customers read-company');
+    assert.deepEqual(await tools(full.body.access_token), ['list_customers', 'get_company']);
+    assert.deepEqual(await tools(tokens.body.access_token), ['list_customers', 'get_company']);
+    const { rows } = await app.pool.query('SELECT scopes FROM oauth_grants WHERE company_id = $1 AND client_id = $2 ORDER BY created_at DESC LIMIT 1', [person.companyId, client.client_id]);
+    assert.deepEqual(rows[0].scopes, ['read-customers', 'read-company']);
+  });
+
+  test('token, registration and revocation refusals in RFC 6749/7591/7009 shape', async () => {
+    const client = await sharedClient();
+    const { verifier, challenge } = pkce();
+    const location = await authorize(client.client_id, challenge, { as: await secondPerson() });
+    const code = location.searchParams.get('code')!;
+    // RFC 6749 §4.1.3: client_id is required of a public client; the code survives the refusal.
+    const anonymous = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:43210/callback' });
+    assert.equal(anonymous.status, 400);
+    assert.equal(anonymous.body.error, 'invalid_request');
+    const exchanged = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:43210/callback', client_id: client.client_id });
+    assert.equal(exchanged.status, 200);
+    // §5.2: no grant_type is a malformed request; an unknown one is unsupported.
+    assert.equal((await token({ code })).body.error, 'invalid_request');
+    assert.equal((await token({ grant_type: 'password' })).body.error, 'unsupported_grant_type');
+    const bodyTwice = await fetch(`${app.url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=refresh_token&grant_type=refresh_token' });
+    assert.equal(((await bodyTwice.json()) as any).error, 'invalid_request');
+    // A body that does not parse: the endpoint's own error shape, not the REST API's.
+    for (const [path, expected] of [['/oauth/register', 'invalid_client_metadata'], ['/oauth/token', 'invalid_request'], ['/oauth/revoke', 'invalid_request']]) {
+      const res = await fetch(`${app.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{not json' });
+      const body = (await res.json()) as any;
+      assert.equal(res.status, 400, path);
+      assert.deepEqual(Object.keys(body).sort(), ['error', 'error_description'], path);
+      assert.equal(body.error, expected, path);
+    }
+    const badName = await fetch(`${app.url}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: ['https://app.example/cb'], client_name: 123 }) });
+    assert.match(((await badName.json()) as any).error_description, /client_name/);
+    // RFC 7009 §2.1: token is required; an unknown one is still 200.
+    const noToken = await fetch(`${app.url}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' });
+    assert.equal(noToken.status, 400);
+    assert.equal(((await noToken.json()) as any).error, 'invalid_request');
+    const unknown = await fetch(`${app.url}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'token=service_oat_nope' });
+    assert.equal(unknown.status, 200);
+  });
+
   test('wsctl oauth grants lists a person’s connections and oauth revoke cuts one at once', async () => {
     const client = (await register()).body;
     const { verifier, challenge } = pkce();
     const code = (await authorize(client.client_id, challenge)).searchParams.get('code')!;
-    const tokens = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:43210/callback' });
+    const tokens = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:43210/callback', client_id: client.client_id });
     const grants = await json(app, ['oauth', 'grants', '--user', tenant.ownerId]);
     const grant = grants.find((g: any) => g.client_id === client.client_id);
     assert.equal(grant.client_name, 'Cliente de prueba');
@@ -309,7 +436,7 @@ describe('OAuth 2.1 authorization server', () => {
     const client = (await register()).body;
     const { verifier, challenge } = pkce();
     const code = (await authorize(client.client_id, challenge)).searchParams.get('code')!;
-    const tokens = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:43210/callback' });
+    const tokens = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:43210/callback', client_id: client.client_id });
     assert.equal((await mcp(tokens.body.access_token)).status, 200);
     await app.pool.query(`UPDATE oauth_tokens SET expires_at = now() - interval '1 second' WHERE kind = 'access'`);
     assert.equal((await mcp(tokens.body.access_token)).status, 401, 'an access token lives one hour');

@@ -11,8 +11,11 @@ button{margin-top:1rem;padding:.6rem 1.2rem;font:inherit;background:#1d4ed8;colo
 <body><main>${body}</main></body></html>`;
 }
 
+// The requested scope rides as `requested_scope`: `scope` is the consent checkboxes' name.
 const hidden = (params: Record<string, string>) =>
-  Object.entries(params).map(([k, v]) => `<input type="hidden" name="${esc(k)}" value="${esc(v)}">`).join('');
+  Object.entries(params)
+    .map(([k, v]) => `<input type="hidden" name="${esc(k === 'scope' ? 'requested_scope' : k)}" value="${esc(v)}">`)
+    .join('');
 
 export function errorPage(message: string): string {
   return page('No se puede autorizar', `<h1>No se puede autorizar</h1><p class="error" role="alert">${esc(message)}</p>`);

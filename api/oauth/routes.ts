@@ -7,9 +7,11 @@
 // registration errors are RFC 6749 JSON ({error, error_description}).
 import { createHash } from 'node:crypto';
 import Router from '@koa/router';
+import type { Middleware } from 'koa';
 import { koaBody } from 'koa-body';
 import { z } from 'zod';
 import { isStorableText } from '../validation.ts';
+import { toApiError } from '../middleware/request.ts';
 import { transaction } from '../../db/pool.ts';
 import { verifyPassword } from '../../lib/passwords.ts';
 import { ALL_SCOPES } from '../auth/scopes.ts';
@@ -89,11 +91,27 @@ function redirectMatches(registered: string[], given: string): boolean {
 
 const AUTHORIZE_PARAMS = ['response_type', 'client_id', 'redirect_uri', 'code_challenge', 'code_challenge_method', 'state', 'scope', 'resource'] as const;
 
-function paramsOf(source: Record<string, unknown>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of AUTHORIZE_PARAMS) if (typeof source[name] === 'string') out[name] = source[name] as string;
-  return out;
+/**
+ * The authorization request's parameters. A parameter sent more than once
+ * (RFC 6749 §3.1: "MUST NOT be included more than once") is named in
+ * `repeated` and answered invalid_request. On the pages' own POSTs the
+ * requested scope travels as `requested_scope`, because `scope` is the name
+ * of the consent checkboxes (DESIGN.md), whose values are what is granted.
+ */
+function paramsOf(source: Record<string, unknown>, method: string): { params: Record<string, string>; repeated: string[] } {
+  const params: Record<string, string> = {};
+  const repeated: string[] = [];
+  for (const name of AUTHORIZE_PARAMS) {
+    // A sign-in posted by hand with the request's own parameters may still call it `scope`.
+    const value = method === 'POST' && name === 'scope' ? (source.requested_scope ?? (source.step === 'sign-in' ? source.scope : undefined)) : source[name];
+    if (typeof value === 'string') params[name] = value;
+    else if (Array.isArray(value)) repeated.push(method === 'POST' && name === 'scope' ? 'requested_scope' : name);
+  }
+  return { params, repeated };
 }
+
+/** RFC 7636 §4.2: an S256 challenge is the base64url SHA-256 of the verifier, 43 characters. */
+const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 
 function redirectWith(ctx: ApiContext, redirectUri: string, values: Record<string, string | undefined>): void {
   const url = new URL(redirectUri);
@@ -106,13 +124,15 @@ function redirectWith(ctx: ApiContext, redirectUri: string, values: Record<strin
  * (unknown client, unregistered redirect URI) are shown on the page; the rest
  * go back to the client as `error` on its redirect URI.
  */
-async function checkRequest(ctx: ApiContext, params: Record<string, string>) {
+async function checkRequest(ctx: ApiContext, params: Record<string, string>, repeated: string[]) {
   const client = params.client_id ? await findClient(ctx.deps.pool, params.client_id) : null;
   if (!client) return { page: 'La aplicación no está registrada (client_id desconocido).' } as const;
   if (!params.redirect_uri || !redirectMatches(client.redirect_uris, params.redirect_uri)) return { page: 'La dirección de regreso (redirect_uri) no está registrada para esta aplicación.' } as const;
   const fail = (error: string, description: string) => ({ redirect: { error, error_description: description } }) as const;
+  if (repeated.length) return fail('invalid_request', `${repeated.join(', ')} aparece más de una vez`);
   if (params.response_type !== 'code') return fail('unsupported_response_type', 'response_type debe ser code');
   if (!params.code_challenge || params.code_challenge_method !== 'S256') return fail('invalid_request', 'PKCE con code_challenge_method=S256 es obligatorio');
+  if (!S256_CHALLENGE.test(params.code_challenge)) return fail('invalid_request', 'code_challenge debe ser el SHA-256 del verificador en base64url (43 caracteres)');
   if (params.resource && params.resource.replace(/\/$/, '') !== `${issuer(ctx)}${MCP_PATH}`) return fail('invalid_target', 'resource no es el servidor MCP');
   const requested = (params.scope ?? '').split(' ').filter(Boolean);
   // The one resource is the read-only MCP server: scopes other than read-* are dropped
@@ -124,7 +144,27 @@ async function checkRequest(ctx: ApiContext, params: Record<string, string>) {
 
 export function oauthRouter(): ApiRouter {
   const router: ApiRouter = new Router<ApiState, ApiContextExtension>();
-  const form = koaBody({ json: true, urlencoded: true, multipart: false, text: false, jsonLimit: '16kb', formLimit: '16kb' });
+  const parse = koaBody({ json: true, urlencoded: true, multipart: false, text: false, jsonLimit: '16kb', formLimit: '16kb' });
+  /**
+   * The body parser, for the OAuth endpoints: a body that does not parse is
+   * answered in RFC 6749/7591 shape ({error, error_description}), as every
+   * other refusal of these endpoints, not in the REST API's.
+   */
+  const oauthForm = (error: string): Middleware<ApiState, ApiContextExtension> => async (ctx, next) => {
+    let parsed = false;
+    try {
+      await parse(ctx, async () => {
+        parsed = true;
+        await next();
+      });
+    } catch (thrown) {
+      if (parsed) throw thrown;
+      const problem = toApiError(thrown);
+      if (!problem) throw thrown;
+      cors(ctx);
+      oauthError(ctx, problem.status, error, problem.message);
+    }
+  };
 
   router.get(['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration'], (ctx) => {
     cors(ctx);
@@ -158,7 +198,7 @@ export function oauthRouter(): ApiRouter {
     ctx.status = 204;
   });
 
-  router.post('/oauth/register', form, async (ctx) => {
+  router.post('/oauth/register', oauthForm('invalid_client_metadata'), async (ctx) => {
     cors(ctx);
     const limit = await ctx.deps.rateLimiter.consume(`oauth-register:${ctx.ip}`, REGISTRATIONS_PER_MINUTE);
     if (!limit.allowed) {
@@ -171,7 +211,11 @@ export function oauthRouter(): ApiRouter {
         client_name: z.string().trim().max(200).refine(isStorableText, 'contiene un carácter nulo o un sustituto sin pareja').optional(),
       })
       .safeParse(ctx.request.body);
-    if (!input.success) return oauthError(ctx, 400, 'invalid_client_metadata', 'redirect_uris es obligatorio (1 a 10 direcciones)');
+    if (!input.success) {
+      const field = String(input.error.issues[0]?.path[0] ?? 'redirect_uris');
+      const description = field === 'client_name' ? 'client_name debe ser texto (200 caracteres como máximo)' : 'redirect_uris es obligatorio (1 a 10 direcciones de texto)';
+      return oauthError(ctx, 400, 'invalid_client_metadata', description);
+    }
     const bad = input.data.redirect_uris.find((u) => !acceptableRedirect(u));
     if (bad) return oauthError(ctx, 400, 'invalid_redirect_uri', `redirect_uri no aceptada: ${bad.slice(0, 200)}`);
     const client = await insertClient(ctx.deps.pool, input.data.client_name ?? null, input.data.redirect_uris);
@@ -192,8 +236,8 @@ export function oauthRouter(): ApiRouter {
     ctx.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' *; frame-ancestors 'none'");
     ctx.set('Cache-Control', 'no-store');
     const body = (ctx.method === 'POST' ? ctx.request.body : ctx.query) as Record<string, unknown>;
-    const params = paramsOf(body ?? {});
-    const check = await checkRequest(ctx, params);
+    const { params, repeated } = paramsOf(body ?? {}, ctx.method);
+    const check = await checkRequest(ctx, params, repeated);
     ctx.type = 'html';
     if ('page' in check) {
       ctx.status = 400;
@@ -236,7 +280,7 @@ export function oauthRouter(): ApiRouter {
       if (body.decision !== 'approve') return redirectWith(ctx, params.redirect_uri, { error: 'access_denied', state: params.state, iss: issuer(ctx) });
       const companies = await companiesOf(ctx.deps.pool, session.userId);
       const company = companies.find((c) => c.id === body.company_id && c.mcp);
-      const chosen = ([] as unknown[]).concat(body.scope ?? []).map(String).filter((s) => check.scopes.includes(s));
+      const chosen = [...new Set(([] as unknown[]).concat(body.scope ?? []).map(String))].filter((s) => check.scopes.includes(s));
       if (!company || !chosen.length) {
         ctx.status = 400;
         ctx.body = consentPage(params, session.csrf, { name: clientName, redirectHost: new URL(params.redirect_uri).host }, companies, check.scopes, 'Elige una empresa con MCP y al menos un permiso.');
@@ -256,9 +300,9 @@ export function oauthRouter(): ApiRouter {
     ctx.body = consentPage(params, session.csrf, { name: clientName, redirectHost: new URL(params.redirect_uri).host }, companies, check.scopes);
   };
   router.get('/authorize', authorize);
-  router.post('/authorize', form, authorize);
+  router.post('/authorize', parse, authorize);
 
-  router.post('/oauth/token', form, async (ctx) => {
+  router.post('/oauth/token', oauthForm('invalid_request'), async (ctx) => {
     cors(ctx);
     // RFC 6749 §5.1: token responses are never cached.
     ctx.set('Cache-Control', 'no-store');
@@ -272,7 +316,8 @@ export function oauthRouter(): ApiRouter {
     if (body.client_id && !(await findClient(pool, body.client_id))) return oauthError(ctx, 401, 'invalid_client', 'client_id no está registrado');
     if (body.grant_type === 'authorization_code') {
       // A missing parameter is invalid_request; a verifier that is not one (RFC 7636 §4.1 syntax) cannot match: invalid_grant.
-      if (!body.code || !body.code_verifier || !body.redirect_uri) return oauthError(ctx, 400, 'invalid_request', 'code, code_verifier y redirect_uri son obligatorios');
+      // RFC 6749 §4.1.3: client_id is required of a client that does not authenticate (every client here is public).
+      if (!body.code || !body.code_verifier || !body.redirect_uri || !body.client_id) return oauthError(ctx, 400, 'invalid_request', 'code, code_verifier, redirect_uri y client_id son obligatorios');
       if (!/^[A-Za-z0-9._~-]{43,128}$/.test(body.code_verifier)) return oauthError(ctx, 400, 'invalid_grant', 'code_verifier debe tener de 43 a 128 caracteres sin reservar');
       const result = await transaction(pool, async (db) => {
         const { rows } = await db.query<{ grant_id: string; redirect_uri: string; code_challenge: string; expired: boolean; used_at: Date | null }>(
@@ -289,7 +334,7 @@ export function oauthRouter(): ApiRouter {
         const { rows: grants } = await db.query<GrantRow>('SELECT * FROM oauth_grants WHERE id = $1', [code.grant_id]);
         const grant = grants[0];
         if (code.expired) return { error: 'el código expiró' };
-        if (body.client_id && body.client_id !== grant.client_id) return { error: 'el código es de otra aplicación' };
+        if (body.client_id !== grant.client_id) return { error: 'el código es de otra aplicación' };
         if (body.redirect_uri !== code.redirect_uri) return { error: 'redirect_uri no coincide' };
         const challenge = createHash('sha256').update(body.code_verifier).digest('base64url');
         if (challenge !== code.code_challenge) return { error: 'code_verifier no corresponde al code_challenge' };
@@ -325,7 +370,9 @@ export function oauthRouter(): ApiRouter {
         }
         if (token.expired || grant.revoked_at) return { error: 'invalid_grant', text: 'el refresh_token expiró o el acceso fue revocado' };
         if (body.client_id && body.client_id !== grant.client_id) return { error: 'invalid_grant', text: 'el refresh_token es de otra aplicación' };
-        const wanted = body.scope ? body.scope.split(' ').filter(Boolean) : grant.scopes;
+        // RFC 6749 §6: a narrower scope narrows the new access token only; the grant and its
+        // refresh token keep what the person approved (omitted = "equal to the scope originally granted").
+        const wanted = body.scope ? [...new Set(body.scope.split(' ').filter(Boolean))] : grant.scopes;
         if (wanted.some((s) => !grant.scopes.includes(s))) return { error: 'invalid_scope', text: 'un refresh no puede ampliar los permisos' };
         const tokens = await issueTokens(db, grant, wanted);
         await db.query('UPDATE oauth_tokens SET rotated_at = now(), successor = $2 WHERE digest = $1', [digest(body.refresh_token), sealSuccessor(body.refresh_token, tokens)]);
@@ -335,17 +382,19 @@ export function oauthRouter(): ApiRouter {
       ctx.body = result.tokens;
       return;
     }
+    // RFC 6749 §5.2: a missing (or repeated) grant_type is a malformed request; an unknown one is unsupported.
+    if (!body.grant_type) return oauthError(ctx, 400, 'invalid_request', 'grant_type es obligatorio (una vez)');
     oauthError(ctx, 400, 'unsupported_grant_type', 'grant_type debe ser authorization_code o refresh_token');
   });
 
-  router.post('/oauth/revoke', form, async (ctx) => {
+  router.post('/oauth/revoke', oauthForm('invalid_request'), async (ctx) => {
     cors(ctx);
-    const token = String((ctx.request.body as Record<string, unknown>)?.token ?? '');
-    if (token) {
-      const { rows } = await ctx.deps.pool.query<{ grant_id: string; kind: string }>('SELECT grant_id, kind FROM oauth_tokens WHERE digest = $1', [digest(token)]);
-      if (rows[0]?.kind === 'refresh') await revokeGrant(ctx.deps.pool, rows[0].grant_id);
-      else if (rows[0]) await ctx.deps.pool.query('UPDATE oauth_tokens SET expires_at = now() WHERE digest = $1', [digest(token)]);
-    }
+    const sent = (ctx.request.body as Record<string, unknown>)?.token;
+    // RFC 7009 §2.1: token is REQUIRED; an unknown one is not an error (below).
+    if (typeof sent !== 'string' || !sent) return oauthError(ctx, 400, 'invalid_request', 'token es obligatorio');
+    const { rows } = await ctx.deps.pool.query<{ grant_id: string; kind: string }>('SELECT grant_id, kind FROM oauth_tokens WHERE digest = $1', [digest(sent)]);
+    if (rows[0]?.kind === 'refresh') await revokeGrant(ctx.deps.pool, rows[0].grant_id);
+    else if (rows[0]) await ctx.deps.pool.query('UPDATE oauth_tokens SET expires_at = now() WHERE digest = $1', [digest(sent)]);
     ctx.status = 200; // RFC 7009: an unknown token is not an error
     ctx.body = {};
   });

@@ -83,15 +83,21 @@ export async function issueCode(
 
 export type TokenPair = { access_token: string; refresh_token: string; expires_in: number; scope: string; token_type: 'Bearer' };
 
+/**
+ * A new token pair of a grant. `scopes` (a subset of the grant's, from a
+ * refresh asking for less) narrows the access token only: the refresh token
+ * and the grant keep what the person approved (RFC 6749 §6), so a later
+ * refresh without `scope` gets all of it again.
+ */
 export async function issueTokens(db: Queryable, grant: GrantRow, scopes = grant.scopes): Promise<TokenPair> {
   const access = randomToken(ACCESS_PREFIX);
   const refresh = randomToken(REFRESH_PREFIX);
+  const narrowed = grant.scopes.every((s) => scopes.includes(s)) ? null : scopes;
   await db.query(
-    `INSERT INTO oauth_tokens (digest, grant_id, kind, expires_at) VALUES
-       ($1, $3, 'access', now() + make_interval(secs => $4)), ($2, $3, 'refresh', now() + make_interval(secs => $5))`,
-    [digest(access), digest(refresh), grant.id, ACCESS_TTL_SECONDS, REFRESH_TTL_SECONDS],
+    `INSERT INTO oauth_tokens (digest, grant_id, kind, expires_at, scopes) VALUES
+       ($1, $3, 'access', now() + make_interval(secs => $4), $6), ($2, $3, 'refresh', now() + make_interval(secs => $5), NULL)`,
+    [digest(access), digest(refresh), grant.id, ACCESS_TTL_SECONDS, REFRESH_TTL_SECONDS, narrowed],
   );
-  if (scopes.length !== grant.scopes.length) await db.query('UPDATE oauth_grants SET scopes = $2 WHERE id = $1', [grant.id, scopes]);
   return { access_token: access, refresh_token: refresh, expires_in: ACCESS_TTL_SECONDS, scope: scopes.join(' '), token_type: 'Bearer' };
 }
 
@@ -105,15 +111,15 @@ export async function revokeGrant(db: Queryable, grantId: string): Promise<void>
  */
 export async function verifyAccessToken(db: Queryable, token: string): Promise<{ grantId: string; companyId: string; userId: string; scopes: string[] } | null> {
   if (!token.startsWith(ACCESS_PREFIX)) return null;
-  const { rows } = await db.query<GrantRow>(
-    `SELECT g.* FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id
+  const { rows } = await db.query<GrantRow & { token_scopes: string[] }>(
+    `SELECT g.*, coalesce(t.scopes, g.scopes) AS token_scopes FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id
        JOIN memberships m ON m.user_id = g.user_id AND m.company_id = g.company_id
        JOIN users u ON u.id = g.user_id AND u.deleted_at IS NULL
       WHERE t.digest = $1 AND t.kind = 'access' AND t.expires_at > now() AND g.revoked_at IS NULL`,
     [digest(token)],
   );
   const g = rows[0];
-  return g ? { grantId: g.id, companyId: g.company_id, userId: g.user_id, scopes: g.scopes } : null;
+  return g ? { grantId: g.id, companyId: g.company_id, userId: g.user_id, scopes: g.token_scopes } : null;
 }
 
 /** Seconds during which a rotated refresh token still returns its successor pair (parallel refreshes). */
