@@ -70,9 +70,17 @@ describe('MCP server', () => {
     const bank = (await api.post('/accounts', { data: { name: 'Banco MCP', kind: 'bank', currency: 'mxn', opening_balance_cents: 1000, opening_on: '2026-01-01' } })).body.data;
     const income = (await api.post('/incomes', { data: { account_id: bank.id, amount_cents: 500, occurred_at: '2026-02-10T17:00:00Z', category: 'servicios' } })).body.data;
     await api.post('/expenses', { data: { account_id: bank.id, amount_cents: 200, occurred_at: '2026-02-11T17:00:00Z', supplier_name: 'Papelería Sol', status: 'pending' } });
+    await api.post('/accounts', { data: { name: 'Cuenta en dólares', kind: 'bank', currency: 'usd' } });
     const accounts = (await sdk.callTool({ name: 'list_accounts', arguments: { currency: 'mxn' } })).structuredContent as any;
     assert.deepEqual(accounts.accounts.find((a: any) => a.id === bank.id).balance_cents, 1500);
     assert.equal(accounts.meta.totals.mxn.balance_cents >= 1500, true);
+    // A filtered list's total counts its matches (it was every account of the company).
+    assert.equal(accounts.meta.total, accounts.accounts.length);
+    assert.equal(accounts.accounts.every((a: any) => a.currency === 'mxn'), true);
+    const usd = (await sdk.callTool({ name: 'list_accounts', arguments: { currency: 'usd' } })).structuredContent as any;
+    assert.deepEqual([usd.accounts.length, usd.meta.total], [1, 1]);
+    const archived = (await sdk.callTool({ name: 'list_accounts', arguments: { archived: true } })).structuredContent as any;
+    assert.deepEqual([archived.accounts.length, archived.meta.total], [0, 0]);
     const incomes = (await sdk.callTool({ name: 'list_incomes', arguments: { account_id: bank.id, from: '2026-02-01T00:00:00Z', to: '2026-03-01T00:00:00Z' } })).structuredContent as any;
     assert.deepEqual(incomes.incomes.map((i: any) => i.id), [income.id]);
     assert.equal(incomes.meta.total, 1);
@@ -116,8 +124,19 @@ describe('MCP server', () => {
     assert.equal(forbidden.body.error.code, -32001);
     const listed = await rpc({ jsonrpc: '2.0', id: 2, method: 'tools/list' }, scoped.key);
     assert.deepEqual(listed.body.result.tools.map((t: any) => t.name), ['list_customers'], 'tools/list hides what the credential cannot use');
-    const failed = await call('list_calendar_events', { from: '2026-01-02T00:00:00Z', to: '2026-01-01T00:00:00Z' });
-    assert.equal(failed.body.error.code, -32003);
+    // A window ending before it starts is -32003 on every tool that takes one.
+    for (const tool of ['list_calendar_events', 'list_incomes', 'list_expenses']) {
+      const failed = await call(tool, { from: '2026-01-02T00:00:00Z', to: '2026-01-01T00:00:00Z' });
+      assert.equal(failed.body.error?.code, -32003, tool);
+    }
+    // An argument the REST query refuses (more than 100 brand values) is an invalid argument, not a failed run.
+    const brands = await call('list_products', { brand: Array.from({ length: 101 }, (_, i) => `marca-${i}`).join(',') });
+    assert.equal(brands.body.error?.code, -32602, JSON.stringify(brands.body));
+    // MCP: a request id is never null; a response sent by the client is accepted with 202 and no body.
+    const nullId = await rpc({ jsonrpc: '2.0', id: null, method: 'ping' });
+    assert.deepEqual([nullId.body.id, nullId.body.error?.code], [null, -32600]);
+    const response = await rpc({ jsonrpc: '2.0', id: 1, result: {} });
+    assert.deepEqual([response.status, response.body], [202, null]);
     const note = await rpc({ jsonrpc: '2.0', method: 'notifications/initialized' });
     assert.equal(note.status, 202);
     assert.equal(note.body, null);

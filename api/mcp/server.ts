@@ -88,7 +88,8 @@ async function credentialOf(ctx: ApiContext): Promise<Credential | null> {
 function isRequest(value: unknown): value is Request {
   const v = value as Request;
   return !!v && typeof v === 'object' && !Array.isArray(v) && v.jsonrpc === '2.0' && typeof v.method === 'string' &&
-    (v.id === undefined || v.id === null || typeof v.id === 'string' || typeof v.id === 'number') &&
+    // MCP: "Unlike base JSON-RPC, the ID MUST NOT be null."
+    (v.id === undefined || typeof v.id === 'string' || typeof v.id === 'number') &&
     (v.params === undefined || (typeof v.params === 'object' && v.params !== null && !Array.isArray(v.params)));
 }
 
@@ -131,6 +132,11 @@ async function callTool(ctx: ApiContext, credential: Credential, id: unknown, pa
     SERIALIZED.set(response, text);
     return response;
   } catch (error) {
+    // A REST query refusing an argument (400: more than 100 brand values) is an argument problem.
+    if (error instanceof ApiError && error.status === 400) {
+      await finish(-32602);
+      return rpcError(id, -32602, error.message);
+    }
     if (error instanceof ToolFailure || error instanceof ApiError) {
       await finish(-32003);
       return rpcError(id, -32003, error.message);
@@ -283,6 +289,13 @@ export function mcpRouter(): ApiRouter {
       }
       ctx.set('Content-Type', 'application/json; charset=utf-8');
       ctx.body = Array.isArray(answered) ? `[${answered.map(toJson).join(',')}]` : answered;
+      return;
+    }
+    if (isResponse(raw)) {
+      // A response from the client (this server sends no requests, so nothing waits on it):
+      // accepted with 202 and no body, as the transport says and as inside a batch.
+      ctx.body = null;
+      ctx.status = 202;
       return;
     }
     if (!isRequest(raw)) {

@@ -63,6 +63,11 @@ async function asList(key: string, args: { page: number; per_page: number }, isF
   return { [key]: result.data, meta: { page: args.page, per_page: args.per_page, total, has_more: result.meta.has_more } };
 }
 
+/** A window whose `to` is not after its `from` selects nothing by mistake: -32003, the same on every tool taking one. */
+function checkRange(args: { from?: string; to?: string }): void {
+  if (args.from && args.to && new Date(args.to) <= new Date(args.from)) throw new ToolFailure('`to` debe ser posterior a `from`');
+}
+
 const movementFilters = {
   from: instantFilter.optional().describe('Ocurridos desde este instante (ISO 8601)'),
   to: instantFilter.optional().describe('Ocurridos antes de este instante (ISO 8601)'),
@@ -153,8 +158,10 @@ export const TOOLS: readonly Tool[] = [
     }),
     run: async ({ db, totals, companyId }, args) => {
       const zone = await companyZone(db, companyId);
-      const result = await listAccounts(db, totals, companyId, zone, { kind: args.kind, currency: args.currency, archived: args.archived }, { limit: args.per_page, page: args.page, include_total: true });
-      return { accounts: result.data, meta: { page: args.page, per_page: args.per_page, total: result.meta.total ?? result.data.length, has_more: result.meta.has_more, totals: result.meta.totals } };
+      const result = await listAccounts(db, totals, companyId, zone, { kind: args.kind, currency: args.currency, archived: args.archived }, { limit: args.per_page, page: args.page });
+      // The per-currency totals count every account the filters select: their sum is the list's total.
+      const total = Object.values(result.meta.totals).reduce((sum, t) => sum + t.accounts, 0);
+      return { accounts: result.data, meta: { page: args.page, per_page: args.per_page, total, has_more: result.meta.has_more, totals: result.meta.totals } };
     },
   },
   {
@@ -164,8 +171,10 @@ export const TOOLS: readonly Tool[] = [
     scope: 'read-incomes',
     input: z.strictObject({ ...movementFilters, customer_id: z.string().regex(/^[0-9a-f]{24}$/).optional().describe('Cliente'), ...paging }),
     output: listOutput('incomes'),
-    run: ({ db, totals, companyId }, args) =>
-      asList('incomes', args, filtered(args, ['from', 'to', 'account_id', 'status', 'category', 'customer_id']), (page) => listMovements(db, totals, companyId, 'income', args, page)),
+    run: ({ db, totals, companyId }, args) => {
+      checkRange(args);
+      return asList('incomes', args, filtered(args, ['from', 'to', 'account_id', 'status', 'category', 'customer_id']), (page) => listMovements(db, totals, companyId, 'income', args, page));
+    },
   },
   {
     name: 'list_expenses',
@@ -174,8 +183,10 @@ export const TOOLS: readonly Tool[] = [
     scope: 'read-expenses',
     input: z.strictObject({ ...movementFilters, supplier: z.string().max(200).optional().describe('Nombre o RFC del proveedor (contiene)'), ...paging }),
     output: listOutput('expenses'),
-    run: ({ db, totals, companyId }, args) =>
-      asList('expenses', args, filtered(args, ['from', 'to', 'account_id', 'status', 'category', 'supplier']), (page) => listMovements(db, totals, companyId, 'expense', args, page)),
+    run: ({ db, totals, companyId }, args) => {
+      checkRange(args);
+      return asList('expenses', args, filtered(args, ['from', 'to', 'account_id', 'status', 'category', 'supplier']), (page) => listMovements(db, totals, companyId, 'expense', args, page));
+    },
   },
   {
     name: 'list_calendar_events',
@@ -190,7 +201,7 @@ export const TOOLS: readonly Tool[] = [
     }),
     output: listOutput('calendar_events'),
     run: async ({ db, totals, companyId }, args) => {
-      if (args.from && args.to && new Date(args.to) <= new Date(args.from)) throw new ToolFailure('`to` debe ser posterior a `from`');
+      checkRange(args);
       return asList('calendar_events', args, filtered(args, ['user_id', 'from', 'to']), (page) => listCalendarEvents(db, totals, companyId, { user_id: args.user_id, from: args.from, to: args.to }, page));
     },
   },
