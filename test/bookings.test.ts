@@ -384,8 +384,10 @@ describe('booking links and bookings', () => {
     assert.match(ics, new RegExp(`UID:${b.id}@`));
     assert.match(ics, /SEQUENCE:1/);
     assert.match(ics, /METHOD:REQUEST/);
-    // A taken time is refused and nothing changes.
-    const other = await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: new Date(Date.parse(later) + 2 * 3_600_000).toISOString(), booker } });
+    // A taken time is refused and nothing changes. The time taken is a free slot after the moved booking
+    // (a fixed "two hours later" could fall on another test's booking of the host, depending on the hour).
+    const free = (await slotsOf(l.id, `?from=${encodeURIComponent(moved.ends_at)}`)).find((s) => Date.parse(s.starts_at) >= Date.parse(moved.ends_at) + 3_600_000)!;
+    const other = await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: free.starts_at, booker } });
     assert.equal(other.status, 201, other.text);
     const clash = await api.post(`/bookings/${moved.id}/reschedule`, { data: { starts_at: other.body.data.starts_at } });
     assert.equal(clash.status, 409);
@@ -405,6 +407,59 @@ describe('booking links and bookings', () => {
     assert.deepEqual(await ids(`&to=${encodeURIComponent(s1.ends_at)}`), [b1.id]);
     assert.deepEqual(await ids(`&from=${encodeURIComponent(s1.ends_at)}`), [b2.id]);
     assert.equal((await api.get(`/bookings?user_id=${other.ownerId}`)).body.data.length, 0);
+  });
+
+  test('a host removed from a company: their links there switch off and cannot be switched on; their other company is untouched', async () => {
+    // The host of `tenant` is also a member of a second company, with a link there.
+    const second = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    await app.pool.query('INSERT INTO memberships (company_id, user_id) VALUES ($1, $2)', [second.companyId, tenant.ownerId]);
+    const secondApi = client(app.baseUrl, second.key);
+    const there = await secondApi.post('/booking-links', { data: link() });
+    assert.equal(there.status, 201, there.text);
+    const here = await createLink();
+    const [slot] = await slotsOf(here.id, '?from=2027-01-12T15:00:00Z&to=2027-01-12T17:00:00Z');
+    assert.equal((await secondApi.delete(`/users/${tenant.ownerId}`)).status, 204);
+
+    const read = await secondApi.get(`/booking-links/${there.body.data.id}`);
+    assert.equal(read.body.data.active, false, 'switched off with the membership');
+    const slots = await secondApi.get(`/booking-links/${there.body.data.id}/slots`);
+    assert.deepEqual(slots.body.data.days.flatMap((d: any) => d.slots), []);
+    const booked = await secondApi.post('/bookings', { data: { booking_link_id: there.body.data.id, starts_at: slot.starts_at, booker } });
+    assert.equal(booked.status, 422, booked.text);
+    assert.equal(booked.body.error, 'booking_link_inactive');
+    const revived = await secondApi.patch(`/booking-links/${there.body.data.id}`, { data: { active: true } });
+    assert.equal(revived.status, 422, revived.text);
+    assert.equal(revived.body.error, 'invalid_user');
+    assert.equal((await secondApi.patch(`/booking-links/${there.body.data.id}`, { data: { title: 'Sigue guardado' } })).status, 200, 'other changes still work');
+    // The company the host still belongs to keeps the link and the slot.
+    assert.equal((await api.get(`/booking-links/${here.id}`)).body.data.active, true);
+    assert.ok((await slotsOf(here.id, '?from=2027-01-12T15:00:00Z&to=2027-01-12T17:00:00Z')).some((s) => s.starts_at === slot.starts_at));
+  });
+
+  test('the cached link list follows the host’s booking_slug; a deleted link is no longer named by its bookings’ events', async () => {
+    const cached = await seedTenant(app.pool, { rateLimitPerMinute: 100_000, responseCache: true });
+    const cachedApi = client(app.baseUrl, cached.key);
+    await app.pool.query('UPDATE users SET booking_slug = $2 WHERE id = $1', [cached.ownerId, `host-${Date.now()}`]);
+    const created = await cachedApi.post('/booking-links', { data: link({ user_id: cached.ownerId }) });
+    assert.equal(created.status, 201, created.text);
+    await cachedApi.get('/booking-links');
+    const hit = await cachedApi.get('/booking-links');
+    assert.equal(hit.headers.get('x-cache'), 'HIT');
+    const slug = `nuevo-${Date.now()}`;
+    const renamed = await cachedApi.put(`/users/${cached.ownerId}`, { data: { booking_slug: slug } });
+    assert.equal(renamed.status, 200, renamed.text);
+    const after = await cachedApi.get('/booking-links');
+    assert.notEqual(after.headers.get('x-cache'), 'HIT');
+    assert.ok(after.body.data[0].public_url.endsWith(`/${slug}/${created.body.data.slug}`), after.body.data[0].public_url);
+
+    const l = await createLink();
+    const [slot] = await slotsOf(l.id);
+    const b = (await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: slot.starts_at, booker } })).body.data;
+    assert.equal((await api.delete(`/booking-links/${l.id}`)).status, 204);
+    const booking = (await api.get(`/bookings/${b.id}`)).body.data;
+    assert.equal(booking.booking_link_id, null);
+    const event = (await api.get(`/calendar/events/${booking.calendar_event_id}`)).body.data;
+    assert.equal(event.booking_link_id, null);
   });
 
   test('tenant isolation and scopes', async () => {

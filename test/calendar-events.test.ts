@@ -47,7 +47,7 @@ describe('calendar events', () => {
 
   test('the host: missing, malformed, unknown or another company’s user is 422 invalid_user', async () => {
     const other = await seedTenant(app.pool);
-    for (const user_id of [undefined, 'nope', '0123456789abcdef01234567', other.ownerId]) {
+    for (const user_id of [undefined, 'nope', '0123456789abcdef01234567', other.ownerId, 123, null, {}, ['x']]) {
       const res = await api.post('/calendar/events', { data: event({ user_id }) });
       assert.equal(res.status, 422, String(user_id));
       assert.equal(res.body.error, 'invalid_user', String(user_id));
@@ -82,6 +82,10 @@ describe('calendar events', () => {
       [event({ ends_at: '2026-12-01T15:00:00Z' }), 'ends_at'],
       [event({ kind: 'party' }), 'kind'],
       [event({ timezone: 'Mars/Olympus' }), 'timezone'],
+      // Not IANA names, though Intl reads them (and Google Calendar refuses them when the event syncs).
+      [event({ timezone: '+05:00' }), 'timezone'],
+      [event({ timezone: 'america/mexico_city' }), 'timezone'],
+      [event({ timezone: 'utc' }), 'timezone'],
       [event({ color: 'red' }), 'color'],
       [event({ source: 'google' }), 'source'],
       [event({ meet_url: 'https://meet.example/x' }), 'meet_url'],
@@ -128,6 +132,20 @@ describe('calendar events', () => {
       data: event({ all_day: true, timezone: 'America/Mexico_City', starts_at: '2022-04-03T06:00:00Z', ends_at: '2022-04-04T05:00:00Z' }),
     });
     assert.equal(mx.status, 201, mx.text);
+    // Days that have no midnight start at their first moment: Santiago's DST starts at 00:00 on
+    // 2026-09-06 (that day runs 01:00-03 = 04:00Z to 00:00-03 = 03:00Z), Havana's on 2026-03-08.
+    for (const [timezone, starts_at, ends_at] of [
+      ['America/Santiago', '2026-09-06T04:00:00Z', '2026-09-07T03:00:00Z'],
+      ['America/Santiago', '2026-09-05T04:00:00Z', '2026-09-06T04:00:00Z'],
+      ['America/Havana', '2026-03-08T05:00:00Z', '2026-03-09T04:00:00Z'],
+    ]) {
+      const res = await api.post('/calendar/events', { data: event({ all_day: true, timezone, starts_at, ends_at }) });
+      assert.equal(res.status, 201, `${timezone} ${starts_at}: ${res.text}`);
+    }
+    const notFirst = await api.post('/calendar/events', { data: event({ all_day: true, timezone: 'America/Santiago', starts_at: '2026-09-06T05:00:00Z', ends_at: '2026-09-07T03:00:00Z' }) });
+    assert.equal(notFirst.status, 422, 'an hour after the day began');
+    // IANA names as the zone database writes them, aliases included.
+    for (const timezone of ['UTC', 'US/Eastern', 'Asia/Kolkata']) assert.equal((await api.post('/calendar/events', { data: event({ timezone }) })).status, 201, timezone);
     const offMidnight = await api.post('/calendar/events', { data: event({ all_day: true, starts_at: '2026-12-01T16:00:00Z', ends_at: '2026-12-02T16:00:00Z' }) });
     assert.equal(offMidnight.status, 422);
     assert.ok(offMidnight.body.errors.starts_at);

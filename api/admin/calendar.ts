@@ -27,7 +27,10 @@ type ConnectionRow = {
 };
 
 export function serializeConnection(row: ConnectionRow | undefined, userId: string) {
-  if (!row) return { user_id: userId, connected: false as const };
+  // One shape either way: a script reads the same fields of a member never connected (all null).
+  if (!row) {
+    return { user_id: userId, connected: false as const, status: null, calendar_id: null, connected_at: null, last_synced_at: null, last_error: null, last_error_at: null };
+  }
   return {
     user_id: row.user_id,
     connected: true as const,

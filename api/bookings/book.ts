@@ -134,7 +134,8 @@ export async function createBooking(
   input: { linkId: string; startsAt: string; booker: Booker; answers?: Record<string, string | boolean> },
 ): Promise<{ booking: BookingRow; manageUrl: string }> {
   return transaction(db, async (client) => {
-    const link = await findBookingLink(client, companyId, input.linkId);
+    // Locked: a member removal switching the link off (removeMember) is seen, or waits for this booking.
+    const link = await findBookingLink(client, companyId, input.linkId, true);
     if (!link) throw validationFailed({ booking_link_id: ['no existe en la empresa'] });
     if (!link.active) throw new ApiError('booking_link_inactive');
     const answers = checkAnswers(link.questions, input.answers ?? {});
@@ -238,7 +239,7 @@ export async function rescheduleBooking(
   return transaction(db, async (client) => {
     const old = await lockConfirmed(client, companyId, bookingId);
     if (!old.booking_link_id) throw validationFailed({ starts_at: ['el enlace de la reserva ya no existe; crea una reserva nueva'] });
-    const link = (await findBookingLink(client, companyId, old.booking_link_id))!;
+    const link = (await findBookingLink(client, companyId, old.booking_link_id, true))!;
     if (!link.active) throw new ApiError('booking_link_inactive');
     const start = new Date(input.startsAt).getTime();
     await lockHost(client, link.user_id);

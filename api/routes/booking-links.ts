@@ -140,16 +140,21 @@ export const bookingLinkRoutes: RouteDef[] = [
     scope: 'update-booking_links',
     tag: TAG,
     summary: 'Actualiza un enlace de reserva',
-    description: `Los mismos campos que al crear salvo \`user_id\` (el anfitrión no cambia). Las reservas ya hechas no cambian. ${RULES}`,
+    description: `Los mismos campos que al crear salvo \`user_id\` (el anfitrión no cambia). Las reservas ya hechas no cambian. Quitar al anfitrión del equipo desactiva sus enlaces; \`active: true\` en uno de ellos es 422 invalid_user. ${RULES}`,
     params: idOrSlug,
     body: bookingLinkUpdate,
     example: { title: 'Asesoría de 45 minutos', duration_minutes: 45 },
     response: bookingLinkSchema,
     status: 200,
-    errors: ['not_found', 'validation_failed'],
+    errors: ['not_found', 'invalid_user', 'validation_failed'],
     handler: async (ctx, { params, data, companyId, db }) => {
       const id = await transaction(db, async (client) => {
         const id = await resolveIdOrSlug(client, 'booking_links', companyId, params.id, { lock: true });
+        // Removing a member switched their links off; one cannot be switched on again without a host.
+        if (data.active === true) {
+          const link = (await findBookingLink(client, companyId, id))!;
+          if (!(await isMember(client, companyId, link.user_id))) throw new ApiError('invalid_user', 'El anfitrión del enlace ya no es miembro de la empresa: el enlace no puede activarse.');
+        }
         await updateBookingLink(client, companyId, id, data);
         return id;
       });

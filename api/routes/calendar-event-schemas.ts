@@ -2,6 +2,7 @@
 // write payloads, the read and the list query. Read-only fields (`source`,
 // `meet_url`, `google_event_id`, `booking_*`) are refused on write like any
 // unknown field; `user_id` is refused on PATCH (the host never changes).
+import { Temporal } from 'temporal-polyfill';
 import { z } from 'zod';
 import { instant as anInstant, instantFilter } from '../date-fields.ts';
 import { isObjectId } from '../../lib/objectid.ts';
@@ -16,18 +17,23 @@ export const DEFAULT_TIMEZONE = 'America/Mexico_City';
  * Zones already accepted. Constructing an Intl.DateTimeFormat is the check,
  * and it cost a slot query (which names a zone on every request) about 0.4 ms
  * of CPU: a tenth of the request (docs/bench.md, booking slots). Only valid
- * zones are kept, at most KNOWN_ZONES_MAX (Intl accepts any letter case, so
- * the strings are not a fixed few hundred); past that, each is checked anew.
+ * zones are kept (a few hundred names, written one way), at most
+ * KNOWN_ZONES_MAX; past that, each is checked anew.
  */
 const knownZones = new Set<string>();
 const KNOWN_ZONES_MAX = 2_000;
 
-/** An IANA zone the runtime knows (`America/Mexico_City`, `UTC`…). */
+/**
+ * An IANA zone name the runtime knows (`America/Mexico_City`, `UTC`,
+ * `US/Eastern`), written as the zone database writes it. Intl also takes UTC
+ * offsets (`+05:00`) and any letter case (`america/mexico_city`): those are
+ * not IANA names, and Google Calendar refuses them when an event syncs.
+ */
 export function isTimeZone(value: string): boolean {
   if (knownZones.has(value)) return true;
-  if (value.length > 64) return false;
+  if (value.length > 64 || !/^[A-Za-z]/.test(value)) return false;
   try {
-    new Intl.DateTimeFormat('en-US', { timeZone: value });
+    if (Temporal.Now.zonedDateTimeISO(value).timeZoneId !== value) return false;
   } catch {
     return false;
   }
@@ -59,7 +65,8 @@ const eventFields = {
 // time is the general rule's 422 parameter_missing), so those presence
 // checks are the handler's (api/routes/calendar-events.ts), in that order.
 export const calendarEventCreate = z.strictObject({
-  user_id: z.string().optional().describe('Anfitrión: miembro de la empresa; obligatorio; no cambia después'),
+  // A malformed host (123, null, {}) is the contract's invalid_user too, not validation_failed: caught as absent.
+  user_id: z.string().optional().catch(undefined).describe('Anfitrión: miembro de la empresa; obligatorio; no cambia después'),
   ...eventFields,
   title: eventFields.title.optional().describe('Obligatorio'),
   starts_at: eventFields.starts_at.optional().describe('Obligatorio'),

@@ -7,6 +7,7 @@
 import { enqueueCalendarPush } from '../../db/calendar-sync.ts';
 import { transaction } from '../../db/pool.ts';
 import { isObjectId } from '../../lib/objectid.ts';
+import { localDate, startOfLocalDate } from '../../lib/local-dates.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import {
@@ -33,11 +34,14 @@ const ALL_DAY =
   '`starts_at` y `ends_at` deben ser medianoches locales de esa zona (un día con cambio de horario dura 23 o 25 horas). ' +
   'Todos los instantes se devuelven en UTC.';
 
-/** Whether an instant is 00:00:00 on the wall clock of `timeZone`. */
-function isLocalMidnight(instant: Date, timeZone: string): boolean {
-  const parts = new Intl.DateTimeFormat('en-GB', { timeZone, hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }).formatToParts(instant);
-  const get = (type: string) => Number(parts.find((p) => p.type === type)?.value);
-  return get('hour') === 0 && get('minute') === 0 && get('second') === 0 && instant.getUTCMilliseconds() === 0;
+/**
+ * Whether an instant is where a local day of `timeZone` starts: its midnight,
+ * or its first moment on a day a clock change skips midnight (Santiago's
+ * daylight saving starts at 00:00, so that day begins at 01:00).
+ */
+function isStartOfLocalDay(instant: Date, timeZone: string): boolean {
+  const ms = instant.getTime();
+  return startOfLocalDate(localDate(ms, timeZone), timeZone) === ms;
 }
 
 /** The rules between fields, checked on the values the event will have after the write. */
@@ -47,8 +51,8 @@ function checkTimes(event: { starts_at: string | Date; ends_at: string | Date; a
   if (!(ends.getTime() > starts.getTime())) throw validationFailed({ ends_at: ['debe ser posterior a starts_at'] });
   if (event.all_day) {
     const errors: Record<string, string[]> = {};
-    if (!isLocalMidnight(starts, event.timezone)) errors.starts_at = [`un evento de todo el día empieza a medianoche en ${event.timezone}`];
-    if (!isLocalMidnight(ends, event.timezone)) errors.ends_at = [`un evento de todo el día termina a medianoche en ${event.timezone}`];
+    if (!isStartOfLocalDay(starts, event.timezone)) errors.starts_at = [`un evento de todo el día empieza a medianoche en ${event.timezone}`];
+    if (!isStartOfLocalDay(ends, event.timezone)) errors.ends_at = [`un evento de todo el día termina a medianoche en ${event.timezone}`];
     if (Object.keys(errors).length) throw validationFailed(errors);
   }
 }

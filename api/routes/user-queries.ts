@@ -168,14 +168,17 @@ export async function updateMember(db: Queryable, companyId: string, existing: M
 /**
  * Removes the membership; a person left in no company is soft-deleted (kept
  * for history, hidden everywhere; the email and booking slug become free
- * again). The member's API keys of this company are revoked in the same
- * transaction; their sessions die with the membership.
+ * again). The member's API keys of this company are revoked and their
+ * booking links here switched off (active: false) in the same transaction;
+ * their sessions die with the membership.
  */
 export async function removeMember(db: Queryable, companyId: string, member: MemberRow): Promise<void> {
   await db.query('SELECT id FROM companies WHERE id = $1 FOR UPDATE', [companyId]);
   if (member.is_owner && (await otherOwners(db, companyId, member.id)) === 0) throw new ApiError('last_owner');
   await db.query('DELETE FROM memberships WHERE company_id = $1 AND user_id = $2', [companyId, member.id]);
   await db.query('UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE company_id = $1 AND user_id = $2', [companyId, member.id]);
+  // Their booking links here take no more bookings (kept, with their bookings, for history).
+  await db.query('UPDATE booking_links SET active = false, updated_at = now() WHERE company_id = $1 AND user_id = $2 AND active', [companyId, member.id]);
   const { rowCount } = await db.query('SELECT 1 FROM memberships WHERE user_id = $1', [member.id]);
   if (!rowCount) await db.query('UPDATE users SET deleted_at = now(), updated_at = now() WHERE id = $1', [member.id]);
 }
