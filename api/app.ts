@@ -11,6 +11,7 @@ import { koaBody } from 'koa-body';
 import { ApiError } from './errors.ts';
 import { log, logError } from '../lib/log.ts';
 import { requestMiddleware, httpsOnly } from './middleware/request.ts';
+import { apiCors } from './middleware/cors.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { ResponseCache } from './middleware/response-cache.ts';
 import { openApiDocument } from './openapi/document.ts';
@@ -86,6 +87,7 @@ export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
   app.silent = true;
 
   app.use(requestMiddleware());
+  app.use(apiCors());
   app.use(httpsOnly(deps.config.isProduction));
   const bookingHost = bookingHostMiddleware(deps.config);
   if (bookingHost) app.use(bookingHost);

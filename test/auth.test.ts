@@ -109,6 +109,35 @@ describe('API keys', () => {
     }
   });
 
+  test('CORS: a browser page may call the API with a key (preflight, readable answers and errors); the allow-list still refuses other origins', async () => {
+    const t = await seedTenant(app.pool, { origins: ['shop.example.com'] });
+    // The preflight carries no key: answered before authentication, whatever the path's route.
+    const preflight = await fetch(`${app.baseUrl}/customers`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://shop.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, idempotency-key' },
+    });
+    assert.equal(preflight.status, 204);
+    assert.equal(preflight.headers.get('access-control-allow-origin'), '*');
+    assert.match(preflight.headers.get('access-control-allow-methods')!, /POST/);
+    for (const h of ['Authorization', 'Content-Type', 'Idempotency-Key']) assert.match(preflight.headers.get('access-control-allow-headers')!, new RegExp(h));
+    assert.equal(preflight.headers.get('access-control-allow-credentials'), null, 'bearer keys, never cookies');
+    // The request itself: readable, with the headers a client reads exposed.
+    const ok = await client(app.baseUrl, t.key).post('/customers', { data: { name: 'Desde el navegador' } }, { origin: 'https://shop.example.com', 'idempotency-key': 'cors-1' });
+    assert.equal(ok.status, 201, ok.text);
+    assert.equal(ok.headers.get('access-control-allow-origin'), '*');
+    for (const h of ['X-Request-Id', 'RateLimit-Remaining', 'Idempotent-Replayed', 'Retry-After']) assert.match(ok.headers.get('access-control-expose-headers')!, new RegExp(h));
+    // Another origin gets its 403 in a body it can read; the key's allow-list decides, not CORS.
+    const refused = await client(app.baseUrl, t.key).get('/customers', { origin: 'https://evil.example.com' });
+    assert.equal(refused.status, 403);
+    assert.equal(refused.body.error, 'origin_not_allowed');
+    assert.equal(refused.headers.get('access-control-allow-origin'), '*');
+    // Not the API: no CORS headers (MCP and OAuth answer their own).
+    assert.equal((await fetch(`${app.url}/healthz`, { headers: { origin: 'https://shop.example.com' } })).headers.get('access-control-allow-origin'), null);
+    // Without Origin (a server), nothing changes: OPTIONS still lists the methods.
+    const plain = await fetch(`${app.baseUrl}/customers`, { method: 'OPTIONS' });
+    assert.equal(plain.headers.get('access-control-allow-origin'), null);
+  });
+
   test('automations are core: a company with no module enabled reaches /automations with the scope', async () => {
     const t = await seedTenant(app.pool, { modules: [] });
     const res = await client(app.baseUrl, t.key).get('/automations');
