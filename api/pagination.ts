@@ -26,11 +26,15 @@ const cursor = z.string().refine(isObjectId, { message: 'invalid_id' });
  * digits or more read as Number.MAX_SAFE_INTEGER (however many: 400 digits
  * would be Infinity), so `limit=99999999999999999999` is cut to 100 and such
  * a `page` is 400 offset_too_deep (contract, Pagination), not a failed
- * integer check. OpenAPI still shows the integer schema (zod documents a
+ * integer check. Anything but decimal digits is 400. OpenAPI still shows the integer schema (zod documents a
  * preprocessed input by its inner schema).
  */
 const positiveInteger = () =>
-  z.preprocess((v) => (typeof v === 'string' && /^\d{16,}$/.test(v) ? Number.MAX_SAFE_INTEGER : v), z.coerce.number().int().min(1));
+  z.preprocess(
+    // Decimal digits only: Number() would also read `0x10`, `1e2`, `0b11` and ` 5`.
+    (v) => (typeof v !== 'string' ? v : !/^\d+$/.test(v) ? Number.NaN : v.length >= 16 ? Number.MAX_SAFE_INTEGER : v),
+    z.coerce.number().int().min(1),
+  );
 
 /** Query parameters shared by every list; resources extend it with their filters. */
 export const paginationQuery = z.object({

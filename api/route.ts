@@ -67,7 +67,14 @@ type RouteBase<Q> = {
   query?: z.ZodType<Q>;
   /** Schema of one returned record (`data`, or each item of a list). */
   response?: z.ZodType;
+  /** `data` is an array of `response`. */
   list?: boolean;
+  /**
+   * The `meta` the route answers, for the OpenAPI document: a list's
+   * defaults to the pagination meta (`listMetaSchema`); a route that adds to
+   * it (`meta.available_events`, `meta.totals`) gives `listMetaSchema.extend(…)`.
+   */
+  meta?: z.ZodObject;
   /** Collection name for the opt-in response cache (lists only). */
   cache?: string;
   status: number;
@@ -300,14 +307,15 @@ function uploadBody(limits: UploadRoute['upload']): ApiMiddleware {
 
 function validateParams(kinds: Record<string, ParamKind>): ApiRouteMiddleware {
   return async function params(ctx, next) {
-    // An id or slug with U+0000 (%00) names nothing that can exist, and PostgreSQL refuses to compare
-    // with it: 404 before any body is read.
-    for (const value of Object.values(ctx.params ?? {})) if (typeof value === 'string' && !isStorableText(value)) throw new ApiError('not_found');
+    // Contract: a malformed :id is 400 invalid_id (U+0000 included).
     for (const [name, kind] of Object.entries(kinds)) {
       if (kind === 'id' && !isObjectId(ctx.params[name])) {
         throw new ApiError('invalid_id', `El parámetro ${name} no es un ObjectId válido.`);
       }
     }
+    // A slug (or an id-or-slug) with U+0000 (%00) names nothing that can exist, and PostgreSQL refuses
+    // to compare with it: 404 before any body is read.
+    for (const value of Object.values(ctx.params ?? {})) if (typeof value === 'string' && !isStorableText(value)) throw new ApiError('not_found');
     await next();
   };
 }

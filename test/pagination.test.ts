@@ -49,7 +49,7 @@ describe('pagination', () => {
       assert.equal(r.status, 200, huge);
       assert.equal(r.body.meta.limit, 100);
     }
-    for (const bad of ['0', '-1', 'abc', '1.5']) {
+    for (const bad of ['0', '-1', 'abc', '1.5', '0x10', '1e2', '0b11', '%205', '+5']) {
       const r = await api.get(`/customers?limit=${bad}`);
       assert.equal(r.status, 400, bad);
       assert.equal(r.body.error, 'invalid_parameter');

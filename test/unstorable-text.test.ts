@@ -54,6 +54,12 @@ describe('unstorable text: U+0000 and lone surrogates', () => {
       assert.equal(res.body.error, 'invalid_parameter', query);
       assert.match(res.body.message, new RegExp(query.split('=')[0]), query);
     }
+    // An ObjectId-only path: malformed, 400 invalid_id (contract); a slug path: nothing can have it, 404.
+    for (const path of ['/customers/a%00b', '/customers/%00', '/leads/%00']) {
+      const res = await api.get(path);
+      assert.equal(res.status, 400, `${path}: ${res.text}`);
+      assert.equal(res.body.error, 'invalid_id', path);
+    }
     for (const path of ['/products/a%00b', '/product-categories/a%00b', '/brands/a%00b', '/forms/a%00b', '/forms/a%00b/submissions']) {
       const res = await api.get(path);
       assert.equal(res.status, 404, `${path}: ${res.text}`);

@@ -81,9 +81,13 @@ function operation(route: RouteDef, book: SchemaBook, responseNames: Map<z.ZodTy
   if (route.status === 204) responses['204'] = { description: 'Sin contenido' };
   else if (route.status < 400) {
     const item = route.response ? book.ref(responseNames.get(route.response)!, route.response, 'output') : { type: 'object' };
-    const body = route.list
-      ? { type: 'object', required: ['data', 'meta'], properties: { data: { type: 'array', items: item }, meta: book.ref('ListMeta', listMetaSchema, 'output') } }
-      : { type: 'object', required: ['data'], properties: { data: item } };
+    const data = route.list ? { type: 'array', items: item } : item;
+    const metaSchema = route.meta ?? (route.list ? listMetaSchema : null);
+    // The shared ListMeta, or the route's own meta named after its records (WebhookEndpointListMeta).
+    const metaName = metaSchema === listMetaSchema ? 'ListMeta' : `${route.response ? responseNames.get(route.response) : operationId(route)}ListMeta`;
+    const body = metaSchema
+      ? { type: 'object', required: ['data', 'meta'], properties: { data, meta: book.ref(metaName, metaSchema, 'output') } }
+      : { type: 'object', required: ['data'], properties: { data } };
     responses[String(route.status)] = {
       description: 'Éxito',
       headers: {
@@ -103,7 +107,14 @@ function operation(route: RouteDef, book: SchemaBook, responseNames: Map<z.ZodTy
         ...(route.multipart ? [] : (['invalid_json', 'request_too_large', 'unsupported_media_type'] as const)),
       ]
     : [];
-  const codes = [...new Set<ErrorCode>([...(route.errors ?? []), ...COMMON_ERRORS, 'https_required', ...(route.module ? (['module_not_enabled'] as const) : []), ...writes])];
+  // What the shared machinery answers whatever the route lists: a bad query value (400), a paginated
+  // list's cursor and page errors, and a JSON body's missing `data` or invalid fields (422).
+  const shared: ErrorCode[] = [
+    ...(route.query ? (['invalid_parameter'] as const) : []),
+    ...(route.list && route.query ? (['invalid_cursor', 'invalid_id', 'offset_too_deep'] as const) : []),
+    ...(route.body && !route.multipart ? (['parameter_missing', 'validation_failed'] as const) : []),
+  ];
+  const codes = [...new Set<ErrorCode>([...(route.errors ?? []), ...shared, ...COMMON_ERRORS, 'https_required', ...(route.module ? (['module_not_enabled'] as const) : []), ...writes])];
   const byStatus = new Map<number, string[]>();
   for (const code of codes) {
     const status = ERROR_CODES[code].status;

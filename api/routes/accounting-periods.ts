@@ -18,6 +18,9 @@ export const accountingPeriodRoutes: RouteDef[] = [
     description:
       'Un mes cerrado rechaza toda alta, cambio o baja cuya fecha de dinero (antes o después del cambio) caiga en él: 422 `period_locked` con `year` y `month`. ' +
       'Los meses se leen en la zona horaria de la empresa (`timezone`, por defecto America/Mexico_City). Sin paginación: son pocos.',
+    response: periodSchema,
+    list: true,
+    meta: z.object({ timezone: z.string().describe('La zona en que se leen los meses') }),
     status: 200,
     handler: async (_ctx, { companyId, db }) => {
       const rows = await closedPeriods(db, companyId);

@@ -6,7 +6,7 @@ import { transaction } from '../../db/pool.ts';
 import { companyZone, openingEntries, post } from '../../db/money/ledger.ts';
 import { assertOpenDates } from '../money/periods.ts';
 import { ApiError } from '../errors.ts';
-import { paginationQuery, queryBoolean } from '../pagination.ts';
+import { listMetaSchema, paginationQuery, queryBoolean } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { accountInUse, findAccount, insertAccount, listAccounts, serializeAccount, today, updateAccount } from './account-queries.ts';
 import { currency, localDay, signedCents } from './money-fields.ts';
@@ -55,6 +55,7 @@ export const accountRoutes: RouteDef[] = [
     query: listQuery,
     response: accountSchema,
     list: true,
+    meta: listMetaSchema.extend({ totals: z.record(z.string(), z.object({ balance_cents: z.number().int(), accounts: z.number().int() })) }),
     status: 200,
     errors: ['invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
     handler: async (ctx, { query, companyId, db }) => {

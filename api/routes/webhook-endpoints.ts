@@ -10,7 +10,7 @@ import { checkWebhookUrl } from '../../lib/ssrf.ts';
 import { EMITTED_EVENT_NAMES, EVENT_NAMES, enabledEventError } from '../../lib/webhook-events.ts';
 import type { Permission } from '../auth/sessions.ts';
 import { ApiError, validationFailed } from '../errors.ts';
-import { listPage, paginationQuery } from '../pagination.ts';
+import { listMetaSchema, listPage, paginationQuery } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import type { ApiContext } from '../types.ts';
 import {
@@ -65,6 +65,9 @@ const endpointSchema = z.object({
   updated_at: z.string(),
 });
 
+/** The list's meta: the pagination fields and the events the service emits (contract). */
+const endpointListMeta = listMetaSchema.extend({ available_events: z.array(z.string()).describe('Los eventos que el servicio emite') });
+
 const deliverySchema = z.object({
   id: z.string(),
   object: z.literal('webhook_delivery'),
@@ -116,6 +119,7 @@ function routes(prefix: string, session?: Permission): RouteDef[] {
       query: paginationQuery,
       response: endpointSchema,
       list: true,
+      meta: endpointListMeta,
       status: 200,
       errors: ['invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
       handler: async (ctx, { query, companyId, db }) => {

@@ -1,0 +1,71 @@
+// What the service answers agrees with what its OpenAPI document says it
+// answers: every list route (a GET without path parameters) is called for a
+// company holding a record of each kind, and its 200 body is validated
+// against the operation's response schema with a JSON Schema validator
+// (Ajv, draft 2020-12, as OpenAPI 3.1 specifies). A generated client types
+// its code from these schemas: a field the schema forbids (ListMeta with
+// `additionalProperties: false`) is a field that client cannot read.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+
+describe('OpenAPI: live answers match the documented response schemas', () => {
+  let app: TestApp;
+  let tenant: Tenant;
+  let doc: any;
+
+  before(async () => {
+    app = await startTestApp();
+    tenant = await seedTenant(app.pool, { modules: ['invoicing'], rateLimitPerMinute: 100_000 });
+    doc = await (await fetch(`${app.baseUrl}/openapi.json`)).json();
+    // One record of each kind the lists show, so their items are checked too.
+    const api = client(app.baseUrl, tenant.key);
+    const created = async (path: string, data: Record<string, unknown>) => {
+      const res = await api.post(path, { data });
+      assert.ok(res.status === 201 || res.status === 200, `${path}: ${res.status} ${res.text}`);
+      return res.body.data;
+    };
+    const customer = await created('/customers', { name: 'Ana', email: 'ana@example.com', tags: ['vip'], custom_properties: [{ key: 'nivel', value: 2 }] });
+    await created('/leads', { name: 'Beto', email: 'beto@example.com' });
+    const brand = await created('/brands', { name: 'Marca' });
+    const category = await created('/product-categories', { name: 'Categoría' });
+    await created('/products', { name: 'Taza', prices_cents: { mxn: 15000 }, brand_id: brand.id, product_category_id: category.id });
+    const account = await created('/accounts', { name: 'Banco', kind: 'bank', currency: 'mxn' });
+    await created('/incomes', { account_id: account.id, amount_cents: 500, occurred_at: '2026-02-10T17:00:00Z', metadata: { pedido: '1' } });
+    await created('/expenses', { account_id: account.id, amount_cents: 200, occurred_at: '2026-02-11T17:00:00Z', supplier_name: 'Papelería' });
+    await created('/sales', { customer_id: customer.id, currency: 'mxn', occurred_at: '2026-02-12T17:00:00Z', line_items: [{ description: 'Taza', quantity: 1, unit_price_cents: 15000, vat_rate: 16 }] });
+    await created('/calendar/events', { user_id: tenant.ownerId, title: 'Junta', starts_at: '2026-12-01T16:00:00Z', ends_at: '2026-12-01T17:00:00Z' });
+    await created('/webhook-endpoints', { url: 'https://hooks.example.com/ws', enabled_events: ['customer.created'] });
+    await app.pool.query(`UPDATE users SET booking_slug = $2 WHERE id = $1`, [tenant.ownerId, `host-${Date.now()}`]);
+    await created('/booking-links', { user_id: tenant.ownerId, slug: 'asesoria', title: 'Asesoría', duration_minutes: 30 });
+    await app.pool.query('INSERT INTO accounting_periods (company_id, year, month) VALUES ($1, 2025, 12)', [tenant.companyId]);
+  });
+  after(() => app?.close());
+
+  test('every list route answers what its schema describes', async () => {
+    const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
+    const checked: string[] = [];
+    const failures: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths as Record<string, any>)) {
+      const op = item.get;
+      if (!op || path.includes('{')) continue;
+      if ((op.parameters ?? []).some((p: any) => p.in === 'query' && p.required)) continue;
+      const schema = op.responses?.['200']?.content?.['application/json']?.schema;
+      if (!schema) continue;
+      const res = await fetch(`${app.baseUrl}${path}`, { headers: { authorization: `Bearer ${tenant.key}` } });
+      // Routes a key cannot use (the session-only /user/... ones) are not what this test is about.
+      if (res.status === 401) continue;
+      const body = await res.json();
+      assert.equal(res.status, 200, `${path}: ${JSON.stringify(body)}`);
+      const validate = ajv.compile({ ...schema, components: doc.components });
+      if (!validate(body)) failures.push(`${path}: ${ajv.errorsText(validate.errors)}`);
+      checked.push(path);
+    }
+    assert.deepEqual(failures, []);
+    // The walk reached the lists this file is about (it did not pass by checking nothing).
+    for (const path of ['/customers', '/products', '/accounts', '/webhook-endpoints', '/accounting-periods', '/calendar/events', '/booking-links']) {
+      assert.ok(checked.includes(path), `${path} was checked (${checked.length} in all)`);
+    }
+  });
+});
