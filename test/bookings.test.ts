@@ -88,7 +88,11 @@ describe('booking links and bookings', () => {
       { weekly_hours: [{ days: [8], start: '09:00', end: '10:00' }] },
       { weekly_hours: [{ days: [1], start: '10:00', end: '09:00' }] },
       { weekly_hours: [{ days: [1], start: '9:00', end: '10:00' }] },
+      // Ranges of one day that overlap (50 copies of one all-day range cost 50 times the CPU of a slot list).
+      { weekly_hours: Array.from({ length: 50 }, () => ({ days: [1, 2, 3, 4, 5, 6, 7], start: '00:00', end: '24:00' })) },
+      { weekly_hours: [{ days: [1, 2], start: '00:00', end: '10:00' }, { days: [3], start: '01:00', end: '02:00' }, { days: [2], start: '05:00', end: '06:00' }] },
       { date_overrides: [{ date: '2026-02-30', ranges: [] }] },
+      { date_overrides: [{ date: '2026-03-02', ranges: [{ start: '09:00', end: '12:00' }, { start: '11:00', end: '13:00' }] }] },
       { timezone: 'Mars/Olympus' },
       { location: { type: 'url' } },
       { location: { type: 'url', value: 'javascript:alert(1)' } },
@@ -105,6 +109,9 @@ describe('booking links and bookings', () => {
       assert.equal(r.status, 422, JSON.stringify(bad));
       assert.equal(r.body.error, 'validation_failed', JSON.stringify(bad));
     }
+    // Ranges that touch are not overlapping.
+    const touching = await api.post('/booking-links', { data: link({ weekly_hours: [{ days: [1, 2], start: '09:00', end: '12:00' }, { days: [2], start: '12:00', end: '15:00' }] }) });
+    assert.equal(touching.status, 201, touching.text);
     // The host never changes.
     res = await api.patch(`/booking-links/${l.id}`, { data: { user_id: other.ownerId } });
     assert.equal(res.status, 422);
