@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { CALENDAR_PULL } from '../db/queues.ts';
 import { GoogleApiError, GoogleCalendarClient } from '../lib/google-calendar.ts';
+import { open } from '../lib/secret-box.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { wsctl as runCli } from './helpers/cli.ts';
@@ -120,11 +121,17 @@ describe('calendar sync end to end', () => {
     assert.equal(forged.status, 400);
     const done = await fetch(`${app.url}/integrations/google/callback?code=code-1&state=${encodeURIComponent(state)}`);
     assert.equal(done.status, 200, await done.text());
+    // The link works once: replayed (with a code of someone else's Google account), it is refused and the connection stays.
+    google.addCode('code-2', 'rt-of-someone-else');
+    const replayed = await fetch(`${app.url}/integrations/google/callback?code=code-2&state=${encodeURIComponent(state)}`);
+    assert.equal(replayed.status, 400);
+    assert.match(await replayed.text(), /Liga ya usada/);
     const status = JSON.parse((await runCli(app, ['calendar', 'status', '--user', member.ownerId, '--json'])).stdout);
     assert.equal(status.status, 'active');
-    // The stored token is sealed, not readable in the database.
+    // The stored token is sealed, not readable in the database; it is still the first one.
     const { rows } = await app.pool.query('SELECT refresh_token_enc FROM calendar_connections WHERE user_id = $1', [member.ownerId]);
     assert.ok(!rows[0].refresh_token_enc.includes('rt-from-consent'));
+    assert.equal(open(app.config.encryptionKey, rows[0].refresh_token_enc), 'rt-from-consent');
     // A refresh token Google refuses is not stored.
     const refused = await runCli(app, ['calendar', 'connect', '--user', member.ownerId, '--refresh-token', 'rt-nobody-knows', '--json']);
     assert.notEqual(refused.code, 0);
@@ -251,6 +258,18 @@ describe('calendar sync end to end', () => {
     google.createExternal({ id: 'ext9', summary: 'Tras 410', start: { dateTime: '2026-12-11T15:00:00Z' }, end: { dateTime: '2026-12-11T16:00:00Z' } });
     await pull(tenant.ownerId);
     await waitFor(async () => (await imported()).map((r: any) => r.google_event_id).join() === 'ext0,ext1,ext9,extallday', 20_000, 'the full resync');
+
+    // Text no column can hold, from Google (U+0000; a title cut at 300 through a surrogate pair): kept with U+FFFD.
+    google.createExternal({
+      id: 'extnul', summary: `${'a'.repeat(299)}😀`, description: 'nota\u0000oculta', location: 'sala\u0000',
+      attendees: [{ email: 'x@example.com', displayName: 'Ana\u0000' }],
+      start: { dateTime: '2026-12-12T15:00:00Z' }, end: { dateTime: '2026-12-12T16:00:00Z' },
+    } as any);
+    await pull(tenant.ownerId);
+    const odd = await waitFor(async () => (await app.pool.query(`SELECT title, description, location, attendees FROM calendar_events WHERE google_event_id = 'extnul'`)).rows[0], 20_000, 'the event with U+0000 imported');
+    assert.equal(odd.description, 'nota\uFFFDoculta');
+    assert.equal(odd.title, `${'a'.repeat(299)}\uFFFD`);
+    assert.equal(odd.attendees[0].name, 'Ana\uFFFD');
   });
 
   test('imported events block booking slots when the host blocks overlapping bookings', async () => {

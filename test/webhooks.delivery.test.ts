@@ -127,6 +127,31 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     assert.equal(health.consecutive_failures, 0);
   });
 
+  test('a receiver answering bytes no text column holds (U+0000, binary) is recorded, and holds up no other company’s deliveries', async () => {
+    const hostile = await tenant();
+    const bystander = await tenant();
+    receiver.on('/nul', () => ({ status: 200, body: 'ok\u0000fin' }));
+    receiver.on('/binary', () => ({ status: 500, body: Buffer.from([0x00, 0xff, 0xfe, 0x00, 0x41]) }));
+    const nul = await endpoint(hostile.api, '/nul', ['lead.created']);
+    const binary = await endpoint(hostile.api, '/binary', ['lead.created']);
+    const fine = await endpoint(bystander.api, '/bystander', ['customer.created']);
+    assert.equal((await hostile.api.post('/leads', { data: { name: 'x' } })).status, 201);
+    assert.equal((await bystander.api.post('/customers', { data: { name: 'y' } })).status, 201);
+    // Recorded (the batch write of finished attempts failed on U+0000, for every company, on every retry).
+    const okOne = await waitFor(async () => {
+      const d = await onlyDelivery(hostile.api, nul.id);
+      return d.status === 'succeeded' && d;
+    }, 15_000, 'the NUL answer recorded');
+    assert.equal((await delivery(hostile.api, nul.id, okOne.id)).response_body, 'ok\uFFFDfin');
+    const failedOne = await waitFor(async () => {
+      const d = await onlyDelivery(hostile.api, binary.id);
+      return d.attempts === 1 && d.status !== 'pending' && d;
+    }, 15_000, 'the binary answer recorded');
+    assert.equal(failedOne.response_status, 500);
+    assert.ok(!(await delivery(hostile.api, binary.id, failedOne.id)).response_body.includes('\u0000'));
+    await waitFor(async () => (await onlyDelivery(bystander.api, fine.id)).status === 'succeeded', 15_000, 'the other company’s delivery recorded');
+  });
+
   test('enabled_events select by exact name, <prefix>.* and *; other events are not delivered', async () => {
     const { api } = await tenant();
     const endpoints = {

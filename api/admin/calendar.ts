@@ -5,7 +5,8 @@
 // (api/integrations/google.ts) stores the token; with `--refresh-token` the
 // token is checked against Google's token endpoint and stored at once.
 // Refresh tokens are sealed with ENCRYPTION_KEY and never shown again.
-import type { Pool } from '../../db/pool.ts';
+import { randomBytes } from 'node:crypto';
+import type { Pool, Queryable } from '../../db/pool.ts';
 import type { Config } from '../../lib/config.ts';
 import { GoogleApiError, GoogleCalendarClient } from '../../lib/google-calendar.ts';
 import { seal } from '../../lib/secret-box.ts';
@@ -48,7 +49,7 @@ function requireGoogle(config: Config) {
   return config.google;
 }
 
-async function requireUser(pool: Pool, userId: string): Promise<void> {
+async function requireUser(pool: Queryable, userId: string): Promise<void> {
   const { rowCount } = await pool.query('SELECT 1 FROM users WHERE id = $1 AND deleted_at IS NULL', [userId]);
   if (!rowCount) throw new ApiError('not_found', 'El usuario no existe.');
 }
@@ -57,14 +58,14 @@ export function callbackUrl(config: Config): string {
   return `${config.siteUrl}${CALLBACK_PATH}`;
 }
 
-export async function calendarStatus(pool: Pool, userId: string) {
+export async function calendarStatus(pool: Queryable, userId: string) {
   await requireUser(pool, userId);
   const { rows } = await pool.query<ConnectionRow>('SELECT * FROM calendar_connections WHERE user_id = $1', [userId]);
   return serializeConnection(rows[0], userId);
 }
 
 /** Stores a (checked) refresh token as the member's active connection. */
-export async function storeConnection(pool: Pool, config: Config, userId: string, refreshToken: string, calendarId = 'primary') {
+export async function storeConnection(pool: Queryable, config: Config, userId: string, refreshToken: string, calendarId = 'primary') {
   await pool.query(
     `INSERT INTO calendar_connections (user_id, calendar_id, refresh_token_enc) VALUES ($1, $2, $3)
      ON CONFLICT (user_id) DO UPDATE SET calendar_id = EXCLUDED.calendar_id, refresh_token_enc = EXCLUDED.refresh_token_enc,
@@ -87,7 +88,8 @@ export async function connectCalendar(pool: Pool, config: Config, input: { userI
       access_type: 'offline',
       prompt: 'consent',
       include_granted_scopes: 'true',
-      state: signState(config.encryptionKey, { user: input.userId, calendar: input.calendarId ?? 'primary' }, STATE_TTL_SECONDS),
+      // The nonce makes the link single-use (api/integrations/google.ts, table used_consent_states).
+      state: signState(config.encryptionKey, { user: input.userId, calendar: input.calendarId ?? 'primary', nonce: randomBytes(16).toString('base64url') }, STATE_TTL_SECONDS),
     }).toString();
     return { user_id: input.userId, consent_url: url.toString(), expires_in: STATE_TTL_SECONDS };
   }

@@ -1,12 +1,14 @@
 // `GET /integrations/google/callback` (DESIGN.md URL layout): where Google
 // sends the member after the consent that `wsctl calendar connect` printed.
-// The signed `state` names the member (lib/signed-state.ts, one hour); the
+// The signed `state` names the member (lib/signed-state.ts, one hour) and
+// carries a nonce that makes the link work once (table used_consent_states); the
 // code is exchanged at Google's token endpoint for a refresh token, which is
 // stored sealed (api/admin/calendar.ts). Answers a short HTML page.
 import Router from '@koa/router';
 import { randomBytes } from 'node:crypto';
 import { GoogleApiError, GoogleCalendarClient } from '../../lib/google-calendar.ts';
 import { verifyState } from '../../lib/signed-state.ts';
+import { transaction, type Queryable } from '../../db/pool.ts';
 import { callbackUrl, CALLBACK_PATH, storeConnection } from '../admin/calendar.ts';
 import { limitUnauthenticated } from '../middleware/rate-limit.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState, Deps } from '../types.ts';
@@ -32,13 +34,24 @@ export function googleIntegrationRouter(deps: Deps): ApiRouter {
     const google = deps.config.google;
     if (!google) return page(ctx, 404, 'Integración no disponible', 'Google Calendar no está configurado en este servicio.');
     const state = typeof ctx.query.state === 'string' ? verifyState(deps.config.encryptionKey, ctx.query.state) : null;
-    if (!state || typeof state.user !== 'string') return page(ctx, 400, 'Liga vencida o inválida', 'Pide a tu administrador una liga nueva (wsctl calendar connect).');
+    if (!state || typeof state.user !== 'string' || typeof state.nonce !== 'string') return page(ctx, 400, 'Liga vencida o inválida', 'Pide a tu administrador una liga nueva (wsctl calendar connect).');
+    const nonce = state.nonce;
+    const used = async (db: Queryable) => ((await db.query('SELECT 1 FROM used_consent_states WHERE nonce = $1', [nonce])).rowCount ?? 0) > 0;
+    const usedPage = () => page(ctx, 400, 'Liga ya usada', 'Esta liga ya conectó un calendario; pide a tu administrador una nueva (wsctl calendar connect).');
+    if (await used(deps.pool)) return usedPage();
     if (typeof ctx.query.error === 'string') return page(ctx, 400, 'No se conectó el calendario', `Google respondió: ${ctx.query.error}.`);
     if (typeof ctx.query.code !== 'string' || !ctx.query.code) return page(ctx, 400, 'No se conectó el calendario', 'Google no envió el código de autorización.');
     try {
       const { refreshToken } = await new GoogleCalendarClient(google).exchangeCode(ctx.query.code, callbackUrl(deps.config));
       if (!refreshToken) return page(ctx, 400, 'No se conectó el calendario', 'Google no entregó un token de acceso sin conexión; vuelve a abrir la liga y acepta los permisos.');
-      await storeConnection(deps.pool, deps.config, state.user, refreshToken, typeof state.calendar === 'string' ? state.calendar : 'primary');
+      // The link works once: its nonce is recorded with the connection, in one transaction (a second use racing this one waits, then sees it).
+      const stored = await transaction(deps.pool, async (db) => {
+        const { rowCount } = await db.query('INSERT INTO used_consent_states (nonce, expires_at) VALUES ($1, to_timestamp($2)) ON CONFLICT DO NOTHING', [nonce, state.exp]);
+        if (!rowCount) return false;
+        await storeConnection(db, deps.config, state.user as string, refreshToken, typeof state.calendar === 'string' ? state.calendar : 'primary');
+        return true;
+      });
+      if (!stored) return usedPage();
     } catch (error) {
       if (error instanceof GoogleApiError && !error.retryable) return page(ctx, 400, 'No se conectó el calendario', `Google rechazó el código (${error.reason ?? error.status}); abre la liga otra vez.`);
       return page(ctx, 502, 'No se conectó el calendario', 'Google no respondió; intenta de nuevo en unos minutos.');

@@ -13,6 +13,7 @@ import { CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, type CalendarPullJob, type House
 import { GoogleApiError, type GoogleEvent } from '../../lib/google-calendar.ts';
 import { activeConnection, googleClient, recordError, withToken, type Connection } from '../calendar/google-access.ts';
 import type { JobDefinition, WorkerDeps } from './types.ts';
+import { toStorableText, toStorableTextOrNull } from '../../lib/storable-text.ts';
 
 const FULL_SYNC_DAYS = 30;
 const DEFAULT_ZONE = 'America/Mexico_City';
@@ -49,15 +50,16 @@ async function apply(deps: WorkerDeps, connection: Connection, companies: string
         objectId(),
         companyId,
         connection.user_id,
-        (item.summary ?? 'Ocupado').slice(0, 300),
-        item.description?.slice(0, 10_000) ?? null,
-        item.location?.slice(0, 500) ?? null,
+        // Google's text as a column can hold it (no U+0000; a cut made no lone surrogate).
+        toStorableText((item.summary ?? 'Ocupado').slice(0, 300)),
+        toStorableTextOrNull(item.description?.slice(0, 10_000)),
+        toStorableTextOrNull(item.location?.slice(0, 500)),
         start.at,
         end.at,
         start.allDay,
         start.zone,
         item.id,
-        JSON.stringify((item.attendees ?? []).slice(0, 100).map((a) => ({ name: a.displayName ?? null, email: a.email }))),
+        JSON.stringify((item.attendees ?? []).slice(0, 100).map((a) => ({ name: toStorableTextOrNull(a.displayName), email: toStorableTextOrNull(a.email) }))),
       ],
     );
   }

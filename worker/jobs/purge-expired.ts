@@ -44,6 +44,7 @@ export const purgeExpired: JobDefinition = {
     await purgeOrphanBlobs(pool);
     // OAuth: expired sign-in sessions, and registered clients unused for 30 days with no live grant.
     await pool.query('DELETE FROM oauth_sessions WHERE expires_at < now()');
+    await pool.query('DELETE FROM used_consent_states WHERE expires_at < now()');
     await pool.query(
       `DELETE FROM oauth_clients c WHERE c.last_used_at < now() - interval '30 days'
          AND NOT EXISTS (SELECT 1 FROM oauth_grants g WHERE g.client_id = c.id AND g.revoked_at IS NULL)`,

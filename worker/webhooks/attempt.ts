@@ -25,6 +25,7 @@
 import type { Dispatcher } from 'undici';
 import { signatureHeader } from '../../lib/webhook-signature.ts';
 import { API_VERSION } from '../../lib/version.ts';
+import { toStorableTextOrNull } from '../../lib/storable-text.ts';
 
 export const READ_TIMEOUT_MS = 10_000;
 export const ATTEMPT_DEADLINE_MS = 15_000;
@@ -81,7 +82,10 @@ export function attemptDelivery(dispatcher: Dispatcher, req: AttemptRequest, lim
       if (settled) return;
       settled = true;
       clearTimeout(deadline);
-      resolve(outcome);
+      // Decoding as UTF-8 turns invalid bytes into U+FFFD but keeps U+0000, which no text column holds:
+      // one receiver answering `ok\0` (or any binary or UTF-16 body) failed the batch write of every
+      // finished attempt, of every company, on every retry.
+      resolve({ ...outcome, body: toStorableTextOrNull(outcome.body), error: toStorableTextOrNull(outcome.error) });
     };
     const received = () => (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)).subarray(0, STORED_RESPONSE_BYTES).toString('utf8');
     /** The answer is in (complete, or the 64 KB we read of it): its status decides. */

@@ -260,6 +260,24 @@ export class WebhookDispatcher {
       // with work is at its bound, which is the normal state of a backlog).
       this.#wake?.();
     } catch (error) {
+      // A value the database refuses (SQLSTATE class 22, data exception) is one result's, and would
+      // fail every batch it is in, for every company, on every retry: write the results one by one,
+      // and leave out only what still fails (its job stays active, expires and is attempted again).
+      if ((error as { code?: string }).code?.startsWith('22') && batch.length > 1 && !this.#stopped) {
+        logError('webhook.flush_isolating', error, { results: batch.length });
+        let written = 0;
+        for (const result of batch) {
+          try {
+            await transaction(this.#deps.pool, (db) => this.#write(db, [result]));
+            written++;
+          } catch (alone) {
+            logError('webhook.result_unwritable', alone, { job_id: result.job.id });
+          }
+        }
+        this.#freed += written;
+        this.#wake?.();
+        return;
+      }
       // Kept for the next flush; if the database stays away the jobs expire
       // and are attempted again (a duplicate with the same event id).
       logError('webhook.flush_failed', error, { results: batch.length });
