@@ -112,3 +112,17 @@ export async function enqueueAttempts(
     })),
   );
 }
+
+/**
+ * An endpoint switched off (automatically after 20 failures, or paused)
+ * makes no further attempts: its waiting deliveries (pending, or failed with
+ * a retry due) lose their `next_attempt_at`. Their jobs stay queued and are
+ * written as held (`failed`, no next attempt) when they come due.
+ */
+export async function unscheduleAttempts(db: Queryable, endpointIds: string[]): Promise<void> {
+  await db.query(
+    `UPDATE webhook_deliveries SET next_attempt_at = NULL
+      WHERE endpoint_id = ANY($1::text[]) AND next_attempt_at IS NOT NULL AND status IN ('pending', 'failed')`,
+    [endpointIds],
+  );
+}

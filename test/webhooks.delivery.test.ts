@@ -273,16 +273,18 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     assert.match(off.disabled_reason, /20/);
     assert.equal(receiver.at('/shutoff').length, 20);
 
-    // Retries already scheduled come due: nothing is sent to a disabled endpoint.
+    // No further attempts (contract): no delivery shows one once the endpoint is off…
     const { body: list } = await api.get(`/webhook-endpoints/${ep.id}/deliveries?limit=100`);
-    const scheduled = list.data.filter((d: any) => d.next_attempt_at);
-    for (const d of scheduled) await advance(app.pool, d.id);
-    if (scheduled.length) {
-      await waitFor(async () => {
-        const rows = (await api.get(`/webhook-endpoints/${ep.id}/deliveries?limit=100`)).body.data;
-        return rows.every((d: any) => d.next_attempt_at === null) && rows;
-      }, 10_000, 'held deliveries');
-    }
+    assert.deepEqual(list.data.filter((d: any) => d.next_attempt_at !== null).map((d: any) => d.id), []);
+    // …and the retries already queued come due: nothing is sent to a disabled endpoint.
+    const queued: string[] = [];
+    for (const d of list.data) if ((await nextJob(app.pool, d.id)).length) queued.push(d.id);
+    assert.ok(queued.length > 0, 'retries were queued when the endpoint went off');
+    for (const id of queued) await advance(app.pool, id);
+    await waitFor(async () => {
+      for (const id of queued) if ((await nextJob(app.pool, id)).length) return false;
+      return true;
+    }, 10_000, 'the queued retries to come due and be held');
     assert.equal(receiver.at('/shutoff').length, 20, 'no attempt after the shut-off');
     const held = (await api.get(`/webhook-endpoints/${ep.id}/deliveries?limit=100`)).body.data;
     assert.ok(held.every((d: any) => d.status === 'failed' && d.attempts === 1));
@@ -318,6 +320,20 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     const [got] = await waitFor(() => receiver.at('/pause').length === 1 && receiver.at('/pause'), 10_000, 'delivery after the pause');
     assert.equal(JSON.parse(got.body).data.name, 'Reanudado', 'the event of the pause was never sent');
     assert.ok(verifySignature(got.headers['x-service-signature'], got.body, ep.secret), 'the secret survived the pause');
+  });
+
+  test('a pause leaves no delivery showing a next attempt', async () => {
+    const { api } = await tenant();
+    receiver.on('/pause-retry', () => ({ status: 503 }));
+    const ep = await endpoint(api, '/pause-retry', ['customer.created']);
+    await api.post('/customers', { data: { name: 'Reintento' } });
+    const failed = await waitFor(async () => {
+      const d = await onlyDelivery(api, ep.id);
+      return d.status === 'failed' && d.next_attempt_at && d;
+    }, 15_000, 'a failed delivery with its retry scheduled');
+    assert.ok(Date.parse(failed.next_attempt_at) > Date.now());
+    assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: false } })).status, 200);
+    assert.equal((await onlyDelivery(api, ep.id)).next_attempt_at, null);
   });
 
   test('a receiver that never answers is cut off at the 10 s read timeout and retried later', async () => {

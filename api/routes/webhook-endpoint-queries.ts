@@ -7,6 +7,7 @@ import { iso } from '../../db/timestamps.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { newWebhookSecret } from '../../lib/webhook-signature.ts';
 import type { JobSender } from '../../db/job-sender.ts';
+import { unscheduleAttempts } from '../../db/events.ts';
 
 export type EndpointRow = {
   id: string;
@@ -155,6 +156,7 @@ export async function updateEndpoint(
       input.active ?? null,
     ],
   );
+  if (rows[0] && input.active === false) await unscheduleAttempts(db, [id]);
   return rows[0] ?? null;
 }
 

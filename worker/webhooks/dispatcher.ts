@@ -17,7 +17,7 @@
 //   fetched again, so the delivery is resent (same event id), never lost.
 import type { Job } from 'pg-boss';
 import type { Agent } from 'undici';
-import { enqueueAttempts } from '../../db/events.ts';
+import { enqueueAttempts, unscheduleAttempts } from '../../db/events.ts';
 import { prepared, transaction, type Client } from '../../db/pool.ts';
 import { log, logError } from '../../lib/log.ts';
 import { createGuardedAgent } from '../../lib/ssrf.ts';
@@ -343,10 +343,16 @@ export class WebhookDispatcher {
           SHUT_OFF_REASON,
         ],
       ));
+      const shutOff: string[] = [];
       for (const row of rows) {
         activeAfter.set(row.id, row.active);
-        if (row.shut_off) log('webhook.endpoint_shut_off', { endpoint_id: row.id });
+        if (row.shut_off) {
+          log('webhook.endpoint_shut_off', { endpoint_id: row.id });
+          shutOff.push(row.id);
+        }
       }
+      // No further attempts (contract): the endpoint's waiting deliveries stop showing one.
+      if (shutOff.length) await unscheduleAttempts(db, shutOff);
     }
 
     // 2. Deliveries. A failure is retried on the contract's schedule while
