@@ -53,6 +53,8 @@ export function toApiError(error: unknown): ApiError | null {
   if (status === 400 && (type === 'entity.parse.failed' || error instanceof SyntaxError)) {
     // co-body refuses a "__proto__" key anywhere (prototype poisoning); the message says why.
     if (/forbidden prototype property/.test((error as Error).message)) return new ApiError('invalid_json', 'El cuerpo tiene una clave "__proto__", que no se acepta en ningún objeto.');
+    // Valid JSON that is not an object (`"x"`, `42`): co-body's strict mode refuses it; say what is expected.
+    if (/only supports object and array/.test((error as Error).message)) return new ApiError('invalid_json', 'El cuerpo debe ser un objeto JSON: {"data": {…}}.');
     return new ApiError('invalid_json');
   }
   // A body whose Content-Encoding (gzip, deflate, br) does not decode: zlib's own error, without a status.
