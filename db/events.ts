@@ -116,13 +116,29 @@ export async function enqueueAttempts(
 /**
  * An endpoint switched off (automatically after 20 failures, or paused)
  * makes no further attempts: its waiting deliveries (pending, or failed with
- * a retry due) lose their `next_attempt_at`. Their jobs stay queued and are
- * written as held (`failed`, no next attempt) when they come due.
+ * a retry due) lose their `next_attempt_at`. Their jobs stay queued: one that
+ * comes due while the endpoint is off is written as held (`failed`, no next
+ * attempt); switched on before that, rescheduleAttempts shows it again.
  */
 export async function unscheduleAttempts(db: Queryable, endpointIds: string[]): Promise<void> {
   await db.query(
     `UPDATE webhook_deliveries SET next_attempt_at = NULL
       WHERE endpoint_id = ANY($1::text[]) AND next_attempt_at IS NOT NULL AND status IN ('pending', 'failed')`,
     [endpointIds],
+  );
+}
+
+/**
+ * An endpoint switched on again: its deliveries whose retry is still queued
+ * (it came due while the endpoint was off, it would have been held) show
+ * when it will be made again, from pg-boss's schedule of the job.
+ */
+export async function rescheduleAttempts(db: Queryable, endpointId: string): Promise<void> {
+  await db.query(
+    `UPDATE webhook_deliveries d SET next_attempt_at = j.start_after
+       FROM pgboss.job j
+      WHERE d.endpoint_id = $1 AND d.next_attempt_at IS NULL AND d.status IN ('pending', 'failed')
+        AND j.name = $2 AND j.state IN ('created', 'retry') AND j.data->>'delivery_id' = d.id`,
+    [endpointId, WEBHOOK_DELIVERY.name],
   );
 }

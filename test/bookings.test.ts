@@ -4,6 +4,10 @@
 // and reschedule with their .ics, scopes and tenant isolation.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { openTransaction, transaction } from '../db/pool.ts';
+import { objectId } from '../lib/objectid.ts';
+import { findBookingLink } from '../api/routes/booking-link-queries.ts';
+import { findMember, removeMember } from '../api/routes/user-queries.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { startSmtp } from './helpers/smtp.ts';
@@ -118,22 +122,23 @@ describe('booking links and bookings', () => {
   });
 
   test('slots: grouped by the visitor date, UTC instants, 62 days at most (422 beyond)', async () => {
-    const l = await createLink({ timezone: 'America/Mexico_City', weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '09:00', end: '10:00' }] });
-    const res = await api.get(`/booking-links/${l.id}/slots?from=2026-12-01&to=2026-12-02&timezone=Asia/Kolkata`);
+    // Fixed dates far ahead, inside the link's own window: slots in the past are never offered, whatever the day the suite runs.
+    const l = await createLink({ timezone: 'America/Mexico_City', booking_window: { type: 'range', start_on: '2030-11-01', end_on: '2031-03-31' }, weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '09:00', end: '10:00' }] });
+    const res = await api.get(`/booking-links/${l.id}/slots?from=2030-12-01&to=2030-12-02&timezone=Asia/Kolkata`);
     assert.equal(res.status, 200, res.text);
     const data = res.body.data;
     assert.equal(data.timezone, 'Asia/Kolkata');
     // 09:00 in Mexico City is 15:00Z, 20:30 in Kolkata: the same day there.
-    assert.deepEqual(data.days.map((d: any) => d.date), ['2026-12-01', '2026-12-02']);
+    assert.deepEqual(data.days.map((d: any) => d.date), ['2030-12-01', '2030-12-02']);
     assert.deepEqual(data.days[0].slots, [
-      { starts_at: '2026-12-01T15:00:00.000Z', ends_at: '2026-12-01T15:30:00.000Z' },
-      { starts_at: '2026-12-01T15:30:00.000Z', ends_at: '2026-12-01T16:00:00.000Z' },
+      { starts_at: '2030-12-01T15:00:00.000Z', ends_at: '2030-12-01T15:30:00.000Z' },
+      { starts_at: '2030-12-01T15:30:00.000Z', ends_at: '2030-12-01T16:00:00.000Z' },
     ]);
     for (const day of data.days) for (const s of day.slots) assert.match(s.starts_at, /Z$/);
-    let bad = await api.get(`/booking-links/${l.id}/slots?from=2026-12-01&to=2027-02-15`);
+    let bad = await api.get(`/booking-links/${l.id}/slots?from=2030-12-01&to=2031-02-15`);
     assert.equal(bad.status, 422);
     assert.equal(bad.body.error, 'validation_failed');
-    bad = await api.get(`/booking-links/${l.id}/slots?from=2026-12-05&to=2026-12-01`);
+    bad = await api.get(`/booking-links/${l.id}/slots?from=2030-12-05&to=2030-12-01`);
     assert.equal(bad.status, 422);
     bad = await api.get(`/booking-links/${l.id}/slots?timezone=Nowhere/City`);
     assert.equal(bad.status, 400);
@@ -143,7 +148,7 @@ describe('booking links and bookings', () => {
       assert.equal(bad.status, 400, query);
       assert.equal(bad.body.error, 'invalid_parameter', query);
     }
-    const ok = await api.get(`/booking-links/${l.id}/slots?from=2026-12-01&to=2027-01-31`);
+    const ok = await api.get(`/booking-links/${l.id}/slots?from=2030-12-01&to=2031-01-31`);
     assert.equal(ok.status, 200, ok.text);
   });
 
@@ -294,24 +299,24 @@ describe('booking links and bookings', () => {
   });
 
   test('through the API: DST days in both directions, a +05:30 host, overrides, notice and window, and the booking step agreeing', async () => {
-    // New York changes its clocks on 2027-03-14 (forward) and 2027-11-07 (back): 09:00 is 14:00Z before, 13:00Z after, and 14:00Z again.
+    // Dates years ahead, so the test holds whatever day it runs. New York changes its clocks on 2030-03-10 (forward) and 2030-11-03 (back): 09:00 is 14:00Z before, 13:00Z after, and 14:00Z again.
     const ny = await createLink({
       timezone: 'America/New_York',
       duration_minutes: 60,
       weekly_hours: [{ days: [6, 7], start: '09:00', end: '10:00' }],
-      booking_window: { type: 'range', start_on: '2027-03-13', end_on: '2027-11-07' },
-      date_overrides: [{ date: '2027-03-20', ranges: [] }, { date: '2027-03-21', ranges: [{ start: '15:00', end: '16:00' }] }],
+      booking_window: { type: 'range', start_on: '2030-03-09', end_on: '2030-11-03' },
+      date_overrides: [{ date: '2030-03-16', ranges: [] }, { date: '2030-03-17', ranges: [{ start: '15:00', end: '16:00' }] }],
     });
     const starts = async (id: string, q: string) => (await slotsOf(id, q)).map((s) => s.starts_at);
-    assert.deepEqual(await starts(ny.id, '?from=2027-03-13&to=2027-03-14&timezone=UTC'), ['2027-03-13T14:00:00.000Z', '2027-03-14T13:00:00.000Z']);
-    assert.deepEqual(await starts(ny.id, '?from=2027-11-06&to=2027-11-07&timezone=UTC'), ['2027-11-06T13:00:00.000Z', '2027-11-07T14:00:00.000Z']);
-    // The 20th is a day off, the 21st opens at 15:00 only.
-    assert.deepEqual(await starts(ny.id, '?from=2027-03-20&to=2027-03-21&timezone=UTC'), ['2027-03-21T19:00:00.000Z']);
+    assert.deepEqual(await starts(ny.id, '?from=2030-03-09&to=2030-03-10&timezone=UTC'), ['2030-03-09T14:00:00.000Z', '2030-03-10T13:00:00.000Z']);
+    assert.deepEqual(await starts(ny.id, '?from=2030-11-02&to=2030-11-03&timezone=UTC'), ['2030-11-02T13:00:00.000Z', '2030-11-03T14:00:00.000Z']);
+    // The 16th is a day off, the 17th opens at 15:00 only.
+    assert.deepEqual(await starts(ny.id, '?from=2030-03-16&to=2030-03-17&timezone=UTC'), ['2030-03-17T19:00:00.000Z']);
     // Outside the date range: nothing.
-    assert.deepEqual(await starts(ny.id, '?from=2027-11-13&to=2027-11-14&timezone=UTC'), []);
+    assert.deepEqual(await starts(ny.id, '?from=2030-11-09&to=2030-11-10&timezone=UTC'), []);
     // The booking step takes exactly the listed instants, not the wall time one hour off.
-    assert.equal((await api.post('/bookings', { data: { booking_link_id: ny.id, starts_at: '2027-03-14T14:00:00Z', booker } })).status, 409);
-    assert.equal((await api.post('/bookings', { data: { booking_link_id: ny.id, starts_at: '2027-03-14T13:00:00Z', booker } })).status, 201);
+    assert.equal((await api.post('/bookings', { data: { booking_link_id: ny.id, starts_at: '2030-03-10T14:00:00Z', booker } })).status, 409);
+    assert.equal((await api.post('/bookings', { data: { booking_link_id: ny.id, starts_at: '2030-03-10T13:00:00Z', booker } })).status, 201);
 
     // A host in Kolkata (+05:30): 09:00 there is 03:30Z.
     const kolkata = await createLink({ timezone: 'Asia/Kolkata', weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '09:00', end: '10:00' }] });
@@ -424,7 +429,10 @@ describe('booking links and bookings', () => {
     const there = await secondApi.post('/booking-links', { data: link() });
     assert.equal(there.status, 201, there.text);
     const here = await createLink();
-    const [slot] = await slotsOf(here.id, '?from=2027-01-12T15:00:00Z&to=2027-01-12T17:00:00Z');
+    // A window two days ahead (inside the default 60-day booking window whatever today is).
+    const day = new Date(Date.now() + 2 * 86_400_000).toISOString().slice(0, 10);
+    const window = `?from=${day}T15:00:00Z&to=${day}T17:00:00Z`;
+    const [slot] = await slotsOf(here.id, window);
     assert.equal((await secondApi.delete(`/users/${tenant.ownerId}`)).status, 204);
 
     const read = await secondApi.get(`/booking-links/${there.body.data.id}`);
@@ -440,7 +448,32 @@ describe('booking links and bookings', () => {
     assert.equal((await secondApi.patch(`/booking-links/${there.body.data.id}`, { data: { title: 'Sigue guardado' } })).status, 200, 'other changes still work');
     // The company the host still belongs to keeps the link and the slot.
     assert.equal((await api.get(`/booking-links/${here.id}`)).body.data.active, true);
-    assert.ok((await slotsOf(here.id, '?from=2027-01-12T15:00:00Z&to=2027-01-12T17:00:00Z')).some((s) => s.starts_at === slot.starts_at));
+    assert.ok((await slotsOf(here.id, window)).some((s) => s.starts_at === slot.starts_at));
+  });
+
+  test('removing a host while one of their links takes a booking: the removal waits for the booking, no deadlock', async () => {
+    const second = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    await app.pool.query('INSERT INTO memberships (company_id, user_id) VALUES ($1, $2)', [second.companyId, tenant.ownerId]);
+    const created = await client(app.baseUrl, second.key).post('/booking-links', { data: link() });
+    assert.equal(created.status, 201, created.text);
+    // The booking's order (api/bookings/book.ts): the link row locked, then rows referencing the company.
+    const booking = await openTransaction(app.pool);
+    await findBookingLink(booking.client, second.companyId, created.body.data.id, true);
+    const member = (await findMember(app.pool, second.companyId, tenant.ownerId))!;
+    const removal = transaction(app.pool, (db) => removeMember(db, second.companyId, member));
+    // The removal has locked the company and waits for the link row…
+    await waitFor(async () => {
+      const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE booking_links SET active = false%'`);
+      return rows[0].n === 1;
+    }, 10_000, 'the removal waiting for the link');
+    // …while the booking inserts a row referencing the company (KEY SHARE on it), then commits.
+    await booking.client.query(
+      `INSERT INTO calendar_events (id, company_id, user_id, title, starts_at, ends_at) VALUES ($1, $2, $3, 'Reserva', now(), now() + interval '30 minutes')`,
+      [objectId(), second.companyId, tenant.ownerId],
+    );
+    await booking.commit();
+    await removal;
+    assert.equal((await client(app.baseUrl, second.key).get(`/booking-links/${created.body.data.id}`)).body.data.active, false);
   });
 
   test('the cached link list follows the host’s booking_slug; a deleted link is no longer named by its bookings’ events', async () => {

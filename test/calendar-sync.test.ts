@@ -273,13 +273,13 @@ describe('calendar sync end to end', () => {
   });
 
   test('imported events block booking slots when the host blocks overlapping bookings', async () => {
-    google.createExternal({ id: 'busyday', summary: 'Ocupada', start: { dateTime: '2026-12-15T10:00:00Z' }, end: { dateTime: '2026-12-15T11:00:00Z' } });
+    google.createExternal({ id: 'busyday', summary: 'Ocupada', start: { dateTime: '2030-12-15T10:00:00Z' }, end: { dateTime: '2030-12-15T11:00:00Z' } });
     await pull(tenant.ownerId);
     await waitFor(async () => (await app.pool.query(`SELECT 1 FROM calendar_events WHERE google_event_id = 'busyday'`)).rowCount, 20_000, 'busyday imported');
     const link = await api.post('/booking-links', {
-      data: { user_id: tenant.ownerId, slug: 'bloqueo', title: 'X', duration_minutes: 60, timezone: 'UTC', minimum_notice_minutes: 0, booking_window: { type: 'range', start_on: '2026-12-15', end_on: '2026-12-15' }, weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '09:00', end: '12:00' }] },
+      data: { user_id: tenant.ownerId, slug: 'bloqueo', title: 'X', duration_minutes: 60, timezone: 'UTC', minimum_notice_minutes: 0, booking_window: { type: 'range', start_on: '2030-12-15', end_on: '2030-12-15' }, weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '09:00', end: '12:00' }] },
     });
-    const starts = async () => (await api.get(`/booking-links/${link.body.data.id}/slots?from=2026-12-15&to=2026-12-15`)).body.data.days.flatMap((d: any) => d.slots.map((s: any) => s.starts_at.slice(11, 16)));
+    const starts = async () => (await api.get(`/booking-links/${link.body.data.id}/slots?from=2030-12-15&to=2030-12-15`)).body.data.days.flatMap((d: any) => d.slots.map((s: any) => s.starts_at.slice(11, 16)));
     assert.deepEqual(await starts(), ['09:00', '10:00', '11:00']);
     await app.pool.query(`UPDATE users SET settings_preferences = settings_preferences || '{"block_overlapping_bookings": true}' WHERE id = $1`, [tenant.ownerId]);
     assert.deepEqual(await starts(), ['09:00', '11:00']);

@@ -34,6 +34,46 @@ describe('migration runner', () => {
     }
   });
 
+  test('087 switches off the links of hosts no longer members and unnames deleted links; 089 spells stored zones as IANA does', async () => {
+    const server = process.env.TEST_SERVER_URL!;
+    const name = `ws_test_${randomBytes(6).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: server });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name}`);
+    const url = new URL(server);
+    url.pathname = `/${name}`;
+    const pool = createPool(url.toString(), 2);
+    try {
+      await migrate(pool, { upTo: 86 });
+      const [company, member, removed, kept, orphaned, event, gone] = [1, 2, 3, 4, 5, 6, 7].map((n) => String(n).padStart(24, '0'));
+      await pool.query(`INSERT INTO companies (id, name, slug, timezone) VALUES ($1, 'Vieja', 'vieja', 'america/mexico_city')`, [company]);
+      for (const [id, email] of [[member, 'm@example.com'], [removed, 'r@example.com']]) await pool.query('INSERT INTO users (id, email) VALUES ($1, $2)', [id, email]);
+      await pool.query('INSERT INTO memberships (company_id, user_id) VALUES ($1, $2)', [company, member]);
+      await pool.query(`INSERT INTO booking_links (id, company_id, user_id, slug, title, duration_minutes, timezone) VALUES ($1, $2, $3, 'a', 'A', 30, 'europe/madrid')`, [kept, company, member]);
+      await pool.query(`INSERT INTO booking_links (id, company_id, user_id, slug, title, duration_minutes) VALUES ($1, $2, $3, 'b', 'B', 30)`, [orphaned, company, removed]);
+      await pool.query(
+        `INSERT INTO calendar_events (id, company_id, user_id, title, starts_at, ends_at, booking_link_id, timezone)
+         VALUES ($1, $2, $3, 'Reserva', now(), now() + interval '1 hour', $4, '+05:00')`,
+        [event, company, member, gone],
+      );
+      const applied = await migrate(pool);
+      assert.ok(applied.includes('087_booking_link_hosts.sql') && applied.includes('089_time_zone_names.sql'), applied.join());
+      const { rows: links } = await pool.query('SELECT id, active, timezone FROM booking_links ORDER BY id');
+      assert.deepEqual(links.map((l) => [l.id, l.active, l.timezone]), [[kept, true, 'Europe/Madrid'], [orphaned, false, 'America/Mexico_City']]);
+      const { rows: events } = await pool.query('SELECT booking_link_id, timezone FROM calendar_events');
+      assert.deepEqual([events[0].booking_link_id, events[0].timezone], [null, '+05:00'], 'an offset has no IANA name to take');
+      assert.equal((await pool.query('SELECT timezone FROM companies')).rows[0].timezone, 'America/Mexico_City');
+      // The new foreign key: a deleted link is unnamed on its events.
+      await pool.query(`UPDATE calendar_events SET booking_link_id = $1`, [kept]);
+      await pool.query('DELETE FROM booking_links WHERE id = $1', [kept]);
+      assert.equal((await pool.query('SELECT booking_link_id FROM calendar_events')).rows[0].booking_link_id, null);
+    } finally {
+      await pool.end();
+      await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
+      await admin.end();
+    }
+  });
+
   test('044 gives every stored media file a random token and rewrites the stored URLs to it', async () => {
     const server = process.env.TEST_SERVER_URL!;
     const name = `ws_test_${randomBytes(6).toString('hex')}`;

@@ -10,6 +10,7 @@ import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotoc
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import * as oauth from 'oauth4webapi';
 import { setPassword } from '../api/admin/users.ts';
+import { insertClient } from '../api/oauth/store.ts';
 import { seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { json } from './helpers/cli.ts';
 
@@ -279,6 +280,10 @@ describe('OAuth 2.1 authorization server', () => {
     assert.match(await refused.text(), /al menos un permiso/);
     assert.doesNotMatch(await (await fetch(`${app.url}/authorize?${params}`)).text(), /read-reports/);
 
+    // An authorization request sent by POST (RFC 6749 §3.1) keeps its scope.
+    const posted = await fetch(`${app.url}/authorize`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: params });
+    assert.equal(posted.status, 200);
+    assert.equal(hiddenFields(await posted.text()).get('requested_scope'), 'read-customers');
     // RFC 6749 §3.1: a parameter sent twice is invalid_request (scope twice offered every read scope).
     const twice = new URLSearchParams(params);
     twice.append('scope', 'read-reports');
@@ -321,12 +326,16 @@ describe('OAuth 2.1 authorization server', () => {
     const { verifier, challenge } = pkce();
     const location = await authorize(client.client_id, challenge, { as: await secondPerson() });
     const code = location.searchParams.get('code')!;
-    // RFC 6749 §4.1.3: client_id is required of a public client; the code survives the refusal.
-    const anonymous = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:43210/callback' });
-    assert.equal(anonymous.status, 400);
-    assert.equal(anonymous.body.error, 'invalid_request');
-    const exchanged = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:43210/callback', client_id: client.client_id });
-    assert.equal(exchanged.status, 200);
+    // The contract's token request names the code and its verifier only: client_id may be left out
+    // (the code is bound to its client and to PKCE), but one naming another client is refused.
+    // (Another registered client, made directly: registrations over HTTP are limited to 20 a minute.)
+    const otherClient = await insertClient(app.pool, 'Otra aplicación', ['http://127.0.0.1:43210/callback']);
+    const foreign = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:43210/callback', client_id: otherClient.id });
+    assert.equal(foreign.body.error, 'invalid_grant');
+    const p2 = pkce();
+    const code2 = (await authorize(client.client_id, p2.challenge, { as: await secondPerson() })).searchParams.get('code')!;
+    const anonymous = await token({ grant_type: 'authorization_code', code: code2, code_verifier: p2.verifier, redirect_uri: 'http://127.0.0.1:43210/callback' });
+    assert.equal(anonymous.status, 200, JSON.stringify(anonymous.body));
     // §5.2: no grant_type is a malformed request; an unknown one is unsupported.
     assert.equal((await token({ code })).body.error, 'invalid_request');
     assert.equal((await token({ grant_type: 'password' })).body.error, 'unsupported_grant_type');

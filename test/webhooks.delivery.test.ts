@@ -322,7 +322,7 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     assert.ok(verifySignature(got.headers['x-service-signature'], got.body, ep.secret), 'the secret survived the pause');
   });
 
-  test('a pause leaves no delivery showing a next attempt', async () => {
+  test('a pause leaves no delivery showing a next attempt; resumed before the retry is due, it shows again and is made', async () => {
     const { api } = await tenant();
     receiver.on('/pause-retry', () => ({ status: 503 }));
     const ep = await endpoint(api, '/pause-retry', ['customer.created']);
@@ -334,6 +334,13 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     assert.ok(Date.parse(failed.next_attempt_at) > Date.now());
     assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: false } })).status, 200);
     assert.equal((await onlyDelivery(api, ep.id)).next_attempt_at, null);
+    // Resumed while the retry is still queued: it shows again, and it is made.
+    receiver.on('/pause-retry', () => ({ status: 200 }));
+    assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: true } })).status, 200);
+    const resumed = await onlyDelivery(api, ep.id);
+    assert.equal(Date.parse(resumed.next_attempt_at), Date.parse(failed.next_attempt_at));
+    await advance(app.pool, failed.id);
+    await waitFor(async () => (await onlyDelivery(api, ep.id)).status === 'succeeded', 15_000, 'the retry made after the resume');
   });
 
   test('a receiver that never answers is cut off at the 10 s read timeout and retried later', async () => {

@@ -68,7 +68,7 @@ export async function setPermissions(db: Queryable, userId: string, companyId: s
  */
 export async function addMembership(pool: Pool, userId: string, companyId: string, isOwner: boolean): Promise<MembershipRow> {
   return transaction(pool, async (db) => {
-    const { rows: company } = await db.query<{ max_team_size: number }>('SELECT max_team_size FROM companies WHERE id = $1 FOR UPDATE', [companyId]);
+    const { rows: company } = await db.query<{ max_team_size: number }>('SELECT max_team_size FROM companies WHERE id = $1 FOR NO KEY UPDATE', [companyId]);
     if (!company[0]) throw new ApiError('not_found', `Company ${companyId} not found`);
     const { rows: user } = await db.query('SELECT 1 FROM users WHERE id = $1 AND deleted_at IS NULL', [userId]);
     if (!user[0]) throw new ApiError('not_found', `User ${userId} not found`);

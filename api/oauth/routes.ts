@@ -102,8 +102,9 @@ function paramsOf(source: Record<string, unknown>, method: string): { params: Re
   const params: Record<string, string> = {};
   const repeated: string[] = [];
   for (const name of AUTHORIZE_PARAMS) {
-    // A sign-in posted by hand with the request's own parameters may still call it `scope`.
-    const value = method === 'POST' && name === 'scope' ? (source.requested_scope ?? (source.step === 'sign-in' ? source.scope : undefined)) : source[name];
+    // Only the consent step's `scope` is the checkboxes; an authorization request sent by POST
+    // (RFC 6749 §3.1) or a sign-in posted by hand with the request's parameters calls it `scope`.
+    const value = method === 'POST' && name === 'scope' ? (source.requested_scope ?? (source.step === 'consent' ? undefined : source.scope)) : source[name];
     if (typeof value === 'string') params[name] = value;
     else if (Array.isArray(value)) repeated.push(method === 'POST' && name === 'scope' ? 'requested_scope' : name);
   }
@@ -316,8 +317,9 @@ export function oauthRouter(): ApiRouter {
     if (body.client_id && !(await findClient(pool, body.client_id))) return oauthError(ctx, 401, 'invalid_client', 'client_id no está registrado');
     if (body.grant_type === 'authorization_code') {
       // A missing parameter is invalid_request; a verifier that is not one (RFC 7636 §4.1 syntax) cannot match: invalid_grant.
-      // RFC 6749 §4.1.3: client_id is required of a client that does not authenticate (every client here is public).
-      if (!body.code || !body.code_verifier || !body.redirect_uri || !body.client_id) return oauthError(ctx, 400, 'invalid_request', 'code, code_verifier, redirect_uri y client_id son obligatorios');
+      // client_id may be left out (the contract's token request names only the code and its verifier): the
+      // code is bound to its client and to PKCE. One that names another client is refused below.
+      if (!body.code || !body.code_verifier || !body.redirect_uri) return oauthError(ctx, 400, 'invalid_request', 'code, code_verifier y redirect_uri son obligatorios');
       if (!/^[A-Za-z0-9._~-]{43,128}$/.test(body.code_verifier)) return oauthError(ctx, 400, 'invalid_grant', 'code_verifier debe tener de 43 a 128 caracteres sin reservar');
       const result = await transaction(pool, async (db) => {
         const { rows } = await db.query<{ grant_id: string; redirect_uri: string; code_challenge: string; expired: boolean; used_at: Date | null }>(
@@ -334,7 +336,7 @@ export function oauthRouter(): ApiRouter {
         const { rows: grants } = await db.query<GrantRow>('SELECT * FROM oauth_grants WHERE id = $1', [code.grant_id]);
         const grant = grants[0];
         if (code.expired) return { error: 'el código expiró' };
-        if (body.client_id !== grant.client_id) return { error: 'el código es de otra aplicación' };
+        if (body.client_id && body.client_id !== grant.client_id) return { error: 'el código es de otra aplicación' };
         if (body.redirect_uri !== code.redirect_uri) return { error: 'redirect_uri no coincide' };
         const challenge = createHash('sha256').update(body.code_verifier).digest('base64url');
         if (challenge !== code.code_challenge) return { error: 'code_verifier no corresponde al code_challenge' };

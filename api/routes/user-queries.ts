@@ -112,7 +112,7 @@ export async function lockSeat(db: Queryable, companyId: string): Promise<void> 
   // The lock first, the count after in a statement of its own: a count in the
   // locking statement would read the snapshot taken before the wait, missing
   // the member the previous holder just added.
-  const { rows } = await db.query<{ max_team_size: number }>('SELECT max_team_size FROM companies WHERE id = $1 FOR UPDATE', [companyId]);
+  const { rows } = await db.query<{ max_team_size: number }>('SELECT max_team_size FROM companies WHERE id = $1 FOR NO KEY UPDATE', [companyId]);
   const { rows: count } = await db.query<{ n: number }>(
     'SELECT count(*)::int AS n FROM memberships m JOIN users u ON u.id = m.user_id AND u.deleted_at IS NULL WHERE m.company_id = $1',
     [companyId],
@@ -157,7 +157,7 @@ export async function updateMember(db: Queryable, companyId: string, existing: M
       .catch(uniqueViolation);
   }
   if (data.is_owner !== undefined && data.is_owner !== existing.is_owner) {
-    await db.query('SELECT id FROM companies WHERE id = $1 FOR UPDATE', [companyId]);
+    await db.query('SELECT id FROM companies WHERE id = $1 FOR NO KEY UPDATE', [companyId]);
     if (!data.is_owner && (await otherOwners(db, companyId, existing.id)) === 0) throw new ApiError('last_owner');
     await db.query('UPDATE memberships SET is_owner = $3 WHERE company_id = $1 AND user_id = $2', [companyId, existing.id, data.is_owner]);
     await db.query('UPDATE users SET updated_at = now() WHERE id = $1', [existing.id]);
@@ -173,7 +173,10 @@ export async function updateMember(db: Queryable, companyId: string, existing: M
  * their sessions die with the membership.
  */
 export async function removeMember(db: Queryable, companyId: string, member: MemberRow): Promise<void> {
-  await db.query('SELECT id FROM companies WHERE id = $1 FOR UPDATE', [companyId]);
+  // NO KEY UPDATE, as every lock of the company row here: it serializes the team's changes without
+  // blocking the KEY SHARE locks of inserts referencing the company. FOR UPDATE deadlocked with a booking,
+  // which holds its link row and then inserts (KEY SHARE on the company) while this waits for the link.
+  await db.query('SELECT id FROM companies WHERE id = $1 FOR NO KEY UPDATE', [companyId]);
   if (member.is_owner && (await otherOwners(db, companyId, member.id)) === 0) throw new ApiError('last_owner');
   await db.query('DELETE FROM memberships WHERE company_id = $1 AND user_id = $2', [companyId, member.id]);
   await db.query('UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE company_id = $1 AND user_id = $2', [companyId, member.id]);

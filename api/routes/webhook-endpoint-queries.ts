@@ -7,7 +7,7 @@ import { iso } from '../../db/timestamps.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { newWebhookSecret } from '../../lib/webhook-signature.ts';
 import type { JobSender } from '../../db/job-sender.ts';
-import { unscheduleAttempts } from '../../db/events.ts';
+import { rescheduleAttempts, unscheduleAttempts } from '../../db/events.ts';
 
 export type EndpointRow = {
   id: string;
@@ -94,7 +94,7 @@ export function serializeDelivery(row: DeliveryRow, options: { full?: boolean } 
 
 /** Serializes concurrent endpoint creates of one company (until commit), so the per-company cap holds. */
 export async function lockEndpointsOf(db: Queryable, companyId: string): Promise<void> {
-  await db.query('SELECT 1 FROM companies WHERE id = $1 FOR UPDATE', [companyId]);
+  await db.query('SELECT 1 FROM companies WHERE id = $1 FOR NO KEY UPDATE', [companyId]);
 }
 
 export async function countEndpoints(db: Queryable, companyId: string): Promise<number> {
@@ -157,6 +157,7 @@ export async function updateEndpoint(
     ],
   );
   if (rows[0] && input.active === false) await unscheduleAttempts(db, [id]);
+  if (rows[0] && input.active === true) await rescheduleAttempts(db, id);
   return rows[0] ?? null;
 }
 

@@ -1,5 +1,10 @@
 -- Booking links and their hosts.
 --
+-- The version triggers of booking_links and calendar_events are deferred
+-- constraint triggers: fired at once here, so that the index and the foreign
+-- key below do not meet "pending trigger events" left by the updates.
+SET CONSTRAINTS ALL IMMEDIATE;
+--
 -- 1. A link whose host is no longer a member of its company takes no
 --    bookings: removing a member switches their links there off
 --    (api/routes/user-queries.ts, removeMember). Links of hosts removed

@@ -263,7 +263,7 @@ export class WebhookDispatcher {
       // A value the database refuses (SQLSTATE class 22, data exception) is one result's, and would
       // fail every batch it is in, for every company, on every retry: write the results one by one,
       // and leave out only what still fails (its job stays active, expires and is attempted again).
-      if ((error as { code?: string }).code?.startsWith('22') && batch.length > 1 && !this.#stopped) {
+      if ((error as { code?: string }).code?.startsWith('22') && !this.#stopped) {
         logError('webhook.flush_isolating', error, { results: batch.length });
         let written = 0;
         for (const result of batch) {
