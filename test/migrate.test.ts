@@ -6,7 +6,26 @@ import { readdir } from 'node:fs/promises';
 import { describe, test } from 'node:test';
 import pg from 'pg';
 import { migrate } from '../db/migrate.ts';
-import { createPool } from '../db/pool.ts';
+import { createPool, type Pool } from '../db/pool.ts';
+
+/** A database of its own for a data-migration test, dropped afterwards. */
+async function withScratchDatabase(fn: (pool: Pool) => Promise<void>): Promise<void> {
+  const server = process.env.TEST_SERVER_URL!;
+  const name = `ws_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: server });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(server);
+  url.pathname = `/${name}`;
+  const pool = createPool(url.toString(), 2);
+  try {
+    await fn(pool);
+  } finally {
+    await pool.end();
+    await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
+    await admin.end();
+  }
+}
 
 describe('migration runner', () => {
   test('two concurrent migrators on an empty database apply every migration exactly once', async () => {
@@ -35,15 +54,7 @@ describe('migration runner', () => {
   });
 
   test('087 switches off the links of hosts no longer members and unnames deleted links; 089 spells stored zones as IANA does', async () => {
-    const server = process.env.TEST_SERVER_URL!;
-    const name = `ws_test_${randomBytes(6).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: server });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    const url = new URL(server);
-    url.pathname = `/${name}`;
-    const pool = createPool(url.toString(), 2);
-    try {
+    await withScratchDatabase(async (pool) => {
       await migrate(pool, { upTo: 86 });
       const [company, member, removed, kept, orphaned, event, gone] = [1, 2, 3, 4, 5, 6, 7].map((n) => String(n).padStart(24, '0'));
       await pool.query(`INSERT INTO companies (id, name, slug, timezone) VALUES ($1, 'Vieja', 'vieja', 'america/mexico_city')`, [company]);
@@ -67,23 +78,11 @@ describe('migration runner', () => {
       await pool.query(`UPDATE calendar_events SET booking_link_id = $1`, [kept]);
       await pool.query('DELETE FROM booking_links WHERE id = $1', [kept]);
       assert.equal((await pool.query('SELECT booking_link_id FROM calendar_events')).rows[0].booking_link_id, null);
-    } finally {
-      await pool.end();
-      await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
-      await admin.end();
-    }
+    });
   });
 
   test('044 gives every stored media file a random token and rewrites the stored URLs to it', async () => {
-    const server = process.env.TEST_SERVER_URL!;
-    const name = `ws_test_${randomBytes(6).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: server });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    const url = new URL(server);
-    url.pathname = `/${name}`;
-    const pool = createPool(url.toString(), 2);
-    try {
+    await withScratchDatabase(async (pool) => {
       await migrate(pool, { upTo: 42 });
       const site = 'https://api.example.com';
       const [company, product, original, thumbnail, media] = [1, 2, 3, 4, 5].map((n) => String(n).padStart(24, '0'));
@@ -109,10 +108,6 @@ describe('migration runner', () => {
       assert.match(rows[0].thumbnail_token, /^[0-9a-f]{32}$/);
       assert.equal(rows[0].image_url, `${site}/media/${rows[0].original_token}/x.png`);
       assert.equal(rows[0].thumbnail_url, `${site}/media/${rows[0].thumbnail_token}/x-thumb.webp`);
-    } finally {
-      await pool.end();
-      await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
-      await admin.end();
-    }
+    });
   });
 });
