@@ -175,6 +175,13 @@ describe('calendar events', () => {
     const bad = await own.get('/calendar/events?from=yesterday');
     assert.equal(bad.status, 400);
     assert.equal(bad.body.error, 'invalid_parameter');
+    // A day (ISO 8601 allows it) is read in the company's zone, America/Mexico_City (-06:00): 2026-05-01
+    // runs from 06:00Z to 06:00Z the next day, `to` included whole.
+    const lateNight = await at('2026-05-01T05:00:00Z', '2026-05-01T05:30:00Z'); // 23:00 local on April 30
+    const nextNight = await at('2026-05-02T05:30:00Z', '2026-05-02T05:45:00Z'); // 23:30 local on May 1
+    assert.deepEqual(await ids('from=2026-05-01&to=2026-05-01'), [before, spanning, inside, touching, nextNight].sort());
+    assert.deepEqual(await ids('to=2026-04-30'), [lateNight]);
+    assert.equal((await own.get('/calendar/events?from=2026-02-30')).status, 400, 'a day that does not exist');
   });
 
   test('DELETE is 204 and the event is gone; scopes are enforced; Idempotency-Key replays a create', async () => {

@@ -4,7 +4,7 @@
 // unknown field; `user_id` is refused on PATCH (the host never changes).
 import { Temporal } from 'temporal-polyfill';
 import { z } from 'zod';
-import { instant as anInstant, instantFilter } from '../date-fields.ts';
+import { calendarDay, instant as anInstant, instantFilter } from '../date-fields.ts';
 import { isObjectId } from '../../lib/objectid.ts';
 import { paginationQuery } from '../pagination.ts';
 
@@ -103,12 +103,15 @@ export const calendarEventSchema = z.object({
 
 const refId = z.string().refine(isObjectId, 'invalid_id');
 
+/** An instant, or a whole day (ISO 8601 allows both): the list reads a day in the company's time zone. */
+const windowBound = z.union([calendarDay.refine((day) => day < '9999-12-31', 'debe ser anterior a 9999-12-31'), instantFilter]);
+
 export const calendarEventListQuery = paginationQuery.extend({
   user_id: refId.optional().describe('Solo eventos de este anfitrión'),
   kind: z.enum(EVENT_KINDS).optional(),
   source: z.enum(EVENT_SOURCES).optional(),
-  from: instantFilter.optional().describe('Eventos que terminan después de este instante'),
-  to: instantFilter.optional().describe('Eventos que empiezan antes de este instante'),
+  from: windowBound.optional().describe('Eventos que terminan después de este instante; un día YYYY-MM-DD es su medianoche en la zona de la empresa'),
+  to: windowBound.optional().describe('Eventos que empiezan antes de este instante; un día YYYY-MM-DD se incluye entero (zona de la empresa)'),
 });
 
 export const calendarEventExample = {
