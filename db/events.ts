@@ -130,8 +130,8 @@ export async function unscheduleAttempts(db: Queryable, endpointIds: string[]): 
 
 /**
  * An endpoint switched on again: its deliveries whose retry is still queued
- * (it came due while the endpoint was off, it would have been held) show
- * when it will be made again, from pg-boss's schedule of the job.
+ * (not yet due; one that came due while the endpoint was off was held) show
+ * when it will be made, from pg-boss's schedule of the job.
  */
 export async function rescheduleAttempts(db: Queryable, endpointId: string): Promise<void> {
   await db.query(

@@ -8,7 +8,7 @@ import Router from '@koa/router';
 import { randomBytes } from 'node:crypto';
 import { GoogleApiError, GoogleCalendarClient } from '../../lib/google-calendar.ts';
 import { verifyState } from '../../lib/signed-state.ts';
-import { transaction, type Queryable } from '../../db/pool.ts';
+import { transaction } from '../../db/pool.ts';
 import { callbackUrl, CALLBACK_PATH, storeConnection } from '../admin/calendar.ts';
 import { limitUnauthenticated } from '../middleware/rate-limit.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState, Deps } from '../types.ts';
@@ -36,9 +36,8 @@ export function googleIntegrationRouter(deps: Deps): ApiRouter {
     const state = typeof ctx.query.state === 'string' ? verifyState(deps.config.encryptionKey, ctx.query.state) : null;
     if (!state || typeof state.user !== 'string' || typeof state.nonce !== 'string') return page(ctx, 400, 'Liga vencida o inválida', 'Pide a tu administrador una liga nueva (wsctl calendar connect).');
     const nonce = state.nonce;
-    const used = async (db: Queryable) => ((await db.query('SELECT 1 FROM used_consent_states WHERE nonce = $1', [nonce])).rowCount ?? 0) > 0;
     const usedPage = () => page(ctx, 400, 'Liga ya usada', 'Esta liga ya conectó un calendario; pide a tu administrador una nueva (wsctl calendar connect).');
-    if (await used(deps.pool)) return usedPage();
+    if ((await deps.pool.query('SELECT 1 FROM used_consent_states WHERE nonce = $1', [nonce])).rowCount) return usedPage();
     if (typeof ctx.query.error === 'string') return page(ctx, 400, 'No se conectó el calendario', `Google respondió: ${ctx.query.error}.`);
     if (typeof ctx.query.code !== 'string' || !ctx.query.code) return page(ctx, 400, 'No se conectó el calendario', 'Google no envió el código de autorización.');
     try {
