@@ -8,8 +8,8 @@ import pg from 'pg';
 import { migrate } from '../db/migrate.ts';
 import { createPool, type Pool } from '../db/pool.ts';
 
-/** A database of its own for a data-migration test, dropped afterwards. */
-async function withScratchDatabase(fn: (pool: Pool) => Promise<void>): Promise<void> {
+/** A database of its own for a test, dropped afterwards; `url` lets a test open more pools on it. */
+async function withScratchDatabase(fn: (pool: Pool, url: string) => Promise<void>): Promise<void> {
   const server = process.env.TEST_SERVER_URL!;
   const name = `ws_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: server });
@@ -19,7 +19,7 @@ async function withScratchDatabase(fn: (pool: Pool) => Promise<void>): Promise<v
   url.pathname = `/${name}`;
   const pool = createPool(url.toString(), 2);
   try {
-    await fn(pool);
+    await fn(pool, url.toString());
   } finally {
     await pool.end();
     await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
@@ -29,28 +29,19 @@ async function withScratchDatabase(fn: (pool: Pool) => Promise<void>): Promise<v
 
 describe('migration runner', () => {
   test('two concurrent migrators on an empty database apply every migration exactly once', async () => {
-    const server = process.env.TEST_SERVER_URL!;
-    const name = `ws_test_${randomBytes(6).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: server });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    const url = new URL(server);
-    url.pathname = `/${name}`;
-    const a = createPool(url.toString(), 2);
-    const b = createPool(url.toString(), 2);
-    try {
-      const [first, second] = await Promise.all([migrate(a), migrate(b)]);
-      const files = (await readdir(new URL('../db/migrations/', import.meta.url))).filter((f) => f.endsWith('.sql')).sort();
-      assert.deepEqual([...first, ...second].sort(), files, 'each file applied by exactly one of them');
-      const { rows } = await a.query('SELECT name FROM schema_migrations ORDER BY id');
-      assert.deepEqual(rows.map((r) => r.name), files);
-      assert.deepEqual(await migrate(a), [], 'a third run has nothing to do');
-    } finally {
-      await a.end();
-      await b.end();
-      await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
-      await admin.end();
-    }
+    await withScratchDatabase(async (a, url) => {
+      const b = createPool(url, 2);
+      try {
+        const [first, second] = await Promise.all([migrate(a), migrate(b)]);
+        const files = (await readdir(new URL('../db/migrations/', import.meta.url))).filter((f) => f.endsWith('.sql')).sort();
+        assert.deepEqual([...first, ...second].sort(), files, 'each file applied by exactly one of them');
+        const { rows } = await a.query('SELECT name FROM schema_migrations ORDER BY id');
+        assert.deepEqual(rows.map((r) => r.name), files);
+        assert.deepEqual(await migrate(a), [], 'a third run has nothing to do');
+      } finally {
+        await b.end();
+      }
+    });
   });
 
   test('087 switches off the links of hosts no longer members and unnames deleted links; 089 spells stored zones as IANA does', async () => {
