@@ -61,7 +61,7 @@ const EVENT_AND_DELIVERIES = `WITH event AS (
     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id
   ), deliveries AS (
     INSERT INTO webhook_deliveries (id, company_id, endpoint_id, event_id, event, next_attempt_at, created_at)
-    SELECT ${objectIdSql('e.created_at')}, e.company_id, e.id, (SELECT id FROM event), $3, $7, $7
+    SELECT ${objectIdSql('$7::timestamptz')}, e.company_id, e.id, (SELECT id FROM event), $3, $7, $7
       FROM webhook_endpoints e
      WHERE e.company_id = $2 AND e.active AND e.enabled_events && $8::text[]
     RETURNING id, endpoint_id

@@ -334,6 +334,20 @@ describe('webhook endpoints (API key)', () => {
     assert.equal(bogus.body.error, 'invalid_parameter');
   });
 
+  test('a delivery id carries the time of its event, not of its endpoint (ids are ObjectIds: time first)', async () => {
+    const { api } = await tenant();
+    const ep = await createEndpoint(api);
+    // An endpoint registered long ago: its deliveries are still dated now.
+    await app.pool.query(`UPDATE webhook_endpoints SET created_at = now() - interval '40 days' WHERE id = $1`, [ep.id]);
+    const before = Math.floor(Date.now() / 1000);
+    assert.equal((await api.post('/customers', { data: { name: 'Reciente' } })).status, 201);
+    const after = Math.ceil(Date.now() / 1000);
+    const [delivery] = (await api.get(`/webhook-endpoints/${ep.id}/deliveries`)).body.data;
+    const seconds = parseInt(delivery.id.slice(0, 8), 16);
+    assert.ok(seconds >= before && seconds <= after, `id ${delivery.id} says ${new Date(seconds * 1000).toISOString()}`);
+    assert.equal(Math.floor(Date.parse(delivery.created_at) / 1000), seconds);
+  });
+
   test('deliveries: cursor pagination with limit and starting_after walks every delivery once', async () => {
     const { api } = await tenant();
     const ep = await createEndpoint(api);
