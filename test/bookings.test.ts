@@ -88,6 +88,10 @@ describe('booking links and bookings', () => {
     assert.equal(res.status, 422);
     assert.equal(res.body.error, 'validation_failed');
     assert.ok(res.body.errors.slug);
+    // A slug shaped like an ObjectId would be read as an id by the detail path.
+    res = await api.post('/booking-links', { data: link({ slug: l.id }) });
+    assert.equal(res.status, 422, res.text);
+    assert.match(res.body.errors.slug[0], /ObjectId/);
     for (const bad of [
       { weekly_hours: [{ days: [8], start: '09:00', end: '10:00' }] },
       { weekly_hours: [{ days: [1], start: '10:00', end: '09:00' }] },

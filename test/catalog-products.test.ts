@@ -314,6 +314,36 @@ describe('products: prices, nested writes, detail, custom properties', () => {
     assert.equal(res.status, 201);
   });
 
+  test('a path value shaped like an ObjectId is an id only: a retried DELETE never reaches a record whose derived slug or sku spells it', async () => {
+    const first = (await api.post('/products', { data: { ...base, name: 'Alfa' } })).body.data;
+    // A name of 24 hex digits: its derived slug is not id-shaped (it starts at -2).
+    const named = await api.post('/products', { data: { ...base, name: first.id } });
+    assert.equal(named.status, 201, named.text);
+    assert.equal(named.body.data.slug, `${first.id}-2`);
+    const upper = await api.post('/products', { data: { ...base, name: first.id.toUpperCase() } });
+    assert.equal(upper.body.data.slug, `${first.id}-3`);
+    // An id-shaped sku is stored, but the path reads that value as an id.
+    const bySku = await api.post('/products', { data: { ...base, name: 'Con sku', sku: first.id } });
+    assert.equal(bySku.status, 201, bySku.text);
+    assert.equal((await api.delete(`/products/${first.id}`)).status, 204);
+    assert.equal((await api.get(`/products/${first.id}`)).status, 404);
+    assert.equal((await api.delete(`/products/${first.id}`)).status, 404, 'the retry reaches nothing');
+    assert.equal((await api.patch(`/products/${first.id}`, { data: { name: 'Editado' } })).status, 404);
+    for (const survivor of [named.body.data, upper.body.data, bySku.body.data]) {
+      assert.equal((await api.get(`/products/${survivor.id}`)).body.data.name, survivor.name);
+    }
+    assert.equal((await api.get(`/products/${first.id}-2`)).body.data.id, named.body.data.id, 'the derived slug still reads its product');
+  });
+
+  test('concurrent creates of one name without a slug all succeed with distinct derived slugs (products and brands)', async () => {
+    for (const [path, data] of [['/products', { ...base, name: 'Taza concurrente' }], ['/brands', { name: 'Marca concurrente' }]] as const) {
+      const answers = await Promise.all(Array.from({ length: 8 }, () => api.post(path, { data })));
+      for (const res of answers) assert.equal(res.status, 201, `${path}: ${res.text}`);
+      const slugs = answers.map((res) => res.body.data.slug as string);
+      assert.equal(new Set(slugs).size, 8, `${path}: ${slugs}`);
+    }
+  });
+
   test('a duplicate variant sku is 422 validation_failed under variants.<index>.sku, on create and update, and nothing is written', async () => {
     const first = (await api.post('/products', { data: { ...base, name: 'Con SKU', variants: [{ name: 'Chica', sku: 'VAR-DUP' }] } })).body.data;
     const countNamed = async (name: string) =>

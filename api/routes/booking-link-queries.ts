@@ -4,7 +4,7 @@
 import type { Queryable } from '../../db/pool.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
 import type { BookingWindow, DateOverride, SlotRules, WeeklyHours } from '../../lib/booking-slots.ts';
-import { objectId } from '../../lib/objectid.ts';
+import { isObjectId, objectId } from '../../lib/objectid.ts';
 import { validationFailed } from '../errors.ts';
 import { listPage, type PaginationQuery, type TotalsCache } from '../pagination.ts';
 import type { BookingLinkCreate, BookingLinkUpdate, LOCATION_TYPES, QUESTION_TYPES } from './booking-link-schemas.ts';
@@ -133,12 +133,9 @@ export async function findBookingLink(db: Queryable, companyId: string, id: stri
   return rows[0] ?? null;
 }
 
-/** A link by its id or, failing that, its slug (as resolveIdOrSlug decides), in one query. */
+/** A link by its id, or by its slug when the value is not shaped like an id (as resolveIdOrSlug decides), in one query. */
 export async function findBookingLinkByIdOrSlug(db: Queryable, companyId: string, value: string): Promise<BookingLinkRow | null> {
-  const { rows } = await db.query<BookingLinkRow>(
-    `${SELECT} WHERE l.company_id = $1 AND (l.id = $2 OR l.slug = $2) ORDER BY (l.id = $2) DESC LIMIT 1`,
-    [companyId, value],
-  );
+  const { rows } = await db.query<BookingLinkRow>(`${SELECT} WHERE l.company_id = $1 AND ${isObjectId(value) ? 'l.id' : 'l.slug'} = $2`, [companyId, value]);
   return rows[0] ?? null;
 }
 

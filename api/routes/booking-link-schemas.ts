@@ -101,7 +101,11 @@ const question = z
 const RESERVED_QUESTION_KEYS = new Set(['name', 'email', 'phone', 'timezone']);
 
 const linkFields = {
-  slug: z.string().regex(LINK_SLUG, '1 a 64 caracteres a-z, 0-9 o -').describe('Único en la empresa y entre los enlaces del anfitrión; la ruta de detalle lo acepta'),
+  slug: z
+    .string()
+    .regex(LINK_SLUG, '1 a 64 caracteres a-z, 0-9 o -')
+    .refine((s) => !isObjectId(s), 'no puede tener la forma de un ObjectId')
+    .describe('Único en la empresa y entre los enlaces del anfitrión; la ruta de detalle lo acepta'),
   title: text(200).min(1),
   description: text(5000).nullable().optional(),
   active: z.boolean().optional().describe('Por defecto true; un enlace inactivo no ofrece horarios ni acepta reservas'),

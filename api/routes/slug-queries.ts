@@ -2,6 +2,7 @@
 // brands): picking a free slug, resolving a path value to a row id, and
 // turning the UNIQUE index's verdict into a 422.
 import type { Queryable } from '../../db/pool.ts';
+import { isObjectId } from '../../lib/objectid.ts';
 import { slugify } from '../../lib/slug.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 
@@ -10,8 +11,12 @@ export type SlugTable = 'products' | 'brands' | 'product_categories' | 'booking_
 
 /**
  * A slug free in the company: the explicit one must be free (else 422); one
- * derived from the name gets `-2`, `-3`… Under concurrency the UNIQUE index
- * still decides (see uniqueViolation).
+ * derived from the name gets `-2`, `-3`… and is never shaped like an ObjectId
+ * (a name of 24 hex digits starts at `-2`), so it cannot be read as another
+ * record's id. Concurrent creators of one name take turns on a transaction
+ * lock for it (call inside the write's transaction), so each sees the slugs
+ * committed before it and none gets a 422 for a slug it never sent; two
+ * explicit slugs still meet at the UNIQUE index (see uniqueViolation).
  */
 export async function freeSlug(
   db: Queryable,
@@ -28,7 +33,8 @@ export async function freeSlug(
     return wanted.explicit;
   }
   const base = slugify(wanted.name, { maxLength: 80, fallback: 'item' });
-  for (let n = 1; n < 50; n++) {
+  await db.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`slug:${table}:${companyId}:${base}`]);
+  for (let n = isObjectId(base) ? 2 : 1; n < 50; n++) {
     const candidate = n === 1 ? base : `${base}-${n}`;
     if (!(await taken(candidate))) return candidate;
   }
@@ -45,7 +51,12 @@ export function uniqueViolation(error: unknown): never {
   throw error;
 }
 
-/** Resolves an id-or-slug path value to the row id within the company; 404 when none matches. */
+/**
+ * Resolves an id-or-slug path value to the row id within the company; 404
+ * when none matches. A value shaped like an ObjectId is an id and only an id:
+ * were it also tried as a slug or sku, a retried DELETE of a deleted record
+ * could reach another record whose slug or sku spells that id.
+ */
 export async function resolveIdOrSlug(
   db: Queryable,
   table: SlugTable,
@@ -53,10 +64,10 @@ export async function resolveIdOrSlug(
   value: string,
   options: { sku?: boolean; lock?: boolean } = {},
 ): Promise<string> {
-  const sku = options.sku ? ' OR sku = $2' : '';
+  const match = isObjectId(value) ? 'id = $2' : options.sku ? 'slug = $2 OR sku = $2' : 'slug = $2';
   const { rows } = await db.query<{ id: string }>(
-    `SELECT id FROM ${table} WHERE company_id = $1 AND (id = $2 OR slug = $2${sku})
-      ORDER BY (id = $2) DESC, (slug = $2) DESC LIMIT 1${options.lock ? ' FOR UPDATE' : ''}`,
+    `SELECT id FROM ${table} WHERE company_id = $1 AND (${match})
+      ORDER BY (slug = $2) DESC LIMIT 1${options.lock ? ' FOR UPDATE' : ''}`,
     [companyId, value],
   );
   if (!rows[0]) throw new ApiError('not_found');
