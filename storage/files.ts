@@ -66,7 +66,7 @@ export async function storedBytes(db: Queryable, companyId: string): Promise<num
 }
 
 async function freeBytesOf(db: Queryable, companyId: string, lock: boolean): Promise<number> {
-  const { rows } = await db.query(`SELECT storage_quota_mb FROM companies WHERE id = $1${lock ? ' FOR UPDATE' : ''}`, [companyId]);
+  const { rows } = await db.query(`SELECT storage_quota_mb FROM companies WHERE id = $1${lock ? ' FOR NO KEY UPDATE' : ''}`, [companyId]);
   const quota = Number(rows[0]?.storage_quota_mb ?? 0) * MIB;
   return Math.max(0, quota - (await storedBytes(db, companyId)));
 }

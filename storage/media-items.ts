@@ -87,6 +87,18 @@ export async function deleteMedia(db: Queryable, companyId: string, mediaIds: Ar
   }
 }
 
+/** Bytes the media items keep in storage: originals and thumbnails (what deleting them gives back to the quota). */
+export async function mediaBytes(db: Queryable, companyId: string, mediaIds: Array<string | null | undefined>): Promise<number> {
+  const ids = mediaIds.filter((id): id is string => !!id);
+  if (ids.length === 0) return 0;
+  const { rows } = await db.query<{ n: string }>(
+    `SELECT coalesce(sum(b.size_bytes), 0)::bigint AS n FROM media m JOIN blobs b ON b.id IN (m.original_blob_id, m.thumbnail_blob_id)
+      WHERE m.company_id = $1 AND m.id = ANY($2)`,
+    [companyId, ids],
+  );
+  return Number(rows[0].n);
+}
+
 /** Media of a product and all its variants (for deleting the product). */
 export async function productMediaIds(db: Queryable, companyId: string, productId: string): Promise<string[]> {
   const { rows } = await db.query(

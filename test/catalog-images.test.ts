@@ -133,6 +133,28 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     assert.equal(rows[0].n, 1, 'nothing refused was stored');
   });
 
+  test('images count against the storage quota: one that does not fit is 422 and nothing is kept; a replacement gives the old bytes back', async () => {
+    const small = await seedTenant(app.pool);
+    await app.pool.query('UPDATE companies SET storage_quota_mb = 1 WHERE id = $1', [small.companyId]);
+    const smallApi = client(app.baseUrl, small.key);
+    const product = async (name: string) => (await smallApi.post('/products', { data: { name, prices_cents: { mxn: 100 } } })).body.data.id as string;
+    // ~600 KB each: noise does not compress.
+    const noise = () => sharp({ create: { width: 460, height: 440, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 60 } } }).png().toBuffer();
+    const [a, b] = [await product('A'), await product('B')];
+    const first = await upload(app.baseUrl, small.key, `/products/${a}/image`, 'file', await noise(), 'a.png');
+    assert.equal(first.status, 200, first.text);
+    const stored = async () => (await app.pool.query('SELECT count(*)::int AS n FROM blobs WHERE company_id = $1', [small.companyId])).rows[0].n;
+    const before = await stored();
+    const refused = await upload(app.baseUrl, small.key, `/products/${b}/image`, 'file', await noise(), 'b.png');
+    assert.equal(refused.status, 422, refused.text);
+    assert.equal(refused.body.error, 'validation_failed');
+    assert.match(refused.body.errors.file[0], /agotado/);
+    assert.equal((await smallApi.get(`/products/${b}`)).body.data.image_url, null);
+    assert.equal(await stored(), before, 'the refused bytes are not kept');
+    const replaced = await upload(app.baseUrl, small.key, `/products/${a}/image`, 'file', await noise(), 'a2.png');
+    assert.equal(replaced.status, 200, replaced.text);
+  });
+
   test('another company cannot upload to or delete our images (404)', async () => {
     const other = await seedTenant(app.pool);
     const png = (await samples()).png;

@@ -9,7 +9,8 @@ import { z } from 'zod';
 import { transaction, type Queryable } from '../../db/pool.ts';
 import { inspectImage, looksLikeSvg, MAX_IMAGE_BYTES, rasterizeSvg, safeFilename } from '../../storage/images.ts';
 import { THUMBNAIL } from '../../db/queues.ts';
-import { deleteMedia, storeMedia, type MediaOwner } from '../../storage/media-items.ts';
+import { lockFreeBytes } from '../../storage/files.ts';
+import { deleteMedia, mediaBytes, storeMedia, type MediaOwner } from '../../storage/media-items.ts';
 import { deleteBlob } from '../../storage/blobs.ts';
 import { validationFailed, type ErrorCode } from '../errors.ts';
 import { defineRoute, type ParamKind, type RouteDef, type UploadedFile } from '../route.ts';
@@ -53,7 +54,13 @@ export async function attachImage(
   if (!written.ok) throw new Error('unreachable: no size limit was given');
   try {
     return await transaction(db, async (client) => {
+      // The storage quota counts images too (docs/forms.md, Storage and quota), with the company row
+      // locked so concurrent uploads take turns; the image this one replaces gives its bytes back.
+      const free = await lockFreeBytes(client, companyId);
       const previous = await lockOwnerMedia(client, owner, companyId, ownerId);
+      if (written.blob.sizeBytes > free + (await mediaBytes(client, companyId, [previous]))) {
+        throw validationFailed({ [file.field]: ['almacenamiento de la empresa agotado: la imagen no cabe en su cuota'] });
+      }
       const media = await storeMedia(client, deps.config.siteUrl, {
         companyId,
         ownerType: owner,
