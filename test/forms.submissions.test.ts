@@ -301,6 +301,10 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
       ['invoice.\uFEFFexe.pdf', 'exe'],
       ['invoice.\uFF45\uFF58\uFF45.pdf', 'exe'],
       ['invoice.EXE\u2060.pdf', 'exe'],
+      // One of each kind beyond the contract's examples: library, script, installer, archive, credentials.
+      ...['so', 'pl', 'lua', 'command', 'msix', 'appx', 'flatpak', 'war', 'cpio', 'sitx', 'env', 'asc', 'chm', 'jnlp'].map(
+        (ext): [string, string] => [`x.${ext}.pdf`, ext],
+      ),
     ];
     for (const [name, segment] of blocked) {
       const res = await api.post(path(), { data: { answers: { ...base, cv: [files.fileJson(name, files.pdf())] } } });
