@@ -15,7 +15,7 @@ import { authenticate, checkOrigin, requireModule, requireScope } from './middle
 import { IDEMPOTENCY_BODY_LIMIT, idempotency } from './middleware/idempotency.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { responseCache } from './middleware/response-cache.ts';
-import { isStorableText, parseData, parseQuery } from './validation.ts';
+import { isStorableText, parseData, parseQuery, refuseArrayBody } from './validation.ts';
 import type { ApiContext, ApiMiddleware, ApiRouteMiddleware, ApiRouter } from './types.ts';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
@@ -152,6 +152,12 @@ const jsonBody = koaBody({
   includeUnparsed: true,
   parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH],
 });
+
+/** An array body is refused before anything reads it, on routes that take no body too (refuseArrayBody). */
+async function objectBody(ctx: ApiContext, next: Next) {
+  refuseArrayBody(ctx.request.body);
+  await next();
+}
 
 /**
  * A body declared larger than an Idempotency-Key allows is refused before it
@@ -358,7 +364,7 @@ function chainOf(route: RouteDef, defaultRateLimit: number): ApiRouteMiddleware[
   if (route.params || route.path.includes(':')) chain.push(validateParams(route.params ?? {}));
   if (route.multipart) chain.push(multipartBody(route.multipart), idempotency);
   else if (route.upload) chain.push(idempotentBodyCap, uploadBody(route.upload));
-  else if (route.method !== 'GET' && route.method !== 'DELETE') chain.push(idempotentBodyCap, jsonContentType, jsonBody, idempotency);
+  else if (route.method !== 'GET' && route.method !== 'DELETE') chain.push(idempotentBodyCap, jsonContentType, jsonBody, objectBody, idempotency);
   if (route.cache) chain.push(responseCache(route.cache));
   chain.push(handle(route));
   return chain;

@@ -92,8 +92,18 @@ export function isStorableText(text: string): boolean {
   return !text.includes('\0') && text.isWellFormed();
 }
 
+/**
+ * A write body is a JSON object (`{"data": …}`). The parser takes any JSON
+ * object or array, and refuses `"x"` or `42` as invalid JSON: an array is
+ * refused the same way (400 invalid_json, docs/api.md), not as a missing `data`.
+ */
+export function refuseArrayBody(body: unknown): void {
+  if (Array.isArray(body)) throw new ApiError('invalid_json', 'El cuerpo debe ser un objeto JSON: {"data": {…}}.');
+}
+
 /** Validates the `data` object of a write body. */
 export function parseData<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
+  refuseArrayBody(body);
   checkJsonBody(body);
   if (body === null || typeof body !== 'object' || Array.isArray(body) || !('data' in body)) {
     throw new ApiError('parameter_missing', 'Falta el parámetro data.');

@@ -106,13 +106,14 @@ describe('customers', () => {
     assert.equal(res.status, 400);
     assert.equal(((await res.json()) as { error: string }).error, 'invalid_json');
     // Valid JSON that is not an object: the same code, with a message saying what is expected.
-    for (const body of ['"x"', '42', 'null']) {
+    for (const body of ['"x"', '42', 'null', '[]', '[{"data": {"name": "En un arreglo"}}]']) {
       const r = await fetch(`${app.baseUrl}/customers`, { method: 'POST', headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' }, body });
       const answer = (await r.json()) as { error: string; message: string };
       assert.equal(r.status, 400, body);
       assert.equal(answer.error, 'invalid_json', body);
       assert.match(answer.message, /objeto JSON/, body);
     }
+    assert.equal((await api.get('/customers?search=arreglo')).body.data.length, 0, 'nothing was created from the array');
     for (const id of ['123', 'zzzzzzzzzzzzzzzzzzzzzzzz', '0123456789ABCDEF01234567', '%27%20OR%201=1']) {
       const r = await api.get(`/customers/${id}`);
       assert.equal(r.status, 400, id);
