@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { issueKey } from '../api/admin/keys.ts';
 import { updateCompany } from '../api/admin/companies.ts';
+import { addMembership } from '../api/admin/users.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 
 async function upload(baseUrl: string, key: string, path: string, field: string, bytes: Buffer, filename: string) {
@@ -178,5 +179,28 @@ describe('company and team', () => {
     const webp = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } }).webp().toBuffer();
     assert.equal((await upload(app.baseUrl, t.key, `/users/${member.id}/avatar`, 'avatar', webp, 'a.webp')).status, 422);
     assert.equal((await upload(app.baseUrl, other.key, `/users/${member.id}/avatar`, 'avatar', await png(), 'yo.png')).status, 404);
+  });
+
+  test('users: a person in two companies: neither changes their own fields (email, name, slug, avatar), only is_owner; the person may', async () => {
+    const a = await tenant();
+    const b = await tenant();
+    await addMembership(app.pool, b.ownerId, a.companyId, false);
+    const before = (await b.api.get(`/users/${b.ownerId}`)).body.data;
+    for (const data of [{ email: `evil-${randomBytes(3).toString('hex')}@example.com` }, { first_name: 'Pwned' }, { booking_slug: `x-${randomBytes(3).toString('hex')}` }]) {
+      const res = await a.api.put(`/users/${b.ownerId}`, { data });
+      assert.equal(res.status, 422, JSON.stringify(data));
+      assert.equal(res.body.error, 'validation_failed');
+      assert.deepEqual(Object.keys(res.body.errors), Object.keys(data));
+    }
+    assert.equal((await upload(app.baseUrl, a.key, `/users/${b.ownerId}/avatar`, 'avatar', await png(), 'a.png')).status, 422);
+    assert.deepEqual((await b.api.get(`/users/${b.ownerId}`)).body.data, before, 'nothing changed');
+    // The membership is company A's own: it may make the person an owner there.
+    const owner = await a.api.put(`/users/${b.ownerId}`, { data: { is_owner: true } });
+    assert.equal(owner.status, 200, JSON.stringify(owner.body));
+    assert.equal(owner.body.data.is_owner, true);
+    // The person, with their own key, changes their own name.
+    const self = await b.api.put(`/users/${b.ownerId}`, { data: { first_name: 'Yo' } });
+    assert.equal(self.status, 200, JSON.stringify(self.body));
+    assert.equal(self.body.data.first_name, 'Yo');
   });
 });

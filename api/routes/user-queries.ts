@@ -146,11 +146,28 @@ async function otherOwners(db: Queryable, companyId: string, userId: string): Pr
   return rows[0].n;
 }
 
-export async function updateMember(db: Queryable, companyId: string, existing: MemberRow, data: UserUpdate): Promise<MemberRow> {
+/**
+ * A person's own fields (name, email, booking slug, preferences, avatar) are
+ * one record shared by every company they belong to: a company changes them
+ * only while the person belongs to it alone, or when the person acts for
+ * themselves (their own key). Otherwise company A could change the sign-in
+ * email of company B's owner. Membership fields (`is_owner`) stay each
+ * company's. 422 validation_failed naming each such field.
+ */
+export async function assertProfileEditable(db: Queryable, companyId: string, userId: string, actingUserId: string | undefined, fields: string[]): Promise<void> {
+  if (!fields.length || userId === actingUserId) return;
+  const { rowCount } = await db.query('SELECT 1 FROM memberships WHERE user_id = $1 AND company_id <> $2 LIMIT 1', [userId, companyId]);
+  if (!rowCount) return;
+  const reason = 'esta persona pertenece también a otra empresa: solo ella misma cambia sus datos personales';
+  throw validationFailed(Object.fromEntries(fields.map((field) => [field, [reason]])));
+}
+
+export async function updateMember(db: Queryable, companyId: string, existing: MemberRow, data: UserUpdate, actingUserId?: string): Promise<MemberRow> {
   const cols: Record<string, unknown> = {};
   for (const key of PROFILE) if (data[key] !== undefined) cols[key] = key === 'email' ? (data.email as string).toLowerCase() : data[key];
   if (data.settings_preferences) cols.settings_preferences = JSON.stringify(mergePreferences(existing.settings_preferences as StoredPreferences, data.settings_preferences));
   const names = Object.keys(cols);
+  await assertProfileEditable(db, companyId, existing.id, actingUserId, names);
   if (names.length) {
     await db
       .query(`UPDATE users SET ${names.map((n, i) => `${n} = $${i + 2}`).join(', ')}, updated_at = now() WHERE id = $1`, [existing.id, ...Object.values(cols)])

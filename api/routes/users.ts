@@ -11,7 +11,7 @@ import { ApiError } from '../errors.ts';
 import { searchableQuery, searchTerm } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { imageSlotRoutes } from '../uploads/image-route.ts';
-import { createMember, findMember, listMembers, lockSeat, removeMember, serializeMember, updateMember } from './user-queries.ts';
+import { assertProfileEditable, createMember, findMember, listMembers, lockSeat, removeMember, serializeMember, updateMember } from './user-queries.ts';
 import { userCreate, userExample, userSchema, userUpdate } from './user-schemas.ts';
 
 const TAG = 'Users';
@@ -87,7 +87,7 @@ export const userRoutes: RouteDef[] = [
       const member = await transaction(db, async (client) => {
         const existing = await findMember(client, companyId, params.id, true);
         if (!existing) throw new ApiError('not_found');
-        return updateMember(client, companyId, existing, data);
+        return updateMember(client, companyId, existing, data, ctx.state.auth!.userId);
       });
       return { data: serializeMember(member, ctx.deps.config.bookingUrl) };
     },
@@ -127,8 +127,9 @@ export const userRoutes: RouteDef[] = [
     fields: ['avatar'],
     filename: 'avatar',
     accept: { types: ['image/jpeg', 'image/png'], description: 'JPEG o PNG' },
-    locate: async (db, companyId, params) => {
+    locate: async (db, companyId, params, ctx) => {
       if (!(await findMember(db, companyId, params.id))) throw new ApiError('not_found');
+      await assertProfileEditable(db, companyId, params.id, ctx.state.auth?.userId, ['avatar']);
       return { ownerId: params.id };
     },
     response: userSchema,

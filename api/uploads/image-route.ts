@@ -14,7 +14,7 @@ import { deleteMedia, mediaBytes, storeMedia, type MediaOwner } from '../../stor
 import { deleteBlob } from '../../storage/blobs.ts';
 import { validationFailed, type ErrorCode } from '../errors.ts';
 import { defineRoute, type ParamKind, type RouteDef, type UploadedFile } from '../route.ts';
-import type { Deps } from '../types.ts';
+import type { ApiContext, Deps } from '../types.ts';
 import { lockOwnerMedia, readOwnerImage, setOwnerImage, type OwnerImage } from './image-queries.ts';
 
 /** `{id, image_url, thumbnail_url}`: what an image route answers unless it answers the whole record. */
@@ -107,7 +107,7 @@ export type ImageSlot<Target extends { ownerId: string }> = {
   /** Name of the stored file when the upload gives none usable. */
   filename: string;
   /** The owner the path names; throws not_found when the company has none. */
-  locate: (db: Queryable, companyId: string, params: Record<string, string>) => Promise<Target>;
+  locate: (db: Queryable, companyId: string, params: Record<string, string>, ctx: ApiContext) => Promise<Target>;
   response: z.ZodType;
   /** The answer's `data`: `uploadedUrl` is the new image's URL after an upload, null after a removal. */
   answer: (db: Queryable, companyId: string, target: Target, uploadedUrl: string | null, deps: Pick<Deps, 'config'>) => Promise<unknown>;
@@ -145,7 +145,7 @@ export function imageSlotRoutes<Target extends { ownerId: string }>(slot: ImageS
       errors: ['not_found', 'validation_failed', ...invalidId],
       multipart: { fields: slot.fields, maxFileBytes: MAX_IMAGE_BYTES },
       handler: async (ctx, { params, companyId, file, db }) => {
-        const target = await slot.locate(db, companyId, params);
+        const target = await slot.locate(db, companyId, params, ctx);
         const url = await attachImage(db, ctx.deps, slot.owner, companyId, target.ownerId, file, slot.filename, slot.accept, slot.fields);
         return { data: await slot.answer(db, companyId, target, url, ctx.deps) };
       },
@@ -156,7 +156,7 @@ export function imageSlotRoutes<Target extends { ownerId: string }>(slot: ImageS
       summary: slot.summaries.remove,
       errors: ['not_found', ...invalidId],
       handler: async (ctx, { params, companyId, db }) => {
-        const target = await slot.locate(db, companyId, params);
+        const target = await slot.locate(db, companyId, params, ctx);
         await detachImage(db, slot.owner, companyId, target.ownerId);
         return { data: await slot.answer(db, companyId, target, null, ctx.deps) };
       },
