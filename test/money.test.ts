@@ -92,6 +92,28 @@ describe('money', () => {
     assert.equal((await api.post('/incomes', { data: { account_id: a.id, amount_cents: Number.MAX_SAFE_INTEGER, occurred_at: '2026-03-01T17:00:00Z' } })).status, 201);
   });
 
+  test('totals past 2^63 − 1: the accounts list and the reports still answer; a write whose day total would overflow is 422, nothing stored', async () => {
+    const { t, api: own } = await newTenant();
+    const a = await account(own);
+    const max = Number.MAX_SAFE_INTEGER;
+    for (const occurred_at of ['2026-03-01T17:00:00Z', '2026-03-02T17:00:00Z']) {
+      assert.equal((await own.post('/incomes', { data: { account_id: a.id, amount_cents: max, occurred_at } })).status, 201);
+    }
+    // Two days, each near bigint's maximum (what ~1,000 maximal amounts a day come to).
+    await app.pool.query(`UPDATE ledger_daily SET amount_cents = 9223372036854775000 WHERE company_id = $1 AND key = $2 AND line = 'cash_in'`, [t.companyId, a.id]);
+    const list = await own.get('/accounts');
+    assert.equal(list.status, 200, list.text);
+    assert.ok(list.body.meta.totals.mxn.balance_cents > 1.8e19);
+    for (const path of ['/reports/balance-sheet', '/reports/income-statement?start_on=2026-03-01&end_on=2026-03-31', '/reports/cash-flow?start_on=2026-03-01&end_on=2026-03-31']) {
+      assert.equal((await own.get(path)).status, 200, path);
+    }
+    const over = await own.post('/incomes', { data: { account_id: a.id, amount_cents: max, occurred_at: '2026-03-01T18:00:00Z', description: 'desborde' } });
+    assert.equal(over.status, 422, over.text);
+    assert.equal(over.body.error, 'validation_failed');
+    const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM movements WHERE company_id = $1 AND description = 'desborde'`, [t.companyId]);
+    assert.equal(rows[0].n, 0);
+  });
+
   test('an income registered as paid: income.created says paid (the body carries the fact), then its income.paid', async () => {
     const { t, api } = await newTenant();
     const a = await account(api);

@@ -6,7 +6,7 @@ import type { Next } from 'koa';
 import { log, logError } from '../../lib/log.ts';
 import { API_RELEASED_AT, API_VERSION } from '../../lib/version.ts';
 import { S3Error } from '../../storage/s3.ts';
-import { ApiError } from '../errors.ts';
+import { ApiError, validationFailed } from '../errors.ts';
 import { observeRequest } from '../metrics.ts';
 import type { ApiContext } from '../types.ts';
 
@@ -45,6 +45,11 @@ export function toApiError(error: unknown): ApiError | null {
   if (isDatabaseUnavailable(error)) return new ApiError('service_unavailable', 'La base de datos no está disponible; reintenta en unos segundos.');
   // The blob store's own outage (S3 answering 5xx: SlowDown, InternalError): the client may retry.
   if (error instanceof S3Error && error.httpStatus >= 500) return new ApiError('service_unavailable', 'El almacenamiento de archivos no está disponible; reintenta en unos segundos.');
+  // A value or a running total past what its column holds (SQLSTATE 22003, numeric_value_out_of_range):
+  // each amount is within its limit, but a day's ledger total of them is not. The client's data, not our fault.
+  if ((error as { code?: unknown })?.code === '22003') {
+    return validationFailed({ data: ['un valor o un total acumulado queda fuera del rango que se puede guardar'] });
+  }
   const status = (error as { status?: number; statusCode?: number })?.status ?? (error as { statusCode?: number })?.statusCode;
   const type = (error as { type?: string })?.type;
   // Errors raised by the body parser (co-body / formidable) carry a status.

@@ -110,7 +110,7 @@ export async function listAccounts(db: Queryable, totals: TotalsCache, companyId
   const values: unknown[] = [companyId];
   const conditions = filterSql(filters, (v) => `$${values.push(v)}`);
   const { rows } = await db.query<{ currency: string; balance_cents: string; count: number }>(
-    `SELECT a.currency, sum(${BALANCE('a', `'${day}'`)})::bigint AS balance_cents, count(*)::int AS count
+    `SELECT a.currency, sum(${BALANCE('a', `'${day}'`)}) AS balance_cents, count(*)::int AS count
        FROM accounts a WHERE a.company_id = $1 ${conditions.map((c) => `AND a.${c}`).join(' ')} GROUP BY a.currency ORDER BY a.currency`,
     values,
   );

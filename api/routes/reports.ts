@@ -20,7 +20,7 @@ type Sum = { currency: string; line: string; key: string; amount: string };
 
 async function sums(db: Queryable, companyId: string, range: { from?: string; to: string }, lines: string[]): Promise<Sum[]> {
   const { rows } = await db.query<Sum>(
-    `SELECT currency, line, key, sum(amount_cents)::bigint AS amount FROM ledger_daily
+    `SELECT currency, line, key, sum(amount_cents) AS amount FROM ledger_daily
       WHERE company_id = $1 AND line = ANY($2) AND day <= $3::date ${range.from ? 'AND day >= $4::date' : ''}
       GROUP BY currency, line, key`,
     range.from ? [companyId, lines, range.to, range.from] : [companyId, lines, range.to],
@@ -112,7 +112,7 @@ export async function incomeStatement(db: Queryable, companyId: string, startOn:
 export async function cashFlow(db: Queryable, companyId: string, startOn: string, endOn: string) {
   const [before, inside, accounts] = await Promise.all([
     db.query<Sum>(
-      `SELECT currency, line, key, sum(amount_cents)::bigint AS amount FROM ledger_daily
+      `SELECT currency, line, key, sum(amount_cents) AS amount FROM ledger_daily
         WHERE company_id = $1 AND line IN ('cash_in', 'cash_out') AND day < $2::date GROUP BY currency, line, key`,
       [companyId, startOn],
     ),
