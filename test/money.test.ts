@@ -158,6 +158,24 @@ describe('money', () => {
     assert.equal((await events(t.companyId, 'income.deleted')).length, 1);
   });
 
+  test('PATCH amount_cents moves the status with it: lowered to what was paid it is paid (paid_at of the last payment), raised above it pending again', async () => {
+    const { api: own } = await newTenant();
+    const a = await account(own);
+    const e = (await own.post('/expenses', { data: { account_id: a.id, amount_cents: 1000, occurred_at: '2026-04-01T17:00:00Z', status: 'pending' } })).body.data;
+    const pay = await own.post(`/expenses/${e.id}/payments`, { data: { account_id: a.id, amount_cents: 400, paid_at: '2026-04-02T17:00:00Z' } });
+    assert.equal(pay.status, 201, pay.text);
+    const lowered = await own.patch(`/expenses/${e.id}`, { data: { amount_cents: 400 } });
+    assert.equal(lowered.status, 200, lowered.text);
+    assert.equal(lowered.body.data.status, 'paid');
+    assert.equal(lowered.body.data.paid_at, '2026-04-02T17:00:00.000Z');
+    const raised = await own.patch(`/expenses/${e.id}`, { data: { amount_cents: 1500 } });
+    assert.equal(raised.body.data.status, 'pending');
+    assert.equal(raised.body.data.paid_at, null);
+    assert.ok((await own.get('/expenses?status=pending')).body.data.some((x: { id: string }) => x.id === e.id));
+    assert.equal((await own.post(`/expenses/${e.id}/payments`, { data: { account_id: a.id, amount_cents: 1100, paid_at: '2026-04-03T17:00:00Z' } })).status, 201);
+    assert.equal((await own.get(`/expenses/${e.id}`)).body.data.status, 'paid');
+  });
+
   test('metadata: the contract rules give 422 invalid_metadata; external_ref returns the existing record with 200, also under concurrency; taking another one is 409', async () => {
     const a = await account(api);
     const base = { account_id: a.id, amount_cents: 100, occurred_at: '2026-05-01T17:00:00Z' };

@@ -184,9 +184,16 @@ export async function changeMovement(db: Queryable, zone: string, m: MovementRow
   if (!entries.length) return m;
   await post(db, m.company_id, movementEntries(m, zone), -1);
   const values = entries.map(([k, v]) => (k === 'metadata' ? JSON.stringify(v) : v));
+  // Status and paid_at follow the amount as it will be (SET reads the row as it was): lowered to what
+  // was paid, it is paid since its last payment; raised above it, pending again.
+  const amountAt = entries.findIndex(([k]) => k === 'amount_cents');
+  const paidInFull = `paid_cents >= ${amountAt >= 0 ? `$${amountAt + 3}::bigint` : 'amount_cents'}`;
   const { rows } = await db.query<MovementRow>(
     `UPDATE movements SET ${entries.map(([k], i) => `${k} = $${i + 3}`).join(', ')},
-            status = CASE WHEN paid_cents >= amount_cents THEN 'paid' ELSE 'pending' END, updated_at = now()
+            status = CASE WHEN ${paidInFull} THEN 'paid' ELSE 'pending' END,
+            paid_at = CASE WHEN ${paidInFull}
+              THEN coalesce(paid_at, (SELECT max(p.paid_at) FROM movement_payments p WHERE p.movement_id = movements.id)) END,
+            updated_at = now()
       WHERE company_id = $1 AND id = $2
       RETURNING *, to_char(due_on, 'YYYY-MM-DD') AS due_on, to_char(recurring_on, 'YYYY-MM-DD') AS recurring_on`,
     [m.company_id, m.id, ...values],
