@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { generateDue, occurrenceOn } from '../db/money/recurring.ts';
 import { transaction } from '../db/pool.ts';
+import { objectId } from '../lib/objectid.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { json, wsctl } from './helpers/cli.ts';
@@ -281,6 +282,28 @@ describe('money', () => {
     assert.ok(freeRow.rows[0].settled_at, 'settled at creation: the once-only guard of sale.paid holds');
   });
 
+  test('sales: a refund is not dated before the first payment; payment_terms stay fixed while an invoice is live', async () => {
+    const { t, api: own } = await newTenant();
+    const a = await account(own);
+    const sale = (await own.post('/sales', { data: { currency: 'mxn', occurred_at: '2026-06-20T17:00:00Z', line_items: [{ description: 'X', quantity: 1, unit_price_cents: 1000 }] } })).body.data;
+    assert.equal((await own.post(`/sales/${sale.id}/payments`, { data: { account_id: a.id, amount_cents: 1000, paid_at: '2026-06-21T17:00:00Z' } })).status, 201);
+    const early = await own.post(`/sales/${sale.id}/refunds`, { data: { account_id: a.id, amount_cents: 400, refunded_at: '2026-06-10T17:00:00Z' } });
+    assert.equal(early.status, 422, early.text);
+    assert.ok(early.body.errors.refunded_at);
+    assert.equal((await own.post(`/sales/${sale.id}/refunds`, { data: { account_id: a.id, amount_cents: 400, refunded_at: '2026-06-22T17:00:00Z' } })).status, 201);
+    // A live invoice (the row a stamping leaves: test/invoices.test.ts stamps for real) fixes the terms;
+    // the same terms, or other fields, still pass.
+    await app.pool.query(
+      `INSERT INTO invoices (id, company_id, sale_id, status, provider, payment_method, payment_form, cfdi_use, receiver, currency, total_cents, document)
+       VALUES ($3, $1, $2, 'valid', 'development', 'PUE', '01', 'G03', '{}', 'mxn', 1000, '{}')`,
+      [t.companyId, sale.id, objectId()],
+    );
+    const changed = await own.patch(`/sales/${sale.id}`, { data: { payment_terms: 'deferred' } });
+    assert.equal(changed.status, 422, changed.text);
+    assert.ok(changed.body.errors.payment_terms);
+    assert.equal((await own.patch(`/sales/${sale.id}`, { data: { payment_terms: 'immediate', description: 'ok' } })).status, 200);
+  });
+
   test('closed months refuse writes dated in them (422 period_locked with year and month); wsctl period close|open; GET /accounting-periods', async () => {
     const { t, api } = await newTenant();
     const a = await account(api, { opening_on: '2026-01-01' });
@@ -295,6 +318,14 @@ describe('money', () => {
     assert.equal((await api.patch(`/incomes/${march.id}`, { data: { description: 'x' } })).status, 422);
     assert.equal((await api.patch(`/incomes/${march.id}`, { data: { occurred_at: '2026-04-15T17:00:00Z' } })).status, 422);
     assert.equal((await api.delete(`/incomes/${march.id}`)).status, 422);
+    // A sale dated in a closed month takes no change either, not only a new date.
+    await json(app, ['period', 'open', '--company', t.companyId, '--year', '2026', '--month', '3']);
+    const marchSale = (await api.post('/sales', { data: { currency: 'mxn', occurred_at: '2026-03-10T17:00:00Z', line_items: [{ description: 'X', quantity: 1, unit_price_cents: 100 }] } })).body.data;
+    await json(app, ['period', 'close', '--company', t.companyId, '--year', '2026', '--month', '3']);
+    for (const data of [{ description: 'x' }, { metadata: { k: 'v' } }, { payment_terms: 'deferred' }]) {
+      const res = await api.patch(`/sales/${marchSale.id}`, { data });
+      assert.equal(res.body.error, 'period_locked', JSON.stringify(data));
+    }
     const april = (await api.post('/incomes', { data: { account_id: a.id, amount_cents: 100, occurred_at: '2026-04-15T17:00:00Z' } })).body.data;
     assert.equal((await api.patch(`/incomes/${april.id}`, { data: { occurred_at: '2026-03-31T17:00:00Z' } })).body.error, 'period_locked');
     const periods = await api.get('/accounting-periods');

@@ -261,7 +261,7 @@ export const saleRoutes: RouteDef[] = [
     scope: 'update-sales',
     tag: TAG,
     summary: 'Actualiza una venta',
-    description: 'Cliente, fecha, condiciones de pago, descripción y metadata (combinada con la guardada). Las líneas, la moneda y los montos no cambian. Fecha en un mes cerrado (la de antes o la nueva): 422 `period_locked`; una `external_ref` de otra venta: 409 `duplicate_reference`.',
+    description: 'Cliente, fecha, condiciones de pago, descripción y metadata (combinada con la guardada). Las líneas, la moneda y los montos no cambian. Una venta fechada en un mes cerrado (o una fecha nueva en uno) no cambia: 422 `period_locked`; `payment_terms` no cambia mientras la venta tenga una factura vigente (422); una `external_ref` de otra venta: 409 `duplicate_reference`.',
     params: idParam,
     body: saleUpdate,
     example: { description: 'Pedido web 2001' },
@@ -276,10 +276,19 @@ export const saleRoutes: RouteDef[] = [
         const metadata = data.metadata === undefined ? undefined : checkMetadata(data.metadata, sale.metadata);
         if (metadata) await assertRefFree(client, 'sales', companyId, sale.id, metadata.external_ref);
         await assertCustomer(client, companyId, data.customer_id);
+        // A closed month refuses every change of a sale dated in it (money.md), not only a new date.
+        await assertOpen(client, companyId, zone, [sale.occurred_at, data.occurred_at]);
+        // The stamped invoice says PUE or PPD, and payment complements follow it: the terms are fixed while it is live.
+        if (data.payment_terms !== undefined && data.payment_terms !== sale.payment_terms) {
+          const { rowCount } = await client.query(
+            `SELECT 1 FROM invoices WHERE company_id = $1 AND sale_id = $2 AND status IN ('pending', 'valid', 'cancellation_pending') LIMIT 1`,
+            [companyId, sale.id],
+          );
+          if (rowCount) throw validationFailed({ payment_terms: ['la venta tiene una factura vigente que dice su forma de pago; cancélala antes de cambiarla'] });
+        }
         if (data.occurred_at) {
           const { rows: first } = await client.query<{ at: Date | null }>('SELECT min(p.paid_at) AS at FROM movements m JOIN movement_payments p ON p.movement_id = m.id WHERE m.company_id = $1 AND m.sale_id = $2', [companyId, sale.id]);
           if (first[0]?.at && Date.parse(data.occurred_at) > first[0].at.getTime()) throw validationFailed({ occurred_at: ['no puede ser posterior a su primer pago'] });
-          await assertOpen(client, companyId, zone, [sale.occurred_at, data.occurred_at]);
           await post(client, companyId, saleEntries(sale, zone), -1);
         }
         const changes = Object.entries({ ...data, metadata: metadata === undefined ? undefined : JSON.stringify(metadata) }).filter(([, v]) => v !== undefined);
@@ -348,6 +357,12 @@ export const saleRoutes: RouteDef[] = [
         if (data.amount_cents > refundable) throw validationFailed({ amount_cents: [`se puede devolver hasta ${refundable}`] });
         const account = await accountFor(client, companyId, zone, sale, data.account_id);
         const refundedAt = data.refunded_at ?? new Date().toISOString();
+        // Money goes back after it came in: not before the sale's first payment (so never before the sale).
+        const { rows: first } = await client.query<{ at: Date | null }>(
+          'SELECT min(p.paid_at) AS at FROM movements m JOIN movement_payments p ON p.movement_id = m.id WHERE m.company_id = $1 AND m.sale_id = $2',
+          [companyId, sale.id],
+        );
+        if (first[0]?.at && Date.parse(refundedAt) < first[0].at.getTime()) throw validationFailed({ refunded_at: [`no puede ser anterior al primer pago de la venta (${first[0].at.toISOString()})`] });
         await assertOpen(client, companyId, zone, [refundedAt]);
         return addRefund(client, ctx.deps.jobs, zone, sale, { account_id: account.id, amount_cents: data.amount_cents, reason: data.reason ?? null, refunded_at: refundedAt });
       });
