@@ -336,6 +336,30 @@ describe('money', () => {
     assert.notEqual(bad.code, 0);
   });
 
+  test('recurring: a series on an archived account stops (recurring.deactivated) instead of writing into it; PATCH keeps the create rules per type', async () => {
+    const { t, api: own } = await newTenant();
+    const a = await account(own);
+    const r = (await own.post('/recurring-transactions', { data: { type: 'expense', account_id: a.id, amount_cents: 3, frequency: 'daily', starts_on: '2030-01-01' } })).body.data;
+    for (const [data, field] of [[{ customer_id: objectId() }, 'customer_id']] as const) {
+      const res = await own.patch(`/recurring-transactions/${r.id}`, { data });
+      assert.equal(res.status, 422, res.text);
+      assert.ok(res.body.errors[field]);
+    }
+    const income = (await own.post('/recurring-transactions', { data: { type: 'income', account_id: a.id, amount_cents: 3, frequency: 'daily', starts_on: '2030-01-01' } })).body.data;
+    const supplier = await own.patch(`/recurring-transactions/${income.id}`, { data: { supplier_name: 'Proveedor' } });
+    assert.equal(supplier.status, 422, supplier.text);
+    assert.ok(supplier.body.errors.supplier_name);
+    assert.equal((await own.patch(`/accounts/${a.id}`, { data: { archived: true } })).status, 200);
+    // Due now: the generator finds the account archived.
+    await app.pool.query(`UPDATE recurring_transactions SET next_occurrence_on = '2026-01-01' WHERE id = $1`, [r.id]);
+    const result = await transaction(app.pool, (client) => generateDue(client, app.deps.jobs, r.id, '2026-01-10'));
+    assert.deepEqual(result, { made: 0, more: false });
+    const after = (await own.get(`/recurring-transactions/${r.id}`)).body.data;
+    assert.equal(after.active, false);
+    assert.equal((await own.get(`/expenses?account_id=${a.id}`)).body.data.length, 0);
+    assert.equal((await events(t.companyId, 'recurring.deactivated')).length, 1);
+  });
+
   test('recurring: dates from starts_on with the month-end rule; each occurrence once even with concurrent runs; a closed month moves it to the next open one; ends_count ends it', async () => {
     assert.deepEqual([0, 1, 2, 3].map((n) => occurrenceOn({ starts_on: '2027-01-31', frequency: 'monthly', interval: 1 }, n)), ['2027-01-31', '2027-02-28', '2027-03-31', '2027-04-30']);
     assert.equal(occurrenceOn({ starts_on: '2028-02-29', frequency: 'yearly', interval: 1 }, 1), '2029-02-28');

@@ -217,6 +217,9 @@ export const recurringRoutes: RouteDef[] = [
         const r = await find(client, companyId, params.id, true);
         if (!r) throw new ApiError('not_found');
         if (data.active === true && !r.active) throw validationFailed({ active: ['una transacción terminada o desactivada no se reactiva; crea otra'] });
+        // The same rules as on create: supplier fields belong to expenses, a customer to incomes.
+        if (r.direction === 'income' && (data.supplier_name || data.supplier_tax_id)) throw validationFailed({ [data.supplier_name ? 'supplier_name' : 'supplier_tax_id']: ['solo en gastos'] });
+        if (r.direction === 'expense' && data.customer_id) throw validationFailed({ customer_id: ['solo en ingresos'] });
         const metadata = data.metadata === undefined ? undefined : checkMetadata(data.metadata, r.metadata);
         if (metadata) await assertRefFree(client, 'recurring_transactions', companyId, r.id, metadata.external_ref);
         await assertCustomer(client, companyId, data.customer_id);

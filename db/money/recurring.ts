@@ -117,7 +117,18 @@ export async function generateDue(
   if (!r || !r.active) return { made: 0, more: false };
   const zone = await companyZone(db, r.company_id);
   const until = today ?? Temporal.Now.plainDateISO(zone).toString();
-  const account = (await db.query<{ id: string; currency: string; archived: boolean }>('SELECT id, currency, archived FROM accounts WHERE id = $1', [r.account_id])).rows[0];
+  // Shared lock: an archive of the account waits for this run, or this run sees it archived.
+  const account = (await db.query<{ id: string; currency: string; archived: boolean }>('SELECT id, currency, archived FROM accounts WHERE id = $1 FOR SHARE', [r.account_id])).rows[0];
+  if (account.archived && r.next_occurrence_on && r.next_occurrence_on <= until) {
+    // An archived account takes no new movements (money.md): the series stops, as if deactivated.
+    const { rows: stopped } = await db.query<RecurringRow>(
+      `UPDATE recurring_transactions SET active = false, next_occurrence_on = NULL, updated_at = now() WHERE id = $1
+        RETURNING *, to_char(starts_on, 'YYYY-MM-DD') AS starts_on, to_char(ends_on, 'YYYY-MM-DD') AS ends_on, to_char(next_occurrence_on, 'YYYY-MM-DD') AS next_occurrence_on`,
+      [r.id],
+    );
+    await recordEvent(db, jobs, r.company_id, 'recurring.deactivated', recurringEventData(stopped[0]));
+    return { made: 0, more: false };
+  }
   let made = 0;
   let steps = 0;
   while (r.next_occurrence_on && r.next_occurrence_on <= until) {
