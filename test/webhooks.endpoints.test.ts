@@ -654,6 +654,16 @@ describe('webhook endpoints under a user session (/user/developers/webhook-endpo
     assert.equal(after.body.error, 'invalid_key');
   });
 
+  test('a new password (wsctl user set-password) ends the open sessions at once; the new one signs in', async () => {
+    const { session, ownerId } = await ownerSession();
+    assert.equal((await session.get(USER_PATH)).status, 200);
+    await setPassword(app.pool, ownerId, 'otra-contraseña-9');
+    const after = await session.get(USER_PATH);
+    assert.equal(after.status, 401);
+    assert.equal(after.body.error, 'invalid_key');
+    assert.equal((await signIn(await emailOf(ownerId), 'otra-contraseña-9')).status, 201);
+  });
+
   test('security: another company\'s endpoint through a session is 404 for every operation', async () => {
     const victim = await ownerSession();
     const attacker = await ownerSession();
