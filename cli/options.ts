@@ -16,9 +16,18 @@ function integer(value: string, min: number): number {
 export const positiveInt = (value: string): number => integer(value, 1);
 export const nonNegativeInt = (value: string): number => integer(value, 0);
 
-/** A whole number, or `none` to clear the value (null). */
-export function intOrNone(value: string): number | null {
-  return value.trim().toLowerCase() === 'none' ? null : integer(value, 0);
+/**
+ * A whole number, or `none` to clear the value. `none` comes back as the
+ * string 'none', never null: commander turns a parser's null into '' (its
+ * "no value" for an option that takes one). The caller maps it with `noneToNull`.
+ */
+export function intOrNone(value: string): number | 'none' {
+  return value.trim().toLowerCase() === 'none' ? 'none' : integer(value, 0);
+}
+
+/** intOrNone's result as the API takes it: 'none' → null (clear), a number as is, absent as absent. */
+export function noneToNull(value: number | 'none' | undefined): number | null | undefined {
+  return value === 'none' ? null : value;
 }
 
 /** `a,b, c` → ['a','b','c']; an empty string gives [] (so `--modules ''` clears the list). */

@@ -29,8 +29,11 @@ describe('wsctl', () => {
     const id = created.company.id;
     assert.deepEqual(await json(app, ['company', 'show', id]), created.company);
 
-    const updated = await json(app, ['company', 'update', id, '--modules', 'invoicing', '--response-cache', 'on', '--storage-quota-mb', '50']);
-    assert.deepEqual(updated.enabled_modules, ['invoicing']);
+    const updated = await json(app, ['company', 'update', id, '--modules', 'invoicing,invoicing', '--response-cache', 'on', '--storage-quota-mb', '50']);
+    assert.deepEqual(updated.enabled_modules, ['invoicing'], 'a module named twice is enabled once');
+    // --mcp-quota sets a number and `none` clears it (commander once turned the cleared value into '').
+    assert.equal((await json(app, ['company', 'update', id, '--plan', 'enterprise', '--mcp-quota', '900'])).mcp_quota, 900);
+    assert.equal((await json(app, ['company', 'update', id, '--mcp-quota', 'none'])).mcp_quota, null);
     assert.equal(updated.response_cache, true);
     assert.equal(updated.storage_quota_mb, 50);
 

@@ -115,7 +115,7 @@ export async function createCompany(pool: Pool, input: CompanyInput) {
     const { rows } = await db.query<CompanyRow>(
       `INSERT INTO companies (id, name, slug, max_team_size, enabled_modules, plan, mcp_quota)
        VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
-      [id, input.name, slug, input.maxTeamSize ?? 5, input.modules ?? [], input.plan ?? 'free', input.mcpQuota ?? null],
+      [id, input.name, slug, input.maxTeamSize ?? 5, [...new Set(input.modules ?? [])], input.plan ?? 'free', input.mcpQuota ?? null],
     );
     const user = (
       await db.query<UserRow>(`INSERT INTO users (id, email, first_name) VALUES ($1, $2, $3) RETURNING *`, [objectId(), email, 'Owner']).catch((error) => {
@@ -153,7 +153,7 @@ export async function updateCompany(pool: Pool, id: string, input: CompanyUpdate
   };
   if (input.name !== undefined) set('name', input.name);
   if (input.maxTeamSize !== undefined) set('max_team_size', input.maxTeamSize);
-  if (input.modules !== undefined) set('enabled_modules', input.modules);
+  if (input.modules !== undefined) set('enabled_modules', [...new Set(input.modules)]);
   if (input.plan !== undefined) set('plan', input.plan);
   if (input.mcpQuota !== undefined) set('mcp_quota', input.mcpQuota);
   if (input.responseCache !== undefined) set('response_cache', input.responseCache);

@@ -4,7 +4,7 @@ import { Option, type Command } from 'commander';
 import { action } from '../action.ts';
 import type { Outputs } from '../client.ts';
 import { OPT_IN_MODULES, type Module } from '../../api/auth/scopes.ts';
-import { intOrNone, list, nonNegativeInt, onOff, positiveInt } from '../options.ts';
+import { intOrNone, list, noneToNull, nonNegativeInt, onOff, positiveInt } from '../options.ts';
 import { CliError, details, table } from '../output.ts';
 
 const PLANS = ['free', 'starter', 'enterprise'] as const;
@@ -43,7 +43,7 @@ function companyFields(opts: Record<string, any>) {
     maxTeamSize: opts.maxTeamSize as number | undefined,
     modules: opts.modules as Module[] | undefined,
     plan: opts.plan as (typeof PLANS)[number] | undefined,
-    mcpQuota: opts.mcpQuota as number | null | undefined,
+    mcpQuota: noneToNull(opts.mcpQuota as number | 'none' | undefined),
   };
 }
 
