@@ -387,6 +387,10 @@ describe('money', () => {
     assert.deepEqual(rows.map((x: any) => x.on), ['2026-01-31', '2026-02-28', '2026-03-31', '2026-04-30']);
     // February is closed: its occurrence is dated at noon of March 1 in Mexico City (18:00Z).
     assert.equal(rows[1].occurred_at.toISOString(), '2026-03-01T18:00:00.000Z');
+    // The API shows both: the due day the series gave and the day the money is dated.
+    const listed = (await api.get('/expenses?limit=100')).body.data.filter((x: any) => x.recurring_id === r.body.data.id);
+    const moved = listed.find((x: any) => x.recurring_on === '2026-02-28');
+    assert.equal(moved?.occurred_at, '2026-03-01T18:00:00.000Z', JSON.stringify(listed.map((x: any) => [x.recurring_on, x.occurred_at])));
     assert.equal((await events(t.companyId, 'recurring.occurrence_created')).map((d) => d.recurring_occurrence_on).join(), '2026-01-31,2026-02-28,2026-03-31,2026-04-30');
     assert.equal((await events(t.companyId, 'recurring.ended')).length, 1);
     const same = await api.post('/recurring-transactions', { data: { type: 'expense', account_id: a.id, amount_cents: 5, frequency: 'daily', starts_on: '2030-01-01', metadata: { external_ref: 'renta-2026' } } });
