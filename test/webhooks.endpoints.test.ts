@@ -657,7 +657,10 @@ describe('webhook endpoints under a user session (/user/developers/webhook-endpo
   test('a new password (wsctl user set-password) ends the open sessions at once; the new one signs in', async () => {
     const { session, ownerId } = await ownerSession();
     assert.equal((await session.get(USER_PATH)).status, 200);
+    // A sign-in on the OAuth page (its session row) ends too.
+    await app.pool.query(`INSERT INTO oauth_sessions (digest, user_id, csrf, expires_at) VALUES ($1, $2, 'x', now() + interval '1 hour')`, [Buffer.from(ownerId), ownerId]);
     await setPassword(app.pool, ownerId, 'otra-contraseña-9');
+    assert.equal((await app.pool.query('SELECT 1 FROM oauth_sessions WHERE user_id = $1', [ownerId])).rowCount, 0);
     const after = await session.get(USER_PATH);
     assert.equal(after.status, 401);
     assert.equal(after.body.error, 'invalid_key');

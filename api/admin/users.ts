@@ -40,13 +40,15 @@ export function serializeUser(row: UserRow, isOwner?: boolean) {
 
 export async function setPassword(db: Queryable, userId: string, password: string) {
   if (password.length < 8) throw new ApiError('validation_failed', 'Password must have at least 8 characters');
-  // A new password ends the person's open sessions in the same statement: it is the operator's answer
+  // A new password ends the person's open sessions (API sign-in and the OAuth sign-in page) in the same statement: it is the operator's answer
   // to a leaked password, and whoever signed in with the old one must not keep a 12-hour session.
   const { rows } = await db.query<UserRow>(
     `WITH changed AS (
        UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1 AND deleted_at IS NULL RETURNING *
      ), ended AS (
        UPDATE user_sessions SET revoked_at = now() WHERE user_id = (SELECT id FROM changed) AND revoked_at IS NULL
+     ), signed_out AS (
+       DELETE FROM oauth_sessions WHERE user_id = (SELECT id FROM changed)
      )
      SELECT * FROM changed`,
     [userId, await hashPassword(password)],

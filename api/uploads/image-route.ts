@@ -54,10 +54,11 @@ export async function attachImage(
   if (!written.ok) throw new Error('unreachable: no size limit was given');
   try {
     return await transaction(db, async (client) => {
+      // The owner's row first, then the company's: the order a team edit (PUT /users/:id) takes them in.
+      const previous = await lockOwnerMedia(client, owner, companyId, ownerId);
       // The storage quota counts images too (docs/forms.md, Storage and quota), with the company row
       // locked so concurrent uploads take turns; the image this one replaces gives its bytes back.
       const free = await lockFreeBytes(client, companyId);
-      const previous = await lockOwnerMedia(client, owner, companyId, ownerId);
       if (written.blob.sizeBytes > free + (await mediaBytes(client, companyId, [previous]))) {
         throw validationFailed({ [file.field]: ['almacenamiento de la empresa agotado: la imagen no cabe en su cuota'] });
       }
