@@ -77,28 +77,28 @@ export const KNOWN_EXTENSIONS: Record<string, string> = Object.assign({}, ...Obj
  * Always blocked, whatever a form allows (contract): executables, scripts,
  * installers, archives, macro-enabled office documents, HTML/SVG, credentials.
  * Every extension segment of a name is checked, so common words that are also
- * rare extensions (`.com` in `acme.com.pdf`, `.app`, `.key`) are left out on
- * purpose: they would refuse ordinary names. Their content is still checked.
+ * rare extensions (`.com` in `acme.com.pdf`, `.app`, `.key`, `.run`, `.pl`, `.war`,
+ * `.application`, `.env`) are left out on purpose: they would refuse ordinary names. Their content is still checked.
  */
 export const BLOCKED_EXTENSIONS: ReadonlySet<string> = new Set([
   // executables and libraries
-  'exe', 'dll', 'so', 'sys', 'drv', 'scr', 'pif', 'cpl', 'ocx', 'elf', 'dylib', 'msc', 'lnk', 'gadget', 'chm', 'inf', 'jnlp', 'application',
+  'exe', 'dll', 'so', 'sys', 'drv', 'scr', 'pif', 'cpl', 'ocx', 'elf', 'dylib', 'msc', 'lnk', 'gadget', 'chm', 'inf', 'jnlp',
   // installers and packages
   'msi', 'msp', 'mst', 'msix', 'msixbundle', 'appx', 'appxbundle', 'apk', 'xapk', 'apks', 'aab', 'ipa', 'dmg', 'pkg', 'deb', 'rpm', 'snap',
-  'flatpak', 'run', 'appimage', 'xpi', 'crx', 'vsix',
+  'flatpak', 'appimage', 'xpi', 'crx', 'vsix',
   // scripts
   'bat', 'cmd', 'sh', 'bash', 'zsh', 'csh', 'ksh', 'ps1', 'psm1', 'psd1', 'ps1xml', 'vbs', 'vbe', 'js', 'jse', 'mjs', 'cjs',
   'wsf', 'wsh', 'hta', 'jar', 'class', 'php', 'php3', 'php4', 'php5', 'php7', 'phtml', 'phar', 'py', 'pyc', 'pyw', 'pyz',
-  'rb', 'pl', 'pm', 'lua', 'tcl', 'fish', 'command', 'ws', 'vb', 'vba', 'ahk', 'au3', 'cgi', 'asp', 'aspx', 'jsp', 'jspx', 'reg', 'scf', 'applescript',
+  'rb', 'lua', 'tcl', 'vb', 'vba', 'ahk', 'au3', 'cgi', 'asp', 'aspx', 'jsp', 'jspx', 'reg', 'scf', 'applescript',
   // archives and disk images
-  'zip', 'war', 'ear', 'rar', '7z', 'tar', 'gz', 'tgz', 'bz2', 'tbz', 'tbz2', 'xz', 'txz', 'zst', 'lz', 'lz4', 'lzma', 'lzh', 'lha', 'cpio', 'xar',
-  'sit', 'sitx', 'ace', 'cab', 'arj', 'iso', 'vhd', 'vhdx', 'vmdk',
+  'zip', 'rar', '7z', 'tar', 'gz', 'tgz', 'bz2', 'tbz', 'tbz2', 'xz', 'txz', 'zst', 'lz', 'lz4', 'lzma', 'lzh', 'lha', 'cpio', 'xar',
+  'sitx', 'cab', 'arj', 'iso', 'vhd', 'vhdx', 'vmdk',
   // macro-enabled office documents
   'docm', 'dotm', 'xlsm', 'xltm', 'xlam', 'xlsb', 'pptm', 'potm', 'ppsm', 'ppam', 'sldm',
   // markup that runs in a browser
   'html', 'htm', 'xhtml', 'shtml', 'mht', 'mhtml', 'svg', 'svgz', 'xml', 'xsl', 'xslt',
   // credentials and keys
-  'p12', 'pfx', 'pem', 'crt', 'cer', 'der', 'p7b', 'p7c', 'jks', 'keystore', 'kdbx', 'ppk', 'gpg', 'asc', 'ovpn', 'env', 'npmrc', 'netrc', 'htpasswd',
+  'p12', 'pfx', 'pem', 'crt', 'cer', 'der', 'p7b', 'p7c', 'jks', 'keystore', 'kdbx', 'ppk', 'gpg', 'asc', 'ovpn', 'npmrc', 'netrc', 'htpasswd',
 ]);
 
 /** Detected types that are blocked whatever the name says. */
