@@ -337,7 +337,9 @@ describe('products: prices, nested writes, detail, custom properties', () => {
 
   test('concurrent creates of one name without a slug all succeed with distinct derived slugs (products and brands)', async () => {
     for (const [path, data] of [['/products', { ...base, name: 'Taza concurrente' }], ['/brands', { name: 'Marca concurrente' }]] as const) {
-      const answers = await Promise.all(Array.from({ length: 8 }, () => api.post(path, { data })));
+      // Six of one name, and two whose own base is the second one's derived slug (`…-2`).
+      const names = [...Array(6).fill(data.name), `${data.name} 2`, `${data.name} 2`];
+      const answers = await Promise.all(names.map((name) => api.post(path, { data: { ...data, name } })));
       for (const res of answers) assert.equal(res.status, 201, `${path}: ${res.text}`);
       const slugs = answers.map((res) => res.body.data.slug as string);
       assert.equal(new Set(slugs).size, 8, `${path}: ${slugs}`);

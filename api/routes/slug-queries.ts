@@ -13,10 +13,9 @@ export type SlugTable = 'products' | 'brands' | 'product_categories' | 'booking_
  * A slug free in the company: the explicit one must be free (else 422); one
  * derived from the name gets `-2`, `-3`… and is never shaped like an ObjectId
  * (a name of 24 hex digits starts at `-2`), so it cannot be read as another
- * record's id. Concurrent creators of one name take turns on a transaction
- * lock for it (call inside the write's transaction), so each sees the slugs
- * committed before it and none gets a 422 for a slug it never sent; two
- * explicit slugs still meet at the UNIQUE index (see uniqueViolation).
+ * record's id. Slug choices of one table and company take turns on a
+ * transaction lock (call inside the write's transaction), so each sees the
+ * slugs committed before it and none gets a 422 for a slug it never sent.
  */
 export async function freeSlug(
   db: Queryable,
@@ -25,6 +24,11 @@ export async function freeSlug(
   wanted: { explicit?: string; name: string },
   exceptId?: string,
 ): Promise<string> {
+  // Every slug choice of the company's table takes turns (derived or explicit, whatever the base: a
+  // derived `taza-2` may meet another name's base or an explicit slug), so none sees a slug another
+  // transaction is about to insert; held to the transaction's end. Creates of one table and company
+  // serialize from here on, which these catalog writes can afford.
+  await db.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`slug:${table}:${companyId}`]);
   const taken = async (slug: string) =>
     (await db.query(`SELECT 1 FROM ${table} WHERE company_id = $1 AND slug = $2 AND id IS DISTINCT FROM $3`, [companyId, slug, exceptId ?? null]))
       .rowCount! > 0;
@@ -33,7 +37,6 @@ export async function freeSlug(
     return wanted.explicit;
   }
   const base = slugify(wanted.name, { maxLength: 80, fallback: 'item' });
-  await db.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`slug:${table}:${companyId}:${base}`]);
   for (let n = isObjectId(base) ? 2 : 1; n < 50; n++) {
     const candidate = n === 1 ? base : `${base}-${n}`;
     if (!(await taken(candidate))) return candidate;
