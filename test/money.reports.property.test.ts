@@ -116,8 +116,11 @@ describe('reports by property (random ledgers against an independent computation
             const choices = accounts.filter((a) => a.currency === s.currency);
             const account = choices[op.account % choices.length];
             const amount = Math.max(1, Math.floor((s.paid - s.refunds.reduce((n, r) => n + r.amount, 0)) * op.part));
-            ok(await api.post(`/sales/${s.id}/refunds`, { data: { account_id: account.id, amount_cents: amount, refunded_at: at(DAYS[op.day]) } }), 'refund');
-            s.refunds.push({ account: account.id, amount, day: DAYS[op.day] });
+            // Not before the sale's first payment (422 otherwise): the money must have come in.
+            const firstPaid = movements.filter((m) => m.saleId === s.id && !m.deleted).map((m) => m.day).sort()[0];
+            const day = firstPaid && DAYS[op.day] < firstPaid ? firstPaid : DAYS[op.day];
+            ok(await api.post(`/sales/${s.id}/refunds`, { data: { account_id: account.id, amount_cents: amount, refunded_at: at(day) } }), 'refund');
+            s.refunds.push({ account: account.id, amount, day });
           } else if (op.kind === 'delete') {
             // A sale payment covered by refunds cannot go (422); the model skips those.
             const deletable = live.filter((m) => {

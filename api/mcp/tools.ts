@@ -17,6 +17,7 @@ import { listProducts } from '../routes/product-queries.ts';
 import { listAccounts } from '../routes/account-queries.ts';
 import { listMovements } from '../routes/movements.ts';
 import { balanceSheet, cashFlow, incomeStatement } from '../routes/reports.ts';
+import { centsTotal } from '../routes/money-fields.ts';
 import { companyZone } from '../../db/money/ledger.ts';
 import { localDate } from '../../lib/local-dates.ts';
 import { isCurrency } from '../../lib/money.ts';
@@ -154,7 +155,7 @@ export const TOOLS: readonly Tool[] = [
     }),
     output: z.object({
       accounts: records,
-      meta: listMeta.extend({ totals: z.record(z.string(), z.object({ balance_cents: z.number().int(), accounts: z.number().int() })) }),
+      meta: listMeta.extend({ totals: z.record(z.string(), z.object({ balance_cents: centsTotal, accounts: z.number().int() })) }),
     }),
     run: async ({ db, totals, companyId }, args) => {
       const zone = await companyZone(db, companyId);

@@ -9,7 +9,7 @@ import { ApiError } from '../errors.ts';
 import { listMetaSchema, paginationQuery, queryBoolean } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { accountInUse, findAccount, insertAccount, listAccounts, serializeAccount, today, updateAccount } from './account-queries.ts';
-import { currency, localDay, signedCents } from './money-fields.ts';
+import { centsTotal, currency, localDay, signedCents } from './money-fields.ts';
 
 const TAG = 'Accounts';
 const KINDS = ['cash', 'bank', 'card', 'other'] as const;
@@ -30,7 +30,7 @@ export const accountSchema = z.object({
   currency: z.string(),
   opening_balance_cents: z.number().int(),
   opening_on: z.string(),
-  balance_cents: z.number().int().describe('Saldo inicial + ingresos cobrados − gastos pagados − devoluciones, hasta hoy'),
+  balance_cents: centsTotal.describe('Saldo inicial + ingresos cobrados − gastos pagados − devoluciones, hasta hoy (exacto hasta 2^53 − 1)'),
   archived: z.boolean(),
   created_at: z.string(),
   updated_at: z.string(),
@@ -55,7 +55,7 @@ export const accountRoutes: RouteDef[] = [
     query: listQuery,
     response: accountSchema,
     list: true,
-    meta: listMetaSchema.extend({ totals: z.record(z.string(), z.object({ balance_cents: z.number().int(), accounts: z.number().int() })) }),
+    meta: listMetaSchema.extend({ totals: z.record(z.string(), z.object({ balance_cents: centsTotal, accounts: z.number().int() })) }),
     status: 200,
     errors: ['invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
     handler: async (ctx, { query, companyId, db }) => {

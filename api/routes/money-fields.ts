@@ -12,6 +12,8 @@ import { ApiError } from '../errors.ts';
 
 const SAFE = Number.MAX_SAFE_INTEGER;
 export const cents = z.number().int('centavos enteros, sin decimales').positive().max(SAFE, 'pasa de 2^53 − 1').describe('Centavos (entero > 0)');
+/** A sum of cents (a balance, a total): not capped like one amount; exact up to 2^53 − 1, rounded past it (money.md). */
+export const centsTotal = z.number().describe('Centavos de una suma: exacta hasta 2^53 − 1, redondeada más allá');
 export const signedCents = z.number().int('centavos enteros, sin decimales').min(-SAFE).max(SAFE, 'pasa de 2^53 − 1');
 export const currency = z.string().refine(isCurrency, 'código ISO 4217 en minúsculas (mxn, usd…)').describe('ISO 4217 en minúsculas');
 export const instant = dateInstant.describe('ISO 8601; se devuelve en UTC');
