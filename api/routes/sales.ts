@@ -16,6 +16,15 @@ import { defineRoute, type RouteDef } from '../route.ts';
 import { findAccount } from './account-queries.ts';
 import { assertCustomer, assertRefFree, cents, checkMetadata, currency, existingByRef, instant, metadataInput, metadataSchema, objectIdString, refTaken } from './money-fields.ts';
 
+/** When the sale's first payment was made; null while it has none. A new sale date may not be after it, nor a refund before it. */
+async function firstPaymentAt(db: Queryable, companyId: string, saleId: string): Promise<Date | null> {
+  const { rows } = await db.query<{ at: Date | null }>(
+    'SELECT min(p.paid_at) AS at FROM movements m JOIN movement_payments p ON p.movement_id = m.id WHERE m.company_id = $1 AND m.sale_id = $2',
+    [companyId, saleId],
+  );
+  return rows[0]?.at ?? null;
+}
+
 const TAG = 'Sales';
 const STATUSES = ['unpaid', 'partially_paid', 'paid', 'partially_refunded', 'refunded'] as const;
 const text = (max: number) => z.string().trim().max(max);
@@ -287,8 +296,8 @@ export const saleRoutes: RouteDef[] = [
           if (rowCount) throw validationFailed({ payment_terms: ['la venta tiene una factura vigente que dice su forma de pago; cancélala antes de cambiarla'] });
         }
         if (data.occurred_at) {
-          const { rows: first } = await client.query<{ at: Date | null }>('SELECT min(p.paid_at) AS at FROM movements m JOIN movement_payments p ON p.movement_id = m.id WHERE m.company_id = $1 AND m.sale_id = $2', [companyId, sale.id]);
-          if (first[0]?.at && Date.parse(data.occurred_at) > first[0].at.getTime()) throw validationFailed({ occurred_at: ['no puede ser posterior a su primer pago'] });
+          const first = await firstPaymentAt(client, companyId, sale.id);
+          if (first && Date.parse(data.occurred_at) > first.getTime()) throw validationFailed({ occurred_at: ['no puede ser posterior a su primer pago'] });
           await post(client, companyId, saleEntries(sale, zone), -1);
         }
         const changes = Object.entries({ ...data, metadata: metadata === undefined ? undefined : JSON.stringify(metadata) }).filter(([, v]) => v !== undefined);
@@ -341,7 +350,7 @@ export const saleRoutes: RouteDef[] = [
     scope: 'update-sales',
     tag: TAG,
     summary: 'Registra una devolución',
-    description: 'Sale dinero de una cuenta de la misma moneda; hasta lo pagado menos lo ya devuelto (422 si pasa). Evento `sale.refunded`.',
+    description: 'Sale dinero de una cuenta de la misma moneda; hasta lo pagado menos lo ya devuelto (422 si pasa), con `refunded_at` no anterior al primer pago de la venta (422). Evento `sale.refunded`.',
     params: idParam,
     body: saleRefund,
     example: { account_id: '665f1c2a9b1e8a0012345678', amount_cents: 50000, reason: 'Producto defectuoso' },
@@ -358,11 +367,8 @@ export const saleRoutes: RouteDef[] = [
         const account = await accountFor(client, companyId, zone, sale, data.account_id);
         const refundedAt = data.refunded_at ?? new Date().toISOString();
         // Money goes back after it came in: not before the sale's first payment (so never before the sale).
-        const { rows: first } = await client.query<{ at: Date | null }>(
-          'SELECT min(p.paid_at) AS at FROM movements m JOIN movement_payments p ON p.movement_id = m.id WHERE m.company_id = $1 AND m.sale_id = $2',
-          [companyId, sale.id],
-        );
-        if (first[0]?.at && Date.parse(refundedAt) < first[0].at.getTime()) throw validationFailed({ refunded_at: [`no puede ser anterior al primer pago de la venta (${first[0].at.toISOString()})`] });
+        const first = await firstPaymentAt(client, companyId, sale.id);
+        if (first && Date.parse(refundedAt) < first.getTime()) throw validationFailed({ refunded_at: [`no puede ser anterior al primer pago de la venta (${first.toISOString()})`] });
         await assertOpen(client, companyId, zone, [refundedAt]);
         return addRefund(client, ctx.deps.jobs, zone, sale, { account_id: account.id, amount_cents: data.amount_cents, reason: data.reason ?? null, refunded_at: refundedAt });
       });

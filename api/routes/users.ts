@@ -76,7 +76,7 @@ export const userRoutes: RouteDef[] = [
     scope: 'update-users',
     tag: TAG,
     summary: 'Actualiza un miembro',
-    description: 'Cualquier subconjunto de los campos de creación. Quitar is_owner al último dueño es 422 last_owner.',
+    description: 'Cualquier subconjunto de los campos de creación. Quitar is_owner al último dueño es 422 last_owner. Los datos personales de alguien que pertenece también a otra empresa solo los cambia esa persona con su propia clave (422 validation_failed nombrando cada campo); is_owner es de cada empresa.',
     params: idParam,
     body: userUpdate,
     example: { phone: '+52 81 5555 0101' },

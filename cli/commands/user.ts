@@ -9,7 +9,7 @@ export function registerUserCommands(program: Command): void {
 
   user
     .command('set-password')
-    .description('set the password a user signs in with (OAuth)')
+    .description('set the password a user signs in with (API sessions, OAuth); ends their open sessions')
     .argument('<user-id>', 'user id')
     .requiredOption('--password <password>', 'the new password (at least 8 characters)')
     .action(
