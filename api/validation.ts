@@ -105,7 +105,7 @@ export function refuseArrayBody(body: unknown): void {
 export function parseData<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
   refuseArrayBody(body);
   checkJsonBody(body);
-  if (body === null || typeof body !== 'object' || Array.isArray(body) || !('data' in body)) {
+  if (body === null || typeof body !== 'object' || !('data' in body)) {
     throw new ApiError('parameter_missing', 'Falta el parámetro data.');
   }
   const data = (body as { data: unknown }).data;
