@@ -5,7 +5,7 @@
 // every tools/call and the HTTP-level 401 come out exactly as written. The SDK
 // is the test client (test/mcp.test.ts).
 import Router from '@koa/router';
-import { digestSecret, isWellFormedSecret } from '../auth/keys.ts';
+import { isWellFormedSecret } from '../auth/keys.ts';
 import { logError } from '../../lib/log.ts';
 import { ApiError } from '../errors.ts';
 import { bearerToken } from '../middleware/authenticate.ts';
@@ -81,7 +81,7 @@ async function credentialOf(ctx: ApiContext): Promise<Credential | null> {
     return grant ? { companyId: grant.companyId, scopes: grant.scopes, label: `oauth:${grant.grantId}` } : null;
   }
   if (!secret || !isWellFormedSecret(secret)) return null;
-  const key = await ctx.deps.keyCache.lookup(ctx.deps.pool, digestSecret(secret));
+  const key = await ctx.deps.keyCache.lookup(ctx.deps.pool, secret);
   return key ? { companyId: key.companyId, scopes: key.scopes, label: `key:${key.keyId}` } : null;
 }
 

@@ -2,7 +2,7 @@
 // be wrong yields the same 401 body, so a client cannot tell a revoked key
 // from a typo and an attacker learns nothing from the difference.
 import type { Next } from 'koa';
-import { digestSecret, isWellFormedSecret } from '../auth/keys.ts';
+import { isWellFormedSecret } from '../auth/keys.ts';
 import { ApiError } from '../errors.ts';
 import { limitUnauthenticated } from './rate-limit.ts';
 import type { ApiContext } from '../types.ts';
@@ -14,7 +14,7 @@ export function bearerToken(header: string): string | null {
 
 export async function authenticate(ctx: ApiContext, next: Next) {
   const secret = bearerToken(ctx.get('Authorization'));
-  const key = secret && isWellFormedSecret(secret) ? await ctx.deps.keyCache.lookup(ctx.deps.pool, digestSecret(secret)) : null;
+  const key = secret && isWellFormedSecret(secret) ? await ctx.deps.keyCache.lookup(ctx.deps.pool, secret) : null;
   if (!key) {
     await limitUnauthenticated(ctx);
     throw new ApiError('invalid_key');
