@@ -16,21 +16,22 @@ function valueAt(input: unknown, path: PropertyKey[]): unknown {
   return current;
 }
 
-function fieldName(path: PropertyKey[]): string {
-  return path.length ? path.map(String).join('.') : 'data';
+function fieldName(path: PropertyKey[], root = 'data'): string {
+  return path.length ? path.map(String).join('.') : root;
 }
 
-export function fieldErrors(issues: z.core.$ZodIssue[], prefix = ''): FieldErrors {
+/** Issues by field name; an issue with the value as a whole is named `root` (a body's `data`, an MCP call's `arguments`). */
+export function fieldErrors(issues: z.core.$ZodIssue[], prefix = '', root = 'data'): FieldErrors {
   const errors: FieldErrors = {};
   for (const issue of issues) {
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) {
-        const name = prefix + fieldName([...issue.path, key]);
+        const name = prefix + fieldName([...issue.path, key], root);
         addFieldError(errors, name, 'no es un campo permitido');
       }
       continue;
     }
-    const name = prefix + fieldName(issue.path);
+    const name = prefix + fieldName(issue.path, root);
     addFieldError(errors, name, issue.message);
   }
   return errors;

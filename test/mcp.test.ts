@@ -111,6 +111,10 @@ describe('MCP server', () => {
     assert.equal((await rpc({ jsonrpc: '2.0', id: 1, method: 'resources/list' })).body.error.code, -32601);
     assert.equal((await call('list_customers', { per_page: 500 })).body.error.code, -32602);
     assert.equal((await call('list_customers', { nope: true })).body.error.code, -32602);
+    // Arguments that are not an object are named as `arguments`, the field the client sent.
+    const notObject = await call('list_customers', [1]);
+    assert.equal(notObject.body.error.code, -32602);
+    assert.deepEqual(Object.keys(notObject.body.error.data.errors), ['arguments']);
     // Text no column can hold is an invalid argument (it reached the query and answered -32603).
     for (const search of ['a\u0000b', 'a\ud800b']) {
       const bad = await call('list_customers', { search });
@@ -305,5 +309,36 @@ describe('MCP server', () => {
     assert.equal((await rpc(ping, tenant.key, { origin: 'null' })).status, 403);
     assert.deepEqual((await rpc(ping, tenant.key, { origin: 'https://claude.ai' })).body.result, {});
     assert.deepEqual((await rpc(ping, tenant.key, { origin: 'http://localhost:6274' })).body.result, {});
+  });
+
+  test('CORS: a browser client on an accepted origin passes the preflight and reads answers and the 401 challenge; a refused origin gets no CORS', async () => {
+    const origin = 'http://localhost:6274'; // the MCP Inspector
+    const preflight = (from: string, path = '/api/mcp/v1') =>
+      fetch(`${app.url}${path}`, { method: 'OPTIONS', headers: { origin: from, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, mcp-protocol-version' } });
+    const allowed = await preflight(origin);
+    assert.equal(allowed.status, 204);
+    assert.equal(allowed.headers.get('access-control-allow-origin'), origin);
+    assert.match(allowed.headers.get('access-control-allow-methods') ?? '', /POST/);
+    for (const header of ['authorization', 'content-type', 'mcp-protocol-version']) assert.match((allowed.headers.get('access-control-allow-headers') ?? '').toLowerCase(), new RegExp(header));
+    const ping = await rpc({ jsonrpc: '2.0', id: 1, method: 'ping' }, tenant.key, { origin });
+    assert.equal(ping.headers.get('access-control-allow-origin'), origin);
+    assert.match(ping.headers.get('vary') ?? '', /Origin/i);
+    // Discovery in a browser starts from the 401's WWW-Authenticate, which the page must be allowed to read.
+    const denied = await rpc({ jsonrpc: '2.0', id: 1, method: 'ping' }, 'service_sk_wrong', { origin });
+    assert.equal(denied.status, 401);
+    assert.equal(denied.headers.get('access-control-allow-origin'), origin);
+    assert.match(denied.headers.get('access-control-expose-headers') ?? '', /WWW-Authenticate/i);
+    // A page elsewhere gets no CORS headers on the preflight (its browser sends nothing) nor on a request.
+    const hostile = await preflight('http://evil.example');
+    assert.equal(hostile.status, 403);
+    assert.equal(hostile.headers.get('access-control-allow-origin'), null);
+    assert.equal((await rpc({ jsonrpc: '2.0', id: 1, method: 'ping' }, tenant.key, { origin: 'http://evil.example' })).headers.get('access-control-allow-origin'), null);
+    // The discovery documents answer their own preflight (the SDK sends MCP-Protocol-Version with them).
+    for (const path of ['/.well-known/oauth-protected-resource/api/mcp/v1', '/.well-known/oauth-authorization-server']) {
+      const res = await preflight(origin, path);
+      assert.equal(res.status, 204, path);
+      assert.equal(res.headers.get('access-control-allow-origin'), '*', path);
+      assert.match((res.headers.get('access-control-allow-headers') ?? '').toLowerCase(), /mcp-protocol-version/, path);
+    }
   });
 });

@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { chromium, type Browser } from 'playwright-core';
 import { setPassword } from '../api/admin/users.ts';
+import { insertClient } from '../api/oauth/store.ts';
 import { seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -69,5 +70,32 @@ describe('OAuth pages in a browser', { skip }, () => {
     });
     const tokens = (await res.json()) as any;
     assert.equal(tokens.scope, 'read-customers', 'only the scope left ticked is granted');
+  });
+
+  test('an app redirect URI (cursor://): the approval is not blocked by the page\'s CSP and the browser is sent back with a code', async () => {
+    // Chromium checks form-action against where the form's answer redirects, and `*` covers network schemes only.
+    const redirect = 'cursor://anysphere.cursor-retrieval/oauth/callback';
+    const registered = await insertClient(app.pool, 'Cursor', [redirect]);
+    const params = new URLSearchParams({
+      response_type: 'code', client_id: registered.id, redirect_uri: redirect, state: 'app',
+      code_challenge: createHash('sha256').update(randomBytes(32).toString('base64url')).digest('base64url'), code_challenge_method: 'S256', scope: 'read-customers',
+    });
+    const email = (await app.pool.query('SELECT email FROM users WHERE id = $1', [tenant.ownerId])).rows[0].email;
+    const page = await browser.newPage();
+    await page.goto(`${app.url}/authorize?${params}`);
+    await page.getByLabel('Correo').fill(email);
+    await page.getByLabel('Contraseña').fill('contraseña-de-navegador');
+    await page.getByRole('button', { name: 'Continuar' }).click();
+    await page.getByRole('heading', { name: 'Autorizar acceso' }).waitFor();
+    assert.match(await page.locator('main').innerText(), /cursor:\/\/anysphere\.cursor-retrieval/, 'the page says where the person will be sent');
+    // Blocked by CSP, the submission is aborted and no answer ever arrives (this times out).
+    const answered = page.waitForResponse((res) => res.url().startsWith(`${app.url}/authorize`) && res.request().method() === 'POST', { timeout: 15_000 });
+    await page.getByRole('button', { name: 'Autorizar' }).click();
+    const approval = await answered;
+    assert.equal(approval.status(), 302);
+    const location = new URL((await approval.allHeaders()).location);
+    assert.equal(`${location.protocol}//${location.host}${location.pathname}`, redirect);
+    assert.ok(location.searchParams.get('code'));
+    await page.close();
   });
 });

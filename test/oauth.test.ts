@@ -40,6 +40,10 @@ describe('OAuth 2.1 authorization server', () => {
   const unescape = (v: string) => v.replace(/&(amp|lt|gt|quot|#39);/g, (_, e) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[e as string]!);
   /** The hidden fields of a page's form, as a browser would post them. */
   const hiddenFields = (html: string) => new URLSearchParams([...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m): [string, string] => [m[1]!, unescape(m[2]!)]));
+  // Each sign-in comes from its own address (the test app trusts one proxy hop): the sign-in limits
+  // count 30 a minute per address, and this file signs in more often than that.
+  let addresses = 0;
+  const signInHeaders = (cookie: string) => ({ 'content-type': 'application/x-www-form-urlencoded', cookie, 'x-forwarded-for': `198.51.100.${(++addresses % 250) + 1}` });
   const cookieOf = (res: Response) => res.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
 
   /** Drives the pages as a browser: sign-in, then consent; returns the redirect Location. */
@@ -48,14 +52,14 @@ describe('OAuth 2.1 authorization server', () => {
     const redirect = options.redirect ?? 'http://127.0.0.1:43210/callback';
     const params = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirect, code_challenge: challenge, code_challenge_method: 'S256', state: 'xyz', scope: (options.scopes ?? ['read-customers', 'read-company']).join(' ') });
     const first = await fetch(`${app.url}/authorize?${params}`);
-    assert.equal(first.status, 200);
+    assert.equal(first.status, 200, await first.clone().text());
     assert.equal(first.headers.get('x-frame-options'), 'DENY');
     const signInHtml = await first.text();
     assert.match(signInHtml, /<label for="email">/);
     let cookies = cookieOf(first);
     const signIn = await fetch(`${app.url}/authorize`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookies },
+      headers: signInHeaders(cookies),
       body: new URLSearchParams({ ...Object.fromEntries(params), step: 'sign-in', csrf: hiddenCsrf(signInHtml), email: person.email, password: PASSWORD }),
     });
     assert.equal(signIn.status, 200);
@@ -71,6 +75,19 @@ describe('OAuth 2.1 authorization server', () => {
     const approved = await fetch(`${app.url}/authorize`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookies }, body: consent });
     assert.equal(approved.status, 302, await approved.text());
     return new URL(approved.headers.get('location')!);
+  }
+
+  /** A browser's cookies after signing in on the page (a session, no consent given yet). */
+  async function signedInCookies(params: URLSearchParams): Promise<string> {
+    const first = await fetch(`${app.url}/authorize?${params}`);
+    const cookies = cookieOf(first);
+    const signIn = await fetch(`${app.url}/authorize`, {
+      method: 'POST',
+      headers: signInHeaders(cookies),
+      body: new URLSearchParams({ ...Object.fromEntries(params), step: 'sign-in', csrf: hiddenCsrf(await first.text()), email, password: PASSWORD }),
+    });
+    assert.equal(signIn.status, 200);
+    return `${cookies}; ${cookieOf(signIn)}`;
   }
 
   const token = async (body: Record<string, string>) => {
@@ -93,11 +110,10 @@ describe('OAuth 2.1 authorization server', () => {
     const rs = (await resource.json()) as any;
     assert.equal(rs.resource, `${app.config.siteUrl}/api/mcp/v1`);
     assert.deepEqual(rs.authorization_servers, [meta.issuer]);
-    // The MCP server is read-only: only read scopes are offered (the SDK's flow asks for what is listed).
-    for (const scopes of [meta.scopes_supported, rs.scopes_supported]) {
-      assert.ok(scopes.includes('read-customers'));
-      assert.deepEqual(scopes.filter((s: string) => !s.startsWith('read-')), []);
-    }
+    // Only the scopes of the contract's MCP tools are offered (the SDK's flow asks for what is listed).
+    const used = ['read-accounts', 'read-calendar_events', 'read-company', 'read-customers', 'read-expenses', 'read-incomes', 'read-leads', 'read-products', 'read-reports'];
+    for (const scopes of [meta.scopes_supported, rs.scopes_supported]) assert.deepEqual([...scopes].sort(), used);
+    assert.ok(!meta.scopes_supported.includes('read-users'), 'a read scope no tool uses is not offered');
     const other = await fetch(`${app.url}/.well-known/something-else`);
     assert.equal(other.status, 404);
     assert.match(other.headers.get('content-type') ?? '', /json/);
@@ -180,6 +196,71 @@ describe('OAuth 2.1 authorization server', () => {
     assert.equal((await mcp(rotated.body.access_token)).status, 401, 'reusing a rotated refresh token revokes the whole grant');
   });
 
+  test('the code exchange without redirect_uri (OAuth 2.1); a refresh token replayed after its successor was used revokes the grant', async () => {
+    const client = await sharedClient();
+    const { verifier, challenge } = pkce();
+    const code = (await authorize(client.client_id, challenge)).searchParams.get('code')!;
+    const mismatch = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:43210/other' });
+    assert.equal(mismatch.body.error, 'invalid_grant', 'a redirect_uri that is sent must match');
+    const first = await token({ grant_type: 'authorization_code', code, code_verifier: verifier });
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    const second = await token({ grant_type: 'refresh_token', refresh_token: first.body.refresh_token });
+    assert.equal(second.status, 200);
+    const third = await token({ grant_type: 'refresh_token', refresh_token: second.body.refresh_token });
+    assert.equal(third.status, 200);
+    assert.equal((await mcp(third.body.access_token)).status, 200);
+    // Within the grace of 60 s, but the successor has already been used: a replay, not a parallel refresh.
+    const replay = await token({ grant_type: 'refresh_token', refresh_token: first.body.refresh_token });
+    assert.equal(replay.status, 400);
+    assert.equal(replay.body.error, 'invalid_grant');
+    assert.equal((await mcp(third.body.access_token)).status, 401, 'the whole grant is revoked');
+    assert.equal((await token({ grant_type: 'refresh_token', refresh_token: third.body.refresh_token })).body.error, 'invalid_grant');
+  });
+
+  test('sign-in on the page: its guesses count with the API sign-in\'s (same limits), a wrong and an unknown email read alike', async () => {
+    const client = await sharedClient();
+    const params = new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: 'http://127.0.0.1:43210/callback', code_challenge: pkce().challenge, code_challenge_method: 'S256', state: 's' });
+    const address = '192.0.2.77';
+    const attempt = async (who: string, password: string) => {
+      const first = await fetch(`${app.url}/authorize?${params}`);
+      const res = await fetch(`${app.url}/authorize`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookieOf(first), 'x-forwarded-for': address },
+        body: new URLSearchParams({ ...Object.fromEntries(params), step: 'sign-in', csrf: hiddenCsrf(await first.text()), email: who, password }),
+      });
+      return { status: res.status, retryAfter: res.headers.get('retry-after'), html: await res.text() };
+    };
+    const wrong = await attempt(email, 'no-es-la-contraseña');
+    const unknown = await attempt('nadie@example.com', 'no-es-la-contraseña');
+    assert.deepEqual([wrong.status, unknown.status], [401, 401]);
+    assert.match(wrong.html, /Correo o contraseña incorrectos/);
+    assert.match(unknown.html, /Correo o contraseña incorrectos/);
+    // Nine more wrong guesses through the API's sign-in from the same address spend the shared bucket (10 a minute).
+    for (let i = 0; i < 9; i++) {
+      const res = await fetch(`${app.baseUrl}/user/sessions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': address }, body: JSON.stringify({ data: { email, password: `mala-${i}` } }) });
+      assert.equal(res.status, 401);
+    }
+    const limited = await attempt(email, PASSWORD);
+    assert.equal(limited.status, 429, 'even the right password waits');
+    assert.match(limited.html, /Demasiados intentos/);
+    assert.ok(Number(limited.retryAfter) >= 1);
+  });
+
+  test('the pages\' CSP lets the forms post here only, and the approval reach the registered redirect (its origin, or an app\'s scheme)', async () => {
+    const csp = async (clientId: string, redirect: string) => {
+      const params = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirect, code_challenge: pkce().challenge, code_challenge_method: 'S256', state: 's' });
+      const res = await fetch(`${app.url}/authorize?${params}`);
+      return /form-action ([^;]*)/.exec(res.headers.get('content-security-policy') ?? '')?.[1];
+    };
+    const loopback = await sharedClient();
+    assert.equal(await csp(loopback.client_id, 'http://127.0.0.1:43210/callback'), "'self' http://127.0.0.1:43210");
+    assert.equal(await csp(loopback.client_id, 'http://127.0.0.1:51234/callback'), "'self' http://127.0.0.1:51234", 'the loopback port the request uses');
+    const app1 = await insertClient(app.pool, 'Cursor', ['cursor://anysphere.cursor-mcp/oauth/callback']);
+    assert.equal(await csp(app1.id, 'cursor://anysphere.cursor-mcp/oauth/callback'), "'self' cursor:");
+    assert.equal(await csp(app1.id, 'https://phish.example/cb'), "'self'", 'an unregistered redirect adds nothing');
+    assert.equal(await csp('client_nope', 'https://phish.example/cb'), "'self'");
+  });
+
   test('a code used twice revokes what the first use issued; revocation and removed membership cut tokens at once', async () => {
     const client = (await register()).body;
     const { verifier, challenge } = pkce();
@@ -205,15 +286,30 @@ describe('OAuth 2.1 authorization server', () => {
     assert.equal(unknown.status, 400);
     const elsewhere = await fetch(`${app.url}/authorize?${new URLSearchParams({ ...base, redirect_uri: 'https://evil.example/cb' })}`, { redirect: 'manual' });
     assert.equal(elsewhere.status, 400, 'never redirected to an unregistered address');
-    const plain = await fetch(`${app.url}/authorize?${new URLSearchParams({ ...base, code_challenge_method: 'plain' })}`, { redirect: 'manual' });
-    assert.equal(plain.status, 302);
-    assert.equal(new URL(plain.headers.get('location')!).searchParams.get('error'), 'invalid_request');
-    const target = await fetch(`${app.url}/authorize?${new URLSearchParams({ ...base, resource: 'https://other.example/mcp' })}`, { redirect: 'manual' });
-    assert.equal(new URL(target.headers.get('location')!).searchParams.get('error'), 'invalid_target');
-    // The MCP server is read-only: write scopes are never granted, and asking for nothing else is invalid_scope.
-    const writes = await fetch(`${app.url}/authorize?${new URLSearchParams({ ...base, scope: 'create-customers delete-customers' })}`, { redirect: 'manual' });
-    assert.equal(writes.status, 302);
-    assert.equal(new URL(writes.headers.get('location')!).searchParams.get('error'), 'invalid_scope');
+    // RFC 9700 §4.11.2: before the person has signed in, an invalid request is shown on the page, never
+    // redirected (any client can register a phishing page as its redirect URI and link here).
+    const invalid = [
+      { params: { ...base, code_challenge_method: 'plain' }, error: 'invalid_request' },
+      { params: { ...base, resource: 'https://other.example/mcp' }, error: 'invalid_target' },
+      // The MCP server is read-only: write scopes are never granted, and asking for nothing else is invalid_scope.
+      { params: { ...base, scope: 'create-customers delete-customers' }, error: 'invalid_scope' },
+      { params: { ...base, response_type: 'token' }, error: 'unsupported_response_type' },
+    ];
+    for (const { params, error } of invalid) {
+      const anonymous = await fetch(`${app.url}/authorize?${new URLSearchParams(params)}`, { redirect: 'manual' });
+      assert.equal(anonymous.status, 400, error);
+      assert.equal(anonymous.headers.get('location'), null, `${error}: not redirected before sign-in`);
+      assert.match(await anonymous.text(), new RegExp(error));
+    }
+    // Signed in, the same requests go back to the client as error on its redirect URI.
+    const cookie = await signedInCookies(new URLSearchParams(base));
+    for (const { params, error } of invalid) {
+      const redirected = await fetch(`${app.url}/authorize?${new URLSearchParams(params)}`, { redirect: 'manual', headers: { cookie } });
+      assert.equal(redirected.status, 302, error);
+      const location = new URL(redirected.headers.get('location')!);
+      assert.equal(location.origin + location.pathname, 'http://127.0.0.1:43210/callback');
+      assert.equal(location.searchParams.get('error'), error);
+    }
     // Asked for a read and a write scope, and the write one sent back ticked as if offered: only the read one is granted.
     const p = pkce();
     const code = (await authorize(client.client_id, p.challenge, { scopes: ['read-customers', 'create-customers'], pick: ['read-customers', 'create-customers'] })).searchParams.get('code')!;
@@ -225,7 +321,7 @@ describe('OAuth 2.1 authorization server', () => {
     const html = await page.text();
     const nul = await fetch(`${app.url}/authorize`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookieOf(page) },
+      headers: signInHeaders(cookieOf(page)),
       body: new URLSearchParams({ ...base, step: 'sign-in', csrf: hiddenCsrf(html), email: 'a\u0000@example.com', password: PASSWORD }),
     });
     assert.equal(nul.status, 401);
@@ -268,7 +364,7 @@ describe('OAuth 2.1 authorization server', () => {
     assert.equal(signInForm.has('scope'), false, 'the consent checkboxes alone are named scope');
     signInForm.set('email', person.email);
     signInForm.set('password', PASSWORD);
-    const signIn = await fetch(`${app.url}/authorize`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookieOf(first) }, body: signInForm });
+    const signIn = await fetch(`${app.url}/authorize`, { method: 'POST', headers: signInHeaders(cookieOf(first)), body: signInForm });
     const consentHtml = await signIn.text();
     assert.match(consentHtml, /name="scope" value="read-customers" checked/);
     assert.doesNotMatch(consentHtml, /value="read-reports"/, 'only the requested scope is offered');
@@ -287,14 +383,15 @@ describe('OAuth 2.1 authorization server', () => {
     // RFC 6749 §3.1: a parameter sent twice is invalid_request (scope twice offered every read scope).
     const twice = new URLSearchParams(params);
     twice.append('scope', 'read-reports');
-    const repeated = await fetch(`${app.url}/authorize?${twice}`, { redirect: 'manual' });
+    const cookie = await signedInCookies(params); // signed in, an invalid request goes back to the client
+    const repeated = await fetch(`${app.url}/authorize?${twice}`, { redirect: 'manual', headers: { cookie } });
     assert.equal(repeated.status, 302);
     const back = new URL(repeated.headers.get('location')!);
     assert.equal(back.searchParams.get('error'), 'invalid_request');
     assert.match(back.searchParams.get('error_description')!, /scope/);
     // RFC 7636: an S256 challenge is 43 base64url characters; a NUL in it answered 500 at approval.
     for (const challenge of ['abc\u0000def', 'x'.repeat(6000), `${three.challenge}=`, 'short']) {
-      const res = await fetch(`${app.url}/authorize?${new URLSearchParams({ ...Object.fromEntries(params), code_challenge: challenge })}`, { redirect: 'manual' });
+      const res = await fetch(`${app.url}/authorize?${new URLSearchParams({ ...Object.fromEntries(params), code_challenge: challenge })}`, { redirect: 'manual', headers: { cookie } });
       assert.equal(res.status, 302, challenge.slice(0, 20));
       assert.equal(new URL(res.headers.get('location')!).searchParams.get('error'), 'invalid_request', challenge.slice(0, 20));
     }
@@ -459,7 +556,7 @@ describe('OAuth 2.1 authorization server', () => {
     const html = await first.text();
     const signIn = await fetch(`${app.url}/authorize`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookieOf(first) },
+      headers: signInHeaders(cookieOf(first)),
       body: new URLSearchParams({ ...Object.fromEntries(params), step: 'sign-in', csrf: hiddenCsrf(html), email, password: PASSWORD }),
     });
     const consent = await signIn.text();

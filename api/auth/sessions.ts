@@ -48,7 +48,7 @@ export type SessionAuth = { sessionId: string; userId: string; companyId: string
 export async function signIn(db: Queryable, input: z.infer<typeof signInSchema>) {
   const { rows: users } = await db.query('SELECT id, password_hash FROM users WHERE lower(email) = lower($1) AND deleted_at IS NULL', [input.email]);
   // A missing user still costs one scrypt, so timing does not tell which emails exist.
-  const ok = await verifyPassword(input.password, users[0]?.password_hash ?? 'scrypt$AAAAAAAAAAAAAAAAAAAAAA==$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=');
+  const ok = await verifyPassword(input.password, users[0]?.password_hash ?? null);
   if (!users[0] || !ok) return null;
   const { rows: memberships } = await db.query<{ company_id: string }>(
     'SELECT company_id FROM memberships WHERE user_id = $1 AND ($2::text IS NULL OR company_id = $2) ORDER BY created_at',
@@ -117,20 +117,31 @@ export function authenticateSession(permission: Permission | null) {
   };
 }
 
-/** POST /api/v1/user/sessions (sign in) and DELETE /api/v1/user/sessions/current (sign out). */
-export async function signInHandler(ctx: ApiContext) {
-  const input = parseData(signInSchema, ctx.request.body);
-  const email = input.email.toLowerCase();
+/**
+ * Counts a sign-in attempt, by email and address, by address, and by email
+ * across addresses (SIGN_IN_LIMITS, per minute), and returns the refusal if one
+ * bucket is spent. The API's sign-in and the OAuth sign-in page share the
+ * buckets, so alternating between them buys no extra guesses.
+ */
+export async function consumeSignInAttempt(ctx: ApiContext, email: string): Promise<{ resetSeconds: number } | null> {
   for (const [bucket, limit] of [
     [`signin:${email}:${ctx.ip}`, SIGN_IN_LIMITS.perEmailAndAddress],
     [`signin-ip:${ctx.ip}`, SIGN_IN_LIMITS.perAddress],
     [`signin-email:${email}`, SIGN_IN_LIMITS.perEmail],
   ] as const) {
     const decision = await ctx.deps.rateLimiter.consume(bucket, limit);
-    if (!decision.allowed) {
-      ctx.set('Retry-After', String(headerSeconds(decision.resetSeconds)));
-      throw new ApiError('rate_limited');
-    }
+    if (!decision.allowed) return { resetSeconds: decision.resetSeconds };
+  }
+  return null;
+}
+
+/** POST /api/v1/user/sessions (sign in) and DELETE /api/v1/user/sessions/current (sign out). */
+export async function signInHandler(ctx: ApiContext) {
+  const input = parseData(signInSchema, ctx.request.body);
+  const refused = await consumeSignInAttempt(ctx, input.email.toLowerCase());
+  if (refused) {
+    ctx.set('Retry-After', String(headerSeconds(refused.resetSeconds)));
+    throw new ApiError('rate_limited');
   }
   const opened = await signIn(ctx.deps.pool, input);
   if (!opened) throw new ApiError('invalid_key', 'Correo o contraseña incorrectos.');

@@ -122,7 +122,7 @@ async function callTool(ctx: ApiContext, credential: Credential, id: unknown, pa
   const parsed = tool.input.safeParse(params.arguments ?? {});
   if (problems || !parsed.success) {
     await finish(-32602);
-    return rpcError(id, -32602, 'Argumentos inválidos.', { errors: problems ?? fieldErrors(parsed.error!.issues) });
+    return rpcError(id, -32602, 'Argumentos inválidos.', { errors: problems ?? fieldErrors(parsed.error!.issues, '', 'arguments') });
   }
   try {
     const structured = await tool.run({ db: ctx.deps.pool, totals: ctx.deps.totals, companyId: credential.companyId }, parsed.data);
@@ -224,11 +224,40 @@ async function handleBatch(ctx: ApiContext, credential: Credential, messages: un
   return responses;
 }
 
+/**
+ * CORS for browser clients (the MCP Inspector, web apps): an Origin the
+ * DNS-rebinding check accepts is echoed and may read the answer, its 401
+ * challenge included (discovery starts from WWW-Authenticate). The credential
+ * is a bearer header, never a cookie, so no Allow-Credentials. A refused
+ * Origin gets no CORS headers: the browser then hides the 403 as well.
+ */
+function allowOrigin(ctx: ApiContext): boolean {
+  const origin = ctx.get('Origin');
+  if (!origin || !originAccepted(origin, ctx.deps.config.isProduction)) return false;
+  ctx.set('Access-Control-Allow-Origin', origin);
+  ctx.vary('Origin');
+  ctx.set('Access-Control-Expose-Headers', 'WWW-Authenticate, MCP-Protocol-Version, Mcp-Session-Id, X-Request-Id');
+  return true;
+}
+
 export function mcpRouter(): ApiRouter {
   const router: ApiRouter = new Router<ApiState, ApiContextExtension>();
 
+  // The preflight of a browser client's POST (Authorization and Content-Type: application/json are not safelisted).
+  router.options(MCP_PATH, async (ctx) => {
+    if (ctx.get('Origin') && !allowOrigin(ctx)) {
+      throw new ApiError('origin_not_allowed', 'El origen de la petición no está permitido para el servidor MCP.');
+    }
+    ctx.set('Allow', 'GET, POST, OPTIONS');
+    ctx.set('Access-Control-Allow-Methods', 'GET, POST');
+    ctx.set('Access-Control-Allow-Headers', 'Authorization, Content-Type, Accept, MCP-Protocol-Version, Mcp-Session-Id, Last-Event-ID');
+    ctx.set('Access-Control-Max-Age', '600');
+    ctx.status = 204;
+  });
+
   // The unauthenticated handshake; a client asking for an event stream gets 405 (none is offered).
   router.get(MCP_PATH, async (ctx) => {
+    allowOrigin(ctx);
     if ((ctx.get('Accept') || '').includes('text/event-stream')) {
       ctx.set('Allow', 'POST');
       ctx.status = 405;
@@ -246,7 +275,7 @@ export function mcpRouter(): ApiRouter {
     // production) are accepted, and requests without Origin (every non-browser
     // client) pass.
     const origin = ctx.get('Origin');
-    if (origin && !originAccepted(origin, ctx.deps.config.isProduction)) {
+    if (origin && !allowOrigin(ctx)) {
       throw new ApiError('origin_not_allowed', 'El origen de la petición no está permitido para el servidor MCP.');
     }
     // An invalid credential fails at HTTP level, before any JSON-RPC (contract).

@@ -14,8 +14,10 @@ import { isStorableText } from '../validation.ts';
 import { toApiError } from '../middleware/request.ts';
 import { transaction } from '../../db/pool.ts';
 import { verifyPassword } from '../../lib/passwords.ts';
+import { consumeSignInAttempt } from '../auth/sessions.ts';
 import { ALL_SCOPES } from '../auth/scopes.ts';
 import { MCP_PATH } from '../mcp/server.ts';
+import { TOOLS } from '../mcp/tools.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState } from '../types.ts';
 import { consentPage, errorPage, signInPage } from './pages.ts';
 import {
@@ -36,7 +38,13 @@ import {
 
 const SESSION_COOKIE = 'ws_oauth';
 const CSRF_COOKIE = 'ws_oauth_csrf';
-const READ_SCOPES = ALL_SCOPES.filter((s) => s.startsWith('read-'));
+/**
+ * What a token may be granted: the scopes the MCP server's tools require (the
+ * one resource tokens are for), in the API's order. A client asking for more
+ * gets these; an unused read scope on a token would only widen what a leaked
+ * token could read if a tool were added later.
+ */
+const MCP_SCOPES = ALL_SCOPES.filter((s) => TOOLS.some((tool) => tool.scope === s));
 /** Client registrations per client address per minute. */
 export const REGISTRATIONS_PER_MINUTE = 20;
 
@@ -70,6 +78,28 @@ function acceptableRedirect(value: string): boolean {
   if (url.protocol === 'https:') return true;
   if (url.protocol === 'http:') return ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
   return /^[a-z][a-z0-9+.-]*\.?[a-z0-9+.-]*:$/.test(url.protocol); // private-use scheme (cursor://, vscode://)
+}
+
+/**
+ * The pages' Content-Security-Policy. `form-action` also governs where a
+ * submitted form's redirect may land (Chromium), so once the redirect URI is
+ * known to be registered it is added: its origin, or for an app's own scheme
+ * (`cursor://`, `vscode://`) the scheme, which `*` does not cover.
+ */
+function pageCsp(redirectUri?: string): string {
+  let target = '';
+  if (redirectUri) {
+    const url = new URL(redirectUri);
+    target = url.protocol === 'http:' || url.protocol === 'https:' ? ` ${url.origin}` : ` ${url.protocol}`;
+  }
+  return `default-src 'none'; style-src 'unsafe-inline'; form-action 'self'${target}; frame-ancestors 'none'`;
+}
+
+/** Where the consent page says the person will be sent back: the host, or an app's scheme and host. */
+function redirectLabel(redirectUri: string): string {
+  const url = new URL(redirectUri);
+  if (url.protocol === 'http:' || url.protocol === 'https:') return url.host;
+  return url.host ? `${url.protocol}//${url.host}` : `${url.protocol}${url.pathname}`.slice(0, 200);
 }
 
 /** Exact match, except that a loopback redirect may use any port (RFC 8252). */
@@ -136,10 +166,10 @@ async function checkRequest(ctx: ApiContext, params: Record<string, string>, rep
   if (!S256_CHALLENGE.test(params.code_challenge)) return fail('invalid_request', 'code_challenge debe ser el SHA-256 del verificador en base64url (43 caracteres)');
   if (params.resource && params.resource.replace(/\/$/, '') !== `${issuer(ctx)}${MCP_PATH}`) return fail('invalid_target', 'resource no es el servidor MCP');
   const requested = (params.scope ?? '').split(' ').filter(Boolean);
-  // The one resource is the read-only MCP server: scopes other than read-* are dropped
-  // (documented, as scopes_supported says); none asked for means every read scope.
-  const scopes = requested.length ? requested.filter((s) => (READ_SCOPES as readonly string[]).includes(s)) : [...READ_SCOPES];
-  if (!scopes.length) return fail('invalid_scope', 'ningún permiso de lectura solicitado existe');
+  // The one resource is the read-only MCP server: scopes its tools do not use are dropped
+  // (documented, as scopes_supported says); none asked for means all of them.
+  const scopes = requested.length ? requested.filter((s) => (MCP_SCOPES as readonly string[]).includes(s)) : [...MCP_SCOPES];
+  if (!scopes.length) return fail('invalid_scope', 'ninguno de los permisos solicitados lo usa el servidor MCP');
   return { client, scopes } as const;
 }
 
@@ -181,14 +211,19 @@ export function oauthRouter(): ApiRouter {
       code_challenge_methods_supported: ['S256'],
       token_endpoint_auth_methods_supported: ['none'],
       revocation_endpoint_auth_methods_supported: ['none'],
-      // The one resource is the read-only MCP server: its tools need read scopes only (RFC 9728, 8414).
-      scopes_supported: [...READ_SCOPES],
+      // The one resource is the read-only MCP server: the scopes its tools use (RFC 9728, 8414).
+      scopes_supported: [...MCP_SCOPES],
       authorization_response_iss_parameter_supported: true,
     };
   });
   router.get(['/.well-known/oauth-protected-resource', `/.well-known/oauth-protected-resource${MCP_PATH}`], (ctx) => {
     cors(ctx);
-    ctx.body = { resource: `${issuer(ctx)}${MCP_PATH}`, authorization_servers: [issuer(ctx)], scopes_supported: [...READ_SCOPES], bearer_methods_supported: ['header'] };
+    ctx.body = { resource: `${issuer(ctx)}${MCP_PATH}`, authorization_servers: [issuer(ctx)], scopes_supported: [...MCP_SCOPES], bearer_methods_supported: ['header'] };
+  });
+  // Browser clients send MCP-Protocol-Version with discovery requests, which makes them preflighted.
+  router.options(['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration', '/.well-known/oauth-protected-resource', `/.well-known/oauth-protected-resource${MCP_PATH}`], (ctx) => {
+    cors(ctx);
+    ctx.status = 204;
   });
   router.all('/.well-known/*rest', (ctx) => {
     ctx.status = 404;
@@ -234,8 +269,9 @@ export function oauthRouter(): ApiRouter {
 
   const authorize = async (ctx: ApiContext) => {
     ctx.set('X-Frame-Options', 'DENY');
-    ctx.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' *; frame-ancestors 'none'");
     ctx.set('Cache-Control', 'no-store');
+    // The pages' forms post here only; until the request is checked, nothing else is allowed.
+    ctx.set('Content-Security-Policy', pageCsp());
     const body = (ctx.method === 'POST' ? ctx.request.body : ctx.query) as Record<string, unknown>;
     const { params, repeated } = paramsOf(body ?? {}, ctx.method);
     const check = await checkRequest(ctx, params, repeated);
@@ -245,12 +281,23 @@ export function oauthRouter(): ApiRouter {
       ctx.body = errorPage(String(check.page));
       return;
     }
-    if ('redirect' in check) return redirectWith(ctx, params.redirect_uri, { ...check.redirect, state: params.state, iss: issuer(ctx) });
+    // The redirect URI is registered: the consent form's answer (a 302 to it) may go there, app schemes included.
+    ctx.set('Content-Security-Policy', pageCsp(params.redirect_uri));
     const secure = ctx.deps.config.isProduction;
     const cookieName = (name: string) => (secure ? `__Host-${name}` : name);
     const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, secure, path: '/', overwrite: true };
-    const clientName = check.client.client_name ?? check.client.id;
     let session = await findSession(ctx.deps.pool, ctx.cookies.get(cookieName(SESSION_COOKIE)));
+    if ('redirect' in check) {
+      // RFC 9700 §4.11.2: a server that redirects errors before the person has signed in is an open
+      // redirector to any address a client registered (phishing). Until then the error is shown here.
+      if (!session) {
+        ctx.status = 400;
+        ctx.body = errorPage(`La aplicación envió una solicitud de autorización no válida: ${check.redirect.error_description} (${check.redirect.error}).`);
+        return;
+      }
+      return redirectWith(ctx, params.redirect_uri, { ...check.redirect, state: params.state, iss: issuer(ctx) });
+    }
+    const clientName = check.client.client_name ?? check.client.id;
     const step = body?.step;
 
     if (ctx.method === 'POST' && step === 'sign-in') {
@@ -261,12 +308,13 @@ export function oauthRouter(): ApiRouter {
       }
       // An email no column can hold matches no user (and must not reach the query).
       const email = isStorableText(String(body.email ?? '')) ? String(body.email ?? '').toLowerCase() : '';
-      const limit = await ctx.deps.rateLimiter.consume(`oauth-signin:${email}:${ctx.ip}`, 10);
+      const refused = await consumeSignInAttempt(ctx, email);
       const { rows } = await ctx.deps.pool.query<{ id: string; password_hash: string | null }>('SELECT id, password_hash FROM users WHERE lower(email) = $1 AND deleted_at IS NULL', [email]);
-      const ok = limit.allowed && (await verifyPassword(String(body.password ?? ''), rows[0]?.password_hash ?? null)) && !!rows[0];
+      const ok = !refused && (await verifyPassword(String(body.password ?? ''), rows[0]?.password_hash ?? null)) && !!rows[0];
       if (!ok) {
-        ctx.status = limit.allowed ? 401 : 429;
-        ctx.body = signInPage(params, String(body.csrf), clientName, limit.allowed ? 'Correo o contraseña incorrectos.' : 'Demasiados intentos; espera un minuto.');
+        ctx.status = refused ? 429 : 401;
+        if (refused) ctx.set('Retry-After', String(Math.min(60, Math.max(1, refused.resetSeconds))));
+        ctx.body = signInPage(params, String(body.csrf), clientName, refused ? 'Demasiados intentos; espera un minuto.' : 'Correo o contraseña incorrectos.');
         return;
       }
       const opened = await openSession(ctx.deps.pool, rows[0].id);
@@ -284,7 +332,7 @@ export function oauthRouter(): ApiRouter {
       const chosen = [...new Set(([] as unknown[]).concat(body.scope ?? []).map(String))].filter((s) => check.scopes.includes(s));
       if (!company || !chosen.length) {
         ctx.status = 400;
-        ctx.body = consentPage(params, session.csrf, { name: clientName, redirectHost: new URL(params.redirect_uri).host }, companies, check.scopes, 'Elige una empresa con MCP y al menos un permiso.');
+        ctx.body = consentPage(params, session.csrf, { name: clientName, redirectHost: redirectLabel(params.redirect_uri) }, companies, check.scopes, 'Elige una empresa con MCP y al menos un permiso.');
         return;
       }
       const code = await issueCode(ctx.deps.pool, { clientId: check.client.id, userId: session.userId, companyId: company.id, scopes: chosen, redirectUri: params.redirect_uri, codeChallenge: params.code_challenge });
@@ -298,7 +346,7 @@ export function oauthRouter(): ApiRouter {
       return;
     }
     const companies = await companiesOf(ctx.deps.pool, session.userId);
-    ctx.body = consentPage(params, session.csrf, { name: clientName, redirectHost: new URL(params.redirect_uri).host }, companies, check.scopes);
+    ctx.body = consentPage(params, session.csrf, { name: clientName, redirectHost: redirectLabel(params.redirect_uri) }, companies, check.scopes);
   };
   router.get('/authorize', authorize);
   router.post('/authorize', parse, authorize);
@@ -319,7 +367,8 @@ export function oauthRouter(): ApiRouter {
       // A missing parameter is invalid_request; a verifier that is not one (RFC 7636 §4.1 syntax) cannot match: invalid_grant.
       // client_id may be left out (the contract's token request names only the code and its verifier): the
       // code is bound to its client and to PKCE. One that names another client is refused below.
-      if (!body.code || !body.code_verifier || !body.redirect_uri) return oauthError(ctx, 400, 'invalid_request', 'code, code_verifier y redirect_uri son obligatorios');
+      // redirect_uri too (OAuth 2.1 dropped it from the token request: PKCE binds the code); when sent, it must match.
+      if (!body.code || !body.code_verifier) return oauthError(ctx, 400, 'invalid_request', 'code y code_verifier son obligatorios');
       if (!/^[A-Za-z0-9._~-]{43,128}$/.test(body.code_verifier)) return oauthError(ctx, 400, 'invalid_grant', 'code_verifier debe tener de 43 a 128 caracteres sin reservar');
       const result = await transaction(pool, async (db) => {
         const { rows } = await db.query<{ grant_id: string; redirect_uri: string; code_challenge: string; expired: boolean; used_at: Date | null }>(
@@ -337,7 +386,7 @@ export function oauthRouter(): ApiRouter {
         const grant = grants[0];
         if (code.expired) return { error: 'el código expiró' };
         if (body.client_id && body.client_id !== grant.client_id) return { error: 'el código es de otra aplicación' };
-        if (body.redirect_uri !== code.redirect_uri) return { error: 'redirect_uri no coincide' };
+        if (body.redirect_uri !== undefined && body.redirect_uri !== code.redirect_uri) return { error: 'redirect_uri no coincide' };
         const challenge = createHash('sha256').update(body.code_verifier).digest('base64url');
         if (challenge !== code.code_challenge) return { error: 'code_verifier no corresponde al code_challenge' };
         await db.query('UPDATE oauth_codes SET used_at = now() WHERE digest = $1', [digest(body.code)]);
@@ -360,10 +409,15 @@ export function oauthRouter(): ApiRouter {
         if (!token) return { error: 'invalid_grant', text: 'el refresh_token no es válido' };
         const { rows: grants } = await db.query<GrantRow>('SELECT * FROM oauth_grants WHERE id = $1', [token.grant_id]);
         const grant = grants[0];
+        if (body.client_id && body.client_id !== grant.client_id) return { error: 'invalid_grant', text: 'el refresh_token es de otra aplicación' };
         if (token.rotated_at && token.in_grace && token.successor && !grant.revoked_at) {
-          // Parallel refreshes of one client: the same successor pair, not a new one.
+          // Parallel refreshes of one client: the same successor pair, not a new one. Once that
+          // successor has itself been used, this is no parallel refresh but a replay: theft, below.
           const pair = openSuccessor(body.refresh_token, token.successor);
-          if (pair) return { tokens: pair };
+          const { rows: next } = pair
+            ? await db.query<{ rotated: boolean }>(`SELECT rotated_at IS NOT NULL AS rotated FROM oauth_tokens WHERE digest = $1 AND kind = 'refresh'`, [digest(pair.refresh_token)])
+            : { rows: [] };
+          if (pair && next[0] && !next[0].rotated) return { tokens: pair };
         }
         if (token.rotated_at) {
           // Reuse of a rotated refresh token after the grace: treated as theft, the whole grant goes.
@@ -371,7 +425,6 @@ export function oauthRouter(): ApiRouter {
           return { error: 'invalid_grant', text: 'el refresh_token ya se usó; se revocó el acceso' };
         }
         if (token.expired || grant.revoked_at) return { error: 'invalid_grant', text: 'el refresh_token expiró o el acceso fue revocado' };
-        if (body.client_id && body.client_id !== grant.client_id) return { error: 'invalid_grant', text: 'el refresh_token es de otra aplicación' };
         // RFC 6749 §6: a narrower scope narrows the new access token only; the grant and its
         // refresh token keep what the person approved (omitted = "equal to the scope originally granted").
         const wanted = body.scope ? [...new Set(body.scope.split(' ').filter(Boolean))] : grant.scopes;
