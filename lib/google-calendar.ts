@@ -13,8 +13,12 @@ export type GoogleEvent = {
   id: string;
   status?: 'confirmed' | 'tentative' | 'cancelled';
   summary?: string;
-  description?: string;
-  location?: string;
+  /** null clears it (a PATCH); absent leaves it. */
+  description?: string | null;
+  location?: string | null;
+  reminders?: { useDefault: boolean; overrides?: Array<{ method: 'popup' | 'email'; minutes: number }> };
+  /** Ours carry `private.workspace_event_id`: how a pull tells our events from the member's. */
+  extendedProperties?: { private?: Record<string, string>; shared?: Record<string, string> };
   start?: { dateTime?: string; date?: string; timeZone?: string };
   end?: { dateTime?: string; date?: string; timeZone?: string };
   attendees?: Array<{ email: string; displayName?: string }>;

@@ -171,6 +171,73 @@ describe('calendar sync end to end', () => {
     assert.equal(google.events.has(e.id), false);
   });
 
+  test('sync_to_google switched off on a synced event removes it from Google; switched on again, it is back', async () => {
+    const e = await newEvent({ title: 'Ida y vuelta' });
+    await waitFor(async () => (await eventRow(e.id))?.google_event_id, 20_000, 'synced');
+    assert.equal((await api.patch(`/calendar/events/${e.id}`, { data: { sync_to_google: false, title: 'No sincronizar' } })).status, 200);
+    await waitFor(() => google.events.get(e.id)!.status === 'cancelled', 20_000, 'removed from Google');
+    await waitFor(async () => (await eventRow(e.id)).google_event_id === null, 20_000, 'google_event_id cleared');
+    assert.equal(google.events.get(e.id)!.summary, 'Ida y vuelta', 'the switch itself sent nothing but the delete');
+    assert.equal((await api.patch(`/calendar/events/${e.id}`, { data: { sync_to_google: true, title: 'De vuelta' } })).status, 200);
+    const again = await waitFor(async () => (await eventRow(e.id))?.google_event_id, 20_000, 'synced again');
+    assert.equal(google.events.get(again)!.status, 'confirmed');
+    assert.equal(google.events.get(again)!.summary, 'De vuelta');
+    // Deleting an event that is in Google while sync_to_google is false still removes it there.
+    const f = await newEvent({ title: 'Borrar apagado' });
+    await waitFor(async () => (await eventRow(f.id))?.google_event_id, 20_000, 'synced');
+    await app.pool.query('UPDATE calendar_events SET sync_to_google = false WHERE id = $1', [f.id]); // as if the delete job had not run yet
+    assert.equal((await api.delete(`/calendar/events/${f.id}`)).status, 204);
+    await waitFor(() => google.events.get(f.id)!.status === 'cancelled', 20_000, 'the delete in Google');
+  });
+
+  test('what is cleared here is cleared in Google; reminders go as popup overrides, the 5 nearest', async () => {
+    const e = await newEvent({ title: 'Con notas', description: 'orden del día', location: 'Sala 2', reminders_minutes: [60, 10, 1440, 5, 30, 120] });
+    await waitFor(async () => (await eventRow(e.id))?.google_event_id, 20_000, 'synced');
+    const inGoogle = google.events.get(e.id)! as any;
+    assert.equal(inGoogle.description, 'orden del día');
+    assert.deepEqual(inGoogle.reminders, { useDefault: false, overrides: [5, 10, 30, 60, 120].map((minutes) => ({ method: 'popup', minutes })) });
+    assert.deepEqual(inGoogle.extendedProperties, { private: { workspace_event_id: e.id } });
+    assert.equal((await api.patch(`/calendar/events/${e.id}`, { data: { description: null, location: null, reminders_minutes: [] } })).status, 200);
+    await waitFor(() => (google.events.get(e.id) as any).description === null, 20_000, 'the description cleared in Google');
+    assert.equal((google.events.get(e.id) as any).location, null);
+    assert.deepEqual((google.events.get(e.id) as any).reminders, { useDefault: false, overrides: [] });
+  });
+
+  test('reconnected after needs_reauthorization: writes made meanwhile reach Google, deletions too, and imports deleted in Google are dropped', async () => {
+    const person = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    const theirs = client(app.baseUrl, person.key);
+    const make = async (title: string, day: string) => {
+      const res = await theirs.post('/calendar/events', { data: { user_id: person.ownerId, title, starts_at: `${day}T16:00:00Z`, ends_at: `${day}T17:00:00Z` } });
+      assert.equal(res.status, 201, res.text);
+      return res.body.data;
+    };
+    await connect(person.ownerId, 'rt-first');
+    const kept = await make('Antes', '2030-01-07');
+    const doomed = await make('Se borrará', '2030-01-08');
+    for (const e of [kept, doomed]) await waitFor(async () => (await eventRow(e.id))?.google_event_id, 20_000, `${e.title} synced`);
+    google.createExternal({ id: 'reconn-ext', summary: 'Externo', start: { dateTime: '2030-01-09T15:00:00Z' }, end: { dateTime: '2030-01-09T16:00:00Z' } });
+    await pull(person.ownerId);
+    await waitFor(async () => (await app.pool.query(`SELECT 1 FROM calendar_events WHERE user_id = $1 AND google_event_id = 'reconn-ext'`, [person.ownerId])).rowCount, 20_000, 'the external event imported');
+
+    google.revokeRefreshToken('rt-first');
+    google.expireAccessTokens(); // the next call must refresh, and the refresh is refused
+    const during = await make('Durante', '2030-01-10');
+    await waitFor(async () => JSON.parse((await runCli(app, ['calendar', 'status', '--user', person.ownerId, '--json'])).stdout).status === 'needs_reauthorization', 20_000, 'needs_reauthorization');
+    assert.equal((await theirs.patch(`/calendar/events/${kept.id}`, { data: { title: 'Antes, cambiado' } })).status, 200);
+    assert.equal((await theirs.delete(`/calendar/events/${doomed.id}`)).status, 204);
+    google.deleteExternal('reconn-ext');
+
+    await connect(person.ownerId, 'rt-second'); // the operator connects the member again
+    await pull(person.ownerId);
+    const synced = await waitFor(async () => (await eventRow(during.id))?.google_event_id, 20_000, 'the event written meanwhile reaches Google');
+    assert.equal(google.events.get(synced)!.summary, 'Durante');
+    await waitFor(() => google.events.get(kept.id)!.summary === 'Antes, cambiado', 20_000, 'the change made meanwhile reaches Google');
+    await waitFor(() => google.events.get(doomed.id)!.status === 'cancelled', 20_000, 'the event deleted meanwhile leaves Google');
+    await waitFor(async () => (await app.pool.query(`SELECT 1 FROM calendar_events WHERE user_id = $1 AND google_event_id = 'reconn-ext'`, [person.ownerId])).rowCount === 0, 20_000, 'the import deleted in Google meanwhile is dropped');
+    const imported = await app.pool.query(`SELECT google_event_id FROM calendar_events WHERE user_id = $1 AND source = 'google'`, [person.ownerId]);
+    assert.deepEqual(imported.rows, [], 'our own events are not imported back');
+  });
+
   test('an expired access token: one refresh, then the call goes through', async () => {
     await waitFor(async () => (await app.pool.query(`SELECT 1 FROM calendar_connections WHERE user_id = $1 AND last_synced_at IS NOT NULL`, [tenant.ownerId])).rowCount, 20_000);
     google.expireAccessTokens();

@@ -1,15 +1,19 @@
 // Inbound Google Calendar sync of one member (queue calendar-pull): Google's
 // events become `source: google` calendar events of that host, in every
 // company the person works for, so they block booking slots like any busy
-// event. Incremental with Google's sync token; a dead token (410 Gone) means
-// a full resync: the imported events are dropped and listed again from 30
-// days back. Events the service itself put in Google (their id is one of our
-// events') are skipped; cancelled ones are deleted; events marked "free"
-// (transparent) are not imported, since they block nothing.
+// event. Incremental with Google's sync token; without one (a new or renewed
+// connection, or a dead token: 410 Gone) a full list from 30 days back, after
+// which imported events Google no longer holds are dropped and our upcoming
+// events are pushed again. Events the service itself put in Google (marked
+// with our id, or with an id that is one of our events') are skipped, and one
+// of ours deleted here while the connection was down is deleted there;
+// cancelled ones are deleted; events marked "free" (transparent) are not
+// imported, since they block nothing.
 import type { Job } from 'pg-boss';
 import { objectId } from '../../lib/objectid.ts';
 import { startOfLocalDate } from '../../lib/booking-slots.ts';
-import { CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, type CalendarPullJob, type HousekeepingJob } from '../../db/queues.ts';
+import { CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, CALENDAR_PUSH, type CalendarPullJob, type HousekeepingJob } from '../../db/queues.ts';
+import { OUR_EVENT_PROPERTY } from './calendar-push.ts';
 import { GoogleApiError, type GoogleEvent } from '../../lib/google-calendar.ts';
 import { activeConnection, googleClient, recordError, withToken, type Connection } from '../calendar/google-access.ts';
 import type { JobDefinition, WorkerDeps } from './types.ts';
@@ -28,6 +32,16 @@ function instantOf(point: GoogleEvent['start']): { at: Date; allDay: boolean; zo
 
 async function apply(deps: WorkerDeps, connection: Connection, companies: string[], item: GoogleEvent): Promise<void> {
   const { pool } = deps;
+  const ourId = item.extendedProperties?.private?.[OUR_EVENT_PROPERTY];
+  if (ourId) {
+    // One of ours. If it is gone here (deleted while the connection was down, so its delete never
+    // reached Google), it leaves Google now rather than come back as the member's busy time.
+    const { rows } = await pool.query<{ company_id: string }>(`SELECT company_id FROM calendar_events WHERE user_id = $1 AND id = $2 AND source <> 'google'`, [connection.user_id, ourId]);
+    if (!rows.length && item.status !== 'cancelled') {
+      await deps.jobs.send(pool, CALENDAR_PUSH, { company_id: companies[0] ?? '', event_id: ourId, user_id: connection.user_id, action: 'delete', google_event_id: item.id });
+    }
+    return;
+  }
   const ours = await pool.query(
     `SELECT 1 FROM calendar_events WHERE user_id = $1 AND source <> 'google' AND (id = $2 OR google_event_id = $2) LIMIT 1`,
     [connection.user_id, item.id],
@@ -65,6 +79,35 @@ async function apply(deps: WorkerDeps, connection: Connection, companies: string
   }
 }
 
+/**
+ * The end of a full list: imported events Google no longer holds (from timeMin
+ * on) are dropped, and every upcoming event of ours is pushed again, so what
+ * was written or changed while the connection was down (needs_reauthorization)
+ * reaches Google once it is connected again. Pushes are upserts: an event
+ * already there is patched to the same state.
+ */
+async function afterFullList(deps: WorkerDeps, connection: Connection, seen: string[], timeMin: string): Promise<void> {
+  const { pool } = deps;
+  await pool.query(
+    `DELETE FROM calendar_events WHERE user_id = $1 AND source = 'google' AND ends_at >= $2 AND NOT (google_event_id = ANY($3::text[]))`,
+    [connection.user_id, timeMin, seen],
+  );
+  const { rows } = await pool.query<{ company_id: string; id: string; google_event_id: string | null }>(
+    `SELECT company_id, id, google_event_id FROM calendar_events
+      WHERE user_id = $1 AND source <> 'google' AND sync_to_google IS NOT FALSE AND ends_at > now()`,
+    [connection.user_id],
+  );
+  for (const event of rows) {
+    await deps.jobs.send(pool, CALENDAR_PUSH, {
+      company_id: event.company_id,
+      event_id: event.id,
+      user_id: connection.user_id,
+      action: 'upsert',
+      google_event_id: event.google_event_id ?? event.id,
+    });
+  }
+}
+
 async function pull(deps: WorkerDeps, userId: string): Promise<void> {
   const { pool, config } = deps;
   const client = googleClient(config);
@@ -75,6 +118,9 @@ async function pull(deps: WorkerDeps, userId: string): Promise<void> {
   const companies = rows.map((r) => r.company_id);
   let syncToken = connection.sync_token ?? undefined;
   let pageToken: string | undefined;
+  // A full list (first pull after a connection, or after 410) is the whole truth from timeMin on:
+  // imported events it no longer holds were deleted in Google meanwhile. Their ids are collected.
+  let seen: Set<string> | null = syncToken ? null : new Set();
   const timeMin = new Date(Date.now() - FULL_SYNC_DAYS * 86_400_000).toISOString();
   try {
     for (let pages = 0; pages < 1000; pages++) {
@@ -83,21 +129,26 @@ async function pull(deps: WorkerDeps, userId: string): Promise<void> {
         page = await withToken(pool, config, client, connection, (token) => client.listEvents(token, connection.calendar_id, { syncToken, pageToken, timeMin }));
       } catch (error) {
         if (error instanceof GoogleApiError && error.status === 410 && syncToken) {
-          // The sync token expired: start over with a full list.
-          await pool.query(`DELETE FROM calendar_events WHERE user_id = $1 AND source = 'google'`, [userId]);
+          // The sync token expired: start over with a full list (reconciled at its end, so the
+          // member's busy time never disappears in between).
           await pool.query('UPDATE calendar_connections SET sync_token = NULL WHERE user_id = $1', [userId]);
           syncToken = undefined;
           pageToken = undefined;
+          seen = new Set();
           continue;
         }
         throw error;
       }
       if (!page) return; // the connection needs re-authorization
-      for (const item of page.value.items ?? []) await apply(deps, connection, companies, item);
+      for (const item of page.value.items ?? []) {
+        seen?.add(item.id);
+        await apply(deps, connection, companies, item);
+      }
       if (page.value.nextPageToken) {
         pageToken = page.value.nextPageToken;
         continue;
       }
+      if (seen) await afterFullList(deps, connection, [...seen], timeMin);
       await pool.query('UPDATE calendar_connections SET sync_token = $2, last_synced_at = now(), updated_at = now() WHERE user_id = $1', [
         userId,
         page.value.nextSyncToken ?? null,

@@ -31,8 +31,15 @@ type EventRow = {
   meet_url: string | null;
   kind: string;
   attendees: Array<{ name?: string | null; email: string }>;
+  reminders_minutes: number[];
+  sync_to_google: boolean | null;
   google_event_id: string | null;
 };
+
+/** Google keeps at most 5 reminder overrides per event: the 5 nearest the start are sent. */
+export const GOOGLE_MAX_REMINDERS = 5;
+/** The private extended property that marks an event in Google as one of ours (its value: our event id). */
+export const OUR_EVENT_PROPERTY = 'workspace_event_id';
 
 /** How often the job looks again while Google prepares the conference, and how long it waits between looks. */
 export const MEET_POLLS = 5;
@@ -44,11 +51,17 @@ export function toGoogle(event: EventRow): GoogleEvent {
   return {
     id: event.google_event_id ?? event.id,
     summary: event.title,
-    description: event.description ?? undefined,
-    location: event.location ?? undefined,
+    // null, not absent: a PATCH clears in Google what was cleared here.
+    description: event.description ?? null,
+    location: event.location ?? null,
     start: when(event.starts_at),
     end: when(event.ends_at),
     attendees: event.attendees.map((a) => ({ email: a.email, ...(a.name ? { displayName: a.name } : {}) })),
+    reminders: {
+      useDefault: false,
+      overrides: [...new Set(event.reminders_minutes)].sort((a, b) => a - b).slice(0, GOOGLE_MAX_REMINDERS).map((minutes) => ({ method: 'popup' as const, minutes })),
+    },
+    extendedProperties: { private: { [OUR_EVENT_PROPERTY]: event.id } },
     ...(event.create_meet && event.kind !== 'task' && !event.meet_url
       ? { conferenceData: { createRequest: { requestId: `meet-${event.id}`, conferenceSolutionKey: { type: 'hangoutsMeet' } } } }
       : {}),
@@ -64,17 +77,26 @@ async function push(deps: WorkerDeps, job: CalendarPushJob): Promise<void> {
   const calendar = connection.calendar_id;
   try {
     if (job.action === 'delete') {
-      await withToken(pool, config, client, connection, (token) =>
+      const deleted = await withToken(pool, config, client, connection, (token) =>
         client.deleteEvent(token, calendar, job.google_event_id ?? job.event_id).catch((error) => {
           if (error instanceof GoogleApiError && (error.status === 404 || error.status === 410)) return;
           throw error;
         }),
       );
+      // An event switched to sync_to_google: false is no longer in Google: a later switch back inserts it anew.
+      if (deleted) {
+        await pool.query('UPDATE calendar_events SET google_event_id = NULL WHERE company_id = $1 AND id = $2 AND sync_to_google = false AND google_event_id = $3', [
+          job.company_id,
+          job.event_id,
+          job.google_event_id ?? job.event_id,
+        ]);
+      }
       return;
     }
     const { rows } = await pool.query<EventRow>('SELECT * FROM calendar_events WHERE company_id = $1 AND id = $2', [job.company_id, job.event_id]);
     const event = rows[0];
     if (!event) return; // deleted since; its delete job removes it from Google
+    if (event.sync_to_google === false) return; // switched off since; that write queued the delete
     const body = toGoogle(event);
     const sent = await withToken(pool, config, client, connection, async (token) => {
       let result: GoogleEvent;
@@ -85,8 +107,17 @@ async function push(deps: WorkerDeps, job: CalendarPushJob): Promise<void> {
         });
       } else {
         result = await client.insertEvent(token, calendar, body).catch((error) => {
-          // Inserted by an earlier run that died before storing it.
-          if (error instanceof GoogleApiError && error.status === 409) return client.patchEvent(token, calendar, body.id, body);
+          // Inserted by an earlier run that died before storing it: patched. If that copy was deleted
+          // since (sync switched off, then on again), Google keeps the id taken: a new event, Google's id.
+          if (error instanceof GoogleApiError && error.status === 409) {
+            return client.patchEvent(token, calendar, body.id, body).catch((patchError) => {
+              if (patchError instanceof GoogleApiError && (patchError.status === 404 || patchError.status === 410)) {
+                const { id: _taken, ...rest } = body;
+                return client.insertEvent(token, calendar, rest as GoogleEvent);
+              }
+              throw patchError;
+            });
+          }
           throw error;
         });
       }
