@@ -32,8 +32,13 @@ server.keepAliveTimeout = 65_000; // longer than the platform router's idle time
  * (25 s: under Heroku's 30 s before SIGKILL); then close the pools.
  */
 const SHUTDOWN_GRACE_MS = 25_000;
+let stopping = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
+  // `on`, not `once`: the platform signals the whole process group and `npm run` forwards the
+  // signal too, so a second one arrives at once and must not kill the drain (Node's default).
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
     log('web.stopping', { signal, grace_ms: SHUTDOWN_GRACE_MS });
     deps.lifecycle.draining = true;
     const cut = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);

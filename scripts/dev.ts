@@ -53,6 +53,7 @@ console.log(`
   Base URL:       ${config.baseUrl}
   API reference:  ${config.baseUrl}/docs   (OpenAPI: ${config.baseUrl}/openapi.json)
   Admin token:    ${adminTokenGiven ? 'ADMIN_TOKEN (set it for wsctl too)' : path.join(config.dataDir, 'admin-token')}
+  Database:       ${config.databaseUrl ? 'DATABASE_URL' : `${database.url}   (embedded, a new port each start: DATABASE_URL for a separate npm run web or worker)`}
   PostgreSQL:     ${budget.total} connections at most (PG_MAX_CONNECTIONS): pool ${budget.pool}, pg-boss ${budget.boss}, job sender ${budget.jobSender}, key-cache listener ${budget.listen}
   Webhooks:       ${config.ssrfGuard ? 'private and loopback targets refused (SSRF guard on)' : 'private and loopback targets allowed (ALLOW_PRIVATE_WEBHOOK_TARGETS=1, development only)'}
 ${demoKey ? `  Demo API key:   ${demoKey}${demo ? '' : '   (created on first start)'}\n\n  curl -H "Authorization: Bearer ${demoKey}" ${config.baseUrl}/customers\n` : ''}

@@ -71,4 +71,70 @@ describe('graceful stop of the web process', () => {
       child.kill('SIGKILL');
     }
   });
+
+  // The Procfile runs `npm run web`: npm forwards the signal and the platform signals the whole group,
+  // so the process gets it twice; the drain must survive the second, and npm must wait and exit 0.
+  for (const target of ['the process group (Heroku)', 'npm alone (a container runtime)'] as const) {
+    test(`npm run web, SIGTERM to ${target}: the request in flight completes, npm exits 0 with the server stopped`, async () => {
+      const t = await seedTenant(app.pool);
+      const npm = spawn('npm', ['run', '--silent', 'web'], {
+        cwd: ROOT,
+        detached: true, // a process group of its own, as a dyno's
+        env: { ...process.env, DATABASE_URL: app.databaseUrl, PORT: '0', NODE_ENV: 'test', ADMIN_TOKEN, LOG_LEVEL: 'info' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const exited = new Promise<number | null>((resolve) => npm.once('exit', (code) => resolve(code)));
+      let out = '';
+      try {
+        const port = await new Promise<number>((resolve, reject) => {
+          npm.stdout.on('data', (d) => {
+            out += d;
+            const m = /"event":"web.listening","port":(\d+)/.exec(out);
+            if (m) resolve(Number(m[1]));
+          });
+          npm.once('exit', () => reject(new Error(`npm run web exited early: ${out}`)));
+        });
+        const body = Buffer.from(JSON.stringify({ data: { name: 'En vuelo' } }));
+        const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
+          const req = http.request(`http://127.0.0.1:${port}/api/v1/customers`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json', 'content-length': String(body.length) },
+          }, (res) => {
+            let text = '';
+            res.on('data', (d) => (text += d));
+            res.on('end', () => resolve({ status: res.statusCode!, text }));
+          });
+          req.on('error', reject);
+          req.write(body.subarray(0, 5));
+          setTimeout(() => {
+            if (target === 'the process group (Heroku)') process.kill(-npm.pid!, 'SIGTERM');
+            else npm.kill('SIGTERM');
+            // The rest of the body once the stop has begun (it is logged before anything else happens).
+            const since = Date.now();
+            const poll = setInterval(() => {
+              if (!out.includes('"event":"web.stopping"')) {
+                if (Date.now() - since < 15_000) return;
+                clearInterval(poll);
+                req.destroy();
+                reject(new Error(`the server never began to stop: ${out}`));
+                return;
+              }
+              clearInterval(poll);
+              req.end(body.subarray(5));
+            }, 20);
+          }, 200);
+        });
+        const res = await answer;
+        assert.equal(res.status, 201, res.text);
+        assert.equal(await exited, 0, out);
+        assert.equal((out.match(/"event":"web.stopping"/g) ?? []).length, 1, 'one stop, whatever the number of signals');
+      } finally {
+        try {
+          process.kill(-npm.pid!, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    });
+  }
 });

@@ -15,8 +15,12 @@ const pool = createPool(database.url, budget.pool, name('jobs'));
 const worker = await startWorker(config, pool, database.url, { boss: { max: budget.boss, application_name: name('pg-boss') } });
 log('db.connections', budgetFields(budget));
 
+let stopping = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, async () => {
+  // `on`, not `once`: the process group's signal and npm's forwarded copy arrive together (api/server.ts).
+  process.on(signal, async () => {
+    if (stopping) return;
+    stopping = true;
     await worker.stop();
     await pool.end();
     await database.stop();
