@@ -86,6 +86,30 @@ describe('public booking page (HTTP)', () => {
     assert.match(script.headers.get('content-type')!, /javascript/);
   });
 
+  test('the host page (/book/<booking_slug>, the booking_url of users): their active links, escaped, each to its page; 404 page without any', async () => {
+    const active = await newLink();
+    const inactive = await newLink();
+    await api.patch(`/booking-links/${inactive.id}`, { data: { active: false } });
+    const res = await page(`/book/${hostSlug}`, from());
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type')!, /text\/html/);
+    assert.match(res.headers.get('content-security-policy')!, /default-src 'none'/);
+    const body = await res.text();
+    assert.ok(body.includes('López &lt;3') && !body.includes('López <3'));
+    assert.ok(body.includes(`href="/book/${hostSlug}/${active.slug}"`));
+    assert.ok(!body.includes(`/book/${hostSlug}/${inactive.slug}"`), 'an inactive link is not listed');
+    assert.ok(body.includes('Consulta &lt;inicial&gt;'));
+    for (const path of [`/book/nadie-${n}`, '/book/NO_VALE']) {
+      const missing = await page(path, from());
+      assert.equal(missing.status, 404, path);
+      assert.match(missing.headers.get('content-type')!, /text\/html/, path);
+    }
+    // The public slots show no internal id (the link's is the company's): only the slots themselves.
+    const slots = (await (await page(`/book/${hostSlug}/${active.slug}/slots`, from())).json()) as any;
+    assert.ok(slots.data.days.length > 0);
+    assert.equal('booking_link_id' in slots.data, false);
+  });
+
   test('404 pages for an unknown host, an unknown link and an inactive link; the JSON endpoints answer 404 not_found', async () => {
     const link = await newLink();
     for (const path of [`/book/nadie-${n}/${link.slug}`, `/book/${hostSlug}/no-existe`, `/book/${hostSlug}/${link.slug.toUpperCase()}`]) {

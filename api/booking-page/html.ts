@@ -46,7 +46,7 @@ function styles(branding: PageBranding): string {
 *{box-sizing:border-box}body{margin:0;min-height:100vh;background:var(--bg);font:16px/1.5 system-ui,sans-serif;color:var(--text)}
 .card{background:var(--card);max-width:56rem;margin:2rem auto;padding:1.5rem;border-radius:.75rem;box-shadow:0 1px 4px rgba(0,0,0,.25)}
 header{display:flex;gap:1rem;align-items:center;border-bottom:1px solid var(--line);padding-bottom:1rem}header img{width:64px;height:64px;border-radius:50%;object-fit:cover}
-h1{font-size:1.5rem;margin:.25rem 0}h2{font-size:1.15rem}.muted{color:var(--muted)}.facts{list-style:none;padding:0;margin:.25rem 0}
+h1{font-size:1.5rem;margin:.25rem 0}h2{font-size:1.15rem}.muted{color:var(--muted)}.facts{list-style:none;padding:0;margin:.25rem 0}.links{list-style:none;padding:0;margin:1rem 0}.links>li{margin:0 0 1.25rem}
 button,select,input,textarea{font:inherit;color:inherit}button{cursor:pointer}
 .primary{background:var(--accent);color:var(--accent-text);border:0;border-radius:.375rem;padding:.6rem 1.2rem}
 .ghost{background:transparent;border:1px solid var(--line);border-radius:.375rem;padding:.4rem .8rem;color:var(--text)}
@@ -197,6 +197,28 @@ ${booking.cancelled ? '' : `<section aria-labelledby="cancel-title"><h2 id="canc
 ${options.canReschedule ? `<section aria-labelledby="resched-title"><h2 id="resched-title">Cambiar la hora</h2>${PICKER}
 <p id="resched-chosen" class="muted"></p><p><button type="button" class="primary" id="resched-confirm" disabled>Confirmar la nueva hora</button></p></section>` : ''}`}
 </main>`,
+  });
+}
+
+/** `/book/<booking_slug>`: the host's active booking links, each to its page. */
+export function hostPage(options: { nonce: string; branding: PageBranding; host: PageHost; hostSlug: string; links: Array<{ slug: string; title: string; description: string | null; duration_minutes: number; location: PageLink['location'] }> }): string {
+  const { host } = options;
+  const image = host.logo ?? host.avatar;
+  const alt = host.logo ? 'Logotipo' : `Foto de ${host.name}`;
+  const items = options.links
+    .map((link) => {
+      const where = locationLabel(link.location);
+      return `<li><h2><a href="/book/${encodeURIComponent(options.hostSlug)}/${encodeURIComponent(link.slug)}">${esc(link.title)}</a></h2>
+<ul class="facts"><li>${link.duration_minutes} minutos</li>${where ? `<li>${esc(where)}</li>` : ''}</ul>${link.description ? `<p class="muted">${esc(link.description)}</p>` : ''}</li>`;
+    })
+    .join('\n');
+  return shell({
+    title: `Reservar con ${host.name}`,
+    nonce: options.nonce,
+    branding: options.branding,
+    body: `<main><header>${image ? `<img src="${esc(image)}" alt="${esc(alt)}" width="64" height="64">` : ''}
+<div><p class="muted">Reservar con</p><h1>${esc(host.name)}</h1></div></header>
+<ul class="links">${items}</ul></main>`,
   });
 }
 

@@ -1,5 +1,6 @@
 // The public booking page under /book (DESIGN.md URL layout): no login.
 //
+//   GET  /book/<booking_slug>                         the host's page: their active links (HTML)
 //   GET  /book/<booking_slug>/<link_slug>             the page (HTML)
 //   GET  /book/<booking_slug>/<link_slug>/slots       free slots (JSON, as GET /booking-links/:id/slots)
 //   POST /book/<booking_slug>/<link_slug>/bookings    book (JSON {data: {starts_at, booker, answers}}; Idempotency-Key)
@@ -18,7 +19,7 @@ import Router from '@koa/router';
 import { HttpMethodEnum, koaBody } from 'koa-body';
 import { z } from 'zod';
 import { instant } from '../date-fields.ts';
-import { findBookingLink, findPublicBookingLink, type BookingLinkRow } from '../routes/booking-link-queries.ts';
+import { findBookingLink, findPublicBookingLink, findPublicBookingLinks, type BookingLinkRow } from '../routes/booking-link-queries.ts';
 import { slotList } from '../routes/booking-links.ts';
 import { slotQuery } from '../routes/booking-link-schemas.ts';
 import { findBookingByTokenDigest, type BookingRow } from '../routes/booking-queries.ts';
@@ -32,7 +33,7 @@ import { canonicalJson, checkKeyShape, IDEMPOTENCY_BODY_LIMIT, runIdempotent } f
 import { consumeLimit } from '../middleware/rate-limit.ts';
 import { parseData, parseQuery } from '../validation.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState, Deps } from '../types.ts';
-import { bookingPage, managePage, notFoundPage, type PageBranding, type PageHost } from './html.ts';
+import { bookingPage, hostPage, managePage, notFoundPage, type PageBranding, type PageHost } from './html.ts';
 
 /** Requests per minute per client address: reads (page, slots) and writes (book, cancel, reschedule). */
 export const PUBLIC_READS_PER_MINUTE = 120;
@@ -73,6 +74,12 @@ function html(ctx: ApiContext, status: number, render: (nonce: string) => string
   ctx.status = status;
   ctx.type = 'text/html; charset=utf-8';
   ctx.body = render(nonce);
+}
+
+/** The slots as the API answers them, without the link's id (a visitor sees no internal id but their booking's). */
+function publicSlots<T extends { booking_link_id?: unknown }>(slots: T): Omit<T, 'booking_link_id'> {
+  const { booking_link_id: _internal, ...rest } = slots;
+  return rest;
 }
 
 /** The visitor's view of their booking: what they typed and when, nothing of the company's. */
@@ -200,7 +207,7 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
     const b = found?.booking;
     const link = b?.booking_link_id ? await findBookingLink(deps.pool, b.company_id, b.booking_link_id) : null;
     if (!b || !link || !link.active) throw new ApiError('not_found');
-    ctx.body = { data: await slotList(deps.pool, link, parseQuery(slotQuery, ctx.query), { ignoreBookingId: b.id }) };
+    ctx.body = { data: publicSlots(await slotList(deps.pool, link, parseQuery(slotQuery, ctx.query), { ignoreBookingId: b.id })) };
   });
 
   router.post('/manage/:token/cancel', json, async (ctx) => {
@@ -226,6 +233,23 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
       ctx.status = 201;
       ctx.body = { data: publicView(booking, url) };
     });
+  });
+
+  router.get('/:host', async (ctx) => {
+    await reads(ctx);
+    const hostSlug = ctx.params.host;
+    const links = /^[a-z0-9-]{1,64}$/.test(hostSlug) ? await findPublicBookingLinks(deps.pool, hostSlug) : [];
+    if (!links.length) return html(ctx, 404, notFoundPage);
+    const host = await hostOf(deps.pool, links[0].company_id, links[0].user_id);
+    html(ctx, 200, (nonce) =>
+      hostPage({
+        nonce,
+        branding: host.branding ?? {},
+        host: host as PageHost,
+        hostSlug,
+        links: links.map((l) => ({ slug: l.slug, title: l.title, description: l.description, duration_minutes: l.duration_minutes, location: l.location ? { type: l.location.type, value: l.location.value ?? null } : null })),
+      }),
+    );
   });
 
   router.get('/:host/:link', async (ctx) => {
@@ -257,7 +281,7 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
     await reads(ctx);
     const link = await activeLink(deps.pool, ctx.params.host, ctx.params.link);
     if (!link) throw new ApiError('not_found');
-    ctx.body = { data: await slotList(deps.pool, link, parseQuery(slotQuery, ctx.query)) };
+    ctx.body = { data: publicSlots(await slotList(deps.pool, link, parseQuery(slotQuery, ctx.query))) };
   });
 
   router.post('/:host/:link/bookings', json, async (ctx) => {

@@ -149,6 +149,16 @@ export async function findPublicBookingLink(db: Queryable, hostSlug: string, lin
   return rows[0] ?? null;
 }
 
+/** A host's active links, for their public landing page (`/book/<booking_slug>`), in title order. */
+export async function findPublicBookingLinks(db: Queryable, hostSlug: string): Promise<BookingLinkRow[]> {
+  const { rows } = await db.query<BookingLinkRow>(
+    `${SELECT} JOIN memberships m ON m.company_id = l.company_id AND m.user_id = l.user_id
+      WHERE u.booking_slug = $1 AND u.deleted_at IS NULL AND l.active ORDER BY l.title, l.slug LIMIT 200`,
+    [hostSlug],
+  );
+  return rows;
+}
+
 export type BookingLinkFilters = { user_id?: string; active?: boolean };
 
 export function listBookingLinks(db: Queryable, totals: TotalsCache, companyId: string, bookingUrl: string, filters: BookingLinkFilters, page: PaginationQuery) {

@@ -47,7 +47,7 @@ function when(date: Date, zone: string): string {
 function where(b: BookingMail): string {
   if (b.meet_url) return b.meet_url;
   if (!b.location) return '';
-  return b.location.type === 'google_meet' ? 'Google Meet (la liga llega en la invitación del anfitrión)' : (b.location.value ?? '');
+  return b.location.type === 'google_meet' ? 'Google Meet (la liga estará en la página de tu reserva, en el enlace para cancelar o reprogramar)' : (b.location.value ?? '');
 }
 
 /** The .ics of a booking: one VEVENT whose UID survives reschedules. */
