@@ -99,6 +99,14 @@ describe('tax invoices with the development provider', () => {
     const untaxed = await sale(api, { line_items: [{ description: 'Sin IVA definido', quantity: 1, unit_price_cents: 100 }] });
     const r2 = await api.post(`/sales/${untaxed.id}/invoice`);
     assert.deepEqual([r2.status, r2.body.error], [422, 'sale_without_tax']);
+    // The SAT's receiver rules, refused before anything is sent: a persona física's regime for a company's RFC
+    // (12 characters), and a use the regime does not admit (G03 is for business regimes).
+    const mismatched = await sale(api, { customer_id: setup.customer.id });
+    const r3 = await api.post(`/sales/${mismatched.id}/invoice`, { data: { cfdi_use: 'G03', receiver: { tax_regime: '605' } } });
+    assert.deepEqual([r3.status, r3.body.error, Object.keys(r3.body.details ?? r3.body.errors ?? {})], [422, 'validation_failed', ['receiver.tax_regime']], JSON.stringify(r3.body));
+    const r4 = await api.post(`/sales/${mismatched.id}/invoice`, { data: { cfdi_use: 'D01', receiver: { tax_regime: '601' } } });
+    assert.deepEqual([r4.status, r4.body.error], [422, 'validation_failed'], JSON.stringify(r4.body));
+    assert.match(JSON.stringify(r4.body), /cfdi_use/);
     const s = await sale(api, { customer_id: setup.customer.id });
     const both = await Promise.all([1, 2].map(() => api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })));
     assert.deepEqual(both.map((r) => r.status).sort(), [201, 422]);

@@ -10,7 +10,7 @@ import { findSale, type SaleRow } from '../../db/money/sales.ts';
 import { transaction, type Queryable } from '../../db/pool.ts';
 import { INVOICES } from '../../db/queues.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
-import { CANCEL_MOTIVES, CFDI_USES, DEFAULT_PRODUCT_KEY, DEFAULT_UNIT_KEY, PAYMENT_FORMS, PRODUCT_KEY, PUBLIC_RFC, TAX_REGIMES, UNIT_KEY } from '../../lib/cfdi/catalogs.ts';
+import { CANCEL_MOTIVES, CFDI_USES, DEFAULT_PRODUCT_KEY, DEFAULT_UNIT_KEY, PAYMENT_FORMS, PRODUCT_KEY, PUBLIC_RFC, regimeFitsRfc, TAX_REGIMES, UNIT_KEY, useFitsRegime } from '../../lib/cfdi/catalogs.ts';
 import type { CfdiDocument, ConceptLine } from '../../lib/cfdi/document.ts';
 import { invoicePdf } from '../../lib/cfdi/pdf.ts';
 import { FacturapiProvider } from '../../lib/cfdi/providers.ts';
@@ -172,6 +172,9 @@ async function buildDocument(db: Queryable, ctx: ApiContext, sale: SaleRow, invo
     const zip = input.receiver?.zip ?? customer.address?.postal_code;
     const errors: Record<string, string[]> = {};
     if (!regime || !TAX_REGIMES[regime]) errors['receiver.tax_regime'] = ['el régimen fiscal del cliente es obligatorio (c_RegimenFiscal)'];
+    // What the SAT's receiver rules refuse at stamping, refused here: a regime of the other kind of person, a use the regime does not admit.
+    else if (!regimeFitsRfc(regime, rfc)) errors['receiver.tax_regime'] = [`el régimen ${regime} no aplica a una persona ${rfc.length === 12 ? 'moral (RFC de 12 caracteres)' : 'física (RFC de 13 caracteres)'}`];
+    else if (!useFitsRegime(cfdiUse, regime)) errors.cfdi_use = [`el uso ${cfdiUse} no admite el régimen ${regime} del receptor (c_UsoCFDI)`];
     if (!zip || !/^\d{5}$/.test(zip)) errors['receiver.zip'] = ['el código postal fiscal del cliente es obligatorio'];
     if (Object.keys(errors).length) throw validationFailed(errors);
     receiver = { rfc, legal_name: (customer.legal_name ?? customer.name).toUpperCase(), tax_regime: regime!, zip: zip! };

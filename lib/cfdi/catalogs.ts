@@ -26,6 +26,26 @@ export const TAX_REGIMES: Record<string, string> = {
   '626': 'Régimen Simplificado de Confianza',
 };
 
+/**
+ * c_RegimenFiscal's Física / Moral columns: who may be in each regime. An
+ * RFC of 13 characters is a persona física's, of 12 a persona moral's.
+ */
+const FISICA_ONLY = ['605', '606', '607', '608', '611', '612', '614', '615', '616', '621', '625'];
+const MORAL_ONLY = ['601', '603', '620', '622', '623', '624'];
+export function regimeFitsRfc(regime: string, rfc: string): boolean {
+  const moral = rfc.length === 12;
+  return moral ? !FISICA_ONLY.includes(regime) : !MORAL_ONLY.includes(regime);
+}
+
+/** c_UsoCFDI's "Régimen Fiscal Receptor" column, for the uses of CFDI_USES: the receiver regimes each use admits. */
+const BUSINESS_REGIMES = ['601', '603', '606', '612', '620', '621', '622', '623', '624', '625', '626'];
+const PERSONAL_DEDUCTION_REGIMES = ['605', '606', '607', '608', '611', '612', '614', '615', '625'];
+export function useFitsRegime(use: string, regime: string): boolean {
+  if (use === 'S01' || use === 'CP01') return !!TAX_REGIMES[regime];
+  if (use.startsWith('D')) return PERSONAL_DEDUCTION_REGIMES.includes(regime);
+  return BUSINESS_REGIMES.includes(regime); // G01–G03, I01–I08
+}
+
 /** c_UsoCFDI (the common ones; S01 for the general public, CP01 for payment complements). */
 export const CFDI_USES = ['G01', 'G02', 'G03', 'I01', 'I02', 'I03', 'I04', 'I08', 'D01', 'D02', 'D03', 'D04', 'S01', 'CP01'] as const;
 
