@@ -243,7 +243,7 @@ export const invoiceRoutes: RouteDef[] = [
     summary: 'Factura una venta (CFDI 4.0)',
     description:
       'Registra la factura como `pending` y la timbra en segundo plano; después queda `valid` (con `uuid`, serie, folio, fecha de timbrado y URL de verificación, evento `invoice.emitted`) o `failed` (con la razón del proveedor). ' +
-      'Receptor: el cliente de la venta (su RFC es `tax_id`; sin él, 422 `customer_no_rfc`); sin cliente, el público en general (XAXX010101000, régimen 616, uso S01, factura global del mes). ' +
+      'Receptor: el cliente de la venta (su RFC es `tax_id`; sin él, 422 `customer_no_rfc`); su régimen debe corresponder al tipo de persona del RFC (12 caracteres: moral; 13: física) y `cfdi_use` debe admitir ese régimen (c_UsoCFDI), si no 422 `validation_failed`; sin cliente, el público en general (XAXX010101000, régimen 616, uso S01, factura global del mes). ' +
       'Método de pago PUE para una venta `immediate`, PPD (forma 99) para una `deferred`. Una línea sin tratamiento de IVA: 422 `sale_without_tax`. ' +
       'Sin datos fiscales completos de la empresa: 422 `no_emitter`. Una venta con factura vigente: 422 `already_invoiced` (sustitúyela con `substitutes_id`). Dos solicitudes a la vez para una venta dejan una sola factura.',
     params: idParam,
