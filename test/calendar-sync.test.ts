@@ -196,7 +196,7 @@ describe('calendar sync end to end', () => {
     const inGoogle = google.events.get(e.id)! as any;
     assert.equal(inGoogle.description, 'orden del día');
     assert.deepEqual(inGoogle.reminders, { useDefault: false, overrides: [5, 10, 30, 60, 120].map((minutes) => ({ method: 'popup', minutes })) });
-    assert.deepEqual(inGoogle.extendedProperties, { private: { workspace_event_id: e.id } });
+    assert.deepEqual(inGoogle.extendedProperties, { private: { workspace_event_id: e.id, workspace_user_id: tenant.ownerId } });
     assert.equal((await api.patch(`/calendar/events/${e.id}`, { data: { description: null, location: null, reminders_minutes: [] } })).status, 200);
     await waitFor(() => (google.events.get(e.id) as any).description === null, 20_000, 'the description cleared in Google');
     assert.equal((google.events.get(e.id) as any).location, null);
@@ -214,7 +214,8 @@ describe('calendar sync end to end', () => {
     await connect(person.ownerId, 'rt-first');
     const kept = await make('Antes', '2030-01-07');
     const doomed = await make('Se borrará', '2030-01-08');
-    for (const e of [kept, doomed]) await waitFor(async () => (await eventRow(e.id))?.google_event_id, 20_000, `${e.title} synced`);
+    const switched = await make('Se apagará', '2030-01-11');
+    for (const e of [kept, doomed, switched]) await waitFor(async () => (await eventRow(e.id))?.google_event_id, 20_000, `${e.title} synced`);
     google.createExternal({ id: 'reconn-ext', summary: 'Externo', start: { dateTime: '2030-01-09T15:00:00Z' }, end: { dateTime: '2030-01-09T16:00:00Z' } });
     await pull(person.ownerId);
     await waitFor(async () => (await app.pool.query(`SELECT 1 FROM calendar_events WHERE user_id = $1 AND google_event_id = 'reconn-ext'`, [person.ownerId])).rowCount, 20_000, 'the external event imported');
@@ -225,6 +226,7 @@ describe('calendar sync end to end', () => {
     await waitFor(async () => JSON.parse((await runCli(app, ['calendar', 'status', '--user', person.ownerId, '--json'])).stdout).status === 'needs_reauthorization', 20_000, 'needs_reauthorization');
     assert.equal((await theirs.patch(`/calendar/events/${kept.id}`, { data: { title: 'Antes, cambiado' } })).status, 200);
     assert.equal((await theirs.delete(`/calendar/events/${doomed.id}`)).status, 204);
+    assert.equal((await theirs.patch(`/calendar/events/${switched.id}`, { data: { sync_to_google: false } })).status, 200);
     google.deleteExternal('reconn-ext');
 
     await connect(person.ownerId, 'rt-second'); // the operator connects the member again
@@ -233,9 +235,15 @@ describe('calendar sync end to end', () => {
     assert.equal(google.events.get(synced)!.summary, 'Durante');
     await waitFor(() => google.events.get(kept.id)!.summary === 'Antes, cambiado', 20_000, 'the change made meanwhile reaches Google');
     await waitFor(() => google.events.get(doomed.id)!.status === 'cancelled', 20_000, 'the event deleted meanwhile leaves Google');
+    await waitFor(() => google.events.get(switched.id)!.status === 'cancelled', 20_000, 'the event switched off meanwhile leaves Google');
     await waitFor(async () => (await app.pool.query(`SELECT 1 FROM calendar_events WHERE user_id = $1 AND google_event_id = 'reconn-ext'`, [person.ownerId])).rowCount === 0, 20_000, 'the import deleted in Google meanwhile is dropped');
     const imported = await app.pool.query(`SELECT google_event_id FROM calendar_events WHERE user_id = $1 AND source = 'google'`, [person.ownerId]);
     assert.deepEqual(imported.rows, [], 'our own events are not imported back');
+    // The stand-in is one calendar for everyone, as a shared calendar would be: this member's pulls met the
+    // other member's events there, and left them alone.
+    const { rows: others } = await app.pool.query(`SELECT google_event_id FROM calendar_events WHERE user_id = $1 AND source <> 'google' AND google_event_id IS NOT NULL`, [tenant.ownerId]);
+    assert.ok(others.length > 0);
+    for (const { google_event_id } of others) assert.equal(google.events.get(google_event_id)?.status, 'confirmed', `${google_event_id} of another member`);
   });
 
   test('an expired access token: one refresh, then the call goes through', async () => {

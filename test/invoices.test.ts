@@ -6,6 +6,7 @@
 // that speaks its API (outages retried, rejections, a lost answer that must
 // not stamp twice, downloads).
 import assert from 'node:assert/strict';
+import { useFitsRegime } from '../lib/cfdi/catalogs.ts';
 import { after, before, describe, test } from 'node:test';
 import { validateCfdi } from '../lib/cfdi/anexo20.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
@@ -107,6 +108,8 @@ describe('tax invoices with the development provider', () => {
     const r4 = await api.post(`/sales/${mismatched.id}/invoice`, { data: { cfdi_use: 'D01', receiver: { tax_regime: '601' } } });
     assert.deepEqual([r4.status, r4.body.error], [422, 'validation_failed'], JSON.stringify(r4.body));
     assert.match(JSON.stringify(r4.body), /cfdi_use/);
+    // c_UsoCFDI: G02 (returns, discounts) also admits salaried and other personal regimes; G03 does not.
+    assert.deepEqual([useFitsRegime('G02', '605'), useFitsRegime('G02', '616'), useFitsRegime('G03', '605'), useFitsRegime('D01', '601')], [true, true, false, false]);
     const s = await sale(api, { customer_id: setup.customer.id });
     const both = await Promise.all([1, 2].map(() => api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })));
     assert.deepEqual(both.map((r) => r.status).sort(), [201, 422]);

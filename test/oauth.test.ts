@@ -28,8 +28,10 @@ describe('OAuth 2.1 authorization server', () => {
   });
   after(() => app.close());
 
+  // Each registration from its own address: registrations are limited to 20 a minute per address.
+  let registrations = 0;
   const register = async (redirect = 'http://127.0.0.1:43210/callback') => {
-    const res = await fetch(`${app.url}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: [redirect], client_name: 'Cliente de prueba' }) });
+    const res = await fetch(`${app.url}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': `203.0.113.${(++registrations % 250) + 1}` }, body: JSON.stringify({ redirect_uris: [redirect], client_name: 'Cliente de prueba' }) });
     return { status: res.status, body: (await res.json()) as any };
   };
   const pkce = () => {
@@ -120,7 +122,8 @@ describe('OAuth 2.1 authorization server', () => {
   });
 
   test('registration refuses hostile redirect URIs', async () => {
-    for (const uri of ['javascript:alert(1)', 'data:text/html,x', 'file:///etc/passwd', 'http://evil.example/cb', 'https://a.example/cb#frag', 'https://*.example/cb']) {
+    // A host with ; or , would write into the pages' CSP header (form-action names the redirect's origin).
+    for (const uri of ['javascript:alert(1)', 'data:text/html,x', 'file:///etc/passwd', 'http://evil.example/cb', 'https://a.example/cb#frag', 'https://*.example/cb', 'https://a;sandbox/cb', 'https://x,script-src/cb']) {
       const res = await register(uri);
       assert.equal(res.status, 400, uri);
       assert.equal(res.body.error, 'invalid_redirect_uri', uri);

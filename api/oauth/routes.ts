@@ -75,6 +75,8 @@ function acceptableRedirect(value: string): boolean {
   }
   if (url.hash || value.includes('*') || value.length > 2000) return false;
   if (['javascript:', 'data:', 'file:', 'vbscript:', 'blob:', 'about:', 'ftp:', 'ws:', 'wss:'].includes(url.protocol)) return false;
+  // A host is letters, digits, dots and hyphens (or a bracketed IPv6): it goes into the pages' CSP.
+  if (url.host && !/^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d+)?$/.test(url.host)) return false;
   if (url.protocol === 'https:') return true;
   if (url.protocol === 'http:') return ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
   return /^[a-z][a-z0-9+.-]*\.?[a-z0-9+.-]*:$/.test(url.protocol); // private-use scheme (cursor://, vscode://)

@@ -39,11 +39,14 @@ export function regimeFitsRfc(regime: string, rfc: string): boolean {
 
 /** c_UsoCFDI's "Régimen Fiscal Receptor" column, for the uses of CFDI_USES: the receiver regimes each use admits. */
 const BUSINESS_REGIMES = ['601', '603', '606', '612', '620', '621', '622', '623', '624', '625', '626'];
+/** G02 (devoluciones, descuentos o bonificaciones) admits these too. */
+const RETURNS_ALSO = ['605', '608', '610', '611', '614', '616'];
 const PERSONAL_DEDUCTION_REGIMES = ['605', '606', '607', '608', '611', '612', '614', '615', '625'];
 export function useFitsRegime(use: string, regime: string): boolean {
   if (use === 'S01' || use === 'CP01') return !!TAX_REGIMES[regime];
   if (use.startsWith('D')) return PERSONAL_DEDUCTION_REGIMES.includes(regime);
-  return BUSINESS_REGIMES.includes(regime); // G01–G03, I01–I08
+  if (use === 'G02') return [...BUSINESS_REGIMES, ...RETURNS_ALSO].includes(regime);
+  return BUSINESS_REGIMES.includes(regime); // G01, G03, I01–I08
 }
 
 /** c_UsoCFDI (the common ones; S01 for the general public, CP01 for payment complements). */

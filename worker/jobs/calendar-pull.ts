@@ -13,7 +13,7 @@ import type { Job } from 'pg-boss';
 import { objectId } from '../../lib/objectid.ts';
 import { startOfLocalDate } from '../../lib/booking-slots.ts';
 import { CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, CALENDAR_PUSH, type CalendarPullJob, type HousekeepingJob } from '../../db/queues.ts';
-import { OUR_EVENT_PROPERTY } from './calendar-push.ts';
+import { OUR_EVENT_PROPERTY, OUR_HOST_PROPERTY } from './calendar-push.ts';
 import { GoogleApiError, type GoogleEvent } from '../../lib/google-calendar.ts';
 import { activeConnection, googleClient, recordError, withToken, type Connection } from '../calendar/google-access.ts';
 import type { JobDefinition, WorkerDeps } from './types.ts';
@@ -34,10 +34,12 @@ async function apply(deps: WorkerDeps, connection: Connection, companies: string
   const { pool } = deps;
   const ourId = item.extendedProperties?.private?.[OUR_EVENT_PROPERTY];
   if (ourId) {
-    // One of ours. If it is gone here (deleted while the connection was down, so its delete never
-    // reached Google), it leaves Google now rather than come back as the member's busy time.
-    const { rows } = await pool.query<{ company_id: string }>(`SELECT company_id FROM calendar_events WHERE user_id = $1 AND id = $2 AND source <> 'google'`, [connection.user_id, ourId]);
-    if (!rows.length && item.status !== 'cancelled') {
+    // One of ours (whoever's: a calendar may be shared by several members), never imported. If it is
+    // this member's and gone here (deleted while the connection was down, so its delete never reached
+    // Google), it leaves Google now rather than come back as the member's busy time.
+    const { rowCount } = await pool.query(`SELECT 1 FROM calendar_events WHERE id = $1 AND source <> 'google'`, [ourId]);
+    const mine = item.extendedProperties?.private?.[OUR_HOST_PROPERTY] === connection.user_id;
+    if (!rowCount && mine && item.status !== 'cancelled') {
       await deps.jobs.send(pool, CALENDAR_PUSH, { company_id: companies[0] ?? '', event_id: ourId, user_id: connection.user_id, action: 'delete', google_event_id: item.id });
     }
     return;
@@ -92,19 +94,17 @@ async function afterFullList(deps: WorkerDeps, connection: Connection, seen: str
     `DELETE FROM calendar_events WHERE user_id = $1 AND source = 'google' AND ends_at >= $2 AND NOT (google_event_id = ANY($3::text[]))`,
     [connection.user_id, timeMin, seen],
   );
-  const { rows } = await pool.query<{ company_id: string; id: string; google_event_id: string | null }>(
-    `SELECT company_id, id, google_event_id FROM calendar_events
-      WHERE user_id = $1 AND source <> 'google' AND sync_to_google IS NOT FALSE AND ends_at > now()`,
+  // Upcoming events to send, and events switched to sync_to_google: false meanwhile that are still there.
+  const { rows } = await pool.query<{ company_id: string; id: string; google_event_id: string | null; off: boolean }>(
+    `SELECT company_id, id, google_event_id, sync_to_google = false AS off FROM calendar_events
+      WHERE user_id = $1 AND source <> 'google' AND ends_at > now() AND (sync_to_google IS NOT FALSE OR google_event_id IS NOT NULL)`,
     [connection.user_id],
   );
   for (const event of rows) {
-    await deps.jobs.send(pool, CALENDAR_PUSH, {
-      company_id: event.company_id,
-      event_id: event.id,
-      user_id: connection.user_id,
-      action: 'upsert',
-      google_event_id: event.google_event_id ?? event.id,
-    });
+    const action = event.off ? 'delete' : 'upsert';
+    // Not deduplicated: a time-window singleton would drop the push of a change made since the last
+    // full list (a reconnect within the window). A push is an upsert or a delete, so twice is harmless.
+    await deps.jobs.send(pool, CALENDAR_PUSH, { company_id: event.company_id, event_id: event.id, user_id: connection.user_id, action, google_event_id: event.google_event_id ?? event.id });
   }
 }
 

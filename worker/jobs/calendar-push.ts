@@ -20,6 +20,7 @@ import type { JobDefinition, WorkerDeps } from './types.ts';
 
 type EventRow = {
   id: string;
+  user_id: string;
   title: string;
   description: string | null;
   location: string | null;
@@ -38,8 +39,9 @@ type EventRow = {
 
 /** Google keeps at most 5 reminder overrides per event: the 5 nearest the start are sent. */
 export const GOOGLE_MAX_REMINDERS = 5;
-/** The private extended property that marks an event in Google as one of ours (its value: our event id). */
+/** The private extended properties that mark an event in Google as one of ours: our event id, and its host. */
 export const OUR_EVENT_PROPERTY = 'workspace_event_id';
+export const OUR_HOST_PROPERTY = 'workspace_user_id';
 
 /** How often the job looks again while Google prepares the conference, and how long it waits between looks. */
 export const MEET_POLLS = 5;
@@ -61,7 +63,9 @@ export function toGoogle(event: EventRow): GoogleEvent {
       useDefault: false,
       overrides: [...new Set(event.reminders_minutes)].sort((a, b) => a - b).slice(0, GOOGLE_MAX_REMINDERS).map((minutes) => ({ method: 'popup' as const, minutes })),
     },
-    extendedProperties: { private: { [OUR_EVENT_PROPERTY]: event.id } },
+    extendedProperties: { private: { [OUR_EVENT_PROPERTY]: event.id, [OUR_HOST_PROPERTY]: event.user_id } },
+    // Restores a copy deleted earlier (sync switched off, then on): Google keeps deleted events, cancelled.
+    status: 'confirmed',
     ...(event.create_meet && event.kind !== 'task' && !event.meet_url
       ? { conferenceData: { createRequest: { requestId: `meet-${event.id}`, conferenceSolutionKey: { type: 'hangoutsMeet' } } } }
       : {}),
@@ -123,7 +127,7 @@ async function push(deps: WorkerDeps, job: CalendarPushJob): Promise<void> {
       }
       for (let i = 0; i < MEET_POLLS && conferencePending(result); i++) {
         await new Promise((resolve) => setTimeout(resolve, MEET_POLL_MS));
-        result = await client.getEvent(token, calendar, body.id);
+        result = await client.getEvent(token, calendar, result.id ?? body.id);
       }
       return result;
     });
