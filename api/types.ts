@@ -42,7 +42,7 @@ export type ApiState = {
   /** Set by the multipart body parser of upload routes. */
   upload?: UploadedFile;
   /** The credential of an MCP request (api/mcp/server.ts). */
-  mcpCredential?: { companyId: string; scopes: string[]; label: string };
+  mcpCredential?: { companyId: string; scopes: string[]; label: string; allowedOrigins: string[] };
   /** The transaction of an Idempotency-Key request (api/middleware/idempotency.ts); handlers get it as `db`. */
   db?: Client;
   /**

@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { updateCompany } from '../api/admin/companies.ts';
+import { issueKey } from '../api/admin/keys.ts';
 import { KeyCache } from '../api/auth/key-cache.ts';
 import { McpQuota } from '../api/mcp/quota.ts';
 import { createPool } from '../db/pool.ts';
@@ -333,6 +334,14 @@ describe('MCP server', () => {
     assert.equal(hostile.status, 403);
     assert.equal(hostile.headers.get('access-control-allow-origin'), null);
     assert.equal((await rpc({ jsonrpc: '2.0', id: 1, method: 'ping' }, tenant.key, { origin: 'http://evil.example' })).headers.get('access-control-allow-origin'), null);
+    // A key pinned to origins (contract, Authentication 5) is refused from a page elsewhere, as REST refuses it;
+    // from its own origin, and from a client that sends no Origin (not a browser), it works.
+    const pinned = await issueKey(app.pool, { companyId: tenant.companyId, scopes: ['read-customers'], origins: ['app.example.com'] });
+    const ping2 = { jsonrpc: '2.0', id: 1, method: 'ping' };
+    const elsewhere = await rpc(ping2, pinned.secret, { origin: 'https://evil.example' });
+    assert.deepEqual([elsewhere.status, elsewhere.body.error], [403, 'origin_not_allowed']);
+    assert.deepEqual((await rpc(ping2, pinned.secret, { origin: 'https://app.example.com' })).body.result, {});
+    assert.deepEqual((await rpc(ping2, pinned.secret)).body.result, {});
     // The discovery documents answer their own preflight (the SDK sends MCP-Protocol-Version with them).
     for (const path of ['/.well-known/oauth-protected-resource/api/mcp/v1', '/.well-known/oauth-authorization-server']) {
       const res = await preflight(origin, path);

@@ -8,7 +8,7 @@ import Router from '@koa/router';
 import { isWellFormedSecret } from '../auth/keys.ts';
 import { logError } from '../../lib/log.ts';
 import { ApiError } from '../errors.ts';
-import { bearerToken } from '../middleware/authenticate.ts';
+import { bearerToken, originAllowed } from '../middleware/authenticate.ts';
 import { limitUnauthenticated } from '../middleware/rate-limit.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState } from '../types.ts';
 import { fieldErrors, jsonBodyProblem } from '../validation.ts';
@@ -21,7 +21,8 @@ export const PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as c
 const SERVER_INFO = { name: 'workspace-service', title: 'Workspace', version: '1.0.05' };
 
 type Request = { jsonrpc: '2.0'; id?: string | number | null; method: string; params?: Record<string, unknown> };
-type Credential = { companyId: string; scopes: string[]; label: string };
+/** Who calls: the company, its scopes, the activity label, and an API key's origin allow-list (empty for OAuth tokens). */
+type Credential = { companyId: string; scopes: string[]; label: string; allowedOrigins: string[] };
 
 /** A JSON-RPC id worth echoing: a string or a number (an invalid message's object or array id is answered with null). */
 const echoable = (id: unknown) => (typeof id === 'string' || typeof id === 'number' ? id : null);
@@ -78,11 +79,11 @@ async function credentialOf(ctx: ApiContext): Promise<Credential | null> {
   const secret = bearerToken(ctx.get('Authorization'));
   if (secret?.startsWith(ACCESS_PREFIX)) {
     const grant = await verifyAccessToken(ctx.deps.pool, secret);
-    return grant ? { companyId: grant.companyId, scopes: grant.scopes, label: `oauth:${grant.grantId}` } : null;
+    return grant ? { companyId: grant.companyId, scopes: grant.scopes, label: `oauth:${grant.grantId}`, allowedOrigins: [] } : null;
   }
   if (!secret || !isWellFormedSecret(secret)) return null;
   const key = await ctx.deps.keyCache.lookup(ctx.deps.pool, secret);
-  return key ? { companyId: key.companyId, scopes: key.scopes, label: `key:${key.keyId}` } : null;
+  return key ? { companyId: key.companyId, scopes: key.scopes, label: `key:${key.keyId}`, allowedOrigins: key.allowedOrigins } : null;
 }
 
 function isRequest(value: unknown): value is Request {
@@ -286,6 +287,11 @@ export function mcpRouter(): ApiRouter {
       const presented = bearerToken(ctx.get('Authorization')) ? ', error="invalid_token"' : '';
       ctx.set('WWW-Authenticate', `Bearer resource_metadata="${ctx.deps.config.siteUrl}/.well-known/oauth-protected-resource${MCP_PATH}"${presented}`);
       throw new ApiError('invalid_key');
+    }
+    // A key pinned to origins (contract, Authentication 5) is refused from a browser page elsewhere, as the
+    // REST API refuses it; a client without Origin (not a browser: desktop apps, servers) is not held to it.
+    if (origin && credential.allowedOrigins.length > 0 && !originAllowed(ctx, credential.allowedOrigins)) {
+      throw new ApiError('origin_not_allowed', 'La llave no admite este origen.');
     }
     ctx.state.mcpCredential = credential;
     await next();
