@@ -48,6 +48,9 @@ export async function processThumbnail({ pool, config, blobs }: Pick<WorkerDeps,
   const url = mediaUrl(config.siteUrl, token, filename);
   const spec = MEDIA_OWNERS[media.owner_type as MediaOwner];
   const applied = await transaction(pool, async (client) => {
+    // The owner's row first, the order an upload or a removal of the image takes (api/uploads/image-route.ts):
+    // taking the media row first deadlocked with a replacement deleting this media under the owner's lock.
+    await client.query(`SELECT 1 FROM ${spec.table} WHERE id = $1 FOR NO KEY UPDATE`, [media.owner_id]);
     const updated = await client.query(
       `UPDATE media SET thumbnail_blob_id = $2, thumbnail_token = $3, status = 'ready', error = NULL, updated_at = now() WHERE id = $1 AND status = 'pending'`,
       [mediaId, written.blob.id, token],
