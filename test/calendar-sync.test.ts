@@ -190,6 +190,17 @@ describe('calendar sync end to end', () => {
     await waitFor(() => google.events.get(f.id)!.status === 'cancelled', 20_000, 'the delete in Google');
   });
 
+  test('sync_to_google switched off while the first push is in Google: the copy it made is removed', async () => {
+    const insert = google.hold('POST', /\/events$/);
+    const e = await newEvent({ title: 'Carrera' });
+    await insert.arrived;
+    // The write sees no copy in Google yet (google_event_id is still null), so it queues nothing.
+    assert.equal((await api.patch(`/calendar/events/${e.id}`, { data: { sync_to_google: false } })).status, 200);
+    insert.release();
+    await waitFor(() => google.events.get(e.id)?.status === 'cancelled', 20_000, 'the copy the push made is deleted in Google');
+    await waitFor(async () => (await eventRow(e.id)).google_event_id === null, 20_000, 'google_event_id cleared');
+  });
+
   test('what is cleared here is cleared in Google; reminders go as popup overrides, the 5 nearest', async () => {
     const e = await newEvent({ title: 'Con notas', description: 'orden del día', location: 'Sala 2', reminders_minutes: [60, 10, 1440, 5, 30, 120] });
     await waitFor(async () => (await eventRow(e.id))?.google_event_id, 20_000, 'synced');

@@ -220,6 +220,40 @@ describe('OAuth 2.1 authorization server', () => {
     assert.equal((await token({ grant_type: 'refresh_token', refresh_token: third.body.refresh_token })).body.error, 'invalid_grant');
   });
 
+  test('a replay racing its successor\'s own refresh waits for it and revokes the grant', async () => {
+    const client = await sharedClient();
+    const { verifier, challenge } = pkce();
+    const code = (await authorize(client.client_id, challenge)).searchParams.get('code')!;
+    const first = await token({ grant_type: 'authorization_code', code, code_verifier: verifier });
+    const second = await token({ grant_type: 'refresh_token', refresh_token: first.body.refresh_token });
+    assert.equal(second.status, 200);
+    // The successor's refresh, caught between its rotation and its commit (as a concurrent
+    // request would be): its row is locked and rotated, not yet committed.
+    const successor = createHash('sha256').update(second.body.refresh_token).digest();
+    const inFlight = await app.pool.connect();
+    try {
+      await inFlight.query('BEGIN');
+      await inFlight.query(`SELECT 1 FROM oauth_tokens WHERE digest = $1 FOR UPDATE`, [successor]);
+      await inFlight.query(`UPDATE oauth_tokens SET rotated_at = now() WHERE digest = $1`, [successor]);
+      let settled = false;
+      const replay = token({ grant_type: 'refresh_token', refresh_token: first.body.refresh_token }).finally(() => { settled = true; });
+      // Until the replay either answers or waits on the successor's row lock.
+      for (let i = 0; i < 200 && !settled; i++) {
+        const { rows } = await app.pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM oauth_tokens%FOR SHARE%'`);
+        if (rows.length) break;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      await inFlight.query('COMMIT');
+      const res = await replay;
+      assert.equal(res.status, 400, `the replay must not get the pair of a successor being used: ${JSON.stringify(res.body)}`);
+      assert.equal(res.body.error, 'invalid_grant');
+      assert.equal((await mcp(second.body.access_token)).status, 401, 'the whole grant is revoked');
+    } finally {
+      await inFlight.query('ROLLBACK').catch(() => {});
+      inFlight.release();
+    }
+  });
+
   test('sign-in on the page: its guesses count with the API sign-in\'s (same limits), a wrong and an unknown email read alike', async () => {
     const client = await sharedClient();
     const params = new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: 'http://127.0.0.1:43210/callback', code_challenge: pkce().challenge, code_challenge_method: 'S256', state: 's' });

@@ -5,7 +5,7 @@
 // with PKCE S256 only, refresh_token rotated on every use, a reused refresh
 // token revoking the whole grant) and /oauth/revoke (RFC 7009). Token and
 // registration errors are RFC 6749 JSON ({error, error_description}).
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { koaBody } from 'koa-body';
@@ -342,7 +342,7 @@ export function oauthRouter(): ApiRouter {
     }
 
     if (!session) {
-      const csrf = createHash('sha256').update(`${Math.random()}${Date.now()}${process.pid}`).digest('base64url');
+      const csrf = randomBytes(32).toString('base64url');
       ctx.cookies.set(cookieName(CSRF_COOKIE), csrf, cookieOptions);
       ctx.body = signInPage(params, csrf, clientName);
       return;
@@ -415,9 +415,10 @@ export function oauthRouter(): ApiRouter {
         if (token.rotated_at && token.in_grace && token.successor && !grant.revoked_at) {
           // Parallel refreshes of one client: the same successor pair, not a new one. Once that
           // successor has itself been used, this is no parallel refresh but a replay: theft, below.
+          // FOR SHARE waits for a refresh of the successor in flight, and then reads it as rotated.
           const pair = openSuccessor(body.refresh_token, token.successor);
           const { rows: next } = pair
-            ? await db.query<{ rotated: boolean }>(`SELECT rotated_at IS NOT NULL AS rotated FROM oauth_tokens WHERE digest = $1 AND kind = 'refresh'`, [digest(pair.refresh_token)])
+            ? await db.query<{ rotated: boolean }>(`SELECT rotated_at IS NOT NULL AS rotated FROM oauth_tokens WHERE digest = $1 AND kind = 'refresh' FOR SHARE`, [digest(pair.refresh_token)])
             : { rows: [] };
           if (pair && next[0] && !next[0].rotated) return { tokens: pair };
         }

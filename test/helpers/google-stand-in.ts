@@ -24,6 +24,7 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
   const failures: Failure[] = [];
   const requests: Array<{ method: string; path: string; query: URLSearchParams; body: any; auth: string | undefined }> = [];
   const pendingReads = new Map<string, number>();
+  const holds: Array<{ method: string; path: RegExp; arrived: () => void; released: Promise<void> }> = [];
   let issued = 0;
 
   const googleError = (status: number, reason: string, message: string) => ({ error: { code: status, message, errors: [{ domain: 'global', reason, message }], status: reason } });
@@ -62,6 +63,12 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
     const isForm = (req.headers['content-type'] ?? '').includes('x-www-form-urlencoded');
     const body = text ? (isForm ? Object.fromEntries(new URLSearchParams(text)) : JSON.parse(text)) : null;
     requests.push({ method: req.method!, path: url.pathname, query: url.searchParams, body, auth: req.headers.authorization });
+    const hold = holds.findIndex((h) => h.method === req.method && h.path.test(url.pathname));
+    if (hold >= 0) {
+      const [held] = holds.splice(hold, 1);
+      held!.arrived();
+      await held!.released;
+    }
     const failure = failures.find((f) => f.times > 0 && (!f.method || f.method === req.method) && (!f.path || f.path.test(url.pathname)));
     if (failure) {
       failure.times--;
@@ -176,6 +183,17 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
       codes.set(code, refreshToken);
     },
     /** The next `times` matching requests fail with `status` (and Google's `reason`). */
+    /**
+     * The next matching request is held (read, not yet answered) until
+     * `release()`: a call caught in flight. `arrived` resolves when it comes.
+     */
+    hold(method: string, path: RegExp) {
+      let arrived!: () => void;
+      let release!: () => void;
+      const came = new Promise<void>((resolve) => (arrived = resolve));
+      holds.push({ method, path, arrived, released: new Promise<void>((resolve) => (release = resolve)) });
+      return { arrived: came, release };
+    },
     fail(failure: Omit<Failure, 'times'> & { times?: number }) {
       failures.push({ times: 1, ...failure });
     },

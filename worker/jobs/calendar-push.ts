@@ -133,10 +133,17 @@ async function push(deps: WorkerDeps, job: CalendarPushJob): Promise<void> {
     });
     if (!sent) return;
     const meetUrl = meetUrlOf(sent.value);
-    await pool.query(
-      'UPDATE calendar_events SET google_event_id = $3, meet_url = coalesce($4, meet_url), updated_at = now() WHERE company_id = $1 AND id = $2',
-      [job.company_id, event.id, sent.value.id ?? body.id, meetUrl],
+    const googleId = sent.value.id ?? body.id;
+    const { rows: stored } = await pool.query<{ sync_to_google: boolean | null }>(
+      'UPDATE calendar_events SET google_event_id = $3, meet_url = coalesce($4, meet_url), updated_at = now() WHERE company_id = $1 AND id = $2 RETURNING sync_to_google',
+      [job.company_id, event.id, googleId, meetUrl],
     );
+    if (!stored[0] || stored[0].sync_to_google === false) {
+      // Switched off (or deleted) while this push was in Google: that write saw no copy there to
+      // delete, so the copy this push made is deleted now (the row lock orders the two writes).
+      await deps.jobs.send(pool, CALENDAR_PUSH, { ...job, action: 'delete', google_event_id: googleId });
+      return;
+    }
     if (meetUrl) await pool.query('UPDATE bookings SET meet_url = $3, updated_at = now() WHERE company_id = $1 AND calendar_event_id = $2', [job.company_id, event.id, meetUrl]);
     if (event.create_meet && !meetUrl && conferencePending(sent.value)) {
       // Still being prepared: look again later (the same requestId asks for the same conference).
