@@ -24,32 +24,14 @@ export const EVENT_NAMES = [
 export type EventName = (typeof EVENT_NAMES)[number];
 
 /**
- * The events some write of the service records today: what
- * `meta.available_events` and the OpenAPI `webhooks` list. It grows as the
- * resources that emit the others land (money: income.*, sale.*, recurring.*;
- * invoicing: invoice.*); test/webhooks.emitted.test.ts performs, for each
- * name here, the write that emits it, so the list cannot promise an event
- * nothing sends. `enabled_events` still accepts every contract name, so a
- * subscription made from the contract keeps working when its event lands.
+ * The events some write of the service records: what `meta.available_events`
+ * and the OpenAPI `webhooks` list. Every contract name is emitted today;
+ * test/webhooks.emitted.test.ts performs, for each name here, the write that
+ * emits it, so the list cannot promise an event nothing sends. A contract name
+ * added before the write that emits it stays out of this list until then,
+ * while `enabled_events` already accepts it.
  */
-export const EMITTED_EVENT_NAMES: readonly EventName[] = [
-  'income.created',
-  'income.paid',
-  'income.deleted',
-  'sale.created',
-  'sale.paid',
-  'sale.refunded',
-  'recurring.created',
-  'recurring.occurrence_created',
-  'recurring.ended',
-  'recurring.deactivated',
-  'invoice.emitted',
-  'invoice.cancelled',
-  'invoice.substituted',
-  'invoice.payment_complement_added',
-  'customer.created',
-  'lead.created',
-];
+export const EMITTED_EVENT_NAMES: readonly EventName[] = EVENT_NAMES;
 
 const NAMES = new Set<string>(EVENT_NAMES);
 const PREFIXES = new Set(EVENT_NAMES.map((name) => name.slice(0, name.indexOf('.'))));
