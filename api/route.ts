@@ -85,6 +85,11 @@ type RouteBase<Q> = {
 export type JsonRoute<Q = any, D = any> = RouteBase<Q> & {
   /** Schema of the `data` object of the body. */
   body?: z.ZodType<D>;
+  /**
+   * The body is never read: the route answers alike whatever is sent, of any
+   * type or none (POST /automations, "always error body": 422 not_supported_yet).
+   */
+  ignoresBody?: true;
   /** A valid `data` payload: shown in the OpenAPI document, and used by the cross-tenant test to create records. */
   example?: Record<string, unknown>;
   /** Every field of `body` is optional, so no body at all reads as `{data: {}}` (actions such as cancel). */
@@ -197,27 +202,36 @@ export async function jsonContentType(ctx: ApiContext, next: Next) {
  * file's SHA-256, so a different file under the same key is detected.
  */
 function multipartBody(options: MultipartRoute['multipart']): ApiMiddleware {
-  const parser = koaBody({
-    multipart: true,
-    json: false,
-    urlencoded: false,
-    text: false,
-    parsedMethods: [HttpMethodEnum.POST],
-    formidable: {
-      maxFiles: 1,
-      maxFileSize: options.maxFileBytes,
-      maxTotalFileSize: options.maxFileBytes,
-      maxFields: 20,
-      maxFieldsSize: 64 * 1024,
-      allowEmptyFiles: true,
-      minFileSize: 0,
-    },
-  });
+  const parserFor = (maxFileBytes: number) =>
+    koaBody({
+      multipart: true,
+      json: false,
+      urlencoded: false,
+      text: false,
+      parsedMethods: [HttpMethodEnum.POST],
+      formidable: {
+        maxFiles: 1,
+        maxFileSize: maxFileBytes,
+        maxTotalFileSize: maxFileBytes,
+        maxFields: 20,
+        maxFieldsSize: 64 * 1024,
+        allowEmptyFiles: true,
+        minFileSize: 0,
+      },
+    });
+  const parser = parserFor(options.maxFileBytes);
+  // With an Idempotency-Key and no Content-Length (chunked), the 100 KB cap is
+  // enforced while reading: a file past it is a body past it.
+  const idempotentParser = parserFor(Math.min(options.maxFileBytes, IDEMPOTENCY_BODY_LIMIT));
   return async function multipart(ctx, next) {
+    const capped = ctx.headers['idempotency-key'] !== undefined && !ctx.get('Content-Length');
     try {
-      await parser(ctx, async () => {});
+      await (capped ? idempotentParser : parser)(ctx, async () => {});
     } catch (error) {
       const status = (error as { httpCode?: number; status?: number }).httpCode ?? (error as { status?: number }).status;
+      // Refused part way: the rest of the body is left unread, so the connection closes after the answer.
+      if (status === 413) ctx.set('Connection', 'close');
+      if (capped && status === 413) throw new ApiError('idempotency_body_too_large');
       const reason = status === 413
         ? `se acepta un solo archivo de hasta ${Math.floor(options.maxFileBytes / 1024 / 1024)} MB`
         : 'el cuerpo multipart/form-data no es válido';
@@ -364,7 +378,7 @@ function chainOf(route: RouteDef, defaultRateLimit: number): ApiRouteMiddleware[
   if (route.params || route.path.includes(':')) chain.push(validateParams(route.params ?? {}));
   if (route.multipart) chain.push(multipartBody(route.multipart), idempotency);
   else if (route.upload) chain.push(idempotentBodyCap, uploadBody(route.upload));
-  else if (route.method !== 'GET' && route.method !== 'DELETE') chain.push(idempotentBodyCap, jsonContentType, jsonBody, objectBody, idempotency);
+  else if (route.method !== 'GET' && route.method !== 'DELETE' && !route.ignoresBody) chain.push(idempotentBodyCap, jsonContentType, jsonBody, objectBody, idempotency);
   if (route.cache) chain.push(responseCache(route.cache));
   chain.push(handle(route));
   return chain;

@@ -109,6 +109,9 @@ export function parseData<S extends z.ZodType>(schema: S, body: unknown): z.infe
   if (body === null || typeof body !== 'object' || !('data' in body)) {
     throw new ApiError('parameter_missing', 'Falta el parámetro data.');
   }
+  // The fields go inside data; anything beside it is an unknown parameter, refused like one inside it.
+  const beside = Object.keys(body).filter((key) => key !== 'data');
+  if (beside.length) throw validationFailed(Object.fromEntries(beside.slice(0, 20).map((key) => [key, ['parámetro desconocido: los campos van dentro de data']])));
   const data = (body as { data: unknown }).data;
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
     throw validationFailed({ data: ['debe ser un objeto'] });

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { deflateSync, crc32 } from 'node:zlib';
 import { waitFor } from './helpers/wait.ts';
 import { after, before, describe, test } from 'node:test';
@@ -153,6 +154,42 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     assert.equal(await stored(), before, 'the refused bytes are not kept');
     const replaced = await upload(app.baseUrl, small.key, `/products/${a}/image`, 'file', await noise(), 'a2.png');
     assert.equal(replaced.status, 200, replaced.text);
+  });
+
+  test('Idempotency-Key: an image body past 100 KB is 413 idempotency_body_too_large, chunked (no Content-Length) too', async () => {
+    const big = await sharp({ create: { width: 700, height: 700, channels: 3, background: '#808080', noise: { type: 'gaussian' as const, mean: 128, sigma: 40 } } }).jpeg({ quality: 95 }).toBuffer();
+    assert.ok(big.length > 150 * 1024, `a body past 100 KB (${big.length})`);
+    /** A multipart upload sent in chunks, as a streaming client sends it: no Content-Length. */
+    const chunked = (bytes: Buffer, key: string) =>
+      new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: any }>((resolve, reject) => {
+        const boundary = `----chunked${key}`;
+        const target = new URL(`${app.baseUrl}/products/${productId}/image`);
+        const req = http.request(target, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${tenant.key}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'idempotency-key': key, 'transfer-encoding': 'chunked' },
+        });
+        req.on('error', reject);
+        req.on('response', (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: JSON.parse(Buffer.concat(chunks).toString() || 'null') }));
+        });
+        req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`);
+        for (let i = 0; i < bytes.length; i += 16 * 1024) req.write(bytes.subarray(i, i + 16 * 1024));
+        req.end(`\r\n--${boundary}--\r\n`);
+      });
+    const refused = await chunked(big, `big-${Date.now()}`);
+    assert.equal(refused.status, 413);
+    assert.equal(refused.body.error, 'idempotency_body_too_large');
+    const small = (await samples()).jpeg;
+    const key = `small-${Date.now()}`;
+    const first = await chunked(small, key);
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    const replay = await chunked(small, key);
+    assert.equal(replay.status, 200);
+    assert.equal(replay.headers['idempotent-replayed'], 'true');
+    // Without the key, the same large image streams in as before.
+    assert.equal((await up(`/products/${productId}/image`, big, 'grande.jpg')).status, 200);
   });
 
   test('another company cannot upload to or delete our images (404)', async () => {

@@ -233,6 +233,23 @@ describe('leads', () => {
     assert.equal((await api.get('/leads?q=nadie-se-llama-asi')).body.data.length, 0);
   });
 
+  test('the lead list filters by pipeline status; an unknown status is 400 invalid_parameter', async () => {
+    const own = await seedTenant(app.pool);
+    const api = client(app.baseUrl, own.key);
+    await api.post('/leads', { data: { name: 'Nuevo' } });
+    await api.post('/leads', { data: { name: 'Calificado', status: 'qualified' } });
+    await api.post('/leads', { data: { name: 'Calificado con correo', email: 'cq@lead-status.example', status: 'qualified' } });
+    const qualified = await api.get('/leads?status=qualified&include_filtered_total=true');
+    assert.equal(qualified.status, 200);
+    assert.deepEqual(qualified.body.data.map((x: any) => x.name), ['Calificado con correo', 'Calificado']);
+    assert.equal(qualified.body.meta.filtered_total, 2);
+    assert.deepEqual((await api.get('/leads?status=qualified&q=lead-status')).body.data.map((x: any) => x.name), ['Calificado con correo']);
+    assert.deepEqual((await api.get('/leads?status=new')).body.data.map((x: any) => x.name), ['Nuevo']);
+    const bad = await api.get('/leads?status=ganado-ya');
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.error, 'invalid_parameter');
+  });
+
   test('lead CRUD with company_name, job_title and status; lead.created recorded', async () => {
     const created = await api.post('/leads', { data: { name: 'Luis', email: 'luis@p.example', company_name: 'Prospecto SA', job_title: 'CTO', source: 'web' } });
     assert.equal(created.status, 201);
@@ -298,10 +315,20 @@ describe('automations', () => {
     assert.equal(after.body.data.trigger_type, 'lead.created', 'nothing refused was written');
   });
 
-  test('POST /automations is 422 not_supported_yet', async () => {
+  test('POST /automations is 422 not_supported_yet, whatever the body', async () => {
     const res = await api.post('/automations', { data: { name: 'x', trigger_type: 'y' } });
     assert.equal(res.status, 422);
     assert.equal(res.body.error, 'not_supported_yet');
+    // "Always error body": a body of another type, one that is no JSON, or none, answer alike.
+    for (const [type, body] of [['text/plain', 'hola'], ['application/json', 'garbage'], ['application/json', ''], [null, null]] as const) {
+      const raw = await fetch(`${app.baseUrl}/automations`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tenant.key}`, ...(type ? { 'content-type': type } : {}), 'idempotency-key': `auto-${type}-${body}` },
+        ...(body !== null ? { body } : {}),
+      });
+      assert.equal(raw.status, 422, `${type} ${body}`);
+      assert.equal(((await raw.json()) as any).error, 'not_supported_yet', `${type} ${body}`);
+    }
   });
 
   test('DELETE removes it', async () => {

@@ -414,6 +414,21 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     assert.equal(exact.body.data.files[0].size_bytes, 2 * MIB);
   });
 
+  test('a multipart body past the part limits is refused whole, not stored without the parts that did not fit', async () => {
+    const submissions = async () => (await app.pool.query('SELECT count(*)::int AS n FROM form_submissions WHERE company_id = $1', [tenant.companyId])).rows[0].n;
+    const before = await submissions();
+    const filler = Array.from({ length: 520 }, (): [string, string] => ['answers[message][]', 'x']);
+    const tooManyTexts = await multipart([['answers[email]', 'x@example.com'], ['answers[name]', 'X'], ...filler, ['answers[plan]', 'Pro']]);
+    assert.equal(tooManyTexts.status, 422);
+    assert.equal(tooManyTexts.body.error, 'validation_failed');
+    assert.match(tooManyTexts.body.errors.data.join(' '), /500 partes de texto/);
+    const files101 = Array.from({ length: 101 }, (_, i): [string, { name: string; bytes: Buffer }] => ['files[nope]', { name: `f${i}.pdf`, bytes: Buffer.from('%PDF-1.4') }]);
+    const tooManyFiles = await multipart([['answers[email]', 'x@example.com'], ['answers[name]', 'X'], ...files101]);
+    assert.equal(tooManyFiles.status, 422);
+    assert.match(tooManyFiles.body.errors.data.join(' '), /100 partes de archivo/);
+    assert.equal(await submissions(), before, 'nothing stored');
+  });
+
   test('base64: malformed data is refused, and the size is checked before decoding', async () => {
     const bad = await api.post(path(), { data: { answers: { ...base, cv: { filename: 'a.pdf', content_type: 'application/pdf', data: 'JVBERi0x#$%^' } } } });
     assert.equal(bad.status, 422);

@@ -13,6 +13,7 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 const DATA_URL = /^data:([^,;]*)((?:;[^,;]*)*?);base64,/i;
 
 type FileObject = { filename?: unknown; content_type?: unknown; data: unknown };
+const FILE_OBJECT_KEYS = new Set(['filename', 'content_type', 'data']);
 
 function isFileObject(value: unknown): value is FileObject {
   return !!value && typeof value === 'object' && !Array.isArray(value) && 'data' in value;
@@ -25,6 +26,11 @@ function isFileObject(value: unknown): value is FileObject {
  */
 async function stageJsonFile(stager: FileStager, key: string, value: FileObject): Promise<void> {
   const clientName = typeof value.filename === 'string' ? value.filename : '';
+  const unknown = Object.keys(value).filter((name) => !FILE_OBJECT_KEYS.has(name));
+  if (unknown.length) {
+    stager.reject(key, `${displayName(clientName)}: campo desconocido en el archivo (${unknown.slice(0, 5).join(', ').slice(0, 200)}); se aceptan filename, content_type y data`);
+    return;
+  }
   const admitted = stager.admit(key, clientName);
   if (!admitted) return;
   if (typeof value.data !== 'string') {

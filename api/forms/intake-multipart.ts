@@ -31,6 +31,11 @@ function byteCap(cap: BodyCap) {
   });
 }
 
+/** Parts of one multipart submission: text, file, and all together. */
+export const MAX_TEXT_PARTS = 500;
+export const MAX_FILE_PARTS = 100;
+export const MAX_PARTS = 600;
+
 /** A multipart body, streamed: text parts become answers, file parts go straight to storage. */
 export async function intakeMultipart(stager: FileStager, req: IncomingMessage, limit: BodyCap): Promise<Intake> {
   // No prototype: a part named answers[__proto__] is an answer key like any other (and refused as one).
@@ -45,7 +50,7 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
       // File names arrive as raw UTF-8 (what browsers and fetch send); busboy's default reads them as latin1,
       // which turns an invisible U+200B into three visible characters that hide a blocked extension.
       defParamCharset: 'utf8',
-      limits: { fields: 500, fieldSize: 100 * 1024, files: 100, parts: 600, headerPairs: 50 },
+      limits: { fields: MAX_TEXT_PARTS, fieldSize: 100 * 1024, files: MAX_FILE_PARTS, parts: MAX_PARTS, headerPairs: 50 },
     });
   } catch {
     throw new ApiError('validation_failed', 'El cuerpo multipart no es válido.', { errors: { data: ['multipart sin boundary'] } });
@@ -97,7 +102,10 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
       if (!stream.readableEnded) stream.resume();
     });
   });
-  parser.on('filesLimit', () => stager.reject('files', 'demasiados archivos'));
+  // Past a limit busboy drops the parts that follow: the submission is refused, never stored without them.
+  parser.on('filesLimit', () => stager.rejectBody(`demasiados archivos: como máximo ${MAX_FILE_PARTS} partes de archivo`));
+  parser.on('fieldsLimit', () => stager.rejectBody(`demasiadas respuestas: como máximo ${MAX_TEXT_PARTS} partes de texto`));
+  parser.on('partsLimit', () => stager.rejectBody(`demasiadas partes: como máximo ${MAX_PARTS}`));
   const cap = byteCap(limit);
   try {
     await new Promise<void>((resolve, reject) => {

@@ -119,6 +119,11 @@ export class FileStager {
     addError(this.errors, key, message);
   }
 
+  /** A problem of the body as a whole (too many parts), named `data` as a malformed body is. */
+  rejectBody(message: string) {
+    addFieldError(this.errors, 'data', message);
+  }
+
   /** A multipart part whose name is none of the accepted shapes: the error names the part as sent. */
   rejectPart(partName: string | undefined) {
     const name = partName || '(parte sin nombre)';

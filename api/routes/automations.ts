@@ -102,6 +102,7 @@ export const automationRoutes = [
     summary: 'No soportado: las automatizaciones se crean en la aplicación',
     status: 422,
     errors: ['not_supported_yet'],
+    ignoresBody: true,
     handler: async () => {
       throw new ApiError('not_supported_yet', 'Crear automatizaciones por la API no está soportado todavía.');
     },

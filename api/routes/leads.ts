@@ -99,6 +99,11 @@ export const leadRoutes = standardRoutes({
   serialize: serializeLead,
   reserved: RESERVED,
   searchExpression: "(coalesce(name, '') || ' ' || coalesce(email, '') || ' ' || coalesce(phone, ''))",
+  // The pipeline by stage, as MCP's list_leads takes it.
+  listFilters: {
+    query: { status: z.enum(LEAD_STATUSES).optional().describe(`Etapa del embudo: ${LEAD_STATUSES.join(', ')}`) },
+    where: (query, p) => (query.status ? [`status = ${p.add(query.status)}`] : []),
+  },
   createdEvent: {
     name: 'lead.created',
     data: (row) => ({ object: 'lead', id: row.id, name: row.name, email: row.email }),

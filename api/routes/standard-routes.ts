@@ -8,7 +8,7 @@ import { transaction } from '../../db/pool.ts';
 import { deleteRow, findRow, insertRow, updateRow, type TableSpec } from '../../db/tables.ts';
 import { mergeCustomProperties, type CustomPropertiesWrite } from '../custom-properties.ts';
 import { ApiError } from '../errors.ts';
-import { likePattern, listPage, paginationQuery, searchableQuery, searchTerm } from '../pagination.ts';
+import { likePattern, listPage, paginationQuery, searchableQuery, searchTerm, type Params } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 
 /** What the factory needs of a row; each resource names its full row type (CustomerRow, LeadRow). */
@@ -33,6 +33,8 @@ export type StandardSpec<Row extends BaseRow> = TableSpec & {
   /** Expression searched by `q`/`search` (trigram-indexed). */
   searchExpression?: string;
   createdEvent?: { name: EventName; data: (row: Row) => EventData };
+  /** Filters of the list beyond search and pagination: their query parameters and the conditions they add. */
+  listFilters?: { query: z.ZodRawShape; where: (query: Record<string, unknown>, p: Params) => string[] };
 };
 
 const searchQuery = searchableQuery('nombre, correo, teléfono');
@@ -59,7 +61,7 @@ export function standardRoutes<Row extends BaseRow>(spec: StandardSpec<Row>): Ro
       scope: scope('read'),
       tag: spec.tag,
       summary: `Lista ${spec.tag.toLowerCase()}`,
-      query: spec.searchExpression ? searchQuery : paginationQuery,
+      query: (spec.searchExpression ? searchQuery : paginationQuery).extend(spec.listFilters?.query ?? {}),
       response: spec.responseSchema,
       list: true,
       cache: table,
@@ -75,7 +77,10 @@ export function standardRoutes<Row extends BaseRow>(spec: StandardSpec<Row>): Ro
             columns: '*',
             companyId,
             searching: !!term,
-            where: (p) => (term && spec.searchExpression ? [`${spec.searchExpression} ILIKE ${p.add(likePattern(term))}`] : []),
+            where: (p) => [
+              ...(spec.listFilters?.where(query as Record<string, unknown>, p) ?? []),
+              ...(term && spec.searchExpression ? [`${spec.searchExpression} ILIKE ${p.add(likePattern(term))}`] : []),
+            ],
             serialize: spec.serialize,
           },
           query,
