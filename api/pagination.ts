@@ -141,7 +141,10 @@ export async function listPage<Row>(
 
   const params = new Params();
   const company = params.add(spec.companyId);
-  const conditions = [`company_id = ${company}`, ...(spec.collection?.(params) ?? []), ...(spec.where?.(params) ?? [])];
+  const collection = spec.collection?.(params) ?? [];
+  const conditions = [`company_id = ${company}`, ...collection, ...(spec.where?.(params) ?? [])];
+  // A cursor is a record of this collection (an expense's id is no cursor of the incomes).
+  const ofCollection = collection.map((condition) => ` AND ${condition}`).join('');
   const filters = conditions.join(' AND ');
   const filterValues = [...params.values];
 
@@ -153,10 +156,10 @@ export async function listPage<Row>(
   if (query.ending_before) {
     direction = 'ASC';
     cursorId = query.ending_before;
-    keyset = `AND (created_at, id) > (SELECT created_at, id FROM ${spec.table} WHERE company_id = ${company} AND id = ${params.add(cursorId)})`;
+    keyset = `AND (created_at, id) > (SELECT created_at, id FROM ${spec.table} WHERE company_id = ${company} AND id = ${params.add(cursorId)}${ofCollection})`;
   } else if (query.starting_after) {
     cursorId = query.starting_after;
-    keyset = `AND (created_at, id) < (SELECT created_at, id FROM ${spec.table} WHERE company_id = ${company} AND id = ${params.add(cursorId)})`;
+    keyset = `AND (created_at, id) < (SELECT created_at, id FROM ${spec.table} WHERE company_id = ${company} AND id = ${params.add(cursorId)}${ofCollection})`;
   } else if (query.page !== undefined) {
     offset = (query.page - 1) * limit;
   }
@@ -170,7 +173,9 @@ export async function listPage<Row>(
   if (direction === 'ASC') pageRows.reverse();
 
   if (pageRows.length === 0 && cursorId) {
-    const found = await db.query(`SELECT 1 FROM ${spec.table} WHERE company_id = $1 AND id = $2`, [spec.companyId, cursorId]);
+    const check = new Params();
+    const where = [`company_id = ${check.add(spec.companyId)}`, `id = ${check.add(cursorId)}`, ...(spec.collection?.(check) ?? [])].join(' AND ');
+    const found = await db.query(`SELECT 1 FROM ${spec.table} WHERE ${where}`, check.values);
     if (found.rowCount === 0) throw new ApiError('invalid_cursor');
   }
 

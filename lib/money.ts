@@ -27,6 +27,8 @@ export function metadataProblem(value: unknown): string | null {
     if (Buffer.byteLength(key) > METADATA_LIMITS.keyBytes) return `la clave "${key.slice(0, 50)}" pasa de ${METADATA_LIMITS.keyBytes} bytes`;
     if (v !== null && typeof v === 'object') return `el valor de "${key}" no puede ser un objeto ni una lista`;
     if (v !== null && typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') return `el valor de "${key}" debe ser texto, número o booleano`;
+    // JSON reads 1e400 as Infinity: stored as text it would be "Infinity", not what was sent.
+    if (typeof v === 'number' && !Number.isFinite(v)) return `el valor de "${key}" es un número fuera de rango`;
     if (v !== null && Buffer.byteLength(String(v)) > METADATA_LIMITS.valueBytes) return `el valor de "${key}" pasa de ${METADATA_LIMITS.valueBytes} bytes`;
   }
   if ('external_ref' in value && (value as Record<string, unknown>).external_ref !== null && typeof (value as Record<string, unknown>).external_ref !== 'string') {

@@ -9,7 +9,7 @@ import { generateDue, occurrenceOn } from '../db/money/recurring.ts';
 import { transaction } from '../db/pool.ts';
 import { objectId } from '../lib/objectid.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
-import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { client, request, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { json, wsctl } from './helpers/cli.ts';
 import { waitFor } from './helpers/wait.ts';
 
@@ -70,11 +70,19 @@ describe('money', () => {
     void t;
   });
 
-  test('include_total counts each collection: incomes and expenses share a table, not a total', async () => {
+  test('include_total and cursors keep to each collection: incomes and expenses share a table, not a total', async () => {
     const { api } = await newTenant();
     const bank = await account(api);
     for (let i = 0; i < 3; i++) await api.post('/incomes', { data: { account_id: bank.id, amount_cents: 100 + i, occurred_at: '2026-03-01T17:00:00Z' } });
-    await api.post('/expenses', { data: { account_id: bank.id, amount_cents: 50, occurred_at: '2026-03-02T17:00:00Z' } });
+    const expense = (await api.post('/expenses', { data: { account_id: bank.id, amount_cents: 50, occurred_at: '2026-03-02T17:00:00Z' } })).body.data;
+    // An expense's id is no cursor of the incomes (it was taken as a position in the shared table).
+    for (const cursor of ['starting_after', 'ending_before']) {
+      const res = await api.get(`/incomes?${cursor}=${expense.id}`);
+      assert.equal(res.status, 400, cursor);
+      assert.equal(res.body.error, 'invalid_cursor', cursor);
+    }
+    const firstIncome = (await api.get('/incomes?limit=1')).body;
+    assert.equal((await api.get(`/incomes?starting_after=${firstIncome.meta.next_cursor}`)).body.data.length, 2);
     const incomes = (await api.get('/incomes?include_total=true&limit=1')).body.meta;
     assert.equal(incomes.total, 3);
     assert.equal(incomes.total_pages, 3);
@@ -186,6 +194,10 @@ describe('money', () => {
       assert.equal(res.status, 422, JSON.stringify(metadata).slice(0, 60));
       assert.equal(res.body.error, 'invalid_metadata');
     }
+    // A number JSON reads as Infinity would be stored as the text "Infinity": refused.
+    const infinite = await request(app.baseUrl, 'POST', '/incomes', { key: tenant.key, raw: `{"data":${JSON.stringify({ ...base, metadata: { a: 0 } }).replace('"a":0', '"a":1e400')}}` });
+    assert.equal(infinite.status, 422, infinite.text);
+    assert.equal(infinite.body.error, 'invalid_metadata');
     const ok = await api.post('/incomes', { data: { ...base, metadata: { ['x'.repeat(40)]: 'v'.repeat(500), n: 5, b: true } } });
     assert.equal(ok.status, 201, ok.text);
     assert.deepEqual(ok.body.data.metadata.n, '5');
@@ -357,6 +369,14 @@ describe('money', () => {
     assert.equal(after.active, false);
     assert.equal((await own.get(`/expenses?account_id=${a.id}`)).body.data.length, 0);
     assert.equal((await events(t.companyId, 'recurring.deactivated')).length, 1);
+    // A deactivation repeated (a client retrying after a timeout), or an empty PATCH, of a series
+    // already over: 200 with the series as it is, and no second event.
+    for (const data of [{ active: false }, {}]) {
+      const again = await own.patch(`/recurring-transactions/${r.id}`, { data });
+      assert.equal(again.status, 200, again.text);
+      assert.equal(again.body.data.active, false);
+    }
+    assert.equal((await events(t.companyId, 'recurring.deactivated')).length, 1);
   });
 
   test('recurring: dates from starts_on with the month-end rule; each occurrence once even with concurrent runs; a closed month moves it to the next open one; ends_count ends it', async () => {
@@ -501,6 +521,23 @@ describe('money', () => {
     const cf = (await api.get('/reports/cash-flow?start_on=2026-11-01&end_on=2026-11-25')).body.data;
     assert.deepEqual(cf.accounts.map((x: any) => [x.account_id, x.opening_balance_cents, x.inflows_cents, x.closing_balance_cents]), [[late.id, 0, 5_000, 5_000]]);
     assert.equal(cf.currencies[0].closing_balance_cents, bs.assets.cash_cents);
+  });
+
+  test('an account opening within a cash-flow range brings its opening balance in as an inflow: consecutive ranges chain', async () => {
+    const { api } = await newTenant();
+    await account(api, { name: 'Vieja', currency: 'usd', opening_balance_cents: 1_000, opening_on: '2026-01-01' });
+    const opened = await account(api, { name: 'Nueva', currency: 'usd', opening_balance_cents: 500, opening_on: '2026-06-15' });
+    assert.equal((await api.post('/incomes', { data: { account_id: opened.id, amount_cents: 70, occurred_at: '2026-06-20T17:00:00Z' } })).status, 201);
+    const may = (await api.get('/reports/cash-flow?start_on=2026-05-01&end_on=2026-05-31')).body.data.currencies[0];
+    const june = (await api.get('/reports/cash-flow?start_on=2026-06-01&end_on=2026-06-30')).body.data;
+    const july = (await api.get('/reports/cash-flow?start_on=2026-07-01&end_on=2026-07-31')).body.data.currencies[0];
+    const newOne = june.accounts.find((x: any) => x.account_id === opened.id);
+    assert.deepEqual([newOne.opening_balance_cents, newOne.inflows_cents, newOne.closing_balance_cents], [0, 570, 570]);
+    const cash = async (day: string) => (await api.get(`/reports/balance-sheet?as_of=${day}`)).body.data.currencies[0].assets.cash_cents;
+    assert.equal(june.currencies[0].opening_balance_cents, may.closing_balance_cents);
+    assert.equal(june.currencies[0].opening_balance_cents, await cash('2026-05-31'));
+    assert.equal(june.currencies[0].closing_balance_cents, await cash('2026-06-30'));
+    assert.equal(july.opening_balance_cents, june.currencies[0].closing_balance_cents);
   });
 
   test('the company time zone: GET /company shows it; an operator changing it moves money days (the ledger is rebuilt)', async () => {

@@ -232,9 +232,12 @@ export const recurringRoutes: RouteDef[] = [
         if (r.active) Object.assign(changes, { next_occurrence_on: deactivating ? null : next, active: !deactivating && next !== null });
         if (ending) changes.ended_at = new Date();
         const entries = Object.entries(changes).filter(([, v]) => v !== undefined);
-        await client
-          .query(`UPDATE recurring_transactions SET ${entries.map(([k], i) => `${k} = $${i + 3}`).join(', ')}, updated_at = now() WHERE company_id = $1 AND id = $2`, [companyId, r.id, ...entries.map(([, v]) => v)])
-          .catch(refTaken);
+        // Nothing to change (`{}`, or `active: false` again on a series already over): answered as it is.
+        if (entries.length) {
+          await client
+            .query(`UPDATE recurring_transactions SET ${entries.map(([k], i) => `${k} = $${i + 3}`).join(', ')}, updated_at = now() WHERE company_id = $1 AND id = $2`, [companyId, r.id, ...entries.map(([, v]) => v)])
+            .catch(refTaken);
+        }
         const after = (await find(client, companyId, r.id))!;
         if (deactivating) await recordEvent(client, ctx.deps.jobs, companyId, 'recurring.deactivated', recurringEventData(after));
         if (ending) await recordEvent(client, ctx.deps.jobs, companyId, 'recurring.ended', recurringEventData(after));

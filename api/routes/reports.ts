@@ -124,9 +124,13 @@ export async function cashFlow(db: Queryable, companyId: string, startOn: string
   ]);
   const get = (rows: Sum[], line: string, key: string) => Number(rows.find((r) => r.line === line && r.key === key)?.amount ?? 0);
   const perAccount = listed(accounts.rows, endOn, cashMoved([...before.rows, ...inside])).map((a) => {
-    const openingBalance = a.opening_on <= endOn ? Number(a.opening_balance_cents) : 0;
-    const opening = openingBalance + get(before.rows, 'cash_in', a.id) - get(before.rows, 'cash_out', a.id);
-    const inflows = get(inside, 'cash_in', a.id);
+    // The opening balance is cash from its opening_on: before the range it is in the opening, within it
+    // an inflow, so one range's closing is the next one's opening (and the balance sheet's the day before).
+    const openingBalance = Number(a.opening_balance_cents);
+    const openedBefore = a.opening_on < startOn;
+    const openedWithin = !openedBefore && a.opening_on <= endOn;
+    const opening = (openedBefore ? openingBalance : 0) + get(before.rows, 'cash_in', a.id) - get(before.rows, 'cash_out', a.id);
+    const inflows = (openedWithin ? openingBalance : 0) + get(inside, 'cash_in', a.id);
     const outflows = get(inside, 'cash_out', a.id);
     return { account_id: a.id, name: a.name, currency: a.currency, opening_balance_cents: opening, inflows_cents: inflows, outflows_cents: outflows, closing_balance_cents: opening + inflows - outflows };
   });
