@@ -1,5 +1,6 @@
 // `npm run web`: the web process of the Procfile.
 import { connectDatabase } from '../db/connect.ts';
+import { exitUnlessMigrated } from '../db/migrate.ts';
 import { createPool } from '../db/pool.ts';
 import { loadConfig } from '../lib/config.ts';
 import { applicationName, budgetFields, processName, splitConnections } from '../lib/connection-budget.ts';
@@ -12,6 +13,7 @@ const budget = splitConnections(config.pgMaxConnections, 'web');
 const name = (part: string) => applicationName(processName('web', config.dyno), part);
 const database = await connectDatabase(config);
 const pool = createPool(database.url, budget.pool, name('request'));
+await exitUnlessMigrated(pool, 'web');
 const rateLimitPool = createPool(database.url, budget.rateLimit, name('rate-limit'));
 const deps = await createDeps({ config, pool, databaseUrl: database.url, rateLimitPool, jobSenderConnections: budget.jobSender, applicationName: name });
 log('db.connections', budgetFields(budget));

@@ -9,9 +9,40 @@ import type { Pool } from './pool.ts';
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
 const LOCK_ID = 727_001; // arbitrary, constant: the advisory lock of the migrator
 
+async function migrationFiles(): Promise<string[]> {
+  return (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{3}_[\w-]+\.sql$/.test(f)).sort();
+}
+
+/**
+ * The migrations this code needs that the database has not applied: the web
+ * and worker processes refuse to start on such a database (the release phase,
+ * `npm run migrate`, applies them), rather than start and fail on every request.
+ */
+export async function pendingMigrations(pool: Pool): Promise<string[]> {
+  const files = await migrationFiles();
+  const { rows: table } = await pool.query<{ exists: boolean }>(`SELECT to_regclass('schema_migrations') IS NOT NULL AS exists`);
+  const done = new Set(table[0]?.exists ? (await pool.query<{ id: number }>('SELECT id FROM schema_migrations')).rows.map((r) => r.id) : []);
+  return files.filter((file) => !done.has(Number(file.slice(0, 3))));
+}
+
+/**
+ * Exits the process (code 1, a line on stderr) when the database lacks a
+ * migration this code needs: what the web and worker processes check first.
+ */
+export async function exitUnlessMigrated(pool: Pool, processLabel: string): Promise<void> {
+  const pending = await pendingMigrations(pool);
+  if (!pending.length) return;
+  const named = pending.length > 3 ? `${pending.slice(0, 3).join(', ')}, …` : pending.join(', ');
+  process.stderr.write(
+    `${processLabel}: the database lacks ${pending.length} migration(s) this code needs (${named}); ` +
+      'run `npm run migrate` first (the release phase of the Procfile does it on every deploy).\n',
+  );
+  process.exit(1);
+}
+
 /** Applies every pending migration (or those numbered up to `upTo`, for tests of a data migration). */
 export async function migrate(pool: Pool, options: { upTo?: number } = {}): Promise<string[]> {
-  const files = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{3}_[\w-]+\.sql$/.test(f)).sort();
+  const files = await migrationFiles();
   const client = await pool.connect();
   const applied: string[] = [];
   try {

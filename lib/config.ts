@@ -29,7 +29,7 @@ export type Config = {
   siteUrl: string;
   baseUrl: string;
   bookingUrl: string;
-  /** Unset in development: generated into DATA_DIR/admin-token by the dev runner. */
+  /** ADMIN_TOKEN; in development without it, DATA_DIR/admin-token (generated once); unset in tests without it. */
   adminToken: string | undefined;
   smtpUrl: string | undefined;
   /** Requests per minute per API key (contract: 600). */
@@ -111,7 +111,8 @@ function fail(message: string): never {
 
 function int(name: string, value: string | undefined, fallback: number, min = 0): number {
   if (value === undefined || value === '') return fallback;
-  const n = Number(value);
+  // Decimal digits only: Number() would also read "0x1000", "1e3" and " 42".
+  const n = /^\d{1,15}$/.test(value) ? Number(value) : Number.NaN;
   if (!Number.isInteger(n) || n < min) fail(`${name} debe ser un entero >= ${min} (recibido "${value}")`);
   return n;
 }
@@ -159,9 +160,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const port = int('PORT', env.PORT, 3000);
   if (port > 65535) fail('PORT fuera de rango');
-  const siteUrl = url('SITE_URL', env.SITE_URL || `http://localhost:${port}`);
   const isProduction = nodeEnv === 'production';
+  // Every absolute URL the service hands out or stores (media, booking links, OAuth metadata) starts
+  // here; in production the default (this process's own port on localhost) is never the public root,
+  // and a worker, which has no PORT, would store URLs on another port than the web's.
+  if (isProduction && !env.SITE_URL) fail('SITE_URL es obligatoria en producción (la raíz pública, por ejemplo https://api.example.com)');
+  const siteUrl = url('SITE_URL', env.SITE_URL || `http://localhost:${port}`);
   if (isProduction && !env.DATABASE_URL) fail('DATABASE_URL es obligatoria en producción');
+  // node-postgres would read a malformed value as a host name and fail later with ENOTFOUND.
+  if (env.DATABASE_URL) url('DATABASE_URL', env.DATABASE_URL, ['postgres:', 'postgresql:', 'socket:']);
   if (isProduction && !env.ADMIN_TOKEN) fail('ADMIN_TOKEN es obligatoria en producción');
   if (env.ADMIN_TOKEN !== undefined && env.ADMIN_TOKEN.length > 0 && env.ADMIN_TOKEN.length < 16) {
     fail('ADMIN_TOKEN debe tener al menos 16 caracteres');
@@ -204,7 +211,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     siteUrl,
     baseUrl: `${siteUrl}/api/v1`,
     bookingUrl: url('BOOKING_URL', env.BOOKING_URL || `${siteUrl}/book`),
-    adminToken: env.ADMIN_TOKEN || undefined,
+    // Development: DATA_DIR/admin-token, the file `npm start` and wsctl use, so `npm run web` beside them takes the same token.
+    adminToken: env.ADMIN_TOKEN || (nodeEnv === 'development' ? developmentSecret(dataDir, 'admin-token') : undefined),
     // nodemailer's URL form: smtp:// (STARTTLS when offered) or smtps:// (TLS from the start).
     smtpUrl: env.SMTP_URL ? url('SMTP_URL', env.SMTP_URL, ['smtp:', 'smtps:']) : undefined,
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', env.RATE_LIMIT_PER_MINUTE, 600, 1),

@@ -10,6 +10,8 @@ function keyOf(secret: string): Buffer {
 }
 
 export function seal(secret: string, plaintext: string): string {
+  // No key configured (production without ENCRYPTION_KEY): nothing is stored under an empty one.
+  if (!secret) throw new Error('ENCRYPTION_KEY is not set: refusing to seal a secret');
   const nonce = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', keyOf(secret), nonce);
   const data = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);

@@ -105,6 +105,13 @@ describe('wsctl', () => {
     const publicRead = await client(app.baseUrl, key.secret).get(`/forms/${form.id}`);
     assert.equal(publicRead.status, 200);
     assert.equal(publicRead.body.data.title, 'Escríbenos');
+
+    // Text no column can hold is the input's fault, said without PostgreSQL's words (no SQL reaches a client).
+    await writeFile(file, '{"name":"a\\u0000b","trigger_type":"lead.created","steps":[]}');
+    const nul = await wsctl(app, ['automation', 'create', '--company', company.id, '--file', file]);
+    assert.notEqual(nul.code, 0);
+    assert.match(nul.stderr, /U\+0000/);
+    assert.doesNotMatch(nul.stderr, /byte sequence|encoding|UTF8|escape sequence/);
   });
 
   test('user set-password answers with the user, never the password', async () => {

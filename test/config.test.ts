@@ -1,6 +1,9 @@
 // lib/config.ts: every setting is read once, and a bad value stops start-up
 // with a message naming it (README, "Configuration").
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, test } from 'node:test';
 import { loadConfig } from '../lib/config.ts';
 
@@ -14,6 +17,37 @@ describe('configuration', () => {
       ['SMTP_URL', 'http://mail.example'],
     ]) {
       assert.throws(() => loadConfig({ NODE_ENV: 'test', [name]: value }), new RegExp(name), `${name}=${value}`);
+    }
+  });
+
+  test('PORT and other integers are decimal digits: hex, exponents and padded values stop start-up', () => {
+    for (const value of ['0x1000', '1e3', ' 4633', '42.0', '-1', 'abc']) {
+      assert.throws(() => loadConfig({ NODE_ENV: 'test', PORT: value }), /PORT/, value);
+    }
+    assert.equal(loadConfig({ NODE_ENV: 'test', PORT: '4633' }).port, 4633);
+  });
+
+  test('DATABASE_URL must be a PostgreSQL URL; production needs SITE_URL (its public root)', () => {
+    for (const value of ['not a url', 'mysql://x@localhost/db', 'localhost:5432']) {
+      assert.throws(() => loadConfig({ NODE_ENV: 'test', DATABASE_URL: value }), /DATABASE_URL/, value);
+    }
+    for (const value of ['postgres://u:p@db.example:5432/app', 'postgresql://localhost/app?sslmode=require']) {
+      assert.equal(loadConfig({ NODE_ENV: 'test', DATABASE_URL: value }).databaseUrl, value, 'kept as given');
+    }
+    const production = { NODE_ENV: 'production', DATABASE_URL: 'postgres://x/y', ADMIN_TOKEN: 'x'.repeat(20), BOOKING_TOKEN_KEY: 'k'.repeat(32) };
+    assert.throws(() => loadConfig(production), /SITE_URL es obligatoria en producción/);
+    assert.equal(loadConfig({ ...production, SITE_URL: 'https://api.example/' }).baseUrl, 'https://api.example/api/v1');
+  });
+
+  test('development without ADMIN_TOKEN takes DATA_DIR/admin-token, the file npm start and wsctl use', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'ws-config-'));
+    try {
+      await writeFile(path.join(dir, 'admin-token'), 'token-de-npm-start-0123456789\n');
+      assert.equal(loadConfig({ NODE_ENV: 'development', DATA_DIR: dir }).adminToken, 'token-de-npm-start-0123456789');
+      assert.equal(loadConfig({ NODE_ENV: 'development', DATA_DIR: dir, ADMIN_TOKEN: 'y'.repeat(20) }).adminToken, 'y'.repeat(20));
+      assert.equal(loadConfig({ NODE_ENV: 'test', DATA_DIR: dir }).adminToken, undefined, 'tests set theirs');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 

@@ -6,6 +6,9 @@
 // that speaks its API (outages retried, rejections, a lost answer that must
 // not stamp twice, downloads).
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { setTaxProfile, type TaxProfileInput } from '../api/admin/tax-profile.ts';
+import { seal } from '../lib/secret-box.ts';
 import { useFitsRegime } from '../lib/cfdi/catalogs.ts';
 import { after, before, describe, test } from 'node:test';
 import { validateCfdi } from '../lib/cfdi/anexo20.ts';
@@ -90,6 +93,13 @@ describe('tax invoices with the development provider', () => {
     const { rows } = await app.pool.query('SELECT key_enc, password_enc FROM company_tax_profiles WHERE company_id = $1', [t.companyId]);
     assert.ok(!rows[0].password_enc.includes(csd.password));
     assert.ok(!rows[0].key_enc.includes(csd.key.toString('base64').slice(0, 40)));
+    // A process without ENCRYPTION_KEY (production may start without one) refuses to store a CSD,
+    // rather than sealing it under an empty key anyone can open; the stored one is left as it was.
+    const input = { companyId: t.companyId, rfc: csd.rfc, legalName: 'X', taxRegime: '601', zip: '42501', cer: readFileSync(csd.cerPath).toString('base64'), key: readFileSync(csd.keyPath).toString('base64'), keyPassword: csd.password };
+    await assert.rejects(setTaxProfile(app.pool, { ...app.config, encryptionKey: '' }, input as TaxProfileInput), (error: any) => error.code === 'validation_failed' && /ENCRYPTION_KEY/.test(error.message));
+    const after = await app.pool.query('SELECT key_enc, password_enc FROM company_tax_profiles WHERE company_id = $1', [t.companyId]);
+    assert.deepEqual(after.rows[0], rows[0]);
+    assert.throws(() => seal('', 'secreto'), /ENCRYPTION_KEY/);
   });
 
   test('422s: customer_no_rfc, sale_without_tax; already_invoiced; two concurrent emits make one invoice', async () => {

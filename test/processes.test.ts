@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { promisify } from 'node:util';
+import pg from 'pg';
 import { loadConfig } from '../lib/config.ts';
 import { startWorker } from '../worker/worker.ts';
 import { seedTenant, startTestApp } from './helpers/app.ts';
@@ -70,11 +71,36 @@ describe('release phase and worker against DATABASE_URL', () => {
     const app = await startTestApp();
     try {
       const { stdout } = await run(process.execPath, ['db/migrate-cli.ts'], {
-        env: { ...process.env, DATABASE_URL: app.databaseUrl, NODE_ENV: 'production', ADMIN_TOKEN: 'x'.repeat(20), BOOKING_TOKEN_KEY: 'k'.repeat(32) },
+        env: { ...process.env, DATABASE_URL: app.databaseUrl, NODE_ENV: 'production', SITE_URL: 'https://api.example', ADMIN_TOKEN: 'x'.repeat(20), BOOKING_TOKEN_KEY: 'k'.repeat(32) },
       });
       assert.match(stdout, /up to date/);
     } finally {
       await app.close();
+    }
+  });
+
+  test('web and worker refuse to start on a database that was never migrated, and say to run the release phase', async () => {
+    const admin = new pg.Client({ connectionString: process.env.TEST_SERVER_URL });
+    await admin.connect();
+    const name = `ws_unmigrated_${process.pid}_${Date.now()}`;
+    await admin.query(`CREATE DATABASE ${name}`);
+    try {
+      const url = new URL(process.env.TEST_SERVER_URL!);
+      url.pathname = `/${name}`;
+      for (const entry of ['api/server.ts', 'worker/main.ts']) {
+        const result = await run(process.execPath, [entry], {
+          env: { ...process.env, NODE_ENV: 'test', DATABASE_URL: url.toString(), PORT: '0', LOG_LEVEL: 'silent', ADMIN_TOKEN: 'x'.repeat(20) },
+          timeout: 60_000,
+        }).then(
+          () => ({ code: 0, stderr: '' }),
+          (error: { code?: number; stderr?: string }) => ({ code: error.code, stderr: error.stderr ?? '' }),
+        );
+        assert.equal(result.code, 1, `${entry} must not start: ${result.stderr}`);
+        assert.match(result.stderr, /lacks \d+ migration\(s\).*npm run migrate/, entry);
+      }
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
     }
   });
 

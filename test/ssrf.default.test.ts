@@ -17,7 +17,7 @@ import { waitFor } from './helpers/wait.ts';
 describe('configuration: the guard is on unless explicitly opted out', () => {
   test('on by default in test, development and production', () => {
     for (const NODE_ENV of ['test', 'development']) assert.equal(loadConfig({ NODE_ENV }).ssrfGuard, true, NODE_ENV);
-    assert.equal(loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://x/y', ADMIN_TOKEN: 'x'.repeat(20), BOOKING_TOKEN_KEY: 'k'.repeat(32) }).ssrfGuard, true);
+    assert.equal(loadConfig({ NODE_ENV: 'production', SITE_URL: 'https://api.example', DATABASE_URL: 'postgres://x/y', ADMIN_TOKEN: 'x'.repeat(20), BOOKING_TOKEN_KEY: 'k'.repeat(32) }).ssrfGuard, true);
     assert.equal(loadConfig({ NODE_ENV: 'test', ALLOW_PRIVATE_WEBHOOK_TARGETS: '' }).ssrfGuard, true);
     assert.equal(loadConfig({ NODE_ENV: 'test', ALLOW_PRIVATE_WEBHOOK_TARGETS: '0' }).ssrfGuard, true);
   });
@@ -28,7 +28,7 @@ describe('configuration: the guard is on unless explicitly opted out', () => {
   });
 
   test('production refuses the opt-out at start with a message naming the setting', () => {
-    const env = { NODE_ENV: 'production', DATABASE_URL: 'postgres://x/y', ADMIN_TOKEN: 'x'.repeat(20), BOOKING_TOKEN_KEY: 'k'.repeat(32), ALLOW_PRIVATE_WEBHOOK_TARGETS: '1' };
+    const env = { NODE_ENV: 'production', SITE_URL: 'https://api.example', DATABASE_URL: 'postgres://x/y', ADMIN_TOKEN: 'x'.repeat(20), BOOKING_TOKEN_KEY: 'k'.repeat(32), ALLOW_PRIVATE_WEBHOOK_TARGETS: '1' };
     assert.throws(() => loadConfig(env), /ALLOW_PRIVATE_WEBHOOK_TARGETS no se admite en producción/);
   });
 

@@ -1,5 +1,6 @@
 // `npm run worker`: the worker process of the Procfile.
 import { connectDatabase } from '../db/connect.ts';
+import { exitUnlessMigrated } from '../db/migrate.ts';
 import { createPool } from '../db/pool.ts';
 import { loadConfig } from '../lib/config.ts';
 import { applicationName, budgetFields, processName, splitConnections } from '../lib/connection-budget.ts';
@@ -12,6 +13,7 @@ const budget = splitConnections(config.pgMaxConnections, 'worker');
 const name = (part: string) => applicationName(processName('worker', config.dyno), part);
 const database = await connectDatabase(config);
 const pool = createPool(database.url, budget.pool, name('jobs'));
+await exitUnlessMigrated(pool, 'worker');
 const worker = await startWorker(config, pool, database.url, { boss: { max: budget.boss, application_name: name('pg-boss') } });
 log('db.connections', budgetFields(budget));
 

@@ -38,6 +38,8 @@ function certificateNumber(credential: Credential): string {
 
 export async function setTaxProfile(pool: Pool, config: Config, input: TaxProfileInput) {
   if (!(await pool.query('SELECT 1 FROM companies WHERE id = $1', [input.companyId])).rowCount) throw new ApiError('not_found', 'La empresa no existe.');
+  // The CSD's key and password are stored sealed (lib/secret-box.ts): never without a key to seal them.
+  if (!config.encryptionKey) throw validationFailed({ key: ['ENCRYPTION_KEY no está configurada: sin ella no se guardan llaves ni contraseñas'] }, 'ENCRYPTION_KEY no está configurada: define una (al menos 32 caracteres) antes de guardar un CSD.');
   const rfc = input.rfc.trim().toUpperCase();
   const errors: Record<string, string[]> = {};
   if (!Rfc.isValid(rfc)) errors.rfc = ['no es un RFC válido'];

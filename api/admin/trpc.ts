@@ -47,6 +47,17 @@ const mapErrorsAndAudit = t.middleware(async ({ ctx, path, type, getRawInput, ne
     const message = fields ? `${cause.message} ${Object.entries(fields).map(([field, reasons]) => `${field}: ${reasons.join(', ')}`).join('; ')}` : cause.message;
     if (code) throw new TRPCError({ code, message, cause });
   }
+  if (!result.ok && !(result.error.cause instanceof ApiError) && result.error.code === 'INTERNAL_SERVER_ERROR') {
+    // No SQL or stack reaches a client (DESIGN.md): the operator reads them in the log, by request id.
+    const cause = result.error.cause ?? result.error;
+    const pgCode = (cause as { code?: unknown }).code;
+    // Text PostgreSQL cannot hold (U+0000, a \u0000 escape in JSON): the input's fault, said as such.
+    if (pgCode === '22021' || pgCode === '22P05') {
+      throw new TRPCError({ code: 'BAD_REQUEST', message: 'Invalid input: text holding U+0000 cannot be stored.' });
+    }
+    log('admin.error', { procedure: path, request_id: ctx.requestId, error: String((cause as Error).message), stack: (cause as Error).stack });
+    throw new TRPCError({ code: 'INTERNAL_SERVER_ERROR', message: `Internal error (request ${ctx.requestId ?? 'without id'}); the server log has the details.` });
+  }
   return result;
 });
 
