@@ -11,6 +11,7 @@ import { koaBody } from 'koa-body';
 import { ApiError } from './errors.ts';
 import { log, logError } from '../lib/log.ts';
 import { requestMiddleware, httpsOnly } from './middleware/request.ts';
+import { limitUnrouted } from './middleware/authenticate.ts';
 import { apiCors } from './middleware/cors.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { ResponseCache } from './middleware/response-cache.ts';
@@ -147,6 +148,8 @@ export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
   // the contract's body is ours. An unknown path (nothing allowed) stays 404.
   app.use(async function methodNotAllowed(ctx, next) {
     await next();
+    const unrouted = ctx.body == null && (ctx.status === 404 || ctx.status === 405 || ctx.status === 501);
+    if (unrouted && (ctx.path === '/api/v1' || ctx.path.startsWith('/api/v1/')) && !ctx.response.get('RateLimit-Limit')) await limitUnrouted(ctx);
     if ((ctx.status === 405 || ctx.status === 501) && ctx.body == null) {
       if (!ctx.response.get('Allow')) {
         ctx.remove('Allow');

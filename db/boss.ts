@@ -14,8 +14,20 @@ export function createBoss(connectionString: string, options: BossOptions = {}):
     useListenNotify: false,
     ...options,
   });
-  boss.on('error', (error) => process.stderr.write(`pg-boss: ${error instanceof Error ? error.message : String(error)}\n`));
+  // pg-boss also emits plain objects (a failed maintenance run): their message, else their JSON, never "[object Object]".
+  boss.on('error', (error: unknown) => process.stderr.write(`pg-boss: ${describeError(error)}\n`));
   return boss;
+}
+
+function describeError(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  const message = (error as { message?: unknown } | null)?.message;
+  if (typeof message === 'string') return message;
+  try {
+    return JSON.stringify(error) ?? String(error);
+  } catch {
+    return String(error);
+  }
 }
 
 export type { PgBoss };

@@ -33,7 +33,13 @@ describe('wsctl', () => {
     assert.deepEqual(updated.enabled_modules, ['invoicing'], 'a module named twice is enabled once');
     // --mcp-quota sets a number and `none` clears it (commander once turned the cleared value into '').
     assert.equal((await json(app, ['company', 'update', id, '--plan', 'enterprise', '--mcp-quota', '900'])).mcp_quota, 900);
-    assert.equal((await json(app, ['company', 'update', id, '--mcp-quota', 'none'])).mcp_quota, null);
+    // The quota is the enterprise plan's: without it enterprise would refuse every call, and on another plan it would never apply.
+    assertOneLineError(await wsctl(app, ['company', 'update', id, '--mcp-quota', 'none']), /enterprise plan needs/);
+    assertOneLineError(await wsctl(app, ['company', 'create', '--name', 'Sin cuota', '--plan', 'enterprise']), /enterprise plan needs/);
+    assertOneLineError(await wsctl(app, ['company', 'create', '--name', 'Gratis', '--mcp-quota', '5']), /only the enterprise plan/);
+    assert.equal((await json(app, ['company', 'show', id])).mcp_quota, 900, 'a refused update changed nothing');
+    const starter = await json(app, ['company', 'update', id, '--plan', 'starter', '--mcp-quota', 'none']);
+    assert.deepEqual([starter.plan, starter.mcp_quota], ['starter', null]);
     assert.equal(updated.response_cache, true);
     assert.equal(updated.storage_quota_mb, 50);
 
@@ -112,6 +118,20 @@ describe('wsctl', () => {
     assert.notEqual(nul.code, 0);
     assert.match(nul.stderr, /U\+0000/);
     assert.doesNotMatch(nul.stderr, /byte sequence|encoding|UTF8|escape sequence/);
+  });
+
+  test('a list naming a company or person that does not exist is not found (exit 1), not an empty list', async () => {
+    const nobody = '0'.repeat(24);
+    for (const args of [
+      ['key', 'list', '--company', nobody],
+      ['webhook', 'list', '--company', nobody],
+      ['mcp', 'activity', '--company', nobody],
+      ['oauth', 'grants', '--company', nobody],
+      ['oauth', 'grants', '--user', nobody],
+      ['period', 'close', '--company', nobody, '--year', '2026', '--month', '1'],
+    ]) {
+      assertOneLineError(await wsctl(app, args), new RegExp(`(Company|User) ${nobody} not found`));
+    }
   });
 
   test('user set-password answers with the user, never the password', async () => {

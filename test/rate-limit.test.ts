@@ -160,6 +160,25 @@ describe('rate limit over HTTP (one process)', () => {
     assertRateLimited(await api.get('/customers'), 3);
   });
 
+  test('a request no route takes (unknown path, a method the path lacks) carries the headers too, counted against its key', async () => {
+    const t = await seedTenant(app.pool, { rateLimitPerMinute: 5 });
+    const api = client(app.baseUrl, t.key);
+    const unknown = await api.get('/no-existe');
+    assert.equal(unknown.status, 404);
+    assert.equal(unknown.body.error, 'not_found');
+    assertHeaders(unknown, 5);
+    assert.equal(unknown.headers.get('ratelimit-remaining'), '4');
+    const wrongMethod = await api.delete('/customers');
+    assert.equal(wrongMethod.status, 405);
+    assert.equal(wrongMethod.body.error, 'method_not_allowed');
+    assertHeaders(wrongMethod, 5);
+    assert.equal(wrongMethod.headers.get('ratelimit-remaining'), '3');
+    // Without a valid key, the address's count (the status stays 404, not 401).
+    const anonymous = await client(app.baseUrl, 'service_sk_nope').get('/no-existe');
+    assert.equal(anonymous.status, 404);
+    assert.ok(anonymous.headers.get('ratelimit-limit'));
+  });
+
   test('unused leased tokens are given back: a key doing a few bursts per second gets its whole limit, not less', async () => {
     // Limit 40: a process leases up to 4 tokens at a time, so each burst of 10
     // leaves leased tokens unused when its second ends. Were they not given

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import type { Pool, Queryable } from '../../db/pool.ts';
 import type { Config } from '../../lib/config.ts';
 import { GoogleApiError, GoogleCalendarClient } from '../../lib/google-calendar.ts';
+import { requireUser } from './companies.ts';
 import { seal } from '../../lib/secret-box.ts';
 import { signState } from '../../lib/signed-state.ts';
 import { ApiError, validationFailed } from '../errors.ts';
@@ -47,11 +48,6 @@ export function serializeConnection(row: ConnectionRow | undefined, userId: stri
 function requireGoogle(config: Config) {
   if (!config.google) throw validationFailed({ google: ['Google Calendar no está configurado: define GOOGLE_CLIENT_ID y GOOGLE_CLIENT_SECRET'] });
   return config.google;
-}
-
-async function requireUser(pool: Queryable, userId: string): Promise<void> {
-  const { rowCount } = await pool.query('SELECT 1 FROM users WHERE id = $1 AND deleted_at IS NULL', [userId]);
-  if (!rowCount) throw new ApiError('not_found', 'El usuario no existe.');
 }
 
 export function callbackUrl(config: Config): string {

@@ -9,8 +9,29 @@ import { rebuildLedger } from '../../db/money/rebuild.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { slugify } from '../../lib/slug.ts';
 import { notifyAuthChange } from '../auth/key-cache.ts';
-import { ApiError } from '../errors.ts';
+import { ApiError, validationFailed } from '../errors.ts';
 import { serializeUser, type UserRow } from './users.ts';
+
+/**
+ * The MCP quota belongs to the enterprise plan (DESIGN.md: "quota set with
+ * --mcp-quota"): free has none and starter its fixed 500, so a quota on them
+ * would be shown and never applied, and enterprise without one would offer MCP
+ * and refuse every call.
+ */
+function checkPlanQuota(plan: Plan, quota: number | null): void {
+  if (plan !== 'enterprise' && quota !== null) throw validationFailed({ mcpQuota: [`only the enterprise plan takes an MCP quota (${plan}: ${plan === 'free' ? 'no MCP' : '500 calls per cycle'})`] }, 'Invalid input: the MCP quota is for the enterprise plan.');
+  if (plan === 'enterprise' && quota === null) throw validationFailed({ mcpQuota: ['the enterprise plan needs its quota (--mcp-quota <calls per cycle>)'] }, 'Invalid input: the enterprise plan needs an MCP quota.');
+}
+
+/** A list or action naming a company that does not exist is not_found (exit 1), never an empty answer. */
+export async function requireCompany(db: Queryable, companyId: string): Promise<void> {
+  if (!(await db.query('SELECT 1 FROM companies WHERE id = $1', [companyId])).rowCount) throw new ApiError('not_found', `Company ${companyId} not found`);
+}
+
+/** The same for a person. */
+export async function requireUser(db: Queryable, userId: string): Promise<void> {
+  if (!(await db.query('SELECT 1 FROM users WHERE id = $1 AND deleted_at IS NULL', [userId])).rowCount) throw new ApiError('not_found', `User ${userId} not found`);
+}
 
 export type Plan = 'free' | 'starter' | 'enterprise';
 
@@ -112,6 +133,7 @@ export async function createCompany(pool: Pool, input: CompanyInput) {
     if (existing.rows[0]) {
       throw new ApiError('email_taken', `A user with email ${email} already exists; create the company with another owner email, then \`wsctl user add-membership ${existing.rows[0].id} --company <new company id> --owner\``);
     }
+    checkPlanQuota(input.plan ?? 'free', input.mcpQuota ?? null);
     const { rows } = await db.query<CompanyRow>(
       `INSERT INTO companies (id, name, slug, max_team_size, enabled_modules, plan, mcp_quota)
        VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
@@ -156,13 +178,16 @@ export async function updateCompany(pool: Pool, id: string, input: CompanyUpdate
   if (input.modules !== undefined) set('enabled_modules', [...new Set(input.modules)]);
   if (input.plan !== undefined) set('plan', input.plan);
   if (input.mcpQuota !== undefined) set('mcp_quota', input.mcpQuota);
+  // Leaving enterprise leaves its quota behind, unless one is given (refused below).
+  else if (input.plan !== undefined && input.plan !== 'enterprise') set('mcp_quota', null);
   if (input.responseCache !== undefined) set('response_cache', input.responseCache);
   if (input.storageQuotaMb !== undefined) set('storage_quota_mb', input.storageQuotaMb);
   if (input.timezone !== undefined) set('timezone', input.timezone);
   return transaction(pool, async (db) => {
     if (sets.length > 0) {
-      const { rowCount } = await db.query(`UPDATE companies SET ${sets.join(', ')}, updated_at = now() WHERE id = $1`, values);
-      if (rowCount === 0) throw new ApiError('not_found', `Company ${id} not found`);
+      const { rows: updated } = await db.query<{ plan: Plan; mcp_quota: number | null }>(`UPDATE companies SET ${sets.join(', ')}, updated_at = now() WHERE id = $1 RETURNING plan, mcp_quota`, values);
+      if (!updated[0]) throw new ApiError('not_found', `Company ${id} not found`);
+      checkPlanQuota(updated[0].plan, updated[0].mcp_quota);
       await notifyAuthChange(db);
     }
     // Money days are read in the company's zone: the ledger moves with it.

@@ -1,11 +1,7 @@
 // `wsctl period close|open --company --year --month` (DESIGN.md, CLI contract).
 import type { Pool } from '../../db/pool.ts';
 import { closePeriod, openPeriod, firstClosed } from '../../db/money/periods.ts';
-import { ApiError } from '../errors.ts';
-
-async function requireCompany(pool: Pool, companyId: string): Promise<void> {
-  if (!(await pool.query('SELECT 1 FROM companies WHERE id = $1', [companyId])).rowCount) throw new ApiError('not_found', 'La empresa no existe.');
-}
+import { requireCompany } from './companies.ts';
 
 export async function setPeriod(pool: Pool, input: { companyId: string; year: number; month: number; closed: boolean }) {
   await requireCompany(pool, input.companyId);

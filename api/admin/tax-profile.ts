@@ -12,6 +12,7 @@ import { TAX_REGIMES } from '../../lib/cfdi/catalogs.ts';
 import type { Config } from '../../lib/config.ts';
 import { seal } from '../../lib/secret-box.ts';
 import { ApiError, validationFailed } from '../errors.ts';
+import { requireCompany } from './companies.ts';
 
 export type TaxProfileInput = { companyId: string; rfc: string; legalName: string; taxRegime: string; zip: string; cer: string; key: string; keyPassword: string };
 
@@ -37,7 +38,7 @@ function certificateNumber(credential: Credential): string {
 }
 
 export async function setTaxProfile(pool: Pool, config: Config, input: TaxProfileInput) {
-  if (!(await pool.query('SELECT 1 FROM companies WHERE id = $1', [input.companyId])).rowCount) throw new ApiError('not_found', 'La empresa no existe.');
+  await requireCompany(pool, input.companyId);
   // The CSD's key and password are stored sealed (lib/secret-box.ts): never without a key to seal them.
   if (!config.encryptionKey) throw validationFailed({ key: ['ENCRYPTION_KEY no está configurada: sin ella no se guardan llaves ni contraseñas'] }, 'ENCRYPTION_KEY no está configurada: define una (al menos 32 caracteres) antes de guardar un CSD.');
   const rfc = input.rfc.trim().toUpperCase();

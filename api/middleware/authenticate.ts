@@ -4,7 +4,7 @@
 import type { Next } from 'koa';
 import { isWellFormedSecret } from '../auth/keys.ts';
 import { ApiError } from '../errors.ts';
-import { limitUnauthenticated } from './rate-limit.ts';
+import { consumeLimit, limitUnauthenticated } from './rate-limit.ts';
 import type { ApiContext } from '../types.ts';
 
 export function bearerToken(header: string): string | null {
@@ -21,6 +21,19 @@ export async function authenticate(ctx: ApiContext, next: Next) {
   }
   ctx.state.auth = key;
   await next();
+}
+
+/**
+ * A request no route took (an unknown path, a method the path does not have)
+ * is counted like any other, against its key when it holds a valid one, else
+ * its address, so that its 404 or 405 carries RateLimit-* too (DESIGN.md:
+ * every response) without the key's validity changing the status.
+ */
+export async function limitUnrouted(ctx: ApiContext): Promise<void> {
+  const secret = bearerToken(ctx.get('Authorization'));
+  const key = secret && isWellFormedSecret(secret) ? await ctx.deps.keyCache.lookup(ctx.deps.pool, secret) : null;
+  if (key) await consumeLimit(ctx, `key:${key.keyId}`, key.rateLimitPerMinute ?? ctx.deps.config.rateLimitPerMinute);
+  else await limitUnauthenticated(ctx);
 }
 
 /** After the rate limit, so a refused origin is counted and carries RateLimit-* too. */

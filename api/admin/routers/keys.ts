@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { parseScopes } from '../../auth/scopes.ts';
 import { ApiError } from '../../errors.ts';
+import { requireCompany } from '../companies.ts';
 import { issueKey, listKeys, revokeKey } from '../keys.ts';
 import { adminId as id, adminProcedure, router } from '../trpc.ts';
 
@@ -26,7 +27,10 @@ export const keyRouter = router({
       }
       return issueKey(ctx.deps.pool, { ...input, scopes });
     }),
-  list: adminProcedure.input(z.object({ companyId: id })).query(({ ctx, input }) => listKeys(ctx.deps.pool, input.companyId)),
+  list: adminProcedure.input(z.object({ companyId: id })).query(async ({ ctx, input }) => {
+    await requireCompany(ctx.deps.pool, input.companyId);
+    return listKeys(ctx.deps.pool, input.companyId);
+  }),
   revoke: adminProcedure.input(z.object({ id })).mutation(async ({ ctx, input }) => {
     const key = await revokeKey(ctx.deps.pool, input.id);
     ctx.deps.keyCache.invalidate(); // this process at once; the others on the NOTIFY

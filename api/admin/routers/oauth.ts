@@ -1,11 +1,14 @@
 // `wsctl oauth grants --user <id>` / `wsctl oauth revoke <grant-id>`: a person's OAuth connections.
 import { z } from 'zod';
 import { ApiError } from '../../errors.ts';
+import { requireCompany, requireUser } from '../companies.ts';
 import { adminId as id, adminProcedure, router } from '../trpc.ts';
 
 export const oauthRouter = router({
   // A person's connections (--user), or a company's (--company) for operators.
   grants: adminProcedure.input(z.object({ userId: id.optional(), companyId: id.optional() }).refine((v) => !!v.userId !== !!v.companyId, 'give --user or --company')).query(async ({ ctx, input }) => {
+    if (input.userId) await requireUser(ctx.deps.pool, input.userId);
+    if (input.companyId) await requireCompany(ctx.deps.pool, input.companyId);
     const { rows } = await ctx.deps.pool.query(
       `SELECT g.id, g.client_id, c.client_name, g.user_id, g.company_id, g.scopes, g.created_at, g.revoked_at
          FROM oauth_grants g JOIN oauth_clients c ON c.id = g.client_id

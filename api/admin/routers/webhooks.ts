@@ -16,6 +16,7 @@ import {
   serializeDelivery,
   serializeEndpoint,
 } from '../../routes/webhook-endpoint-queries.ts';
+import { requireCompany } from '../companies.ts';
 import { adminId as id, adminProcedure, router } from '../trpc.ts';
 
 /** `wsctl delivery list` shows the newest deliveries first, up to this many. */
@@ -24,7 +25,10 @@ const DELIVERY_LIST_LIMIT = 100;
 export const webhookRouter = router({
   list: adminProcedure
     .input(z.object({ companyId: id }))
-    .query(async ({ ctx, input }) => (await listEndpointsOf(ctx.deps.pool, input.companyId)).map((row) => serializeEndpoint(row))),
+    .query(async ({ ctx, input }) => {
+      await requireCompany(ctx.deps.pool, input.companyId);
+      return (await listEndpointsOf(ctx.deps.pool, input.companyId)).map((row) => serializeEndpoint(row));
+    }),
   rotateSecret: adminProcedure.input(z.object({ id })).mutation(async ({ ctx, input }) => {
     const row = await rotateSecret(ctx.deps.pool, null, input.id);
     if (!row) throw new ApiError('not_found', `Webhook endpoint ${input.id} not found`);
