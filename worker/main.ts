@@ -23,9 +23,11 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, async () => {
     if (stopping) return;
     stopping = true;
+    log('worker.stopping', { signal });
     await worker.stop();
     await pool.end();
     await database.stop();
+    log('worker.stopped', { signal });
     process.exit(0);
   });
 }
