@@ -201,8 +201,13 @@ export async function jsonContentType(ctx: ApiContext, next: Next) {
  * whatever happens. For Idempotency-Key the body fingerprint includes the
  * file's SHA-256, so a different file under the same key is detected.
  */
+/** formidable's error codes for a part past its size (FormidableError.js): one file, all files, text parts. */
+const FORMIDABLE_FILE_TOO_BIG = 1016;
+const FORMIDABLE_FILES_TOO_BIG = 1009;
+const FORMIDABLE_FIELDS_TOO_BIG = 1006;
+
 function multipartBody(options: MultipartRoute['multipart']): ApiMiddleware {
-  const parserFor = (maxFileBytes: number) =>
+  const parserFor = (maxFileBytes: number, maxFieldsBytes: number) =>
     koaBody({
       multipart: true,
       json: false,
@@ -214,15 +219,16 @@ function multipartBody(options: MultipartRoute['multipart']): ApiMiddleware {
         maxFileSize: maxFileBytes,
         maxTotalFileSize: maxFileBytes,
         maxFields: 20,
-        maxFieldsSize: 64 * 1024,
+        maxFieldsSize: maxFieldsBytes,
         allowEmptyFiles: true,
         minFileSize: 0,
       },
     });
-  const parser = parserFor(options.maxFileBytes);
+  const parser = parserFor(options.maxFileBytes, 64 * 1024);
   // With an Idempotency-Key and no Content-Length (chunked), the 100 KB cap is
-  // enforced while reading: a file past it is a body past it.
-  const idempotentParser = parserFor(Math.min(options.maxFileBytes, IDEMPOTENCY_BODY_LIMIT));
+  // enforced while reading: the file part is held to 100 KB (a file past it is
+  // a body past it), and text parts, which an image route does not use, to 4 KB.
+  const idempotentParser = parserFor(Math.min(options.maxFileBytes, IDEMPOTENCY_BODY_LIMIT), 4 * 1024);
   return async function multipart(ctx, next) {
     const capped = ctx.headers['idempotency-key'] !== undefined && !ctx.get('Content-Length');
     try {
@@ -231,7 +237,9 @@ function multipartBody(options: MultipartRoute['multipart']): ApiMiddleware {
       const status = (error as { httpCode?: number; status?: number }).httpCode ?? (error as { status?: number }).status;
       // Refused part way: the rest of the body is left unread, so the connection closes after the answer.
       if (status === 413) ctx.set('Connection', 'close');
-      if (capped && status === 413) throw new ApiError('idempotency_body_too_large');
+      // formidable's size refusals (file, total of files, text parts); too many files or fields stay a 422 below.
+      const tooBig = [FORMIDABLE_FILE_TOO_BIG, FORMIDABLE_FILES_TOO_BIG, FORMIDABLE_FIELDS_TOO_BIG].includes((error as { code?: number }).code ?? 0);
+      if (capped && tooBig) throw new ApiError('idempotency_body_too_large');
       const reason = status === 413
         ? `se acepta un solo archivo de hasta ${Math.floor(options.maxFileBytes / 1024 / 1024)} MB`
         : 'el cuerpo multipart/form-data no es válido';

@@ -2,7 +2,7 @@
 // documented here with its default; a bad value stops start-up with a clear
 // message instead of surfacing later as a confusing runtime error.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 /** The bucket of BLOB_STORE=s3 (storage/s3.ts). */
@@ -144,10 +144,16 @@ function developmentSecret(dataDir: string, name: string): string {
     return readFileSync(file, 'utf8').trim();
   } catch {
     mkdirSync(dataDir, { recursive: true });
+    // Written whole under another name, then linked into place (link fails if the name exists): a
+    // process starting at the same moment reads the whole secret or none, never an empty file.
+    const draft = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
+    writeFileSync(draft, randomBytes(32).toString('base64url'), { flag: 'wx', mode: 0o600 });
     try {
-      writeFileSync(file, randomBytes(32).toString('base64url'), { flag: 'wx', mode: 0o600 });
+      linkSync(draft, file);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    } finally {
+      unlinkSync(draft);
     }
     return readFileSync(file, 'utf8').trim();
   }

@@ -7,7 +7,7 @@
 // events (paging, sync tokens, 410 → full resync) as read-only busy time.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { CALENDAR_PULL } from '../db/queues.ts';
+import { CALENDAR_PULL, CALENDAR_PUSH } from '../db/queues.ts';
 import { GoogleApiError, GoogleCalendarClient } from '../lib/google-calendar.ts';
 import { open } from '../lib/secret-box.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
@@ -199,6 +199,18 @@ describe('calendar sync end to end', () => {
     insert.release();
     await waitFor(() => google.events.get(e.id)?.status === 'cancelled', 20_000, 'the copy the push made is deleted in Google');
     await waitFor(async () => (await eventRow(e.id)).google_event_id === null, 20_000, 'google_event_id cleared');
+  });
+
+  test('a delete queued by a switch-off that was switched back on before it ran leaves the live copy alone', async () => {
+    const e = await newEvent({ title: 'Ida, vuelta y cola' });
+    const googleId = await waitFor(async () => (await eventRow(e.id))?.google_event_id, 20_000, 'synced');
+    // What the switch-off queued, run after the switch back on (the row is on, with that copy's id).
+    const jobId = await app.deps.jobs.send(app.pool, CALENDAR_PUSH, { company_id: tenant.companyId, event_id: e.id, user_id: tenant.ownerId, action: 'delete', google_event_id: googleId });
+    await waitFor(async () => (await app.pool.query(`SELECT state FROM pgboss.job WHERE id = $1`, [jobId])).rows[0]?.state === 'completed', 20_000, 'the delete job ran');
+    assert.equal(google.events.get(googleId)!.status, 'confirmed', 'the live copy stays in Google');
+    // The same job once the event is switched off deletes it.
+    assert.equal((await api.patch(`/calendar/events/${e.id}`, { data: { sync_to_google: false } })).status, 200);
+    await waitFor(() => google.events.get(googleId)!.status === 'cancelled', 20_000, 'removed once off');
   });
 
   test('what is cleared here is cleared in Google; reminders go as popup overrides, the 5 nearest', async () => {

@@ -190,6 +190,28 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     assert.equal(replay.headers['idempotent-replayed'], 'true');
     // Without the key, the same large image streams in as before.
     assert.equal((await up(`/products/${productId}/image`, big, 'grande.jpg')).status, 200);
+    // Two small files under the key are still "one file only" (422), not a body too large.
+    const two = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+      const boundary = '----twofiles';
+      const req = http.request(new URL(`${app.baseUrl}/products/${productId}/image`), {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tenant.key}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'idempotency-key': `two-${Date.now()}`, 'transfer-encoding': 'chunked' },
+      });
+      req.on('error', reject);
+      req.on('response', (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString()) }));
+      });
+      for (const name of ['a.jpg', 'b.jpg']) {
+        req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: image/jpeg\r\n\r\n`);
+        req.write(small);
+        req.write('\r\n');
+      }
+      req.end(`--${boundary}--\r\n`);
+    });
+    assert.equal(two.status, 422, JSON.stringify(two.body));
+    assert.equal(two.body.error, 'validation_failed');
   });
 
   test('another company cannot upload to or delete our images (404)', async () => {

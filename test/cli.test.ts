@@ -40,6 +40,9 @@ describe('wsctl', () => {
     assert.equal((await json(app, ['company', 'show', id])).mcp_quota, 900, 'a refused update changed nothing');
     const starter = await json(app, ['company', 'update', id, '--plan', 'starter', '--mcp-quota', 'none']);
     assert.deepEqual([starter.plan, starter.mcp_quota], ['starter', null]);
+    // A row from before the rule (a quota on starter) still takes updates that leave plan and quota alone.
+    await app.pool.query('UPDATE companies SET mcp_quota = 100 WHERE id = $1', [id]);
+    assert.equal((await json(app, ['company', 'update', id, '--storage-quota-mb', '60'])).storage_quota_mb, 60);
     assert.equal(updated.response_cache, true);
     assert.equal(updated.storage_quota_mb, 50);
 

@@ -187,7 +187,8 @@ export async function updateCompany(pool: Pool, id: string, input: CompanyUpdate
     if (sets.length > 0) {
       const { rows: updated } = await db.query<{ plan: Plan; mcp_quota: number | null }>(`UPDATE companies SET ${sets.join(', ')}, updated_at = now() WHERE id = $1 RETURNING plan, mcp_quota`, values);
       if (!updated[0]) throw new ApiError('not_found', `Company ${id} not found`);
-      checkPlanQuota(updated[0].plan, updated[0].mcp_quota);
+      // Checked when the update touches them: a row from before the rule takes other updates as before.
+      if (input.plan !== undefined || input.mcpQuota !== undefined) checkPlanQuota(updated[0].plan, updated[0].mcp_quota);
       await notifyAuthChange(db);
     }
     // Money days are read in the company's zone: the ledger moves with it.

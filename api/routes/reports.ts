@@ -130,8 +130,10 @@ export async function cashFlow(db: Queryable, companyId: string, startOn: string
     const openedBefore = a.opening_on < startOn;
     const openedWithin = !openedBefore && a.opening_on <= endOn;
     const opening = (openedBefore ? openingBalance : 0) + get(before.rows, 'cash_in', a.id) - get(before.rows, 'cash_out', a.id);
-    const inflows = (openedWithin ? openingBalance : 0) + get(inside, 'cash_in', a.id);
-    const outflows = get(inside, 'cash_out', a.id);
+    // A negative opening balance (a card that owes) opening within the range is money out, not a negative inflow.
+    const openedIn = openedWithin ? openingBalance : 0;
+    const inflows = Math.max(openedIn, 0) + get(inside, 'cash_in', a.id);
+    const outflows = Math.max(-openedIn, 0) + get(inside, 'cash_out', a.id);
     return { account_id: a.id, name: a.name, currency: a.currency, opening_balance_cents: opening, inflows_cents: inflows, outflows_cents: outflows, closing_balance_cents: opening + inflows - outflows };
   });
   const totals = byCurrency(() => ({ opening: 0, inflows: 0, outflows: 0, closing: 0 }));
@@ -199,7 +201,7 @@ export const reportRoutes: RouteDef[] = [
     scope: 'read-reports',
     tag: TAG,
     summary: 'Flujo de efectivo',
-    description: 'Por cuenta y por moneda: saldo inicial (el saldo de apertura de la cuenta más lo movido antes de `start_on`), entradas, salidas y saldo final = inicial + entradas − salidas. `end_on` antes de `start_on`: 422.',
+    description: 'Por cuenta y por moneda: saldo inicial (el saldo de apertura de la cuenta si abrió antes de `start_on`, más lo movido antes de `start_on`), entradas y salidas (con el saldo de apertura de una cuenta que abre dentro del rango: entrada si es positivo, salida si es negativo) y saldo final = inicial + entradas − salidas; así un rango termina donde empieza el siguiente. `end_on` antes de `start_on`: 422.',
     query: rangeQuery,
     status: 200,
     errors: ['invalid_parameter', 'validation_failed'],

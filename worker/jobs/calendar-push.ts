@@ -81,6 +81,14 @@ async function push(deps: WorkerDeps, job: CalendarPushJob): Promise<void> {
   const calendar = connection.calendar_id;
   try {
     if (job.action === 'delete') {
+      // Switched off, then on again before this ran: the copy it names is the live one again (the
+      // upsert queued by the switch back keeps it up to date), so it is not deleted.
+      const googleId = job.google_event_id ?? job.event_id;
+      const { rows: live } = await pool.query(
+        'SELECT 1 FROM calendar_events WHERE company_id = $1 AND id = $2 AND sync_to_google IS DISTINCT FROM false AND google_event_id = $3',
+        [job.company_id, job.event_id, googleId],
+      );
+      if (live.length) return;
       const deleted = await withToken(pool, config, client, connection, (token) =>
         client.deleteEvent(token, calendar, job.google_event_id ?? job.event_id).catch((error) => {
           if (error instanceof GoogleApiError && (error.status === 404 || error.status === 410)) return;
