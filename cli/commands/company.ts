@@ -33,7 +33,7 @@ function companyOptions(command: Command): Command {
     .option('--max-team-size <n>', 'seats in the team (1-10000)', positiveInt)
     .option('--modules <list>', `opt-in modules, comma separated (${OPT_IN_MODULES.join(',')}; automations are core); '' for none`, list)
     .addOption(new Option('--plan <plan>', 'MCP plan').choices(PLANS))
-    .option('--mcp-quota <n>', "MCP calls per cycle on the enterprise plan ('none' to clear on update)", intOrNone);
+    .option('--mcp-quota <n>', "MCP calls per cycle; the enterprise plan's only, and it needs one ('none' clears it when leaving enterprise)", intOrNone);
 }
 
 /** Commander option names → admin procedure input. */
