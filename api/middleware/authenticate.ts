@@ -4,7 +4,7 @@
 import type { Next } from 'koa';
 import { isWellFormedSecret } from '../auth/keys.ts';
 import { ApiError } from '../errors.ts';
-import { consumeLimit, limitUnauthenticated } from './rate-limit.ts';
+import { limitKey, limitUnauthenticated } from './rate-limit.ts';
 import type { ApiContext } from '../types.ts';
 
 export function bearerToken(header: string): string | null {
@@ -12,9 +12,14 @@ export function bearerToken(header: string): string | null {
   return match ? match[1] : null;
 }
 
-export async function authenticate(ctx: ApiContext, next: Next) {
+/** The API key the request's Authorization names, if it is a valid one. */
+function keyOf(ctx: ApiContext) {
   const secret = bearerToken(ctx.get('Authorization'));
-  const key = secret && isWellFormedSecret(secret) ? await ctx.deps.keyCache.lookup(ctx.deps.pool, secret) : null;
+  return secret && isWellFormedSecret(secret) ? ctx.deps.keyCache.lookup(ctx.deps.pool, secret) : null;
+}
+
+export async function authenticate(ctx: ApiContext, next: Next) {
+  const key = await keyOf(ctx);
   if (!key) {
     await limitUnauthenticated(ctx);
     throw new ApiError('invalid_key');
@@ -30,9 +35,8 @@ export async function authenticate(ctx: ApiContext, next: Next) {
  * every response) without the key's validity changing the status.
  */
 export async function limitUnrouted(ctx: ApiContext): Promise<void> {
-  const secret = bearerToken(ctx.get('Authorization'));
-  const key = secret && isWellFormedSecret(secret) ? await ctx.deps.keyCache.lookup(ctx.deps.pool, secret) : null;
-  if (key) await consumeLimit(ctx, `key:${key.keyId}`, key.rateLimitPerMinute ?? ctx.deps.config.rateLimitPerMinute);
+  const key = await keyOf(ctx);
+  if (key) await limitKey(ctx, key, ctx.deps.config.rateLimitPerMinute);
   else await limitUnauthenticated(ctx);
 }
 

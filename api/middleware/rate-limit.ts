@@ -42,10 +42,14 @@ export function limitUnauthenticated(ctx: ApiContext): Promise<void> {
   return consumeLimit(ctx, `ip:${ctx.ip}`, ctx.deps.config.rateLimitPerMinute);
 }
 
+/** Counts one request against an API key: its own limit, else the default. */
+export function limitKey(ctx: ApiContext, key: { keyId: string; rateLimitPerMinute?: number | null }, defaultLimit: number): Promise<void> {
+  return consumeLimit(ctx, `key:${key.keyId}`, key.rateLimitPerMinute ?? defaultLimit);
+}
+
 export function rateLimit(defaultLimit: number) {
   return async function limitRequests(ctx: ApiContext, next: Next) {
-    const auth = ctx.state.auth!;
-    await consumeLimit(ctx, `key:${auth.keyId}`, auth.rateLimitPerMinute ?? defaultLimit);
+    await limitKey(ctx, ctx.state.auth!, defaultLimit);
     await next();
   };
 }
