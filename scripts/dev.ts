@@ -1,20 +1,15 @@
 // `npm start` (development): embedded PostgreSQL unless DATABASE_URL is set,
 // migrations, then web and worker in one process. On an empty database it
 // creates a demo company and prints an API key with every scope.
-import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 const dataDir = path.resolve(process.env.DATA_DIR || './.data');
 await mkdir(dataDir, { recursive: true });
-// wsctl reads ADMIN_TOKEN, else this same file: the banner names whichever this process uses.
+// Without ADMIN_TOKEN the config reads (or makes once) DATA_DIR/admin-token, the file wsctl reads too:
+// the banner names whichever this process uses.
 const adminTokenGiven = !!process.env.ADMIN_TOKEN;
-if (!adminTokenGiven) {
-  const tokenFile = path.join(dataDir, 'admin-token');
-  if (!existsSync(tokenFile)) await writeFile(tokenFile, randomBytes(24).toString('base64url') + '\n', { mode: 0o600 });
-  process.env.ADMIN_TOKEN = (await readFile(tokenFile, 'utf8')).trim();
-}
 
 // Local receivers (a webhook to http://localhost:4000) are what development
 // tries first, so `npm start` opts out of the SSRF guard unless told
