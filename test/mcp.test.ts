@@ -334,14 +334,18 @@ describe('MCP server', () => {
     assert.equal(hostile.status, 403);
     assert.equal(hostile.headers.get('access-control-allow-origin'), null);
     assert.equal((await rpc({ jsonrpc: '2.0', id: 1, method: 'ping' }, tenant.key, { origin: 'http://evil.example' })).headers.get('access-control-allow-origin'), null);
-    // A key pinned to origins (contract, Authentication 5) is refused from a page elsewhere, as REST refuses it;
-    // from its own origin, and from a client that sends no Origin (not a browser), it works.
+    // A key pinned to origins (contract, Authentication 5) is held to its list as on REST: Origin, else
+    // Referer, must name a listed host, and a request carrying neither is refused.
     const pinned = await issueKey(app.pool, { companyId: tenant.companyId, scopes: ['read-customers'], origins: ['app.example.com'] });
     const ping2 = { jsonrpc: '2.0', id: 1, method: 'ping' };
-    const elsewhere = await rpc(ping2, pinned.secret, { origin: 'https://evil.example' });
-    assert.deepEqual([elsewhere.status, elsewhere.body.error], [403, 'origin_not_allowed']);
+    for (const headers of [{ origin: 'https://evil.example' }, { referer: 'https://evil.example/page' }, {}] as Record<string, string>[]) {
+      const refused = await rpc(ping2, pinned.secret, headers);
+      assert.deepEqual([refused.status, refused.body.error], [403, 'origin_not_allowed'], JSON.stringify(headers));
+      const rest = await fetch(`${app.url}/api/v1/customers`, { headers: { authorization: `Bearer ${pinned.secret}`, ...headers } });
+      assert.equal(rest.status, 403, `REST answers the same: ${JSON.stringify(headers)}`);
+    }
     assert.deepEqual((await rpc(ping2, pinned.secret, { origin: 'https://app.example.com' })).body.result, {});
-    assert.deepEqual((await rpc(ping2, pinned.secret)).body.result, {});
+    assert.deepEqual((await rpc(ping2, pinned.secret, { referer: 'https://app.example.com/tools' })).body.result, {});
     // The discovery documents answer their own preflight (the SDK sends MCP-Protocol-Version with them).
     for (const path of ['/.well-known/oauth-protected-resource/api/mcp/v1', '/.well-known/oauth-authorization-server']) {
       const res = await preflight(origin, path);

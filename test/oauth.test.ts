@@ -9,9 +9,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import * as oauth from 'oauth4webapi';
-import { setPassword } from '../api/admin/users.ts';
+import { addMembership, setPassword } from '../api/admin/users.ts';
 import { insertClient } from '../api/oauth/store.ts';
-import { seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { request, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { json } from './helpers/cli.ts';
 
 const PASSWORD = 'contraseña-segura-1';
@@ -314,6 +314,35 @@ describe('OAuth 2.1 authorization server', () => {
     const revoked = await fetch(`${app.url}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: second.body.refresh_token }) });
     assert.equal(revoked.status, 200);
     assert.equal((await mcp(second.body.access_token)).status, 401);
+  });
+
+  test('removing a person from the company revokes their OAuth grant: access and refresh stop, and a membership given back revives nothing', async () => {
+    const company = await seedTenant(app.pool, { plan: 'starter', rateLimitPerMinute: 100_000 });
+    const staying = await seedTenant(app.pool, { plan: 'starter' }); // a second company keeps the person (not soft-deleted)
+    const memberEmail = `member-${Math.random().toString(36).slice(2, 10)}@test.example`;
+    const created = await request(app.url, 'POST', '/api/v1/users', { key: company.key, body: { data: { first_name: 'Ana', last_name: 'Miembro', email: memberEmail } } });
+    assert.equal(created.status, 201, created.text);
+    const memberId = created.body.data.id;
+    await setPassword(app.pool, memberId, PASSWORD);
+    await addMembership(app.pool, memberId, staying.companyId, false);
+    const client = await sharedClient();
+    const { verifier, challenge } = pkce();
+    const location = await authorize(client.client_id, challenge, { as: { email: memberEmail, companyId: company.companyId } });
+    const pair = await token({ grant_type: 'authorization_code', code: location.searchParams.get('code')!, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:43210/callback' });
+    assert.equal(pair.status, 200, JSON.stringify(pair.body));
+    assert.equal((await mcp(pair.body.access_token)).status, 200);
+
+    assert.equal((await request(app.url, 'DELETE', `/api/v1/users/${memberId}`, { key: company.key })).status, 204);
+    assert.equal((await mcp(pair.body.access_token)).status, 401);
+    const refreshed = await token({ grant_type: 'refresh_token', refresh_token: pair.body.refresh_token });
+    assert.deepEqual([refreshed.status, refreshed.body.error], [400, 'invalid_grant']);
+    const grants = await app.pool.query('SELECT revoked_at FROM oauth_grants WHERE user_id = $1 AND company_id = $2', [memberId, company.companyId]);
+    assert.equal(grants.rowCount, 1);
+    assert.notEqual(grants.rows[0].revoked_at, null, 'the grant is revoked, as wsctl oauth grants shows');
+
+    await addMembership(app.pool, memberId, company.companyId, false);
+    assert.equal((await mcp(pair.body.access_token)).status, 401, 'the old access token stays dead');
+    assert.equal((await token({ grant_type: 'refresh_token', refresh_token: pair.body.refresh_token })).body.error, 'invalid_grant');
   });
 
   test('authorize refusals: unknown client and unregistered redirect shown on the page, missing PKCE redirected as an error', async () => {

@@ -288,9 +288,10 @@ export function mcpRouter(): ApiRouter {
       ctx.set('WWW-Authenticate', `Bearer resource_metadata="${ctx.deps.config.siteUrl}/.well-known/oauth-protected-resource${MCP_PATH}"${presented}`);
       throw new ApiError('invalid_key');
     }
-    // A key pinned to origins (contract, Authentication 5) is refused from a browser page elsewhere, as the
-    // REST API refuses it; a client without Origin (not a browser: desktop apps, servers) is not held to it.
-    if (origin && credential.allowedOrigins.length > 0 && !originAllowed(ctx, credential.allowedOrigins)) {
+    // A key pinned to origins (contract, Authentication 5) is "the same static key as REST" and is held
+    // to its list here as there: Origin, else Referer, must name a listed host; a request carrying neither
+    // is refused too (the list pins where the key may be used from).
+    if (credential.allowedOrigins.length > 0 && !originAllowed(ctx, credential.allowedOrigins)) {
       throw new ApiError('origin_not_allowed', 'La llave no admite este origen.');
     }
     ctx.state.mcpCredential = credential;

@@ -428,6 +428,15 @@ export function oauthRouter(): ApiRouter {
           return { error: 'invalid_grant', text: 'el refresh_token ya se usó; se revocó el acceso' };
         }
         if (token.expired || grant.revoked_at) return { error: 'invalid_grant', text: 'el refresh_token expiró o el acceso fue revocado' };
+        // The person must still belong to the company (a removal revokes the grant too; this holds whatever removed them).
+        const { rowCount: member } = await db.query(
+          'SELECT 1 FROM memberships m JOIN users u ON u.id = m.user_id AND u.deleted_at IS NULL WHERE m.user_id = $1 AND m.company_id = $2',
+          [grant.user_id, grant.company_id],
+        );
+        if (!member) {
+          await revokeGrant(db, grant.id);
+          return { error: 'invalid_grant', text: 'la persona ya no pertenece a la empresa; se revocó el acceso' };
+        }
         // RFC 6749 §6: a narrower scope narrows the new access token only; the grant and its
         // refresh token keep what the person approved (omitted = "equal to the scope originally granted").
         const wanted = body.scope ? [...new Set(body.scope.split(' ').filter(Boolean))] : grant.scopes;

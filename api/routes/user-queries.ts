@@ -186,8 +186,8 @@ export async function updateMember(db: Queryable, companyId: string, existing: M
  * Removes the membership; a person left in no company is soft-deleted (kept
  * for history, hidden everywhere; the email and booking slug become free
  * again). The member's API keys of this company are revoked and their
- * booking links here switched off (active: false) in the same transaction;
- * their sessions die with the membership.
+ * booking links here switched off (active: false) and their OAuth grants
+ * for it revoked in the same transaction; their sessions die with the membership.
  */
 export async function removeMember(db: Queryable, companyId: string, member: MemberRow): Promise<void> {
   // NO KEY UPDATE, as every lock of the company row here: it serializes the team's changes without
@@ -197,6 +197,8 @@ export async function removeMember(db: Queryable, companyId: string, member: Mem
   if (member.is_owner && (await otherOwners(db, companyId, member.id)) === 0) throw new ApiError('last_owner');
   await db.query('DELETE FROM memberships WHERE company_id = $1 AND user_id = $2', [companyId, member.id]);
   await db.query('UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE company_id = $1 AND user_id = $2', [companyId, member.id]);
+  // Their OAuth connections to this company end for good: a membership given back later revives none of them.
+  await db.query('UPDATE oauth_grants SET revoked_at = coalesce(revoked_at, now()) WHERE company_id = $1 AND user_id = $2', [companyId, member.id]);
   // Their booking links here take no more bookings (kept, with their bookings, for history).
   await db.query('UPDATE booking_links SET active = false, updated_at = now() WHERE company_id = $1 AND user_id = $2 AND active', [companyId, member.id]);
   const { rowCount } = await db.query('SELECT 1 FROM memberships WHERE user_id = $1', [member.id]);
