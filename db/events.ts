@@ -113,12 +113,15 @@ export async function enqueueAttempts(
   );
 }
 
+/** Attempts a delivery gets (contract: at once, then five retries). */
+export const MAX_ATTEMPTS = 6;
+
 /**
  * An endpoint switched off (automatically after 20 failures, or paused)
  * makes no further attempts: its waiting deliveries (pending, or failed with
  * a retry due) lose their `next_attempt_at`. Their jobs stay queued: one that
- * comes due while the endpoint is off is written as held (`failed`, no next
- * attempt); switched on before that, rescheduleAttempts shows it again.
+ * comes due while the endpoint is off is written as held (its status kept, no
+ * next attempt) and its job dropped; rescheduleAttempts owes it again.
  */
 export async function unscheduleAttempts(db: Queryable, endpointIds: string[]): Promise<void> {
   await db.query(
@@ -129,16 +132,27 @@ export async function unscheduleAttempts(db: Queryable, endpointIds: string[]): 
 }
 
 /**
- * An endpoint switched on again: its deliveries whose retry is still queued
- * (not yet due; one that came due while the endpoint was off was held) show
- * when it will be made, from pg-boss's schedule of the job.
+ * An endpoint switched on again (it was off): nothing it was owed is lost.
+ * Every delivery still owed an attempt (pending, or failed with attempts
+ * left) is scheduled again: at its queued retry's time when that job is still
+ * waiting, else at once, with a new job for its next attempt (held while the
+ * endpoint was off, the failure that switched it off, or a retry that came due
+ * meanwhile). In the caller's transaction, which holds the endpoint's row.
  */
-export async function rescheduleAttempts(db: Queryable, endpointId: string): Promise<void> {
-  await db.query(
-    `UPDATE webhook_deliveries d SET next_attempt_at = j.start_after
-       FROM pgboss.job j
-      WHERE d.endpoint_id = $1 AND d.next_attempt_at IS NULL AND d.status IN ('pending', 'failed')
-        AND j.name = $2 AND j.state IN ('created', 'retry') AND j.data->>'delivery_id' = d.id`,
-    [endpointId, WEBHOOK_DELIVERY.name],
+export async function rescheduleAttempts(db: Queryable, jobs: JobSender, endpointId: string): Promise<void> {
+  const { rows } = await db.query<{ id: string; attempts: number; queued: boolean }>(
+    `WITH owed AS (
+       SELECT d.id, d.attempts,
+              (SELECT min(j.start_after) FROM pgboss.job j
+                WHERE j.name = $2 AND j.state IN ('created', 'retry') AND j.data->>'delivery_id' = d.id) AS queued_at
+         FROM webhook_deliveries d
+        WHERE d.endpoint_id = $1 AND d.status IN ('pending', 'failed') AND d.attempts < $3
+     )
+     UPDATE webhook_deliveries d SET next_attempt_at = coalesce(owed.queued_at, now()), updated_at = now()
+       FROM owed WHERE d.id = owed.id
+     RETURNING d.id, d.attempts, owed.queued_at IS NOT NULL AS queued`,
+    [endpointId, WEBHOOK_DELIVERY.name, MAX_ATTEMPTS],
   );
+  const unqueued = rows.filter((row) => !row.queued);
+  if (unqueued.length) await enqueueAttempts(db, jobs, unqueued.map((row) => ({ deliveryId: row.id, endpointId, attempt: row.attempts + 1 })));
 }

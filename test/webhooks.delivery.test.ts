@@ -258,7 +258,7 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     assert.equal((await api.get(`/webhook-endpoints/${ep.id}`)).body.data.consecutive_failures, 0);
   });
 
-  test('20 consecutive failures switch the endpoint off and stop its attempts; PUT active: true resumes it', async () => {
+  test('20 consecutive failures switch the endpoint off and stop its attempts; PUT active: true resumes it and sends every delivery still owed', async () => {
     const { api } = await tenant();
     let answer = 500;
     receiver.on('/shutoff', () => ({ status: answer }));
@@ -300,8 +300,19 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     assert.equal(resumed.body.data.consecutive_failures, 0);
     assert.equal(resumed.body.data.disabled_at, null);
     assert.equal(resumed.body.data.disabled_reason, null);
+    // Nothing owed is lost: the retries held while it was off, and the failure that switched it off
+    // (which never had a retry queued), are all sent again, at once, with their own event ids.
     await api.post('/customers', { data: { name: 'De vuelta' } });
-    await waitFor(() => receiver.at('/shutoff').length === 21, 10_000, 'delivery after resume');
+    await waitFor(async () => {
+      const { body } = await api.get(`/webhook-endpoints/${ep.id}/deliveries?limit=100`);
+      return body.data.length === 21 && body.data.every((d: any) => d.status === 'succeeded');
+    }, 15_000, 'every delivery owed, and the new one, succeeded after the resume');
+    const received = receiver.at('/shutoff');
+    assert.equal(received.length, 41, '20 failed attempts, 20 second attempts, 1 new event');
+    const ids = (requests: typeof received) => new Set(requests.map((r) => JSON.parse(r.body).id));
+    assert.deepEqual([...ids(received.slice(20))].sort(), [...ids(received)].sort(), 'each event of the 20 was sent again after the resume');
+    const second = (await api.get(`/webhook-endpoints/${ep.id}/deliveries?limit=100`)).body.data.filter((d: any) => d.attempts === 2);
+    assert.equal(second.length, 20);
     await waitFor(async () => (await api.get(`/webhook-endpoints/${ep.id}`)).body.data.last_delivery_status === 'succeeded', 10_000, 'recorded');
   });
 
@@ -341,6 +352,36 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     assert.equal(Date.parse(resumed.next_attempt_at), Date.parse(failed.next_attempt_at));
     await advance(app.pool, failed.id);
     await waitFor(async () => (await onlyDelivery(api, ep.id)).status === 'succeeded', 15_000, 'the retry made after the resume');
+  });
+
+  test('a retry that comes due while the endpoint is paused is held, and made at once when it is switched on', async () => {
+    const { api } = await tenant();
+    let answer = 503;
+    receiver.on('/pause-due', () => ({ status: answer }));
+    const ep = await endpoint(api, '/pause-due', ['customer.created']);
+    await api.post('/customers', { data: { name: 'Vence en pausa' } });
+    const failed = await waitFor(async () => {
+      const d = await onlyDelivery(api, ep.id);
+      return d.status === 'failed' && d.next_attempt_at && d;
+    }, 15_000, 'a failed delivery with its retry scheduled');
+    assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: false } })).status, 200);
+    await advance(app.pool, failed.id);
+    await waitFor(async () => (await nextJob(app.pool, failed.id)).length === 0 && (await onlyDelivery(api, ep.id)).error_message?.includes('desactivado'), 10_000, 'the retry to come due and be held');
+    const held = await onlyDelivery(api, ep.id);
+    assert.deepEqual([held.status, held.attempts, held.next_attempt_at], ['failed', 1, null]);
+    assert.equal(receiver.at('/pause-due').length, 1, 'nothing sent while paused');
+    answer = 200;
+    const before = Date.now();
+    assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: true } })).status, 200);
+    const owed = await onlyDelivery(api, ep.id);
+    assert.ok(owed.next_attempt_at && Date.parse(owed.next_attempt_at) <= Date.now() + 1000 && Date.parse(owed.next_attempt_at) >= before - 1000, 'scheduled at once');
+    const done = await waitFor(async () => {
+      const d = await onlyDelivery(api, ep.id);
+      return d.status === 'succeeded' && d;
+    }, 15_000, 'the held retry made after the switch-on');
+    assert.equal(done.attempts, 2);
+    const [first, second] = receiver.at('/pause-due');
+    assert.equal(JSON.parse(second.body).id, JSON.parse(first.body).id, 'the same event id');
   });
 
   test('a receiver that never answers is cut off at the 10 s read timeout and retried later', async () => {

@@ -131,10 +131,14 @@ export async function findEndpoint(db: Queryable, companyId: string | null, id: 
  */
 export async function updateEndpoint(
   db: Queryable,
+  jobs: JobSender,
   companyId: string,
   id: string,
   input: { url?: string; description?: string | null; enabled_events?: string[]; active?: boolean },
 ): Promise<EndpointRow | null> {
+  // Locked first: whether it was on decides what a switch-on owes (below).
+  const { rows: before } = await db.query<{ active: boolean }>('SELECT active FROM webhook_endpoints WHERE id = $1 AND company_id = $2 FOR NO KEY UPDATE', [id, companyId]);
+  if (!before[0]) return null;
   const { rows } = await db.query<EndpointRow>(
     `UPDATE webhook_endpoints SET
        url = coalesce($3, url),
@@ -157,7 +161,8 @@ export async function updateEndpoint(
     ],
   );
   if (rows[0] && input.active === false) await unscheduleAttempts(db, [id]);
-  if (rows[0] && input.active === true) await rescheduleAttempts(db, id);
+  // Switched on (it was off, paused or shut off): every delivery still owed an attempt is scheduled again.
+  if (rows[0] && input.active === true && !before[0].active) await rescheduleAttempts(db, jobs, id);
   return rows[0] ?? null;
 }
 

@@ -17,7 +17,7 @@
 //   fetched again, so the delivery is resent (same event id), never lost.
 import type { Job } from 'pg-boss';
 import type { Agent } from 'undici';
-import { enqueueAttempts, unscheduleAttempts } from '../../db/events.ts';
+import { enqueueAttempts, MAX_ATTEMPTS, unscheduleAttempts } from '../../db/events.ts';
 import { prepared, transaction, type Client } from '../../db/pool.ts';
 import { log, logError } from '../../lib/log.ts';
 import { createGuardedAgent } from '../../lib/ssrf.ts';
@@ -28,7 +28,7 @@ import { attemptDelivery, READ_TIMEOUT_MS, type AttemptOutcome } from './attempt
 
 /** Delay before attempt n+1 after attempt n failed (contract: 0, +1 min, +5 min, +30 min, +2 h, +6 h). */
 export const RETRY_DELAYS_SECONDS = [60, 300, 1800, 7200, 21600] as const;
-export const MAX_ATTEMPTS = 6;
+export { MAX_ATTEMPTS };
 /** Consecutive failures that switch an endpoint off (contract, Limits). */
 export const SHUT_OFF_AFTER = 20;
 export const SHUT_OFF_REASON = `Desactivado automáticamente tras ${SHUT_OFF_AFTER} entregas fallidas consecutivas`;
@@ -357,14 +357,15 @@ export class WebhookDispatcher {
 
     // 2. Deliveries. A failure is retried on the contract's schedule while
     //    attempts remain and the endpoint is on; `exhausted` after the sixth.
-    //    A delivery whose endpoint is off is held: `failed`, no next attempt
-    //    (replay it once the endpoint is back on).
+    //    A delivery whose endpoint is off is held: no next attempt until the
+    //    endpoint is switched on again (rescheduleAttempts, db/events.ts).
     const updates: Array<{ id: string; expect: number; attempts: number; status: string; next: Date | null; delivered: Date | null; code: number | null; body: string | null; error: string | null }> = [];
     const retries: Array<{ deliveryId: string; endpointId: string; attempt: number; startAfter: Date }> = [];
     for (const r of batch) {
       if (r.kind === 'stale') continue;
       if (r.kind === 'held') {
-        updates.push({ id: r.delivery.id, expect: r.delivery.attempts, attempts: r.delivery.attempts, status: 'failed', next: null, delivered: null, code: null, body: null, error: 'El endpoint está desactivado; la entrega no se intentó' });
+        // Its status is kept (a delivery never attempted stays `pending`); switching the endpoint on schedules it again.
+        updates.push({ id: r.delivery.id, expect: r.delivery.attempts, attempts: r.delivery.attempts, status: r.delivery.status, next: null, delivered: null, code: null, body: null, error: 'El endpoint está desactivado; la entrega no se intentó' });
         continue;
       }
       const attempts = r.job.data.attempt;
