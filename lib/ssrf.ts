@@ -31,10 +31,11 @@ const defaultLookup: LookupFn = async (hostname) => {
 };
 
 // Cloud instance-metadata endpoints get their own reason so logs say what was
-// targeted; every one of them is also inside a range blocked below
-// (AWS/GCP/Azure 169.254.169.254, ECS 169.254.170.2, AWS IPv6 fd00:ec2::254,
-// Alibaba 100.100.100.200 in CGNAT).
-const METADATA = new Set(['169.254.169.254', '169.254.170.2', '100.100.100.200', 'fd00:ec2::254']);
+// targeted (AWS/GCP/Azure 169.254.169.254, ECS 169.254.170.2, AWS IPv6
+// fd00:ec2::254, Alibaba 100.100.100.200 in CGNAT: each also inside a range
+// blocked below), and Azure's platform address 168.63.129.16 (WireServer:
+// public space, answered only from inside Azure, so no range catches it).
+const METADATA = new Set(['169.254.169.254', '169.254.170.2', '100.100.100.200', 'fd00:ec2::254', '168.63.129.16']);
 
 // ipaddr.js range names → our reasons. Anything ipaddr does not call 'unicast'
 // is refused; names missing here (as112, amt, teredo, orchid2, discard, ...)

@@ -102,6 +102,8 @@ describe('blockedReason: only public unicast addresses pass', () => {
     ['172.31.255.255', 'private'],
     ['192.168.1.1', 'private'],
     ['169.254.169.254', 'metadata'],
+    ['168.63.129.16', 'metadata'],
+    ['::ffff:168.63.129.16', 'metadata'],
     ['169.254.1.1', 'link-local'],
     ['100.64.0.1', 'cgnat'],
     ['100.127.255.255', 'cgnat'],
