@@ -132,7 +132,7 @@ export function parseData<S extends z.ZodType>(schema: S, body: unknown): z.infe
   throw validationFailed(fieldErrors(result.error.issues));
 }
 
-/** Validates query parameters; problems are 400 (400 invalid_id for a malformed id). */
+/** Validates query parameters; problems are 400 invalid_parameter (invalid_id for a malformed cursor, the contract's code for a malformed id). */
 export function parseQuery<S extends z.ZodType>(schema: S, query: unknown): z.infer<S> {
   // %00 decodes to U+0000, which no column can hold or be compared with: refused before any query uses it.
   for (const [name, value] of Object.entries((query ?? {}) as Record<string, unknown>)) {

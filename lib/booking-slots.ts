@@ -6,8 +6,8 @@
 // 17:00 in America/Mexico_City"); it is turned into instants day by day with
 // Temporal (temporal-polyfill), so DST days, half-hour zones and ranges that
 // cross a transition come out right. A wall time the zone skips (02:30 on a
-// spring-forward day) is read as the instant after the gap (Temporal's
-// `compatible` disambiguation). Slots then step in exact minutes from the
+// spring-forward day) is moved forward by the gap's length, read with the
+// offset before the gap (Temporal's `compatible`, RFC 5545 §3.3.5). Slots then step in exact minutes from the
 // range's start: a range crossing a transition offers every hour it really
 // has (one less on a spring-forward night, one more on a fall-back night).
 import { Temporal } from 'temporal-polyfill';

@@ -164,6 +164,12 @@ describe('public booking page (HTTP)', () => {
     assert.ok(missing.body.errors['answers.motivo']);
     const extra = await postJson(`${base}/bookings`, { data: { starts_at: slot.starts_at, booker: { name: 'B', email: 'b@v.example' }, answers: { motivo: 'x' }, booking_link_id: link.id } }, from());
     assert.equal(extra.status, 422);
+    // A body that is not JSON (a form post, fetch's text/plain for a string body): 415, as on the API.
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded']) {
+      const res = await fetch(`${app.url}${base}/bookings`, { method: 'POST', headers: { 'content-type': type, ...from() }, body: JSON.stringify({ data: {} }) });
+      assert.equal(res.status, 415, type);
+      assert.equal(((await res.json()) as any).error, 'unsupported_media_type', type);
+    }
   });
 
   test('rate limit per client address: writes past the limit get 429 rate_limited with Retry-After', async () => {

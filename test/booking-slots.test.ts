@@ -56,10 +56,13 @@ describe('slot function', () => {
     assert.deepEqual(starts(morning, context(), '2026-10-31T00:00:00Z', '2026-11-02T00:00:00Z'), ['2026-10-31T13:00', '2026-11-01T14:00']);
   });
 
-  test('a wall time the zone skips starts the range at the first instant that exists', () => {
+  test('a wall time the zone skips is moved forward by the gap (RFC 5545): 02:30 is 03:30 EDT, as a start and as an end', () => {
     const r = rules({ timezone: 'America/New_York', duration_minutes: 30, weekly_hours: [{ days: [7], start: '02:30', end: '04:00' }] });
     // 02:30 does not exist on 2026-03-08: the range runs 03:30 EDT (07:30Z) to 04:00 EDT (08:00Z).
     assert.deepEqual(starts(r, context(), '2026-03-08T00:00:00Z', '2026-03-09T00:00:00Z'), ['2026-03-08T07:30']);
+    // Ending at 02:30: it ends at 03:30 EDT (07:30Z), so 01:00 EST (06:00Z) to then holds three slots.
+    const ending = rules({ timezone: 'America/New_York', duration_minutes: 30, weekly_hours: [{ days: [7], start: '01:00', end: '02:30' }] });
+    assert.deepEqual(starts(ending, context(), '2026-03-08T00:00:00Z', '2026-03-09T00:00:00Z'), ['2026-03-08T06:00', '2026-03-08T06:30', '2026-03-08T07:00']);
   });
 
   test('a +05:30 zone (Asia/Kolkata): 09:00 local is 03:30Z; grouped by the visitor date in another zone', () => {

@@ -99,6 +99,8 @@ describe('booking links and bookings', () => {
       // Ranges of one day that overlap (50 copies of one all-day range cost 50 times the CPU of a slot list).
       { weekly_hours: Array.from({ length: 50 }, () => ({ days: [1, 2, 3, 4, 5, 6, 7], start: '00:00', end: '24:00' })) },
       { weekly_hours: [{ days: [1, 2], start: '00:00', end: '10:00' }, { days: [3], start: '01:00', end: '02:00' }, { days: [2], start: '05:00', end: '06:00' }] },
+      // A day named twice in one range overlaps that range with itself.
+      { weekly_hours: [{ days: [1, 1], start: '09:00', end: '10:00' }] },
       { date_overrides: [{ date: '2026-02-30', ranges: [] }] },
       { date_overrides: [{ date: '2026-03-02', ranges: [{ start: '09:00', end: '12:00' }, { start: '11:00', end: '13:00' }] }] },
       { timezone: 'Mars/Olympus' },
@@ -217,6 +219,21 @@ describe('booking links and bookings', () => {
     assert.match(icsText, /SEQUENCE:0/);
     assert.match(toHost.mail.subject!, /Nueva reserva/);
     assert.ok(toHost.mail.text!.includes('luis.perez@cliente.example'));
+  });
+
+  test('a long link title and booker name: the event title is cut to the events\' 300-character limit, so a client can copy it', async () => {
+    const l = await createLink({ title: 'T'.repeat(198) + '📅' });
+    const [slot] = await slotsOf(l.id);
+    const name = '😀'.repeat(100);
+    const res = await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: slot.starts_at, booker: { ...booker, name } } });
+    assert.equal(res.status, 201, res.text);
+    const event = (await api.get(`/calendar/events/${res.body.data.calendar_event_id}`)).body.data;
+    assert.ok(event.title.length <= 300 && event.title.length >= 299, `${event.title.length} UTF-16 units, as the events' schema counts`);
+    assert.ok(event.title.startsWith('T'.repeat(198) + '📅: 😀'));
+    assert.ok(event.title.endsWith('😀…'), 'no half of a surrogate pair before the ellipsis');
+    // A client copying the event (a booking's own is read-only) gets it through the events' validation.
+    const copy = await api.post('/calendar/events', { data: { user_id: event.user_id, title: event.title, starts_at: event.starts_at, ends_at: event.ends_at } });
+    assert.equal(copy.status, 201, copy.text);
   });
 
   test('booking errors: an unknown link, an inactive link, a start that is not a slot, answers that break the questions', async () => {

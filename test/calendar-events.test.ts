@@ -175,6 +175,10 @@ describe('calendar events', () => {
     const bad = await own.get('/calendar/events?from=yesterday');
     assert.equal(bad.status, 400);
     assert.equal(bad.body.error, 'invalid_parameter');
+    // A malformed id in a filter is a malformed query parameter, as on every list (invalid_id is a path's or a cursor's).
+    const badHost = await own.get('/calendar/events?user_id=zz');
+    assert.deepEqual([badHost.status, badHost.body.error], [400, 'invalid_parameter']);
+    assert.match(badHost.body.message, /user_id/);
     // A day (ISO 8601 allows it) is read in the company's zone, America/Mexico_City (-06:00): 2026-05-01
     // runs from 06:00Z to 06:00Z the next day, `to` included whole.
     const lateNight = await at('2026-05-01T05:00:00Z', '2026-05-01T05:30:00Z'); // 23:00 local on April 30

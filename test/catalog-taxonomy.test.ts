@@ -321,6 +321,11 @@ describe('categories, brands and the product list filters', () => {
       assert.equal(atLimit.status, 200, `${param}: ${atLimit.text}`);
       assert.deepEqual(atLimit.body.data.map((p: any) => p.name), ['Producto'], `${param}: the 100th value counts`);
     }
+    // A malformed id in a list filter is a malformed query parameter too (invalid_id is a path's or a cursor's).
+    for (const path of ['/product-categories?parent_id=zz']) {
+      const malformed = await c.get(path);
+      assert.deepEqual([malformed.status, malformed.body.error], [400, 'invalid_parameter'], path);
+    }
     // Empty items between commas are not values.
     assert.equal((await c.get(`/products?brand=${[...filler(99), 'al-final'].join(',,')}`)).status, 200);
   });

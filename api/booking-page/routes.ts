@@ -31,6 +31,7 @@ import type { Queryable } from '../../db/pool.ts';
 import { ApiError } from '../errors.ts';
 import { canonicalJson, checkKeyShape, IDEMPOTENCY_BODY_LIMIT, runIdempotent } from '../middleware/idempotency.ts';
 import { consumeLimit } from '../middleware/rate-limit.ts';
+import { jsonContentType } from '../route.ts';
 import { parseData, parseQuery } from '../validation.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState, Deps } from '../types.ts';
 import { bookingPage, hostPage, managePage, notFoundPage, type PageBranding, type PageHost } from './html.ts';
@@ -210,7 +211,7 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
     ctx.body = { data: publicSlots(await slotList(deps.pool, link, parseQuery(slotQuery, ctx.query), { ignoreBookingId: b.id })) };
   });
 
-  router.post('/manage/:token/cancel', json, async (ctx) => {
+  router.post('/manage/:token/cancel', jsonContentType, json, async (ctx) => {
     await writes(ctx);
     const found = await bookingOfToken(deps.pool, ctx.params.token);
     if (!found) throw new ApiError('not_found');
@@ -219,7 +220,7 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
     ctx.body = { data: publicView(row) };
   });
 
-  router.post('/manage/:token/reschedule', json, async (ctx) => {
+  router.post('/manage/:token/reschedule', jsonContentType, json, async (ctx) => {
     await writes(ctx);
     const found = await bookingOfToken(deps.pool, ctx.params.token);
     if (!found) throw new ApiError('not_found');
@@ -284,7 +285,7 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
     ctx.body = { data: publicSlots(await slotList(deps.pool, link, parseQuery(slotQuery, ctx.query))) };
   });
 
-  router.post('/:host/:link/bookings', json, async (ctx) => {
+  router.post('/:host/:link/bookings', jsonContentType, json, async (ctx) => {
     await writes(ctx);
     const link = await activeLink(deps.pool, ctx.params.host, ctx.params.link);
     if (!link) throw new ApiError('not_found');

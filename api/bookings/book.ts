@@ -54,6 +54,21 @@ export function checkAnswers(questions: Question[], answers: Record<string, stri
   return answers;
 }
 
+/** Longest title an event takes (POST and PATCH /calendar/events): a booking's event keeps to it too. */
+export const EVENT_TITLE_MAX = 300;
+
+/** "<link title>: <booker>", cut to the events' limit with an ellipsis (a 200-character title and name make 402). */
+export function eventTitle(linkTitle: string, bookerName: string): string {
+  const full = `${linkTitle}: ${bookerName}`;
+  if (full.length <= EVENT_TITLE_MAX) return full; // UTF-16 units, as the schema counts
+  let cut = '';
+  for (const character of full) {
+    if (cut.length + character.length > EVENT_TITLE_MAX - 1) break; // never half a surrogate pair
+    cut += character;
+  }
+  return `${cut}…`;
+}
+
 function locationText(link: BookingLinkRow): string | null {
   if (!link.location) return null;
   return link.location.type === 'google_meet' ? 'Google Meet' : (link.location.value ?? null);
@@ -154,7 +169,7 @@ export async function createBooking(
         eventId,
         companyId,
         link.user_id,
-        `${link.title}: ${input.booker.name}`,
+        eventTitle(link.title, input.booker.name),
         link.description,
         locationText(link),
         new Date(start),

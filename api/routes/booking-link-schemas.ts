@@ -42,7 +42,12 @@ function overlapping(ranges: Array<{ start: string; end: string }>): boolean {
 const weeklyHours = z
   .array(
     z.strictObject({
-      days: z.array(z.number().int().min(1).max(7)).min(1).max(7).describe('Días ISO: 1 = lunes … 7 = domingo'),
+      days: z
+        .array(z.number().int().min(1).max(7))
+        .min(1)
+        .max(7)
+        .refine((days) => new Set(days).size === days.length, 'un día aparece dos veces (el mismo horario se traslaparía consigo mismo)')
+        .describe('Días ISO: 1 = lunes … 7 = domingo; cada uno una vez'),
       start: hhmm,
       end: hhmm,
     }).refine((r) => minutesOf(r.end) > minutesOf(r.start), { message: 'end debe ser posterior a start', path: ['end'] }),

@@ -27,7 +27,7 @@ export type CategoryWrite = z.infer<typeof categoryUpdate>;
 
 export const categoryListQuery = paginationQuery.extend({
   has_products: queryBoolean.optional().describe('true: solo categorías con al menos un producto activo en su subárbol; false: solo las que no tienen'),
-  parent_id: z.string().refine(isObjectId, 'invalid_id').optional().describe('Solo las hijas directas de esta categoría'),
+  parent_id: z.string().refine(isObjectId, 'no es un ObjectId válido').optional().describe('Solo las hijas directas de esta categoría'),
 });
 export type CategoryListQuery = z.infer<typeof categoryListQuery>;
 
