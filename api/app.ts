@@ -64,7 +64,7 @@ export async function createDeps(options: AppOptions): Promise<Deps> {
 export async function closeDeps(deps: Deps): Promise<void> {
   deps.rateLimiter.close();
   await deps.mcpActivity.flush();
-  await deps.mcpQuota.flush();
+  await deps.mcpQuota.close();
   await deps.jobs.stop();
   await deps.keyCache.close();
   await deps.blobs.close();

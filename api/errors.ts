@@ -69,6 +69,8 @@ export class ApiError extends Error {
   readonly status: number;
   readonly code: ErrorCode;
   readonly extra: Record<string, unknown>;
+  /** The query parameter a 400 invalid_parameter is about (not in the body: the message names it); MCP names it in `data.errors`. */
+  parameter?: string;
 
   constructor(code: ErrorCode, message?: string, extra: Record<string, unknown> = {}) {
     super(message ?? ERROR_CODES[code].message);
@@ -81,6 +83,13 @@ export class ApiError extends Error {
   toBody(): Record<string, unknown> {
     return { error: this.code, message: this.message, ...this.extra };
   }
+}
+
+/** 400 invalid_parameter about one query parameter, which the message names. */
+export function invalidParameter(parameter: string, message: string): ApiError {
+  const error = new ApiError('invalid_parameter', message);
+  error.parameter = parameter;
+  return error;
 }
 
 export function validationFailed(errors: FieldErrors, message?: string): ApiError {

@@ -102,6 +102,10 @@ describe('MCP server', () => {
 
   test('JSON-RPC errors: -32700, -32600, -32601, -32602, -32002, -32001, -32003; notifications are 202 with no body', async () => {
     assert.equal((await rpc('{"jsonrpc": "2.0", "id": 1,')).body.error.code, -32700);
+    // Valid JSON over the 256 KB limit: 413 with an error naming the limit, not a parse error.
+    const big = await rpc({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'x'.repeat(300 * 1024) } });
+    assert.deepEqual([big.status, big.body.error.code], [413, -32600]);
+    assert.match(big.body.error.message, /256 KB/);
     assert.equal((await rpc({ id: 1, method: 'ping' })).body.error.code, -32600);
     assert.equal((await rpc({ jsonrpc: '1.0', id: 1, method: 'ping' })).body.error.code, -32600);
     // An invalid message's id is echoed only when it is one (a string or a number); a 100-deep object id is null, not a crash.
@@ -137,6 +141,11 @@ describe('MCP server', () => {
     // An argument the REST query refuses (more than 100 brand values) is an invalid argument, not a failed run.
     const brands = await call('list_products', { brand: Array.from({ length: 101 }, (_, i) => `marca-${i}`).join(',') });
     assert.equal(brands.body.error?.code, -32602, JSON.stringify(brands.body));
+    assert.match(brands.body.error.data.errors.brand[0], /100/, 'data.errors names the argument, as every -32602 does');
+    // Positional params are valid JSON-RPC with invalid params for MCP's methods: -32602, not -32600.
+    assert.equal((await rpc({ jsonrpc: '2.0', id: 1, method: 'ping', params: [] })).body.error.code, -32602);
+    assert.equal((await rpc({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: ['list_customers', {}] })).body.error.code, -32602);
+    assert.equal((await rpc({ jsonrpc: '2.0', id: 1, method: 'ping', params: 'x' })).body.error.code, -32600, 'params neither object nor array: a bad structure');
     // MCP: a request id is never null; a response sent by the client is accepted with 202 and no body.
     const nullId = await rpc({ jsonrpc: '2.0', id: null, method: 'ping' });
     assert.deepEqual([nullId.body.id, nullId.body.error?.code], [null, -32600]);
@@ -145,6 +154,44 @@ describe('MCP server', () => {
     const note = await rpc({ jsonrpc: '2.0', method: 'notifications/initialized' });
     assert.equal(note.status, 202);
     assert.equal(note.body, null);
+  });
+
+  test('list_calendar_events takes the REST list\'s filters: a day read in the company\'s zone, kind and source', async () => {
+    const t = await seedTenant(app.pool, { plan: 'starter', rateLimitPerMinute: 100_000 });
+    const api = client(app.baseUrl, t.key);
+    // Company zone America/Mexico_City (-06:00): 2026-12-01 runs from 06:00Z to 06:00Z the next day.
+    const make = async (title: string, starts_at: string, ends_at: string, kind = 'event') =>
+      (await api.post('/calendar/events', { data: { user_id: t.ownerId, title, starts_at, ends_at, kind } })).body.data.id;
+    const late = await make('Tarde del 1', '2026-12-02T03:00:00Z', '2026-12-02T04:00:00Z', 'meeting'); // 21:00 local on Dec 1
+    const early = await make('Mañana del 1', '2026-12-01T15:00:00Z', '2026-12-01T16:00:00Z');
+    await make('Del 2', '2026-12-02T15:00:00Z', '2026-12-02T16:00:00Z');
+    const ids = async (args: Record<string, unknown>) => {
+      const res = await call('list_calendar_events', args, t.key);
+      assert.equal(res.body.error, undefined, JSON.stringify(res.body.error));
+      return res.body.result.structuredContent.calendar_events.map((e: any) => e.id).sort();
+    };
+    const rest = async (query: string) => (await api.get(`/calendar/events?${query}`)).body.data.map((e: any) => e.id).sort();
+    assert.deepEqual(await ids({ from: '2026-12-01', to: '2026-12-01' }), [late, early].sort());
+    assert.deepEqual(await ids({ from: '2026-12-01', to: '2026-12-01' }), await rest('from=2026-12-01&to=2026-12-01'), 'the same as REST');
+    assert.deepEqual(await ids({ from: '2026-12-01', to: '2026-12-01', kind: 'meeting' }), [late]);
+    assert.deepEqual(await ids({ from: '2026-12-01', source: 'booking' }), []);
+    assert.equal((await call('list_calendar_events', { from: '2026-12-02', to: '2026-12-01' }, t.key)).body.error.code, -32003, 'a window ending before it starts');
+    assert.equal((await call('list_calendar_events', { kind: 'party' }, t.key)).body.error.code, -32602);
+  });
+
+  test('a filtered total at its cap says so (total_capped), as REST\'s filtered_total_capped', async () => {
+    const t = await seedTenant(app.pool, { plan: 'starter', rateLimitPerMinute: 100_000 });
+    const api = client(app.baseUrl, t.key);
+    for (let i = 0; i < 110; i += 10) {
+      await Promise.all(Array.from({ length: 10 }, (_, j) => api.post('/customers', { data: { name: `Capado ${i + j}` } })));
+    }
+    const capped = (await call('list_customers', { search: 'Capado' }, t.key)).body.result.structuredContent.meta;
+    assert.deepEqual([capped.total, capped.total_capped], [100, true]);
+    const rest = (await api.get('/customers?search=Capado&include_filtered_total=true')).body.meta;
+    assert.deepEqual([rest.filtered_total, rest.filtered_total_capped], [100, true], 'the same cap as REST');
+    const exact = (await call('list_customers', { search: 'Capado 10' }, t.key)).body.result.structuredContent.meta;
+    assert.equal(exact.total, 11); // "Capado 10" and "Capado 100" … "Capado 109"
+    assert.equal(exact.total_capped, undefined);
   });
 
   test('protocol versions: a supported one is echoed, an unknown one gets the newest; an unsupported header is HTTP 400 -32600', async () => {
@@ -263,6 +310,7 @@ describe('MCP server', () => {
       const { rows } = await app.pool.query('SELECT coalesce(sum(used), 0)::int AS n FROM mcp_usage WHERE company_id = $1', [t.companyId]);
       assert.equal(rows[0].n, 1, 'only the exact call reached the row');
     } finally {
+      await quota.close(); // its retries against the ended pool stop here
       await keyCache.close();
     }
   });

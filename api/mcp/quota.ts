@@ -166,7 +166,17 @@ export class McpQuota {
 
   #schedule(): void {
     // unref: a retry loop against a database that is gone must not keep a stopping process alive.
-    if (!this.#timer) this.#timer = setTimeout(() => void this.flush(), FLUSH_MS).unref();
+    if (!this.#timer && !this.#closed) this.#timer = setTimeout(() => void this.flush(), FLUSH_MS).unref();
+  }
+
+  #closed = false;
+
+  /** A stopping process: one last flush, then no retries (the pool is ended next; what could not be written is logged). */
+  async close(): Promise<void> {
+    await this.flush();
+    this.#closed = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
   }
 
   /** Adds every pending count to its row; resolves once they are all written (or the write failed and was kept for later). */

@@ -20,7 +20,7 @@ export const MCP_PATH = '/api/mcp/v1';
 export const PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
 const SERVER_INFO = { name: 'workspace-service', title: 'Workspace', version: '1.0.05' };
 
-type Request = { jsonrpc: '2.0'; id?: string | number | null; method: string; params?: Record<string, unknown> };
+type Request = { jsonrpc: '2.0'; id?: string | number | null; method: string; params?: Record<string, unknown> | unknown[] };
 /** Who calls: the company, its scopes, the activity label, and an API key's origin allow-list (empty for OAuth tokens). */
 type Credential = { companyId: string; scopes: string[]; label: string; allowedOrigins: string[] };
 
@@ -91,7 +91,8 @@ function isRequest(value: unknown): value is Request {
   return !!v && typeof v === 'object' && !Array.isArray(v) && v.jsonrpc === '2.0' && typeof v.method === 'string' &&
     // MCP: "Unlike base JSON-RPC, the ID MUST NOT be null."
     (v.id === undefined || typeof v.id === 'string' || typeof v.id === 'number') &&
-    (v.params === undefined || (typeof v.params === 'object' && v.params !== null && !Array.isArray(v.params)));
+    // JSON-RPC: params is structured, an object or an array (an array is a valid request with invalid params here).
+    (v.params === undefined || (typeof v.params === 'object' && v.params !== null));
 }
 
 async function callTool(ctx: ApiContext, credential: Credential, id: unknown, params: Record<string, unknown>) {
@@ -136,7 +137,7 @@ async function callTool(ctx: ApiContext, credential: Credential, id: unknown, pa
     // A REST query refusing an argument (400: more than 100 brand values) is an argument problem.
     if (error instanceof ApiError && error.status === 400) {
       await finish(-32602);
-      return rpcError(id, -32602, error.message);
+      return rpcError(id, -32602, 'Argumentos inválidos.', { errors: { [error.parameter ?? 'arguments']: [error.message] } });
     }
     if (error instanceof ToolFailure || error instanceof ApiError) {
       await finish(-32003);
@@ -147,8 +148,15 @@ async function callTool(ctx: ApiContext, credential: Credential, id: unknown, pa
   }
 }
 
+const KNOWN_METHODS = new Set(['initialize', 'ping', 'tools/list', 'tools/call']);
+
 async function handle(ctx: ApiContext, credential: Credential, message: Request) {
-  const params = message.params ?? {};
+  // Positional params are JSON-RPC, but every MCP method takes named ones: -32602 (a tools/call still counts, below).
+  const positional = Array.isArray(message.params);
+  const params = positional ? {} : ((message.params ?? {}) as Record<string, unknown>);
+  if (positional && message.method !== 'tools/call' && KNOWN_METHODS.has(message.method)) {
+    return rpcError(message.id, -32602, 'Parámetros inválidos: params debe ser un objeto.');
+  }
   switch (message.method) {
     case 'initialize': {
       const requested = String(params.protocolVersion ?? '');
@@ -298,13 +306,19 @@ export function mcpRouter(): ApiRouter {
     await next();
   }, async (ctx) => {
     const credential = ctx.state.mcpCredential!;
-    // Read and parsed here, whatever the declared type, so a bad or oversized body is -32700 either way
-    // (a small reader rather than koa-body: its content negotiation cost more than the JSON.parse).
+    // Read and parsed here, whatever the declared type, so a bad body is -32700 either way (a small
+    // reader rather than koa-body: its content negotiation cost more than the JSON.parse). An oversized
+    // one is HTTP 413 with a -32600 naming the limit: nothing of it was parsed.
     let raw: unknown;
     try {
       const text = await readBody(ctx, MAX_BODY_BYTES);
-      if (text === null) ctx.set('Connection', 'close'); // the rest of the body is not read
-      raw = JSON.parse(text ?? '');
+      if (text === null) {
+        ctx.set('Connection', 'close'); // the rest of the body is not read
+        ctx.status = 413;
+        ctx.body = rpcError(null, -32600, `Petición inválida: el cuerpo pasa de ${MAX_BODY_BYTES / 1024} KB.`);
+        return;
+      }
+      raw = JSON.parse(text);
     } catch {
       ctx.body = rpcError(null, -32700, 'Error de análisis: el cuerpo no es JSON.');
       return;

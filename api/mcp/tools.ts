@@ -8,7 +8,8 @@ import { calendarDay, instantFilter } from '../date-fields.ts';
 import type { Queryable } from '../../db/pool.ts';
 import type { TotalsCache } from '../pagination.ts';
 import { likePattern, listPage } from '../pagination.ts';
-import { listCalendarEvents } from '../routes/calendar-event-queries.ts';
+import { calendarWindow, listCalendarEvents } from '../routes/calendar-event-queries.ts';
+import { EVENT_KINDS, EVENT_SOURCES, windowBound } from '../routes/calendar-event-schemas.ts';
 import { readCompany } from '../routes/company-queries.ts';
 import { splitIdsAndSlugs } from '../routes/catalog-fields.ts';
 import { serializeCustomer, type CustomerRow } from '../routes/customers.ts';
@@ -41,12 +42,19 @@ const paging = {
   page: z.number().int().min(1).max(200).default(1).describe('Página, desde 1 (máximo 200)'),
   per_page: z.number().int().min(1).max(100).default(25).describe('Registros por página (máximo 100)'),
 };
-const listMeta = z.object({ page: z.number().int(), per_page: z.number().int(), total: z.number().int(), has_more: z.boolean() });
+const listMeta = z.object({
+  page: z.number().int(),
+  per_page: z.number().int(),
+  total: z.number().int(),
+  // As REST's filtered_total_capped: a filtered count stops at 10,000 (100 with a text search); true when `total` is that cap, not the count.
+  total_capped: z.boolean().optional(),
+  has_more: z.boolean(),
+});
 const records = z.array(z.record(z.string(), z.unknown()));
 const listOutput = (key: string) => z.object({ [key]: records, meta: listMeta });
 
 type PageQuery = { limit: number; page: number; include_total?: boolean; include_filtered_total?: boolean };
-type PageResult = { data: unknown[]; meta: { has_more: boolean; total?: number; filtered_total?: number } };
+type PageResult = { data: unknown[]; meta: { has_more: boolean; total?: number; filtered_total?: number; filtered_total_capped?: boolean } };
 
 /** Whether any of these tool arguments narrows the list. */
 const filtered = (args: Record<string, unknown>, names: string[]) => names.some((name) => args[name] !== undefined && args[name] !== '');
@@ -56,12 +64,14 @@ const filtered = (args: Record<string, unknown>, names: string[]) => names.some(
  * per_page, total, has_more}}`. `total` of an unfiltered list is the
  * collection's total, memoized 60 s per process like REST's `include_total`
  * (a count per call would cost more than the page itself); a filtered list
- * counts its matches (REST's `filtered_total`, capped).
+ * counts its matches (REST's `filtered_total`, capped: `total_capped: true`
+ * says `total` is the cap, as REST's `filtered_total_capped`).
  */
 async function asList(key: string, args: { page: number; per_page: number }, isFiltered: boolean, load: (page: PageQuery) => Promise<PageResult>) {
   const result = await load({ limit: args.per_page, page: args.page, ...(isFiltered ? { include_filtered_total: true } : { include_total: true }) });
   const total = (isFiltered ? result.meta.filtered_total : result.meta.total) ?? result.data.length;
-  return { [key]: result.data, meta: { page: args.page, per_page: args.per_page, total, has_more: result.meta.has_more } };
+  const capped = isFiltered && result.meta.filtered_total_capped === true;
+  return { [key]: result.data, meta: { page: args.page, per_page: args.per_page, total, ...(capped ? { total_capped: true } : {}), has_more: result.meta.has_more } };
 }
 
 /** A window whose `to` is not after its `from` selects nothing by mistake: -32003, the same on every tool taking one. */
@@ -192,18 +202,24 @@ export const TOOLS: readonly Tool[] = [
   {
     name: 'list_calendar_events',
     title: 'Eventos del calendario',
-    description: 'Eventos que se traslapan con un rango (terminan después de `from`, empiezan antes de `to`), opcionalmente de un anfitrión.',
+    description:
+      'Eventos que se traslapan con un rango (terminan después de `from`, empiezan antes de `to`), con los filtros de GET /calendar/events: anfitrión, tipo y origen. Un día YYYY-MM-DD se lee en la zona de la empresa (`to` lo incluye entero).',
     scope: 'read-calendar_events',
     input: z.strictObject({
-      from: instantFilter.optional().describe('Inicio del rango, ISO 8601'),
-      to: instantFilter.optional().describe('Fin del rango, ISO 8601'),
+      from: windowBound.optional().describe('Inicio del rango: instante ISO 8601, o día YYYY-MM-DD desde su medianoche'),
+      to: windowBound.optional().describe('Fin del rango: instante ISO 8601, o día YYYY-MM-DD incluido entero'),
       user_id: z.string().regex(/^[0-9a-f]{24}$/).optional().describe('Anfitrión'),
+      kind: z.enum(EVENT_KINDS).optional().describe('Tipo'),
+      source: z.enum(EVENT_SOURCES).optional().describe('Origen: native, booking (una reserva), google (traído del calendario externo)'),
       ...paging,
     }),
     output: listOutput('calendar_events'),
     run: async ({ db, totals, companyId }, args) => {
-      checkRange(args);
-      return asList('calendar_events', args, filtered(args, ['user_id', 'from', 'to']), (page) => listCalendarEvents(db, totals, companyId, { user_id: args.user_id, from: args.from, to: args.to }, page));
+      const window = await calendarWindow(db, companyId, args);
+      checkRange(window);
+      return asList('calendar_events', args, filtered(args, ['user_id', 'kind', 'source', 'from', 'to']), (page) =>
+        listCalendarEvents(db, totals, companyId, { user_id: args.user_id, kind: args.kind, source: args.source, ...window }, page),
+      );
     },
   },
   {

@@ -1,7 +1,9 @@
 // SQL of calendar events: every function takes the pool or a transaction
 // client first and is scoped by company.
+import { companyZone } from '../../db/money/ledger.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
+import { startOfLocalDate } from '../../lib/local-dates.ts';
 import { objectId } from '../../lib/objectid.ts';
 import type { TotalsCache } from '../pagination.ts';
 import { listPage, type PaginationQuery } from '../pagination.ts';
@@ -112,6 +114,29 @@ export async function updateCalendarEvent(db: Queryable, companyId: string, id: 
 export async function deleteCalendarEvent(db: Queryable, companyId: string, id: string): Promise<boolean> {
   const { rowCount } = await db.query('DELETE FROM calendar_events WHERE company_id = $1 AND id = $2', [companyId, id]);
   return (rowCount ?? 0) > 0;
+}
+
+const isDay = (value: string | undefined): value is string => value !== undefined && /^\d{4}-\d{2}-\d{2}$/.test(value);
+/** The day after `day` (YYYY-MM-DD). */
+function nextDay(day: string): string {
+  const next = new Date(`${day}T00:00:00Z`);
+  next.setUTCDate(next.getUTCDate() + 1);
+  return next.toISOString().slice(0, 10);
+}
+
+/**
+ * The list's window as instants (the REST list and MCP's list_calendar_events alike): a day
+ * (`YYYY-MM-DD`, which ISO 8601 allows) is read in the company's time zone, `from` from its first
+ * moment and `to` up to the next day's, so `to` includes its day whole.
+ */
+export async function calendarWindow(db: Queryable, companyId: string, window: { from?: string; to?: string }): Promise<{ from?: string; to?: string }> {
+  let { from, to } = window;
+  if (isDay(from) || isDay(to)) {
+    const zone = await companyZone(db, companyId);
+    if (isDay(from)) from = new Date(startOfLocalDate(from, zone)).toISOString();
+    if (isDay(to)) to = new Date(startOfLocalDate(nextDay(to), zone)).toISOString();
+  }
+  return { from, to };
 }
 
 export type CalendarEventFilters = { user_id?: string; kind?: string; source?: string; from?: string; to?: string };

@@ -104,7 +104,7 @@ export const calendarEventSchema = z.object({
 const refId = z.string().refine(isObjectId, 'no es un ObjectId válido');
 
 /** An instant, or a whole day (ISO 8601 allows both): the list reads a day in the company's time zone. */
-const windowBound = z.union([calendarDay.refine((day) => day < '9999-12-31', 'debe ser anterior a 9999-12-31'), instantFilter]);
+export const windowBound = z.union([calendarDay.refine((day) => day < '9999-12-31', 'debe ser anterior a 9999-12-31'), instantFilter]);
 
 export const calendarEventListQuery = paginationQuery.extend({
   user_id: refId.optional().describe('Solo eventos de este anfitrión'),

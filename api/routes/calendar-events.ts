@@ -8,10 +8,10 @@ import { enqueueCalendarPush } from '../../db/calendar-sync.ts';
 import { transaction } from '../../db/pool.ts';
 import { isObjectId } from '../../lib/objectid.ts';
 import { localDate, startOfLocalDate } from '../../lib/local-dates.ts';
-import { companyZone } from '../../db/money/ledger.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import {
+  calendarWindow,
   deleteCalendarEvent,
   findCalendarEvent,
   insertCalendarEvent,
@@ -34,14 +34,6 @@ const ALL_DAY =
   'Un evento de todo el día (`all_day: true`) va de medianoche a medianoche en su `timezone`, con el final exclusivo: ' +
   '`starts_at` y `ends_at` deben ser medianoches locales de esa zona (un día con cambio de horario dura 23 o 25 horas). ' +
   'Todos los instantes se devuelven en UTC.';
-
-const isDay = (value: string | undefined): value is string => value !== undefined && /^\d{4}-\d{2}-\d{2}$/.test(value);
-/** The day after `day` (YYYY-MM-DD). */
-function nextDay(day: string): string {
-  const next = new Date(`${day}T00:00:00Z`);
-  next.setUTCDate(next.getUTCDate() + 1);
-  return next.toISOString().slice(0, 10);
-}
 
 /**
  * Whether an instant is where a local day of `timeZone` starts: its midnight,
@@ -94,15 +86,8 @@ export const calendarEventRoutes: RouteDef[] = [
     status: 200,
     errors: ['invalid_id', 'invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
     handler: async (ctx, { query, companyId, db }) => {
-      const { user_id, kind, source, ...page } = query;
-      let { from, to } = query;
-      // A day is read in the company's time zone: `from` from its first moment, `to` up to the next day's.
-      if (isDay(from) || isDay(to)) {
-        const zone = await companyZone(db, companyId);
-        if (isDay(from)) from = new Date(startOfLocalDate(from, zone)).toISOString();
-        if (isDay(to)) to = new Date(startOfLocalDate(nextDay(to), zone)).toISOString();
-      }
-      return listCalendarEvents(db, ctx.deps.totals, companyId, { user_id, kind, source, from, to }, page);
+      const { user_id, kind, source, from, to, ...page } = query;
+      return listCalendarEvents(db, ctx.deps.totals, companyId, { user_id, kind, source, ...(await calendarWindow(db, companyId, { from, to })) }, page);
     },
   }),
   defineRoute({

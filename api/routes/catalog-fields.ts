@@ -2,7 +2,7 @@
 // their id-and-slug list filters. Slugs themselves: slug-queries.ts.
 import { z } from 'zod';
 import { isObjectId } from '../../lib/objectid.ts';
-import { ApiError } from '../errors.ts';
+import { invalidParameter } from '../errors.ts';
 
 /** ISO 4217 codes the runtime knows (Intl), lowercased: map keys are lowercase (contract, conventions 4). */
 const CURRENCIES: ReadonlySet<string> = new Set(Intl.supportedValuesOf('currency').map((c) => c.toLowerCase()));
@@ -76,7 +76,7 @@ export function splitIdsAndSlugs(value: string, parameter: string): IdsAndSlugs 
     .map((s) => s.trim().toLowerCase())
     .filter(Boolean);
   if (parts.length > MAX_FILTER_VALUES) {
-    throw new ApiError('invalid_parameter', `El parámetro ${parameter} admite como máximo ${MAX_FILTER_VALUES} valores separados por comas; se recibieron ${parts.length}.`);
+    throw invalidParameter(parameter, `El parámetro ${parameter} admite como máximo ${MAX_FILTER_VALUES} valores separados por comas; se recibieron ${parts.length}.`);
   }
   return { ids: parts.filter(isObjectId), slugs: parts.filter((p) => !isObjectId(p)) };
 }
