@@ -123,7 +123,7 @@ describe('OAuth 2.1 authorization server', () => {
 
   test('registration refuses hostile redirect URIs', async () => {
     // A host with ; or , would write into the pages' CSP header (form-action names the redirect's origin).
-    for (const uri of ['javascript:alert(1)', 'data:text/html,x', 'file:///etc/passwd', 'http://evil.example/cb', 'https://a.example/cb#frag', 'https://*.example/cb', 'https://a;sandbox/cb', 'https://x,script-src/cb']) {
+    for (const uri of ['javascript:alert(1)', 'data:text/html,x', 'file:///etc/passwd', 'http://evil.example/cb', 'https://a.example/cb#frag', 'https://*.example/cb', 'https://a;sandbox/cb', 'https://x,script-src/cb', 'https://trusted.example@evil.example/cb', 'https://user:pw@app.example/cb']) {
       const res = await register(uri);
       assert.equal(res.status, 400, uri);
       assert.equal(res.body.error, 'invalid_redirect_uri', uri);

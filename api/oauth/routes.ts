@@ -65,7 +65,7 @@ function cors(ctx: ApiContext): void {
   ctx.set('Access-Control-Allow-Methods', 'GET, POST, OPTIONS');
 }
 
-/** A redirect URI a client may register: https, loopback http, or a private-use scheme; never a script, data or file URL, a fragment or a wildcard. */
+/** A redirect URI a client may register: https, loopback http, or a private-use scheme; never a script, data or file URL, userinfo, a fragment or a wildcard. */
 function acceptableRedirect(value: string): boolean {
   let url: URL;
   try {
@@ -73,7 +73,8 @@ function acceptableRedirect(value: string): boolean {
   } catch {
     return false;
   }
-  if (url.hash || value.includes('*') || value.length > 2000) return false;
+  // Userinfo (https://trusted.example@evil.example/cb) only serves to make one host read as another.
+  if (url.hash || url.username || url.password || value.includes('*') || value.length > 2000) return false;
   if (['javascript:', 'data:', 'file:', 'vbscript:', 'blob:', 'about:', 'ftp:', 'ws:', 'wss:'].includes(url.protocol)) return false;
   // A host is letters, digits, dots and hyphens (or a bracketed IPv6): it goes into the pages' CSP.
   if (url.host && !/^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d+)?$/.test(url.host)) return false;
