@@ -30,7 +30,8 @@ export type GoogleEvent = {
   };
 };
 
-export type EventList = { items: GoogleEvent[]; nextPageToken?: string; nextSyncToken?: string };
+/** A page of events.list: `timeZone` is the calendar's, in which an all-day event's `date` is read. */
+export type EventList = { items: GoogleEvent[]; nextPageToken?: string; nextSyncToken?: string; timeZone?: string };
 
 /**
  * A failed call: `retryable` for rate limits (429, 403 rateLimitExceeded /

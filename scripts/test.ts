@@ -29,11 +29,14 @@ await boss.start();
 await boss.stop({ graceful: false });
 await pool.end();
 
-const files = process.argv.slice(2);
+// Files, and options for node's runner (`--test-name-pattern=...` runs one test by name), which go before the files.
+const options = process.argv.slice(2).filter((arg) => arg.startsWith('--'));
+const files = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
 const args = [
   '--test',
   `--test-concurrency=${process.env.TEST_CONCURRENCY ?? 3}`,
   '--test-timeout=120000',
+  ...options,
   ...(files.length ? files : ['test/**/*.test.ts']),
 ];
 const code = await new Promise<number>((resolve) => {

@@ -370,6 +370,49 @@ describe('calendar sync end to end', () => {
     assert.equal(odd.attendees[0].name, 'Ana\uFFFD');
   });
 
+  test('two members sharing a Google event each get it as busy time; a company joined later gets it at the next pull; a removal takes it away', async () => {
+    const created = await api.post('/users', { data: { first_name: 'Sara', last_name: 'Compartida', email: `sara-${Date.now()}@test.example` } });
+    assert.equal(created.status, 201, created.text);
+    const member = created.body.data.id;
+    // Both attend one Google event: the same id in both calendars (the stand-in's one calendar serves both).
+    google.createExternal({ id: 'shared1', summary: 'Junta compartida', start: { dateTime: '2030-12-03T18:00:00Z' }, end: { dateTime: '2030-12-03T19:00:00Z' } });
+    await connect(member, 'rt-member');
+    await pull(tenant.ownerId);
+    await pull(member);
+    const holders = async (companyId: string) =>
+      (await app.pool.query(`SELECT user_id FROM calendar_events WHERE company_id = $1 AND source = 'google' AND google_event_id = 'shared1' ORDER BY user_id`, [companyId])).rows.map((r: any) => r.user_id);
+    await waitFor(async () => (await holders(tenant.companyId)).length === 2, 20_000, 'the shared event imported for both members');
+    assert.deepEqual(await holders(tenant.companyId), [tenant.ownerId, member].sort());
+
+    // Joined another company after connecting: the next pull lists the calendar in full, into that company too.
+    const joined = await runCli(app, ['user', 'add-membership', member, '--company', other.companyId, '--json']);
+    assert.equal(joined.code, 0, joined.stderr);
+    await pull(member);
+    await waitFor(async () => (await holders(other.companyId)).length === 1, 20_000, 'the busy time in the company joined');
+    assert.deepEqual(await holders(other.companyId), [member]);
+
+    // Removed from the first company: their busy time leaves it; the owner's and the other company's stay.
+    assert.equal((await api.delete(`/users/${member}`)).status, 204);
+    assert.deepEqual(await holders(tenant.companyId), [tenant.ownerId]);
+    assert.deepEqual(await holders(other.companyId), [member]);
+  });
+
+  test('an all-day Google event without a zone is the day in the calendar\'s zone (named on every list page)', async () => {
+    google.setTimeZone('Asia/Tokyo');
+    try {
+      google.createExternal({ id: 'tokyoday', summary: 'Feriado', start: { date: '2030-12-24' }, end: { date: '2030-12-25' } });
+      await pull(tenant.ownerId);
+      const row = await waitFor(
+        async () => (await app.pool.query(`SELECT starts_at, ends_at, timezone, all_day FROM calendar_events WHERE user_id = $1 AND google_event_id = 'tokyoday'`, [tenant.ownerId])).rows[0],
+        20_000,
+        'the all-day event imported',
+      );
+      assert.deepEqual([row.starts_at.toISOString(), row.ends_at.toISOString(), row.timezone, row.all_day], ['2030-12-23T15:00:00.000Z', '2030-12-24T15:00:00.000Z', 'Asia/Tokyo', true]);
+    } finally {
+      google.setTimeZone('America/Mexico_City');
+    }
+  });
+
   test('imported events block booking slots when the host blocks overlapping bookings', async () => {
     google.createExternal({ id: 'busyday', summary: 'Ocupada', start: { dateTime: '2030-12-15T10:00:00Z' }, end: { dateTime: '2030-12-15T11:00:00Z' } });
     await pull(tenant.ownerId);

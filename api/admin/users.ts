@@ -92,6 +92,9 @@ export async function addMembership(pool: Pool, userId: string, companyId: strin
       [companyId, userId, isOwner],
     );
     if (!rows[0]) throw new ApiError('conflict', `User ${userId} is already a member of company ${companyId}`);
+    // A connected Google calendar is imported into every company of the person: the next pull (within
+    // 5 minutes) lists it in full, which brings its busy time into this company too.
+    await db.query('UPDATE calendar_connections SET sync_token = NULL, updated_at = now() WHERE user_id = $1', [userId]);
     return rows[0];
   });
 }

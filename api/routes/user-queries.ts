@@ -197,6 +197,8 @@ export async function removeMember(db: Queryable, companyId: string, member: Mem
   if (member.is_owner && (await otherOwners(db, companyId, member.id)) === 0) throw new ApiError('last_owner');
   await db.query('DELETE FROM memberships WHERE company_id = $1 AND user_id = $2', [companyId, member.id]);
   await db.query('UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE company_id = $1 AND user_id = $2', [companyId, member.id]);
+  // Their Google busy time is no longer this company's (their own events here stay, as history).
+  await db.query(`DELETE FROM calendar_events WHERE company_id = $1 AND user_id = $2 AND source = 'google'`, [companyId, member.id]);
   // Their OAuth connections to this company end for good: a membership given back later revives none of them.
   await db.query('UPDATE oauth_grants SET revoked_at = coalesce(revoked_at, now()) WHERE company_id = $1 AND user_id = $2', [companyId, member.id]);
   // Their booking links here take no more bookings (kept, with their bookings, for history).

@@ -13,7 +13,7 @@ type Failure = { method?: string; path?: RegExp; status: number; reason?: string
 
 export type GoogleStandIn = Awaited<ReturnType<typeof startGoogleStandIn>>;
 
-export async function startGoogleStandIn(options: { meetPendingReads?: number; pageSize?: number } = {}) {
+export async function startGoogleStandIn(options: { meetPendingReads?: number; pageSize?: number; timeZone?: string } = {}) {
   const refreshTokens = new Set<string>();
   const codes = new Map<string, string>();
   const accessTokens = new Set<string>();
@@ -26,6 +26,7 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
   const pendingReads = new Map<string, number>();
   const holds: Array<{ method: string; path: RegExp; arrived: () => void; released: Promise<void> }> = [];
   let issued = 0;
+  let calendarZone = options.timeZone ?? 'America/Mexico_City';
 
   const googleError = (status: number, reason: string, message: string) => ({ error: { code: status, message, errors: [{ domain: 'global', reason, message }], status: reason } });
   const send = (res: ServerResponse, status: number, body?: unknown) => {
@@ -123,10 +124,12 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
       const size = options.pageSize ?? 2;
       const page = ids.slice(start, start + size).map((k) => events.get(k)!);
       const more = start + size < ids.length;
-      if (more) return send(res, 200, { kind: 'calendar#events', items: page, nextPageToken: String(start + size) });
+      // Every page names the calendar's time zone, as Google's does.
+      const timeZone = calendarZone;
+      if (more) return send(res, 200, { kind: 'calendar#events', timeZone, items: page, nextPageToken: String(start + size) });
       const next = `sync-${changes.length}`;
       validSyncTokens.add(next);
-      return send(res, 200, { kind: 'calendar#events', items: page, nextSyncToken: next });
+      return send(res, 200, { kind: 'calendar#events', timeZone, items: page, nextSyncToken: next });
     }
     const event = id ? events.get(id) : undefined;
     if (!event || event.status === 'cancelled') {
@@ -200,6 +203,10 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
     /** Sync tokens issued so far stop being valid (410 on the next incremental list). */
     invalidateSyncTokens() {
       validSyncTokens.clear();
+    },
+    /** The calendar's time zone, named on every list page. */
+    setTimeZone(zone: string) {
+      calendarZone = zone;
     },
     /** An event created in Google by the member (not by us). */
     createExternal(event: Omit<Event, 'status' | 'updated'> & { status?: string }) {

@@ -20,17 +20,20 @@ import type { JobDefinition, WorkerDeps } from './types.ts';
 import { toStorableText, toStorableTextOrNull } from '../../lib/storable-text.ts';
 
 const FULL_SYNC_DAYS = 30;
-const DEFAULT_ZONE = 'America/Mexico_City';
 
-function instantOf(point: GoogleEvent['start']): { at: Date; allDay: boolean; zone: string } | null {
+/**
+ * An event's start or end. An all-day event's date carries no zone: it is the day in the event's own
+ * zone if it names one, else the calendar's (Google sends it with every list page), else the company's.
+ */
+function instantOf(point: GoogleEvent['start'], calendarZone: string): { at: Date; allDay: boolean; zone: string } | null {
   if (!point) return null;
-  const zone = point.timeZone ?? DEFAULT_ZONE;
+  const zone = point.timeZone ?? calendarZone;
   if (point.dateTime) return { at: new Date(point.dateTime), allDay: false, zone };
   if (point.date) return { at: new Date(startOfLocalDate(point.date, zone)), allDay: true, zone };
   return null;
 }
 
-async function apply(deps: WorkerDeps, connection: Connection, companies: string[], item: GoogleEvent): Promise<void> {
+async function apply(deps: WorkerDeps, connection: Connection, companies: string[], calendarZone: string, item: GoogleEvent): Promise<void> {
   const { pool } = deps;
   const ourId = item.extendedProperties?.private?.[OUR_EVENT_PROPERTY];
   if (ourId) {
@@ -49,8 +52,8 @@ async function apply(deps: WorkerDeps, connection: Connection, companies: string
     [connection.user_id, item.id],
   );
   if (ours.rowCount) return;
-  const start = instantOf(item.start);
-  const end = instantOf(item.end);
+  const start = instantOf(item.start, calendarZone);
+  const end = instantOf(item.end, calendarZone);
   if (item.status === 'cancelled' || item.transparency === 'transparent' || !start || !end || end.at <= start.at) {
     await pool.query(`DELETE FROM calendar_events WHERE user_id = $1 AND source = 'google' AND google_event_id = $2`, [connection.user_id, item.id]);
     return;
@@ -59,7 +62,7 @@ async function apply(deps: WorkerDeps, connection: Connection, companies: string
     await pool.query(
       `INSERT INTO calendar_events (id, company_id, user_id, title, description, location, starts_at, ends_at, all_day, timezone, source, google_event_id, attendees)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'google', $11, $12)
-       ON CONFLICT (company_id, google_event_id) WHERE source = 'google' DO UPDATE
+       ON CONFLICT (company_id, user_id, google_event_id) WHERE source = 'google' DO UPDATE
           SET title = EXCLUDED.title, description = EXCLUDED.description, location = EXCLUDED.location, starts_at = EXCLUDED.starts_at,
               ends_at = EXCLUDED.ends_at, all_day = EXCLUDED.all_day, timezone = EXCLUDED.timezone, attendees = EXCLUDED.attendees, updated_at = now()`,
       [
@@ -114,8 +117,12 @@ async function pull(deps: WorkerDeps, userId: string): Promise<void> {
   if (!client) return;
   const connection = await activeConnection(pool, userId);
   if (!connection) return;
-  const { rows } = await pool.query<{ company_id: string }>('SELECT company_id FROM memberships WHERE user_id = $1', [userId]);
+  const { rows } = await pool.query<{ company_id: string; timezone: string }>(
+    'SELECT m.company_id, c.timezone FROM memberships m JOIN companies c ON c.id = m.company_id WHERE m.user_id = $1 ORDER BY m.company_id',
+    [userId],
+  );
   const companies = rows.map((r) => r.company_id);
+  const companyZone = rows[0]?.timezone ?? 'America/Mexico_City';
   let syncToken = connection.sync_token ?? undefined;
   let pageToken: string | undefined;
   // A full list (first pull after a connection, or after 410) is the whole truth from timeMin on:
@@ -142,7 +149,7 @@ async function pull(deps: WorkerDeps, userId: string): Promise<void> {
       if (!page) return; // the connection needs re-authorization
       for (const item of page.value.items ?? []) {
         seen?.add(item.id);
-        await apply(deps, connection, companies, item);
+        await apply(deps, connection, companies, page.value.timeZone ?? companyZone, item);
       }
       if (page.value.nextPageToken) {
         pageToken = page.value.nextPageToken;
