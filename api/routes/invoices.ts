@@ -156,7 +156,11 @@ async function buildDocument(db: Queryable, ctx: ApiContext, sale: SaleRow, invo
   const emitter = await loadEmitter(db, ctx.deps.config, sale.company_id);
   if (!emitter) throw new ApiError('no_emitter');
   if (emitter.valid_to.getTime() < Date.now()) throw new ApiError('no_emitter', 'El certificado de sello digital (CSD) de la empresa venció.');
-  const lines = sale.line_items as Array<{ description: string; product_id: string | null; quantity: number; vat_rate: number | null; vat_exempt: boolean; discount_cents: number; subtotal_cents: number; tax_cents: number }>;
+  const lines = sale.line_items as Array<{ description: string; product_id: string | null; quantity: number; unit_price_cents: number; vat_rate: number | null; vat_exempt: boolean; discount_cents: number; subtotal_cents: number; tax_cents: number }>;
+  // c_FormaPago 99 ("por definir") is PPD's alone (CFDI 4.0, Anexo 20): a sale paid at once says how it was paid.
+  if (sale.payment_terms !== 'deferred' && input.payment_form === '99') {
+    throw validationFailed({ payment_form: ['99 (por definir) es solo para ventas a crédito (PPD); una venta de contado (PUE) dice cómo se pagó'] });
+  }
   const untaxed = lines.findIndex((l) => !l.vat_exempt && (l.vat_rate === null || l.vat_rate === undefined));
   if (untaxed >= 0) throw new ApiError('sale_without_tax', `La línea ${untaxed + 1} de la venta no tiene tratamiento de IVA (tasa 16, 8 o 0, o exenta).`);
   let receiver: CfdiDocument['receiver'];
@@ -202,7 +206,9 @@ async function buildDocument(db: Queryable, ctx: ApiContext, sale: SaleRow, invo
       unit_key: UNIT_KEY.test(unitKey) ? unitKey : DEFAULT_UNIT_KEY,
       description: l.description,
       quantity: l.quantity,
-      unit_price_cents: 0,
+      // The sale's own unit price, before VAT; with VAT-included prices the pre-VAT price of the line
+      // (amount ÷ quantity, 6 decimals in the XML) is what Cantidad × ValorUnitario must give.
+      unit_price_cents: sale.prices_include_vat ? (l.subtotal_cents + discount) / l.quantity : l.unit_price_cents,
       amount_cents: l.subtotal_cents + discount,
       discount_cents: discount,
       tax: { rate: l.vat_exempt ? null : l.vat_rate, exempt: l.vat_exempt, base_cents: l.subtotal_cents, tax_cents: l.tax_cents },

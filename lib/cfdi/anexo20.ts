@@ -90,6 +90,8 @@ export function validateCfdi(xml: string): Violation[] {
     if (a(c, 'ObjetoImp') === '01' && traslados.length) fail('CFDI40-OBJETOIMP-01', 'un concepto no objeto de impuesto (01) no declara traslados');
     for (const t of traslados) {
       const factor = a(t, 'TipoFactor');
+      // cfdv40.xsd: a Traslado's Base is at least 0.000001 (a line of amount 0 is not subject to tax, 01).
+      if (!(Number(a(t, 'Base')) > 0)) fail('CFDI40-BASE', 'la Base de un traslado es mayor que 0');
       if (a(t, 'Impuesto') !== '002') fail('CFDI40-IMPUESTO', 'Impuesto 002 (IVA)');
       if (factor === 'Exento') {
         if (a(t, 'TasaOCuota') || a(t, 'Importe')) fail('CFDI40-EXENTO', 'un traslado exento no lleva TasaOCuota ni Importe');
@@ -123,6 +125,7 @@ export function validateCfdi(xml: string): Violation[] {
     if (!['PUE', 'PPD'].includes(a(root, 'MetodoPago') ?? '')) fail('CFDI40-METODOPAGO', 'MetodoPago PUE o PPD');
     if (!(PAYMENT_FORMS as readonly string[]).includes(a(root, 'FormaPago') ?? '')) fail('CFDI40-FORMAPAGO', 'FormaPago fuera de c_FormaPago');
     if (a(root, 'MetodoPago') === 'PPD' && a(root, 'FormaPago') !== '99') fail('CFDI40-PPD', 'con PPD la FormaPago es 99 (por definir)');
+    if (a(root, 'MetodoPago') === 'PUE' && a(root, 'FormaPago') === '99') fail('CFDI40-PUE', 'con PUE la FormaPago no es 99 (por definir)');
   }
   if (type === 'P') {
     if (a(root, 'SubTotal') !== '0' || a(root, 'Total') !== '0' || a(root, 'Moneda') !== 'XXX') fail('CFDI40-P-IMPORTES', 'un complemento de pago lleva SubTotal 0, Total 0 y Moneda XXX');

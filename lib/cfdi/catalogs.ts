@@ -44,13 +44,19 @@ const RETURNS_ALSO = ['605', '608', '610', '611', '614', '616'];
 const PERSONAL_DEDUCTION_REGIMES = ['605', '606', '607', '608', '611', '612', '614', '615', '625'];
 export function useFitsRegime(use: string, regime: string): boolean {
   if (use === 'S01' || use === 'CP01') return !!TAX_REGIMES[regime];
+  if (use === 'CN01') return regime === '605'; // nómina: salaried people
   if (use.startsWith('D')) return PERSONAL_DEDUCTION_REGIMES.includes(regime);
   if (use === 'G02') return [...BUSINESS_REGIMES, ...RETURNS_ALSO].includes(regime);
   return BUSINESS_REGIMES.includes(regime); // G01, G03, I01–I08
 }
 
-/** c_UsoCFDI (the common ones; S01 for the general public, CP01 for payment complements). */
-export const CFDI_USES = ['G01', 'G02', 'G03', 'I01', 'I02', 'I03', 'I04', 'I08', 'D01', 'D02', 'D03', 'D04', 'S01', 'CP01'] as const;
+/** c_UsoCFDI, CFDI 4.0: every use (S01 for the general public, CP01 for payment complements, CN01 for payroll). */
+export const CFDI_USES = [
+  'G01', 'G02', 'G03',
+  'I01', 'I02', 'I03', 'I04', 'I05', 'I06', 'I07', 'I08',
+  'D01', 'D02', 'D03', 'D04', 'D05', 'D06', 'D07', 'D08', 'D09', 'D10',
+  'S01', 'CP01', 'CN01',
+] as const;
 
 /** c_FormaPago. 99 (por definir) is the only one allowed with PPD. */
 export const PAYMENT_FORMS = ['01', '02', '03', '04', '05', '06', '08', '12', '13', '14', '15', '17', '23', '24', '25', '26', '27', '28', '29', '30', '31', '99'] as const;

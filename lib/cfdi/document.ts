@@ -9,7 +9,7 @@ export type ConceptLine = {
   unit_key: string;
   description: string;
   quantity: number;
-  unit_price_cents: number; // before tax
+  unit_price_cents: number; // before tax (a fraction of a cent where VAT-included prices were split)
   amount_cents: number; // quantity × unit price (before discount)
   discount_cents: number;
   tax: TaxLine;

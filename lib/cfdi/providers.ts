@@ -136,10 +136,12 @@ export class FacturapiProvider implements InvoiceProvider {
           description: l.description,
           product_key: l.product_key,
           unit_key: l.unit_key,
-          price: Number((l.amount_cents / 100 / l.quantity).toFixed(6)),
+          price: Number((l.unit_price_cents / 100).toFixed(6)),
           tax_included: false,
-          taxability: '02',
-          taxes: l.tax.exempt ? [{ type: 'IVA', factor: 'Exento' }] : [{ type: 'IVA', rate: (l.tax.rate ?? 0) / 100 }],
+          // A line whose tax base is 0 is not subject to tax (01), as in our own XML (lib/cfdi/xml.ts).
+          ...(l.tax.base_cents > 0
+            ? { taxability: '02', taxes: l.tax.exempt ? [{ type: 'IVA', factor: 'Exento' }] : [{ type: 'IVA', rate: (l.tax.rate ?? 0) / 100 }] }
+            : { taxability: '01', taxes: [] }),
         },
       })),
     };

@@ -26,6 +26,7 @@ export function cfdiDate(iso: string, zone = 'America/Mexico_City'): string {
 function taxesOf(doc: CfdiDocument) {
   const groups = new Map<string, { rate: number | null; exempt: boolean; base: number; tax: number }>();
   for (const l of doc.lines) {
+    if (l.tax.base_cents <= 0) continue; // not subject to tax (01): in no summary
     const key = l.tax.exempt ? 'exento' : String(l.tax.rate);
     const g = groups.get(key) ?? { rate: l.tax.rate, exempt: l.tax.exempt, base: 0, tax: 0 };
     g.base += l.tax.base_cents;
@@ -46,13 +47,15 @@ export function cfdiXml(doc: CfdiDocument, stamp: Stamp, certificate: { number: 
       const traslado = l.tax.exempt
         ? `<cfdi:Traslado${attrs({ Base: cents(l.tax.base_cents), Impuesto: '002', TipoFactor: 'Exento' })}/>`
         : `<cfdi:Traslado${attrs({ Base: cents(l.tax.base_cents), Impuesto: '002', TipoFactor: 'Tasa', TasaOCuota: rate(l.tax.rate ?? 0), Importe: cents(l.tax.tax_cents) })}/>`;
-      const taxed = !payment && (l.tax.exempt || l.tax.rate !== null);
+      // A line whose tax base is 0 (free, or a fraction of a cent) is not subject to tax (01): the schema
+      // wants a Traslado's Base above 0 (cfdv40.xsd, minInclusive 0.000001).
+      const taxed = !payment && (l.tax.exempt || l.tax.rate !== null) && l.tax.base_cents > 0;
       return `<cfdi:Concepto${attrs({
         ClaveProdServ: l.product_key,
         Cantidad: payment ? '1' : String(l.quantity),
         ClaveUnidad: l.unit_key,
         Descripcion: l.description,
-        ValorUnitario: payment ? '0' : (l.amount_cents / 100 / l.quantity).toFixed(6),
+        ValorUnitario: payment ? '0' : (l.unit_price_cents / 100).toFixed(6),
         Importe: payment ? '0' : cents(l.amount_cents),
         Descuento: l.discount_cents ? cents(l.discount_cents) : null,
         ObjetoImp: taxed ? '02' : '01',
