@@ -169,6 +169,8 @@ describe('tax invoices with the development provider', () => {
         { description: 'Fracción', quantity: 0.001, unit_price_cents: 499, vat_rate: 16 },
       ],
     });
+    const extraKeys = await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' }, line_keys: [{}, {}, {}, { product_key: '84111506' }] } });
+    assert.deepEqual([extraKeys.status, extraKeys.body.error, Object.keys(extraKeys.body.errors ?? {})], [422, 'validation_failed', ['line_keys']], 'keys for a line the sale lacks');
     const cash = await api.post(`/sales/${s.id}/invoice`, { data: { payment_form: '99', receiver: { tax_regime: '601' } } });
     assert.deepEqual([cash.status, cash.body.error], [422, 'validation_failed']);
     assert.ok(cash.body.errors.payment_form, JSON.stringify(cash.body));

@@ -161,6 +161,9 @@ async function buildDocument(db: Queryable, ctx: ApiContext, sale: SaleRow, invo
   if (sale.payment_terms !== 'deferred' && input.payment_form === '99') {
     throw validationFailed({ payment_form: ['99 (por definir) es solo para ventas a crédito (PPD); una venta de contado (PUE) dice cómo se pagó'] });
   }
+  if (input.line_keys && input.line_keys.length > lines.length) {
+    throw validationFailed({ line_keys: [`la venta tiene ${lines.length} línea(s); se recibieron claves para ${input.line_keys.length}`] });
+  }
   const untaxed = lines.findIndex((l) => !l.vat_exempt && (l.vat_rate === null || l.vat_rate === undefined));
   if (untaxed >= 0) throw new ApiError('sale_without_tax', `La línea ${untaxed + 1} de la venta no tiene tratamiento de IVA (tasa 16, 8 o 0, o exenta).`);
   let receiver: CfdiDocument['receiver'];
