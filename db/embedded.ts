@@ -73,8 +73,11 @@ process.once('exit', () => {
   for (const child of running) child.kill('SIGINT');
 });
 
-async function startServer(layout: Layout, port: number, flags: string[]): Promise<ChildProcess> {
-  const child = spawn(path.join(layout.binDir, 'bin', 'postgres'), ['-D', layout.clusterDir, '-p', String(port), ...flags], spawnOptions(layout.runAs));
+async function startServer(layout: Layout, port: number, flags: string[], ownProcessGroup: boolean): Promise<ChildProcess> {
+  const child = spawn(path.join(layout.binDir, 'bin', 'postgres'), ['-D', layout.clusterDir, '-p', String(port), ...flags], {
+    ...spawnOptions(layout.runAs),
+    detached: ownProcessGroup,
+  });
   const output = collect(child);
   running.add(child);
   child.once('exit', () => running.delete(child));
@@ -115,9 +118,13 @@ async function stopServer(child: ChildProcess): Promise<void> {
 
 /**
  * `fast` (tests only) turns off fsync: a crash may lose the cluster, which a
- * test run recreates anyway, and it saves seconds per run.
+ * test run recreates anyway, and it saves seconds per run. `ownProcessGroup`
+ * (`npm start`) keeps the server out of the terminal's process group, so
+ * Ctrl-C reaches only the caller, which stops the server last, after its own
+ * connections closed (not before them, with every pool logging the loss); the
+ * caller must then stop it on every way out (an exit stops it too).
  */
-export async function startEmbedded(dataDir: string, options: { database?: string; fast?: boolean; port?: number } = {}): Promise<EmbeddedDatabase> {
+export async function startEmbedded(dataDir: string, options: { database?: string; fast?: boolean; port?: number; ownProcessGroup?: boolean } = {}): Promise<EmbeddedDatabase> {
   const layout = await embeddedLayout(path.resolve(dataDir));
   // Said on stderr whatever LOG_LEVEL is: someone looking for the database under DATA_DIR must find where it went.
   if (layout.relocated) process.stderr.write(`Embedded PostgreSQL: ${layout.relocated} (DATA_DIR keeps the rest).\n`);
@@ -125,7 +132,7 @@ export async function startEmbedded(dataDir: string, options: { database?: strin
   // A fixed port lets a restart keep the URL the processes hold (the drills restart PostgreSQL under load).
   const port = options.port ?? (await freePort());
   const flags = ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', ...(options.fast ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off'] : [])];
-  const server = await startServer(layout, port, flags);
+  const server = await startServer(layout, port, flags, options.ownProcessGroup ?? false);
   const database = options.database ?? 'workspace';
   try {
     const client = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password: PASSWORD, database: 'postgres' });

@@ -30,7 +30,11 @@ const config = loadConfig();
 const budget = splitConnections(config.pgMaxConnections, 'dev');
 const name = (part: string) => applicationName(processName('dev', config.dyno), part);
 console.log(config.databaseUrl ? 'Using DATABASE_URL.' : `Starting the embedded PostgreSQL under ${dataDir} ...`);
-const database = await connectDatabase(config);
+// Out of the terminal's process group: Ctrl-C stops this process, which stops the database last.
+// Until everything is up, a signal exits at once (the exit stops the database: db/embedded.ts).
+const exitNow = () => process.exit(130);
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, exitNow);
+const database = await connectDatabase(config, { ownProcessGroup: true });
 const pool = createPool(database.url, budget.pool, name('pool'));
 await migrate(pool);
 const worker = await startWorker(config, pool, database.url, { boss: { max: budget.boss, application_name: name('pg-boss') } });
@@ -57,8 +61,10 @@ ${demoKey ? `  Demo API key:   ${demoKey}${demo ? '' : '   (created on first sta
 
 let stopping = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, async () => {
-    if (stopping) return;
+  process.off(signal, exitNow);
+  process.on(signal, async () => {
+    // A second Ctrl-C while stopping: out at once (the exit still stops the embedded database).
+    if (stopping) process.exit(1);
     stopping = true;
     console.log('\nStopping ...');
     server.closeAllConnections();
