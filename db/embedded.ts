@@ -7,7 +7,7 @@
 // package directory.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { chown, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -18,6 +18,8 @@ import { embeddedLayout, type Ids, type Layout } from './embedded-layout.ts';
 export type EmbeddedDatabase = { url: string; stop: () => Promise<void> };
 
 const PASSWORD = 'workspace-dev';
+/** Files to remove however the process ends (initdb's password file). */
+const temporaryFiles = new Set<string>();
 /** English server messages: start-up is detected by one of them. */
 const MESSAGES_LOCALE = 'C';
 const READY = 'database system is ready to accept connections';
@@ -51,6 +53,7 @@ async function initdb(layout: Layout): Promise<void> {
   // initdb reads the password from a file; it must be readable by the user it runs as.
   const pwfile = path.join(os.tmpdir(), `workspace-pg-pw-${randomBytes(8).toString('hex')}`);
   await writeFile(pwfile, `${PASSWORD}\n`, { mode: 0o600, flag: 'wx' });
+  temporaryFiles.add(pwfile); // removed by an exit in the middle too (a Ctrl-C during the first start)
   try {
     if (layout.runAs) await chown(pwfile, layout.runAs.uid, layout.runAs.gid);
     const child = spawn(
@@ -63,6 +66,7 @@ async function initdb(layout: Layout): Promise<void> {
     if (code !== 0) throw new Error(`initdb failed (exit ${code}) for ${layout.clusterDir}:\n${output()}`);
   } finally {
     await rm(pwfile, { force: true });
+    temporaryFiles.delete(pwfile);
   }
 }
 
@@ -71,6 +75,7 @@ const running = new Set<ChildProcess>();
 // (the next start would find it locked); SIGINT is PostgreSQL's fast shutdown.
 process.once('exit', () => {
   for (const child of running) child.kill('SIGINT');
+  for (const file of temporaryFiles) rmSync(file, { force: true });
 });
 
 async function startServer(layout: Layout, port: number, flags: string[], ownProcessGroup: boolean): Promise<ChildProcess> {
