@@ -8,7 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, rmSync } from 'node:fs';
-import { chown, rm, writeFile } from 'node:fs/promises';
+import { chown, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -114,6 +114,39 @@ async function startServer(layout: Layout, port: number, flags: string[], ownPro
   return child;
 }
 
+/**
+ * A server still running on this cluster from an earlier start whose process
+ * died without stopping it (SIGKILL: `npm start` keeps it in a process group
+ * of its own, so a kill of the terminal's group no longer reaches it) would
+ * hold the cluster's lock and make this start fail: it is stopped first. Only
+ * a live process whose command line names this cluster's directory is touched.
+ */
+async function stopLeftover(clusterDir: string): Promise<void> {
+  const pid = Number((await readFile(path.join(clusterDir, 'postmaster.pid'), 'utf8').catch(() => '')).split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return;
+  const command = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+  if (!command.includes(clusterDir) || !command.includes('postgres')) return;
+  // Started by a process that is still running (a second `npm start` on one DATA_DIR): not a leftover.
+  const parent = Number((await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')).replace(/^.*\) /s, '').split(' ')[1]);
+  const parentCommand = parent > 1 ? await readFile(`/proc/${parent}/cmdline`, 'utf8').catch(() => '') : '';
+  if (/node/.test(parentCommand)) throw new Error(`PostgreSQL on ${clusterDir} belongs to a running process (pid ${parent}): one start per DATA_DIR.`);
+  process.stderr.write(`Embedded PostgreSQL: stopping the server an earlier start left running on ${clusterDir} (pid ${pid}).\n`);
+  try {
+    process.kill(pid, 'SIGINT'); // fast shutdown
+  } catch {
+    return;
+  }
+  for (let waited = 0; waited < 30_000; waited += 100) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return; // gone
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`An earlier PostgreSQL (pid ${pid}) is still running on ${clusterDir}; stop it and start again.`);
+}
+
 async function stopServer(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -137,6 +170,7 @@ export async function startEmbedded(dataDir: string, options: { database?: strin
   // A fixed port lets a restart keep the URL the processes hold (the drills restart PostgreSQL under load).
   const port = options.port ?? (await freePort());
   const flags = ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300', ...(options.fast ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off'] : [])];
+  await stopLeftover(layout.clusterDir);
   const server = await startServer(layout, port, flags, options.ownProcessGroup ?? false);
   const database = options.database ?? 'workspace';
   try {

@@ -135,24 +135,35 @@ export async function unscheduleAttempts(db: Queryable, endpointIds: string[]): 
  * An endpoint switched on again (it was off): nothing it was owed is lost.
  * Every delivery still owed an attempt (pending, or failed with attempts
  * left) is scheduled again: at its queued retry's time when that job is still
- * waiting, else at once, with a new job for its next attempt (held while the
- * endpoint was off, the failure that switched it off, or a retry that came due
- * meanwhile). In the caller's transaction, which holds the endpoint's row.
+ * waiting; at once when its job is being run (an attempt in flight, or one the
+ * dispatcher is writing as held: that write locks the endpoint, sees it on,
+ * and queues the attempt again, worker/webhooks/dispatcher.ts), with no second
+ * job; else at once with a new job for its next attempt (held while the
+ * endpoint was off, the failure that shut it off, a retry that came due
+ * meanwhile). In the caller's transaction, which holds the endpoint's row;
+ * the deliveries are locked in id order, as the dispatcher writes them.
  */
 export async function rescheduleAttempts(db: Queryable, jobs: JobSender, endpointId: string): Promise<void> {
-  const { rows } = await db.query<{ id: string; attempts: number; queued: boolean }>(
-    `WITH owed AS (
-       SELECT d.id, d.attempts,
-              (SELECT min(j.start_after) FROM pgboss.job j
-                WHERE j.name = $2 AND j.state IN ('created', 'retry') AND j.data->>'delivery_id' = d.id) AS queued_at
-         FROM webhook_deliveries d
+  const { rows } = await db.query<{ id: string; attempts: number; covered: boolean }>(
+    `WITH queued AS (
+       SELECT j.data->>'delivery_id' AS delivery_id,
+              min(j.start_after) FILTER (WHERE j.state IN ('created', 'retry')) AS queued_at,
+              bool_or(j.state = 'active') AS running
+         FROM pgboss.job j
+        WHERE j.name = $2 AND j.group_id = $1 AND j.state IN ('created', 'retry', 'active')
+        GROUP BY 1
+     ), owed AS (
+       SELECT d.id, d.attempts FROM webhook_deliveries d
         WHERE d.endpoint_id = $1 AND d.status IN ('pending', 'failed') AND d.attempts < $3
+        ORDER BY d.id
+          FOR NO KEY UPDATE
      )
-     UPDATE webhook_deliveries d SET next_attempt_at = coalesce(owed.queued_at, now()), updated_at = now()
-       FROM owed WHERE d.id = owed.id
-     RETURNING d.id, d.attempts, owed.queued_at IS NOT NULL AS queued`,
+     UPDATE webhook_deliveries d SET next_attempt_at = coalesce(q.queued_at, now()), updated_at = now()
+       FROM owed LEFT JOIN queued q ON q.delivery_id = owed.id
+      WHERE d.id = owed.id
+     RETURNING d.id, d.attempts, (q.queued_at IS NOT NULL OR coalesce(q.running, false)) AS covered`,
     [endpointId, WEBHOOK_DELIVERY.name, MAX_ATTEMPTS],
   );
-  const unqueued = rows.filter((row) => !row.queued);
+  const unqueued = rows.filter((row) => !row.covered);
   if (unqueued.length) await enqueueAttempts(db, jobs, unqueued.map((row) => ({ deliveryId: row.id, endpointId, attempt: row.attempts + 1 })));
 }

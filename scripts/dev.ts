@@ -33,7 +33,7 @@ console.log(config.databaseUrl ? 'Using DATABASE_URL.' : `Starting the embedded 
 // Out of the terminal's process group: Ctrl-C stops this process, which stops the database last.
 // Until everything is up, a signal exits at once (the exit stops the database: db/embedded.ts).
 const exitNow = () => process.exit(130);
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, exitNow);
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, exitNow);
 const database = await connectDatabase(config, { ownProcessGroup: true });
 const pool = createPool(database.url, budget.pool, name('pool'));
 await migrate(pool);
@@ -60,7 +60,7 @@ ${demoKey ? `  Demo API key:   ${demoKey}${demo ? '' : '   (created on first sta
 `);
 
 let stopping = false;
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
   process.off(signal, exitNow);
   process.on(signal, async () => {
     // A second Ctrl-C while stopping: out at once (the exit still stops the embedded database).

@@ -31,47 +31,73 @@ describe('npm start on a fresh machine', () => {
     for (const fn of cleanup) await fn();
   });
 
-  test('starts the embedded database, prints the base URL and a working demo key, and Ctrl-C stops everything', async () => {
-    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'ws-start-'));
-    await chmod(dataDir, 0o755); // as root, the embedded cluster runs as `postgres`, which must enter it
-    cleanup.push(() => rm(dataDir, { recursive: true, force: true }));
+  /** `npm start` in a process group of its own, as a terminal runs it; resolves once the demo key is printed. */
+  async function startDev(dataDir: string) {
     const port = await freePort();
     const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'silent', NODE_ENV: 'development' };
     delete env.DATABASE_URL;
     delete env.ADMIN_TOKEN;
-    // In a process group of its own, as a terminal runs it: Ctrl-C below goes to the whole group.
     const child = spawn(process.execPath, ['scripts/dev.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    cleanup.push(async () => {
-      if (child.exitCode === null) process.kill(-child.pid!, 'SIGKILL');
-      // The database has a group of its own (so Ctrl-C does not stop it under the service): stopped here if a failure left it.
-      const { stdout } = await run('pgrep', ['-f', `${dataDir}/pg`]).catch(() => ({ stdout: '' }));
-      for (const pid of stdout.split('\n').filter(Boolean)) process.kill(Number(pid), 'SIGINT');
-    });
-    let output = '';
-    child.stdout.on('data', (d) => (output += d));
-    child.stderr.on('data', (d) => (output += d));
+    const started = { child, port, output: '' };
+    child.stdout.on('data', (d) => (started.output += d));
+    child.stderr.on('data', (d) => (started.output += d));
     const deadline = Date.now() + 90_000;
-    while (!/Demo API key:\s+service_sk_/.test(output)) {
-      assert.ok(Date.now() < deadline, `npm start did not become ready:\n${output}`);
-      assert.equal(child.exitCode, null, `npm start exited:\n${output}`);
+    while (!/Demo API key:\s+service_sk_/.test(started.output)) {
+      assert.ok(Date.now() < deadline, `npm start did not become ready:\n${started.output}`);
+      assert.equal(child.exitCode, null, `npm start exited:\n${started.output}`);
       await new Promise((r) => setTimeout(r, 200));
     }
-    assert.match(output, new RegExp(`Base URL:\\s+http://localhost:${port}/api/v1`));
-    const key = /Demo API key:\s+(service_sk_\S+)/.exec(output)![1];
+    return started;
+  }
+  const postgresOf = async (dataDir: string) => (await run('pgrep', ['-f', `${dataDir}/pg`]).catch(() => ({ stdout: '' }))).stdout.trim();
+  async function freshDataDir() {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'ws-start-'));
+    await chmod(dataDir, 0o755); // as root, the embedded cluster runs as `postgres`, which must enter it
+    cleanup.push(async () => {
+      // The database has a process group of its own (so Ctrl-C does not stop it under the service): stopped here if a failure left it.
+      for (const pid of (await postgresOf(dataDir)).split('\n').filter(Boolean)) process.kill(Number(pid), 'SIGINT');
+      await rm(dataDir, { recursive: true, force: true });
+    });
+    return dataDir;
+  }
+
+  test('starts the embedded database, prints the base URL and a working demo key, and Ctrl-C stops everything', async () => {
+    const dataDir = await freshDataDir();
+    const { child, port, output: ready } = await startDev(dataDir);
+    cleanup.unshift(async () => void (child.exitCode === null && process.kill(-child.pid!, 'SIGKILL')));
+    assert.match(ready, new RegExp(`Base URL:\\s+http://localhost:${port}/api/v1`));
+    const key = /Demo API key:\s+(service_sk_\S+)/.exec(ready)![1];
     const res = await fetch(`http://127.0.0.1:${port}/api/v1/customers`, { headers: { authorization: `Bearer ${key}` } });
     assert.equal(res.status, 200);
     const body = (await res.json()) as { data: unknown[] };
     assert.ok(body.data.length > 0, 'demo data is there');
 
-    const before = output.length;
+    let after = '';
+    child.stdout.on('data', (d) => (after += d));
+    child.stderr.on('data', (d) => (after += d));
     process.kill(-child.pid!, 'SIGINT'); // Ctrl-C: the terminal signals the foreground process group
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-    assert.equal(code, 0, output);
+    assert.equal(code, 0, after);
     // The database outlives the service's connections: nothing logs its loss while stopping.
-    assert.doesNotMatch(output.slice(before), /terminating connection|ECONNREFUSED|pg-boss/, output.slice(before));
+    assert.doesNotMatch(after, /terminating connection|ECONNREFUSED|pg-boss/, after);
     // The embedded PostgreSQL is gone with it.
-    const { stdout } = await run('pgrep', ['-f', `${dataDir}/pg`]).catch(() => ({ stdout: '' }));
-    assert.equal(stdout.trim(), '', 'no postgres process left for this data directory');
+    assert.equal(await postgresOf(dataDir), '', 'no postgres process left for this data directory');
+  });
+
+  test('killed with SIGKILL, npm start leaves its database running; the next start stops that one and starts', async () => {
+    const dataDir = await freshDataDir();
+    const first = await startDev(dataDir);
+    process.kill(-first.child.pid!, 'SIGKILL'); // an IDE's stop button: no handler runs
+    await new Promise((resolve) => (first.child.exitCode === null ? first.child.once('exit', resolve) : resolve(null)));
+    assert.notEqual(await postgresOf(dataDir), '', 'the server outlived its process (its own process group)');
+    const second = await startDev(dataDir);
+    cleanup.unshift(async () => void (second.child.exitCode === null && process.kill(-second.child.pid!, 'SIGKILL')));
+    assert.match(second.output, /stopping the server an earlier start left running/);
+    const key = /Demo API key:\s+(service_sk_\S+)/.exec(second.output)![1];
+    assert.equal((await fetch(`http://127.0.0.1:${second.port}/api/v1/customers`, { headers: { authorization: `Bearer ${key}` } })).status, 200, 'the same database, the same demo key');
+    process.kill(-second.child.pid!, 'SIGINT');
+    assert.equal(await new Promise((resolve) => second.child.once('exit', resolve)), 0);
+    assert.equal(await postgresOf(dataDir), '');
   });
 });
 

@@ -4,7 +4,7 @@
 // schedule (the next attempt's job `start_after`), never by sleeping minutes.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { replayDelivery } from '../api/routes/webhook-endpoint-queries.ts';
+import { replayDelivery, updateEndpoint } from '../api/routes/webhook-endpoint-queries.ts';
 import { transaction, type Pool } from '../db/pool.ts';
 import { WEBHOOK_DELIVERY } from '../db/queues.ts';
 import { purgeWebhookHistory } from '../worker/jobs/purge-webhook-history.ts';
@@ -382,6 +382,63 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     assert.equal(done.attempts, 2);
     const [first, second] = receiver.at('/pause-due');
     assert.equal(JSON.parse(second.body).id, JSON.parse(first.body).id, 'the same event id');
+  });
+
+  test('switched on while the dispatcher holds one of its retries: the held write waits for the switch, sees it on, and the attempt is made', async () => {
+    const t = await tenant();
+    const { api } = t;
+    let answer = 503;
+    receiver.on('/switch-race', () => ({ status: answer }));
+    const ep = await endpoint(api, '/switch-race', ['customer.created']);
+    await api.post('/customers', { data: { name: 'Carrera' } });
+    const failed = await waitFor(async () => {
+      const d = await onlyDelivery(api, ep.id);
+      return d.status === 'failed' && d.next_attempt_at && d;
+    }, 15_000, 'a failed delivery with its retry queued');
+    assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: false } })).status, 200);
+    answer = 200;
+    // The switch-on, in a transaction kept open: it counts on the queued retry (no new job) and holds the endpoint.
+    const open = await app.pool.connect();
+    try {
+      await open.query('BEGIN');
+      await updateEndpoint(open, app.deps.jobs, t.companyId, ep.id, { active: true });
+      // The retry comes due now: the dispatcher fetches it, reads the endpoint as still off (not committed),
+      // and its write of the held result waits for the endpoint's row.
+      await advance(app.pool, failed.id);
+      await waitFor(async () => {
+        const { rows } = await app.pool.query(
+          `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM webhook_endpoints WHERE id = ANY%FOR NO KEY UPDATE%'`,
+        );
+        return rows.length > 0;
+      }, 10_000, 'the dispatcher waiting on the endpoint row');
+      await open.query('COMMIT');
+    } finally {
+      open.release();
+    }
+    const done = await waitFor(async () => {
+      const d = await onlyDelivery(api, ep.id);
+      return d.status === 'succeeded' && d;
+    }, 15_000, 'the attempt made after the switch-on');
+    assert.equal(done.attempts, 2);
+    assert.equal(receiver.at('/switch-race').length, 2, 'one failure, one success: not held, not sent twice');
+  });
+
+  test('paused and switched on while an attempt is in flight: that attempt is not sent a second time', async () => {
+    const { api } = await tenant();
+    receiver.on('/in-flight', () => ({ status: 200, delayMs: 3000 }));
+    const ep = await endpoint(api, '/in-flight', ['customer.created']);
+    await api.post('/customers', { data: { name: 'En vuelo' } });
+    await waitFor(() => receiver.at('/in-flight').length === 1, 10_000, 'the attempt reaching the receiver');
+    assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: false } })).status, 200);
+    assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: true } })).status, 200);
+    const d = await waitFor(async () => {
+      const one = await onlyDelivery(api, ep.id);
+      return one.status === 'succeeded' && one;
+    }, 15_000, 'the in-flight attempt recorded');
+    assert.equal(d.attempts, 1);
+    const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND data->>'delivery_id' = $2`, [WEBHOOK_DELIVERY.name, d.id]);
+    assert.equal(rows[0].n, 0, 'no second job was queued for it');
+    assert.equal(receiver.at('/in-flight').length, 1, 'sent once');
   });
 
   test('a receiver that never answers is cut off at the 10 s read timeout and retried later', async () => {

@@ -5,3 +5,7 @@
 -- and left them free at that time). The key is now the member's.
 DROP INDEX calendar_events_google_import;
 CREATE UNIQUE INDEX calendar_events_google_import ON calendar_events (company_id, user_id, google_event_id) WHERE source = 'google';
+-- Shared events imported before this key belong to one member only: every
+-- connection's next pull lists its calendar in full, which gives each member
+-- their own copy.
+UPDATE calendar_connections SET sync_token = NULL;

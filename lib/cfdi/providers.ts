@@ -136,7 +136,9 @@ export class FacturapiProvider implements InvoiceProvider {
           description: l.description,
           product_key: l.product_key,
           unit_key: l.unit_key,
-          price: Number((l.unit_price_cents / 100).toFixed(6)),
+          // The line's unit price; with a fractional quantity, the amount ÷ quantity Facturapi multiplies back
+          // to our rounded amount exactly (its own rounding of quantity × price could differ by a cent).
+          price: Number(((Number.isInteger(l.quantity) ? l.unit_price_cents : l.amount_cents / l.quantity) / 100).toFixed(6)),
           tax_included: false,
           // A line whose tax base is 0 is not subject to tax (01), as in our own XML (lib/cfdi/xml.ts).
           ...(l.tax.base_cents > 0

@@ -60,8 +60,11 @@ async function apply(deps: WorkerDeps, connection: Connection, companies: string
   }
   for (const companyId of companies) {
     await pool.query(
+      // Only while the person still works there: a removal committed after this pull read the memberships
+      // deleted their busy time in that company, and nothing may bring it back.
       `INSERT INTO calendar_events (id, company_id, user_id, title, description, location, starts_at, ends_at, all_day, timezone, source, google_event_id, attendees)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'google', $11, $12)
+       SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'google', $11, $12
+        WHERE EXISTS (SELECT 1 FROM memberships WHERE company_id = $2 AND user_id = $3)
        ON CONFLICT (company_id, user_id, google_event_id) WHERE source = 'google' DO UPDATE
           SET title = EXCLUDED.title, description = EXCLUDED.description, location = EXCLUDED.location, starts_at = EXCLUDED.starts_at,
               ends_at = EXCLUDED.ends_at, all_day = EXCLUDED.all_day, timezone = EXCLUDED.timezone, attendees = EXCLUDED.attendees, updated_at = now()`,

@@ -291,6 +291,23 @@ export class WebhookDispatcher {
   async #write(db: Client, batch: Finished[]): Promise<void> {
     const attempted = batch.filter((r) => r.kind === 'attempted');
 
+    // 0. Held results (fetched while their endpoint looked off): their
+    //    endpoints are locked too, with every other endpoint of the batch in
+    //    one statement in id order (as the health statement below and a PUT
+    //    switching an endpoint on lock them: no deadlock). An endpoint found on
+    //    once the lock is held was switched on meanwhile, by a PUT that may
+    //    have counted on this very job: the attempt is queued again, not held.
+    const heldOn = new Set<string>();
+    const held = batch.filter((r) => r.kind === 'held');
+    if (held.length > 0) {
+      const ids = [...new Set([...held, ...attempted].map((r) => r.delivery.endpoint_id))].sort();
+      const { rows } = await db.query<{ id: string; active: boolean }>(
+        'SELECT id, active FROM webhook_endpoints WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE',
+        [ids],
+      );
+      for (const row of rows) if (row.active) heldOn.add(row.id);
+    }
+
     // 1. Endpoint health, in the order the attempts finished: a success
     //    resets the run of failures, failures extend it, 20 in a row switch
     //    the endpoint off. Rows are locked (in id order) before they are
@@ -364,6 +381,12 @@ export class WebhookDispatcher {
     for (const r of batch) {
       if (r.kind === 'stale') continue;
       if (r.kind === 'held') {
+        if (heldOn.has(r.delivery.endpoint_id)) {
+          // Switched on since it was fetched: the same attempt, queued again at once.
+          updates.push({ id: r.delivery.id, expect: r.delivery.attempts, attempts: r.delivery.attempts, status: r.delivery.status, next: r.at, delivered: null, code: null, body: null, error: null });
+          retries.push({ deliveryId: r.delivery.id, endpointId: r.delivery.endpoint_id, attempt: r.job.data.attempt, startAfter: r.at });
+          continue;
+        }
         // Its status is kept (a delivery never attempted stays `pending`); switching the endpoint on schedules it again.
         updates.push({ id: r.delivery.id, expect: r.delivery.attempts, attempts: r.delivery.attempts, status: r.delivery.status, next: null, delivered: null, code: null, body: null, error: 'El endpoint está desactivado; la entrega no se intentó' });
         continue;
@@ -397,7 +420,7 @@ export class WebhookDispatcher {
            attempts = v.attempts, status = v.status, next_attempt_at = v.next, delivered_at = coalesce(v.delivered, d.delivered_at),
            response_status = CASE WHEN v.attempts = v.expect THEN d.response_status ELSE v.code END,
            response_body = CASE WHEN v.attempts = v.expect THEN d.response_body ELSE v.body END,
-           error_message = v.error, updated_at = now()
+           error_message = CASE WHEN v.attempts = v.expect AND v.error IS NULL THEN d.error_message ELSE v.error END, updated_at = now()
           FROM unnest($1::text[], $2::int[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::int[], $7::text[], $8::text[], $9::int[])
                AS v(id, attempts, status, next, delivered, code, body, error, expect)
          WHERE d.id = v.id AND d.attempts = v.expect AND d.status NOT IN ('succeeded', 'exhausted')
