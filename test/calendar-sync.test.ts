@@ -234,6 +234,9 @@ describe('calendar sync end to end', () => {
       assert.equal(res.status, 201, res.text);
       return res.body.data;
     };
+    // Another member's event in Google (the stand-in is one calendar for everyone): this member's pulls must leave it alone.
+    const othersEvent = await newEvent({ title: 'De otro miembro', starts_at: '2030-01-15T16:00:00Z', ends_at: '2030-01-15T17:00:00Z' });
+    await waitFor(async () => (await eventRow(othersEvent.id))?.google_event_id, 20_000, 'the other member\'s event synced');
     await connect(person.ownerId, 'rt-first');
     const kept = await make('Antes', '2030-01-07');
     const doomed = await make('Se borrará', '2030-01-08');
@@ -265,11 +268,12 @@ describe('calendar sync end to end', () => {
     // The stand-in is one calendar for everyone, as a shared calendar would be: this member's pulls met the
     // other member's events there, and left them alone.
     const { rows: others } = await app.pool.query(`SELECT google_event_id FROM calendar_events WHERE user_id = $1 AND source <> 'google' AND google_event_id IS NOT NULL`, [tenant.ownerId]);
-    assert.ok(others.length > 0);
+    assert.ok(others.some((o: { google_event_id: string }) => o.google_event_id === othersEvent.id));
     for (const { google_event_id } of others) assert.equal(google.events.get(google_event_id)?.status, 'confirmed', `${google_event_id} of another member`);
   });
 
   test('an expired access token: one refresh, then the call goes through', async () => {
+    await pull(tenant.ownerId); // a first call made with the connection's token
     await waitFor(async () => (await app.pool.query(`SELECT 1 FROM calendar_connections WHERE user_id = $1 AND last_synced_at IS NOT NULL`, [tenant.ownerId])).rowCount, 20_000);
     google.expireAccessTokens();
     const e = await newEvent({ title: 'Tras 401' });

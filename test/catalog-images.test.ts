@@ -98,6 +98,8 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
   });
 
   test('hostile files are refused with 422 validation_failed: text named .png, 20,000×20,000 PNG, truncated JPEG, too many frames, too big', async () => {
+    const mediaCount = async () => (await app.pool.query(`SELECT count(*)::int AS n FROM media WHERE owner_id = $1`, [productId])).rows[0].n;
+    const stored = await mediaCount();
     const text = await up(`/products/${productId}/image`, Buffer.from('hello, I am not a picture\n'.repeat(20)), 'evil.png', 'file', 'image/png');
     assert.equal(text.status, 422);
     assert.equal(text.body.error, 'validation_failed');
@@ -130,8 +132,7 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     const missing = await api.post(`/products/${productId}/image`, { data: {} });
     assert.equal(missing.status, 422, 'a JSON body carries no file');
 
-    const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM media WHERE owner_id = $1`, [productId]);
-    assert.equal(rows[0].n, 1, 'nothing refused was stored');
+    assert.equal(await mediaCount(), stored, 'nothing refused was stored');
   });
 
   test('images count against the storage quota: one that does not fit is 422 and nothing is kept; a replacement gives the old bytes back', async () => {
@@ -264,7 +265,7 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
   });
 
   test('an image that cannot be decoded is marked failed once, without retries, and its original stays served', async () => {
-    assert.ok(worker, 'worker started by the previous test');
+    worker ??= await startWorker(app.config, app.pool, app.databaseUrl); // started by the thumbnails test when the file runs whole
     const corrupt = craftedPng(32, 32, Buffer.from('this is not zlib data at all, sorry'));
     const res = await up(`/products/${productId}/image`, corrupt, 'corrupt.png');
     assert.equal(res.status, 200, 'the header is fine: only decoding tells');
@@ -280,7 +281,7 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
   });
 
   test('a transient failure retries with backoff and the thumbnail arrives once storage is back; the original is never touched', async () => {
-    await worker!.stop();
+    await worker?.stop();
     worker = undefined;
     const png = await solid(300, 200).png().toBuffer();
     const res = await up(`/products/${productId}/image`, png, 'retry.png');
@@ -304,7 +305,14 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
   });
 
   test('DELETE removes the image and its files; the old URLs answer 404; deleting the product removes its media', async () => {
-    const before = (await api.get(`/products/${productId}`)).body.data;
+    // An image and its thumbnail on the product, and one on its variant (the tests before leave them too).
+    worker ??= await startWorker(app.config, app.pool, app.databaseUrl);
+    assert.equal((await up(`/products/${productId}/image`, await solid(300, 200).png().toBuffer(), 'borrar.png')).status, 200);
+    assert.equal((await up(`/products/${productId}/variants/${variantId}/image`, (await samples()).png, 'v.png')).status, 200);
+    const before = await waitFor(async () => {
+      const d = (await api.get(`/products/${productId}`)).body.data;
+      return d.thumbnail_url && d;
+    }, 20_000, 'the thumbnail of the image to delete');
     const res = await api.delete(`/products/${productId}/image`);
     assert.equal(res.status, 200);
     assert.deepEqual(res.body.data, { id: productId, image_url: null, thumbnail_url: null });

@@ -83,19 +83,22 @@ describe('example webhook receiver: signature, tolerance, de-duplication', () =>
   });
 
   test('duplicates are ignored: the same event id on a later attempt (new t, attempt 2) answers 200 duplicate without processing', async () => {
-    const body = envelope('evt_0001');
+    const body = envelope('evt_0101');
+    const first = await post(url, body, { 'x-service-signature': sign(body), 'x-service-attempt': '1' });
+    assert.deepEqual([first.status, first.body], [200, { received: true }]);
     const res = await post(url, body, { 'x-service-signature': sign(body, SECRET, NOW_S + 60), 'x-service-attempt': '2' });
     assert.equal(res.status, 200);
     assert.deepEqual(res.body, { received: true, duplicate: true });
-    assert.equal(events.filter((e) => e.id === 'evt_0001').length, 1);
+    assert.equal(events.filter((e) => e.id === 'evt_0101').length, 1);
   });
 
   test('seen ids are durable: a restarted receiver on the same file still treats the id as a duplicate', async () => {
+    const body = envelope('evt_0102');
+    assert.deepEqual((await post(url, body, { 'x-service-signature': sign(body) })).body, { received: true }, 'seen once by the first receiver');
     const calls: WebhookEvent[] = [];
     const restarted = createReceiver({ secret: SECRET, seenFile, onEvent: (e) => void calls.push(e), now: () => NOW_S * 1000 });
     const restartedUrl = await listen(restarted);
     try {
-      const body = envelope('evt_0001');
       const res = await post(restartedUrl, body, { 'x-service-signature': sign(body, SECRET, NOW_S + 120), 'x-service-attempt': '3' });
       assert.deepEqual([res.status, res.body], [200, { received: true, duplicate: true }]);
       assert.equal(calls.length, 0);
