@@ -368,7 +368,7 @@ describe('calendar sync end to end', () => {
       start: { dateTime: '2026-12-12T15:00:00Z' }, end: { dateTime: '2026-12-12T16:00:00Z' },
     } as any);
     await pull(tenant.ownerId);
-    const odd = await waitFor(async () => (await app.pool.query(`SELECT title, description, location, attendees FROM calendar_events WHERE google_event_id = 'extnul'`)).rows[0], 20_000, 'the event with U+0000 imported');
+    const odd = await waitFor(async () => (await app.pool.query(`SELECT title, description, location, attendees FROM calendar_events WHERE user_id = $1 AND google_event_id = 'extnul'`, [tenant.ownerId])).rows[0], 20_000, 'the event with U+0000 imported');
     assert.equal(odd.description, 'nota\uFFFDoculta');
     assert.equal(odd.title, `${'a'.repeat(299)}\uFFFD`);
     assert.equal(odd.attendees[0].name, 'Ana\uFFFD');
@@ -420,7 +420,8 @@ describe('calendar sync end to end', () => {
   test('imported events block booking slots when the host blocks overlapping bookings', async () => {
     google.createExternal({ id: 'busyday', summary: 'Ocupada', start: { dateTime: '2030-12-15T10:00:00Z' }, end: { dateTime: '2030-12-15T11:00:00Z' } });
     await pull(tenant.ownerId);
-    await waitFor(async () => (await app.pool.query(`SELECT 1 FROM calendar_events WHERE google_event_id = 'busyday'`)).rowCount, 20_000, 'busyday imported');
+    // The host's own copy (another member connected to the same calendar gets one of their own).
+    await waitFor(async () => (await app.pool.query(`SELECT 1 FROM calendar_events WHERE user_id = $1 AND company_id = $2 AND google_event_id = 'busyday'`, [tenant.ownerId, tenant.companyId])).rowCount, 20_000, 'busyday imported for the host');
     const link = await api.post('/booking-links', {
       data: { user_id: tenant.ownerId, slug: 'bloqueo', title: 'X', duration_minutes: 60, timezone: 'UTC', minimum_notice_minutes: 0, booking_window: { type: 'range', start_on: '2030-12-15', end_on: '2030-12-15' }, weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '09:00', end: '12:00' }] },
     });
