@@ -28,7 +28,6 @@ import { attemptDelivery, READ_TIMEOUT_MS, type AttemptOutcome } from './attempt
 
 /** Delay before attempt n+1 after attempt n failed (contract: 0, +1 min, +5 min, +30 min, +2 h, +6 h). */
 export const RETRY_DELAYS_SECONDS = [60, 300, 1800, 7200, 21600] as const;
-export { MAX_ATTEMPTS };
 /** Consecutive failures that switch an endpoint off (contract, Limits). */
 export const SHUT_OFF_AFTER = 20;
 export const SHUT_OFF_REASON = `Desactivado automáticamente tras ${SHUT_OFF_AFTER} entregas fallidas consecutivas`;
