@@ -31,6 +31,14 @@ async function onlyDelivery(api: Api, endpointId: string) {
   return res.body.data[0];
 }
 
+/** The endpoint's only delivery once its first attempt failed and its retry is scheduled. */
+function failedWithRetry(api: Api, endpointId: string) {
+  return waitFor(async () => {
+    const d = await onlyDelivery(api, endpointId);
+    return d.status === 'failed' && d.next_attempt_at && d;
+  }, 15_000, 'a failed delivery with its retry scheduled');
+}
+
 /** The queued job of a delivery's next attempt, as pg-boss holds it. */
 async function nextJob(pool: Pool, deliveryId: string) {
   const { rows } = await pool.query(
@@ -338,10 +346,7 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     receiver.on('/pause-retry', () => ({ status: 503 }));
     const ep = await endpoint(api, '/pause-retry', ['customer.created']);
     await api.post('/customers', { data: { name: 'Reintento' } });
-    const failed = await waitFor(async () => {
-      const d = await onlyDelivery(api, ep.id);
-      return d.status === 'failed' && d.next_attempt_at && d;
-    }, 15_000, 'a failed delivery with its retry scheduled');
+    const failed = await failedWithRetry(api, ep.id);
     assert.ok(Date.parse(failed.next_attempt_at) > Date.now());
     assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: false } })).status, 200);
     assert.equal((await onlyDelivery(api, ep.id)).next_attempt_at, null);
@@ -360,10 +365,7 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     receiver.on('/pause-due', () => ({ status: answer }));
     const ep = await endpoint(api, '/pause-due', ['customer.created']);
     await api.post('/customers', { data: { name: 'Vence en pausa' } });
-    const failed = await waitFor(async () => {
-      const d = await onlyDelivery(api, ep.id);
-      return d.status === 'failed' && d.next_attempt_at && d;
-    }, 15_000, 'a failed delivery with its retry scheduled');
+    const failed = await failedWithRetry(api, ep.id);
     assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: false } })).status, 200);
     await advance(app.pool, failed.id);
     await waitFor(async () => (await nextJob(app.pool, failed.id)).length === 0 && (await onlyDelivery(api, ep.id)).error_message?.includes('desactivado'), 10_000, 'the retry to come due and be held');
@@ -391,10 +393,7 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     receiver.on('/switch-race', () => ({ status: answer }));
     const ep = await endpoint(api, '/switch-race', ['customer.created']);
     await api.post('/customers', { data: { name: 'Carrera' } });
-    const failed = await waitFor(async () => {
-      const d = await onlyDelivery(api, ep.id);
-      return d.status === 'failed' && d.next_attempt_at && d;
-    }, 15_000, 'a failed delivery with its retry queued');
+    const failed = await failedWithRetry(api, ep.id);
     assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: false } })).status, 200);
     answer = 200;
     // The switch-on, in a transaction kept open: it counts on the queued retry (no new job) and holds the endpoint.
