@@ -58,11 +58,6 @@ describe('attemptDelivery against misbehaving receivers', () => {
     const req: AttemptRequest = { url, secret: SECRET, payload: PAYLOAD, event: 'customer.created', eventId: 'evt_attempt', deliveryId: 'wd_attempt', attempt: 2 };
     return attemptDelivery(agent, req, LIMITS);
   };
-  const timed = async <T>(p: Promise<T>) => {
-    const started = Date.now();
-    const value = await p;
-    return { value, ms: Date.now() - started };
-  };
 
   test('a 2xx answer is a success: signed headers sent, the answer kept', async () => {
     handlers.set('/ok', (_req, res) => res.end('recibido'));
@@ -109,12 +104,9 @@ describe('attemptDelivery against misbehaving receivers', () => {
 
   test('no headers within the read timeout: a failure with no status', async () => {
     handlers.set('/silent', () => {});
-    const { value: out, ms } = await timed(attempt('/silent'));
-    assert.equal(out.ok, false);
-    assert.equal(out.status, null);
-    assert.equal(out.body, null);
-    assert.match(out.error!, /Tiempo de lectura agotado/);
-    assert.ok(ms >= LIMITS.readTimeoutMs - 50 && ms < LIMITS.deadlineMs, `ended by the read timeout (${ms} ms)`);
+    const out = await attempt('/silent');
+    // The read timeout, not the overall deadline, ended it: each has its own message.
+    assert.deepEqual(out, { ok: false, status: null, body: null, error: `Tiempo de lectura agotado (${LIMITS.readTimeoutMs / 1000} s)` });
   });
 
   test('a body that stalls after a 200 is a failure: the read timeout, the status and what arrived kept', async () => {
@@ -132,12 +124,11 @@ describe('attemptDelivery against misbehaving receivers', () => {
       const timer = setInterval(() => res.write('.'), LIMITS.readTimeoutMs / 4);
       res.on('close', () => clearInterval(timer));
     });
-    const { value: out, ms } = await timed(attempt('/trickle'));
+    const out = await attempt('/trickle');
     assert.equal(out.ok, false, 'an answer never finished is not a success');
     assert.equal(out.status, 200);
     assert.match(out.body!, /^\.+$/);
-    assert.match(out.error!, /Tiempo agotado/);
-    assert.ok(ms >= LIMITS.deadlineMs - 50 && ms < LIMITS.deadlineMs + 1000, `ended at the deadline (${ms} ms)`);
+    assert.equal(out.error, `Tiempo agotado: sin respuesta completa en ${LIMITS.deadlineMs / 1000} s`);
     await waitFor(() => seen.get('/trickle')!.clientClosedEarly, { timeoutMs: 5000, intervalMs: 20, what: 'the connection to be dropped' });
   });
 

@@ -444,17 +444,14 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     const { api } = await tenant();
     receiver.on('/hang', () => ({ hang: true }));
     const ep = await endpoint(api, '/hang');
-    const started = Date.now();
     await api.post('/customers', { data: { name: 'Lento' } });
     const d = await waitFor(async () => {
       const one = await onlyDelivery(api, ep.id);
       return one.attempts === 1 && one;
     }, 20_000, 'the timed-out attempt');
-    const took = Date.now() - started;
-    assert.ok(took >= 9_500 && took < 16_000, `cut off after about 10 s (took ${took} ms)`);
     assert.equal(d.status, 'failed');
     assert.equal(d.response_status, null);
-    assert.match(d.error_message, /Tiempo/);
+    assert.equal(d.error_message, 'Tiempo de lectura agotado (10 s)', 'the read timeout ended it, not the overall deadline');
     assert.ok(d.next_attempt_at);
   });
 
