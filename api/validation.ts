@@ -122,9 +122,12 @@ export function parseData<S extends z.ZodType>(schema: S, body: unknown): z.infe
   // its replacement even when the replacement is missing too: that is what the
   // client has to change, more than a parameter_missing for the new name.
   const removed = result.error.issues.some((issue) => issue.code === 'invalid_type' && issue.expected === 'never');
-  // Absent and required: zod says invalid_type, or invalid_value for an enum or a literal.
+  // Absent and required: zod says invalid_type, invalid_value for an enum or a literal, or
+  // invalid_union naming the discriminator of a tagged object (booking_window's type).
   const missing = !removed && result.error.issues.find(
-    (issue) => (issue.code === 'invalid_type' || issue.code === 'invalid_value') && valueAt(data, issue.path) === undefined,
+    (issue) =>
+      (issue.code === 'invalid_type' || issue.code === 'invalid_value' || (issue.code === 'invalid_union' && 'discriminator' in issue)) &&
+      valueAt(data, issue.path) === undefined,
   );
   if (missing) {
     const param = `data.${fieldName(missing.path)}`;

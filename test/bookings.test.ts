@@ -119,6 +119,14 @@ describe('booking links and bookings', () => {
       assert.equal(r.status, 422, JSON.stringify(bad));
       assert.equal(r.body.error, 'validation_failed', JSON.stringify(bad));
     }
+    // A booking window without its type is a missing parameter; an unknown type is invalid.
+    const untyped = await api.post('/booking-links', { data: link({ booking_window: { start_on: '2026-05-01' } }) });
+    assert.equal(untyped.status, 422, untyped.text);
+    assert.equal(untyped.body.error, 'parameter_missing');
+    assert.match(untyped.body.message, /data\.booking_window\.type/);
+    const unknownType = await api.post('/booking-links', { data: link({ booking_window: { type: 'weekly' } }) });
+    assert.equal(unknownType.status, 422, unknownType.text);
+    assert.equal(unknownType.body.error, 'validation_failed');
     // Ranges that touch are not overlapping.
     const touching = await api.post('/booking-links', { data: link({ weekly_hours: [{ days: [1, 2], start: '09:00', end: '12:00' }, { days: [2], start: '12:00', end: '15:00' }] }) });
     assert.equal(touching.status, 201, touching.text);
