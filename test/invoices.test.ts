@@ -342,4 +342,25 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     const stored = [...facturapi.invoices.values()].find((i) => i.uuid === inv.uuid)!;
     assert.deepEqual([stored.status, stored.cancel_motive], ['canceled', '03']);
   });
+
+  test('while a substitute is being stamped the old invoice is not cancelled by hand; the substitution cancels it (01) and links the two', async () => {
+    const s = await sale(api, { customer_id: setup.customer.id });
+    const old = await settled((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    // Facturapi is down for the substitute's first two tries: it stays pending through the retries.
+    facturapi.fault({ method: 'POST', status: 503, times: 2 });
+    const sub = await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' }, substitutes_id: old.id } });
+    assert.equal(sub.status, 201, sub.text);
+    const refused = await api.post(`/invoices/${old.id}/cancel`, { data: { motive: '02' } });
+    assert.equal(refused.status, 422, refused.text);
+    assert.equal(refused.body.error, 'validation_failed');
+    assert.match(refused.body.errors.id[0], /sustituta/);
+    assert.equal((await api.get(`/invoices/${old.id}`)).body.data.status, 'valid', 'the refusal changed nothing');
+    const fresh = await settled(sub.body.data.id);
+    assert.equal(fresh.status, 'valid');
+    const oldNow = await waitFor(async () => {
+      const o = (await api.get(`/invoices/${old.id}`)).body.data;
+      return o.status === 'cancelled' && o;
+    }, 30_000, 'the substituted invoice cancelled');
+    assert.deepEqual([oldNow.cancellation.motive, oldNow.cancellation.substitute_uuid, oldNow.substituted_by_id], ['01', fresh.uuid, fresh.id]);
+  });
 });

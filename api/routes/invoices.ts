@@ -269,8 +269,10 @@ export const invoiceRoutes: RouteDef[] = [
         const { rows: live } = await client.query<InvoiceRow>(`SELECT * FROM invoices WHERE sale_id = $1 AND status IN ('pending', 'valid', 'cancellation_pending') ORDER BY created_at`, [sale.id]);
         let related: string | null = null;
         if (data.substitutes_id) {
-          const old = live.find((i) => i.id === data.substitutes_id && i.status === 'valid' && !i.substituted_by_id);
-          if (!old) throw validationFailed({ substitutes_id: ['no es una factura vigente de esta venta'] });
+          const listed = live.find((i) => i.id === data.substitutes_id && i.status === 'valid' && !i.substituted_by_id);
+          // Locked and read again: a cancellation committed meanwhile leaves it no longer valid (see the cancel route).
+          const old = listed && (await findInvoice(client, companyId, listed.id, true));
+          if (!old || old.status !== 'valid') throw validationFailed({ substitutes_id: ['no es una factura vigente de esta venta'] });
           if (live.some((i) => i.substitutes_id === old.id)) throw new ApiError('already_invoiced', 'Esa factura ya tiene una sustituta en proceso.');
           related = old.uuid;
         } else if (live.length) {
@@ -340,7 +342,7 @@ export const invoiceRoutes: RouteDef[] = [
     summary: 'Cancela una factura ante el SAT',
     description:
       'Con el motivo del SAT: 01 (con una sustituta vigente: `substitute_uuid`), 02, 03 o 04. La factura pasa a `cancellation_pending` y, cuando el proveedor confirma, a `cancelled` (evento `invoice.cancelled`). ' +
-      'Solo una factura `valid` se cancela (otra: 422 validation_failed).',
+      'Solo una factura `valid` se cancela (otra: 422 validation_failed), y no mientras se timbra su sustituta (422 validation_failed: al timbrarse, la sustituta la cancela con el motivo 01).',
     params: idParam,
     body: invoiceCancel,
     example: { motive: '02' },
@@ -352,6 +354,10 @@ export const invoiceRoutes: RouteDef[] = [
         const invoice = await findInvoice(client, companyId, params.id, true);
         if (!invoice) throw new ApiError('not_found');
         if (invoice.status !== 'valid') throw validationFailed({ id: [`la factura está ${invoice.status}; solo una vigente se cancela`] });
+        // A substitute being stamped cancels this one itself (motive 01, naming it); a manual cancellation
+        // meanwhile would leave the two unlinked. Read after the lock, so a substitution committed first is seen.
+        const { rows: substitute } = await client.query(`SELECT 1 FROM invoices WHERE company_id = $1 AND substitutes_id = $2 AND status = 'pending'`, [companyId, invoice.id]);
+        if (substitute.length) throw validationFailed({ id: ['tiene una sustituta en timbrado; al timbrarse, esta se cancela con el motivo 01'] });
         if (data.motive === '01') {
           // Another valid invoice of the sale: the one being cancelled cannot be its own substitute.
           const { rows } = await client.query('SELECT 1 FROM invoices WHERE company_id = $1 AND sale_id = $2 AND uuid = $3 AND status = $4 AND id <> $5', [companyId, invoice.sale_id, data.substitute_uuid ?? '', 'valid', invoice.id]);
