@@ -19,7 +19,7 @@ const postActions = {
     send_to_submitter: true,
     attach_files: true,
     templates: {
-      // {{name}} in the subject renders empty: an email that reaches the submitter's address carries no answer text there.
+      // {{name}} in the subject renders empty in the visitor's copy: a message to a typed address carries no answer text there.
       es: { subject: 'Gracias por escribir a {{form}}{{name}}', body: 'Recibimos tu mensaje en {{form}}, {{name}}.\n{{answers}}\n{{files}}' },
       en: { subject: 'Thanks for writing to {{form}}{{name}}', body: 'We got your message at {{form}}, {{name}}.\n{{answers}}\n{{files}}' },
     },
@@ -57,7 +57,7 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     return s.status !== 'received' && s;
   });
 
-  test('received → processed: the lead is created, the email goes out in the submission locale with its attachments, the team is told', async () => {
+  test('received → processed: the lead is created, the email goes out in the submission locale with its attachments, the visitor gets a copy of their own, the team is told', async () => {
     const pdf = files.pdf(50_000);
     const jpg = await files.jpeg();
     const res = await api.post(`/forms/${form.id}/submissions`, {
@@ -72,8 +72,9 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     const lead = (await api.get(`/leads/${s.contact_id}`)).body.data;
     assert.deepEqual([lead.name, lead.email, lead.phone, lead.company_name], ['Eva', 'eva@example.com', '555', 'ACME']);
 
-    const mail = await waitFor(async () => smtp.received.find((m) => m.mail.subject === 'Thanks for writing to Contact us' && m.to.includes('eva@example.com')));
-    assert.deepEqual(mail.to.sort(), ['eva@example.com', 'ventas@empresa.example']);
+    const mail = await waitFor(async () => smtp.received.find((m) => m.mail.subject === 'Thanks for writing to Contact usEva'));
+    assert.deepEqual(mail.to, ['ventas@empresa.example']);
+    assert.equal(mail.mail.replyTo?.text, 'eva@example.com');
     assert.match(mail.mail.text ?? '', /We got your message at Contact us, Eva/);
     assert.match(mail.mail.text ?? '', /Email: eva@example.com/);
     assert.equal(mail.mail.attachments.length, 2);
@@ -84,6 +85,18 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     assert.ok(a.content.equals(pdf));
     assert.equal(b.filename, 'yo.jpg');
     assert.ok(b.content.equals(jpg));
+    // The visitor's copy: a message of its own, with their answers and the names of their files, and
+    // nothing of the company's (its recipients, the files, the file manager's paths), no answer in the subject.
+    const copy = await waitFor(async () => smtp.received.find((m) => m.to.includes('eva@example.com')));
+    assert.deepEqual(copy.to, ['eva@example.com']);
+    assert.equal(copy.mail.to && !Array.isArray(copy.mail.to) ? copy.mail.to.text : null, 'eva@example.com');
+    assert.equal(copy.mail.cc, undefined);
+    assert.equal(copy.mail.subject, 'Thanks for writing to Contact us');
+    assert.equal(copy.mail.attachments.length, 0);
+    assert.match(copy.mail.text ?? '', /We got your message at Contact us, Eva/);
+    assert.match(copy.mail.text ?? '', /Files received:\n- cv\.pdf\n- yo\.jpg/);
+    assert.doesNotMatch(copy.mail.text ?? '', /ventas@|Formularios/);
+    assert.notEqual(copy.mail.messageId, mail.mail.messageId);
     const team = await waitFor(async () => smtp.received.find((m) => /Nuevo envío del formulario/.test(m.mail.subject ?? '') && m.to.some((t) => t.startsWith('owner-'))));
     assert.match(team.mail.text ?? '', /Correo: eva@example.com/);
   });
@@ -110,7 +123,7 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     assert.equal(res.status, 201);
     const s = await settled(((await res.json()) as any).data.id);
     assert.equal(s.status, 'processed');
-    const mail = await waitFor(async () => smtp.received.find((m) => m.mail.subject === 'Gracias por escribir a Contáctanos' && m.to.includes('big@example.com')));
+    const mail = await waitFor(async () => smtp.received.find((m) => m.mail.subject === 'Gracias por escribir a ContáctanosBig' && m.to.includes('ventas@empresa.example')));
     assert.deepEqual(mail.mail.attachments.map((a) => a.filename), ['uno.pdf']);
     assert.match(mail.mail.text ?? '', /no caben en el correo[\s\S]*\/Formularios\/Contacto web\/.* - big@example.com\/dos\.pdf/);
   });
@@ -157,10 +170,11 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
       assert.equal(s.status, 'processed');
       const leads = await app.pool.query(`SELECT count(*)::int AS n FROM leads WHERE email = 'reintento@example.com'`);
       assert.equal(leads.rows[0].n, 1);
-      const mails = smtp.received.slice(before).filter((m) => m.mail.subject === 'Gracias por escribir a Contáctanos' && m.to.includes('reintento@example.com'));
+      const mails = smtp.received.slice(before).filter((m) => m.mail.subject === 'Gracias por escribir a ContáctanosReintento');
       assert.equal(mails.length, 1, 'one email despite the retry');
+      assert.equal(smtp.received.slice(before).filter((m) => m.to.includes('reintento@example.com')).length, 1, 'one copy to the visitor');
       const actions = await app.pool.query(`SELECT action, status, attempts FROM form_submission_actions WHERE submission_id = $1 ORDER BY action`, [id]);
-      assert.deepEqual(actions.rows.map((r) => [r.action, r.status, r.attempts]), [['email', 'done', 2], ['lead', 'done', 1], ['notify_team', 'done', 1]]);
+      assert.deepEqual(actions.rows.map((r) => [r.action, r.status, r.attempts]), [['email', 'done', 2], ['lead', 'done', 1], ['notify_team', 'done', 1], ['submitter_copy', 'done', 1]]);
     } finally {
       worker = await startWorker({ ...app.config, smtpUrl: smtp.url }, app.pool, app.databaseUrl);
     }
@@ -236,6 +250,40 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     assert.deepEqual([customer.name, customer.email], ['Carla', 'carla@example.com'], 'an existing customer keeps its data');
   });
 
+  test('the lead and the customer are made from their own fields only: nothing answered for one, no record for it', async () => {
+    const both = await files.createFormViaAdmin(app.url, tenant.companyId, {
+      name: 'Ambos',
+      slug: 'ambos',
+      title: 'Ambos',
+      fields: [
+        { key: 'e', field_type: 'email', label: 'Correo (lead)', maps_to: 'lead.email' },
+        { key: 'ln', field_type: 'text', label: 'Nombre (lead)', maps_to: 'lead.name' },
+        { key: 'e2', field_type: 'email', label: 'Correo (cliente)', maps_to: 'customer.email' },
+        { key: 'n', field_type: 'text', label: 'Nombre (cliente)', maps_to: 'customer.name' },
+      ],
+    });
+    const count = async (table: string) => (await app.pool.query(`SELECT count(*)::int AS n FROM ${table} WHERE company_id = $1`, [tenant.companyId])).rows[0].n;
+    const submit = async (answers: Record<string, string>) => {
+      const res = await api.post(`/forms/${both.id}/submissions`, { data: { answers } });
+      assert.equal(res.status, 201, res.text);
+      return waitFor(async () => {
+        const r = (await api.get(`/forms/${both.id}/submissions/${res.body.data.id}`)).body.data;
+        return r.status !== 'received' && r;
+      });
+    };
+    const [leads, customers] = [await count('leads'), await count('customers')];
+    const onlyLead = await submit({ ln: 'Solo lead' });
+    assert.deepEqual([onlyLead.status, onlyLead.contact_type], ['processed', 'lead']);
+    assert.equal((await api.get(`/leads/${onlyLead.contact_id}`)).body.data.name, 'Solo lead');
+    assert.equal(await count('customers'), customers, 'no customer from a lead\'s name');
+    const onlyCustomer = await submit({ e2: 'solo-cliente@example.com' });
+    assert.deepEqual([onlyCustomer.status, onlyCustomer.contact_type], ['processed', 'customer']);
+    assert.equal(await count('leads'), leads + 1, 'no empty lead from a customer\'s email');
+    const nothing = await submit({});
+    assert.deepEqual([nothing.status, nothing.contact_type, nothing.contact_id], ['processed', 'none', null]);
+    assert.deepEqual([await count('leads'), await count('customers')], [leads + 1, customers + 1]);
+  });
+
   test('send_to_submitter is no spam relay: no answer text in the subject, and at most 3 emails a day reach one typed address', async () => {
     const victim = `victima-${Date.now()}@example.com`;
     const spam = 'Compra pastillas baratas en http://spam.example';
@@ -250,12 +298,15 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
       const found = smtp.received.filter((m) => m.to.includes('ventas@empresa.example') && /Compra pastillas/.test(m.mail.text ?? ''));
       return found.length === 5 && found;
     }, 30_000, 'the operator to get all five emails');
-    const toVictim = mails.filter((m) => m.to.includes(victim));
+    assert.ok(mails.every((m) => !m.to.includes(victim)), 'the operator\'s email is not shared with the typed address');
+    const toVictim = smtp.received.filter((m) => m.to.includes(victim));
     assert.equal(toVictim.length, SUBMITTER_CAPS.perRecipientPerDay, 'the typed address gets at most the daily cap');
-    for (const m of mails) assert.ok(!/pastillas|spam/.test(m.mail.subject ?? ''), `no answer text in the subject: ${m.mail.subject}`);
-    assert.equal(smtp.received.filter((m) => m.to.includes(victim) && !m.to.includes('ventas@empresa.example')).length, 0, 'no other mail reaches the typed address');
+    for (const m of toVictim) {
+      assert.deepEqual(m.to, [victim]);
+      assert.ok(!/pastillas|spam/.test(m.mail.subject ?? ''), `no answer text in the subject: ${m.mail.subject}`);
+    }
     const { rows } = await app.pool.query(
-      `SELECT count(*)::int AS n FROM form_submission_actions WHERE submission_id = ANY($1) AND action = 'email' AND result->>'submitter_skipped' = 'recipient_cap'`,
+      `SELECT count(*)::int AS n FROM form_submission_actions WHERE submission_id = ANY($1) AND action = 'submitter_copy' AND result->>'skipped' = 'recipient_cap'`,
       [ids],
     );
     assert.equal(rows[0].n, 5 - SUBMITTER_CAPS.perRecipientPerDay, 'each skipped copy says why');

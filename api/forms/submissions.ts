@@ -16,21 +16,24 @@ import type { FormRow, Locale, SubmissionFile, SubmissionRow } from '../../db/fo
 export type { SubmissionFile };
 import type { StagedFile } from './intake.ts';
 
-export const POST_ACTIONS = ['lead', 'customer', 'email', 'notify_team'] as const;
+export const POST_ACTIONS = ['lead', 'customer', 'email', 'submitter_copy', 'notify_team'] as const;
 export type PostAction = (typeof POST_ACTIONS)[number];
 
 /**
- * The post-actions a form runs (DESIGN.md): the lead when a field maps to
- * `lead.*`, the customer when one maps to `customer.*` (either can be turned
- * off with `false`); email and team notification only when switched on.
+ * The post-actions a form runs for one submission (DESIGN.md): the lead when a
+ * field maps to `lead.*`, the customer when one maps to `customer.*` (either
+ * can be turned off with `false`); the email to the operator's recipients, the
+ * visitor's copy (`send_to_submitter`, when the submission has an email) and
+ * the team notification only when switched on.
  */
-export function actionsOf(form: FormRow): PostAction[] {
+export function actionsOf(form: FormRow, submitterEmail: string | null): PostAction[] {
   const pa = form.post_actions ?? {};
   const maps = form.fields.map((f) => f.maps_to ?? '');
   const out: PostAction[] = [];
   if (pa.lead !== false && maps.some((m) => m.startsWith('lead.'))) out.push('lead');
   if (pa.customer !== false && maps.some((m) => m.startsWith('customer.'))) out.push('customer');
-  if (pa.email?.enabled) out.push('email');
+  if (pa.email?.enabled && pa.email.to.length) out.push('email');
+  if (pa.email?.enabled && pa.email.send_to_submitter && submitterEmail) out.push('submitter_copy');
   if (pa.notify_team?.enabled) out.push('notify_team');
   return out;
 }
@@ -103,7 +106,7 @@ export async function insertSubmission(db: Client, jobs: JobSender, input: NewSu
       input.checked.email, input.checked.name, input.checked.phone, JSON.stringify(stored), filesError, input.referrer, now,
     ],
   );
-  const actions = actionsOf(input.form);
+  const actions = actionsOf(input.form, input.checked.email);
   for (const action of actions) {
     await db.query('INSERT INTO form_submission_actions (submission_id, company_id, action) VALUES ($1, $2, $3)', [id, input.companyId, action]);
   }

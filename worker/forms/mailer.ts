@@ -63,12 +63,14 @@ export const FILES_TEXT = {
     attached: 'Archivos adjuntos:',
     notAttached: 'Estos archivos no caben en el correo (máximo 18 MB de adjuntos) y quedan solo en el administrador de archivos:',
     stored: 'Archivos guardados en el administrador de archivos:',
+    received: 'Archivos recibidos:',
     notify: 'Nuevo envío del formulario',
   },
   en: {
     attached: 'Attached files:',
     notAttached: 'These files do not fit in the email (18 MB of attachments at most) and stay only in the file manager:',
     stored: 'Files kept in the file manager:',
+    received: 'Files received:',
     notify: 'New submission to the form',
   },
 } as const;

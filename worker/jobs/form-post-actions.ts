@@ -6,7 +6,7 @@
 // - lead / customer: the upsert and `done` commit in one transaction, under an
 //   advisory lock on (company, email), so a retry or two concurrent
 //   submissions never create a second lead for one email.
-// - email / notify_team: no transaction is open while the message is sent (an
+// - email / submitter_copy / notify_team: no transaction is open while the message is sent (an
 //   SMTP server may take minutes, and a transaction held that long pins a
 //   connection and the vacuum horizon). Three steps:
 //     1. claim: one statement, committed, moves the row pending → sending,
@@ -32,7 +32,7 @@ import type { Config } from '../../lib/config.ts';
 import { log } from '../../lib/log.ts';
 import { objectId } from '../../lib/objectid.ts';
 import type { FormRow, Locale, SubmissionFile } from '../../db/forms.ts';
-import { claimSubmitterEmail, type SubmitterDecision } from '../forms/submitter-caps.ts';
+import { claimSubmitterEmail } from '../forms/submitter-caps.ts';
 import { createMailer, DEFAULT_TEMPLATES, FILES_TEXT, isTransientMailError, renderTemplate, type Mailer } from '../forms/mailer.ts';
 import { FORM_POST_ACTIONS, type FormPostActionsJob } from '../../db/queues.ts';
 import type { JobSender } from '../../db/job-sender.ts';
@@ -94,6 +94,8 @@ async function lockEmail(db: Client, companyId: string, table: string, email: st
 /** Creates or updates the lead matched by email; mapped values overwrite, absent ones keep what the lead had. */
 async function upsertLead(db: Client, jobs: JobSender, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
   const v = mapped(form, s, 'lead');
+  // Nothing answered for the lead (every lead.* field optional and left empty): no record to make.
+  if (!Object.keys(v).length) return { skipped: 'no_lead_answers' };
   const email = v.email?.toLowerCase();
   await lockEmail(db, s.company_id, 'leads', email);
   const found = email
@@ -121,6 +123,7 @@ async function upsertLead(db: Client, jobs: JobSender, form: FormRow, s: Submiss
 /** Associates the customer with this email, creating it when the company has none. */
 async function associateCustomer(db: Client, jobs: JobSender, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
   const v = mapped(form, s, 'customer');
+  if (!Object.keys(v).length) return { skipped: 'no_customer_answers' };
   const email = v.email?.toLowerCase();
   await lockEmail(db, s.company_id, 'customers', email);
   const found = email
@@ -160,22 +163,44 @@ function messageId(s: Submission, action: string, config: Config): string {
   return `<form-${s.id}-${action}@${new URL(config.siteUrl).hostname}>`;
 }
 
-async function sendEmail({ pool, config, blobs: store }: PostActionDeps, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
+function formTitle(form: FormRow, locale: Locale): string {
+  return form.title_translations[locale] ?? form.title_translations[form.default_locale] ?? form.name;
+}
+
+function templateOf(form: FormRow, locale: Locale) {
   const settings = form.post_actions.email!;
-  const locale = s.locale;
-  const text = FILES_TEXT[locale] ?? FILES_TEXT.es;
-  const template = settings.templates?.[locale] ?? settings.templates?.[form.default_locale] ?? DEFAULT_TEMPLATES[locale] ?? DEFAULT_TEMPLATES.es;
-  const to = [...settings.to];
-  let submitter: SubmitterDecision | null = null;
-  if (settings.send_to_submitter && s.email) {
-    submitter = await claimSubmitterEmail(pool, { submissionId: s.id, companyId: s.company_id, formId: s.form_id, recipient: s.email });
-    if (submitter.allowed) to.push(s.email);
-  }
-  if (!to.length) {
-    // Only the submitter was to get it, and a cap refused them: an expected outcome, not a failure.
-    if (submitter && !submitter.allowed) return { skipped: submitter.reason, to: [] };
+  return settings.templates?.[locale] ?? settings.templates?.[form.default_locale] ?? DEFAULT_TEMPLATES[locale] ?? DEFAULT_TEMPLATES.es;
+}
+
+/** The template's placeholders for this submission; `files` is the text `{{files}}` stands for. */
+function templateValues(form: FormRow, s: Submission, files: string): Record<string, string> {
+  const values: Record<string, string> = {
+    form: formTitle(form, s.locale),
+    name: s.name ?? '',
+    email: s.email ?? '',
+    phone: s.phone ?? '',
+    answers: answersText(form, s, s.locale),
+    files,
+  };
+  for (const [key, value] of Object.entries(s.answers)) values[`answer.${key}`] = Array.isArray(value) ? value.join(', ') : String(value);
+  return values;
+}
+
+const sender = (title: string, config: Config) => `"${title.replace(/["\r\n]/g, '')}" <no-reply@${new URL(config.siteUrl).hostname}>`;
+
+/** The operator's email: to the form's recipients, with the files attached while they fit. */
+async function sendEmail(deps: PostActionDeps, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
+  const { pool, config, blobs: store } = deps;
+  const settings = form.post_actions.email!;
+  // A submission made before the visitor's copy became an action of its own, to a form whose email
+  // went only to the visitor: that copy is this action's message.
+  if (!settings.to.length) {
+    if (settings.send_to_submitter && s.email) return sendSubmitterCopy(deps, form, s);
     throw new PermanentError('sin destinatarios');
   }
+  const locale = s.locale;
+  const text = FILES_TEXT[locale] ?? FILES_TEXT.es;
+  const template = templateOf(form, locale);
 
   // Attach in order while the total stays within 18 MB; the rest is named in the body.
   const attached: SubmissionFile[] = [];
@@ -200,29 +225,19 @@ async function sendEmail({ pool, config, blobs: store }: PostActionDeps, form: F
     leftLines.push(heading, ...left.map((f) => `- ${f.folder_path}/${f.filename}`));
     fileLines.push(...leftLines, '');
   }
-  const values: Record<string, string> = {
-    form: form.title_translations[locale] ?? form.title_translations[form.default_locale] ?? form.name,
-    name: s.name ?? '',
-    email: s.email ?? '',
-    phone: s.phone ?? '',
-    answers: answersText(form, s, locale),
-    files: fileLines.join('\n'),
-  };
-  for (const [key, value] of Object.entries(s.answers)) values[`answer.${key}`] = Array.isArray(value) ? value.join(', ') : String(value);
+  const values = templateValues(form, s, fileLines.join('\n'));
   let body = renderTemplate(template.body, values);
   // Files that did not fit are named in the email whatever the operator's
   // template says (contract: what does not fit stays only in the file
   // manager, and the email says so): without {{files}} the notice is appended.
   const tooBig = settings.attach_files !== false && left.length > 0;
   if (tooBig && !/\{\{\s*files\s*\}\}/.test(template.body)) body = `${body.trimEnd()}\n\n${leftLines.join('\n')}\n`;
+  const to = [...settings.to];
   const sent = await mailerFor(config).send({
-    from: `"${values.form.replace(/["\r\n]/g, '')}" <no-reply@${new URL(config.siteUrl).hostname}>`,
+    from: sender(values.form, config),
     to,
     replyTo: s.email ?? undefined,
-    // An email that can reach an address the submitter typed carries none of
-    // their text in its subject: only the form's own title (a spam relay's
-    // payload is the subject line).
-    subject: renderTemplate(template.subject, settings.send_to_submitter ? { form: values.form } : values).replace(/[\r\n]+/g, ' '),
+    subject: renderTemplate(template.subject, values).replace(/[\r\n]+/g, ' '),
     text: body,
     messageId: messageId(s, 'email', config),
     headers: { 'Content-Language': locale },
@@ -236,10 +251,34 @@ async function sendEmail({ pool, config, blobs: store }: PostActionDeps, form: F
   return {
     message_id: sent.messageId,
     to,
-    ...(submitter && !submitter.allowed ? { submitter_skipped: submitter.reason } : {}),
     attached: attached.map((f) => f.asset_id),
     not_attached: left.map((f) => f.asset_id),
   };
+}
+
+/**
+ * The visitor's copy (`send_to_submitter`): a message of its own to the address
+ * they typed, which nobody proved. It carries their answers and the names of
+ * their files, nothing of the company's: not the operator's recipients, not
+ * the files themselves, not the file manager's paths; no answer in its subject.
+ * Capped per address and per form (submitter-caps.ts); over a cap it is skipped.
+ */
+async function sendSubmitterCopy({ pool, config }: PostActionDeps, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
+  const decision = await claimSubmitterEmail(pool, { submissionId: s.id, companyId: s.company_id, formId: s.form_id, recipient: s.email! });
+  if (!decision.allowed) return { skipped: decision.reason, to: [] };
+  const text = FILES_TEXT[s.locale] ?? FILES_TEXT.es;
+  const template = templateOf(form, s.locale);
+  const files = s.files.length ? [text.received, ...s.files.map((f) => `- ${f.filename}`), ''].join('\n') : '';
+  const values = templateValues(form, s, files);
+  const sent = await mailerFor(config).send({
+    from: sender(values.form, config),
+    to: [s.email!],
+    subject: renderTemplate(template.subject, { form: values.form }).replace(/[\r\n]+/g, ' '),
+    text: renderTemplate(template.body, values),
+    messageId: messageId(s, 'submitter_copy', config),
+    headers: { 'Content-Language': s.locale },
+  });
+  return { message_id: sent.messageId, to: [s.email!] };
 }
 
 async function notifyTeam(pool: Pool, config: Config, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
@@ -256,7 +295,7 @@ async function notifyTeam(pool: Pool, config: Config, form: FormRow, s: Submissi
   const text = FILES_TEXT[locale] ?? FILES_TEXT.es;
   const title = form.title_translations[locale] ?? form.name;
   const sent = await mailerFor(config).send({
-    from: `"${title.replace(/["\r\n]/g, '')}" <no-reply@${new URL(config.siteUrl).hostname}>`,
+    from: sender(title, config),
     to,
     subject: `${text.notify} ${title}`.replace(/[\r\n]+/g, ' '),
     text: [answersText(form, s, locale), '', ...s.files.map((f) => `- ${f.folder_path}/${f.filename}`)].join('\n'),
@@ -317,8 +356,10 @@ async function claimSend(pool: Pool, submissionId: string, action: string): Prom
   return rows[0]?.attempts ?? null;
 }
 
-/** email / notify_team: claim, send with no transaction open, mark done (see the header). */
-async function runSend(deps: PostActionDeps, form: FormRow, s: Submission, action: 'email' | 'notify_team'): Promise<Outcome> {
+type SendAction = 'email' | 'submitter_copy' | 'notify_team';
+
+/** email / submitter_copy / notify_team: claim, send with no transaction open, mark done (see the header). */
+async function runSend(deps: PostActionDeps, form: FormRow, s: Submission, action: SendAction): Promise<Outcome> {
   const { pool, config } = deps;
   const attempt = await claimSend(pool, s.id, action);
   if (attempt === null) {
@@ -328,7 +369,10 @@ async function runSend(deps: PostActionDeps, form: FormRow, s: Submission, actio
   }
   let result: Record<string, unknown>;
   try {
-    result = action === 'email' ? await sendEmail(deps, form, s) : await notifyTeam(pool, config, form, s);
+    result =
+      action === 'email' ? await sendEmail(deps, form, s)
+      : action === 'submitter_copy' ? await sendSubmitterCopy(deps, form, s)
+      : await notifyTeam(pool, config, form, s);
   } catch (error) {
     const transient = !(error instanceof PermanentError) && isTransientMailError(error);
     const final = !transient || attempt >= MAX_ACTION_ATTEMPTS;
@@ -381,7 +425,7 @@ export async function processSubmission(deps: PostActionDeps, job: FormPostActio
   );
   let retry: unknown = null;
   for (const { action } of open) {
-    const outcome = action === 'lead' || action === 'customer' ? await runWrite(deps, form, s, action) : await runSend(deps, form, s, action as 'email' | 'notify_team');
+    const outcome = action === 'lead' || action === 'customer' ? await runWrite(deps, form, s, action) : await runSend(deps, form, s, action as SendAction);
     if (outcome.kind === 'retry') retry ??= outcome.error;
   }
   await settle(pool, s.id);
