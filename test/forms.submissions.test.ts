@@ -214,6 +214,35 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     const bool = await api.post(path(), { data: { answers: { ...base, company: true } } });
     assert.equal(bool.status, 422, bool.text);
     assert.deepEqual(Object.keys(bool.body.errors), ['answers.company']);
+    // A number is stored as a double: past 15 significant digits some would be lost, so it is refused
+    // (as text or as a JSON number), never stored rounded.
+    const exact = await api.post(path(), { data: { answers: { ...base, employees: '123456789012345' } } });
+    assert.equal(exact.body.data.answers.employees, 123456789012345);
+    for (const employees of ['123456789012345678901234567890', '0.1234567890123456', 12345678901234567890]) {
+      const res = await api.post(path(), { data: { answers: { ...base, employees } } });
+      assert.equal(res.status, 422, `${employees}: ${res.text}`);
+      assert.match(res.body.errors['answers.employees'][0], /15 cifras significativas/);
+    }
+    // A date answer has the bound of every day in a body (docs/api.md): 1900-01-01 or later.
+    const early = await api.post(path(), { data: { answers: { ...base, start: '1899-12-31' } } });
+    assert.equal(early.status, 422, early.text);
+    assert.deepEqual(Object.keys(early.body.errors), ['answers.start']);
+    assert.equal((await api.post(path(), { data: { answers: { ...base, start: '1900-01-01' } } })).status, 201);
+  });
+
+  test('data.files carries files only: a text value there, or a key answered in answers too, is 422 (nothing replaces an answer)', async () => {
+    const text = await api.post(path(), { data: { answers: base, files: { company: 'ACME' } } });
+    assert.equal(text.status, 422, text.text);
+    assert.match(text.body.errors['answers.company'][0], /files solo lleva archivos/);
+    const twice = await api.post(path(), { data: { answers: { ...base, cv: [files.fileJson('a.pdf', files.pdf())] }, files: { cv: [files.fileJson('b.pdf', files.pdf())] } } });
+    assert.equal(twice.status, 422, twice.text);
+    assert.match(twice.body.errors['answers.cv'][0], /answers y en files/);
+    const overriding = await api.post(path(), { data: { answers: base, files: { email: 'otro@example.com' } } });
+    assert.equal(overriding.status, 422, overriding.text);
+    // In multipart, a files[...] part without a filename is text, not a file.
+    const part = await multipart([['answers[email]', 'x@example.com'], ['answers[name]', 'X'], ['files[company]', 'ACME']]);
+    assert.equal(part.status, 422, JSON.stringify(part.body));
+    assert.match(part.body.errors['answers.company'][0], /lleva un archivo/);
   });
 
   test('text no column can hold (U+0000, a lone UTF-16 surrogate) is 422 naming the answer, JSON or multipart, never a 500', async () => {
@@ -301,6 +330,9 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
       ['invoice.\uFEFFexe.pdf', 'exe'],
       ['invoice.\uFF45\uFF58\uFF45.pdf', 'exe'],
       ['invoice.EXE\u2060.pdf', 'exe'],
+      // Cutting a long name to its 150-character stem would end it on a blocked segment.
+      [`${'x'.repeat(146)}.exe${'Z'.repeat(10)}.pdf`, 'exe'],
+      [`${'x'.repeat(145)}.html${'Z'.repeat(10)}.pdf`, 'html'],
       // One of each kind beyond the contract's examples: library, script, installer, archive, credentials.
       ...['so', 'lua', 'tcl', 'msix', 'appx', 'flatpak', 'cpio', 'sitx', 'asc', 'chm', 'jnlp'].map(
         (ext): [string, string] => [`x.${ext}.pdf`, ext],
@@ -427,6 +459,25 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     assert.equal(tooManyFiles.status, 422);
     assert.match(tooManyFiles.body.errors.data.join(' '), /100 partes de archivo/);
     assert.equal(await submissions(), before, 'nothing stored');
+  });
+
+  test('a malformed multipart body is 422 naming what is wrong, in Spanish as every message', async () => {
+    const head = '--zz\r\nContent-Disposition: form-data; name="answers[email]"\r\n\r\nx@example.com\r\n';
+    const cases: Array<[string, RegExp]> = [
+      [head, /antes del límite final/], // no closing boundary
+      [`${head}--zz\r\nContent-Disposition: form-data; name="answers[name]"\r\nX-\u0000: y\r\n\r\nX\r\n--zz--\r\n`, /encabezado de una parte/],
+    ];
+    for (const [body, reason] of cases) {
+      const res = await fetch(app.baseUrl + path(), {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'multipart/form-data; boundary=zz' },
+        body,
+      });
+      const json = (await res.json()) as any;
+      assert.equal(res.status, 422, JSON.stringify(json));
+      assert.equal(json.error, 'validation_failed');
+      assert.match(json.errors.data[0], reason);
+    }
   });
 
   test('base64: malformed data is refused, and the size is checked before decoding', async () => {

@@ -2,6 +2,7 @@
 // email, number and date; options must be among the field's options in any
 // of the form's locales. `email`, `name`, `phone` come from `maps_to`.
 import { z } from 'zod';
+import { EARLIEST_DAY } from '../date-fields.ts';
 import { addFieldError, type FieldErrors } from '../errors.ts';
 import type { FormRow, StoredField } from './definition.ts';
 import type { StagedFile } from './intake.ts';
@@ -9,6 +10,16 @@ import type { StagedFile } from './intake.ts';
 const MAX_TEXT = 10_000;
 const email = z.email();
 const DECIMAL = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
+/**
+ * The most significant digits a number answer may have: up to 15, any decimal is kept exactly by the
+ * double it is stored as; past that, digits would be lost without a word (an account number belongs
+ * in a text field).
+ */
+export const MAX_SIGNIFICANT_DIGITS = 15;
+function significantDigits(decimal: string): number {
+  const mantissa = decimal.replace(/^[+-]/, '').replace(/[eE].*$/, '').replace('.', '');
+  return mantissa.replace(/^0+/, '').replace(/0+$/, '').length;
+}
 
 export type CheckedAnswers = {
   answers: Record<string, unknown>;
@@ -53,10 +64,16 @@ function checkValue(field: StoredField, value: unknown): { value: unknown } | { 
       // Decimal notation only: Number() would also read "0x10", "0b101" and "0o17".
       const n = typeof value === 'number' ? value : typeof value === 'string' && DECIMAL.test(value.trim()) ? Number(value.trim()) : NaN;
       if (!Number.isFinite(n)) return { error: 'debe ser un número' };
+      // A JSON number arrives already parsed: its shortest decimal form tells whether digits were lost.
+      if (significantDigits(typeof value === 'number' ? String(value) : (value as string).trim()) > MAX_SIGNIFICANT_DIGITS) {
+        return { error: `admite como máximo ${MAX_SIGNIFICANT_DIGITS} cifras significativas; para un número más largo usa un campo de texto` };
+      }
       return { value: n };
     }
     case 'date': {
       if (typeof scalar !== 'string' || !isDate(scalar.trim())) return { error: 'debe ser una fecha AAAA-MM-DD válida' };
+      // The bound of every day in a body (api/date-fields.ts).
+      if (scalar.trim() < EARLIEST_DAY) return { error: `debe ser ${EARLIEST_DAY} o posterior` };
       return { value: scalar.trim() };
     }
     case 'select':

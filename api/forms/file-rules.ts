@@ -182,6 +182,11 @@ export function checkFileName(raw: string, allowed: ReadonlySet<string>): NameCh
   if (!allowed.has(extension)) return { ok: false, reason: `la extensión .${extension} no está permitida en este campo` };
   let stem = cleaned.slice(0, cleaned.length - extension.length - 1).replace(/^[.\s]+/, '').slice(0, 150);
   if (!stem) stem = 'archivo';
+  // Cutting the stem to 150 can end it on a blocked segment (`x….exeZZZ.pdf` → `x….exe.pdf`): the
+  // stored name is checked as the client's was.
+  for (const segment of stem.toLowerCase().split('.').slice(1)) {
+    if (BLOCKED_EXTENSIONS.has(segment.trim())) return { ok: false, reason: `el tipo de archivo .${segment.trim()} no está permitido` };
+  }
   return { ok: true, filename: `${stem}.${extension}`, extension };
 }
 

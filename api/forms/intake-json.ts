@@ -66,7 +66,15 @@ export type SubmissionData = { answers: Record<string, unknown>; locale?: string
 /** Splits a JSON submission's answers from its files, staging each file. */
 export async function intakeJson(stager: FileStager, data: SubmissionData): Promise<Intake> {
   const out: Record<string, unknown> = {};
-  const sources: Array<[string, unknown]> = [...Object.entries(data.answers), ...Object.entries(data.files ?? {})];
+  const sources: Array<[string, unknown]> = [...Object.entries(data.answers)];
+  // `files` carries files only, each under a key not answered in `answers` too: nothing there may
+  // silently replace an answer.
+  for (const [key, value] of Object.entries(data.files ?? {})) {
+    const list = Array.isArray(value) ? value : [value];
+    if (Object.hasOwn(data.answers, key)) stager.reject(key, 'está en answers y en files; envíala una sola vez');
+    else if (!list.length || !list.every(isFileObject)) stager.reject(key, 'files solo lleva archivos ({filename, content_type, data})');
+    else sources.push([key, value]);
+  }
   for (const [key, value] of sources) {
     const list = Array.isArray(value) ? value : [value];
     if (list.length > 0 && list.every(isFileObject)) {

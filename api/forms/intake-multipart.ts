@@ -11,6 +11,17 @@ import { FileStager, type Intake } from './intake.ts';
 // `data[answers][k]`, `answers[k]`, `files[k]`, `data[files][k]`, each with an optional `[]` or `[n]`.
 const PART_NAME = /^(?:data\[(answers|files)\]|(answers|files))\[([^\]]+)\](?:\[\d*\])?$/;
 
+/** busboy's reasons, in the API's language (contract: messages in Spanish). */
+const PARSER_REASONS: Record<string, string> = {
+  'Unexpected end of form': 'el cuerpo terminó antes del límite final (--boundary--)',
+  'Unexpected end of file': 'una parte terminó antes de tiempo',
+  'Malformed part header': 'el encabezado de una parte está mal formado',
+  'Malformed content type': 'Content-Type no es válido',
+  'Missing Content-Type': 'falta Content-Type',
+  'Multipart: Boundary not found': 'Content-Type no indica boundary',
+};
+const parserReason = (error: Error) => PARSER_REASONS[error.message] ?? 'el cuerpo multipart está mal formado';
+
 /**
  * The most a multipart body may carry, and the 413 past it: the request cap
  * (request_too_large), or 100 KB with an Idempotency-Key
@@ -66,6 +77,11 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
       return;
     }
     const key = match[3];
+    // A `files[...]` part carries a file (a filename in its Content-Disposition), never a text answer.
+    if ((match[1] ?? match[2]) === 'files') {
+      stager.reject(key, 'una parte files[...] lleva un archivo (con filename), no texto');
+      return;
+    }
     if (!isStorableText(value)) {
       stager.reject(key, TEXT_REASON);
       return;
@@ -123,7 +139,7 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
       });
       if (req.destroyed && !req.readableEnded) reject(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
       parser.on('error', (error: Error) =>
-        reject(new ApiError('validation_failed', 'El cuerpo multipart no es válido.', { errors: { data: [error.message] } })),
+        reject(new ApiError('validation_failed', 'El cuerpo multipart no es válido.', { errors: { data: [parserReason(error)] } })),
       );
       parser.on('close', resolve);
       req.pipe(cap).pipe(parser);
