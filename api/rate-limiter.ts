@@ -23,13 +23,20 @@
 // equals Retry-After.
 //
 // If PostgreSQL does not answer within LEASE_TIMEOUT_MS the limiter degrades
-// to a per-process sliding window of the same size instead of failing the
-// request, and asks the database again after a second. That window also counts
-// the requests this process admitted through the database in the last minute,
-// and the requests it admits while degraded are added to the shared window
-// once the database answers again, so one process never exceeds the limit
-// across an outage; N processes admit at most N times the limit while the
-// database is away.
+// to a per-process sliding window instead of failing the request, and asks
+// the database again after a second. That window also counts the requests this
+// process admitted through the database in the last minute, and the requests
+// it admits while degraded are added to the shared window once the database
+// answers again, so one process never exceeds the limit across an outage.
+// Its size is the limit less what the other processes had taken at this
+// process's last lease (for a minute after it): a lease that times out under a
+// burst, with the database there but slow, must not give every process a
+// whole limit of its own. Only while the database is away for longer than a
+// minute can N processes admit up to N times the limit.
+//
+// A lease counts as timed out only once the event loop has also read what
+// arrived meanwhile: under a burst the loop can be busy past the timeout with
+// the answer already in the socket.
 import type { Pool } from '../db/pool.ts';
 import { logError } from '../lib/log.ts';
 
@@ -61,6 +68,9 @@ type KeyState = {
   nextWant: number;
   pending: Promise<void> | null;
   lastSeen: number;
+  /** What the other processes held of the window at this process's last lease, and when (performance.now()). */
+  others: number;
+  othersAt: number;
 };
 
 type Window = { base: number; counts: Int32Array; total: number };
@@ -90,6 +100,11 @@ export class LocalWindow {
     }
     if (shift > 0) w.base = second - (WINDOW_BUCKETS - 1);
     return w;
+  }
+
+  /** What this process admitted for the key in the current window. */
+  count(key: string, nowMs = Date.now()): number {
+    return this.#keys.has(key) ? this.#window(key, Math.floor(nowMs / 1000)).total : 0;
   }
 
   /** Counts a request admitted by the shared limiter, so a later fallback knows about it. */
@@ -162,7 +177,7 @@ export class RateLimiter {
       if (this.#retryDatabaseAt > now) return this.#degradedConsume(key, limit);
       let s = this.#keys.get(key);
       if (!s) {
-        s = { second: 0, expiresAt: 0, granted: 0, used: 0, total: 0, resetAfter: 1, recheckAt: 0, retryAt: 0, nextWant: 1, pending: null, lastSeen: now };
+        s = { second: 0, expiresAt: 0, granted: 0, used: 0, total: 0, resetAfter: 1, recheckAt: 0, retryAt: 0, nextWant: 1, pending: null, lastSeen: now, others: 0, othersAt: 0 };
         this.#keys.set(key, s);
       }
       s.lastSeen = now;
@@ -194,9 +209,12 @@ export class RateLimiter {
   }
 
   #degradedConsume(key: string, limit: number): Decision {
-    const decision = this.#local.consume(key, limit);
+    // The other processes' share at the last lease still counts for the minute it stays in the window.
+    const s = this.#keys.get(key);
+    const others = s && performance.now() - s.othersAt < WINDOW_BUCKETS * 1000 ? s.others : 0;
+    const decision = this.#local.consume(key, Math.max(0, limit - others));
     if (decision.allowed) this.#addDebt(key, 1);
-    return decision;
+    return { ...decision, limit };
   }
 
   #addDebt(key: string, count: number): void {
@@ -244,6 +262,10 @@ export class RateLimiter {
     s.granted = row.granted;
     s.used = Math.min(row.granted, debt);
     s.total = row.used;
+    // Of the window's count, what is not this process's: what it admitted in the window, and the
+    // tokens it holds (this lease's, counted there before they are used).
+    s.others = Math.max(0, row.used - row.granted - this.#local.count(key));
+    s.othersAt = performance.now();
     s.resetAfter = row.reset_after;
     s.nextWant = want;
     if (row.granted === 0) {
@@ -259,10 +281,16 @@ export class RateLimiter {
   async #call(key: string, want: number, limit: number, giveBack: number, giveBackSecond: number): Promise<LeaseRow> {
     let timer: NodeJS.Timeout | undefined;
     let timedOut = false;
+    let answered = false;
     const timeout = new Promise<never>((_, reject) => {
+      // Past the timeout, the loop's next poll phase runs before setImmediate's callback: an answer
+      // already in the socket (a loop busy with a burst) is read and wins the race.
       timer = setTimeout(() => {
-        timedOut = true;
-        reject(new Error('rate limit lease timed out'));
+        setImmediate(() => {
+          if (answered) return;
+          timedOut = true;
+          reject(new Error('rate limit lease timed out'));
+        });
       }, this.#leaseTimeoutMs);
     });
     const query = this.#pool.query<LeaseRow>('SELECT * FROM rate_limit_lease($1, $2, $3, $4, $5)', [
@@ -275,6 +303,7 @@ export class RateLimiter {
     // A lease that answers after we gave up still took tokens: give them back.
     query.then(
       ({ rows }) => {
+        answered = true;
         const late = rows[0];
         if (timedOut && late && late.granted > 0) {
           this.#pool.query('SELECT * FROM rate_limit_lease($1, 0, 1, $2, $3)', [key, late.granted, late.now_second]).catch(() => {});

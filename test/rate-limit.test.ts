@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { issueKey } from '../api/admin/keys.ts';
 import { ALL_SCOPES } from '../api/auth/scopes.ts';
 import { closeDeps, createApp, createDeps } from '../api/app.ts';
-import { LocalWindow } from '../api/rate-limiter.ts';
+import { LocalWindow, RateLimiter } from '../api/rate-limiter.ts';
 import type { Deps } from '../api/types.ts';
 import { createPool, type Pool } from '../db/pool.ts';
 import { loadConfig } from '../lib/config.ts';
@@ -344,6 +344,33 @@ describe('the shared sliding window (SQL function rate_limit_lease, explicit clo
   });
 });
 
+describe('the lease timeout and a busy event loop', () => {
+  let app: TestApp;
+  before(async () => {
+    app = await startTestApp();
+  });
+  after(() => app.close());
+
+  test('an answer that arrived while the event loop was busy past the timeout is used: no fallback', async () => {
+    const limiter = new RateLimiter(app.pool, { leaseTimeoutMs: 50 });
+    try {
+      const t = await seedTenant(app.pool);
+      await limiter.consume(`key:${t.keyId}`, 600); // a pool connection is open
+      const other = await seedTenant(app.pool);
+      const pending = limiter.consume(`key:${other.keyId}`, 600);
+      // Let the lease query reach the socket (ticks and microtasks only: no I/O is read), then block
+      // the loop well past the timeout; the database answers meanwhile.
+      for (let i = 0; i < 5; i++) await new Promise((r) => process.nextTick(r));
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300);
+      const decision = await pending;
+      assert.equal(decision.allowed, true);
+      assert.equal(limiter.fallbacks, 0, 'the lease answered; the loop was late, not the database');
+    } finally {
+      limiter.close();
+    }
+  });
+});
+
 describe('LocalWindow (the per-process fallback), explicit clock', () => {
   const M = 1_800_000_000_000; // ms, the start of a clock minute
 
@@ -652,6 +679,29 @@ describe('degrade: PostgreSQL unreachable for the limiter', () => {
       const rest = [];
       for (let i = 0; i < 6; i++) rest.push((await get()).status);
       assert.deepEqual(rest, [200, 200, 200, 200, 429, 429], 'the key got its 10, across the outage, and not more');
+    } finally {
+      proxy.close();
+      await built.close();
+    }
+  });
+
+  test('a slow database while another process holds most of the window: the fallback admits only what the others left', async () => {
+    // A burst makes leases time out with the database there: each process falling back to a whole
+    // limit of its own would admit N times the limit across N processes.
+    let proxy!: Awaited<ReturnType<typeof dbProxy>>;
+    const built = await appWithLimiterAt(async (url) => (proxy = await dbProxy(url)).url);
+    try {
+      const t = await seedTenant(built.pool, { rateLimitPerMinute: 60 });
+      const api = client(built.baseUrl, t.key);
+      // Another web process has taken 50 of the 60.
+      const { rows } = await built.pool.query('SELECT * FROM rate_limit_lease($1, 50, 60, 0, 0)', [`key:${t.keyId}`]);
+      assert.equal(rows[0].granted, 50);
+      assert.equal((await api.get('/customers?limit=1')).status, 200, 'a lease through the database, which tells what the others hold');
+      proxy.slow(600);
+      const statuses: number[] = [];
+      for (let i = 0; i < 20; i++) statuses.push((await api.get('/customers?limit=1')).status);
+      assert.equal(built.deps.rateLimiter.degraded, true);
+      assert.deepEqual(statuses, [...new Array(9).fill(200), ...new Array(11).fill(429)], 'this process admits the 10 the others left, not 60');
     } finally {
       proxy.close();
       await built.close();
