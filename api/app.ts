@@ -89,7 +89,7 @@ export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
 
   app.use(requestMiddleware());
   app.use(apiCors());
-  app.use(httpsOnly(deps.config.isProduction));
+  app.use(httpsOnly(deps.config.isProduction, deps.config.trustProxyHops));
   const bookingHost = bookingHostMiddleware(deps.config);
   if (bookingHost) app.use(bookingHost);
 

@@ -73,6 +73,11 @@ export function describeError(error: unknown, url?: string): string {
     if (code) return `${code}: ${error.message}`;
     // Not a tRPC envelope: the Koa layer in front of tRPC (401) or some other server.
     if (status === 401) return `admin token rejected by ${where} (401): check ADMIN_TOKEN`;
+    if (status === 426) return `${where} requires HTTPS (426 https_required, production): use the service's https:// URL`;
+    if (status === 429) {
+      const wait = error.meta?.response instanceof Response ? error.meta.response.headers.get('retry-after') : null;
+      return `too many rejected admin tokens from this address (429): retry in ${wait ?? 'a few'} s`;
+    }
     if (status) return `unexpected answer from ${where} (HTTP ${status}): is this the workspace service?`;
     return `cannot reach ${where}: ${networkReason(error) ?? error.message}`;
   }

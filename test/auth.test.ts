@@ -202,6 +202,25 @@ describe('production mode', () => {
     assert.equal(res.status, 200);
   });
 
+  test('X-Forwarded-Proto is read as X-Forwarded-For is: the trusted router\'s entry, from the right, not what the client put first', async () => {
+    // A client on plain HTTP sends "https"; a router that appends adds its "http".
+    const forged = await client(app.baseUrl, tenant.key).get('/customers', { 'x-forwarded-proto': 'https, http' });
+    assert.deepEqual([forged.status, forged.body.error], [426, 'https_required']);
+    const appended = await client(app.baseUrl, tenant.key).get('/customers', { 'x-forwarded-proto': 'http, https' });
+    assert.equal(appended.status, 200);
+  });
+
+  test('with no trusted proxy (TRUST_PROXY_HOPS=0) the header is the client\'s own: plain HTTP is refused whatever it says', async () => {
+    const direct = await startTestApp({ NODE_ENV: 'production', TRUST_PROXY_HOPS: '0' });
+    try {
+      const t = await seedTenant(direct.pool);
+      const res = await client(direct.baseUrl, t.key).get('/customers', { 'x-forwarded-proto': 'https' });
+      assert.deepEqual([res.status, res.body.error], [426, 'https_required']);
+    } finally {
+      await direct.close();
+    }
+  });
+
   test('health checks stay reachable for the platform over plain HTTP: liveness and readiness', async () => {
     assert.equal((await fetch(`${app.url}/healthz`)).status, 200);
     assert.equal((await fetch(`${app.url}/readyz`)).status, 200);

@@ -4,6 +4,8 @@
 // on stdout; errors are one line on stderr and a non-zero exit.
 import assert from 'node:assert/strict';
 import { mkdtemp, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -154,6 +156,19 @@ describe('wsctl', () => {
     assertOneLineError(await wsctl(app, ['company', 'update', '0123456789abcdef01234567', '--modules', 'automation']), /modules/);
     assertOneLineError(await wsctl(app, ['automation', 'create', '--company', '0123456789abcdef01234567', '--file', path.join(dir, 'missing.json')]), /no such file/);
     assertOneLineError(await wsctl(app, ['company', 'list'], { ADMIN_URL: 'http://127.0.0.1:9' }), /cannot reach/);
+    // What the web process answers before tRPC: plain HTTP in production, and an address throttled for wrong tokens.
+    const front = createServer((req, res) => {
+      if (req.url!.startsWith('/plain')) res.writeHead(426, { 'content-type': 'application/json' }).end('{"error":"https_required","message":"Se requiere HTTPS."}');
+      else res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '42' }).end('{"error":"rate_limited","message":"Demasiadas solicitudes."}');
+    });
+    await new Promise<void>((r) => front.listen(0, '127.0.0.1', () => r()));
+    const base = `http://127.0.0.1:${(front.address() as AddressInfo).port}`;
+    try {
+      assertOneLineError(await wsctl(app, ['company', 'list'], { ADMIN_URL: `${base}/plain` }), /requires HTTPS \(426 https_required, production\): use the service's https:\/\/ URL/);
+      assertOneLineError(await wsctl(app, ['company', 'list'], { ADMIN_URL: `${base}/busy` }), /too many rejected admin tokens from this address \(429\): retry in 42 s/);
+    } finally {
+      front.close();
+    }
     // A validation failure names the field and says why (here: this deployment has no Google credentials).
     const { owner } = await json(app, ['company', 'create', '--name', 'Sin Google SA']);
     assertOneLineError(await wsctl(app, ['calendar', 'connect', '--user', owner.id]), /google: Google Calendar no está configurado: define GOOGLE_CLIENT_ID/);

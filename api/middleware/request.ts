@@ -121,14 +121,22 @@ export function requestMiddleware() {
 /** The platform's probes, which reach the process directly over plain HTTP. */
 const PROBES = new Set(['/healthz', '/readyz']);
 
+/**
+ * The scheme the client used. Behind the platform router TLS ends there and it says so in
+ * X-Forwarded-Proto; like X-Forwarded-For, only the entry of the outermost trusted proxy counts,
+ * counted from the right (a proxy that appends leaves the client's own value on the left), and with
+ * no trusted proxy (TRUST_PROXY_HOPS=0) the header is the client's and the socket decides.
+ */
+export function clientProtocol(ctx: ApiContext, trustProxyHops: number): string {
+  const entries = trustProxyHops > 0 ? ctx.get('X-Forwarded-Proto').split(',').map((e) => e.trim()).filter(Boolean) : [];
+  const entry = entries.length ? entries[Math.max(0, entries.length - trustProxyHops)] : ctx.req.socket && 'encrypted' in ctx.req.socket ? 'https' : 'http';
+  return entry.toLowerCase();
+}
+
 /** NODE_ENV=production: plain HTTP is refused with 426 (contract, Authentication 7), the probes excepted. */
-export function httpsOnly(enabled: boolean) {
+export function httpsOnly(enabled: boolean, trustProxyHops: number) {
   return async function requireHttps(ctx: ApiContext, next: Next) {
-    if (enabled && !PROBES.has(ctx.path)) {
-      // Behind the platform router TLS ends there; it says so in X-Forwarded-Proto.
-      const proto = (ctx.get('X-Forwarded-Proto').split(',')[0] || ctx.protocol).trim().toLowerCase();
-      if (proto !== 'https') throw new ApiError('https_required');
-    }
+    if (enabled && !PROBES.has(ctx.path) && clientProtocol(ctx, trustProxyHops) !== 'https') throw new ApiError('https_required');
     await next();
   };
 }
