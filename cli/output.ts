@@ -11,15 +11,28 @@ export function printJson(value: unknown): void {
   process.stdout.write(JSON.stringify(value, null, 2) + '\n');
 }
 
-export function printLines(text: string): void {
-  process.stdout.write(text.endsWith('\n') ? text : text + '\n');
+/**
+ * Text a tenant, a visitor or a webhook receiver chose (a company name, an MCP tool name, a
+ * receiver's answer) reaches the operator's terminal: its control characters (escape sequences that
+ * clear or recolour the screen, a carriage return that overwrites a line, a bell, C1 codes) are
+ * printed as visible `\u001b`-style escapes. Newlines and tabs are kept where `keepLines` says so.
+ */
+export function visible(text: string, keepLines = false): string {
+  const controls = keepLines ? /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/g : /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+  return text.replace(controls, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
+export function printLines(text: string): void {
+  const safe = visible(text, true);
+  process.stdout.write(safe.endsWith('\n') ? safe : safe + '\n');
+}
+
+/** One cell of a table or a `label: value` line: one line, whatever the value holds. */
 function cell(value: unknown): string {
   if (value === null || value === undefined || value === '') return '-';
   if (Array.isArray(value)) return value.length ? value.map(cell).join(',') : '-';
   if (typeof value === 'object') return JSON.stringify(value);
-  return String(value);
+  return visible(String(value));
 }
 
 /** Aligned columns with a header row; an empty list prints a short note instead. */
@@ -87,7 +100,7 @@ export function describeError(error: unknown, url?: string): string {
 
 /** One line on stderr and a non-zero exit; WSCTL_DEBUG=1 adds the stack for developers. */
 export function reportError(error: unknown, url?: string): void {
-  const line = describeError(error, url).replace(/\s*\n\s*/g, ' ').trim();
+  const line = visible(describeError(error, url).replace(/\s*\n\s*/g, ' ').trim());
   process.stderr.write(`error: ${line}\n`);
   if (process.env.WSCTL_DEBUG) process.stderr.write(`${(error as Error)?.stack ?? ''}\n`);
   process.exitCode = 1;

@@ -148,6 +148,24 @@ describe('wsctl', () => {
     assert.equal('is_owner' in user, false);
   });
 
+  test('text a tenant chose never drives the operator\'s terminal: control characters print as visible escapes, one row per record', async () => {
+    const { company } = await json(app, ['company', 'create', '--name', 'Terminal SA']);
+    const key = await json(app, ['key', 'create', '--company', company.id, '--scopes', 'all']);
+    const hostile = 'Acme\u001b[2J\u001b[31mPWNED\r\nfake row\u0007\u009b';
+    const put = await client(app.baseUrl, key.secret).put('/company', { data: { name: hostile } });
+    assert.equal(put.status, 200, put.text);
+    for (const args of [['company', 'list'], ['company', 'show', company.id]]) {
+      const run = await wsctl(app, args);
+      assert.equal(run.code, 0, run.stderr);
+      assert.doesNotMatch(run.stdout, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/, `${args.join(' ')}: no control character reaches the terminal`);
+      assert.ok(run.stdout.includes('Acme\\u001b[2J\\u001b[31mPWNED\\u000d\\u000afake row\\u0007\\u009b'), run.stdout);
+    }
+    const listed = (await wsctl(app, ['company', 'list'])).stdout.split('\n').filter((line) => line.includes('PWNED'));
+    assert.equal(listed.length, 1, 'the name stays on its own row');
+    // --json carries the name as it is, JSON-escaped.
+    assert.equal((await json(app, ['company', 'show', company.id])).name, hostile);
+  });
+
   test('errors are one line on stderr with a non-zero exit, never on stdout', async () => {
     assertOneLineError(await wsctl(app, ['company', 'list', '--json'], { ADMIN_TOKEN: 'wrong-token-wrong-token' }), /admin token rejected/);
     assertOneLineError(await wsctl(app, ['company', 'show', '0123456789abcdef01234567', '--json']), /not found/i);
