@@ -15,8 +15,10 @@ export const FILTERED_TOTAL_CAP = 10_000;
 export const SEARCH_FILTERED_TOTAL_CAP = 100;
 const TOTAL_TTL_MS = 60_000;
 
+/** The values a boolean query parameter takes; the OpenAPI document calls it a boolean (openapi/operations.ts). */
+export const QUERY_BOOLEAN_VALUES = ['true', 'false', '1', '0'] as const;
 export const queryBoolean = z
-  .enum(['true', 'false', '1', '0'])
+  .enum(QUERY_BOOLEAN_VALUES)
   .transform((v) => v === 'true' || v === '1');
 
 const cursor = z.string().refine(isObjectId, { message: 'invalid_id' });

@@ -29,21 +29,24 @@ export async function demo(baseUrl: string, key: string) {
   const created = await api.POST('/customers', { body: { data: { name: 'Cliente de un SDK', tags: ['sdk'] } } });
   if (!created.data) throw new Error(\`POST /customers answered \${created.response.status}\`);
   const customer: Customer = created.data.data;
-  const page = await api.GET('/customers', { params: { query: { limit: 10 } } });
+  const page = await api.GET('/customers', { params: { query: { limit: 10, include_total: true } } });
   const names: string[] = (page.data?.data ?? []).map((c) => c.name);
   const hasMore: boolean | undefined = page.data?.meta.has_more;
+  const total: number | undefined = page.data?.meta.total;
   const product = await api.POST('/products', { body: { data: { name: 'Playera', prices_cents: { mxn: 19900 } } } });
   const read = await api.GET('/products/{id}', { params: { path: { id: product.data?.data.id ?? '' } } });
   const productName: string | undefined = read.data?.data.name;
   const missing = await api.GET('/products/{id}', { params: { path: { id: '0123456789abcdef01234567' } } });
   const code: ErrorCode | undefined = missing.error?.error;
-  return { customerId: customer.id, names, hasMore, productName, missing: missing.response.status, code };
+  return { customerId: customer.id, names, hasMore, total, productName, missing: missing.response.status, code };
 }
 
 /** Never called: what must not compile, so types that decay to any fail here. */
 export function mistakes(api: ReturnType<typeof createClient<paths>>) {
   // @ts-expect-error limit is a number
   api.GET('/customers', { params: { query: { limit: 'diez' } } });
+  // @ts-expect-error include_total is a boolean
+  api.GET('/customers', { params: { query: { include_total: 'yes' } } });
   // @ts-expect-error name is required
   api.POST('/customers', { body: { data: { email: 'a@b.example' } } });
   // @ts-expect-error no such path
@@ -115,6 +118,7 @@ describe('OpenAPI document for client generators', () => {
       assert.match(String(result.customerId), /^[0-9a-f]{24}$/);
       assert.deepEqual(result.names, ['Cliente de un SDK']);
       assert.equal(result.hasMore, false);
+      assert.equal(result.total, 1, 'include_total: true, as the generated client writes a boolean');
       assert.equal(result.productName, 'Playera');
       assert.equal(result.missing, 404);
       assert.equal(result.code, 'not_found');

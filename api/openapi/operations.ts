@@ -4,7 +4,7 @@
 import type { z } from 'zod';
 import { API_RELEASED_AT, API_VERSION } from '../../lib/version.ts';
 import { ERROR_CODES, type ErrorCode } from '../errors.ts';
-import { listMetaSchema } from '../pagination.ts';
+import { listMetaSchema, QUERY_BOOLEAN_VALUES } from '../pagination.ts';
 import type { RouteDef } from '../route.ts';
 import { operationId } from './names.ts';
 import type { JsonSchema, SchemaBook } from './schemas.ts';
@@ -64,7 +64,12 @@ function operation(route: RouteDef, book: SchemaBook, responseNames: Map<z.ZodTy
     const query = book.inline(route.query, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
     for (const [name, prop] of Object.entries(query.properties ?? {})) {
       const { description, ...rest } = prop;
-      parameters.push({ name, in: 'query', required: query.required?.includes(name) ?? false, schema: rest, description });
+      // A flag (pagination.ts queryBoolean) is a boolean to a generated client, which writes it as
+      // `true`/`false` in the query; `1`/`0` are read too.
+      const values = Array.isArray(rest.enum) ? (rest.enum as string[]) : [];
+      const flag = values.length === QUERY_BOOLEAN_VALUES.length && QUERY_BOOLEAN_VALUES.every((v) => values.includes(v));
+      const schema = flag ? { type: 'boolean' } : rest;
+      parameters.push({ name, in: 'query', required: query.required?.includes(name) ?? false, schema, description: flag ? `${description ?? ''} (true/false; 1/0 también)`.trim() : description });
     }
   }
   if (route.method !== 'GET' && route.method !== 'DELETE') {
