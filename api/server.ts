@@ -2,12 +2,12 @@
 import { connectDatabase } from '../db/connect.ts';
 import { exitUnlessMigrated } from '../db/migrate.ts';
 import { createPool } from '../db/pool.ts';
-import { loadConfig } from '../lib/config.ts';
+import { loadConfigOrExit } from '../lib/config.ts';
 import { applicationName, budgetFields, processName, splitConnections } from '../lib/connection-budget.ts';
 import { log } from '../lib/log.ts';
 import { closeDeps, createApp, createDeps } from './app.ts';
 
-const config = loadConfig();
+const config = loadConfigOrExit();
 // PG_MAX_CONNECTIONS bounds every connection this process opens (README, Configuration).
 const budget = splitConnections(config.pgMaxConnections, 'web');
 const name = (part: string) => applicationName(processName('web', config.dyno), part);
@@ -26,6 +26,13 @@ const server = createApp(deps).listen(config.port, () => {
   if (config.port === 0 && config.logLevel === 'silent') process.stdout.write(`${JSON.stringify({ event: 'web.listening', port })}\n`);
 });
 server.keepAliveTimeout = 65_000; // longer than the platform router's idle timeout
+// A port already taken (another process, an earlier start still running): one line and exit 1.
+const listenFailed = (error: NodeJS.ErrnoException) => {
+  process.stderr.write(`error: cannot listen on port ${config.port}: ${error.code === 'EADDRINUSE' ? 'it is already in use' : error.message}\n`);
+  process.exit(1);
+};
+server.once('error', listenFailed);
+server.once('listening', () => server.off('error', listenFailed));
 
 /**
  * Graceful stop (SIGTERM from the platform, Ctrl-C): stop accepting, let the

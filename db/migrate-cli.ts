@@ -1,12 +1,12 @@
 // `npm run migrate` (the Procfile's release phase): our migrations, then
 // pg-boss's own schema, so web and worker never race to create either.
-import { loadConfig } from '../lib/config.ts';
+import { loadConfigOrExit } from '../lib/config.ts';
 import { createBoss } from './boss.ts';
 import { connectDatabase } from './connect.ts';
 import { migrate } from './migrate.ts';
 import { createPool } from './pool.ts';
 
-const config = loadConfig();
+const config = loadConfigOrExit();
 const database = await connectDatabase(config);
 // The release phase runs beside the old dynos: 3 connections at most (one for
 // the migrator, two for pg-boss's schema), counted in the README's budget.

@@ -105,8 +105,11 @@ export type Config = {
 /** Default connection budget: web + worker (8 each) + release (3) fit the smallest Heroku plan (20). */
 export const DEFAULT_PG_MAX_CONNECTIONS = 8;
 
+/** A setting the process cannot start with; `loadConfigOrExit` prints it as one line. */
+export class ConfigError extends Error {}
+
 function fail(message: string): never {
-  throw new Error(`Configuración inválida: ${message}`);
+  throw new ConfigError(`Configuración inválida: ${message}`);
 }
 
 function int(name: string, value: string | undefined, fallback: number, min = 0): number {
@@ -263,4 +266,18 @@ function s3Config(env: NodeJS.ProcessEnv): S3Config | null {
     pathStyle: env.S3_FORCE_PATH_STYLE ? flag('S3_FORCE_PATH_STYLE', env.S3_FORCE_PATH_STYLE) : Boolean(env.S3_ENDPOINT),
     prefix,
   };
+}
+
+/**
+ * `loadConfig` for a process's entry point: a bad setting is one line on stderr and exit 1 (the
+ * README promises a clear message, not a stack trace).
+ */
+export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`error: ${error.message}\n`);
+    process.exit(1);
+  }
 }

@@ -1,8 +1,8 @@
 // One structured JSON line per event on stdout; the platform's log router
 // collects it. Kept tiny on purpose: a logging library buys nothing here.
-import { loadConfig } from './config.ts';
-
-const silent = loadConfig().logLevel === 'silent';
+// LOG_LEVEL is read here as lib/config.ts reads it (info or silent; config validates it): not
+// through loadConfig, whose errors are for the entry point to print (loadConfigOrExit).
+const silent = process.env.LOG_LEVEL === 'silent';
 
 export function log(event: string, fields: Record<string, unknown> = {}): void {
   if (silent) return;

@@ -17,7 +17,7 @@ const adminTokenGiven = !!process.env.ADMIN_TOKEN;
 // the opt-out, so it is not set there.
 if (process.env.NODE_ENV !== 'production') process.env.ALLOW_PRIVATE_WEBHOOK_TARGETS ??= '1';
 
-const { loadConfig } = await import('../lib/config.ts');
+const { loadConfigOrExit } = await import('../lib/config.ts');
 const { applicationName, processName, splitConnections } = await import('../lib/connection-budget.ts');
 const { connectDatabase } = await import('../db/connect.ts');
 const { createPool } = await import('../db/pool.ts');
@@ -26,7 +26,7 @@ const { createApp, createDeps, closeDeps } = await import('../api/app.ts');
 const { startWorker } = await import('../worker/worker.ts');
 const { seedDemo } = await import('./seed.ts');
 
-const config = loadConfig();
+const config = loadConfigOrExit();
 const budget = splitConnections(config.pgMaxConnections, 'dev');
 const name = (part: string) => applicationName(processName('dev', config.dyno), part);
 console.log(config.databaseUrl ? 'Using DATABASE_URL.' : `Starting the embedded PostgreSQL under ${dataDir} ...`);
@@ -44,7 +44,11 @@ const demo = await seedDemo(pool, config);
 const demoKeyFile = path.join(config.dataDir, 'demo-key');
 if (demo) await writeFile(demoKeyFile, demo.secret + '\n', { mode: 0o600 });
 const server = createApp(deps).listen(config.port);
-await new Promise((resolve, reject) => server.once('listening', resolve).once('error', reject));
+await new Promise((resolve, reject) => server.once('listening', resolve).once('error', reject)).catch((error: NodeJS.ErrnoException) => {
+  // One line, not a stack trace; the exit stops the embedded database.
+  console.error(`error: cannot listen on port ${config.port}: ${error.code === 'EADDRINUSE' ? 'it is already in use (PORT=… npm start for another)' : error.message}`);
+  process.exit(1);
+});
 const demoKey = demo?.secret ?? (existsSync(demoKeyFile) ? (await readFile(demoKeyFile, 'utf8')).trim() : null);
 
 console.log(`

@@ -139,6 +139,31 @@ describe('release phase and worker against DATABASE_URL', () => {
     }
   });
 
+  test('a bad setting or a taken port stops web, worker and migrate with one line on stderr, exit 1, no stack trace', async () => {
+    const failed = (entry: string, env: NodeJS.ProcessEnv) =>
+      run(process.execPath, [entry], { env: { ...process.env, ...env }, timeout: 60_000 }).then(
+        () => ({ code: 0, stderr: '' }),
+        (error: { code?: number; stderr?: string }) => ({ code: error.code, stderr: error.stderr ?? '' }),
+      );
+    for (const entry of ['api/server.ts', 'worker/main.ts', 'db/migrate-cli.ts']) {
+      const result = await failed(entry, { PORT: 'abc', NODE_ENV: 'test' });
+      assert.equal(result.code, 1, entry);
+      assert.equal(result.stderr, 'error: Configuración inválida: PORT debe ser un entero >= 0 (recibido "abc")\n', entry);
+    }
+    const app = await startTestApp();
+    const taken = net.createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', () => r()));
+    try {
+      const port = (taken.address() as net.AddressInfo).port;
+      const result = await failed('api/server.ts', { NODE_ENV: 'test', DATABASE_URL: app.databaseUrl, PORT: String(port), LOG_LEVEL: 'silent', ADMIN_TOKEN: 'x'.repeat(20) });
+      assert.equal(result.code, 1);
+      assert.equal(result.stderr, `error: cannot listen on port ${port}: it is already in use\n`);
+    } finally {
+      taken.close();
+      await app.close();
+    }
+  });
+
   test('the worker runs the housekeeping job: expired idempotency keys are purged', async () => {
     const app = await startTestApp();
     const worker = await startWorker(loadConfig({ NODE_ENV: 'test', DATABASE_URL: app.databaseUrl, LOG_LEVEL: 'silent' }), app.pool, app.databaseUrl);

@@ -2,12 +2,12 @@
 import { connectDatabase } from '../db/connect.ts';
 import { exitUnlessMigrated } from '../db/migrate.ts';
 import { createPool } from '../db/pool.ts';
-import { loadConfig } from '../lib/config.ts';
+import { loadConfigOrExit } from '../lib/config.ts';
 import { applicationName, budgetFields, processName, splitConnections } from '../lib/connection-budget.ts';
 import { log } from '../lib/log.ts';
 import { startWorker } from './worker.ts';
 
-const config = loadConfig();
+const config = loadConfigOrExit();
 // PG_MAX_CONNECTIONS bounds every connection this process opens (README, Configuration).
 const budget = splitConnections(config.pgMaxConnections, 'worker');
 const name = (part: string) => applicationName(processName('worker', config.dyno), part);
