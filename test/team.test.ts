@@ -168,6 +168,33 @@ describe('company and team', () => {
     assert.equal((await t.api.post('/users', { data: { email } })).status, 201, 'a soft-deleted person’s email is free again');
   });
 
+  test('users: only an owner gives or takes is_owner or removes an owner; a member with every users scope cannot make themselves owner', async () => {
+    const t = await tenant();
+    const ana = (await t.api.post('/users', { data: { email: `ana-${randomBytes(3).toString('hex')}@example.com`, first_name: 'Ana' } })).body.data;
+    const bob = (await t.api.post('/users', { data: { email: `bob-${randomBytes(3).toString('hex')}@example.com`, first_name: 'Bob' } })).body.data;
+    const anaKey = await issueKey(app.pool, { companyId: t.companyId, userId: ana.id, scopes: ['read-users', 'create-users', 'update-users', 'delete-users'] });
+    const asAna = client(app.baseUrl, anaKey.secret);
+    const refusals = [
+      await asAna.put(`/users/${ana.id}`, { data: { is_owner: true } }),
+      await asAna.put(`/users/${bob.id}`, { data: { is_owner: true } }),
+      await asAna.put(`/users/${t.ownerId}`, { data: { is_owner: false } }),
+      await asAna.post('/users', { data: { email: `eva-${randomBytes(3).toString('hex')}@example.com`, is_owner: true } }),
+      await asAna.delete(`/users/${t.ownerId}`),
+    ];
+    for (const res of refusals) assert.deepEqual([res.status, res.body.error], [403, 'owner_required'], res.text);
+    const owners = (await t.api.get('/users')).body.data.filter((u: any) => u.is_owner).map((u: any) => u.id);
+    assert.deepEqual(owners, [t.ownerId], 'nothing changed');
+    // What a member may do stays open: others' non-owner fields, a non-owner member's removal, is_owner sent unchanged.
+    assert.equal((await asAna.put(`/users/${bob.id}`, { data: { phone: '555', is_owner: false } })).status, 200);
+    assert.equal((await asAna.post('/users', { data: { email: `leo-${randomBytes(3).toString('hex')}@example.com`, is_owner: false } })).status, 201);
+    assert.equal((await asAna.delete(`/users/${bob.id}`)).status, 204);
+    // An owner promotes; then the new owner may demote the first.
+    assert.equal((await t.api.put(`/users/${ana.id}`, { data: { is_owner: true } })).body.data.is_owner, true);
+    const demoted = await asAna.put(`/users/${t.ownerId}`, { data: { is_owner: false } });
+    assert.equal(demoted.status, 200, demoted.text);
+    assert.equal(demoted.body.data.is_owner, false);
+  });
+
   test('users: avatar JPEG or PNG only; another company’s member is 404', async () => {
     const t = await tenant();
     const other = await tenant();

@@ -122,7 +122,8 @@ export async function lockSeat(db: Queryable, companyId: string): Promise<void> 
 
 const PROFILE = ['first_name', 'last_name', 'email', 'phone', 'username', 'birthdate', 'booking_slug'] as const;
 
-export async function createMember(db: Queryable, companyId: string, data: UserCreate): Promise<MemberRow> {
+export async function createMember(db: Queryable, companyId: string, data: UserCreate, actingUserId?: string): Promise<MemberRow> {
+  if (data.is_owner) await assertActingOwner(db, companyId, actingUserId);
   const id = objectId();
   // A random password nobody knows: the person sets one through an operator (wsctl user set-password).
   const passwordHash = await hashPassword(randomBytes(32).toString('base64url'));
@@ -134,6 +135,16 @@ export async function createMember(db: Queryable, companyId: string, data: UserC
     .catch(uniqueViolation);
   await db.query('INSERT INTO memberships (company_id, user_id, is_owner) VALUES ($1, $2, $3)', [companyId, id, data.is_owner ?? false]);
   return (await findMember(db, companyId, id))!;
+}
+
+/**
+ * `is_owner` grants every permission of the company, so only an owner gives or takes it, or removes
+ * an owner from the team: a member with a key holding `update-users` cannot make themselves owner.
+ * 403 owner_required.
+ */
+export async function assertActingOwner(db: Queryable, companyId: string, actingUserId: string | undefined): Promise<void> {
+  const { rows } = await db.query<{ is_owner: boolean }>('SELECT is_owner FROM memberships WHERE company_id = $1 AND user_id = $2', [companyId, actingUserId ?? '']);
+  if (!rows[0]?.is_owner) throw new ApiError('owner_required');
 }
 
 /** Owners of the company other than `userId`. */
@@ -174,6 +185,7 @@ export async function updateMember(db: Queryable, companyId: string, existing: M
       .catch(uniqueViolation);
   }
   if (data.is_owner !== undefined && data.is_owner !== existing.is_owner) {
+    await assertActingOwner(db, companyId, actingUserId);
     await db.query('SELECT id FROM companies WHERE id = $1 FOR NO KEY UPDATE', [companyId]);
     if (!data.is_owner && (await otherOwners(db, companyId, existing.id)) === 0) throw new ApiError('last_owner');
     await db.query('UPDATE memberships SET is_owner = $3 WHERE company_id = $1 AND user_id = $2', [companyId, existing.id, data.is_owner]);

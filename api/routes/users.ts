@@ -11,7 +11,7 @@ import { ApiError } from '../errors.ts';
 import { searchableQuery, searchTerm } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { imageSlotRoutes } from '../uploads/image-route.ts';
-import { assertProfileEditable, createMember, findMember, listMembers, lockSeat, removeMember, serializeMember, updateMember } from './user-queries.ts';
+import { assertActingOwner, assertProfileEditable, createMember, findMember, listMembers, lockSeat, removeMember, serializeMember, updateMember } from './user-queries.ts';
 import { userCreate, userExample, userSchema, userUpdate } from './user-schemas.ts';
 
 const TAG = 'Users';
@@ -39,17 +39,17 @@ export const userRoutes: RouteDef[] = [
     summary: 'Agrega un miembro al equipo',
     description:
       'Con una contraseña aleatoria que no se devuelve. 422 team_limit_reached en max_team_size; 409 email_taken si el correo ya existe en el servicio; ' +
-      '422 validation_failed si el booking_slug está tomado o no es válido. `settings_preferences.booking_branding` acepta la forma anidada (light, dark) ' +
+      '422 validation_failed si el booking_slug está tomado o no es válido. Crear a un dueño (`is_owner: true`) lo hace solo un dueño (403 owner_required). `settings_preferences.booking_branding` acepta la forma anidada (light, dark) ' +
       'o la plana (bg_mode, bg_color_from, bg_color_to, que se aplican a light); al leer siempre es anidada.',
     body: userCreate,
     example: userExample,
     response: userSchema,
     status: 201,
-    errors: ['team_limit_reached', 'email_taken', 'validation_failed', 'parameter_missing', 'idempotency_key_reused'],
+    errors: ['team_limit_reached', 'email_taken', 'owner_required', 'validation_failed', 'parameter_missing', 'idempotency_key_reused'],
     handler: async (ctx, { data, companyId, db }) => {
       const member = await transaction(db, async (client) => {
         await lockSeat(client, companyId);
-        return createMember(client, companyId, data);
+        return createMember(client, companyId, data, ctx.state.auth!.userId);
       });
       return { data: serializeMember(member, ctx.deps.config.bookingUrl) };
     },
@@ -76,13 +76,13 @@ export const userRoutes: RouteDef[] = [
     scope: 'update-users',
     tag: TAG,
     summary: 'Actualiza un miembro',
-    description: 'Cualquier subconjunto de los campos de creación. Quitar is_owner al último dueño es 422 last_owner. Los datos personales de alguien que pertenece también a otra empresa solo los cambia esa persona con su propia clave (422 validation_failed nombrando cada campo); is_owner es de cada empresa.',
+    description: 'Cualquier subconjunto de los campos de creación. Solo un dueño (el usuario de la clave o de la sesión) cambia is_owner: si no, 403 owner_required; quitarlo al último dueño es 422 last_owner. Los datos personales de alguien que pertenece también a otra empresa solo los cambia esa persona con su propia clave (422 validation_failed nombrando cada campo); is_owner es de cada empresa.',
     params: idParam,
     body: userUpdate,
     example: { phone: '+52 81 5555 0101' },
     response: userSchema,
     status: 200,
-    errors: ['invalid_id', 'not_found', 'email_taken', 'last_owner', 'validation_failed'],
+    errors: ['invalid_id', 'not_found', 'email_taken', 'owner_required', 'last_owner', 'validation_failed'],
     handler: async (ctx, { params, data, companyId, db }) => {
       const member = await transaction(db, async (client) => {
         const existing = await findMember(client, companyId, params.id, true);
@@ -100,16 +100,17 @@ export const userRoutes: RouteDef[] = [
     summary: 'Quita a un miembro del equipo',
     description:
       'Quita la membresía; si era su única empresa, la persona queda borrada lógicamente (su correo y booking_slug vuelven a estar libres). ' +
-      'Sus claves de API de la empresa se revocan y sus sesiones dejan de valer al instante. 403 self_delete_forbidden para el dueño de la clave; ' +
+      'Sus claves de API de la empresa se revocan y sus sesiones dejan de valer al instante. 403 self_delete_forbidden para el dueño de la clave; a un dueño lo quita solo otro dueño (403 owner_required); ' +
       '422 last_owner para el último dueño.',
     params: idParam,
     status: 204,
-    errors: ['invalid_id', 'not_found', 'self_delete_forbidden', 'last_owner'],
+    errors: ['invalid_id', 'not_found', 'self_delete_forbidden', 'owner_required', 'last_owner'],
     handler: async (ctx, { params, companyId, db }) => {
       await transaction(db, async (client) => {
         const member = await findMember(client, companyId, params.id, true);
         if (!member) throw new ApiError('not_found');
         if (member.id === ctx.state.auth!.userId) throw new ApiError('self_delete_forbidden');
+        if (member.is_owner) await assertActingOwner(client, companyId, ctx.state.auth!.userId);
         await removeMember(client, companyId, member);
         await notifyAuthChange(client);
       });
