@@ -10,7 +10,7 @@ import { transaction } from '../db/pool.ts';
 import { objectId } from '../lib/objectid.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
 import { client, request, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
-import { json, wsctl } from './helpers/cli.ts';
+import { assertOneLineError, json, wsctl } from './helpers/cli.ts';
 import { waitFor } from './helpers/wait.ts';
 
 describe('money', () => {
@@ -554,6 +554,27 @@ describe('money', () => {
     assert.equal((await api.get('/company')).body.data.timezone, 'Europe/Madrid');
     const bad = await wsctl(app, ['company', 'update', t.companyId, '--timezone', 'Mars/Base', '--json']);
     assert.notEqual(bad.code, 0);
+  });
+
+  test('a time-zone change that would move money into or out of a closed month is refused, and changes nothing', async () => {
+    const { t, api } = await newTenant();
+    const a = await account(api, { opening_on: '2026-01-01' });
+    // 03:00Z on Sept 1: August 31 in Mexico City, September 1 in Madrid. August is closed.
+    await api.post('/incomes', { data: { account_id: a.id, amount_cents: 700, occurred_at: '2026-09-01T03:00:00Z' } });
+    // One that moves a day within August (17:00Z on Aug 15 is Aug 15 both ways) does not block.
+    await api.post('/incomes', { data: { account_id: a.id, amount_cents: 50, occurred_at: '2026-08-15T17:00:00Z' } });
+    await json(app, ['period', 'close', '--company', t.companyId, '--year', '2026', '--month', '8']);
+    const august = async () => (await api.get('/reports/income-statement?start_on=2026-08-01&end_on=2026-08-31')).body.data.currencies[0]?.net_cents;
+    const before = await august();
+    assert.equal(before, 750);
+    const refused = await wsctl(app, ['company', 'update', t.companyId, '--timezone', 'Europe/Madrid']);
+    assertOneLineError(refused, /closed month\(s\) 2026-08; reopen them first \(wsctl period open\)/);
+    assert.equal((await api.get('/company')).body.data.timezone, 'America/Mexico_City', 'the zone is kept');
+    assert.equal(await august(), before, 'the closed month\'s figures are kept');
+    // Reopened, the change goes through; a zone that moves nothing across a closed month was never blocked.
+    assert.equal((await json(app, ['company', 'update', t.companyId, '--timezone', 'America/Monterrey'])).timezone, 'America/Monterrey');
+    await json(app, ['period', 'open', '--company', t.companyId, '--year', '2026', '--month', '8']);
+    assert.equal((await json(app, ['company', 'update', t.companyId, '--timezone', 'Europe/Madrid'])).timezone, 'Europe/Madrid');
   });
 
   test('scopes and tenant isolation', async () => {

@@ -191,8 +191,20 @@ export async function updateCompany(pool: Pool, id: string, input: CompanyUpdate
       if (input.plan !== undefined || input.mcpQuota !== undefined) checkPlanQuota(updated[0].plan, updated[0].mcp_quota);
       await notifyAuthChange(db);
     }
-    // Money days are read in the company's zone: the ledger moves with it.
-    if (input.timezone !== undefined) await rebuildLedger(db, id);
+    // Money days are read in the company's zone: the ledger moves with it, except into or out of a
+    // closed month, which takes no change (docs/money.md): such a change is refused, nothing applied.
+    if (input.timezone !== undefined) {
+      const before = await closedMonthTotals(db, id);
+      await rebuildLedger(db, id);
+      const after = await closedMonthTotals(db, id);
+      const moved = [...new Set([...before.keys(), ...after.keys()])].filter((month) => before.get(month) !== after.get(month)).sort();
+      if (moved.length) {
+        throw new ApiError(
+          'validation_failed',
+          `timezone: in ${input.timezone} some money would move into or out of the closed month(s) ${moved.join(', ')}; reopen them first (wsctl period open) or keep the zone`,
+        );
+      }
+    }
     // The owner's sign-in email (unique across the service, like every user's).
     if (input.ownerEmail !== undefined) {
       const owner = await ownerOf(db, id);
@@ -203,6 +215,23 @@ export async function updateCompany(pool: Pool, id: string, input: CompanyUpdate
     }
     return getCompany(db, id);
   });
+}
+
+/** Each closed month's ledger, as one comparable string per month (YYYY-MM → its sums by currency, line and key). */
+async function closedMonthTotals(db: Queryable, companyId: string): Promise<Map<string, string>> {
+  const { rows } = await db.query<{ month: string; sums: string }>(
+    `SELECT month, string_agg(currency || ' ' || line || ' ' || key || ' ' || total, ';' ORDER BY currency, line, key) AS sums
+       FROM (SELECT to_char(day, 'YYYY-MM') AS month, currency, line, key, sum(amount_cents) AS total
+               FROM ledger_daily d
+              WHERE company_id = $1
+                AND EXISTS (SELECT 1 FROM accounting_periods p
+                             WHERE p.company_id = $1 AND p.year = extract(year FROM d.day) AND p.month = extract(month FROM d.day))
+              GROUP BY 1, 2, 3, 4
+             HAVING sum(amount_cents) <> 0) t
+      GROUP BY month`,
+    [companyId],
+  );
+  return new Map(rows.map((r) => [r.month, r.sums]));
 }
 
 /** The company's owner (the first owner by membership date), whom keys default to. */
