@@ -5,7 +5,8 @@
 // against an independent computation: test/money.reports.property.test.ts.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { generateDue, occurrenceOn } from '../db/money/recurring.ts';
+import { generateDue, occurrenceOn, OCCURRENCES_PER_TRANSACTION } from '../db/money/recurring.ts';
+import { catchUp } from '../worker/jobs/recurring-transactions.ts';
 import { transaction } from '../db/pool.ts';
 import { objectId } from '../lib/objectid.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
@@ -433,6 +434,39 @@ describe('money', () => {
     assert.deepEqual(next, { made: 0, more: false }, 'switched off: nothing more is made');
     const { rows } = await app.pool.query('SELECT count(*)::int AS n FROM movements WHERE recurring_id = $1', [id]);
     assert.equal(rows[0].n, 3);
+  });
+
+  test('recurring: a catch-up that finds the series held by another transaction (a PATCH between two batches) waits for it and finishes', async () => {
+    await worker.stop(); // the catch-up is run here, beside a transaction holding the series
+    try {
+      const { api } = await newTenant();
+      const a = await account(api);
+      const r = await api.post('/recurring-transactions', { data: { type: 'income', account_id: a.id, amount_cents: 100, frequency: 'daily', starts_on: '2026-01-01' } });
+      assert.equal(r.status, 201, r.text);
+      const id = r.body.data.id;
+      const holder = await app.pool.connect();
+      let running: Promise<void> | undefined;
+      try {
+        await holder.query('BEGIN');
+        await holder.query('SELECT 1 FROM recurring_transactions WHERE id = $1 FOR UPDATE', [id]);
+        running = catchUp({ pool: app.pool, jobs: app.deps.jobs }, [id]);
+        // The catch-up keeps asking while the series is held (generateDue answers busy).
+        await waitFor(async () => (await app.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query = 'SELECT 1 FROM recurring_transactions WHERE id = $1 AND active'`)).rows[0].n > 0, 10_000, 'the catch-up to find the series held');
+      } finally {
+        await holder.query('COMMIT');
+        holder.release();
+      }
+      await running;
+      const { rows } = await app.pool.query(
+        `SELECT count(*)::int AS made, (SELECT next_occurrence_on > (now() AT TIME ZONE 'America/Mexico_City')::date FROM recurring_transactions WHERE id = $1) AS done
+           FROM movements WHERE recurring_id = $1`,
+        [id],
+      );
+      assert.ok(rows[0].made > OCCURRENCES_PER_TRANSACTION, `a catch-up of more than one batch (${rows[0].made})`);
+      assert.equal(rows[0].done, true, 'every due occurrence made, none left for the next run');
+    } finally {
+      worker = await startWorker(app.config, app.pool, app.databaseUrl, { boss: { supervise: false, schedule: false } });
+    }
   });
 
   test('reports on a hand-checked ledger: the balance-sheet identity, the income statement as the sum of its lines, closing = opening + in − out; end_on before start_on is 422', async () => {

@@ -111,10 +111,16 @@ export async function generateDue(
   recurringId: string,
   today: string | null = null,
   limit = OCCURRENCES_PER_TRANSACTION,
-): Promise<{ made: number; more: boolean }> {
+): Promise<{ made: number; more: boolean; busy?: true }> {
   const { rows } = await db.query<RecurringRow>(`${RECURRING_SELECT} WHERE id = $1 FOR UPDATE SKIP LOCKED`, [recurringId]);
   let r = rows[0];
-  if (!r || !r.active) return { made: 0, more: false };
+  if (!r) {
+    // Locked by another transaction (a PATCH, another worker's batch) or gone: the caller asks again
+    // later while it is still there and active, so a PATCH between two batches does not end a catch-up.
+    const { rowCount } = await db.query('SELECT 1 FROM recurring_transactions WHERE id = $1 AND active', [recurringId]);
+    return rowCount ? { made: 0, more: true, busy: true } : { made: 0, more: false };
+  }
+  if (!r.active) return { made: 0, more: false };
   const zone = await companyZone(db, r.company_id);
   const until = today ?? Temporal.Now.plainDateISO(zone).toString();
   // Shared lock: an archive of the account waits for this run, or this run sees it archived.

@@ -7,7 +7,39 @@ import type { Job } from 'pg-boss';
 import { generateDue } from '../../db/money/recurring.ts';
 import { transaction } from '../../db/pool.ts';
 import { RECURRING, type RecurringJob } from '../../db/queues.ts';
-import type { JobDefinition } from './types.ts';
+import type { JobDefinition, WorkerDeps } from './types.ts';
+
+/** How often a series another transaction holds is asked again before it is left to the next run. */
+const BUSY_TRIES = 50;
+const BUSY_WAIT_MS = 100;
+
+/**
+ * Every due occurrence of these series, in short transactions (OCCURRENCES_PER_TRANSACTION each, the
+ * series' lock released between them) and in turns: one batch of each series per pass, so a series
+ * years behind does not hold back the others' occurrences due today. A series another transaction
+ * holds (a PATCH between two batches) is asked again after the others, or after a short wait.
+ */
+export async function catchUp(deps: Pick<WorkerDeps, 'pool' | 'jobs'>, ids: string[]): Promise<void> {
+  const busy = new Map<string, number>();
+  let pending = ids;
+  while (pending.length) {
+    const next: string[] = [];
+    let progressed = false;
+    for (const id of pending) {
+      const result = await transaction(deps.pool, (client) => generateDue(client, deps.jobs, id));
+      if (result.busy) {
+        const tries = (busy.get(id) ?? 0) + 1;
+        busy.set(id, tries);
+        if (tries < BUSY_TRIES) next.push(id);
+        continue;
+      }
+      progressed = true;
+      if (result.more) next.push(id);
+    }
+    if (!progressed && next.length) await new Promise((r) => setTimeout(r, BUSY_WAIT_MS));
+    pending = next;
+  }
+}
 
 export const recurringTransactions: JobDefinition<RecurringJob> = {
   queue: RECURRING,
@@ -23,8 +55,7 @@ export const recurringTransactions: JobDefinition<RecurringJob> = {
                 WHERE r.active AND r.next_occurrence_on <= (now() AT TIME ZONE c.timezone)::date ORDER BY r.next_occurrence_on LIMIT 10000`,
             )
           ).rows.map((r) => r.id);
-      // A long backfill goes in short transactions (OCCURRENCES_PER_TRANSACTION each), the series' lock released between them.
-      for (const id of ids) while ((await transaction(deps.pool, (client) => generateDue(client, deps.jobs, id))).more);
+      await catchUp(deps, ids);
     }
   },
 };
