@@ -436,6 +436,21 @@ describe('money', () => {
     assert.equal(rows[0].n, 3);
   });
 
+  test('recurring: deleting an active series tells receivers it stopped (recurring.deactivated, deleted: true); one already off says nothing more', async () => {
+    const { t, api } = await newTenant();
+    const a = await account(api);
+    const series = async () => (await api.post('/recurring-transactions', { data: { type: 'expense', account_id: a.id, amount_cents: 100, frequency: 'weekly', starts_on: '2099-01-01' } })).body.data;
+    const live = await series();
+    assert.equal((await api.delete(`/recurring-transactions/${live.id}`)).status, 204);
+    assert.equal((await api.get(`/recurring-transactions/${live.id}`)).status, 404);
+    const off = await series();
+    await api.patch(`/recurring-transactions/${off.id}`, { data: { active: false } });
+    assert.equal((await api.delete(`/recurring-transactions/${off.id}`)).status, 204);
+    const sent = await events(t.companyId, 'recurring.deactivated');
+    assert.deepEqual(sent.map((e: any) => [e.id, e.status, e.deleted ?? false, e.next_occurrence_on]), [[live.id, 'inactive', true, null], [off.id, 'inactive', false, null]]);
+    assert.equal((await api.delete(`/recurring-transactions/${live.id}`)).status, 404);
+  });
+
   test('recurring: a catch-up that finds the series held by another transaction (a PATCH between two batches) waits for it and finishes', async () => {
     await worker.stop(); // the catch-up is run here, beside a transaction holding the series
     try {

@@ -252,13 +252,24 @@ export const recurringRoutes: RouteDef[] = [
     scope: 'delete-recurring_transactions',
     tag: TAG,
     summary: 'Elimina una transacción recurrente',
-    description: 'No genera más ocurrencias; los ingresos o gastos ya generados se quedan (con su `recurring_id`).',
+    description:
+      'No genera más ocurrencias; los ingresos o gastos ya generados se quedan (con su `recurring_id`). ' +
+      'Una activa envía recurring.deactivated (con `deleted: true`): deja de generar, como al desactivarla.',
     params: idParam,
     status: 204,
     errors: ['invalid_id', 'not_found'],
-    handler: async (_ctx, { params, companyId, db }) => {
-      const { rowCount } = await db.query('DELETE FROM recurring_transactions WHERE company_id = $1 AND id = $2', [companyId, params.id]);
-      if (!rowCount) throw new ApiError('not_found');
+    handler: async (ctx, { params, companyId, db }) => {
+      await transaction(db, async (client) => {
+        // Locked first: a catch-up batch in progress finishes, then the series goes.
+        const { rows } = await client.query<RecurringRow>(`${RECURRING_SELECT} WHERE company_id = $1 AND id = $2 FOR UPDATE`, [companyId, params.id]);
+        const series = rows[0];
+        if (!series) throw new ApiError('not_found');
+        await client.query('DELETE FROM recurring_transactions WHERE company_id = $1 AND id = $2', [companyId, params.id]);
+        // Receivers learn that it stopped, as with active: false (an ended or switched-off one already told them).
+        if (series.active) {
+          await recordEvent(client, ctx.deps.jobs, companyId, 'recurring.deactivated', recurringEventData({ ...series, active: false, next_occurrence_on: null }, { deleted: true }));
+        }
+      });
       return undefined;
     },
   }),
