@@ -190,7 +190,7 @@ describe('money', () => {
     const a = await account(api);
     const base = { account_id: a.id, amount_cents: 100, occurred_at: '2026-05-01T17:00:00Z' };
     const big = Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, 'v']));
-    for (const metadata of [big, { ['x'.repeat(41)]: 'v' }, { k: 'v'.repeat(501) }, { k: { nested: true } }, { k: [1] }, [1], 'texto']) {
+    for (const metadata of [big, { ['x'.repeat(41)]: 'v' }, { k: 'v'.repeat(501) }, { k: { nested: true } }, { k: [1] }, { '': 'v' }, [1], 'texto']) {
       const res = await api.post('/incomes', { data: { ...base, metadata } });
       assert.equal(res.status, 422, JSON.stringify(metadata).slice(0, 60));
       assert.equal(res.body.error, 'invalid_metadata');
@@ -464,9 +464,12 @@ describe('money', () => {
       try {
         await holder.query('BEGIN');
         await holder.query('SELECT 1 FROM recurring_transactions WHERE id = $1 FOR UPDATE', [id]);
+        // Held, the series is busy to a run (not finished: it once answered "nothing more" and the
+        // catch-up stopped until the next run, up to 15 minutes later).
+        assert.deepEqual(await transaction(app.pool, (c) => generateDue(c, app.deps.jobs, id)), { made: 0, more: true, busy: true });
         running = catchUp({ pool: app.pool, jobs: app.deps.jobs }, [id]);
-        // The catch-up keeps asking while the series is held (generateDue answers busy).
-        await waitFor(async () => (await app.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query = 'SELECT 1 FROM recurring_transactions WHERE id = $1 AND active'`)).rows[0].n > 0, 10_000, 'the catch-up to find the series held');
+        // Held a moment longer, so the catch-up meets it too (it asks again every 100 ms, for up to 5 s).
+        await new Promise((r) => setTimeout(r, 300));
       } finally {
         await holder.query('COMMIT');
         holder.release();
@@ -559,6 +562,15 @@ describe('money', () => {
     const dueLater = await api.patch(`/incomes/${paid.id}`, { data: { due_on: '2026-06-01' } });
     assert.equal(dueLater.status, 422, 'the same on PATCH');
     assert.deepEqual(Object.keys(dueLater.body.errors), ['due_on']);
+    // Not due before it happened (the record's local day; 03:00Z on May 2 is May 1 in Mexico City).
+    const early = await api.post('/incomes', { data: { account_id: a.id, amount_cents: 7, occurred_at: '2026-05-02T03:00:00Z', status: 'pending', due_on: '2026-04-30' } });
+    assert.equal(early.status, 422, early.text);
+    assert.deepEqual(Object.keys(early.body.errors), ['due_on']);
+    const sameDay = (await api.post('/incomes', { data: { account_id: a.id, amount_cents: 7, occurred_at: '2026-05-02T03:00:00Z', status: 'pending', due_on: '2026-05-01' } })).body.data;
+    assert.equal(sameDay.due_on, '2026-05-01');
+    const movedPast = await api.patch(`/incomes/${sameDay.id}`, { data: { occurred_at: '2026-05-10T17:00:00Z' } });
+    assert.equal(movedPast.status, 422, 'a later occurred_at than the due date it keeps');
+    assert.deepEqual(Object.keys(movedPast.body.errors), ['due_on']);
   });
 
   test('money moved before an account opening date shows in the cash flow as in the balance sheet', async () => {

@@ -11,6 +11,7 @@ import { companyZone } from '../../db/money/ledger.ts';
 import { addPayment, changeMovement, findMovement, insertMovement, paymentsOf, removeMovement, type Direction, type MovementRow, type PaymentRow } from '../../db/money/movements.ts';
 import { revertSalePayment, SaleRefundedError } from '../../db/money/sales.ts';
 import { iso } from '../../db/timestamps.ts';
+import { localDate } from '../../lib/local-dates.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { assertOpen } from '../money/periods.ts';
 import { listPage, paginationQuery, type PaginationQuery, type TotalsCache } from '../pagination.ts';
@@ -116,6 +117,14 @@ async function usableAccount(db: Queryable, companyId: string, zone: string, id:
   return account;
 }
 
+
+/** A due date is the day of the record or later, in the company's zone (an invoice is not due before it is issued). */
+function assertDueAfter(dueOn: string | null | undefined, occurredAt: string | Date, zone: string): void {
+  if (!dueOn) return;
+  const day = localDate(new Date(occurredAt).getTime(), zone);
+  if (dueOn < day) throw validationFailed({ due_on: [`no puede ser anterior al día de occurred_at (${day})`] });
+}
+
 export type MovementFilters = { from?: string; to?: string; account_id?: string; status?: string; customer_id?: string; supplier?: string; category?: string };
 
 export async function listMovements(db: Queryable, totals: TotalsCache, companyId: string, direction: Direction, filters: MovementFilters, page: PaginationQuery) {
@@ -213,6 +222,7 @@ export function movementRoutes(direction: Direction): RouteDef[] {
           // Not dropped in silence: a due date belongs to one on credit.
           if (status === 'paid' && data.due_on) throw validationFailed({ due_on: ['solo para uno pendiente (status pending)'] });
           if (data.paid_at && Date.parse(data.paid_at) < Date.parse(data.occurred_at)) throw validationFailed({ paid_at: ['no puede ser anterior a occurred_at'] });
+          assertDueAfter(data.due_on, data.occurred_at, zone);
           await assertOpen(client, companyId, zone, [data.occurred_at, status === 'paid' ? (data.paid_at ?? data.occurred_at) : null]);
           return insertMovement(client, ctx.deps.jobs, companyId, zone, { ...(data as any), direction, account, status, metadata }).catch(refTaken);
         });
@@ -265,6 +275,7 @@ export function movementRoutes(direction: Direction): RouteDef[] {
             const firstPayment = (await paymentsOf(client, m.id))[0];
             if (firstPayment && Date.parse(data.occurred_at) > new Date(firstPayment.paid_at).getTime()) throw validationFailed({ occurred_at: ['no puede ser posterior a su primer pago'] });
           }
+          if (data.due_on !== undefined || data.occurred_at !== undefined) assertDueAfter(data.due_on === undefined ? m.due_on : data.due_on, data.occurred_at ?? m.occurred_at, zone);
           await assertOpen(client, companyId, zone, [m.occurred_at, data.occurred_at]);
           return changeMovement(client, zone, m, { ...data, metadata }).catch(refTaken);
         });
