@@ -1,5 +1,6 @@
 // The Koa application: the middleware that applies to every request, then the
 // routers (health, API, OpenAPI and reference page, admin tRPC).
+import { createServer, type Server } from 'node:http';
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Pool } from '../db/pool.ts';
@@ -10,7 +11,7 @@ import { authenticateSession, revokeSession, signInHandler } from './auth/sessio
 import { koaBody } from 'koa-body';
 import { ApiError } from './errors.ts';
 import { log, logError } from '../lib/log.ts';
-import { requestMiddleware, httpsOnly } from './middleware/request.ts';
+import { answerClientError, requestMiddleware, httpsOnly } from './middleware/request.ts';
 import { limitUnrouted } from './middleware/authenticate.ts';
 import { apiCors } from './middleware/cors.ts';
 import { RateLimiter } from './rate-limiter.ts';
@@ -86,6 +87,13 @@ export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
   // Errors are rendered by requestMiddleware; Koa's own handler only sees
   // socket-level failures, which are not worth a stack trace per client.
   app.silent = true;
+
+  // Every server of this app (web, npm start, tests, benches) answers unparseable requests in the contract's shape.
+  app.listen = ((...args: Parameters<Server['listen']>) => {
+    const server = createServer(app.callback());
+    server.on('clientError', answerClientError);
+    return server.listen(...args);
+  }) as App['listen'];
 
   app.use(requestMiddleware());
   app.use(apiCors());

@@ -28,6 +28,10 @@ export const ERROR_CODES = {
   idempotency_in_progress: { status: 409, message: 'Otra petición con la misma Idempotency-Key sigue en curso.' },
   idempotency_body_too_large: { status: 413, message: 'El cuerpo supera 100 KB y no puede enviarse con Idempotency-Key.' },
   request_too_large: { status: 413, message: 'El cuerpo de la petición es demasiado grande.' },
+  // Answered by the HTTP server before any middleware (middleware/request.ts answerClientError).
+  invalid_request: { status: 400, message: 'La petición no es HTTP válido.' },
+  request_timeout: { status: 408, message: 'La petición no llegó completa a tiempo.' },
+  headers_too_large: { status: 431, message: 'Las cabeceras de la petición pasan de 16 KB.' },
   unsupported_media_type: { status: 415, message: 'Tipo de contenido no soportado; usa application/json.' },
   validation_failed: { status: 422, message: 'Los datos enviados no son válidos.' },
   parameter_missing: { status: 422, message: 'Falta un parámetro obligatorio.' },

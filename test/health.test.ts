@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { API_RELEASED_AT, API_VERSION } from '../lib/version.ts';
 import pg from 'pg';
@@ -51,5 +52,25 @@ describe('health and version headers', () => {
       assert.equal(res.headers.get('x-service-api-released-at'), API_RELEASED_AT);
       assert.match(res.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
     }
+  });
+
+  test('what the HTTP server refuses before any middleware (headers over 16 KB, not HTTP) answers in the contract\'s shape, with the version headers', async () => {
+    const huge = await fetch(`${app.url}/api/v1/customers`, { headers: { authorization: `Bearer service_sk_${'x'.repeat(20_000)}` } });
+    assert.equal(huge.status, 431);
+    assert.equal(huge.headers.get('x-service-api-version'), API_VERSION);
+    assert.equal(huge.headers.get('x-service-api-released-at'), API_RELEASED_AT);
+    assert.deepEqual(await huge.json(), { error: 'headers_too_large', message: 'Las cabeceras de la petición pasan de 16 KB.' });
+    // A request line that is not HTTP, written on a raw socket.
+    const { port } = new URL(app.url);
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect(Number(port), '127.0.0.1', () => socket.write('GET /\u0000 nonsense\r\n\r\n'));
+      let text = '';
+      socket.on('data', (d) => (text += d));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    assert.match(raw, /^HTTP\/1\.1 400 Bad Request\r\n/);
+    assert.match(raw, new RegExp(`X-Service-API-Version: ${API_VERSION.replace(/\./g, '\\.')}\r\n`));
+    assert.match(raw, /\r\n\r\n\{"error":"invalid_request","message":"La petición no es HTTP válido\."\}$/);
   });
 });

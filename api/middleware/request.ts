@@ -4,9 +4,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Next } from 'koa';
 import { log, logError } from '../../lib/log.ts';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { API_RELEASED_AT, API_VERSION } from '../../lib/version.ts';
 import { S3Error } from '../../storage/s3.ts';
-import { ApiError, validationFailed } from '../errors.ts';
+import { ApiError, ERROR_CODES, validationFailed } from '../errors.ts';
 import { observeRequest } from '../metrics.ts';
 import type { ApiContext } from '../types.ts';
 
@@ -139,4 +141,21 @@ export function httpsOnly(enabled: boolean, trustProxyHops: number) {
     if (enabled && !PROBES.has(ctx.path) && clientProtocol(ctx, trustProxyHops) !== 'https') throw new ApiError('https_required');
     await next();
   };
+}
+
+/**
+ * What Node answers itself, before any middleware runs, to a request it cannot parse: headers over its
+ * 16 KB (431), a request line or headers that are not HTTP (400), a client too slow to send its headers
+ * (408). Node's own answers are a bare status line; these carry the contract's error body and the
+ * version headers every response has (contract, Versioning), and close the connection.
+ */
+export function answerClientError(error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
+  const code = error.code === 'HPE_HEADER_OVERFLOW' ? 'headers_too_large' : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request_timeout' : 'invalid_request';
+  const { status, message } = ERROR_CODES[code];
+  const body = JSON.stringify({ error: code, message });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `X-Service-API-Version: ${API_VERSION}\r\nX-Service-API-Released-At: ${API_RELEASED_AT}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
