@@ -13,6 +13,8 @@ import { useFitsRegime } from '../lib/cfdi/catalogs.ts';
 import { after, before, describe, test } from 'node:test';
 import { validateCfdi } from '../lib/cfdi/anexo20.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
+import { invoices } from '../worker/jobs/invoices.ts';
+import { INVOICES } from '../db/queues.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { json, wsctl } from './helpers/cli.ts';
 import { testCsd } from './helpers/csd.ts';
@@ -362,5 +364,21 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
       return o.status === 'cancelled' && o;
     }, 30_000, 'the substituted invoice cancelled');
     assert.deepEqual([oldNow.cancellation.motive, oldNow.cancellation.substitute_uuid, oldNow.substituted_by_id], ['01', fresh.uuid, fresh.id]);
+  });
+
+  test('a stamp whose last try fails is failed with the reason, never pending for good: the invoice it substitutes can then be cancelled by hand', async () => {
+    const s = await sale(api, { customer_id: setup.customer.id });
+    const old = await settled((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    // The worker's own first try and the last try run here both meet an outage.
+    facturapi.fault({ method: 'POST', status: 503, times: 2 });
+    const sub = (await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' }, substitutes_id: old.id } })).body.data;
+    const deps = { pool: app.pool, config: app.config, jobs: app.deps.jobs, boss: worker.boss, blobs: app.deps.blobs };
+    const lastTry = { id: 'last-try', name: INVOICES.name, data: { action: 'stamp' as const, invoice_id: sub.id }, retryCount: INVOICES.options.retryLimit!, expireInSeconds: 300, heartbeatSeconds: null, signal: new AbortController().signal };
+    await invoices.handler(deps, [lastTry]);
+    const failed = (await api.get(`/invoices/${sub.id}`)).body.data;
+    assert.equal(failed.status, 'failed');
+    assert.match(failed.failure_reason, /sin respuesta del proveedor tras 15 intentos/);
+    const cancel = await api.post(`/invoices/${old.id}/cancel`, { data: { motive: '02' } });
+    assert.equal(cancel.status, 200, cancel.text);
   });
 });

@@ -180,10 +180,14 @@ export function checkFileName(raw: string, allowed: ReadonlySet<string>): NameCh
   const extension = segments.length > 1 ? segments[segments.length - 1] : '';
   if (!extension) return { ok: false, reason: 'el archivo no tiene extensión' };
   if (!allowed.has(extension)) return { ok: false, reason: `la extensión .${extension} no está permitida en este campo` };
-  let stem = cleaned.slice(0, cleaned.length - extension.length - 1).replace(/^[.\s]+/, '').slice(0, 150);
+  const fullStem = cleaned.slice(0, cleaned.length - extension.length - 1).replace(/^[.\s]+/, '');
+  let stem = fullStem.slice(0, 150);
+  // A cut inside a segment drops that segment's piece: cut at 150, `x….exeZZZ.pdf` would be stored as
+  // `x….exe.pdf` (a blocked segment the client never sent) and `x….json.pdf` as `x….js.pdf`.
+  if (fullStem.length > 150 && fullStem[150] !== '.' && stem.lastIndexOf('.') > 0) stem = stem.slice(0, stem.lastIndexOf('.'));
+  stem = stem.replace(/[.\s]+$/, '');
   if (!stem) stem = 'archivo';
-  // Cutting the stem to 150 can end it on a blocked segment (`x….exeZZZ.pdf` → `x….exe.pdf`): the
-  // stored name is checked as the client's was.
+  // Every segment kept was checked above; checked again as stored, so no later change to the cut can store one.
   for (const segment of stem.toLowerCase().split('.').slice(1)) {
     if (BLOCKED_EXTENSIONS.has(segment.trim())) return { ok: false, reason: `el tipo de archivo .${segment.trim()} no está permitido` };
   }

@@ -70,9 +70,11 @@ export async function intakeJson(stager: FileStager, data: SubmissionData): Prom
   // `files` carries files only, each under a key not answered in `answers` too: nothing there may
   // silently replace an answer.
   for (const [key, value] of Object.entries(data.files ?? {})) {
+    // Nothing selected (`[]` or null) is no file, as it always was.
+    if (value === null || (Array.isArray(value) && !value.length)) continue;
     const list = Array.isArray(value) ? value : [value];
     if (Object.hasOwn(data.answers, key)) stager.reject(key, 'está en answers y en files; envíala una sola vez');
-    else if (!list.length || !list.every(isFileObject)) stager.reject(key, 'files solo lleva archivos ({filename, content_type, data})');
+    else if (!list.every(isFileObject)) stager.reject(key, 'files solo lleva archivos ({filename, content_type, data})');
     else sources.push([key, value]);
   }
   for (const [key, value] of sources) {

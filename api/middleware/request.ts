@@ -150,8 +150,15 @@ export function httpsOnly(enabled: boolean, trustProxyHops: number) {
  * version headers every response has (contract, Versioning), and close the connection.
  */
 export function answerClientError(error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex): void {
-  if (error.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
-  const code = error.code === 'HPE_HEADER_OVERFLOW' ? 'headers_too_large' : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request_timeout' : 'invalid_request';
+  // A response already under way on this connection (a pipelined request after it was garbage): no
+  // second status line inside its body; the connection is cut, as Node's own handler does.
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (error.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) return void socket.destroy();
+  const code =
+    error.code === 'HPE_HEADER_OVERFLOW' ? 'headers_too_large'
+    : error.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW' ? 'request_too_large'
+    : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request_timeout'
+    : 'invalid_request';
   const { status, message } = ERROR_CODES[code];
   const body = JSON.stringify({ error: code, message });
   socket.end(

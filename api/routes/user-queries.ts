@@ -143,6 +143,9 @@ export async function createMember(db: Queryable, companyId: string, data: UserC
  * 403 owner_required.
  */
 export async function assertActingOwner(db: Queryable, companyId: string, actingUserId: string | undefined): Promise<void> {
+  // The company first (every ownership change takes it): a demotion of the acting user committed
+  // meanwhile is seen by the read below, so a just-demoted owner cannot promote anyone.
+  await db.query('SELECT id FROM companies WHERE id = $1 FOR NO KEY UPDATE', [companyId]);
   const { rows } = await db.query<{ is_owner: boolean }>('SELECT is_owner FROM memberships WHERE company_id = $1 AND user_id = $2', [companyId, actingUserId ?? '']);
   if (!rows[0]?.is_owner) throw new ApiError('owner_required');
 }

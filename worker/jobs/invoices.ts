@@ -169,14 +169,37 @@ async function complement(deps: WorkerDeps, id: string): Promise<void> {
   });
 }
 
+/**
+ * The last try of a job that kept failing (the provider down for the whole retry schedule, about 14
+ * hours; a key removed): what it was doing ends in a state a client can act on, never left `pending`
+ * for good (a pending invoice blocks the sale's next invoice and a hand cancellation of the one it
+ * substitutes). A stamp or a complement is `failed` with the reason; a cancellation goes back to
+ * `valid` with it (the SAT never heard of it), to be asked again.
+ */
+async function giveUp(deps: WorkerDeps, data: InvoiceJob, error: unknown): Promise<void> {
+  const reason = `sin respuesta del proveedor tras ${INVOICES.options.retryLimit! + 1} intentos: ${(error as Error)?.message ?? error}`.slice(0, 1000);
+  if (data.action === 'complement') {
+    await deps.pool.query(`UPDATE invoice_payment_complements SET status = 'failed', failure_reason = $2, updated_at = now() WHERE id = $1 AND status = 'pending'`, [data.complement_id, reason]);
+  } else if (data.action === 'stamp') {
+    await deps.pool.query(`UPDATE invoices SET status = 'failed', failure_reason = $2, updated_at = now() WHERE id = $1 AND status = 'pending'`, [data.invoice_id, reason]);
+  } else {
+    await deps.pool.query(`UPDATE invoices SET status = 'valid', failure_reason = $2, updated_at = now() WHERE id = $1 AND status = 'cancellation_pending'`, [data.invoice_id, `cancelación no confirmada: ${reason}`.slice(0, 1000)]);
+  }
+}
+
 export const invoices: JobDefinition<InvoiceJob> = {
   queue: INVOICES,
   work: { batchSize: 1, pollingIntervalSeconds: 0.5 },
   async handler(deps, batch: Job<InvoiceJob>[]) {
-    for (const { data } of batch) {
-      if (data.action === 'complement') await complement(deps, data.complement_id);
-      else if (data.action === 'stamp') await stamp(deps, data.invoice_id);
-      else await cancel(deps, data.invoice_id);
+    for (const { data, retryCount } of batch) {
+      try {
+        if (data.action === 'complement') await complement(deps, data.complement_id);
+        else if (data.action === 'stamp') await stamp(deps, data.invoice_id);
+        else await cancel(deps, data.invoice_id);
+      } catch (error) {
+        if (retryCount < INVOICES.options.retryLimit!) throw error; // pg-boss tries again later
+        await giveUp(deps, data, error);
+      }
     }
   },
 };
