@@ -72,6 +72,27 @@ describe('migration runner', () => {
     });
   });
 
+  test('091 gives submissions whose email was still to be sent their visitor\'s copy as an action of its own', async () => {
+    await withScratchDatabase(async (pool) => {
+      await migrate(pool, { upTo: 90 });
+      const id = (n: number) => String(n).padStart(24, '0');
+      await pool.query(`INSERT INTO companies (id, name, slug) VALUES ($1, 'Formas', 'formas')`, [id(1)]);
+      const withCopy = { email: { enabled: true, to: ['ventas@example.com'], send_to_submitter: true } };
+      await pool.query(`INSERT INTO forms (id, company_id, name, slug, locales, default_locale, post_actions) VALUES ($1, $2, 'A', 'a', '{es}', 'es', $3), ($4, $2, 'B', 'b', '{es}', 'es', $5)`, [
+        id(2), id(1), JSON.stringify(withCopy), id(3), JSON.stringify({ email: { enabled: true, to: ['ventas@example.com'] } }),
+      ]);
+      // pending with an email; already sent; without an email; a form without the copy.
+      const submissions: Array<[number, number, string | null, string]> = [[4, 2, 'a@example.com', 'pending'], [5, 2, 'b@example.com', 'done'], [6, 2, null, 'pending'], [7, 3, 'c@example.com', 'pending']];
+      for (const [sub, form, email, status] of submissions) {
+        await pool.query(`INSERT INTO form_submissions (id, company_id, form_id, locale, email) VALUES ($1, $2, $3, 'es', $4)`, [id(sub), id(1), id(form), email]);
+        await pool.query(`INSERT INTO form_submission_actions (submission_id, company_id, action, status) VALUES ($1, $2, 'email', $3)`, [id(sub), id(1), status]);
+      }
+      await migrate(pool);
+      const { rows } = await pool.query(`SELECT submission_id, status FROM form_submission_actions WHERE action = 'submitter_copy'`);
+      assert.deepEqual(rows.map((r) => [r.submission_id, r.status]), [[id(4), 'pending']]);
+    });
+  });
+
   test('044 gives every stored media file a random token and rewrites the stored URLs to it', async () => {
     await withScratchDatabase(async (pool) => {
       await migrate(pool, { upTo: 42 });

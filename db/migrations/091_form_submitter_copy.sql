@@ -6,3 +6,16 @@
 ALTER TABLE form_submission_actions DROP CONSTRAINT form_submission_actions_action_check;
 ALTER TABLE form_submission_actions ADD CONSTRAINT form_submission_actions_action_check
   CHECK (action IN ('lead', 'customer', 'email', 'submitter_copy', 'notify_team'));
+
+-- Submissions whose email was still to be sent when this change shipped get
+-- their visitor's copy as an action of its own (their email action now goes
+-- to the operator's recipients only).
+INSERT INTO form_submission_actions (submission_id, company_id, action)
+SELECT a.submission_id, a.company_id, 'submitter_copy'
+  FROM form_submission_actions a
+  JOIN form_submissions s ON s.id = a.submission_id
+  JOIN forms f ON f.id = s.form_id
+ WHERE a.action = 'email' AND a.status IN ('pending', 'sending')
+   AND s.email IS NOT NULL
+   AND coalesce((f.post_actions -> 'email' ->> 'send_to_submitter')::boolean, false)
+ON CONFLICT DO NOTHING;

@@ -192,12 +192,9 @@ const sender = (title: string, config: Config) => `"${title.replace(/["\r\n]/g, 
 async function sendEmail(deps: PostActionDeps, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
   const { pool, config, blobs: store } = deps;
   const settings = form.post_actions.email!;
-  // A submission made before the visitor's copy became an action of its own, to a form whose email
-  // went only to the visitor: that copy is this action's message.
-  if (!settings.to.length) {
-    if (settings.send_to_submitter && s.email) return sendSubmitterCopy(deps, form, s);
-    throw new PermanentError('sin destinatarios');
-  }
+  // No recipient of the operator's (the form was changed since, or the submission predates the visitor's
+  // copy being an action of its own, which migration 091 gave it): nothing to send, not a failure.
+  if (!settings.to.length) return { skipped: 'no_recipients', to: [] };
   const locale = s.locale;
   const text = FILES_TEXT[locale] ?? FILES_TEXT.es;
   const template = templateOf(form, locale);
