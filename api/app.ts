@@ -63,7 +63,7 @@ export async function createDeps(options: AppOptions): Promise<Deps> {
 }
 
 export async function closeDeps(deps: Deps): Promise<void> {
-  deps.rateLimiter.close();
+  await deps.rateLimiter.close();
   await deps.mcpActivity.flush();
   await deps.mcpQuota.close();
   await deps.jobs.stop();

@@ -28,20 +28,26 @@
 // process admitted through the database in the last minute, and the requests
 // it admits while degraded are added to the shared window once the database
 // answers again, so one process never exceeds the limit across an outage.
-// Its size is the limit less what the other processes had taken at this
-// process's last lease (for a minute after it): a lease that times out under a
-// burst, with the database there but slow, must not give every process a
-// whole limit of its own. Only while the database is away for longer than a
-// minute can N processes admit up to N times the limit.
+// Its size is this process's share: the limit divided by the web processes
+// alive (each says so every HEARTBEAT_MS in rate_limit_processes), and no more
+// than what the others had left at this process's last lease. So processes cut
+// off from the database together admit about the limit between them, not N
+// times it: exactly it when the key's traffic was spread evenly; a process
+// that had taken more than its share before admits nothing more, and the
+// excess it took stays the only overshoot.
 //
 // A lease counts as timed out only once the event loop has also read what
 // arrived meanwhile: under a burst the loop can be busy past the timeout with
 // the answer already in the socket.
+import { randomUUID } from 'node:crypto';
 import type { Pool } from '../db/pool.ts';
 import { logError } from '../lib/log.ts';
 
 /** Default of RATE_LIMIT_LEASE_TIMEOUT_MS (lib/config.ts). */
-export const LEASE_TIMEOUT_MS = 250;
+export const LEASE_TIMEOUT_MS = 1000;
+/** How often a process tells the others it is alive, and how long one unheard of still counts. */
+const HEARTBEAT_MS = 5000;
+const ALIVE_SECONDS = 15;
 const RETRY_DATABASE_MS = 1000;
 const MAX_LEASE = 64;
 const WINDOW_BUCKETS = 61;
@@ -152,6 +158,10 @@ export class RateLimiter {
   #debt = new Map<string, { count: number; last: number }>();
   #sweeping = false;
   readonly #leaseTimeoutMs: number;
+  readonly #processId = randomUUID();
+  /** Web processes sharing the limits, this one included, as last counted in the database. */
+  #processes = 1;
+  #heartbeatAt = 0;
 
   constructor(pool: Pool, options: { leaseTimeoutMs?: number } = {}) {
     this.#pool = pool;
@@ -159,11 +169,17 @@ export class RateLimiter {
     // Give back unused tokens of expired leases and forget idle keys.
     this.#timer = setInterval(() => void this.#sweep(), 1000);
     this.#timer.unref();
+    void this.#heartbeat().catch(() => {});
   }
 
   /** True while the last attempt to reach the database failed (per-process limit in force). */
   get degraded(): boolean {
     return this.#degraded;
+  }
+
+  /** The web processes this one last counted (itself included): a degraded window is the limit divided by it. */
+  get processes(): number {
+    return this.#processes;
   }
 
   /** How many times a lease failed or timed out and the per-process window answered instead. */
@@ -212,7 +228,8 @@ export class RateLimiter {
     // The other processes' share at the last lease still counts for the minute it stays in the window.
     const s = this.#keys.get(key);
     const others = s && performance.now() - s.othersAt < WINDOW_BUCKETS * 1000 ? s.others : 0;
-    const decision = this.#local.consume(key, Math.max(0, limit - others));
+    const share = Math.min(limit - others, Math.floor(limit / this.#processes));
+    const decision = this.#local.consume(key, Math.max(0, share));
     if (decision.allowed) this.#addDebt(key, 1);
     return { ...decision, limit };
   }
@@ -262,9 +279,10 @@ export class RateLimiter {
     s.granted = row.granted;
     s.used = Math.min(row.granted, debt);
     s.total = row.used;
-    // Of the window's count, what is not this process's: what it admitted in the window, and the
-    // tokens it holds (this lease's, counted there before they are used).
-    s.others = Math.max(0, row.used - row.granted - this.#local.count(key));
+    // Of the window's count, what is not this process's: what it admitted in the window (the debt paid
+    // now among it, and counted in this grant too), and the tokens it holds (this lease's, counted there
+    // before they are used).
+    s.others = Math.max(0, row.used - row.granted - (this.#local.count(key) - s.used));
     s.othersAt = performance.now();
     s.resetAfter = row.reset_after;
     s.nextWant = want;
@@ -330,8 +348,22 @@ export class RateLimiter {
     }
   }
 
+  /** Says this process is alive and counts those that are (one round trip every HEARTBEAT_MS). */
+  async #heartbeat(): Promise<void> {
+    this.#heartbeatAt = performance.now();
+    const { rows } = await this.#pool.query<{ n: number }>(
+      `WITH beat AS (INSERT INTO rate_limit_processes (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET seen_at = now()),
+            gone AS (DELETE FROM rate_limit_processes WHERE seen_at < now() - interval '1 hour')
+       SELECT 1 + count(*)::int AS n FROM rate_limit_processes WHERE id <> $1 AND seen_at > now() - make_interval(secs => $2)`,
+      [this.#processId, ALIVE_SECONDS],
+    );
+    this.#processes = rows[0].n;
+  }
+
   async #sweepOnce(): Promise<void> {
     const now = performance.now();
+    // Counted while the database answers; while it does not, the last count stands.
+    if (now - this.#heartbeatAt >= HEARTBEAT_MS && this.#retryDatabaseAt <= now) await this.#heartbeat().catch(() => {});
     this.#local.prune();
     for (const [key, debt] of this.#debt) if (now - debt.last >= WINDOW_BUCKETS * 1000) this.#debt.delete(key);
     const databaseAway = this.#retryDatabaseAt > now;
@@ -349,7 +381,9 @@ export class RateLimiter {
     }
   }
 
-  close(): void {
+  /** Stops the sweep and leaves the count of live processes. */
+  async close(): Promise<void> {
     clearInterval(this.#timer);
+    await this.#pool.query('DELETE FROM rate_limit_processes WHERE id = $1', [this.#processId]).catch(() => {});
   }
 }

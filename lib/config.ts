@@ -225,7 +225,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // nodemailer's URL form: smtp:// (STARTTLS when offered) or smtps:// (TLS from the start).
     smtpUrl: env.SMTP_URL ? url('SMTP_URL', env.SMTP_URL, ['smtp:', 'smtps:']) : undefined,
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', env.RATE_LIMIT_PER_MINUTE, 600, 1),
-    rateLimitLeaseTimeoutMs: int('RATE_LIMIT_LEASE_TIMEOUT_MS', env.RATE_LIMIT_LEASE_TIMEOUT_MS, 250, 1),
+    rateLimitLeaseTimeoutMs: int('RATE_LIMIT_LEASE_TIMEOUT_MS', env.RATE_LIMIT_LEASE_TIMEOUT_MS, 1000, 1),
     trustProxyHops: int('TRUST_PROXY_HOPS', env.TRUST_PROXY_HOPS, 1, 0),
     uploadConcurrency: int('UPLOAD_CONCURRENCY', env.UPLOAD_CONCURRENCY, 8, 1),
     metricsToken: env.METRICS_TOKEN || undefined,

@@ -366,7 +366,7 @@ describe('the lease timeout and a busy event loop', () => {
       assert.equal(decision.allowed, true);
       assert.equal(limiter.fallbacks, 0, 'the lease answered; the loop was late, not the database');
     } finally {
-      limiter.close();
+      await limiter.close();
     }
   });
 });
@@ -567,7 +567,8 @@ describe('degrade: PostgreSQL unreachable for the limiter', () => {
     dbs.push(db.drop);
     const poolMain = createPool(db.url, 5);
     const rateLimitPool = createPool(await limiterUrl(db.url), 2);
-    const config = loadConfig({ NODE_ENV: 'test', ADMIN_TOKEN, LOG_LEVEL: 'silent', DATABASE_URL: db.url });
+    // These tests break the database link on purpose: a short lease timeout keeps them quick.
+    const config = loadConfig({ NODE_ENV: 'test', ADMIN_TOKEN, LOG_LEVEL: 'silent', DATABASE_URL: db.url, RATE_LIMIT_LEASE_TIMEOUT_MS: '250' });
     const deps = await createDeps({ config, pool: poolMain, databaseUrl: db.url, rateLimitPool });
     const server: Server = createApp(deps).listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
@@ -705,6 +706,31 @@ describe('degrade: PostgreSQL unreachable for the limiter', () => {
     } finally {
       proxy.close();
       await built.close();
+    }
+  });
+
+  test('two processes cut off from a slow database together admit the limit, each its share (the limit over the live processes)', async () => {
+    const db = await createTestDatabase();
+    dbs.push(db.drop);
+    const main = createPool(db.url, 2);
+    const proxies = [await dbProxy(db.url), await dbProxy(db.url)];
+    const pools = proxies.map((p) => createPool(p.url, 2));
+    const [a, b] = pools.map((pool) => new RateLimiter(pool, { leaseTimeoutMs: 250 }));
+    try {
+      // Each process says it is alive every few seconds; both count two.
+      await waitFor(() => a.processes === 2 && b.processes === 2, 15_000, 'both processes to count each other');
+      const key = `key:share-${Date.now()}`;
+      let admitted = 0;
+      if ((await b.consume(key, 60)).allowed) admitted++; // through the database
+      for (const p of proxies) p.slow(1500);
+      for (let i = 0; i < 40; i++) for (const limiter of [a, b]) if ((await limiter.consume(key, 60)).allowed) admitted++;
+      assert.equal(a.degraded && b.degraded, true);
+      assert.equal(admitted, 60, 'a share of 30 each: not 60 each');
+    } finally {
+      for (const p of proxies) p.close();
+      await a.close();
+      await b.close();
+      for (const pool of [...pools, main]) await pool.end().catch(() => {});
     }
   });
 
