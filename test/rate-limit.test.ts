@@ -361,7 +361,7 @@ describe('the lease timeout and a busy event loop', () => {
       // Let the lease query reach the socket (ticks and microtasks only: no I/O is read), then block
       // the loop well past the timeout; the database answers meanwhile.
       for (let i = 0; i < 5; i++) await new Promise((r) => process.nextTick(r));
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
       const decision = await pending;
       assert.equal(decision.allowed, true);
       assert.equal(limiter.fallbacks, 0, 'the lease answered; the loop was late, not the database');

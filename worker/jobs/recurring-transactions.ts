@@ -19,7 +19,7 @@ const BUSY_WAIT_MS = 100;
  * years behind does not hold back the others' occurrences due today. A series another transaction
  * holds (a PATCH between two batches) is asked again after the others, or after a short wait.
  */
-export async function catchUp(deps: Pick<WorkerDeps, 'pool' | 'jobs'>, ids: string[]): Promise<void> {
+export async function catchUp(deps: Pick<WorkerDeps, 'pool' | 'jobs'>, ids: string[], options: { onBusy?: (id: string) => void } = {}): Promise<void> {
   const busy = new Map<string, number>();
   let pending = ids;
   while (pending.length) {
@@ -28,6 +28,7 @@ export async function catchUp(deps: Pick<WorkerDeps, 'pool' | 'jobs'>, ids: stri
     for (const id of pending) {
       const result = await transaction(deps.pool, (client) => generateDue(client, deps.jobs, id));
       if (result.busy) {
+        options.onBusy?.(id);
         const tries = (busy.get(id) ?? 0) + 1;
         busy.set(id, tries);
         if (tries < BUSY_TRIES) next.push(id);
