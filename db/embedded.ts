@@ -15,6 +15,10 @@ import path from 'node:path';
 import pg from 'pg';
 import { embeddedLayout, type Ids, type Layout } from './embedded-layout.ts';
 
+
+/** A start the embedded database refuses for a reason the person starting it can fix: printed as one line (scripts/dev.ts). */
+export class StartRefused extends Error {}
+
 export type EmbeddedDatabase = { url: string; stop: () => Promise<void> };
 
 const PASSWORD = 'workspace-dev';
@@ -129,7 +133,7 @@ async function stopLeftover(clusterDir: string): Promise<void> {
   // Started by a process that is still running (a second `npm start` on one DATA_DIR): not a leftover.
   const parent = Number((await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')).replace(/^.*\) /s, '').split(' ')[1]);
   const parentCommand = parent > 1 ? await readFile(`/proc/${parent}/cmdline`, 'utf8').catch(() => '') : '';
-  if (/node/.test(parentCommand)) throw new Error(`PostgreSQL on ${clusterDir} belongs to a running process (pid ${parent}): one start per DATA_DIR.`);
+  if (/node/.test(parentCommand)) throw new StartRefused(`PostgreSQL on ${clusterDir} belongs to a running process (pid ${parent}): one start per DATA_DIR (stop it, or DATA_DIR=… for another).`);
   process.stderr.write(`Embedded PostgreSQL: stopping the server an earlier start left running on ${clusterDir} (pid ${pid}).\n`);
   try {
     process.kill(pid, 'SIGINT'); // fast shutdown
@@ -144,7 +148,7 @@ async function stopLeftover(clusterDir: string): Promise<void> {
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  throw new Error(`An earlier PostgreSQL (pid ${pid}) is still running on ${clusterDir}; stop it and start again.`);
+  throw new StartRefused(`An earlier PostgreSQL (pid ${pid}) is still running on ${clusterDir}; stop it and start again.`);
 }
 
 async function stopServer(child: ChildProcess): Promise<void> {

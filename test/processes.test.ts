@@ -71,6 +71,15 @@ describe('npm start on a fresh machine', () => {
     assert.equal(res.status, 200);
     const body = (await res.json()) as { data: unknown[] };
     assert.ok(body.data.length > 0, 'demo data is there');
+    // A second start on the same DATA_DIR is refused in one line, not a stack trace, and leaves the first alone.
+    const second = await run(process.execPath, ['scripts/dev.ts'], { env: { ...process.env, DATA_DIR: dataDir, PORT: '0', NODE_ENV: 'development', DATABASE_URL: '' }, timeout: 60_000 }).then(
+      () => ({ code: 0, stderr: '' }),
+      (error: { code?: number; stderr?: string }) => ({ code: error.code, stderr: error.stderr ?? '' }),
+    );
+    assert.equal(second.code, 1);
+    assert.match(second.stderr, /^error: PostgreSQL on \S+ belongs to a running process \(pid \d+\): one start per DATA_DIR/);
+    assert.doesNotMatch(second.stderr, /\n\s+at /, 'no stack trace');
+    assert.equal((await fetch(`http://127.0.0.1:${port}/api/v1/customers`, { headers: { authorization: `Bearer ${key}` } })).status, 200);
 
     let after = '';
     child.stdout.on('data', (d) => (after += d));
