@@ -13,7 +13,7 @@ import { useFitsRegime } from '../lib/cfdi/catalogs.ts';
 import { after, before, describe, test } from 'node:test';
 import { validateCfdi } from '../lib/cfdi/anexo20.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
-import { invoices } from '../worker/jobs/invoices.ts';
+import { reconcile } from '../worker/jobs/invoices.ts';
 import { INVOICES } from '../db/queues.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { json, wsctl } from './helpers/cli.ts';
@@ -366,19 +366,20 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     assert.deepEqual([oldNow.cancellation.motive, oldNow.cancellation.substitute_uuid, oldNow.substituted_by_id], ['01', fresh.uuid, fresh.id]);
   });
 
-  test('a stamp whose last try fails is failed with the reason, never pending for good: the invoice it substitutes can then be cancelled by hand', async () => {
+  test('an invoice still pending whose job ran out of retries gets a new one from the hourly reconcile, and is stamped once', async () => {
     const s = await sale(api, { customer_id: setup.customer.id });
-    const old = await settled((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
-    // The worker's own first try and the last try run here both meet an outage.
-    facturapi.fault({ method: 'POST', status: 503, times: 2 });
-    const sub = (await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' }, substitutes_id: old.id } })).body.data;
-    const deps = { pool: app.pool, config: app.config, jobs: app.deps.jobs, boss: worker.boss, blobs: app.deps.blobs };
-    const lastTry = { id: 'last-try', name: INVOICES.name, data: { action: 'stamp' as const, invoice_id: sub.id }, retryCount: INVOICES.options.retryLimit!, expireInSeconds: 300, heartbeatSeconds: null, signal: new AbortController().signal };
-    await invoices.handler(deps, [lastTry]);
-    const failed = (await api.get(`/invoices/${sub.id}`)).body.data;
-    assert.equal(failed.status, 'failed');
-    assert.match(failed.failure_reason, /sin respuesta del proveedor tras 15 intentos/);
-    const cancel = await api.post(`/invoices/${old.id}/cancel`, { data: { motive: '02' } });
-    assert.equal(cancel.status, 200, cancel.text);
+    facturapi.fault({ method: 'POST', status: 503, times: 1 });
+    const inv = (await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data;
+    // Its first try meets the outage and the job waits for its retry...
+    await waitFor(async () => (await app.pool.query(`SELECT 1 FROM pgboss.job WHERE name = $1 AND data->>'invoice_id' = $2 AND state = 'retry'`, [INVOICES.name, inv.id])).rowCount, 20_000, 'the job waiting for its retry');
+    // ...then it runs out of them, as after 15 tries over a long outage (pg-boss marks it failed), an hour ago.
+    await app.pool.query(`UPDATE pgboss.job SET state = 'failed' WHERE name = $1 AND data->>'invoice_id' = $2`, [INVOICES.name, inv.id]);
+    await app.pool.query(`UPDATE invoices SET updated_at = now() - interval '2 hours' WHERE id = $1`, [inv.id]);
+    assert.equal((await api.get(`/invoices/${inv.id}`)).body.data.status, 'pending');
+    const requeued = await reconcile({ pool: app.pool, jobs: app.deps.jobs });
+    assert.ok(requeued >= 1, `re-queued ${requeued}`);
+    const stamped = await settled(inv.id);
+    assert.equal(stamped.status, 'valid');
+    assert.equal([...facturapi.invoices.values()].filter((i) => i.external_id === inv.id).length, 1, 'stamped once');
   });
 });

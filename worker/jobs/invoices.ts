@@ -170,36 +170,41 @@ async function complement(deps: WorkerDeps, id: string): Promise<void> {
 }
 
 /**
- * The last try of a job that kept failing (the provider down for the whole retry schedule, about 14
- * hours; a key removed): what it was doing ends in a state a client can act on, never left `pending`
- * for good (a pending invoice blocks the sale's next invoice and a hand cancellation of the one it
- * substitutes). A stamp or a complement is `failed` with the reason; a cancellation goes back to
- * `valid` with it (the SAT never heard of it), to be asked again.
+ * Invoices and complements still pending whose job is gone: its retries ran out during a long outage
+ * (15 tries over about 7 hours), or its last try expired or died with the worker. Each gets a new
+ * job, so nothing stays pending for good. Never stamped twice: a stamp looks the invoice up by its
+ * `external_id` before it posts. Left alone for an hour after their last change, so a job that is
+ * merely waiting for its turn is not doubled. Runs every hour (the queue's cron).
  */
-async function giveUp(deps: WorkerDeps, data: InvoiceJob, error: unknown): Promise<void> {
-  const reason = `sin respuesta del proveedor tras ${INVOICES.options.retryLimit! + 1} intentos: ${(error as Error)?.message ?? error}`.slice(0, 1000);
-  if (data.action === 'complement') {
-    await deps.pool.query(`UPDATE invoice_payment_complements SET status = 'failed', failure_reason = $2, updated_at = now() WHERE id = $1 AND status = 'pending'`, [data.complement_id, reason]);
-  } else if (data.action === 'stamp') {
-    await deps.pool.query(`UPDATE invoices SET status = 'failed', failure_reason = $2, updated_at = now() WHERE id = $1 AND status = 'pending'`, [data.invoice_id, reason]);
-  } else {
-    await deps.pool.query(`UPDATE invoices SET status = 'valid', failure_reason = $2, updated_at = now() WHERE id = $1 AND status = 'cancellation_pending'`, [data.invoice_id, `cancelación no confirmada: ${reason}`.slice(0, 1000)]);
+export async function reconcile({ pool, jobs }: Pick<WorkerDeps, 'pool' | 'jobs'>): Promise<number> {
+  const live = `SELECT 1 FROM pgboss.job j WHERE j.name = '${INVOICES.name}' AND j.state IN ('created', 'retry', 'active')`;
+  const { rows } = await pool.query<{ kind: 'stamp' | 'cancel' | 'complement'; id: string }>(
+    `SELECT CASE status WHEN 'pending' THEN 'stamp' ELSE 'cancel' END AS kind, id FROM invoices
+      WHERE status IN ('pending', 'cancellation_pending') AND updated_at < now() - interval '1 hour'
+        AND NOT EXISTS (${live} AND j.data->>'invoice_id' = invoices.id)
+     UNION ALL
+     SELECT 'complement', id FROM invoice_payment_complements
+      WHERE status = 'pending' AND updated_at < now() - interval '1 hour'
+        AND NOT EXISTS (${live} AND j.data->>'complement_id' = invoice_payment_complements.id)
+     LIMIT 1000`,
+  );
+  for (const { kind, id } of rows) {
+    await jobs.send(pool, INVOICES, kind === 'complement' ? { action: 'complement', complement_id: id } : { action: kind, invoice_id: id });
   }
+  return rows.length;
 }
 
 export const invoices: JobDefinition<InvoiceJob> = {
   queue: INVOICES,
   work: { batchSize: 1, pollingIntervalSeconds: 0.5 },
-  async handler(deps, batch: Job<InvoiceJob>[]) {
-    for (const { data, retryCount } of batch) {
-      try {
-        if (data.action === 'complement') await complement(deps, data.complement_id);
-        else if (data.action === 'stamp') await stamp(deps, data.invoice_id);
-        else await cancel(deps, data.invoice_id);
-      } catch (error) {
-        if (retryCount < INVOICES.options.retryLimit!) throw error; // pg-boss tries again later
-        await giveUp(deps, data, error);
-      }
+  cron: '23 * * * *',
+  async handler(deps, batch: Job<InvoiceJob | Record<string, never>>[]) {
+    for (const { data } of batch) {
+      // The hourly run of the cron carries no action.
+      if (!('action' in data)) await reconcile(deps);
+      else if (data.action === 'complement') await complement(deps, data.complement_id);
+      else if (data.action === 'stamp') await stamp(deps, data.invoice_id);
+      else await cancel(deps, data.invoice_id);
     }
   },
 };
