@@ -40,6 +40,7 @@
 // arrived meanwhile: under a burst the loop can be busy past the timeout with
 // the answer already in the socket.
 import { randomUUID } from 'node:crypto';
+import type { QueryConfig } from 'pg';
 import type { Pool } from '../db/pool.ts';
 import { logError } from '../lib/log.ts';
 
@@ -228,7 +229,8 @@ export class RateLimiter {
     // The other processes' share at the last lease still counts for the minute it stays in the window.
     const s = this.#keys.get(key);
     const others = s && performance.now() - s.othersAt < WINDOW_BUCKETS * 1000 ? s.others : 0;
-    const share = Math.min(limit - others, Math.floor(limit / this.#processes));
+    // At least 1: a key whose limit is below the number of processes is not refused outright.
+    const share = Math.min(limit - others, Math.max(1, Math.floor(limit / this.#processes)));
     const decision = this.#local.consume(key, Math.max(0, share));
     if (decision.allowed) this.#addDebt(key, 1);
     return { ...decision, limit };
@@ -351,12 +353,14 @@ export class RateLimiter {
   /** Says this process is alive and counts those that are (one round trip every HEARTBEAT_MS). */
   async #heartbeat(): Promise<void> {
     this.#heartbeatAt = performance.now();
-    const { rows } = await this.#pool.query<{ n: number }>(
-      `WITH beat AS (INSERT INTO rate_limit_processes (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET seen_at = now()),
-            gone AS (DELETE FROM rate_limit_processes WHERE seen_at < now() - interval '1 hour')
-       SELECT 1 + count(*)::int AS n FROM rate_limit_processes WHERE id <> $1 AND seen_at > now() - make_interval(secs => $2)`,
-      [this.#processId, ALIVE_SECONDS],
-    );
+    // Bounded: a connection that stopped answering must not hold the sweep (give-backs, pruning) behind it.
+    const { rows } = await this.#pool.query<{ n: number }>({
+      text: `WITH beat AS (INSERT INTO rate_limit_processes (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET seen_at = now()),
+                  gone AS (DELETE FROM rate_limit_processes WHERE seen_at < now() - interval '1 hour')
+             SELECT 1 + count(*)::int AS n FROM rate_limit_processes WHERE id <> $1 AND seen_at > now() - make_interval(secs => $2)`,
+      values: [this.#processId, ALIVE_SECONDS],
+      query_timeout: HEARTBEAT_MS,
+    } as QueryConfig);
     this.#processes = rows[0].n;
   }
 
@@ -384,6 +388,6 @@ export class RateLimiter {
   /** Stops the sweep and leaves the count of live processes. */
   async close(): Promise<void> {
     clearInterval(this.#timer);
-    await this.#pool.query('DELETE FROM rate_limit_processes WHERE id = $1', [this.#processId]).catch(() => {});
+    await this.#pool.query({ text: 'DELETE FROM rate_limit_processes WHERE id = $1', values: [this.#processId], query_timeout: HEARTBEAT_MS } as QueryConfig).catch(() => {});
   }
 }

@@ -24,7 +24,7 @@ export function metadataProblem(value: unknown): string | null {
   const entries = Object.entries(value as Record<string, unknown>);
   if (entries.length > METADATA_LIMITS.keys) return `metadata admite ${METADATA_LIMITS.keys} claves como máximo (recibió ${entries.length})`;
   for (const [key, v] of entries) {
-    if (key === '' && v !== null) return 'una clave vacía no nombra nada'; // null removes one stored before this rule
+    if (key === '' && v !== null && v !== '') return 'una clave vacía no nombra nada'; // null or "" removes one stored before this rule
     if (Buffer.byteLength(key) > METADATA_LIMITS.keyBytes) return `la clave "${key.slice(0, 50)}" pasa de ${METADATA_LIMITS.keyBytes} bytes`;
     if (v !== null && typeof v === 'object') return `el valor de "${key}" no puede ser un objeto ni una lista`;
     if (v !== null && typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') return `el valor de "${key}" debe ser texto, número o booleano`;

@@ -81,8 +81,8 @@ describe('migration runner', () => {
       await pool.query(`INSERT INTO forms (id, company_id, name, slug, locales, default_locale, post_actions) VALUES ($1, $2, 'A', 'a', '{es}', 'es', $3), ($4, $2, 'B', 'b', '{es}', 'es', $5)`, [
         id(2), id(1), JSON.stringify(withCopy), id(3), JSON.stringify({ email: { enabled: true, to: ['ventas@example.com'] } }),
       ]);
-      // pending with an email; already sent; without an email; a form without the copy.
-      const submissions: Array<[number, number, string | null, string]> = [[4, 2, 'a@example.com', 'pending'], [5, 2, 'b@example.com', 'done'], [6, 2, null, 'pending'], [7, 3, 'c@example.com', 'pending']];
+      // pending with an email; already sent; without an email; a form without the copy; being sent by the old code (the visitor included).
+      const submissions: Array<[number, number, string | null, string]> = [[4, 2, 'a@example.com', 'pending'], [5, 2, 'b@example.com', 'done'], [6, 2, null, 'pending'], [7, 3, 'c@example.com', 'pending'], [8, 2, 'd@example.com', 'sending']];
       for (const [sub, form, email, status] of submissions) {
         await pool.query(`INSERT INTO form_submissions (id, company_id, form_id, locale, email) VALUES ($1, $2, $3, 'es', $4)`, [id(sub), id(1), id(form), email]);
         await pool.query(`INSERT INTO form_submission_actions (submission_id, company_id, action, status) VALUES ($1, $2, 'email', $3)`, [id(sub), id(1), status]);

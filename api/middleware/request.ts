@@ -150,10 +150,11 @@ export function httpsOnly(enabled: boolean, trustProxyHops: number) {
  * version headers every response has (contract, Versioning), and close the connection.
  */
 export function answerClientError(error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex): void {
-  // A response already under way on this connection (a pipelined request after it was garbage): no
-  // second status line inside its body; the connection is cut, as Node's own handler does.
-  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-  if (error.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) return void socket.destroy();
+  // A request of this connection still being answered (garbage pipelined after it): no status line of
+  // ours where its answer goes, neither inside a body under way nor in place of one not started; the
+  // connection is cut.
+  const inFlight = (socket as Duplex & { _httpMessage?: unknown })._httpMessage;
+  if (error.code === 'ECONNRESET' || !socket.writable || inFlight) return void socket.destroy();
   const code =
     error.code === 'HPE_HEADER_OVERFLOW' ? 'headers_too_large'
     : error.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW' ? 'request_too_large'
