@@ -110,6 +110,10 @@ describe('form definitions: admin procedures and localized reads', () => {
     assert.equal(clash.status, 409);
     const missing = await adminMutation(app.url, 'form.update', { id: '0123456789abcdef01234567', form: sampleFormFile() });
     assert.equal(missing.status, 404);
+    // A path takes an id or a slug: a slug spelled as an id could never be reached by it.
+    const idLike = await adminMutation(app.url, 'form.create', { companyId: tenant.companyId, form: sampleFormFile({ slug: '0123456789abcdef01234567' }) });
+    assert.equal(idLike.status, 400, JSON.stringify(idLike.body));
+    assert.match(JSON.stringify(idLike.body), /forma de un id/);
     await adminMutation(app.url, 'form.update', { id: form.id, form: sampleFormFile() });
   });
 

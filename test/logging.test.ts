@@ -80,9 +80,13 @@ describe('request log', () => {
     const company = ((await created.json()) as any).result.data.company;
     const issued = await admin('key.create', { companyId: company.id, scopes: 'all' }, '198.51.100.77');
     assert.equal(issued.status, 200);
+    const key = ((await issued.json()) as any).result.data;
     const line = await waitFor(() => lines().find((l) => l.event === 'admin.call' && l.procedure === 'key.create'), 10_000, 'the audit line of key.create');
     assert.equal(line.ok, true);
     assert.equal(line.company_id, company.id);
+    assert.equal(line.target_id, key.id, 'a create names what it made');
+    const made = lines().find((l) => l.event === 'admin.call' && l.procedure === 'company.create');
+    assert.equal(made?.company_id, company.id);
     assert.equal(line.address, '198.51.100.77');
     const missing = await admin('key.revoke', { id: '0123456789abcdef01234567' }, '198.51.100.77');
     assert.equal(missing.status, 404);

@@ -38,7 +38,11 @@ const mapErrorsAndAudit = t.middleware(async ({ ctx, path, type, getRawInput, ne
   }
   const input = (await getRawInput().catch(() => undefined)) as Record<string, unknown> | undefined;
   const companyId = typeof input?.companyId === 'string' ? input.companyId : path.startsWith('company.') && typeof input?.id === 'string' ? input.id : undefined;
-  log('admin.call', { procedure: path, type, ok: result.ok, error, company_id: companyId, target_id: typeof input?.id === 'string' ? input.id : undefined, address: ctx.address, request_id: ctx.requestId });
+  // The record acted on: named in the input, or made by the call (a create answers it, as `{id}` or `{key: {id}}`-like shapes).
+  const made = result.ok ? (result.data as { id?: unknown; key?: { id?: unknown }; company?: { id?: unknown } } | undefined) : undefined;
+  const madeId = [made?.id, made?.key?.id, made?.company?.id].find((v): v is string => typeof v === 'string');
+  const targetId = typeof input?.id === 'string' ? input.id : madeId;
+  log('admin.call', { procedure: path, type, ok: result.ok, error, company_id: companyId ?? (path === 'company.create' ? madeId : undefined), target_id: targetId, address: ctx.address, request_id: ctx.requestId });
   if (!result.ok && result.error.cause instanceof ApiError) {
     const cause = result.error.cause;
     const code = BY_STATUS[cause.status];

@@ -73,7 +73,13 @@ const fieldInput = z.strictObject({
 export const formFileSchema = z
   .strictObject({
     name: text(200).min(1),
-    slug: z.string().regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/, 'minúsculas, números y guiones').max(100).optional(),
+    slug: z
+      .string()
+      .regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/, 'minúsculas, números y guiones')
+      .max(100)
+      // A path takes an id or a slug: a slug spelled as an id would always be read as that id.
+      .refine((slug) => !/^[0-9a-f]{24}$/.test(slug), 'no puede tener la forma de un id (24 caracteres hexadecimales)')
+      .optional(),
     locales: z.array(locale).min(1).default(['es']),
     default_locale: locale.optional(),
     title: text(500).optional(),
