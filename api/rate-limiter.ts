@@ -32,9 +32,10 @@
 // alive (each says so every HEARTBEAT_MS in rate_limit_processes), and no more
 // than what the others had left at this process's last lease. So processes cut
 // off from the database together admit about the limit between them, not N
-// times it: exactly it when the key's traffic was spread evenly; a process
-// that had taken more than its share before admits nothing more, and the
-// excess it took stays the only overshoot.
+// times it: at most it when the key's traffic was spread evenly (a share is
+// rounded down, and at least 1); a process that had taken more than its share
+// before admits nothing more, and the excess it took stays the only overshoot.
+// A process counts only itself until its first heartbeat answers.
 //
 // A lease counts as timed out only once the event loop has also read what
 // arrived meanwhile: under a burst the loop can be busy past the timeout with
