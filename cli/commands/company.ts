@@ -104,7 +104,7 @@ CSD ${p.certificate_number}, valid until ${p.valid_to}`,
   )
     .option('--response-cache <on|off>', 'cache GET responses for this company', onOff)
     .option('--storage-quota-mb <n>', 'file storage quota in MB', nonNegativeInt)
-    .option('--timezone <zone>', 'IANA zone of money dates (accounting months, report days); the ledger is rebuilt')
+    .option('--timezone <zone>', 'IANA zone of money dates (accounting months, report days); the ledger is rebuilt (refused if money would cross into or out of a closed month)')
     .action(
       action(
         async ({ api, args: [id], opts }) => {
