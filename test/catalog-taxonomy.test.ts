@@ -37,7 +37,7 @@ describe('categories, brands and the product list filters', () => {
     await product({ product_category_id: mangas.id });
     await product({ product_category_id: mangas.id });
     await product({ product_category_id: mangas.id, status: 'archived' });
-    await product({ product_category_id: ropa.id });
+    const ropaProduct = (await product({ product_category_id: ropa.id })).body.data;
 
     const bySlug = (await api.get('/product-categories/ropa')).body.data;
     assert.equal(bySlug.id, ropa.id);
@@ -59,6 +59,12 @@ describe('categories, brands and the product list filters', () => {
     assert.equal((await api.delete(`/product-categories/${camisas.slug}`)).status, 204);
     assert.equal((await api.get(`/product-categories/${mangas.id}`)).body.data.parent_id, ropa.id);
     assert.equal((await api.delete(`/product-categories/${vacia.id}`)).status, 204);
+    // Deleting a category its products point at clears it on them, and moves their updated_at (a client syncing on it sees the change).
+    const before = (await api.get(`/products/${ropaProduct.id}`)).body.data;
+    assert.equal((await api.delete(`/product-categories/${ropa.id}`)).status, 204);
+    const afterDelete = (await api.get(`/products/${ropaProduct.id}`)).body.data;
+    assert.equal(afterDelete.product_category, null);
+    assert.ok(afterDelete.updated_at > before.updated_at, `${afterDelete.updated_at} after ${before.updated_at}`);
   });
 
   test('category depth: at most 20 levels, counting the subtree a move brings along (422 validation_failed on parent_id)', async () => {

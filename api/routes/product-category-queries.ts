@@ -229,5 +229,7 @@ export async function deleteCategory(client: Client, companyId: string, id: stri
     rows[0].parent_id,
   ]);
   await deleteMedia(client, companyId, [rows[0].image_media_id]);
+  // The foreign key would clear it too, but leave updated_at behind: a client syncing on it must see the change.
+  await client.query('UPDATE products SET product_category_id = NULL, updated_at = now() WHERE company_id = $1 AND product_category_id = $2', [companyId, id]);
   await client.query('DELETE FROM product_categories WHERE company_id = $1 AND id = $2', [companyId, id]);
 }
