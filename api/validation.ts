@@ -144,6 +144,15 @@ export function parseQuery<S extends z.ZodType>(schema: S, query: unknown): z.in
       throw new ApiError('invalid_parameter', `El parámetro ${name} contiene un carácter nulo (%00).`);
     }
   }
+  // A list filter written in array syntax (`category[]=x`) is no parameter we know, and would be
+  // ignored as such: the list given unfiltered. Refused, saying how lists are written.
+  const known = (schema as { shape?: Record<string, unknown> }).shape;
+  if (known) {
+    for (const name of Object.keys((query ?? {}) as Record<string, unknown>)) {
+      const base = /^([^[\]]+)\[\d*\]$/.exec(name)?.[1];
+      if (base && base in known) throw new ApiError('invalid_parameter', `El parámetro ${name} no existe: una lista va separada por comas (${base}=a,b).`);
+    }
+  }
   const result = schema.safeParse(query);
   if (result.success) return result.data;
   const issue = result.error.issues[0];

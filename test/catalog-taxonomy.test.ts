@@ -310,6 +310,16 @@ describe('categories, brands and the product list filters', () => {
     assert.deepEqual((await planOf('category=unknown')).names, []);
   });
 
+  test('a list filter in array syntax (category[]=x) is 400 invalid_parameter saying lists are comma-separated, never ignored', async () => {
+    for (const query of ['category[]=ropa', 'brand[0]=marca', 'status[]=active']) {
+      const res = await api.get(`/products?${query}`);
+      assert.equal(res.status, 400, `${query}: ${res.text}`);
+      assert.equal(res.body.error, 'invalid_parameter');
+      assert.match(res.body.message, /separada por comas/);
+    }
+    assert.equal((await api.get('/products?unknown[]=x')).status, 200, 'a parameter no list knows is still ignored');
+  });
+
   test('a brand or category filter list over 100 values is 400 invalid_parameter naming the parameter, never cut short', async () => {
     const t = await seedTenant(app.pool);
     const c = client(app.baseUrl, t.key);
