@@ -129,7 +129,7 @@ const PROBES = new Set(['/healthz', '/readyz']);
  * counted from the right (a proxy that appends leaves the client's own value on the left), and with
  * no trusted proxy (TRUST_PROXY_HOPS=0) the header is the client's and the socket decides.
  */
-export function clientProtocol(ctx: ApiContext, trustProxyHops: number): string {
+function clientProtocol(ctx: ApiContext, trustProxyHops: number): string {
   const entries = trustProxyHops > 0 ? ctx.get('X-Forwarded-Proto').split(',').map((e) => e.trim()).filter(Boolean) : [];
   const entry = entries.length ? entries[Math.max(0, entries.length - trustProxyHops)] : ctx.req.socket && 'encrypted' in ctx.req.socket ? 'https' : 'http';
   return entry.toLowerCase();
@@ -149,7 +149,7 @@ export function httpsOnly(enabled: boolean, trustProxyHops: number) {
  * (408). Node's own answers are a bare status line; these carry the contract's error body and the
  * version headers every response has (contract, Versioning), and close the connection.
  */
-export function answerClientError(error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex): void {
+export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
   // A request of this connection still being answered (garbage pipelined after it): no status line of
   // ours where its answer goes, neither inside a body under way nor in place of one not started; the
   // connection is cut.
