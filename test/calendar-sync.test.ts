@@ -164,6 +164,22 @@ describe('calendar sync end to end', () => {
     assert.equal((await api.get(`/calendar/events/${e.id}`)).body.data.meet_url, row.meet_url);
   });
 
+  test('create_meet, sync switched off then on: the copy inserted again gets a conference of its own, and meet_url is its link', async () => {
+    const e = await newEvent({ kind: 'meeting', create_meet: true, title: 'Meet ida y vuelta' });
+    const first = await waitFor(async () => (await eventRow(e.id))?.meet_url, 30_000, 'the first meet_url');
+    assert.equal((await api.patch(`/calendar/events/${e.id}`, { data: { sync_to_google: false } })).status, 200);
+    await waitFor(async () => (await eventRow(e.id)).google_event_id === null, 20_000, 'removed from Google');
+    assert.equal((await api.patch(`/calendar/events/${e.id}`, { data: { sync_to_google: true } })).status, 200);
+    const row = await waitFor(async () => {
+      const r = await eventRow(e.id);
+      return r?.google_event_id && r.meet_url !== first && r;
+    }, 30_000, 'a new meet_url');
+    assert.notEqual(row.google_event_id, e.id, 'Google keeps the deleted id taken: the copy is a new event');
+    const copy = google.events.get(row.google_event_id)!;
+    assert.equal(copy.hangoutLink, row.meet_url, 'meet_url is the conference of the copy in Google');
+    assert.equal((await api.get(`/calendar/events/${e.id}`)).body.data.meet_url, row.meet_url);
+  });
+
   test('sync_to_google: false keeps the event out of Google', async () => {
     const e = await newEvent({ sync_to_google: false, title: 'Privado' });
     const marker = await newEvent({ title: 'Marcador' });

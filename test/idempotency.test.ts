@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
+import { issueKey } from '../api/admin/keys.ts';
 import { client, seedTenant, startTestApp, type Response, type TestApp } from './helpers/app.ts';
 
 const LIMIT = 100 * 1024;
@@ -315,6 +316,27 @@ describe('Idempotency-Key', () => {
     assert.equal(replay.headers.get('idempotent-replayed'), 'true');
     assert.deepEqual(replay.body, missing.body);
     assert.deepEqual(await storedKeys(t.companyId), [{ key: 'parche-404', state: 'done', response_status: 404 }]);
+  });
+
+  test('a key is bound to the credential that first used it: another key of the company gets 422, never the stored answer (a webhook secret is shown once)', async () => {
+    const t = await seedTenant(app.pool);
+    const other = await issueKey(app.pool, { companyId: t.companyId, scopes: ['create-webhook_endpoints'] });
+    const headers = { 'Idempotency-Key': 'k-credencial' };
+    const body = { data: { url: 'https://hooks.example.com/in', enabled_events: ['customer.created'] } };
+    const created = await client(app.baseUrl, t.key).post('/webhook-endpoints', body, headers);
+    assert.equal(created.status, 201, created.text);
+    assert.match(created.body.data.secret, /^whsec_/);
+    const fromOther = await client(app.baseUrl, other.secret).post('/webhook-endpoints', body, headers);
+    assert.equal(fromOther.status, 422, fromOther.text);
+    assert.equal(fromOther.body.error, 'idempotency_key_reused');
+    assert.equal(fromOther.text.includes(created.body.data.secret), false);
+    assert.equal(fromOther.headers.get('idempotent-replayed'), null);
+    const endpoints = await app.pool.query('SELECT count(*)::int AS n FROM webhook_endpoints WHERE company_id = $1', [t.companyId]);
+    assert.equal(endpoints.rows[0].n, 1);
+    // The key that made it still gets its answer back.
+    const replay = await client(app.baseUrl, t.key).post('/webhook-endpoints', body, headers);
+    assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+    assert.equal(replay.body.data.secret, created.body.data.secret);
   });
 
   test('two companies using the same key string each get their own result', async () => {

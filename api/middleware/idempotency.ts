@@ -105,8 +105,11 @@ export async function runIdempotent(
   const key = ctx.get('Idempotency-Key');
   const { pool } = ctx.deps;
   const { companyId, scope } = owner;
-  // The key is bound to the query string too, whoever fingerprinted the body.
-  const fingerprint = createHash('sha256').update(canonicalJson({ query: ctx.querystring, body: bodyFingerprint })).digest('hex');
+  // The key is bound to the query string too, whoever fingerprinted the body, and to the credential
+  // that first used it: a replay hands back what only that request saw (a webhook endpoint's secret,
+  // which the contract shows once), so another key of the company gets 422 idempotency_key_reused.
+  const credential = ctx.state.auth?.keyId ?? null;
+  const fingerprint = createHash('sha256').update(canonicalJson({ query: ctx.querystring, body: bodyFingerprint, credential })).digest('hex');
   const path = ctx.path;
 
   const claimed = await pool.query(

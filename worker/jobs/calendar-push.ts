@@ -66,7 +66,9 @@ export function toGoogle(event: EventRow): GoogleEvent {
     extendedProperties: { private: { [OUR_EVENT_PROPERTY]: event.id, [OUR_HOST_PROPERTY]: event.user_id } },
     // Restores a copy deleted earlier (sync switched off, then on): Google keeps deleted events, cancelled.
     status: 'confirmed',
-    ...(event.create_meet && event.kind !== 'task' && !event.meet_url
+    // Asked for while the event has no conference, and on every insert: a copy inserted again (sync
+    // switched off, then on) is a new Google event whose conference the old meet_url is not.
+    ...(event.create_meet && event.kind !== 'task' && (!event.meet_url || !event.google_event_id)
       ? { conferenceData: { createRequest: { requestId: `meet-${event.id}`, conferenceSolutionKey: { type: 'hangoutsMeet' } } } }
       : {}),
   };
