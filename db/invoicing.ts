@@ -1,6 +1,7 @@
 // What money writes owe tax invoices (module `invoicing`): a payment of a
 // deferred (PPD) sale whose invoice is stamped gets a payment complement,
-// queued in the payment's transaction (worker/jobs/invoices.ts stamps it).
+// queued in the payment's transaction; payments the invoice did not see
+// stamped get theirs at its stamp (worker/jobs/invoices.ts stamps both).
 import { Credential } from '@nodecfdi/credentials/node';
 import type { Config } from '../lib/config.ts';
 import { objectId } from '../lib/objectid.ts';
@@ -17,13 +18,62 @@ export async function enqueueComplementFor(
 ): Promise<void> {
   if (sale.payment_terms !== 'deferred') return;
   const { rows } = await db.query<{ id: string }>(`SELECT id FROM invoices WHERE sale_id = $1 AND status = 'valid' ORDER BY stamped_at DESC LIMIT 1`, [sale.id]);
-  if (!rows[0]) return;
-  const { rows: count } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM invoice_payment_complements WHERE invoice_id = $1', [rows[0].id]);
+  if (!rows[0]) return; // none stamped yet: the stamp queues it (enqueueComplementsOwed)
+  await queueComplement(db, jobs, sale.company_id, rows[0].id, payment, Number(sale.total_cents) - Number(sale.paid_cents));
+}
+
+/**
+ * At the stamp of a deferred sale's invoice, in its transaction, with the sale locked: a complement
+ * for every payment of the sale that has none on any of its invoices. Those are the payments
+ * registered while the invoice was pending (enqueueComplementFor found nothing stamped; a provider
+ * outage can make that hours) and those made before it was requested (the SAT asks a complement for
+ * every payment of a PPD invoice, a partial payment received before it included). In the order they
+ * were registered, each with the balance left before it. Returns how many were queued.
+ */
+export async function enqueueComplementsOwed(db: Queryable, jobs: JobSender, invoice: { id: string; company_id: string; sale_id: string }): Promise<number> {
+  const { rows: sales } = await db.query<{ payment_terms: string; total_cents: string }>('SELECT payment_terms, total_cents FROM sales WHERE company_id = $1 AND id = $2', [
+    invoice.company_id,
+    invoice.sale_id,
+  ]);
+  if (sales[0]?.payment_terms !== 'deferred') return 0;
+  const { rows: owed } = await db.query<{ id: string; amount_cents: string; paid_at: Date; paid_before: string }>(
+    `SELECT p.id, p.amount_cents, p.paid_at, p.paid_before
+       FROM (SELECT m.id, m.amount_cents, m.paid_at, m.created_at,
+                    coalesce(sum(m.amount_cents) OVER (ORDER BY m.created_at, m.id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS paid_before
+               FROM movements m WHERE m.company_id = $1 AND m.sale_id = $2 AND m.direction = 'income') p
+      WHERE NOT EXISTS (SELECT 1 FROM invoice_payment_complements c JOIN invoices i ON i.id = c.invoice_id
+                         WHERE i.sale_id = $2 AND c.income_id = p.id)
+      ORDER BY p.created_at, p.id`,
+    [invoice.company_id, invoice.sale_id],
+  );
+  for (const payment of owed) {
+    await queueComplement(
+      db,
+      jobs,
+      invoice.company_id,
+      invoice.id,
+      { income_id: payment.id, amount_cents: Number(payment.amount_cents), paid_at: payment.paid_at },
+      Number(sales[0].total_cents) - Number(payment.paid_before),
+    );
+  }
+  return owed.length;
+}
+
+/** One complement of `invoiceId`, numbered after the invoice's others, and its stamp job. */
+async function queueComplement(
+  db: Queryable,
+  jobs: JobSender,
+  companyId: string,
+  invoiceId: string,
+  payment: { income_id: string; amount_cents: number; paid_at: string | Date },
+  previousBalanceCents: number,
+): Promise<void> {
+  const { rows: count } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM invoice_payment_complements WHERE invoice_id = $1', [invoiceId]);
   const id = objectId();
   await db.query(
     `INSERT INTO invoice_payment_complements (id, company_id, invoice_id, income_id, amount_cents, installment, previous_balance_cents, paid_at, status)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending')`,
-    [id, sale.company_id, rows[0].id, payment.income_id, payment.amount_cents, count[0].n + 1, Number(sale.total_cents) - Number(sale.paid_cents), new Date(payment.paid_at)],
+    [id, companyId, invoiceId, payment.income_id, payment.amount_cents, count[0].n + 1, previousBalanceCents, new Date(payment.paid_at)],
   );
   await jobs.send(db, INVOICES, { action: 'complement', complement_id: id });
 }

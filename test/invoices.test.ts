@@ -366,6 +366,33 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     assert.deepEqual([oldNow.cancellation.motive, oldNow.cancellation.substitute_uuid, oldNow.substituted_by_id], ['01', fresh.uuid, fresh.id]);
   });
 
+  test('a deferred sale: payments made before the invoice and while it waits out an outage get their complements at its stamp, numbered in order', async () => {
+    const s = await sale(api, { customer_id: setup.customer.id, payment_terms: 'deferred' });
+    const pay = async (amount_cents: number) => {
+      const res = await api.post(`/sales/${s.id}/payments`, { data: { account_id: setup.account.id, amount_cents } });
+      assert.equal(res.status, 201, res.text);
+    };
+    await pay(100_000); // before the invoice is asked for
+    facturapi.fault({ method: 'POST', status: 503, times: 1 });
+    const inv = (await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data;
+    await waitFor(async () => (await app.pool.query(`SELECT 1 FROM pgboss.job WHERE name = $1 AND data->>'invoice_id' = $2 AND state = 'retry'`, [INVOICES.name, inv.id])).rowCount, 20_000, 'the stamp waiting for its retry');
+    await pay(78_000); // while the invoice is pending
+    assert.equal((await api.get(`/invoices/${inv.id}`)).body.data.status, 'pending');
+    assert.equal((await settled(inv.id)).status, 'valid');
+    await pay(200_000); // after the stamp
+    const done = await waitFor(async () => {
+      const i = (await api.get(`/invoices/${inv.id}`)).body.data;
+      return i.payment_complements.length === 3 && i.payment_complements.every((c: any) => c.status === 'valid') && i;
+    }, 60_000, 'three complements stamped');
+    assert.deepEqual(
+      done.payment_complements.map((c: any) => [c.installment, c.amount_cents]),
+      [[1, 100_000], [2, 78_000], [3, 200_000]],
+    );
+    const { rows } = await app.pool.query('SELECT installment, previous_balance_cents::int AS before FROM invoice_payment_complements WHERE invoice_id = $1 ORDER BY installment', [inv.id]);
+    assert.deepEqual(rows.map((r) => r.before), [378_000, 278_000, 200_000]);
+    assert.equal((await events(app, tenant.companyId, 'invoice.payment_complement_added')).filter((e) => e.id === inv.id).length, 3);
+  });
+
   test('an invoice still pending whose job ran out of retries gets a new one from the hourly reconcile, and is stamped once', async () => {
     const s = await sale(api, { customer_id: setup.customer.id });
     facturapi.fault({ method: 'POST', status: 503, times: 1 });

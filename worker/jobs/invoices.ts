@@ -8,7 +8,7 @@
 // key is the invoice id.
 import type { Job } from 'pg-boss';
 import { recordEvent } from '../../db/events.ts';
-import { loadEmitter } from '../../db/invoicing.ts';
+import { enqueueComplementsOwed, loadEmitter } from '../../db/invoicing.ts';
 import { transaction, type Pool } from '../../db/pool.ts';
 import { INVOICES, type InvoiceJob } from '../../db/queues.ts';
 import type { CfdiDocument } from '../../lib/cfdi/document.ts';
@@ -64,6 +64,9 @@ async function stamp(deps: WorkerDeps, id: string): Promise<void> {
     throw error;
   }
   await transaction(pool, async (client) => {
+    // The sale first (the order every writer of a sale and its invoices takes): a payment registered
+    // concurrently either commits before this, and gets its complement below, or finds the invoice valid.
+    await client.query('SELECT 1 FROM sales WHERE company_id = $1 AND id = $2 FOR UPDATE', [invoice.company_id, invoice.sale_id]);
     const { rows } = await client.query<Invoice>(
       `UPDATE invoices SET status = 'valid', provider_id = $2, uuid = $3, series = $4, folio = $5, stamped_at = $6, verification_url = $7, xml = $8, failure_reason = NULL, updated_at = now()
         WHERE id = $1 AND status = 'pending' RETURNING *`,
@@ -72,6 +75,7 @@ async function stamp(deps: WorkerDeps, id: string): Promise<void> {
     const stamped = rows[0];
     if (!stamped) return;
     await recordEvent(client, jobs, stamped.company_id, 'invoice.emitted', eventData(stamped));
+    await enqueueComplementsOwed(client, jobs, stamped);
     if (stamped.substitutes_id) {
       // The old invoice is cancelled with motive 01, naming this one.
       const { rows: old } = await client.query<Invoice>(
