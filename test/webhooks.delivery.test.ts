@@ -266,6 +266,18 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     assert.equal((await api.get(`/webhook-endpoints/${ep.id}`)).body.data.consecutive_failures, 0);
   });
 
+  test('PUT active: true on an endpoint already on keeps its failure count (only a switch-on starts it again)', async () => {
+    const { api } = await tenant();
+    receiver.on('/still-failing', () => ({ status: 500 }));
+    const ep = await endpoint(api, '/still-failing');
+    for (let i = 0; i < 2; i++) await api.post('/customers', { data: { name: `G${i}` } });
+    await waitFor(async () => (await api.get(`/webhook-endpoints/${ep.id}`)).body.data.consecutive_failures === 2, 10_000, '2 failures');
+    const put = await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: true, description: 'el objeto entero' } });
+    assert.equal(put.status, 200, put.text);
+    assert.equal(put.body.data.consecutive_failures, 2);
+    assert.equal(put.body.data.description, 'el objeto entero');
+  });
+
   test('20 consecutive failures switch the endpoint off and stop its attempts; PUT active: true resumes it and sends every delivery still owed', async () => {
     const { api } = await tenant();
     let answer = 500;

@@ -124,8 +124,10 @@ export async function findEndpoint(db: Queryable, companyId: string | null, id: 
 }
 
 /**
- * Applies a PUT. `active: true` resumes the endpoint whatever stopped it and
- * starts its failure count again; `active: false` is a manual pause, which
+ * Applies a PUT. `active: true` resumes an endpoint that was off, whatever
+ * stopped it, and starts its failure count again (on one already on it changes
+ * nothing: a client PUTting the whole object must not keep a failing endpoint
+ * from its shut-off); `active: false` is a manual pause, which
  * keeps configuration and secret and leaves `disabled_at`/`disabled_reason`
  * null (only the automatic shut-off sets them, DESIGN.md).
  */
@@ -145,9 +147,9 @@ export async function updateEndpoint(
        description = CASE WHEN $4 THEN $5 ELSE description END,
        enabled_events = coalesce($6, enabled_events),
        active = coalesce($7, active),
-       consecutive_failures = CASE WHEN $7 IS TRUE THEN 0 ELSE consecutive_failures END,
-       disabled_at = CASE WHEN $7 IS TRUE THEN NULL ELSE disabled_at END,
-       disabled_reason = CASE WHEN $7 IS TRUE THEN NULL ELSE disabled_reason END,
+       consecutive_failures = CASE WHEN $7 IS TRUE AND NOT active THEN 0 ELSE consecutive_failures END,
+       disabled_at = CASE WHEN $7 IS TRUE AND NOT active THEN NULL ELSE disabled_at END,
+       disabled_reason = CASE WHEN $7 IS TRUE AND NOT active THEN NULL ELSE disabled_reason END,
        updated_at = now()
      WHERE id = $1 AND company_id = $2 RETURNING *`,
     [
