@@ -332,13 +332,19 @@ describe('OAuth 2.1 authorization server', () => {
     assert.equal(pair.status, 200, JSON.stringify(pair.body));
     assert.equal((await mcp(pair.body.access_token)).status, 200);
 
+    // A code the person got before the removal, exchanged after it.
+    const late = pkce();
+    const lateCode = (await authorize(client.client_id, late.challenge, { as: { email: memberEmail, companyId: company.companyId } })).searchParams.get('code')!;
+
     assert.equal((await request(app.url, 'DELETE', `/api/v1/users/${memberId}`, { key: company.key })).status, 204);
     assert.equal((await mcp(pair.body.access_token)).status, 401);
+    const lateExchange = await token({ grant_type: 'authorization_code', code: lateCode, code_verifier: late.verifier, redirect_uri: 'http://127.0.0.1:43210/callback' });
+    assert.deepEqual([lateExchange.status, lateExchange.body.error], [400, 'invalid_grant']);
     const refreshed = await token({ grant_type: 'refresh_token', refresh_token: pair.body.refresh_token });
     assert.deepEqual([refreshed.status, refreshed.body.error], [400, 'invalid_grant']);
     const grants = await app.pool.query('SELECT revoked_at FROM oauth_grants WHERE user_id = $1 AND company_id = $2', [memberId, company.companyId]);
-    assert.equal(grants.rowCount, 1);
-    assert.notEqual(grants.rows[0].revoked_at, null, 'the grant is revoked, as wsctl oauth grants shows');
+    assert.equal(grants.rowCount, 2, 'one grant per consent');
+    for (const g of grants.rows) assert.notEqual(g.revoked_at, null, 'each grant is revoked, as wsctl oauth grants shows');
 
     await addMembership(app.pool, memberId, company.companyId, false);
     assert.equal((await mcp(pair.body.access_token)).status, 401, 'the old access token stays dead');
@@ -511,6 +517,13 @@ describe('OAuth 2.1 authorization server', () => {
       assert.equal(res.status, 400, path);
       assert.deepEqual(Object.keys(body).sort(), ['error', 'error_description'], path);
       assert.equal(body.error, expected, path);
+      // JSON that is not an object: the hint is the endpoint's, not the REST API's {"data": …} wrapper.
+      for (const notObject of ['"texto"', '123', 'notjson']) {
+        const other = await fetch(`${app.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: notObject });
+        const otherBody = (await other.json()) as any;
+        assert.deepEqual([other.status, otherBody.error], [400, expected], `${path} ${notObject}`);
+        assert.doesNotMatch(otherBody.error_description, /"data"/, `${path} ${notObject}`);
+      }
     }
     const badName = await fetch(`${app.url}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: ['https://app.example/cb'], client_name: 123 }) });
     assert.match(((await badName.json()) as any).error_description, /client_name/);
@@ -535,6 +548,18 @@ describe('OAuth 2.1 authorization server', () => {
     assert.ok(perCompany.some((g: any) => g.id === grant.id), 'operators see the connections of a company');
     await json(app, ['oauth', 'revoke', grant.id]);
     assert.equal((await mcp(tokens.body.access_token)).status, 401);
+  });
+
+  test('a code whose grant was revoked before the exchange issues nothing: 400 invalid_grant', async () => {
+    const client = (await register()).body;
+    const { verifier, challenge } = pkce();
+    const code = (await authorize(client.client_id, challenge)).searchParams.get('code')!;
+    const grant = (await json(app, ['oauth', 'grants', '--user', tenant.ownerId])).find((g: any) => g.client_id === client.client_id);
+    await json(app, ['oauth', 'revoke', grant.id]);
+    const exchanged = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:43210/callback', client_id: client.client_id });
+    assert.deepEqual([exchanged.status, exchanged.body.error, exchanged.body.access_token], [400, 'invalid_grant', undefined]);
+    const issued = await app.pool.query('SELECT count(*)::int AS n FROM oauth_tokens WHERE grant_id = $1', [grant.id]);
+    assert.equal(issued.rows[0].n, 0);
   });
 
   test('the official MCP SDK client runs its own OAuth flow: discovery from the 401, registration, PKCE, tokens, tool calls', async () => {

@@ -12,7 +12,7 @@ import { koaBody } from 'koa-body';
 import { z } from 'zod';
 import { isStorableText } from '../validation.ts';
 import { toApiError } from '../middleware/request.ts';
-import { transaction } from '../../db/pool.ts';
+import { transaction, type Queryable } from '../../db/pool.ts';
 import { verifyPassword } from '../../lib/passwords.ts';
 import { consumeSignInAttempt } from '../auth/sessions.ts';
 import { ALL_SCOPES } from '../auth/scopes.ts';
@@ -50,6 +50,21 @@ export const REGISTRATIONS_PER_MINUTE = 20;
 
 function issuer(ctx: ApiContext): string {
   return ctx.deps.config.siteUrl;
+}
+
+/**
+ * Why a grant can no longer issue tokens, or null: revoked, or its person no longer in the company
+ * (a removal revokes the grant too; this holds whatever removed them, and revokes it then).
+ */
+async function refusedGrant(db: Queryable, grant: GrantRow): Promise<string | null> {
+  if (grant.revoked_at) return 'el acceso fue revocado';
+  const { rowCount: member } = await db.query(
+    'SELECT 1 FROM memberships m JOIN users u ON u.id = m.user_id AND u.deleted_at IS NULL WHERE m.user_id = $1 AND m.company_id = $2',
+    [grant.user_id, grant.company_id],
+  );
+  if (member) return null;
+  await revokeGrant(db, grant.id);
+  return 'la persona ya no pertenece a la empresa; se revocó el acceso';
 }
 
 function oauthError(ctx: ApiContext, status: number, error: string, description: string): void {
@@ -196,7 +211,9 @@ export function oauthRouter(): ApiRouter {
       const problem = toApiError(thrown);
       if (!problem) throw thrown;
       cors(ctx);
-      oauthError(ctx, problem.status, error, problem.message);
+      // The REST API's hint names its {"data": …} wrapper, which OAuth bodies do not have.
+      const description = problem.code === 'invalid_json' && problem.message.includes('"data"') ? 'El cuerpo debe ser un objeto JSON o un formulario (application/x-www-form-urlencoded).' : problem.message;
+      oauthError(ctx, problem.status, error, description);
     }
   };
 
@@ -393,6 +410,9 @@ export function oauthRouter(): ApiRouter {
         const challenge = createHash('sha256').update(body.code_verifier).digest('base64url');
         if (challenge !== code.code_challenge) return { error: 'code_verifier no corresponde al code_challenge' };
         await db.query('UPDATE oauth_codes SET used_at = now() WHERE digest = $1', [digest(body.code)]);
+        // Revoked between the consent and this exchange (the person removed, `wsctl oauth revoke`): no tokens.
+        const refused = await refusedGrant(db, grant);
+        if (refused) return { error: refused };
         return { tokens: await issueTokens(db, grant) };
       });
       if ('error' in result) return oauthError(ctx, 400, 'invalid_grant', result.error!);
@@ -428,16 +448,9 @@ export function oauthRouter(): ApiRouter {
           await revokeGrant(db, grant.id);
           return { error: 'invalid_grant', text: 'el refresh_token ya se usó; se revocó el acceso' };
         }
-        if (token.expired || grant.revoked_at) return { error: 'invalid_grant', text: 'el refresh_token expiró o el acceso fue revocado' };
-        // The person must still belong to the company (a removal revokes the grant too; this holds whatever removed them).
-        const { rowCount: member } = await db.query(
-          'SELECT 1 FROM memberships m JOIN users u ON u.id = m.user_id AND u.deleted_at IS NULL WHERE m.user_id = $1 AND m.company_id = $2',
-          [grant.user_id, grant.company_id],
-        );
-        if (!member) {
-          await revokeGrant(db, grant.id);
-          return { error: 'invalid_grant', text: 'la persona ya no pertenece a la empresa; se revocó el acceso' };
-        }
+        if (token.expired) return { error: 'invalid_grant', text: 'el refresh_token expiró o el acceso fue revocado' };
+        const refused = await refusedGrant(db, grant);
+        if (refused) return { error: 'invalid_grant', text: refused };
         // RFC 6749 §6: a narrower scope narrows the new access token only; the grant and its
         // refresh token keep what the person approved (omitted = "equal to the scope originally granted").
         const wanted = body.scope ? [...new Set(body.scope.split(' ').filter(Boolean))] : grant.scopes;
