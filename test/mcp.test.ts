@@ -9,7 +9,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { updateCompany } from '../api/admin/companies.ts';
 import { issueKey } from '../api/admin/keys.ts';
 import { KeyCache } from '../api/auth/key-cache.ts';
-import { McpQuota } from '../api/mcp/quota.ts';
+import { cycleOf, McpQuota } from '../api/mcp/quota.ts';
 import { createPool } from '../db/pool.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { json } from './helpers/cli.ts';
@@ -250,6 +250,28 @@ describe('MCP server', () => {
     const sse = await fetch(url, { headers: { accept: 'text/event-stream' } });
     assert.equal(sse.status, 405);
     assert.equal(sse.headers.get('allow'), 'POST');
+  });
+
+  test('quota cycles are whole months from the company\'s creation; a month without that day ends on its last day', () => {
+    const iso = (c: { start: Date; end: Date }) => [c.start.toISOString(), c.end.toISOString()];
+    const jan31 = new Date('2026-01-31T10:00:00Z');
+    assert.deepEqual(iso(cycleOf(jan31, new Date('2026-02-15T00:00:00Z'))), ['2026-01-31T10:00:00.000Z', '2026-02-28T10:00:00.000Z']);
+    assert.deepEqual(iso(cycleOf(jan31, new Date('2026-03-01T12:00:00Z'))), ['2026-02-28T10:00:00.000Z', '2026-03-31T10:00:00.000Z']);
+    assert.deepEqual(iso(cycleOf(jan31, new Date('2026-03-31T09:59:59Z'))), ['2026-02-28T10:00:00.000Z', '2026-03-31T10:00:00.000Z']);
+    assert.deepEqual(iso(cycleOf(jan31, new Date('2026-04-30T10:00:00Z'))), ['2026-04-30T10:00:00.000Z', '2026-05-31T10:00:00.000Z']);
+    assert.deepEqual(iso(cycleOf(new Date('2024-02-29T00:00:00Z'), new Date('2025-02-28T00:00:00Z'))), ['2025-02-28T00:00:00.000Z', '2025-03-29T00:00:00.000Z']);
+    assert.deepEqual(iso(cycleOf(new Date('2026-05-30T00:00:00Z'), new Date('2027-02-28T23:00:00Z'))), ['2027-02-28T00:00:00.000Z', '2027-03-30T00:00:00.000Z']);
+    assert.deepEqual(iso(cycleOf(new Date('2026-11-15T08:00:00Z'), new Date('2026-11-15T08:00:00Z'))), ['2026-11-15T08:00:00.000Z', '2026-12-15T08:00:00.000Z']);
+    // Every instant of two years falls in the cycle returned for it, and cycles follow one another.
+    for (const anchor of ['2026-01-29T23:30:00Z', '2026-01-30T00:00:00Z', '2026-01-31T12:00:00Z', '2026-03-31T00:00:00Z']) {
+      let previous: { start: Date; end: Date } | null = null;
+      for (let t = Date.parse(anchor); t < Date.parse(anchor) + 730 * 86_400_000; t += 6 * 3_600_000) {
+        const c = cycleOf(new Date(anchor), new Date(t));
+        assert.ok(c.start.getTime() <= t && t < c.end.getTime(), `${anchor} at ${new Date(t).toISOString()}`);
+        if (previous && previous.start.getTime() !== c.start.getTime()) assert.equal(c.start.getTime(), previous.end.getTime());
+        previous = c;
+      }
+    }
   });
 
   test('quota: a plan without MCP is -32004 available:false; 600 concurrent calls on a 500-call plan give exactly 500', async () => {

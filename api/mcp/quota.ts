@@ -37,15 +37,22 @@ export type QuotaDecision = { ok: true } | { ok: false; data: QuotaState };
 
 type CompanyPlan = { plan: string; mcp_quota: number | null; mcp_cycle_anchor: Date };
 
-/** The cycle containing `now`: whole months from the anchor. */
+/**
+ * The cycle containing `now`: whole months from the anchor, as a billing anchor works (Stripe's):
+ * a month without the anchor's day starts its cycle on its last day (anchored on the 31st: Jan 31,
+ * Feb 28, Mar 31), rather than rolling into the next month (Mar 3) and skewing every later cycle.
+ */
 export function cycleOf(anchor: Date, now = new Date()): { start: Date; end: Date } {
   const at = (n: number) => {
-    const d = new Date(anchor);
-    d.setUTCMonth(anchor.getUTCMonth() + n);
-    return d;
+    const month = anchor.getUTCMonth() + n;
+    const lastDay = new Date(Date.UTC(anchor.getUTCFullYear(), month + 1, 0)).getUTCDate();
+    return new Date(
+      Date.UTC(anchor.getUTCFullYear(), month, Math.min(anchor.getUTCDate(), lastDay), anchor.getUTCHours(), anchor.getUTCMinutes(), anchor.getUTCSeconds(), anchor.getUTCMilliseconds()),
+    );
   };
   let n = (now.getUTCFullYear() - anchor.getUTCFullYear()) * 12 + (now.getUTCMonth() - anchor.getUTCMonth());
-  if (at(n) > now) n--;
+  while (n > 0 && at(n) > now) n--;
+  while (at(n + 1) <= now) n++;
   return { start: at(n), end: at(n + 1) };
 }
 
