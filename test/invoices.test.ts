@@ -155,7 +155,8 @@ describe('tax invoices with the development provider', () => {
     assert.equal(pdf.headers.get('content-type'), 'application/pdf');
     assert.equal(Buffer.from(await pdf.arrayBuffer()).subarray(0, 4).toString(), '%PDF');
     const emitted = await events(app, tenant.companyId, 'invoice.emitted');
-    assert.ok(emitted.some((e) => e.id === inv.id && e.uuid === inv.uuid));
+    const event = emitted.find((e) => e.id === inv.id);
+    assert.deepEqual(event, { object: 'invoice', id: inv.id, sale_id: s.id, status: 'valid', uuid: inv.uuid, amount_cents: 378_000, currency: 'mxn', metadata: { pedido: 'P-9' } });
     const again = await api.post(`/sales/${s.id}/invoice`);
     assert.deepEqual([again.status, again.body.error], [422, 'already_invoiced']);
     // The validator is not a rubber stamp: a tampered total breaks a named rule.

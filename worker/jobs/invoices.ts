@@ -9,7 +9,7 @@
 import type { Job } from 'pg-boss';
 import { recordEvent } from '../../db/events.ts';
 import { enqueueComplementsOwed, loadEmitter } from '../../db/invoicing.ts';
-import { transaction, type Pool } from '../../db/pool.ts';
+import { transaction, type Pool, type Queryable } from '../../db/pool.ts';
 import { INVOICES, type InvoiceJob } from '../../db/queues.ts';
 import type { CfdiDocument } from '../../lib/cfdi/document.ts';
 import { DevelopmentProvider, FacturapiProvider, ProviderRejected, type InvoiceProvider, type Signer } from '../../lib/cfdi/providers.ts';
@@ -32,17 +32,21 @@ async function signerOf(pool: Pool, config: Config, companyId: string): Promise<
   return { number: emitter.certificate_number, certificateBase64: emitter.certificate_base64, sign: (data) => emitter.credential.sign(data) };
 }
 
-const eventData = (inv: Invoice, extra: Record<string, unknown> = {}) => ({
-  object: 'invoice',
-  id: inv.id,
-  sale_id: inv.sale_id,
-  status: inv.status,
-  uuid: inv.uuid,
-  amount_cents: Number(inv.total_cents),
-  currency: inv.currency,
-  metadata: {},
-  ...extra,
-});
+/** An invoice event's data: the invoice, and its sale's metadata (the client's own references, as the sale's events carry them). */
+async function eventData(db: Queryable, inv: Invoice, extra: Record<string, unknown> = {}) {
+  const { rows } = await db.query<{ metadata: Record<string, string> }>('SELECT metadata FROM sales WHERE id = $1', [inv.sale_id]);
+  return {
+    object: 'invoice',
+    id: inv.id,
+    sale_id: inv.sale_id,
+    status: inv.status,
+    uuid: inv.uuid,
+    amount_cents: Number(inv.total_cents),
+    currency: inv.currency,
+    metadata: rows[0]?.metadata ?? {},
+    ...extra,
+  };
+}
 
 async function load(pool: Pool, id: string): Promise<Invoice | null> {
   const { rows } = await pool.query<Invoice>('SELECT * FROM invoices WHERE id = $1', [id]);
@@ -74,7 +78,7 @@ async function stamp(deps: WorkerDeps, id: string): Promise<void> {
     );
     const stamped = rows[0];
     if (!stamped) return;
-    await recordEvent(client, jobs, stamped.company_id, 'invoice.emitted', eventData(stamped));
+    await recordEvent(client, jobs, stamped.company_id, 'invoice.emitted', await eventData(client, stamped));
     await enqueueComplementsOwed(client, jobs, stamped);
     if (stamped.substitutes_id) {
       // The old invoice is cancelled with motive 01, naming this one.
@@ -84,7 +88,7 @@ async function stamp(deps: WorkerDeps, id: string): Promise<void> {
         [stamped.substitutes_id, stamped.id, stamped.uuid],
       );
       if (old[0]) {
-        await recordEvent(client, jobs, stamped.company_id, 'invoice.substituted', eventData(stamped, { substituted_uuid: old[0].uuid, substituted_id: old[0].id }));
+        await recordEvent(client, jobs, stamped.company_id, 'invoice.substituted', await eventData(client, stamped, { substituted_uuid: old[0].uuid, substituted_id: old[0].id }));
         await jobs.send(client, INVOICES, { action: 'cancel', invoice_id: old[0].id });
       }
     }
@@ -113,7 +117,7 @@ async function cancel(deps: WorkerDeps, id: string): Promise<void> {
   }
   await transaction(pool, async (client) => {
     const { rows } = await client.query<Invoice>(`UPDATE invoices SET status = 'cancelled', cancelled_at = now(), updated_at = now() WHERE id = $1 AND status = 'cancellation_pending' RETURNING *`, [id]);
-    if (rows[0]) await recordEvent(client, jobs, rows[0].company_id, 'invoice.cancelled', eventData(rows[0], { motive: rows[0].cancellation_motive }));
+    if (rows[0]) await recordEvent(client, jobs, rows[0].company_id, 'invoice.cancelled', await eventData(client, rows[0], { motive: rows[0].cancellation_motive }));
   });
 }
 
@@ -168,7 +172,7 @@ async function complement(deps: WorkerDeps, id: string): Promise<void> {
       [id, result.provider_id, result.uuid, new Date(result.stamped_at), result.xml],
     );
     if (rowCount) {
-      await recordEvent(client, jobs, invoice.company_id, 'invoice.payment_complement_added', eventData(invoice, { complement_id: id, complement_uuid: result.uuid, payment_cents: Number(c.amount_cents), installment: c.installment }));
+      await recordEvent(client, jobs, invoice.company_id, 'invoice.payment_complement_added', await eventData(client, invoice, { complement_id: id, complement_uuid: result.uuid, payment_cents: Number(c.amount_cents), installment: c.installment }));
     }
   });
 }
