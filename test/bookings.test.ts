@@ -447,6 +447,15 @@ describe('booking links and bookings', () => {
     assert.deepEqual(await ids('&status=cancelled'), [b2.id]);
     assert.deepEqual(await ids(`&to=${encodeURIComponent(s1.ends_at)}`), [b1.id]);
     assert.deepEqual(await ids(`&from=${encodeURIComponent(s1.ends_at)}`), [b2.id]);
+    // A day, as on /calendar/events: read in the company's zone, `to` included whole.
+    const zone = (await api.get('/company')).body.data.timezone;
+    const localDay = (at: number) => new Intl.DateTimeFormat('en-CA', { timeZone: zone }).format(new Date(at));
+    const day = localDay(Date.parse(s1.starts_at));
+    assert.ok((await ids(`&from=${day}&to=${day}`)).includes(b1.id), `${day} in ${zone}`);
+    const dayBefore = localDay(Date.parse(s1.starts_at) - 86_400_000);
+    assert.deepEqual(await ids(`&from=${dayBefore}&to=${dayBefore}`), []);
+    const badDay = await api.get('/bookings?from=2026-02-30');
+    assert.deepEqual([badDay.status, badDay.body.error], [400, 'invalid_parameter']);
     assert.equal((await api.get(`/bookings?user_id=${other.ownerId}`)).body.data.length, 0);
   });
 

@@ -3,9 +3,9 @@
 import { z } from 'zod';
 import { isObjectId } from '../../lib/objectid.ts';
 import { paginationQuery } from '../pagination.ts';
-import { instant, instantFilter } from '../date-fields.ts';
+import { instant } from '../date-fields.ts';
 import { LOCATION_TYPES } from './booking-link-schemas.ts';
-import { isTimeZone } from './calendar-event-schemas.ts';
+import { isTimeZone, windowBound } from './calendar-event-schemas.ts';
 
 export const BOOKING_STATUSES = ['confirmed', 'cancelled'] as const;
 
@@ -75,6 +75,6 @@ export const bookingListQuery = paginationQuery.extend({
   booking_link_id: objectIdString.optional(),
   user_id: objectIdString.optional(),
   status: z.enum(BOOKING_STATUSES).optional(),
-  from: instantFilter.optional().describe('Reservas que terminan después de este instante'),
-  to: instantFilter.optional().describe('Reservas que empiezan antes de este instante'),
+  from: windowBound.optional().describe('Reservas que terminan después de este instante; un día YYYY-MM-DD es su medianoche en la zona de la empresa'),
+  to: windowBound.optional().describe('Reservas que empiezan antes de este instante; un día YYYY-MM-DD se incluye entero (zona de la empresa)'),
 });

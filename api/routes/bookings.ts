@@ -4,6 +4,7 @@
 import { cancelBooking, createBooking, rescheduleBooking } from '../bookings/book.ts';
 import { ApiError } from '../errors.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
+import { calendarWindow } from './calendar-event-queries.ts';
 import { findBooking, listBookings, serializeBooking } from './booking-queries.ts';
 import { bookingCancel, bookingCreate, bookingExample, bookingListQuery, bookingReschedule, bookingSchema } from './booking-schemas.ts';
 
@@ -23,7 +24,8 @@ export const bookingRoutes: RouteDef[] = [
     scope: 'read-bookings',
     tag: TAG,
     summary: 'Lista reservas',
-    description: '`from` y `to` eligen las reservas que se traslapan con la ventana: terminan después de `from` y empiezan antes de `to`.',
+    description:
+      '`from` y `to` eligen las reservas que se traslapan con la ventana: terminan después de `from` y empiezan antes de `to`. Un día `YYYY-MM-DD` se lee en la zona de la empresa, como en `/calendar/events`: `from` desde su medianoche, `to` incluido entero.',
     query: bookingListQuery,
     response: bookingSchema,
     list: true,
@@ -32,7 +34,8 @@ export const bookingRoutes: RouteDef[] = [
     errors: ['invalid_id', 'invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
     handler: async (ctx, { query, companyId, db }) => {
       const { booking_link_id, user_id, status, from, to, ...page } = query;
-      return listBookings(db, ctx.deps.totals, companyId, { booking_link_id, user_id, status, from, to }, page);
+      const window = await calendarWindow(db, companyId, { from, to });
+      return listBookings(db, ctx.deps.totals, companyId, { booking_link_id, user_id, status, ...window }, page);
     },
   }),
   defineRoute({
