@@ -222,6 +222,25 @@ describe('public booking page (HTTP)', () => {
     }
   });
 
+  test('the manage page of a booking whose link was switched off or deleted offers cancelling only, and says why', async () => {
+    const link = await newLink({ duration_minutes: 30 });
+    const base = `/book/${hostSlug}/${link.slug}`;
+    const slot = await firstSlot(base);
+    const made = await postJson(`${base}/bookings`, { data: { starts_at: slot.starts_at, booker: { name: 'Sol', email: 'sol@v.example' }, answers: { motivo: 'x' } } }, from());
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const manage = new URL(made.body.data.manage_url).pathname;
+    assert.match(await (await page(manage, from())).text(), /Cambiar la hora/);
+    assert.equal((await api.patch(`/booking-links/${link.id}`, { data: { active: false } })).status, 200);
+    const off = await (await page(manage, from())).text();
+    assert.doesNotMatch(off, /Cambiar la hora|resched-confirm/);
+    assert.match(off, /Cancelar la reserva/);
+    assert.match(off, /ya no se puede cambiar de hora/);
+    assert.equal((await api.delete(`/booking-links/${link.id}`)).status, 204);
+    const gone = await (await page(manage, from())).text();
+    assert.doesNotMatch(gone, /Cambiar la hora|resched-confirm/);
+    assert.match(gone, /ya no se puede cambiar de hora/);
+  });
+
   test('a host booking slug cannot take the page paths (manage, assets)', async () => {
     for (const slug of ['manage', 'assets']) {
       const res = await api.put(`/users/${tenant.ownerId}`, { data: { booking_slug: slug } });

@@ -195,7 +195,7 @@ ${booking.cancelled ? '' : `<section aria-labelledby="cancel-title"><h2 id="canc
 <form id="cancel-form"><label for="reason">Motivo (opcional)</label><textarea id="reason" name="reason" rows="2"></textarea>
 <p><button type="submit" class="primary">Cancelar la reserva</button></p></form></section>
 ${options.canReschedule ? `<section aria-labelledby="resched-title"><h2 id="resched-title">Cambiar la hora</h2>${PICKER}
-<p id="resched-chosen" class="muted"></p><p><button type="button" class="primary" id="resched-confirm" disabled>Confirmar la nueva hora</button></p></section>` : ''}`}
+<p id="resched-chosen" class="muted"></p><p><button type="button" class="primary" id="resched-confirm" disabled>Confirmar la nueva hora</button></p></section>` : `<p class="muted">Esta reserva ya no se puede cambiar de hora: el enlace con el que se hizo ya no acepta reservas. Puedes cancelarla y escribir a ${esc(host.name)} para acordar otra.</p>`}`}
 </main>`,
   });
 }
