@@ -161,6 +161,10 @@ export async function checkWebhookUrl(url: string, options: { httpsOnly: boolean
   } catch {
     return 'la URL no es válida';
   }
+  // A backslash, a space or a control character is read one way by the WHATWG parser we deliver with
+  // (`http://1.2.3.4\@127.0.0.1/` is host 1.2.3.4) and another by other tools that may take the stored
+  // URL (an operator's curl): refused, so what is stored means one thing.
+  if (/[\\\s\x00-\x1f\x7f]/.test(url)) return 'la URL no puede contener barras invertidas, espacios ni caracteres de control';
   if (options.httpsOnly ? parsed.protocol !== 'https:' : parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
     return options.httpsOnly ? 'la URL debe usar https' : 'la URL debe usar http o https';
   }

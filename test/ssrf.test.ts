@@ -201,8 +201,15 @@ describe('checkWebhookUrl in production', () => {
 
   test('parser-confusion URLs are judged by the host the WHATWG parser sees', async () => {
     assert.equal(await checkWebhookUrl('https://127.0.0.1#@example.com/', prod()), 'la URL apunta a una dirección privada (loopback)');
-    assert.equal(await checkWebhookUrl('https://127.0.0.1\\@example.com/', prod()), 'la URL apunta a una dirección privada (loopback)');
     assert.equal(await checkWebhookUrl('https://127.0.0.1%2f@example.com/', prod(scripted([PUBLIC_IP]))), 'la URL no puede incluir usuario ni contraseña');
+  });
+
+  test('a backslash, a space or a control character is refused: other tools read such a URL differently from the WHATWG parser', async () => {
+    const refused = 'la URL no puede contener barras invertidas, espacios ni caracteres de control';
+    // The WHATWG parser sees host 93.184.215.14 here (public); curl and others may see 127.0.0.1.
+    for (const url of ['http://93.184.215.14\\@127.0.0.1/', 'https://127.0.0.1\\@example.com/', 'https://example.com/a b', 'https://example.com/\tx', 'https://exa\nmple.com/']) {
+      assert.equal(await checkWebhookUrl(url, { httpsOnly: false, guard: true, lookup: scripted([PUBLIC_IP]) }), refused, JSON.stringify(url));
+    }
   });
 
   test('garbage is refused', async () => {
