@@ -1,6 +1,6 @@
 // Public, stable URLs for catalog images: `GET /media/<token>/<filename>`.
 // Product images are meant for public storefronts, so no key is needed; the
-// token (128 random bits, storage/media.ts) names one original or thumbnail
+// token (128 random bits, storage/media-items.ts) names one original or thumbnail
 // of a media row, so no other blob (private form files) is ever reachable and
 // one URL says nothing about any other. A file never changes once written (a
 // new upload gets a new token), so responses are cacheable for a year.

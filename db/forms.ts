@@ -86,7 +86,7 @@ export type SubmissionFile = {
 export type ContactType = 'lead' | 'customer' | 'none';
 export type SubmissionStatus = 'received' | 'processed' | 'failed';
 
-/** A `form_submissions` row. Timestamps are Dates, or ISO strings when read by a list (db/rows.ts, ISO_TIMESTAMPS). */
+/** A `form_submissions` row. Timestamps are Dates, or ISO strings when read by a list (db/timestamps.ts, ISO_TIMESTAMPS). */
 export type SubmissionRow = {
   id: string;
   company_id: string;

@@ -95,7 +95,7 @@ export const CALENDAR_PULL = queue<CalendarPullJob>('calendar-pull', {
   expireInSeconds: 300,
 });
 
-/** Every 5 minutes: a calendar-pull job per active connection (worker/jobs/calendar-pull-schedule.ts). */
+/** Every 5 minutes: a calendar-pull job per active connection (worker/jobs/calendar-pull.ts, calendarPullSchedule). */
 export const CALENDAR_PULL_SCHEDULE = queue<HousekeepingJob>('calendar-pull-schedule', { retryLimit: 1, retryDelay: 60 });
 
 /**

@@ -238,7 +238,7 @@ export function createGuardedAgent(options: {
   const reasonOf = (ip: string): string | null => (allow?.(ip) ? null : blockedReason(ip));
   // A connector function replaces the one undici's Pool would build from the
   // Agent options, so the options that Pool maps into buildConnector are mapped
-  // here the same way (undici 8 lib/dispatcher/pool.js) to keep them working.
+  // here the same way (undici 8: node_modules/undici/lib/dispatcher/pool.js) to keep them working.
   // useH2c is left out: plaintext HTTP/2 is not something webhook receivers speak.
   const base = buildConnector({
     maxCachedSessions: agentOptions.maxCachedSessions,

@@ -1,5 +1,5 @@
 // Lists read timestamps as ISO strings straight from PostgreSQL's text
-// (db/rows.ts ISO_TIMESTAMPS); single reads go through Date and iso(). Both
+// (db/timestamps.ts ISO_TIMESTAMPS); single reads go through Date and iso(). Both
 // must give the same string for every value, in any session time zone.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

@@ -1,4 +1,4 @@
-// SQL of accounts. Balances come from the daily ledger (api/money/ledger.ts):
+// SQL of accounts. Balances come from the daily ledger (db/money/ledger.ts):
 // opening + money in − money out, for the days up to today in the company's zone.
 import type { Queryable } from '../../db/pool.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';

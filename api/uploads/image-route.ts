@@ -4,7 +4,7 @@
 // and enqueues the thumbnail in the same transaction, then answers at once;
 // the worker sets the thumbnail URL. The catalog's images are built with it;
 // another record with an image adds its owner kind to MEDIA_OWNERS
-// (storage/media.ts) and declares its slot with imageSlotRoutes.
+// (storage/media-items.ts) and declares its slot with imageSlotRoutes.
 import { z } from 'zod';
 import { transaction, type Queryable } from '../../db/pool.ts';
 import { inspectImage, looksLikeSvg, MAX_IMAGE_BYTES, rasterizeSvg, safeFilename } from '../../storage/images.ts';

@@ -1,7 +1,7 @@
 // A CFDI 4.0 as data: what the service asks a provider to stamp (an income
 // invoice, type I, or a payment complement, type P), built from a sale and
 // the company's tax profile. The providers turn it into their request
-// (lib/cfdi/facturapi.ts) or into XML (lib/cfdi/xml.ts).
+// (lib/cfdi/providers.ts) or into XML (lib/cfdi/xml.ts).
 export type TaxLine = { rate: number | null; exempt: boolean; base_cents: number; tax_cents: number };
 
 export type ConceptLine = {
