@@ -230,6 +230,24 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     assert.equal((await api.post(path(), { data: { answers: { ...base, start: '1900-01-01' } } })).status, 201);
   });
 
+  test('a field that gives the contact\'s email holds one address whatever its type: a list or a header is 422 (no relay through the visitor\'s copy)', async () => {
+    const fields = files.sampleFormFile().fields.map((f: any) => (f.key === 'email' ? { ...f, field_type: 'text' } : f.key === 'phone' ? { ...f, field_type: 'number' } : f));
+    const loose = await files.createFormViaAdmin(app.url, tenant.companyId, files.sampleFormFile({ slug: `texto-correo-${randomBytes(3).toString('hex')}`, fields }));
+    const to = `/forms/${loose.id}/submissions`;
+    for (const email of ['v1@victim.test, v2@victim.test', 'x@victim.test\r\nBcc: y@victim.test', '"Jefe" <boss@victim.test>', 'not an email <script>', `${'a'.repeat(65)}@example.com`]) {
+      const res = await api.post(to, { data: { answers: { name: 'Ana', email } } });
+      assert.equal(res.status, 422, `${JSON.stringify(email)}: ${res.text}`);
+      assert.deepEqual(Object.keys(res.body.errors), ['answers.email'], JSON.stringify(email));
+    }
+    const ok = await api.post(to, { data: { answers: { name: 'Ana', email: ' Ana@Example.com ', phone: 5551234 } } });
+    assert.equal(ok.status, 201, ok.text);
+    assert.equal(ok.body.data.email, 'ana@example.com');
+    assert.equal(ok.body.data.phone, '5551234', 'a number field mapped to the phone gives its decimal text');
+    // An email field holds the same rule: RFC 5321 sizes (local part up to 64, labels up to 63).
+    const long = await api.post(path(), { data: { answers: { name: 'Ana', email: `ana@${'b'.repeat(64)}.com` } } });
+    assert.deepEqual([long.status, Object.keys(long.body.errors ?? {})], [422, ['answers.email']]);
+  });
+
   test('data.files carries files only: a text value there, or a key answered in answers too, is 422 (nothing replaces an answer)', async () => {
     // Nothing selected, [] or null, is no file (201), as always.
     for (const media of [[], null]) assert.equal((await api.post(path(), { data: { answers: base, files: { media } } })).status, 201, JSON.stringify(media));

@@ -8,7 +8,16 @@ import type { FormRow, StoredField } from './definition.ts';
 import type { StagedFile } from './intake.ts';
 
 const MAX_TEXT = 10_000;
-const email = z.email();
+const zodEmail = z.email();
+/**
+ * An address mail can go to: zod's syntax, and RFC 5321's sizes (a local part of at most 64 octets, DNS
+ * labels of at most 63, 254 in all), which a mail server enforces when it is too late to tell the visitor.
+ */
+export function isEmailAddress(value: string): boolean {
+  if (!zodEmail.safeParse(value).success || Buffer.byteLength(value) > 254) return false;
+  const at = value.lastIndexOf('@');
+  return Buffer.byteLength(value.slice(0, at)) <= 64 && value.slice(at + 1).split('.').every((label) => label.length <= 63);
+}
 const DECIMAL = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
 /**
  * The most significant digits a number answer may have: up to 15, any decimal is kept exactly by the
@@ -56,7 +65,7 @@ function checkValue(field: StoredField, value: unknown): { value: unknown } | { 
       return { value: scalar.trim() };
     }
     case 'email': {
-      if (typeof scalar !== 'string' || !email.safeParse(scalar.trim()).success) return { error: 'no es un correo electrónico válido' };
+      if (typeof scalar !== 'string' || !isEmailAddress(scalar.trim())) return { error: 'no es un correo electrónico válido' };
       // Kept as submitted (contract: answers hold the submitted value); the extracted `email` is lower-cased.
       return { value: scalar.trim() };
     }
@@ -128,10 +137,18 @@ export function checkAnswers(form: FormRow, raw: Record<string, unknown>, files:
       add(field.key, checked.error);
       continue;
     }
+    const target = field.maps_to?.split('.')[1] as keyof typeof extracted | undefined;
+    if (target === 'email' && !(typeof checked.value === 'string' && isEmailAddress(checked.value.trim()))) {
+      // Whatever the field's type, the contact's email is one address: it is where the visitor's copy
+      // goes, and a list or a header there would make the form a relay.
+      add(field.key, 'no es un correo electrónico válido (este campo da el correo del contacto)');
+      continue;
+    }
     answers[field.key] = checked.value;
-    if (field.maps_to && typeof checked.value === 'string') {
-      const target = field.maps_to.split('.')[1] as keyof typeof extracted;
-      if (target in extracted && extracted[target] === null) extracted[target] = target === 'email' ? checked.value.toLowerCase() : checked.value;
+    if (target && target in extracted && extracted[target] === null) {
+      // A number is the phone's decimal text; a checkbox's true/false is no name or phone.
+      const textual = typeof checked.value === 'string' ? checked.value : typeof checked.value === 'number' ? String(checked.value) : null;
+      if (textual !== null) extracted[target] = target === 'email' ? textual.trim().toLowerCase() : textual;
     }
   }
   return { answers, ...extracted };
