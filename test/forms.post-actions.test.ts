@@ -180,6 +180,25 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     }
   });
 
+  test('a mail server that hangs on one message holds up only that submission: the others are processed meanwhile', async () => {
+    const slowForm = await files.createFormViaAdmin(
+      app.url,
+      tenant.companyId,
+      files.sampleFormFile({ slug: `lento-${Date.now()}`, post_actions: { ...postActions, email: { ...postActions.email, to: ['lento@empresa.example'], send_to_submitter: false }, notify_team: { enabled: false } } }),
+    );
+    smtp.state.stall = (to) => to.includes('lento@empresa.example');
+    try {
+      const slow = (await api.post(`/forms/${slowForm.id}/submissions`, { data: { answers: { email: 'lenta@cliente.example', name: 'Lenta' } } })).body.data;
+      await waitFor(() => smtp.stalled.length > 0, 20_000, 'the message the server hangs on');
+      const quick = (await api.post(`/forms/${form.id}/submissions`, { data: { answers: { email: 'rapida@cliente.example', name: 'Rápida' } } })).body.data;
+      assert.equal((await settled(quick.id)).status, 'processed');
+      assert.equal((await api.get(`/forms/${slowForm.id}/submissions/${slow.id}`)).body.data.status, 'received', 'the hung one is still being sent');
+    } finally {
+      smtp.state.stall = () => false;
+      smtp.release();
+    }
+  });
+
   test('submissions with one new email processed at the same time (four at once) create exactly one lead', async () => {
     const leadOnly = await files.createFormViaAdmin(app.url, tenant.companyId, files.sampleFormFile({ slug: 'solo-lead', post_actions: {} }));
     await worker.stop(); // run the jobs by hand, truly side by side

@@ -1,6 +1,7 @@
 // A real SMTP server (smtp-server) on a random port, for tests of email:
 // every accepted message parsed (mailparser); `state.failNext` answers 451 to
-// the next messages, `state.reject` refuses chosen recipients.
+// the next messages, `state.reject` refuses chosen recipients, `state.stall`
+// leaves chosen messages unanswered until `release()` (a server that hangs).
 import type { AddressInfo } from 'node:net';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
@@ -10,7 +11,8 @@ export type Received = { to: string[]; mail: ParsedMail };
 /** A real SMTP server on a random port; `reject` decides per recipient. */
 export async function startSmtp() {
   const received: Received[] = [];
-  const state = { failNext: 0, reject: (_to: string): number | null => null };
+  const state = { failNext: 0, reject: (_to: string): number | null => null, stall: (_to: string[]): boolean => false };
+  const stalled: Array<() => void> = [];
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS', 'AUTH'],
@@ -25,6 +27,11 @@ export async function startSmtp() {
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
       stream.on('end', async () => {
+        const to = session.envelope.rcptTo.map((r) => r.address);
+        if (state.stall(to)) {
+          stalled.push(() => callback(Object.assign(new Error('Intenta más tarde'), { responseCode: 451 })));
+          return;
+        }
         if (state.failNext > 0) {
           state.failNext--;
           return callback(Object.assign(new Error('Intenta más tarde'), { responseCode: 451 }));
@@ -36,5 +43,19 @@ export async function startSmtp() {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.server.address() as AddressInfo).port;
-  return { url: `smtp://127.0.0.1:${port}`, received, state, close: () => new Promise<void>((r) => server.close(() => r())) };
+  /** Answers every stalled message with a 451 (the sender retries it later). */
+  const release = () => {
+    for (const answer of stalled.splice(0)) answer();
+  };
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    received,
+    state,
+    stalled,
+    release,
+    close: () => {
+      release();
+      return new Promise<void>((r) => server.close(() => r()));
+    },
+  };
 }

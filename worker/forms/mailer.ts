@@ -11,9 +11,14 @@ import type { Config } from '../../lib/config.ts';
 
 export type Mailer = { send: (message: Mail.Options) => Promise<{ messageId: string }>; close: () => void };
 
+/** How long a send waits for the server: to connect, for its greeting, and for any answer after that. */
+export const SMTP_TIMEOUTS = { connectionTimeout: 30_000, greetingTimeout: 30_000, socketTimeout: 60_000 } as const;
+
 export function createMailer(config: Pick<Config, 'smtpUrl' | 'dataDir'>): Mailer {
   if (config.smtpUrl) {
-    const transport = nodemailer.createTransport(config.smtpUrl);
+    // Bounded waits (nodemailer's default socket timeout is 10 minutes): a mail server that stalls
+    // fails the send, which is retried with backoff, instead of holding a worker slot.
+    const transport = nodemailer.createTransport({ url: config.smtpUrl, ...SMTP_TIMEOUTS });
     return {
       send: async (message) => ({ messageId: (await transport.sendMail(message)).messageId }),
       close: () => transport.close(),

@@ -1,8 +1,8 @@
 // What may reach the address a submitter typed. A form with
 // `send_to_submitter` sends its email to an address nobody proved, with text
 // the submitter chose: without limits it is a relay for spam to any inbox.
-// Limits, exact across worker processes (counted in PostgreSQL under an
-// advisory lock per recipient):
+// Limits, exact across worker processes and their parallel jobs (counted in
+// PostgreSQL under advisory locks per recipient and per form):
 // - per recipient, across the whole service: 3 emails in 24 hours;
 // - per form: 20 submitter emails in an hour.
 // Over a limit, the submitter's copy is skipped (the operator's recipients
@@ -21,7 +21,10 @@ export async function claimSubmitterEmail(
 ): Promise<SubmitterDecision> {
   const recipient = input.recipient.trim().toLowerCase();
   return transaction(pool, async (db) => {
+    // The recipient, then the form (always that order): the two counts are exact with submissions of a
+    // form processed in parallel (the worker runs several at once).
     await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`submitter-email:${recipient}`]);
+    await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`submitter-form:${input.formId}`]);
     const already = await db.query('SELECT 1 FROM submitter_email_log WHERE submission_id = $1', [input.submissionId]);
     if (already.rowCount) return { allowed: true };
     const { rows } = await db.query<{ recipient_day: number; form_hour: number }>(

@@ -409,6 +409,9 @@ async function settle(pool: Pool, submissionId: string): Promise<boolean> {
   return true;
 }
 
+/** Submissions whose post-actions one worker process runs at once. */
+export const FORM_POST_ACTION_CONCURRENCY = 4;
+
 /** Processes one submission; throws when a transient failure should be retried. */
 export async function processSubmission(deps: PostActionDeps, job: FormPostActionsJob): Promise<void> {
   const { pool } = deps;
@@ -431,7 +434,10 @@ export async function processSubmission(deps: PostActionDeps, job: FormPostActio
 
 export const formPostActions: JobDefinition<FormPostActionsJob> = {
   queue: FORM_POST_ACTIONS,
-  work: { batchSize: 1 },
+  // Four submissions at once, each fetched as soon as one ends: one at a time, every company's forms
+  // waited behind a slow mail server. Parallel runs are safe: the contact upserts lock the email, the
+  // submitter caps lock the recipient and the form, and each action is claimed by its row.
+  work: { batchSize: 1, localConcurrency: FORM_POST_ACTION_CONCURRENCY, pollingIntervalSeconds: 0.5 },
   handler: async (deps, jobs) => {
     for (const job of jobs) await processSubmission(deps, job.data);
   },
