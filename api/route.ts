@@ -78,6 +78,12 @@ type RouteBase<Q> = {
   /** Collection name for the opt-in response cache (lists only). */
   cache?: string;
   status: number;
+  /**
+   * Another success status the handler may answer with the same body (`ctx.state.status`): a create
+   * that finds the record its `metadata.external_ref` names answers it with 200. Documented in the
+   * OpenAPI answers with `description`.
+   */
+  alsoStatus?: { status: number; description: string };
   errors?: ErrorCode[];
 };
 

@@ -44,6 +44,21 @@ describe('OpenAPI and reference page', () => {
     assert.deepEqual(headers, ['X-Service-Signature', 'X-Service-Event', 'X-Service-Event-Id', 'X-Service-Delivery', 'X-Service-Attempt']);
   });
 
+  test('a create that may answer an existing record (metadata.external_ref) documents its 200 beside its 201, with the same body', async () => {
+    const doc = (await (await fetch(`${app.baseUrl}/openapi.json`)).json()) as any;
+    for (const path of ['/incomes', '/expenses', '/sales', '/recurring-transactions']) {
+      const responses = doc.paths[path].post.responses;
+      assert.ok(responses['201'] && responses['200'], `${path}: ${Object.keys(responses)}`);
+      assert.deepEqual(responses['200'].content, responses['201'].content, path);
+      assert.match(responses['200'].description, /external_ref/);
+    }
+    assert.equal(doc.paths['/customers'].post.responses['200'], undefined, 'only where the contract says so');
+    // POST /automations never reads its body: no Idempotency-Key, and only not_supported_yet under 422.
+    const automations = doc.paths['/automations'].post;
+    assert.equal((automations.parameters ?? []).some((p: any) => p.name === 'Idempotency-Key'), false);
+    assert.equal(automations.responses['422'].description, 'not_supported_yet');
+  });
+
   test('request schemas come from the validators (required fields, enums, strictness)', async () => {
     const doc = (await (await fetch(`${app.baseUrl}/openapi.json`)).json()) as any;
     const create = doc.paths['/customers'].post.requestBody.content['application/json'];

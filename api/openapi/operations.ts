@@ -72,7 +72,10 @@ function operation(route: RouteDef, book: SchemaBook, responseNames: Map<z.ZodTy
       parameters.push({ name, in: 'query', required: query.required?.includes(name) ?? false, schema, description: flag ? `${description ?? ''} (true/false; 1/0 también)`.trim() : description });
     }
   }
-  if (route.method !== 'GET' && route.method !== 'DELETE') {
+  // A write that reads its body; a route that never reads it (POST /automations) has no Idempotency-Key
+  // (it answers alike whatever is sent), nor its errors.
+  const readsWrite = route.method !== 'GET' && route.method !== 'DELETE' && !('ignoresBody' in route && route.ignoresBody);
+  if (readsWrite) {
     parameters.push({
       name: 'Idempotency-Key',
       in: 'header',
@@ -93,7 +96,7 @@ function operation(route: RouteDef, book: SchemaBook, responseNames: Map<z.ZodTy
     const body = metaSchema
       ? { type: 'object', required: ['data', 'meta'], properties: { data, meta: book.ref(metaName, metaSchema, 'output') } }
       : { type: 'object', required: ['data'], properties: { data } };
-    responses[String(route.status)] = {
+    const success = {
       description: 'Éxito',
       headers: {
         ...COMMON_HEADERS,
@@ -104,8 +107,10 @@ function operation(route: RouteDef, book: SchemaBook, responseNames: Map<z.ZodTy
       },
       content: { 'application/json': { schema: body } },
     };
+    responses[String(route.status)] = success;
+    if (route.alsoStatus) responses[String(route.alsoStatus.status)] = { ...success, description: route.alsoStatus.description };
   }
-  const writes: ErrorCode[] = route.method !== 'GET' && route.method !== 'DELETE'
+  const writes: ErrorCode[] = readsWrite
     ? [
         'idempotency_key_reused', 'idempotency_body_too_large', 'idempotency_in_progress', 'invalid_idempotency_key',
         // The body itself (JSON routes and the JSON form of upload routes): malformed, too large, another media type.

@@ -38,6 +38,12 @@ export function checkMetadata(value: unknown, base: Metadata = {}): Metadata {
   return merged;
 }
 
+/** The other success of a create (contract, Metadata): an `external_ref` already used returns that record with 200. */
+export const EXISTING_BY_REF = {
+  status: 200,
+  description: 'Ya existe un registro con esa `metadata.external_ref`: se devuelve ese registro y no se crea nada',
+} as const;
+
 /** Tables whose records carry `metadata.external_ref` (a generated column with a unique index). */
 export type RefTable = 'movements' | 'sales' | 'recurring_transactions';
 

@@ -17,7 +17,7 @@ import { assertOpen } from '../money/periods.ts';
 import { listPage, paginationQuery, type PaginationQuery, type TotalsCache } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { findAccount } from './account-queries.ts';
-import { assertCustomer, assertRefFree, cents, checkMetadata, existingByRef, instant, localDay, metadataInput, metadataSchema, objectIdString, refTaken } from './money-fields.ts';
+import { assertCustomer, assertRefFree, cents, checkMetadata, EXISTING_BY_REF, existingByRef, instant, localDay, metadataInput, metadataSchema, objectIdString, refTaken } from './money-fields.ts';
 import { instantFilter } from '../date-fields.ts';
 
 const text = (max: number) => z.string().trim().max(max);
@@ -205,6 +205,7 @@ export function movementRoutes(direction: Direction): RouteDef[] {
       example: { account_id: '665f1c2a9b1e8a0012345678', amount_cents: 125000, occurred_at: '2026-11-20T17:00:00Z', category: direction === 'income' ? 'servicios' : 'renta', description: direction === 'income' ? 'Asesoría noviembre' : 'Renta de oficina', metadata: { external_ref: 'pedido-1001' } },
       response: read,
       status: 201,
+      alsoStatus: EXISTING_BY_REF,
       errors: ['validation_failed', 'parameter_missing', 'invalid_metadata', 'period_locked', 'idempotency_key_reused'],
       handler: async (ctx, { data, companyId, db }) => {
         const metadata = checkMetadata(data.metadata);

@@ -15,7 +15,7 @@ import { ApiError, validationFailed } from '../errors.ts';
 import { listPage, paginationQuery, queryBoolean } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { findAccount } from './account-queries.ts';
-import { assertCustomer, assertRefFree, cents, checkMetadata, existingByRef, localDay, metadataInput, metadataSchema, objectIdString, refTaken } from './money-fields.ts';
+import { assertCustomer, assertRefFree, cents, checkMetadata, EXISTING_BY_REF, existingByRef, localDay, metadataInput, metadataSchema, objectIdString, refTaken } from './money-fields.ts';
 
 const TAG = 'Recurring transactions';
 const FREQUENCIES = ['daily', 'weekly', 'monthly', 'yearly'] as const;
@@ -145,6 +145,7 @@ export const recurringRoutes: RouteDef[] = [
     example: { type: 'expense', account_id: '665f1c2a9b1e8a0012345678', amount_cents: 1200000, category: 'renta', frequency: 'monthly', starts_on: '2027-01-31', ends_count: 12 },
     response: recurringSchema,
     status: 201,
+    alsoStatus: EXISTING_BY_REF,
     errors: ['validation_failed', 'parameter_missing', 'invalid_metadata', 'idempotency_key_reused'],
     handler: async (ctx, { data, companyId, db }) => {
       const metadata = checkMetadata(data.metadata);

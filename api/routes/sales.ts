@@ -14,7 +14,7 @@ import { assertOpen } from '../money/periods.ts';
 import { listPage, paginationQuery } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { findAccount } from './account-queries.ts';
-import { assertCustomer, assertRefFree, cents, checkMetadata, currency, existingByRef, instant, metadataInput, metadataSchema, objectIdString, refTaken } from './money-fields.ts';
+import { assertCustomer, assertRefFree, cents, checkMetadata, EXISTING_BY_REF, currency, existingByRef, instant, metadataInput, metadataSchema, objectIdString, refTaken } from './money-fields.ts';
 
 /** When the sale's first payment was made; null while it has none. A new sale date may not be after it, nor a refund before it. */
 async function firstPaymentAt(db: Queryable, companyId: string, saleId: string): Promise<Date | null> {
@@ -196,6 +196,7 @@ export const saleRoutes: RouteDef[] = [
     example: { customer_id: null, currency: 'mxn', occurred_at: '2026-11-20T17:00:00Z', line_items: [{ description: 'Consultoría', quantity: 2, unit_price_cents: 150000, vat_rate: 16 }], metadata: { external_ref: 'venta-2001' } },
     response: saleSchema,
     status: 201,
+    alsoStatus: EXISTING_BY_REF,
     errors: ['validation_failed', 'parameter_missing', 'invalid_metadata', 'period_locked', 'idempotency_key_reused'],
     handler: async (ctx, { data, companyId, db }) => {
       const metadata = checkMetadata(data.metadata);
