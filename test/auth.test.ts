@@ -194,12 +194,17 @@ describe('production mode', () => {
       const res = await client(app.baseUrl, key).get('/customers');
       assert.equal(res.status, 426);
       assert.equal(res.body.error, 'https_required');
+      assert.equal(res.headers.get('upgrade'), 'TLS/1.2, HTTP/1.1', 'RFC 9110: a 426 names the protocol to use');
+      assert.equal(res.headers.get('strict-transport-security'), null, 'HSTS only over HTTPS');
     }
   });
 
-  test('behind the router, X-Forwarded-Proto: https is accepted', async () => {
+  test('behind the router, X-Forwarded-Proto: https is accepted, and answers carry Strict-Transport-Security', async () => {
     const res = await client(app.baseUrl, tenant.key).get('/customers', { 'x-forwarded-proto': 'https' });
     assert.equal(res.status, 200);
+    assert.equal(res.headers.get('strict-transport-security'), 'max-age=31536000');
+    const refused = await client(app.baseUrl, 'service_sk_nope').get('/customers', { 'x-forwarded-proto': 'https' });
+    assert.deepEqual([refused.status, refused.headers.get('strict-transport-security')], [401, 'max-age=31536000'], 'errors too');
   });
 
   test('X-Forwarded-Proto is read as X-Forwarded-For is: the trusted router\'s entry, from the right, not what the client put first', async () => {

@@ -135,10 +135,23 @@ function clientProtocol(ctx: ApiContext, trustProxyHops: number): string {
   return entry.toLowerCase();
 }
 
-/** NODE_ENV=production: plain HTTP is refused with 426 (contract, Authentication 7), the probes excepted. */
+/** HSTS on every HTTPS answer in production: browsers (the booking page, the OAuth sign-in) keep to https for a year. */
+export const HSTS = 'max-age=31536000';
+
+/**
+ * NODE_ENV=production: plain HTTP is refused with 426 (contract, Authentication 7), the probes
+ * excepted; the 426 names the protocol to use in `Upgrade` (RFC 9110 §15.5.22 requires one), and
+ * every answer over HTTPS carries `Strict-Transport-Security`.
+ */
 export function httpsOnly(enabled: boolean, trustProxyHops: number) {
   return async function requireHttps(ctx: ApiContext, next: Next) {
-    if (enabled && !PROBES.has(ctx.path) && clientProtocol(ctx, trustProxyHops) !== 'https') throw new ApiError('https_required');
+    if (enabled && !PROBES.has(ctx.path)) {
+      if (clientProtocol(ctx, trustProxyHops) !== 'https') {
+        ctx.set('Upgrade', 'TLS/1.2, HTTP/1.1');
+        throw new ApiError('https_required');
+      }
+      ctx.set('Strict-Transport-Security', HSTS);
+    }
     await next();
   };
 }
