@@ -509,6 +509,39 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     }
   });
 
+  test('multipart: a part the parser cannot name is refused, never dropped; an empty file input is no file; no part at all is parameter_missing', async () => {
+    const submissions = async () => (await app.pool.query('SELECT count(*)::int AS n FROM form_submissions WHERE company_id = $1', [tenant.companyId])).rows[0].n;
+    const before = await submissions();
+    const send = (body: string) =>
+      fetch(app.baseUrl + path(), { method: 'POST', headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'multipart/form-data; boundary=zz' }, body }).then(async (r) => ({
+        status: r.status,
+        body: (await r.json()) as any,
+      }));
+    const answers = '--zz\r\nContent-Disposition: form-data; name="answers[email]"\r\n\r\nx@example.com\r\n--zz\r\nContent-Disposition: form-data; name="answers[name]"\r\n\r\nX\r\n';
+    const unreadable = [
+      'Content-Disposition: form-data; name=data[answers][cv]; filename=x.exe\r\nContent-Type: application/octet-stream\r\n\r\nMZ',
+      'Content-Disposition: attachment; name="data[answers][cv]"; filename="x.exe"\r\n\r\nMZ',
+      'Content-Type: text/plain\r\n\r\nsin Content-Disposition',
+      'Content-Disposition: form-data; name=data[answers][message]\r\n\r\nhola',
+    ];
+    for (const part of unreadable) {
+      const res = await send(`${answers}--zz\r\n${part}\r\n--zz--\r\n`);
+      assert.equal(res.status, 422, `${part}: ${JSON.stringify(res.body)}`);
+      assert.equal(res.body.error, 'validation_failed');
+      assert.match(res.body.errors.data[0], /Content-Disposition/);
+    }
+    assert.equal(await submissions(), before, 'nothing stored');
+    // A browser's file input left empty: filename="" and no bytes. The submission goes through without a file.
+    const empty = await send(`${answers}--zz\r\nContent-Disposition: form-data; name="answers[cv]"; filename=""\r\nContent-Type: application/octet-stream\r\n\r\n\r\n--zz--\r\n`);
+    assert.equal(empty.status, 201, JSON.stringify(empty.body));
+    assert.equal(empty.body.data.answers.cv, undefined);
+    const unnamed = await send(`${answers}--zz\r\nContent-Disposition: form-data; name="answers[cv]"; filename=""\r\n\r\nbytes\r\n--zz--\r\n`);
+    assert.deepEqual([unnamed.status, Object.keys(unnamed.body.errors ?? {})], [422, ['answers.cv']]);
+    // No part at all is the multipart form of a body without data.answers.
+    const none = await send('--zz--\r\n');
+    assert.deepEqual([none.status, none.body.error], [422, 'parameter_missing']);
+  });
+
   test('base64: malformed data is refused, and the size is checked before decoding', async () => {
     const bad = await api.post(path(), { data: { answers: { ...base, cv: { filename: 'a.pdf', content_type: 'application/pdf', data: 'JVBERi0x#$%^' } } } });
     assert.equal(bad.status, 422);

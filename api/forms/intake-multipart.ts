@@ -42,10 +42,54 @@ function byteCap(cap: BodyCap) {
   });
 }
 
+/**
+ * Counts the parts of a multipart body as its delimiters (`--boundary` at the start of the body or
+ * after a CRLF), to tell the parts busboy handed over from those it skipped without a word (no
+ * `Content-Disposition: form-data`, or a `name` it could not read): those are refused, never dropped.
+ */
+function partCounter(boundary: string) {
+  const first = Buffer.from(`--${boundary}`);
+  const needle = Buffer.from(`\r\n--${boundary}`);
+  let delimiters = 0;
+  let head = Buffer.alloc(0); // the body's first bytes, until it can be told whether it opens with a delimiter
+  let headDone = false;
+  let tail = Buffer.alloc(0); // the end of the bytes seen, for a delimiter split across chunks
+  const stream = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      if (!headDone) {
+        head = Buffer.concat([head, chunk]);
+        if (head.length >= first.length) {
+          headDone = true;
+          if (head.subarray(0, first.length).equals(first)) delimiters++;
+        }
+      }
+      const window = Buffer.concat([tail, chunk]);
+      for (let at = window.indexOf(needle); at !== -1; at = window.indexOf(needle, at + needle.length)) delimiters++;
+      tail = window.subarray(Math.max(0, window.length - (needle.length - 1)));
+      done(null, chunk);
+    },
+  });
+  // The last delimiter closes the body; every one before it opens a part.
+  return { stream, parts: () => Math.max(0, delimiters - 1) };
+}
+
+/** The boundary of a multipart Content-Type, or null. */
+function boundaryOf(contentType: string | undefined): string | null {
+  const m = /;\s*boundary=(?:"([^"]+)"|([^\s;]+))/i.exec(contentType ?? '');
+  return m ? (m[1] ?? m[2]) : null;
+}
+
 /** Parts of one multipart submission: text, file, and all together. */
 export const MAX_TEXT_PARTS = 500;
 export const MAX_FILE_PARTS = 100;
 export const MAX_PARTS = 600;
+
+/** A file part with an empty filename: no file when it is empty too (a browser's empty input), else refused. */
+async function emptyFileInput(stager: FileStager, key: string, stream: Readable): Promise<void> {
+  let bytes = 0;
+  for await (const chunk of stream) bytes += (chunk as Buffer).length;
+  if (bytes > 0) stager.reject(key, 'un archivo sin nombre (filename vacío) no se acepta');
+}
 
 /** A multipart body, streamed: text parts become answers, file parts go straight to storage. */
 export async function intakeMultipart(stager: FileStager, req: IncomingMessage, limit: BodyCap): Promise<Intake> {
@@ -66,7 +110,10 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
   } catch {
     throw new ApiError('validation_failed', 'El cuerpo multipart no es válido.', { errors: { data: ['multipart sin boundary'] } });
   }
+  let seenParts = 0;
+  let answerParts = 0;
   parser.on('field', (name, value) => {
+    seenParts++;
     if (name === 'locale' || name === 'data[locale]') {
       locale = value;
       return;
@@ -77,6 +124,7 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
       return;
     }
     const key = match[3];
+    answerParts++;
     // A `files[...]` part carries a file (a filename in its Content-Disposition), never a text answer.
     if ((match[1] ?? match[2]) === 'files') {
       stager.reject(key, 'una parte files[...] lleva un archivo (con filename), no texto');
@@ -94,11 +142,13 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
   let failure: unknown = null;
   let current: Readable | null = null;
   parser.on('file', (name, stream: Readable, info) => {
+    seenParts++;
     // A part's own error (the body ended or was cut off mid-part) reaches us
     // through the parser, and through the iterator while a part is read; a
     // part being drained or already left needs a listener not to crash.
     stream.on('error', () => {});
     const match = PART_NAME.exec(name ?? '');
+    if (match) answerParts++;
     // Parts are handled one at a time, in order; busboy pauses the request
     // while a part waits, so a waiting part costs one buffer, not its size.
     // A part that is not stored is drained, or the parser would wait forever.
@@ -107,9 +157,12 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
       current = stream;
       try {
         if (!match) stager.rejectPart(name);
+        // What a browser sends for a file input left empty: filename="" (busboy reports no filename), no
+        // bytes. No file, as if absent.
+        else if (!info.filename) await emptyFileInput(stager, match[3], stream);
         // destroyOnReturn false: a writer that stops early (size cap) must not
         // destroy the part, which would stall the parser; it is drained instead.
-        else await stager.stage(match[3], info.filename ?? '', stream.iterator({ destroyOnReturn: false }));
+        else await stager.stage(match[3], info.filename, stream.iterator({ destroyOnReturn: false }));
       } catch (error) {
         failure ??= error;
       } finally {
@@ -123,6 +176,7 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
   parser.on('fieldsLimit', () => stager.rejectBody(`demasiadas respuestas: como máximo ${MAX_TEXT_PARTS} partes de texto`));
   parser.on('partsLimit', () => stager.rejectBody(`demasiadas partes: como máximo ${MAX_PARTS}`));
   const cap = byteCap(limit);
+  const counter = partCounter(boundaryOf(req.headers['content-type']) ?? '');
   try {
     await new Promise<void>((resolve, reject) => {
       // On the cap the request is left unread (not destroyed) so the 413 can
@@ -142,7 +196,7 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
         reject(new ApiError('validation_failed', 'El cuerpo multipart no es válido.', { errors: { data: [parserReason(error)] } })),
       );
       parser.on('close', resolve);
-      req.pipe(cap).pipe(parser);
+      req.pipe(cap).pipe(counter.stream).pipe(parser);
     });
   } catch (error) {
     // The body stops here (cap, client gone, malformed). Unpiped alone, the
@@ -153,7 +207,8 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
     failure ??= error;
     stager.abort();
     req.unpipe(cap);
-    cap.unpipe(parser);
+    cap.unpipe(counter.stream);
+    counter.stream.unpipe(parser);
     (current as Readable | null)?.destroy();
     parser.destroy();
     await work;
@@ -162,5 +217,11 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
   }
   await work;
   if (failure) throw failure;
+  if (counter.parts() > seenParts) {
+    stager.rejectBody('una parte no tiene Content-Disposition: form-data con un name legible (name="data[answers][<clave>]"); no se descarta en silencio');
+  } else if (answerParts === 0 && Object.keys(stager.errors).length === 0) {
+    // No answer and no file at all: the multipart form of a JSON body without data.answers.
+    throw new ApiError('parameter_missing', 'Falta el parámetro data.answers.');
+  }
   return { answers, locale, files: stager.files, sentFileKeys: stager.sentFileKeys, overQuota: stager.overQuota, errors: stager.errors };
 }
