@@ -47,8 +47,3 @@ export function mergeMetadata(base: Metadata, update: Record<string, unknown>): 
   }
   return out;
 }
-
-/** Half away from zero, to the cent (the rounding of tax per line). */
-export function roundHalfAwayFromZero(value: number): number {
-  return Math.sign(value) * Math.round(Math.abs(value));
-}

@@ -7,7 +7,6 @@ import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, cp, mkdir, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -15,6 +14,7 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { startEmbedded } from '../db/embedded.ts';
 import { startReceiver } from './helpers/receiver.ts';
+import { freePort } from './helpers/app.ts';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -24,15 +24,6 @@ const skip = !isRoot
   : !existsSync('/root')
     ? 'needs /root'
     : false;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** uid of the postgres user. */
 async function postgresUid(): Promise<number> {

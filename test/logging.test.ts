@@ -3,19 +3,9 @@
 // client gets only the id.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { freePort, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { waitFor } from './helpers/wait.ts';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 describe('request log', () => {
   let app: TestApp;

@@ -12,18 +12,9 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { loadConfig } from '../lib/config.ts';
 import { startWorker } from '../worker/worker.ts';
-import { seedTenant, startTestApp } from './helpers/app.ts';
+import { freePort, seedTenant, startTestApp } from './helpers/app.ts';
 
 const run = promisify(execFile);
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 describe('npm start on a fresh machine', () => {
   const cleanup: Array<() => Promise<void>> = [];

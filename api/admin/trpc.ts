@@ -69,4 +69,3 @@ export const router = t.router;
 /** A record id argument (24 hex characters, lib/objectid.ts). */
 export const adminId = z.string().refine(isObjectId, 'must be a 24-hex id');
 export const adminProcedure = t.procedure.use(mapErrorsAndAudit);
-export const createCallerFactory = t.createCallerFactory;

@@ -25,9 +25,6 @@ export const SCOPE_RESOURCES = [
   'invoices',
 ] as const;
 
-export type ScopeResource = (typeof SCOPE_RESOURCES)[number];
-export type ScopeAction = (typeof SCOPE_ACTIONS)[number];
-
 /** form_submissions only has `create` in the contract. */
 export const ALL_SCOPES: readonly string[] = SCOPE_RESOURCES.flatMap((resource) =>
   resource === 'form_submissions'
@@ -36,10 +33,6 @@ export const ALL_SCOPES: readonly string[] = SCOPE_RESOURCES.flatMap((resource) 
 );
 
 const KNOWN = new Set(ALL_SCOPES);
-
-export function isScope(value: string): boolean {
-  return KNOWN.has(value);
-}
 
 /** `all` or a comma list; throws on an unknown slug so a typo never silently grants less. */
 export function parseScopes(input: string | string[]): string[] {

@@ -29,7 +29,6 @@ export const bookingCreate = z.strictObject({
   booker,
   answers: answers.optional(),
 });
-export type BookingCreate = z.infer<typeof bookingCreate>;
 
 export const bookingCancel = z.strictObject({
   reason: text(1000).nullable().optional(),

@@ -30,7 +30,8 @@ export type TestApp = {
  * NODE_ENV=production (which refuses the opt-out) or when the caller sets
  * ALLOW_PRIVATE_WEBHOOK_TARGETS itself (`''`: the default, guard on).
  */
-async function freePort(): Promise<number> {
+/** A TCP port free on 127.0.0.1 right now (for a process that must be given its port). */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.on('error', reject);

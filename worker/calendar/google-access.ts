@@ -56,10 +56,6 @@ export async function accessToken(pool: Pool, config: Config, client: GoogleCale
   }
 }
 
-export function forgetToken(userId: string): void {
-  tokens.delete(userId);
-}
-
 async function markNeedsReauthorization(pool: Pool, userId: string, why: string): Promise<void> {
   tokens.delete(userId);
   await pool.query(
