@@ -180,8 +180,15 @@ describe('company and team', () => {
       await asAna.put(`/users/${t.ownerId}`, { data: { is_owner: false } }),
       await asAna.post('/users', { data: { email: `eva-${randomBytes(3).toString('hex')}@example.com`, is_owner: true } }),
       await asAna.delete(`/users/${t.ownerId}`),
+      // An owner's own fields too: their sign-in email (the way to lock them out), their booking address, their avatar.
+      await asAna.put(`/users/${t.ownerId}`, { data: { email: `attacker-${randomBytes(3).toString('hex')}@evil.example` } }),
+      await asAna.put(`/users/${t.ownerId}`, { data: { first_name: 'Pwned', booking_slug: `no-el-jefe-${randomBytes(3).toString('hex')}` } }),
+      await asAna.delete(`/users/${t.ownerId}/avatar`),
     ];
     for (const res of refusals) assert.deepEqual([res.status, res.body.error], [403, 'owner_required'], res.text);
+    const owner = (await t.api.get(`/users/${t.ownerId}`)).body.data;
+    assert.notEqual(owner.first_name, 'Pwned');
+    assert.doesNotMatch(owner.email, /evil\.example/);
     const owners = (await t.api.get('/users')).body.data.filter((u: any) => u.is_owner).map((u: any) => u.id);
     assert.deepEqual(owners, [t.ownerId], 'nothing changed');
     // What a member may do stays open: others' non-owner fields, a non-owner member's removal, is_owner sent unchanged.

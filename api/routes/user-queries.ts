@@ -166,10 +166,15 @@ async function otherOwners(db: Queryable, companyId: string, userId: string): Pr
  * only while the person belongs to it alone, or when the person acts for
  * themselves (their own key). Otherwise company A could change the sign-in
  * email of company B's owner. Membership fields (`is_owner`) stay each
- * company's. 422 validation_failed naming each such field.
+ * company's. 422 validation_failed naming each such field. An owner's fields
+ * are changed by an owner or by themselves: 403 owner_required.
  */
 export async function assertProfileEditable(db: Queryable, companyId: string, userId: string, actingUserId: string | undefined, fields: string[]): Promise<void> {
   if (!fields.length || userId === actingUserId) return;
+  // An owner's own fields are changed by an owner or by themselves: a member with `update-users` could
+  // otherwise change an owner's sign-in email (and lock them out) or take their booking address.
+  const { rows: target } = await db.query<{ is_owner: boolean }>('SELECT is_owner FROM memberships WHERE company_id = $1 AND user_id = $2', [companyId, userId]);
+  if (target[0]?.is_owner) await assertActingOwner(db, companyId, actingUserId);
   const { rowCount } = await db.query('SELECT 1 FROM memberships WHERE user_id = $1 AND company_id <> $2 LIMIT 1', [userId, companyId]);
   if (!rowCount) return;
   const reason = 'esta persona pertenece también a otra empresa: solo ella misma cambia sus datos personales';
