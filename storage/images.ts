@@ -67,6 +67,9 @@ function endsWithMarker(bytes: Buffer, type: ImageType): boolean {
   }
 }
 
+/** The reason given for content that is no image of an accepted format. */
+export const NOT_AN_IMAGE = 'el contenido no es una imagen JPEG, PNG, WebP, AVIF o GIF';
+
 /**
  * Judges the bytes, never the declared type or file name. Expected failures
  * are returned as a reason (they become 422 validation_failed).
@@ -77,7 +80,7 @@ export async function inspectImage(bytes: Buffer): Promise<Inspection> {
   const detected = await fileTypeFromBuffer(bytes);
   const type = detected?.mime as ImageType | undefined;
   if (!type || !(type in ALLOWED_IMAGE_TYPES)) {
-    return { ok: false, reason: 'el contenido no es una imagen JPEG, PNG, WebP, AVIF o GIF' };
+    return { ok: false, reason: NOT_AN_IMAGE };
   }
   if (!endsWithMarker(bytes, type)) return { ok: false, reason: 'la imagen está truncada o dañada' };
   let meta: Metadata;

@@ -317,6 +317,25 @@ describe('money', () => {
     assert.equal((await own.patch(`/sales/${sale.id}`, { data: { payment_terms: 'immediate', description: 'ok' } })).status, 200);
   });
 
+  test('sales: deleting a payment may not leave a refund dated before every payment left; a payment\'s date or amount is named as sent', async () => {
+    const { api: own } = await newTenant();
+    const a = await account(own);
+    const sale = (await own.post('/sales', { data: { currency: 'mxn', occurred_at: '2026-11-01T17:00:00Z', line_items: [{ description: 'X', quantity: 1, unit_price_cents: 1000 }] } })).body.data;
+    const pay = async (amount_cents: number, paid_at: string) => (await own.post(`/sales/${sale.id}/payments`, { data: { account_id: a.id, amount_cents, paid_at } })).body.data;
+    await pay(100, '2026-11-02T17:00:00Z');
+    assert.equal((await own.post(`/sales/${sale.id}/refunds`, { data: { account_id: a.id, amount_cents: 50, refunded_at: '2026-11-03T17:00:00Z' } })).status, 201);
+    await pay(900, '2026-11-05T17:00:00Z');
+    const payments = (await own.get(`/sales/${sale.id}`)).body.data.payments;
+    const first = payments.find((p: any) => p.amount_cents === 100);
+    const incomeId = first.income_id ?? first.id;
+    const refused = await own.delete(`/incomes/${incomeId}`);
+    assert.equal(refused.status, 422, refused.text);
+    assert.match(refused.body.errors.id[0], /anterior a todos los pagos/);
+    assert.equal((await own.get(`/sales/${sale.id}`)).body.data.paid_cents, 1000, 'nothing changed');
+    const dated = await own.patch(`/incomes/${incomeId}`, { data: { occurred_at: '2026-11-04T17:00:00Z' } });
+    assert.deepEqual([dated.status, Object.keys(dated.body.errors ?? {})], [422, ['occurred_at']]);
+  });
+
   test('closed months refuse writes dated in them (422 period_locked with year and month); wsctl period close|open; GET /accounting-periods', async () => {
     const { t, api } = await newTenant();
     const a = await account(api, { opening_on: '2026-01-01' });

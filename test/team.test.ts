@@ -212,6 +212,10 @@ describe('company and team', () => {
     assert.equal(up.body.data.id, member.id);
     const webp = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } }).webp().toBuffer();
     assert.equal((await upload(app.baseUrl, t.key, `/users/${member.id}/avatar`, 'avatar', webp, 'a.webp')).status, 422);
+    // Content that is no image at all is told the slot's formats, not every format images take elsewhere.
+    const text = await upload(app.baseUrl, t.key, `/users/${member.id}/avatar`, 'avatar', Buffer.from('hola, no soy imagen'), 'a.png');
+    assert.equal(text.status, 422);
+    assert.equal(text.body.errors.avatar[0], 'el contenido no es una imagen JPEG o PNG');
     assert.equal((await upload(app.baseUrl, other.key, `/users/${member.id}/avatar`, 'avatar', await png(), 'yo.png')).status, 404);
   });
 

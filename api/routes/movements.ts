@@ -271,7 +271,11 @@ export function movementRoutes(direction: Direction): RouteDef[] {
           if (data.amount_cents !== undefined && data.amount_cents < Number(m.paid_cents)) throw validationFailed({ amount_cents: [`no puede ser menor que lo pagado (${m.paid_cents})`] });
           // As on create: a due date belongs to one on credit; on one fully paid it is refused, not stored.
           if (data.due_on && m.status === 'paid' && (data.amount_cents ?? Number(m.amount_cents)) <= Number(m.paid_cents)) throw validationFailed({ due_on: ['solo para uno pendiente; este ya está pagado'] });
-          if (m.sale_id && (data.amount_cents !== undefined || data.occurred_at !== undefined)) throw validationFailed({ amount_cents: ['el pago de una venta no cambia de monto ni fecha; elimínalo y registra otro (si ya tiene complemento de pago emitido, registra una devolución de la venta)'] });
+          if (m.sale_id && (data.amount_cents !== undefined || data.occurred_at !== undefined)) {
+            // Named under the field sent (both when both are).
+            const why = 'el pago de una venta no cambia de monto ni fecha; elimínalo y registra otro (si ya tiene complemento de pago emitido, registra una devolución de la venta)';
+            throw validationFailed(Object.fromEntries((['amount_cents', 'occurred_at'] as const).filter((field) => data[field] !== undefined).map((field) => [field, [why]])));
+          }
           if (data.occurred_at) {
             const firstPayment = (await paymentsOf(client, m.id))[0];
             if (firstPayment && Date.parse(data.occurred_at) > new Date(firstPayment.paid_at).getTime()) throw validationFailed({ occurred_at: ['no puede ser posterior a su primer pago'] });
@@ -306,7 +310,7 @@ export function movementRoutes(direction: Direction): RouteDef[] {
             // adding up to more than the invoice once it is paid again. A refund undoes it instead.
             const { rows: issued } = await client.query(`SELECT 1 FROM invoice_payment_complements WHERE income_id = $1 AND status IN ('pending', 'valid') LIMIT 1`, [m.id]);
             if (issued.length) throw new ApiError('payment_complement_issued');
-            await revertSalePayment(client, companyId, m.sale_id, Number(m.paid_cents)).catch((error) => {
+            await revertSalePayment(client, companyId, m.sale_id, m.id, Number(m.paid_cents)).catch((error) => {
               if (error instanceof SaleRefundedError) throw validationFailed({ id: [error.message] });
               throw error;
             });

@@ -7,7 +7,7 @@
 // (storage/media-items.ts) and declares its slot with imageSlotRoutes.
 import { z } from 'zod';
 import { transaction, type Queryable } from '../../db/pool.ts';
-import { inspectImage, looksLikeSvg, MAX_IMAGE_BYTES, rasterizeSvg, safeFilename } from '../../storage/images.ts';
+import { inspectImage, looksLikeSvg, MAX_IMAGE_BYTES, NOT_AN_IMAGE, rasterizeSvg, safeFilename } from '../../storage/images.ts';
 import { THUMBNAIL } from '../../db/queues.ts';
 import { lockFreeBytes } from '../../storage/files.ts';
 import { deleteMedia, mediaBytes, storeMedia, type MediaOwner } from '../../storage/media-items.ts';
@@ -41,7 +41,11 @@ export async function attachImage(
     file = { ...file, bytes: raster.png, filename: (file.filename ?? fallbackFilename).replace(/\.svgz?$/i, '') + '.png' };
   }
   const inspection = await inspectImage(file.bytes);
-  if (!inspection.ok) throw validationFailed({ [file.field]: [inspection.reason] });
+  if (!inspection.ok) {
+    // Content that is no image at all: the slot's own formats, not every format images take elsewhere.
+    const reason = accept && inspection.reason === NOT_AN_IMAGE ? `el contenido no es una imagen ${accept.description}` : inspection.reason;
+    throw validationFailed({ [file.field]: [reason] });
+  }
   if (accept && !accept.types.includes(inspection.image.contentType)) {
     throw validationFailed({ [file.field]: [`formato no admitido aquí: se aceptan ${accept.description}`] });
   }

@@ -171,20 +171,33 @@ export async function addRefund(
   return updated;
 }
 
-/** A payment's income is deleted: the sale owes that amount again (refused while refunds need it). */
-export async function revertSalePayment(db: Queryable, companyId: string, saleId: string, amount: number): Promise<void> {
+/**
+ * A payment's income (`incomeId`) is deleted: the sale owes that amount again. Refused while refunds
+ * need it: they would add up to more than what is left paid, or one would be dated before every payment
+ * left (a refund is never earlier than the sale's first payment, as on its create).
+ */
+export async function revertSalePayment(db: Queryable, companyId: string, saleId: string, incomeId: string, amount: number): Promise<void> {
   const sale = await findSale(db, companyId, saleId, true);
   if (!sale) return;
   const paid = Number(sale.paid_cents) - amount;
-  if (paid < Number(sale.refunded_cents)) throw new SaleRefundedError(sale.id);
+  if (paid < Number(sale.refunded_cents)) throw new SaleRefundedError(sale.id, 'tiene devoluciones que ese pago cubre');
+  if (Number(sale.refunded_cents) > 0) {
+    const { rows } = await db.query<{ early: boolean }>(
+      `SELECT (SELECT min(refunded_at) FROM sale_refunds WHERE sale_id = $2)
+              < (SELECT min(p.paid_at) FROM movements m JOIN movement_payments p ON p.movement_id = m.id
+                  WHERE m.company_id = $1 AND m.sale_id = $2 AND m.id <> $3) AS early`,
+      [companyId, saleId, incomeId],
+    );
+    if (rows[0]?.early) throw new SaleRefundedError(sale.id, 'tiene una devolución anterior a todos los pagos que quedarían');
+  }
   await setAmounts(db, sale, paid, Number(sale.refunded_cents), false);
 }
 
-/** Deleting a sale's payment would leave it refunded more than paid. */
+/** Deleting a sale's payment would leave its refunds without the payments they need. */
 export class SaleRefundedError extends Error {
   readonly saleId: string;
-  constructor(saleId: string) {
-    super(`la venta ${saleId} tiene devoluciones que ese pago cubre; no se puede eliminar`);
+  constructor(saleId: string, why: string) {
+    super(`la venta ${saleId} ${why}; no se puede eliminar`);
     this.saleId = saleId;
   }
 }
