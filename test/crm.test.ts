@@ -33,6 +33,9 @@ describe('customers', () => {
     assert.match(customer.id, /^[0-9a-f]{24}$/);
     assert.equal(customer.tax_id, 'LOPA800101AB1', 'RFC is normalised to upper case');
     assert.equal(customer.address.city, 'CDMX');
+    // Every key of the contract's shape, in its order, null when not sent (as Stripe answers).
+    assert.deepEqual(customer.address, { line1: 'Reforma 1', line2: null, city: 'CDMX', state: null, postal_code: null, country: 'MX' });
+    assert.deepEqual(Object.keys(customer.address), ['line1', 'line2', 'city', 'state', 'postal_code', 'country']);
     assert.match(customer.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
 
     const read = await api.get(`/customers/${customer.id}`);

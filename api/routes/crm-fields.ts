@@ -22,6 +22,16 @@ export const addressSchema = z.strictObject({
   country: z.string().regex(/^[A-Z]{2}$/, 'código ISO 3166-1 alfa-2 en mayúsculas').nullable().optional(),
 });
 
+/** An address as read: every key of the contract's shape, in its order, null when not given (as Stripe answers). */
+export const ADDRESS_KEYS = ['line1', 'line2', 'city', 'state', 'postal_code', 'country'] as const;
+export const addressRead = z.object(Object.fromEntries(ADDRESS_KEYS.map((key) => [key, z.string().nullable()])) as Record<(typeof ADDRESS_KEYS)[number], z.ZodNullable<z.ZodString>>);
+export type AddressRead = z.infer<typeof addressRead>;
+
+export function serializeAddress(stored: Partial<Record<(typeof ADDRESS_KEYS)[number], string | null>> | null): AddressRead | null {
+  if (!stored) return null;
+  return { line1: stored.line1 ?? null, line2: stored.line2 ?? null, city: stored.city ?? null, state: stored.state ?? null, postal_code: stored.postal_code ?? null, country: stored.country ?? null };
+}
+
 export const timestamps = {
   created_at: z.iso.datetime(),
   updated_at: z.iso.datetime(),

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { customPropertiesWrite, flattenCustomProperties } from '../custom-properties.ts';
 import { standardRoutes } from './standard-routes.ts';
-import { addressSchema, contactFields, optionalText, timestamps } from './crm-fields.ts';
+import { addressRead, addressSchema, contactFields, optionalText, serializeAddress, timestamps } from './crm-fields.ts';
 
 const customerFields = {
   ...contactFields,
@@ -33,7 +33,7 @@ export const customerSchema = z
     phone: z.string().nullable(),
     legal_name: z.string().nullable(),
     tax_id: z.string().nullable(),
-    address: addressSchema.nullable(),
+    address: addressRead.nullable().describe('Todas las claves, null las no dadas'),
     notes: z.string().nullable(),
     tags: z.array(z.string()),
     ...timestamps,
@@ -68,7 +68,7 @@ export function serializeCustomer(row: CustomerRow) {
       phone: row.phone,
       legal_name: row.legal_name,
       tax_id: row.tax_id,
-      address: row.address,
+      address: serializeAddress(row.address),
       notes: row.notes,
       tags: row.tags,
       created_at: iso(row.created_at),

@@ -51,7 +51,9 @@ function serialize(row: Row): Record<string, unknown> {
     phone: row.phone,
     legal_name: row.legal_name,
     tax_id: row.tax_id,
-    address: row.address,
+    address: row.address
+      ? (({ line1 = null, line2 = null, city = null, state = null, postal_code = null, country = null }) => ({ line1, line2, city, state, postal_code, country }))(row.address as Record<string, string | null>)
+      : null,
     notes: row.notes,
     tags: row.tags,
     created_at: iso(row.created_at),
