@@ -31,11 +31,12 @@ const cursor = z.string().refine(isObjectId, { message: 'invalid_id' });
  * integer check. Anything but decimal digits is 400. OpenAPI still shows the integer schema (zod documents a
  * preprocessed input by its inner schema).
  */
+const POSITIVE_INTEGER = 'debe ser un entero de 1 en adelante, solo dígitos';
 const positiveInteger = () =>
   z.preprocess(
     // Decimal digits only: Number() would also read `0x10`, `1e2`, `0b11` and ` 5`.
     (v) => (typeof v !== 'string' ? v : !/^\d+$/.test(v) ? Number.NaN : v.length >= 16 ? Number.MAX_SAFE_INTEGER : v),
-    z.coerce.number().int().min(1),
+    z.coerce.number({ error: POSITIVE_INTEGER }).int({ error: POSITIVE_INTEGER }).min(1, { error: POSITIVE_INTEGER }),
   );
 
 /** Query parameters shared by every list; resources extend it with their filters. */

@@ -54,6 +54,7 @@ describe('pagination', () => {
       assert.equal(r.status, 400, bad);
       assert.equal(r.body.error, 'invalid_parameter');
       assert.deepEqual(Object.keys(r.body).sort(), ['error', 'message'], 'exactly {error, message}');
+      assert.equal(r.body.message, "El parámetro limit no es válido: debe ser un entero de 1 en adelante, solo dígitos", bad);
     }
   });
 
