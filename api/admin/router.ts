@@ -1,6 +1,6 @@
 // Admin procedures for `wsctl`: one router per domain (routers/), combined
 // here. Routers validate input and call the domain modules beside them
-// (companies.ts, keys.ts, users.ts, automations.ts, forms.ts) or the query
+// (companies.ts, keys.ts, users.ts, automations.ts, forms.ts, oauth.ts) or the query
 // modules the REST routes use; they hold no SQL.
 import { automationRouter } from './routers/automations.ts';
 import { calendarRouter } from './routers/calendar.ts';

@@ -12,12 +12,12 @@ export function registerOauthCommands(program: Command): void {
     .action(
       action(
         async ({ api, opts }) => api.oauth.grants.query({ userId: opts.user, companyId: opts.company }),
-        (grants) => grants.map((g: any) => `${g.id}  ${g.client_name ?? g.client_id}  ${g.company_id}  ${g.scopes.join(' ')}${g.revoked_at ? '  (revoked)' : ''}`).join('\n') || '(none)',
+        (grants) => grants.map((g) => `${g.id}  ${g.client_name ?? g.client_id}  ${g.company_id}  ${g.scopes.join(' ')}${g.revoked_at ? '  (revoked)' : ''}`).join('\n') || '(none)',
       ),
     );
   oauth
     .command('revoke')
     .description('revoke an OAuth connection: its tokens stop working at once')
     .argument('<grant-id>', 'grant id')
-    .action(action(async ({ api, args: [id] }) => api.oauth.revoke.mutate({ id: id! }), (g: any) => `Revoked ${g.id}`));
+    .action(action(async ({ api, args: [id] }) => api.oauth.revoke.mutate({ id: id! }), (g) => `Revoked ${g.id}`));
 }

@@ -1,0 +1,37 @@
+// OAuth connections for operators (`wsctl oauth grants|revoke`): the grants
+// MCP clients hold, per person or per company, and revoking one at once (its
+// access tokens are checked against the grant on every MCP request).
+import type { Queryable } from '../../db/pool.ts';
+
+export type GrantSummary = {
+  id: string;
+  client_id: string;
+  client_name: string | null;
+  user_id: string;
+  company_id: string;
+  scopes: string[];
+  created_at: string;
+  revoked_at: string | null;
+};
+
+/** A person's grants (`userId`) or a company's (`companyId`), newest first. */
+export async function listGrants(db: Queryable, filter: { userId?: string; companyId?: string }): Promise<GrantSummary[]> {
+  const { rows } = await db.query<Omit<GrantSummary, 'created_at' | 'revoked_at'> & { created_at: Date; revoked_at: Date | null }>(
+    `SELECT g.id, g.client_id, c.client_name, g.user_id, g.company_id, g.scopes, g.created_at, g.revoked_at
+       FROM oauth_grants g JOIN oauth_clients c ON c.id = g.client_id
+      WHERE ($1::text IS NULL OR g.user_id = $1) AND ($2::text IS NULL OR g.company_id = $2) ORDER BY g.created_at DESC`,
+    [filter.userId ?? null, filter.companyId ?? null],
+  );
+  return rows.map((r) => ({ ...r, created_at: r.created_at.toISOString(), revoked_at: r.revoked_at?.toISOString() ?? null }));
+}
+
+export type RevokedGrant = { id: string; client_id: string; user_id: string; company_id: string; scopes: string[]; revoked_at: string };
+
+/** Revokes a grant (kept revoked if it was already); null when there is no such grant. */
+export async function revokeGrantById(db: Queryable, id: string): Promise<RevokedGrant | null> {
+  const { rows } = await db.query<Omit<RevokedGrant, 'revoked_at'> & { revoked_at: Date }>(
+    'UPDATE oauth_grants SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING id, client_id, user_id, company_id, scopes, revoked_at',
+    [id],
+  );
+  return rows[0] ? { ...rows[0], revoked_at: rows[0].revoked_at.toISOString() } : null;
+}
