@@ -4,9 +4,56 @@
 // `sync_to_google: false` is kept out of Google: if an earlier push put it
 // there, it is deleted there. The worker (worker/jobs/calendar-push.ts) makes the
 // call; the API write never waits for Google and never fails because of it.
+// Also a member's connection: its sealed refresh token, stored by the consent
+// callback (api/integrations/google.ts) or by `wsctl calendar connect`.
+import { seal } from '../lib/secret-box.ts';
 import type { JobSender } from './job-sender.ts';
 import type { Queryable } from './pool.ts';
 import { CALENDAR_PUSH } from './queues.ts';
+
+export type ConnectionRow = {
+  user_id: string;
+  calendar_id: string;
+  status: string;
+  last_synced_at: Date | null;
+  last_error: string | null;
+  last_error_at: Date | null;
+  connected_at: Date;
+};
+
+export function serializeConnection(row: ConnectionRow | undefined, userId: string) {
+  // One shape either way: a script reads the same fields of a member never connected (all null).
+  if (!row) {
+    return { user_id: userId, connected: false as const, status: null, calendar_id: null, connected_at: null, last_synced_at: null, last_error: null, last_error_at: null };
+  }
+  return {
+    user_id: row.user_id,
+    connected: true as const,
+    status: row.status as 'active' | 'needs_reauthorization',
+    calendar_id: row.calendar_id,
+    connected_at: row.connected_at.toISOString(),
+    last_synced_at: row.last_synced_at?.toISOString() ?? null,
+    last_error: row.last_error,
+    last_error_at: row.last_error_at?.toISOString() ?? null,
+  };
+}
+
+/** Stores a (checked) refresh token, sealed with `encryptionKey`, as the member's active connection; answers its status. */
+export async function storeConnection(db: Queryable, encryptionKey: string, userId: string, refreshToken: string, calendarId = 'primary') {
+  await db.query(
+    `INSERT INTO calendar_connections (user_id, calendar_id, refresh_token_enc) VALUES ($1, $2, $3)
+     ON CONFLICT (user_id) DO UPDATE SET calendar_id = EXCLUDED.calendar_id, refresh_token_enc = EXCLUDED.refresh_token_enc,
+            status = 'active', sync_token = NULL, last_error = NULL, last_error_at = NULL, connected_at = now(), updated_at = now()`,
+    [userId, calendarId, seal(encryptionKey, refreshToken)],
+  );
+  return readConnection(db, userId);
+}
+
+/** A member's connection as operators read it (one shape whether connected or not). */
+export async function readConnection(db: Queryable, userId: string) {
+  const { rows } = await db.query<ConnectionRow>('SELECT * FROM calendar_connections WHERE user_id = $1', [userId]);
+  return serializeConnection(rows[0], userId);
+}
 
 export async function enqueueCalendarPush(
   db: Queryable,

@@ -61,6 +61,18 @@ describe('architecture: one direction of dependencies', () => {
     assert.deepEqual(violations(), []);
   });
 
+  test('the public API does not build on the operators\' admin code (admin builds on it); only app.ts mounts admin', () => {
+    const offenders: string[] = [];
+    for (const file of sources('api')) {
+      if (file.startsWith(`api${path.sep}admin${path.sep}`) || file === path.join('api', 'app.ts')) continue;
+      for (const specifier of importsOf(readFileSync(path.join(ROOT, file), 'utf8'))) {
+        const target = path.relative(ROOT, path.resolve(ROOT, path.dirname(file), specifier));
+        if (specifier.startsWith('.') && target.startsWith(`api${path.sep}admin${path.sep}`)) offenders.push(`${file} imports ${specifier}`);
+      }
+    }
+    assert.deepEqual(offenders, [], 'move what both need beside the public code (a -queries module, db/) and import it from admin');
+  });
+
   test('route handlers read and write through their `db`, never the pool behind it', () => {
     // Under Idempotency-Key `db` is the request's transaction, which also
     // stores the answer: a write through the pool would commit on its own,

@@ -2,7 +2,7 @@
 // status | disconnect`, DESIGN.md CLI contract): without a refresh token the
 // answer is Google's consent URL (scope calendar.events, offline access, a
 // signed state naming the member) and the callback
-// (api/integrations/google.ts) stores the token; with `--refresh-token` the
+// (api/integrations/google.ts) stores the token (db/calendar-sync.ts); with `--refresh-token` the
 // token is checked against Google's token endpoint and stored at once.
 // Refresh tokens are sealed with ENCRYPTION_KEY and never shown again.
 import { randomBytes } from 'node:crypto';
@@ -10,65 +10,22 @@ import type { Pool, Queryable } from '../../db/pool.ts';
 import type { Config } from '../../lib/config.ts';
 import { GoogleApiError, GoogleCalendarClient } from '../../lib/google-calendar.ts';
 import { requireUser } from './companies.ts';
-import { seal } from '../../lib/secret-box.ts';
 import { signState } from '../../lib/signed-state.ts';
+import { readConnection, serializeConnection, storeConnection } from '../../db/calendar-sync.ts';
 import { ApiError, validationFailed } from '../errors.ts';
+import { callbackUrl } from '../integrations/google.ts';
 
 export const GOOGLE_SCOPE = 'https://www.googleapis.com/auth/calendar.events';
-export const CALLBACK_PATH = '/integrations/google/callback';
 const STATE_TTL_SECONDS = 3600;
-
-type ConnectionRow = {
-  user_id: string;
-  calendar_id: string;
-  status: string;
-  last_synced_at: Date | null;
-  last_error: string | null;
-  last_error_at: Date | null;
-  connected_at: Date;
-};
-
-export function serializeConnection(row: ConnectionRow | undefined, userId: string) {
-  // One shape either way: a script reads the same fields of a member never connected (all null).
-  if (!row) {
-    return { user_id: userId, connected: false as const, status: null, calendar_id: null, connected_at: null, last_synced_at: null, last_error: null, last_error_at: null };
-  }
-  return {
-    user_id: row.user_id,
-    connected: true as const,
-    status: row.status as 'active' | 'needs_reauthorization',
-    calendar_id: row.calendar_id,
-    connected_at: row.connected_at.toISOString(),
-    last_synced_at: row.last_synced_at?.toISOString() ?? null,
-    last_error: row.last_error,
-    last_error_at: row.last_error_at?.toISOString() ?? null,
-  };
-}
 
 function requireGoogle(config: Config) {
   if (!config.google) throw validationFailed({ google: ['Google Calendar no está configurado: define GOOGLE_CLIENT_ID y GOOGLE_CLIENT_SECRET'] });
   return config.google;
 }
 
-export function callbackUrl(config: Config): string {
-  return `${config.siteUrl}${CALLBACK_PATH}`;
-}
-
 export async function calendarStatus(pool: Queryable, userId: string) {
   await requireUser(pool, userId);
-  const { rows } = await pool.query<ConnectionRow>('SELECT * FROM calendar_connections WHERE user_id = $1', [userId]);
-  return serializeConnection(rows[0], userId);
-}
-
-/** Stores a (checked) refresh token as the member's active connection. */
-export async function storeConnection(pool: Queryable, config: Config, userId: string, refreshToken: string, calendarId = 'primary') {
-  await pool.query(
-    `INSERT INTO calendar_connections (user_id, calendar_id, refresh_token_enc) VALUES ($1, $2, $3)
-     ON CONFLICT (user_id) DO UPDATE SET calendar_id = EXCLUDED.calendar_id, refresh_token_enc = EXCLUDED.refresh_token_enc,
-            status = 'active', sync_token = NULL, last_error = NULL, last_error_at = NULL, connected_at = now(), updated_at = now()`,
-    [userId, calendarId, seal(config.encryptionKey, refreshToken)],
-  );
-  return calendarStatus(pool, userId);
+  return readConnection(pool, userId);
 }
 
 export async function connectCalendar(pool: Pool, config: Config, input: { userId: string; refreshToken?: string; calendarId?: string }) {
@@ -95,7 +52,7 @@ export async function connectCalendar(pool: Pool, config: Config, input: { userI
     if (error instanceof GoogleApiError && !error.retryable) throw validationFailed({ refresh_token: [`Google lo rechazó (${error.reason ?? error.status})`] });
     throw new ApiError('service_unavailable', 'Google no respondió; intenta de nuevo.');
   }
-  return storeConnection(pool, config, input.userId, input.refreshToken, input.calendarId);
+  return storeConnection(pool, config.encryptionKey, input.userId, input.refreshToken, input.calendarId);
 }
 
 /** Forgets the token and the events imported from Google (they would no longer stay in sync). */

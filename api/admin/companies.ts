@@ -4,13 +4,15 @@
 // callers choose the transaction. Errors are ApiError (api/errors.ts), which
 // the admin router maps to tRPC errors in one place (trpc.ts).
 import { transaction, type Pool, type Queryable } from '../../db/pool.ts';
-import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { rebuildLedger } from '../../db/money/rebuild.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { slugify } from '../../lib/slug.ts';
 import { notifyAuthChange } from '../auth/key-cache.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { serializeUser, type UserRow } from './users.ts';
+import { serializeCompanyRead, teamSize, type CompanyRow, type Plan } from '../routes/company-queries.ts';
+
+export type { CompanyRow, Plan };
 
 /**
  * The MCP quota belongs to the enterprise plan (DESIGN.md: "quota set with
@@ -33,7 +35,6 @@ export async function requireUser(db: Queryable, userId: string): Promise<void> 
   if (!(await db.query('SELECT 1 FROM users WHERE id = $1 AND deleted_at IS NULL', [userId])).rowCount) throw new ApiError('not_found', `User ${userId} not found`);
 }
 
-export type Plan = 'free' | 'starter' | 'enterprise';
 
 export type CompanyInput = {
   name: string;
@@ -51,48 +52,6 @@ export type CompanyUpdate = Partial<CompanyInput> & {
   storageQuotaMb?: number;
 };
 
-/** A `companies` row. */
-export type CompanyRow = {
-  timezone: string;
-  id: string;
-  name: string;
-  slug: string;
-  website: string | null;
-  legal_name: string | null;
-  logo_url: string | null;
-  business_type: string | null;
-  business_context: string | null;
-  business_goals: string[];
-  max_team_size: number;
-  enabled_modules: string[];
-  plan: Plan;
-  mcp_quota: number | null;
-  response_cache: boolean;
-  storage_quota_mb: number;
-  created_at: Timestamp;
-  updated_at: Timestamp;
-};
-
-/** The company as the API reads it (contract: Company (singular)), `team` from live memberships. */
-export function serializeCompanyRead(row: CompanyRow, members: number) {
-  return {
-    id: row.id,
-    name: row.name,
-    slug: row.slug,
-    website: row.website,
-    legal_name: row.legal_name,
-    logo_url: row.logo_url,
-    business_type: row.business_type,
-    business_context: row.business_context,
-    business_goals: row.business_goals,
-    team: { max_team_size: row.max_team_size, current_team_size: members, seats_available: Math.max(0, row.max_team_size - members) },
-    enabled_modules: row.enabled_modules,
-    timezone: row.timezone,
-    created_at: iso(row.created_at)!,
-    updated_at: iso(row.updated_at)!,
-  };
-}
-
 /** The company as operators see it: the API's read plus plan, quotas and settings. */
 export function serializeCompany(row: CompanyRow, teamSize = 0) {
   return {
@@ -104,14 +63,6 @@ export function serializeCompany(row: CompanyRow, teamSize = 0) {
   };
 }
 
-/** Members of the company (memberships of people not soft-deleted). */
-export async function teamSize(db: Queryable, companyId: string): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(
-    'SELECT count(*)::int AS n FROM memberships m JOIN users u ON u.id = m.user_id AND u.deleted_at IS NULL WHERE m.company_id = $1',
-    [companyId],
-  );
-  return rows[0].n;
-}
 
 async function uniqueSlug(db: Queryable, name: string): Promise<string> {
   const base = slugify(name, { maxLength: 48, fallback: 'empresa' });

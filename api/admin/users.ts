@@ -1,27 +1,12 @@
 // Operator actions on people: passwords (for sign-in) and the permissions of
 // a membership. The serializer is the operator's view of a user.
 import { transaction, type Pool, type Queryable } from '../../db/pool.ts';
-import { iso, type Timestamp } from '../../db/timestamps.ts';
+import { iso } from '../../db/timestamps.ts';
 import { hashPassword } from '../../lib/passwords.ts';
 import { ApiError } from '../errors.ts';
+import type { UserRow } from '../routes/user-queries.ts';
 
-/** A `users` row (the password hash never leaves this layer). */
-export type UserRow = {
-  id: string;
-  email: string;
-  first_name: string | null;
-  last_name: string | null;
-  phone: string | null;
-  username: string | null;
-  birthdate: string | Date | null;
-  booking_slug: string | null;
-  avatar_url: string | null;
-  settings_preferences: Record<string, unknown>;
-  password_hash: string | null;
-  deleted_at: Timestamp | null;
-  created_at: Timestamp;
-  updated_at: Timestamp;
-};
+export type { UserRow };
 
 /** A person as the CLI shows it; `is_owner` only where one company is in view (ownership is per membership). */
 export function serializeUser(row: UserRow, isOwner?: boolean) {

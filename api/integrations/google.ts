@@ -3,15 +3,23 @@
 // The signed `state` names the member (lib/signed-state.ts, one hour) and
 // carries a nonce that makes the link work once (table used_consent_states); the
 // code is exchanged at Google's token endpoint for a refresh token, which is
-// stored sealed (api/admin/calendar.ts). Answers a short HTML page.
+// stored sealed (db/calendar-sync.ts). Answers a short HTML page.
 import Router from '@koa/router';
 import { randomBytes } from 'node:crypto';
 import { GoogleApiError, GoogleCalendarClient } from '../../lib/google-calendar.ts';
 import { verifyState } from '../../lib/signed-state.ts';
 import { transaction } from '../../db/pool.ts';
-import { callbackUrl, CALLBACK_PATH, storeConnection } from '../admin/calendar.ts';
+import { storeConnection } from '../../db/calendar-sync.ts';
+import type { Config } from '../../lib/config.ts';
 import { limitUnauthenticated } from '../middleware/rate-limit.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState, Deps } from '../types.ts';
+
+export const CALLBACK_PATH = '/integrations/google/callback';
+
+/** The redirect URI Google sends the member back to: this route on SITE_URL. */
+export function callbackUrl(config: Config): string {
+  return `${config.siteUrl}${CALLBACK_PATH}`;
+}
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
@@ -47,7 +55,7 @@ export function googleIntegrationRouter(deps: Deps): ApiRouter {
       const stored = await transaction(deps.pool, async (db) => {
         const { rowCount } = await db.query('INSERT INTO used_consent_states (nonce, expires_at) VALUES ($1, to_timestamp($2)) ON CONFLICT DO NOTHING', [nonce, state.exp]);
         if (!rowCount) return false;
-        await storeConnection(db, deps.config, state.user as string, refreshToken, typeof state.calendar === 'string' ? state.calendar : 'primary');
+        await storeConnection(db, deps.config.encryptionKey, state.user as string, refreshToken, typeof state.calendar === 'string' ? state.calendar : 'primary');
         return true;
       });
       if (!stored) return usedPage();

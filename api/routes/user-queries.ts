@@ -2,14 +2,31 @@
 // membership in the key's company (`memberships`: is_owner, permissions).
 import { randomBytes } from 'node:crypto';
 import type { Queryable } from '../../db/pool.ts';
-import { iso } from '../../db/timestamps.ts';
+import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { hashPassword } from '../../lib/passwords.ts';
-import type { UserRow } from '../admin/users.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import type { TotalsCache } from '../pagination.ts';
 import { listPage, searchWhere, type PaginationQuery } from '../pagination.ts';
 import type { Background, SettingsPreferencesWrite, UserCreate, UserUpdate } from './user-schemas.ts';
+
+/** A `users` row (the password hash never leaves this layer). */
+export type UserRow = {
+  id: string;
+  email: string;
+  first_name: string | null;
+  last_name: string | null;
+  phone: string | null;
+  username: string | null;
+  birthdate: string | Date | null;
+  booking_slug: string | null;
+  avatar_url: string | null;
+  settings_preferences: Record<string, unknown>;
+  password_hash: string | null;
+  deleted_at: Timestamp | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+};
 
 export type MemberRow = UserRow & { company_id: string; is_owner: boolean };
 
