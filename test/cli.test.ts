@@ -11,6 +11,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { client, startTestApp, type TestApp } from './helpers/app.ts';
 import { assertOneLineError, json, wsctl } from './helpers/cli.ts';
+import { adminMutation, sampleFormFile } from './helpers/forms.ts';
 
 describe('wsctl', () => {
   let app: TestApp;
@@ -20,6 +21,17 @@ describe('wsctl', () => {
     dir = await mkdtemp(path.join(tmpdir(), 'wsctl-'));
   });
   after(() => app.close());
+
+  test('companies of one name created at once get slugs of their own; forms of one slug too (no unique-violation 500)', async () => {
+    const name = `Panadería ${Date.now()}`;
+    const made = await Promise.all([1, 2, 3, 4].map(() => json(app, ['company', 'create', '--name', name])));
+    const slugs = made.map((m) => m.company.slug);
+    assert.equal(new Set(slugs).size, 4, slugs.join(' '));
+    const companyId = made[0].company.id;
+    const form = (slug: string) => adminMutation(app.url, 'form.create', { companyId, form: sampleFormFile({ slug }) });
+    const answers = await Promise.all([1, 2, 3].map(() => form('mismo-slug')));
+    assert.deepEqual(answers.map((a) => a.status).sort(), [200, 409, 409], JSON.stringify(answers.map((a) => a.body)).slice(0, 400));
+  });
 
   test('company create/show/update/list, with the owner made from the default email', async () => {
     const created = await json(app, ['company', 'create', '--name', 'Taller Ruiz', '--plan', 'starter', '--max-team-size', '3']);

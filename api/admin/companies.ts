@@ -63,8 +63,9 @@ export function serializeCompany(row: CompanyRow, teamSize = 0) {
   };
 }
 
-
+/** A company slug free across the service; creates take turns on a transaction lock, so two with one name get two slugs. */
 async function uniqueSlug(db: Queryable, name: string): Promise<string> {
+  await db.query(`SELECT pg_advisory_xact_lock(hashtextextended('slug:companies', 0))`);
   const base = slugify(name, { maxLength: 48, fallback: 'empresa' });
   const { rows } = await db.query<{ slug: string }>(`SELECT slug FROM companies WHERE slug = $1 OR slug LIKE $2`, [base, `${base}-%`]);
   const taken = new Set(rows.map((r) => r.slug));

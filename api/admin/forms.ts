@@ -17,6 +17,7 @@ export function parseFormFile(input: unknown) {
   throw new ApiError('validation_failed', `Invalid form file: ${lines.join('; ')}`);
 }
 
+/** A form slug free in the company (the caller holds lockFormSlugs). */
 async function uniqueSlug(db: Queryable, companyId: string, wanted: string, exceptId: string | null): Promise<string> {
   const { rows } = await db.query('SELECT slug FROM forms WHERE company_id = $1 AND (slug = $2 OR slug LIKE $3) AND id IS DISTINCT FROM $4', [
     companyId,
@@ -33,6 +34,9 @@ export async function createForm(pool: Pool, companyId: string, file: unknown) {
   const parsed = parseFormFile(file);
   await getCompany(pool, companyId);
   return transaction(pool, async (db) => {
+    // Slug choices of the company's forms take turns (as freeSlug does for the catalog): two creates
+    // with one slug get a clash answer, not a unique violation.
+    await db.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`slug:forms:${companyId}`]);
     const c = formColumns(parsed);
     if (c.slug) {
       const clash = await db.query('SELECT 1 FROM forms WHERE company_id = $1 AND slug = $2', [companyId, c.slug]);
@@ -57,6 +61,7 @@ export async function updateForm(pool: Pool, formId: string, file: unknown) {
     if (!existing) throw new ApiError('not_found', `Form ${formId} not found`);
     const c = formColumns(parsed);
     if (c.slug && c.slug !== existing.slug) {
+      await db.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`slug:forms:${existing.company_id}`]);
       const clash = await db.query('SELECT 1 FROM forms WHERE company_id = $1 AND slug = $2 AND id <> $3', [existing.company_id, c.slug, formId]);
       if (clash.rowCount) throw new ApiError('conflict', `A form with slug ${c.slug} already exists in this company`);
     }

@@ -1,7 +1,7 @@
 // Sign-in and sign-out of the user session that `/user/...` routes take
 // (api/auth/sessions.ts). They are mounted by api/app.ts outside the route
 // table, so their operations are written here by hand.
-import { SESSION_TTL_HOURS, signInSchema } from '../auth/sessions.ts';
+import { SESSION_TTL_HOURS, SIGN_IN_LIMITS, signInSchema } from '../auth/sessions.ts';
 import type { SchemaBook } from './schemas.ts';
 
 export function sessionPaths(book: SchemaBook): Record<string, Record<string, unknown>> {
@@ -12,7 +12,7 @@ export function sessionPaths(book: SchemaBook): Record<string, Record<string, un
         operationId: 'createUserSession',
         tags: ['Sesiones de usuario'],
         summary: 'Inicia sesión con correo y contraseña',
-        description: `Devuelve un token \`service_ses_...\` válido ${SESSION_TTL_HOURS} h para las rutas \`/user/...\`. Credenciales incorrectas: 401 invalid_key. 10 intentos por minuto por correo.`,
+        description: `Devuelve un token \`service_ses_...\` válido ${SESSION_TTL_HOURS} h para las rutas \`/user/...\`. Credenciales incorrectas: 401 invalid_key. Intentos por minuto: ${SIGN_IN_LIMITS.perEmailAndAddress} por correo y dirección, ${SIGN_IN_LIMITS.perAddress} por dirección, ${SIGN_IN_LIMITS.perEmail} por correo (compartidos con el inicio de sesión de OAuth); después 429 rate_limited con Retry-After.`,
         security: [],
         requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', required: ['data'], properties: { data: book.inline(signInSchema, 'input') } } } } },
         responses: {
