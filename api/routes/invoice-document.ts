@@ -1,0 +1,102 @@
+// The CFDI 4.0 document of a sale (lib/cfdi/document.ts): the emitter's tax
+// profile, the receiver (the customer with its RFC, regime and postal code, or
+// the general public in a global invoice), one concept per line with its SAT
+// keys and VAT, PUE or PPD by the sale's payment terms. Every rule the SAT
+// would refuse at stamping is answered here as the contract's 422.
+import { Rfc } from '@nodecfdi/rfc';
+import { loadEmitter } from '../../db/invoicing.ts';
+import { companyZone } from '../../db/money/ledger.ts';
+import type { SaleRow } from '../../db/money/sales.ts';
+import type { Queryable } from '../../db/pool.ts';
+import { DEFAULT_PRODUCT_KEY, DEFAULT_UNIT_KEY, PRODUCT_KEY, PUBLIC_RFC, regimeFitsRfc, TAX_REGIMES, UNIT_KEY, useFitsRegime } from '../../lib/cfdi/catalogs.ts';
+import type { CfdiDocument, ConceptLine } from '../../lib/cfdi/document.ts';
+import type { Config } from '../../lib/config.ts';
+import { localMonth } from '../../lib/local-dates.ts';
+import { ApiError, validationFailed } from '../errors.ts';
+import { customerForInvoice, productPropertiesOf } from './invoice-queries.ts';
+import type { InvoiceCreate } from './invoice-schemas.ts';
+
+/** The CFDI of a sale, or the contract's 422 that says why not. */
+export async function buildDocument(db: Queryable, config: Config, sale: SaleRow, invoiceId: string, input: InvoiceCreate, relatedUuid: string | null): Promise<CfdiDocument> {
+  const emitter = await loadEmitter(db, config, sale.company_id);
+  if (!emitter) throw new ApiError('no_emitter');
+  if (emitter.valid_to.getTime() < Date.now()) throw new ApiError('no_emitter', 'El certificado de sello digital (CSD) de la empresa venció.');
+  const lines = sale.line_items as Array<{ description: string; product_id: string | null; quantity: number; unit_price_cents: number; vat_rate: number | null; vat_exempt: boolean; discount_cents: number; subtotal_cents: number; tax_cents: number }>;
+  // c_FormaPago 99 ("por definir") is PPD's alone (CFDI 4.0, Anexo 20): a sale paid at once says how it was paid.
+  if (sale.payment_terms !== 'deferred' && input.payment_form === '99') {
+    throw validationFailed({ payment_form: ['99 (por definir) es solo para ventas a crédito (PPD); una venta de contado (PUE) dice cómo se pagó'] });
+  }
+  if (input.line_keys && input.line_keys.length > lines.length) {
+    throw validationFailed({ line_keys: [`la venta tiene ${lines.length} línea(s); se recibieron claves para ${input.line_keys.length}`] });
+  }
+  const untaxed = lines.findIndex((l) => !l.vat_exempt && (l.vat_rate === null || l.vat_rate === undefined));
+  if (untaxed >= 0) throw new ApiError('sale_without_tax', `La línea ${untaxed + 1} de la venta no tiene tratamiento de IVA (tasa 16, 8 o 0, o exenta).`);
+  let receiver: CfdiDocument['receiver'];
+  let global: CfdiDocument['global'] = null;
+  let cfdiUse = input.cfdi_use ?? 'G03';
+  if (sale.customer_id) {
+    const customer = await customerForInvoice(db, sale.company_id, sale.customer_id);
+    const rfc = customer?.tax_id?.trim().toUpperCase();
+    if (!customer || !rfc) throw new ApiError('customer_no_rfc');
+    if (!Rfc.isValid(rfc)) throw new ApiError('customer_no_rfc', `El RFC del cliente (${rfc}) no es válido.`);
+    const regime = input.receiver?.tax_regime ?? (customer.custom_properties?.tax_regime as string | undefined);
+    const zip = input.receiver?.zip ?? customer.address?.postal_code;
+    const errors: Record<string, string[]> = {};
+    if (!regime || !TAX_REGIMES[regime]) errors['receiver.tax_regime'] = ['el régimen fiscal del cliente es obligatorio (c_RegimenFiscal)'];
+    // What the SAT's receiver rules refuse at stamping, refused here: a regime of the other kind of person, a use the regime does not admit.
+    else if (!regimeFitsRfc(regime, rfc)) errors['receiver.tax_regime'] = [`el régimen ${regime} no aplica a una persona ${rfc.length === 12 ? 'moral (RFC de 12 caracteres)' : 'física (RFC de 13 caracteres)'}`];
+    else if (!useFitsRegime(cfdiUse, regime)) errors.cfdi_use = [`el uso ${cfdiUse} no admite el régimen ${regime} del receptor (c_UsoCFDI)`];
+    if (!zip || !/^\d{5}$/.test(zip)) errors['receiver.zip'] = ['el código postal fiscal del cliente es obligatorio'];
+    if (Object.keys(errors).length) throw validationFailed(errors);
+    receiver = { rfc, legal_name: (customer.legal_name ?? customer.name).toUpperCase(), tax_regime: regime!, zip: zip! };
+  } else {
+    // The general public: a global invoice (CFDI 4.0: XAXX010101000, régimen 616, uso S01, InformacionGlobal of the sale's month).
+    const zone = await companyZone(db, sale.company_id);
+    const month = localMonth(new Date(sale.occurred_at).getTime(), zone);
+    receiver = { rfc: PUBLIC_RFC, legal_name: 'PUBLICO EN GENERAL', tax_regime: '616', zip: emitter.zip };
+    global = { periodicity: '04', months: String(month.month).padStart(2, '0'), year: month.year };
+    cfdiUse = 'S01';
+  }
+  const products = await productPropertiesOf(db, sale.company_id, lines.map((l) => l.product_id).filter((id): id is string => !!id));
+  const concepts: ConceptLine[] = lines.map((l, i) => {
+    const product = products.find((p) => p.id === l.product_id);
+    const given = input.line_keys?.[i];
+    const productKey = given?.product_key ?? (product?.custom_properties?.sat_product_key as string | undefined) ?? DEFAULT_PRODUCT_KEY;
+    const unitKey = given?.unit_key ?? (product?.custom_properties?.sat_unit_key as string | undefined) ?? DEFAULT_UNIT_KEY;
+    // VAT-included prices fold their discount into the net amount.
+    const discount = sale.prices_include_vat ? 0 : l.discount_cents;
+    return {
+      product_key: PRODUCT_KEY.test(productKey) ? productKey : DEFAULT_PRODUCT_KEY,
+      unit_key: UNIT_KEY.test(unitKey) ? unitKey : DEFAULT_UNIT_KEY,
+      description: l.description,
+      quantity: l.quantity,
+      // The sale's own unit price, before VAT; with VAT-included prices the pre-VAT price of the line
+      // (amount ÷ quantity, 6 decimals in the XML) is what Cantidad × ValorUnitario must give.
+      unit_price_cents: sale.prices_include_vat ? (l.subtotal_cents + discount) / l.quantity : l.unit_price_cents,
+      amount_cents: l.subtotal_cents + discount,
+      discount_cents: discount,
+      tax: { rate: l.vat_exempt ? null : l.vat_rate, exempt: l.vat_exempt, base_cents: l.subtotal_cents, tax_cents: l.tax_cents },
+    };
+  });
+  const method = sale.payment_terms === 'deferred' ? 'PPD' : 'PUE';
+  return {
+    invoice_id: invoiceId,
+    type: 'I',
+    series: input.series ?? null,
+    folio: null,
+    issued_at: new Date().toISOString(),
+    currency: sale.currency,
+    payment_form: method === 'PPD' ? '99' : (input.payment_form ?? '03'),
+    payment_method: method,
+    cfdi_use: cfdiUse,
+    issuer: { rfc: emitter.rfc, legal_name: emitter.legal_name, tax_regime: emitter.tax_regime, zip: emitter.zip },
+    receiver,
+    global,
+    lines: concepts,
+    subtotal_cents: concepts.reduce((n, c) => n + c.amount_cents, 0),
+    discount_cents: concepts.reduce((n, c) => n + c.discount_cents, 0),
+    total_cents: Number(sale.total_cents),
+    related: relatedUuid ? { relation: '04', uuids: [relatedUuid] } : null,
+    payment: null,
+  };
+}

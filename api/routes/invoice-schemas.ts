@@ -1,0 +1,59 @@
+// The request and response shapes of tax invoices (api/routes/invoices.ts):
+// the SAT catalogs bound every coded field (lib/cfdi/catalogs.ts).
+import { z } from 'zod';
+import { CANCEL_MOTIVES, CFDI_USES, PAYMENT_FORMS, PRODUCT_KEY, TAX_REGIMES, UNIT_KEY } from '../../lib/cfdi/catalogs.ts';
+import { objectIdString } from './money-fields.ts';
+
+export const INVOICE_STATUSES = ['pending', 'valid', 'failed', 'cancellation_pending', 'cancelled'] as const;
+
+export const invoiceSchema = z.object({
+  id: z.string(),
+  sale_id: z.string(),
+  status: z.enum(INVOICE_STATUSES),
+  provider: z.enum(['development', 'facturapi']),
+  warning: z.string().nullable().describe('Presente con el proveedor de desarrollo: la factura no tiene validez fiscal'),
+  uuid: z.string().nullable().describe('Folio fiscal, una vez timbrada'),
+  series: z.string().nullable(),
+  folio: z.string().nullable(),
+  stamped_at: z.string().nullable(),
+  verification_url: z.string().nullable(),
+  failure_reason: z.string().nullable(),
+  payment_method: z.enum(['PUE', 'PPD']),
+  payment_form: z.string(),
+  cfdi_use: z.string(),
+  receiver: z.object({ rfc: z.string(), legal_name: z.string(), tax_regime: z.string(), zip: z.string() }),
+  currency: z.string(),
+  total_cents: z.number().int(),
+  substitutes_id: z.string().nullable(),
+  substituted_by_id: z.string().nullable(),
+  cancellation: z.object({ motive: z.string(), substitute_uuid: z.string().nullable(), requested_at: z.string().nullable(), cancelled_at: z.string().nullable() }).nullable(),
+  payment_complements: z.array(z.object({ id: z.string(), income_id: z.string(), amount_cents: z.number().int(), installment: z.number().int(), status: z.string(), uuid: z.string().nullable(), failure_reason: z.string().nullable() })),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+export const invoiceCreate = z.strictObject({
+  cfdi_use: z.enum(CFDI_USES).optional().describe('UsoCFDI del cliente; por defecto G03 (gastos en general); al público en general, S01'),
+  payment_form: z.enum(PAYMENT_FORMS).optional().describe('c_FormaPago; por defecto 03 (transferencia) en PUE; en PPD siempre 99'),
+  series: z.string().regex(/^[A-Za-z0-9]{1,25}$/).optional(),
+  receiver: z
+    .strictObject({
+      tax_regime: z.string().refine((r) => !!TAX_REGIMES[r], 'fuera de c_RegimenFiscal').optional(),
+      zip: z.string().regex(/^\d{5}$/, 'código postal de 5 dígitos').optional(),
+    })
+    .optional()
+    .describe('Datos fiscales del cliente que no guarda su ficha (régimen; código postal si su dirección no lo tiene)'),
+  line_keys: z
+    .array(z.strictObject({ product_key: z.string().regex(PRODUCT_KEY, 'ClaveProdServ de 8 dígitos').optional(), unit_key: z.string().regex(UNIT_KEY, 'ClaveUnidad del SAT').optional() }))
+    .max(200)
+    .optional()
+    .describe('Claves SAT por línea de la venta, en orden; por omisión las del producto (propiedades sat_product_key, sat_unit_key) o 01010101 y H87'),
+  substitutes_id: objectIdString.optional().describe('Factura vigente de esta venta que la nueva sustituye (relación 04; la anterior se cancela con motivo 01 al timbrarse la nueva)'),
+});
+
+export type InvoiceCreate = z.infer<typeof invoiceCreate>;
+
+export const invoiceCancel = z.strictObject({
+  motive: z.enum(CANCEL_MOTIVES).describe('01 con sustituta (usa substitutes_id al facturar), 02 errores sin relación, 03 no se llevó a cabo, 04 nominativa en factura global'),
+  substitute_uuid: z.string().optional().describe('Solo motivo 01: UUID de la factura vigente que la sustituye'),
+});
