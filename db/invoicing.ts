@@ -78,6 +78,12 @@ async function queueComplement(
   await jobs.send(db, INVOICES, { action: 'complement', complement_id: id });
 }
 
+/** Whether a payment (its income) has a payment complement stamped or being stamped: the tax authority holds a document for it. */
+export async function hasIssuedComplement(db: Queryable, incomeId: string): Promise<boolean> {
+  const { rowCount } = await db.query(`SELECT 1 FROM invoice_payment_complements WHERE income_id = $1 AND status IN ('pending', 'valid') LIMIT 1`, [incomeId]);
+  return (rowCount ?? 0) > 0;
+}
+
 export type Emitter = { rfc: string; legal_name: string; tax_regime: string; zip: string; certificate_number: string; certificate_base64: string; credential: Credential; valid_to: Date };
 
 /** The company's complete emitter data with its opened credential, or null (the API answers 422 no_emitter). */

@@ -73,6 +73,14 @@ describe('architecture: one direction of dependencies', () => {
     assert.deepEqual(offenders, [], 'move what both need beside the public code (a -queries module, db/) and import it from admin');
   });
 
+  test('a resource\'s SQL is in its -queries.ts module (README, Adding a resource), not in its routes', () => {
+    // money-fields.ts holds the checks every money write shares (customer, external_ref), with their reads.
+    const offenders = sources(path.join('api', 'routes'))
+      .filter((file) => !file.endsWith('-queries.ts') && !file.endsWith('money-fields.ts'))
+      .filter((file) => /\.query\s*[<(]/.test(readFileSync(path.join(ROOT, file), 'utf8')));
+    assert.deepEqual(offenders, []);
+  });
+
   test('route handlers read and write through their `db`, never the pool behind it', () => {
     // Under Idempotency-Key `db` is the request's transaction, which also
     // stores the answer: a write through the pool would commit on its own,

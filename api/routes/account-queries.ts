@@ -71,6 +71,10 @@ export async function updateAccount(db: Queryable, companyId: string, id: string
 }
 
 /** Whether anything moved money through the account (then it can only be archived). */
+export async function deleteAccount(db: Queryable, companyId: string, id: string): Promise<void> {
+  await db.query('DELETE FROM accounts WHERE company_id = $1 AND id = $2', [companyId, id]);
+}
+
 export async function accountInUse(db: Queryable, companyId: string, id: string): Promise<boolean> {
   const { rowCount } = await db.query(
     `SELECT 1 WHERE EXISTS (SELECT 1 FROM movements WHERE company_id = $1 AND account_id = $2)

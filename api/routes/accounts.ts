@@ -8,7 +8,7 @@ import { assertOpenDates } from '../money/periods.ts';
 import { ApiError } from '../errors.ts';
 import { listMetaSchema, paginationQuery, queryBoolean } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
-import { accountInUse, findAccount, insertAccount, listAccounts, serializeAccount, today, updateAccount } from './account-queries.ts';
+import { accountInUse, deleteAccount, findAccount, insertAccount, listAccounts, serializeAccount, today, updateAccount } from './account-queries.ts';
 import { centsTotal, currency, localDay, signedCents } from './money-fields.ts';
 
 const TAG = 'Accounts';
@@ -153,7 +153,7 @@ export const accountRoutes: RouteDef[] = [
         if (await accountInUse(client, companyId, params.id)) throw new ApiError('account_in_use');
         if (Number(account.opening_balance_cents) !== 0) await assertOpenDates(client, companyId, [account.opening_on]);
         await post(client, companyId, openingEntries(account), -1);
-        await client.query('DELETE FROM accounts WHERE company_id = $1 AND id = $2', [companyId, params.id]);
+        await deleteAccount(client, companyId, params.id);
       });
       return undefined;
     },

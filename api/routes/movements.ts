@@ -4,21 +4,23 @@
 // `pending` (on credit, with `due_on`), then paid in one or more payments
 // (`POST /incomes/:id/payments`, partial ones included). Deleting reverts
 // every effect, the sale it paid included. Money dates respect closed months
-// (422 period_locked). Writes of the effects: db/money/movements.ts.
+// (422 period_locked). Writes of the effects: db/money/movements.ts; reads:
+// movement-queries.ts.
 import { z } from 'zod';
 import { transaction, type Queryable } from '../../db/pool.ts';
 import { companyZone } from '../../db/money/ledger.ts';
-import { addPayment, changeMovement, findMovement, insertMovement, paymentsOf, removeMovement, type Direction, type MovementRow, type PaymentRow } from '../../db/money/movements.ts';
+import { addPayment, changeMovement, findMovement, insertMovement, paymentsOf, removeMovement, type Direction } from '../../db/money/movements.ts';
+import { hasIssuedComplement } from '../../db/invoicing.ts';
 import { revertSalePayment, SaleRefundedError } from '../../db/money/sales.ts';
-import { iso } from '../../db/timestamps.ts';
 import { localDate } from '../../lib/local-dates.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { assertOpen } from '../money/periods.ts';
-import { listPage, paginationQuery, type PaginationQuery, type TotalsCache } from '../pagination.ts';
+import { paginationQuery } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { findAccount } from './account-queries.ts';
 import { assertCustomer, assertRefFree, cents, checkMetadata, EXISTING_BY_REF, existingByRef, instant, localDay, metadataInput, metadataSchema, objectIdString, refTaken } from './money-fields.ts';
 import { instantFilter } from '../date-fields.ts';
+import { listMovements, withPayments } from './movement-queries.ts';
 
 const text = (max: number) => z.string().trim().max(max);
 
@@ -82,33 +84,6 @@ function schemas(direction: Direction) {
   return { create, update, read, listQuery, payment };
 }
 
-function serialize(m: MovementRow, payments: PaymentRow[]) {
-  return {
-    id: m.id,
-    account_id: m.account_id,
-    amount_cents: Number(m.amount_cents),
-    paid_cents: Number(m.paid_cents),
-    currency: m.currency,
-    occurred_at: iso(m.occurred_at)!,
-    category: m.category,
-    description: m.description,
-    ...(m.direction === 'income' ? { customer_id: m.customer_id, sale_id: m.sale_id } : { supplier_name: m.supplier_name, supplier_tax_id: m.supplier_tax_id }),
-    status: m.status,
-    due_on: m.due_on,
-    paid_at: iso(m.paid_at),
-    recurring_id: m.recurring_id,
-    recurring_on: m.recurring_on ?? null,
-    payments: payments.map((p) => ({ id: p.id, account_id: p.account_id, amount_cents: Number(p.amount_cents), paid_at: iso(p.paid_at)! })),
-    metadata: m.metadata,
-    created_at: iso(m.created_at)!,
-    updated_at: iso(m.updated_at)!,
-  };
-}
-
-async function withPayments(db: Queryable, m: MovementRow) {
-  return serialize(m, await paymentsOf(db, m.id));
-}
-
 /** An account of the company that can take money (not archived), or 422 naming the field. */
 async function usableAccount(db: Queryable, companyId: string, zone: string, id: string, field = 'account_id') {
   const account = await findAccount(db, companyId, id, zone);
@@ -117,52 +92,11 @@ async function usableAccount(db: Queryable, companyId: string, zone: string, id:
   return account;
 }
 
-
 /** A due date is the day of the record or later, in the company's zone (an invoice is not due before it is issued). */
 function assertDueAfter(dueOn: string | null | undefined, occurredAt: string | Date, zone: string): void {
   if (!dueOn) return;
   const day = localDate(new Date(occurredAt).getTime(), zone);
   if (dueOn < day) throw validationFailed({ due_on: [`no puede ser anterior al día de occurred_at (${day})`] });
-}
-
-export type MovementFilters = { from?: string; to?: string; account_id?: string; status?: string; customer_id?: string; supplier?: string; category?: string };
-
-export async function listMovements(db: Queryable, totals: TotalsCache, companyId: string, direction: Direction, filters: MovementFilters, page: PaginationQuery) {
-  const result = await listPage<MovementRow>(
-    db,
-    totals,
-    {
-      table: 'movements',
-      columns: `*, to_char(due_on, 'YYYY-MM-DD') AS due_on, to_char(recurring_on, 'YYYY-MM-DD') AS recurring_on`,
-      companyId,
-      collection: (p) => [`direction = ${p.add(direction)}`],
-      where: (p) => {
-        const c: string[] = [];
-        if (filters.from) c.push(`occurred_at >= ${p.add(filters.from)}::timestamptz`);
-        if (filters.to) c.push(`occurred_at < ${p.add(filters.to)}::timestamptz`);
-        if (filters.account_id) c.push(`account_id = ${p.add(filters.account_id)}`);
-        if (filters.status) c.push(`status = ${p.add(filters.status)}`);
-        if (filters.customer_id) c.push(`customer_id = ${p.add(filters.customer_id)}`);
-        if (filters.category) c.push(`category = ${p.add(filters.category)}`);
-        if (filters.supplier) {
-          const like = p.add(`%${filters.supplier.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`);
-          c.push(`(supplier_name ILIKE ${like} OR supplier_tax_id ILIKE ${like})`);
-        }
-        return c;
-      },
-      serialize: (row) => serialize(row, []),
-    },
-    page,
-  );
-  // Payments of the page's rows, one query.
-  const ids = result.data.map((m) => (m as { id: string }).id);
-  if (ids.length) {
-    const { rows } = await db.query<PaymentRow>('SELECT * FROM movement_payments WHERE movement_id = ANY($1) ORDER BY paid_at, id', [ids]);
-    for (const item of result.data as Array<ReturnType<typeof serialize>>) {
-      item.payments = rows.filter((p) => p.movement_id === item.id).map((p) => ({ id: p.id, account_id: p.account_id, amount_cents: Number(p.amount_cents), paid_at: iso(p.paid_at)! }));
-    }
-  }
-  return result;
 }
 
 export function movementRoutes(direction: Direction): RouteDef[] {
@@ -308,8 +242,7 @@ export function movementRoutes(direction: Direction): RouteDef[] {
             // A payment whose CFDI payment complement is stamped (or being stamped) stays: the tax
             // authority holds a document for it, and deleting the payment would leave the complements
             // adding up to more than the invoice once it is paid again. A refund undoes it instead.
-            const { rows: issued } = await client.query(`SELECT 1 FROM invoice_payment_complements WHERE income_id = $1 AND status IN ('pending', 'valid') LIMIT 1`, [m.id]);
-            if (issued.length) throw new ApiError('payment_complement_issued');
+            if (await hasIssuedComplement(client, m.id)) throw new ApiError('payment_complement_issued');
             await revertSalePayment(client, companyId, m.sale_id, m.id, Number(m.paid_cents)).catch((error) => {
               if (error instanceof SaleRefundedError) throw validationFailed({ id: [error.message] });
               throw error;

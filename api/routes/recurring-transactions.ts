@@ -3,19 +3,20 @@
 // weekly, monthly or yearly every `interval` units from `starts_on`, until
 // `ends_on` or `ends_count`. The worker generates each due occurrence
 // exactly once (db/money/recurring.ts, worker/jobs/recurring-transactions.ts).
+// SQL of the routes: recurring-queries.ts.
 import { z } from 'zod';
-import { transaction, type Queryable } from '../../db/pool.ts';
+import { transaction } from '../../db/pool.ts';
 import { recordEvent } from '../../db/events.ts';
 import { RECURRING } from '../../db/queues.ts';
-import { nextOccurrence, RECURRING_SELECT, recurringEventData, type RecurringRow } from '../../db/money/recurring.ts';
+import { nextOccurrence, recurringEventData } from '../../db/money/recurring.ts';
 import { companyZone } from '../../db/money/ledger.ts';
-import { iso } from '../../db/timestamps.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { ApiError, validationFailed } from '../errors.ts';
-import { listPage, paginationQuery, queryBoolean } from '../pagination.ts';
+import { paginationQuery, queryBoolean } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { findAccount } from './account-queries.ts';
-import { assertCustomer, assertRefFree, cents, checkMetadata, EXISTING_BY_REF, existingByRef, localDay, metadataInput, metadataSchema, objectIdString, refTaken } from './money-fields.ts';
+import { assertCustomer, assertRefFree, cents, checkMetadata, EXISTING_BY_REF, existingByRef, localDay, metadataInput, metadataSchema, objectIdString } from './money-fields.ts';
+import { deleteRecurring, findRecurring, insertRecurring, listRecurring, lockRecurring, serializeRecurring, updateRecurringColumns } from './recurring-queries.ts';
 
 const TAG = 'Recurring transactions';
 const FREQUENCIES = ['daily', 'weekly', 'monthly', 'yearly'] as const;
@@ -67,42 +68,6 @@ export const recurringSchema = z.object({
   updated_at: z.string(),
 });
 
-type Row = RecurringRow & { currency: string };
-const SELECT = `SELECT r.*, to_char(r.starts_on, 'YYYY-MM-DD') AS starts_on, to_char(r.ends_on, 'YYYY-MM-DD') AS ends_on,
-  to_char(r.next_occurrence_on, 'YYYY-MM-DD') AS next_occurrence_on, a.currency FROM recurring_transactions r JOIN accounts a ON a.id = r.account_id`;
-
-function serialize(r: Row) {
-  return {
-    id: r.id,
-    type: r.direction,
-    account_id: r.account_id,
-    amount_cents: Number(r.amount_cents),
-    currency: r.currency,
-    category: r.category,
-    description: r.description,
-    customer_id: r.customer_id,
-    supplier_name: r.supplier_name,
-    supplier_tax_id: r.supplier_tax_id,
-    frequency: r.frequency,
-    interval: r.interval,
-    starts_on: r.starts_on,
-    ends_on: r.ends_on,
-    ends_count: r.ends_count,
-    active: r.active,
-    ended_at: iso(r.ended_at),
-    next_occurrence_on: r.next_occurrence_on,
-    occurrences_count: r.occurrences_count,
-    metadata: r.metadata,
-    created_at: iso(r.created_at)!,
-    updated_at: iso(r.updated_at)!,
-  };
-}
-
-async function find(db: Queryable, companyId: string, id: string, lock = false): Promise<Row | null> {
-  const { rows } = await db.query<Row>(`${SELECT} WHERE r.company_id = $1 AND r.id = $2${lock ? ' FOR UPDATE OF r' : ''}`, [companyId, id]);
-  return rows[0] ?? null;
-}
-
 const idParam = { id: 'id' } as const;
 const RULES =
   'La ocurrencia n cae en starts_on + n × interval unidades (calculada desde starts_on, no desde la anterior): una mensual del 31 cae el último día de los meses cortos y vuelve al 31. ' +
@@ -124,14 +89,7 @@ export const recurringRoutes: RouteDef[] = [
     errors: ['invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
     handler: async (ctx, { query, companyId, db }) => {
       const { type, active, ...page } = query;
-      return listPage<Row>(db, ctx.deps.totals, {
-        table: 'recurring_transactions',
-        columns: `*, to_char(starts_on, 'YYYY-MM-DD') AS starts_on, to_char(ends_on, 'YYYY-MM-DD') AS ends_on, to_char(next_occurrence_on, 'YYYY-MM-DD') AS next_occurrence_on,
-                  (SELECT currency FROM accounts a WHERE a.id = recurring_transactions.account_id) AS currency`,
-        companyId,
-        where: (p) => [...(type ? [`direction = ${p.add(type)}`] : []), ...(active !== undefined ? [`active = ${p.add(active)}`] : [])],
-        serialize,
-      }, page);
+      return listRecurring(db, ctx.deps.totals, companyId, { type, active }, page);
     },
   }),
   defineRoute({
@@ -156,7 +114,7 @@ export const recurringRoutes: RouteDef[] = [
         const existing = await existingByRef(client, 'recurring_transactions', companyId, metadata.external_ref);
         if (existing) {
           ctx.state.status = 200;
-          return (await find(client, companyId, existing))!;
+          return (await findRecurring(client, companyId, existing))!;
         }
         const zone = await companyZone(client, companyId);
         const account = await findAccount(client, companyId, data.account_id, zone);
@@ -166,22 +124,32 @@ export const recurringRoutes: RouteDef[] = [
         const series = { starts_on: data.starts_on, frequency: data.frequency, interval: data.interval ?? 1, ends_on: data.ends_on ?? null, ends_count: data.ends_count ?? null };
         const next = nextOccurrence(series, 0);
         const id = objectId();
-        await client
-          .query(
-            `INSERT INTO recurring_transactions (id, company_id, direction, account_id, amount_cents, category, description, customer_id, supplier_name, supplier_tax_id,
-                                                 frequency, interval, starts_on, ends_on, ends_count, next_occurrence_on, active, metadata)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
-            [id, companyId, data.type, account.id, data.amount_cents, data.category ?? 'general', data.description ?? null, data.customer_id ?? null, data.supplier_name ?? null,
-              data.supplier_tax_id ?? null, series.frequency, series.interval, series.starts_on, series.ends_on, series.ends_count, next, next !== null, JSON.stringify(metadata)],
-          )
-          .catch(refTaken);
-        const row = (await find(client, companyId, id))!;
+        await insertRecurring(client, {
+          id,
+          companyId,
+          direction: data.type,
+          accountId: account.id,
+          amountCents: data.amount_cents,
+          category: data.category ?? 'general',
+          description: data.description ?? null,
+          customerId: data.customer_id ?? null,
+          supplierName: data.supplier_name ?? null,
+          supplierTaxId: data.supplier_tax_id ?? null,
+          frequency: series.frequency,
+          interval: series.interval,
+          startsOn: series.starts_on,
+          endsOn: series.ends_on,
+          endsCount: series.ends_count,
+          nextOccurrenceOn: next,
+          metadata,
+        });
+        const row = (await findRecurring(client, companyId, id))!;
         await recordEvent(client, ctx.deps.jobs, companyId, 'recurring.created', recurringEventData(row));
         // Occurrences already due (starts_on today or earlier) are made by the worker now, not at its next round.
         await ctx.deps.jobs.send(client, RECURRING, { recurring_id: id });
         return row;
       });
-      return { data: serialize(row) };
+      return { data: serializeRecurring(row) };
     },
   }),
   defineRoute({
@@ -195,9 +163,9 @@ export const recurringRoutes: RouteDef[] = [
     status: 200,
     errors: ['invalid_id', 'not_found'],
     handler: async (_ctx, { params, companyId, db }) => {
-      const row = await find(db, companyId, params.id);
+      const row = await findRecurring(db, companyId, params.id);
       if (!row) throw new ApiError('not_found');
-      return { data: serialize(row) };
+      return { data: serializeRecurring(row) };
     },
   }),
   defineRoute({
@@ -215,7 +183,7 @@ export const recurringRoutes: RouteDef[] = [
     errors: ['invalid_id', 'not_found', 'validation_failed', 'invalid_metadata', 'duplicate_reference'],
     handler: async (ctx, { params, data, companyId, db }) => {
       const row = await transaction(db, async (client) => {
-        const r = await find(client, companyId, params.id, true);
+        const r = await findRecurring(client, companyId, params.id, true);
         if (!r) throw new ApiError('not_found');
         if (data.active === true && !r.active) throw validationFailed({ active: ['una transacción terminada o desactivada no se reactiva; crea otra'] });
         // The same rules as on create: supplier fields belong to expenses, a customer to incomes.
@@ -234,17 +202,13 @@ export const recurringRoutes: RouteDef[] = [
         if (ending) changes.ended_at = new Date();
         const entries = Object.entries(changes).filter(([, v]) => v !== undefined);
         // Nothing to change (`{}`, or `active: false` again on a series already over): answered as it is.
-        if (entries.length) {
-          await client
-            .query(`UPDATE recurring_transactions SET ${entries.map(([k], i) => `${k} = $${i + 3}`).join(', ')}, updated_at = now() WHERE company_id = $1 AND id = $2`, [companyId, r.id, ...entries.map(([, v]) => v)])
-            .catch(refTaken);
-        }
-        const after = (await find(client, companyId, r.id))!;
+        if (entries.length) await updateRecurringColumns(client, companyId, r.id, entries);
+        const after = (await findRecurring(client, companyId, r.id))!;
         if (deactivating) await recordEvent(client, ctx.deps.jobs, companyId, 'recurring.deactivated', recurringEventData(after));
         if (ending) await recordEvent(client, ctx.deps.jobs, companyId, 'recurring.ended', recurringEventData(after));
         return after;
       });
-      return { data: serialize(row) };
+      return { data: serializeRecurring(row) };
     },
   }),
   defineRoute({
@@ -262,10 +226,9 @@ export const recurringRoutes: RouteDef[] = [
     handler: async (ctx, { params, companyId, db }) => {
       await transaction(db, async (client) => {
         // Locked first: a catch-up batch in progress finishes, then the series goes.
-        const { rows } = await client.query<RecurringRow>(`${RECURRING_SELECT} WHERE company_id = $1 AND id = $2 FOR UPDATE`, [companyId, params.id]);
-        const series = rows[0];
+        const series = await lockRecurring(client, companyId, params.id);
         if (!series) throw new ApiError('not_found');
-        await client.query('DELETE FROM recurring_transactions WHERE company_id = $1 AND id = $2', [companyId, params.id]);
+        await deleteRecurring(client, companyId, params.id);
         // Receivers learn that it stopped, as with active: false (an ended or switched-off one already told them).
         if (series.active) {
           await recordEvent(client, ctx.deps.jobs, companyId, 'recurring.deactivated', recurringEventData({ ...series, active: false, next_occurrence_on: null }, { deleted: true }));

@@ -2,137 +2,28 @@
 // (lib/vat.ts), totals computed by the service, payments that record
 // incomes linked to the sale, and refunds. Writes of the effects:
 // db/money/sales.ts. Decisions (rounding, statuses, events): docs/money.md.
+// Shapes in sale-schemas.ts, the SQL of reads in sale-queries.ts.
 import { z } from 'zod';
 import { transaction, type Queryable } from '../../db/pool.ts';
 import { companyZone } from '../../db/money/ledger.ts';
 import { post, saleEntries } from '../../db/money/ledger.ts';
-import { addRefund, addSalePayment, findSale, insertSale, refundsOf, type SaleRow } from '../../db/money/sales.ts';
-import { iso } from '../../db/timestamps.ts';
+import { addRefund, addSalePayment, findSale, insertSale, type SaleRow } from '../../db/money/sales.ts';
 import { saleAmounts, type VatRate } from '../../lib/vat.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { assertOpen } from '../money/periods.ts';
 import { listPage, paginationQuery } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { findAccount } from './account-queries.ts';
-import { assertCustomer, assertRefFree, cents, checkMetadata, EXISTING_BY_REF, currency, existingByRef, instant, metadataInput, metadataSchema, objectIdString, refTaken } from './money-fields.ts';
-
-/** When the sale's first payment was made; null while it has none. A new sale date may not be after it, nor a refund before it. */
-async function firstPaymentAt(db: Queryable, companyId: string, saleId: string): Promise<Date | null> {
-  const { rows } = await db.query<{ at: Date | null }>(
-    'SELECT min(p.paid_at) AS at FROM movements m JOIN movement_payments p ON p.movement_id = m.id WHERE m.company_id = $1 AND m.sale_id = $2',
-    [companyId, saleId],
-  );
-  return rows[0]?.at ?? null;
-}
+import { assertCustomer, assertRefFree, checkMetadata, EXISTING_BY_REF, existingByRef, instant, objectIdString, refTaken } from './money-fields.ts';
+import { firstPaymentAt, hasLiveInvoice, productExists, serializeSale, updateSaleColumns } from './sale-queries.ts';
+import { lineItem, SALE_STATUSES, saleCreate, salePayment, saleRefund, saleSchema, saleUpdate } from './sale-schemas.ts';
 
 const TAG = 'Sales';
-const STATUSES = ['unpaid', 'partially_paid', 'paid', 'partially_refunded', 'refunded'] as const;
-const text = (max: number) => z.string().trim().max(max);
-
-const lineItem = z
-  .strictObject({
-    description: text(1000).min(1),
-    product_id: objectIdString.nullable().optional().describe('Producto del catálogo (opcional)'),
-    quantity: z.number().positive().max(1_000_000).refine((q) => Number.isInteger(Math.round(q * 1000)) && Math.abs(q * 1000 - Math.round(q * 1000)) < 1e-6, 'hasta tres decimales'),
-    unit_price_cents: z.number().int('centavos enteros').min(0).max(Number.MAX_SAFE_INTEGER),
-    vat_rate: z.union([z.literal(16), z.literal(8), z.literal(0)]).nullable().optional().describe('IVA: 16, 8 o 0 (%)'),
-    vat_exempt: z.boolean().optional().describe('Exento de IVA (sin vat_rate)'),
-    discount_cents: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
-  })
-  .refine((l) => !(l.vat_exempt && l.vat_rate !== undefined && l.vat_rate !== null), { message: 'una línea exenta no lleva vat_rate', path: ['vat_rate'] });
-
-const saleCreate = z.strictObject({
-  customer_id: objectIdString.nullable().optional().describe('Cliente; sin él, la venta es al público en general'),
-  currency,
-  occurred_at: instant.optional().describe('Por defecto ahora'),
-  prices_include_vat: z.boolean().optional().describe('Si unit_price_cents ya incluye el IVA; por defecto false'),
-  payment_terms: z.enum(['immediate', 'deferred']).optional().describe('immediate (PUE) o deferred (PPD); por defecto immediate'),
-  line_items: z.array(lineItem).min(1).max(200),
-  description: text(1000).nullable().optional(),
-  metadata: metadataInput.optional(),
-});
-const saleUpdate = z
-  .strictObject({
-    customer_id: objectIdString.nullable().optional(),
-    occurred_at: instant.optional(),
-    payment_terms: z.enum(['immediate', 'deferred']).optional(),
-    description: text(1000).nullable().optional(),
-    metadata: metadataInput.optional(),
-  })
-  .describe('Las líneas y la moneda no cambian; registra otra venta');
-const salePayment = z.strictObject({ account_id: objectIdString, amount_cents: cents, paid_at: instant.optional().describe('Por defecto ahora') });
-const saleRefund = z.strictObject({ account_id: objectIdString, amount_cents: cents, reason: text(1000).nullable().optional(), refunded_at: instant.optional().describe('Por defecto ahora') });
-
-const lineRead = z.object({
-  description: z.string(),
-  product_id: z.string().nullable(),
-  quantity: z.number(),
-  unit_price_cents: z.number().int(),
-  vat_rate: z.number().int().nullable(),
-  vat_exempt: z.boolean(),
-  discount_cents: z.number().int(),
-  subtotal_cents: z.number().int(),
-  tax_cents: z.number().int(),
-  total_cents: z.number().int(),
-});
-export const saleSchema = z.object({
-  id: z.string(),
-  customer_id: z.string().nullable(),
-  currency: z.string(),
-  occurred_at: z.string(),
-  prices_include_vat: z.boolean(),
-  payment_terms: z.enum(['immediate', 'deferred']),
-  line_items: z.array(lineRead),
-  subtotal_cents: z.number().int(),
-  tax_cents: z.number().int(),
-  total_cents: z.number().int(),
-  paid_cents: z.number().int(),
-  refunded_cents: z.number().int(),
-  amount_due_cents: z.number().int().describe('total − pagado'),
-  status: z.enum(STATUSES),
-  description: z.string().nullable(),
-  payments: z.array(z.object({ income_id: z.string(), account_id: z.string(), amount_cents: z.number().int(), paid_at: z.string() })),
-  refunds: z.array(z.object({ id: z.string(), account_id: z.string(), amount_cents: z.number().int(), reason: z.string().nullable(), refunded_at: z.string() })),
-  metadata: metadataSchema,
-  created_at: z.string(),
-  updated_at: z.string(),
-});
 
 function rateOf(line: z.infer<typeof lineItem>): VatRate {
   if (line.vat_exempt) return 'exempt';
   if (line.vat_rate === undefined || line.vat_rate === null) return 'none';
   return String(line.vat_rate) as VatRate;
-}
-
-async function serializeSale(db: Queryable, s: SaleRow) {
-  const { rows: payments } = await db.query<{ id: string; amount_cents: string; paid_at: Date; account_id: string }>(
-    `SELECT m.id, p.amount_cents, p.paid_at, p.account_id FROM movements m JOIN movement_payments p ON p.movement_id = m.id
-      WHERE m.company_id = $1 AND m.sale_id = $2 ORDER BY p.paid_at, p.id`,
-    [s.company_id, s.id],
-  );
-  const refunds = await refundsOf(db, s.id);
-  return {
-    id: s.id,
-    customer_id: s.customer_id,
-    currency: s.currency,
-    occurred_at: iso(s.occurred_at)!,
-    prices_include_vat: s.prices_include_vat,
-    payment_terms: s.payment_terms,
-    line_items: s.line_items as z.infer<typeof lineRead>[],
-    subtotal_cents: Number(s.subtotal_cents),
-    tax_cents: Number(s.tax_cents),
-    total_cents: Number(s.total_cents),
-    paid_cents: Number(s.paid_cents),
-    refunded_cents: Number(s.refunded_cents),
-    amount_due_cents: Number(s.total_cents) - Number(s.paid_cents),
-    status: s.status,
-    description: s.description,
-    payments: payments.map((p) => ({ income_id: p.id, account_id: p.account_id, amount_cents: Number(p.amount_cents), paid_at: iso(p.paid_at)! })),
-    refunds: refunds.map((r) => ({ id: r.id, account_id: r.account_id, amount_cents: Number(r.amount_cents), reason: r.reason, refunded_at: iso(r.refunded_at)! })),
-    metadata: s.metadata,
-    created_at: iso(s.created_at)!,
-    updated_at: iso(s.updated_at)!,
-  };
 }
 
 async function accountFor(db: Queryable, companyId: string, zone: string, sale: SaleRow, accountId: string) {
@@ -146,7 +37,7 @@ async function accountFor(db: Queryable, companyId: string, zone: string, sale: 
 const idParam = { id: 'id' } as const;
 const listQuery = paginationQuery.extend({
   customer_id: objectIdString.optional(),
-  status: z.enum(STATUSES).optional(),
+  status: z.enum(SALE_STATUSES).optional(),
   from: instant.optional().describe('Ocurridas desde este instante'),
   to: instant.optional().describe('Ocurridas antes de este instante'),
 });
@@ -214,7 +105,7 @@ export const saleRoutes: RouteDef[] = [
         }
         await assertCustomer(client, companyId, data.customer_id);
         for (const [i, line] of data.line_items.entries()) {
-          if (line.product_id && !(await client.query('SELECT 1 FROM products WHERE company_id = $1 AND id = $2', [companyId, line.product_id])).rowCount) {
+          if (line.product_id && !(await productExists(client, companyId, line.product_id))) {
             throw validationFailed({ [`line_items.${i}.product_id`]: ['no existe en la empresa'] });
           }
         }
@@ -290,11 +181,7 @@ export const saleRoutes: RouteDef[] = [
         await assertOpen(client, companyId, zone, [sale.occurred_at, data.occurred_at]);
         // The stamped invoice says PUE or PPD, and payment complements follow it: the terms are fixed while it is live.
         if (data.payment_terms !== undefined && data.payment_terms !== sale.payment_terms) {
-          const { rowCount } = await client.query(
-            `SELECT 1 FROM invoices WHERE company_id = $1 AND sale_id = $2 AND status IN ('pending', 'valid', 'cancellation_pending') LIMIT 1`,
-            [companyId, sale.id],
-          );
-          if (rowCount) throw validationFailed({ payment_terms: ['la venta tiene una factura vigente que dice su forma de pago; cancélala antes de cambiarla'] });
+          if (await hasLiveInvoice(client, companyId, sale.id)) throw validationFailed({ payment_terms: ['la venta tiene una factura vigente que dice su forma de pago; cancélala antes de cambiarla'] });
         }
         if (data.occurred_at) {
           const first = await firstPaymentAt(client, companyId, sale.id);
@@ -302,14 +189,9 @@ export const saleRoutes: RouteDef[] = [
           await post(client, companyId, saleEntries(sale, zone), -1);
         }
         const changes = Object.entries({ ...data, metadata: metadata === undefined ? undefined : JSON.stringify(metadata) }).filter(([, v]) => v !== undefined);
-        const { rows } = await client
-          .query<SaleRow>(
-            `UPDATE sales SET ${changes.map(([k], i) => `${k} = $${i + 3}`).join(', ')}${changes.length ? ',' : ''} updated_at = now() WHERE company_id = $1 AND id = $2 RETURNING *`,
-            [companyId, sale.id, ...changes.map(([, v]) => v)],
-          )
-          .catch(refTaken);
-        if (data.occurred_at) await post(client, companyId, saleEntries(rows[0], zone));
-        return rows[0];
+        const updated = await updateSaleColumns(client, companyId, sale.id, changes);
+        if (data.occurred_at) await post(client, companyId, saleEntries(updated, zone));
+        return updated;
       });
       return { data: await serializeSale(db, row) };
     },
