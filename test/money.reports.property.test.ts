@@ -122,11 +122,16 @@ describe('reports by property (random ledgers against an independent computation
             ok(await api.post(`/sales/${s.id}/refunds`, { data: { account_id: account.id, amount_cents: amount, refunded_at: at(day) } }), 'refund');
             s.refunds.push({ account: account.id, amount, day });
           } else if (op.kind === 'delete') {
-            // A sale payment covered by refunds cannot go (422); the model skips those.
+            // A sale payment its refunds need cannot go (422): they would exceed what is left paid, or one
+            // would be dated before every payment left. The model skips those.
             const deletable = live.filter((m) => {
               if (!m.saleId) return true;
               const s = sales.find((x) => x.id === m.saleId)!;
-              return s.paid - m.amount >= s.refunds.reduce((n, r) => n + r.amount, 0);
+              if (s.paid - m.amount < s.refunds.reduce((n, r) => n + r.amount, 0)) return false;
+              if (!s.refunds.length) return true;
+              const firstLeft = live.filter((o) => o.saleId === s.id && o !== m).map((o) => o.day).sort()[0];
+              const firstRefund = s.refunds.map((r) => r.day).sort()[0];
+              return firstLeft !== undefined && firstRefund >= firstLeft;
             });
             if (!deletable.length) continue;
             const m = deletable[op.movement % deletable.length];
