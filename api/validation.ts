@@ -162,3 +162,6 @@ export function parseQuery<S extends z.ZodType>(schema: S, query: unknown): z.in
   if (issue.message === 'invalid_id') throw new ApiError('invalid_id', `El parámetro ${name} no es un ObjectId válido.`);
   throw new ApiError('invalid_parameter', `El parámetro ${name} no es válido: ${issue.message}`);
 }
+
+/** A text field of a body: trimmed, at most `max` characters. */
+export const text = (max: number) => z.string().trim().max(max);

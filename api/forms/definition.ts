@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { iso } from '../../db/timestamps.ts';
 import { FIELD_TYPES, FILE_KINDS, LOCALES, MAPS_TO, type FormRow, type Locale, type PostActions, type StoredField } from '../../db/forms.ts';
 import { acceptAttribute, BLOCKED_EXTENSIONS, KNOWN_EXTENSIONS } from './file-rules.ts';
+import { text } from '../validation.ts';
 
 export { LOCALES, type FormRow, type Locale, type PostActions, type StoredField };
 const WITH_OPTIONS: ReadonlySet<string> = new Set(['select', 'checkbox', 'radio']);
@@ -17,7 +18,6 @@ const MIB = 1024 * 1024;
 export const MAX_FILE_SIZE_BYTES = 1024 * MIB; // contract: a field can allow up to 1 GB
 
 const locale = z.enum(LOCALES);
-const text = (max: number) => z.string().trim().max(max);
 const texts = (max: number) => z.partialRecord(locale, text(max));
 
 const fileInput = z.strictObject({

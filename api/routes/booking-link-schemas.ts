@@ -7,6 +7,7 @@ import { isObjectId } from '../../lib/objectid.ts';
 import { minutesOf } from '../../lib/booking-slots.ts';
 import { paginationQuery, queryBoolean } from '../pagination.ts';
 import { DEFAULT_TIMEZONE, isTimeZone } from './calendar-event-schemas.ts';
+import { text } from '../validation.ts';
 
 export const LINK_SLUG = /^[a-z0-9-]{1,64}$/;
 export const LOCATION_TYPES = ['google_meet', 'in_person', 'phone', 'url'] as const;
@@ -14,7 +15,6 @@ export const QUESTION_TYPES = ['text', 'long_text', 'phone', 'select', 'checkbox
 /** What the slot list may span (issue: "a window is at most 62 days"). */
 export const MAX_SLOT_WINDOW_DAYS = 62;
 
-const text = (max: number) => z.string().trim().max(max);
 const hhmm = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$|^24:00$/, 'hora HH:MM de 00:00 a 24:00');
 const localDay = calendarDay;
 const zone = z.string().refine(isTimeZone, 'zona horaria IANA desconocida');

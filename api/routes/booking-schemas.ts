@@ -6,10 +6,10 @@ import { paginationQuery } from '../pagination.ts';
 import { instant } from '../date-fields.ts';
 import { LOCATION_TYPES } from './booking-link-schemas.ts';
 import { isTimeZone, windowBound } from './calendar-event-schemas.ts';
+import { text } from '../validation.ts';
 
 export const BOOKING_STATUSES = ['confirmed', 'cancelled'] as const;
 
-const text = (max: number) => z.string().trim().max(max);
 const objectIdString = z.string().refine(isObjectId, 'no es un ObjectId válido');
 const slotStart = instant.describe('ISO 8601; debe ser el inicio de un horario libre (GET /booking-links/:id/slots)');
 

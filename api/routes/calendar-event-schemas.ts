@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { calendarDay, instant as anInstant, instantFilter } from '../date-fields.ts';
 import { isObjectId } from '../../lib/objectid.ts';
 import { paginationQuery } from '../pagination.ts';
+import { text } from '../validation.ts';
 
 export const EVENT_KINDS = ['event', 'meeting', 'task'] as const;
 export const EVENT_SOURCES = ['native', 'booking', 'google'] as const;
@@ -42,7 +43,6 @@ export function isTimeZone(value: string): boolean {
 }
 
 const instant = anInstant.describe('ISO 8601; se guarda y se devuelve en UTC');
-const text = (max: number) => z.string().trim().max(max);
 
 const eventFields = {
   title: text(300).min(1),

@@ -2,10 +2,9 @@
 // their id-and-slug list filters. Slugs themselves: slug-queries.ts.
 import { z } from 'zod';
 import { isObjectId } from '../../lib/objectid.ts';
+import { isCurrency } from '../../lib/money.ts';
 import { invalidParameter } from '../errors.ts';
 
-/** ISO 4217 codes the runtime knows (Intl), lowercased: map keys are lowercase (contract, conventions 4). */
-const CURRENCIES: ReadonlySet<string> = new Set(Intl.supportedValuesOf('currency').map((c) => c.toLowerCase()));
 
 const MAX_CENTS = 1_000_000_000_000; // 10 billion units: beyond any catalog price, inside a double's exact range
 
@@ -14,7 +13,7 @@ function centsMap(min: number) {
     .record(z.string(), z.number().int('debe ser un entero en centavos').min(min).max(MAX_CENTS))
     .superRefine((map, ctx) => {
       for (const key of Object.keys(map)) {
-        if (!CURRENCIES.has(key)) {
+        if (!isCurrency(key)) {
           ctx.addIssue({ code: 'custom', path: [key], message: 'no es un código ISO 4217 en minúsculas (por ejemplo mxn, usd)' });
         }
       }

@@ -2,8 +2,8 @@
 // the read. Everything else (slug, plan, quotas, max_team_size, modules, id,
 // timestamps) is refused on PUT like any unknown field: 422 naming it.
 import { z } from 'zod';
+import { text } from '../validation.ts';
 
-const text = (max: number) => z.string().trim().max(max);
 
 export const companyUpdate = z.strictObject({
   name: text(200).min(1).optional(),

@@ -1,8 +1,8 @@
 // Field schemas shared by customers and leads (DESIGN.md fixes `name`,
 // `email`, `phone`; leads add `company_name` and `job_title`).
 import { z } from 'zod';
+import { text } from '../validation.ts';
 
-export const text = (max: number) => z.string().trim().max(max);
 export const optionalText = (max: number) => text(max).nullable().optional();
 
 export const contactFields = {

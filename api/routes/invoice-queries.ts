@@ -4,6 +4,7 @@
 // products. The worker's stamping is in worker/jobs/invoices.ts.
 import type { Queryable } from '../../db/pool.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
+import type { PaymentMethod } from '../../lib/cfdi/catalogs.ts';
 import type { CfdiDocument } from '../../lib/cfdi/document.ts';
 import { listPage, type PaginationQuery, type TotalsCache } from '../pagination.ts';
 import type { INVOICE_STATUSES } from './invoice-schemas.ts';
@@ -23,7 +24,7 @@ export type InvoiceRow = {
   stamped_at: Timestamp | null;
   verification_url: string | null;
   failure_reason: string | null;
-  payment_method: 'PUE' | 'PPD';
+  payment_method: PaymentMethod;
   payment_form: string;
   cfdi_use: string;
   receiver: { rfc: string; legal_name: string; tax_regime: string; zip: string };

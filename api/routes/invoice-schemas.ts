@@ -1,7 +1,7 @@
 // The request and response shapes of tax invoices (api/routes/invoices.ts):
 // the SAT catalogs bound every coded field (lib/cfdi/catalogs.ts).
 import { z } from 'zod';
-import { CANCEL_MOTIVES, CFDI_USES, PAYMENT_FORMS, PRODUCT_KEY, TAX_REGIMES, UNIT_KEY } from '../../lib/cfdi/catalogs.ts';
+import { CANCEL_MOTIVES, CFDI_USES, PAYMENT_FORMS, PAYMENT_METHODS, PRODUCT_KEY, TAX_REGIMES, UNIT_KEY } from '../../lib/cfdi/catalogs.ts';
 import { objectIdString } from './money-fields.ts';
 
 export const INVOICE_STATUSES = ['pending', 'valid', 'failed', 'cancellation_pending', 'cancelled'] as const;
@@ -18,7 +18,7 @@ export const invoiceSchema = z.object({
   stamped_at: z.string().nullable(),
   verification_url: z.string().nullable(),
   failure_reason: z.string().nullable(),
-  payment_method: z.enum(['PUE', 'PPD']),
+  payment_method: z.enum(PAYMENT_METHODS),
   payment_form: z.string(),
   cfdi_use: z.string(),
   receiver: z.object({ rfc: z.string(), legal_name: z.string(), tax_regime: z.string(), zip: z.string() }),

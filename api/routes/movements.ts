@@ -21,8 +21,8 @@ import { findAccount } from './account-queries.ts';
 import { assertCustomer, assertRefFree, cents, checkMetadata, EXISTING_BY_REF, existingByRef, instant, localDay, metadataInput, metadataSchema, objectIdString, refTaken } from './money-fields.ts';
 import { instantFilter } from '../date-fields.ts';
 import { listMovements, withPayments } from './movement-queries.ts';
+import { text } from '../validation.ts';
 
-const text = (max: number) => z.string().trim().max(max);
 
 function schemas(direction: Direction) {
   const party =

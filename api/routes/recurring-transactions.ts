@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { transaction } from '../../db/pool.ts';
 import { recordEvent } from '../../db/events.ts';
 import { RECURRING } from '../../db/queues.ts';
-import { nextOccurrence, recurringEventData } from '../../db/money/recurring.ts';
+import { FREQUENCIES, nextOccurrence, recurringEventData } from '../../db/money/recurring.ts';
 import { companyZone } from '../../db/money/ledger.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { ApiError, validationFailed } from '../errors.ts';
@@ -17,10 +17,9 @@ import { defineRoute, type RouteDef } from '../route.ts';
 import { findAccount } from './account-queries.ts';
 import { assertCustomer, assertRefFree, cents, checkMetadata, EXISTING_BY_REF, existingByRef, localDay, metadataInput, metadataSchema, objectIdString } from './money-fields.ts';
 import { deleteRecurring, findRecurring, insertRecurring, listRecurring, lockRecurring, serializeRecurring, updateRecurringColumns } from './recurring-queries.ts';
+import { text } from '../validation.ts';
 
 const TAG = 'Recurring transactions';
-const FREQUENCIES = ['daily', 'weekly', 'monthly', 'yearly'] as const;
-const text = (max: number) => z.string().trim().max(max);
 
 const template = {
   amount_cents: cents,

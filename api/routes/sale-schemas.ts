@@ -1,9 +1,9 @@
 // The request and response shapes of sales (api/routes/sales.ts).
 import { z } from 'zod';
+import { SALE_STATUSES } from '../../db/money/sales.ts';
 import { cents, currency, instant, metadataInput, metadataSchema, objectIdString } from './money-fields.ts';
+import { text } from '../validation.ts';
 
-export const SALE_STATUSES = ['unpaid', 'partially_paid', 'paid', 'partially_refunded', 'refunded'] as const;
-const text = (max: number) => z.string().trim().max(max);
 
 export const lineItem = z
   .strictObject({

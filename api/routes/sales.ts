@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { transaction, type Queryable } from '../../db/pool.ts';
 import { companyZone } from '../../db/money/ledger.ts';
 import { post, saleEntries } from '../../db/money/ledger.ts';
-import { addRefund, addSalePayment, findSale, insertSale, type SaleRow } from '../../db/money/sales.ts';
+import { addRefund, addSalePayment, findSale, insertSale, SALE_STATUSES, type SaleRow } from '../../db/money/sales.ts';
 import { saleAmounts, type VatRate } from '../../lib/vat.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { assertOpen } from '../money/periods.ts';
@@ -16,7 +16,7 @@ import { defineRoute, type RouteDef } from '../route.ts';
 import { findAccount } from './account-queries.ts';
 import { assertCustomer, assertRefFree, checkMetadata, EXISTING_BY_REF, existingByRef, instant, objectIdString, refTaken } from './money-fields.ts';
 import { firstPaymentAt, hasLiveInvoice, productExists, serializeSale, updateSaleColumns } from './sale-queries.ts';
-import { lineItem, SALE_STATUSES, saleCreate, salePayment, saleRefund, saleSchema, saleUpdate } from './sale-schemas.ts';
+import { lineItem, saleCreate, salePayment, saleRefund, saleSchema, saleUpdate } from './sale-schemas.ts';
 
 const TAG = 'Sales';
 

@@ -3,8 +3,8 @@
 // fields (password, tokens) are not accepted: like any unknown field, 422.
 import { z } from 'zod';
 import { calendarDay } from '../date-fields.ts';
+import { text } from '../validation.ts';
 
-const text = (max: number) => z.string().trim().max(max);
 const hex = z.string().regex(/^#[0-9a-fA-F]{6}$/, 'color hexadecimal #rrggbb');
 export const BOOKING_SLUG = /^[a-z0-9-]{3,64}$/;
 /** Paths of the public booking page beside `<booking_slug>/<link_slug>`. */

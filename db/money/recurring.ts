@@ -18,7 +18,8 @@ import { companyZone } from './ledger.ts';
 import { insertMovement } from './movements.ts';
 import { firstClosed } from './periods.ts';
 
-export type Frequency = 'daily' | 'weekly' | 'monthly' | 'yearly';
+export const FREQUENCIES = ['daily', 'weekly', 'monthly', 'yearly'] as const;
+export type Frequency = (typeof FREQUENCIES)[number];
 
 export type RecurringRow = {
   id: string;

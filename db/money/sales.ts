@@ -12,7 +12,8 @@ import { post, refundEntries, saleEntries } from './ledger.ts';
 import { insertMovement } from './movements.ts';
 import { enqueueComplementFor } from '../invoicing.ts';
 
-export type SaleStatus = 'unpaid' | 'partially_paid' | 'paid' | 'partially_refunded' | 'refunded';
+export const SALE_STATUSES = ['unpaid', 'partially_paid', 'paid', 'partially_refunded', 'refunded'] as const;
+export type SaleStatus = (typeof SALE_STATUSES)[number];
 
 export type SaleRow = {
   id: string;

@@ -63,6 +63,7 @@ export const PAYMENT_FORMS = ['01', '02', '03', '04', '05', '06', '08', '12', '1
 
 /** c_MetodoPago. */
 export const PAYMENT_METHODS = ['PUE', 'PPD'] as const;
+export type PaymentMethod = (typeof PAYMENT_METHODS)[number];
 
 /** c_Motivo of a cancellation: 01 with a substitute, 02 errors without relation, 03 not carried out, 04 global invoice nominative operation. */
 export const CANCEL_MOTIVES = ['01', '02', '03', '04'] as const;

@@ -2,6 +2,8 @@
 // invoice, type I, or a payment complement, type P), built from a sale and
 // the company's tax profile. The providers turn it into their request
 // (lib/cfdi/providers.ts) or into XML (lib/cfdi/xml.ts).
+import type { PaymentMethod } from './catalogs.ts';
+
 export type TaxLine = { rate: number | null; exempt: boolean; base_cents: number; tax_cents: number };
 
 export type ConceptLine = {
@@ -26,7 +28,7 @@ export type CfdiDocument = {
   issued_at: string;
   currency: string;
   payment_form: string | null;
-  payment_method: 'PUE' | 'PPD' | null;
+  payment_method: PaymentMethod | null;
   cfdi_use: string;
   issuer: Party;
   receiver: Party;
