@@ -13,7 +13,6 @@
 import { Temporal } from 'temporal-polyfill';
 import { localDate, startOfLocalDate } from './local-dates.ts';
 
-export { localDate, startOfLocalDate };
 
 export type TimeRange = { start: string; end: string };
 export type WeeklyHours = Array<{ days: number[] } & TimeRange>;

@@ -6,7 +6,7 @@
 // benchmark, docs/bench.md). What this gives up: the rows of the last
 // FLUSH_MS if the process is killed. The quota counter (api/mcp/quota.ts) is
 // batched the same way far from the limit and exact near it.
-import type { Pool } from '../../db/pool.ts';
+import type { Pool, Queryable } from '../../db/pool.ts';
 import { logError } from '../../lib/log.ts';
 
 export type CallRecord = { companyId: string; credential: string; tool: string; ok: boolean; errorCode: number | null; durationMs: number; at: Date };
@@ -51,4 +51,21 @@ export class ActivityLog {
       .query(`INSERT INTO mcp_calls (company_id, credential, tool, ok, error_code, duration_ms, created_at) VALUES ${rows.join(', ')}`, values)
       .catch((error) => logError('mcp.activity_write_failed', error, { rows: batch.length }));
   }
+}
+
+/** The last 25 invocations and the 24-hour success rate (`wsctl mcp activity`). */
+export async function activity(db: Queryable, companyId: string) {
+  const { rows: recent } = await db.query<{ tool: string; credential: string; ok: boolean; error_code: number | null; duration_ms: number; created_at: Date }>(
+    'SELECT tool, credential, ok, error_code, duration_ms, created_at FROM mcp_calls WHERE company_id = $1 ORDER BY created_at DESC, id DESC LIMIT 25',
+    [companyId],
+  );
+  const { rows: day } = await db.query<{ total: number; ok: number }>(
+    `SELECT count(*)::int AS total, count(*) FILTER (WHERE ok)::int AS ok FROM mcp_calls WHERE company_id = $1 AND created_at > now() - interval '24 hours'`,
+    [companyId],
+  );
+  const { total, ok } = day[0];
+  return {
+    recent: recent.map((r) => ({ ...r, created_at: r.created_at.toISOString() })),
+    last_24h: { calls: total, succeeded: ok, success_rate: total ? ok / total : null },
+  };
 }

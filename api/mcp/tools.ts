@@ -19,7 +19,7 @@ import { listAccounts } from '../routes/account-queries.ts';
 import { listMovements } from '../routes/movement-queries.ts';
 import { balanceSheet, cashFlow, incomeStatement } from '../routes/report-queries.ts';
 import { centsTotal } from '../routes/money-fields.ts';
-import { companyZone } from '../../db/money/ledger.ts';
+import { companyZone } from '../../db/companies.ts';
 import { localDate } from '../../lib/local-dates.ts';
 import { isCurrency } from '../../lib/money.ts';
 

@@ -3,7 +3,7 @@
 // `wsctl period close|open --company --year --month` (api/admin/periods.ts).
 import { z } from 'zod';
 import { closedPeriods } from '../../db/money/periods.ts';
-import { companyZone } from '../../db/money/ledger.ts';
+import { companyZone } from '../../db/companies.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 
 export const periodSchema = z.object({ year: z.number().int(), month: z.number().int(), status: z.literal('closed'), closed_at: z.string() });

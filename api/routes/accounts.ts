@@ -3,7 +3,8 @@
 // instead of deleted once money moved through it (409 account_in_use).
 import { z } from 'zod';
 import { transaction } from '../../db/pool.ts';
-import { companyZone, openingEntries, post } from '../../db/money/ledger.ts';
+import { companyZone } from '../../db/companies.ts';
+import { openingEntries, post } from '../../db/money/ledger.ts';
 import { assertOpenDates } from '../money/periods.ts';
 import { ApiError } from '../errors.ts';
 import { listMetaSchema, paginationQuery, queryBoolean } from '../pagination.ts';

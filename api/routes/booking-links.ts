@@ -2,7 +2,8 @@
 // slug) and their free slots at /booking-links/:id/slots. The host
 // (`user_id`) is a member of the company and never changes.
 import { transaction } from '../../db/pool.ts';
-import { freeSlots, groupByLocalDate, startOfLocalDate } from '../../lib/booking-slots.ts';
+import { freeSlots, groupByLocalDate } from '../../lib/booking-slots.ts';
+import { startOfLocalDate } from '../../lib/local-dates.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import {

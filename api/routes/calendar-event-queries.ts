@@ -1,6 +1,6 @@
 // SQL of calendar events: every function takes the pool or a transaction
 // client first and is scoped by company.
-import { companyZone } from '../../db/money/ledger.ts';
+import { companyZone } from '../../db/companies.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { startOfLocalDate } from '../../lib/local-dates.ts';

@@ -5,7 +5,7 @@
 // would refuse at stamping is answered here as the contract's 422.
 import { Rfc } from '@nodecfdi/rfc';
 import { loadEmitter } from '../../db/invoicing.ts';
-import { companyZone } from '../../db/money/ledger.ts';
+import { companyZone } from '../../db/companies.ts';
 import type { SaleRow } from '../../db/money/sales.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { DEFAULT_PRODUCT_KEY, DEFAULT_UNIT_KEY, PRODUCT_KEY, PUBLIC_RFC, regimeFitsRfc, TAX_REGIMES, UNIT_KEY, useFitsRegime } from '../../lib/cfdi/catalogs.ts';

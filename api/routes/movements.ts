@@ -8,7 +8,7 @@
 // movement-queries.ts.
 import { z } from 'zod';
 import { transaction, type Queryable } from '../../db/pool.ts';
-import { companyZone } from '../../db/money/ledger.ts';
+import { companyZone } from '../../db/companies.ts';
 import { addPayment, changeMovement, findMovement, insertMovement, paymentsOf, removeMovement, type Direction } from '../../db/money/movements.ts';
 import { hasIssuedComplement } from '../../db/invoicing.ts';
 import { revertSalePayment, SaleRefundedError } from '../../db/money/sales.ts';

@@ -9,7 +9,7 @@ import { transaction } from '../../db/pool.ts';
 import { recordEvent } from '../../db/events.ts';
 import { RECURRING } from '../../db/queues.ts';
 import { FREQUENCIES, nextOccurrence, recurringEventData } from '../../db/money/recurring.ts';
-import { companyZone } from '../../db/money/ledger.ts';
+import { companyZone } from '../../db/companies.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { paginationQuery, queryBoolean } from '../pagination.ts';

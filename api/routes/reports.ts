@@ -6,7 +6,7 @@
 //   GET /reports/cash-flow?start_on=&end_on=
 // The reports themselves are report-queries.ts.
 import { z } from 'zod';
-import { companyZone } from '../../db/money/ledger.ts';
+import { companyZone } from '../../db/companies.ts';
 import { localDate } from '../../lib/local-dates.ts';
 import { validationFailed } from '../errors.ts';
 import { defineRoute, type RouteDef } from '../route.ts';

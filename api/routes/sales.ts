@@ -5,7 +5,7 @@
 // Shapes in sale-schemas.ts, the SQL of reads in sale-queries.ts.
 import { z } from 'zod';
 import { transaction, type Queryable } from '../../db/pool.ts';
-import { companyZone } from '../../db/money/ledger.ts';
+import { companyZone } from '../../db/companies.ts';
 import { post, saleEntries } from '../../db/money/ledger.ts';
 import { addRefund, addSalePayment, findSale, insertSale, SALE_STATUSES, type SaleRow } from '../../db/money/sales.ts';
 import { saleAmounts, type VatRate } from '../../lib/vat.ts';

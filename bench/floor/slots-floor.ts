@@ -10,7 +10,8 @@
 // Env: DATABASE_URL, PORT, COMPANY_ID, PG_POOL_MAX.
 import http from 'node:http';
 import pg from 'pg';
-import { freeSlots, groupByLocalDate, startOfLocalDate } from '../../lib/booking-slots.ts';
+import { freeSlots, groupByLocalDate } from '../../lib/booking-slots.ts';
+import { startOfLocalDate } from '../../lib/local-dates.ts';
 
 const companyId = process.env.COMPANY_ID;
 if (!process.env.DATABASE_URL || !companyId) throw new Error('DATABASE_URL and COMPANY_ID are required');

@@ -23,13 +23,6 @@ import { localDate } from '../../lib/local-dates.ts';
 export type LedgerLine = 'opening' | 'cash_in' | 'cash_out' | 'income' | 'expense' | 'sale' | 'refund' | 'receivable' | 'payable';
 export type Entry = { currency: string; day: string; line: LedgerLine; key: string; amount: number };
 
-export const DEFAULT_COMPANY_ZONE = 'America/Mexico_City';
-
-export async function companyZone(db: Queryable, companyId: string): Promise<string> {
-  const { rows } = await db.query<{ timezone: string }>('SELECT timezone FROM companies WHERE id = $1', [companyId]);
-  return rows[0]?.timezone ?? DEFAULT_COMPANY_ZONE;
-}
-
 /** Adds the entries (one statement); `sign` −1 undoes them. */
 export async function post(db: Queryable, companyId: string, entries: Entry[], sign: 1 | -1 = 1): Promise<void> {
   const live = entries.filter((e) => e.amount !== 0);

@@ -14,7 +14,7 @@ import { recordEvent } from '../events.ts';
 import type { JobSender } from '../job-sender.ts';
 import type { Client, Queryable } from '../pool.ts';
 import { iso, type Timestamp } from '../timestamps.ts';
-import { companyZone } from './ledger.ts';
+import { companyZone } from '../companies.ts';
 import { insertMovement } from './movements.ts';
 import { firstClosed } from './periods.ts';
 

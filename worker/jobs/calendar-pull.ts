@@ -11,7 +11,8 @@
 // imported, since they block nothing.
 import type { Job } from 'pg-boss';
 import { objectId } from '../../lib/objectid.ts';
-import { startOfLocalDate } from '../../lib/booking-slots.ts';
+import { startOfLocalDate } from '../../lib/local-dates.ts';
+import { DEFAULT_COMPANY_ZONE } from '../../db/companies.ts';
 import { CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, CALENDAR_PUSH, type CalendarPullJob, type HousekeepingJob } from '../../db/queues.ts';
 import { OUR_EVENT_PROPERTY, OUR_HOST_PROPERTY } from './calendar-push.ts';
 import { GoogleApiError, type GoogleEvent } from '../../lib/google-calendar.ts';
@@ -125,7 +126,7 @@ async function pull(deps: WorkerDeps, userId: string): Promise<void> {
     [userId],
   );
   const companies = rows.map((r) => r.company_id);
-  const companyZone = rows[0]?.timezone ?? 'America/Mexico_City';
+  const companyZone = rows[0]?.timezone ?? DEFAULT_COMPANY_ZONE;
   let syncToken = connection.sync_token ?? undefined;
   let pageToken: string | undefined;
   // A full list (first pull after a connection, or after 410) is the whole truth from timeMin on:

@@ -14,7 +14,7 @@
 import type { Job } from 'pg-boss';
 import { CALENDAR_PUSH, type CalendarPushJob } from '../../db/queues.ts';
 import { conferencePending, GoogleApiError, meetUrlOf, type GoogleEvent } from '../../lib/google-calendar.ts';
-import { localDate } from '../../lib/booking-slots.ts';
+import { localDate } from '../../lib/local-dates.ts';
 import { activeConnection, googleClient, recordError, withToken } from '../calendar/google-access.ts';
 import type { JobDefinition, WorkerDeps } from './types.ts';
 

@@ -1,6 +1,6 @@
 // `wsctl mcp activity --company <id>`: the last 25 MCP calls and the 24-hour success rate.
 import { z } from 'zod';
-import { activity } from '../../mcp/quota.ts';
+import { activity } from '../../mcp/activity-log.ts';
 import { requireCompany } from '../companies.ts';
 import { adminId as id, adminProcedure, router } from '../trpc.ts';
 
