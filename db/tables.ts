@@ -12,6 +12,14 @@ function identifier(name: string): string {
   return name;
 }
 
+/**
+ * `a = $3, b = $4` for an UPDATE's SET: each column name checked as a plain identifier (they come from
+ * validated bodies, never from a client's keys, and this keeps it so), parameters numbered from `first`.
+ */
+export function setList(columns: readonly string[], first: number): string {
+  return columns.map((column, i) => `${identifier(column)} = $${i + first}`).join(', ');
+}
+
 /** jsonb columns must be sent as JSON text: pg would turn a JS array into a Postgres array. */
 function param(value: unknown, json: boolean): unknown {
   return json && value !== null && value !== undefined ? JSON.stringify(value) : value;

@@ -5,6 +5,7 @@ import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { localDate } from '../../lib/local-dates.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { listPage, type PaginationQuery, type TotalsCache } from '../pagination.ts';
+import { setList } from '../../db/tables.ts';
 
 export type AccountRow = {
   id: string;
@@ -65,7 +66,7 @@ export async function updateAccount(db: Queryable, companyId: string, id: string
   const entries = Object.entries(data).filter(([, v]) => v !== undefined);
   if (!entries.length) return;
   await db.query(
-    `UPDATE accounts SET ${entries.map(([k], i) => `${k} = $${i + 3}`).join(', ')}, updated_at = now() WHERE company_id = $1 AND id = $2`,
+    `UPDATE accounts SET ${setList(entries.map(([k]) => k), 3)}, updated_at = now() WHERE company_id = $1 AND id = $2`,
     [companyId, id, ...entries.map(([, v]) => v)],
   );
 }

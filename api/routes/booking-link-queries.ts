@@ -10,6 +10,7 @@ import { listPage, type PaginationQuery, type TotalsCache } from '../pagination.
 import type { BookingLinkCreate, BookingLinkUpdate, LOCATION_TYPES, QUESTION_TYPES } from './booking-link-schemas.ts';
 import { DEFAULT_WEEKLY_HOURS } from './booking-link-schemas.ts';
 import { uniqueViolation } from './slug-queries.ts';
+import { setList } from '../../db/tables.ts';
 
 export type Question = { key: string; label: string; type: (typeof QUESTION_TYPES)[number]; required?: boolean; options?: string[] };
 export type BookingLocation = { type: (typeof LOCATION_TYPES)[number]; value?: string | null };
@@ -110,7 +111,7 @@ export async function insertBookingLink(db: Queryable, companyId: string, data: 
 
 export async function updateBookingLink(db: Queryable, companyId: string, id: string, data: BookingLinkUpdate): Promise<void> {
   const cols = values(data);
-  const sets = Object.keys(cols).map((name, i) => `${name} = $${i + 3}`);
+  const sets = [setList(Object.keys(cols), 3)].filter(Boolean); // nothing but updated_at when no column changes
   sets.push('updated_at = now()');
   await db.query(`UPDATE booking_links SET ${sets.join(', ')} WHERE company_id = $1 AND id = $2`, [companyId, id, ...Object.values(cols)]).catch(slugTaken);
 }

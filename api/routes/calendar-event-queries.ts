@@ -8,6 +8,7 @@ import { objectId } from '../../lib/objectid.ts';
 import type { TotalsCache } from '../pagination.ts';
 import { listPage, type PaginationQuery } from '../pagination.ts';
 import type { CalendarEventCreate, CalendarEventUpdate } from './calendar-event-schemas.ts';
+import { setList } from '../../db/tables.ts';
 
 export type CalendarEventRow = {
   id: string;
@@ -102,7 +103,7 @@ export async function findCalendarEvent(db: Queryable, companyId: string, id: st
 
 export async function updateCalendarEvent(db: Queryable, companyId: string, id: string, data: CalendarEventUpdate): Promise<CalendarEventRow> {
   const cols = values(data);
-  const sets = Object.keys(cols).map((name, i) => `${name} = $${i + 3}`);
+  const sets = [setList(Object.keys(cols), 3)].filter(Boolean); // nothing but updated_at when no column changes
   sets.push('updated_at = now()');
   const { rows } = await db.query<CalendarEventRow>(
     `UPDATE calendar_events SET ${sets.join(', ')} WHERE company_id = $1 AND id = $2 RETURNING *`,

@@ -6,6 +6,7 @@ import type { Queryable } from '../../db/pool.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { ApiError } from '../errors.ts';
 import type { CompanyUpdate } from './company-schemas.ts';
+import { setList } from '../../db/tables.ts';
 
 export type Plan = 'free' | 'starter' | 'enterprise';
 
@@ -70,7 +71,7 @@ export async function readCompany(db: Queryable, companyId: string) {
 export async function updateCompanyProfile(db: Queryable, companyId: string, data: CompanyUpdate) {
   const entries = Object.entries(data).filter(([, v]) => v !== undefined);
   if (entries.length) {
-    const sets = entries.map(([k], i) => `${k} = $${i + 2}`);
+    const sets = [setList(entries.map(([k]) => k), 2)];
     await db.query(`UPDATE companies SET ${sets.join(', ')}, updated_at = now() WHERE id = $1`, [
       companyId,
       ...entries.map(([k, v]) => (k === 'business_goals' ? JSON.stringify(v) : v)),

@@ -10,6 +10,7 @@ import { validationFailed, type FieldErrors } from '../errors.ts';
 import { collectNestedItems, writeNestedItems } from './nested-items.ts';
 import type { OptionValue } from './product-queries.ts';
 import type { ProductWrite } from './product-schemas.ts';
+import { setList } from '../../db/tables.ts';
 
 type VariantWrite = NonNullable<ProductWrite['variants']>[number];
 type OptionTypeWrite = NonNullable<ProductWrite['option_types']>[number];
@@ -46,7 +47,7 @@ async function deleteItem(db: Queryable, table: ItemTable, id: string): Promise<
 async function updateItem(db: Queryable, table: ItemTable, id: string, values: Record<string, unknown>): Promise<void> {
   const entries = Object.entries(values).filter(([, v]) => v !== undefined);
   if (entries.length === 0) return;
-  const sets = entries.map(([k], i) => `${k} = $${i + 2}`).join(', ');
+  const sets = setList(entries.map(([k]) => k), 2);
   const params = entries.map(([, v]) => (v !== null && typeof v === 'object' ? JSON.stringify(v) : v));
   await db.query(`UPDATE ${table} SET ${sets}, updated_at = now() WHERE id = $1`, [id, ...params]);
 }

@@ -7,6 +7,7 @@ import type { Queryable } from '../../db/pool.ts';
 import { iso } from '../../db/timestamps.ts';
 import { listPage, type PaginationQuery, type TotalsCache } from '../pagination.ts';
 import { refTaken } from './money-fields.ts';
+import { setList } from '../../db/tables.ts';
 
 /** A series with its account's currency, as the API reads it. */
 export type RecurringRead = RecurringRow & { currency: string };
@@ -98,7 +99,7 @@ export async function insertRecurring(db: Queryable, r: RecurringInsert): Promis
 /** Writes the columns given of a series (a taken external_ref is 409). */
 export async function updateRecurringColumns(db: Queryable, companyId: string, id: string, entries: Array<[string, unknown]>): Promise<void> {
   await db
-    .query(`UPDATE recurring_transactions SET ${entries.map(([k], i) => `${k} = $${i + 3}`).join(', ')}, updated_at = now() WHERE company_id = $1 AND id = $2`, [companyId, id, ...entries.map(([, v]) => v)])
+    .query(`UPDATE recurring_transactions SET ${setList(entries.map(([k]) => k), 3)}, updated_at = now() WHERE company_id = $1 AND id = $2`, [companyId, id, ...entries.map(([, v]) => v)])
     .catch(refTaken);
 }
 

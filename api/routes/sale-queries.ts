@@ -8,6 +8,7 @@ import type { Queryable } from '../../db/pool.ts';
 import { iso } from '../../db/timestamps.ts';
 import { refTaken } from './money-fields.ts';
 import type { lineRead } from './sale-schemas.ts';
+import { setList } from '../../db/tables.ts';
 
 export /** When the sale's first payment was made; null while it has none. A new sale date may not be after it, nor a refund before it. */
 async function firstPaymentAt(db: Queryable, companyId: string, saleId: string): Promise<Date | null> {
@@ -64,7 +65,7 @@ export async function hasLiveInvoice(db: Queryable, companyId: string, saleId: s
 export async function updateSaleColumns(db: Queryable, companyId: string, saleId: string, changes: Array<[string, unknown]>): Promise<SaleRow> {
   const { rows } = await db
     .query<SaleRow>(
-      `UPDATE sales SET ${changes.map(([k], i) => `${k} = $${i + 3}`).join(', ')}${changes.length ? ',' : ''} updated_at = now() WHERE company_id = $1 AND id = $2 RETURNING *`,
+      `UPDATE sales SET ${setList(changes.map(([k]) => k), 3)}${changes.length ? ',' : ''} updated_at = now() WHERE company_id = $1 AND id = $2 RETURNING *`,
       [companyId, saleId, ...changes.map(([, v]) => v)],
     )
     .catch(refTaken);

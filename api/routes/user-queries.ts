@@ -9,6 +9,7 @@ import { ApiError, validationFailed } from '../errors.ts';
 import type { TotalsCache } from '../pagination.ts';
 import { listPage, searchWhere, type PaginationQuery } from '../pagination.ts';
 import type { Background, SettingsPreferencesWrite, UserCreate, UserUpdate } from './user-schemas.ts';
+import { setList } from '../../db/tables.ts';
 
 /** A `users` row (the password hash never leaves this layer). */
 export type UserRow = {
@@ -206,7 +207,7 @@ export async function updateMember(db: Queryable, companyId: string, existing: M
   await assertProfileEditable(db, companyId, existing.id, actingUserId, names);
   if (names.length) {
     await db
-      .query(`UPDATE users SET ${names.map((n, i) => `${n} = $${i + 2}`).join(', ')}, updated_at = now() WHERE id = $1`, [existing.id, ...Object.values(cols)])
+      .query(`UPDATE users SET ${setList(names, 2)}, updated_at = now() WHERE id = $1`, [existing.id, ...Object.values(cols)])
       .catch(uniqueViolation);
   }
   if (data.is_owner !== undefined && data.is_owner !== existing.is_owner) {

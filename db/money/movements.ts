@@ -8,6 +8,7 @@ import type { JobSender } from '../job-sender.ts';
 import type { Queryable } from '../pool.ts';
 import { iso, type Timestamp } from '../timestamps.ts';
 import { movementEntries, paymentEntries, post } from './ledger.ts';
+import { setList } from '../tables.ts';
 
 export type Direction = 'income' | 'expense';
 
@@ -189,7 +190,7 @@ export async function changeMovement(db: Queryable, zone: string, m: MovementRow
   const amountAt = entries.findIndex(([k]) => k === 'amount_cents');
   const paidInFull = `paid_cents >= ${amountAt >= 0 ? `$${amountAt + 3}::bigint` : 'amount_cents'}`;
   const { rows } = await db.query<MovementRow>(
-    `UPDATE movements SET ${entries.map(([k], i) => `${k} = $${i + 3}`).join(', ')},
+    `UPDATE movements SET ${setList(entries.map(([k]) => k), 3)},
             status = CASE WHEN ${paidInFull} THEN 'paid' ELSE 'pending' END,
             paid_at = CASE WHEN ${paidInFull}
               THEN coalesce(paid_at, (SELECT max(p.paid_at) FROM movement_payments p WHERE p.movement_id = movements.id)) END,
