@@ -12,6 +12,7 @@ import { calendarWindow, listCalendarEvents } from '../routes/calendar-event-que
 import { EVENT_KINDS, EVENT_SOURCES, windowBound } from '../routes/calendar-event-schemas.ts';
 import { readCompany } from '../routes/company-queries.ts';
 import { splitIdsAndSlugs } from '../routes/catalog-fields.ts';
+import { CONTACT_SEARCH } from '../routes/crm-fields.ts';
 import { serializeCustomer, type CustomerRow } from '../routes/customers.ts';
 import { LEAD_STATUSES, serializeLead, type LeadRow } from '../routes/leads.ts';
 import { listProducts } from '../routes/product-queries.ts';
@@ -87,8 +88,6 @@ const movementFilters = {
   category: z.string().max(100).optional(),
 };
 
-const SEARCH = "(coalesce(name, '') || ' ' || coalesce(email, '') || ' ' || coalesce(phone, ''))";
-
 export const TOOLS: readonly Tool[] = [
   {
     name: 'list_customers',
@@ -104,7 +103,7 @@ export const TOOLS: readonly Tool[] = [
           columns: '*',
           companyId,
           searching: !!args.search,
-          where: (p) => (args.search ? [`${SEARCH} ILIKE ${p.add(likePattern(args.search))}`] : []),
+          where: (p) => (args.search ? [`${CONTACT_SEARCH} ILIKE ${p.add(likePattern(args.search))}`] : []),
           serialize: serializeCustomer,
         }, page),
       ),
@@ -146,7 +145,7 @@ export const TOOLS: readonly Tool[] = [
           searching: !!args.search,
           where: (p) => [
             ...(args.status ? [`status = ${p.add(args.status)}`] : []),
-            ...(args.search ? [`${SEARCH} ILIKE ${p.add(likePattern(args.search))}`] : []),
+            ...(args.search ? [`${CONTACT_SEARCH} ILIKE ${p.add(likePattern(args.search))}`] : []),
           ],
           serialize: serializeLead,
         }, page),

@@ -5,6 +5,12 @@ import { text } from '../validation.ts';
 
 export const optionalText = (max: number) => text(max).nullable().optional();
 
+/**
+ * What `q`/`search` matches on customers and leads (REST and MCP): written exactly as the trigram
+ * indexes of migration 001, or PostgreSQL cannot use them and every search reads the whole table.
+ */
+export const CONTACT_SEARCH = "(coalesce(name, '') || ' ' || coalesce(email, '') || ' ' || coalesce(phone, ''))";
+
 export const contactFields = {
   name: text(200).min(1).describe('Nombre completo o razón comercial'),
   email: z.email().max(254).nullable().optional(),

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { customPropertiesWrite, flattenCustomProperties } from '../custom-properties.ts';
 import { standardRoutes } from './standard-routes.ts';
-import { addressRead, addressSchema, contactFields, optionalText, serializeAddress, timestamps } from './crm-fields.ts';
+import { addressRead, addressSchema, CONTACT_SEARCH, contactFields, optionalText, serializeAddress, timestamps } from './crm-fields.ts';
 
 const customerFields = {
   ...contactFields,
@@ -100,7 +100,7 @@ export const customerRoutes = standardRoutes({
   },
   serialize: serializeCustomer,
   reserved: RESERVED,
-  searchExpression: "(coalesce(name, '') || ' ' || coalesce(email, '') || ' ' || coalesce(phone, ''))",
+  searchExpression: CONTACT_SEARCH,
   createdEvent: {
     name: 'customer.created',
     data: (row) => ({ object: 'customer', id: row.id, name: row.name, email: row.email }),

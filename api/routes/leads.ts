@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { customPropertiesWrite, flattenCustomProperties } from '../custom-properties.ts';
 import { standardRoutes } from './standard-routes.ts';
-import { contactFields, optionalText, timestamps } from './crm-fields.ts';
+import { CONTACT_SEARCH, contactFields, optionalText, timestamps } from './crm-fields.ts';
 
 export const LEAD_STATUSES = ['new', 'contacted', 'qualified', 'unqualified', 'converted'] as const;
 
@@ -98,7 +98,7 @@ export const leadRoutes = standardRoutes({
   },
   serialize: serializeLead,
   reserved: RESERVED,
-  searchExpression: "(coalesce(name, '') || ' ' || coalesce(email, '') || ' ' || coalesce(phone, ''))",
+  searchExpression: CONTACT_SEARCH,
   // The pipeline by stage, as MCP's list_leads takes it.
   listFilters: {
     query: { status: z.enum(LEAD_STATUSES).optional().describe(`Etapa del embudo: ${LEAD_STATUSES.join(', ')}`) },
