@@ -31,7 +31,7 @@ import type { Queryable } from '../../db/pool.ts';
 import { ApiError } from '../errors.ts';
 import { canonicalJson, checkKeyShape, IDEMPOTENCY_BODY_LIMIT, runIdempotent } from '../middleware/idempotency.ts';
 import { consumeLimit } from '../middleware/rate-limit.ts';
-import { jsonContentType } from '../route.ts';
+import { jsonContentType } from '../middleware/body.ts';
 import { parseData, parseQuery } from '../validation.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState, Deps } from '../types.ts';
 import { bookingPage, hostPage, managePage, notFoundPage, type PageBranding, type PageHost } from './html.ts';

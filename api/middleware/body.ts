@@ -1,0 +1,203 @@
+// How a route reads its body (api/route.ts chains these by the route's kind):
+// JSON through koa-body (the 415 when the body says another type, an array
+// refused, the Idempotency-Key size cap before reading), one bounded file
+// through formidable for image slots, and the slots that bound how many
+// upload bodies one process reads at once (and one company of them).
+import { createHash } from 'node:crypto';
+import { readFile, unlink } from 'node:fs/promises';
+import { HttpMethodEnum, koaBody } from 'koa-body';
+import type { Next } from 'koa';
+import { ApiError, validationFailed } from '../errors.ts';
+import type { MultipartRoute, UploadRoute } from '../route.ts';
+import type { ApiContext, ApiMiddleware } from '../types.ts';
+import { refuseArrayBody } from '../validation.ts';
+import { IDEMPOTENCY_BODY_LIMIT } from './idempotency.ts';
+
+/** The media types a JSON body may carry (koa-body's default list, named so the 415 checks and the parsers agree). */
+export const JSON_TYPES = ['application/json', 'application/json-patch+json', 'application/vnd.api+json', 'application/csp-report', 'application/reports+json'];
+
+export const jsonBody = koaBody({
+  json: true,
+  jsonTypes: JSON_TYPES,
+  multipart: false,
+  urlencoded: false,
+  text: false,
+  jsonLimit: '1mb',
+  includeUnparsed: true,
+  parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH],
+});
+
+/** An array body is refused before anything reads it, on routes that take no body too (refuseArrayBody). */
+export async function objectBody(ctx: ApiContext, next: Next) {
+  refuseArrayBody(ctx.request.body);
+  await next();
+}
+
+/**
+ * A body declared larger than an Idempotency-Key allows is refused before it
+ * is read, so a 5 MB body with a key gets 413 idempotency_body_too_large
+ * (what the client must change) rather than the parser's request_too_large.
+ */
+export async function idempotentBodyCap(ctx: ApiContext, next: Next) {
+  if (ctx.headers['idempotency-key'] !== undefined && Number(ctx.get('Content-Length')) > IDEMPOTENCY_BODY_LIMIT) {
+    throw new ApiError('idempotency_body_too_large');
+  }
+  await next();
+}
+
+/**
+ * A JSON route's body must say it is JSON: a body of another type (a form
+ * encoding, `text/plain`, which fetch sends for a string body), or one with
+ * a length and no Content-Type, is 415 unsupported_media_type, rather than a
+ * body the parser skips and a misleading 422 parameter_missing. A request
+ * without a body passes (an action whose body is optional), and so does a
+ * chunked one with no type, which some clients send for an empty body.
+ */
+export async function jsonContentType(ctx: ApiContext, next: Next) {
+  const typed = !!ctx.get('Content-Type');
+  if ((ctx.request.length || (typed && ctx.get('Transfer-Encoding'))) && !ctx.is(JSON_TYPES)) {
+    throw new ApiError('unsupported_media_type', 'Tipo de contenido no soportado; envía el cuerpo como application/json.');
+  }
+  await next();
+}
+
+/**
+ * multipart/form-data through koa-body's formidable, bounded: one file of at
+ * most `maxFileBytes` (formidable stops reading past it), 20 small fields.
+ * Parser limits are the client's fault, so they answer 422 validation_failed
+ * like any other unacceptable file (contract, Errors: "file too big, too
+ * many"). The temp files formidable writes are removed after the handler,
+ * whatever happens. For Idempotency-Key the body fingerprint includes the
+ * file's SHA-256, so a different file under the same key is detected.
+ */
+/** formidable's error codes for a part past its size (FormidableError.js): one file, all files, text parts. */
+const FORMIDABLE_FILE_TOO_BIG = 1016;
+const FORMIDABLE_FILES_TOO_BIG = 1009;
+const FORMIDABLE_FIELDS_TOO_BIG = 1006;
+
+export function multipartBody(options: MultipartRoute['multipart']): ApiMiddleware {
+  const parserFor = (maxFileBytes: number, maxFieldsBytes: number) =>
+    koaBody({
+      multipart: true,
+      json: false,
+      urlencoded: false,
+      text: false,
+      parsedMethods: [HttpMethodEnum.POST],
+      formidable: {
+        maxFiles: 1,
+        maxFileSize: maxFileBytes,
+        maxTotalFileSize: maxFileBytes,
+        maxFields: 20,
+        maxFieldsSize: maxFieldsBytes,
+        allowEmptyFiles: true,
+        minFileSize: 0,
+      },
+    });
+  const parser = parserFor(options.maxFileBytes, 64 * 1024);
+  // With an Idempotency-Key and no Content-Length (chunked), the 100 KB cap is
+  // enforced while reading: the file part is held to 100 KB (a file past it is
+  // a body past it), and text parts, which an image route does not use, to 4 KB.
+  const idempotentParser = parserFor(Math.min(options.maxFileBytes, IDEMPOTENCY_BODY_LIMIT), 4 * 1024);
+  return async function multipart(ctx, next) {
+    const capped = ctx.headers['idempotency-key'] !== undefined && !ctx.get('Content-Length');
+    try {
+      await (capped ? idempotentParser : parser)(ctx, async () => {});
+    } catch (error) {
+      const status = (error as { httpCode?: number; status?: number }).httpCode ?? (error as { status?: number }).status;
+      // Refused part way: the rest of the body is left unread, so the connection closes after the answer.
+      if (status === 413) ctx.set('Connection', 'close');
+      // formidable's size refusals (file, total of files, text parts); too many files or fields stay a 422 below.
+      const tooBig = [FORMIDABLE_FILE_TOO_BIG, FORMIDABLE_FILES_TOO_BIG, FORMIDABLE_FIELDS_TOO_BIG].includes((error as { code?: number }).code ?? 0);
+      if (capped && tooBig) throw new ApiError('idempotency_body_too_large');
+      const reason = status === 413
+        ? `se acepta un solo archivo de hasta ${Math.floor(options.maxFileBytes / 1024 / 1024)} MB`
+        : 'el cuerpo multipart/form-data no es válido';
+      throw validationFailed({ [options.fields[0] ?? 'file']: [reason] });
+    }
+    const files = ctx.request.files ?? {};
+    const all = Object.entries(files).flatMap(([field, f]) => (Array.isArray(f) ? f : [f]).map((file) => ({ field, file })));
+    try {
+      const chosen = all.find(({ field }) => options.fields.includes(field));
+      if (chosen) {
+        const bytes = await readFile(chosen.file.filepath);
+        ctx.state.upload = { field: chosen.field, filename: chosen.file.originalFilename, declaredType: chosen.file.mimetype, bytes };
+        const fields = ctx.request.body;
+        const base = fields && typeof fields === 'object' && !Array.isArray(fields) ? fields : {};
+        ctx.request.body = { ...base, [chosen.field]: { sha256: createHash('sha256').update(bytes).digest('hex') } };
+      }
+      await next();
+    } finally {
+      await Promise.all(all.map(({ file }) => unlink(file.filepath).catch(() => {})));
+    }
+  };
+}
+
+/** Upload bodies being read at once in this process (all upload routes together), and by company. */
+let uploadsInFlight = 0;
+const uploadsByCompany = new Map<string, number>();
+
+/** A body this small takes no upload slot: its memory is bounded by its size, and it never waits on another company's uploads. */
+export const SMALL_UPLOAD_BODY = 64 * 1024;
+
+/**
+ * Body handling of an upload route: early size caps (a multipart body up to
+ * `maxBytes`, a JSON one up to `maxJsonBytes`), JSON parsed, multipart left as
+ * a stream for the handler; and at most `config.uploadConcurrency` bodies read
+ * at once per process, so memory stays bounded under a burst: past that the
+ * request is answered 503 with Retry-After at once, before a byte is read.
+ * One company holds at most half of those slots (one if the bound is 1), so
+ * its slow uploads cannot shut every other company out; and a body declared
+ * at most SMALL_UPLOAD_BODY (a submission without files) takes none.
+ */
+export function uploadBody(limits: UploadRoute['upload']): ApiMiddleware {
+  const json = koaBody({
+    json: true,
+    jsonTypes: JSON_TYPES,
+    multipart: false,
+    urlencoded: false,
+    text: false,
+    jsonLimit: limits.maxJsonBytes,
+    includeUnparsed: false,
+    parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH],
+  });
+  const mib = (bytes: number) => Math.floor(bytes / 1024 / 1024);
+  return async function upload(ctx, next) {
+    const multipart = ctx.is('multipart/form-data');
+    const max = multipart ? limits.maxBytes : limits.maxJsonBytes;
+    const length = Number(ctx.get('Content-Length'));
+    if (Number.isFinite(length) && length > max) {
+      // Answered without reading the body; the connection is closed rather
+      // than drained, so the client stops sending at once.
+      ctx.set('Connection', 'close');
+      throw new ApiError(
+        'request_too_large',
+        multipart
+          ? `El cuerpo supera el máximo de ${mib(max)} MB.`
+          : `Un cuerpo JSON no puede pasar de ${mib(max)} MB; envía archivos grandes como multipart/form-data (hasta ${mib(limits.maxBytes)} MB).`,
+      );
+    }
+    if (!multipart && !(ctx.is(JSON_TYPES) || !ctx.get('Content-Type'))) {
+      throw new ApiError('unsupported_media_type', 'Tipo de contenido no soportado; usa application/json o multipart/form-data.');
+    }
+    const read = () => (multipart ? next() : json(ctx, next));
+    if (Number.isFinite(length) && ctx.get('Content-Length') !== '' && length <= SMALL_UPLOAD_BODY) return read();
+    const limit = ctx.deps.config.uploadConcurrency;
+    const companyId = ctx.state.auth!.companyId;
+    const mine = uploadsByCompany.get(companyId) ?? 0;
+    if (uploadsInFlight >= limit || mine >= Math.max(1, Math.floor(limit / 2))) {
+      ctx.set('Connection', 'close');
+      ctx.set('Retry-After', '1');
+      throw new ApiError('service_unavailable', 'Demasiadas cargas de archivos en curso; reintenta en un momento.');
+    }
+    uploadsInFlight++;
+    uploadsByCompany.set(companyId, mine + 1);
+    try {
+      await read();
+    } finally {
+      uploadsInFlight--;
+      const left = (uploadsByCompany.get(companyId) ?? 1) - 1;
+      if (left > 0) uploadsByCompany.set(companyId, left);
+      else uploadsByCompany.delete(companyId);
+    }
+  };
+}
