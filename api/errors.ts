@@ -14,7 +14,7 @@ export const ERROR_CODES = {
   insufficient_scope: { status: 403, message: 'La clave no tiene el permiso necesario para esta operación.' },
   module_not_enabled: { status: 403, message: 'El módulo no está habilitado para esta empresa.' },
   self_delete_forbidden: { status: 403, message: 'No puedes eliminar al usuario dueño de la clave de API.' },
-  owner_required: { status: 403, message: 'Solo un dueño de la empresa da o quita is_owner, o quita del equipo a un dueño.' },
+  owner_required: { status: 403, message: 'Solo un dueño de la empresa da o quita is_owner, quita del equipo a un dueño o cambia los datos de un dueño (además de él mismo).' },
   not_found: { status: 404, message: 'El recurso no existe.' },
   method_not_allowed: { status: 405, message: 'Método no permitido para esta ruta.' },
   duplicate_reference: { status: 409, message: 'Otro registro de la empresa ya usa ese metadata.external_ref.' },

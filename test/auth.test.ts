@@ -195,6 +195,7 @@ describe('production mode', () => {
       assert.equal(res.status, 426);
       assert.equal(res.body.error, 'https_required');
       assert.equal(res.headers.get('upgrade'), 'TLS/1.2, HTTP/1.1', 'RFC 9110: a 426 names the protocol to use');
+      assert.match(res.headers.get('connection') ?? '', /upgrade/i, 'and lists Upgrade in Connection');
       assert.equal(res.headers.get('strict-transport-security'), null, 'HSTS only over HTTPS');
     }
   });

@@ -177,6 +177,12 @@ describe('calendar sync end to end', () => {
     assert.notEqual(row.google_event_id, e.id, 'Google keeps the deleted id taken: the copy is a new event');
     const copy = google.events.get(row.google_event_id)!;
     assert.equal(copy.hangoutLink, row.meet_url, 'meet_url is the conference of the copy in Google');
+    // A request id of its own: Google answers a repeated one with the conference it made before.
+    const asked = google.requests
+      .filter((r) => r.method === 'POST' && r.body?.conferenceData?.createRequest && r.body.extendedProperties?.private?.workspace_event_id === e.id)
+      .map((r) => r.body.conferenceData.createRequest.requestId);
+    assert.equal(asked[0], `meet-${e.id}`);
+    assert.match(asked.at(-1), new RegExp(`^meet-${e.id}-[0-9a-f]{12}$`));
     assert.equal((await api.get(`/calendar/events/${e.id}`)).body.data.meet_url, row.meet_url);
   });
 

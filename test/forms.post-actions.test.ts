@@ -269,6 +269,23 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     assert.deepEqual([customer.name, customer.email], ['Carla', 'carla@example.com'], 'an existing customer keeps its data');
   });
 
+  test('a number field mapped to the phone gives the lead its decimal text', async () => {
+    const numeric = await files.createFormViaAdmin(app.url, tenant.companyId, {
+      name: 'Teléfono numérico',
+      slug: `telefono-numerico-${Date.now()}`,
+      title: 'Teléfono',
+      fields: [
+        { key: 'e', field_type: 'email', label: 'Correo', maps_to: 'lead.email' },
+        { key: 'tel', field_type: 'number', label: 'Teléfono', maps_to: 'lead.phone' },
+      ],
+    });
+    const email = `numero-${Date.now()}@cliente.example`;
+    const made = await api.post(`/forms/${numeric.id}/submissions`, { data: { answers: { e: email, tel: 5551234 } } });
+    assert.equal(made.status, 201, made.text);
+    const lead = await waitFor(async () => (await app.pool.query('SELECT phone FROM leads WHERE company_id = $1 AND email = $2', [tenant.companyId, email])).rows[0], 30_000, 'the lead');
+    assert.equal(lead.phone, '5551234');
+  });
+
   test('the lead and the customer are made from their own fields only: nothing answered for one, no record for it', async () => {
     const both = await files.createFormViaAdmin(app.url, tenant.companyId, {
       name: 'Ambos',

@@ -48,24 +48,37 @@ function byteCap(cap: BodyCap) {
  * `Content-Disposition: form-data`, or a `name` it could not read): those are refused, never dropped.
  */
 function partCounter(boundary: string) {
-  const first = Buffer.from(`--${boundary}`);
   const needle = Buffer.from(`\r\n--${boundary}`);
+  const DASH = 0x2d;
   let delimiters = 0;
-  let head = Buffer.alloc(0); // the body's first bytes, until it can be told whether it opens with a delimiter
-  let headDone = false;
-  let tail = Buffer.alloc(0); // the end of the bytes seen, for a delimiter split across chunks
+  let closed = false; // past the close delimiter (`--boundary--`): the epilogue, which the parser ignores
+  // Bytes not searched yet; a CRLF in front lets a delimiter at the very start of the body match too.
+  let pending = Buffer.from('\r\n');
   const stream = new Transform({
     transform(chunk: Buffer, _enc, done) {
-      if (!headDone) {
-        head = Buffer.concat([head, chunk]);
-        if (head.length >= first.length) {
-          headDone = true;
-          if (head.subarray(0, first.length).equals(first)) delimiters++;
+      if (!closed) {
+        const window = Buffer.concat([pending, chunk]);
+        let from = 0;
+        for (;;) {
+          const at = window.indexOf(needle, from);
+          if (at === -1) {
+            pending = window.subarray(Math.max(from, window.length - (needle.length - 1))); // a delimiter cut by the chunk
+            break;
+          }
+          const after = at + needle.length;
+          if (after + 2 > window.length) {
+            pending = window.subarray(at); // whether it closes the body is in the next chunk
+            break;
+          }
+          delimiters++;
+          if (window[after] === DASH && window[after + 1] === DASH) {
+            closed = true;
+            pending = Buffer.alloc(0);
+            break;
+          }
+          from = after;
         }
       }
-      const window = Buffer.concat([tail, chunk]);
-      for (let at = window.indexOf(needle); at !== -1; at = window.indexOf(needle, at + needle.length)) delimiters++;
-      tail = window.subarray(Math.max(0, window.length - (needle.length - 1)));
       done(null, chunk);
     },
   });
@@ -111,7 +124,6 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
     throw new ApiError('validation_failed', 'El cuerpo multipart no es válido.', { errors: { data: ['multipart sin boundary'] } });
   }
   let seenParts = 0;
-  let answerParts = 0;
   parser.on('field', (name, value) => {
     seenParts++;
     if (name === 'locale' || name === 'data[locale]') {
@@ -124,7 +136,6 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
       return;
     }
     const key = match[3];
-    answerParts++;
     // A `files[...]` part carries a file (a filename in its Content-Disposition), never a text answer.
     if ((match[1] ?? match[2]) === 'files') {
       stager.reject(key, 'una parte files[...] lleva un archivo (con filename), no texto');
@@ -148,7 +159,6 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
     // part being drained or already left needs a listener not to crash.
     stream.on('error', () => {});
     const match = PART_NAME.exec(name ?? '');
-    if (match) answerParts++;
     // Parts are handled one at a time, in order; busboy pauses the request
     // while a part waits, so a waiting part costs one buffer, not its size.
     // A part that is not stored is drained, or the parser would wait forever.
@@ -217,11 +227,9 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
   }
   await work;
   if (failure) throw failure;
+  // A body with no part at all is what a browser sends for a form left empty: no answers, as `{answers: {}}`.
   if (counter.parts() > seenParts) {
     stager.rejectBody('una parte no tiene Content-Disposition: form-data con un name legible (name="data[answers][<clave>]"); no se descarta en silencio');
-  } else if (answerParts === 0 && Object.keys(stager.errors).length === 0) {
-    // No answer and no file at all: the multipart form of a JSON body without data.answers.
-    throw new ApiError('parameter_missing', 'Falta el parámetro data.answers.');
   }
   return { answers, locale, files: stager.files, sentFileKeys: stager.sentFileKeys, overQuota: stager.overQuota, errors: stager.errors };
 }

@@ -1,8 +1,9 @@
 // Idempotency-Key on POST, PATCH and PUT (contract, Endpoints; DESIGN.md).
 //
 // - Keys live 24 h per company, in PostgreSQL, so every web process sees them.
-//   A key is bound to the method, path, query string and body (canonical JSON)
-//   that first used it: anything else with the same key is 422
+//   A key is bound to the method, path, query string, body (canonical JSON)
+//   and credential (API key, or person's session) that first used it:
+//   anything else with the same key is 422
 //   idempotency_key_reused. One company's key string never touches another
 //   company's responses. A key is 1 to 255 printable ASCII characters (else
 //   400 invalid_idempotency_key); a body above 100 KB cannot use one (413

@@ -147,7 +147,9 @@ export function httpsOnly(enabled: boolean, trustProxyHops: number) {
   return async function requireHttps(ctx: ApiContext, next: Next) {
     if (enabled && !PROBES.has(ctx.path)) {
       if (clientProtocol(ctx, trustProxyHops) !== 'https') {
+        // RFC 9110 §7.8: a sender of Upgrade lists it in Connection too.
         ctx.set('Upgrade', 'TLS/1.2, HTTP/1.1');
+        ctx.set('Connection', 'Upgrade');
         throw new ApiError('https_required');
       }
       ctx.set('Strict-Transport-Security', HSTS);

@@ -11,7 +11,7 @@ import { transaction, type Queryable } from '../../db/pool.ts';
 import { companyZone } from '../../db/companies.ts';
 import { addPayment, changeMovement, findMovement, insertMovement, paymentsOf, removeMovement, type Direction } from '../../db/money/movements.ts';
 import { hasIssuedComplement } from '../../db/invoicing.ts';
-import { revertSalePayment, SaleRefundedError } from '../../db/money/sales.ts';
+import { findSale, revertSalePayment, SaleRefundedError } from '../../db/money/sales.ts';
 import { localDate } from '../../lib/local-dates.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { assertOpen } from '../money/periods.ts';
@@ -242,6 +242,9 @@ export function movementRoutes(direction: Direction): RouteDef[] {
             // A payment whose CFDI payment complement is stamped (or being stamped) stays: the tax
             // authority holds a document for it, and deleting the payment would leave the complements
             // adding up to more than the invoice once it is paid again. A refund undoes it instead.
+            // The sale first: an invoice stamped meanwhile queues the complements its payments are owed
+            // under the sale's lock (db/invoicing.ts), so the check below sees any it queued for this one.
+            await findSale(client, companyId, m.sale_id, true);
             if (await hasIssuedComplement(client, m.id)) throw new ApiError('payment_complement_issued');
             await revertSalePayment(client, companyId, m.sale_id, m.id, Number(m.paid_cents)).catch((error) => {
               if (error instanceof SaleRefundedError) throw validationFailed({ id: [error.message] });

@@ -76,7 +76,7 @@ export const userRoutes: RouteDef[] = [
     scope: 'update-users',
     tag: TAG,
     summary: 'Actualiza un miembro',
-    description: 'Cualquier subconjunto de los campos de creación. Solo un dueño (el usuario de la clave o de la sesión) cambia is_owner: si no, 403 owner_required; quitarlo al último dueño es 422 last_owner. Los datos personales de alguien que pertenece también a otra empresa solo los cambia esa persona con su propia clave (422 validation_failed nombrando cada campo); is_owner es de cada empresa.',
+    description: 'Cualquier subconjunto de los campos de creación. Solo un dueño (el usuario de la clave o de la sesión) cambia is_owner: si no, 403 owner_required; quitarlo al último dueño es 422 last_owner. Los datos personales de alguien que pertenece también a otra empresa solo los cambia esa persona con su propia clave (422 validation_failed nombrando cada campo); los de un dueño, solo él o otro dueño (403 owner_required); is_owner es de cada empresa.',
     params: idParam,
     body: userUpdate,
     example: { phone: '+52 81 5555 0101' },
@@ -128,6 +128,7 @@ export const userRoutes: RouteDef[] = [
     fields: ['avatar'],
     filename: 'avatar',
     accept: { types: ['image/jpeg', 'image/png'], description: 'JPEG o PNG' },
+    errors: ['owner_required', 'validation_failed'],
     locate: async (db, companyId, params, ctx) => {
       if (!(await findMember(db, companyId, params.id))) throw new ApiError('not_found');
       await assertProfileEditable(db, companyId, params.id, ctx.state.auth?.userId, ['avatar']);

@@ -118,6 +118,8 @@ export type ImageSlot<Target extends { ownerId: string }> = {
   answer: (db: Queryable, companyId: string, target: Target, uploadedUrl: string | null, deps: Pick<Deps, 'config'>) => Promise<unknown>;
   /** Narrower formats than the catalog's (JPEG, PNG, WebP, AVIF, GIF); `svg`: SVG accepted and rasterized to PNG. */
   accept?: { types: readonly string[]; svg?: boolean; description: string };
+  /** Errors `locate` may answer besides not_found (the avatar of an owner: owner_required). */
+  errors?: ErrorCode[];
 };
 
 /** "`logo`, `file` o `image`" */
@@ -147,7 +149,7 @@ export function imageSlotRoutes<Target extends { ownerId: string }>(slot: ImageS
       description: slot.accept
         ? uploadDescription(slot.fields).replace('JPEG, PNG, WebP, AVIF, GIF', slot.accept.description)
         : uploadDescription(slot.fields),
-      errors: ['not_found', 'validation_failed', ...invalidId],
+      errors: ['not_found', 'validation_failed', ...invalidId, ...(slot.errors ?? [])],
       multipart: { fields: slot.fields, maxFileBytes: MAX_IMAGE_BYTES },
       handler: async (ctx, { params, companyId, file, db }) => {
         const target = await slot.locate(db, companyId, params, ctx);
@@ -159,7 +161,7 @@ export function imageSlotRoutes<Target extends { ownerId: string }>(slot: ImageS
       ...common,
       method: 'DELETE',
       summary: slot.summaries.remove,
-      errors: ['not_found', ...invalidId],
+      errors: ['not_found', ...invalidId, ...(slot.errors ?? [])],
       handler: async (ctx, { params, companyId, db }) => {
         const target = await slot.locate(db, companyId, params, ctx);
         await detachImage(db, slot.owner, companyId, target.ownerId);

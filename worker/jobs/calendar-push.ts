@@ -11,6 +11,7 @@
 // retries with backoff (db/queues.ts); a 401 refreshes the token once; a dead
 // refresh token marks the connection and ends the job. Other refusals are
 // recorded on the connection (`wsctl calendar status`) and not retried.
+import { createHash } from 'node:crypto';
 import type { Job } from 'pg-boss';
 import { CALENDAR_PUSH, type CalendarPushJob } from '../../db/queues.ts';
 import { conferencePending, GoogleApiError, meetUrlOf, type GoogleEvent } from '../../lib/google-calendar.ts';
@@ -47,6 +48,16 @@ export const OUR_HOST_PROPERTY = 'workspace_user_id';
 export const MEET_POLLS = 5;
 export const MEET_POLL_MS = 1000;
 
+/**
+ * The conference request's id: stable across retries of one push (Google answers a repeated id with the
+ * conference it made), and new for a copy inserted again (sync switched off, then on), whose old link
+ * belonged to the deleted copy: derived from that link.
+ */
+export function meetRequestId(event: Pick<EventRow, 'id' | 'meet_url' | 'google_event_id'>): string {
+  if (event.meet_url && !event.google_event_id) return `meet-${event.id}-${createHash('sha256').update(event.meet_url).digest('hex').slice(0, 12)}`;
+  return `meet-${event.id}`;
+}
+
 export function toGoogle(event: EventRow): GoogleEvent {
   const when = (at: Date) =>
     event.all_day ? { date: localDate(at.getTime(), event.timezone) } : { dateTime: at.toISOString(), timeZone: event.timezone };
@@ -69,7 +80,7 @@ export function toGoogle(event: EventRow): GoogleEvent {
     // Asked for while the event has no conference, and on every insert: a copy inserted again (sync
     // switched off, then on) is a new Google event whose conference the old meet_url is not.
     ...(event.create_meet && event.kind !== 'task' && (!event.meet_url || !event.google_event_id)
-      ? { conferenceData: { createRequest: { requestId: `meet-${event.id}`, conferenceSolutionKey: { type: 'hangoutsMeet' } } } }
+      ? { conferenceData: { createRequest: { requestId: meetRequestId(event), conferenceSolutionKey: { type: 'hangoutsMeet' } } } }
       : {}),
   };
 }

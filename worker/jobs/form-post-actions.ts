@@ -82,7 +82,9 @@ function mapped(form: FormRow, submission: Submission, target: 'lead' | 'custome
   for (const field of form.fields) {
     if (!field.maps_to?.startsWith(`${target}.`)) continue;
     const value = submission.answers[field.key];
-    if (typeof value === 'string' && value) out[field.maps_to.slice(target.length + 1)] ??= value;
+    // A number answer is its decimal text (a phone in a number field), as the submission's own `phone`.
+    const textual = typeof value === 'number' ? String(value) : value;
+    if (typeof textual === 'string' && textual) out[field.maps_to.slice(target.length + 1)] ??= textual;
   }
   return out;
 }
