@@ -358,9 +358,17 @@ describe('the lease timeout and a busy event loop', () => {
       await limiter.consume(`key:${t.keyId}`, 600); // a pool connection is open
       const other = await seedTenant(app.pool);
       const pending = limiter.consume(`key:${other.keyId}`, 600);
-      // Let the lease query reach the socket (ticks and microtasks only: no I/O is read), then block
-      // the loop well past the timeout; the database answers meanwhile.
-      for (let i = 0; i < 5; i++) await new Promise((r) => process.nextTick(r));
+      // Let the lease query reach the socket, then block the loop well past the timeout; the database
+      // answers meanwhile. "Reached": a pool client has it as its active query (pg writes it to the
+      // socket as it makes it active). Ticks and microtasks first (no I/O read); a turn of the loop
+      // only if the pool needs one to hand out its client, before the query exists to be answered.
+      const sent = () =>
+        (app.pool as unknown as { _clients: Array<{ _activeQuery: { text?: string; values?: unknown[] } | null }> })._clients.some(
+          (c) => c._activeQuery?.text?.includes('rate_limit_lease') && c._activeQuery.values?.[0] === `key:${other.keyId}`,
+        );
+      for (let i = 0; i < 1000 && !sent(); i++) await new Promise((r) => process.nextTick(r));
+      for (let i = 0; i < 2000 && !sent(); i++) await new Promise((r) => setImmediate(r));
+      assert.ok(sent(), 'the lease query was sent');
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
       const decision = await pending;
       assert.equal(decision.allowed, true);
