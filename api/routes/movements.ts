@@ -244,9 +244,9 @@ export function movementRoutes(direction: Direction): RouteDef[] {
             // adding up to more than the invoice once it is paid again. A refund undoes it instead.
             // The sale first: an invoice stamped meanwhile queues the complements its payments are owed
             // under the sale's lock (db/invoicing.ts), so the check below sees any it queued for this one.
-            await findSale(client, companyId, m.sale_id, true);
+            const sale = await findSale(client, companyId, m.sale_id, true);
             if (await hasIssuedComplement(client, m.id)) throw new ApiError('payment_complement_issued');
-            await revertSalePayment(client, companyId, m.sale_id, m.id, Number(m.paid_cents)).catch((error) => {
+            if (sale) await revertSalePayment(client, sale, m.id, Number(m.paid_cents)).catch((error) => {
               if (error instanceof SaleRefundedError) throw validationFailed({ id: [error.message] });
               throw error;
             });

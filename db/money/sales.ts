@@ -173,13 +173,11 @@ export async function addRefund(
 }
 
 /**
- * A payment's income (`incomeId`) is deleted: the sale owes that amount again. Refused while refunds
+ * A payment's income (`incomeId`) of the (locked) sale is deleted: the sale owes that amount again. Refused while refunds
  * need it: they would add up to more than what is left paid, or one would be dated before every payment
  * left (a refund is never earlier than the sale's first payment, as on its create).
  */
-export async function revertSalePayment(db: Queryable, companyId: string, saleId: string, incomeId: string, amount: number): Promise<void> {
-  const sale = await findSale(db, companyId, saleId, true);
-  if (!sale) return;
+export async function revertSalePayment(db: Queryable, sale: SaleRow, incomeId: string, amount: number): Promise<void> {
   const paid = Number(sale.paid_cents) - amount;
   if (paid < Number(sale.refunded_cents)) throw new SaleRefundedError(sale.id, 'tiene devoluciones que ese pago cubre');
   if (Number(sale.refunded_cents) > 0) {
@@ -187,7 +185,7 @@ export async function revertSalePayment(db: Queryable, companyId: string, saleId
       `SELECT (SELECT min(refunded_at) FROM sale_refunds WHERE sale_id = $2)
               < (SELECT min(p.paid_at) FROM movements m JOIN movement_payments p ON p.movement_id = m.id
                   WHERE m.company_id = $1 AND m.sale_id = $2 AND m.id <> $3) AS early`,
-      [companyId, saleId, incomeId],
+      [sale.company_id, sale.id, incomeId],
     );
     if (rows[0]?.early) throw new SaleRefundedError(sale.id, 'tiene una devolución anterior a todos los pagos que quedarían');
   }
