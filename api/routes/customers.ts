@@ -2,6 +2,7 @@
 // by DESIGN.md), legal_name and tax_id (for invoicing: the RFC), address,
 // notes, tags, and custom properties flattened on read.
 import { z } from 'zod';
+import { contactCreatedData } from '../../db/contacts.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { customPropertiesWrite, flattenCustomProperties } from '../custom-properties.ts';
 import { standardRoutes } from './standard-routes.ts';
@@ -103,6 +104,6 @@ export const customerRoutes = standardRoutes({
   searchExpression: CONTACT_SEARCH,
   createdEvent: {
     name: 'customer.created',
-    data: (row) => ({ object: 'customer', id: row.id, name: row.name, email: row.email }),
+    data: (row) => contactCreatedData('customers', row),
   },
 });

@@ -2,6 +2,7 @@
 // company_name, job_title (the form `maps_to` targets, fixed by DESIGN.md),
 // a pipeline `status`, `source`, notes, tags and custom properties.
 import { z } from 'zod';
+import { contactCreatedData } from '../../db/contacts.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { customPropertiesWrite, flattenCustomProperties } from '../custom-properties.ts';
 import { standardRoutes } from './standard-routes.ts';
@@ -106,6 +107,6 @@ export const leadRoutes = standardRoutes({
   },
   createdEvent: {
     name: 'lead.created',
-    data: (row) => ({ object: 'lead', id: row.id, name: row.name, email: row.email }),
+    data: (row) => contactCreatedData('leads', row),
   },
 });

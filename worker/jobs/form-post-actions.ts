@@ -26,6 +26,7 @@
 // Transient failures leave the action pending and throw, so pg-boss retries
 // the job with backoff; after MAX_ACTION_ATTEMPTS an action is `failed`.
 import type { Client, Pool } from '../../db/pool.ts';
+import { contactCreatedData, lockContactByEmail } from '../../db/contacts.ts';
 import { recordEvent } from '../../db/events.ts';
 import { transaction } from '../../db/pool.ts';
 import type { Config } from '../../lib/config.ts';
@@ -89,27 +90,20 @@ function mapped(form: FormRow, submission: Submission, target: 'lead' | 'custome
   return out;
 }
 
-async function lockEmail(db: Client, companyId: string, table: string, email: string | undefined) {
-  if (email) await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`${companyId}:${table}:${email.toLowerCase()}`]);
-}
-
 /** Creates or updates the lead matched by email; mapped values overwrite, absent ones keep what the lead had. */
 async function upsertLead(db: Client, jobs: JobSender, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
   const v = mapped(form, s, 'lead');
   // Nothing answered for the lead (every lead.* field optional and left empty): no record to make.
   if (!Object.keys(v).length) return { skipped: 'no_lead_answers' };
   const email = v.email?.toLowerCase();
-  await lockEmail(db, s.company_id, 'leads', email);
-  const found = email
-    ? (await db.query('SELECT id FROM leads WHERE company_id = $1 AND lower(email) = $2 ORDER BY created_at, id LIMIT 1 FOR UPDATE', [s.company_id, email])).rows[0]
-    : undefined;
+  const found = await lockContactByEmail(db, 'leads', s.company_id, email);
   if (found) {
     await db.query(
       `UPDATE leads SET name = coalesce($3, name), phone = coalesce($4, phone), company_name = coalesce($5, company_name),
               job_title = coalesce($6, job_title), updated_at = now() WHERE company_id = $1 AND id = $2`,
-      [s.company_id, found.id, v.name ?? null, v.phone ?? null, v.company_name ?? null, v.job_title ?? null],
+      [s.company_id, found, v.name ?? null, v.phone ?? null, v.company_name ?? null, v.job_title ?? null],
     );
-    return { lead_id: found.id, created: false };
+    return { lead_id: found, created: false };
   }
   const id = objectId();
   const name = v.name ?? s.name ?? email ?? 'Sin nombre';
@@ -118,7 +112,7 @@ async function upsertLead(db: Client, jobs: JobSender, form: FormRow, s: Submiss
      VALUES ($1, $2, $3, $4, $5, $6, $7, 'formulario')`,
     [id, s.company_id, name, email ?? null, v.phone ?? null, v.company_name ?? null, v.job_title ?? null],
   );
-  await recordEvent(db, jobs, s.company_id, 'lead.created', { object: 'lead', id, name, email: email ?? null });
+  await recordEvent(db, jobs, s.company_id, 'lead.created', contactCreatedData('leads', { id, name, email: email ?? null }));
   return { lead_id: id, created: true };
 }
 
@@ -127,25 +121,22 @@ async function associateCustomer(db: Client, jobs: JobSender, form: FormRow, s: 
   const v = mapped(form, s, 'customer');
   if (!Object.keys(v).length) return { skipped: 'no_customer_answers' };
   const email = v.email?.toLowerCase();
-  await lockEmail(db, s.company_id, 'customers', email);
-  const found = email
-    ? (await db.query('SELECT id FROM customers WHERE company_id = $1 AND lower(email) = $2 ORDER BY created_at, id LIMIT 1 FOR UPDATE', [s.company_id, email])).rows[0]
-    : undefined;
+  const found = await lockContactByEmail(db, 'customers', s.company_id, email);
   if (found) {
     // An existing customer keeps its data; only empty fields are filled in.
     await db.query(
       `UPDATE customers SET name = CASE WHEN name = '' THEN coalesce($3, name) ELSE name END, phone = coalesce(phone, $4), updated_at = now()
         WHERE company_id = $1 AND id = $2`,
-      [s.company_id, found.id, v.name ?? null, v.phone ?? null],
+      [s.company_id, found, v.name ?? null, v.phone ?? null],
     );
-    return { customer_id: found.id, created: false };
+    return { customer_id: found, created: false };
   }
   const id = objectId();
   const name = v.name ?? s.name ?? email ?? 'Sin nombre';
   await db.query('INSERT INTO customers (id, company_id, name, email, phone) VALUES ($1, $2, $3, $4, $5)', [
     id, s.company_id, name, email ?? null, v.phone ?? null,
   ]);
-  await recordEvent(db, jobs, s.company_id, 'customer.created', { object: 'customer', id, name, email: email ?? null });
+  await recordEvent(db, jobs, s.company_id, 'customer.created', contactCreatedData('customers', { id, name, email: email ?? null }));
   return { customer_id: id, created: true };
 }
 

@@ -1,0 +1,38 @@
+// Leads and customers as the flows that make them for a person see them (a
+// booking's booker, a form's mapped answers): matched by email,
+// case-insensitively, the oldest record first, under a transaction lock on
+// the company and the lowered email, so two at once make one record. Their
+// `lead.created` / `customer.created` events carry the same data whichever
+// flow made the record, the REST create included.
+import type { EventData } from './events.ts';
+import type { Queryable } from './pool.ts';
+
+export type ContactTable = 'leads' | 'customers';
+
+const OBJECT = { leads: 'lead', customers: 'customer' } as const;
+
+/** The `data` of a contact's `*.created` event. */
+export function contactCreatedData(table: ContactTable, row: { id: string; name: string; email: string | null }): EventData {
+  return { object: OBJECT[table], id: row.id, name: row.name, email: row.email };
+}
+
+/**
+ * Takes the transaction lock on (company, table, email) and returns the id of
+ * the oldest record with that email, locked for update, or undefined. Without
+ * an email there is nothing to match or lock.
+ */
+export async function lockContactByEmail(
+  db: Queryable,
+  table: ContactTable,
+  companyId: string,
+  email: string | undefined,
+): Promise<string | undefined> {
+  if (!email) return undefined;
+  const lowered = email.toLowerCase();
+  await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`${companyId}:${table}:${lowered}`]);
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM ${table} WHERE company_id = $1 AND lower(email) = $2 ORDER BY created_at, id LIMIT 1 FOR UPDATE`,
+    [companyId, lowered],
+  );
+  return rows[0]?.id;
+}
