@@ -17,6 +17,14 @@ export function startOfLocalDate(date: string, zone: string): number {
   return Temporal.PlainDate.from(date).toZonedDateTime({ timeZone: zone }).epochMilliseconds;
 }
 
+/** The instant after a local date's last moment: the next date's start, where a window's `to` ends when it includes its date whole. */
+export function endOfLocalDate(date: string, zone: string): number {
+  return Temporal.PlainDate.from(date).add({ days: 1 }).toZonedDateTime({ timeZone: zone }).epochMilliseconds;
+}
+
+/** A date without a time (`YYYY-MM-DD`), which ISO 8601 allows where an instant is asked for. */
+export const isDateOnly = (value: string | undefined): value is string => value !== undefined && /^\d{4}-\d{2}-\d{2}$/.test(value);
+
 /** The year and month (1-12) of an instant in `zone`. */
 export function localMonth(epochMs: number, zone: string): { year: number; month: number } {
   const [year, month] = localDate(epochMs, zone).split('-').map(Number);

@@ -3,7 +3,7 @@
 // (`user_id`) is a member of the company and never changes.
 import { transaction } from '../../db/pool.ts';
 import { freeSlots, groupByLocalDate } from '../../lib/booking-slots.ts';
-import { startOfLocalDate } from '../../lib/local-dates.ts';
+import { endOfLocalDate, isDateOnly, startOfLocalDate } from '../../lib/local-dates.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import {
@@ -52,15 +52,8 @@ async function loadLink(db: Queryable, companyId: string, value: string): Promis
 
 /** The instants a slot query covers: dates are whole local days of the visitor's zone (`to` inclusive), instants are taken as given (`to` exclusive). */
 export function slotWindow(query: SlotQuery, zone: string, now = Date.now()): { from: number; to: number } {
-  const isDate = (v: string) => /^\d{4}-\d{2}-\d{2}$/.test(v);
-  const from = query.from === undefined ? now : isDate(query.from) ? startOfLocalDate(query.from, zone) : Date.parse(query.from);
-  let to: number;
-  if (query.to === undefined) to = from + 30 * DAY;
-  else if (isDate(query.to)) {
-    const next = new Date(`${query.to}T00:00:00Z`);
-    next.setUTCDate(next.getUTCDate() + 1);
-    to = startOfLocalDate(next.toISOString().slice(0, 10), zone);
-  } else to = Date.parse(query.to);
+  const from = query.from === undefined ? now : isDateOnly(query.from) ? startOfLocalDate(query.from, zone) : Date.parse(query.from);
+  const to = query.to === undefined ? from + 30 * DAY : isDateOnly(query.to) ? endOfLocalDate(query.to, zone) : Date.parse(query.to);
   if (!(to > from)) throw validationFailed({ to: ['debe ser posterior a from'] });
   // A day of slack for the DST hour of a 62-local-day window.
   if (to - from > MAX_SLOT_WINDOW_DAYS * DAY + 2 * 3_600_000) throw validationFailed({ to: [`la ventana es de ${MAX_SLOT_WINDOW_DAYS} días como máximo`] });

@@ -3,7 +3,7 @@
 import { companyZone } from '../../db/companies.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
-import { startOfLocalDate } from '../../lib/local-dates.ts';
+import { endOfLocalDate, isDateOnly, startOfLocalDate } from '../../lib/local-dates.ts';
 import { objectId } from '../../lib/objectid.ts';
 import type { TotalsCache } from '../pagination.ts';
 import { listPage, type PaginationQuery } from '../pagination.ts';
@@ -117,14 +117,6 @@ export async function deleteCalendarEvent(db: Queryable, companyId: string, id: 
   return (rowCount ?? 0) > 0;
 }
 
-const isDay = (value: string | undefined): value is string => value !== undefined && /^\d{4}-\d{2}-\d{2}$/.test(value);
-/** The day after `day` (YYYY-MM-DD). */
-function nextDay(day: string): string {
-  const next = new Date(`${day}T00:00:00Z`);
-  next.setUTCDate(next.getUTCDate() + 1);
-  return next.toISOString().slice(0, 10);
-}
-
 /**
  * The list's window as instants (the REST list and MCP's list_calendar_events alike): a day
  * (`YYYY-MM-DD`, which ISO 8601 allows) is read in the company's time zone, `from` from its first
@@ -132,10 +124,10 @@ function nextDay(day: string): string {
  */
 export async function calendarWindow(db: Queryable, companyId: string, window: { from?: string; to?: string }): Promise<{ from?: string; to?: string }> {
   let { from, to } = window;
-  if (isDay(from) || isDay(to)) {
+  if (isDateOnly(from) || isDateOnly(to)) {
     const zone = await companyZone(db, companyId);
-    if (isDay(from)) from = new Date(startOfLocalDate(from, zone)).toISOString();
-    if (isDay(to)) to = new Date(startOfLocalDate(nextDay(to), zone)).toISOString();
+    if (isDateOnly(from)) from = new Date(startOfLocalDate(from, zone)).toISOString();
+    if (isDateOnly(to)) to = new Date(endOfLocalDate(to, zone)).toISOString();
   }
   return { from, to };
 }
