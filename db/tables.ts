@@ -2,7 +2,7 @@
 // delete by company and id), used by the standard routes and simple resources. Table and column names
 // always come from code (the resource's schema keys), never from input; the
 // assertion below keeps it that way if someone wires a schema wrongly.
-import { objectId } from '../lib/objectid.ts';
+import { isObjectId, objectId } from '../lib/objectid.ts';
 import type { Queryable } from './pool.ts';
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
@@ -23,6 +23,15 @@ export function setList(columns: readonly string[], first: number): string {
 /** jsonb columns must be sent as JSON text: pg would turn a JS array into a Postgres array. */
 function param(value: unknown, json: boolean): unknown {
   return json && value !== null && value !== undefined ? JSON.stringify(value) : value;
+}
+
+/**
+ * The column an id-or-slug path value is matched against: a value shaped
+ * like an ObjectId is an id and only an id, anything else a slug (see
+ * resolveIdOrSlug in api/routes/slug-queries.ts for why). `alias` qualifies the column (`l.` for `l.id`).
+ */
+export function idOrSlugColumn(value: string, alias = ''): string {
+  return isObjectId(value) ? `${alias}id` : `${alias}slug`;
 }
 
 export type TableSpec = { table: string; jsonColumns?: ReadonlySet<string> };

@@ -2,6 +2,7 @@
 // brands): picking a free slug, resolving a path value to a row id, and
 // turning the UNIQUE index's verdict into a 422.
 import type { Queryable } from '../../db/pool.ts';
+import { idOrSlugColumn } from '../../db/tables.ts';
 import { isObjectId } from '../../lib/objectid.ts';
 import { slugify } from '../../lib/slug.ts';
 import { ApiError, validationFailed } from '../errors.ts';
@@ -67,7 +68,7 @@ export async function resolveIdOrSlug(
   value: string,
   options: { sku?: boolean; lock?: boolean } = {},
 ): Promise<string> {
-  const match = isObjectId(value) ? 'id = $2' : options.sku ? 'slug = $2 OR sku = $2' : 'slug = $2';
+  const match = options.sku && !isObjectId(value) ? 'slug = $2 OR sku = $2' : `${idOrSlugColumn(value)} = $2`;
   const { rows } = await db.query<{ id: string }>(
     `SELECT id FROM ${table} WHERE company_id = $1 AND (${match})
       ORDER BY (slug = $2) DESC LIMIT 1${options.lock ? ' FOR UPDATE' : ''}`,
