@@ -7,7 +7,7 @@
 // - per form: 20 submitter emails in an hour.
 // Over a limit, the submitter's copy is skipped (the operator's recipients
 // still get theirs) and the action's result says why. The subject of such an
-// email carries no text from the answers (form-post-actions.ts).
+// email carries no text from the answers (post-action-emails.ts).
 import { transaction, type Pool } from '../../db/pool.ts';
 
 export const SUBMITTER_CAPS = { perRecipientPerDay: 3, perFormPerHour: 20 } as const;

@@ -1,0 +1,198 @@
+// The email post-actions of a form submission: the operator's email (`email`,
+// with the files attached while they fit), the visitor's copy
+// (`submitter_copy`, capped by submitter-caps.ts) and the team's notice
+// (`notify_team`). Each sends one message with a Message-ID fixed per
+// submission and action; claiming and settling the action around the send is
+// worker/jobs/form-post-actions.ts's.
+import type { FormRow, Locale, SubmissionFile } from '../../db/forms.ts';
+import type { Pool } from '../../db/pool.ts';
+import type { Config } from '../../lib/config.ts';
+import type { WorkerDeps } from '../jobs/types.ts';
+import { createMailer, DEFAULT_TEMPLATES, FILES_TEXT, renderTemplate, type Mailer } from './mailer.ts';
+import { claimSubmitterEmail } from './submitter-caps.ts';
+
+type MailDeps = Pick<WorkerDeps, 'pool' | 'config' | 'blobs'>;
+
+/** Attachments per email (contract, Limits: 18 MB), counted on the files' own bytes. */
+export const EMAIL_ATTACHMENT_BYTES = 18_000_000;
+
+/** The submission as the post-actions read it. */
+export type PostActionSubmission = {
+  id: string;
+  company_id: string;
+  form_id: string;
+  locale: Locale;
+  answers: Record<string, unknown>;
+  email: string | null;
+  name: string | null;
+  phone: string | null;
+  status: string;
+  files: SubmissionFile[];
+  created_at: Date;
+};
+type Submission = PostActionSubmission;
+
+/** A failure no retry can mend (nobody to send to). */
+export class PermanentError extends Error {}
+
+const mailers = new Map<string, Mailer>();
+function mailerFor(config: Config): Mailer {
+  const key = `${config.smtpUrl ?? ''}|${config.dataDir}`;
+  let mailer = mailers.get(key);
+  if (!mailer) mailers.set(key, (mailer = createMailer(config)));
+  return mailer;
+}
+
+function answersText(form: FormRow, s: Submission, locale: Locale): string {
+  const lines: string[] = [];
+  for (const field of [...form.fields].sort((a, b) => a.position - b.position)) {
+    if (field.field_type === 'file') continue;
+    const value = s.answers[field.key];
+    if (value === undefined) continue;
+    const label = field.label_translations[locale] ?? field.label_translations[form.default_locale] ?? field.key;
+    lines.push(`${label}: ${Array.isArray(value) ? value.join(', ') : String(value)}`);
+  }
+  return lines.join('\n');
+}
+
+function messageId(s: Submission, action: string, config: Config): string {
+  return `<form-${s.id}-${action}@${new URL(config.siteUrl).hostname}>`;
+}
+
+function formTitle(form: FormRow, locale: Locale): string {
+  return form.title_translations[locale] ?? form.title_translations[form.default_locale] ?? form.name;
+}
+
+function templateOf(form: FormRow, locale: Locale) {
+  const settings = form.post_actions.email!;
+  return settings.templates?.[locale] ?? settings.templates?.[form.default_locale] ?? DEFAULT_TEMPLATES[locale] ?? DEFAULT_TEMPLATES.es;
+}
+
+/** The template's placeholders for this submission; `files` is the text `{{files}}` stands for. */
+function templateValues(form: FormRow, s: Submission, files: string): Record<string, string> {
+  const values: Record<string, string> = {
+    form: formTitle(form, s.locale),
+    name: s.name ?? '',
+    email: s.email ?? '',
+    phone: s.phone ?? '',
+    answers: answersText(form, s, s.locale),
+    files,
+  };
+  for (const [key, value] of Object.entries(s.answers)) values[`answer.${key}`] = Array.isArray(value) ? value.join(', ') : String(value);
+  return values;
+}
+
+const sender = (title: string, config: Config) => `"${title.replace(/["\r\n]/g, '')}" <no-reply@${new URL(config.siteUrl).hostname}>`;
+
+/** The operator's email: to the form's recipients, with the files attached while they fit. */
+export async function sendEmail(deps: MailDeps, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
+  const { pool, config, blobs: store } = deps;
+  const settings = form.post_actions.email!;
+  // No recipient of the operator's (the form was changed since, or the submission predates the visitor's
+  // copy being an action of its own, which migration 091 gave it): nothing to send, not a failure.
+  if (!settings.to.length) return { skipped: 'no_recipients', to: [] };
+  const locale = s.locale;
+  const text = FILES_TEXT[locale] ?? FILES_TEXT.es;
+  const template = templateOf(form, locale);
+
+  // Attach in order while the total stays within 18 MB; the rest is named in the body.
+  const attached: SubmissionFile[] = [];
+  const left: SubmissionFile[] = [];
+  let total = 0;
+  for (const file of s.files) {
+    if (settings.attach_files !== false && total + file.size_bytes <= EMAIL_ATTACHMENT_BYTES) {
+      attached.push(file);
+      total += file.size_bytes;
+    } else left.push(file);
+  }
+  const blobs = new Map<string, string>();
+  if (s.files.length) {
+    const { rows } = await pool.query('SELECT id, blob_id FROM files WHERE company_id = $1 AND id = ANY($2)', [s.company_id, s.files.map((f) => f.asset_id)]);
+    for (const row of rows) blobs.set(row.id, row.blob_id);
+  }
+  const fileLines: string[] = [];
+  const leftLines: string[] = [];
+  if (attached.length) fileLines.push(text.attached, ...attached.map((f) => `- ${f.filename}`), '');
+  if (left.length) {
+    const heading = settings.attach_files === false ? text.stored : text.notAttached;
+    leftLines.push(heading, ...left.map((f) => `- ${f.folder_path}/${f.filename}`));
+    fileLines.push(...leftLines, '');
+  }
+  const values = templateValues(form, s, fileLines.join('\n'));
+  let body = renderTemplate(template.body, values);
+  // Files that did not fit are named in the email whatever the operator's
+  // template says (contract: what does not fit stays only in the file
+  // manager, and the email says so): without {{files}} the notice is appended.
+  const tooBig = settings.attach_files !== false && left.length > 0;
+  if (tooBig && !/\{\{\s*files\s*\}\}/.test(template.body)) body = `${body.trimEnd()}\n\n${leftLines.join('\n')}\n`;
+  const to = [...settings.to];
+  const sent = await mailerFor(config).send({
+    from: sender(values.form, config),
+    to,
+    replyTo: s.email ?? undefined,
+    subject: renderTemplate(template.subject, values).replace(/[\r\n]+/g, ' '),
+    text: body,
+    messageId: messageId(s, 'email', config),
+    headers: { 'Content-Language': locale },
+    attachments: attached.map((f) => ({
+      filename: f.filename,
+      contentType: f.content_type,
+      contentDisposition: 'attachment' as const,
+      content: store.read(pool, blobs.get(f.asset_id) ?? ''),
+    })),
+  });
+  return {
+    message_id: sent.messageId,
+    to,
+    attached: attached.map((f) => f.asset_id),
+    not_attached: left.map((f) => f.asset_id),
+  };
+}
+
+/**
+ * The visitor's copy (`send_to_submitter`): a message of its own to the address
+ * they typed, which nobody proved. It carries their answers and the names of
+ * their files, nothing of the company's: not the operator's recipients, not
+ * the files themselves, not the file manager's paths; no answer in its subject.
+ * Capped per address and per form (submitter-caps.ts); over a cap it is skipped.
+ */
+export async function sendSubmitterCopy({ pool, config }: MailDeps, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
+  const decision = await claimSubmitterEmail(pool, { submissionId: s.id, companyId: s.company_id, formId: s.form_id, recipient: s.email! });
+  if (!decision.allowed) return { skipped: decision.reason, to: [] };
+  const text = FILES_TEXT[s.locale] ?? FILES_TEXT.es;
+  const template = templateOf(form, s.locale);
+  const files = s.files.length ? [text.received, ...s.files.map((f) => `- ${f.filename}`), ''].join('\n') : '';
+  const values = templateValues(form, s, files);
+  const sent = await mailerFor(config).send({
+    from: sender(values.form, config),
+    to: [s.email!],
+    subject: renderTemplate(template.subject, { form: values.form }).replace(/[\r\n]+/g, ' '),
+    text: renderTemplate(template.body, values),
+    messageId: messageId(s, 'submitter_copy', config),
+    headers: { 'Content-Language': s.locale },
+  });
+  return { message_id: sent.messageId, to: [s.email!] };
+}
+
+export async function notifyTeam(pool: Pool, config: Config, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
+  let to = form.post_actions.notify_team?.to ?? [];
+  if (!to.length) {
+    const { rows } = await pool.query(
+      `SELECT u.email FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.company_id = $1 AND u.deleted_at IS NULL ORDER BY m.created_at`,
+      [s.company_id],
+    );
+    to = rows.map((r) => r.email);
+  }
+  if (!to.length) throw new PermanentError('la empresa no tiene miembros a quienes avisar');
+  const locale = form.default_locale; // the team reads the company's language, not the submitter's
+  const text = FILES_TEXT[locale] ?? FILES_TEXT.es;
+  const title = form.title_translations[locale] ?? form.name;
+  const sent = await mailerFor(config).send({
+    from: sender(title, config),
+    to,
+    subject: `${text.notify} ${title}`.replace(/[\r\n]+/g, ' '),
+    text: [answersText(form, s, locale), '', ...s.files.map((f) => `- ${f.folder_path}/${f.filename}`)].join('\n'),
+    messageId: messageId(s, 'notify', config),
+  });
+  return { message_id: sent.messageId, to };
+}
