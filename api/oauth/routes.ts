@@ -4,15 +4,16 @@
 // with a sign-in, company and consent page, /oauth/token (authorization_code
 // with PKCE S256 only, refresh_token rotated on every use, a reused refresh
 // token revoking the whole grant) and /oauth/revoke (RFC 7009). Token and
-// registration errors are RFC 6749 JSON ({error, error_description}).
-import { createHash, randomBytes } from 'node:crypto';
+// registration errors are RFC 6749 JSON ({error, error_description}). The
+// grants behind the token endpoint are api/oauth/grants.ts; the queries,
+// api/oauth/store.ts; the pages, api/oauth/pages.ts.
+import { randomBytes } from 'node:crypto';
 import Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { koaBody } from 'koa-body';
 import { z } from 'zod';
 import { isStorableText } from '../validation.ts';
 import { toApiError } from '../middleware/request.ts';
-import { transaction, type Queryable } from '../../db/pool.ts';
 import { verifyPassword } from '../../lib/passwords.ts';
 import { consumeSignInAttempt } from '../auth/sessions.ts';
 import { ALL_SCOPES } from '../auth/scopes.ts';
@@ -20,21 +21,8 @@ import { MCP_PATH } from '../mcp/server.ts';
 import { TOOLS } from '../mcp/tools.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState } from '../types.ts';
 import { consentPage, errorPage, signInPage } from './pages.ts';
-import {
-  companiesOf,
-  digest,
-  findClient,
-  findSession,
-  insertClient,
-  issueCode,
-  issueTokens,
-  openSession,
-  openSuccessor,
-  REFRESH_GRACE_SECONDS,
-  revokeGrant,
-  sealSuccessor,
-  type GrantRow,
-} from './store.ts';
+import { exchangeCode, refreshGrant, revokeToken } from './grants.ts';
+import { companiesOf, findClient, findSession, findSignInUser, insertClient, issueCode, openSession } from './store.ts';
 
 const SESSION_COOKIE = 'ws_oauth';
 const CSRF_COOKIE = 'ws_oauth_csrf';
@@ -50,21 +38,6 @@ export const REGISTRATIONS_PER_MINUTE = 20;
 
 function issuer(ctx: ApiContext): string {
   return ctx.deps.config.siteUrl;
-}
-
-/**
- * Why a grant can no longer issue tokens, or null: revoked, or its person no longer in the company
- * (a removal revokes the grant too; this holds whatever removed them, and revokes it then).
- */
-async function refusedGrant(db: Queryable, grant: GrantRow): Promise<string | null> {
-  if (grant.revoked_at) return 'el acceso fue revocado';
-  const { rowCount: member } = await db.query(
-    'SELECT 1 FROM memberships m JOIN users u ON u.id = m.user_id AND u.deleted_at IS NULL WHERE m.user_id = $1 AND m.company_id = $2',
-    [grant.user_id, grant.company_id],
-  );
-  if (member) return null;
-  await revokeGrant(db, grant.id);
-  return 'la persona ya no pertenece a la empresa; se revocó el acceso';
 }
 
 function oauthError(ctx: ApiContext, status: number, error: string, description: string): void {
@@ -191,15 +164,15 @@ async function checkRequest(ctx: ApiContext, params: Record<string, string>, rep
   return { client, scopes } as const;
 }
 
-export function oauthRouter(): ApiRouter {
-  const router: ApiRouter = new Router<ApiState, ApiContextExtension>();
-  const parse = koaBody({ json: true, urlencoded: true, multipart: false, text: false, jsonLimit: '16kb', formLimit: '16kb' });
-  /**
-   * The body parser, for the OAuth endpoints: a body that does not parse is
-   * answered in RFC 6749/7591 shape ({error, error_description}), as every
-   * other refusal of these endpoints, not in the REST API's.
-   */
-  const oauthForm = (error: string): Middleware<ApiState, ApiContextExtension> => async (ctx, next) => {
+/** Bodies of /authorize (its pages' forms) and of the OAuth endpoints: JSON or a form, small. */
+const parse = koaBody({ json: true, urlencoded: true, multipart: false, text: false, jsonLimit: '16kb', formLimit: '16kb' });
+/**
+ * The body parser, for the OAuth endpoints: a body that does not parse is
+ * answered in RFC 6749/7591 shape ({error, error_description}), as every
+ * other refusal of these endpoints, not in the REST API's.
+ */
+function oauthForm(error: string): Middleware<ApiState, ApiContextExtension> {
+  return async (ctx, next) => {
     let parsed = false;
     try {
       await parse(ctx, async () => {
@@ -216,30 +189,207 @@ export function oauthRouter(): ApiRouter {
       oauthError(ctx, problem.status, error, description);
     }
   };
+}
 
-  router.get(['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration'], (ctx) => {
-    cors(ctx);
-    const iss = issuer(ctx);
-    ctx.body = {
-      issuer: iss,
-      authorization_endpoint: `${iss}/authorize`,
-      token_endpoint: `${iss}/oauth/token`,
-      registration_endpoint: `${iss}/oauth/register`,
-      revocation_endpoint: `${iss}/oauth/revoke`,
-      response_types_supported: ['code'],
-      grant_types_supported: ['authorization_code', 'refresh_token'],
-      code_challenge_methods_supported: ['S256'],
-      token_endpoint_auth_methods_supported: ['none'],
-      revocation_endpoint_auth_methods_supported: ['none'],
-      // The one resource is the read-only MCP server: the scopes its tools use (RFC 9728, 8414).
-      scopes_supported: [...MCP_SCOPES],
-      authorization_response_iss_parameter_supported: true,
-    };
-  });
-  router.get(['/.well-known/oauth-protected-resource', `/.well-known/oauth-protected-resource${MCP_PATH}`], (ctx) => {
-    cors(ctx);
-    ctx.body = { resource: `${issuer(ctx)}${MCP_PATH}`, authorization_servers: [issuer(ctx)], scopes_supported: [...MCP_SCOPES], bearer_methods_supported: ['header'] };
-  });
+/** RFC 8414 (also served as openid-configuration, docs/oauth.md). */
+function authorizationServerMetadata(ctx: ApiContext): void {
+  cors(ctx);
+  const iss = issuer(ctx);
+  ctx.body = {
+    issuer: iss,
+    authorization_endpoint: `${iss}/authorize`,
+    token_endpoint: `${iss}/oauth/token`,
+    registration_endpoint: `${iss}/oauth/register`,
+    revocation_endpoint: `${iss}/oauth/revoke`,
+    response_types_supported: ['code'],
+    grant_types_supported: ['authorization_code', 'refresh_token'],
+    code_challenge_methods_supported: ['S256'],
+    token_endpoint_auth_methods_supported: ['none'],
+    revocation_endpoint_auth_methods_supported: ['none'],
+    // The one resource is the read-only MCP server: the scopes its tools use (RFC 9728, 8414).
+    scopes_supported: [...MCP_SCOPES],
+    authorization_response_iss_parameter_supported: true,
+  };
+}
+
+/** RFC 9728: the MCP server is the one protected resource. */
+function protectedResourceMetadata(ctx: ApiContext): void {
+  cors(ctx);
+  ctx.body = { resource: `${issuer(ctx)}${MCP_PATH}`, authorization_servers: [issuer(ctx)], scopes_supported: [...MCP_SCOPES], bearer_methods_supported: ['header'] };
+}
+
+/** RFC 7591 dynamic registration of a public client (no secret), rate-limited per address. */
+async function register(ctx: ApiContext): Promise<void> {
+  cors(ctx);
+  const limit = await ctx.deps.rateLimiter.consume(`oauth-register:${ctx.ip}`, REGISTRATIONS_PER_MINUTE);
+  if (!limit.allowed) {
+    ctx.set('Retry-After', String(Math.min(60, Math.max(1, limit.resetSeconds))));
+    return oauthError(ctx, 429, 'too_many_requests', 'demasiados registros desde esta dirección; espera un minuto');
+  }
+  const input = z
+    .object({
+      redirect_uris: z.array(z.string().max(2000).refine(isStorableText)).min(1).max(10),
+      client_name: z.string().trim().max(200).refine(isStorableText, 'contiene un carácter nulo o un sustituto sin pareja').optional(),
+    })
+    .safeParse(ctx.request.body);
+  if (!input.success) {
+    const field = String(input.error.issues[0]?.path[0] ?? 'redirect_uris');
+    const description = field === 'client_name' ? 'client_name debe ser texto (200 caracteres como máximo)' : 'redirect_uris es obligatorio (1 a 10 direcciones de texto)';
+    return oauthError(ctx, 400, 'invalid_client_metadata', description);
+  }
+  const bad = input.data.redirect_uris.find((u) => !acceptableRedirect(u));
+  if (bad) return oauthError(ctx, 400, 'invalid_redirect_uri', `redirect_uri no aceptada: ${bad.slice(0, 200)}`);
+  const client = await insertClient(ctx.deps.pool, input.data.client_name ?? null, input.data.redirect_uris);
+  ctx.status = 201;
+  ctx.body = {
+    client_id: client.id,
+    client_id_issued_at: Math.floor(client.created_at.getTime() / 1000),
+    redirect_uris: client.redirect_uris,
+    ...(client.client_name ? { client_name: client.client_name } : {}),
+    token_endpoint_auth_method: 'none',
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+  };
+}
+
+/**
+ * The authorization endpoint: checks the request, then shows the sign-in page, or the company and
+ * consent page once signed in; the consent's answer redirects with a code (or access_denied).
+ */
+async function authorize(ctx: ApiContext): Promise<void> {
+  ctx.set('X-Frame-Options', 'DENY');
+  ctx.set('Cache-Control', 'no-store');
+  // The pages' forms post here only; until the request is checked, nothing else is allowed.
+  ctx.set('Content-Security-Policy', pageCsp());
+  const body = (ctx.method === 'POST' ? ctx.request.body : ctx.query) as Record<string, unknown>;
+  const { params, repeated } = paramsOf(body ?? {}, ctx.method);
+  const check = await checkRequest(ctx, params, repeated);
+  ctx.type = 'html';
+  if ('page' in check) {
+    ctx.status = 400;
+    ctx.body = errorPage(String(check.page));
+    return;
+  }
+  // The redirect URI is registered: the consent form's answer (a 302 to it) may go there, app schemes included.
+  ctx.set('Content-Security-Policy', pageCsp(params.redirect_uri));
+  const secure = ctx.deps.config.isProduction;
+  const cookieName = (name: string) => (secure ? `__Host-${name}` : name);
+  const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, secure, path: '/', overwrite: true };
+  let session = await findSession(ctx.deps.pool, ctx.cookies.get(cookieName(SESSION_COOKIE)));
+  if ('redirect' in check) {
+    // RFC 9700 §4.11.2: a server that redirects errors before the person has signed in is an open
+    // redirector to any address a client registered (phishing). Until then the error is shown here.
+    if (!session) {
+      ctx.status = 400;
+      ctx.body = errorPage(`La aplicación envió una solicitud de autorización no válida: ${check.redirect.error_description} (${check.redirect.error}).`);
+      return;
+    }
+    return redirectWith(ctx, params.redirect_uri, { ...check.redirect, state: params.state, iss: issuer(ctx) });
+  }
+  const clientName = check.client.client_name ?? check.client.id;
+  const step = body?.step;
+
+  if (ctx.method === 'POST' && step === 'sign-in') {
+    if (!body.csrf || body.csrf !== ctx.cookies.get(cookieName(CSRF_COOKIE))) {
+      ctx.status = 400;
+      ctx.body = errorPage('La sesión del formulario expiró; vuelve a intentarlo desde la aplicación.');
+      return;
+    }
+    // An email no column can hold matches no user (and must not reach the query).
+    const email = isStorableText(String(body.email ?? '')) ? String(body.email ?? '').toLowerCase() : '';
+    const refused = await consumeSignInAttempt(ctx, email);
+    const user = await findSignInUser(ctx.deps.pool, email);
+    const ok = !refused && (await verifyPassword(String(body.password ?? ''), user?.password_hash ?? null)) && !!user;
+    if (!ok) {
+      ctx.status = refused ? 429 : 401;
+      if (refused) ctx.set('Retry-After', String(Math.min(60, Math.max(1, refused.resetSeconds))));
+      ctx.body = signInPage(params, String(body.csrf), clientName, refused ? 'Demasiados intentos; espera un minuto.' : 'Correo o contraseña incorrectos.');
+      return;
+    }
+    const opened = await openSession(ctx.deps.pool, user.id);
+    ctx.cookies.set(cookieName(SESSION_COOKIE), opened.token, cookieOptions);
+    session = { userId: user.id, csrf: opened.csrf };
+  } else if (ctx.method === 'POST' && step === 'consent') {
+    if (!session || body.csrf !== session.csrf) {
+      ctx.status = 400;
+      ctx.body = errorPage('La sesión del formulario expiró; vuelve a intentarlo desde la aplicación.');
+      return;
+    }
+    if (body.decision !== 'approve') return redirectWith(ctx, params.redirect_uri, { error: 'access_denied', state: params.state, iss: issuer(ctx) });
+    const companies = await companiesOf(ctx.deps.pool, session.userId);
+    const company = companies.find((c) => c.id === body.company_id && c.mcp);
+    const chosen = [...new Set(([] as unknown[]).concat(body.scope ?? []).map(String))].filter((s) => check.scopes.includes(s));
+    if (!company || !chosen.length) {
+      ctx.status = 400;
+      ctx.body = consentPage(params, session.csrf, { name: clientName, redirectHost: redirectLabel(params.redirect_uri) }, companies, check.scopes, 'Elige una empresa con MCP y al menos un permiso.');
+      return;
+    }
+    const code = await issueCode(ctx.deps.pool, { clientId: check.client.id, userId: session.userId, companyId: company.id, scopes: chosen, redirectUri: params.redirect_uri, codeChallenge: params.code_challenge });
+    return redirectWith(ctx, params.redirect_uri, { code, state: params.state, iss: issuer(ctx) });
+  }
+
+  if (!session) {
+    const csrf = randomBytes(32).toString('base64url');
+    ctx.cookies.set(cookieName(CSRF_COOKIE), csrf, cookieOptions);
+    ctx.body = signInPage(params, csrf, clientName);
+    return;
+  }
+  const companies = await companiesOf(ctx.deps.pool, session.userId);
+  ctx.body = consentPage(params, session.csrf, { name: clientName, redirectHost: redirectLabel(params.redirect_uri) }, companies, check.scopes);
+}
+
+/** The token endpoint (RFC 6749 §3.2): authorization_code with PKCE, or refresh_token (api/oauth/grants.ts). */
+async function token(ctx: ApiContext): Promise<void> {
+  cors(ctx);
+  // RFC 6749 §5.1: token responses are never cached.
+  ctx.set('Cache-Control', 'no-store');
+  ctx.set('Pragma', 'no-cache');
+  // Form fields are strings; anything else (a JSON body's object or number) counts as absent.
+  const body = Object.fromEntries(Object.entries((ctx.request.body ?? {}) as Record<string, unknown>).filter(([, v]) => typeof v === 'string')) as Record<string, string>;
+  const pool = ctx.deps.pool;
+  // RFC 8707: the only resource this server issues tokens for is its MCP endpoint.
+  if (body.resource && body.resource.replace(/\/$/, '') !== `${issuer(ctx)}${MCP_PATH}`) return oauthError(ctx, 400, 'invalid_target', 'resource no es el servidor MCP');
+  // RFC 6749 §5.2: a client_id this server never registered is invalid_client (401), not a bad grant.
+  if (body.client_id && !(await findClient(pool, body.client_id))) return oauthError(ctx, 401, 'invalid_client', 'client_id no está registrado');
+  if (body.grant_type === 'authorization_code') {
+    // A missing parameter is invalid_request; a verifier that is not one (RFC 7636 §4.1 syntax) cannot match: invalid_grant.
+    // client_id may be left out (the contract's token request names only the code and its verifier): the
+    // code is bound to its client and to PKCE. One that names another client is refused below.
+    // redirect_uri too (OAuth 2.1 dropped it from the token request: PKCE binds the code); when sent, it must match.
+    if (!body.code || !body.code_verifier) return oauthError(ctx, 400, 'invalid_request', 'code y code_verifier son obligatorios');
+    if (!/^[A-Za-z0-9._~-]{43,128}$/.test(body.code_verifier)) return oauthError(ctx, 400, 'invalid_grant', 'code_verifier debe tener de 43 a 128 caracteres sin reservar');
+    const result = await exchangeCode(pool, { code: body.code, verifier: body.code_verifier, clientId: body.client_id, redirectUri: body.redirect_uri });
+    if ('error' in result) return oauthError(ctx, 400, 'invalid_grant', result.error);
+    ctx.body = result.tokens;
+    return;
+  }
+  if (body.grant_type === 'refresh_token') {
+    if (!body.refresh_token) return oauthError(ctx, 400, 'invalid_request', 'refresh_token es obligatorio');
+    const result = await refreshGrant(pool, { refreshToken: body.refresh_token, clientId: body.client_id, scope: body.scope });
+    if ('error' in result) return oauthError(ctx, 400, result.error, result.text);
+    ctx.body = result.tokens;
+    return;
+  }
+  // RFC 6749 §5.2: a missing (or repeated) grant_type is a malformed request; an unknown one is unsupported.
+  if (!body.grant_type) return oauthError(ctx, 400, 'invalid_request', 'grant_type es obligatorio (una vez)');
+  oauthError(ctx, 400, 'unsupported_grant_type', 'grant_type debe ser authorization_code o refresh_token');
+}
+
+/** RFC 7009 revocation. */
+async function revoke(ctx: ApiContext): Promise<void> {
+  cors(ctx);
+  const sent = (ctx.request.body as Record<string, unknown>)?.token;
+  // RFC 7009 §2.1: token is REQUIRED; an unknown one is not an error (below).
+  if (typeof sent !== 'string' || !sent) return oauthError(ctx, 400, 'invalid_request', 'token es obligatorio');
+  await revokeToken(ctx.deps.pool, sent);
+  ctx.status = 200; // RFC 7009: an unknown token is not an error
+  ctx.body = {};
+}
+
+export function oauthRouter(): ApiRouter {
+  const router: ApiRouter = new Router<ApiState, ApiContextExtension>();
+  router.get(['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration'], authorizationServerMetadata);
+  router.get(['/.well-known/oauth-protected-resource', `/.well-known/oauth-protected-resource${MCP_PATH}`], protectedResourceMetadata);
   // Browser clients send MCP-Protocol-Version with discovery requests, which makes them preflighted.
   router.options(['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration', '/.well-known/oauth-protected-resource', `/.well-known/oauth-protected-resource${MCP_PATH}`], (ctx) => {
     cors(ctx);
@@ -253,231 +403,10 @@ export function oauthRouter(): ApiRouter {
     cors(ctx);
     ctx.status = 204;
   });
-
-  router.post('/oauth/register', oauthForm('invalid_client_metadata'), async (ctx) => {
-    cors(ctx);
-    const limit = await ctx.deps.rateLimiter.consume(`oauth-register:${ctx.ip}`, REGISTRATIONS_PER_MINUTE);
-    if (!limit.allowed) {
-      ctx.set('Retry-After', String(Math.min(60, Math.max(1, limit.resetSeconds))));
-      return oauthError(ctx, 429, 'too_many_requests', 'demasiados registros desde esta dirección; espera un minuto');
-    }
-    const input = z
-      .object({
-        redirect_uris: z.array(z.string().max(2000).refine(isStorableText)).min(1).max(10),
-        client_name: z.string().trim().max(200).refine(isStorableText, 'contiene un carácter nulo o un sustituto sin pareja').optional(),
-      })
-      .safeParse(ctx.request.body);
-    if (!input.success) {
-      const field = String(input.error.issues[0]?.path[0] ?? 'redirect_uris');
-      const description = field === 'client_name' ? 'client_name debe ser texto (200 caracteres como máximo)' : 'redirect_uris es obligatorio (1 a 10 direcciones de texto)';
-      return oauthError(ctx, 400, 'invalid_client_metadata', description);
-    }
-    const bad = input.data.redirect_uris.find((u) => !acceptableRedirect(u));
-    if (bad) return oauthError(ctx, 400, 'invalid_redirect_uri', `redirect_uri no aceptada: ${bad.slice(0, 200)}`);
-    const client = await insertClient(ctx.deps.pool, input.data.client_name ?? null, input.data.redirect_uris);
-    ctx.status = 201;
-    ctx.body = {
-      client_id: client.id,
-      client_id_issued_at: Math.floor(client.created_at.getTime() / 1000),
-      redirect_uris: client.redirect_uris,
-      ...(client.client_name ? { client_name: client.client_name } : {}),
-      token_endpoint_auth_method: 'none',
-      grant_types: ['authorization_code', 'refresh_token'],
-      response_types: ['code'],
-    };
-  });
-
-  const authorize = async (ctx: ApiContext) => {
-    ctx.set('X-Frame-Options', 'DENY');
-    ctx.set('Cache-Control', 'no-store');
-    // The pages' forms post here only; until the request is checked, nothing else is allowed.
-    ctx.set('Content-Security-Policy', pageCsp());
-    const body = (ctx.method === 'POST' ? ctx.request.body : ctx.query) as Record<string, unknown>;
-    const { params, repeated } = paramsOf(body ?? {}, ctx.method);
-    const check = await checkRequest(ctx, params, repeated);
-    ctx.type = 'html';
-    if ('page' in check) {
-      ctx.status = 400;
-      ctx.body = errorPage(String(check.page));
-      return;
-    }
-    // The redirect URI is registered: the consent form's answer (a 302 to it) may go there, app schemes included.
-    ctx.set('Content-Security-Policy', pageCsp(params.redirect_uri));
-    const secure = ctx.deps.config.isProduction;
-    const cookieName = (name: string) => (secure ? `__Host-${name}` : name);
-    const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, secure, path: '/', overwrite: true };
-    let session = await findSession(ctx.deps.pool, ctx.cookies.get(cookieName(SESSION_COOKIE)));
-    if ('redirect' in check) {
-      // RFC 9700 §4.11.2: a server that redirects errors before the person has signed in is an open
-      // redirector to any address a client registered (phishing). Until then the error is shown here.
-      if (!session) {
-        ctx.status = 400;
-        ctx.body = errorPage(`La aplicación envió una solicitud de autorización no válida: ${check.redirect.error_description} (${check.redirect.error}).`);
-        return;
-      }
-      return redirectWith(ctx, params.redirect_uri, { ...check.redirect, state: params.state, iss: issuer(ctx) });
-    }
-    const clientName = check.client.client_name ?? check.client.id;
-    const step = body?.step;
-
-    if (ctx.method === 'POST' && step === 'sign-in') {
-      if (!body.csrf || body.csrf !== ctx.cookies.get(cookieName(CSRF_COOKIE))) {
-        ctx.status = 400;
-        ctx.body = errorPage('La sesión del formulario expiró; vuelve a intentarlo desde la aplicación.');
-        return;
-      }
-      // An email no column can hold matches no user (and must not reach the query).
-      const email = isStorableText(String(body.email ?? '')) ? String(body.email ?? '').toLowerCase() : '';
-      const refused = await consumeSignInAttempt(ctx, email);
-      const { rows } = await ctx.deps.pool.query<{ id: string; password_hash: string | null }>('SELECT id, password_hash FROM users WHERE lower(email) = $1 AND deleted_at IS NULL', [email]);
-      const ok = !refused && (await verifyPassword(String(body.password ?? ''), rows[0]?.password_hash ?? null)) && !!rows[0];
-      if (!ok) {
-        ctx.status = refused ? 429 : 401;
-        if (refused) ctx.set('Retry-After', String(Math.min(60, Math.max(1, refused.resetSeconds))));
-        ctx.body = signInPage(params, String(body.csrf), clientName, refused ? 'Demasiados intentos; espera un minuto.' : 'Correo o contraseña incorrectos.');
-        return;
-      }
-      const opened = await openSession(ctx.deps.pool, rows[0].id);
-      ctx.cookies.set(cookieName(SESSION_COOKIE), opened.token, cookieOptions);
-      session = { userId: rows[0].id, csrf: opened.csrf };
-    } else if (ctx.method === 'POST' && step === 'consent') {
-      if (!session || body.csrf !== session.csrf) {
-        ctx.status = 400;
-        ctx.body = errorPage('La sesión del formulario expiró; vuelve a intentarlo desde la aplicación.');
-        return;
-      }
-      if (body.decision !== 'approve') return redirectWith(ctx, params.redirect_uri, { error: 'access_denied', state: params.state, iss: issuer(ctx) });
-      const companies = await companiesOf(ctx.deps.pool, session.userId);
-      const company = companies.find((c) => c.id === body.company_id && c.mcp);
-      const chosen = [...new Set(([] as unknown[]).concat(body.scope ?? []).map(String))].filter((s) => check.scopes.includes(s));
-      if (!company || !chosen.length) {
-        ctx.status = 400;
-        ctx.body = consentPage(params, session.csrf, { name: clientName, redirectHost: redirectLabel(params.redirect_uri) }, companies, check.scopes, 'Elige una empresa con MCP y al menos un permiso.');
-        return;
-      }
-      const code = await issueCode(ctx.deps.pool, { clientId: check.client.id, userId: session.userId, companyId: company.id, scopes: chosen, redirectUri: params.redirect_uri, codeChallenge: params.code_challenge });
-      return redirectWith(ctx, params.redirect_uri, { code, state: params.state, iss: issuer(ctx) });
-    }
-
-    if (!session) {
-      const csrf = randomBytes(32).toString('base64url');
-      ctx.cookies.set(cookieName(CSRF_COOKIE), csrf, cookieOptions);
-      ctx.body = signInPage(params, csrf, clientName);
-      return;
-    }
-    const companies = await companiesOf(ctx.deps.pool, session.userId);
-    ctx.body = consentPage(params, session.csrf, { name: clientName, redirectHost: redirectLabel(params.redirect_uri) }, companies, check.scopes);
-  };
+  router.post('/oauth/register', oauthForm('invalid_client_metadata'), register);
   router.get('/authorize', authorize);
   router.post('/authorize', parse, authorize);
-
-  router.post('/oauth/token', oauthForm('invalid_request'), async (ctx) => {
-    cors(ctx);
-    // RFC 6749 §5.1: token responses are never cached.
-    ctx.set('Cache-Control', 'no-store');
-    ctx.set('Pragma', 'no-cache');
-    // Form fields are strings; anything else (a JSON body's object or number) counts as absent.
-    const body = Object.fromEntries(Object.entries((ctx.request.body ?? {}) as Record<string, unknown>).filter(([, v]) => typeof v === 'string')) as Record<string, string>;
-    const pool = ctx.deps.pool;
-    // RFC 8707: the only resource this server issues tokens for is its MCP endpoint.
-    if (body.resource && body.resource.replace(/\/$/, '') !== `${issuer(ctx)}${MCP_PATH}`) return oauthError(ctx, 400, 'invalid_target', 'resource no es el servidor MCP');
-    // RFC 6749 §5.2: a client_id this server never registered is invalid_client (401), not a bad grant.
-    if (body.client_id && !(await findClient(pool, body.client_id))) return oauthError(ctx, 401, 'invalid_client', 'client_id no está registrado');
-    if (body.grant_type === 'authorization_code') {
-      // A missing parameter is invalid_request; a verifier that is not one (RFC 7636 §4.1 syntax) cannot match: invalid_grant.
-      // client_id may be left out (the contract's token request names only the code and its verifier): the
-      // code is bound to its client and to PKCE. One that names another client is refused below.
-      // redirect_uri too (OAuth 2.1 dropped it from the token request: PKCE binds the code); when sent, it must match.
-      if (!body.code || !body.code_verifier) return oauthError(ctx, 400, 'invalid_request', 'code y code_verifier son obligatorios');
-      if (!/^[A-Za-z0-9._~-]{43,128}$/.test(body.code_verifier)) return oauthError(ctx, 400, 'invalid_grant', 'code_verifier debe tener de 43 a 128 caracteres sin reservar');
-      const result = await transaction(pool, async (db) => {
-        const { rows } = await db.query<{ grant_id: string; redirect_uri: string; code_challenge: string; expired: boolean; used_at: Date | null }>(
-          'SELECT grant_id, redirect_uri, code_challenge, expires_at < now() AS expired, used_at FROM oauth_codes WHERE digest = $1 FOR UPDATE',
-          [digest(body.code)],
-        );
-        const code = rows[0];
-        if (!code) return { error: 'el código no es válido' };
-        if (code.used_at) {
-          // A second use: whatever the first use issued is revoked.
-          await revokeGrant(db, code.grant_id);
-          return { error: 'el código ya se usó; se revocó el acceso que emitió' };
-        }
-        const { rows: grants } = await db.query<GrantRow>('SELECT * FROM oauth_grants WHERE id = $1', [code.grant_id]);
-        const grant = grants[0];
-        if (code.expired) return { error: 'el código expiró' };
-        if (body.client_id && body.client_id !== grant.client_id) return { error: 'el código es de otra aplicación' };
-        if (body.redirect_uri !== undefined && body.redirect_uri !== code.redirect_uri) return { error: 'redirect_uri no coincide' };
-        const challenge = createHash('sha256').update(body.code_verifier).digest('base64url');
-        if (challenge !== code.code_challenge) return { error: 'code_verifier no corresponde al code_challenge' };
-        await db.query('UPDATE oauth_codes SET used_at = now() WHERE digest = $1', [digest(body.code)]);
-        // Revoked between the consent and this exchange (the person removed, `wsctl oauth revoke`): no tokens.
-        const refused = await refusedGrant(db, grant);
-        if (refused) return { error: refused };
-        return { tokens: await issueTokens(db, grant) };
-      });
-      if ('error' in result) return oauthError(ctx, 400, 'invalid_grant', result.error!);
-      ctx.body = result.tokens;
-      return;
-    }
-    if (body.grant_type === 'refresh_token') {
-      if (!body.refresh_token) return oauthError(ctx, 400, 'invalid_request', 'refresh_token es obligatorio');
-      const result = await transaction(pool, async (db) => {
-        const { rows } = await db.query<{ grant_id: string; expired: boolean; rotated_at: Date | null; in_grace: boolean; successor: Buffer | null }>(
-          `SELECT grant_id, expires_at < now() AS expired, rotated_at, successor,
-                  rotated_at > now() - make_interval(secs => $2) AS in_grace
-             FROM oauth_tokens WHERE digest = $1 AND kind = 'refresh' FOR UPDATE`,
-          [digest(body.refresh_token), REFRESH_GRACE_SECONDS],
-        );
-        const token = rows[0];
-        if (!token) return { error: 'invalid_grant', text: 'el refresh_token no es válido' };
-        const { rows: grants } = await db.query<GrantRow>('SELECT * FROM oauth_grants WHERE id = $1', [token.grant_id]);
-        const grant = grants[0];
-        if (body.client_id && body.client_id !== grant.client_id) return { error: 'invalid_grant', text: 'el refresh_token es de otra aplicación' };
-        if (token.rotated_at && token.in_grace && token.successor && !grant.revoked_at) {
-          // Parallel refreshes of one client: the same successor pair, not a new one. Once that
-          // successor has itself been used, this is no parallel refresh but a replay: theft, below.
-          // FOR SHARE waits for a refresh of the successor in flight, and then reads it as rotated.
-          const pair = openSuccessor(body.refresh_token, token.successor);
-          const { rows: next } = pair
-            ? await db.query<{ rotated: boolean }>(`SELECT rotated_at IS NOT NULL AS rotated FROM oauth_tokens WHERE digest = $1 AND kind = 'refresh' FOR SHARE`, [digest(pair.refresh_token)])
-            : { rows: [] };
-          if (pair && next[0] && !next[0].rotated) return { tokens: pair };
-        }
-        if (token.rotated_at) {
-          // Reuse of a rotated refresh token after the grace: treated as theft, the whole grant goes.
-          await revokeGrant(db, grant.id);
-          return { error: 'invalid_grant', text: 'el refresh_token ya se usó; se revocó el acceso' };
-        }
-        if (token.expired) return { error: 'invalid_grant', text: 'el refresh_token expiró o el acceso fue revocado' };
-        const refused = await refusedGrant(db, grant);
-        if (refused) return { error: 'invalid_grant', text: refused };
-        // RFC 6749 §6: a narrower scope narrows the new access token only; the grant and its
-        // refresh token keep what the person approved (omitted = "equal to the scope originally granted").
-        const wanted = body.scope ? [...new Set(body.scope.split(' ').filter(Boolean))] : grant.scopes;
-        if (wanted.some((s) => !grant.scopes.includes(s))) return { error: 'invalid_scope', text: 'un refresh no puede ampliar los permisos' };
-        const tokens = await issueTokens(db, grant, wanted);
-        await db.query('UPDATE oauth_tokens SET rotated_at = now(), successor = $2 WHERE digest = $1', [digest(body.refresh_token), sealSuccessor(body.refresh_token, tokens)]);
-        return { tokens };
-      });
-      if ('error' in result) return oauthError(ctx, 400, result.error!, result.text!);
-      ctx.body = result.tokens;
-      return;
-    }
-    // RFC 6749 §5.2: a missing (or repeated) grant_type is a malformed request; an unknown one is unsupported.
-    if (!body.grant_type) return oauthError(ctx, 400, 'invalid_request', 'grant_type es obligatorio (una vez)');
-    oauthError(ctx, 400, 'unsupported_grant_type', 'grant_type debe ser authorization_code o refresh_token');
-  });
-
-  router.post('/oauth/revoke', oauthForm('invalid_request'), async (ctx) => {
-    cors(ctx);
-    const sent = (ctx.request.body as Record<string, unknown>)?.token;
-    // RFC 7009 §2.1: token is REQUIRED; an unknown one is not an error (below).
-    if (typeof sent !== 'string' || !sent) return oauthError(ctx, 400, 'invalid_request', 'token es obligatorio');
-    const { rows } = await ctx.deps.pool.query<{ grant_id: string; kind: string }>('SELECT grant_id, kind FROM oauth_tokens WHERE digest = $1', [digest(sent)]);
-    if (rows[0]?.kind === 'refresh') await revokeGrant(ctx.deps.pool, rows[0].grant_id);
-    else if (rows[0]) await ctx.deps.pool.query('UPDATE oauth_tokens SET expires_at = now() WHERE digest = $1', [digest(sent)]);
-    ctx.status = 200; // RFC 7009: an unknown token is not an error
-    ctx.body = {};
-  });
+  router.post('/oauth/token', oauthForm('invalid_request'), token);
+  router.post('/oauth/revoke', oauthForm('invalid_request'), revoke);
   return router;
 }

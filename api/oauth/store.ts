@@ -32,6 +32,12 @@ export async function findClient(db: Queryable, id: string): Promise<ClientRow |
   return rows[0] ?? null;
 }
 
+/** The person signing in at /authorize, by email (already lowercased); null when none. */
+export async function findSignInUser(db: Queryable, email: string): Promise<{ id: string; password_hash: string | null } | null> {
+  const { rows } = await db.query<{ id: string; password_hash: string | null }>('SELECT id, password_hash FROM users WHERE lower(email) = $1 AND deleted_at IS NULL', [email]);
+  return rows[0] ?? null;
+}
+
 export async function openSession(db: Queryable, userId: string): Promise<{ token: string; csrf: string }> {
   const token = randomToken();
   const csrf = randomToken();
