@@ -3,12 +3,49 @@
 // queued in the payment's transaction; payments the invoice did not see
 // stamped get theirs at its stamp (worker/jobs/invoices.ts stamps both).
 import { Credential } from '@nodecfdi/credentials/node';
+import type { PaymentMethod } from '../lib/cfdi/catalogs.ts';
+import type { CfdiDocument } from '../lib/cfdi/document.ts';
 import type { Config } from '../lib/config.ts';
 import { objectId } from '../lib/objectid.ts';
 import { open } from '../lib/secret-box.ts';
 import type { JobSender } from './job-sender.ts';
 import type { Queryable } from './pool.ts';
 import { INVOICES } from './queues.ts';
+import type { Timestamp } from './timestamps.ts';
+
+export const INVOICE_STATUSES = ['pending', 'valid', 'failed', 'cancellation_pending', 'cancelled'] as const;
+
+/** An invoices row, as the API reads it and the worker stamps and cancels it. */
+export type InvoiceRow = {
+  id: string;
+  company_id: string;
+  sale_id: string;
+  status: (typeof INVOICE_STATUSES)[number];
+  provider: 'development' | 'facturapi';
+  provider_id: string | null;
+  uuid: string | null;
+  series: string | null;
+  folio: string | null;
+  stamped_at: Timestamp | null;
+  verification_url: string | null;
+  failure_reason: string | null;
+  payment_method: PaymentMethod;
+  payment_form: string;
+  cfdi_use: string;
+  receiver: { rfc: string; legal_name: string; tax_regime: string; zip: string };
+  currency: string;
+  total_cents: string;
+  document: CfdiDocument;
+  xml: string | null;
+  substitutes_id: string | null;
+  substituted_by_id: string | null;
+  cancellation_motive: string | null;
+  cancellation_substitute_uuid: string | null;
+  cancellation_requested_at: Timestamp | null;
+  cancelled_at: Timestamp | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+};
 
 export async function enqueueComplementFor(
   db: Queryable,

@@ -2,45 +2,13 @@
 // (with its payment complements), the sale's live invoices, the writes of a
 // request and of a cancellation, and what the CFDI reads of customers and
 // products. The worker's stamping is in worker/jobs/invoices.ts.
-import type { Queryable } from '../../db/pool.ts';
-import { iso, type Timestamp } from '../../db/timestamps.ts';
-import type { PaymentMethod } from '../../lib/cfdi/catalogs.ts';
+import type { InvoiceRow } from '../../db/invoicing.ts';
 import type { CfdiDocument } from '../../lib/cfdi/document.ts';
+import type { Queryable } from '../../db/pool.ts';
+import { iso } from '../../db/timestamps.ts';
 import { listPage, type PaginationQuery, type TotalsCache } from '../pagination.ts';
-import type { INVOICE_STATUSES } from './invoice-schemas.ts';
 
 export const DEV_WARNING = 'Timbrada por el proveedor de desarrollo: sin validez fiscal. Configura FACTURAPI_KEY para timbrar de verdad.';
-
-export type InvoiceRow = {
-  id: string;
-  company_id: string;
-  sale_id: string;
-  status: (typeof INVOICE_STATUSES)[number];
-  provider: 'development' | 'facturapi';
-  provider_id: string | null;
-  uuid: string | null;
-  series: string | null;
-  folio: string | null;
-  stamped_at: Timestamp | null;
-  verification_url: string | null;
-  failure_reason: string | null;
-  payment_method: PaymentMethod;
-  payment_form: string;
-  cfdi_use: string;
-  receiver: { rfc: string; legal_name: string; tax_regime: string; zip: string };
-  currency: string;
-  total_cents: string;
-  document: CfdiDocument;
-  xml: string | null;
-  substitutes_id: string | null;
-  substituted_by_id: string | null;
-  cancellation_motive: string | null;
-  cancellation_substitute_uuid: string | null;
-  cancellation_requested_at: Timestamp | null;
-  cancelled_at: Timestamp | null;
-  created_at: Timestamp;
-  updated_at: Timestamp;
-};
 
 export async function serializeInvoice(db: Queryable, row: InvoiceRow) {
   const { rows: complements } = await db.query<{ id: string; income_id: string; amount_cents: string; installment: number; status: string; uuid: string | null; failure_reason: string | null }>(

@@ -2,9 +2,8 @@
 // the SAT catalogs bound every coded field (lib/cfdi/catalogs.ts).
 import { z } from 'zod';
 import { CANCEL_MOTIVES, CFDI_USES, PAYMENT_FORMS, PAYMENT_METHODS, PRODUCT_KEY, TAX_REGIMES, UNIT_KEY } from '../../lib/cfdi/catalogs.ts';
+import { INVOICE_STATUSES } from '../../db/invoicing.ts';
 import { objectIdString } from './money-fields.ts';
-
-export const INVOICE_STATUSES = ['pending', 'valid', 'failed', 'cancellation_pending', 'cancelled'] as const;
 
 export const invoiceSchema = z.object({
   id: z.string(),

@@ -7,6 +7,7 @@
 // The document is built in invoice-document.ts, the SQL is in
 // invoice-queries.ts and the shapes in invoice-schemas.ts.
 import { z } from 'zod';
+import { INVOICE_STATUSES } from '../../db/invoicing.ts';
 import { findSale } from '../../db/money/sales.ts';
 import { transaction } from '../../db/pool.ts';
 import { INVOICES } from '../../db/queues.ts';
@@ -18,7 +19,7 @@ import { paginationQuery } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { buildDocument } from './invoice-document.ts';
 import { findInvoice, hasPendingSubstitute, insertInvoice, isValidSibling, listInvoices, liveInvoicesOfSale, requestCancellation, serializeInvoice } from './invoice-queries.ts';
-import { INVOICE_STATUSES, invoiceCancel, invoiceCreate, invoiceSchema } from './invoice-schemas.ts';
+import { invoiceCancel, invoiceCreate, invoiceSchema } from './invoice-schemas.ts';
 import { objectIdString } from './money-fields.ts';
 
 const TAG = 'Invoices';

@@ -8,15 +8,15 @@
 // key is the invoice id.
 import type { Job } from 'pg-boss';
 import { recordEvent } from '../../db/events.ts';
-import { enqueueComplementsOwed, loadEmitter } from '../../db/invoicing.ts';
+import { enqueueComplementsOwed, loadEmitter, type InvoiceRow } from '../../db/invoicing.ts';
 import { transaction, type Pool, type Queryable } from '../../db/pool.ts';
 import { INVOICES, type InvoiceJob } from '../../db/queues.ts';
-import type { CfdiDocument } from '../../lib/cfdi/document.ts';
 import { DevelopmentProvider, FacturapiProvider, ProviderRejected, type InvoiceProvider, type Signer } from '../../lib/cfdi/providers.ts';
+import type { CfdiDocument } from '../../lib/cfdi/document.ts';
 import type { Config } from '../../lib/config.ts';
 import type { JobDefinition, WorkerDeps } from './types.ts';
 
-type Invoice = { id: string; company_id: string; sale_id: string; status: string; provider: 'development' | 'facturapi'; provider_id: string | null; uuid: string | null; document: CfdiDocument; total_cents: string; currency: string; substitutes_id: string | null; cancellation_motive: string | null; cancellation_substitute_uuid: string | null };
+type Invoice = InvoiceRow;
 
 function providerFor(config: Config, name: 'development' | 'facturapi'): InvoiceProvider {
   if (name === 'facturapi') {
