@@ -199,6 +199,13 @@ describe('money', () => {
     const infinite = await request(app.baseUrl, 'POST', '/incomes', { key: tenant.key, raw: `{"data":${JSON.stringify({ ...base, metadata: { a: 0 } }).replace('"a":0', '"a":1e400')}}` });
     assert.equal(infinite.status, 422, infinite.text);
     assert.equal(infinite.body.error, 'invalid_metadata');
+    // An integer past 2^53 has lost digits when JSON reads it (12345678901234567890 -> ...7000): refused, not stored altered.
+    const unsafe = await request(app.baseUrl, 'POST', '/incomes', { key: tenant.key, raw: `{"data":${JSON.stringify({ ...base, metadata: { a: 0 } }).replace('"a":0', '"a":12345678901234567890')}}` });
+    assert.equal(unsafe.status, 422, unsafe.text);
+    assert.equal(unsafe.body.error, 'invalid_metadata');
+    const safe = await request(app.baseUrl, 'POST', '/incomes', { key: tenant.key, raw: `{"data":${JSON.stringify({ ...base, metadata: { a: 0 } }).replace('"a":0', '"a":9007199254740991')}}` });
+    assert.equal(safe.status, 201, safe.text);
+    assert.equal(safe.body.data.metadata.a, '9007199254740991');
     const ok = await api.post('/incomes', { data: { ...base, metadata: { ['x'.repeat(40)]: 'v'.repeat(500), n: 5, b: true } } });
     assert.equal(ok.status, 201, ok.text);
     assert.deepEqual(ok.body.data.metadata.n, '5');
@@ -220,6 +227,12 @@ describe('money', () => {
     const swap = await api.patch(`/incomes/${full.id}`, { data: { metadata: { k0: null, extra: 'x' } } });
     assert.equal(swap.status, 200, 'removing one and adding one stays at 50');
     assert.equal(Object.keys(swap.body.data.metadata).length, 50);
+    // Keys removed count out of the request too: 50 keys set and one removed is 50 stored.
+    const fifty = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`n${i}`, 'v']));
+    const seeded = (await api.post('/incomes', { data: { ...base, metadata: { seed: '1' } } })).body.data;
+    const replaced = await api.patch(`/incomes/${seeded.id}`, { data: { metadata: { seed: null, ...fifty } } });
+    assert.equal(replaced.status, 200, replaced.text);
+    assert.deepEqual(replaced.body.data.metadata, fifty);
     // Update merges; null removes a key.
     const merged = await api.patch(`/incomes/${other.id}`, { data: { metadata: { extra: 'si', external_ref: null } } });
     assert.deepEqual(merged.body.data.metadata, { extra: 'si' });
