@@ -700,6 +700,13 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     assert.equal(over.status, 413);
     assert.equal(((await over.json()) as any).error, 'idempotency_body_too_large');
     assert.equal(await blobCount(), blobsBefore, 'nothing was stored for the refused JSON body either');
+    // The same JSON sent chunked (no Content-Length) is measured as sent too, whitespace included.
+    const small = JSON.stringify({ data: { answers: base } });
+    const chunkedJson = await rawPost(path(), { 'content-type': 'application/json', 'idempotency-key': 'big-5' }, [Buffer.from(small), Buffer.alloc(102_401 - Buffer.byteLength(small), ' ')]);
+    assert.equal(chunkedJson.status, 413, JSON.stringify(chunkedJson.body));
+    assert.equal(chunkedJson.body.error, 'idempotency_body_too_large');
+    const chunkedAtLimit = await rawPost(path(), { 'content-type': 'application/json', 'idempotency-key': 'big-5' }, [Buffer.from(small), Buffer.alloc(102_400 - Buffer.byteLength(small), ' ')]);
+    assert.equal(chunkedAtLimit.status, 201, JSON.stringify(chunkedAtLimit.body));
     const atLimit = await post(json + ' '.repeat(102_400 - Buffer.byteLength(json)), 'big-3');
     assert.equal(atLimit.status, 201, 'exactly 100 KB is allowed, and the refused request did not claim the key');
     // The same 300 KB upload without the key is an ordinary submission.

@@ -160,6 +160,31 @@ export function uploadBody(limits: UploadRoute['upload']): ApiMiddleware {
     includeUnparsed: false,
     parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH],
   });
+  // With an Idempotency-Key and no declared length, the 100 KB cap is the parser's own limit: the
+  // body is measured as sent, whitespace included, while it is read.
+  const keyedJson = koaBody({
+    json: true,
+    jsonTypes: JSON_TYPES,
+    multipart: false,
+    urlencoded: false,
+    text: false,
+    jsonLimit: IDEMPOTENCY_BODY_LIMIT,
+    includeUnparsed: false,
+    parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH],
+  });
+  const readKeyedJson = async (ctx: ApiContext, next: Next) => {
+    let parsed = false;
+    try {
+      await keyedJson(ctx, async () => {
+        parsed = true;
+        await next();
+      });
+    } catch (error) {
+      if (parsed || (error as { status?: number }).status !== 413) throw error;
+      ctx.set('Connection', 'close');
+      throw new ApiError('idempotency_body_too_large');
+    }
+  };
   const mib = (bytes: number) => Math.floor(bytes / 1024 / 1024);
   return async function upload(ctx, next) {
     const multipart = ctx.is('multipart/form-data');
@@ -179,7 +204,8 @@ export function uploadBody(limits: UploadRoute['upload']): ApiMiddleware {
     if (!multipart && !(ctx.is(JSON_TYPES) || !ctx.get('Content-Type'))) {
       throw new ApiError('unsupported_media_type', 'Tipo de contenido no soportado; usa application/json o multipart/form-data.');
     }
-    const read = () => (multipart ? next() : json(ctx, next));
+    const keyedChunked = ctx.headers['idempotency-key'] !== undefined && ctx.get('Content-Length') === '';
+    const read = () => (multipart ? next() : keyedChunked ? readKeyedJson(ctx, next) : json(ctx, next));
     if (Number.isFinite(length) && ctx.get('Content-Length') !== '' && length <= SMALL_UPLOAD_BODY) return read();
     const limit = ctx.deps.config.uploadConcurrency;
     const companyId = ctx.state.auth!.companyId;

@@ -137,15 +137,8 @@ export const formRoutes: RouteDef[] = [
       // (api/route.ts, idempotentBodyCap); a chunked multipart body is cut off
       // once it passes 100 KB (intakeMultipart).
       const keyed = ctx.headers['idempotency-key'] !== undefined;
-      if (keyed) {
-        checkKeyShape(ctx);
-        // A JSON body sent chunked has been parsed already (api/route.ts,
-        // uploadBody): it is measured as parsed, whitespace aside.
-        const chunkedJson = !ctx.get('Content-Length') && !ctx.is('multipart/form-data');
-        if (chunkedJson && Buffer.byteLength(JSON.stringify(ctx.request.body ?? null)) > IDEMPOTENCY_BODY_LIMIT) {
-          throw new ApiError('idempotency_body_too_large');
-        }
-      }
+      // A JSON body sent chunked was read under the 100 KB cap already (api/middleware/body.ts, uploadBody).
+      if (keyed) checkKeyShape(ctx);
       const cap: BodyCap = keyed
         ? { bytes: IDEMPOTENCY_BODY_LIMIT, code: 'idempotency_body_too_large' }
         : { bytes: MAX_SUBMISSION_BYTES, code: 'request_too_large' };
