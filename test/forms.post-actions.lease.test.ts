@@ -145,7 +145,7 @@ describe('form emails: no transaction is held open while the SMTP server takes t
       [id, SEND_LEASE_SECONDS],
     );
     const before = smtp.received.length;
-    const deps = { pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, jobs: app.deps.jobs, blobs: app.deps.blobs };
+    const deps = { pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, blobs: app.deps.blobs };
     await assert.rejects(processSubmission(deps, { submissionId: id, companyId: tenant.companyId }), /se está enviando en otra ejecución/);
     assert.equal(smtp.received.length, before, 'nothing sent');
     assert.deepEqual(await actionRow(app.pool, id), { status: 'sending', attempts: 1, leased: true });
@@ -156,7 +156,7 @@ describe('form emails: no transaction is held open while the SMTP server takes t
     const id = await submit('Caida');
     // The state a run leaves when it dies after the claim: sending, attempt 1, lease run out.
     await app.pool.query(`UPDATE form_submission_actions SET status = 'sending', attempts = 1, lease_until = now() - interval '1 second' WHERE submission_id = $1`, [id]);
-    const deps = { pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, jobs: app.deps.jobs, blobs: app.deps.blobs };
+    const deps = { pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, blobs: app.deps.blobs };
     await processSubmission(deps, { submissionId: id, companyId: tenant.companyId });
     assert.deepEqual(await actionRow(app.pool, id), { status: 'done', attempts: 2, leased: null });
     const sent = smtp.received.filter((m) => m.messageId === `<form-${id}-email@${new URL(app.config.siteUrl).hostname}>`);

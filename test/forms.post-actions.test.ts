@@ -162,10 +162,10 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
       const id = res.body.data.id;
       smtp.state.failNext = 1;
       const before = smtp.received.length;
-      await assert.rejects(processSubmission({ pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, jobs: app.deps.jobs, blobs: app.deps.blobs }, { submissionId: id, companyId: tenant.companyId }));
+      await assert.rejects(processSubmission({ pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, blobs: app.deps.blobs }, { submissionId: id, companyId: tenant.companyId }));
       assert.equal((await reread(id)).status, 'received');
-      await processSubmission({ pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, jobs: app.deps.jobs, blobs: app.deps.blobs }, { submissionId: id, companyId: tenant.companyId });
-      await processSubmission({ pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, jobs: app.deps.jobs, blobs: app.deps.blobs }, { submissionId: id, companyId: tenant.companyId });
+      await processSubmission({ pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, blobs: app.deps.blobs }, { submissionId: id, companyId: tenant.companyId });
+      await processSubmission({ pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, blobs: app.deps.blobs }, { submissionId: id, companyId: tenant.companyId });
       const s = await reread(id);
       assert.equal(s.status, 'processed');
       const leads = await app.pool.query(`SELECT count(*)::int AS n FROM leads WHERE email = 'reintento@example.com'`);
@@ -209,7 +209,7 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
         assert.equal(res.status, 201, res.text);
         ids.push(res.body.data.id);
       }
-      const deps = { pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, jobs: app.deps.jobs, blobs: app.deps.blobs };
+      const deps = { pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, blobs: app.deps.blobs };
       // Make the race certain rather than likely: a transaction holding leads against inserts lets every
       // run get as far as it can (without the per-email lock, past its "no lead with this email yet"
       // check) and wait; all four are released together.
@@ -234,11 +234,12 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
         const s = (await api.get(`/forms/${leadOnly.id}/submissions/${id}`)).body.data;
         assert.deepEqual([s.status, s.contact_type, s.contact_id], ['processed', 'lead', leads.rows[0].id]);
       }
+      // Contract (Events): form submissions send no notification named in the event list, the lead they make included.
       const created = await app.pool.query(
         `SELECT count(*)::int AS n FROM events WHERE company_id = $1 AND name = 'lead.created' AND data->>'email' = 'gemelas@example.com'`,
         [tenant.companyId],
       );
-      assert.equal(created.rows[0].n, 1, 'one lead.created event');
+      assert.equal(created.rows[0].n, 0, 'no lead.created event for a lead a form made');
     } finally {
       worker = await startWorker({ ...app.config, smtpUrl: smtp.url }, app.pool, app.databaseUrl);
     }
@@ -253,6 +254,8 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
         { key: 'nombre', field_type: 'text', label: 'Nombre', maps_to: 'customer.name' },
       ],
     });
+    // A receiver subscribed to every event: deliveries are recorded with their event, in its transaction.
+    const endpoint = (await api.post('/webhook-endpoints', { data: { url: 'https://hooks.example.com/forms', enabled_events: ['*'] } })).body.data;
     const ids: string[] = [];
     for (const name of ['Carla', 'Carla R.']) {
       const res = await api.post(`/forms/${custom.id}/submissions`, { data: { answers: { correo: 'carla@example.com', nombre: name } } });
@@ -267,6 +270,10 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     assert.equal(ids[0], ids[1]);
     const customer = (await api.get(`/customers/${ids[0]}`)).body.data;
     assert.deepEqual([customer.name, customer.email], ['Carla', 'carla@example.com'], 'an existing customer keeps its data');
+    // Contract (Events): a form submission sends no notification named in the event list, customer.created included.
+    const deliveries = await api.get(`/webhook-endpoints/${endpoint.id}/deliveries`);
+    assert.equal(deliveries.status, 200, deliveries.text);
+    assert.deepEqual(deliveries.body.data.map((d: any) => d.event), []);
   });
 
   test('a number field mapped to the phone gives the lead its decimal text', async () => {
@@ -372,7 +379,7 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     await worker.stop();
     try {
       const res2 = await api.post(`/forms/${onlyEmail.id}/submissions`, { data: { locale: 'en', answers: { email: 'y@example.com', name: 'Y', cv: files.fileJson('a.pdf', files.pdf()) } } });
-      await processSubmission({ pool: app.pool, config: { ...app.config, smtpUrl: undefined, dataDir }, jobs: app.deps.jobs, blobs: app.deps.blobs }, { submissionId: res2.body.data.id, companyId: tenant.companyId });
+      await processSubmission({ pool: app.pool, config: { ...app.config, smtpUrl: undefined, dataDir }, blobs: app.deps.blobs }, { submissionId: res2.body.data.id, companyId: tenant.companyId });
       const outbox = await readdir(path.join(dataDir, 'outbox'));
       assert.equal(outbox.length, 1);
       assert.match(outbox[0], /\.eml$/);

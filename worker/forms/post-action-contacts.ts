@@ -2,10 +2,11 @@
 // fields mapped to `lead.*` / `customer.*` make or update the record matched
 // by email (db/contacts.ts: the lock and the match). Each runs inside the
 // transaction that marks its action done (worker/jobs/form-post-actions.ts).
-import { contactCreatedData, lockContactByEmail } from '../../db/contacts.ts';
-import { recordEvent } from '../../db/events.ts';
+// They record no event: the contract (Events) says form submissions "send no
+// webhook notification named in the event list", so a lead or customer a form
+// makes has no `lead.created` / `customer.created` (docs/forms.md).
+import { lockContactByEmail } from '../../db/contacts.ts';
 import type { FormRow, SubmissionRow } from '../../db/forms.ts';
-import type { JobSender } from '../../db/job-sender.ts';
 import type { Client } from '../../db/pool.ts';
 import { objectId } from '../../lib/objectid.ts';
 
@@ -25,7 +26,7 @@ function mapped(form: FormRow, submission: Submission, target: 'lead' | 'custome
 }
 
 /** Creates or updates the lead matched by email; mapped values overwrite, absent ones keep what the lead had. */
-export async function upsertLead(db: Client, jobs: JobSender, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
+export async function upsertLead(db: Client, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
   const v = mapped(form, s, 'lead');
   // Nothing answered for the lead (every lead.* field optional and left empty): no record to make.
   if (!Object.keys(v).length) return { skipped: 'no_lead_answers' };
@@ -46,12 +47,11 @@ export async function upsertLead(db: Client, jobs: JobSender, form: FormRow, s: 
      VALUES ($1, $2, $3, $4, $5, $6, $7, 'formulario')`,
     [id, s.company_id, name, email ?? null, v.phone ?? null, v.company_name ?? null, v.job_title ?? null],
   );
-  await recordEvent(db, jobs, s.company_id, 'lead.created', contactCreatedData('leads', { id, name, email: email ?? null }));
   return { lead_id: id, created: true };
 }
 
 /** Associates the customer with this email, creating it when the company has none. */
-export async function associateCustomer(db: Client, jobs: JobSender, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
+export async function associateCustomer(db: Client, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
   const v = mapped(form, s, 'customer');
   if (!Object.keys(v).length) return { skipped: 'no_customer_answers' };
   const email = v.email?.toLowerCase();
@@ -70,6 +70,5 @@ export async function associateCustomer(db: Client, jobs: JobSender, form: FormR
   await db.query('INSERT INTO customers (id, company_id, name, email, phone) VALUES ($1, $2, $3, $4, $5)', [
     id, s.company_id, name, email ?? null, v.phone ?? null,
   ]);
-  await recordEvent(db, jobs, s.company_id, 'customer.created', contactCreatedData('customers', { id, name, email: email ?? null }));
   return { customer_id: id, created: true };
 }

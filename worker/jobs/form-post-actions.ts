@@ -34,8 +34,8 @@ import { associateCustomer, upsertLead } from '../forms/post-action-contacts.ts'
 import { notifyTeam, PermanentError, sendEmail, sendSubmitterCopy, type PostActionSubmission as Submission } from '../forms/post-action-emails.ts';
 import type { JobDefinition, WorkerDeps } from './types.ts';
 
-/** What the post-actions need: the pool, the config, and a sender for the events they record. */
-export type PostActionDeps = Pick<WorkerDeps, 'pool' | 'config' | 'jobs' | 'blobs'>;
+/** What the post-actions need: the pool, the config (SMTP) and the blob store (attachments). They record no events. */
+export type PostActionDeps = Pick<WorkerDeps, 'pool' | 'config' | 'blobs'>;
 
 export const MAX_ACTION_ATTEMPTS = 6;
 /**
@@ -58,13 +58,13 @@ function errorText(error: unknown): string {
 }
 
 /** lead / customer: the database effect and `done` in one transaction. */
-async function runWrite({ pool, jobs }: PostActionDeps, form: FormRow, s: Submission, action: 'lead' | 'customer'): Promise<Outcome> {
+async function runWrite({ pool }: PostActionDeps, form: FormRow, s: Submission, action: 'lead' | 'customer'): Promise<Outcome> {
   try {
     return await transaction(pool, async (db) => {
       // The row lock makes a concurrent run of the same job wait, then skip.
       const { rows } = await db.query(`SELECT status FROM form_submission_actions WHERE submission_id = $1 AND action = $2 FOR UPDATE`, [s.id, action]);
       if (rows[0]?.status !== 'pending') return { kind: 'skipped' } as const;
-      const result = action === 'lead' ? await upsertLead(db, jobs, form, s) : await associateCustomer(db, jobs, form, s);
+      const result = action === 'lead' ? await upsertLead(db, form, s) : await associateCustomer(db, form, s);
       await db.query(
         `UPDATE form_submission_actions SET status = 'done', result = $3, error = NULL, attempts = attempts + 1, updated_at = now()
           WHERE submission_id = $1 AND action = $2`,
