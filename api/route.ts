@@ -82,6 +82,11 @@ type RouteBase<Q> = {
    * OpenAPI answers with `description`.
    */
   alsoStatus?: { status: number; description: string };
+  /**
+   * The success answer is a file, not JSON (an invoice's XML or PDF): its media type, for the
+   * OpenAPI document, which describes the body as binary and the `Content-Disposition` it carries.
+   */
+  file?: { mediaType: string };
   errors?: ErrorCode[];
 };
 
@@ -89,6 +94,13 @@ type RouteBase<Q> = {
 export type JsonRoute<Q = any, D = any> = RouteBase<Q> & {
   /** Schema of the `data` object of the body. */
   body?: z.ZodType<D>;
+  /**
+   * The body as the OpenAPI document describes it, where `body` is looser on purpose: a create whose
+   * contract names its own error for a missing field (calendar events: a missing host is 422
+   * invalid_user) takes the field as optional so the handler can answer that, while clients are told
+   * it is required.
+   */
+  documentedBody?: z.ZodType;
   /**
    * The body is never read: the route answers alike whatever is sent, of any
    * type or none (POST /automations, "always error body": 422 not_supported_yet).

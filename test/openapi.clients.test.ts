@@ -38,7 +38,12 @@ export async function demo(baseUrl: string, key: string) {
   const productName: string | undefined = read.data?.data.name;
   const missing = await api.GET('/products/{id}', { params: { path: { id: '0123456789abcdef01234567' } } });
   const code: ErrorCode | undefined = missing.error?.error;
-  return { customerId: customer.id, names, hasMore, total, productName, missing: missing.response.status, code };
+  // A report's body is typed: its currencies and their totals can be read.
+  const statement = await api.GET('/reports/income-statement', { params: { query: { start_on: '2026-01-01', end_on: '2026-12-31' } } });
+  const net: number[] = (statement.data?.data.currencies ?? []).map((c) => c.net_cents);
+  // Timestamps are documented as date-time strings.
+  const createdAt: string = customer.created_at;
+  return { customerId: customer.id, names, hasMore, total, productName, missing: missing.response.status, code, net, createdAt };
 }
 
 /** Never called: what must not compile, so types that decay to any fail here. */
@@ -53,6 +58,10 @@ export function mistakes(api: ReturnType<typeof createClient<paths>>) {
   api.GET('/customer');
   // @ts-expect-error the id goes in the path
   api.GET('/customers/{id}', {});
+  // @ts-expect-error an event needs its host, title, start and end (contract: Calendar events)
+  api.POST('/calendar/events', { body: { data: { title: 'Sin anfitrión' } } });
+  // @ts-expect-error metadata is an object of flat values
+  api.POST('/incomes', { body: { data: { account_id: 'a', amount_cents: 1, occurred_at: '2026-01-01T00:00:00Z', metadata: 'texto' } } });
 }
 `;
 
@@ -122,6 +131,8 @@ describe('OpenAPI document for client generators', () => {
       assert.equal(result.productName, 'Playera');
       assert.equal(result.missing, 404);
       assert.equal(result.code, 'not_found');
+      assert.deepEqual(result.net, [], 'a company with no money has no currency in its statement');
+      assert.match(String(result.createdAt), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

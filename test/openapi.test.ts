@@ -81,6 +81,38 @@ describe('OpenAPI and reference page', () => {
     assert.match(post['426'].description, /https_required/);
   });
 
+  test('files, reports, headers and what the validators leave loose are documented as clients meet them', async () => {
+    const doc = (await (await fetch(`${app.baseUrl}/openapi.json`)).json()) as any;
+    // The invoice's XML and PDF are files, not JSON.
+    for (const [format, type] of [['xml', 'application/xml'], ['pdf', 'application/pdf']]) {
+      const ok = doc.paths[`/invoices/{id}/${format}`].get.responses['200'];
+      assert.deepEqual(Object.keys(ok.content), [type], format);
+      assert.ok(ok.headers['Content-Disposition'], `${format} documents Content-Disposition`);
+    }
+    // The reports describe their bodies.
+    const statement = doc.paths['/reports/income-statement'].get.responses['200'].content['application/json'].schema;
+    const name = statement.properties.data.$ref.split('/').at(-1);
+    assert.ok(doc.components.schemas[name].properties.currencies, `${name} has currencies`);
+    // The contract's four required fields of an event are required, though the handler checks them itself.
+    const event = doc.paths['/calendar/events'].post.requestBody.content['application/json'].schema.properties.data;
+    assert.deepEqual([...event.required].sort(), ['ends_at', 'starts_at', 'title', 'user_id']);
+    // metadata is a flat object.
+    const income = doc.paths['/incomes'].post.requestBody.content['application/json'].schema.properties.data;
+    assert.equal(income.properties.metadata.type, 'object');
+    // Every answer carries the version headers, a 204 too; a 401 its WWW-Authenticate; a 426 its Upgrade and no rate limit.
+    const deleted = doc.paths['/customers/{id}'].delete.responses;
+    assert.ok(deleted['204'].headers['X-Service-API-Version']);
+    assert.ok(deleted['401'].headers['WWW-Authenticate']);
+    assert.ok(deleted['426'].headers.Upgrade);
+    assert.equal(deleted['426'].headers['RateLimit-Limit'], undefined);
+    assert.ok(doc.paths['/user/sessions'].post.responses['429'].headers['Retry-After']);
+    // Answers' instants and days have their formats.
+    const customer = doc.components.schemas.Customer.properties;
+    assert.equal(customer.created_at.format, 'date-time');
+    const recurring = doc.paths['/recurring-transactions/{id}'].get.responses['200'].content['application/json'].schema.properties.data.$ref.split('/').at(-1);
+    assert.equal(doc.components.schemas[recurring].properties.starts_on.format, 'date');
+  });
+
   test('the reference page renders every operation and loads nothing from elsewhere', async () => {
     const res = await fetch(`${app.baseUrl}/docs`);
     assert.equal(res.status, 200);

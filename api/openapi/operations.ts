@@ -26,14 +26,29 @@ export const errorSchema: JsonSchema = {
   },
 };
 
-/** Headers every API response carries (contract, Versioning; DESIGN.md: rate limit and request id). */
-const COMMON_HEADERS: Record<string, JsonSchema> = {
+/** Headers every API response carries (contract, Versioning; DESIGN.md: request id). */
+export const VERSION_HEADERS: Record<string, JsonSchema> = {
   'X-Request-Id': { schema: { type: 'string' }, description: 'Id de la petición; aparece en la línea de registro' },
   'X-Service-API-Version': { schema: { type: 'string', const: API_VERSION } },
   'X-Service-API-Released-At': { schema: { type: 'string', const: API_RELEASED_AT } },
+};
+
+/** Those, and the rate limit's, on every answer to an authenticated request (DESIGN.md: rate limit). */
+const COMMON_HEADERS: Record<string, JsonSchema> = {
+  ...VERSION_HEADERS,
   'RateLimit-Limit': { schema: { type: 'integer' }, description: 'Peticiones por minuto de la clave' },
   'RateLimit-Remaining': { schema: { type: 'integer' }, description: 'Peticiones que quedan en la ventana' },
   'RateLimit-Reset': { schema: { type: 'integer' }, description: 'Segundos hasta que la petición más antigua sale de la ventana' },
+};
+
+/** Headers of the error answers that carry more, or fewer, than COMMON_HEADERS. */
+const ERROR_HEADERS: Record<number, Record<string, JsonSchema>> = {
+  // RFC 6750: `Bearer realm="api"`, plus `error="invalid_token"` when a credential was sent; no rate limit without a key.
+  401: { ...VERSION_HEADERS, 'WWW-Authenticate': { schema: { type: 'string' }, description: 'Bearer realm="api" (con error="invalid_token" si se envió una credencial)' } },
+  // Answered before anything else (no key read, no rate limit); RFC 9110 §15.5.22.
+  426: { ...VERSION_HEADERS, Upgrade: { schema: { type: 'string', const: 'TLS/1.2, HTTP/1.1' } } },
+  429: { ...COMMON_HEADERS, 'Retry-After': { schema: { type: 'integer' }, description: 'Segundos enteros a esperar' } },
+  503: { ...COMMON_HEADERS, 'Retry-After': { schema: { type: 'integer' }, description: 'Segundos enteros a esperar' } },
 };
 
 // service_unavailable: the database unreachable (any route), or an upload route's bodies at their bound; always with Retry-After.
@@ -86,8 +101,17 @@ function operation(route: RouteDef, book: SchemaBook, responseNames: Map<z.ZodTy
   }
 
   const responses: Record<string, JsonSchema> = {};
-  if (route.status === 204) responses['204'] = { description: 'Sin contenido' };
-  else if (route.status < 400) {
+  if (route.status === 204) responses['204'] = { description: 'Sin contenido', headers: COMMON_HEADERS };
+  else if (route.file) {
+    responses[String(route.status)] = {
+      description: 'El archivo, como adjunto',
+      headers: {
+        ...COMMON_HEADERS,
+        'Content-Disposition': { schema: { type: 'string' }, description: 'attachment; filename="<serie>-<folio>.<ext>"' },
+      },
+      content: { [route.file.mediaType]: { schema: { type: 'string', format: 'binary' } } },
+    };
+  } else if (route.status < 400) {
     const item = route.response ? book.ref(responseNames.get(route.response)!, route.response, 'output') : { type: 'object' };
     const data = route.list ? { type: 'array', items: item } : item;
     const metaSchema = route.meta ?? (route.list ? listMetaSchema : null);
@@ -133,7 +157,7 @@ function operation(route: RouteDef, book: SchemaBook, responseNames: Map<z.ZodTy
   for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
     responses[String(status)] = {
       description: list.join(', '),
-      headers: status === 429 || status === 503 ? { ...COMMON_HEADERS, 'Retry-After': { schema: { type: 'integer' }, description: 'Segundos enteros a esperar' } } : COMMON_HEADERS,
+      headers: ERROR_HEADERS[status] ?? COMMON_HEADERS,
       content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
     };
   }
@@ -171,7 +195,7 @@ function operation(route: RouteDef, book: SchemaBook, responseNames: Map<z.ZodTy
           required: !(!route.upload && route.bodyOptional),
           content: {
             'application/json': {
-              schema: { type: 'object', required: ['data'], properties: { data: book.inline(route.body, 'input') } },
+              schema: { type: 'object', required: ['data'], properties: { data: book.inline(('documentedBody' in route && route.documentedBody) || route.body, 'input') } },
               example: route.example ? { data: route.example } : undefined,
             },
           },

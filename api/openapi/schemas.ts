@@ -22,7 +22,8 @@ export class SchemaBook {
 
   /** JSON Schema of `type`, inline; its named and recursive parts are `$ref`s to components. */
   inline(type: z.ZodType, io: Io): JsonSchema {
-    const converted = z.toJSONSchema(type, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
+    let converted = z.toJSONSchema(type, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
+    if (io === 'output') converted = withDateFormats(converted) as JsonSchema;
     const { $schema: _, $defs, ...schema } = converted;
     for (const [id, def] of Object.entries(($defs ?? {}) as Record<string, JsonSchema>)) {
       if (id.startsWith('__schema')) {
@@ -90,5 +91,32 @@ function loosenArrayRecursion(name: string, schema: JsonSchema): JsonSchema {
   for (const key of ['anyOf', 'oneOf'] as const) {
     if (Array.isArray(out[key])) out[key] = out[key].map(loosen);
   }
+  return out;
+}
+
+/**
+ * What the API answers as `*_at` is an instant (ISO 8601 in UTC, `…Z`) and
+ * as `*_on` a day (`YYYY-MM-DD`), whatever zod type a response schema gave
+ * it: the names say so (docs/api.md), and here the document does too, with
+ * `format: date-time` and `format: date`, so generated clients can type them
+ * as dates. Only answers: a request may write an instant with an offset.
+ */
+function withDateFormats(value: unknown, name?: string): unknown {
+  if (Array.isArray(value)) return value.map((item) => withDateFormats(item, name));
+  if (value === null || typeof value !== 'object') return value;
+  const schema = value as JsonSchema;
+  const out: JsonSchema = {};
+  for (const [key, item] of Object.entries(schema)) {
+    if (key === 'properties' && item && typeof item === 'object') {
+      out[key] = Object.fromEntries(Object.entries(item as JsonSchema).map(([prop, sub]) => [prop, withDateFormats(sub, prop)]));
+    } else if (key === 'anyOf' || key === 'oneOf') {
+      out[key] = (item as unknown[]).map((branch) => withDateFormats(branch, name));
+    } else if (key === 'items' || key === 'additionalProperties') {
+      out[key] = withDateFormats(item);
+    } else out[key] = item;
+  }
+  const format = name?.endsWith('_at') ? 'date-time' : name?.endsWith('_on') ? 'date' : undefined;
+  const isString = out.type === 'string' || (Array.isArray(out.type) && out.type.includes('string'));
+  if (format && isString && out.format === undefined && out.enum === undefined && out.const === undefined) out.format = format;
   return out;
 }

@@ -2,10 +2,15 @@
 // (api/auth/sessions.ts). They are mounted by api/app.ts outside the route
 // table, so their operations are written here by hand.
 import { SESSION_TTL_HOURS, SIGN_IN_LIMITS, signInSchema } from '../auth/sessions.ts';
+import { VERSION_HEADERS } from './operations.ts';
 import type { SchemaBook } from './schemas.ts';
 
 export function sessionPaths(book: SchemaBook): Record<string, Record<string, unknown>> {
-  const error = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+  const error = (description: string, headers: Record<string, unknown> = VERSION_HEADERS) => ({
+    description,
+    headers,
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+  });
   return {
     '/user/sessions': {
       post: {
@@ -18,13 +23,16 @@ export function sessionPaths(book: SchemaBook): Record<string, Record<string, un
         responses: {
           '201': {
             description: 'Sesión abierta',
+            headers: VERSION_HEADERS,
             content: {
               'application/json': {
                 schema: {
                   type: 'object',
+                  required: ['data'],
                   properties: {
                     data: {
                       type: 'object',
+                      required: ['object', 'token', 'user_id', 'company_id', 'expires_at'],
                       properties: { object: { const: 'user_session' }, token: { type: 'string' }, user_id: { type: 'string' }, company_id: { type: 'string' }, expires_at: { type: 'string', format: 'date-time' } },
                     },
                   },
@@ -32,9 +40,13 @@ export function sessionPaths(book: SchemaBook): Record<string, Record<string, un
               },
             },
           },
+          '400': error('invalid_json'),
           '401': error('invalid_key'),
+          '413': error('request_too_large'),
+          '415': error('unsupported_media_type'),
           '422': error('validation_failed, parameter_missing'),
-          '429': error('rate_limited'),
+          '429': error('rate_limited', { ...VERSION_HEADERS, 'Retry-After': { schema: { type: 'integer' }, description: 'Segundos enteros a esperar' } }),
+          '503': error('service_unavailable', { ...VERSION_HEADERS, 'Retry-After': { schema: { type: 'integer' }, description: 'Segundos enteros a esperar' } }),
         },
       },
     },
@@ -44,7 +56,7 @@ export function sessionPaths(book: SchemaBook): Record<string, Record<string, un
         tags: ['Sesiones de usuario'],
         summary: 'Cierra la sesión del token enviado',
         security: [{ userSession: [] }],
-        responses: { '204': { description: 'Sesión cerrada' }, '401': error('invalid_key') },
+        responses: { '204': { description: 'Sesión cerrada', headers: VERSION_HEADERS }, '401': error('invalid_key') },
       },
     },
   };

@@ -72,6 +72,12 @@ export const calendarEventCreate = z.strictObject({
   starts_at: eventFields.starts_at.optional().describe('Obligatorio'),
   ends_at: eventFields.ends_at.optional().describe('Obligatorio; posterior a starts_at'),
 });
+/** The create as clients must send it (the OpenAPI document): the four fields the contract requires, required. */
+export const calendarEventCreateDocumented = z.strictObject({
+  user_id: z.string().describe('Anfitrión: miembro de la empresa; no cambia después. Ausente, o de otra empresa: 422 invalid_user'),
+  ...eventFields,
+  title: eventFields.title.describe('Ausente: 422 validation_failed'),
+});
 export const calendarEventUpdate = z.strictObject(eventFields).partial();
 export type CalendarEventCreate = z.infer<typeof calendarEventCreate>;
 export type CalendarEventUpdate = z.infer<typeof calendarEventUpdate>;

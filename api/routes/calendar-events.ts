@@ -22,6 +22,7 @@ import {
 } from './calendar-event-queries.ts';
 import {
   calendarEventCreate,
+  calendarEventCreateDocumented,
   calendarEventExample,
   calendarEventListQuery,
   calendarEventSchema,
@@ -98,6 +99,7 @@ export const calendarEventRoutes: RouteDef[] = [
     summary: 'Crea un evento',
     description: `\`user_id\` (anfitrión) es obligatorio y debe ser miembro de la empresa: si falta o no lo es, 422 invalid_user. ${ALL_DAY}`,
     body: calendarEventCreate,
+    documentedBody: calendarEventCreateDocumented,
     example: calendarEventExample,
     response: calendarEventSchema,
     status: 201,

@@ -154,6 +154,7 @@ export const invoiceRoutes: RouteDef[] = [
       description: 'Una factura aún sin timbrar (pending o failed): 409 `invoice_not_stamped`. Con el proveedor de desarrollo, el documento dice que no tiene validez fiscal.',
       params: idParam,
       status: 200,
+      file: { mediaType: format === 'xml' ? 'application/xml' : 'application/pdf' },
       errors: ['invalid_id', 'not_found', 'module_not_enabled', 'invoice_not_stamped'],
       handler: async (ctx, { params, companyId, db }) => {
         const invoice = await findInvoice(db, companyId, params.id);

@@ -19,9 +19,12 @@ export const currency = z.string().refine(isCurrency, 'código ISO 4217 en minú
 export const instant = dateInstant.describe('ISO 8601; se devuelve en UTC');
 export const localDay = calendarDay;
 export const objectIdString = z.string().refine(isObjectId, 'no es un ObjectId válido');
+// Read as unknown so that every breach of the contract's table is its own 422 invalid_metadata
+// (checkMetadata), not the generic validation_failed; the document still types it for clients.
 export const metadataInput = z
   .unknown()
-  .describe('Objeto plano: hasta 50 claves de 40 bytes, valores de hasta 500 bytes (texto, número o booleano; se guardan como texto). `external_ref` es única por empresa y tipo de registro');
+  .meta({ type: 'object', additionalProperties: { type: ['string', 'number', 'boolean', 'null'] } })
+  .describe('Objeto plano: hasta 50 claves de 40 bytes, valores de hasta 500 bytes (texto, número o booleano; se guardan como texto). `external_ref` (texto) es única por empresa y tipo de registro; null o "" borra una clave');
 
 export const metadataSchema = z.record(z.string(), z.string()).describe('Metadata del cliente');
 

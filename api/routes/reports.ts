@@ -4,7 +4,7 @@
 //   GET /reports/balance-sheet?as_of=YYYY-MM-DD
 //   GET /reports/income-statement?start_on=&end_on=
 //   GET /reports/cash-flow?start_on=&end_on=
-// The reports themselves are report-queries.ts.
+// The reports themselves are report-queries.ts; their bodies, report-schemas.ts.
 import { z } from 'zod';
 import { companyZone } from '../../db/companies.ts';
 import { localDate } from '../../lib/local-dates.ts';
@@ -12,6 +12,7 @@ import { validationFailed } from '../errors.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { localDay } from './money-fields.ts';
 import { balanceSheet, cashFlow, incomeStatement } from './report-queries.ts';
+import { balanceSheetSchema, cashFlowSchema, incomeStatementSchema } from './report-schemas.ts';
 
 const TAG = 'Reports';
 
@@ -36,6 +37,7 @@ export const reportRoutes: RouteDef[] = [
       'Por moneda, al cierre del día `as_of` (por defecto hoy): activos (saldo de cada cuenta; por cobrar: ingresos pendientes y saldo de ventas), pasivos (gastos pendientes) ' +
       'y capital (saldos iniciales y resultado acumulado). Activos = pasivos + capital, exacto. El IVA no se separa como pasivo. ' + BASIS,
     query: z.strictObject({ as_of: localDay.optional() }),
+    response: balanceSheetSchema,
     status: 200,
     errors: ['invalid_parameter'],
     handler: async (_ctx, { query, companyId, db }) => {
@@ -51,6 +53,7 @@ export const reportRoutes: RouteDef[] = [
     summary: 'Estado de resultados',
     description: 'Por moneda: ingresos por categoría (las ventas como `ventas`, las devoluciones como `devoluciones`, en negativo), gastos por categoría y resultado neto; cada total es la suma de sus líneas. `end_on` antes de `start_on`: 422. ' + BASIS,
     query: rangeQuery,
+    response: incomeStatementSchema,
     status: 200,
     errors: ['invalid_parameter', 'validation_failed'],
     handler: async (_ctx, { query, companyId, db }) => {
@@ -66,6 +69,7 @@ export const reportRoutes: RouteDef[] = [
     summary: 'Flujo de efectivo',
     description: 'Por cuenta y por moneda: saldo inicial (el saldo de apertura de la cuenta si abrió antes de `start_on`, más lo movido antes de `start_on`), entradas y salidas (con el saldo de apertura de una cuenta que abre dentro del rango: entrada si es positivo, salida si es negativo) y saldo final = inicial + entradas − salidas; así un rango termina donde empieza el siguiente. `end_on` antes de `start_on`: 422.',
     query: rangeQuery,
+    response: cashFlowSchema,
     status: 200,
     errors: ['invalid_parameter', 'validation_failed'],
     handler: async (_ctx, { query, companyId, db }) => {
