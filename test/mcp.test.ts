@@ -40,6 +40,28 @@ describe('MCP server', () => {
   };
   const call = (name: string, args: unknown = {}, key = tenant.key, id: number | string = 1) => rpc({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } }, key);
 
+  test("list tools take the REST list's filters under its names: q (search is its alias), status, brand_id and product_category_id", async () => {
+    const api = client(app.baseUrl, tenant.key);
+    const brand = (await api.post('/brands', { data: { name: `Marca MCP ${Date.now()}` } })).body.data;
+    const kept = (await api.post('/products', { data: { name: 'Taza filtro MCP', prices_cents: { mxn: 100 }, brand_id: brand.id } })).body.data;
+    const archived = (await api.post('/products', { data: { name: 'Plato filtro MCP', prices_cents: { mxn: 100 }, brand_id: brand.id, status: 'archived' } })).body.data;
+    const names = async (name: string, args: Record<string, unknown>) => {
+      const res = await call(name, args);
+      assert.ok(res.body.result, `${name} ${JSON.stringify(args)}: ${JSON.stringify(res.body.error)}`);
+      const key = name.slice('list_'.length);
+      return res.body.result.structuredContent[key].map((r: any) => r.name).sort();
+    };
+    assert.deepEqual(await names('list_products', { brand_id: brand.id, status: 'archived' }), [archived.name]);
+    assert.deepEqual(await names('list_products', { brand_id: brand.id, status: 'active' }), [kept.name]);
+    assert.deepEqual(await names('list_products', { q: 'filtro MCP', status: 'active' }), [kept.name]);
+    // As in REST: with both, q wins over its alias.
+    assert.deepEqual(await names('list_customers', { q: 'beto', search: 'ana' }), ['Beto Ruiz']);
+    assert.deepEqual(await names('list_customers', { search: 'ana' }), ['Ana Pérez']);
+    assert.deepEqual(await names('list_leads', { q: 'nadie-con-este-nombre' }), []);
+    const rest = (await api.get(`/products?brand_id=${brand.id}&status=archived`)).body.data.map((p: any) => p.name);
+    assert.deepEqual(rest, [archived.name], 'the REST list agrees');
+  });
+
   test('the official SDK client connects with an API key, lists the tools and calls them', async () => {
     const sdk = new Client({ name: 'test-client', version: '1.0.0' });
     await sdk.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${tenant.key}` } } }));

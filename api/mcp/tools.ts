@@ -11,11 +11,11 @@ import { likePattern, listPage } from '../pagination.ts';
 import { calendarWindow, listCalendarEvents } from '../routes/calendar-event-queries.ts';
 import { EVENT_KINDS, EVENT_SOURCES, windowBound } from '../routes/calendar-event-schemas.ts';
 import { readCompany } from '../routes/company-queries.ts';
-import { splitIdsAndSlugs } from '../routes/catalog-fields.ts';
 import { CONTACT_SEARCH } from '../routes/crm-fields.ts';
 import { serializeCustomer, type CustomerRow } from '../routes/customers.ts';
 import { LEAD_STATUSES, serializeLead, type LeadRow } from '../routes/leads.ts';
-import { listProducts } from '../routes/product-queries.ts';
+import { listProducts, productFilters } from '../routes/product-queries.ts';
+import { PRODUCT_STATUSES } from '../routes/product-schemas.ts';
 import { listAccounts } from '../routes/account-queries.ts';
 import { listMovements } from '../routes/movement-queries.ts';
 import { balanceSheet, cashFlow, incomeStatement } from '../routes/report-queries.ts';
@@ -60,6 +60,13 @@ type PageResult = { data: unknown[]; meta: { has_more: boolean; total?: number; 
 /** Whether any of these tool arguments narrows the list. */
 const filtered = (args: Record<string, unknown>, names: string[]) => names.some((name) => args[name] !== undefined && args[name] !== '');
 
+/** Text search under the REST list's names: `q`, and `search` as its alias (ignored when `q` is given). */
+const textSearch = {
+  q: z.string().trim().max(200).optional().describe('Texto a buscar'),
+  search: z.string().trim().max(200).optional().describe('Alias de q; se ignora si q está presente'),
+};
+const termOf = (args: { q?: string; search?: string }) => args.q || args.search || undefined;
+
 /**
  * A REST page turned into the MCP list shape `{<plural>: [...], meta: {page,
  * per_page, total, has_more}}`. `total` of an unfiltered list is the
@@ -94,16 +101,16 @@ export const TOOLS: readonly Tool[] = [
     title: 'Clientes',
     description: 'Lista los clientes de la empresa, del más reciente al más antiguo; `search` busca en nombre, correo y teléfono.',
     scope: 'read-customers',
-    input: z.strictObject({ search: z.string().trim().max(200).optional().describe('Texto a buscar en nombre, correo o teléfono'), ...paging }),
+    input: z.strictObject({ ...textSearch, q: textSearch.q.describe('Texto a buscar en nombre, correo o teléfono'), ...paging }),
     output: listOutput('customers'),
     run: ({ db, totals, companyId }, args) =>
-      asList('customers', args, filtered(args, ['search']), (page) =>
+      asList('customers', args, filtered(args, ['q', 'search']), (page) =>
         listPage<CustomerRow>(db, totals, {
           table: 'customers',
           columns: '*',
           companyId,
-          searching: !!args.search,
-          where: (p) => (args.search ? [`${CONTACT_SEARCH} ILIKE ${p.add(likePattern(args.search))}`] : []),
+          searching: !!termOf(args),
+          where: (p) => (termOf(args) ? [`${CONTACT_SEARCH} ILIKE ${p.add(likePattern(termOf(args)!))}`] : []),
           serialize: serializeCustomer,
         }, page),
       ),
@@ -114,19 +121,19 @@ export const TOOLS: readonly Tool[] = [
     description: 'Lista el catálogo: búsqueda de texto y filtros por marca o categoría (ids o slugs separados por comas).',
     scope: 'read-products',
     input: z.strictObject({
-      search: z.string().trim().max(200).optional(),
+      ...textSearch,
+      q: textSearch.q.describe('Texto a buscar en nombre, SKU y marca'),
       brand: z.string().max(2000).optional().describe('Marcas: ids o slugs separados por comas'),
+      brand_id: z.string().max(2000).optional().describe('Alias de brand; se ignora si brand está presente'),
       category: z.string().max(2000).optional().describe('Categorías: ids o slugs separados por comas'),
+      product_category_id: z.string().max(2000).optional().describe('Alias de category; se ignora si category está presente'),
+      status: z.enum(PRODUCT_STATUSES).optional().describe('Solo productos con ese estado'),
       ...paging,
     }),
     output: listOutput('products'),
     run: ({ db, totals, companyId }, args) =>
-      asList('products', args, filtered(args, ['search', 'brand', 'category']), (page) =>
-        listProducts(db, totals, companyId, {
-          term: args.search || undefined,
-          brand: args.brand ? splitIdsAndSlugs(args.brand, 'brand') : undefined,
-          category: args.category ? splitIdsAndSlugs(args.category, 'category') : undefined,
-        }, page),
+      asList('products', args, filtered(args, ['q', 'search', 'brand', 'brand_id', 'category', 'product_category_id', 'status']), (page) =>
+        listProducts(db, totals, companyId, productFilters(args), page),
       ),
   },
   {
@@ -134,18 +141,18 @@ export const TOOLS: readonly Tool[] = [
     title: 'Prospectos',
     description: 'Lista el embudo de prospectos, opcionalmente de una etapa.',
     scope: 'read-leads',
-    input: z.strictObject({ status: z.enum(LEAD_STATUSES).optional().describe('Etapa del embudo'), search: z.string().trim().max(200).optional(), ...paging }),
+    input: z.strictObject({ status: z.enum(LEAD_STATUSES).optional().describe('Etapa del embudo'), ...textSearch, ...paging }),
     output: listOutput('leads'),
     run: ({ db, totals, companyId }, args) =>
-      asList('leads', args, filtered(args, ['status', 'search']), (page) =>
+      asList('leads', args, filtered(args, ['status', 'q', 'search']), (page) =>
         listPage<LeadRow>(db, totals, {
           table: 'leads',
           columns: '*',
           companyId,
-          searching: !!args.search,
+          searching: !!termOf(args),
           where: (p) => [
             ...(args.status ? [`status = ${p.add(args.status)}`] : []),
-            ...(args.search ? [`${CONTACT_SEARCH} ILIKE ${p.add(likePattern(args.search))}`] : []),
+            ...(termOf(args) ? [`${CONTACT_SEARCH} ILIKE ${p.add(likePattern(termOf(args)!))}`] : []),
           ],
           serialize: serializeLead,
         }, page),

@@ -72,7 +72,7 @@ function operation(route: RouteDef, book: SchemaBook, responseNames: Map<z.ZodTy
       in: 'path',
       required: true,
       schema: kind === 'id' ? { type: 'string', pattern: '^[0-9a-f]{24}$' } : { type: 'string' },
-      description: kind === 'id' ? 'ObjectId' : 'ObjectId o slug',
+      description: kind === 'id' ? 'ObjectId' : kind === 'id_slug_or_sku' ? 'ObjectId, slug o sku' : 'ObjectId o slug',
     });
   }
   if (route.query) {

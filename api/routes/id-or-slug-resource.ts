@@ -51,7 +51,7 @@ export type IdOrSlugResource<Update> = {
 /** Detail routes and image routes apart, so the table can list them where it always has (the OpenAPI path order). */
 export function idOrSlugResource<Update>(spec: IdOrSlugResource<Update>): { routes: RouteDef[]; imageRoutes: RouteDef[] } {
   const scope = (action: string) => `${action}-${spec.scopeResource}`;
-  const idParam = { id: 'id_or_slug' } as const;
+  const idParam = { id: spec.bySku ? 'id_slug_or_sku' : 'id_or_slug' } as const;
   const resolve = (db: Queryable, companyId: string, value: string, lock = false) =>
     resolveIdOrSlug(db, spec.table, companyId, value, { sku: spec.bySku, lock });
   /** Write lock, then the row: the one order every writer of the resource takes them in. */

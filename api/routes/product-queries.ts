@@ -10,7 +10,8 @@ import { deleteMedia, productMediaIds } from '../../storage/media-items.ts';
 import { flattenCustomProperties, mergeCustomProperties } from '../custom-properties.ts';
 import { ApiError, validationFailed, type FieldErrors } from '../errors.ts';
 import { likePattern, listPage, type ListMeta, type PaginationQuery, type Params, type TotalsCache } from '../pagination.ts';
-import type { IdsAndSlugs } from './catalog-fields.ts';
+import { splitIdsAndSlugs, type IdsAndSlugs } from './catalog-fields.ts';
+import type { ProductListQuery } from './product-schemas.ts';
 import { writeProductItems } from './product-item-queries.ts';
 import { PRODUCT_RESERVED, type ProductWrite } from './product-schemas.ts';
 import { freeSlug, resolveIdOrSlug, uniqueViolation } from './slug-queries.ts';
@@ -275,6 +276,22 @@ const SEARCH_PROBE_ROWS = 2000;
 const SEARCH_DENSE_MATCHES = 20;
 
 export type ProductFilters = { term?: string; brand?: IdsAndSlugs; category?: IdsAndSlugs; status?: ProductRow['status'] };
+
+type ProductFilterQuery = Pick<ProductListQuery, 'q' | 'search' | 'brand' | 'brand_id' | 'category' | 'product_category_id' | 'status'>;
+
+/** The list's filters from its query (the REST list's, and MCP's list_products, which takes the same names); an alias is ignored when the main name is present; over 100 values is 400 (named as sent). */
+export function productFilters(query: ProductFilterQuery): ProductFilters {
+  return {
+    term: query.q || query.search || undefined,
+    brand: query.brand ? splitIdsAndSlugs(query.brand, 'brand') : query.brand_id ? splitIdsAndSlugs(query.brand_id, 'brand_id') : undefined,
+    category: query.category
+      ? splitIdsAndSlugs(query.category, 'category')
+      : query.product_category_id
+        ? splitIdsAndSlugs(query.product_category_id, 'product_category_id')
+        : undefined,
+    status: query.status,
+  };
+}
 
 /**
  * Category ids and slugs resolved to this company's category ids in one

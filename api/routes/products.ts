@@ -7,7 +7,6 @@ import { z } from 'zod';
 import { transaction } from '../../db/pool.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { imageSlotRoutes, ownerImage, ownerImageSchema } from '../uploads/image-route.ts';
-import { splitIdsAndSlugs } from './catalog-fields.ts';
 import { idOrSlugResource } from './id-or-slug-resource.ts';
 import {
   createProduct,
@@ -15,26 +14,12 @@ import {
   findVariant,
   listProducts,
   loadProductDetail,
+  productFilters,
   updateProduct,
-  type ProductFilters,
 } from './product-queries.ts';
-import { productCreate, productDetailSchema, productExample, productListQuery, productSchema, productUpdate, type ProductListQuery } from './product-schemas.ts';
+import { productCreate, productDetailSchema, productExample, productListQuery, productSchema, productUpdate } from './product-schemas.ts';
 
 const IMAGE_FIELDS = ['file', 'image'] as const;
-
-/** The list's filters from its query; an alias is ignored when the main name is present; over 100 values is 400 (named as sent). */
-function productFilters(query: ProductListQuery): ProductFilters {
-  return {
-    term: query.q || query.search || undefined,
-    brand: query.brand ? splitIdsAndSlugs(query.brand, 'brand') : query.brand_id ? splitIdsAndSlugs(query.brand_id, 'brand_id') : undefined,
-    category: query.category
-      ? splitIdsAndSlugs(query.category, 'category')
-      : query.product_category_id
-        ? splitIdsAndSlugs(query.product_category_id, 'product_category_id')
-        : undefined,
-    status: query.status,
-  };
-}
 
 const product = idOrSlugResource({
   path: '/products',
@@ -109,7 +94,7 @@ export const productImageRoutes: RouteDef[] = [
   ...product.imageRoutes,
   ...imageSlotRoutes({
     path: '/products/:id/variants/:variant_id/image',
-    params: { id: 'id_or_slug', variant_id: 'id' },
+    params: { id: 'id_slug_or_sku', variant_id: 'id' },
     scope: 'update-products',
     tag: 'Products',
     summaries: { upload: 'Sube la imagen de una variante', remove: 'Quita la imagen de una variante' },

@@ -129,6 +129,7 @@ export const userRoutes: RouteDef[] = [
     filename: 'avatar',
     accept: { types: ['image/jpeg', 'image/png'], description: 'JPEG o PNG' },
     errors: ['owner_required', 'validation_failed'],
+    noThumbnail: true,
     locate: async (db, companyId, params, ctx) => {
       if (!(await findMember(db, companyId, params.id))) throw new ApiError('not_found');
       await assertProfileEditable(db, companyId, params.id, ctx.state.auth?.userId, ['avatar']);

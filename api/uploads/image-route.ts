@@ -120,6 +120,8 @@ export type ImageSlot<Target extends { ownerId: string }> = {
   accept?: { types: readonly string[]; svg?: boolean; description: string };
   /** Errors `locate` may answer besides not_found (the avatar of an owner: owner_required). */
   errors?: ErrorCode[];
+  /** The answer has no `thumbnail_url` (a member's avatar: `avatar_url` only), so the description names none. */
+  noThumbnail?: true;
 };
 
 /** "`logo`, `file` o `image`" */
@@ -128,11 +130,11 @@ function fieldList(fields: readonly string[]): string {
   return quoted.length > 1 ? `${quoted.slice(0, -1).join(', ')} o ${quoted.at(-1)}` : quoted.join('');
 }
 
-function uploadDescription(fields: readonly string[]): string {
+function uploadDescription(fields: readonly string[], thumbnail: boolean): string {
   return (
     `multipart/form-data con el archivo en ${fieldList(fields)}. Formatos: JPEG, PNG, WebP, AVIF, GIF (se juzga el contenido, no el tipo declarado); ` +
-    `máximo ${MAX_IMAGE_BYTES / 1024 / 1024} MB y 40 megapíxeles contando todos los cuadros. Otro contenido: 422 validation_failed. ` +
-    'La miniatura (thumbnail_url) la genera el worker poco después; mientras tanto es null.'
+    `máximo ${MAX_IMAGE_BYTES / 1024 / 1024} MB y 40 megapíxeles contando todos los cuadros. Otro contenido: 422 validation_failed.` +
+    (thumbnail ? ' La miniatura (thumbnail_url) la genera el worker poco después; mientras tanto es null.' : '')
   );
 }
 
@@ -147,8 +149,8 @@ export function imageSlotRoutes<Target extends { ownerId: string }>(slot: ImageS
       method: 'POST',
       summary: slot.summaries.upload,
       description: slot.accept
-        ? uploadDescription(slot.fields).replace('JPEG, PNG, WebP, AVIF, GIF', slot.accept.description)
-        : uploadDescription(slot.fields),
+        ? uploadDescription(slot.fields, !slot.noThumbnail).replace('JPEG, PNG, WebP, AVIF, GIF', slot.accept.description)
+        : uploadDescription(slot.fields, !slot.noThumbnail),
       errors: ['not_found', 'validation_failed', ...invalidId, ...(slot.errors ?? [])],
       multipart: { fields: slot.fields, maxFileBytes: MAX_IMAGE_BYTES },
       handler: async (ctx, { params, companyId, file, db }) => {
