@@ -1,5 +1,5 @@
 // `npm run web`: the web process of the Procfile.
-import { connectDatabase } from '../db/connect.ts';
+import { connectDatabaseOrExit } from '../db/connect.ts';
 import { exitUnlessMigrated } from '../db/migrate.ts';
 import { createPool } from '../db/pool.ts';
 import { loadConfigOrExit } from '../lib/config.ts';
@@ -11,7 +11,7 @@ const config = loadConfigOrExit();
 // PG_MAX_CONNECTIONS bounds every connection this process opens (README, Configuration).
 const budget = splitConnections(config.pgMaxConnections, 'web');
 const name = (part: string) => applicationName(processName('web', config.dyno), part);
-const database = await connectDatabase(config);
+const database = await connectDatabaseOrExit(config);
 const pool = createPool(database.url, budget.pool, name('request'));
 await exitUnlessMigrated(pool, 'web');
 const rateLimitPool = createPool(database.url, budget.rateLimit, name('rate-limit'));

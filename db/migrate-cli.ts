@@ -2,12 +2,12 @@
 // pg-boss's own schema, so web and worker never race to create either.
 import { loadConfigOrExit } from '../lib/config.ts';
 import { createBoss } from './boss.ts';
-import { connectDatabase } from './connect.ts';
+import { connectDatabaseOrExit } from './connect.ts';
 import { migrate } from './migrate.ts';
 import { createPool } from './pool.ts';
 
 const config = loadConfigOrExit();
-const database = await connectDatabase(config);
+const database = await connectDatabaseOrExit(config);
 // The release phase runs beside the old dynos: 3 connections at most (one for
 // the migrator, two for pg-boss's schema), counted in the README's budget.
 const pool = createPool(database.url, 1, 'workspace:release:migrate');

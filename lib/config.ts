@@ -163,7 +163,7 @@ function developmentSecret(dataDir: string, name: string): string {
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const nodeEnv = env.NODE_ENV ?? 'development';
+  const nodeEnv = env.NODE_ENV || 'development'; // empty is unset, as for every other variable
   if (nodeEnv !== 'development' && nodeEnv !== 'production' && nodeEnv !== 'test') {
     fail(`NODE_ENV debe ser development, production o test (recibido "${nodeEnv}")`);
   }

@@ -19,8 +19,7 @@ if (process.env.NODE_ENV !== 'production') process.env.ALLOW_PRIVATE_WEBHOOK_TAR
 
 const { loadConfigOrExit } = await import('../lib/config.ts');
 const { applicationName, processName, splitConnections } = await import('../lib/connection-budget.ts');
-const { connectDatabase } = await import('../db/connect.ts');
-const { StartRefused } = await import('../db/embedded.ts');
+const { connectDatabaseOrExit } = await import('../db/connect.ts');
 const { createPool } = await import('../db/pool.ts');
 const { migrate } = await import('../db/migrate.ts');
 const { createApp, createDeps, closeDeps } = await import('../api/app.ts');
@@ -35,11 +34,7 @@ console.log(config.databaseUrl ? 'Using DATABASE_URL.' : `Starting the embedded 
 // Until everything is up, a signal exits at once (the exit stops the database: db/embedded.ts).
 const exitNow = () => process.exit(130);
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, exitNow);
-const database = await connectDatabase(config, { ownProcessGroup: true }).catch((error: Error) => {
-  if (!(error instanceof StartRefused)) throw error;
-  console.error(`error: ${error.message}`);
-  process.exit(1);
-});
+const database = await connectDatabaseOrExit(config, { ownProcessGroup: true });
 const pool = createPool(database.url, budget.pool, name('pool'));
 await migrate(pool);
 const worker = await startWorker(config, pool, database.url, { boss: { max: budget.boss, application_name: name('pg-boss') } });

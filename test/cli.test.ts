@@ -151,6 +151,15 @@ describe('wsctl', () => {
     }
   });
 
+  test('a period year or month that is not plain digits is refused before any request (0x2 is not February)', async () => {
+    const { company } = await json(app, ['company', 'create', '--name', 'Periodos SA']);
+    for (const [year, month] of [['2026', '0x2'], ['1e3', '2'], ['2026', ''], ['2026', '2.0']]) {
+      assertOneLineError(await wsctl(app, ['period', 'close', '--company', company.id, '--year', year, '--month', month]), /expected a whole number/);
+    }
+    const closed = await json(app, ['period', 'close', '--company', company.id, '--year', '2026', '--month', '2']);
+    assert.deepEqual([closed.year, closed.month], [2026, 2]);
+  });
+
   test('user set-password answers with the user, never the password', async () => {
     const { owner } = await json(app, ['company', 'create', '--name', 'Claves SA']);
     const user = await json(app, ['user', 'set-password', owner.id, '--password', 'correct horse battery']);

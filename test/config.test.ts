@@ -25,6 +25,9 @@ describe('configuration', () => {
       assert.throws(() => loadConfig({ NODE_ENV: 'test', PORT: value }), /PORT/, value);
     }
     assert.equal(loadConfig({ NODE_ENV: 'test', PORT: '4633' }).port, 4633);
+    // An empty NODE_ENV is unset (development), as every other variable's empty value is.
+    assert.equal(loadConfig({ NODE_ENV: '', PORT: '4633' }).isProduction, false);
+    assert.throws(() => loadConfig({ NODE_ENV: 'staging' }), /NODE_ENV/);
   });
 
   test('DATABASE_URL must be a PostgreSQL URL; production needs SITE_URL (its public root)', () => {

@@ -139,7 +139,7 @@ describe('release phase and worker against DATABASE_URL', () => {
     }
   });
 
-  test('a bad setting or a taken port stops web, worker and migrate with one line on stderr, exit 1, no stack trace', async () => {
+  test('a bad setting, a taken port or an unreachable database stops web, worker and migrate with one line on stderr, exit 1, no stack trace', async () => {
     const failed = (entry: string, env: NodeJS.ProcessEnv) =>
       run(process.execPath, [entry], { env: { ...process.env, ...env }, timeout: 60_000 }).then(
         () => ({ code: 0, stderr: '' }),
@@ -158,6 +158,17 @@ describe('release phase and worker against DATABASE_URL', () => {
       const result = await failed('api/server.ts', { NODE_ENV: 'test', DATABASE_URL: app.databaseUrl, PORT: String(port), LOG_LEVEL: 'silent', ADMIN_TOKEN: 'x'.repeat(20) });
       assert.equal(result.code, 1);
       assert.equal(result.stderr, `error: cannot listen on port ${port}: it is already in use\n`);
+      // A database that cannot be reached: the closed port just freed, and a database name that does not exist.
+      const closed = `postgres://nobody:secret-password@127.0.0.1:${await freePort()}/none`;
+      const missing = app.databaseUrl.replace(/\/[^/?]+(\?|$)/, '/no_such_database$1');
+      for (const entry of ['api/server.ts', 'worker/main.ts', 'db/migrate-cli.ts']) {
+        for (const url of [closed, missing]) {
+          const unreachable = await failed(entry, { NODE_ENV: 'test', DATABASE_URL: url, PORT: '0', LOG_LEVEL: 'silent', ADMIN_TOKEN: 'x'.repeat(20) });
+          assert.equal(unreachable.code, 1, `${entry} ${url}`);
+          assert.match(unreachable.stderr, /^error: cannot reach the database \(DATABASE_URL\): .+\n$/, `${entry}: ${unreachable.stderr}`);
+          assert.doesNotMatch(unreachable.stderr, /secret-password/);
+        }
+      }
     } finally {
       taken.close();
       await app.close();

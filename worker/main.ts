@@ -1,5 +1,5 @@
 // `npm run worker`: the worker process of the Procfile.
-import { connectDatabase } from '../db/connect.ts';
+import { connectDatabaseOrExit } from '../db/connect.ts';
 import { exitUnlessMigrated } from '../db/migrate.ts';
 import { createPool } from '../db/pool.ts';
 import { loadConfigOrExit } from '../lib/config.ts';
@@ -11,7 +11,7 @@ const config = loadConfigOrExit();
 // PG_MAX_CONNECTIONS bounds every connection this process opens (README, Configuration).
 const budget = splitConnections(config.pgMaxConnections, 'worker');
 const name = (part: string) => applicationName(processName('worker', config.dyno), part);
-const database = await connectDatabase(config);
+const database = await connectDatabaseOrExit(config);
 const pool = createPool(database.url, budget.pool, name('jobs'));
 await exitUnlessMigrated(pool, 'worker');
 const worker = await startWorker(config, pool, database.url, { boss: { max: budget.boss, application_name: name('pg-boss') } });

@@ -2,6 +2,7 @@
 // CLI contract): a closed month refuses money writes dated in it (422 period_locked).
 import type { Command } from 'commander';
 import { action } from '../action.ts';
+import { positiveInt } from '../options.ts';
 
 export function registerPeriodCommands(program: Command): void {
   const period = program.command('period').description('accounting months of a company');
@@ -10,11 +11,11 @@ export function registerPeriodCommands(program: Command): void {
       .command(verb)
       .description(verb === 'close' ? 'close a month: money writes dated in it are refused' : 'reopen a closed month')
       .requiredOption('--company <id>', 'company id')
-      .requiredOption('--year <year>', 'year, e.g. 2026')
-      .requiredOption('--month <month>', 'month, 1-12')
+      .requiredOption('--year <year>', 'year, e.g. 2026', positiveInt)
+      .requiredOption('--month <month>', 'month, 1-12', positiveInt)
       .action(
         action(
-          async ({ api, opts }) => api.period[verb].mutate({ companyId: opts.company, year: Number(opts.year), month: Number(opts.month) }),
+          async ({ api, opts }) => api.period[verb].mutate({ companyId: opts.company, year: opts.year, month: opts.month }),
           (p) => `${p.year}-${String(p.month).padStart(2, '0')} of ${p.company_id}: ${p.status}`,
         ),
       );
