@@ -74,6 +74,11 @@ function networkReason(error: unknown): string | null {
   return reason;
 }
 
+function hasCause(error: unknown, type: new (...args: any[]) => Error): boolean {
+  for (let e: any = error, depth = 0; e && depth < 5; e = e.cause, depth++) if (e instanceof type) return true;
+  return false;
+}
+
 export function describeError(error: unknown, url?: string): string {
   const where = url ?? 'the admin endpoint';
   if (error instanceof CliError) return error.message;
@@ -92,6 +97,8 @@ export function describeError(error: unknown, url?: string): string {
       return `too many rejected admin tokens from this address (429): retry in ${wait ?? 'a few'} s`;
     }
     if (status) return `unexpected answer from ${where} (HTTP ${status}): is this the workspace service?`;
+    // A server answered, with something that is not the admin API's JSON (a web page, another app).
+    if (hasCause(error, SyntaxError)) return `unexpected answer from ${where} (not JSON): is this the workspace service?`;
     return `cannot reach ${where}: ${networkReason(error) ?? error.message}`;
   }
   if (error instanceof Error) return error.message;

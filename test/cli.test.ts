@@ -197,7 +197,8 @@ describe('wsctl', () => {
     assertOneLineError(await wsctl(app, ['company', 'list'], { ADMIN_URL: 'http://127.0.0.1:9' }), /cannot reach/);
     // What the web process answers before tRPC: plain HTTP in production, and an address throttled for wrong tokens.
     const front = createServer((req, res) => {
-      if (req.url!.startsWith('/plain')) res.writeHead(426, { 'content-type': 'application/json' }).end('{"error":"https_required","message":"Se requiere HTTPS."}');
+      if (req.url!.startsWith('/page')) res.writeHead(200, { 'content-type': 'text/html' }).end('<!DOCTYPE html><title>Another app</title>');
+      else if (req.url!.startsWith('/plain')) res.writeHead(426, { 'content-type': 'application/json' }).end('{"error":"https_required","message":"Se requiere HTTPS."}');
       else res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '42' }).end('{"error":"rate_limited","message":"Demasiadas solicitudes."}');
     });
     await new Promise<void>((r) => front.listen(0, '127.0.0.1', () => r()));
@@ -205,6 +206,7 @@ describe('wsctl', () => {
     try {
       assertOneLineError(await wsctl(app, ['company', 'list'], { ADMIN_URL: `${base}/plain` }), /requires HTTPS \(426 https_required, production\): use the service's https:\/\/ URL/);
       assertOneLineError(await wsctl(app, ['company', 'list'], { ADMIN_URL: `${base}/busy` }), /too many rejected admin tokens from this address \(429\): retry in 42 s/);
+      assertOneLineError(await wsctl(app, ['company', 'list'], { ADMIN_URL: `${base}/page` }), /unexpected answer from .*\(not JSON\): is this the workspace service\?/);
     } finally {
       front.close();
     }
