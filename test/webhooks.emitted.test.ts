@@ -5,6 +5,7 @@
 // the list cannot promise an event nothing sends.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { startWorker, type Worker } from '../worker/worker.ts';
 import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
 import { startReceiver, verifySignature, type Receiver } from './helpers/receiver.ts';
@@ -110,6 +111,11 @@ describe('webhook events: every event listed as available is emitted by a write'
     const available: string[] = (await api.get('/webhook-endpoints')).body.meta.available_events;
     assert.deepEqual([...available].sort(), Object.keys(WRITES).sort(), 'every available event has a write that emits it, and no more');
 
+    // Each body must match its event's schema in the OpenAPI document (what receivers generate types from).
+    const doc = (await (await fetch(`${app.baseUrl}/openapi.json`)).json()) as any;
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    ajv.addFormat('date-time', /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    ajv.addFormat('date', /^\d{4}-\d{2}-\d{2}$/);
     for (const name of available) {
       const id = await WRITES[name](api);
       const got = await waitFor(() => receiver.at('/all').find((r) => JSON.parse(r.body).event === name), 15_000, `${name} to be delivered`);
@@ -117,6 +123,8 @@ describe('webhook events: every event listed as available is emitted by a write'
       assert.equal(body.data.id, id, `${name} carries the record's id`);
       assert.equal(got.headers['x-service-event'], name);
       assert.ok(verifySignature(got.headers['x-service-signature'], got.body, created.body.data.secret), `${name} is signed`);
+      const validate = ajv.compile({ ...doc.webhooks[name].post.requestBody.content['application/json'].schema, components: doc.components });
+      assert.ok(validate(body), `${name} matches its documented schema: ${ajv.errorsText(validate.errors)}\n${got.body}`);
     }
   });
 });

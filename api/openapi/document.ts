@@ -15,7 +15,7 @@ import { responseNames } from './names.ts';
 import { errorSchema, openApiPath, routeOperation } from './operations.ts';
 import { SchemaBook, type JsonSchema } from './schemas.ts';
 import { sessionPaths } from './sessions.ts';
-import { webhookEventSchema, webhookOperation } from './webhooks.ts';
+import { eventComponentName, webhookEventSchema, webhookEventSchemaFor, webhookOperation } from './webhooks.ts';
 
 let cached: { key: string; doc: JsonSchema } | undefined;
 
@@ -24,6 +24,7 @@ export function openApiDocument(config: Config, routes: RouteDef[] = apiRoutes):
   const book = new SchemaBook();
   book.add('Error', errorSchema);
   book.add('WebhookEvent', webhookEventSchema);
+  for (const name of EMITTED_EVENT_NAMES) book.add(eventComponentName(name), webhookEventSchemaFor(name));
   const names = responseNames(routes);
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {

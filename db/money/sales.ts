@@ -168,7 +168,7 @@ export async function addRefund(
   ]);
   await post(db, sale.company_id, refundEntries(sale, refund, zone));
   const updated = await setAmounts(db, sale, Number(sale.paid_cents), Number(sale.refunded_cents) + refund.amount_cents, false);
-  await recordEvent(db, jobs, sale.company_id, 'sale.refunded', saleEventData(updated, { refund_id: id, refund_cents: refund.amount_cents, reason: refund.reason }));
+  await recordEvent(db, jobs, sale.company_id, 'sale.refunded', saleEventData(updated, { refund_id: id, refund_cents: refund.amount_cents, reason: refund.reason ?? null }));
   return updated;
 }
 
