@@ -106,6 +106,11 @@ describe('OpenAPI and reference page', () => {
     assert.ok(deleted['426'].headers.Upgrade);
     assert.equal(deleted['426'].headers['RateLimit-Limit'], undefined);
     assert.ok(doc.paths['/user/sessions'].post.responses['429'].headers['Retry-After']);
+    // The secret shown once is required where it is shown (create, rotate), absent from reads' requirements.
+    const withSecret = doc.components.schemas.WebhookEndpointWithSecret;
+    assert.ok(withSecret.required.includes('secret'));
+    assert.equal(doc.components.schemas.WebhookEndpoint.required.includes('secret'), false);
+    assert.equal(doc.paths['/webhook-endpoints/{id}/rotate-secret'].post.responses['200'].content['application/json'].schema.properties.data.$ref, '#/components/schemas/WebhookEndpointWithSecret');
     // Answers' instants and days have their formats.
     const customer = doc.components.schemas.Customer.properties;
     assert.equal(customer.created_at.format, 'date-time');

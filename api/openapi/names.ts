@@ -74,7 +74,8 @@ export function webhookOperationId(event: string): string {
  * (ProductImage and ProductCategoryImage -> Image), or else the one most of
  * its routes give (Brand over BrandLogo). When two schemas would share a
  * name, the one returned by single-record routes keeps it and a list-only
- * one becomes `<Name>ListItem` (Product, ProductListItem).
+ * one becomes `<Name>ListItem` (Product, ProductListItem). A schema with its own
+ * `.meta({ id })` is named by it (a variant of another's shape: WebhookEndpointWithSecret).
  */
 export function responseNames(routes: RouteDef[]): Map<z.ZodType, string> {
   const uses = new Map<z.ZodType, { names: string[][]; listOnly: boolean }>();
@@ -91,6 +92,13 @@ export function responseNames(routes: RouteDef[]): Map<z.ZodType, string> {
   const taken = new Set<string>();
   const ordered = [...uses].sort((a, b) => Number(a[1].listOnly) - Number(b[1].listOnly)); // stable
   for (const [schema, use] of ordered) {
+    // A schema that names itself (`.meta({ id: 'WebhookEndpointWithSecret' })`) keeps that name.
+    const own = (schema.meta() as { id?: string } | undefined)?.id;
+    if (own) {
+      taken.add(own);
+      names.set(schema, own);
+      continue;
+    }
     let name = commonSuffix(use.names) || mostCommon(use.names.map((words) => words.join('')));
     if (taken.has(name) && use.listOnly) name = `${name}ListItem`;
     for (let n = 2; taken.has(name); n++) name = `${name.replace(/\d+$/, '')}${n}`;

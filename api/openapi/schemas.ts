@@ -38,7 +38,9 @@ export class SchemaBook {
   /** `type` as the component `name`, and a `$ref` to it. */
   ref(name: string, type: z.ZodType, io: Io): JsonSchema {
     if (this.#converted.get(type) !== `${io} ${name}`) {
-      this.add(name, this.inline(type, io));
+      const schema = this.inline(type, io);
+      // A schema named by its own `.meta({ id })` is already that component (inline put it there).
+      if (!(schema.$ref === COMPONENTS + name && Object.keys(schema).length === 1)) this.add(name, schema);
       this.#converted.set(type, `${io} ${name}`);
     }
     return { $ref: COMPONENTS + name };

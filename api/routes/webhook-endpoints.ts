@@ -54,7 +54,7 @@ const endpointSchema = z.object({
   description: z.string().nullable(),
   enabled_events: z.array(z.string()),
   active: z.boolean(),
-  secret: z.string().optional().describe('whsec_...; solo en la respuesta de creación y de rotate-secret'),
+  secret: z.string().optional().describe('whsec_...; solo en la respuesta de creación y de rotate-secret (WebhookEndpointWithSecret)'),
   secret_last_four: z.string(),
   consecutive_failures: z.number().int(),
   last_delivery_at: z.string().nullable(),
@@ -64,6 +64,11 @@ const endpointSchema = z.object({
   created_at: z.string(),
   updated_at: z.string(),
 });
+
+/** What a create and a secret rotation answer: the endpoint with its whole secret, shown this once. */
+const endpointWithSecretSchema = endpointSchema
+  .extend({ secret: z.string().describe('whsec_...: guárdalo ahora, no vuelve a mostrarse') })
+  .meta({ id: 'WebhookEndpointWithSecret' });
 
 /** The list's meta: the pagination fields and the events the service emits (contract). */
 const endpointListMeta = listMetaSchema.extend({ available_events: z.array(z.string()).describe('Los eventos que el servicio emite') });
@@ -141,7 +146,7 @@ function routes(prefix: string, session?: Permission): RouteDef[] {
       description: `La respuesta incluye \`secret\` (whsec_...), que no vuelve a mostrarse. Máximo ${MAX_ENDPOINTS_PER_COMPANY} endpoints por empresa.`,
       body: endpointCreate,
       example,
-      response: endpointSchema,
+      response: endpointWithSecretSchema,
       status: 201,
       errors: ['validation_failed', 'parameter_missing', 'idempotency_key_reused'],
       handler: async (ctx, { data, companyId, db }) => {
@@ -212,7 +217,7 @@ function routes(prefix: string, session?: Permission): RouteDef[] {
       summary: 'Genera un secreto nuevo',
       description: 'Efectivo de inmediato: el siguiente intento de cualquier entrega ya se firma con el secreto nuevo. La respuesta incluye `secret`.',
       params: idParam,
-      response: endpointSchema,
+      response: endpointWithSecretSchema,
       status: 200,
       errors: ['invalid_id', 'not_found'],
       handler: async (ctx, { params, companyId, db }) => {
