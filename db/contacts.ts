@@ -2,8 +2,9 @@
 // booking's booker, a form's mapped answers): matched by email,
 // case-insensitively, the oldest record first, under a transaction lock on
 // the company and the lowered email, so two at once make one record. Their
-// `lead.created` / `customer.created` events carry the same data whichever
-// flow made the record, the REST create included.
+// `lead.created` / `customer.created` events carry the same data whether the
+// REST create or a booking made the record (a form's post-actions send none:
+// docs/forms.md).
 import type { EventData } from './events.ts';
 import type { Queryable } from './pool.ts';
 

@@ -35,7 +35,7 @@ export function metadataProblem(value: unknown): string | null {
     // Past 2^53 a JSON number has already lost digits when it is read (12345678901234567890 reads as
     // 12345678901234567000): stored, it would not be what was sent. Such ids go as text.
     if (typeof v === 'number' && Number.isInteger(v) && !Number.isSafeInteger(v)) {
-      return `el valor de "${key}" pasa de 9007199254740991, y un número JSON así ya perdió dígitos; envíalo como texto`;
+      return `el valor de "${key}" es un entero mayor que 9007199254740991, que un número JSON no guarda con exactitud; envíalo como texto`;
     }
     if (v !== null && Buffer.byteLength(String(v)) > METADATA_LIMITS.valueBytes) return `el valor de "${key}" pasa de ${METADATA_LIMITS.valueBytes} bytes`;
   }

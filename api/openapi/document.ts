@@ -38,6 +38,7 @@ export function openApiDocument(config: Config, routes: RouteDef[] = apiRoutes):
     info: {
       title: 'Business Workspace API',
       version: API_VERSION,
+      license: { name: 'MIT', identifier: 'MIT' },
       description: [
         'API REST multiempresa. Cada clave pertenece a una empresa y solo alcanza sus registros.',
         `Versión ${API_VERSION}, publicada el ${API_RELEASED_AT}. Cada respuesta lleva X-Service-API-Version y X-Service-API-Released-At.`,

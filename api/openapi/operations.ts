@@ -43,8 +43,9 @@ const COMMON_HEADERS: Record<string, JsonSchema> = {
 
 /** Headers of the error answers that carry more, or fewer, than COMMON_HEADERS. */
 const ERROR_HEADERS: Record<number, Record<string, JsonSchema>> = {
-  // RFC 6750: `Bearer realm="api"`, plus `error="invalid_token"` when a credential was sent; no rate limit without a key.
-  401: { ...VERSION_HEADERS, 'WWW-Authenticate': { schema: { type: 'string' }, description: 'Bearer realm="api" (con error="invalid_token" si se envió una credencial)' } },
+  // RFC 6750: `Bearer realm="api"`, plus `error="invalid_token"` when a credential was sent. A refused
+  // credential counts against its client address, so the rate limit's headers are there too.
+  401: { ...COMMON_HEADERS, 'WWW-Authenticate': { schema: { type: 'string' }, description: 'Bearer realm="api" (con error="invalid_token" si se envió una credencial)' } },
   // Answered before anything else (no key read, no rate limit); RFC 9110 §15.5.22.
   426: { ...VERSION_HEADERS, Upgrade: { schema: { type: 'string', const: 'TLS/1.2, HTTP/1.1' } } },
   429: { ...COMMON_HEADERS, 'Retry-After': { schema: { type: 'integer' }, description: 'Segundos enteros a esperar' } },

@@ -82,24 +82,21 @@ export function eventComponentName(name: string): string {
   return `${name.split(/[._]/).map((w) => w[0]!.toUpperCase() + w.slice(1)).join('')}Event`;
 }
 
-/** The envelope of one event: WebhookEvent with its name fixed and its `data` described. */
+/** The envelope of one event: WebhookEvent (allOf) with its name fixed and its `data` described. */
 export function webhookEventSchemaFor(name: EventName): JsonSchema {
   const { fields, optional = {} } = EVENT_DATA[name];
-  const envelope = webhookEventSchema.properties as Record<string, JsonSchema>;
-  const metadata = (envelope.data.properties as Record<string, JsonSchema>).metadata;
   return {
-    ...webhookEventSchema,
-    properties: {
-      ...envelope,
-      evento: { const: name },
-      event: { const: name },
-      data: {
+    allOf: [
+      { $ref: '#/components/schemas/WebhookEvent' },
+      {
         type: 'object',
-        required: [...Object.keys(fields), 'metadata'],
-        properties: { ...fields, ...optional, metadata },
-        additionalProperties: true,
+        properties: {
+          evento: { const: name },
+          event: { const: name },
+          data: { type: 'object', required: Object.keys(fields), properties: { ...fields, ...optional } },
+        },
       },
-    },
+    ],
   };
 }
 

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 
 const cents = z.number().int();
-const day = z.string().describe('YYYY-MM-DD');
+const day = z.string().meta({ format: 'date' }).describe('YYYY-MM-DD');
 
 export const balanceSheetSchema = z.object({
   as_of: day,
