@@ -4,7 +4,7 @@
 // (`notify_team`). Each sends one message with a Message-ID fixed per
 // submission and action; claiming and settling the action around the send is
 // worker/jobs/form-post-actions.ts's.
-import type { FormRow, Locale, SubmissionFile } from '../../db/forms.ts';
+import type { FormRow, Locale, SubmissionFile, SubmissionRow } from '../../db/forms.ts';
 import type { Pool } from '../../db/pool.ts';
 import type { Config } from '../../lib/config.ts';
 import type { WorkerDeps } from '../jobs/types.ts';
@@ -16,18 +16,9 @@ type MailDeps = Pick<WorkerDeps, 'pool' | 'config' | 'blobs'>;
 /** Attachments per email (contract, Limits: 18 MB), counted on the files' own bytes. */
 export const EMAIL_ATTACHMENT_BYTES = 18_000_000;
 
-/** The submission as the post-actions read it. */
-export type PostActionSubmission = {
-  id: string;
-  company_id: string;
-  form_id: string;
+/** The submission as the post-actions read it (`SELECT *`), its locale one the forms speak. */
+export type PostActionSubmission = Pick<SubmissionRow, 'id' | 'company_id' | 'form_id' | 'answers' | 'email' | 'name' | 'phone' | 'status' | 'files'> & {
   locale: Locale;
-  answers: Record<string, unknown>;
-  email: string | null;
-  name: string | null;
-  phone: string | null;
-  status: string;
-  files: SubmissionFile[];
   created_at: Date;
 };
 type Submission = PostActionSubmission;
