@@ -3,6 +3,7 @@
 // option never see the header.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { MAX_ENTRY_CHARS, MAX_TOTAL_CHARS, ResponseCache } from '../api/middleware/response-cache.ts';
 import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
 
 describe('response cache', () => {
@@ -57,6 +58,30 @@ describe('response cache', () => {
     const res = await client(app.baseUrl, b.key).get('/customers');
     assert.equal(res.headers.get('x-cache'), 'MISS');
     assert.equal(res.body.data.length, 0);
+  });
+
+  test('parameters the list does not read make no new entry: ?limit=10&x=1 is the page ?limit=10 cached', async () => {
+    const t = await seedTenant(app.pool, { responseCache: true });
+    const api = client(app.baseUrl, t.key);
+    await api.post('/customers', { data: { name: 'Uno' } });
+    assert.equal((await api.get('/customers?limit=10')).headers.get('x-cache'), 'MISS');
+    for (const junk of ['x=1', 'x=2', 'cachebust=3']) {
+      assert.equal((await api.get(`/customers?limit=10&${junk}`)).headers.get('x-cache'), 'HIT', junk);
+    }
+  });
+
+  test('the cache is bounded in size: a page over the entry bound is not kept, and the total stays under its bound', () => {
+    const cache = new ResponseCache();
+    cache.set('huge', 'x'.repeat(MAX_ENTRY_CHARS + 1));
+    assert.equal(cache.get('huge'), undefined);
+    const page = 'y'.repeat(MAX_ENTRY_CHARS);
+    for (let i = 0; i < 3 * (MAX_TOTAL_CHARS / MAX_ENTRY_CHARS); i++) cache.set(`page-${i}`, page);
+    assert.ok(cache.size.chars <= MAX_TOTAL_CHARS, `${cache.size.chars} chars held`);
+    assert.equal(cache.get('page-0'), undefined, 'the oldest left first');
+    assert.equal(cache.get(`page-${3 * (MAX_TOTAL_CHARS / MAX_ENTRY_CHARS) - 1}`), page, 'the newest is kept');
+    cache.set('page-again', page);
+    cache.set('page-again', page);
+    assert.ok(cache.size.chars <= MAX_TOTAL_CHARS, 'setting a key twice counts it once');
   });
 
   test('without the option there is no caching and no X-Cache header', async () => {
