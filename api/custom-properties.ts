@@ -106,7 +106,8 @@ export function flattenCustomProperties<T extends Record<string, unknown>>(
 ): T & Record<string, unknown> {
   const out: Record<string, unknown> = { ...resource };
   for (const [key, value] of Object.entries(properties ?? {})) {
-    if (reserved.has(key) || key in resource) continue;
+    // Own fields only: `in` would also find what every object has (`constructor`), hiding a property of that name.
+    if (reserved.has(key) || Object.hasOwn(resource, key)) continue;
     out[key] = value;
   }
   return out as T & Record<string, unknown>;

@@ -150,7 +150,9 @@ export function parseQuery<S extends z.ZodType>(schema: S, query: unknown): z.in
   if (known) {
     for (const name of Object.keys((query ?? {}) as Record<string, unknown>)) {
       const base = /^([^[\]]+)\[\d*\]$/.exec(name)?.[1];
-      if (base && base in known) throw new ApiError('invalid_parameter', `El parámetro ${name} no existe: una lista va separada por comas (${base}=a,b).`);
+      if (base && Object.hasOwn(known, base)) {
+        throw new ApiError('invalid_parameter', `El parámetro ${name} no existe: escribe ${base}=<valor> (donde el parámetro admite varios, separados por comas: ${base}=a,b).`);
+      }
     }
   }
   const result = schema.safeParse(query);

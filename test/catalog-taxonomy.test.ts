@@ -315,7 +315,7 @@ describe('categories, brands and the product list filters', () => {
       const res = await api.get(`/products?${query}`);
       assert.equal(res.status, 400, `${query}: ${res.text}`);
       assert.equal(res.body.error, 'invalid_parameter');
-      assert.match(res.body.message, /separada por comas/);
+      assert.match(res.body.message, /separados por comas/);
     }
     assert.equal((await api.get('/products?unknown[]=x')).status, 200, 'a parameter no list knows is still ignored');
   });

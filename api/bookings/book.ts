@@ -39,7 +39,8 @@ export function checkAnswers(questions: Question[], answers: Record<string, stri
   const byKey = new Map(questions.map((q) => [q.key, q]));
   for (const key of Object.keys(answers)) if (!byKey.has(key)) errors[`answers.${key}`] = ['el enlace no tiene esa pregunta'];
   for (const q of questions) {
-    const value = answers[q.key];
+    // Own keys only: an unanswered question named `constructor` must read as unanswered, not as Object's.
+    const value = Object.hasOwn(answers, q.key) ? answers[q.key] : undefined;
     const empty = value === undefined || value === '' || (q.type === 'checkbox' && value === false);
     if (empty) {
       if (q.required) errors[`answers.${q.key}`] = ['es obligatoria'];

@@ -118,16 +118,18 @@ export function checkAnswers(form: FormRow, raw: Record<string, unknown>, files:
   for (const key of Object.keys(raw)) if (!fields.has(key)) add(key, 'no es un campo del formulario');
 
   const answers: Record<string, unknown> = {};
+  // Own keys only: an unanswered field named `constructor` or `toString` must read as unanswered.
+  const sent = (key: string): unknown => (Object.hasOwn(raw, key) ? raw[key] : undefined);
   const extracted: Record<'email' | 'name' | 'phone', string | null> = { email: null, name: null, phone: null };
   for (const field of form.fields) {
     if (field.field_type === 'file') {
       const mine = files.filter((f) => f.fieldKey === field.key);
-      if (raw[field.key] !== undefined && !isEmpty(raw[field.key])) add(field.key, 'debe ser un archivo');
+      if (sent(field.key) !== undefined && !isEmpty(sent(field.key))) add(field.key, 'debe ser un archivo');
       else if (field.required && mine.length === 0 && !sentFileKeys.has(field.key) && !errors[`answers.${field.key}`]) add(field.key, 'es obligatorio');
       if (mine.length) answers[field.key] = mine.map((f) => f.filename);
       continue;
     }
-    const value = raw[field.key];
+    const value = sent(field.key);
     if (isEmpty(value) || (field.field_type === 'checkbox' && value === false && field.required)) {
       if (field.required) add(field.key, 'es obligatorio');
       continue;

@@ -49,7 +49,7 @@ export function isTransientMailError(error: unknown): boolean {
 
 /** `{{name}}` placeholders; unknown ones become empty. Plain text only: nothing is rendered as HTML. */
 export function renderTemplate(template: string, values: Record<string, string>): string {
-  return template.replace(/\{\{\s*([\w.-]+)\s*\}\}/g, (_, key: string) => values[key] ?? '');
+  return template.replace(/\{\{\s*([\w.-]+)\s*\}\}/g, (_, key: string) => (Object.hasOwn(values, key) ? values[key] : ''));
 }
 
 export const DEFAULT_TEMPLATES = {
