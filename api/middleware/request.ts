@@ -41,6 +41,21 @@ function isDecompressionError(error: unknown): boolean {
   return typeof e?.errno === 'number' && typeof e.code === 'string' && /^(Z_|ERR__ERROR_|ZSTD_)/.test(e.code);
 }
 
+/**
+ * The field a foreign-key violation of an insert or update names: the constraint's column
+ * (`movements_account_id_fkey` → account_id, `products_company_id_brand_id_fkey` → brand_id; the tenant
+ * column of a composite key is not the field). Null for any other error, and for a delete that another
+ * table's rows still need (that is the route's own conflict to answer, as account_in_use is).
+ */
+function referencedField(error: unknown): string | null {
+  const e = error as { code?: unknown; constraint?: unknown; table?: unknown; message?: unknown };
+  if (e?.code !== '23503' || typeof e.constraint !== 'string' || typeof e.table !== 'string') return null;
+  if (typeof e.message !== 'string' || !e.message.startsWith('insert or update on table')) return null;
+  const columns = e.constraint.startsWith(`${e.table}_`) && e.constraint.endsWith('_fkey') ? e.constraint.slice(e.table.length + 1, -'_fkey'.length) : '';
+  const field = columns.replace(/^company_id_/, '');
+  return /^[a-z][a-z0-9_]*$/.test(field) ? field : 'data';
+}
+
 export function toApiError(error: unknown): ApiError | null {
   if (error instanceof ApiError) return error;
   if (isClientAbort(error)) return new ApiError('invalid_parameter', 'El cliente cerró la conexión antes de terminar de enviar el cuerpo.');
@@ -52,6 +67,10 @@ export function toApiError(error: unknown): ApiError | null {
   if ((error as { code?: unknown })?.code === '22003') {
     return validationFailed({ data: ['un valor o un total acumulado queda fuera del rango que se puede guardar'] });
   }
+  // A record the write names was deleted between the handler's check and its insert (SQLSTATE 23503 on
+  // the insert or update): what the check answers when the delete wins, 422 naming the field, not a 500.
+  const fkField = referencedField(error);
+  if (fkField) return validationFailed({ [fkField]: ['no existe en la empresa'] });
   const status = (error as { status?: number; statusCode?: number })?.status ?? (error as { statusCode?: number })?.statusCode;
   const type = (error as { type?: string })?.type;
   // Errors raised by the body parser (co-body / formidable) carry a status.

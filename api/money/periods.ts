@@ -2,8 +2,9 @@
 // read in its time zone) refuses every create, update or delete whose money
 // date, before or after the change, falls in it: 422 period_locked with
 // `year` and `month`. Operators close and reopen months with `wsctl period`.
+// Call these inside the write's transaction: the month's shared lock lasts until it commits.
 import type { Queryable } from '../../db/pool.ts';
-import { firstClosed } from '../../db/money/periods.ts';
+import { firstClosed, lockMonthsShared } from '../../db/money/periods.ts';
 import { localMonth } from '../../lib/local-dates.ts';
 import { ApiError } from '../errors.ts';
 
@@ -28,7 +29,9 @@ export async function assertOpenDates(db: Queryable, companyId: string, dates: s
   await refuseClosed(db, companyId, months);
 }
 
+/** Takes the months' shared locks (held to the write's commit, so a close waits for it), then checks them. */
 async function refuseClosed(db: Queryable, companyId: string, months: Map<string, { year: number; month: number }>): Promise<void> {
+  await lockMonthsShared(db, companyId, [...months.values()]);
   const closed = await firstClosed(db, companyId, [...months.values()]);
   if (closed) {
     const { year, month } = closed;

@@ -45,9 +45,15 @@ export function today(zone: string): string {
   return localDate(Date.now(), zone);
 }
 
-export async function findAccount(db: Queryable, companyId: string, id: string, zone: string, lock = false): Promise<AccountRow | null> {
+/**
+ * An account with its balance. `lock`: `true` for a change of the account itself (FOR UPDATE);
+ * `'share'` for a write of money into it, which holds the account as read (not archived meanwhile)
+ * until it commits: an archive then waits for it, and a write after the archive sees it.
+ */
+export async function findAccount(db: Queryable, companyId: string, id: string, zone: string, lock: boolean | 'share' = false): Promise<AccountRow | null> {
+  const locking = lock === 'share' ? ' FOR SHARE OF a' : lock ? ' FOR UPDATE' : '';
   const { rows } = await db.query<AccountRow>(
-    `SELECT a.*, to_char(a.opening_on, 'YYYY-MM-DD') AS opening_on, ${BALANCE('a', '$3')} AS balance_cents FROM accounts a WHERE a.company_id = $1 AND a.id = $2${lock ? ' FOR UPDATE' : ''}`,
+    `SELECT a.*, to_char(a.opening_on, 'YYYY-MM-DD') AS opening_on, ${BALANCE('a', '$3')} AS balance_cents FROM accounts a WHERE a.company_id = $1 AND a.id = $2${locking}`,
     [companyId, id, today(zone)],
   );
   return rows[0] ?? null;

@@ -1,7 +1,7 @@
 // SQL of booking links: every function takes the pool or a transaction
 // client first and is scoped by company (the public page's lookup by host
 // and slug is the one exception, and answers only what the page shows).
-import type { Queryable } from '../../db/pool.ts';
+import { transaction, type Queryable } from '../../db/pool.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
 import type { BookingWindow, DateOverride, SlotRules, WeeklyHours } from '../../lib/booking-slots.ts';
 import { objectId } from '../../lib/objectid.ts';
@@ -124,9 +124,17 @@ function slugTaken(error: unknown): never {
   return uniqueViolation(error);
 }
 
+/**
+ * Deletes a link; its bookings stay with `booking_link_id` null (ON DELETE SET NULL). Their rows are
+ * locked first, in the order a reschedule takes its locks (the booking, then its link): deleting the
+ * link first and then the bookings deadlocked with a reschedule of one of them (a concurrency review).
+ */
 export async function deleteBookingLink(db: Queryable, companyId: string, id: string): Promise<boolean> {
-  const { rowCount } = await db.query('DELETE FROM booking_links WHERE company_id = $1 AND id = $2', [companyId, id]);
-  return (rowCount ?? 0) > 0;
+  return transaction(db, async (client) => {
+    await client.query('SELECT id FROM bookings WHERE company_id = $1 AND booking_link_id = $2 ORDER BY id FOR UPDATE', [companyId, id]);
+    const { rowCount } = await client.query('DELETE FROM booking_links WHERE company_id = $1 AND id = $2', [companyId, id]);
+    return (rowCount ?? 0) > 0;
+  });
 }
 
 export async function findBookingLink(db: Queryable, companyId: string, id: string, lock = false): Promise<BookingLinkRow | null> {

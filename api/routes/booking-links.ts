@@ -111,8 +111,11 @@ export const bookingLinkRoutes: RouteDef[] = [
     status: 201,
     errors: ['invalid_user', 'validation_failed', 'parameter_missing', 'idempotency_key_reused'],
     handler: async (ctx, { data, companyId, db }) => {
-      if (!(await isMember(db, companyId, data.user_id))) throw new ApiError('invalid_user', 'user_id no es miembro de la empresa.');
-      const id = await transaction(db, (client) => insertBookingLink(client, companyId, data));
+      const id = await transaction(db, async (client) => {
+        // Held to the commit: a removal of the host at the same moment waits, then switches this link off too.
+        if (!(await isMember(client, companyId, data.user_id, true))) throw new ApiError('invalid_user', 'user_id no es miembro de la empresa.');
+        return insertBookingLink(client, companyId, data);
+      });
       return { data: serializeBookingLink((await findBookingLink(db, companyId, id))!, ctx.deps.config.bookingUrl) };
     },
   }),
@@ -143,12 +146,14 @@ export const bookingLinkRoutes: RouteDef[] = [
     errors: ['not_found', 'invalid_user', 'validation_failed'],
     handler: async (ctx, { params, data, companyId, db }) => {
       const id = await transaction(db, async (client) => {
-        const id = await resolveIdOrSlug(client, 'booking_links', companyId, params.id, { lock: true });
         // Removing a member switched their links off; one cannot be switched on again without a host.
+        // The host's membership is held before the link, the order a removal takes them in (membership,
+        // then the links it switches off), so the two wait for each other instead of deadlocking.
         if (data.active === true) {
-          const link = (await findBookingLink(client, companyId, id))!;
-          if (!(await isMember(client, companyId, link.user_id))) throw new ApiError('invalid_user', 'El anfitrión del enlace ya no es miembro de la empresa: el enlace no puede activarse.');
+          const link = (await findBookingLink(client, companyId, await resolveIdOrSlug(client, 'booking_links', companyId, params.id)))!;
+          if (!(await isMember(client, companyId, link.user_id, true))) throw new ApiError('invalid_user', 'El anfitrión del enlace ya no es miembro de la empresa: el enlace no puede activarse.');
         }
+        const id = await resolveIdOrSlug(client, 'booking_links', companyId, params.id, { lock: true });
         await updateBookingLink(client, companyId, id, data);
         return id;
       });

@@ -67,9 +67,14 @@ export function serializeCalendarEvent(row: CalendarEventRow) {
 }
 
 /** Whether `userId` is a member of the company whose person is not removed (a valid host). */
-export async function isMember(db: Queryable, companyId: string, userId: string): Promise<boolean> {
+/**
+ * Whether the person works for the company. `lock`: hold the membership (FOR SHARE) to the end of the
+ * transaction, so a removal (which deletes it) waits for the write that relied on it, and then sees
+ * what that write made (a booking link it switches off).
+ */
+export async function isMember(db: Queryable, companyId: string, userId: string, lock = false): Promise<boolean> {
   const { rowCount } = await db.query(
-    'SELECT 1 FROM memberships m JOIN users u ON u.id = m.user_id AND u.deleted_at IS NULL WHERE m.company_id = $1 AND m.user_id = $2',
+    `SELECT 1 FROM memberships m JOIN users u ON u.id = m.user_id AND u.deleted_at IS NULL WHERE m.company_id = $1 AND m.user_id = $2${lock ? ' FOR SHARE OF m' : ''}`,
     [companyId, userId],
   );
   return (rowCount ?? 0) > 0;

@@ -86,7 +86,7 @@ function schemas(direction: Direction) {
 
 /** An account of the company that can take money (not archived), or 422 naming the field. */
 async function usableAccount(db: Queryable, companyId: string, zone: string, id: string, field = 'account_id') {
-  const account = await findAccount(db, companyId, id, zone);
+  const account = await findAccount(db, companyId, id, zone, 'share');
   if (!account) throw validationFailed({ [field]: ['no existe en la empresa'] });
   if (account.archived) throw validationFailed({ [field]: ['la cuenta está archivada'] });
   return account;

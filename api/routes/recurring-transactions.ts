@@ -116,7 +116,7 @@ export const recurringRoutes: RouteDef[] = [
           return (await findRecurring(client, companyId, existing))!;
         }
         const zone = await companyZone(client, companyId);
-        const account = await findAccount(client, companyId, data.account_id, zone);
+        const account = await findAccount(client, companyId, data.account_id, zone, 'share');
         if (!account) throw validationFailed({ account_id: ['no existe en la empresa'] });
         if (account.archived) throw validationFailed({ account_id: ['la cuenta está archivada'] });
         await assertCustomer(client, companyId, data.customer_id);

@@ -27,7 +27,7 @@ function rateOf(line: z.infer<typeof lineItem>): VatRate {
 }
 
 async function accountFor(db: Queryable, companyId: string, zone: string, sale: SaleRow, accountId: string) {
-  const account = await findAccount(db, companyId, accountId, zone);
+  const account = await findAccount(db, companyId, accountId, zone, 'share');
   if (!account) throw validationFailed({ account_id: ['no existe en la empresa'] });
   if (account.archived) throw validationFailed({ account_id: ['la cuenta está archivada'] });
   if (account.currency !== sale.currency) throw validationFailed({ account_id: [`la cuenta es en ${account.currency} y la venta en ${sale.currency}`] });

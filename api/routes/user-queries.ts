@@ -88,10 +88,15 @@ export function mergePreferences(stored: StoredPreferences, write: SettingsPrefe
   return out;
 }
 
+/**
+ * A member of the company. `lock` (an update or a removal): NO KEY UPDATE, which serializes the
+ * member's changes without blocking the KEY SHARE an insert naming the person takes (a booking link
+ * made for them at that moment holds their membership and then inserts; FOR UPDATE deadlocked with it).
+ */
 export async function findMember(db: Queryable, companyId: string, userId: string, lock = false): Promise<MemberRow | null> {
   const { rows } = await db.query<MemberRow>(
     `SELECT u.*, m.company_id, m.is_owner FROM users u JOIN memberships m ON m.user_id = u.id
-      WHERE m.company_id = $1 AND u.id = $2 AND u.deleted_at IS NULL${lock ? ' FOR UPDATE OF u, m' : ''}`,
+      WHERE m.company_id = $1 AND u.id = $2 AND u.deleted_at IS NULL${lock ? ' FOR NO KEY UPDATE OF u, m' : ''}`,
     [companyId, userId],
   );
   return rows[0] ?? null;

@@ -16,7 +16,7 @@ import type { Client, Queryable } from '../pool.ts';
 import { iso, type Timestamp } from '../timestamps.ts';
 import { companyZone } from '../companies.ts';
 import { insertMovement } from './movements.ts';
-import { firstClosed } from './periods.ts';
+import { firstClosed, lockMonthsShared } from './periods.ts';
 
 export const FREQUENCIES = ['daily', 'weekly', 'monthly', 'yearly'] as const;
 export type Frequency = (typeof FREQUENCIES)[number];
@@ -85,6 +85,7 @@ export function recurringEventData(r: RecurringRow, extra: Record<string, unknow
 async function occurrenceInstant(db: Queryable, companyId: string, zone: string, date: string): Promise<Date> {
   let day = Temporal.PlainDate.from(date);
   for (let guard = 0; guard < 600; guard++) {
+    await lockMonthsShared(db, companyId, [{ year: day.year, month: day.month }]);
     const closed = await firstClosed(db, companyId, [{ year: day.year, month: day.month }]);
     if (!closed) break;
     day = day.with({ day: 1 }).add({ months: 1 });

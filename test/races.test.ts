@@ -1,0 +1,176 @@
+// Writes that race a change of what they rely on (a concurrency review): each
+// test holds a write at a chosen point with a table lock of its own, starts
+// the racing change, waits until PostgreSQL shows who waits on whom, then
+// lets go and checks what a client can read. Waits are observed in
+// pg_stat_activity, never slept on.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { PoolClient } from 'pg';
+import { toApiError } from '../api/middleware/request.ts';
+import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { adminMutation } from './helpers/forms.ts';
+import { waitFor } from './helpers/wait.ts';
+
+describe('races between a write and a change of what it relies on', () => {
+  let app: TestApp;
+  before(async () => {
+    app = await startTestApp();
+  });
+  after(() => app.close());
+
+  /** Sessions of this database waiting on a lock of this type (`relation`, `advisory`, `transactionid`, `tuple`). */
+  const waiting = async (lockType: string) => {
+    const { rows } = await app.pool.query(
+      `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+        WHERE NOT l.granted AND l.locktype = $1 AND a.datname = current_database()`,
+      [lockType],
+    );
+    return rows[0].n as number;
+  };
+  /** Holds `table` against inserts and updates until the returned release is called. */
+  const hold = async (table: string) => {
+    const blocker: PoolClient = await app.pool.connect();
+    await blocker.query('BEGIN');
+    await blocker.query(`LOCK TABLE ${table} IN SHARE ROW EXCLUSIVE MODE`);
+    return async () => {
+      await blocker.query('COMMIT');
+      blocker.release();
+    };
+  };
+  const newTenant = async (): Promise<{ t: Tenant; api: ReturnType<typeof client> }> => {
+    const t = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    return { t, api: client(app.baseUrl, t.key) };
+  };
+
+  test('closing a month waits for a write into it already past its check: what the close answers is what stays', async () => {
+    const { t, api } = await newTenant();
+    const account = (await api.post('/accounts', { data: { name: 'Banco', kind: 'bank', currency: 'mxn', opening_on: '2026-01-01' } })).body.data;
+    const release = await hold('movements');
+    let write: Promise<{ status: number }> | undefined;
+    let released = false;
+    try {
+      // The write checks March (open), then waits at its insert.
+      write = api.post('/incomes', { data: { account_id: account.id, amount_cents: 100, occurred_at: '2026-03-15T18:00:00Z' } });
+      await waitFor(async () => (await waiting('relation')) >= 1, 10_000, 'the write to wait at its insert');
+      const close = adminMutation(app.url, 'period.close', { companyId: t.companyId, year: 2026, month: 3 }).then(async (res) => {
+        // What a client reads the moment the close answers.
+        const incomes = await api.get('/incomes?limit=100');
+        return { res, seen: incomes.body.data.length };
+      });
+      // With the month's lock, the close waits for the write; without it, it would answer now.
+      await Promise.race([waitFor(async () => (await waiting('advisory')) >= 1, 10_000, 'the close to wait for the write'), close]);
+      await release();
+      released = true;
+      const [written, closed] = await Promise.all([write, close]);
+      assert.equal(written.status, 201);
+      assert.equal(closed.res.status, 200, JSON.stringify(closed.res.body));
+      assert.equal(closed.seen, 1, 'the write committed before the close answered');
+      const late = await api.post('/incomes', { data: { account_id: account.id, amount_cents: 100, occurred_at: '2026-03-16T18:00:00Z' } });
+      assert.equal(late.status, 422);
+      assert.equal((late as any).body.error, 'period_locked');
+    } finally {
+      if (!released) await release();
+      await write?.catch(() => {});
+    }
+  });
+
+  test('archiving an account waits for a payment into it already past its check; later ones are refused', async () => {
+    const { api } = await newTenant();
+    const account = (await api.post('/accounts', { data: { name: 'Caja', kind: 'cash', currency: 'mxn' } })).body.data;
+    const release = await hold('movements');
+    let released = false;
+    let write: Promise<{ status: number }> | undefined;
+    try {
+      write = api.post('/incomes', { data: { account_id: account.id, amount_cents: 250, occurred_at: new Date().toISOString() } });
+      await waitFor(async () => (await waiting('relation')) >= 1, 10_000, 'the write to wait at its insert');
+      const archive = api.patch(`/accounts/${account.id}`, { data: { archived: true } }).then(async (res) => ({ res, balance: (await api.get(`/accounts/${account.id}`)).body.data.balance_cents }));
+      await Promise.race([waitFor(async () => (await waiting('transactionid')) + (await waiting('tuple')) >= 1, 10_000, 'the archive to wait for the write'), archive]);
+      await release();
+      released = true;
+      const [written, archived] = await Promise.all([write, archive]);
+      assert.equal(written.status, 201);
+      assert.equal(archived.res.status, 200);
+      assert.equal(archived.balance, 250, 'the payment was in before the archive answered');
+      const late = await api.post('/incomes', { data: { account_id: account.id, amount_cents: 1, occurred_at: new Date().toISOString() } });
+      assert.equal(late.status, 422);
+    } finally {
+      if (!released) await release();
+      await write?.catch(() => {});
+    }
+  });
+
+  test('a booking link created while its host is removed ends switched off, as the host\'s other links', async () => {
+    const { t, api } = await newTenant();
+    const member = (await api.post('/users', { data: { email: `anfitrion-${Date.now()}@example.com`, first_name: 'Host', last_name: 'Uno' } })).body.data;
+    assert.ok(member?.id, 'a member to remove');
+    const link = (slug: string) => ({ user_id: member.id, slug, title: 'Cita', duration_minutes: 30 });
+    const before = await api.post('/booking-links', { data: link('antes') });
+    assert.equal(before.status, 201, JSON.stringify(before.body));
+    const release = await hold('booking_links');
+    let released = false;
+    let create: Promise<{ status: number; body: any }> | undefined;
+    try {
+      create = api.post('/booking-links', { data: link('durante') });
+      await waitFor(async () => (await waiting('relation')) >= 1, 10_000, 'the create to wait at its insert');
+      const removal = api.delete(`/users/${member.id}`);
+      await Promise.race([waitFor(async () => (await waiting('transactionid')) + (await waiting('tuple')) + (await waiting('relation')) >= 2, 10_000, 'the removal to wait'), removal]);
+      await release();
+      released = true;
+      const [created, removed] = await Promise.all([create, removal]);
+      assert.equal(removed.status, 204);
+      if (created.status === 201) {
+        const read = await api.get(`/booking-links/${created.body.data.id}`);
+        assert.equal(read.body.data.active, false, 'the link made during the removal is off');
+      } else {
+        assert.equal(created.body.error, 'invalid_user');
+      }
+      assert.equal((await api.get(`/booking-links/${before.body.data.id}`)).body.data.active, false);
+    } finally {
+      if (!released) await release();
+      await create?.catch(() => {});
+    }
+    void t;
+  });
+
+  test('deleting a booking link while one of its bookings is rescheduled: both finish, no deadlock', async () => {
+    const { t, api } = await newTenant();
+    const made = await api.post('/booking-links', {
+      data: { user_id: t.ownerId, slug: 'cita', title: 'Cita', duration_minutes: 30, timezone: 'UTC', minimum_notice_minutes: 0, weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '00:00', end: '24:00' }] },
+    });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const slots = (await api.get(`/booking-links/${made.body.data.id}/slots`)).body.data.days.flatMap((d: any) => d.slots);
+    const booking = (await api.post('/bookings', { data: { booking_link_id: made.body.data.id, starts_at: slots[0].starts_at, booker: { name: 'Ana', email: 'ana@example.com' } } })).body.data;
+    // The booking's row held, so the reschedule and the delete both queue on it: the reschedule first.
+    const holder: PoolClient = await app.pool.connect();
+    await holder.query('BEGIN');
+    await holder.query('SELECT 1 FROM bookings WHERE id = $1 FOR UPDATE', [booking.id]);
+    let released = false;
+    try {
+      const reschedule = api.post(`/bookings/${booking.id}/reschedule`, { data: { starts_at: slots[1].starts_at } });
+      await waitFor(async () => (await waiting('transactionid')) + (await waiting('tuple')) >= 1, 10_000, 'the reschedule to wait for the booking');
+      const removal = api.delete(`/booking-links/${made.body.data.id}`);
+      await waitFor(async () => (await waiting('transactionid')) + (await waiting('tuple')) >= 2, 10_000, 'the delete to wait too');
+      await holder.query('COMMIT');
+      released = true;
+      const [rescheduled, removed] = await Promise.all([reschedule, removal]);
+      assert.equal(rescheduled.status, 201, JSON.stringify((rescheduled as any).body));
+      assert.equal(removed.status, 204, JSON.stringify((removed as any).body));
+      const moved = (await api.get(`/bookings/${(rescheduled as any).body.data.id}`)).body.data;
+      assert.equal(moved.booking_link_id, null, 'the booking outlives its link');
+    } finally {
+      if (!released) await holder.query('COMMIT');
+      holder.release();
+    }
+  });
+
+  test('a record a write names, deleted between its check and its insert, is 422 naming the field, not a 500', async () => {
+    const { t } = await newTenant();
+    const error = await app.pool
+      .query("INSERT INTO movements (id, company_id, account_id, direction, amount_cents, currency, occurred_at, status) VALUES ('0123456789abcdef01234567', $1, 'ffffffffffffffffffffffff', 'income', 1, 'mxn', now(), 'paid')", [t.companyId])
+      .then(() => null, (e: unknown) => e);
+    assert.equal((error as { code?: string })?.code, '23503', String(error));
+    const answer = toApiError(error);
+    assert.equal(answer?.code, 'validation_failed');
+    assert.deepEqual(answer?.extra.errors, { account_id: ['no existe en la empresa'] });
+  });
+});
