@@ -26,12 +26,13 @@ function param(value: unknown, json: boolean): unknown {
 }
 
 /**
- * The column an id-or-slug path value is matched against: a value shaped
- * like an ObjectId is an id and only an id, anything else a slug (see
- * resolveIdOrSlug in api/routes/slug-queries.ts for why). `alias` qualifies the column (`l.` for `l.id`).
+ * The condition an id-or-slug path value (parameter `param`) is matched with: a value shaped like an
+ * ObjectId is an id and only an id (see resolveIdOrSlug in api/routes/slug-queries.ts for why),
+ * anything else a slug, compared lowercased as slugs are stored (`P1` finds `p1`, the slug a create
+ * given `P1` made). `alias` qualifies the column (`l.` for `l.id`).
  */
-export function idOrSlugColumn(value: string, alias = ''): string {
-  return isObjectId(value) ? `${alias}id` : `${alias}slug`;
+export function idOrSlugMatch(value: string, param: string, alias = ''): string {
+  return isObjectId(value) ? `${alias}id = ${param}` : `${alias}slug = lower(${param})`;
 }
 
 export type TableSpec = { table: string; jsonColumns?: ReadonlySet<string> };

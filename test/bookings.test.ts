@@ -229,6 +229,18 @@ describe('booking links and bookings', () => {
     assert.ok(toHost.mail.text!.includes('luis.perez@cliente.example'));
   });
 
+  test('the company name a tenant chose is the emails\' sender name, quotes and a trailing backslash included, never another address', async () => {
+    const t = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    const own = client(app.baseUrl, t.key);
+    const name = 'Acme "Uno" \\';
+    assert.equal((await own.put('/company', { data: { name } })).status, 200);
+    const l = (await own.post('/booking-links', { data: { ...link(), user_id: t.ownerId } })).body.data;
+    const slots = (await own.get(`/booking-links/${l.id}/slots`)).body.data.days.flatMap((d: any) => d.slots);
+    const b = (await own.post('/bookings', { data: { booking_link_id: l.id, starts_at: slots[0].starts_at, booker: { name: 'Ana', email: 'ana.remitente@example.com' } } })).body.data;
+    const mail = await waitFor(() => smtp.received.find((m) => m.mail.messageId?.includes(b.id) && m.to.includes('ana.remitente@example.com')), 20_000, 'the booker email');
+    assert.deepEqual(mail.mail.from?.value, [{ name, address: `no-reply@${new URL(app.config.siteUrl).hostname}` }]);
+  });
+
   test('a long link title and booker name: the event title is cut to the events\' 300-character limit, so a client can copy it', async () => {
     const l = await createLink({ title: 'T'.repeat(198) + '📅' });
     const [slot] = await slotsOf(l.id);

@@ -115,6 +115,16 @@ describe('products: prices, nested writes, detail, custom properties', () => {
     for (const detailOnly of ['variants', 'option_types', 'components', 'inventory']) assert.ok(!(detailOnly in item), `${detailOnly} is detail only`);
   });
 
+  test('a slug written in capitals is stored lowercased, and reading it back in capitals finds it; a sku is matched as written', async () => {
+    const made = await api.post('/products', { data: { name: 'Mayúsculas', slug: 'Taza-GRANDE', sku: 'SKU-Mx', prices_cents: { mxn: 100 } } });
+    assert.equal(made.status, 201, made.text);
+    assert.equal(made.body.data.slug, 'taza-grande');
+    for (const path of ['Taza-GRANDE', 'taza-grande', 'SKU-Mx']) assert.equal((await api.get(`/products/${path}`)).body.data?.id, made.body.data.id, path);
+    assert.equal((await api.get('/products/sku-mx')).status, 404, 'a sku is case-sensitive');
+    const brand = await api.post('/brands', { data: { name: 'Marca Caps', slug: 'Marca-CAPS' } });
+    assert.equal((await api.get('/brands/MARCA-caps')).body.data?.id, brand.body.data.id);
+  });
+
   test('a product with a category returns product_category {id, name, slug} and the deprecated category_name, in detail and list, following a rename', async () => {
     const cat = (await api.post('/product-categories', { data: { name: 'Tazas', slug: 'tazas' } })).body.data;
     const res = await api.post('/products', { data: { ...base, name: 'Taza con categoría', product_category_id: cat.id } });

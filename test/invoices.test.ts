@@ -167,7 +167,8 @@ describe('tax invoices with the development provider', () => {
     const s = await sale(api, {
       customer_id: setup.customer.id,
       line_items: [
-        { description: 'Por metro', quantity: 1.5, unit_price_cents: 999, vat_rate: 16 },
+        // Control characters the API stores as typed, which XML 1.0 forbids: the CFDI carries spaces.
+        { description: 'Por\u0001 metro\u000c', quantity: 1.5, unit_price_cents: 999, vat_rate: 16 },
         { description: 'Regalo', quantity: 1, unit_price_cents: 0, vat_rate: 16 },
         { description: 'Fracción', quantity: 0.001, unit_price_cents: 499, vat_rate: 16 },
       ],
@@ -183,6 +184,7 @@ describe('tax invoices with the development provider', () => {
     assert.equal(inv.status, 'valid', inv.failure_reason);
     const text = await (await fetch(`${app.baseUrl}/invoices/${inv.id}/xml`, { headers: { authorization: `Bearer ${tenant.key}` } })).text();
     assert.deepEqual(validateCfdi(text), []);
+    assert.doesNotMatch(text, /[\u0000-\u0008\u000b\u000c\u000e-\u001f]/, 'no character XML forbids');
     const concept = (description: string) => text.match(new RegExp(`<cfdi:Concepto [^>]*Descripcion="${description}"[^>]*>`))![0];
     assert.match(concept('Por metro'), /ValorUnitario="9\.990000"/, 'the sale\'s unit price, not Importe ÷ Cantidad');
     assert.match(concept('Fracción'), /ValorUnitario="4\.990000"/);

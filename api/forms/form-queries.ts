@@ -4,12 +4,12 @@
 import type { FormRow, SubmissionRow } from '../../db/forms.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { ApiError } from '../errors.ts';
-import { idOrSlugColumn } from '../../db/tables.ts';
+import { idOrSlugMatch } from '../../db/tables.ts';
 
 /** A form of the company by id or slug, or null. */
 export async function findForm(db: Queryable, companyId: string, idOrSlug: string): Promise<FormRow | null> {
   const { rows } = await db.query<FormRow>(
-    `SELECT * FROM forms WHERE company_id = $1 AND ${idOrSlugColumn(idOrSlug)} = $2`,
+    `SELECT * FROM forms WHERE company_id = $1 AND ${idOrSlugMatch(idOrSlug, '$2')}`,
     [companyId, idOrSlug],
   );
   return rows[0] ?? null;

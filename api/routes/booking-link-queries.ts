@@ -10,7 +10,7 @@ import { listPage, type PaginationQuery, type TotalsCache } from '../pagination.
 import type { BookingLinkCreate, BookingLinkUpdate, LOCATION_TYPES, QUESTION_TYPES } from './booking-link-schemas.ts';
 import { DEFAULT_WEEKLY_HOURS } from './booking-link-schemas.ts';
 import { uniqueViolation } from './slug-queries.ts';
-import { idOrSlugColumn, setList } from '../../db/tables.ts';
+import { idOrSlugMatch, setList } from '../../db/tables.ts';
 
 export type Question = { key: string; label: string; type: (typeof QUESTION_TYPES)[number]; required?: boolean; options?: string[] };
 export type BookingLocation = { type: (typeof LOCATION_TYPES)[number]; value?: string | null };
@@ -142,9 +142,9 @@ export async function findBookingLink(db: Queryable, companyId: string, id: stri
   return rows[0] ?? null;
 }
 
-/** A link by its id, or by its slug when the value is not shaped like an id (idOrSlugColumn), in one query. */
+/** A link by its id, or by its slug when the value is not shaped like an id (idOrSlugMatch), in one query. */
 export async function findBookingLinkByIdOrSlug(db: Queryable, companyId: string, value: string): Promise<BookingLinkRow | null> {
-  const { rows } = await db.query<BookingLinkRow>(`${SELECT} WHERE l.company_id = $1 AND ${idOrSlugColumn(value, 'l.')} = $2`, [companyId, value]);
+  const { rows } = await db.query<BookingLinkRow>(`${SELECT} WHERE l.company_id = $1 AND ${idOrSlugMatch(value, '$2', 'l.')}`, [companyId, value]);
   return rows[0] ?? null;
 }
 

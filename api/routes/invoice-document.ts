@@ -9,7 +9,7 @@ import { companyZone } from '../../db/companies.ts';
 import type { SaleRow } from '../../db/money/sales.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { DEFAULT_PRODUCT_KEY, DEFAULT_UNIT_KEY, PRODUCT_KEY, PUBLIC_RFC, regimeFitsRfc, TAX_REGIMES, UNIT_KEY, useFitsRegime } from '../../lib/cfdi/catalogs.ts';
-import type { CfdiDocument, ConceptLine } from '../../lib/cfdi/document.ts';
+import { cfdiText, type CfdiDocument, type ConceptLine } from '../../lib/cfdi/document.ts';
 import type { Config } from '../../lib/config.ts';
 import { localMonth } from '../../lib/local-dates.ts';
 import { ApiError, validationFailed } from '../errors.ts';
@@ -48,7 +48,7 @@ export async function buildDocument(db: Queryable, config: Config, sale: SaleRow
     else if (!useFitsRegime(cfdiUse, regime)) errors.cfdi_use = [`el uso ${cfdiUse} no admite el régimen ${regime} del receptor (c_UsoCFDI)`];
     if (!zip || !/^\d{5}$/.test(zip)) errors['receiver.zip'] = ['el código postal fiscal del cliente es obligatorio'];
     if (Object.keys(errors).length) throw validationFailed(errors);
-    receiver = { rfc, legal_name: (customer.legal_name ?? customer.name).toUpperCase(), tax_regime: regime!, zip: zip! };
+    receiver = { rfc, legal_name: cfdiText(customer.legal_name ?? customer.name).toUpperCase(), tax_regime: regime!, zip: zip! };
   } else {
     // The general public: a global invoice (CFDI 4.0: XAXX010101000, régimen 616, uso S01, InformacionGlobal of the sale's month).
     const zone = await companyZone(db, sale.company_id);
@@ -68,7 +68,7 @@ export async function buildDocument(db: Queryable, config: Config, sale: SaleRow
     return {
       product_key: PRODUCT_KEY.test(productKey) ? productKey : DEFAULT_PRODUCT_KEY,
       unit_key: UNIT_KEY.test(unitKey) ? unitKey : DEFAULT_UNIT_KEY,
-      description: l.description,
+      description: cfdiText(l.description),
       quantity: l.quantity,
       // The sale's own unit price, before VAT; with VAT-included prices the pre-VAT price of the line
       // (amount ÷ quantity, 6 decimals in the XML) is what Cantidad × ValorUnitario must give.
@@ -89,7 +89,7 @@ export async function buildDocument(db: Queryable, config: Config, sale: SaleRow
     payment_form: method === 'PPD' ? '99' : (input.payment_form ?? '03'),
     payment_method: method,
     cfdi_use: cfdiUse,
-    issuer: { rfc: emitter.rfc, legal_name: emitter.legal_name, tax_regime: emitter.tax_regime, zip: emitter.zip },
+    issuer: { rfc: emitter.rfc, legal_name: cfdiText(emitter.legal_name), tax_regime: emitter.tax_regime, zip: emitter.zip },
     receiver,
     global,
     lines: concepts,

@@ -2,7 +2,7 @@
 // brands): picking a free slug, resolving a path value to a row id, and
 // turning the UNIQUE index's verdict into a 422.
 import type { Queryable } from '../../db/pool.ts';
-import { idOrSlugColumn } from '../../db/tables.ts';
+import { idOrSlugMatch } from '../../db/tables.ts';
 import { isObjectId } from '../../lib/objectid.ts';
 import { slugify } from '../../lib/slug.ts';
 import { ApiError, validationFailed } from '../errors.ts';
@@ -68,10 +68,11 @@ export async function resolveIdOrSlug(
   value: string,
   options: { sku?: boolean; lock?: boolean } = {},
 ): Promise<string> {
-  const match = options.sku && !isObjectId(value) ? 'slug = $2 OR sku = $2' : `${idOrSlugColumn(value)} = $2`;
+  // A sku is matched as written (it is stored as written); a slug lowercased, as it is stored.
+  const match = options.sku && !isObjectId(value) ? 'slug = lower($2) OR sku = $2' : idOrSlugMatch(value, '$2');
   const { rows } = await db.query<{ id: string }>(
     `SELECT id FROM ${table} WHERE company_id = $1 AND (${match})
-      ORDER BY (slug = $2) DESC LIMIT 1${options.lock ? ' FOR UPDATE' : ''}`,
+      ORDER BY (slug = lower($2)) DESC LIMIT 1${options.lock ? ' FOR UPDATE' : ''}`,
     [companyId, value],
   );
   if (!rows[0]) throw new ApiError('not_found');

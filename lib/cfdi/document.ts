@@ -45,3 +45,12 @@ export type CfdiDocument = {
 };
 
 export const cents = (n: number) => (n / 100).toFixed(2);
+
+/**
+ * Free text as a CFDI carries it: control characters (which XML 1.0 forbids outright, escaped or not,
+ * and the API stores as typed) become spaces, and runs of white space one, as the SAT's own
+ * normalization reads attributes. A description "Servicio\u0001" once made XML no parser reads.
+ */
+export function cfdiText(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f\ufffe\uffff]/g, ' ').replace(/\s+/g, ' ').trim();
+}

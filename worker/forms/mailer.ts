@@ -47,6 +47,16 @@ export function isTransientMailError(error: unknown): boolean {
   return !(typeof code === 'number' && code >= 500 && code < 600);
 }
 
+/**
+ * The sender of the service's own emails: `<name> <no-reply@<site host>>`, with the name (a company's
+ * or a form's, which tenants choose) given to nodemailer as a name to encode, never spliced into the
+ * address text: a name ending in `\` once escaped its closing quote and turned the whole From into
+ * another mailbox at our domain.
+ */
+export function noReplyFrom(name: string, config: Pick<Config, 'siteUrl'>): Mail.Address {
+  return { name: name.replace(/[\r\n]+/g, ' '), address: `no-reply@${new URL(config.siteUrl).hostname}` };
+}
+
 /** `{{name}}` placeholders; unknown ones become empty. Plain text only: nothing is rendered as HTML. */
 export function renderTemplate(template: string, values: Record<string, string>): string {
   return template.replace(/\{\{\s*([\w.-]+)\s*\}\}/g, (_, key: string) => (Object.hasOwn(values, key) ? values[key] : ''));

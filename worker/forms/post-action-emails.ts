@@ -8,7 +8,7 @@ import type { FormRow, Locale, SubmissionFile, SubmissionRow } from '../../db/fo
 import type { Pool } from '../../db/pool.ts';
 import type { Config } from '../../lib/config.ts';
 import type { WorkerDeps } from '../jobs/types.ts';
-import { createMailer, DEFAULT_TEMPLATES, FILES_TEXT, renderTemplate, type Mailer } from './mailer.ts';
+import { createMailer, DEFAULT_TEMPLATES, FILES_TEXT, noReplyFrom, renderTemplate, type Mailer } from './mailer.ts';
 import { claimSubmitterEmail } from './submitter-caps.ts';
 
 type MailDeps = Pick<WorkerDeps, 'pool' | 'config' | 'blobs'>;
@@ -73,7 +73,7 @@ function templateValues(form: FormRow, s: Submission, files: string): Record<str
   return values;
 }
 
-const sender = (title: string, config: Config) => `"${title.replace(/["\r\n]/g, '')}" <no-reply@${new URL(config.siteUrl).hostname}>`;
+const sender = noReplyFrom;
 
 /** The operator's email: to the form's recipients, with the files attached while they fit. */
 export async function sendEmail(deps: MailDeps, form: FormRow, s: Submission): Promise<Record<string, unknown>> {

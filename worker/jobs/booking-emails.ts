@@ -9,7 +9,7 @@ import type { Job } from 'pg-boss';
 import { BOOKING_EMAILS, type BookingEmailJob } from '../../db/queues.ts';
 import { manageUrl } from '../../lib/booking-tokens.ts';
 import type { Config } from '../../lib/config.ts';
-import { createMailer, isTransientMailError, type Mailer } from '../forms/mailer.ts';
+import { createMailer, isTransientMailError, noReplyFrom, type Mailer } from '../forms/mailer.ts';
 import type { JobDefinition, WorkerDeps } from './types.ts';
 
 type BookingMail = {
@@ -99,7 +99,7 @@ async function send(deps: WorkerDeps, job: BookingEmailJob): Promise<void> {
   const bookerZone = b.booker_timezone ?? b.link_timezone ?? 'America/Mexico_City';
   const hostZone = b.link_timezone ?? bookerZone;
   const subject = SUBJECTS[job.kind];
-  const from = `"${b.company_name.replace(/["\r\n]/g, '')}" <no-reply@${new URL(config.siteUrl).hostname}>`;
+  const from = noReplyFrom(b.company_name, config);
   const place = where(b);
   const lines = [
     `${b.title} con ${b.host_name}`,
