@@ -167,3 +167,18 @@ export function parseQuery<S extends z.ZodType>(schema: S, query: unknown): z.in
 
 /** A text field of a body: trimmed, at most `max` characters. */
 export const text = (max: number) => z.string().trim().max(max);
+
+/** Invisible characters: zero-width spaces and joiners, the word joiner, the byte-order mark. */
+const INVISIBLE = /[\u200b-\u200d\u2060\ufeff]/g;
+/** Line breaks, other control characters and direction overrides: what no one-line name holds. */
+const NOT_IN_A_LINE = /[\u0000-\u001f\u007f\u202a-\u202e\u2066-\u2069]/;
+
+/**
+ * A person's name a visitor types (a booker's): one line, at most `max` characters, and something
+ * visible (`"\u200b"` alone is no name). Line breaks and direction overrides are refused: the name is
+ * quoted at the top of the host's email, where `Mallory\r\nBcc: …` forged lines of its own.
+ */
+export const personName = (max: number) =>
+  text(max)
+    .refine((v) => !NOT_IN_A_LINE.test(v), 'debe ser una sola línea, sin caracteres de control')
+    .refine((v) => v.replace(INVISIBLE, '').trim().length > 0, 'es obligatorio');

@@ -229,6 +229,18 @@ describe('booking links and bookings', () => {
     assert.ok(toHost.mail.text!.includes('luis.perez@cliente.example'));
   });
 
+  test('a booker name is one visible line: line breaks, direction overrides and invisible-only names are 422 on booker.name', async () => {
+    const l = await createLink();
+    const slots = await slotsOf(l.id);
+    for (const name of ['Mallory" <x@evil.example>\r\nBcc: victim@x.example', 'Ana\u202e', '\u200b\u2060', ' ']) {
+      const res = await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: slots[0].starts_at, booker: { name, email: 'x@example.com' } } });
+      assert.equal(res.status, 422, JSON.stringify(name));
+      assert.ok(res.body.errors?.['booker.name'], `${JSON.stringify(name)}: ${res.text}`);
+    }
+    const ok = await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: slots[0].starts_at, booker: { name: 'José Ñúñez', email: 'x@example.com' } } });
+    assert.equal(ok.status, 201, ok.text);
+  });
+
   test('the company name a tenant chose is the emails\' sender name, quotes and a trailing backslash included, never another address', async () => {
     const t = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
     const own = client(app.baseUrl, t.key);

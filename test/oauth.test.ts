@@ -121,6 +121,20 @@ describe('OAuth 2.1 authorization server', () => {
     assert.match(other.headers.get('content-type') ?? '', /json/);
   });
 
+  test('a client_name with direction controls cannot reverse the page around it: isolated in <bdi>, controls dropped', async () => {
+    const res = await fetch(`${app.url}/oauth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ client_name: 'Claude\u202e', redirect_uris: ['https://moc.edualc.ni/cb'] }),
+    });
+    assert.equal(res.status, 201);
+    const client = (await res.json()) as { client_id: string };
+    const page = await fetch(`${app.url}/authorize?${new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: 'https://moc.edualc.ni/cb', code_challenge: pkce().challenge, code_challenge_method: 'S256', state: 's' })}`);
+    const html = await page.text();
+    assert.match(html, /<bdi>Claude<\/bdi> quiere acceder/);
+    assert.doesNotMatch(html, /[\u202a-\u202e\u2066-\u2069]/);
+  });
+
   test('registration refuses hostile redirect URIs', async () => {
     // A host with ; or , would write into the pages' CSP header (form-action names the redirect's origin).
     for (const uri of ['javascript:alert(1)', 'data:text/html,x', 'file:///etc/passwd', 'http://evil.example/cb', 'https://a.example/cb#frag', 'https://*.example/cb', 'https://a;sandbox/cb', 'https://x,script-src/cb', 'https://trusted.example@evil.example/cb', 'https://user:pw@app.example/cb']) {
@@ -651,6 +665,6 @@ describe('OAuth 2.1 authorization server', () => {
       body: new URLSearchParams({ ...Object.fromEntries(params), step: 'sign-in', csrf: hiddenCsrf(html), email, password: PASSWORD }),
     });
     const consent = await signIn.text();
-    assert.match(consent, new RegExp(`value="${free.companyId}" disabled> [^<]*\\(su plan no incluye MCP\\)`));
+    assert.match(consent, new RegExp(`value="${free.companyId}" disabled> <bdi>[^<]*</bdi> \\(su plan no incluye MCP\\)`));
   });
 });

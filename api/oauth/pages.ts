@@ -1,6 +1,12 @@
 // The sign-in and consent pages of /authorize: server-rendered HTML in
 // Spanish, no script, every field labelled, errors tied to their field.
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+/**
+ * Text someone else chose (an application's client_name, a company's name, the redirect host), shown
+ * isolated: direction controls dropped and the text in its own <bdi>, so a name holding U+202E cannot
+ * reverse what follows it (the "Te devolverá a <host>" line read as another host).
+ */
+const isolated = (s: string) => `<bdi>${esc(s.replace(/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, ''))}</bdi>`;
 
 function page(title: string, body: string): string {
   return `<!doctype html><html lang="es"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -24,7 +30,7 @@ export function errorPage(message: string): string {
 export function signInPage(params: Record<string, string>, csrf: string, clientName: string, error?: string): string {
   return page(
     'Inicia sesión',
-    `<h1>Inicia sesión</h1><p>${esc(clientName)} quiere acceder a tu empresa.</p>
+    `<h1>Inicia sesión</h1><p>${isolated(clientName)} quiere acceder a tu empresa.</p>
 <form method="post" action="/authorize">${hidden({ ...params, csrf, step: 'sign-in' })}
 ${error ? `<p class="error" id="signin-error" role="alert">${esc(error)}</p>` : ''}
 <label for="email">Correo</label><input id="email" name="email" type="email" autocomplete="username" required${error ? ' aria-describedby="signin-error"' : ''}>
@@ -43,13 +49,13 @@ export function consentPage(
 ): string {
   const firstAvailable = companies.find((c) => c.mcp)?.id;
   const companyOptions = companies
-    .map((c) => `<label class="check"><input type="radio" name="company_id" value="${esc(c.id)}"${c.id === firstAvailable ? ' checked' : ''}${c.mcp ? '' : ' disabled'}> ${esc(c.name)}${c.mcp ? '' : ' (su plan no incluye MCP)'}</label>`)
+    .map((c) => `<label class="check"><input type="radio" name="company_id" value="${esc(c.id)}"${c.id === firstAvailable ? ' checked' : ''}${c.mcp ? '' : ' disabled'}> ${isolated(c.name)}${c.mcp ? '' : ' (su plan no incluye MCP)'}</label>`)
     .join('');
   const scopeOptions = scopes.map((s) => `<label class="check"><input type="checkbox" name="scope" value="${esc(s)}" checked> ${esc(s)}</label>`).join('');
   return page(
     'Autorizar acceso',
-    `<h1>Autorizar acceso</h1><p><strong>${esc(client.name)}</strong> (aplicación no verificada) pide acceso de solo lectura.
-Te devolverá a <strong>${esc(client.redirectHost)}</strong>.</p>
+    `<h1>Autorizar acceso</h1><p><strong>${isolated(client.name)}</strong> (aplicación no verificada) pide acceso de solo lectura.
+Te devolverá a <strong>${isolated(client.redirectHost)}</strong>.</p>
 <form method="post" action="/authorize">${hidden({ ...params, csrf, step: 'consent' })}
 ${error ? `<p class="error" role="alert">${esc(error)}</p>` : ''}
 <fieldset><legend>Empresa</legend>${companyOptions}</fieldset>

@@ -6,7 +6,7 @@ import { paginationQuery } from '../pagination.ts';
 import { instant } from '../date-fields.ts';
 import { LOCATION_TYPES } from './booking-link-schemas.ts';
 import { isTimeZone, windowBound } from './calendar-event-schemas.ts';
-import { text } from '../validation.ts';
+import { personName, text } from '../validation.ts';
 
 export const BOOKING_STATUSES = ['confirmed', 'cancelled'] as const;
 
@@ -14,7 +14,7 @@ const objectIdString = z.string().refine(isObjectId, 'no es un ObjectId válido'
 const slotStart = instant.describe('ISO 8601; debe ser el inicio de un horario libre (GET /booking-links/:id/slots)');
 
 export const booker = z.strictObject({
-  name: text(200).min(1),
+  name: personName(200),
   email: z.email().max(254),
   phone: text(40).nullable().optional(),
   timezone: z.string().refine(isTimeZone, 'zona horaria IANA desconocida').nullable().optional().describe('Zona del reservante: las horas de sus correos se escriben en ella'),
