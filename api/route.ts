@@ -215,7 +215,7 @@ function chainOf(route: RouteDef, defaultRateLimit: number): ApiRouteMiddleware[
   if (route.multipart) chain.push(multipartBody(route.multipart), idempotency);
   else if (route.upload) chain.push(idempotentBodyCap, uploadBody(route.upload));
   else if (route.method !== 'GET' && route.method !== 'DELETE' && !route.ignoresBody) chain.push(idempotentBodyCap, jsonContentType, jsonBody, objectBody, idempotency);
-  if (route.cache) chain.push(responseCache(route.cache, route.query instanceof z.ZodObject ? Object.keys(route.query.shape) : null));
+  if (route.cache) chain.push(responseCache(route.cache, route.query));
   chain.push(handle(route));
   return chain;
 }

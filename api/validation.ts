@@ -168,10 +168,10 @@ export function parseQuery<S extends z.ZodType>(schema: S, query: unknown): z.in
 /** A text field of a body: trimmed, at most `max` characters. */
 export const text = (max: number) => z.string().trim().max(max);
 
-/** Invisible characters: zero-width spaces and joiners, the word joiner, the byte-order mark. */
-const INVISIBLE = /[\u200b-\u200d\u2060\ufeff]/g;
-/** Line breaks, other control characters and direction overrides: what no one-line name holds. */
-const NOT_IN_A_LINE = /[\u0000-\u001f\u007f\u202a-\u202e\u2066-\u2069]/;
+/** Characters that show nothing: zero-width spaces and joiners, direction marks, fillers, the soft hyphen, the BOM. */
+const INVISIBLE = /[\u00ad\u034f\u061c\u115f\u1160\u180e\u200b-\u200f\u2060-\u2064\u3164\ufeff\uffa0]/g;
+/** Line breaks (NEL and the Unicode separators too), other control characters and direction overrides: what no one-line name holds. */
+const NOT_IN_A_LINE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 
 /**
  * A person's name a visitor types (a booker's): one line, at most `max` characters, and something

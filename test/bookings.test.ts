@@ -232,7 +232,7 @@ describe('booking links and bookings', () => {
   test('a booker name is one visible line: line breaks, direction overrides and invisible-only names are 422 on booker.name', async () => {
     const l = await createLink();
     const slots = await slotsOf(l.id);
-    for (const name of ['Mallory" <x@evil.example>\r\nBcc: victim@x.example', 'Ana\u202e', '\u200b\u2060', ' ']) {
+    for (const name of ['Mallory" <x@evil.example>\r\nBcc: victim@x.example', 'Ana\u2028Bcc: x@evil', 'Ana\u0085Linea', 'Ana\u202e', '\u200b\u2060', '\u3164', '\u00ad', ' ']) {
       const res = await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: slots[0].starts_at, booker: { name, email: 'x@example.com' } } });
       assert.equal(res.status, 422, JSON.stringify(name));
       assert.ok(res.body.errors?.['booker.name'], `${JSON.stringify(name)}: ${res.text}`);

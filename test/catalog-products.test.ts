@@ -121,6 +121,11 @@ describe('products: prices, nested writes, detail, custom properties', () => {
     assert.equal(made.body.data.slug, 'taza-grande');
     for (const path of ['Taza-GRANDE', 'taza-grande', 'SKU-Mx']) assert.equal((await api.get(`/products/${path}`)).body.data?.id, made.body.data.id, path);
     assert.equal((await api.get('/products/sku-mx')).status, 404, 'a sku is case-sensitive');
+    // An exact sku outranks a slug that only case-folding matches: TAZA-1 is the product whose sku it is.
+    const bySku = (await api.post('/products', { data: { name: 'Vaso grande', sku: 'TAZA-1', prices_cents: { mxn: 100 } } })).body.data;
+    const bySlug = (await api.post('/products', { data: { name: 'Taza roja', slug: 'taza-1', prices_cents: { mxn: 100 } } })).body.data;
+    assert.equal((await api.get('/products/TAZA-1')).body.data.id, bySku.id);
+    assert.equal((await api.get('/products/taza-1')).body.data.id, bySlug.id);
     const brand = await api.post('/brands', { data: { name: 'Marca Caps', slug: 'Marca-CAPS' } });
     assert.equal((await api.get('/brands/MARCA-caps')).body.data?.id, brand.body.data.id);
   });

@@ -60,13 +60,19 @@ describe('response cache', () => {
     assert.equal(res.body.data.length, 0);
   });
 
-  test('parameters the list does not read make no new entry: ?limit=10&x=1 is the page ?limit=10 cached', async () => {
+  test('parameters the list does not read make no new entry (?limit=10&x=1 is the page ?limit=10 cached); what it refuses is still refused', async () => {
     const t = await seedTenant(app.pool, { responseCache: true });
     const api = client(app.baseUrl, t.key);
     await api.post('/customers', { data: { name: 'Uno' } });
     assert.equal((await api.get('/customers?limit=10')).headers.get('x-cache'), 'MISS');
     for (const junk of ['x=1', 'x=2', 'cachebust=3']) {
       assert.equal((await api.get(`/customers?limit=10&${junk}`)).headers.get('x-cache'), 'HIT', junk);
+    }
+    // What the list refuses is refused with its page cached too, never answered with the unfiltered page.
+    for (const refused of ['q[]=Uno', 'zz=%00', 'limit=abc']) {
+      const res = await api.get(`/customers?limit=10&${refused}`);
+      assert.equal(res.status, 400, refused);
+      assert.equal(res.body.error, 'invalid_parameter', refused);
     }
   });
 

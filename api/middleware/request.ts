@@ -70,7 +70,11 @@ export function toApiError(error: unknown): ApiError | null {
   // A record the write names was deleted between the handler's check and its insert (SQLSTATE 23503 on
   // the insert or update): what the check answers when the delete wins, 422 naming the field, not a 500.
   const fkField = referencedField(error);
-  if (fkField) return validationFailed({ [fkField]: ['no existe en la empresa'] });
+  if (fkField) {
+    // Logged: the same answer would hide a bug of ours that names a wrong id in a column the client never sent.
+    log('request.reference_vanished', { constraint: (error as { constraint?: string }).constraint, field: fkField });
+    return validationFailed({ [fkField]: ['no existe en la empresa'] });
+  }
   const status = (error as { status?: number; statusCode?: number })?.status ?? (error as { statusCode?: number })?.statusCode;
   const type = (error as { type?: string })?.type;
   // Errors raised by the body parser (co-body / formidable) carry a status.

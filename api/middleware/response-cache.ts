@@ -6,6 +6,8 @@
 // never served after it, on any process. The cache itself is per process and
 // bounded; its lifetime is CACHE_TTL_MS.
 import type { Next } from 'koa';
+import type { z } from 'zod';
+import { parseQuery } from '../validation.ts';
 import type { ApiContext } from '../types.ts';
 
 export const CACHE_TTL_MS = 30_000;
@@ -17,10 +19,13 @@ export const CACHE_TTL_MS = 30_000;
  */
 export const MAX_ENTRY_CHARS = 1_000_000;
 export const MAX_TOTAL_CHARS = 64_000_000;
+/** And at most this many entries; each counts its key and this much for the Map's and the entry's own cost. */
+const MAX_ENTRIES = 5_000;
+const ENTRY_OVERHEAD_CHARS = 200;
 
 export class ResponseCache {
   /** In insertion order, which with one TTL is expiry order: the first entry is the oldest. */
-  #entries = new Map<string, { body: string; expires: number }>();
+  #entries = new Map<string, { body: string; expires: number; cost: number }>();
   #chars = 0;
 
   get(key: string): string | undefined {
@@ -36,16 +41,17 @@ export class ResponseCache {
   set(key: string, body: string): void {
     if (body.length > MAX_ENTRY_CHARS) return;
     this.#delete(key);
+    const cost = body.length + key.length + ENTRY_OVERHEAD_CHARS;
     const now = Date.now();
     for (const [oldest, entry] of this.#entries) {
-      if (entry.expires > now && this.#chars + body.length <= MAX_TOTAL_CHARS) break;
+      if (entry.expires > now && this.#chars + cost <= MAX_TOTAL_CHARS && this.#entries.size < MAX_ENTRIES) break;
       this.#delete(oldest);
     }
-    this.#entries.set(key, { body, expires: now + CACHE_TTL_MS });
-    this.#chars += body.length;
+    this.#entries.set(key, { body, expires: now + CACHE_TTL_MS, cost });
+    this.#chars += cost;
   }
 
-  /** What the cache holds, in characters (tests and metrics). */
+  /** What the cache holds: entries, and their cost in characters (pages, keys and overhead; tests and metrics). */
   get size(): { entries: number; chars: number } {
     return { entries: this.#entries.size, chars: this.#chars };
   }
@@ -53,22 +59,23 @@ export class ResponseCache {
   #delete(key: string): void {
     const entry = this.#entries.get(key);
     if (!entry) return;
-    this.#chars -= entry.body.length;
+    this.#chars -= entry.cost;
     this.#entries.delete(key);
   }
 }
 
-/** The parameters the list reads, sorted: one entry per page, whatever else a request adds (`&x=1`). */
-function canonicalQuery(query: Record<string, unknown>, known: readonly string[] | null): string {
-  return Object.keys(query)
-    .filter((k) => known === null || known.includes(k))
-    .sort()
-    .map((k) => `${encodeURIComponent(k)}=${encodeURIComponent(String(query[k]))}`)
-    .join('&');
+/**
+ * The key of a page: the list's parameters as its query schema reads them (parsed here, so a request
+ * the list would refuse is refused before any cached page could answer it, and one with parameters the
+ * list ignores, `&x=1`, is the same page), in a canonical order.
+ */
+function canonicalQuery(parsed: unknown): string {
+  const entries = Object.entries((parsed ?? {}) as Record<string, unknown>).filter(([, v]) => v !== undefined);
+  return JSON.stringify(entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
-/** `known`: the names of the route's query parameters (null: every parameter is part of the key). */
-export function responseCache(collection: string, known: readonly string[] | null = null) {
+/** `query`: the route's query schema (the key is what it parses; without one, every parameter as sent). */
+export function responseCache(collection: string, query?: z.ZodType) {
   return async function cached(ctx: ApiContext, next: Next) {
     const auth = ctx.state.auth!;
     if (!auth.responseCache) return next();
@@ -77,7 +84,7 @@ export function responseCache(collection: string, known: readonly string[] | nul
       [auth.companyId, collection],
     );
     const version = rows[0]?.version ?? 0;
-    const key = `${auth.companyId}|${collection}|${version}|${ctx.path}?${canonicalQuery(ctx.query, known)}`;
+    const key = `${auth.companyId}|${collection}|${version}|${ctx.path}?${canonicalQuery(query ? parseQuery(query, ctx.query) : ctx.query)}`;
     const hit = ctx.deps.responseCache.get(key);
     if (hit !== undefined) {
       ctx.set('X-Cache', 'HIT');

@@ -149,11 +149,13 @@ export const bookingLinkRoutes: RouteDef[] = [
         // Removing a member switched their links off; one cannot be switched on again without a host.
         // The host's membership is held before the link, the order a removal takes them in (membership,
         // then the links it switches off), so the two wait for each other instead of deadlocking.
+        const id = await resolveIdOrSlug(client, 'booking_links', companyId, params.id);
         if (data.active === true) {
-          const link = (await findBookingLink(client, companyId, await resolveIdOrSlug(client, 'booking_links', companyId, params.id)))!;
+          const link = await findBookingLink(client, companyId, id);
+          if (!link) throw new ApiError('not_found');
           if (!(await isMember(client, companyId, link.user_id, true))) throw new ApiError('invalid_user', 'El anfitrión del enlace ya no es miembro de la empresa: el enlace no puede activarse.');
         }
-        const id = await resolveIdOrSlug(client, 'booking_links', companyId, params.id, { lock: true });
+        if (!(await findBookingLink(client, companyId, id, true))) throw new ApiError('not_found'); // deleted meanwhile
         await updateBookingLink(client, companyId, id, data);
         return id;
       });

@@ -68,11 +68,14 @@ export async function resolveIdOrSlug(
   value: string,
   options: { sku?: boolean; lock?: boolean } = {},
 ): Promise<string> {
-  // A sku is matched as written (it is stored as written); a slug lowercased, as it is stored.
-  const match = options.sku && !isObjectId(value) ? 'slug = lower($2) OR sku = $2' : idOrSlugMatch(value, '$2');
+  // A sku is matched as written (it is stored as written); a slug lowercased, as it is stored. An exact
+  // slug comes first, then an exact sku, then a slug only case-folding matched: `TAZA-1` is the product
+  // whose sku it is, not the one whose slug is taza-1.
+  const bySku = options.sku && !isObjectId(value);
+  const match = bySku ? 'slug = lower($2) OR sku = $2' : idOrSlugMatch(value, '$2');
   const { rows } = await db.query<{ id: string }>(
     `SELECT id FROM ${table} WHERE company_id = $1 AND (${match})
-      ORDER BY (slug = lower($2)) DESC LIMIT 1${options.lock ? ' FOR UPDATE' : ''}`,
+      ORDER BY (slug = $2) DESC${bySku ? ', (sku = $2) DESC NULLS LAST' : ''} LIMIT 1${options.lock ? ' FOR UPDATE' : ''}`,
     [companyId, value],
   );
   if (!rows[0]) throw new ApiError('not_found');
