@@ -14,8 +14,9 @@ export const CACHE_TTL_MS = 30_000;
 /**
  * Bounds of one process's cache, in characters of the cached JSON (about bytes): a page larger than
  * MAX_ENTRY_CHARS is not kept (a list of 100 records with large custom properties runs to megabytes),
- * and the whole cache holds at most MAX_TOTAL_CHARS, the oldest entries leaving first. Counted in size,
- * not entries: 5,000 entries of 19 MB pages once exhausted the heap (a hostile-input review).
+ * and the whole cache holds at most MAX_TOTAL_CHARS, the oldest entries leaving first. Counted in size
+ * as well as in entries: a bound of 5,000 entries alone let pages of 19 MB exhaust the heap (a
+ * hostile-input review).
  */
 export const MAX_ENTRY_CHARS = 1_000_000;
 export const MAX_TOTAL_CHARS = 64_000_000;
