@@ -39,7 +39,7 @@ export const ERROR_CODES = {
   not_supported_yet: { status: 422, message: 'Esta acción todavía no está soportada por la API.' },
   invalid_metadata: { status: 422, message: 'metadata no es válido.' },
   period_locked: { status: 422, message: 'El periodo contable está cerrado.' },
-  already_invoiced: { status: 422, message: 'La venta ya tiene una factura timbrada.' },
+  already_invoiced: { status: 422, message: 'La venta ya tiene una factura vigente (pendiente de timbrar, timbrada o en cancelación).' },
   sale_without_tax: { status: 422, message: 'La venta tiene conceptos sin IVA.' },
   no_emitter: { status: 422, message: 'La empresa no tiene datos fiscales o sellos completos.' },
   customer_no_rfc: { status: 422, message: 'El cliente de la venta no tiene RFC.' },
