@@ -27,6 +27,28 @@ export const jsonBody = koaBody({
   parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH],
 });
 
+/**
+ * Runs a body parser, then `next`; an error the parser throws (the body, not the handler after it) goes
+ * to `onParseError`, which answers it in its own terms or throws. Errors from `next` pass through.
+ */
+export async function parseBody<C extends { request: unknown }>(
+  parser: (ctx: C, next: () => Promise<void>) => Promise<unknown>,
+  ctx: C,
+  next: () => Promise<unknown>,
+  onParseError: (error: unknown) => void,
+): Promise<void> {
+  let parsed = false;
+  try {
+    await parser(ctx, async () => {
+      parsed = true;
+      await next();
+    });
+  } catch (error) {
+    if (parsed) throw error;
+    onParseError(error);
+  }
+}
+
 /** An array body is refused before anything reads it, on routes that take no body too (refuseArrayBody). */
 export async function objectBody(ctx: ApiContext, next: Next) {
   refuseArrayBody(ctx.request.body);
@@ -172,19 +194,12 @@ export function uploadBody(limits: UploadRoute['upload']): ApiMiddleware {
     includeUnparsed: false,
     parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH],
   });
-  const readKeyedJson = async (ctx: ApiContext, next: Next) => {
-    let parsed = false;
-    try {
-      await keyedJson(ctx, async () => {
-        parsed = true;
-        await next();
-      });
-    } catch (error) {
-      if (parsed || (error as { status?: number }).status !== 413) throw error;
+  const readKeyedJson = (ctx: ApiContext, next: Next) =>
+    parseBody(keyedJson, ctx, next, (error) => {
+      if ((error as { status?: number }).status !== 413) throw error;
       ctx.set('Connection', 'close');
       throw new ApiError('idempotency_body_too_large');
-    }
-  };
+    });
   const mib = (bytes: number) => Math.floor(bytes / 1024 / 1024);
   return async function upload(ctx, next) {
     const multipart = ctx.is('multipart/form-data');

@@ -13,6 +13,7 @@ import type { Middleware } from 'koa';
 import { koaBody } from 'koa-body';
 import { z } from 'zod';
 import { isStorableText } from '../validation.ts';
+import { parseBody } from '../middleware/body.ts';
 import { toApiError } from '../middleware/request.ts';
 import { verifyPassword } from '../../lib/passwords.ts';
 import { consumeSignInAttempt } from '../auth/sessions.ts';
@@ -172,23 +173,15 @@ const parse = koaBody({ json: true, urlencoded: true, multipart: false, text: fa
  * other refusal of these endpoints, not in the REST API's.
  */
 function oauthForm(error: string): Middleware<ApiState, ApiContextExtension> {
-  return async (ctx, next) => {
-    let parsed = false;
-    try {
-      await parse(ctx, async () => {
-        parsed = true;
-        await next();
-      });
-    } catch (thrown) {
-      if (parsed) throw thrown;
+  return (ctx, next) =>
+    parseBody(parse, ctx, next, (thrown) => {
       const problem = toApiError(thrown);
       if (!problem) throw thrown;
       cors(ctx);
       // The REST API's hint names its {"data": …} wrapper, which OAuth bodies do not have.
       const description = problem.code === 'invalid_json' && problem.message.includes('"data"') ? 'El cuerpo debe ser un objeto JSON o un formulario (application/x-www-form-urlencoded).' : problem.message;
       oauthError(ctx, problem.status, error, description);
-    }
-  };
+    });
 }
 
 /** RFC 8414 (also served as openid-configuration, docs/oauth.md). */
