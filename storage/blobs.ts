@@ -12,7 +12,8 @@
 //
 // Writes stream: memory stays at about one chunk per upload whatever the size
 // (to S3, a stream is spooled to a temporary file first: S3 needs the length
-// and the hash before the body). A write that exceeds `maxBytes` stops
+// and the hash before the body). A buffer already in memory (an image, a
+// thumbnail) goes to PostgreSQL in one statement: row and chunks together. A write that exceeds `maxBytes` stops
 // reading, deletes what it wrote and reports `too_large` (an expected outcome,
 // not an exception). Deleting a blob deletes its row; a trigger queues its
 // object, which the worker deletes from the bucket (`purgeObjects`, hourly).
@@ -51,7 +52,8 @@ export class BlobStore {
   }
 
   async write(db: Queryable, companyId: string, source: Source, options: WriteOptions): Promise<WriteResult> {
-    return this.#s3 ? writeObject(this.#s3, db, companyId, source, options) : writeChunks(db, companyId, source, options);
+    if (this.#s3) return writeObject(this.#s3, db, companyId, source, options);
+    return source instanceof Uint8Array ? insertBuffer(db, companyId, source, options) : writeChunks(db, companyId, source, options);
   }
 
   /** Streams a blob: chunk by chunk from PostgreSQL (one query per chunk), or the object's body. Memory stays at one chunk. */
@@ -80,8 +82,9 @@ export class BlobStore {
    * decoding: 4× slower, and a third of a thumbnail's time (docs/bench.md,
    * "Thumbnails").
    */
-  async readBuffer(db: Queryable, id: string): Promise<Buffer> {
-    const key = await objectKeyOf(db, id);
+  async readBuffer(db: Queryable, id: string, known?: { objectKey: string | null }): Promise<Buffer> {
+    // `known`: the row's object_key, when the caller has read the row already (one query fewer).
+    const key = known ? known.objectKey : await objectKeyOf(db, id);
     if (key) return this.#client(id).get(key);
     if (!(db instanceof pg.Pool)) return copyChunks(db, id);
     const client = await db.connect();
@@ -170,7 +173,7 @@ async function objectKeyOf(db: Queryable, id: string): Promise<string | null> {
   return rows[0]?.object_key ?? null;
 }
 
-async function writeChunks(db: Queryable, companyId: string, source: Source, options: WriteOptions): Promise<WriteResult> {
+async function writeChunks(db: Queryable, companyId: string, source: AsyncIterable<Uint8Array>, options: WriteOptions): Promise<WriteResult> {
   const id = objectId();
   const hash = createHash('sha256');
   await db.query('INSERT INTO blobs (id, company_id, content_type) VALUES ($1, $2, $3)', [id, companyId, options.contentType]);
@@ -188,8 +191,7 @@ async function writeChunks(db: Queryable, companyId: string, source: Source, opt
       pendingBytes = rest.length;
     }
   };
-  const iterable: AsyncIterable<Uint8Array> = source instanceof Uint8Array ? Readable.from([source]) : source;
-  for await (const piece of iterable) {
+  for await (const piece of source) {
     size += piece.length;
     if (options.maxBytes !== undefined && size > options.maxBytes) {
       await db.query('DELETE FROM blobs WHERE id = $1', [id]);
@@ -202,6 +204,32 @@ async function writeChunks(db: Queryable, companyId: string, source: Source, opt
   }
   await flush(true);
   return complete(db, id, companyId, options.contentType, size, hash.digest('hex'));
+}
+
+/**
+ * A buffer already in memory, in one statement: the row, complete, and its
+ * chunks, each a binary parameter (node-postgres sends a Buffer as bytes, not
+ * hex). Nothing is written unless all is; the streaming path below needs a
+ * statement per chunk and an incomplete row meanwhile. A thumbnail is three
+ * round trips fewer (docs/bench.md, "Thumbnails").
+ */
+async function insertBuffer(db: Queryable, companyId: string, bytes: Uint8Array, options: WriteOptions): Promise<WriteResult> {
+  if (options.maxBytes !== undefined && bytes.length > options.maxBytes) return { ok: false, reason: 'too_large', sizeBytes: bytes.length };
+  const id = objectId();
+  const sha256 = createHash('sha256').update(bytes).digest('hex');
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+  const chunks: Buffer[] = [];
+  for (let at = 0; at < buffer.length; at += CHUNK_BYTES) chunks.push(buffer.subarray(at, at + CHUNK_BYTES));
+  const FIRST_CHUNK_PARAM = 6;
+  const chunkRows = chunks.map((_, seq) => `($1, ${seq}, $${FIRST_CHUNK_PARAM + seq})`).join(', ');
+  const { rows } = await db.query(
+    `WITH blob AS (
+       INSERT INTO blobs (id, company_id, content_type, size_bytes, sha256, complete) VALUES ($1, $2, $3, $4, $5, true) RETURNING created_at
+     )${chunks.length ? `, chunks AS (INSERT INTO blob_chunks (blob_id, seq, data) VALUES ${chunkRows})` : ''}
+     SELECT created_at FROM blob`,
+    [id, companyId, options.contentType, bytes.length, sha256, ...chunks],
+  );
+  return { ok: true, blob: { id, companyId, contentType: options.contentType, sizeBytes: bytes.length, sha256, createdAt: rows[0].created_at } };
 }
 
 /**

@@ -6,10 +6,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { PoolClient } from 'pg';
+import sharp from 'sharp';
 import { toApiError } from '../api/middleware/request.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { adminMutation } from './helpers/forms.ts';
 import { waitFor } from './helpers/wait.ts';
+import { processThumbnail } from '../worker/jobs/thumbnail.ts';
 
 describe('races between a write and a change of what it relies on', () => {
   let app: TestApp;
@@ -160,6 +162,46 @@ describe('races between a write and a change of what it relies on', () => {
     } finally {
       if (!released) await holder.query('COMMIT');
       holder.release();
+    }
+  });
+
+  test('a thumbnail finished while its image is being replaced: the replacement wins, no deadlock, no stray thumbnail', async () => {
+    const { t, api } = await newTenant();
+    const product = (await api.post('/products', { data: { name: 'Silla', prices_cents: { mxn: 100 } } })).body.data;
+    const upload = async (color: string) => {
+      const form = new FormData();
+      const bytes = await sharp({ create: { width: 64, height: 48, channels: 3, background: color } }).png().toBuffer();
+      form.append('file', new Blob([new Uint8Array(bytes)]), 'foto.png');
+      const res = await fetch(`${app.baseUrl}/products/${product.id}/image`, { method: 'POST', headers: { authorization: `Bearer ${t.key}` }, body: form });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    assert.equal((await upload('#a00')).status, 200);
+    const mediaOf = async () => (await app.pool.query('SELECT image_media_id AS id, image_url, thumbnail_url FROM products WHERE id = $1', [product.id])).rows[0];
+    const first = (await mediaOf()).id;
+    // The replacement locks the product, then waits at its media insert; the thumbnail of the first image then
+    // queues behind it. Taking the media row before the product would deadlock here (the replacement deletes it).
+    const release = await hold('media');
+    let released = false;
+    try {
+      const replacement = upload('#00a');
+      await waitFor(async () => (await waiting('relation')) >= 1, 10_000, 'the replacement to wait at its media insert');
+      const thumbnail = processThumbnail({ pool: app.pool, config: app.config, blobs: app.deps.blobs }, first);
+      await waitFor(async () => (await waiting('relation')) >= 2, 10_000, 'the thumbnail to wait too');
+      await release();
+      released = true;
+      const [replaced, outcome] = await Promise.all([replacement, thumbnail]);
+      assert.equal(replaced.status, 200, JSON.stringify(replaced.body));
+      assert.equal(outcome, 'gone');
+      const now = await mediaOf();
+      assert.notEqual(now.id, first);
+      assert.equal(now.image_url, replaced.body.data.image_url);
+      assert.equal(now.thumbnail_url, null, 'the old image\'s thumbnail is not shown on the new one');
+      const { rows } = await app.pool.query('SELECT count(*)::int AS n FROM blobs WHERE company_id = $1', [t.companyId]);
+      assert.equal(rows[0].n, 1, 'only the new original is stored: the first image and its late thumbnail are gone');
+      assert.equal(await processThumbnail({ pool: app.pool, config: app.config, blobs: app.deps.blobs }, now.id), 'done');
+      assert.match((await mediaOf()).thumbnail_url, /-thumb\.webp$/);
+    } finally {
+      if (!released) await release();
     }
   });
 

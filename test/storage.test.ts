@@ -62,6 +62,24 @@ describe('blob storage', () => {
       assert.equal(s3.objects.has(`ws/${companyId}/${result.blob.id}`), false);
     });
 
+    test(`${which}: a buffer written whole (an image, a thumbnail) reads back identical, across chunk boundaries and empty`, async () => {
+      for (const bytes of [randomBytes(CHUNK_BYTES * 2 + 1234), randomBytes(CHUNK_BYTES), Buffer.alloc(0)]) {
+        const result = await store().write(pool, companyId, bytes, { contentType: 'image/webp' });
+        assert.ok(result.ok);
+        assert.equal(result.blob.sizeBytes, bytes.length);
+        assert.equal(result.blob.sha256, createHash('sha256').update(bytes).digest('hex'));
+        assert.deepEqual(await store().readBuffer(pool, result.blob.id), bytes);
+        assert.deepEqual(await readAll(store().read(pool, result.blob.id)), bytes);
+        const info = await blobInfo(pool, result.blob.id);
+        assert.equal(info?.sizeBytes, bytes.length, 'the row is complete');
+        assert.equal(info?.contentType, 'image/webp');
+        if (which === 'postgres') {
+          const { rows } = await pool.query('SELECT seq, length(data) AS n FROM blob_chunks WHERE blob_id = $1 ORDER BY seq', [result.blob.id]);
+          assert.deepEqual(rows.map((r) => r.n), bytes.length ? [...Array(Math.ceil(bytes.length / CHUNK_BYTES)).keys()].map((i) => Math.min(CHUNK_BYTES, bytes.length - i * CHUNK_BYTES)) : []);
+        }
+      }
+    });
+
     test(`${which}: a write over maxBytes is refused and leaves nothing behind`, async () => {
       const chunks = await count(pool, 'SELECT count(*)::int AS n FROM blob_chunks');
       const rows = await count(pool, 'SELECT count(*)::int AS n FROM blobs');

@@ -11,7 +11,7 @@
 // - The result is written only if the media row is still current (the image
 //   may have been replaced or removed meanwhile); otherwise it is discarded.
 import type { Job, JobResult } from 'pg-boss';
-import { transaction } from '../../db/pool.ts';
+import type { Queryable } from '../../db/pool.ts';
 import { log } from '../../lib/log.ts';
 import { deleteBlob } from '../../storage/blobs.ts';
 import { makeThumbnail, THUMBNAIL_TYPE } from '../../storage/images.ts';
@@ -21,12 +21,13 @@ import type { JobDefinition, WorkerDeps } from './types.ts';
 
 export async function processThumbnail({ pool, config, blobs }: Pick<WorkerDeps, 'pool' | 'config' | 'blobs'>, mediaId: string): Promise<'done' | 'gone' | 'failed'> {
   const { rows } = await pool.query(
-    `SELECT m.*, b.size_bytes AS blob_size FROM media m JOIN blobs b ON b.id = m.original_blob_id WHERE m.id = $1 AND b.complete`,
+    `SELECT m.*, b.size_bytes AS blob_size, b.object_key AS blob_object_key
+       FROM media m JOIN blobs b ON b.id = m.original_blob_id WHERE m.id = $1 AND b.complete`,
     [mediaId],
   );
   const media = rows[0];
   if (!media || media.status !== 'pending') return 'gone';
-  const original = await blobs.readBuffer(pool, media.original_blob_id);
+  const original = await blobs.readBuffer(pool, media.original_blob_id, { objectKey: media.blob_object_key });
   if (original.length !== Number(media.blob_size)) {
     throw new Error(`original of media ${mediaId} not fully readable (${original.length} of ${media.blob_size} bytes)`);
   }
@@ -46,25 +47,41 @@ export async function processThumbnail({ pool, config, blobs }: Pick<WorkerDeps,
   const filename = media.filename.replace(/\.[^.]+$/, '') + '-thumb.webp';
   const token = mediaToken();
   const url = mediaUrl(config.siteUrl, token, filename);
-  const spec = MEDIA_OWNERS[media.owner_type as MediaOwner];
-  const applied = await transaction(pool, async (client) => {
-    // The owner's row first, the order an upload or a removal of the image takes (api/uploads/image-route.ts):
-    // taking the media row first deadlocked with a replacement deleting this media under the owner's lock.
-    await client.query(`SELECT 1 FROM ${spec.table} WHERE id = $1 FOR NO KEY UPDATE`, [media.owner_id]);
-    const updated = await client.query(
-      `UPDATE media SET thumbnail_blob_id = $2, thumbnail_token = $3, status = 'ready', error = NULL, updated_at = now() WHERE id = $1 AND status = 'pending'`,
-      [mediaId, written.blob.id, token],
-    );
-    if (!updated.rowCount) return false;
-    // The owner by its primary key (media.owner_id), and only while this media is still its image.
-    await client.query(`UPDATE ${spec.table} SET ${spec.thumbnail} = $2 WHERE id = $3 AND ${spec.media} = $1`, [mediaId, url, media.owner_id]);
-    return true;
-  });
-  if (!applied) {
+  if (!(await applyThumbnail(pool, media, written.blob.id, token, url))) {
     await deleteBlob(pool, written.blob.id);
     return 'gone';
   }
   return 'done';
+}
+
+/**
+ * Points the media row and its owner at the thumbnail, if the media row is
+ * still pending and still the owner's image; false if not. One statement
+ * (one round trip where a transaction took five; docs/bench.md, "Thumbnails"),
+ * taking its locks in the order an upload or a removal of the image takes
+ * them (api/uploads/image-route.ts): the owner's row, then the media row.
+ * Taking the media row first deadlocked with a replacement deleting this
+ * media under the owner's lock. `EXISTS (SELECT 1 FROM owner)` is
+ * uncorrelated, so PostgreSQL evaluates it once, before it reads the media
+ * row; `shown` reads the media update's result, so it runs after it.
+ */
+async function applyThumbnail(pool: Queryable, media: { id: string; owner_type: MediaOwner; owner_id: string }, blobId: string, token: string, url: string): Promise<boolean> {
+  const spec = MEDIA_OWNERS[media.owner_type];
+  const { rows } = await pool.query(
+    `WITH owner AS (SELECT 1 FROM ${spec.table} WHERE id = $4 FOR NO KEY UPDATE),
+     applied AS (
+       UPDATE media SET thumbnail_blob_id = $2, thumbnail_token = $3, status = 'ready', error = NULL, updated_at = now()
+        WHERE id = $1 AND status = 'pending' AND EXISTS (SELECT 1 FROM owner)
+        RETURNING id
+     ),
+     shown AS (
+       -- The owner by its primary key (media.owner_id), and only while this media is still its image.
+       UPDATE ${spec.table} SET ${spec.thumbnail} = $5 WHERE id = $4 AND ${spec.media} = $1 AND EXISTS (SELECT 1 FROM applied)
+     )
+     SELECT EXISTS (SELECT 1 FROM applied) AS applied`,
+    [media.id, blobId, token, media.owner_id, url],
+  );
+  return rows[0].applied;
 }
 
 // Batches of 4 with per-job results, the images of a batch decoded in
