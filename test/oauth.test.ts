@@ -483,6 +483,49 @@ describe('OAuth 2.1 authorization server', () => {
     }
   });
 
+  test('the consent form is sealed to its request: a scope, client or PKCE challenge changed in the form is refused, no code', async () => {
+    const client = await sharedClient();
+    const other = (await register()).body as { client_id: string };
+    const { challenge } = pkce();
+    const params = new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: 'http://127.0.0.1:43210/callback', code_challenge: challenge, code_challenge_method: 'S256', state: 's', scope: 'read-customers' });
+    const cookie = await signedInCookies(params);
+    const page = await fetch(`${app.url}/authorize?${params}`, { headers: { cookie } });
+    const form = hiddenFields(await page.text());
+    assert.match(form.get('seal') ?? '', /^[A-Za-z0-9_-]{43}$/);
+    const post = (fields: URLSearchParams) =>
+      fetch(`${app.url}/authorize`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie }, body: fields });
+    const answer = (changes: Record<string, string | null>) => {
+      const fields = new URLSearchParams(form);
+      for (const [name, value] of Object.entries(changes)) value === null ? fields.delete(name) : fields.set(name, value);
+      fields.set('company_id', tenant.companyId);
+      fields.set('decision', 'approve');
+      fields.append('scope', 'read-customers');
+      fields.append('scope', 'read-company');
+      return post(fields);
+    };
+    const tampered: Array<Record<string, string | null>> = [
+      { requested_scope: 'read-customers read-company' },
+      { client_id: other.client_id },
+      { code_challenge: pkce().challenge },
+      { state: 'other' },
+      { seal: null },
+      { seal: 'x'.repeat(43) },
+    ];
+    for (const changes of tampered) {
+      const res = await answer(changes);
+      assert.equal(res.status, 400, JSON.stringify(changes));
+      assert.match(await res.text(), /cambió en el formulario/, JSON.stringify(changes));
+    }
+    // The form as shown: a code, for the scope asked for only.
+    const approved = await answer({});
+    assert.equal(approved.status, 302, await approved.text());
+    assert.ok(new URL(approved.headers.get('location')!).searchParams.get('code'));
+    // Another session's seal does not fit this one.
+    const elsewhere = hiddenFields(await (await fetch(`${app.url}/authorize?${params}`, { headers: { cookie: await signedInCookies(params) } })).text());
+    assert.notEqual(elsewhere.get('seal'), form.get('seal'));
+    assert.equal((await answer({ seal: elsewhere.get('seal')! })).status, 400);
+  });
+
   test('a refresh asking for less narrows that access token only; the grant keeps what was approved', async () => {
     const client = await sharedClient();
     const { verifier, challenge } = pkce();

@@ -7,7 +7,7 @@
 // registration errors are RFC 6749 JSON ({error, error_description}). The
 // grants behind the token endpoint are api/oauth/grants.ts; the queries,
 // api/oauth/store.ts; the pages, api/oauth/pages.ts.
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { koaBody } from 'koa-body';
@@ -23,7 +23,7 @@ import { TOOLS } from '../mcp/tools.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState } from '../types.ts';
 import { consentPage, errorPage, signInPage } from './pages.ts';
 import { exchangeCode, refreshGrant, revokeToken } from './grants.ts';
-import { companiesOf, findClient, findSession, findSignInUser, insertClient, issueCode, openSession } from './store.ts';
+import { companiesOf, findClient, findSession, findSignInUser, insertClient, issueCode, openSession, type SignInSession } from './store.ts';
 
 const SESSION_COOKIE = 'ws_oauth';
 const CSRF_COOKIE = 'ws_oauth_csrf';
@@ -131,6 +131,23 @@ function paramsOf(source: Record<string, unknown>, method: string): { params: Re
     else if (Array.isArray(value)) repeated.push(method === 'POST' && name === 'scope' ? 'requested_scope' : name);
   }
   return { params, repeated };
+}
+
+/**
+ * The consent form's seal: an HMAC of the authorization request the page was
+ * shown for, under the sign-in session's `form_key`, which never leaves the
+ * server. The request travels in the form's hidden fields; without the seal
+ * the person could change them before answering (another scope, another
+ * client, another PKCE challenge) and be granted what no client asked for.
+ */
+function sealOf(formKey: string, params: Record<string, string>): string {
+  return createHmac('sha256', formKey).update(JSON.stringify(AUTHORIZE_PARAMS.map((name) => params[name] ?? null))).digest('base64url');
+}
+
+function sealMatches(formKey: string, params: Record<string, string>, given: unknown): boolean {
+  const expected = Buffer.from(sealOf(formKey, params));
+  const actual = Buffer.from(typeof given === 'string' ? given : '');
+  return actual.length === expected.length && timingSafeEqual(actual, expected);
 }
 
 /** RFC 7636 §4.2: an S256 challenge is the base64url SHA-256 of the verifier, 43 characters. */
@@ -281,6 +298,9 @@ async function authorize(ctx: ApiContext): Promise<void> {
   }
   const clientName = check.client.client_name ?? check.client.id;
   const step = body?.step;
+  /** The consent page for this request, its hidden fields sealed under the session's key. */
+  const consent = (session: SignInSession, error: string | undefined, companies: Awaited<ReturnType<typeof companiesOf>>) =>
+    consentPage({ ...params, seal: sealOf(session.formKey, params) }, session.csrf, { name: clientName, redirectHost: redirectLabel(params.redirect_uri) }, companies, check.scopes, error);
 
   if (ctx.method === 'POST' && step === 'sign-in') {
     if (!body.csrf || body.csrf !== ctx.cookies.get(cookieName(CSRF_COOKIE))) {
@@ -301,11 +321,16 @@ async function authorize(ctx: ApiContext): Promise<void> {
     }
     const opened = await openSession(ctx.deps.pool, user.id);
     ctx.cookies.set(cookieName(SESSION_COOKIE), opened.token, cookieOptions);
-    session = { userId: user.id, csrf: opened.csrf };
+    session = opened;
   } else if (ctx.method === 'POST' && step === 'consent') {
     if (!session || body.csrf !== session.csrf) {
       ctx.status = 400;
       ctx.body = errorPage('La sesión del formulario expiró; vuelve a intentarlo desde la aplicación.');
+      return;
+    }
+    if (!sealMatches(session.formKey, params, body.seal)) {
+      ctx.status = 400;
+      ctx.body = errorPage('La solicitud de autorización cambió en el formulario; vuelve a intentarlo desde la aplicación.');
       return;
     }
     if (body.decision !== 'approve') return redirectWith(ctx, params.redirect_uri, { error: 'access_denied', state: params.state, iss: issuer(ctx) });
@@ -314,7 +339,7 @@ async function authorize(ctx: ApiContext): Promise<void> {
     const chosen = [...new Set(([] as unknown[]).concat(body.scope ?? []).map(String))].filter((s) => check.scopes.includes(s));
     if (!company || !chosen.length) {
       ctx.status = 400;
-      ctx.body = consentPage(params, session.csrf, { name: clientName, redirectHost: redirectLabel(params.redirect_uri) }, companies, check.scopes, 'Elige una empresa con MCP y al menos un permiso.');
+      ctx.body = consent(session, 'Elige una empresa con MCP y al menos un permiso.', companies);
       return;
     }
     const code = await issueCode(ctx.deps.pool, { clientId: check.client.id, userId: session.userId, companyId: company.id, scopes: chosen, redirectUri: params.redirect_uri, codeChallenge: params.code_challenge });
@@ -327,8 +352,7 @@ async function authorize(ctx: ApiContext): Promise<void> {
     ctx.body = signInPage(params, csrf, clientName);
     return;
   }
-  const companies = await companiesOf(ctx.deps.pool, session.userId);
-  ctx.body = consentPage(params, session.csrf, { name: clientName, redirectHost: redirectLabel(params.redirect_uri) }, companies, check.scopes);
+  ctx.body = consent(session, undefined, await companiesOf(ctx.deps.pool, session.userId));
 }
 
 /** The token endpoint (RFC 6749 §3.2): authorization_code with PKCE, or refresh_token (api/oauth/grants.ts). */

@@ -38,20 +38,24 @@ export async function findSignInUser(db: Queryable, email: string): Promise<{ id
   return rows[0] ?? null;
 }
 
-export async function openSession(db: Queryable, userId: string): Promise<{ token: string; csrf: string }> {
+export type SignInSession = { userId: string; csrf: string; formKey: string };
+
+/** A sign-in session: its cookie token, the forms' CSRF token, and the key of the consent form's seal (never sent). */
+export async function openSession(db: Queryable, userId: string): Promise<{ token: string } & SignInSession> {
   const token = randomToken();
   const csrf = randomToken();
-  await db.query(`INSERT INTO oauth_sessions (digest, user_id, csrf, expires_at) VALUES ($1, $2, $3, now() + interval '1 hour')`, [digest(token), userId, csrf]);
-  return { token, csrf };
+  const formKey = randomToken();
+  await db.query(`INSERT INTO oauth_sessions (digest, user_id, csrf, form_key, expires_at) VALUES ($1, $2, $3, $4, now() + interval '1 hour')`, [digest(token), userId, csrf, formKey]);
+  return { token, userId, csrf, formKey };
 }
 
-export async function findSession(db: Queryable, token: string | undefined): Promise<{ userId: string; csrf: string } | null> {
+export async function findSession(db: Queryable, token: string | undefined): Promise<SignInSession | null> {
   if (!token) return null;
-  const { rows } = await db.query<{ user_id: string; csrf: string }>(
-    `SELECT s.user_id, s.csrf FROM oauth_sessions s JOIN users u ON u.id = s.user_id AND u.deleted_at IS NULL WHERE s.digest = $1 AND s.expires_at > now()`,
+  const { rows } = await db.query<{ user_id: string; csrf: string; form_key: string }>(
+    `SELECT s.user_id, s.csrf, s.form_key FROM oauth_sessions s JOIN users u ON u.id = s.user_id AND u.deleted_at IS NULL WHERE s.digest = $1 AND s.expires_at > now()`,
     [digest(token)],
   );
-  return rows[0] ? { userId: rows[0].user_id, csrf: rows[0].csrf } : null;
+  return rows[0] ? { userId: rows[0].user_id, csrf: rows[0].csrf, formKey: rows[0].form_key } : null;
 }
 
 /** The companies a person may connect, with whether their plan includes MCP. */
