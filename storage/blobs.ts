@@ -13,9 +13,9 @@
 // Writes stream: memory stays at about one chunk per upload whatever the size
 // (to S3, a stream is spooled to a temporary file first: S3 needs the length
 // and the hash before the body). A buffer already in memory (an image, a
-// thumbnail) goes to PostgreSQL in one statement: row and chunks together. A write that exceeds `maxBytes` stops
-// reading, deletes what it wrote and reports `too_large` (an expected outcome,
-// not an exception). Deleting a blob deletes its row; a trigger queues its
+// thumbnail) goes to PostgreSQL in one statement, row and chunks together. A
+// write that exceeds `maxBytes` stops reading, deletes what it wrote and
+// reports `too_large` (an expected outcome, not an exception). Deleting a blob deletes its row; a trigger queues its
 // object, which the worker deletes from the bucket (`purgeObjects`, hourly).
 import { createHash } from 'node:crypto';
 import { open, unlink } from 'node:fs/promises';
@@ -209,8 +209,8 @@ async function writeChunks(db: Queryable, companyId: string, source: AsyncIterab
 /**
  * A buffer already in memory, in one statement: the row, complete, and its
  * chunks, each a binary parameter (node-postgres sends a Buffer as bytes, not
- * hex). Nothing is written unless all is; the streaming path below needs a
- * statement per chunk and an incomplete row meanwhile. A thumbnail is three
+ * hex). Nothing is written unless all is; the streaming path (`writeChunks`)
+ * needs a statement per chunk and an incomplete row meanwhile. A thumbnail is three
  * round trips fewer (docs/bench.md, "Thumbnails").
  */
 async function insertBuffer(db: Queryable, companyId: string, bytes: Uint8Array, options: WriteOptions): Promise<WriteResult> {
