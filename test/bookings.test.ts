@@ -513,6 +513,25 @@ describe('booking links and bookings', () => {
     assert.ok((await slotsOf(here.id, window)).some((s) => s.starts_at === slot.starts_at));
   });
 
+  test('a host removed from their only company: the link\'s public_url is null, not the freed booking slug someone else can take', async () => {
+    const slug = `anfitriona-${Date.now()}`;
+    const host = await api.post('/users', { data: { email: `${slug}@example.com`, first_name: 'Hana', booking_slug: slug } });
+    assert.equal(host.status, 201, host.text);
+    const made = await createLink({ user_id: host.body.data.id });
+    assert.match(made.public_url, new RegExp(`/${slug}/${made.slug}$`));
+    assert.equal((await api.delete(`/users/${host.body.data.id}`)).status, 204);
+    const read = async () => {
+      const detail = (await api.get(`/booking-links/${made.id}`)).body.data;
+      const listed = (await api.get(`/booking-links?user_id=${host.body.data.id}`)).body.data.find((l: any) => l.id === made.id);
+      return [detail.public_url, listed.public_url];
+    };
+    assert.deepEqual(await read(), [null, null]);
+    // The slug is free again: another person takes it, and the old link still does not point at their page.
+    const taker = await api.post('/users', { data: { email: `otra-${slug}@example.com`, first_name: 'Nora', booking_slug: slug } });
+    assert.equal(taker.status, 201, taker.text);
+    assert.deepEqual(await read(), [null, null]);
+  });
+
   test('removing a host while one of their links takes a booking: the removal waits for the booking, no deadlock', async () => {
     const second = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
     await app.pool.query('INSERT INTO memberships (company_id, user_id) VALUES ($1, $2)', [second.companyId, tenant.ownerId]);

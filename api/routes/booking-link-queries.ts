@@ -37,7 +37,11 @@ export type BookingLinkRow = {
   questions: Question[];
   created_at: Timestamp;
   updated_at: Timestamp;
-  /** Joined: the host's booking slug, for `public_url`. */
+  /**
+   * Joined: the host's booking slug, for `public_url`; null once the host is
+   * soft-deleted (in no company any more), whose slug is free for someone
+   * else to take: the link's URL would open that person's page.
+   */
   host_booking_slug: string | null;
 };
 
@@ -87,7 +91,8 @@ export function slotRulesOf(row: BookingLinkRow): SlotRules {
   };
 }
 
-const SELECT = `SELECT l.*, u.booking_slug AS host_booking_slug FROM booking_links l JOIN users u ON u.id = l.user_id`;
+const HOST_SLUG = 'CASE WHEN u.deleted_at IS NULL THEN u.booking_slug END';
+const SELECT = `SELECT l.*, ${HOST_SLUG} AS host_booking_slug FROM booking_links l JOIN users u ON u.id = l.user_id`;
 const JSON_COLUMNS = new Set(['booking_window', 'weekly_hours', 'date_overrides', 'location', 'questions']);
 
 function values(data: Partial<BookingLinkCreate>): Record<string, unknown> {
@@ -176,7 +181,7 @@ export function listBookingLinks(db: Queryable, totals: TotalsCache, companyId: 
     totals,
     {
       table: 'booking_links',
-      columns: `*, (SELECT booking_slug FROM users u WHERE u.id = booking_links.user_id) AS host_booking_slug`,
+      columns: `*, (SELECT ${HOST_SLUG} FROM users u WHERE u.id = booking_links.user_id) AS host_booking_slug`,
       companyId,
       where: (p) => {
         const conditions: string[] = [];

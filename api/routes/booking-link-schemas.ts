@@ -169,7 +169,7 @@ export const bookingLinkSchema = z.object({
   questions: z.array(
     z.object({ key: z.string(), label: z.string(), type: z.enum(QUESTION_TYPES), required: z.boolean(), options: z.array(z.string()).nullable() }),
   ),
-  public_url: z.string().nullable().describe('{booking_url}/<booking_slug del anfitrión>/<slug>; null si el anfitrión no tiene booking_slug'),
+  public_url: z.string().nullable().describe('{booking_url}/<booking_slug del anfitrión>/<slug>; null si el anfitrión no tiene booking_slug o ya no pertenece a ninguna empresa'),
   created_at: z.string(),
   updated_at: z.string(),
 });
