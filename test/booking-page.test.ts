@@ -77,6 +77,8 @@ describe('public booking page (HTTP)', () => {
     assert.ok(!body.includes('<inicial>') && !body.includes('<dudas>'));
     assert.ok(body.includes('30 minutos'));
     assert.ok(body.includes('id="q-motivo"'));
+    // Without JavaScript the page says it needs it, rather than an empty list of times.
+    assert.match(body, /<noscript><p class="error" role="alert">Esta página necesita JavaScript/);
     // Every script carries the nonce; the theme script runs in <head>, before the body.
     const scripts = body.match(/<script(?![^>]*type="application\/json")[^>]*>/g)!;
     assert.ok(scripts.length >= 2 && scripts.every((s) => s.includes(`nonce="${nonce}"`)), scripts.join('\n'));

@@ -68,13 +68,16 @@ input[type=checkbox]{width:auto}.check{display:flex;gap:.5rem;align-items:center
 /** Runs in <head> before the body paints: the visitor's choice, else 19:00–07:00 local is dark. */
 const THEME_SCRIPT = `(function(){var t=null;try{t=localStorage.getItem('booking-theme')}catch(e){}if(t!=='dark'&&t!=='light'){var h=new Date().getHours();t=(h>=19||h<7)?'dark':'light'}document.documentElement.setAttribute('data-theme',t)})();`;
 
+/** The interactive pages (book, manage) list and send times with the page's script; without it, they say so. */
+const NO_SCRIPT = '<noscript><p class="error" role="alert">Esta página necesita JavaScript para mostrar los horarios y reservar, cambiar o cancelar. Actívalo en tu navegador o abre la liga en otro.</p></noscript>\n';
+
 function shell(options: { title: string; nonce: string; branding: PageBranding; body: string; data?: unknown }): string {
   return `<!doctype html><html lang="es"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${esc(options.title)}</title><script nonce="${options.nonce}">${THEME_SCRIPT}</script>
 <style nonce="${options.nonce}">${styles(options.branding)}</style></head>
 <body><div class="card">
 <div class="toolbar"><button type="button" class="ghost" id="theme-toggle" aria-pressed="false">Modo oscuro</button></div>
-${options.body}</div>
+${options.data === undefined ? '' : NO_SCRIPT}${options.body}</div>
 ${options.data === undefined ? '' : `<script type="application/json" id="booking-data">${scriptJson(options.data)}</script>`}
 <script nonce="${options.nonce}" src="/book/assets/booking.js" defer></script></body></html>`;
 }
