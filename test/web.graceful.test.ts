@@ -10,6 +10,22 @@ import * as files from './helpers/forms.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
+/** Resolves once `holds()` is true, polling every 20 ms; rejects after 15 s. */
+function waitFor(holds: () => boolean, what: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const since = Date.now();
+    const poll = setInterval(() => {
+      if (holds()) {
+        clearInterval(poll);
+        resolve();
+      } else if (Date.now() - since > 15_000) {
+        clearInterval(poll);
+        reject(new Error(`timed out waiting until ${what}`));
+      }
+    }, 20);
+  });
+}
+
 describe('graceful stop of the web process', () => {
   let app: TestApp;
   before(async () => {
@@ -22,15 +38,15 @@ describe('graceful stop of the web process', () => {
     const form = await files.createFormViaAdmin(app.url, t.companyId);
     const child = spawn(process.execPath, ['api/server.ts'], {
       cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: app.databaseUrl, PORT: '0', LOG_LEVEL: 'silent', NODE_ENV: 'test', ADMIN_TOKEN },
+      env: { ...process.env, DATABASE_URL: app.databaseUrl, PORT: '0', LOG_LEVEL: 'info', NODE_ENV: 'test', ADMIN_TOKEN },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
     try {
       const port = await new Promise<number>((resolve, reject) => {
-        let out = '';
-        child.stdout.on('data', (d) => {
-          out += d;
+        child.stdout.on('data', () => {
           const m = /"event":"web.listening","port":(\d+)/.exec(out);
           if (m) resolve(Number(m[1]));
         });
@@ -47,21 +63,29 @@ describe('graceful stop of the web process', () => {
       const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
         const req = http.request(`http://127.0.0.1:${port}/api/v1/forms/${form.id}/submissions`, {
           method: 'POST',
-          headers: { authorization: `Bearer ${t.key}`, 'content-type': 'multipart/form-data; boundary=zz', 'content-length': String(body.length) },
+          // The server's 100 Continue says it has the request's headers: the request is in flight.
+          headers: { authorization: `Bearer ${t.key}`, 'content-type': 'multipart/form-data; boundary=zz', 'content-length': String(body.length), expect: '100-continue' },
         }, (res) => {
           let text = '';
           res.on('data', (d) => (text += d));
           res.on('end', () => resolve({ status: res.statusCode!, text }));
         });
         req.on('error', reject);
-        req.write(body.subarray(0, 100_000));
-        // The first half is in: the platform stops the process, then the client sends the rest.
-        setImmediate(async () => {
-          await new Promise((r) => setTimeout(r, 200));
-          child.kill('SIGTERM');
-          await new Promise((r) => setTimeout(r, 200));
-          req.end(body.subarray(100_000));
+        req.once('continue', () => {
+          // The first half is sent: the platform stops the process; once the stop has begun
+          // (logged before anything else happens), the client sends the rest.
+          req.write(body.subarray(0, 100_000), () => {
+            child.kill('SIGTERM');
+            waitFor(() => out.includes('"event":"web.stopping"'), 'the server began to stop').then(
+              () => req.end(body.subarray(100_000)),
+              (error) => {
+                req.destroy();
+                reject(error);
+              },
+            );
+          });
         });
+        req.flushHeaders();
       });
       const res = await answer;
       assert.equal(res.status, 201, res.text);
@@ -98,31 +122,29 @@ describe('graceful stop of the web process', () => {
         const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
           const req = http.request(`http://127.0.0.1:${port}/api/v1/customers`, {
             method: 'POST',
-            headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json', 'content-length': String(body.length) },
+            // The server's 100 Continue says it has the request's headers: the request is in flight.
+            headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json', 'content-length': String(body.length), expect: '100-continue' },
           }, (res) => {
             let text = '';
             res.on('data', (d) => (text += d));
             res.on('end', () => resolve({ status: res.statusCode!, text }));
           });
           req.on('error', reject);
-          req.write(body.subarray(0, 5));
-          setTimeout(() => {
-            if (target === 'the process group (Heroku)') process.kill(-npm.pid!, 'SIGTERM');
-            else npm.kill('SIGTERM');
-            // The rest of the body once the stop has begun (it is logged before anything else happens).
-            const since = Date.now();
-            const poll = setInterval(() => {
-              if (!out.includes('"event":"web.stopping"')) {
-                if (Date.now() - since < 15_000) return;
-                clearInterval(poll);
-                req.destroy();
-                reject(new Error(`the server never began to stop: ${out}`));
-                return;
-              }
-              clearInterval(poll);
-              req.end(body.subarray(5));
-            }, 20);
-          }, 200);
+          req.once('continue', () => {
+            req.write(body.subarray(0, 5), () => {
+              if (target === 'the process group (Heroku)') process.kill(-npm.pid!, 'SIGTERM');
+              else npm.kill('SIGTERM');
+              // The rest of the body once the stop has begun (it is logged before anything else happens).
+              waitFor(() => out.includes('"event":"web.stopping"'), 'the server began to stop').then(
+                () => req.end(body.subarray(5)),
+                (error) => {
+                  req.destroy();
+                  reject(error);
+                },
+              );
+            });
+          });
+          req.flushHeaders();
         });
         const res = await answer;
         assert.equal(res.status, 201, res.text);
