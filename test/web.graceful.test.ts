@@ -7,24 +7,9 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ADMIN_TOKEN, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
 import * as files from './helpers/forms.ts';
+import { waitFor } from './helpers/wait.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-
-/** Resolves once `holds()` is true, polling every 20 ms; rejects after 15 s. */
-function waitFor(holds: () => boolean, what: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const since = Date.now();
-    const poll = setInterval(() => {
-      if (holds()) {
-        clearInterval(poll);
-        resolve();
-      } else if (Date.now() - since > 15_000) {
-        clearInterval(poll);
-        reject(new Error(`timed out waiting until ${what}`));
-      }
-    }, 20);
-  });
-}
 
 describe('graceful stop of the web process', () => {
   let app: TestApp;
@@ -76,7 +61,7 @@ describe('graceful stop of the web process', () => {
           // (logged before anything else happens), the client sends the rest.
           req.write(body.subarray(0, 100_000), () => {
             child.kill('SIGTERM');
-            waitFor(() => out.includes('"event":"web.stopping"'), 'the server began to stop').then(
+            waitFor(() => out.includes('"event":"web.stopping"'), 15_000, 'the server to begin to stop').then(
               () => req.end(body.subarray(100_000)),
               (error) => {
                 req.destroy();
@@ -135,7 +120,7 @@ describe('graceful stop of the web process', () => {
               if (target === 'the process group (Heroku)') process.kill(-npm.pid!, 'SIGTERM');
               else npm.kill('SIGTERM');
               // The rest of the body once the stop has begun (it is logged before anything else happens).
-              waitFor(() => out.includes('"event":"web.stopping"'), 'the server began to stop').then(
+              waitFor(() => out.includes('"event":"web.stopping"'), 15_000, 'the server to begin to stop').then(
                 () => req.end(body.subarray(5)),
                 (error) => {
                   req.destroy();

@@ -182,9 +182,14 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
     });
   });
   // Past a limit busboy drops the parts that follow: the submission is refused, never stored without them.
-  parser.on('filesLimit', () => stager.rejectBody(`demasiados archivos: como máximo ${MAX_FILE_PARTS} partes de archivo`));
-  parser.on('fieldsLimit', () => stager.rejectBody(`demasiadas respuestas: como máximo ${MAX_TEXT_PARTS} partes de texto`));
-  parser.on('partsLimit', () => stager.rejectBody(`demasiadas partes: como máximo ${MAX_PARTS}`));
+  let overLimit = false;
+  const refuseOverLimit = (reason: string) => {
+    overLimit = true;
+    stager.rejectBody(reason);
+  };
+  parser.on('filesLimit', () => refuseOverLimit(`demasiados archivos: como máximo ${MAX_FILE_PARTS} partes de archivo`));
+  parser.on('fieldsLimit', () => refuseOverLimit(`demasiadas respuestas: como máximo ${MAX_TEXT_PARTS} partes de texto`));
+  parser.on('partsLimit', () => refuseOverLimit(`demasiadas partes: como máximo ${MAX_PARTS}`));
   const cap = byteCap(limit);
   const counter = partCounter(boundaryOf(req.headers['content-type']) ?? '');
   try {
@@ -228,7 +233,8 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
   await work;
   if (failure) throw failure;
   // A body with no part at all is what a browser sends for a form left empty: no answers, as `{answers: {}}`.
-  if (counter.parts() > seenParts) {
+  // (Past a limit the parts busboy dropped are those it did not hand over, not unreadable ones.)
+  if (!overLimit && counter.parts() > seenParts) {
     stager.rejectBody('una parte no tiene Content-Disposition: form-data con un name legible (name="data[answers][<clave>]"); no se descarta en silencio');
   }
   return { answers, locale, files: stager.files, sentFileKeys: stager.sentFileKeys, overQuota: stager.overQuota, errors: stager.errors };

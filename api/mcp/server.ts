@@ -313,7 +313,6 @@ export function mcpRouter(): ApiRouter {
     try {
       const text = await readBody(ctx, MAX_BODY_BYTES);
       if (text === null) {
-        ctx.set('Connection', 'close'); // the rest of the body is not read
         ctx.status = 413;
         ctx.body = rpcError(null, -32600, `Petición inválida: el cuerpo pasa de ${MAX_BODY_BYTES / 1024} KB.`);
         return;

@@ -126,8 +126,6 @@ export function multipartBody(options: MultipartRoute['multipart']): ApiMiddlewa
       await (capped ? idempotentParser : parser)(ctx, async () => {});
     } catch (error) {
       const status = (error as { httpCode?: number; status?: number }).httpCode ?? (error as { status?: number }).status;
-      // Refused part way: the rest of the body is left unread, so the connection closes after the answer.
-      if (status === 413) ctx.set('Connection', 'close');
       // formidable's size refusals (file, total of files, text parts); too many files or fields stay a 422 below.
       const tooBig = [FORMIDABLE_FILE_TOO_BIG, FORMIDABLE_FILES_TOO_BIG, FORMIDABLE_FIELDS_TOO_BIG].includes((error as { code?: number }).code ?? 0);
       if (capped && tooBig) throw new ApiError('idempotency_body_too_large');
@@ -197,7 +195,6 @@ export function uploadBody(limits: UploadRoute['upload']): ApiMiddleware {
   const readKeyedJson = (ctx: ApiContext, next: Next) =>
     parseBody(keyedJson, ctx, next, (error) => {
       if ((error as { status?: number }).status !== 413) throw error;
-      ctx.set('Connection', 'close');
       throw new ApiError('idempotency_body_too_large');
     });
   const mib = (bytes: number) => Math.floor(bytes / 1024 / 1024);
@@ -206,9 +203,7 @@ export function uploadBody(limits: UploadRoute['upload']): ApiMiddleware {
     const max = multipart ? limits.maxBytes : limits.maxJsonBytes;
     const length = Number(ctx.get('Content-Length'));
     if (Number.isFinite(length) && length > max) {
-      // Answered without reading the body; the connection is closed rather
-      // than drained, so the client stops sending at once.
-      ctx.set('Connection', 'close');
+      // Answered without reading the body (what arrives meanwhile is discarded: middleware/unread-body.ts).
       throw new ApiError(
         'request_too_large',
         multipart
@@ -226,7 +221,6 @@ export function uploadBody(limits: UploadRoute['upload']): ApiMiddleware {
     const companyId = ctx.state.auth!.companyId;
     const mine = uploadsByCompany.get(companyId) ?? 0;
     if (uploadsInFlight >= limit || mine >= Math.max(1, Math.floor(limit / 2))) {
-      ctx.set('Connection', 'close');
       ctx.set('Retry-After', '1');
       throw new ApiError('service_unavailable', 'Demasiadas cargas de archivos en curso; reintenta en un momento.');
     }

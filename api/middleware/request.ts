@@ -10,6 +10,7 @@ import { API_RELEASED_AT, API_VERSION } from '../../lib/version.ts';
 import { S3Error } from '../../storage/s3.ts';
 import { ApiError, ERROR_CODES, validationFailed } from '../errors.ts';
 import { observeRequest } from '../metrics.ts';
+import { discardUnreadBody } from './unread-body.ts';
 import type { ApiContext } from '../types.ts';
 
 const INBOUND_ID = /^[A-Za-z0-9._-]{8,200}$/;
@@ -129,6 +130,8 @@ export function requestMiddleware() {
     if (ctx.status === 401 && (ctx.body as { error?: string } | undefined)?.error === 'invalid_key' && !ctx.response.get('WWW-Authenticate')) {
       ctx.set('WWW-Authenticate', `Bearer realm="api"${ctx.get('Authorization') ? ', error="invalid_token"' : ''}`);
     }
+    // Answered before its body was read in full: the rest is discarded, not cut off (unread-body.ts).
+    if (!ctx.req.complete) discardUnreadBody(ctx.req, ctx.res);
     observeRequest(ctx, (performance.now() - started) / 1000);
     log('request', {
       request_id: requestId,

@@ -145,7 +145,6 @@ export const formRoutes: RouteDef[] = [
       // The form first: another company's form is a 404 before any byte is stored.
       const form = await requireForm(pool, companyId, params.form_id);
       if (!form.active) {
-        ctx.set('Connection', 'close'); // the unread body is not drained
         throw new ApiError('form_inactive');
       }
       const stager = new FileStager(pool, ctx.deps.blobs, companyId, form);
@@ -182,10 +181,6 @@ export const formRoutes: RouteDef[] = [
         // transaction holds them. Replayed: nothing of this body was filed.
         keep = ctx.response.get('Idempotent-Replayed') !== 'true';
         if (keep) await deleteStaged(pool, refused);
-      } catch (error) {
-        // A body refused mid-stream is left unread: close rather than drain it.
-        if (error instanceof ApiError && error.code === cap.code) ctx.set('Connection', 'close');
-        throw error;
       } finally {
         // Anything staged but not filed (a refused submission, a replay) goes.
         if (!keep) await stager.discard();
