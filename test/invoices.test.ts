@@ -317,6 +317,17 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     assert.ok(inv.folio);
     const pdf = await fetch(`${app.baseUrl}/invoices/${inv.id}/pdf`, { headers: { authorization: `Bearer ${tenant.key}` } });
     assert.match(Buffer.from(await pdf.arrayBuffer()).toString(), new RegExp(inv.uuid));
+    // The stamped XML was kept at the stamp: it downloads while Facturapi is down; the PDF, asked of
+    // Facturapi on every download, is a 503 the client may retry.
+    facturapi.fault({ method: 'GET', status: 503, times: 2 });
+    const xml = await fetch(`${app.baseUrl}/invoices/${inv.id}/xml`, { headers: { authorization: `Bearer ${tenant.key}` } });
+    assert.equal(xml.status, 200);
+    assert.match(xml.headers.get('content-type')!, /^application\/xml/);
+    assert.match(await xml.text(), new RegExp(`<cfdi:Comprobante[^]*${inv.uuid}`));
+    const down = await fetch(`${app.baseUrl}/invoices/${inv.id}/pdf`, { headers: { authorization: `Bearer ${tenant.key}` } });
+    assert.equal(down.status, 503);
+    assert.equal(((await down.json()) as { error: string }).error, 'service_unavailable');
+    assert.ok(down.headers.get('retry-after'));
   });
 
   test('an outage is retried until stamped; a lost answer does not stamp twice; a rejection fails with the provider’s reason', async () => {
@@ -394,6 +405,32 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     const { rows } = await app.pool.query('SELECT installment, previous_balance_cents::int AS before FROM invoice_payment_complements WHERE invoice_id = $1 ORDER BY installment', [inv.id]);
     assert.deepEqual(rows.map((r) => r.before), [378_000, 278_000, 200_000]);
     assert.equal((await events(app, tenant.companyId, 'invoice.payment_complement_added')).filter((e) => e.id === inv.id).length, 3);
+  });
+
+  test('a deferred sale paid while its cancellation is pending, then refused: that payment gets its complement, numbered first', async () => {
+    const s = await sale(api, { customer_id: setup.customer.id, payment_terms: 'deferred' });
+    const inv = await settled((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    // The cancellation meets an outage first (it stays pending through the retry), then a refusal.
+    facturapi.fault({ method: 'DELETE', status: 503 });
+    facturapi.fault({ method: 'DELETE', status: 400, message: 'El receptor rechazó la cancelación' });
+    assert.equal((await api.post(`/invoices/${inv.id}/cancel`, { data: { motive: '02' } })).status, 200);
+    await waitFor(async () => (await app.pool.query(`SELECT 1 FROM pgboss.job WHERE name = $1 AND data->>'invoice_id' = $2 AND state = 'retry'`, [INVOICES.name, inv.id])).rowCount, 20_000, 'the cancellation waiting for its retry');
+    const pay = async (amount_cents: number) => {
+      const res = await api.post(`/sales/${s.id}/payments`, { data: { account_id: setup.account.id, amount_cents } });
+      assert.equal(res.status, 201, res.text);
+    };
+    await pay(100_000); // while the cancellation is pending
+    assert.equal((await api.get(`/invoices/${inv.id}`)).body.data.status, 'cancellation_pending');
+    await waitFor(async () => (await api.get(`/invoices/${inv.id}`)).body.data.status === 'valid', 60_000, 'the cancellation refused');
+    await pay(50_000); // after the refusal
+    const done = await waitFor(async () => {
+      const i = (await api.get(`/invoices/${inv.id}`)).body.data;
+      return i.payment_complements.length === 2 && i.payment_complements.every((c: any) => c.status === 'valid') && i;
+    }, 60_000, 'two complements stamped');
+    assert.match(done.failure_reason, /cancelación rechazada: El receptor rechazó/);
+    assert.deepEqual(done.payment_complements.map((c: any) => [c.installment, c.amount_cents]), [[1, 100_000], [2, 50_000]]);
+    const { rows } = await app.pool.query('SELECT previous_balance_cents::int AS before FROM invoice_payment_complements WHERE invoice_id = $1 ORDER BY installment', [inv.id]);
+    assert.deepEqual(rows.map((r) => r.before), [378_000, 278_000], 'each from the balance left before it');
   });
 
   test('an invoice still pending whose job ran out of retries gets a new one from the hourly reconcile, and is stamped once', async () => {

@@ -151,19 +151,25 @@ export const invoiceRoutes: RouteDef[] = [
       module: MODULE,
       tag: TAG,
       summary: format === 'xml' ? 'Descarga el XML timbrado' : 'Descarga la representación impresa (PDF)',
-      description: 'Una factura aún sin timbrar (pending o failed): 409 `invoice_not_stamped`. Con el proveedor de desarrollo, el documento dice que no tiene validez fiscal.',
+      description: 'Una factura aún sin timbrar (pending o failed): 409 `invoice_not_stamped`. Con el proveedor de desarrollo, el documento dice que no tiene validez fiscal. El XML timbrado se guarda con la factura; el PDF de Facturapi se pide a Facturapi en cada descarga: si no responde, o no está configurado, 503 `service_unavailable` con `Retry-After`.',
       params: idParam,
       status: 200,
       file: { mediaType: format === 'xml' ? 'application/xml' : 'application/pdf' },
-      errors: ['invalid_id', 'not_found', 'module_not_enabled', 'invoice_not_stamped'],
+      errors: ['invalid_id', 'not_found', 'module_not_enabled', 'invoice_not_stamped', 'service_unavailable'],
       handler: async (ctx, { params, companyId, db }) => {
         const invoice = await findInvoice(db, companyId, params.id);
         if (!invoice) throw new ApiError('not_found');
         if (!invoice.uuid) throw new ApiError('invoice_not_stamped');
         const name = `${invoice.series ?? 'factura'}-${invoice.folio ?? invoice.uuid}.${format}`;
         let body: Buffer;
-        if (invoice.provider === 'facturapi' && ctx.deps.config.facturapi) {
-          body = await new FacturapiProvider({ baseUrl: ctx.deps.config.facturapi.url, key: ctx.deps.config.facturapi.key }).download(invoice.provider_id!, format).catch((error) => {
+        if (format === 'xml' && invoice.xml) {
+          // Kept at the stamp, whichever the provider (Facturapi's since it is fetched then).
+          body = Buffer.from(invoice.xml, 'utf8');
+        } else if (invoice.provider === 'facturapi') {
+          // Facturapi's PDF, and the XML of an invoice stamped before it was kept, come from Facturapi.
+          const facturapi = ctx.deps.config.facturapi;
+          if (!facturapi) throw new ApiError('service_unavailable', `Facturapi no está configurado en este servicio (FACTURAPI_KEY); el ${format.toUpperCase()} de esta factura no se puede obtener.`);
+          body = await new FacturapiProvider({ baseUrl: facturapi.url, key: facturapi.key }).download(invoice.provider_id!, format).catch((error) => {
             throw new ApiError('service_unavailable', `El proveedor no entregó el ${format.toUpperCase()}: ${(error as Error).message}`);
           });
         } else body = format === 'xml' ? Buffer.from(invoice.xml ?? '', 'utf8') : await invoicePdf(invoice);

@@ -152,10 +152,20 @@ export class FacturapiProvider implements InvoiceProvider {
   async emit(doc: CfdiDocument): Promise<StampResult> {
     // A retry after an answer we never got: the first attempt may have stamped it.
     const found = await this.call<{ data: FacturapiInvoice[] }>('GET', `/invoices?external_id=${encodeURIComponent(doc.invoice_id)}`);
-    const existing = found.data?.find((inv) => inv.status === 'valid');
-    if (existing) return this.result(existing);
-    const created = await this.call<FacturapiInvoice>('POST', '/invoices', FacturapiProvider.body(doc), { 'Idempotency-Key': `ws-${doc.invoice_id}` });
-    return this.result(created);
+    const stamped =
+      found.data?.find((inv) => inv.status === 'valid') ??
+      (await this.call<FacturapiInvoice>('POST', '/invoices', FacturapiProvider.body(doc), { 'Idempotency-Key': `ws-${doc.invoice_id}` }));
+    // The stamped XML is the legal document: kept with the invoice, so its download never depends on
+    // Facturapi being up (or still configured). Not fetched yet (an outage just after the stamp): the
+    // retry finds the invoice by external_id above and fetches it then.
+    let xml: string;
+    try {
+      xml = (await this.download(stamped.id, 'xml')).toString('utf8');
+    } catch (error) {
+      if (error instanceof ProviderUnavailable) throw error;
+      throw new ProviderUnavailable(`Facturapi no entregó el XML timbrado: ${(error as Error).message}`);
+    }
+    return { ...this.result(stamped), xml };
   }
 
   async cancel(invoice: { provider_id: string }, motive: string, substituteUuid: string | null): Promise<'cancelled' | 'pending'> {

@@ -104,8 +104,18 @@ async function cancel(deps: WorkerDeps, id: string): Promise<void> {
     outcome = await providerFor(config, invoice.provider).cancel({ provider_id: invoice.provider_id!, uuid: invoice.uuid! }, invoice.cancellation_motive!, invoice.cancellation_substitute_uuid);
   } catch (error) {
     if (error instanceof ProviderRejected) {
-      // The SAT or the provider refused: the invoice stays valid, with the reason.
-      await pool.query(`UPDATE invoices SET status = 'valid', failure_reason = $2, updated_at = now() WHERE id = $1 AND status = 'cancellation_pending'`, [id, `cancelación rechazada: ${error.message}`.slice(0, 1000)]);
+      // The SAT or the provider refused: the invoice stays valid, with the reason. A deferred sale's
+      // payments made while the cancellation was pending found no valid invoice and got no complement:
+      // they get theirs now, the sale locked first as at the stamp (a payment committing meanwhile
+      // either is among them or finds the invoice valid).
+      await transaction(pool, async (client) => {
+        await client.query('SELECT 1 FROM sales WHERE company_id = $1 AND id = $2 FOR UPDATE', [invoice.company_id, invoice.sale_id]);
+        const { rows } = await client.query<Invoice>(
+          `UPDATE invoices SET status = 'valid', failure_reason = $2, updated_at = now() WHERE id = $1 AND status = 'cancellation_pending' RETURNING *`,
+          [id, `cancelación rechazada: ${error.message}`.slice(0, 1000)],
+        );
+        if (rows[0]) await enqueueComplementsOwed(client, jobs, rows[0]);
+      });
       return;
     }
     throw error;
