@@ -26,7 +26,7 @@ const httpDuration = new Histogram({
   buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
   registers: [registry],
 });
-export const rateLimitRefusals = new Counter({ name: 'rate_limit_refusals_total', help: 'Requests refused with 429 rate_limited', registers: [registry] });
+const rateLimitRefusals = new Counter({ name: 'rate_limit_refusals_total', help: 'Requests refused with 429 (every limit: API keys, admin, sign-in, OAuth)', registers: [registry] });
 
 /** Called once per request by the request middleware: the route is the pattern matched, never the raw path. */
 export function observeRequest(ctx: ApiContext, seconds: number): void {
@@ -34,6 +34,8 @@ export function observeRequest(ctx: ApiContext, seconds: number): void {
   const label = typeof route === 'string' ? route : 'unmatched';
   httpRequests.inc({ route: label, method: ctx.method, status: String(ctx.status) });
   httpDuration.observe({ route: label, method: ctx.method }, seconds);
+  // Counted here, whichever limit refused it: the API keys', the admin endpoint's, sign-in's, OAuth's.
+  if (ctx.status === 429) rateLimitRefusals.inc();
 }
 
 let pool: Pool | null = null;
@@ -61,10 +63,12 @@ gauge('queue_jobs', 'Jobs waiting in each pg-boss queue', ['queue'], async (g) =
   );
   for (const r of rows) g.set({ queue: r.name }, r.n);
 });
-gauge('queue_oldest_job_age_seconds', 'Age of the oldest waiting job that is due, per pg-boss queue (0 when none is waiting)', ['queue'], async (g) => {
+// Counted from when the job became due (`start_after`), not from when it was made: a retry made at a
+// failure with a 6 h delay is not 6 h late the moment it comes due.
+gauge('queue_oldest_job_age_seconds', 'How long the longest-waiting due job has been due, per pg-boss queue (0 when none is waiting)', ['queue'], async (g) => {
   g.reset();
   const { rows } = await pool!.query<{ name: string; age: number }>(
-    `SELECT q.name, coalesce(extract(epoch FROM now() - min(j.created_on)), 0)::float AS age FROM pgboss.queue q
+    `SELECT q.name, coalesce(extract(epoch FROM now() - min(j.start_after)), 0)::float AS age FROM pgboss.queue q
        LEFT JOIN pgboss.job j ON j.name = q.name AND j.state IN ('created', 'retry') AND j.start_after <= now() GROUP BY q.name`,
   );
   for (const r of rows) g.set({ queue: r.name }, r.age);

@@ -67,6 +67,16 @@ export function splitConnections(total: number, role: ProcessRole): ConnectionBu
   return { role, total, pool: total - 4, rateLimit: 0, listen: 1, jobSender: 1, boss: 2 };
 }
 
+/** The split, for a process starting: a budget too small is one line on stderr and exit 1, as every bad setting (README, Configuration). */
+export function splitConnectionsOrExit(total: number, role: ProcessRole): ConnectionBudget {
+  try {
+    return splitConnections(total, role);
+  } catch (error) {
+    process.stderr.write(`error: ${(error as Error).message}\n`);
+    process.exit(1);
+  }
+}
+
 /** `workspace:<process>:<part>`, at most 63 bytes (PostgreSQL truncates longer names). */
 export function applicationName(processName: string, part: string): string {
   return `workspace:${processName}:${part}`.slice(0, 63);

@@ -18,7 +18,7 @@ const adminTokenGiven = !!process.env.ADMIN_TOKEN;
 if (process.env.NODE_ENV !== 'production') process.env.ALLOW_PRIVATE_WEBHOOK_TARGETS ??= '1';
 
 const { loadConfigOrExit } = await import('../lib/config.ts');
-const { applicationName, processName, splitConnections } = await import('../lib/connection-budget.ts');
+const { applicationName, processName, splitConnectionsOrExit } = await import('../lib/connection-budget.ts');
 const { connectDatabaseOrExit } = await import('../db/connect.ts');
 const { createPool } = await import('../db/pool.ts');
 const { migrate } = await import('../db/migrate.ts');
@@ -27,7 +27,7 @@ const { startWorker } = await import('../worker/worker.ts');
 const { seedDemo } = await import('./seed.ts');
 
 const config = loadConfigOrExit();
-const budget = splitConnections(config.pgMaxConnections, 'dev');
+const budget = splitConnectionsOrExit(config.pgMaxConnections, 'dev');
 const name = (part: string) => applicationName(processName('dev', config.dyno), part);
 console.log(config.databaseUrl ? 'Using DATABASE_URL.' : `Starting the embedded PostgreSQL under ${dataDir} ...`);
 // Out of the terminal's process group: Ctrl-C stops this process, which stops the database last.

@@ -4,6 +4,7 @@
 // and the worker's work read from PostgreSQL (queues, deliveries, endpoints).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { PURGE_EXPIRED } from '../db/queues.ts';
 import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
 
 const TOKEN = 'metrics-token-0123456789';
@@ -56,5 +57,30 @@ describe('metrics', () => {
     assert.match(text, /^form_post_actions\{action="notify_team",status="failed"\} \d+$/m);
     assert.match(text, /^webhook_deliveries\{status="exhausted"\} \d+$/m);
     assert.match(text, /# TYPE form_post_actions gauge/);
+  });
+
+  test('rate_limit_refusals_total counts every 429, the admin endpoint\'s throttle of wrong tokens too', async () => {
+    const refusals = async () => {
+      const text = await (await fetch(`${app.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
+      return Number(/^rate_limit_refusals_total (\S+)$/m.exec(text)?.[1]);
+    };
+    const before = await refusals();
+    let throttled = 0;
+    for (let i = 0; i < 15; i++) {
+      const res = await fetch(`${app.url}/admin/trpc/company.list`, { headers: { authorization: 'Bearer not-the-admin-token-0000' } });
+      await res.body?.cancel();
+      if (res.status === 429) throttled++;
+    }
+    assert.ok(throttled >= 4, `${throttled} refusals with 429`);
+    assert.equal(await refusals(), before + throttled);
+  });
+
+  test('the oldest job\'s age counts from when it became due: a retry made 6 hours ago, due 30 s ago, is 30 s late', async () => {
+    const id = await app.deps.jobs.send(app.pool, PURGE_EXPIRED, {});
+    assert.ok(id);
+    await app.pool.query(`UPDATE pgboss.job SET created_on = now() - interval '6 hours', start_after = now() - interval '30 seconds' WHERE name = $1 AND id = $2`, [PURGE_EXPIRED.name, id]);
+    const text = await (await fetch(`${app.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
+    const age = Number(new RegExp(`^queue_oldest_job_age_seconds\\{queue="${PURGE_EXPIRED.name}"\\} (\\S+)$`, 'm').exec(text)?.[1]);
+    assert.ok(age >= 30 && age < 300, `age ${age}`);
   });
 });

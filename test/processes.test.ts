@@ -150,6 +150,12 @@ describe('release phase and worker against DATABASE_URL', () => {
       assert.equal(result.code, 1, entry);
       assert.equal(result.stderr, 'error: Configuración inválida: PORT debe ser un entero >= 0 (recibido "abc")\n', entry);
     }
+    // A connection budget too small for the process: the same, naming the least it needs.
+    for (const [entry, least] of [['api/server.ts', 5], ['worker/main.ts', 4]] as const) {
+      const result = await failed(entry, { PG_MAX_CONNECTIONS: '2', NODE_ENV: 'test', DATABASE_URL: 'postgres://127.0.0.1:1/none' });
+      assert.equal(result.code, 1, entry);
+      assert.match(result.stderr, new RegExp(`^error: PG_MAX_CONNECTIONS=2 is too small for the \\w+ process: it needs at least ${least} .*\\n$`), entry);
+    }
     const app = await startTestApp();
     const taken = net.createServer();
     await new Promise<void>((r) => taken.listen(0, '127.0.0.1', () => r()));

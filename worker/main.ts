@@ -3,13 +3,13 @@ import { connectDatabaseOrExit } from '../db/connect.ts';
 import { exitUnlessMigrated } from '../db/migrate.ts';
 import { createPool } from '../db/pool.ts';
 import { loadConfigOrExit } from '../lib/config.ts';
-import { applicationName, budgetFields, processName, splitConnections } from '../lib/connection-budget.ts';
+import { applicationName, budgetFields, processName, splitConnectionsOrExit } from '../lib/connection-budget.ts';
 import { log } from '../lib/log.ts';
 import { startWorker } from './worker.ts';
 
 const config = loadConfigOrExit();
 // PG_MAX_CONNECTIONS bounds every connection this process opens (README, Configuration).
-const budget = splitConnections(config.pgMaxConnections, 'worker');
+const budget = splitConnectionsOrExit(config.pgMaxConnections, 'worker');
 const name = (part: string) => applicationName(processName('worker', config.dyno), part);
 const database = await connectDatabaseOrExit(config);
 const pool = createPool(database.url, budget.pool, name('jobs'));

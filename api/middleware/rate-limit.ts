@@ -4,7 +4,6 @@
 // limit, 429 rate_limited with Retry-After.
 import type { Next } from 'koa';
 import { ApiError } from '../errors.ts';
-import { rateLimitRefusals } from '../metrics.ts';
 import type { ApiContext } from '../types.ts';
 
 /**
@@ -26,7 +25,6 @@ export async function consumeLimit(ctx: ApiContext, bucket: string, limit: numbe
   ctx.set('RateLimit-Remaining', String(decision.remaining));
   ctx.set('RateLimit-Reset', String(reset));
   if (!decision.allowed) {
-    rateLimitRefusals.inc();
     ctx.set('Retry-After', String(reset));
     throw new ApiError('rate_limited');
   }
