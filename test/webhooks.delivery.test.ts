@@ -380,9 +380,12 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     const failed = await failedWithRetry(api, ep.id);
     assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: false } })).status, 200);
     await advance(app.pool, failed.id);
-    await waitFor(async () => (await nextJob(app.pool, failed.id)).length === 0 && (await onlyDelivery(api, ep.id)).error_message?.includes('desactivado'), 10_000, 'the retry to come due and be held');
+    await waitFor(async () => (await nextJob(app.pool, failed.id)).length === 0 && (await onlyDelivery(api, ep.id)).next_attempt_at === null, 10_000, 'the retry to come due and be held');
     const held = await onlyDelivery(api, ep.id);
     assert.deepEqual([held.status, held.attempts, held.next_attempt_at], ['failed', 1, null]);
+    // The last attempt's outcome stays as it was: holding the retry attempted nothing.
+    assert.deepEqual([held.response_status, held.error_message], [failed.response_status, failed.error_message]);
+    assert.equal(held.response_status, 503);
     assert.equal(receiver.at('/pause-due').length, 1, 'nothing sent while paused');
     answer = 200;
     const before = Date.now();
@@ -550,6 +553,26 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     assert.deepEqual(after.map((d: any) => d.id), [rows[0].id]);
     assert.equal((await api.get(`/webhook-endpoints/${ep.id}/deliveries/${old.id}`)).status, 404);
     assert.equal((await app.pool.query('SELECT 1 FROM events WHERE id = $1', [old.event_id])).rowCount, 0);
+  });
+
+  test('a replay made today of an event older than 30 days is kept, with its event, until the replay itself is 30 days old', async () => {
+    const { api, companyId } = await tenant();
+    const ep = await endpoint(api, '/purge-replay');
+    await api.post('/customers', { data: { name: 'Reenviado' } });
+    const original = await waitFor(async () => {
+      const list = (await api.get(`/webhook-endpoints/${ep.id}/deliveries`)).body.data;
+      return list.length === 1 && list[0].status === 'succeeded' && list[0];
+    }, 10_000, 'the delivery');
+    await app.pool.query(`UPDATE webhook_deliveries SET created_at = now() - interval '31 days' WHERE id = $1`, [original.id]);
+    await app.pool.query(`UPDATE events SET created_at = now() - interval '31 days' WHERE id = $1`, [original.event_id]);
+    const replay = await transaction(app.pool, (db) => replayDelivery(db, app.deps.jobs, companyId, original.id));
+    await purgeWebhookHistory(app.pool);
+    assert.equal((await api.get(`/webhook-endpoints/${ep.id}/deliveries/${original.id}`)).status, 404, 'the old delivery goes');
+    assert.equal((await api.get(`/webhook-endpoints/${ep.id}/deliveries/${replay!.id}`)).status, 200, 'the replay stays');
+    assert.equal((await app.pool.query('SELECT 1 FROM events WHERE id = $1', [original.event_id])).rowCount, 1, 'and the event it sends');
+    await app.pool.query(`UPDATE webhook_deliveries SET created_at = now() - interval '31 days' WHERE id = $1`, [replay!.id]);
+    await purgeWebhookHistory(app.pool);
+    assert.equal((await app.pool.query('SELECT 1 FROM events WHERE id = $1', [original.event_id])).rowCount, 0, 'gone once the replay is old too');
   });
 });
 

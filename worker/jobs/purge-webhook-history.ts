@@ -1,5 +1,6 @@
 // Delivery history is kept 30 days (contract, Limits), then purged, with the
-// events it delivered (the outbox rows carry the signed bodies). Runs every
+// events it delivered (the outbox rows carry the signed bodies) once no
+// delivery of them is left: a delivery's age, not its event's, decides. Runs every
 // hour so no single run has a day's worth of rows to delete; batches of 5,000
 // keep each statement's locks short on a busy table. Expired user sessions
 // go too.
@@ -27,8 +28,13 @@ export async function purgeWebhookHistory(pool: Pool): Promise<{ deliveries: num
   );
   const events = await deleteInBatches(
     pool,
+    // An event still delivered (a replay made since, of an event older than the history) stays, with
+    // that delivery and its retries, until the delivery itself is 30 days old.
     `DELETE FROM events WHERE id IN (
-       SELECT id FROM events WHERE created_at < now() - interval '${HISTORY_DAYS} days' LIMIT ${BATCH})`,
+       SELECT e.id FROM events e
+        WHERE e.created_at < now() - interval '${HISTORY_DAYS} days'
+          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)
+        LIMIT ${BATCH})`,
   );
   await pool.query(`DELETE FROM user_sessions WHERE expires_at < now() - interval '1 day'`);
   return { deliveries, events };

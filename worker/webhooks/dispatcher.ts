@@ -387,7 +387,9 @@ export class WebhookDispatcher {
           continue;
         }
         // Its status is kept (a delivery never attempted stays `pending`); switching the endpoint on schedules it again.
-        updates.push({ id: r.delivery.id, expect: r.delivery.attempts, attempts: r.delivery.attempts, status: r.delivery.status, next: null, delivered: null, code: null, body: null, error: 'El endpoint está desactivado; la entrega no se intentó' });
+        // One attempted before keeps that attempt's outcome (status code, body, error): nothing was attempted now.
+        const error = r.delivery.attempts === 0 ? 'El endpoint está desactivado; la entrega no se intentó' : null;
+        updates.push({ id: r.delivery.id, expect: r.delivery.attempts, attempts: r.delivery.attempts, status: r.delivery.status, next: null, delivered: null, code: null, body: null, error });
         continue;
       }
       const attempts = r.job.data.attempt;
