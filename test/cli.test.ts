@@ -61,7 +61,8 @@ describe('wsctl', () => {
     assert.equal(updated.storage_quota_mb, 50);
 
     // --owner-email on update changes the owner's sign-in email; another user's email is a conflict.
-    await json(app, ['company', 'update', id, '--owner-email', 'duena@taller-ruiz.example']);
+    // Stored lower-cased, as company create and the API store every email.
+    await json(app, ['company', 'update', id, '--owner-email', 'Duena@Taller-Ruiz.example']);
     const { rows } = await app.pool.query('SELECT email FROM users WHERE id = $1', [created.owner.id]);
     assert.equal(rows[0].email, 'duena@taller-ruiz.example');
     const other = await json(app, ['company', 'create', '--name', 'Otra', '--owner-email', 'ocupado@otra.example']);

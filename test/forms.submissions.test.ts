@@ -574,6 +574,20 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     assert.deepEqual(tooMany.body.errors['answers.cv'], ['admite como máximo 10 archivo(s)']);
   });
 
+  test('base64 broken into lines (MIME, `base64 file` in a shell) is accepted; base64url is not base64', async () => {
+    const pdf = files.pdf(5000);
+    const lines = pdf.toString('base64').replace(/.{76}/g, '$&\n');
+    const crlf = pdf.toString('base64').replace(/.{76}/g, '$&\r\n');
+    for (const data of [lines, crlf]) {
+      const res = await api.post(path(), { data: { answers: { ...base, cv: { filename: 'lineas.pdf', data } } } });
+      assert.equal(res.status, 201, res.text);
+      assert.equal(res.body.data.files[0].size_bytes, pdf.length);
+    }
+    const url = await api.post(path(), { data: { answers: { ...base, cv: { filename: 'url.pdf', data: randomBytes(3000).toString('base64url').replace(/^./, '_') } } } });
+    assert.equal(url.status, 422);
+    assert.match(url.body.errors['answers.cv'][0], /base64/);
+  });
+
   test('data URLs: a full data URL is accepted; its declared type is ignored and a lying one does not help', async () => {
     const url = `data:image/png;base64,${files.pdf().toString('base64')}`;
     const ok = await api.post(path(), { data: { answers: { ...base, cv: { filename: 'doc.pdf', data: url } } } });

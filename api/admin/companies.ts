@@ -157,10 +157,10 @@ export async function updateCompany(pool: Pool, id: string, input: CompanyUpdate
         );
       }
     }
-    // The owner's sign-in email (unique across the service, like every user's).
+    // The owner's sign-in email (unique across the service, like every user's), stored lower-cased as everywhere else.
     if (input.ownerEmail !== undefined) {
       const owner = await ownerOf(db, id);
-      await db.query('UPDATE users SET email = $2, updated_at = now() WHERE id = $1', [owner, input.ownerEmail]).catch((error) => {
+      await db.query('UPDATE users SET email = $2, updated_at = now() WHERE id = $1', [owner, input.ownerEmail.toLowerCase()]).catch((error) => {
         if ((error as { code?: string }).code === '23505') throw new ApiError('email_taken', `A user with email ${input.ownerEmail} already exists`);
         throw error;
       });

@@ -10,6 +10,8 @@ async function* pieces(buffer: Buffer): AsyncGenerator<Uint8Array> {
 }
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+const LINE_BREAK = /[\r\n]/;
+const LINE_BREAKS = /\r?\n/g;
 const DATA_URL = /^data:([^,;]*)((?:;[^,;]*)*?);base64,/i;
 
 type FileObject = { filename?: unknown; content_type?: unknown; data: unknown };
@@ -37,7 +39,8 @@ async function stageJsonFile(stager: FileStager, key: string, value: FileObject)
     stager.reject(key, `${displayName(clientName)}: data debe ser base64 o una data URL`);
     return;
   }
-  let payload = value.data;
+  // Line breaks are MIME's (RFC 2045: lines of 76) and what `base64 file` prints in a shell: not data.
+  let payload = LINE_BREAK.test(value.data) ? value.data.replace(LINE_BREAKS, '') : value.data;
   const dataUrl = DATA_URL.exec(payload.slice(0, 300));
   if (dataUrl) payload = payload.slice(dataUrl[0].length); // the declared type is ignored, like content_type
   else if (/^data:/i.test(payload)) {

@@ -50,6 +50,9 @@ export function validateCfdi(xml: string): Violation[] {
   if (emisor) {
     if (!Rfc.isValid(a(emisor, 'Rfc') ?? '')) fail('CFDI40-EMISOR-RFC', 'Rfc del emisor no es válido');
     if (!TAX_REGIMES[a(emisor, 'RegimenFiscal') ?? '']) fail('CFDI40-EMISOR-REGIMEN', 'RegimenFiscal fuera de c_RegimenFiscal');
+    else if (Rfc.isValid(a(emisor, 'Rfc') ?? '') && !regimeFitsRfc(a(emisor, 'RegimenFiscal')!, a(emisor, 'Rfc')!)) {
+      fail('CFDI40-EMISOR-REGIMEN-TIPO', `el régimen ${a(emisor, 'RegimenFiscal')} no corresponde al tipo de persona del RFC ${a(emisor, 'Rfc')}`);
+    }
     if (!a(emisor, 'Nombre')) fail('CFDI40-EMISOR-NOMBRE', 'falta Nombre del emisor');
   }
   if (receptor) {
