@@ -294,6 +294,23 @@ describe('calendar sync end to end', () => {
     for (const { google_event_id } of others) assert.equal(google.events.get(google_event_id)?.status, 'confirmed', `${google_event_id} of another member`);
   });
 
+  test('connected again with another refresh token while the first still works: the next call uses a token of the new one', async () => {
+    const person = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    const theirs = client(app.baseUrl, person.key);
+    const pushed = async (title: string) => {
+      const res = await theirs.post('/calendar/events', { data: { user_id: person.ownerId, title, starts_at: '2030-02-04T16:00:00Z', ends_at: '2030-02-04T17:00:00Z' } });
+      assert.equal(res.status, 201, res.text);
+      await waitFor(async () => (await eventRow(res.body.data.id))?.google_event_id, 20_000, `${title} synced`);
+      const insert = google.requests.find((r) => r.method === 'POST' && r.body?.id === res.body.data.id)!;
+      return google.refreshTokenOf(insert.auth);
+    };
+    await connect(person.ownerId, 'rt-account-a');
+    assert.equal(await pushed('Con la cuenta A'), 'rt-account-a');
+    // Another Google account, say: the access token cached from the first must not be used for it.
+    await connect(person.ownerId, 'rt-account-b');
+    assert.equal(await pushed('Con la cuenta B'), 'rt-account-b');
+  });
+
   test('an expired access token: one refresh, then the call goes through', async () => {
     await pull(tenant.ownerId); // a first call made with the connection's token
     await waitFor(async () => (await app.pool.query(`SELECT 1 FROM calendar_connections WHERE user_id = $1 AND last_synced_at IS NOT NULL`, [tenant.ownerId])).rowCount, 20_000);

@@ -17,6 +17,8 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
   const refreshTokens = new Set<string>();
   const codes = new Map<string, string>();
   const accessTokens = new Set<string>();
+  /** The refresh token each access token was minted from. */
+  const mintedFrom = new Map<string, string>();
   const events = new Map<string, Event>();
   /** Every change, in order; a sync token is a position in it. */
   const changes: string[] = [];
@@ -88,10 +90,12 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
         refreshTokens.add(refresh);
         const access = `ya29.stand-in-${++issued}`;
         accessTokens.add(access);
+        mintedFrom.set(access, refresh);
         return send(res, 200, { access_token: access, expires_in: 3599, refresh_token: refresh, scope: 'https://www.googleapis.com/auth/calendar.events', token_type: 'Bearer' });
       } else return send(res, 400, { error: 'unsupported_grant_type' });
       const access = `ya29.stand-in-${++issued}`;
       accessTokens.add(access);
+      mintedFrom.set(access, body.refresh_token);
       return send(res, 200, { access_token: access, expires_in: 3599, scope: 'https://www.googleapis.com/auth/calendar.events', token_type: 'Bearer' });
     }
 
@@ -169,6 +173,10 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
     },
     events,
     requests,
+    /** The refresh token an access token (as sent in `Authorization`) was minted from. */
+    refreshTokenOf(authorization: string | undefined) {
+      return mintedFrom.get(authorization?.replace(/^Bearer /, '') ?? '');
+    },
     /** A refresh token Google accepts. */
     addRefreshToken(token: string) {
       refreshTokens.add(token);

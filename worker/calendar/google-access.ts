@@ -1,6 +1,7 @@
 // Access to a member's Google Calendar from the worker: the client for the
 // configured endpoints, and an access token from the member's sealed refresh
-// token (cached per process until shortly before it expires). A dead refresh
+// token (cached per process until shortly before it expires, or until the
+// connection is stored again). A dead refresh
 // token (`invalid_grant`) marks the connection `needs_reauthorization`, and
 // the caller gets null: nothing is retried until an operator reconnects.
 import type { Pool } from '../../db/pool.ts';
@@ -12,7 +13,12 @@ import { open } from '../../lib/secret-box.ts';
 export type Connection = { user_id: string; calendar_id: string; refresh_token_enc: string; status: string; sync_token: string | null };
 
 const clients = new Map<string, GoogleCalendarClient>();
-const tokens = new Map<string, { token: string; until: number }>();
+/**
+ * Access tokens by member, each with the sealed refresh token it was minted from: a connection stored
+ * again (an operator's reconnect, another Google account) has another sealed token, so the cached
+ * access token of the old one is never used for it, in this worker or in any other.
+ */
+const tokens = new Map<string, { token: string; until: number; from: string }>();
 
 export function googleClient(config: Config): GoogleCalendarClient | null {
   if (!config.google) return null;
@@ -37,7 +43,7 @@ export async function recordError(pool: Pool, userId: string, error: unknown): P
 /** An access token for the connection; null (and the connection marked) when Google refuses the refresh token for good. */
 export async function accessToken(pool: Pool, config: Config, client: GoogleCalendarClient, connection: Connection, fresh = false): Promise<string | null> {
   const cached = tokens.get(connection.user_id);
-  if (!fresh && cached && cached.until > Date.now()) return cached.token;
+  if (!fresh && cached && cached.from === connection.refresh_token_enc && cached.until > Date.now()) return cached.token;
   const refreshToken = open(config.encryptionKey, connection.refresh_token_enc);
   if (refreshToken === null) {
     await markNeedsReauthorization(pool, connection.user_id, 'el token guardado no se puede descifrar con ENCRYPTION_KEY');
@@ -45,7 +51,7 @@ export async function accessToken(pool: Pool, config: Config, client: GoogleCale
   }
   try {
     const { accessToken: token, expiresIn } = await client.refreshAccessToken(refreshToken);
-    tokens.set(connection.user_id, { token, until: Date.now() + Math.max(0, expiresIn - 60) * 1000 });
+    tokens.set(connection.user_id, { token, until: Date.now() + Math.max(0, expiresIn - 60) * 1000, from: connection.refresh_token_enc });
     return token;
   } catch (error) {
     if (error instanceof GoogleApiError && (error.reason === 'invalid_grant' || error.reason === 'unauthorized_client')) {
