@@ -13,6 +13,7 @@ import { ApiError } from './errors.ts';
 import { log, logError } from '../lib/log.ts';
 import { answerClientError, requestMiddleware, httpsOnly } from './middleware/request.ts';
 import { limitUnrouted } from './middleware/authenticate.ts';
+import { rateLimit } from './middleware/rate-limit.ts';
 import { apiCors } from './middleware/cors.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { ResponseCache } from './middleware/response-cache.ts';
@@ -137,7 +138,8 @@ export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
   });
   root.all('/admin/trpc/*path', adminMiddleware(deps));
   root.post('/api/v1/user/sessions', jsonContentType, sessionBody, signInHandler);
-  root.delete('/api/v1/user/sessions/current', authenticateSession(null), async (ctx) => {
+  // Counted against the session's limit like every other /user route (docs/api.md, Rate limit).
+  root.delete('/api/v1/user/sessions/current', authenticateSession(null), rateLimit(deps.config.rateLimitPerMinute), async (ctx) => {
     await revokeSession(deps.pool, ctx.state.session!.sessionId);
     ctx.status = 204;
   });

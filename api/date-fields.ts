@@ -28,6 +28,18 @@ function readableOffset(value: string): boolean {
 }
 const OFFSET_REASON = 'la diferencia con UTC debe estar entre -15:59 y +15:59';
 
+/**
+ * zod's pattern for an ISO instant with offset, as the OpenAPI document shows it, with the offsets
+ * narrowed to what is accepted (±15:59), so a client validating against the document refuses what the
+ * API would. Built from zod's own, so it stays zod's; a zod whose pattern changed fails here, at load.
+ */
+const ZOD_OFFSET = '[+-](?:[01]\\d|2[0-3]):[0-5]\\d';
+const INSTANT_PATTERN = (() => {
+  const pattern = (z.toJSONSchema(z.iso.datetime({ offset: true })) as { pattern?: string }).pattern ?? '';
+  if (!pattern.includes(ZOD_OFFSET)) throw new Error(`date-fields: zod's date-time pattern changed (${pattern.slice(-60)})`);
+  return pattern.replace(ZOD_OFFSET, '[+-](?:0\\d|1[0-5]):[0-5]\\d');
+})();
+
 /** An ISO 8601 instant with its offset, from 1900-01-02T00:00:00Z to 9999-12-30T00:00:00Z. */
 export const instant = z.iso
   .datetime({ offset: true })
@@ -36,7 +48,8 @@ export const instant = z.iso
     const at = Date.parse(value);
     return at >= EARLIEST_INSTANT && at <= LATEST_INSTANT;
   }, 'debe estar entre 1900-01-02 y 9999-12-30')
-  .describe('ISO 8601');
+  .describe('ISO 8601, de 1900-01-02 a 9999-12-30')
+  .meta({ pattern: INSTANT_PATTERN });
 
 /**
  * A list filter (`from`/`to`): any ISO 8601 instant PostgreSQL can read, so the
@@ -47,4 +60,5 @@ export const instantFilter = z.iso
   .datetime({ offset: true })
   .refine(readableOffset, OFFSET_REASON)
   .refine((value) => !value.startsWith('0000'), 'el año 0000 no existe; usa 0001 o posterior')
-  .describe('ISO 8601');
+  .describe('ISO 8601')
+  .meta({ pattern: INSTANT_PATTERN });

@@ -44,7 +44,8 @@ export const paginationQuery = z.object({
   limit: positiveInteger().optional().describe(`Tamaño de página; por defecto ${DEFAULT_LIMIT}, máximo ${MAX_LIMIT} (valores mayores se recortan)`),
   starting_after: cursor.optional().describe('Id de cursor: devuelve los registros siguientes (más antiguos)'),
   ending_before: cursor.optional().describe('Id de cursor: devuelve los registros anteriores (más nuevos)'),
-  page: positiveInteger().optional().describe(`Paginación por desplazamiento (heredada), máximo ${MAX_PAGE}`),
+  // `maximum` in the document only: past it the answer is the contract's 400 offset_too_deep, not a failed integer check.
+  page: positiveInteger().optional().describe(`Paginación por desplazamiento (heredada), máximo ${MAX_PAGE}; más allá, 400 offset_too_deep`).meta({ maximum: MAX_PAGE }),
   include_total: queryBoolean.optional().describe('Añade total y total_pages (colección completa, sin filtros; memorizado 60 s)'),
   include_filtered_total: queryBoolean.optional().describe('Añade filtered_total y filtered_total_pages (tope 10000; 100 con búsqueda de texto)'),
 });

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { apiRoutes } from '../api/routes/index.ts';
 import { EMITTED_EVENT_NAMES } from '../lib/webhook-events.ts';
-import { startTestApp, type TestApp } from './helpers/app.ts';
+import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
 
 describe('OpenAPI and reference page', () => {
   let app: TestApp;
@@ -42,6 +42,26 @@ describe('OpenAPI and reference page', () => {
     assert.deepEqual(doc.components.schemas.WebhookEvent.required, ['id', 'evento', 'event', 'created_at', 'api_version', 'data']);
     const headers = doc.webhooks['customer.created'].post.parameters.map((p: any) => p.name);
     assert.deepEqual(headers, ['X-Service-Signature', 'X-Service-Event', 'X-Service-Event-Id', 'X-Service-Delivery', 'X-Service-Attempt']);
+  });
+
+  test('what a client validates against the document, the API accepts: page up to 200, offsets up to ±15:59; the session routes\' headers', async () => {
+    const doc = (await (await fetch(`${app.baseUrl}/openapi.json`)).json()) as any;
+    const page = doc.paths['/customers'].get.parameters.find((p: any) => p.name === 'page');
+    assert.deepEqual([page.schema.minimum, page.schema.maximum], [1, 200]);
+    const startsAt = doc.paths['/calendar/events'].post.requestBody.content['application/json'].schema.properties.data.properties.starts_at;
+    const instant = new RegExp(startsAt.pattern);
+    for (const ok of ['2026-12-01T15:00:00Z', '2026-12-01T15:00:00+15:59', '2026-12-01T15:00:00-06:00']) assert.match(ok, instant);
+    for (const bad of ['2026-12-01T15:00:00+16:00', '2026-12-01T15:00:00-23:59', '2026-12-01T15:00:00']) assert.doesNotMatch(bad, instant);
+    // The API answers the same: +16:00 is refused, +15:59 is not refused for its offset.
+    const t = await seedTenant(app.pool);
+    const api = client(app.baseUrl, t.key);
+    const at = (offset: string) => api.post('/calendar/events', { data: { user_id: t.ownerId, title: 'Desfase', starts_at: `2026-12-01T15:00:00${offset}`, ends_at: '2026-12-02T15:00:00Z' } });
+    assert.equal((await at('+16:00')).status, 422);
+    assert.equal((await at('+15:59')).status, 201);
+    const signIn = doc.paths['/user/sessions'].post.responses['401'].headers;
+    assert.ok(signIn['WWW-Authenticate'] && !signIn['RateLimit-Limit'], 'sign-in is outside the rate limit');
+    const signOut = doc.paths['/user/sessions/current'].delete.responses;
+    assert.ok(signOut['204'].headers['RateLimit-Limit'] && signOut['401'].headers['WWW-Authenticate'] && signOut['429']);
   });
 
   test('a create that may answer an existing record (metadata.external_ref) documents its 200 beside its 201, with the same body', async () => {

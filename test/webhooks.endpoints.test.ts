@@ -649,6 +649,8 @@ describe('webhook endpoints under a user session (/user/developers/webhook-endpo
     assert.equal((await session.get(USER_PATH)).status, 200);
     const out = await request(app.baseUrl, 'DELETE', '/user/sessions/current', { key: token });
     assert.equal(out.status, 204);
+    // Counted against the session's limit, as every /user route.
+    assert.ok(Number(out.headers.get('ratelimit-limit')) > 0 && out.headers.get('ratelimit-remaining') !== null, 'RateLimit-* on the sign-out');
     const after = await session.get(USER_PATH);
     assert.equal(after.status, 401);
     assert.equal(after.body.error, 'invalid_key');

@@ -34,7 +34,7 @@ export const VERSION_HEADERS: Record<string, JsonSchema> = {
 };
 
 /** Those, and the rate limit's, on every answer to an authenticated request (DESIGN.md: rate limit). */
-const COMMON_HEADERS: Record<string, JsonSchema> = {
+export const COMMON_HEADERS: Record<string, JsonSchema> = {
   ...VERSION_HEADERS,
   'RateLimit-Limit': { schema: { type: 'integer' }, description: 'Peticiones por minuto de la clave' },
   'RateLimit-Remaining': { schema: { type: 'integer' }, description: 'Peticiones que quedan en la ventana' },
@@ -42,10 +42,14 @@ const COMMON_HEADERS: Record<string, JsonSchema> = {
 };
 
 /** Headers of the error answers that carry more, or fewer, than COMMON_HEADERS. */
-const ERROR_HEADERS: Record<number, Record<string, JsonSchema>> = {
-  // RFC 6750: `Bearer realm="api"`, plus `error="invalid_token"` when a credential was sent. A refused
-  // credential counts against its client address, so the rate limit's headers are there too.
-  401: { ...COMMON_HEADERS, 'WWW-Authenticate': { schema: { type: 'string' }, description: 'Bearer realm="api" (con error="invalid_token" si se envió una credencial)' } },
+/** RFC 6750: `Bearer realm="api"`, plus `error="invalid_token"` when a credential was sent. */
+export const WWW_AUTHENTICATE: Record<string, JsonSchema> = {
+  'WWW-Authenticate': { schema: { type: 'string' }, description: 'Bearer realm="api" (con error="invalid_token" si se envió una credencial)' },
+};
+
+export const ERROR_HEADERS: Record<number, Record<string, JsonSchema>> = {
+  // A refused credential counts against its client address, so the rate limit's headers are there too.
+  401: { ...COMMON_HEADERS, ...WWW_AUTHENTICATE },
   // Answered before anything else (no key read, no rate limit); RFC 9110 §15.5.22.
   426: { ...VERSION_HEADERS, Upgrade: { schema: { type: 'string', const: 'TLS/1.2, HTTP/1.1' } } },
   429: { ...COMMON_HEADERS, 'Retry-After': { schema: { type: 'integer' }, description: 'Segundos enteros a esperar' } },

@@ -2,7 +2,7 @@
 // (api/auth/sessions.ts). They are mounted by api/app.ts outside the route
 // table, so their operations are written here by hand.
 import { SESSION_TTL_HOURS, SIGN_IN_LIMITS, signInSchema } from '../auth/sessions.ts';
-import { VERSION_HEADERS } from './operations.ts';
+import { COMMON_HEADERS, ERROR_HEADERS, VERSION_HEADERS, WWW_AUTHENTICATE } from './operations.ts';
 import type { SchemaBook } from './schemas.ts';
 
 export function sessionPaths(book: SchemaBook): Record<string, Record<string, unknown>> {
@@ -41,7 +41,7 @@ export function sessionPaths(book: SchemaBook): Record<string, Record<string, un
             },
           },
           '400': error('invalid_json'),
-          '401': error('invalid_key'),
+          '401': error('invalid_key', { ...VERSION_HEADERS, ...WWW_AUTHENTICATE }),
           '413': error('request_too_large'),
           '415': error('unsupported_media_type'),
           '422': error('validation_failed, parameter_missing'),
@@ -56,7 +56,13 @@ export function sessionPaths(book: SchemaBook): Record<string, Record<string, un
         tags: ['Sesiones de usuario'],
         summary: 'Cierra la sesión del token enviado',
         security: [{ userSession: [] }],
-        responses: { '204': { description: 'Sesión cerrada', headers: VERSION_HEADERS }, '401': error('invalid_key') },
+        description: 'Cuenta en el límite de peticiones de la sesión, como toda ruta `/user/...`.',
+        responses: {
+          '204': { description: 'Sesión cerrada', headers: COMMON_HEADERS },
+          '401': error('invalid_key', ERROR_HEADERS[401]),
+          '429': error('rate_limited', ERROR_HEADERS[429]),
+          '503': error('service_unavailable', ERROR_HEADERS[503]),
+        },
       },
     },
   };
