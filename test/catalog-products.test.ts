@@ -102,6 +102,12 @@ describe('products: prices, nested writes, detail, custom properties', () => {
     assert.equal(p.inventory.total_quantity, 10);
     assert.deepEqual(p.inventory.warehouses.map((w: any) => [w.warehouse, w.quantity]), [['Central', 8], ['Norte', 2]]);
     assert.ok(!JSON.stringify(p.inventory).includes('cost'), 'inventory carries quantities only');
+    // Rows read (`rack: null`, `variant_id: null` where there is none) can be written back as they are.
+    const asRead = p.inventory.warehouses.flatMap((w: any) => w.racks.map((r: any) => ({ warehouse: w.warehouse, ...r })));
+    assert.ok(asRead.some((r: any) => r.rack === null), JSON.stringify(asRead));
+    const back = await api.patch(`/products/${p.id}`, { data: { inventory: asRead } });
+    assert.equal(back.status, 200, back.text);
+    assert.deepEqual(back.body.data.inventory, p.inventory);
 
     for (const ref of [p.id, 'playera-basica', 'PLY-1']) {
       const got = await api.get(`/products/${ref}`);

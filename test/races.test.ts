@@ -101,6 +101,33 @@ describe('races between a write and a change of what it relies on', () => {
     }
   });
 
+  test('a product written while its brand is renamed ends with the new name in its snapshot, and the new slug finds it', async () => {
+    const { api } = await newTenant();
+    const brand = (await api.post('/brands', { data: { name: 'Marca Vieja' } })).body.data;
+    assert.ok(brand?.id);
+    const release = await hold('products');
+    let released = false;
+    let create: Promise<{ status: number; body: any }> | undefined;
+    try {
+      create = api.post('/products', { data: { name: 'Taza de carrera', brand_id: brand.id, prices_cents: { mxn: 1000 } } });
+      await waitFor(async () => (await waiting('relation')) >= 1, 10_000, 'the create to wait at its insert');
+      const rename = api.patch(`/brands/${brand.id}`, { data: { name: 'Marca Nueva', slug: 'marca-nueva' } });
+      await Promise.race([waitFor(async () => (await waiting('transactionid')) + (await waiting('tuple')) + (await waiting('relation')) >= 2, 10_000, 'the rename to wait'), rename]);
+      await release();
+      released = true;
+      const [created, renamed] = await Promise.all([create, rename]);
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      assert.equal(renamed.status, 200, JSON.stringify(renamed.body));
+      const product = (await api.get(`/products/${created.body.data.id}`)).body.data;
+      assert.deepEqual(product.brand, { id: brand.id, name: 'Marca Nueva', slug: 'marca-nueva' });
+      const bySlug = (await api.get('/products?brand=marca-nueva')).body.data;
+      assert.deepEqual(bySlug.map((p: any) => p.id), [created.body.data.id]);
+    } finally {
+      if (!released) await release();
+      await create?.catch(() => {});
+    }
+  });
+
   test('a booking link created while its host is removed ends switched off, as the host\'s other links', async () => {
     const { t, api } = await newTenant();
     const member = (await api.post('/users', { data: { email: `anfitrion-${Date.now()}@example.com`, first_name: 'Host', last_name: 'Uno' } })).body.data;

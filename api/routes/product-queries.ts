@@ -210,10 +210,15 @@ async function productColumns(client: Client, companyId: string, data: ProductWr
   } = data;
   const values: Record<string, unknown> = { ...fields };
   const errors: FieldErrors = {};
-  if (brand_id !== undefined) {
+  // The brand snapshot (name, slug) is copied from the brand, which is held (FOR SHARE) until this write
+  // commits: a rename of it waits, and then finds this product among the brand's and updates its
+  // snapshot; unlocked, the rename missed a product written at the same moment, whose snapshot stayed
+  // stale for good. The brand the product already has is not read again (its snapshot is the rename's
+  // to keep current), so a PATCH that holds the product never waits on a rename that waits on the product.
+  if (brand_id !== undefined && !(existing && existing.brand_id === brand_id)) {
     if (brand_id === null) Object.assign(values, { brand_id: null, brand_name: null, brand_slug: null });
     else {
-      const { rows } = await client.query<{ name: string; slug: string }>('SELECT id, name, slug FROM brands WHERE company_id = $1 AND id = $2', [
+      const { rows } = await client.query<{ name: string; slug: string }>('SELECT id, name, slug FROM brands WHERE company_id = $1 AND id = $2 FOR SHARE', [
         companyId,
         brand_id,
       ]);

@@ -66,7 +66,8 @@ export const componentWrite = z.strictObject({
 export const inventoryWrite = z
   .strictObject({
     warehouse: z.string().trim().min(1).max(100),
-    rack: z.string().trim().max(100).optional().describe('Vacío o ausente: sin rack'),
+    // null too: the read shows a location without a rack as `rack: null`, and a row read is written back as it is.
+    rack: z.string().trim().max(100).nullable().optional().describe('Vacío, null o ausente: sin rack'),
     variant_id: refId.nullable().optional(),
     quantity: z.number().int().min(0).max(1_000_000_000).describe('Existencia absoluta en esa ubicación; 0 la elimina'),
   })
