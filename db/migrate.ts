@@ -9,8 +9,19 @@ import type { Pool } from './pool.ts';
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
 const LOCK_ID = 727_001; // arbitrary, constant: the advisory lock of the migrator
 
-async function migrationFiles(): Promise<string[]> {
-  return (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{3}_[\w-]+\.sql$/.test(f)).sort();
+/**
+ * The migration files in order. A migration is known by its number alone (schema_migrations.id), so
+ * two files with one number (two branches that each added `096_…`) would leave one of them unapplied
+ * for good on a database that ran the other: refused here, before anything runs, naming both.
+ */
+export async function migrationFiles(dir = MIGRATIONS_DIR): Promise<string[]> {
+  const files = (await readdir(dir)).filter((f) => /^\d{3}_[\w-]+\.sql$/.test(f)).sort();
+  for (let i = 1; i < files.length; i++) {
+    if (files[i].slice(0, 3) === files[i - 1].slice(0, 3)) {
+      throw new Error(`two migrations share the number ${files[i].slice(0, 3)} (${files[i - 1]}, ${files[i]}): renumber the newer one`);
+    }
+  }
+  return files;
 }
 
 /**

@@ -2,10 +2,12 @@
 // migrating the same empty database at the same moment.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { readdir } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, test } from 'node:test';
 import pg from 'pg';
-import { migrate } from '../db/migrate.ts';
+import { migrate, migrationFiles } from '../db/migrate.ts';
 import { createPool, type Pool } from '../db/pool.ts';
 
 /** A database of its own for a test, dropped afterwards; `url` lets a test open more pools on it. */
@@ -28,6 +30,18 @@ async function withScratchDatabase(fn: (pool: Pool, url: string) => Promise<void
 }
 
 describe('migration runner', () => {
+  test('two migration files with one number are refused, naming both: one of them would never run', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'ws-migrations-'));
+    try {
+      for (const name of ['095_a.sql', '096_from_one_branch.sql', '096_from_another.sql', '097_c.sql']) await writeFile(path.join(dir, name), 'SELECT 1;');
+      await assert.rejects(migrationFiles(dir), /two migrations share the number 096 \(096_from_another\.sql, 096_from_one_branch\.sql\)/);
+      await rm(path.join(dir, '096_from_another.sql'));
+      assert.deepEqual(await migrationFiles(dir), ['095_a.sql', '096_from_one_branch.sql', '097_c.sql']);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   test('two concurrent migrators on an empty database apply every migration exactly once', async () => {
     await withScratchDatabase(async (a, url) => {
       const b = createPool(url, 2);
