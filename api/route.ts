@@ -18,7 +18,6 @@ import type { ApiContext, ApiMiddleware, ApiRouteMiddleware, ApiRouter } from '.
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
-/** How a path parameter is validated: a strict ObjectId, or an id or slug. */
 /** How a path parameter is read: an ObjectId (400 invalid_id otherwise), or an id or slug (a product's, also its sku), resolved by the handler. */
 export type ParamKind = 'id' | 'id_or_slug' | 'id_slug_or_sku';
 

@@ -79,7 +79,8 @@ export type Config = {
   google: { clientId: string; clientSecret: string; apiUrl: string; tokenUrl: string; authUrl: string } | null;
   /**
    * Key of secrets stored in the database (ENCRYPTION_KEY, at least 32
-   * characters): Google refresh tokens. Required in production once Google is
+   * characters): Google refresh tokens, and the CSD keys and passwords of
+   * invoicing. Required in production once Google or invoicing is
    * configured; otherwise generated once into DATA_DIR/encryption-key.
    */
   encryptionKey: string;
@@ -206,7 +207,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         }
       : null;
   if (isProduction && !env.ENCRYPTION_KEY && (google || env.FACTURAPI_KEY)) fail('ENCRYPTION_KEY es obligatoria en producción con Google Calendar o facturación (cifra los secretos guardados)');
-  if (isProduction && google && !env.ENCRYPTION_KEY) fail('ENCRYPTION_KEY es obligatoria en producción cuando Google Calendar está configurado (cifra los tokens guardados)');
   if (env.ENCRYPTION_KEY && env.ENCRYPTION_KEY.length < 32) fail('ENCRYPTION_KEY debe tener al menos 32 caracteres');
   const logLevel = env.LOG_LEVEL ?? 'info';
   const s3 = s3Config(env);

@@ -1,8 +1,8 @@
 // The layers point one way (README, "Layout"): lib <- db <- storage <- api |
 // worker <- cli | scripts. A module may import its own layer and the layers
 // below it, never one above or beside it: the web process must not load the
-// worker's handlers (sharp, nodemailer), and the database layer must not know
-// who calls it. This test reads every import of every module and fails,
+// worker's job handlers (it does load sharp, for the image checks of uploads),
+// and the database layer must not know who calls it. This test reads every import of every module and fails,
 // naming the file and the import, when one goes the wrong way.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';

@@ -274,10 +274,12 @@ async function streamIsText(stream: Readable): Promise<boolean> {
 /**
  * Checks the real content against the name's extension. `open` gives a fresh
  * stream of the stored bytes: file-type reads only as far as it needs (for a
- * zip, up to the entry that decides), so memory stays bounded. `readAll` is
- * called only for legacy Office files, whose directory is parsed whole.
+ * zip, up to the entry that decides), so memory stays bounded. `readAll` (the
+ * stored bytes whole, at most the field's size cap) is called for legacy Office
+ * files, whose directory is parsed whole, and for zip packages (docx, xlsx, odt…),
+ * whose central directory is read for the decompression-bomb check.
  */
-export async function checkContent(extension: string, open: () => Readable, _head: Buffer, readAll: () => Promise<Buffer>): Promise<ContentCheck> {
+export async function checkContent(extension: string, open: () => Readable, readAll: () => Promise<Buffer>): Promise<ContentCheck> {
   const stream = open();
   let detected: { ext: string; mime: string } | undefined;
   try {

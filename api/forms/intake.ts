@@ -11,7 +11,6 @@
 // This module holds what both transports share: the FileStager (every file's
 // checks and its staged blob) and the Idempotency-Key fingerprint; the
 // transports are intake-json.ts and intake-multipart.ts.
-import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Pool } from '../../db/pool.ts';
 import { deleteBlob, type BlobStore } from '../../storage/blobs.ts';
@@ -43,7 +42,6 @@ export type Intake = {
   errors: FieldErrors;
 };
 
-const HEAD_BYTES = 4100;
 /** Size of the pieces a decoded JSON file is written in. */
 export const PIECE = 64 * 1024;
 
@@ -167,17 +165,11 @@ export class FileStager {
       this.refuseForQuota(admitted);
       return false; // nothing read: the caller drains the source
     }
-    const head: Buffer[] = [];
-    let headBytes = 0;
     const stager = this;
     async function* capture() {
       try {
         for await (const piece of source) {
           if (stager.#aborted) return;
-          if (headBytes < HEAD_BYTES) {
-            head.push(Buffer.from(piece.subarray(0, HEAD_BYTES - headBytes)));
-            headBytes += Math.min(piece.length, HEAD_BYTES - headBytes);
-          }
           yield piece;
         }
       } catch (error) {
@@ -207,7 +199,6 @@ export class FileStager {
     const content = await checkContent(
       admitted.extension,
       () => this.#blobs.read(this.#pool, written.blob.id),
-      Buffer.concat(head),
       () => this.#blobs.readBuffer(this.#pool, written.blob.id),
     );
     if (!content.ok || written.blob.sizeBytes === 0 || this.#aborted) {
@@ -259,6 +250,3 @@ export function fingerprintMaterial(intake: Intake, queryLocale: unknown): unkno
   };
 }
 
-export function sha256Hex(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
-}

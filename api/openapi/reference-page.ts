@@ -58,8 +58,10 @@ export function referencePage(config: Config): string {
       byTag.set(tag, [...(byTag.get(tag) ?? []), html]);
     }
   }
-  const nav = [...byTag.keys()].map((t) => `<a href="#tag-${escapeHtml(t)}">${escapeHtml(t)}</a>`).join(' · ');
-  const sections = [...byTag].map(([t, ops]) => `<h2 id="tag-${escapeHtml(t)}">${escapeHtml(t)}</h2>${ops.join('')}`).join('');
+  // An id has no spaces (HTML): `Accounting periods` is `tag-accounting-periods`.
+  const anchor = (tag: string) => `tag-${tag.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '')}`;
+  const nav = [...byTag.keys()].map((t) => `<a href="#${anchor(t)}">${escapeHtml(t)}</a>`).join(' · ');
+  const sections = [...byTag].map(([t, ops]) => `<h2 id="${anchor(t)}">${escapeHtml(t)}</h2>${ops.join('')}`).join('');
   return `<!doctype html><html lang="es"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(doc.info.title)} ${escapeHtml(doc.info.version)}</title>
 <style>body{font:15px/1.5 system-ui,sans-serif;max-width:960px;margin:2rem auto;padding:0 1rem;color:#1f2937}

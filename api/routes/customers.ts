@@ -87,6 +87,7 @@ export const customerRoutes = standardRoutes({
   scopeResource: 'customers',
   tag: 'Customers',
   singular: 'un cliente',
+  plural: 'los clientes',
   createSchema: customerCreate,
   updateSchema: customerUpdate,
   responseSchema: customerSchema,

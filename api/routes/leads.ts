@@ -86,6 +86,7 @@ export const leadRoutes = standardRoutes({
   scopeResource: 'leads',
   tag: 'Leads',
   singular: 'un prospecto',
+  plural: 'los prospectos',
   createSchema: leadCreate,
   updateSchema: leadUpdate,
   responseSchema: leadSchema,

@@ -22,6 +22,8 @@ export type StandardSpec<Row extends BaseRow> = TableSpec & {
   scopeResource: string;
   tag: string;
   singular: string;
+  /** The list's summary noun, in the API's language (`los clientes`): the tag is the document's English grouping. */
+  plural: string;
   createSchema: z.ZodType<Write>;
   updateSchema: z.ZodType<Write>;
   responseSchema: z.ZodType;
@@ -60,7 +62,7 @@ export function standardRoutes<Row extends BaseRow>(spec: StandardSpec<Row>): Ro
       path: spec.path,
       scope: scope('read'),
       tag: spec.tag,
-      summary: `Lista ${spec.tag.toLowerCase()}`,
+      summary: `Lista ${spec.plural}`,
       query: (spec.searchExpression ? searchQuery : paginationQuery).extend(spec.listFilters?.query ?? {}),
       response: spec.responseSchema,
       list: true,
