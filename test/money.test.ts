@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { generateDue, occurrenceOn, OCCURRENCES_PER_TRANSACTION } from '../db/money/recurring.ts';
-import { catchUp } from '../worker/jobs/recurring-transactions.ts';
+import { catchUp, recurringTransactions } from '../worker/jobs/recurring-transactions.ts';
+import { RECURRING } from '../db/queues.ts';
 import { transaction } from '../db/pool.ts';
 import { objectId } from '../lib/objectid.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
@@ -393,6 +394,10 @@ describe('money', () => {
     const supplier = await own.patch(`/recurring-transactions/${income.id}`, { data: { supplier_name: 'Proveedor' } });
     assert.equal(supplier.status, 422, supplier.text);
     assert.match(supplier.body.errors.supplier_name[0], /solo en gastos/);
+    const early = await own.patch(`/recurring-transactions/${income.id}`, { data: { ends_on: '2029-12-31' } });
+    assert.equal(early.status, 422, early.text);
+    assert.deepEqual(early.body.errors.ends_on, ['no puede ser anterior a starts_on']);
+    assert.equal((await own.patch(`/recurring-transactions/${income.id}`, { data: { ends_on: '2030-01-01' } })).status, 200, 'the start itself is a valid end');
     assert.equal((await own.patch(`/accounts/${a.id}`, { data: { archived: true } })).status, 200);
     // Due now: the generator finds the account archived.
     await app.pool.query(`UPDATE recurring_transactions SET next_occurrence_on = '2026-01-01' WHERE id = $1`, [r.id]);
@@ -481,6 +486,42 @@ describe('money', () => {
     const sent = await events(t.companyId, 'recurring.deactivated');
     assert.deepEqual(sent.map((e: any) => [e.id, e.status, e.deleted ?? false, e.next_occurrence_on]), [[live.id, 'inactive', true, null], [off.id, 'inactive', false, null]]);
     assert.equal((await api.delete(`/recurring-transactions/${live.id}`)).status, 404);
+  });
+
+  test('recurring: a series whose occurrence cannot be written is skipped and logged; the series after it, of any company, still get theirs', async () => {
+    await worker.stop(); // the pass is run here
+    try {
+      const broken = await newTenant();
+      const fine = await newTenant();
+      const today = (await app.pool.query(`SELECT (now() AT TIME ZONE timezone)::date::text AS day FROM companies WHERE id = $1`, [broken.t.companyId])).rows[0].day;
+      const series = async (api: typeof broken.api, category: string) => {
+        const a = await account(api);
+        const r = await api.post('/recurring-transactions', { data: { type: 'income', account_id: a.id, amount_cents: 100, category, frequency: 'daily', starts_on: today } });
+        assert.equal(r.status, 201, r.text);
+        return { id: r.body.data.id as string, accountId: a.id as string };
+      };
+      const bad = await series(broken.api, 'desbordada');
+      const good = await series(fine.api, 'normal');
+      // The broken company's totals for today are at the top of what a bigint holds: its occurrence
+      // would take them past it (SQLSTATE 22003), as 1,024 incomes of 2^53 cents in one day would.
+      const top = '9223372036854775800';
+      await app.pool.query(
+        `INSERT INTO ledger_daily (company_id, currency, day, line, key, amount_cents)
+         VALUES ($1, 'mxn', $2, 'income', 'desbordada', $3), ($1, 'mxn', $2, 'cash_in', $4, $3), ($1, 'mxn', $2, 'receivable', 'incomes', $3)`,
+        [broken.t.companyId, today, top, bad.accountId],
+      );
+      const made = async (id: string) => (await app.pool.query('SELECT count(*)::int AS n FROM movements WHERE recurring_id = $1', [id])).rows[0].n as number;
+      // The broken series first, as it sorts when it is the longest due.
+      const { failed } = await catchUp({ pool: app.pool, jobs: app.deps.jobs }, [bad.id, good.id]);
+      assert.deepEqual(failed.map((f) => [f.id, (f.error as { code?: string }).code]), [[bad.id, '22003']]);
+      assert.equal(await made(good.id), 1, 'the series after it got its occurrence');
+      assert.equal(await made(bad.id), 0);
+      // The 15-minute pass completes (a data error is the series', not the moment's: no retry of the pass).
+      await recurringTransactions.handler({ pool: app.pool, jobs: app.deps.jobs } as never, [{ id: 'pass', name: RECURRING.name, data: {} } as never]);
+      assert.equal((await broken.api.get(`/recurring-transactions/${bad.id}`)).body.data.active, true, 'left as it is, for its company to change');
+    } finally {
+      worker = await startWorker(app.config, app.pool, app.databaseUrl, { boss: { supervise: false, schedule: false } });
+    }
   });
 
   test('recurring: a catch-up that finds the series held by another transaction (a PATCH between two batches) waits for it and finishes', async () => {

@@ -191,6 +191,8 @@ export const recurringRoutes: RouteDef[] = [
         const metadata = data.metadata === undefined ? undefined : checkMetadata(data.metadata, r.metadata);
         if (metadata) await assertRefFree(client, 'recurring_transactions', companyId, r.id, metadata.external_ref);
         await assertCustomer(client, companyId, data.customer_id);
+        // As on create: the end is not before the start (shortening it below what was made still ends the series).
+        if (data.ends_on && data.ends_on < String(r.starts_on)) throw validationFailed({ ends_on: ['no puede ser anterior a starts_on'] });
         const series = { ...r, ends_on: data.ends_on === undefined ? r.ends_on : data.ends_on, ends_count: data.ends_count === undefined ? r.ends_count : data.ends_count };
         const next = r.active ? nextOccurrence(series, r.occurrences_count) : null;
         const deactivating = data.active === false && r.active;
