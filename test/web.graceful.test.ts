@@ -11,6 +11,17 @@ import { waitFor } from './helpers/wait.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
+/** Sends the rest of the body once the server has begun to stop (it logs that before anything else). */
+function endOnceStopping(req: http.ClientRequest, output: () => string, rest: Buffer, reject: (error: unknown) => void): void {
+  waitFor(() => output().includes('"event":"web.stopping"'), 15_000, 'the server to begin to stop').then(
+    () => req.end(rest),
+    (error) => {
+      req.destroy();
+      reject(error);
+    },
+  );
+}
+
 describe('graceful stop of the web process', () => {
   let app: TestApp;
   before(async () => {
@@ -61,13 +72,7 @@ describe('graceful stop of the web process', () => {
           // (logged before anything else happens), the client sends the rest.
           req.write(body.subarray(0, 100_000), () => {
             child.kill('SIGTERM');
-            waitFor(() => out.includes('"event":"web.stopping"'), 15_000, 'the server to begin to stop').then(
-              () => req.end(body.subarray(100_000)),
-              (error) => {
-                req.destroy();
-                reject(error);
-              },
-            );
+            endOnceStopping(req, () => out, body.subarray(100_000), reject);
           });
         });
         req.flushHeaders();
@@ -119,14 +124,7 @@ describe('graceful stop of the web process', () => {
             req.write(body.subarray(0, 5), () => {
               if (target === 'the process group (Heroku)') process.kill(-npm.pid!, 'SIGTERM');
               else npm.kill('SIGTERM');
-              // The rest of the body once the stop has begun (it is logged before anything else happens).
-              waitFor(() => out.includes('"event":"web.stopping"'), 15_000, 'the server to begin to stop').then(
-                () => req.end(body.subarray(5)),
-                (error) => {
-                  req.destroy();
-                  reject(error);
-                },
-              );
+              endOnceStopping(req, () => out, body.subarray(5), reject);
             });
           });
           req.flushHeaders();
