@@ -488,6 +488,24 @@ describe('money', () => {
     assert.equal((await api.delete(`/recurring-transactions/${live.id}`)).status, 404);
   });
 
+  test('recurring: a customer deleted since the series was made is on none of its new occurrences', async () => {
+    await worker.stop(); // the pass is run here
+    try {
+      const { api } = await newTenant();
+      const a = await account(api);
+      const customer = (await api.post('/customers', { data: { name: 'Se irá' } })).body.data;
+      const r = await api.post('/recurring-transactions', { data: { type: 'income', account_id: a.id, customer_id: customer.id, amount_cents: 100, frequency: 'daily', starts_on: '2030-01-01' } });
+      assert.equal(r.status, 201, r.text);
+      assert.equal((await api.delete(`/customers/${customer.id}`)).status, 204);
+      await app.pool.query(`UPDATE recurring_transactions SET next_occurrence_on = (now() AT TIME ZONE 'America/Mexico_City')::date WHERE id = $1`, [r.body.data.id]);
+      await catchUp({ pool: app.pool, jobs: app.deps.jobs }, [r.body.data.id]);
+      const { rows } = await app.pool.query('SELECT customer_id FROM movements WHERE recurring_id = $1', [r.body.data.id]);
+      assert.deepEqual(rows, [{ customer_id: null }]);
+    } finally {
+      worker = await startWorker(app.config, app.pool, app.databaseUrl, { boss: { supervise: false, schedule: false } });
+    }
+  });
+
   test('recurring: a series whose occurrence cannot be written is skipped and logged; the series after it, of any company, still get theirs', async () => {
     await worker.stop(); // the pass is run here
     try {

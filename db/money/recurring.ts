@@ -137,6 +137,12 @@ export async function generateDue(
     await recordEvent(db, jobs, r.company_id, 'recurring.deactivated', recurringEventData(stopped[0]));
     return { made: 0, more: false };
   }
+  // The series' customer, if still a customer of the company (held against deletion until this commits):
+  // a customer deleted since is on no new occurrence, as a create naming it would be refused (422).
+  const customerId =
+    r.customer_id && (await db.query('SELECT 1 FROM customers WHERE company_id = $1 AND id = $2 FOR KEY SHARE', [r.company_id, r.customer_id])).rowCount
+      ? r.customer_id
+      : null;
   let made = 0;
   let steps = 0;
   while (r.next_occurrence_on && r.next_occurrence_on <= until) {
@@ -153,7 +159,7 @@ export async function generateDue(
         status: 'paid',
         category: r.category,
         description: r.description,
-        customer_id: r.customer_id,
+        customer_id: customerId,
         supplier_name: r.supplier_name,
         supplier_tax_id: r.supplier_tax_id,
         recurring_id: r.id,
