@@ -8,7 +8,7 @@
 import { Credential } from '@nodecfdi/credentials/node';
 import { Rfc } from '@nodecfdi/rfc';
 import type { Pool } from '../../db/pool.ts';
-import { regimeFitsRfc, TAX_REGIMES } from '../../lib/cfdi/catalogs.ts';
+import { regimeMismatch, TAX_REGIMES } from '../../lib/cfdi/catalogs.ts';
 import type { Config } from '../../lib/config.ts';
 import { seal } from '../../lib/secret-box.ts';
 import { ApiError, validationFailed } from '../errors.ts';
@@ -44,9 +44,10 @@ export async function setTaxProfile(pool: Pool, config: Config, input: TaxProfil
   const rfc = input.rfc.trim().toUpperCase();
   const errors: Record<string, string[]> = {};
   if (!Rfc.isValid(rfc)) errors.rfc = ['no es un RFC válido'];
-  if (!TAX_REGIMES[input.taxRegime]) errors.tax_regime = ['no está en el catálogo c_RegimenFiscal'];
   // As for receivers (c_RegimenFiscal's Física / Moral columns): the provider refuses every invoice of an issuer whose regime is not its kind of person's.
-  else if (Rfc.isValid(rfc) && !regimeFitsRfc(input.taxRegime, rfc)) errors.tax_regime = [`el régimen ${input.taxRegime} no aplica a una persona ${rfc.length === 12 ? 'moral (RFC de 12 caracteres)' : 'física (RFC de 13 caracteres)'}`];
+  const mismatch = Rfc.isValid(rfc) ? regimeMismatch(input.taxRegime, rfc) : null;
+  if (!TAX_REGIMES[input.taxRegime]) errors.tax_regime = ['no está en el catálogo c_RegimenFiscal'];
+  else if (mismatch) errors.tax_regime = [mismatch];
   if (!/^\d{5}$/.test(input.zip)) errors.zip = ['código postal de 5 dígitos'];
   if (!input.legalName.trim()) errors.legal_name = ['es obligatorio'];
   if (Object.keys(errors).length) throw validationFailed(errors, `Datos fiscales inválidos: ${Object.entries(errors).map(([k, v]) => `${k} ${v.join(', ')}`).join('; ')}.`);

@@ -56,7 +56,7 @@ export function registerCompanyCommands(program: Command): void {
     .argument('<id>', 'company id')
     .requiredOption('--rfc <rfc>', 'RFC of the company')
     .requiredOption('--legal-name <name>', 'legal name as registered with the SAT')
-    .requiredOption('--tax-regime <code>', 'c_RegimenFiscal code, e.g. 601')
+    .requiredOption('--tax-regime <code>', 'c_RegimenFiscal code, e.g. 601; it must fit the RFC (12 characters: a company, 13: a person)')
     .requiredOption('--zip <zip>', 'postal code of issue (LugarExpedicion)')
     .requiredOption('--cer <file>', 'CSD certificate (.cer)')
     .requiredOption('--key <file>', 'CSD private key (.key)')

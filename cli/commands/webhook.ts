@@ -88,7 +88,7 @@ export function registerWebhookCommands(program: Command): void {
 
   delivery
     .command('replay')
-    .description('a new delivery of the same event (same event id and body), signed now')
+    .description('a new delivery of the same event (same event id and body), signed now; to an endpoint that is off it is held until it is switched on')
     .argument('<id>', 'delivery id')
     .action(action(async ({ api, args: [id] }) => api.delivery.replay.mutate({ id: id! }), deliveryDetails));
 }

@@ -37,6 +37,12 @@ export function regimeFitsRfc(regime: string, rfc: string): boolean {
   return moral ? !FISICA_ONLY.includes(regime) : !MORAL_ONLY.includes(regime);
 }
 
+/** Why `regime` does not fit the kind of person `rfc` is, in the API's words; null when it fits. */
+export function regimeMismatch(regime: string, rfc: string): string | null {
+  if (regimeFitsRfc(regime, rfc)) return null;
+  return `el régimen ${regime} no aplica a una persona ${rfc.length === 12 ? 'moral (RFC de 12 caracteres)' : 'física (RFC de 13 caracteres)'}`;
+}
+
 /** c_UsoCFDI's "Régimen Fiscal Receptor" column, for the uses of CFDI_USES: the receiver regimes each use admits. */
 const BUSINESS_REGIMES = ['601', '603', '606', '612', '620', '621', '622', '623', '624', '625', '626'];
 /** G02 (devoluciones, descuentos o bonificaciones) admits these too. */

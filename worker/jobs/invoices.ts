@@ -9,6 +9,7 @@
 import type { Job } from 'pg-boss';
 import { recordEvent } from '../../db/events.ts';
 import { enqueueComplementsOwed, loadEmitter, type InvoiceRow } from '../../db/invoicing.ts';
+import { findSale } from '../../db/money/sales.ts';
 import { transaction, type Pool, type Queryable } from '../../db/pool.ts';
 import { INVOICES, type InvoiceJob } from '../../db/queues.ts';
 import { DevelopmentProvider, FacturapiProvider, ProviderRejected, type InvoiceProvider, type Signer } from '../../lib/cfdi/providers.ts';
@@ -70,7 +71,7 @@ async function stamp(deps: WorkerDeps, id: string): Promise<void> {
   await transaction(pool, async (client) => {
     // The sale first (the order every writer of a sale and its invoices takes): a payment registered
     // concurrently either commits before this, and gets its complement below, or finds the invoice valid.
-    await client.query('SELECT 1 FROM sales WHERE company_id = $1 AND id = $2 FOR UPDATE', [invoice.company_id, invoice.sale_id]);
+    await findSale(client, invoice.company_id, invoice.sale_id, true);
     const { rows } = await client.query<Invoice>(
       `UPDATE invoices SET status = 'valid', provider_id = $2, uuid = $3, series = $4, folio = $5, stamped_at = $6, verification_url = $7, xml = $8, failure_reason = NULL, updated_at = now()
         WHERE id = $1 AND status = 'pending' RETURNING *`,
@@ -109,7 +110,7 @@ async function cancel(deps: WorkerDeps, id: string): Promise<void> {
       // they get theirs now, the sale locked first as at the stamp (a payment committing meanwhile
       // either is among them or finds the invoice valid).
       await transaction(pool, async (client) => {
-        await client.query('SELECT 1 FROM sales WHERE company_id = $1 AND id = $2 FOR UPDATE', [invoice.company_id, invoice.sale_id]);
+        await findSale(client, invoice.company_id, invoice.sale_id, true);
         const { rows } = await client.query<Invoice>(
           `UPDATE invoices SET status = 'valid', failure_reason = $2, updated_at = now() WHERE id = $1 AND status = 'cancellation_pending' RETURNING *`,
           [id, `cancelación rechazada: ${error.message}`.slice(0, 1000)],
