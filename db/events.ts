@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { objectIdSql } from '../lib/objectid.ts';
 import { WEBHOOK_API_VERSION } from '../lib/version.ts';
+import { MAX_ATTEMPTS } from '../lib/webhook-retry.ts';
 import { selectorsOf, type EventName } from '../lib/webhook-events.ts';
 import { JOBS_PARAMETER, type JobSender } from './job-sender.ts';
 import { WEBHOOK_DELIVERY } from './queues.ts';
@@ -112,9 +113,6 @@ export async function enqueueAttempts(
     })),
   );
 }
-
-/** Attempts a delivery gets (contract: at once, then five retries). */
-export const MAX_ATTEMPTS = 6;
 
 /**
  * An endpoint switched off (automatically after 20 failures, or paused)

@@ -8,7 +8,7 @@
 import { Credential } from '@nodecfdi/credentials/node';
 import { Rfc } from '@nodecfdi/rfc';
 import type { Pool } from '../../db/pool.ts';
-import { regimeMismatch, TAX_REGIMES } from '../../lib/cfdi/catalogs.ts';
+import { regimeMismatch, TAX_REGIMES, ZIP } from '../../lib/cfdi/catalogs.ts';
 import type { Config } from '../../lib/config.ts';
 import { seal } from '../../lib/secret-box.ts';
 import { ApiError, validationFailed } from '../errors.ts';
@@ -48,7 +48,7 @@ export async function setTaxProfile(pool: Pool, config: Config, input: TaxProfil
   const mismatch = Rfc.isValid(rfc) ? regimeMismatch(input.taxRegime, rfc) : null;
   if (!TAX_REGIMES[input.taxRegime]) errors.tax_regime = ['no está en el catálogo c_RegimenFiscal'];
   else if (mismatch) errors.tax_regime = [mismatch];
-  if (!/^\d{5}$/.test(input.zip)) errors.zip = ['código postal de 5 dígitos'];
+  if (!ZIP.test(input.zip)) errors.zip = ['código postal de 5 dígitos'];
   if (!input.legalName.trim()) errors.legal_name = ['es obligatorio'];
   if (Object.keys(errors).length) throw validationFailed(errors, `Datos fiscales inválidos: ${Object.entries(errors).map(([k, v]) => `${k} ${v.join(', ')}`).join('; ')}.`);
   const cer = Buffer.from(input.cer, 'base64').toString('binary');

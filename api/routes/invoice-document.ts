@@ -8,7 +8,7 @@ import { loadEmitter } from '../../db/invoicing.ts';
 import { companyZone } from '../../db/companies.ts';
 import type { SaleRow } from '../../db/money/sales.ts';
 import type { Queryable } from '../../db/pool.ts';
-import { DEFAULT_PRODUCT_KEY, DEFAULT_UNIT_KEY, PRODUCT_KEY, PUBLIC_RFC, regimeMismatch, TAX_REGIMES, UNIT_KEY, useFitsRegime } from '../../lib/cfdi/catalogs.ts';
+import { DEFAULT_PRODUCT_KEY, DEFAULT_UNIT_KEY, PRODUCT_KEY, PUBLIC_RFC, regimeMismatch, TAX_REGIMES, UNIT_KEY, useFitsRegime, ZIP } from '../../lib/cfdi/catalogs.ts';
 import { cfdiText, type CfdiDocument, type ConceptLine } from '../../lib/cfdi/document.ts';
 import type { Config } from '../../lib/config.ts';
 import { localMonth } from '../../lib/local-dates.ts';
@@ -46,7 +46,7 @@ export async function buildDocument(db: Queryable, config: Config, sale: SaleRow
     // What the SAT's receiver rules refuse at stamping, refused here: a regime of the other kind of person, a use the regime does not admit.
     else if (regimeMismatch(regime, rfc)) errors['receiver.tax_regime'] = [regimeMismatch(regime, rfc)!];
     else if (!useFitsRegime(cfdiUse, regime)) errors.cfdi_use = [`el uso ${cfdiUse} no admite el régimen ${regime} del receptor (c_UsoCFDI)`];
-    if (!zip || !/^\d{5}$/.test(zip)) errors['receiver.zip'] = ['el código postal fiscal del cliente es obligatorio'];
+    if (!zip || !ZIP.test(zip)) errors['receiver.zip'] = ['el código postal fiscal del cliente es obligatorio'];
     if (Object.keys(errors).length) throw validationFailed(errors);
     receiver = { rfc, legal_name: cfdiText(customer.legal_name ?? customer.name).toUpperCase(), tax_regime: regime!, zip: zip! };
   } else {

@@ -1,7 +1,7 @@
 // The request and response shapes of tax invoices (api/routes/invoices.ts):
 // the SAT catalogs bound every coded field (lib/cfdi/catalogs.ts).
 import { z } from 'zod';
-import { CANCEL_MOTIVES, CFDI_USES, PAYMENT_FORMS, PAYMENT_METHODS, PRODUCT_KEY, TAX_REGIMES, UNIT_KEY } from '../../lib/cfdi/catalogs.ts';
+import { CANCEL_MOTIVES, CFDI_USES, PAYMENT_FORMS, PAYMENT_METHODS, PRODUCT_KEY, TAX_REGIMES, UNIT_KEY, ZIP } from '../../lib/cfdi/catalogs.ts';
 import { INVOICE_STATUSES } from '../../db/invoicing.ts';
 import { objectIdString } from './money-fields.ts';
 
@@ -38,7 +38,7 @@ export const invoiceCreate = z.strictObject({
   receiver: z
     .strictObject({
       tax_regime: z.string().refine((r) => !!TAX_REGIMES[r], 'fuera de c_RegimenFiscal').optional(),
-      zip: z.string().regex(/^\d{5}$/, 'código postal de 5 dígitos').optional(),
+      zip: z.string().regex(ZIP, 'código postal de 5 dígitos').optional(),
     })
     .optional()
     .describe('Datos fiscales del cliente que no guarda su ficha (régimen; código postal si su dirección no lo tiene)'),

@@ -5,7 +5,7 @@
 // is reachable. Each rule has a name (the id in the error) and is one of the
 // SAT's validations; the XSD itself is not shipped by any npm package.
 import { DOMParser, type Element } from '@xmldom/xmldom';
-import { CFDI_USES, PAYMENT_FORMS, PUBLIC_RFC, regimeFitsRfc, TAX_OBJECTS, TAX_REGIMES, useFitsRegime } from './catalogs.ts';
+import { CFDI_USES, PAYMENT_FORMS, PUBLIC_RFC, regimeFitsRfc, TAX_OBJECTS, TAX_REGIMES, useFitsRegime, ZIP } from './catalogs.ts';
 import { Rfc } from '@nodecfdi/rfc';
 
 const CFDI = 'http://www.sat.gob.mx/cfd/4';
@@ -39,7 +39,7 @@ export function validateCfdi(xml: string): Violation[] {
     if (!a(root, name)) fail('CFDI40-REQUIRED', `Comprobante sin ${name}`);
   }
   if (!DATE.test(a(root, 'Fecha') ?? '')) fail('CFDI40-FECHA', 'Fecha debe ser AAAA-MM-DDThh:mm:ss');
-  if (!/^\d{5}$/.test(a(root, 'LugarExpedicion') ?? '')) fail('CFDI40-LUGAR', 'LugarExpedicion es un código postal de 5 dígitos');
+  if (!ZIP.test(a(root, 'LugarExpedicion') ?? '')) fail('CFDI40-LUGAR', 'LugarExpedicion es un código postal de 5 dígitos');
   if (!['I', 'E', 'T', 'N', 'P'].includes(type ?? '')) fail('CFDI40-TIPO', 'TipoDeComprobante fuera de c_TipoDeComprobante');
   for (const name of ['SubTotal', 'Total', 'Descuento']) if (a(root, name) && !MONEY.test(a(root, name)!)) fail('CFDI40-IMPORTE', `${name} no es un importe válido`);
 
@@ -63,7 +63,7 @@ export function validateCfdi(xml: string): Violation[] {
     const regime = a(receptor, 'RegimenFiscalReceptor') ?? '';
     if (TAX_REGIMES[regime] && Rfc.isValid(rfc) && !regimeFitsRfc(regime, rfc)) fail('CFDI40-RECEPTOR-REGIMEN-TIPO', `el régimen ${regime} no corresponde al tipo de persona del RFC ${rfc}`);
     if (TAX_REGIMES[regime] && !useFitsRegime(a(receptor, 'UsoCFDI') ?? '', regime)) fail('CFDI40-USO-REGIMEN', `UsoCFDI ${a(receptor, 'UsoCFDI')} no admite el régimen ${regime}`);
-    if (!/^\d{5}$/.test(a(receptor, 'DomicilioFiscalReceptor') ?? '')) fail('CFDI40-RECEPTOR-CP', 'DomicilioFiscalReceptor es un código postal');
+    if (!ZIP.test(a(receptor, 'DomicilioFiscalReceptor') ?? '')) fail('CFDI40-RECEPTOR-CP', 'DomicilioFiscalReceptor es un código postal');
     if (rfc === PUBLIC_RFC) {
       // Global invoice to the general public (CFDI40 rules for XAXX010101000).
       if (a(receptor, 'Nombre') !== 'PUBLICO EN GENERAL') fail('CFDI40-PUBLICO-NOMBRE', 'con XAXX010101000 el Nombre es PUBLICO EN GENERAL');

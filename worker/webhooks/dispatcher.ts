@@ -17,20 +17,15 @@
 //   fetched again, so the delivery is resent (same event id), never lost.
 import type { Job } from 'pg-boss';
 import type { Agent } from 'undici';
-import { enqueueAttempts, MAX_ATTEMPTS, unscheduleAttempts } from '../../db/events.ts';
+import { enqueueAttempts, unscheduleAttempts } from '../../db/events.ts';
 import { prepared, transaction, type Client } from '../../db/pool.ts';
 import { log, logError } from '../../lib/log.ts';
 import { createGuardedAgent } from '../../lib/ssrf.ts';
+import { MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, SHUT_OFF_AFTER, SHUT_OFF_REASON } from '../../lib/webhook-retry.ts';
 import { WEBHOOK_DELIVERY, type WebhookDeliveryJob } from '../../db/queues.ts';
 import { executor } from '../../db/job-sender.ts';
 import type { WorkerDeps } from '../jobs/types.ts';
 import { attemptDelivery, READ_TIMEOUT_MS, type AttemptOutcome } from './attempt.ts';
-
-/** Delay before attempt n+1 after attempt n failed (contract: 0, +1 min, +5 min, +30 min, +2 h, +6 h). */
-export const RETRY_DELAYS_SECONDS = [60, 300, 1800, 7200, 21600] as const;
-/** Consecutive failures that switch an endpoint off (contract, Limits). */
-export const SHUT_OFF_AFTER = 20;
-export const SHUT_OFF_REASON = `Desactivado automáticamente tras ${SHUT_OFF_AFTER} entregas fallidas consecutivas`;
 
 export type DispatcherOptions = {
   maxInFlight: number;
