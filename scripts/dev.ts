@@ -1,8 +1,10 @@
 // `npm start` (development): embedded PostgreSQL unless DATABASE_URL is set,
 // migrations, then web and worker in one process. On an empty database it
 // creates a demo company and prints an API key with every scope.
+import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
 import path from 'node:path';
 
 const dataDir = path.resolve(process.env.DATA_DIR || './.data');
@@ -27,6 +29,17 @@ const { startWorker } = await import('../worker/worker.ts');
 const { seedDemo } = await import('./seed.ts');
 
 const config = loadConfigOrExit();
+
+/** Waits for `server` to listen; a port in use is one line, not a stack trace (the exit stops the embedded database). */
+async function listenOrExit<T extends Server>(server: T): Promise<T> {
+  await once(server, 'listening').catch((error: NodeJS.ErrnoException) => {
+    console.error(`error: cannot listen on port ${config.port}: ${error.code === 'EADDRINUSE' ? 'it is already in use (PORT=… npm start for another)' : error.message}`);
+    process.exit(1);
+  });
+  return server;
+}
+// A port in use is found before the database starts and the migrations run, not seconds later.
+await new Promise<void>((resolve) => listenOrExit(createServer().listen(config.port)).then((probe) => probe.close(() => resolve())));
 const budget = splitConnectionsOrExit(config.pgMaxConnections, 'dev');
 const name = (part: string) => applicationName(processName('dev', config.dyno), part);
 console.log(config.databaseUrl ? 'Using DATABASE_URL.' : `Starting the embedded PostgreSQL under ${dataDir} ...`);
@@ -43,12 +56,7 @@ const demo = await seedDemo(pool, config);
 // The secret is shown once; keep it for later starts of this development database.
 const demoKeyFile = path.join(config.dataDir, 'demo-key');
 if (demo) await writeFile(demoKeyFile, demo.secret + '\n', { mode: 0o600 });
-const server = createApp(deps).listen(config.port);
-await new Promise((resolve, reject) => server.once('listening', resolve).once('error', reject)).catch((error: NodeJS.ErrnoException) => {
-  // One line, not a stack trace; the exit stops the embedded database.
-  console.error(`error: cannot listen on port ${config.port}: ${error.code === 'EADDRINUSE' ? 'it is already in use (PORT=… npm start for another)' : error.message}`);
-  process.exit(1);
-});
+const server = await listenOrExit(createApp(deps).listen(config.port));
 const demoKey = demo?.secret ?? (existsSync(demoKeyFile) ? (await readFile(demoKeyFile, 'utf8')).trim() : null);
 
 console.log(`

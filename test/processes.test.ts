@@ -164,6 +164,10 @@ describe('release phase and worker against DATABASE_URL', () => {
       const result = await failed('api/server.ts', { NODE_ENV: 'test', DATABASE_URL: app.databaseUrl, PORT: String(port), LOG_LEVEL: 'silent', ADMIN_TOKEN: 'x'.repeat(20) });
       assert.equal(result.code, 1);
       assert.equal(result.stderr, `error: cannot listen on port ${port}: it is already in use\n`);
+      // `npm start` finds the taken port before it reaches for the database (here one that does not answer).
+      const dev = await failed('scripts/dev.ts', { DATABASE_URL: `postgres://127.0.0.1:${await freePort()}/none`, PORT: String(port), LOG_LEVEL: 'silent', ADMIN_TOKEN: 'x'.repeat(20) });
+      assert.equal(dev.code, 1);
+      assert.match(dev.stderr, new RegExp(`^error: cannot listen on port ${port}: it is already in use \\(PORT=… npm start for another\\)\n$`));
       // A database that cannot be reached: the closed port just freed, and a database name that does not exist.
       const closed = `postgres://nobody:secret-password@127.0.0.1:${await freePort()}/none`;
       const missing = app.databaseUrl.replace(/\/[^/?]+(\?|$)/, '/no_such_database$1');
