@@ -21,7 +21,11 @@ export type HousekeepingJob = Record<string, never>;
 export type CalendarPushJob = { company_id: string; event_id: string; user_id: string; action: 'upsert' | 'delete'; google_event_id: string | null };
 export type CalendarPullJob = { user_id: string };
 export type RecurringJob = { recurring_id?: string };
-export type InvoiceJob = { action: 'stamp' | 'cancel'; invoice_id: string } | { action: 'complement'; complement_id: string };
+export type InvoiceJob =
+  | { action: 'stamp'; invoice_id: string }
+  /** `poll`: the cancellation was asked for and came back pending; see how it stands, do not ask again. */
+  | { action: 'cancel'; invoice_id: string; poll?: boolean }
+  | { action: 'complement'; complement_id: string };
 export type BookingEmailJob = { booking_id: string; kind: 'confirmed' | 'rescheduled' | 'cancelled' };
 
 // Transient failures (SMTP down, a lost connection) retry with exponential

@@ -363,6 +363,45 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     assert.deepEqual([stored.status, stored.cancel_motive], ['canceled', '03']);
   });
 
+  test('a cancellation the receiver must answer: asked once, then polled until the answer; refused leaves the invoice valid, accepted cancels it', async () => {
+    /** The poll queued after a pending answer, made due now rather than in a minute. */
+    const pollNow = async (id: string) => {
+      const poll = `name = $1 AND data->>'invoice_id' = $2 AND (data->>'poll')::boolean AND state = 'created'`;
+      await waitFor(async () => (await app.pool.query(`SELECT 1 FROM pgboss.job WHERE ${poll}`, [INVOICES.name, id])).rowCount, 20_000, 'the poll queued');
+      await app.pool.query(`UPDATE pgboss.job SET start_after = now() WHERE ${poll}`, [INVOICES.name, id]);
+    };
+    const asked = (providerId: string) => facturapi.requests.filter((r) => r.method === 'DELETE' && r.path.startsWith(`/v2/invoices/${providerId}?`)).length;
+    facturapi.receiverMustAnswer();
+    try {
+      for (const answer of ['rejected', 'accepted'] as const) {
+        const s = await sale(api, { customer_id: setup.customer.id });
+        const inv = await settled((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+        const providerId = [...facturapi.invoices.values()].find((i) => i.uuid === inv.uuid)!.id;
+        assert.equal((await api.post(`/invoices/${inv.id}/cancel`, { data: { motive: '02' } })).status, 200);
+        await pollNow(inv.id);
+        // Polled while the receiver has not answered: still pending, and not asked again.
+        await waitFor(async () => facturapi.requests.filter((r) => r.method === 'GET' && r.path === `/v2/invoices/${providerId}`).length >= 2, 20_000, 'polled once');
+        assert.equal((await api.get(`/invoices/${inv.id}`)).body.data.status, 'cancellation_pending');
+        facturapi.answerForReceiver(providerId, answer);
+        await pollNow(inv.id);
+        const settledNow = await waitFor(async () => {
+          const i = (await api.get(`/invoices/${inv.id}`)).body.data;
+          return i.status !== 'cancellation_pending' && i;
+        }, 30_000, `the receiver's answer (${answer}) seen`);
+        assert.equal(asked(providerId), 1, 'one cancellation request, however many polls');
+        if (answer === 'rejected') {
+          assert.equal(settledNow.status, 'valid');
+          assert.match(settledNow.failure_reason, /^cancelación rechazada: el receptor rechazó la cancelación$/);
+        } else {
+          assert.equal(settledNow.status, 'cancelled');
+          assert.ok((await events(app, tenant.companyId, 'invoice.cancelled')).some((e) => e.id === inv.id));
+        }
+      }
+    } finally {
+      facturapi.receiverMustAnswer(false);
+    }
+  });
+
   test('while a substitute is being stamped the old invoice is not cancelled by hand; the substitution cancels it (01) and links the two', async () => {
     const s = await sale(api, { customer_id: setup.customer.id });
     const old = await settled((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);

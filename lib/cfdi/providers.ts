@@ -21,7 +21,11 @@ export interface InvoiceProvider {
   readonly name: 'development' | 'facturapi';
   /** Stamps the document; calling it again for the same invoice returns the same stamp. */
   emit(doc: CfdiDocument, signer: Signer): Promise<StampResult>;
-  cancel(invoice: { provider_id: string; uuid: string }, motive: string, substituteUuid: string | null): Promise<'cancelled' | 'pending'>;
+  /**
+   * Asks for the cancellation, or (`poll`: a request already made came back pending) how it stands:
+   * `pending` while the receiver has not answered; ProviderRejected once the receiver refused.
+   */
+  cancel(invoice: { provider_id: string; uuid: string }, motive: string, substituteUuid: string | null, options?: { poll?: boolean }): Promise<'cancelled' | 'pending'>;
   download(providerId: string, format: 'xml' | 'pdf'): Promise<Buffer>;
 }
 
@@ -168,10 +172,30 @@ export class FacturapiProvider implements InvoiceProvider {
     return { ...this.result(stamped), xml };
   }
 
-  async cancel(invoice: { provider_id: string }, motive: string, substituteUuid: string | null): Promise<'cancelled' | 'pending'> {
+  /**
+   * Facturapi answers a cancellation the receiver must accept with `cancellation_status: pending`
+   * (the invoice still `valid`); the receiver's answer shows later on the invoice: `accepted` (status
+   * `canceled`), `rejected`, or `expired`. So a poll reads the invoice (GET) and does not ask again:
+   * a second DELETE would be a second request to the receiver. A request that is already pending is
+   * not made again either (a job run twice, or requeued after it was lost).
+   */
+  async cancel(invoice: { provider_id: string }, motive: string, substituteUuid: string | null, options: { poll?: boolean } = {}): Promise<'cancelled' | 'pending'> {
+    const path = `/invoices/${encodeURIComponent(invoice.provider_id)}`;
+    const current = await this.call<FacturapiInvoice>('GET', path);
+    const known = FacturapiProvider.cancellation(current, options.poll === true);
+    if (known) return known;
     const query = new URLSearchParams({ motive, ...(substituteUuid ? { substitution: substituteUuid } : {}) });
-    const res = await this.call<FacturapiInvoice>('DELETE', `/invoices/${encodeURIComponent(invoice.provider_id)}?${query}`);
-    return res.status === 'canceled' && res.cancellation_status !== 'pending' ? 'cancelled' : 'pending';
+    return FacturapiProvider.cancellation(await this.call<FacturapiInvoice>('DELETE', `${path}?${query}`), true) ?? 'pending';
+  }
+
+  /** Where an invoice's cancellation stands; null when nothing is asked (or, unless `answered` counts, was refused before). */
+  private static cancellation(inv: FacturapiInvoice, answered: boolean): 'cancelled' | 'pending' | null {
+    if (inv.cancellation_status === 'pending') return 'pending';
+    if (inv.status === 'canceled') return 'cancelled';
+    if (!answered) return null;
+    if (inv.cancellation_status === 'rejected') throw new ProviderRejected('el receptor rechazó la cancelación');
+    if (inv.cancellation_status === 'expired') throw new ProviderRejected('la solicitud de cancelación venció sin que el SAT la aplicara');
+    return null;
   }
 
   download(providerId: string, format: 'xml' | 'pdf'): Promise<Buffer> {

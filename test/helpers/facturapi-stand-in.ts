@@ -1,8 +1,10 @@
 // A local stand-in for the part of Facturapi's REST API v2 the invoice
 // provider uses, over real HTTP: POST /invoices (types I and P, honouring
 // `Idempotency-Key` and recording `external_id`), GET /invoices?external_id=,
-// DELETE /invoices/:id?motive=&substitution= (cancellation accepted, or
-// pending first), GET /invoices/:id/xml and /pdf; its error bodies
+// GET /invoices/:id, DELETE /invoices/:id?motive=&substitution= (accepted at
+// once, or, with `receiverMustAnswer`, pending until the test answers for the
+// receiver: the invoice stays `valid` with `cancellation_status: pending`, then
+// `accepted` and `canceled`, `rejected` or `expired`), GET /invoices/:id/xml and /pdf; its error bodies
 // (`{message, status}`); injectable outages (500, 503) and rejections (400),
 // and "stamped, but the answer was lost" (the invoice exists, the client gets 500).
 import { randomUUID } from 'node:crypto';
@@ -11,13 +13,13 @@ import type { AddressInfo } from 'node:net';
 
 type Stored = { id: string; uuid: string; status: string; cancellation_status: string | null; type: string; external_id: string; series: string | null; folio_number: number; body: any; idempotency: string | null; cancel_motive: string | null; substitution: string | null };
 
-export async function startFacturapiStandIn(options: { key?: string; cancellationPendingOnce?: boolean } = {}) {
+export async function startFacturapiStandIn(options: { key?: string } = {}) {
   const key = options.key ?? 'sk_test_stand_in';
   const invoices = new Map<string, Stored>();
   const requests: Array<{ method: string; path: string; body: any; headers: IncomingMessage['headers'] }> = [];
   const faults: Array<{ method: string; status: number; message: string; afterCreate?: boolean; times: number }> = [];
   let folio = 0;
-  const pendingOnce = new Set<string>();
+  let receiverMustAnswer = false;
 
   const send = (res: ServerResponse, status: number, body: unknown, type = 'application/json') => {
     res.writeHead(status, { 'content-type': type });
@@ -63,13 +65,13 @@ export async function startFacturapiStandIn(options: { key?: string; cancellatio
     if (!inv) return send(res, 404, { message: 'Invoice not found', status: 404 });
     if (req.method === 'GET' && format === 'xml') return send(res, 200, `<?xml version="1.0"?><cfdi:Comprobante xmlns:cfdi="http://www.sat.gob.mx/cfd/4" Version="4.0"><!-- ${inv.uuid} --></cfdi:Comprobante>`, 'application/xml');
     if (req.method === 'GET' && format === 'pdf') return send(res, 200, Buffer.from(`%PDF-1.4 stand-in ${inv.uuid}`), 'application/pdf');
+    if (req.method === 'GET' && !format) return send(res, 200, view(inv));
     if (req.method === 'DELETE') {
       inv.cancel_motive = url.searchParams.get('motive');
       inv.substitution = url.searchParams.get('substitution');
       if (inv.cancel_motive === '01' && !inv.substitution) return send(res, 400, { message: 'El motivo 01 requiere el UUID de sustitución', status: 400 });
-      if (options.cancellationPendingOnce && !pendingOnce.has(inv.id)) {
-        pendingOnce.add(inv.id);
-        inv.status = 'canceled';
+      if (inv.status === 'canceled') return send(res, 400, { message: 'La factura ya está cancelada', status: 400 });
+      if (receiverMustAnswer) {
         inv.cancellation_status = 'pending';
         return send(res, 200, view(inv));
       }
@@ -90,6 +92,17 @@ export async function startFacturapiStandIn(options: { key?: string; cancellatio
     /** The next `times` requests of `method` fail with `status`; `afterCreate`: a POST stamps, then answers the failure. */
     fault(f: { method: string; status: number; message?: string; afterCreate?: boolean; times?: number }) {
       faults.push({ message: 'Service unavailable', times: 1, ...f });
+    },
+    /** From now on a cancellation waits for the receiver (`answerForReceiver`), as one of a CFDI over 1,000 pesos does. */
+    receiverMustAnswer(on = true) {
+      receiverMustAnswer = on;
+    },
+    /** The receiver's answer to a pending cancellation, as Facturapi then shows it on the invoice. */
+    answerForReceiver(providerId: string, answer: 'accepted' | 'rejected' | 'expired') {
+      const inv = invoices.get(providerId);
+      if (inv?.cancellation_status !== 'pending') throw new Error(`no pending cancellation for ${providerId}`);
+      inv.cancellation_status = answer;
+      if (answer === 'accepted') inv.status = 'canceled';
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

@@ -96,13 +96,13 @@ async function stamp(deps: WorkerDeps, id: string): Promise<void> {
   });
 }
 
-async function cancel(deps: WorkerDeps, id: string): Promise<void> {
+async function cancel(deps: WorkerDeps, id: string, poll: boolean): Promise<void> {
   const { pool, config, jobs } = deps;
   const invoice = await load(pool, id);
   if (!invoice || invoice.status !== 'cancellation_pending') return;
   let outcome;
   try {
-    outcome = await providerFor(config, invoice.provider).cancel({ provider_id: invoice.provider_id!, uuid: invoice.uuid! }, invoice.cancellation_motive!, invoice.cancellation_substitute_uuid);
+    outcome = await providerFor(config, invoice.provider).cancel({ provider_id: invoice.provider_id!, uuid: invoice.uuid! }, invoice.cancellation_motive!, invoice.cancellation_substitute_uuid, { poll });
   } catch (error) {
     if (error instanceof ProviderRejected) {
       // The SAT or the provider refused: the invoice stays valid, with the reason. A deferred sale's
@@ -122,8 +122,8 @@ async function cancel(deps: WorkerDeps, id: string): Promise<void> {
     throw error;
   }
   if (outcome === 'pending') {
-    // The receiver must accept it (SAT rules): ask again in a while.
-    await jobs.send(pool, INVOICES, { action: 'cancel', invoice_id: id }, { startAfter: 60 });
+    // The receiver must accept it (SAT rules, 72 hours to answer): see how it stands in a minute.
+    await jobs.send(pool, INVOICES, { action: 'cancel', invoice_id: id, poll: true }, { startAfter: 60 });
     return;
   }
   await transaction(pool, async (client) => {
@@ -208,7 +208,7 @@ export async function reconcile({ pool, jobs }: Pick<WorkerDeps, 'pool' | 'jobs'
      LIMIT 1000`,
   );
   for (const { kind, id } of rows) {
-    await jobs.send(pool, INVOICES, kind === 'complement' ? { action: 'complement', complement_id: id } : { action: kind, invoice_id: id });
+    await jobs.send(pool, INVOICES, kind === 'complement' ? { action: 'complement', complement_id: id } : kind === 'stamp' ? { action: 'stamp', invoice_id: id } : { action: 'cancel', invoice_id: id });
   }
   return rows.length;
 }
@@ -223,7 +223,7 @@ export const invoices: JobDefinition<InvoiceJob> = {
       if (!('action' in data)) await reconcile(deps);
       else if (data.action === 'complement') await complement(deps, data.complement_id);
       else if (data.action === 'stamp') await stamp(deps, data.invoice_id);
-      else await cancel(deps, data.invoice_id);
+      else await cancel(deps, data.invoice_id, data.poll === true);
     }
   },
 };
