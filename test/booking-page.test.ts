@@ -152,6 +152,20 @@ describe('public booking page (HTTP)', () => {
     assert.equal(integrator.status, 201, integrator.text);
   });
 
+  test('an unusable Idempotency-Key is refused before the body is read, as by the API', async () => {
+    const link = await newLink();
+    const bad = { ...from(), 'idempotency-key': 'clave con ñ' };
+    for (const body of [{ data: {} }, { data: { starts_at: 'mañana', booker: { name: 'X', email: 'x@x.example' } } }]) {
+      const res = await postJson(`/book/${hostSlug}/${link.slug}/bookings`, body, bad);
+      assert.equal(res.status, 400, JSON.stringify(res.body));
+      assert.equal(res.body.error, 'invalid_idempotency_key');
+      const api400 = await api.post('/customers', { data: {} }, { 'Idempotency-Key': 'clave con ñ' });
+      assert.equal(api400.body.error, res.body.error, 'the API answers the same');
+    }
+    const reschedule = await postJson('/book/manage/no-such-token/reschedule', { data: {} }, bad);
+    assert.equal(reschedule.body.error, 'invalid_idempotency_key');
+  });
+
   test('booking errors in the contract shape: a taken slot 409 slot_unavailable, bad input 422', async () => {
     const link = await newLink();
     const base = `/book/${hostSlug}/${link.slug}`;

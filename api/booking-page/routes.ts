@@ -119,12 +119,22 @@ async function bookingOfToken(db: Queryable, token: string): Promise<{ booking: 
   return { booking, newest: booking.id === found.id };
 }
 
-/** Runs a public write under the visitor's Idempotency-Key (scope booking_page of the link's company), or directly without one. */
-async function idempotent(ctx: ApiContext, companyId: string, run: (db: Queryable) => Promise<void>): Promise<void> {
-  if (ctx.headers['idempotency-key'] === undefined) return run(ctx.deps.pool);
+/**
+ * A visitor's Idempotency-Key that cannot be used (its shape, or a body too large to keep) is refused
+ * before the request is looked at, as the API's idempotency middleware does: called first by every
+ * write that takes one.
+ */
+function checkIdempotencyKey(ctx: ApiContext): void {
+  if (ctx.headers['idempotency-key'] === undefined) return;
   checkKeyShape(ctx);
   const raw = (ctx.request as { rawBody?: string }).rawBody;
   if (typeof raw === 'string' && Buffer.byteLength(raw) > IDEMPOTENCY_BODY_LIMIT) throw new ApiError('idempotency_body_too_large');
+}
+
+/** Runs a public write under the visitor's Idempotency-Key (scope booking_page of the link's company), or directly without one. */
+async function idempotent(ctx: ApiContext, companyId: string, run: (db: Queryable) => Promise<void>): Promise<void> {
+  if (ctx.headers['idempotency-key'] === undefined) return run(ctx.deps.pool);
+  checkIdempotencyKey(ctx);
   const fingerprint = createHash('sha256').update(canonicalJson(ctx.request.body ?? null)).digest('hex');
   await runIdempotent(ctx, fingerprint, (db) => run(db), { companyId, scope: 'booking_page' });
 }
@@ -222,6 +232,7 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
 
   router.post('/manage/:token/reschedule', jsonContentType, json, async (ctx) => {
     await writes(ctx);
+    checkIdempotencyKey(ctx);
     const found = await bookingOfToken(deps.pool, ctx.params.token);
     if (!found) throw new ApiError('not_found');
     const input = parseData(publicReschedule, ctx.request.body);
@@ -287,6 +298,7 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
 
   router.post('/:host/:link/bookings', jsonContentType, json, async (ctx) => {
     await writes(ctx);
+    checkIdempotencyKey(ctx);
     const link = await activeLink(deps.pool, ctx.params.host, ctx.params.link);
     if (!link) throw new ApiError('not_found');
     const input = parseData(publicBookingCreate, ctx.request.body);
