@@ -266,6 +266,12 @@ describe('MCP server', () => {
     const bare = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
     assert.equal(bare.status, 401);
     assert.match(bare.headers.get('www-authenticate') ?? '', /^Bearer resource_metadata="[^"]+"$/);
+    // A malformed Bearer header is a credential sent, and malformed (invalid_request); another scheme is none.
+    const challenge = async (authorization: string) =>
+      (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) })).headers.get('www-authenticate') ?? '';
+    assert.match(await challenge(`Bearer ${tenant.key} extra`), /^Bearer resource_metadata="[^"]+", error="invalid_request"$/);
+    assert.match(await challenge('Bearer'), /^Bearer resource_metadata="[^"]+", error="invalid_request"$/);
+    assert.match(await challenge('Basic dXNlcjpwYXNz'), /^Bearer resource_metadata="[^"]+"$/);
     const hello = await fetch(url);
     assert.equal(hello.status, 200);
     assert.deepEqual(((await hello.json()) as any).protocol_versions, ['2025-11-25', '2025-06-18', '2025-03-26']);

@@ -12,7 +12,7 @@ import * as oauth from 'oauth4webapi';
 import { addMembership, setPassword } from '../api/admin/users.ts';
 import { insertClient } from '../api/oauth/store.ts';
 import { request, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
-import { json } from './helpers/cli.ts';
+import { json, wsctl } from './helpers/cli.ts';
 
 const PASSWORD = 'contraseña-segura-1';
 
@@ -325,7 +325,16 @@ describe('OAuth 2.1 authorization server', () => {
     const p2 = pkce();
     const code2 = (await authorize(client.client_id, p2.challenge)).searchParams.get('code')!;
     const second = await token({ ...exchange, code: code2, code_verifier: p2.verifier });
-    const revoked = await fetch(`${app.url}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: second.body.refresh_token }) });
+    const revoke = (fields: Record<string, string>) =>
+      fetch(`${app.url}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) });
+    // RFC 7009 §2.1: another client naming this client's token is refused, and the token lives on.
+    const stranger = (await register()).body;
+    for (const kind of ['access_token', 'refresh_token'] as const) {
+      const refused = await revoke({ token: second.body[kind], client_id: stranger.client_id });
+      assert.deepEqual([refused.status, ((await refused.json()) as any).error], [400, 'invalid_grant'], kind);
+      assert.equal((await mcp(second.body.access_token)).status, 200, `${kind} refused: nothing revoked`);
+    }
+    const revoked = await revoke({ token: second.body.refresh_token, client_id: client.client_id });
     assert.equal(revoked.status, 200);
     assert.equal((await mcp(second.body.access_token)).status, 401);
   });
@@ -601,10 +610,24 @@ describe('OAuth 2.1 authorization server', () => {
     const grant = grants.find((g: any) => g.client_id === client.client_id);
     assert.equal(grant.client_name, 'Cliente de prueba');
     assert.deepEqual(grant.scopes, ['read-customers']);
+    assert.equal(grant.active, true);
     const perCompany = await json(app, ['oauth', 'grants', '--company', tenant.companyId]);
     assert.ok(perCompany.some((g: any) => g.id === grant.id), 'operators see the connections of a company');
     await json(app, ['oauth', 'revoke', grant.id]);
     assert.equal((await mcp(tokens.body.access_token)).status, 401);
+  });
+
+  test('a connection whose code was never exchanged is listed as expired once the code is', async () => {
+    const client = (await register()).body;
+    const { challenge } = pkce();
+    await authorize(client.client_id, challenge); // approved, then abandoned: the code is never exchanged
+    const listed = async () => (await json(app, ['oauth', 'grants', '--user', tenant.ownerId])).find((g: any) => g.client_id === client.client_id);
+    const grant = await listed();
+    assert.deepEqual([grant.active, grant.revoked_at], [true, null], 'live while its code can still be exchanged');
+    await app.pool.query(`UPDATE oauth_codes SET expires_at = now() - interval '1 second' WHERE grant_id = $1`, [grant.id]);
+    assert.deepEqual([(await listed()).active, (await listed()).revoked_at], [false, null]);
+    const text = await wsctl(app, ['oauth', 'grants', '--user', tenant.ownerId]);
+    assert.match(text.stdout, new RegExp(`^${grant.id} .*\\(expired\\)$`, 'm'));
   });
 
   test('a code whose grant was revoked before the exchange issues nothing: 400 invalid_grant', async () => {

@@ -185,7 +185,7 @@ describe('release phase and worker against DATABASE_URL', () => {
     }
   });
 
-  test('the worker runs the housekeeping job: expired idempotency keys are purged', async () => {
+  test('the worker runs the housekeeping job: expired idempotency keys are purged, and OAuth clients unused for 30 days with no live connection', async () => {
     const app = await startTestApp();
     const worker = await startWorker(loadConfig({ NODE_ENV: 'test', DATABASE_URL: app.databaseUrl, LOG_LEVEL: 'silent' }), app.pool, app.databaseUrl);
     try {
@@ -195,14 +195,28 @@ describe('release phase and worker against DATABASE_URL', () => {
          VALUES ($1, 'old', 'POST', '/x', 'f', 'done', now() - interval '25 hours'), ($1, 'new', 'POST', '/x', 'f', 'done', now())`,
         [t.companyId],
       );
+      // Three clients last used 31 days ago: one whose only connection was approved but never exchanged
+      // (its code expired), one whose tokens all expired, and one with a refresh token still valid.
+      for (const [client, state] of [['client_abandoned', 'code'], ['client_lapsed', 'expired'], ['client_live', 'live']] as const) {
+        await app.pool.query(`INSERT INTO oauth_clients (id, client_name, redirect_uris, last_used_at) VALUES ($1, $1, '{http://127.0.0.1/cb}', now() - interval '31 days')`, [client]);
+        await app.pool.query(`INSERT INTO oauth_grants (id, client_id, user_id, company_id, scopes) VALUES ($1, $1, $2, $3, '{read-customers}')`, [client, t.ownerId, t.companyId]);
+        if (state === 'code') {
+          await app.pool.query(`INSERT INTO oauth_codes (digest, grant_id, redirect_uri, code_challenge, expires_at) VALUES (sha256(convert_to($1, 'UTF8')), $1, 'http://127.0.0.1/cb', 'x', now() - interval '30 days')`, [client]);
+        } else {
+          await app.pool.query(`INSERT INTO oauth_tokens (digest, grant_id, kind, expires_at) VALUES (sha256(convert_to($1, 'UTF8')), $1, 'refresh', now() + $2::interval)`, [client, state === 'live' ? '1 day' : '-1 day']);
+        }
+      }
       await worker.boss.send('purge-expired', {});
       const deadline = Date.now() + 20_000;
       let keys: string[] = [];
+      let clients: string[] = [];
       do {
         await new Promise((r) => setTimeout(r, 250));
         keys = (await app.pool.query('SELECT key FROM idempotency_keys ORDER BY key')).rows.map((r) => r.key);
-      } while (keys.includes('old') && Date.now() < deadline);
+        clients = (await app.pool.query(`SELECT id FROM oauth_clients WHERE id LIKE 'client\\_%' ORDER BY id`)).rows.map((r) => r.id);
+      } while ((keys.includes('old') || clients.length > 1) && Date.now() < deadline);
       assert.deepEqual(keys, ['new']);
+      assert.deepEqual(clients, ['client_live']);
     } finally {
       await worker.stop();
       await app.close();

@@ -20,6 +20,16 @@ export const MCP_PATH = '/api/mcp/v1';
 export const PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
 const SERVER_INFO = { name: 'workspace-service', title: 'Workspace', version: '1.0.05' };
 
+/**
+ * RFC 6750 §3.1's error code for a refused request: `invalid_token` when a bearer token came and was
+ * refused, `invalid_request` when the Bearer header was malformed (`Bearer a b`), none when no bearer
+ * credential came (no header, or another scheme).
+ */
+function bearerError(authorization: string): string {
+  if (bearerToken(authorization)) return ', error="invalid_token"';
+  return /^Bearer(\s|$)/i.test(authorization) ? ', error="invalid_request"' : '';
+}
+
 type Request = { jsonrpc: '2.0'; id?: string | number | null; method: string; params?: Record<string, unknown> | unknown[] };
 /** Who calls: the company, its scopes, the activity label, and an API key's origin allow-list (empty for OAuth tokens). */
 type Credential = { companyId: string; scopes: string[]; label: string; allowedOrigins: string[] };
@@ -291,9 +301,7 @@ export function mcpRouter(): ApiRouter {
     const credential = await credentialOf(ctx);
     if (!credential) {
       await limitUnauthenticated(ctx);
-      // RFC 6750 §3.1: error="invalid_token" when a token came and was refused; no error code when none came.
-      const presented = bearerToken(ctx.get('Authorization')) ? ', error="invalid_token"' : '';
-      ctx.set('WWW-Authenticate', `Bearer resource_metadata="${ctx.deps.config.siteUrl}/.well-known/oauth-protected-resource${MCP_PATH}"${presented}`);
+      ctx.set('WWW-Authenticate', `Bearer resource_metadata="${ctx.deps.config.siteUrl}/.well-known/oauth-protected-resource${MCP_PATH}"${bearerError(ctx.get('Authorization'))}`);
       throw new ApiError('invalid_key');
     }
     // A key pinned to origins (contract, Authentication 5) is "the same static key as REST" and is held

@@ -104,8 +104,19 @@ export async function refreshGrant(pool: Pool, input: { refreshToken: string; cl
 }
 
 /** RFC 7009: a refresh token takes its whole grant with it; an access token expires alone; an unknown token is no error. */
-export async function revokeToken(db: Queryable, token: string): Promise<void> {
-  const { rows } = await db.query<{ grant_id: string; kind: string }>('SELECT grant_id, kind FROM oauth_tokens WHERE digest = $1', [digest(token)]);
-  if (rows[0]?.kind === 'refresh') await revokeGrant(db, rows[0].grant_id);
-  else if (rows[0]) await db.query('UPDATE oauth_tokens SET expires_at = now() WHERE digest = $1', [digest(token)]);
+/**
+ * RFC 7009: a refresh token revokes its grant, an access token itself; an unknown token is nothing to
+ * do. A token issued to another client than the `clientId` the request names is refused (§2.1) and
+ * left alone: 'other_client'.
+ */
+export async function revokeToken(db: Queryable, token: string, clientId?: string): Promise<'done' | 'other_client'> {
+  const { rows } = await db.query<{ grant_id: string; kind: string; client_id: string }>(
+    'SELECT t.grant_id, t.kind, g.client_id FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id WHERE t.digest = $1',
+    [digest(token)],
+  );
+  const found = rows[0];
+  if (found && clientId && clientId !== found.client_id) return 'other_client';
+  if (found?.kind === 'refresh') await revokeGrant(db, found.grant_id);
+  else if (found) await db.query('UPDATE oauth_tokens SET expires_at = now() WHERE digest = $1', [digest(token)]);
+  return 'done';
 }

@@ -398,7 +398,12 @@ async function revoke(ctx: ApiContext): Promise<void> {
   const sent = (ctx.request.body as Record<string, unknown>)?.token;
   // RFC 7009 §2.1: token is REQUIRED; an unknown one is not an error (below).
   if (typeof sent !== 'string' || !sent) return oauthError(ctx, 400, 'invalid_request', 'token es obligatorio');
-  await revokeToken(ctx.deps.pool, sent);
+  const clientId = (ctx.request.body as Record<string, unknown>).client_id;
+  if (clientId !== undefined && typeof clientId !== 'string') return oauthError(ctx, 400, 'invalid_request', 'client_id debe ser un texto');
+  // RFC 7009 §2.1: a token issued to another client is refused; RFC 6749 §5.2 names that invalid_grant.
+  if ((await revokeToken(ctx.deps.pool, sent, clientId || undefined)) === 'other_client') {
+    return oauthError(ctx, 400, 'invalid_grant', 'el token es de otra aplicación');
+  }
   ctx.status = 200; // RFC 7009: an unknown token is not an error
   ctx.body = {};
 }

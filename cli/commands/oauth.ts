@@ -12,7 +12,7 @@ export function registerOauthCommands(program: Command): void {
     .action(
       action(
         async ({ api, opts }) => api.oauth.grants.query({ userId: opts.user, companyId: opts.company }),
-        (grants) => grants.map((g) => `${g.id}  ${g.client_name ?? g.client_id}  ${g.company_id}  ${g.scopes.join(' ')}${g.revoked_at ? '  (revoked)' : ''}`).join('\n') || '(none)',
+        (grants) => grants.map((g) => `${g.id}  ${g.client_name ?? g.client_id}  ${g.company_id}  ${g.scopes.join(' ')}${g.revoked_at ? '  (revoked)' : g.active ? '' : '  (expired)'}`).join('\n') || '(none)',
       ),
     );
   oauth

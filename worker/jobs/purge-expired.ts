@@ -4,6 +4,7 @@
 // hour, and so are complete blobs nothing refers to (a crash between writing
 // the bytes and committing the record that points at them). Objects of blobs
 // in an S3 bucket whose rows went are deleted from the bucket (BlobStore.purgeObjects).
+import { liveGrantSql } from '../../db/oauth-grants.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { PURGE_EXPIRED } from '../../db/queues.ts';
 import type { JobDefinition } from './types.ts';
@@ -47,7 +48,7 @@ export const purgeExpired: JobDefinition = {
     await pool.query('DELETE FROM used_consent_states WHERE expires_at < now()');
     await pool.query(
       `DELETE FROM oauth_clients c WHERE c.last_used_at < now() - interval '30 days'
-         AND NOT EXISTS (SELECT 1 FROM oauth_grants g WHERE g.client_id = c.id AND g.revoked_at IS NULL)`,
+         AND NOT EXISTS (SELECT 1 FROM oauth_grants g WHERE g.client_id = c.id AND ${liveGrantSql('g')})`,
     );
     // Last, and bounded: objects of deleted blobs, 500 per batch, at most 20 batches an hour
     // (a backlog, e.g. after a company was deleted, drains over the next runs).
