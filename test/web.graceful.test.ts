@@ -1,5 +1,6 @@
 // A web process stopping (SIGTERM, as the platform sends it) finishes the
-// requests in flight, an upload included, refuses new connections, and exits 0.
+// requests in flight, an upload included, closes their connections after the
+// answer, refuses new connections, and exits 0.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import http from 'node:http';
@@ -56,7 +57,7 @@ describe('graceful stop of the web process', () => {
       );
       const tail = Buffer.from('\r\n--zz--\r\n');
       const body = Buffer.concat([head, pdf, tail]);
-      const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const answer = new Promise<{ status: number; text: string; connection?: string }>((resolve, reject) => {
         const req = http.request(`http://127.0.0.1:${port}/api/v1/forms/${form.id}/submissions`, {
           method: 'POST',
           // The server's 100 Continue says it has the request's headers: the request is in flight.
@@ -64,7 +65,7 @@ describe('graceful stop of the web process', () => {
         }, (res) => {
           let text = '';
           res.on('data', (d) => (text += d));
-          res.on('end', () => resolve({ status: res.statusCode!, text }));
+          res.on('end', () => resolve({ status: res.statusCode!, text, connection: res.headers.connection }));
         });
         req.on('error', reject);
         req.once('continue', () => {
@@ -79,6 +80,7 @@ describe('graceful stop of the web process', () => {
       });
       const res = await answer;
       assert.equal(res.status, 201, res.text);
+      assert.equal(res.connection, 'close', 'the connection is not kept for another request');
       await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`), 'no new connection after the stop began');
       assert.equal(await exited, 0);
     } finally {
@@ -109,7 +111,7 @@ describe('graceful stop of the web process', () => {
           npm.once('exit', () => reject(new Error(`npm run web exited early: ${out}`)));
         });
         const body = Buffer.from(JSON.stringify({ data: { name: 'En vuelo' } }));
-        const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const answer = new Promise<{ status: number; text: string; connection?: string }>((resolve, reject) => {
           const req = http.request(`http://127.0.0.1:${port}/api/v1/customers`, {
             method: 'POST',
             // The server's 100 Continue says it has the request's headers: the request is in flight.
@@ -117,7 +119,7 @@ describe('graceful stop of the web process', () => {
           }, (res) => {
             let text = '';
             res.on('data', (d) => (text += d));
-            res.on('end', () => resolve({ status: res.statusCode!, text }));
+            res.on('end', () => resolve({ status: res.statusCode!, text, connection: res.headers.connection }));
           });
           req.on('error', reject);
           req.once('continue', () => {
@@ -131,6 +133,7 @@ describe('graceful stop of the web process', () => {
         });
         const res = await answer;
         assert.equal(res.status, 201, res.text);
+        assert.equal(res.connection, 'close', 'the connection is not kept for another request');
         assert.equal(await exited, 0, out);
         assert.equal((out.match(/"event":"web.stopping"/g) ?? []).length, 1, 'one stop, whatever the number of signals');
       } finally {

@@ -130,6 +130,9 @@ export function requestMiddleware() {
     if (ctx.status === 401 && (ctx.body as { error?: string } | undefined)?.error === 'invalid_key' && !ctx.response.get('WWW-Authenticate')) {
       ctx.set('WWW-Authenticate', `Bearer realm="api"${ctx.get('Authorization') ? ', error="invalid_token"' : ''}`);
     }
+    // A stopping process (SIGTERM, api/server.ts) finishes what it has and takes nothing new: this
+    // connection closes after the answer instead of staying open for the client's next request.
+    if (ctx.deps.lifecycle.draining) ctx.set('Connection', 'close');
     // Answered before its body was read in full: the rest is discarded, not cut off (unread-body.ts).
     if (!ctx.req.complete) discardUnreadBody(ctx.req, ctx.res);
     observeRequest(ctx, (performance.now() - started) / 1000);
