@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { generateDue, occurrenceOn, OCCURRENCES_PER_TRANSACTION } from '../db/money/recurring.ts';
 import { catchUp, recurringTransactions } from '../worker/jobs/recurring-transactions.ts';
+import { apiRoutes } from '../api/routes/index.ts';
 import { RECURRING } from '../db/queues.ts';
 import { transaction } from '../db/pool.ts';
 import { objectId } from '../lib/objectid.ts';
@@ -637,8 +638,13 @@ describe('money', () => {
       assert.equal(res.body.error, 'invalid_parameter');
     }
     // List filters only compare: the usual "no limit" instants pass; year 0000, which PostgreSQL cannot read, is 400.
-    for (const query of ['from=0001-01-01T00:00:00Z', 'to=9999-12-31T23:59:59Z']) assert.equal((await api.get(`/incomes?${query}`)).status, 200, query);
-    assert.equal((await api.get('/incomes?from=0000-12-31T00:00:00Z')).body.error, 'invalid_parameter');
+    // Every list with a from/to filter (the router table's), alike: a client shares one window helper across them.
+    const windowed = apiRoutes.filter((r) => r.list && !r.path.includes('/:') && (r.query as { shape?: Record<string, unknown> } | undefined)?.shape?.from);
+    assert.deepEqual(windowed.map((r) => r.path).filter((p) => ['/incomes', '/expenses', '/sales'].includes(p)).sort(), ['/expenses', '/incomes', '/sales']);
+    for (const { path } of windowed) {
+      for (const query of ['from=0001-01-01T00:00:00Z', 'to=9999-12-31T23:59:59Z', 'from=1899-12-31T00:00:00Z']) assert.equal((await api.get(`${path}?${query}`)).status, 200, `${path}?${query}`);
+      assert.equal((await api.get(`${path}?from=0000-12-31T00:00:00Z`)).body.error, 'invalid_parameter', path);
+    }
     // ISO 8601 allows offsets to ±23:59; PostgreSQL reads to ±15:59 (it answered 500): 400 in a filter, 422 in a body.
     assert.equal((await api.get('/incomes?from=2027-01-01T00:00:00%2B16:00')).body.error, 'invalid_parameter');
     assert.equal((await api.get('/incomes?from=2027-01-01T00:00:00%2B14:00')).status, 200);

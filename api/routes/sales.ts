@@ -14,7 +14,8 @@ import { assertOpen } from '../money/periods.ts';
 import { listPage, paginationQuery } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { findAccount } from './account-queries.ts';
-import { assertCustomer, assertRefFree, checkMetadata, EXISTING_BY_REF, existingByRef, instant, objectIdString, refTaken } from './money-fields.ts';
+import { assertCustomer, assertRefFree, checkMetadata, EXISTING_BY_REF, existingByRef, objectIdString, refTaken } from './money-fields.ts';
+import { instantFilter } from '../date-fields.ts';
 import { firstPaymentAt, hasLiveInvoice, productExists, serializeSale, updateSaleColumns } from './sale-queries.ts';
 import { lineItem, saleCreate, salePayment, saleRefund, saleSchema, saleUpdate } from './sale-schemas.ts';
 
@@ -38,8 +39,8 @@ const idParam = { id: 'id' } as const;
 const listQuery = paginationQuery.extend({
   customer_id: objectIdString.optional(),
   status: z.enum(SALE_STATUSES).optional(),
-  from: instant.optional().describe('Ocurridas desde este instante'),
-  to: instant.optional().describe('Ocurridas antes de este instante'),
+  from: instantFilter.optional().describe('Ocurridas desde este instante'),
+  to: instantFilter.optional().describe('Ocurridas antes de este instante'),
 });
 
 const TAX_RULES =
