@@ -74,21 +74,45 @@ export function startWeb(ctx: DrillContext, env: Record<string, string> = {}, no
   });
 }
 
-/** The worker process as the Procfile runs it. */
-export function startWorkerProcess(ctx: DrillContext, env: Record<string, string> = {}): ChildProcess {
-  return spawn(process.execPath, ['worker/main.ts'], {
+export type WorkerProcess = {
+  child: ChildProcess;
+  /** Resolves once the worker has logged `worker.started` (its queues and pollers are up); rejects if it exits first. */
+  started: Promise<void>;
+  /** Its exit code (or signal) once it has exited; null while it runs. */
+  exited: () => string | null;
+  /** The last lines it wrote (stdout and stderr), for a report. */
+  tail: () => string;
+};
+
+/** The worker process as the Procfile runs it; its log is read for `worker.started` and kept for the report. */
+export function startWorkerProcess(ctx: DrillContext, env: Record<string, string> = {}): WorkerProcess {
+  const child = spawn(process.execPath, ['worker/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: ctx.databaseUrl, NODE_ENV: 'development', LOG_LEVEL: 'silent', DATA_DIR: ctx.dataDir, ALLOW_PRIVATE_WEBHOOK_TARGETS: '1', ...env },
-    stdio: 'ignore',
+    env: { ...process.env, DATABASE_URL: ctx.databaseUrl, NODE_ENV: 'development', LOG_LEVEL: 'info', DATA_DIR: ctx.dataDir, ALLOW_PRIVATE_WEBHOOK_TARGETS: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  let output = '';
+  let exit: string | null = null;
+  const keep = (chunk: Buffer) => void (output = (output + chunk.toString('utf8')).slice(-16_384));
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const started = new Promise<void>((resolve, reject) => {
+    const check = () => output.includes('"event":"worker.started"') && resolve();
+    child.stdout!.on('data', check);
+    child.once('exit', (code, signal) => {
+      exit = signal ?? String(code);
+      reject(new Error(`the worker exited (${exit}) before it started: ${output.slice(-2000)}`));
+    });
+  });
+  started.catch(() => {}); // read by those who wait for it
+  return { child, started, exited: () => exit, tail: () => output };
 }
 
-export function kill9(child: ChildProcess | NodeChild): void {
-  const proc = 'child' in child ? child.child : child;
-  proc.kill('SIGKILL');
+export function kill9(child: WorkerProcess | NodeChild): void {
+  child.child.kill('SIGKILL');
 }
 
-export type Receiver = { url: string; received: Array<{ eventId: string; event: string }>; close: () => Promise<void> };
+export type Receiver = { url: string; received: Array<{ eventId: string; event: string; at: number }>; close: () => Promise<void> };
 
 export async function receiver(): Promise<Receiver> {
   const received: Receiver['received'] = [];
@@ -98,7 +122,7 @@ export async function receiver(): Promise<Receiver> {
     req.on('end', () => {
       try {
         const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        received.push({ eventId: body.id, event: body.event });
+        received.push({ eventId: body.id, event: body.event, at: Date.now() });
       } catch {}
       res.writeHead(200).end('ok');
     });

@@ -3,12 +3,14 @@
 // in production, and reports what it did and what it found.
 import { randomUUID } from 'node:crypto';
 import { createForm } from '../api/admin/forms.ts';
-import { sampleFormFile } from '../test/helpers/forms.ts';
+import { CrossTenantWalk, snapshot, walkTenant } from '../test/helpers/cross-tenant-walk.ts';
+import * as sampleFiles from '../test/helpers/forms.ts';
 import { memoryOf } from '../bench/lib/process.ts';
 import { formCorpus, imageCorpus, type HostileFile } from './hostile-corpus.ts';
 import { api, finding, kill9, receiver, startWeb, startWorkerProcess, tenant, until, type Drill } from './lib.ts';
 
 /** kill -9 of the worker while 1,000 events go to 3 receivers: every event reaches every receiver, duplicates keep their event id. */
+const EVENTS = 1000;
 export const workerKill: Drill = {
   name: 'worker-kill',
   summary: 'kill -9 of the worker while 1,000 events are delivered to 3 receivers',
@@ -23,7 +25,7 @@ export const workerKill: Drill = {
         if (res.status !== 201) throw new Error(`endpoint: ${res.status} ${JSON.stringify(res.body)}`);
       }
       const ids: string[] = [];
-      for (let batch = 0; batch < 50; batch++) {
+      for (let batch = 0; batch < EVENTS / 20; batch++) {
         await Promise.all(Array.from({ length: 20 }, async (_, i) => {
           const res = await api(web.url, t.key, 'POST', '/customers', { data: { name: `Cliente ${batch}-${i}` } });
           if (res.status === 201) ids.push(res.body.data.id);
@@ -31,6 +33,7 @@ export const workerKill: Drill = {
       }
       const { rows } = await ctx.pool.query<{ id: string }>(`SELECT id FROM events WHERE company_id = $1 AND name = 'customer.created'`, [t.companyId]);
       const events = new Set(rows.map((r) => r.id));
+      const expected = EVENTS * receivers.length;
       // The backlog is written first; the worker starts on it and is killed mid-way.
       worker = startWorkerProcess(ctx);
       const seen = () => receivers.reduce((n, r) => n + r.received.length, 0);
@@ -50,6 +53,9 @@ export const workerKill: Drill = {
         name: this.name,
         did: `${ids.length} customers → ${events.size} events × 3 receivers; worker kill -9 after ${atKill} deliveries; all delivered ${complete ? `${((Date.now() - started) / 1000).toFixed(1)} s after the restart` : 'NOT within 240 s'}`,
         findings: [
+          // Without these two, a run that wrote no events or killed nothing mid-way would pass the rest.
+          finding('events written and recorded', `${EVENTS}`, `${ids.length} written, ${events.size} recorded`, ids.length === EVENTS && events.size === EVENTS),
+          finding('deliveries made before the kill', `between 1 and ${expected - 1}`, atKill, atKill > 0 && atKill < expected),
           finding('events lost (event × receiver never delivered)', '0', missing, missing === 0),
           finding('deliveries with an event id not of this run', '0', foreign, foreign === 0),
           finding('duplicates (redelivered after the kill, same event id)', 'reported', duplicates, true),
@@ -163,57 +169,71 @@ export const databaseRestart: Drill = {
   async run(ctx) {
     const t = await tenant(ctx.pool, { rateLimitPerMinute: 1_000_000 });
     const hook = await receiver();
-    const web = await startWeb(ctx);
+    // A name of its own in application_name, to find its LISTEN connection (workspace:<DYNO>:listen).
+    const web = await startWeb(ctx, { DYNO: 'web.drill' });
     const worker = startWorkerProcess(ctx);
     const acknowledged: string[] = [];
-    const failures: Array<{ status: number; ms: number }> = [];
+    const answers: Array<{ status: number; ms: number; at: number }> = [];
     let stop = false;
-    let downAt = 0;
     let upAt = 0;
     let firstAfterUp = 0;
     try {
-      await api(web.url, t.key, 'POST', '/webhook-endpoints', { data: { url: hook.url, enabled_events: ['customer.created'] } });
+      // Both processes up before the outage: one that starts while PostgreSQL is away exits 1 (the
+      // platform restarts it), which is not what this drill is about.
+      await worker.started;
+      const endpoint = await api(web.url, t.key, 'POST', '/webhook-endpoints', { data: { url: hook.url, enabled_events: ['customer.created'] } });
+      if (endpoint.status !== 201) throw new Error(`endpoint: ${endpoint.status} ${JSON.stringify(endpoint.body)}`);
       const writer = (async () => {
         for (let n = 0; !stop; n++) {
           const started = Date.now();
           const res = await api(web.url, t.key, 'POST', '/customers', { data: { name: `Carga ${n}` } }).catch(() => ({ status: 0, body: null, headers: new Headers() }));
+          answers.push({ status: res.status, ms: Date.now() - started, at: started });
           if (res.status === 201) {
             acknowledged.push(res.body.data.id);
             if (upAt && !firstAfterUp) firstAfterUp = Date.now();
-          } else failures.push({ status: res.status, ms: Date.now() - started });
+          }
           await new Promise((r) => setTimeout(r, 50));
         }
       })();
       await new Promise((r) => setTimeout(r, 3000));
       await ctx.pool.end().catch(() => {});
-      downAt = Date.now();
+      const downAt = Date.now();
       await ctx.stopDatabase();
       ctx.log('PostgreSQL stopped; starting it again in 5 s');
       await new Promise((r) => setTimeout(r, 5000));
       await ctx.startDatabase();
       upAt = Date.now();
-      await until(async () => firstAfterUp || null, 30_000);
-      await new Promise((r) => setTimeout(r, 2000));
-      stop = true;
-      await writer;
       const pool = (await import('../db/pool.ts')).createPool(ctx.databaseUrl, 2, 'drills-check');
       try {
+        // The web's LISTEN connection (the key cache's invalidations) back in PostgreSQL.
+        const listening = await until(async () => (await pool.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = 'workspace:web.drill:listen'`).catch(() => ({ rowCount: 0 }))).rowCount && Date.now(), 30_000);
+        await until(async () => firstAfterUp || null, 30_000);
+        // The worker back: the first delivery to arrive after PostgreSQL is (no event was written while it was down).
+        const workerBack = await until(async () => hook.received.find((r) => r.at >= upAt)?.at ?? null, 30_000);
+        await new Promise((r) => setTimeout(r, 2000));
+        stop = true;
+        await writer;
         const { rows } = await pool.query<{ id: string }>('SELECT id FROM customers WHERE company_id = $1 AND id = ANY($2)', [t.companyId, acknowledged]);
         const lost = acknowledged.length - rows.length;
-        // The worker's pg-boss is back: an event after the restart is delivered.
+        // And still delivering after the dust settles: one more write, answered and delivered.
         const after = await api(web.url, t.key, 'POST', '/customers', { data: { name: 'Tras el reinicio' } });
-        const delivered = await until(async () => hook.received.some((r) => r.eventId && r.event === 'customer.created') && (await pool.query(`SELECT 1 FROM webhook_deliveries d JOIN events e ON e.id = d.event_id WHERE e.data->>'id' = $1 AND d.status = 'succeeded'`, [after.body?.data?.id])).rowCount, 60_000);
-        const slowest = failures.reduce((m, f) => Math.max(m, f.ms), 0);
-        const recovery = firstAfterUp ? firstAfterUp - upAt : Infinity;
+        const delivered = after.status === 201 && await until(async () => (await pool.query(`SELECT 1 FROM webhook_deliveries d JOIN events e ON e.id = d.event_id WHERE e.data->>'id' = $1 AND d.status = 'succeeded'`, [after.body.data.id])).rowCount, 60_000);
+        const refused = answers.filter((a) => a.status !== 201);
+        const slowest = answers.filter((a) => a.at >= downAt - 1000).reduce((m, a) => Math.max(m, a.ms), 0);
+        const since = (at: number | null | false | undefined) => (at ? `${((at - upAt) / 1000).toFixed(1)} s` : 'not within 30 s');
+        const within5 = (at: number | null | false | undefined) => !!at && at - upAt <= 5000;
         return {
           name: this.name,
-          did: `writes every 50 ms; PostgreSQL down for 5 s; ${acknowledged.length} writes acknowledged, ${failures.length} refused while it was down`,
+          did: `writes every 50 ms; PostgreSQL down for 5 s; ${acknowledged.length} writes acknowledged, ${refused.length} refused while it was down`,
           findings: [
             finding('acknowledged writes lost', '0', lost, lost === 0),
-            finding('statuses of the refused writes', '503', [...new Set(failures.map((f) => f.status))].join(', ') || 'none', failures.every((f) => f.status === 503)),
-            finding('slowest refused write', '< 5 s', `${(slowest / 1000).toFixed(1)} s`, slowest < 5000),
-            finding('first acknowledged write after PostgreSQL is back', '≤ 5 s', `${(recovery / 1000).toFixed(1)} s`, recovery <= 5000),
-            finding('worker (pg-boss) delivering again', 'yes', delivered ? 'yes' : 'no', !!delivered),
+            finding('statuses of the refused writes', '503', [...new Set(refused.map((f) => f.status))].join(', ') || 'none', refused.length > 0 && refused.every((f) => f.status === 503)),
+            finding('slowest answer from the outage on (refused or not)', '< 5 s', `${(slowest / 1000).toFixed(1)} s`, slowest < 5000),
+            finding('web: first acknowledged write after PostgreSQL is back', '≤ 5 s', since(firstAfterUp), within5(firstAfterUp)),
+            finding("web: the key cache's LISTEN connection back", '≤ 5 s', since(listening), within5(listening)),
+            finding('worker: first delivery after PostgreSQL is back', '≤ 5 s', since(workerBack), within5(workerBack)),
+            finding('worker process still running (no restart)', 'yes', worker.exited() === null ? 'yes' : `exited ${worker.exited()}`, worker.exited() === null),
+            finding('a write after the restart answered and delivered', '201, delivered', `${after.status}, ${delivered ? 'delivered' : 'not delivered in 60 s'}`, !!delivered),
           ],
         };
       } finally {
@@ -224,71 +244,42 @@ export const databaseRestart: Drill = {
       kill9(worker);
       await web.stop();
       await hook.close();
-      void downAt;
     }
   },
 };
 
-/** The cross-tenant walk against a running server: every record of one company, asked for with another company's key. */
+/**
+ * The cross-tenant walk against a running server: the walk of test/security.cross-tenant.test.ts
+ * (test/helpers/cross-tenant-walk.ts, derived from the router table), every route with another
+ * company's key or session and the first company's ids in paths and bodies, and every list.
+ */
 export const crossTenant: Drill = {
   name: 'cross-tenant',
-  summary: "the cross-tenant walk over the main routes with a second company's ids in paths and bodies",
+  summary: "the cross-tenant walk over every route of the router table with a second company's ids in paths and bodies",
   async run(ctx) {
-    const victim = await tenant(ctx.pool);
-    const attacker = await tenant(ctx.pool);
+    const victim = await walkTenant(ctx.pool);
+    const attacker = await walkTenant(ctx.pool);
     const web = await startWeb(ctx);
     try {
-      const v = (method: string, path: string, body?: unknown) => api(web.url, victim.key, method, path, body);
-      const account = (await v('POST', '/accounts', { data: { name: 'Caja', kind: 'cash', currency: 'mxn' } })).body.data;
-      const records: Record<string, string> = {
-        '/customers': (await v('POST', '/customers', { data: { name: 'Víctima' } })).body.data.id,
-        '/leads': (await v('POST', '/leads', { data: { name: 'Víctima' } })).body.data.id,
-        '/products': (await v('POST', '/products', { data: { name: 'Producto víctima', prices_cents: { mxn: 1000 } } })).body.data.id,
-        '/accounts': account.id,
-        '/incomes': (await v('POST', '/incomes', { data: { account_id: account.id, amount_cents: 100, occurred_at: new Date().toISOString() } })).body.data.id,
-        '/sales': (await v('POST', '/sales', { data: { currency: 'mxn', line_items: [{ description: 'X', quantity: 1, unit_price_cents: 100, vat_rate: 16 }] } })).body.data.id,
-        '/calendar/events': (await v('POST', '/calendar/events', { data: { user_id: victim.ownerId, title: 'Junta', starts_at: '2026-12-01T16:00:00Z', ends_at: '2026-12-01T17:00:00Z' } })).body.data.id,
-        '/booking-links': (await v('POST', '/booking-links', { data: { user_id: victim.ownerId, slug: 'victima', title: 'X', duration_minutes: 30 } })).body.data.id,
-      };
-      let probes = 0;
-      let leaks = 0;
-      const a = (method: string, path: string, body?: unknown) => api(web.url, attacker.key, method, path, body);
-      // A valid PATCH body for each, so only the record's owner decides the answer.
-      const patch: Record<string, Record<string, string>> = {
-        '/customers': { name: 'robado' }, '/leads': { name: 'robado' }, '/products': { name: 'robado' }, '/accounts': { name: 'robado' },
-        '/incomes': { description: 'robado' }, '/sales': { description: 'robado' }, '/calendar/events': { title: 'robado' }, '/booking-links': { title: 'robado' },
-      };
-      for (const [collection, id] of Object.entries(records)) {
-        if (!id) throw new Error(`the victim's ${collection} record was not created`);
-        for (const [method, body] of [['GET', undefined], ['PATCH', { data: patch[collection] }], ['DELETE', undefined]] as const) {
-          probes++;
-          const res = await a(method, `${collection}/${id}`, body);
-          if (res.status === 405) {
-            probes--; // no such route (sales are not deleted)
-            continue;
-          }
-          if (res.status !== 404) {
-            leaks++;
-            ctx.log(`${method} ${collection}/${id}: ${res.status}`);
-          }
-        }
-        probes++;
-        const list = await a('GET', collection);
-        if (JSON.stringify(list.body).includes(id)) leaks++;
-      }
-      // Ids in bodies: another company's account and customer.
-      for (const body of [{ data: { account_id: account.id, amount_cents: 100, occurred_at: new Date().toISOString() } }, { data: { currency: 'mxn', customer_id: records['/customers'], line_items: [{ description: 'X', quantity: 1, unit_price_cents: 100, vat_rate: 16 }] } }]) {
-        probes++;
-        const res = await a('POST', 'account_id' in body.data ? '/incomes' : '/sales', body);
-        if (res.status !== 422 && res.status !== 404) leaks++;
-      }
-      const { rows } = await ctx.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM customers WHERE company_id = $1 AND name = 'robado'`, [victim.companyId]);
+      const walk = new CrossTenantWalk(`${web.url}/api/v1`, ctx.pool, victim, attacker);
+      await walk.prepare();
+      const before = await snapshot(ctx.pool, victim.companyId);
+      const paths = await walk.paths();
+      const bodies = await walk.bodies();
+      const lists = await walk.lists();
+      const ownerReads = await walk.ownerReads();
+      const changed = JSON.stringify(await snapshot(ctx.pool, victim.companyId)) !== JSON.stringify(before);
+      const breaches = [...paths.breaches, ...bodies.breaches, ...lists.breaches];
+      for (const b of [...breaches, ...ownerReads]) ctx.log(`${b.request}: ${b.status} ${b.text.slice(0, 200)}`);
+      const requests = paths.checked.length + bodies.checked.length + lists.checked.length;
       return {
         name: this.name,
-        did: `${probes} requests with the attacker's key against the victim's records (reads, updates, deletes, lists, ids in bodies) on a running server`,
+        did: `${requests} requests on a running server with the attacker's credential: ${paths.checked.length} on the ${walk.paramRoutes.length} routes with a path parameter (${walk.records.size} resources), ${bodies.checked.length} writes naming the victim's records in body fields, ${lists.checked.length} lists`,
         findings: [
-          finding('answers other than 404 (422 for ids in bodies), or victim ids in lists', '0', leaks, leaks === 0),
-          finding('victim records changed', '0', rows[0].n, rows[0].n === 0),
+          finding('answers other than 404 not_found (paths), 404 or 422 (ids in bodies), or victim ids in lists', '0', breaches.length, breaches.length === 0),
+          finding('body id fields the walk has no victim record for', '0', bodies.unmapped.length, bodies.unmapped.length === 0),
+          finding('victim records changed', 'none', changed ? 'changed' : 'none', !changed),
+          finding('victim records the owner can no longer read', '0', ownerReads.length, ownerReads.length === 0),
         ],
       };
     } finally {
@@ -303,13 +294,17 @@ export const hostileUploads: Drill = {
   summary: 'the hostile-upload corpus (refused kinds, decompression bombs, lying names, polyglots) against a running server',
   async run(ctx) {
     const t = await tenant(ctx.pool, { rateLimitPerMinute: 100_000 });
-    const form = await createForm(ctx.pool, t.companyId, sampleFormFile());
+    const form = await createForm(ctx.pool, t.companyId, sampleFiles.sampleFormFile());
     const images = await imageCorpus();
     const forms = await formCorpus();
     const web = await startWeb(ctx);
     const MEMORY_BOUND_MB = 150;
     try {
       const product = await api(web.url, t.key, 'POST', '/products', { data: { name: 'Blanco', prices_cents: { mxn: 100 } } });
+      const brand = await api(web.url, t.key, 'POST', '/brands', { data: { name: 'Marca blanco' } });
+      if (product.status !== 201 || brand.status !== 201) throw new Error(`targets: product ${product.status}, brand ${brand.status}`);
+      const imageTargets = [`/products/${product.body.data.id}/image`, `/brands/${brand.body.data.id}/logo`];
+      const formAnswers: Array<[string, string]> = [['answers[email]', 'drill@example.com'], ['answers[name]', 'Drill']];
       const memory = (pid: number | undefined) =>
         memoryOf(pid!).then((m) => ({ rssMb: Math.round(m.rss / 1024 ** 2), peakMb: Math.round(m.hwm / 1024 ** 2) }), () => null);
       const before = await memory(web.child.pid);
@@ -331,9 +326,11 @@ export const hostileUploads: Drill = {
       for (const round of [1, 4]) {
         await Promise.all(
           Array.from({ length: round }, async () => {
-            for (const file of images) outcomes.push({ label: `image: ${file.label}`, ...(await send(`/products/${product.body.data.id}/image`, [], 'file', file)) });
+            for (const target of imageTargets) {
+              for (const file of images) outcomes.push({ label: `${target.split('/').at(-1)}: ${file.label}`, ...(await send(target, [], 'file', file)) });
+            }
             for (const file of forms) {
-              const result = await send(`/forms/${form.id}/submissions`, [['answers[email]', 'drill@example.com'], ['answers[name]', 'Drill']], `files[${file.field}]`, file);
+              const result = await send(`/forms/${form.id}/submissions`, formAnswers, `files[${file.field}]`, file);
               outcomes.push({ label: `form ${file.field}: ${file.label}`, ...result });
             }
           }),
@@ -342,17 +339,26 @@ export const hostileUploads: Drill = {
       const refused = (o: { status: number; error: string }) => o.status >= 400 && o.status < 500 && ['validation_failed', 'request_too_large', 'unsupported_media_type'].includes(o.error);
       const notRefused = outcomes.filter((o) => !refused(o));
       for (const o of notRefused) ctx.log(`NOT refused: ${o.label} → ${o.status} ${o.error}`);
+      const blobsAfter = (await ctx.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM blobs WHERE company_id = $1', [t.companyId])).rows[0].n;
+      // Controls: sound files on the same routes are accepted, so the refusals above are the files', not the routes'.
+      const png: HostileFile = { label: 'a sound PNG', filename: 'logo.png', bytes: await sampleFiles.png(), type: 'image/png' };
+      const pdf: HostileFile = { label: 'a sound PDF', filename: 'cv.pdf', bytes: sampleFiles.pdf(), type: 'application/pdf' };
+      const controls = [
+        ...(await Promise.all(imageTargets.map((target) => send(target, [], 'file', png)))),
+        await send(`/forms/${form.id}/submissions`, formAnswers, 'files[cv]', pdf),
+      ];
+      const accepted = controls.filter((c) => c.status === 200 || c.status === 201).length;
       const alive = await fetch(`${web.url}/healthz`).then((r) => r.status).catch(() => 0);
       const after = await memory(web.child.pid);
-      const blobsAfter = (await ctx.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM blobs WHERE company_id = $1', [t.companyId])).rows[0].n;
       const growth = before && after ? after.peakMb - before.rssMb : null;
       const kinds = new Set(outcomes.map((o) => o.label)).size;
       return {
         name: this.name,
-        did: `${kinds} hostile files (${images.length} for images, ${forms.length} for form fields; the largest a 1 GB zip bomb) each sent alone, then 4 at once: ${outcomes.length} requests to a running web process`,
+        did: `${kinds} hostile uploads (${images.length} image files to a product's image and a brand's logo, ${forms.length} to form fields; the largest a 1 GB zip bomb) each sent alone, then 4 at once: ${outcomes.length} requests to a running web process; then a sound file to each route`,
         findings: [
           finding('refused with 4xx and a contract error code', '100 %', `${(((outcomes.length - notRefused.length) / outcomes.length) * 100).toFixed(1)} % (${outcomes.length - notRefused.length} of ${outcomes.length})`, notRefused.length === 0),
           finding('blobs left behind by refused uploads', '0', blobsAfter - blobsBefore, blobsAfter === blobsBefore),
+          finding('sound files on the same routes (PNG image and logo, PDF form file) accepted', `${controls.length} of ${controls.length}`, `${accepted} of ${controls.length}`, accepted === controls.length),
           finding('web process alive (GET /healthz)', '200', alive, alive === 200),
           finding(`web peak memory above its resting RSS (${before?.rssMb ?? '?'} MB)`, `< ${MEMORY_BOUND_MB} MB`, growth === null ? 'not measured' : `${growth} MB`, growth === null || growth < MEMORY_BOUND_MB),
         ],
