@@ -12,9 +12,9 @@ export const EARLIEST_DAY = '1900-01-01';
 const EARLIEST_INSTANT = Date.UTC(1900, 0, 2); // a day of margin: the local day is 1900 or later in every zone
 const LATEST_INSTANT = Date.UTC(9999, 11, 30); // and 9999 or earlier
 
-/** YYYY-MM-DD, a real calendar day, 1900-01-01 or later. */
+/** YYYY-MM-DD, a real calendar day, 1900-01-01 or later (a value that is no day gets that one message: `abort`). */
 export const calendarDay = z.iso
-  .date()
+  .date({ abort: true })
   .refine((day) => day >= EARLIEST_DAY, `debe ser ${EARLIEST_DAY} o posterior`)
   .describe('YYYY-MM-DD');
 
@@ -42,7 +42,7 @@ const INSTANT_PATTERN = (() => {
 
 /** An ISO 8601 instant with its offset, from 1900-01-02T00:00:00Z to 9999-12-30T00:00:00Z. */
 export const instant = z.iso
-  .datetime({ offset: true })
+  .datetime({ offset: true, abort: true })
   .refine(readableOffset, OFFSET_REASON)
   .refine((value) => {
     const at = Date.parse(value);
@@ -57,7 +57,7 @@ export const instant = z.iso
  * work; only year 0000, which PostgreSQL has no such year for, is refused.
  */
 export const instantFilter = z.iso
-  .datetime({ offset: true })
+  .datetime({ offset: true, abort: true })
   .refine(readableOffset, OFFSET_REASON)
   .refine((value) => !value.startsWith('0000'), 'el año 0000 no existe; usa 0001 o posterior')
   .describe('ISO 8601')

@@ -638,6 +638,12 @@ describe('money', () => {
       assert.equal(res.body.error, 'invalid_parameter');
     }
     // List filters only compare: the usual "no limit" instants pass; year 0000, which PostgreSQL cannot read, is 400.
+    // The messages say what is wanted in plain Spanish (zod's own read "Inválido fecha ISO").
+    assert.equal((await api.get('/reports/balance-sheet?as_of=2026-02-30')).body.message, 'El parámetro as_of no es válido: debe ser una fecha válida con la forma AAAA-MM-DD');
+    assert.equal((await api.get('/reports/income-statement?end_on=2026-02-01')).body.message, 'Falta el parámetro start_on, que es obligatorio.');
+    assert.match((await api.get('/incomes?from=2026-01-01')).body.message, /^El parámetro from no es válido: debe ser un instante ISO 8601 con su zona horaria/);
+    const badDay = await api.post('/incomes', { data: { account_id: a.id, amount_cents: 7, occurred_at: 'ayer' } });
+    assert.deepEqual(badDay.body.errors, { occurred_at: ['debe ser un instante ISO 8601 con su zona horaria, como 2026-11-24T10:00:00Z o 2026-11-24T04:00:00-06:00'] });
     // Every list with a from/to filter (the router table's), alike: a client shares one window helper across them.
     const windowed = apiRoutes.filter((r) => r.list && !r.path.includes('/:') && (r.query as { shape?: Record<string, unknown> } | undefined)?.shape?.from);
     assert.deepEqual(windowed.map((r) => r.path).filter((p) => ['/incomes', '/expenses', '/sales'].includes(p)).sort(), ['/expenses', '/incomes', '/sales']);
