@@ -22,6 +22,7 @@ export const ERROR_CODES = {
   conflict: { status: 409, message: 'Ya existe un registro con ese identificador.' },
   slot_unavailable: { status: 409, message: 'Ese horario ya no está disponible; elige otro.' },
   booking_cancelled: { status: 409, message: 'La reserva ya está cancelada; no se puede cancelar ni reprogramar.' },
+  booking_ended: { status: 409, message: 'La reserva ya terminó; no se puede cancelar ni reprogramar desde el enlace de gestión.' },
   invoice_not_stamped: { status: 409, message: 'La factura aún no está timbrada; espera a que quede valid.' },
   payment_complement_issued: { status: 409, message: 'Este pago tiene un complemento de pago (CFDI) emitido o en timbrado; no se elimina: registra una devolución de la venta.' },
   account_in_use: { status: 409, message: 'La cuenta tiene movimientos y no se puede eliminar; archívala con archived: true.' },

@@ -17,3 +17,8 @@ export function tokenDigest(token: string): string {
 export function manageUrl(bookingUrl: string, key: string, bookingId: string): string {
   return `${bookingUrl}/manage/${manageToken(key, bookingId)}`;
 }
+
+/** A booking link's public page, `{booking_url}/<host's booking_slug>/<link slug>`; null when the host has no slug. */
+export function publicUrl(bookingUrl: string, hostSlug: string | null, linkSlug: string): string | null {
+  return hostSlug ? `${bookingUrl}/${hostSlug}/${linkSlug}` : null;
+}

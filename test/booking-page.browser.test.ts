@@ -10,6 +10,7 @@ import { existsSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import AxeBuilder from '@axe-core/playwright';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { PUBLIC_READS_PER_MINUTE } from '../api/booking-page/routes.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { waitFor } from './helpers/wait.ts';
 
@@ -106,6 +107,67 @@ describe('public booking page in a browser', { skip }, () => {
     await context.close();
   });
 
+  test('the keyboard moves into the next month and keeps the focus on a day', async () => {
+    const context = await newContext();
+    const page = await context.newPage();
+    await page.goto(pageUrl);
+    await openDays(page);
+    await page.locator('#grid button[tabindex="0"]').focus();
+    const focused = () => page.evaluate(() => (globalThis as any).document.activeElement?.dataset?.date ?? (globalThis as any).document.activeElement?.tagName);
+    const start = await focused();
+    await page.keyboard.press('PageDown');
+    await page.waitForFunction((from) => ((globalThis as any).document.activeElement?.dataset?.date ?? '').slice(0, 7) > from.slice(0, 7), start);
+    const moved = await focused();
+    await page.keyboard.press('ArrowRight');
+    await page.waitForFunction((from) => (globalThis as any).document.activeElement?.dataset?.date > from, moved);
+    await context.close();
+  });
+
+  test('a question keyed like a property of the form (length, item) is answered and booked', async () => {
+    const made = await client(app.baseUrl, tenant.key).post('/booking-links', {
+      data: {
+        user_id: tenant.ownerId, slug: `claves-${++n}`, title: 'Claves', duration_minutes: 30, timezone: ZONE, minimum_notice_minutes: 0,
+        weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '00:00', end: '24:00' }],
+        questions: [{ key: 'length', label: 'Duración deseada', type: 'text', required: true }, { key: 'item', label: 'Artículo', type: 'text' }],
+      },
+    });
+    assert.equal(made.status, 201, made.text);
+    const context = await newContext();
+    const page = await context.newPage();
+    await page.goto(made.body.data.public_url.replace(/^https?:\/\/[^/]+/, app.url));
+    await openDays(page);
+    await page.locator('#grid button.open').first().click();
+    await page.locator('#slots button').first().click();
+    await page.fill('#name', 'Claves');
+    await page.fill('#email', 'claves@visita.example');
+    await page.fill('#q-length', 'Una hora');
+    await page.fill('#q-item', 'Silla');
+    await page.click('#booking-form button[type=submit]');
+    await page.waitForSelector('#done:not([hidden])');
+    const { rows } = await app.pool.query(`SELECT answers FROM bookings WHERE booking_link_id = $1`, [made.body.data.id]);
+    assert.deepEqual(rows, [{ answers: { length: 'Una hora', item: 'Silla' } }]);
+    await context.close();
+  });
+
+  test('slots that cannot be loaded (the address is over its read limit) are said so, not shown as a fully booked month', async () => {
+    const address = `198.51.100.${++n}`;
+    // The page's reads are limited per address: all but one spent first, as on a busy shared network;
+    // the page takes the last one and its slots request is refused.
+    for (let i = 0; i < PUBLIC_READS_PER_MINUTE - 1; i++) {
+      const res = await fetch(`${pageUrl}/slots?from=${TODAY}&to=${TODAY}`, { headers: { 'x-forwarded-for': address } });
+      assert.equal(res.status, 200);
+      await res.arrayBuffer();
+    }
+    const context = await browser.newContext({ timezoneId: ZONE, locale: 'es-MX', extraHTTPHeaders: { 'x-forwarded-for': address } });
+    const page = await context.newPage();
+    assert.equal((await page.goto(pageUrl))?.status(), 200);
+    await page.waitForFunction(() => !/Buscando/.test((globalThis as any).document.getElementById('slots-status')?.textContent ?? ''));
+    const status = (await page.textContent('#slots-status'))!;
+    assert.doesNotMatch(status, /No hay horarios libres/);
+    assert.match(status, /^Se hicieron demasiadas consultas desde tu red; vuelve a intentarlo en \d+ segundos\.$/);
+    await context.close();
+  });
+
   test("the theme follows the visitor's clock: 18:59 light, 19:00 dark, 06:59 dark, 07:00 light", async () => {
     for (const [time, theme] of [['18:59', 'light'], ['19:00', 'dark'], ['06:59', 'dark'], ['07:00', 'light']] as const) {
       const context = await newContext({ time: new Date(`${TODAY}T${time}:00-06:00`) });
@@ -173,6 +235,7 @@ describe('public booking page in a browser', { skip }, () => {
     await page.fill('#reason', 'Cambio de planes');
     await page.click('#cancel-form button[type=submit]');
     await page.waitForFunction(() => /cancelada/.test((globalThis as any).document.getElementById('manage-status')?.textContent ?? ''));
+    assert.equal(await page.evaluate(() => (globalThis as any).document.activeElement?.id), 'booking-title', 'focus on the heading that now says so');
     const { rows } = await app.pool.query('SELECT status, cancelled_by, cancellation_reason FROM bookings WHERE id = $1', [moved.id]);
     assert.deepEqual(rows[0], { status: 'cancelled', cancelled_by: 'booker', cancellation_reason: 'Cambio de planes' });
     await context.close();

@@ -201,6 +201,28 @@ describe('public booking page (HTTP)', () => {
     assert.equal((await postJson(`${base}/bookings`, { data: {} }, from())).status, 422);
   });
 
+  test('the manage link of a meeting that has ended neither cancels nor moves it: 409 booking_ended; the host still can', async () => {
+    const link = await newLink();
+    const base = `/book/${hostSlug}/${link.slug}`;
+    const slot = await firstSlot(base);
+    const made = await postJson(`${base}/bookings`, { data: { starts_at: slot.starts_at, booker: { name: 'Ida', email: 'ida@v.example' }, answers: { motivo: 'x' } } }, from());
+    assert.equal(made.status, 201);
+    // Time passes: the meeting took place (an hour ago).
+    await app.pool.query(`UPDATE bookings SET starts_at = now() - interval '2 hours', ends_at = now() - interval '1 hour' WHERE id = $1`, [made.body.data.id]);
+    const manage = new URL(made.body.data.manage_url).pathname;
+    const view = await (await page(manage, from())).text();
+    assert.match(view, /Esta reserva ya terminó/);
+    assert.doesNotMatch(view, /id="cancel-form"/);
+    for (const [action, body] of [['cancel', {}], ['reschedule', { data: { starts_at: slot.starts_at } }]] as const) {
+      const refused = await postJson(`${manage}/${action}`, body, from());
+      assert.deepEqual([refused.status, refused.body.error], [409, 'booking_ended'], action);
+    }
+    const byApi = await api.get(`/bookings/${made.body.data.id}`);
+    assert.equal(byApi.body.data.status, 'confirmed');
+    assert.equal((await api.get(`/calendar/events/${byApi.body.data.calendar_event_id}`)).status, 200, 'the event of the meeting is kept');
+    assert.equal((await api.post(`/bookings/${made.body.data.id}/cancel`, { data: { reason: 'No se presentó' } })).status, 200, 'the host cancels through the API');
+  });
+
   test('the manage link: the page, reschedule (the old link then leads to the new booking), cancel; unknown tokens 404', async () => {
     const link = await newLink({ duration_minutes: 60, slot_interval_minutes: 30 });
     const base = `/book/${hostSlug}/${link.slug}`;

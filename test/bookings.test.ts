@@ -418,6 +418,9 @@ describe('booking links and bookings', () => {
     const ics = mail.mail.attachments.find((a) => a.contentType.startsWith('text/calendar'))!;
     assert.match(ics.content.toString(), /METHOD:CANCEL/);
     assert.match(ics.content.toString(), /STATUS:CANCELLED/);
+    // Where to book again: the link's page, which still takes bookings.
+    assert.ok(l.public_url, 'the host has a booking slug');
+    assert.match(mail.mail.text ?? '', new RegExp(`^Puedes reservar otro horario en ${l.public_url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'));
   });
 
   test('reschedule: a new linked booking, the old one cancelled, the event moved, SEQUENCE bumped; its own time counts as free', async () => {

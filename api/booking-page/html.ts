@@ -46,7 +46,7 @@ function styles(branding: PageBranding): string {
 *{box-sizing:border-box}body{margin:0;min-height:100vh;background:var(--bg);font:16px/1.5 system-ui,sans-serif;color:var(--text)}
 .card{background:var(--card);max-width:56rem;margin:2rem auto;padding:1.5rem;border-radius:.75rem;box-shadow:0 1px 4px rgba(0,0,0,.25)}
 header{display:flex;gap:1rem;align-items:center;border-bottom:1px solid var(--line);padding-bottom:1rem}header img{width:64px;height:64px;border-radius:50%;object-fit:cover}
-h1{font-size:1.5rem;margin:.25rem 0}h2{font-size:1.15rem}.muted{color:var(--muted)}.facts{list-style:none;padding:0;margin:.25rem 0}.links{list-style:none;padding:0;margin:1rem 0}.links>li{margin:0 0 1.25rem}
+h1{font-size:1.5rem;margin:.25rem 0}h2{font-size:1.15rem}.muted{color:var(--muted)}.desc{white-space:pre-line}.facts{list-style:none;padding:0;margin:.25rem 0}.links{list-style:none;padding:0;margin:1rem 0}.links>li{margin:0 0 1.25rem}
 button,select,input,textarea{font:inherit;color:inherit}button{cursor:pointer}
 .primary{background:var(--accent);color:var(--accent-text);border:0;border-radius:.375rem;padding:.6rem 1.2rem}
 .ghost{background:transparent;border:1px solid var(--line);border-radius:.375rem;padding:.4rem .8rem;color:var(--text)}
@@ -107,7 +107,7 @@ function header(host: PageHost, link: PageLink): string {
   return `<header>${image ? `<img src="${esc(image)}" alt="${esc(alt)}" width="64" height="64">` : ''}
 <div><p class="muted">${esc(host.name)}</p><h1>${esc(link.title)}</h1>
 <ul class="facts"><li>${link.duration_minutes} minutos</li>${where ? `<li>${esc(where)}</li>` : ''}</ul></div></header>
-${link.description ? `<p>${esc(link.description)}</p>` : ''}`;
+${link.description ? `<p class="desc">${esc(link.description)}</p>` : ''}`;
 }
 
 function questionField(q: PageLink['questions'][number]): string {
@@ -146,9 +146,9 @@ export function bookingPage(options: { nonce: string; branding: PageBranding; ho
 <section id="form-section" hidden aria-labelledby="form-title"><h2 id="form-title">Tus datos</h2>
 <p id="chosen" class="muted"></p>
 <form id="booking-form" novalidate>
-<p id="form-error" class="error" role="alert" hidden></p>
-<label for="name">Nombre <span aria-hidden="true">*</span></label><input id="name" name="name" autocomplete="name" required aria-required="true">
-<label for="email">Correo <span aria-hidden="true">*</span></label><input id="email" name="email" type="email" autocomplete="email" required aria-required="true">
+<p id="form-error" class="error" role="alert" tabindex="-1" hidden></p>
+<label for="name">Nombre <span aria-hidden="true">*</span></label><input id="name" name="name" autocomplete="name" maxlength="200" required aria-required="true">
+<label for="email">Correo <span aria-hidden="true">*</span></label><input id="email" name="email" type="email" autocomplete="email" maxlength="254" required aria-required="true">
 ${questions}
 <p><button type="submit" class="primary">Confirmar reserva</button> <button type="button" class="ghost" id="back">Elegir otro horario</button></p>
 </form></section>
@@ -168,6 +168,8 @@ export type ManageBooking = {
   location: PageLink['location'];
   meet_url: string | null;
   cancelled: boolean;
+  /** Its end has passed: the manage link no longer cancels or moves it. */
+  ended: boolean;
 };
 
 export function managePage(options: { nonce: string; branding: PageBranding; host: PageHost; booking: ManageBooking; token: string; linkTimezone: string; canReschedule: boolean }): string {
@@ -190,11 +192,11 @@ export function managePage(options: { nonce: string; branding: PageBranding; hos
     },
     body: `<header>${host.logo ?? host.avatar ? `<img src="${esc((host.logo ?? host.avatar)!)}" alt="${esc(host.logo ? 'Logotipo' : `Foto de ${host.name}`)}" width="64" height="64">` : ''}
 <div><p class="muted">${esc(host.name)}</p><h1>${esc(booking.title)}</h1></div></header>
-<main><section aria-labelledby="booking-title"><h2 id="booking-title">${booking.cancelled ? 'Reserva cancelada' : 'Tu reserva'}</h2>
+<main><section aria-labelledby="booking-title"><h2 id="booking-title" tabindex="-1">${booking.cancelled ? 'Reserva cancelada' : 'Tu reserva'}</h2>
 <p>A nombre de ${esc(booking.booker_name)}: <strong id="when" data-starts="${esc(booking.starts_at)}"></strong></p>
 ${where ? `<p>${esc(where)}</p>` : ''}
 <p id="manage-status" role="status"></p></section>
-${booking.cancelled ? '' : `<section aria-labelledby="cancel-title"><h2 id="cancel-title">Cancelar</h2>
+${booking.cancelled ? '' : booking.ended ? '<p class="muted">Esta reserva ya terminó: no se puede cancelar ni cambiar de hora.</p>' : `<section aria-labelledby="cancel-title"><h2 id="cancel-title">Cancelar</h2>
 <form id="cancel-form"><label for="reason">Motivo (opcional)</label><textarea id="reason" name="reason" rows="2"></textarea>
 <p><button type="submit" class="primary">Cancelar la reserva</button></p></form></section>
 ${options.canReschedule ? `<section aria-labelledby="resched-title"><h2 id="resched-title">Cambiar la hora</h2>${PICKER}
@@ -212,7 +214,7 @@ export function hostPage(options: { nonce: string; branding: PageBranding; host:
     .map((link) => {
       const where = locationLabel(link.location);
       return `<li><h2><a href="/book/${encodeURIComponent(options.hostSlug)}/${encodeURIComponent(link.slug)}">${esc(link.title)}</a></h2>
-<ul class="facts"><li>${link.duration_minutes} minutos</li>${where ? `<li>${esc(where)}</li>` : ''}</ul>${link.description ? `<p class="muted">${esc(link.description)}</p>` : ''}</li>`;
+<ul class="facts"><li>${link.duration_minutes} minutos</li>${where ? `<li>${esc(where)}</li>` : ''}</ul>${link.description ? `<p class="muted desc">${esc(link.description)}</p>` : ''}</li>`;
     })
     .join('\n');
   return shell({

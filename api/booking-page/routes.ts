@@ -131,6 +131,15 @@ function checkIdempotencyKey(ctx: ApiContext): void {
   if (typeof raw === 'string' && Buffer.byteLength(raw) > IDEMPOTENCY_BODY_LIMIT) throw new ApiError('idempotency_body_too_large');
 }
 
+/**
+ * A meeting that has taken place is history: the booker's manage link no longer cancels it (which
+ * would delete the host's calendar event of it and mail both) or moves it. The host still can, by
+ * the API (a no-show, a correction). As Calendly and Cal.com decide.
+ */
+function bookingEnded(booking: { ends_at: Date | string }): boolean {
+  return new Date(booking.ends_at).getTime() <= Date.now();
+}
+
 /** Runs a public write under the visitor's Idempotency-Key (scope booking_page of the link's company), or directly without one. */
 async function idempotent(ctx: ApiContext, companyId: string, run: (db: Queryable) => Promise<void>): Promise<void> {
   if (ctx.headers['idempotency-key'] === undefined) return run(ctx.deps.pool);
@@ -207,6 +216,7 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
           location: b.location ? { type: b.location.type, value: b.location.value ?? null } : null,
           meet_url: b.meet_url,
           cancelled: b.status !== 'confirmed',
+          ended: bookingEnded(b),
         },
       }),
     );
@@ -226,6 +236,7 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
     const found = await bookingOfToken(deps.pool, ctx.params.token);
     if (!found) throw new ApiError('not_found');
     const input = ctx.request.body && Object.keys(ctx.request.body).length ? parseData(publicCancel, ctx.request.body) : {};
+    if (bookingEnded(found.booking)) throw new ApiError(found.booking.status === 'confirmed' ? 'booking_ended' : 'booking_cancelled');
     const row = await cancelBooking(deps.pool, bookingDeps, found.booking.company_id, found.booking.id, 'booker', input.reason ?? null);
     ctx.body = { data: publicView(row) };
   });
@@ -236,6 +247,7 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
     const found = await bookingOfToken(deps.pool, ctx.params.token);
     if (!found) throw new ApiError('not_found');
     const input = parseData(publicReschedule, ctx.request.body);
+    if (bookingEnded(found.booking)) throw new ApiError(found.booking.status === 'confirmed' ? 'booking_ended' : 'booking_cancelled');
     await idempotent(ctx, found.booking.company_id, async (db) => {
       const { booking, manageUrl: url } = await rescheduleBooking(db, bookingDeps, found.booking.company_id, found.booking.id, {
         startsAt: input.starts_at,

@@ -4,6 +4,7 @@
 import { transaction, type Queryable } from '../../db/pool.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
 import type { BookingWindow, DateOverride, SlotRules, WeeklyHours } from '../../lib/booking-slots.ts';
+import { publicUrl } from '../../lib/booking-tokens.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { validationFailed } from '../errors.ts';
 import { listPage, type PaginationQuery, type TotalsCache } from '../pagination.ts';
@@ -44,10 +45,6 @@ export type BookingLinkRow = {
    */
   host_booking_slug: string | null;
 };
-
-export function publicUrl(bookingUrl: string, hostSlug: string | null, linkSlug: string): string | null {
-  return hostSlug ? `${bookingUrl}/${hostSlug}/${linkSlug}` : null;
-}
 
 export function serializeBookingLink(row: BookingLinkRow, bookingUrl: string) {
   return {

@@ -7,7 +7,7 @@
 import ical, { ICalCalendarMethod, ICalEventStatus } from 'ical-generator';
 import type { Job } from 'pg-boss';
 import { BOOKING_EMAILS, type BookingEmailJob } from '../../db/queues.ts';
-import { manageUrl } from '../../lib/booking-tokens.ts';
+import { manageUrl, publicUrl } from '../../lib/booking-tokens.ts';
 import type { Config } from '../../lib/config.ts';
 import { createMailer, isTransientMailError, noReplyFrom, type Mailer } from '../forms/mailer.ts';
 import type { JobDefinition, WorkerDeps } from './types.ts';
@@ -30,6 +30,9 @@ type BookingMail = {
   host_name: string;
   host_email: string;
   company_name: string;
+  /** The link's page while it can still be booked (active, its host with a slug and still in a company): where to book again. */
+  rebook_slug: string | null;
+  link_slug: string | null;
 };
 
 const mailers = new Map<string, Mailer>();
@@ -76,13 +79,20 @@ async function load(deps: WorkerDeps, bookingId: string): Promise<BookingMail | 
     `SELECT b.id, b.status, b.title, b.starts_at, b.ends_at, b.booker_name, b.booker_email, b.booker_timezone, b.location, b.meet_url,
             b.cancellation_reason, b.ical_uid, b.ical_sequence, l.timezone AS link_timezone,
             coalesce(nullif(trim(concat_ws(' ', u.first_name, u.last_name)), ''), u.email) AS host_name, u.email AS host_email,
-            c.name AS company_name
+            c.name AS company_name, l.slug AS link_slug,
+            CASE WHEN l.active AND u.deleted_at IS NULL THEN u.booking_slug END AS rebook_slug
        FROM bookings b JOIN users u ON u.id = b.user_id JOIN companies c ON c.id = b.company_id
        LEFT JOIN booking_links l ON l.id = b.booking_link_id
       WHERE b.id = $1`,
     [bookingId],
   );
   return rows[0] ?? null;
+}
+
+/** The cancellation's last line: where to book another time, when the link still takes bookings. */
+function rebookLine(bookingUrl: string, b: BookingMail): string {
+  const page = b.link_slug ? publicUrl(bookingUrl, b.rebook_slug, b.link_slug) : null;
+  return page ? `Puedes reservar otro horario en ${page}` : 'Para otro horario, escribe al anfitrión respondiendo a este correo.';
 }
 
 const SUBJECTS: Record<BookingEmailJob['kind'], { booker: string; host: string }> = {
@@ -107,7 +117,7 @@ async function send(deps: WorkerDeps, job: BookingEmailJob): Promise<void> {
     ...(place ? [`Lugar: ${place}`] : []),
     ...(job.kind === 'cancelled' && b.cancellation_reason ? [`Motivo: ${b.cancellation_reason}`] : []),
     '',
-    job.kind === 'cancelled' ? `Puedes reservar otro horario en la página del anfitrión.` : `Para cancelar o reprogramar: ${manage}`,
+    job.kind === 'cancelled' ? rebookLine(config.bookingUrl, b) : `Para cancelar o reprogramar: ${manage}`,
   ];
   const mailer = mailerFor(config);
   const method = job.kind === 'cancelled' ? 'CANCEL' : 'REQUEST';

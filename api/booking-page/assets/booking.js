@@ -47,9 +47,14 @@
   }
 
   function fmt(iso, options) { return new Intl.DateTimeFormat('es-MX', Object.assign({ timeZone: zone }, options)).format(new Date(iso)); }
-  function timeOf(iso) { return fmt(iso, { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }); }
+  // `withOffset`: on a day whose clock repeats an hour (autumn's change), the same time twice is told apart by its UTC offset.
+  function timeOf(iso, withOffset) { return fmt(iso, withOffset ? { hour: '2-digit', minute: '2-digit', hourCycle: 'h23', timeZoneName: 'shortOffset' } : { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }); }
   function longDate(iso) { return fmt(iso, { weekday: 'long', day: 'numeric', month: 'long', year: 'numeric' }); }
-  function slotLabel(slot) { return longDate(slot.starts_at) + ', de ' + timeOf(slot.starts_at) + ' a ' + timeOf(slot.ends_at) + ' (' + zone + ')'; }
+  function slotLabel(slot, withOffset) { return longDate(slot.starts_at) + ', de ' + timeOf(slot.starts_at, withOffset) + ' a ' + timeOf(slot.ends_at, withOffset) + ' (' + zone + ')'; }
+  function repeatsTimes(slots) {
+    var seen = {};
+    return slots.some(function (s) { var t = timeOf(s.starts_at) + '-' + timeOf(s.ends_at); var again = seen[t] || timeOf(s.starts_at) === timeOf(s.ends_at); seen[t] = true; return again; });
+  }
 
   // Dates as YYYY-MM-DD, arithmetic in UTC (pure calendar days).
   function ymd(d) { return d.toISOString().slice(0, 10); }
@@ -65,14 +70,22 @@
 
   function monthEnd(m) { var d = parse(m); d.setUTCMonth(d.getUTCMonth() + 1); d.setUTCDate(0); return ymd(d); }
 
-  function load() {
+  // A failed load says so (and when to retry), never "no free times": a visitor would take the host for fully booked.
+  var loadFailure = null;
+  function failureText(status, body, retryAfter) {
+    if (status === 429) return 'Se hicieron demasiadas consultas desde tu red; vuelve a intentarlo' + (retryAfter ? ' en ' + retryAfter + ' segundos.' : ' en un momento.');
+    return 'No se pudieron cargar los horarios' + (body && body.message ? ' (' + body.message + ')' : '') + '; vuelve a intentarlo.';
+  }
+  // `refocus`: the keyboard moved into another month; the day it moved to gets focus once that month is drawn.
+  function load(refocus) {
     if (!$('grid')) return;
     var from = month, to = monthEnd(month);
     $('slots-status').textContent = 'Buscando horarios…';
     fetch(data.slotsUrl + '?from=' + from + '&to=' + to + '&timezone=' + encodeURIComponent(zone), { headers: { Accept: 'application/json' } })
-      .then(function (r) { return r.json().then(function (body) { return { ok: r.ok, body: body }; }); })
+      .then(function (r) { return r.json().catch(function () { return null; }).then(function (body) { return { ok: r.ok, status: r.status, body: body, retryAfter: r.headers.get('Retry-After') }; }); })
       .then(function (res) {
         days = {};
+        loadFailure = res.ok ? null : failureText(res.status, res.body, res.retryAfter);
         if (res.ok) res.body.data.days.forEach(function (d) { days[d.date] = d.slots; });
         if (!focusDate || focusDate.slice(0, 7) !== month.slice(0, 7)) {
           var open = Object.keys(days).sort()[0];
@@ -80,8 +93,9 @@
         }
         renderGrid();
         renderSlots();
+        if (refocus) focusDay(focusDate);
       })
-      .catch(function () { $('slots-status').textContent = 'No se pudieron cargar los horarios; intenta de nuevo.'; });
+      .catch(function () { loadFailure = 'No hubo conexión para cargar los horarios; vuelve a intentarlo.'; $('slots-status').textContent = loadFailure; });
   }
 
   var WEEKDAYS = ['lun', 'mar', 'mié', 'jue', 'vie', 'sáb', 'dom'];
@@ -126,7 +140,7 @@
   }
 
   function focusDay(date) {
-    if (date.slice(0, 7) !== month.slice(0, 7)) { month = date.slice(0, 7) + '-01'; focusDate = date; load(); return; }
+    if (date.slice(0, 7) !== month.slice(0, 7)) { month = date.slice(0, 7) + '-01'; focusDate = date; load(true); return; }
     focusDate = date;
     var buttons = $('grid').querySelectorAll('button');
     for (var i = 0; i < buttons.length; i++) {
@@ -169,22 +183,30 @@
     list.textContent = '';
     var slots = selectedDate ? days[selectedDate] || [] : [];
     var anyOpen = Object.keys(days).length > 0;
-    $('slots-status').textContent = selectedDate
+    var withOffset = repeatsTimes(slots);
+    $('slots-status').textContent = loadFailure ? loadFailure : selectedDate
       ? slots.length + (slots.length === 1 ? ' horario el ' : ' horarios el ') + new Intl.DateTimeFormat('es-MX', { timeZone: 'UTC', weekday: 'long', day: 'numeric', month: 'long' }).format(parse(selectedDate))
       : anyOpen ? 'Elige un día con horarios.' : 'No hay horarios libres este mes.';
     slots.forEach(function (slot) {
       var li = document.createElement('li');
       var button = document.createElement('button');
       button.type = 'button';
-      button.textContent = timeOf(slot.starts_at);
-      button.setAttribute('aria-label', slotLabel(slot));
+      button.textContent = timeOf(slot.starts_at, withOffset);
+      button.setAttribute('aria-label', slotLabel(slot, withOffset));
       button.addEventListener('click', function () { choose(slot); });
       li.appendChild(button); list.appendChild(li);
     });
   }
 
+  // Field errors under the form's own labels (the API names them booker.name, answers.<key>).
+  function fieldLabel(key) {
+    if (key === 'booker.name') return 'Nombre';
+    if (key === 'booker.email') return 'Correo';
+    var label = document.querySelector('label[for="q-' + key.replace(/^answers\./, '') + '"]');
+    return label ? label.textContent.replace(/\s*\*\s*$/, '') : key;
+  }
   function errorText(body) {
-    if (body && body.errors) return body.message + ' ' + Object.keys(body.errors).map(function (k) { return k + ': ' + body.errors[k].join(', '); }).join('; ');
+    if (body && body.errors) return body.message + ' ' + Object.keys(body.errors).map(function (k) { return fieldLabel(k) + ': ' + body.errors[k].join(', '); }).join('; ');
     return (body && body.message) || 'Algo salió mal; intenta de nuevo.';
   }
 
@@ -222,13 +244,13 @@
       if (!form.checkValidity()) { $('form-error').hidden = false; $('form-error').textContent = 'Revisa los campos marcados como obligatorios.'; form.reportValidity(); return; }
       var answers = {};
       data.questions.forEach(function (q) {
-        var input = form.elements[q.key];
+        var input = $('q-' + q.key);
         if (q.type === 'checkbox') { if (input.checked) answers[q.key] = true; }
         else if (input.value.trim()) answers[q.key] = input.value.trim();
       });
       var submit = form.querySelector('button[type=submit]');
       submit.disabled = true;
-      post(data.bookUrl, { starts_at: chosen.starts_at, booker: { name: form.elements.name.value.trim(), email: form.elements.email.value.trim(), timezone: zone }, answers: answers }, idempotencyKey)
+      post(data.bookUrl, { starts_at: chosen.starts_at, booker: { name: $('name').value.trim(), email: $('email').value.trim(), timezone: zone }, answers: answers }, idempotencyKey)
         .then(function (res) {
           submit.disabled = false;
           if (res.status === 201 || res.status === 200) {
@@ -242,6 +264,7 @@
           }
           $('form-error').hidden = false;
           $('form-error').textContent = errorText(res.body);
+          $('form-error').focus();
           if (res.status === 409) { selectedDate = null; load(); }
         })
         .catch(function () { submit.disabled = false; $('form-error').hidden = false; $('form-error').textContent = 'No hubo conexión; intenta de nuevo.'; });
@@ -263,7 +286,7 @@
           $('booking-title').textContent = 'Reserva cancelada';
           Array.prototype.forEach.call(document.querySelectorAll('main section[aria-labelledby=cancel-title], main section[aria-labelledby=resched-title]'), function (s) { s.hidden = true; });
         } else $('manage-status').textContent = errorText(res.body);
-        $('manage-status').focus && $('booking-title').focus();
+        $('booking-title').focus();
       });
     });
     var confirm = $('resched-confirm');
