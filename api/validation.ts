@@ -184,7 +184,8 @@ export function parseQuery<S extends z.ZodType>(schema: S, query: unknown): z.in
   if (issue.code === 'unrecognized_keys') throw new ApiError('invalid_parameter', `El parámetro ${issue.keys[0]} no existe en este endpoint.`);
   const name = fieldName(issue.path);
   if (issue.message === 'invalid_id') throw new ApiError('invalid_id', `El parámetro ${name} no es un ObjectId válido.`);
-  if (issue.code === 'invalid_type' && issue.input === undefined) throw new ApiError('invalid_parameter', `Falta el parámetro ${name}, que es obligatorio.`);
+  // (issues keep no `input`: whether it is missing is read from the query itself)
+  if (issue.code === 'invalid_type' && valueAt(query, issue.path) === undefined) throw new ApiError('invalid_parameter', `Falta el parámetro ${name}, que es obligatorio.`);
   throw new ApiError('invalid_parameter', `El parámetro ${name} no es válido: ${issue.message}`);
 }
 
