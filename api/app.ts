@@ -11,7 +11,7 @@ import { authenticateSession, revokeSession, signInHandler } from './auth/sessio
 import { koaBody } from 'koa-body';
 import { ApiError } from './errors.ts';
 import { log, logError } from '../lib/log.ts';
-import { answerClientError, requestMiddleware, httpsOnly } from './middleware/request.ts';
+import { answerClientError, answerExpectation, requestMiddleware, httpsOnly } from './middleware/request.ts';
 import { limitUnrouted } from './middleware/authenticate.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { apiCors } from './middleware/cors.ts';
@@ -91,9 +91,12 @@ export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
   app.silent = true;
 
   // Every server of this app (web, npm start, tests, benches) answers unparseable requests in the contract's shape.
+  // Node's own refusals of an HTTP/1.1 request without Host (400) and of an Expect other than
+  // 100-continue (417) are bare; both are ours instead (requestMiddleware, answerExpectation).
   app.listen = ((...args: Parameters<Server['listen']>) => {
-    const server = createServer(app.callback());
+    const server = createServer({ requireHostHeader: false }, app.callback());
     server.on('clientError', answerClientError);
+    server.on('checkExpectation', answerExpectation);
     return server.listen(...args);
   }) as App['listen'];
 

@@ -32,6 +32,7 @@ export const ERROR_CODES = {
   // Answered by the HTTP server before any middleware (middleware/request.ts answerClientError).
   invalid_request: { status: 400, message: 'La petición no es HTTP válido.' },
   request_timeout: { status: 408, message: 'La petición no llegó completa a tiempo.' },
+  expectation_failed: { status: 417, message: 'La cabecera Expect solo admite 100-continue.' },
   headers_too_large: { status: 431, message: 'Las cabeceras de la petición pasan de 16 KB.' },
   unsupported_media_type: { status: 415, message: 'Tipo de contenido no soportado; usa application/json.' },
   validation_failed: { status: 422, message: 'Los datos enviados no son válidos.' },

@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { API_RELEASED_AT, API_VERSION } from '../lib/version.ts';
 import pg from 'pg';
 import { isDatabaseUnavailable, toApiError } from '../api/middleware/request.ts';
-import { startTestApp, type TestApp } from './helpers/app.ts';
+import { seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
 
 describe('health and version headers', () => {
   let app: TestApp;
@@ -72,5 +72,42 @@ describe('health and version headers', () => {
     assert.match(raw, /^HTTP\/1\.1 400 Bad Request\r\n/);
     assert.match(raw, new RegExp(`X-Service-API-Version: ${API_VERSION.replace(/\./g, '\\.')}\r\n`));
     assert.match(raw, /\r\n\r\n\{"error":"invalid_request","message":"La petición no es HTTP válido\."\}$/);
+  });
+
+  /** Writes `text` on a new connection and resolves with everything the server sent until it closed. */
+  const rawExchange = (text: string) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = net.connect(Number(new URL(app.url).port), '127.0.0.1', () => socket.write(text));
+      let answer = '';
+      socket.on('data', (d) => (answer += d));
+      socket.on('close', () => resolve(answer));
+      socket.on('error', (error: NodeJS.ErrnoException) => (error.code === 'ECONNRESET' ? resolve(answer) : reject(error)));
+    });
+  const versionHeader = new RegExp(`\r\nX-Service-API-Version: ${API_VERSION.replace(/\./g, '\\.')}\r\n`, 'i');
+
+  test('Node\'s own refusals are ours too: HTTP/1.1 without Host is 400 invalid_request, an Expect other than 100-continue 417, both in the contract\'s shape', async () => {
+    const noHost = await rawExchange('GET /api/v1/customers HTTP/1.1\r\nConnection: close\r\n\r\n');
+    assert.match(noHost, /^HTTP\/1\.1 400 /);
+    assert.match(noHost, versionHeader);
+    assert.match(noHost, /\r\n\r\n\{"error":"invalid_request","message":"Falta la cabecera Host, obligatoria en HTTP\/1\.1\."\}$/);
+    // HTTP/1.0 has no Host requirement: served (here, the key is missing).
+    assert.match(await rawExchange('GET /api/v1/customers HTTP/1.0\r\n\r\n'), /^HTTP\/1\.1 401 /);
+    const expect = await rawExchange('POST /api/v1/customers HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\nContent-Length: 2\r\n\r\n{}');
+    assert.match(expect, /^HTTP\/1\.1 417 /);
+    assert.match(expect, versionHeader);
+    assert.match(expect, /\r\n\r\n\{"error":"expectation_failed","message":"La cabecera Expect solo admite 100-continue\."\}$/);
+  });
+
+  test('a body whose framing breaks mid-request (a bad chunk size) is answered 400 invalid_request, never a 500', async () => {
+    const tenant = await seedTenant(app.pool);
+    for (let i = 0; i < 10; i++) {
+      const answer = await rawExchange(
+        `POST /api/v1/customers HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${tenant.key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"dat\r\nzz\r\n`,
+      );
+      assert.match(answer, /^HTTP\/1\.1 400 /, answer);
+      assert.match(answer, /"error":"invalid_request"/);
+    }
+    // And the body parser meeting a stream already cut is the same refusal, not an internal error.
+    assert.equal(toApiError(Object.assign(new Error('stream is not readable'), { status: 500, type: 'stream.not.readable' }))?.code, 'invalid_request');
   });
 });

@@ -427,6 +427,12 @@ describe('MCP server', () => {
     assert.equal(denied.status, 401);
     assert.equal(denied.headers.get('access-control-allow-origin'), origin);
     assert.match(denied.headers.get('access-control-expose-headers') ?? '', /WWW-Authenticate/i);
+    // So must a refusal's rate-limit headers (Retry-After on a 429) and the version headers, as on REST.
+    const exposed = (denied.headers.get('access-control-expose-headers') ?? '').toLowerCase().split(/\s*,\s*/);
+    for (const header of ['retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'x-service-api-version', 'x-service-api-released-at']) {
+      assert.ok(exposed.includes(header), header);
+      assert.ok(denied.headers.get(header) !== null || header === 'retry-after', `${header} is sent on the 401`);
+    }
     // A page elsewhere gets no CORS headers on the preflight (its browser sends nothing) nor on a request.
     const hostile = await preflight('http://evil.example');
     assert.equal(hostile.status, 403);

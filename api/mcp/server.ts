@@ -255,7 +255,9 @@ function allowOrigin(ctx: ApiContext): boolean {
   if (!origin || !originAccepted(origin, ctx.deps.config.isProduction)) return false;
   ctx.set('Access-Control-Allow-Origin', origin);
   ctx.vary('Origin');
-  ctx.set('Access-Control-Expose-Headers', 'WWW-Authenticate, MCP-Protocol-Version, Mcp-Session-Id, X-Request-Id');
+  // What a browser client must read: the challenge, the session and version headers, and a refusal's
+  // rate-limit headers (`Retry-After` on a 429, `RateLimit-*`), as the REST API exposes them.
+  ctx.set('Access-Control-Expose-Headers', 'WWW-Authenticate, MCP-Protocol-Version, Mcp-Session-Id, X-Request-Id, X-Service-API-Version, X-Service-API-Released-At, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After');
   return true;
 }
 

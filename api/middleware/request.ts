@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Next } from 'koa';
 import { log, logError } from '../../lib/log.ts';
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { API_RELEASED_AT, API_VERSION } from '../../lib/version.ts';
 import { S3Error } from '../../storage/s3.ts';
@@ -23,7 +23,7 @@ const INBOUND_ID = /^[A-Za-z0-9._-]{8,200}$/;
 export function isDatabaseUnavailable(error: unknown): boolean {
   const e = error as { code?: string; message?: string };
   if (!e) return false;
-  if (isClientAbort(error)) return false;
+  if (isClientAbort(error) || isUnreadableRequest(error)) return false;
   if (typeof e.code === 'string' && (/^08/.test(e.code) || ['57P01', '57P02', '57P03', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(e.code))) return true;
   return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connect ECONNREFUSED/i.test(e.message ?? '');
 }
@@ -34,6 +34,16 @@ export function isDatabaseUnavailable(error: unknown): boolean {
  */
 function isClientAbort(error: unknown): boolean {
   return (error as { message?: string })?.message === 'aborted' && (error as { code?: string }).code === 'ECONNRESET';
+}
+
+/**
+ * The body parser found the request stream already destroyed (raw-body's 500 "stream is not
+ * readable"): the client hung up, or its body's framing was broken (a bad chunk size, an unknown
+ * Transfer-Encoding) and Node cut the connection (answerClientError answers it when it can). The
+ * client's fault, not a 500 of ours.
+ */
+function isUnreadableRequest(error: unknown): boolean {
+  return (error as { type?: string })?.type === 'stream.not.readable';
 }
 
 /** zlib's failures to decode a compressed body (Z_DATA_ERROR for gzip/deflate, ERR__ERROR_* for brotli, ZSTD_* for zstd). */
@@ -60,6 +70,7 @@ function referencedField(error: unknown): string | null {
 export function toApiError(error: unknown): ApiError | null {
   if (error instanceof ApiError) return error;
   if (isClientAbort(error)) return new ApiError('invalid_parameter', 'El cliente cerró la conexión antes de terminar de enviar el cuerpo.');
+  if (isUnreadableRequest(error)) return new ApiError('invalid_request', 'El cuerpo de la petición no se pudo leer: la conexión se cerró o su codificación (Transfer-Encoding, chunks) no es válida.');
   if (isDatabaseUnavailable(error)) return new ApiError('service_unavailable', 'La base de datos no está disponible; reintenta en unos segundos.');
   // The blob store's own outage (S3 answering 5xx: SlowDown, InternalError): the client may retry.
   if (error instanceof S3Error && error.httpStatus >= 500) return new ApiError('service_unavailable', 'El almacenamiento de archivos no está disponible; reintenta en unos segundos.');
@@ -105,6 +116,10 @@ export function requestMiddleware() {
     ctx.set('X-Service-API-Released-At', API_RELEASED_AT);
     let failure: unknown;
     try {
+      // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (Node's own answer had no body or headers of ours).
+      if (ctx.req.httpVersionMajor === 1 && ctx.req.httpVersionMinor >= 1 && ctx.req.headers.host === undefined) {
+        throw new ApiError('invalid_request', 'Falta la cabecera Host, obligatoria en HTTP/1.1.');
+      }
       await next();
       if (ctx.status === 404 && ctx.body === undefined) throw new ApiError('not_found');
     } catch (error) {
@@ -193,11 +208,33 @@ export function httpsOnly(enabled: boolean, trustProxyHops: number) {
  * (408). Node's own answers are a bare status line; these carry the contract's error body and the
  * version headers every response has (contract, Versioning), and close the connection.
  */
+/** An `Expect` other than 100-continue (RFC 9110 §10.1.1): 417 in the contract's shape, the connection closed. */
+export function answerExpectation(req: IncomingMessage, res: ServerResponse): void {
+  const { status, message } = ERROR_CODES.expectation_failed;
+  const body = JSON.stringify({ error: 'expectation_failed', message });
+  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'X-Service-API-Version': API_VERSION, 'X-Service-API-Released-At': API_RELEASED_AT, Connection: 'close' });
+  res.end(body);
+  req.resume();
+}
+
 export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
+  // The request being answered is the one whose body broke the parser (a bad chunk size, an unknown
+  // Transfer-Encoding) and its answer has not started: it gets the 400, then the connection is cut.
+  // Not when the client is gone (a reset, or the connection ended mid-body: HPE_INVALID_EOF_STATE):
+  // nobody would read it, and the handler must see its read fail (an upload frees its slot).
+  const clientGone = error.code === 'ECONNRESET' || error.code === 'HPE_INVALID_EOF_STATE';
+  if (inFlight && !clientGone && socket.writable && !inFlight.headersSent && inFlight.req && !inFlight.req.complete) {
+    const { status, message } = ERROR_CODES.invalid_request;
+    const body = JSON.stringify({ error: 'invalid_request', message });
+    inFlight.shouldKeepAlive = false;
+    inFlight.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'X-Service-API-Version': API_VERSION, 'X-Service-API-Released-At': API_RELEASED_AT, Connection: 'close' });
+    inFlight.end(body, () => socket.destroy());
+    return;
+  }
   // A request of this connection still being answered (garbage pipelined after it): no status line of
   // ours where its answer goes, neither inside a body under way nor in place of one not started; the
   // connection is cut.
-  const inFlight = (socket as Duplex & { _httpMessage?: unknown })._httpMessage;
   if (error.code === 'ECONNRESET' || !socket.writable || inFlight) return void socket.destroy();
   const code =
     error.code === 'HPE_HEADER_OVERFLOW' ? 'headers_too_large'
