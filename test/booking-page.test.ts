@@ -201,6 +201,23 @@ describe('public booking page (HTTP)', () => {
     assert.equal((await postJson(`${base}/bookings`, { data: {} }, from())).status, 422);
   });
 
+  test('a cancel through the manage link under an Idempotency-Key replays its 200 on a retry (not 409 booking_cancelled)', async () => {
+    const link = await newLink();
+    const base = `/book/${hostSlug}/${link.slug}`;
+    const slot = await firstSlot(base);
+    const made = await postJson(`${base}/bookings`, { data: { starts_at: slot.starts_at, booker: { name: 'Eli', email: 'eli@v.example' }, answers: { motivo: 'x' } } }, from());
+    const manage = new URL(made.body.data.manage_url).pathname;
+    const headers = { ...from(), 'idempotency-key': `cancelar-${n}` };
+    const first = await postJson(`${manage}/cancel`, { data: { reason: 'No puedo' } }, headers);
+    assert.equal(first.status, 200);
+    const retry = await postJson(`${manage}/cancel`, { data: { reason: 'No puedo' } }, headers);
+    assert.equal(retry.status, 200, JSON.stringify(retry.body));
+    assert.equal(retry.headers.get('idempotent-replayed'), 'true');
+    assert.deepEqual(retry.body, first.body);
+    // Without the key, a second cancel is the conflict it is.
+    assert.equal((await postJson(`${manage}/cancel`, {}, from())).body.error, 'booking_cancelled');
+  });
+
   test('the manage link of a meeting that has ended neither cancels nor moves it: 409 booking_ended; the host still can', async () => {
     const link = await newLink();
     const base = `/book/${hostSlug}/${link.slug}`;

@@ -215,6 +215,25 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     assert.equal(two.body.error, 'validation_failed');
   });
 
+  test('Idempotency-Key on an upload is bound to the file and its name: the same bytes named otherwise are idempotency_key_reused', async () => {
+    const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#08f' } }).png().toBuffer();
+    const key = `nombre-${Date.now()}`;
+    const send = (filename: string) => {
+      const form = new FormData();
+      form.append('file', new Blob([new Uint8Array(png)], { type: 'image/png' }), filename);
+      return fetch(`${app.baseUrl}/products/${productId}/image`, { method: 'POST', headers: { authorization: `Bearer ${tenant.key}`, 'idempotency-key': key }, body: form });
+    };
+    const first = await send('uno.png');
+    assert.equal(first.status, 200);
+    const url = ((await first.json()) as any).data.image_url as string;
+    assert.match(url, /\/uno\.png$/);
+    const renamed = await send('dos.png');
+    assert.deepEqual([renamed.status, ((await renamed.json()) as any).error], [422, 'idempotency_key_reused']);
+    const again = await send('uno.png');
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    assert.equal(((await again.json()) as any).data.image_url, url);
+  });
+
   test('another company cannot upload to or delete our images (404)', async () => {
     const other = await seedTenant(app.pool);
     const png = (await samples()).png;

@@ -7,6 +7,7 @@ import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { issueKey } from '../api/admin/keys.ts';
 import { client, seedTenant, startTestApp, type Response, type TestApp } from './helpers/app.ts';
+import { waitFor } from './helpers/wait.ts';
 
 const LIMIT = 100 * 1024;
 
@@ -236,6 +237,32 @@ describe('Idempotency-Key', () => {
     assert.equal(takeover.headers.get('idempotent-replayed'), null);
     assert.equal((await api.post('/customers', body, headers)).headers.get('idempotent-replayed'), 'true');
     assert.equal(await customers(t.companyId, 'Colgada'), 1, 'the abandoned claim is written exactly once');
+  });
+
+  test('a request still running after 60 s (waiting on a lock) is not taken over: the repeat is 409 and one record is written', async () => {
+    const t = await seedTenant(app.pool);
+    const api = client(app.baseUrl, t.key);
+    const headers = { 'Idempotency-Key': 'lenta' };
+    const body = { data: { name: 'Lenta' } };
+    // Another session holds the customers table: the first request waits inside its transaction.
+    const blocker = await app.pool.connect();
+    let first: Promise<Awaited<ReturnType<typeof api.post>>> | undefined;
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query('LOCK TABLE customers IN EXCLUSIVE MODE');
+      first = api.post('/customers', body, headers);
+      await waitFor(async () => (await app.pool.query(`SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'customers' AND NOT l.granted`)).rowCount, 10_000, 'the first request waiting on the lock');
+      // Its claim is as old as a takeover asks (rather than waiting a minute for it).
+      await app.pool.query(`UPDATE idempotency_keys SET locked_at = now() - interval '61 seconds' WHERE company_id = $1 AND key = 'lenta'`, [t.companyId]);
+      const repeat = await api.post('/customers', body, headers);
+      assert.deepEqual([repeat.status, repeat.body.error], [409, 'idempotency_in_progress'], 'a live request keeps its claim');
+    } finally {
+      await blocker.query('ROLLBACK');
+      blocker.release();
+    }
+    assert.equal((await first!).status, 201);
+    assert.equal(await customers(t.companyId, 'Lenta'), 1);
+    assert.equal((await api.post('/customers', body, headers)).headers.get('idempotent-replayed'), 'true');
   });
 
   test('validation failures are not stored: the same key then succeeds with a corrected body', async () => {

@@ -233,12 +233,16 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
 
   router.post('/manage/:token/cancel', jsonContentType, json, async (ctx) => {
     await writes(ctx);
+    checkIdempotencyKey(ctx);
     const found = await bookingOfToken(deps.pool, ctx.params.token);
     if (!found) throw new ApiError('not_found');
     const input = ctx.request.body && Object.keys(ctx.request.body).length ? parseData(publicCancel, ctx.request.body) : {};
     if (bookingEnded(found.booking)) throw new ApiError(found.booking.status === 'confirmed' ? 'booking_ended' : 'booking_cancelled');
-    const row = await cancelBooking(deps.pool, bookingDeps, found.booking.company_id, found.booking.id, 'booker', input.reason ?? null);
-    ctx.body = { data: publicView(row) };
+    // Under a key, a retry after a lost answer replays the 200 rather than meeting 409 booking_cancelled.
+    await idempotent(ctx, found.booking.company_id, async (db) => {
+      const row = await cancelBooking(db, bookingDeps, found.booking.company_id, found.booking.id, 'booker', input.reason ?? null);
+      ctx.body = { data: publicView(row) };
+    });
   });
 
   router.post('/manage/:token/reschedule', jsonContentType, json, async (ctx) => {

@@ -90,7 +90,9 @@ export async function jsonContentType(ctx: ApiContext, next: Next) {
  * like any other unacceptable file (contract, Errors: "file too big, too
  * many"). The temp files formidable writes are removed after the handler,
  * whatever happens. For Idempotency-Key the body fingerprint includes the
- * file's SHA-256, so a different file under the same key is detected.
+ * file's SHA-256 and its name, so a different file, or the same bytes under
+ * another name (the name is in the image's URL), under the same key is
+ * `idempotency_key_reused`.
  */
 /** formidable's error codes for a part past its size (FormidableError.js): one file, all files, text parts. */
 const FORMIDABLE_FILE_TOO_BIG = 1016;
@@ -143,7 +145,8 @@ export function multipartBody(options: MultipartRoute['multipart']): ApiMiddlewa
         ctx.state.upload = { field: chosen.field, filename: chosen.file.originalFilename, declaredType: chosen.file.mimetype, bytes };
         const fields = ctx.request.body;
         const base = fields && typeof fields === 'object' && !Array.isArray(fields) ? fields : {};
-        ctx.request.body = { ...base, [chosen.field]: { sha256: createHash('sha256').update(bytes).digest('hex') } };
+        // What the stored image depends on: the bytes and the name the client gave them (it is in the URL).
+        ctx.request.body = { ...base, [chosen.field]: { sha256: createHash('sha256').update(bytes).digest('hex'), filename: chosen.file.originalFilename ?? null } };
       }
       await next();
     } finally {

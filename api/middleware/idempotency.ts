@@ -112,6 +112,10 @@ export async function runIdempotent(
   const credential = ctx.state.auth?.keyId ?? null;
   const fingerprint = createHash('sha256').update(canonicalJson({ query: ctx.querystring, body: bodyFingerprint, credential })).digest('hex');
   const path = ctx.path;
+  // The claim's liveness: the request holds this advisory lock for as long as its transaction runs,
+  // and a claim is taken over only when no one holds it (its process died, or it ended without
+  // releasing the claim); one merely slow (a lock wait, a slow database) is never run twice.
+  const liveness = `idempotency:${companyId}:${scope}:${key}`;
 
   const claimed = await pool.query(
     `INSERT INTO idempotency_keys (company_id, scope, key, method, path, fingerprint, state)
@@ -123,9 +127,10 @@ export async function runIdempotent(
       WHERE idempotency_keys.created_at < now() - interval '24 hours'
          OR (idempotency_keys.state = 'running' AND idempotency_keys.locked_at < now() - interval '60 seconds'
              AND idempotency_keys.method = EXCLUDED.method AND idempotency_keys.path = EXCLUDED.path
-             AND idempotency_keys.fingerprint = EXCLUDED.fingerprint)
+             AND idempotency_keys.fingerprint = EXCLUDED.fingerprint
+             AND pg_try_advisory_xact_lock(hashtextextended($7, 0)))
      RETURNING key`,
-    [companyId, key, ctx.method, path, fingerprint, scope],
+    [companyId, key, ctx.method, path, fingerprint, scope, liveness],
   );
 
   if (claimed.rowCount === 0) {
@@ -176,6 +181,7 @@ export async function runIdempotent(
   let outcome: { status: number; body: unknown } | null = null;
   let failure: unknown = null;
   try {
+    await tx.client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [liveness]);
     await tx.client.query('SAVEPOINT handler');
     try {
       await run(tx.client);
