@@ -44,6 +44,41 @@ describe('races between a write and a change of what it relies on', () => {
     return { t, api: client(app.baseUrl, t.key) };
   };
 
+  test('two writes committing together whose tables come in opposite orders do not deadlock on the cache versions', async () => {
+    const { t, api } = await newTenant();
+    const made = async (path: string) => (await api.post(path, { data: { name: 'X' } })).body.data.id as string;
+    const [customer1, customer2, lead1, lead2] = [await made('/customers'), await made('/customers'), await made('/leads'), await made('/leads')];
+    const begin = async () => {
+      const c: PoolClient = await app.pool.connect();
+      await c.query('BEGIN');
+      return c;
+    };
+    // Rows of their own; `one` writes customers then leads, `two` leads then customers: their version
+    // bumps (deferred triggers) run at COMMIT in those orders.
+    const one = await begin();
+    await one.query(`UPDATE customers SET name = 'uno' WHERE company_id = $1 AND id = $2`, [t.companyId, customer1]);
+    await one.query(`UPDATE leads SET name = 'uno' WHERE company_id = $1 AND id = $2`, [t.companyId, lead1]);
+    const two = await begin();
+    await two.query(`UPDATE leads SET name = 'dos' WHERE company_id = $1 AND id = $2`, [t.companyId, lead2]);
+    await two.query(`UPDATE customers SET name = 'dos' WHERE company_id = $1 AND id = $2`, [t.companyId, customer2]);
+    // A third session holds the customers version row, so both commits queue: `one` first, then `two`
+    // (leads bumped first). Released, `one` takes customers and wants leads, which `two` would hold:
+    // the deadlock a lock per company, taken before any version row, prevents.
+    const blocker = await begin();
+    await blocker.query(`UPDATE collection_versions SET version = version WHERE company_id = $1 AND collection = 'customers'`, [t.companyId]);
+    const blocked = async () => (await waiting('transactionid')) + (await waiting('advisory'));
+    const idle = await blocked();
+    const outcome = (commit: Promise<unknown>) => commit.then(() => 'committed', (e: { code?: string }) => e.code ?? 'failed');
+    const first = outcome(one.query('COMMIT'));
+    await waitFor(async () => (await blocked()) > idle, 10_000, 'the first commit to wait');
+    const second = outcome(two.query('COMMIT'));
+    await waitFor(async () => (await blocked()) > idle + 1, 10_000, 'the second commit to wait');
+    await blocker.query('COMMIT');
+    const outcomes = await Promise.all([first, second]);
+    for (const c of [one, two, blocker]) c.release();
+    assert.deepEqual(outcomes, ['committed', 'committed'], 'no 40P01 deadlock');
+  });
+
   test('closing a month waits for a write into it already past its check: what the close answers is what stays', async () => {
     const { t, api } = await newTenant();
     const account = (await api.post('/accounts', { data: { name: 'Banco', kind: 'bank', currency: 'mxn', opening_on: '2026-01-01' } })).body.data;

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { MAX_ENTRY_CHARS, MAX_TOTAL_CHARS, ResponseCache } from '../api/middleware/response-cache.ts';
+import { updateCompany } from '../api/admin/companies.ts';
 import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
 
 describe('response cache', () => {
@@ -38,6 +39,36 @@ describe('response cache', () => {
     await api.delete(`/customers/${created.body.data.id}`);
     const afterDelete = await api.get('/customers?limit=10');
     assert.equal(afterDelete.body.data.length, 1);
+  });
+
+  test('a change of the company\'s zone refreshes the lists that read days in it (calendar events by day)', async () => {
+    const t = await seedTenant(app.pool, { responseCache: true });
+    const api = client(app.baseUrl, t.key);
+    // 03:00 UTC on 1 March is still 28 February in Mexico City (the default zone).
+    const event = await api.post('/calendar/events', { data: { user_id: t.ownerId, title: 'Temprano', starts_at: '2030-03-01T03:00:00Z', ends_at: '2030-03-01T04:00:00Z' } });
+    assert.equal(event.status, 201, event.text);
+    const day = '/calendar/events?from=2030-03-01&to=2030-03-01';
+    assert.equal((await api.get(day)).body.data.length, 0);
+    assert.equal((await api.get(day)).headers.get('x-cache'), 'HIT');
+    await updateCompany(app.pool, t.companyId, { timezone: 'UTC' });
+    const after = await api.get(day);
+    assert.equal(after.headers.get('x-cache'), 'MISS');
+    assert.deepEqual(after.body.data.map((e: { id: string }) => e.id), [event.body.data.id]);
+  });
+
+  test('a host who leaves the service takes the public_url off every link of theirs, switched-off ones included, in cached lists too', async () => {
+    const t = await seedTenant(app.pool, { responseCache: true });
+    const api = client(app.baseUrl, t.key);
+    const member = await api.post('/users', { data: { first_name: 'Ana', last_name: 'Sale', email: `sale-${Date.now()}@test.example`, booking_slug: `sale-${Date.now().toString(36)}` } });
+    assert.equal(member.status, 201, member.text);
+    const link = await api.post('/booking-links', { data: { user_id: member.body.data.id, slug: 'consulta', title: 'Consulta', duration_minutes: 30 } });
+    assert.equal(link.status, 201, link.text);
+    assert.equal((await api.patch(`/booking-links/${link.body.data.id}`, { data: { active: false } })).status, 200);
+    const urlOf = async () => (await api.get('/booking-links')).body.data.find((l: { id: string }) => l.id === link.body.data.id).public_url;
+    assert.ok(await urlOf());
+    assert.equal((await api.get('/booking-links')).headers.get('x-cache'), 'HIT');
+    assert.equal((await api.delete(`/users/${member.body.data.id}`)).status, 204);
+    assert.equal(await urlOf(), null, 'the slug is free for someone else: no URL to it');
   });
 
   test('a write to another collection or another company does not evict', async () => {

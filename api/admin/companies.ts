@@ -156,6 +156,11 @@ export async function updateCompany(pool: Pool, id: string, input: CompanyUpdate
           `timezone: in ${input.timezone} some money would move into or out of the closed month(s) ${moved.join(', ')}; reopen them first (wsctl period open) or keep the zone`,
         );
       }
+      // Lists that read days in the company's zone (calendar events and bookings take `from`/`to` as days)
+      // answer otherwise now: every cached list of the company is refreshed (the versions' lock first,
+      // as the triggers take it: migration 096).
+      await db.query('SELECT lock_company_versions($1)', [id]);
+      await db.query('UPDATE collection_versions SET version = version + 1 WHERE company_id = $1', [id]);
     }
     // The owner's sign-in email (unique across the service, like every user's), stored lower-cased as everywhere else.
     if (input.ownerEmail !== undefined) {

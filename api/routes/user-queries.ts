@@ -244,8 +244,11 @@ export async function removeMember(db: Queryable, companyId: string, member: Mem
   await db.query(`DELETE FROM calendar_events WHERE company_id = $1 AND user_id = $2 AND source = 'google'`, [companyId, member.id]);
   // Their OAuth connections to this company end for good: a membership given back later revives none of them.
   await db.query('UPDATE oauth_grants SET revoked_at = coalesce(revoked_at, now()) WHERE company_id = $1 AND user_id = $2', [companyId, member.id]);
-  // Their booking links here take no more bookings (kept, with their bookings, for history).
-  await db.query('UPDATE booking_links SET active = false, updated_at = now() WHERE company_id = $1 AND user_id = $2 AND active', [companyId, member.id]);
   const { rowCount } = await db.query('SELECT 1 FROM memberships WHERE user_id = $1', [member.id]);
-  if (!rowCount) await db.query('UPDATE users SET deleted_at = now(), updated_at = now() WHERE id = $1', [member.id]);
+  const leaving = !rowCount;
+  // Their booking links here take no more bookings (kept, with their bookings, for history). When they
+  // leave the service, every link of theirs here also loses its public_url (their slug is free again):
+  // those already off are written too, so the cached booking-link lists are refreshed.
+  await db.query('UPDATE booking_links SET active = false, updated_at = now() WHERE company_id = $1 AND user_id = $2 AND (active OR $3)', [companyId, member.id, leaving]);
+  if (leaving) await db.query('UPDATE users SET deleted_at = now(), updated_at = now() WHERE id = $1', [member.id]);
 }
