@@ -71,6 +71,17 @@ describe('response cache', () => {
     assert.equal(await urlOf(), null, 'the slug is free for someone else: no URL to it');
   });
 
+  test('the covered lists are the contract\'s: products and brands cached, product categories not', async () => {
+    const t = await seedTenant(app.pool, { responseCache: true });
+    const api = client(app.baseUrl, t.key);
+    for (const path of ['/products', '/brands']) {
+      await api.get(path);
+      assert.equal((await api.get(path)).headers.get('x-cache'), 'HIT', path);
+    }
+    await api.get('/product-categories');
+    assert.equal((await api.get('/product-categories')).headers.get('x-cache'), null);
+  });
+
   test('a write to another collection or another company does not evict', async () => {
     const t = await seedTenant(app.pool, { responseCache: true });
     const other = await seedTenant(app.pool, { responseCache: true });

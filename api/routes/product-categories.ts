@@ -45,7 +45,8 @@ export const productCategoryRoutes: RouteDef[] = [
     query: categoryListQuery,
     response: categorySchema,
     list: true,
-    cache: 'product_categories',
+    // Not in the contract's covered lists (Pagination: products, brands, customers, leads, automations,
+    // calendar events, bookings, booking links): never cached, no X-Cache.
     status: 200,
     errors: ['invalid_id', 'invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
     handler: async (ctx, { query, companyId, db }) => listCategories(db, ctx.deps.totals, companyId, query),
