@@ -6,7 +6,7 @@ export function registerOauthCommands(program: Command): void {
   const oauth = program.command('oauth').description('OAuth connections of MCP clients');
   oauth
     .command('grants')
-    .description("OAuth connections (MCP clients) of a person (--user) or of a company (--company)")
+    .description("OAuth connections (MCP clients) of a person (--user) or of a company (--company); '(expired)': approved but no longer usable (code never exchanged, tokens expired)")
     .option('--user <id>', 'user id')
     .option('--company <id>', 'company id')
     .action(
