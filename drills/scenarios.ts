@@ -222,6 +222,8 @@ export const databaseRestart: Drill = {
         const slowest = answers.filter((a) => a.at >= downAt - 1000).reduce((m, a) => Math.max(m, a.ms), 0);
         const since = (at: number | null | false | undefined) => (at ? `${((at - upAt) / 1000).toFixed(1)} s` : 'not within 30 s');
         const within5 = (at: number | null | false | undefined) => !!at && at - upAt <= 5000;
+        // A worker that died says why in its last lines.
+        if (worker.exited() !== null) ctx.log(`the worker exited (${worker.exited()}); its last output:\n${worker.tail().slice(-2000)}`);
         return {
           name: this.name,
           did: `writes every 50 ms; PostgreSQL down for 5 s; ${acknowledged.length} writes acknowledged, ${refused.length} refused while it was down`,

@@ -140,6 +140,11 @@ function bookingEnded(booking: { ends_at: Date | string }): boolean {
   return new Date(booking.ends_at).getTime() <= Date.now();
 }
 
+/** The manage link's writes on a booking that has ended: 409 booking_ended (booking_cancelled if it was). */
+function refuseEnded(booking: { ends_at: Date | string; status: string }): void {
+  if (bookingEnded(booking)) throw new ApiError(booking.status === 'confirmed' ? 'booking_ended' : 'booking_cancelled');
+}
+
 /** Runs a public write under the visitor's Idempotency-Key (scope booking_page of the link's company), or directly without one. */
 async function idempotent(ctx: ApiContext, companyId: string, run: (db: Queryable) => Promise<void>): Promise<void> {
   if (ctx.headers['idempotency-key'] === undefined) return run(ctx.deps.pool);
@@ -237,7 +242,7 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
     const found = await bookingOfToken(deps.pool, ctx.params.token);
     if (!found) throw new ApiError('not_found');
     const input = ctx.request.body && Object.keys(ctx.request.body).length ? parseData(publicCancel, ctx.request.body) : {};
-    if (bookingEnded(found.booking)) throw new ApiError(found.booking.status === 'confirmed' ? 'booking_ended' : 'booking_cancelled');
+    refuseEnded(found.booking);
     // Under a key, a retry after a lost answer replays the 200 rather than meeting 409 booking_cancelled.
     await idempotent(ctx, found.booking.company_id, async (db) => {
       const row = await cancelBooking(db, bookingDeps, found.booking.company_id, found.booking.id, 'booker', input.reason ?? null);
@@ -251,7 +256,7 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
     const found = await bookingOfToken(deps.pool, ctx.params.token);
     if (!found) throw new ApiError('not_found');
     const input = parseData(publicReschedule, ctx.request.body);
-    if (bookingEnded(found.booking)) throw new ApiError(found.booking.status === 'confirmed' ? 'booking_ended' : 'booking_cancelled');
+    refuseEnded(found.booking);
     await idempotent(ctx, found.booking.company_id, async (db) => {
       const { booking, manageUrl: url } = await rescheduleBooking(db, bookingDeps, found.booking.company_id, found.booking.id, {
         startsAt: input.starts_at,

@@ -202,21 +202,27 @@ export function httpsOnly(enabled: boolean, trustProxyHops: number) {
   };
 }
 
+/** The contract's error answer written on a response outside Koa (the server's own events), then the connection closed. */
+function answerOutsideKoa(res: ServerResponse, code: 'invalid_request' | 'expectation_failed', done?: () => void): void {
+  const { status, message } = ERROR_CODES[code];
+  const body = JSON.stringify({ error: code, message });
+  res.shouldKeepAlive = false;
+  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'X-Service-API-Version': API_VERSION, 'X-Service-API-Released-At': API_RELEASED_AT, Connection: 'close' });
+  res.end(body, done);
+}
+
+/** An `Expect` other than 100-continue (RFC 9110 §10.1.1): 417 in the contract's shape, the connection closed. */
+export function answerExpectation(req: IncomingMessage, res: ServerResponse): void {
+  answerOutsideKoa(res, 'expectation_failed');
+  req.resume();
+}
+
 /**
  * What Node answers itself, before any middleware runs, to a request it cannot parse: headers over its
  * 16 KB (431), a request line or headers that are not HTTP (400), a client too slow to send its headers
  * (408). Node's own answers are a bare status line; these carry the contract's error body and the
  * version headers every response has (contract, Versioning), and close the connection.
  */
-/** An `Expect` other than 100-continue (RFC 9110 §10.1.1): 417 in the contract's shape, the connection closed. */
-export function answerExpectation(req: IncomingMessage, res: ServerResponse): void {
-  const { status, message } = ERROR_CODES.expectation_failed;
-  const body = JSON.stringify({ error: 'expectation_failed', message });
-  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'X-Service-API-Version': API_VERSION, 'X-Service-API-Released-At': API_RELEASED_AT, Connection: 'close' });
-  res.end(body);
-  req.resume();
-}
-
 export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
   const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
   // The request being answered is the one whose body broke the parser (a bad chunk size, an unknown
@@ -225,12 +231,7 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex):
   // nobody would read it, and the handler must see its read fail (an upload frees its slot).
   const clientGone = error.code === 'ECONNRESET' || error.code === 'HPE_INVALID_EOF_STATE';
   if (inFlight && !clientGone && socket.writable && !inFlight.headersSent && inFlight.req && !inFlight.req.complete) {
-    const { status, message } = ERROR_CODES.invalid_request;
-    const body = JSON.stringify({ error: 'invalid_request', message });
-    inFlight.shouldKeepAlive = false;
-    inFlight.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'X-Service-API-Version': API_VERSION, 'X-Service-API-Released-At': API_RELEASED_AT, Connection: 'close' });
-    inFlight.end(body, () => socket.destroy());
-    return;
+    return answerOutsideKoa(inFlight, 'invalid_request', () => socket.destroy());
   }
   // A request of this connection still being answered (garbage pipelined after it): no status line of
   // ours where its answer goes, neither inside a body under way nor in place of one not started; the

@@ -103,7 +103,6 @@ export async function refreshGrant(pool: Pool, input: { refreshToken: string; cl
   });
 }
 
-/** RFC 7009: a refresh token takes its whole grant with it; an access token expires alone; an unknown token is no error. */
 /**
  * RFC 7009: a refresh token revokes its grant, an access token itself; an unknown token is nothing to
  * do. A token issued to another client than the `clientId` the request names is refused (§2.1) and
