@@ -329,6 +329,25 @@ describe('calendar sync end to end', () => {
     for (const e of made) await waitFor(async () => (await eventRow(e.id))?.google_event_id, 60_000, `${e.title} synced after a retry`);
     const failed = google.requests.filter((r) => r.method === 'POST' && made.some((e) => e.id === r.body?.id));
     assert.ok(failed.length >= 6, 'each was sent at least twice');
+    // The retried failures were recorded on the connection; the pushes that went through cleared them.
+    const status = JSON.parse((await runCli(app, ['calendar', 'status', '--user', tenant.ownerId, '--json'])).stdout);
+    assert.equal(status.last_error, null);
+    assert.ok(status.last_synced_at);
+  });
+
+  test('an event deleted in Google and then edited here is inserted there again, under a new Google id', async () => {
+    const e = await newEvent({ title: 'Borrada allá' });
+    await waitFor(async () => (await eventRow(e.id))?.google_event_id, 20_000, 'first push');
+    google.deleteExternal(e.id);
+    assert.equal((await api.patch(`/calendar/events/${e.id}`, { data: { title: 'Editada aquí' } })).status, 200);
+    // Google keeps a deleted event's id taken (409 to an insert under it): the copy is a new event.
+    const googleId = await waitFor(async () => {
+      const id = (await eventRow(e.id))?.google_event_id;
+      return id && id !== e.id && id;
+    }, 20_000, 'a new Google id stored');
+    assert.equal(google.events.get(googleId)!.summary, 'Editada aquí');
+    assert.equal(google.events.get(googleId)!.status, 'confirmed');
+    assert.equal(google.events.get(e.id)!.status, 'cancelled');
   });
 
   test('a booking is pushed too, with its Meet link on the booking', async () => {

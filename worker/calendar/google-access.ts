@@ -7,7 +7,7 @@
 import type { Pool } from '../../db/pool.ts';
 import type { Config } from '../../lib/config.ts';
 import { GoogleApiError, GoogleCalendarClient } from '../../lib/google-calendar.ts';
-import { logError } from '../../lib/log.ts';
+import { log, logError } from '../../lib/log.ts';
 import { open } from '../../lib/secret-box.ts';
 
 export type Connection = { user_id: string; calendar_id: string; refresh_token_enc: string; status: string; sync_token: string | null };
@@ -34,10 +34,25 @@ export async function activeConnection(pool: Pool, userId: string): Promise<Conn
 }
 
 export async function recordError(pool: Pool, userId: string, error: unknown): Promise<void> {
+  log('calendar.sync_failed', { user_id: userId, error: String((error as Error)?.message ?? error) });
   await pool.query('UPDATE calendar_connections SET last_error = $2, last_error_at = now(), updated_at = now() WHERE user_id = $1', [
     userId,
     String((error as Error)?.message ?? error).slice(0, 500),
   ]);
+}
+
+/**
+ * A push or a pull went through: the connection is healthy, so the error of an earlier attempt (a
+ * retried 429 or 5xx, or a refusal of another event, which the log keeps) no longer describes it.
+ * A pull that listed to the end also stores its sync token.
+ */
+export async function recordSuccess(pool: Pool, userId: string, syncToken?: string | null): Promise<void> {
+  await pool.query(
+    `UPDATE calendar_connections SET last_synced_at = now(), last_error = NULL, last_error_at = NULL, updated_at = now(),
+            sync_token = CASE WHEN $2 THEN $3 ELSE sync_token END
+      WHERE user_id = $1`,
+    [userId, syncToken !== undefined, syncToken ?? null],
+  );
 }
 
 /** An access token for the connection; null (and the connection marked) when Google refuses the refresh token for good. */

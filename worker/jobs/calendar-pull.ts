@@ -16,7 +16,7 @@ import { DEFAULT_COMPANY_ZONE } from '../../db/companies.ts';
 import { CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, CALENDAR_PUSH, type CalendarPullJob, type HousekeepingJob } from '../../db/queues.ts';
 import { OUR_EVENT_PROPERTY, OUR_HOST_PROPERTY } from './calendar-push.ts';
 import { GoogleApiError, type GoogleEvent } from '../../lib/google-calendar.ts';
-import { activeConnection, googleClient, recordError, withToken, type Connection } from '../calendar/google-access.ts';
+import { activeConnection, googleClient, recordError, recordSuccess, withToken, type Connection } from '../calendar/google-access.ts';
 import type { JobDefinition, WorkerDeps } from './types.ts';
 import { toStorableText, toStorableTextOrNull } from '../../lib/storable-text.ts';
 
@@ -160,10 +160,7 @@ async function pull(deps: WorkerDeps, userId: string): Promise<void> {
         continue;
       }
       if (seen) await afterFullList(deps, connection, [...seen], timeMin);
-      await pool.query('UPDATE calendar_connections SET sync_token = $2, last_synced_at = now(), updated_at = now() WHERE user_id = $1', [
-        userId,
-        page.value.nextSyncToken ?? null,
-      ]);
+      await recordSuccess(pool, userId, page.value.nextSyncToken ?? null);
       return;
     }
   } catch (error) {

@@ -16,7 +16,7 @@ import type { Job } from 'pg-boss';
 import { CALENDAR_PUSH, type CalendarPushJob } from '../../db/queues.ts';
 import { conferencePending, GoogleApiError, meetUrlOf, type GoogleEvent } from '../../lib/google-calendar.ts';
 import { localDate } from '../../lib/local-dates.ts';
-import { activeConnection, googleClient, recordError, withToken } from '../calendar/google-access.ts';
+import { activeConnection, googleClient, recordError, recordSuccess, withToken } from '../calendar/google-access.ts';
 import type { JobDefinition, WorkerDeps } from './types.ts';
 
 type EventRow = {
@@ -124,28 +124,25 @@ async function push(deps: WorkerDeps, job: CalendarPushJob): Promise<void> {
     if (event.sync_to_google === false) return; // switched off since; that write queued the delete
     const body = toGoogle(event);
     const sent = await withToken(pool, config, client, connection, async (token) => {
-      let result: GoogleEvent;
-      if (event.google_event_id) {
-        result = await client.patchEvent(token, calendar, body.id, body).catch((error) => {
-          if (error instanceof GoogleApiError && (error.status === 404 || error.status === 410)) return client.insertEvent(token, calendar, body);
-          throw error;
+      // Inserted under our id. Taken (409): inserted by an earlier run that died before storing it, so
+      // patched. If that copy was deleted since (in Google, or sync switched off and on again), Google
+      // keeps the id taken: a new event under Google's id.
+      const insert = (): Promise<GoogleEvent> =>
+        client.insertEvent(token, calendar, body).catch((error) => {
+          if (!(error instanceof GoogleApiError && error.status === 409)) throw error;
+          return client.patchEvent(token, calendar, body.id, body).catch((patchError) => {
+            if (!(patchError instanceof GoogleApiError && (patchError.status === 404 || patchError.status === 410))) throw patchError;
+            const { id: _taken, ...rest } = body;
+            return client.insertEvent(token, calendar, rest as GoogleEvent);
+          });
         });
-      } else {
-        result = await client.insertEvent(token, calendar, body).catch((error) => {
-          // Inserted by an earlier run that died before storing it: patched. If that copy was deleted
-          // since (sync switched off, then on again), Google keeps the id taken: a new event, Google's id.
-          if (error instanceof GoogleApiError && error.status === 409) {
-            return client.patchEvent(token, calendar, body.id, body).catch((patchError) => {
-              if (patchError instanceof GoogleApiError && (patchError.status === 404 || patchError.status === 410)) {
-                const { id: _taken, ...rest } = body;
-                return client.insertEvent(token, calendar, rest as GoogleEvent);
-              }
-              throw patchError;
-            });
-          }
-          throw error;
-        });
-      }
+      // A copy deleted in Google (404/410) is inserted again, as a new event.
+      let result = event.google_event_id
+        ? await client.patchEvent(token, calendar, body.id, body).catch((error) => {
+            if (error instanceof GoogleApiError && (error.status === 404 || error.status === 410)) return insert();
+            throw error;
+          })
+        : await insert();
       for (let i = 0; i < MEET_POLLS && conferencePending(result); i++) {
         await new Promise((resolve) => setTimeout(resolve, MEET_POLL_MS));
         result = await client.getEvent(token, calendar, result.id ?? body.id);
@@ -170,7 +167,7 @@ async function push(deps: WorkerDeps, job: CalendarPushJob): Promise<void> {
       // Still being prepared: look again later (the same requestId asks for the same conference).
       await deps.jobs.send(pool, CALENDAR_PUSH, job, { startAfter: 15 });
     }
-    await pool.query('UPDATE calendar_connections SET last_synced_at = now(), updated_at = now() WHERE user_id = $1', [job.user_id]);
+    await recordSuccess(pool, job.user_id);
   } catch (error) {
     if (error instanceof GoogleApiError && !error.retryable) {
       await recordError(pool, job.user_id, error);
