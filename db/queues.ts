@@ -29,10 +29,13 @@ export type InvoiceJob =
 export type BookingEmailJob = { booking_id: string; kind: 'confirmed' | 'rescheduled' | 'cancelled' };
 
 // Transient failures (SMTP down, a lost connection) retry with exponential
-// backoff: about 15 s, 30 s, 1 min … capped at 1 h, 8 retries in all. The
-// handler itself gives up on an action after MAX_ACTION_ATTEMPTS.
+// backoff: about 15 s, 30 s, 1 min … capped at 1 h, so a mail relay's
+// maintenance window of a few hours is ridden out (MAX_ACTION_ATTEMPTS, 12
+// attempts, is 4 to 7 hours); two retries spare for runs that found an action
+// leased by another. The handler itself gives up on an action after
+// MAX_ACTION_ATTEMPTS.
 export const FORM_POST_ACTIONS = queue<FormPostActionsJob>('form-post-actions', {
-  retryLimit: 8,
+  retryLimit: 13,
   retryDelay: 15,
   retryBackoff: true,
   retryDelayMax: 3600,

@@ -180,6 +180,37 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     }
   });
 
+  test('recipients refused at RCPT: the temporary ones get the message at a retry, only they; the permanent ones are recorded', async () => {
+    const mixed = await files.createFormViaAdmin(app.url, tenant.companyId, {
+      ...files.sampleFormFile({ slug: 'destinatarios-mixtos', post_actions: { lead: false, email: { to: ['ok@empresa.example', 'luego@empresa.example', 'nunca@empresa.example'] } } }),
+    });
+    await worker.stop(); // drive the job by hand to see each attempt
+    let deferOnce = true;
+    smtp.state.reject = (to) => (to === 'nunca@empresa.example' ? 550 : to === 'luego@empresa.example' && deferOnce ? 451 : null);
+    try {
+      const res = await api.post(`/forms/${mixed.id}/submissions`, { data: { answers: { email: 'mixto@example.com', name: 'Mixto' } } });
+      const id = res.body.data.id;
+      const run = () => processSubmission({ pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, blobs: app.deps.blobs }, { submissionId: id, companyId: tenant.companyId });
+      const mine = () => smtp.received.filter((m) => m.mail.messageId === `<form-${id}-email@127.0.0.1>`);
+      const status = async () => (await api.get(`/forms/${mixed.id}/submissions/${id}`)).body.data.status;
+      await assert.rejects(run(), /luego@empresa\.example/);
+      assert.deepEqual(mine().map((m) => m.to), [['ok@empresa.example']], 'the first attempt reached the one who took it');
+      assert.equal(await status(), 'received', 'owed to one recipient: not settled');
+      deferOnce = false;
+      await run();
+      assert.deepEqual(mine().map((m) => m.to), [['ok@empresa.example'], ['luego@empresa.example']], 'the retry went to the owed recipient only');
+      assert.deepEqual(mine()[1].mail.to && (mine()[1].mail.to as any).value.map((a: any) => a.address), ['ok@empresa.example', 'luego@empresa.example', 'nunca@empresa.example'], 'the same message: its To names everyone');
+      assert.equal(await status(), 'processed');
+      const { rows } = await app.pool.query(`SELECT status, attempts, result FROM form_submission_actions WHERE submission_id = $1 AND action = 'email'`, [id]);
+      assert.deepEqual([rows[0].status, rows[0].attempts], ['done', 2]);
+      assert.deepEqual(rows[0].result.refused.map((r: any) => [r.address, r.code]), [['nunca@empresa.example', 550]]);
+      assert.equal(rows[0].result.owed_to, undefined);
+    } finally {
+      smtp.state.reject = () => null;
+      worker = await startWorker({ ...app.config, smtpUrl: smtp.url }, app.pool, app.databaseUrl);
+    }
+  });
+
   test('a mail server that hangs on one message holds up only that submission: the others are processed meanwhile', async () => {
     const slowForm = await files.createFormViaAdmin(
       app.url,

@@ -9,7 +9,32 @@ import nodemailer from 'nodemailer';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import type { Config } from '../../lib/config.ts';
 
-export type Mailer = { send: (message: Mail.Options) => Promise<{ messageId: string }>; close: () => void };
+/**
+ * A recipient the server refused while it took the message for the others (a refusal of every
+ * recipient is an error of the send instead). `code` is the SMTP reply code: 4xx is temporary (the
+ * server may take it later), 5xx permanent; null when the server gave none.
+ */
+export type Refusal = { address: string; code: number | null; response: string };
+export type Sent = { messageId: string; refused: Refusal[] };
+
+export type Mailer = { send: (message: Mail.Options) => Promise<Sent>; close: () => void };
+
+/** Whether a refused recipient may take the message later (4xx, or no code): sent to again on a retry. */
+export function isTemporaryRefusal(refusal: Refusal): boolean {
+  return refusal.code === null || refusal.code < 500;
+}
+
+type SmtpInfo = { messageId: string; rejected?: Array<string | { address: string }>; rejectedErrors?: Array<{ recipient?: string; responseCode?: number; response?: string; message: string }> };
+
+/** nodemailer resolves a send that some recipients refused: who, and with what answer. */
+function refusalsOf(info: SmtpInfo): Refusal[] {
+  const errors = info.rejectedErrors ?? [];
+  const refused = (info.rejected ?? []).map((r) => (typeof r === 'string' ? r : r.address));
+  return refused.map((address) => {
+    const error = errors.find((e) => e.recipient === address);
+    return { address, code: error?.responseCode ?? null, response: String(error?.response ?? error?.message ?? '').slice(0, 300) };
+  });
+}
 
 /** How long a send waits for the server: to connect, for its greeting, and for any answer after that. */
 export const SMTP_TIMEOUTS = { connectionTimeout: 30_000, greetingTimeout: 30_000, socketTimeout: 60_000 } as const;
@@ -20,7 +45,10 @@ export function createMailer(config: Pick<Config, 'smtpUrl' | 'dataDir'>): Maile
     // fails the send, which is retried with backoff, instead of holding a worker slot.
     const transport = nodemailer.createTransport({ url: config.smtpUrl, ...SMTP_TIMEOUTS });
     return {
-      send: async (message) => ({ messageId: (await transport.sendMail(message)).messageId }),
+      send: async (message) => {
+        const info = (await transport.sendMail(message)) as SmtpInfo;
+        return { messageId: info.messageId, refused: refusalsOf(info) };
+      },
       close: () => transport.close(),
     };
   }
@@ -32,7 +60,7 @@ export function createMailer(config: Pick<Config, 'smtpUrl' | 'dataDir'>): Maile
       const info = await transport.sendMail(message);
       const name = `${new Date().toISOString().replace(/[:.]/g, '-')}-${info.messageId.replace(/[^A-Za-z0-9.-]/g, '_')}.eml`;
       await pipeline(info.message, createWriteStream(path.join(outbox, name)));
-      return { messageId: info.messageId };
+      return { messageId: info.messageId, refused: [] };
     },
     close: () => transport.close(),
   };

@@ -8,7 +8,8 @@ import type { FormRow, Locale, SubmissionFile, SubmissionRow } from '../../db/fo
 import type { Pool } from '../../db/pool.ts';
 import type { Config } from '../../lib/config.ts';
 import type { WorkerDeps } from '../jobs/types.ts';
-import { createMailer, DEFAULT_TEMPLATES, FILES_TEXT, noReplyFrom, renderTemplate, type Mailer } from './mailer.ts';
+import type Mail from 'nodemailer/lib/mailer/index.js';
+import { createMailer, DEFAULT_TEMPLATES, FILES_TEXT, noReplyFrom, renderTemplate, type Mailer, type Refusal } from './mailer.ts';
 import { claimSubmitterEmail } from './submitter-caps.ts';
 
 type MailDeps = Pick<WorkerDeps, 'pool' | 'config' | 'blobs'>;
@@ -76,7 +77,22 @@ function templateValues(form: FormRow, s: Submission, files: string): Record<str
 const sender = noReplyFrom;
 
 /** The operator's email: to the form's recipients, with the files attached while they fit. */
-export async function sendEmail(deps: MailDeps, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
+/**
+ * What a send records on its action row (`result`): the message, its recipients, and those the server
+ * refused while it took the message for the others (`refused`; the job retries the temporary ones).
+ */
+export type SendResult = Record<string, unknown> & { refused?: Refusal[] };
+
+/**
+ * The SMTP envelope of a retry owed to some recipients only (`owed`: those who refused for now at an
+ * earlier attempt): the message is the same, its To header still names everyone, as a mail server's
+ * own retry would be; the others have it already.
+ */
+function envelopeFor(owed: string[] | undefined, from: Mail.Address) {
+  return owed ? { envelope: { from: from.address, to: owed } } : {};
+}
+
+export async function sendEmail(deps: MailDeps, form: FormRow, s: Submission, owed?: string[]): Promise<SendResult> {
   const { pool, config, blobs: store } = deps;
   const settings = form.post_actions.email!;
   // No recipient of the operator's (the form was changed since, or the submission predates the visitor's
@@ -117,8 +133,10 @@ export async function sendEmail(deps: MailDeps, form: FormRow, s: Submission): P
   const tooBig = settings.attach_files !== false && left.length > 0;
   if (tooBig && !/\{\{\s*files\s*\}\}/.test(template.body)) body = `${body.trimEnd()}\n\n${leftLines.join('\n')}\n`;
   const to = [...settings.to];
+  const from = sender(values.form, config);
   const sent = await mailerFor(config).send({
-    from: sender(values.form, config),
+    from,
+    ...envelopeFor(owed, from),
     to,
     replyTo: s.email ?? undefined,
     subject: renderTemplate(template.subject, values).replace(/[\r\n]+/g, ' '),
@@ -137,6 +155,7 @@ export async function sendEmail(deps: MailDeps, form: FormRow, s: Submission): P
     to,
     attached: attached.map((f) => f.asset_id),
     not_attached: left.map((f) => f.asset_id),
+    refused: sent.refused,
   };
 }
 
@@ -147,7 +166,7 @@ export async function sendEmail(deps: MailDeps, form: FormRow, s: Submission): P
  * the files themselves, not the file manager's paths; no answer in its subject.
  * Capped per address and per form (submitter-caps.ts); over a cap it is skipped.
  */
-export async function sendSubmitterCopy({ pool, config }: MailDeps, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
+export async function sendSubmitterCopy({ pool, config }: MailDeps, form: FormRow, s: Submission): Promise<SendResult> {
   const decision = await claimSubmitterEmail(pool, { submissionId: s.id, companyId: s.company_id, formId: s.form_id, recipient: s.email! });
   if (!decision.allowed) return { skipped: decision.reason, to: [] };
   const text = FILES_TEXT[s.locale] ?? FILES_TEXT.es;
@@ -162,10 +181,10 @@ export async function sendSubmitterCopy({ pool, config }: MailDeps, form: FormRo
     messageId: messageId(s, 'submitter_copy', config),
     headers: { 'Content-Language': s.locale },
   });
-  return { message_id: sent.messageId, to: [s.email!] };
+  return { message_id: sent.messageId, to: [s.email!], refused: sent.refused };
 }
 
-export async function notifyTeam(pool: Pool, config: Config, form: FormRow, s: Submission): Promise<Record<string, unknown>> {
+export async function notifyTeam(pool: Pool, config: Config, form: FormRow, s: Submission, owed?: string[]): Promise<SendResult> {
   let to = form.post_actions.notify_team?.to ?? [];
   if (!to.length) {
     const { rows } = await pool.query(
@@ -178,12 +197,14 @@ export async function notifyTeam(pool: Pool, config: Config, form: FormRow, s: S
   const locale = form.default_locale; // the team reads the company's language, not the submitter's
   const text = FILES_TEXT[locale] ?? FILES_TEXT.es;
   const title = form.title_translations[locale] ?? form.name;
+  const from = sender(title, config);
   const sent = await mailerFor(config).send({
-    from: sender(title, config),
+    from,
+    ...envelopeFor(owed, from),
     to,
     subject: `${text.notify} ${title}`.replace(/[\r\n]+/g, ' '),
     text: [answersText(form, s, locale), '', ...s.files.map((f) => `- ${f.folder_path}/${f.filename}`)].join('\n'),
     messageId: messageId(s, 'notify', config),
   });
-  return { message_id: sent.messageId, to };
+  return { message_id: sent.messageId, to, refused: sent.refused };
 }

@@ -29,15 +29,16 @@ import type { FormRow } from '../../db/forms.ts';
 import { transaction, type Pool } from '../../db/pool.ts';
 import { FORM_POST_ACTIONS, type FormPostActionsJob } from '../../db/queues.ts';
 import { log } from '../../lib/log.ts';
-import { isTransientMailError } from '../forms/mailer.ts';
+import { isTemporaryRefusal, isTransientMailError, type Refusal } from '../forms/mailer.ts';
 import { associateCustomer, upsertLead } from '../forms/post-action-contacts.ts';
-import { notifyTeam, PermanentError, sendEmail, sendSubmitterCopy, type PostActionSubmission as Submission } from '../forms/post-action-emails.ts';
+import { notifyTeam, PermanentError, sendEmail, sendSubmitterCopy, type PostActionSubmission as Submission, type SendResult } from '../forms/post-action-emails.ts';
 import type { JobDefinition, WorkerDeps } from './types.ts';
 
 /** What the post-actions need: the pool, the config (SMTP) and the blob store (attachments). They record no events. */
 export type PostActionDeps = Pick<WorkerDeps, 'pool' | 'config' | 'blobs'>;
 
-export const MAX_ACTION_ATTEMPTS = 6;
+/** Attempts per action: with the queue's backoff (db/queues.ts) the last is 4 to 7 hours after the first. */
+export const MAX_ACTION_ATTEMPTS = 12;
 /**
  * How long a claimed email belongs to the run that claimed it: pg-boss's job
  * expiry (15 min, its default for this queue), after which a run that died
@@ -87,54 +88,85 @@ async function runWrite({ pool }: PostActionDeps, form: FormRow, s: Submission, 
   }
 }
 
-/** Step 1: pending (or sending past its lease) → sending, in one committed statement. The claim's attempt number, or null. */
-async function claimSend(pool: Pool, submissionId: string, action: string): Promise<number | null> {
-  const { rows } = await pool.query<{ attempts: number }>(
-    `UPDATE form_submission_actions SET status = 'sending', attempts = attempts + 1, lease_until = now() + make_interval(secs => $3), updated_at = now()
-      WHERE submission_id = $1 AND action = $2 AND (status = 'pending' OR (status = 'sending' AND lease_until <= now()))
-      RETURNING attempts`,
-    [submissionId, action, SEND_LEASE_SECONDS],
-  );
-  return rows[0]?.attempts ?? null;
-}
-
 type SendAction = 'email' | 'submitter_copy' | 'notify_team';
+
+/** What a send action's row carries between attempts: recipients still owed, and those refused for good. */
+type SendState = SendResult & { owed_to?: string[]; refused?: Refusal[] };
 
 /** email / submitter_copy / notify_team: claim, send with no transaction open, mark done (see the header). */
 async function runSend(deps: PostActionDeps, form: FormRow, s: Submission, action: SendAction): Promise<Outcome> {
   const { pool, config } = deps;
-  const attempt = await claimSend(pool, s.id, action);
-  if (attempt === null) {
+  const claim = await claimSend(pool, s.id, action);
+  if (claim === null) {
     const { rows } = await pool.query('SELECT status FROM form_submission_actions WHERE submission_id = $1 AND action = $2', [s.id, action]);
     if (rows[0]?.status !== 'sending') return { kind: 'skipped' };
     return { kind: 'retry', error: new LeasedError(`la acción ${action} se está enviando en otra ejecución`) };
   }
-  let result: Record<string, unknown>;
+  const { attempt, previous } = claim;
+  const final = attempt >= MAX_ACTION_ATTEMPTS;
+  // Recipients an earlier attempt left owed (they refused for now while the others took the message).
+  const owed = previous?.owed_to;
+  const earlier = previous?.refused ?? [];
+  // Only our own claim is settled: a run that re-claimed after our lease ran out owns the row now.
+  const settle = (status: 'pending' | 'done' | 'failed', result: SendResult | null, error: string | null) =>
+    pool.query(
+      `UPDATE form_submission_actions SET status = $3, result = coalesce($4, result), error = $5, lease_until = NULL, updated_at = now()
+        WHERE submission_id = $1 AND action = $2 AND status = 'sending' AND attempts = $6`,
+      [s.id, action, status, result, error, attempt],
+    );
+  let result: SendResult;
   try {
     result =
-      action === 'email' ? await sendEmail(deps, form, s)
+      action === 'email' ? await sendEmail(deps, form, s, owed)
       : action === 'submitter_copy' ? await sendSubmitterCopy(deps, form, s)
-      : await notifyTeam(pool, config, form, s);
+      : await notifyTeam(pool, config, form, s, owed);
   } catch (error) {
     const transient = !(error instanceof PermanentError) && isTransientMailError(error);
-    const final = !transient || attempt >= MAX_ACTION_ATTEMPTS;
-    // Only our own claim is put back: a run that re-claimed after our lease ran out owns the row now.
-    await pool.query(
-      `UPDATE form_submission_actions SET status = $4, error = $3, lease_until = NULL, updated_at = now()
-        WHERE submission_id = $1 AND action = $2 AND status = 'sending' AND attempts = $5`,
-      [s.id, action, errorText(error), final ? 'failed' : 'pending', attempt],
-    );
-    log('form.post_action_failed', { submission_id: s.id, action, attempt, final, error: (error as Error)?.message });
-    return final ? { kind: 'failed' } : { kind: 'retry', error };
+    if (owed && (final || !transient)) {
+      // The others have had the message since an earlier attempt: the action is done, and these
+      // recipients are recorded as refused with the server's last answer.
+      const code = (error as { responseCode?: number })?.responseCode ?? null;
+      const refused = [...earlier, ...owed.map((address) => ({ address, code, response: errorText(error).slice(0, 300) }))];
+      await settle('done', { ...previous, owed_to: undefined, refused }, null);
+      log('form.post_action_refused', { submission_id: s.id, action, refused });
+      return { kind: 'done' };
+    }
+    const failed = !transient || final;
+    await settle(failed ? 'failed' : 'pending', null, errorText(error));
+    log('form.post_action_failed', { submission_id: s.id, action, attempt, final: failed, error: (error as Error)?.message });
+    return failed ? { kind: 'failed' } : { kind: 'retry', error };
+  }
+  const refused = result.refused ?? [];
+  const deferred = refused.filter(isTemporaryRefusal);
+  if (deferred.length && !final) {
+    // Sent to the others; these are sent to again at the next attempt, and only they.
+    const error = new Error(`destinatarios rechazados por ahora: ${deferred.map((r) => `${r.address} (${r.code ?? 'sin código'})`).join(', ')}`);
+    const permanent = refused.filter((r) => !isTemporaryRefusal(r));
+    await settle('pending', { ...result, owed_to: deferred.map((r) => r.address), refused: [...earlier, ...permanent] }, errorText(error));
+    log('form.post_action_deferred', { submission_id: s.id, action, attempt, deferred: deferred.map((r) => r.address) });
+    return { kind: 'retry', error };
   }
   // Sent: whoever holds the row now, the message is out. Should this write
   // fail, the row stays `sending` and the lease decides (the window above).
+  const all = [...earlier, ...refused];
   await pool.query(
     `UPDATE form_submission_actions SET status = 'done', result = $3, error = NULL, lease_until = NULL, updated_at = now()
       WHERE submission_id = $1 AND action = $2 AND status <> 'done'`,
-    [s.id, action, result],
+    [s.id, action, { ...result, owed_to: undefined, refused: all }],
   );
+  if (all.length) log('form.post_action_refused', { submission_id: s.id, action, refused: all });
   return { kind: 'done' };
+}
+
+/** Step 1: pending (or sending past its lease) → sending, in one committed statement. The claim's attempt number and what the last attempt recorded, or null. */
+async function claimSend(pool: Pool, submissionId: string, action: string): Promise<{ attempt: number; previous: SendState | null } | null> {
+  const { rows } = await pool.query<{ attempts: number; result: SendState | null }>(
+    `UPDATE form_submission_actions SET status = 'sending', attempts = attempts + 1, lease_until = now() + make_interval(secs => $3), updated_at = now()
+      WHERE submission_id = $1 AND action = $2 AND (status = 'pending' OR (status = 'sending' AND lease_until <= now()))
+      RETURNING attempts, result`,
+    [submissionId, action, SEND_LEASE_SECONDS],
+  );
+  return rows[0] ? { attempt: rows[0].attempts, previous: rows[0].result } : null;
 }
 
 /** Settles the submission once no action is pending or being sent. */
