@@ -9,6 +9,7 @@
 // strictly that shape with an http(s) URL wherever `type: "file"` appears).
 // On PATCH the array is merged by key; a `null` value removes the key.
 import { z } from 'zod';
+import { httpUrl } from './validation.ts';
 import { validationFailed } from './errors.ts';
 
 export const MAX_CUSTOM_PROPERTIES = 100;
@@ -18,7 +19,7 @@ const fileValue = z.strictObject({
   type: z.literal('file'),
   // http(s) only: clients render a file value as a link, so `javascript:` or
   // `data:` here would be stored XSS in every storefront that shows it.
-  url: z.url({ protocol: /^https?$/, error: 'debe ser una URL http(s)' }).max(2000),
+  url: httpUrl,
   filename: z.string().max(255).optional(),
   content_type: z.string().max(255).optional(),
   size_bytes: z.number().int().min(0).optional(),

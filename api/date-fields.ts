@@ -12,11 +12,25 @@ export const EARLIEST_DAY = '1900-01-01';
 const EARLIEST_INSTANT = Date.UTC(1900, 0, 2); // a day of margin: the local day is 1900 or later in every zone
 const LATEST_INSTANT = Date.UTC(9999, 11, 30); // and 9999 or earlier
 
+/**
+ * A zod pattern (anchored with `^`) with a lookahead on the year in front, so the pattern the OpenAPI
+ * document and the MCP tools publish refuses the years the refinements refuse: a client validating
+ * against it does not send what the API answers 422 (or -32602) to.
+ */
+const withYear = (pattern: string, lookahead: string) => {
+  if (!pattern.startsWith('^')) throw new Error(`date-fields: zod's pattern is not anchored (${pattern.slice(0, 20)})`);
+  return `^${lookahead}${pattern.slice(1)}`;
+};
+/** From 1900: a year starting 19, or 2 to 9. */
+const FROM_1900 = '(?=19|[2-9])';
+const ZOD_DATE_PATTERN = (z.toJSONSchema(z.iso.date()) as { pattern?: string }).pattern ?? '';
+
 /** YYYY-MM-DD, a real calendar day, 1900-01-01 or later (a value that is no day gets that one message: `abort`). */
 export const calendarDay = z.iso
   .date({ abort: true })
   .refine((day) => day >= EARLIEST_DAY, `debe ser ${EARLIEST_DAY} o posterior`)
-  .describe('YYYY-MM-DD');
+  .describe(`YYYY-MM-DD, desde ${EARLIEST_DAY}`)
+  .meta({ pattern: withYear(ZOD_DATE_PATTERN, FROM_1900) });
 
 /**
  * A UTC offset PostgreSQL reads: ISO 8601 allows up to ±23:59, PostgreSQL refuses from ±16:00 (it
@@ -49,7 +63,7 @@ export const instant = z.iso
     return at >= EARLIEST_INSTANT && at <= LATEST_INSTANT;
   }, 'debe estar entre 1900-01-02 y 9999-12-30')
   .describe('ISO 8601, de 1900-01-02 a 9999-12-30')
-  .meta({ pattern: INSTANT_PATTERN });
+  .meta({ pattern: withYear(INSTANT_PATTERN, FROM_1900) });
 
 /**
  * A list filter (`from`/`to`): any ISO 8601 instant PostgreSQL can read, so the
@@ -60,5 +74,5 @@ export const instantFilter = z.iso
   .datetime({ offset: true, abort: true })
   .refine(readableOffset, OFFSET_REASON)
   .refine((value) => !value.startsWith('0000'), 'el año 0000 no existe; usa 0001 o posterior')
-  .describe('ISO 8601')
-  .meta({ pattern: INSTANT_PATTERN });
+  .describe('ISO 8601, desde el año 0001')
+  .meta({ pattern: withYear(INSTANT_PATTERN, '(?!0000)') });

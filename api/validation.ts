@@ -3,6 +3,7 @@
 // with the payload is 422 validation_failed with per-field messages; a bad
 // query parameter is 400.
 import { z } from 'zod';
+import { isObjectId } from '../lib/objectid.ts';
 import { addFieldError, ApiError, validationFailed, type FieldErrors } from './errors.ts';
 
 /**
@@ -188,6 +189,18 @@ export function parseQuery<S extends z.ZodType>(schema: S, query: unknown): z.in
   if (issue.code === 'invalid_type' && valueAt(query, issue.path) === undefined) throw new ApiError('invalid_parameter', `Falta el parámetro ${name}, que es obligatorio.`);
   throw new ApiError('invalid_parameter', `El parámetro ${name} no es válido: ${issue.message}`);
 }
+
+/**
+ * A link a client shows or follows (a website, an image, a file value): http or https only, so
+ * `javascript:` or `data:` is never stored for a page to render; at most 2,000 characters.
+ */
+export const httpUrl = z.url({ protocol: /^https?$/, error: 'debe ser una URL http(s)' }).max(2000);
+
+/**
+ * An ObjectId in a body or a query (one in the path is the router's: 400 invalid_id). The pattern is
+ * published in the OpenAPI document and the MCP tools, so a client validating against it agrees.
+ */
+export const objectIdField = z.string().refine(isObjectId, 'no es un ObjectId válido').meta({ pattern: '^[0-9a-f]{24}$' });
 
 /** A text field of a body: trimmed, at most `max` characters. */
 export const text = (max: number) => z.string().trim().max(max);

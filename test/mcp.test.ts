@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { updateCompany } from '../api/admin/companies.ts';
 import { issueKey } from '../api/admin/keys.ts';
 import { KeyCache } from '../api/auth/key-cache.ts';
@@ -76,6 +77,26 @@ describe('MCP server', () => {
       assert.equal((tool.inputSchema as any).additionalProperties, false, tool.name);
       assert.ok(tool.outputSchema, tool.name);
     }
+    // What the published input schemas refuse, the server refuses, and the other way round: a client
+    // validating its arguments against them does not send a call that fails (-32602).
+    const ajv = new Ajv2020({ strict: false });
+    const schemaOf = (name: string) => ajv.compile(tools.find((t) => t.name === name)!.inputSchema);
+    const refusedByBoth: Array<[string, Record<string, unknown>]> = [
+      ['get_balance_sheet', { as_of: '1899-12-31' }],
+      ['get_income_statement', { start_on: '0999-01-01', end_on: '2026-01-31' }],
+      ['list_accounts', { currency: 'MXN' }],
+      ['list_incomes', { from: '0000-01-01T00:00:00Z' }],
+      ['list_incomes', { account_id: 'ABCDEF0123456789ABCDEF01' }],
+      ['list_calendar_events', { to: '1899-12-31' }],
+    ];
+    for (const [name, args] of refusedByBoth) {
+      assert.equal(schemaOf(name)(args), false, `${name} ${JSON.stringify(args)}: the schema refuses it`);
+      assert.equal((await call(name, args)).body.error?.code, -32602, `${name} ${JSON.stringify(args)}: the server refuses it`);
+    }
+    for (const [name, args] of [['get_balance_sheet', { as_of: '1900-01-01' }], ['list_incomes', { from: '0001-01-01T00:00:00Z' }], ['list_accounts', { currency: 'mxn' }]] as const) {
+      assert.equal(schemaOf(name)(args), true, `${name} ${JSON.stringify(args)}: the schema takes it`);
+      assert.equal((await call(name, args)).body.error, undefined, `${name} ${JSON.stringify(args)}: the server takes it`);
+    }
     const customers = await sdk.callTool({ name: 'list_customers', arguments: { search: 'ana' } });
     assert.equal(customers.isError, false);
     const structured = customers.structuredContent as any;
@@ -139,9 +160,15 @@ describe('MCP server', () => {
     assert.equal((await call('list_customers', { per_page: 500 })).body.error.code, -32602);
     assert.equal((await call('list_customers', { nope: true })).body.error.code, -32602);
     // Arguments that are not an object are named as `arguments`, the field the client sent.
-    const notObject = await call('list_customers', [1]);
-    assert.equal(notObject.body.error.code, -32602);
-    assert.deepEqual(Object.keys(notObject.body.error.data.errors), ['arguments']);
+    for (const args of [[1], null, 'x']) {
+      const notObject = await call('list_customers', args);
+      assert.equal(notObject.body.error.code, -32602, JSON.stringify(args));
+      assert.deepEqual(Object.keys(notObject.body.error.data.errors), ['arguments']);
+    }
+    // A day that does not exist is named as what is expected, not as a bare "invalid input".
+    const noDay = await call('list_calendar_events', { from: '2026-02-30' });
+    assert.equal(noDay.body.error.code, -32602);
+    assert.match(noDay.body.error.data.errors.from[0], /YYYY-MM-DD/);
     // Text no column can hold is an invalid argument (it reached the query and answered -32603).
     for (const search of ['a\u0000b', 'a\ud800b']) {
       const bad = await call('list_customers', { search });

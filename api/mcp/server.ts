@@ -131,7 +131,8 @@ async function callTool(ctx: ApiContext, credential: Credential, id: unknown, pa
   }
   // Text no column can hold (U+0000, a lone surrogate), or nesting past 32 levels, is an invalid argument, not an internal error.
   const problems = jsonBodyProblem(params.arguments);
-  const parsed = tool.input.safeParse(params.arguments ?? {});
+  // Absent arguments are none; `null` is no object, refused like `[1]` or `"x"`.
+  const parsed = tool.input.safeParse(params.arguments === undefined ? {} : params.arguments);
   if (problems || !parsed.success) {
     await finish(-32602);
     return rpcError(id, -32602, 'Argumentos inválidos.', { errors: problems ?? fieldErrors(parsed.error!.issues, '', 'arguments') });

@@ -19,10 +19,9 @@ import { PRODUCT_STATUSES } from '../routes/product-schemas.ts';
 import { listAccounts } from '../routes/account-queries.ts';
 import { listMovements } from '../routes/movement-queries.ts';
 import { balanceSheet, cashFlow, incomeStatement } from '../routes/report-queries.ts';
-import { centsTotal } from '../routes/money-fields.ts';
+import { centsTotal, currency } from '../routes/money-fields.ts';
 import { companyZone } from '../../db/companies.ts';
 import { localDate } from '../../lib/local-dates.ts';
-import { isCurrency } from '../../lib/money.ts';
 
 export type ToolContext = { db: Queryable; totals: TotalsCache; companyId: string };
 
@@ -123,9 +122,9 @@ export const TOOLS: readonly Tool[] = [
     input: z.strictObject({
       ...textSearch,
       q: textSearch.q.describe('Texto a buscar en nombre, SKU y marca'),
-      brand: z.string().max(4000).optional().describe('Marcas: ids o slugs separados por comas'),
+      brand: z.string().max(4000).optional().describe('Marcas: ids o slugs separados por comas (hasta 100)'),
       brand_id: z.string().max(4000).optional().describe('Alias de brand; se ignora si brand está presente'),
-      category: z.string().max(4000).optional().describe('Categorías: ids o slugs separados por comas'),
+      category: z.string().max(4000).optional().describe('Categorías: ids o slugs separados por comas (hasta 100)'),
       product_category_id: z.string().max(4000).optional().describe('Alias de category; se ignora si category está presente'),
       status: z.enum(PRODUCT_STATUSES).optional().describe('Solo productos con ese estado'),
       ...paging,
@@ -165,7 +164,7 @@ export const TOOLS: readonly Tool[] = [
     scope: 'read-accounts',
     input: z.strictObject({
       kind: z.enum(['cash', 'bank', 'card', 'other']).optional(),
-      currency: z.string().refine(isCurrency, 'ISO 4217 en minúsculas').optional().describe('mxn, usd…'),
+      currency: currency.optional().describe('ISO 4217 en minúsculas: mxn, usd…'),
       archived: z.boolean().optional(),
       ...paging,
     }),
@@ -242,7 +241,7 @@ export const TOOLS: readonly Tool[] = [
     title: 'Balance general',
     description: 'Balance general por moneda al cierre de `as_of` (fecha, por defecto hoy en la zona de la empresa): cuentas, por cobrar, por pagar, capital; activos = pasivos + capital.',
     scope: 'read-reports',
-    input: z.strictObject({ as_of: calendarDay.optional().describe('Fecha de corte YYYY-MM-DD') }),
+    input: z.strictObject({ as_of: calendarDay.optional().describe('Fecha de corte YYYY-MM-DD, desde 1900-01-01') }),
     output: z.object({ as_of: z.string(), currencies: records }),
     run: async ({ db, companyId }, args) => balanceSheet(db, companyId, args.as_of ?? localDate(Date.now(), await companyZone(db, companyId))),
   },
@@ -251,7 +250,7 @@ export const TOOLS: readonly Tool[] = [
     title: 'Estado de resultados',
     description: 'Ingresos y gastos por categoría y resultado neto, por moneda, entre `start_on` y `end_on` (fechas incluidas).',
     scope: 'read-reports',
-    input: z.strictObject({ start_on: calendarDay.describe('YYYY-MM-DD'), end_on: calendarDay.describe('YYYY-MM-DD, no antes de start_on') }),
+    input: z.strictObject({ start_on: calendarDay.describe('YYYY-MM-DD, desde 1900-01-01'), end_on: calendarDay.describe('YYYY-MM-DD, no antes de start_on') }),
     output: z.object({ start_on: z.string(), end_on: z.string(), currencies: records }),
     run: async ({ db, companyId }, args) => {
       if (args.end_on < args.start_on) throw new ToolFailure('end_on no puede ser anterior a start_on');
@@ -263,7 +262,7 @@ export const TOOLS: readonly Tool[] = [
     title: 'Flujo de efectivo',
     description: 'Por cuenta y por moneda: saldo inicial, entradas, salidas y saldo final entre `start_on` y `end_on` (fechas incluidas).',
     scope: 'read-reports',
-    input: z.strictObject({ start_on: calendarDay.describe('YYYY-MM-DD'), end_on: calendarDay.describe('YYYY-MM-DD, no antes de start_on') }),
+    input: z.strictObject({ start_on: calendarDay.describe('YYYY-MM-DD, desde 1900-01-01'), end_on: calendarDay.describe('YYYY-MM-DD, no antes de start_on') }),
     output: z.object({ start_on: z.string(), end_on: z.string(), accounts: records, currencies: records }),
     run: async ({ db, companyId }, args) => {
       if (args.end_on < args.start_on) throw new ToolFailure('end_on no puede ser anterior a start_on');

@@ -7,7 +7,7 @@ import { isObjectId } from '../../lib/objectid.ts';
 import { minutesOf } from '../../lib/booking-slots.ts';
 import { paginationQuery, queryBoolean } from '../pagination.ts';
 import { DEFAULT_TIMEZONE, isTimeZone } from './calendar-event-schemas.ts';
-import { text } from '../validation.ts';
+import { objectIdField, text } from '../validation.ts';
 
 export const LINK_SLUG = /^[a-z0-9-]{1,64}$/;
 export const LOCATION_TYPES = ['google_meet', 'in_person', 'phone', 'url'] as const;
@@ -135,7 +135,7 @@ const linkFields = {
 };
 
 export const bookingLinkCreate = z.strictObject({
-  user_id: z.string().refine(isObjectId, 'no es un ObjectId válido').describe('Anfitrión: miembro de la empresa; no cambia después'),
+  user_id: objectIdField.describe('Anfitrión: miembro de la empresa; no cambia después'),
   ...linkFields,
 });
 export const bookingLinkUpdate = z.strictObject(linkFields).partial();
@@ -187,7 +187,7 @@ export const bookingLinkExample = {
 };
 
 export const bookingLinkListQuery = paginationQuery.extend({
-  user_id: z.string().refine(isObjectId, 'no es un ObjectId válido').optional(),
+  user_id: objectIdField.optional(),
   active: queryBoolean.optional().describe('true o false'),
 });
 

@@ -1,16 +1,15 @@
 // Bookings (contract: "fields not shown"; modelled on Cal.com bookings): the
 // create, cancel and reschedule payloads, the read and the list query.
 import { z } from 'zod';
-import { isObjectId } from '../../lib/objectid.ts';
 import { paginationQuery } from '../pagination.ts';
 import { instant } from '../date-fields.ts';
 import { LOCATION_TYPES } from './booking-link-schemas.ts';
 import { isTimeZone, windowBound } from './calendar-event-schemas.ts';
-import { personName, text } from '../validation.ts';
+import { objectIdField, personName, text } from '../validation.ts';
 
 export const BOOKING_STATUSES = ['confirmed', 'cancelled'] as const;
 
-const objectIdString = z.string().refine(isObjectId, 'no es un ObjectId válido');
+const objectIdString = objectIdField;
 const slotStart = instant.describe('ISO 8601; debe ser el inicio de un horario libre (GET /booking-links/:id/slots)');
 
 export const booker = z.strictObject({

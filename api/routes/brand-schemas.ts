@@ -1,5 +1,6 @@
 // Brand write payloads, list query and read shape (contract: Brand).
 import { z } from 'zod';
+import { httpUrl } from '../validation.ts';
 import { customPropertiesWrite } from '../custom-properties.ts';
 import { paginationQuery } from '../pagination.ts';
 import { imageUrlSchema, nameSchema, optionalText, slugSchema } from './catalog-fields.ts';
@@ -8,7 +9,7 @@ const brandFields = {
   name: nameSchema,
   slug: slugSchema.optional().describe('Por defecto se deriva del nombre; único en la empresa'),
   description: optionalText(5000),
-  website: z.url({ protocol: /^https?$/ }).max(2000).nullable().optional(),
+  website: httpUrl.nullable().optional(),
   logo_url: imageUrlSchema.describe('Logo por URL de imagen; para subir un archivo usa POST /brands/{id}/logo'),
   logo: imageUrlSchema.describe('Sinónimo de logo_url en escritura'),
   custom_properties: customPropertiesWrite.optional(),

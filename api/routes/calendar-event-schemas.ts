@@ -5,9 +5,8 @@
 import { Temporal } from 'temporal-polyfill';
 import { z } from 'zod';
 import { calendarDay, instant as anInstant, instantFilter } from '../date-fields.ts';
-import { isObjectId } from '../../lib/objectid.ts';
 import { paginationQuery } from '../pagination.ts';
-import { text } from '../validation.ts';
+import { objectIdField, text } from '../validation.ts';
 
 export const EVENT_KINDS = ['event', 'meeting', 'task'] as const;
 export const EVENT_SOURCES = ['native', 'booking', 'google'] as const;
@@ -107,10 +106,12 @@ export const calendarEventSchema = z.object({
   updated_at: z.string(),
 });
 
-const refId = z.string().refine(isObjectId, 'no es un ObjectId válido');
+const refId = objectIdField;
 
 /** An instant, or a whole day (ISO 8601 allows both): the list reads a day in the company's time zone. */
-export const windowBound = z.union([calendarDay.refine((day) => day < '9999-12-31', 'debe ser anterior a 9999-12-31'), instantFilter]);
+export const windowBound = z.union([calendarDay.refine((day) => day < '9999-12-31', 'debe ser anterior a 9999-12-31'), instantFilter], {
+  error: 'debe ser un día YYYY-MM-DD (de 1900-01-01 a 9999-12-30) o un instante ISO 8601 con su zona',
+});
 
 export const calendarEventListQuery = paginationQuery.extend({
   user_id: refId.optional().describe('Solo eventos de este anfitrión'),

@@ -1,6 +1,7 @@
 // Field schemas shared by products, categories and brands, and the parsing of
 // their id-and-slug list filters. Slugs themselves: slug-queries.ts.
 import { z } from 'zod';
+import { httpUrl, objectIdField } from '../validation.ts';
 import { isObjectId } from '../../lib/objectid.ts';
 import { isCurrency } from '../../lib/money.ts';
 import { invalidParameter } from '../errors.ts';
@@ -17,15 +18,16 @@ function centsMap(min: number) {
           ctx.addIssue({ code: 'custom', path: [key], message: 'no es un código ISO 4217 en minúsculas (por ejemplo mxn, usd)' });
         }
       }
-    });
+    })
+    .meta({ propertyNames: { pattern: '^[a-z]{3}$' } });
 }
 
 /** `{<iso4217 lowercase>: <integer cents >= 0>}`. */
 export const pricesCents = centsMap(0).describe('Mapa {<iso4217 en minúsculas>: <centavos enteros>}');
 /** Product prices: at least one currency. */
-export const productPricesCents = pricesCents.refine((m) => Object.keys(m).length > 0, {
-  message: 'debe tener el precio en al menos una moneda',
-});
+export const productPricesCents = pricesCents
+  .refine((m) => Object.keys(m).length > 0, { message: 'debe tener el precio en al menos una moneda' })
+  .meta({ minProperties: 1 });
 /** Price adjustments may be negative (a cheaper component). */
 export const adjustmentCents = centsMap(-MAX_CENTS).describe('Ajuste de precio por moneda {<iso4217>: <centavos enteros, puede ser negativo>}');
 
@@ -50,14 +52,10 @@ export const nameSchema = z.string().trim().min(1).max(200);
 export const optionalText = (max: number) => z.string().trim().max(max).nullable().optional();
 
 /** An image given by URL (http/https only: no javascript:, data: or file:). */
-export const imageUrlSchema = z
-  .url({ protocol: /^https?$/, error: 'debe ser una URL http(s)' })
-  .max(2000)
-  .nullable()
-  .optional();
+export const imageUrlSchema = httpUrl.nullable().optional();
 
 /** Nested items (variants, option types, components, option values): matched by `id`, removed by `_destroy`. */
-export const nestedId = z.string().refine(isObjectId, 'no es un ObjectId válido').optional();
+export const nestedId = objectIdField.optional();
 export const destroyFlag = z.boolean().optional().describe('true elimina el elemento con ese id');
 
 export const MAX_FILTER_VALUES = 100;

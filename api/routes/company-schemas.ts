@@ -2,12 +2,12 @@
 // the read. Everything else (slug, plan, quotas, max_team_size, modules, id,
 // timestamps) is refused on PUT like any unknown field: 422 naming it.
 import { z } from 'zod';
-import { text } from '../validation.ts';
+import { httpUrl, text } from '../validation.ts';
 
 
 export const companyUpdate = z.strictObject({
   name: text(200).min(1).optional(),
-  website: z.url({ protocol: /^https?$/ }).max(2000).nullable().optional(),
+  website: httpUrl.nullable().optional(),
   legal_name: text(300).nullable().optional(),
   business_type: text(200).nullable().optional().describe('Texto libre'),
   business_context: text(20_000).nullable().optional().describe('Texto largo que usan las funciones de IA'),

@@ -4,9 +4,9 @@
 // one answers that record with 200; an update taking another's is 409
 // duplicate_reference).
 import { z } from 'zod';
+import { objectIdField } from '../validation.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { isCurrency, mergeMetadata, METADATA_LIMITS, metadataProblem, type Metadata } from '../../lib/money.ts';
-import { isObjectId } from '../../lib/objectid.ts';
 import { calendarDay, instant as dateInstant } from '../date-fields.ts';
 import { ApiError } from '../errors.ts';
 
@@ -15,10 +15,14 @@ export const cents = z.number().int('centavos enteros, sin decimales').positive(
 /** A sum of cents (a balance, a total): not capped like one amount; exact up to 2^53 − 1, rounded past it (money.md). */
 export const centsTotal = z.number().describe('Centavos de una suma: exacta hasta 2^53 − 1, redondeada más allá');
 export const signedCents = z.number().int('centavos enteros, sin decimales').min(-SAFE).max(SAFE, 'pasa de 2^53 − 1');
-export const currency = z.string().refine(isCurrency, 'código ISO 4217 en minúsculas (mxn, usd…)').describe('ISO 4217 en minúsculas');
+export const currency = z
+  .string()
+  .refine(isCurrency, 'código ISO 4217 en minúsculas (mxn, usd…)')
+  .describe('ISO 4217 en minúsculas')
+  .meta({ pattern: '^[a-z]{3}$' });
 export const instant = dateInstant.describe('ISO 8601; se devuelve en UTC');
 export const localDay = calendarDay;
-export const objectIdString = z.string().refine(isObjectId, 'no es un ObjectId válido');
+export const objectIdString = objectIdField;
 // Read as unknown so that every breach of the contract's table is its own 422 invalid_metadata
 // (checkMetadata), not the generic validation_failed; the document still types it for clients.
 export const metadataInput = z

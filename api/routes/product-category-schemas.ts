@@ -1,7 +1,7 @@
 // Product category write payloads, list query and read shape (contract:
 // Product category).
 import { z } from 'zod';
-import { isObjectId } from '../../lib/objectid.ts';
+import { objectIdField } from '../validation.ts';
 import { paginationQuery, queryBoolean } from '../pagination.ts';
 import { imageUrlSchema, nameSchema, optionalText, slugSchema } from './catalog-fields.ts';
 
@@ -9,7 +9,7 @@ const categoryFields = {
   name: nameSchema,
   slug: slugSchema.optional().describe('Por defecto se deriva del nombre; único en la empresa'),
   description: optionalText(5000),
-  parent_id: z.string().refine(isObjectId, 'no es un ObjectId válido').nullable().optional().describe('Categoría padre; null para una raíz'),
+  parent_id: objectIdField.nullable().optional().describe('Categoría padre; null para una raíz'),
   icon: z
     .string()
     .trim()
@@ -27,7 +27,7 @@ export type CategoryWrite = z.infer<typeof categoryUpdate>;
 
 export const categoryListQuery = paginationQuery.extend({
   has_products: queryBoolean.optional().describe('true: solo categorías con al menos un producto activo en su subárbol; false: solo las que no tienen'),
-  parent_id: z.string().refine(isObjectId, 'no es un ObjectId válido').optional().describe('Solo las hijas directas de esta categoría'),
+  parent_id: objectIdField.optional().describe('Solo las hijas directas de esta categoría'),
 });
 export type CategoryListQuery = z.infer<typeof categoryListQuery>;
 

@@ -1,7 +1,7 @@
 // Product write payloads, list query and read shapes (contract: Product). Decisions on
 // the fields the contract leaves open are in docs/catalog.md.
 import { z } from 'zod';
-import { isObjectId } from '../../lib/objectid.ts';
+import { httpUrl, objectIdField } from '../validation.ts';
 import { customPropertiesWrite } from '../custom-properties.ts';
 import { paginationQuery } from '../pagination.ts';
 import {
@@ -19,7 +19,7 @@ import {
 
 export const PRODUCT_STATUSES = ['active', 'archived'] as const;
 
-const refId = z.string().refine(isObjectId, 'no es un ObjectId válido');
+const refId = objectIdField;
 const position = z.number().int().min(0).max(100_000).optional();
 const sku = z.string().trim().min(1).max(100).nullable().optional();
 
@@ -74,7 +74,7 @@ export const inventoryWrite = z
   .describe('Fija la existencia de una ubicación (almacén y rack); las ubicaciones no enviadas no cambian');
 
 const imageItem = z.strictObject({
-  url: z.url({ protocol: /^https?$/, error: 'debe ser una URL http(s)' }).max(2000),
+  url: httpUrl,
   alt: z.string().trim().max(300).nullable().optional(),
   position,
 });
@@ -167,7 +167,7 @@ const productBase = {
   brand: ref.nullable().describe('Copia desnormalizada de la marca'),
   product_category_id: z.string().nullable(),
   product_category: ref.nullable(),
-  category_name: z.string().nullable().describe('Obsoleto: usa product_category.name'),
+  category_name: z.string().nullable().describe('Obsoleto: usa product_category.name').meta({ deprecated: true }),
   image_url: z.string().nullable(),
   thumbnail_url: z.string().nullable(),
   images: z.array(z.object({ url: z.string(), alt: z.string().nullable(), position: z.number().int() })),

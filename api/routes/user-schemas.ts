@@ -5,13 +5,17 @@ import { z } from 'zod';
 import { calendarDay } from '../date-fields.ts';
 import { text } from '../validation.ts';
 
+export const BG_MODES = ['solid', 'linear', 'radial'] as const;
+export const DASHBOARD_THEMES = ['light', 'dark', 'schedule'] as const;
+export const BRANDING_THEMES = ['light', 'dark'] as const;
+
 const hex = z.string().regex(/^#[0-9a-fA-F]{6}$/, 'color hexadecimal #rrggbb');
 export const BOOKING_SLUG = /^[a-z0-9-]{3,64}$/;
 /** Paths of the public booking page beside `<booking_slug>/<link_slug>`. */
 export const RESERVED_BOOKING_SLUGS = new Set(['manage', 'assets']);
 
 const background = z.strictObject({
-  bg_mode: z.enum(['solid', 'linear', 'radial']).optional(),
+  bg_mode: z.enum(BG_MODES).optional(),
   bg_color_from: hex.optional(),
   bg_color_to: hex.nullable().optional().describe('Solo degradados'),
   bg_angle: z.number().int().min(0).max(360).optional().describe('Solo degradado lineal'),
@@ -20,18 +24,18 @@ export type Background = z.infer<typeof background>;
 
 const bookingBranding = z
   .strictObject({
-    theme: z.enum(['light', 'dark']).optional().describe('Solo una pista para el panel; la página pública elige el tema por la hora local del visitante'),
+    theme: z.enum(BRANDING_THEMES).optional().describe('Solo una pista para el panel; la página pública elige el tema por la hora local del visitante'),
     light: background.optional(),
     dark: background.optional(),
     // The flat form (contract): these three apply to the light theme.
-    bg_mode: z.enum(['solid', 'linear', 'radial']).optional().describe('Forma plana: se aplica al tema claro (light)'),
+    bg_mode: z.enum(BG_MODES).optional().describe('Forma plana: se aplica al tema claro (light)'),
     bg_color_from: hex.optional().describe('Forma plana: light.bg_color_from'),
     bg_color_to: hex.nullable().optional().describe('Forma plana: light.bg_color_to'),
   })
   .describe('Forma anidada (light, dark) o plana (bg_mode, bg_color_from, bg_color_to = light); al leer, siempre anidada');
 
 export const settingsPreferences = z.strictObject({
-  theme: z.enum(['light', 'dark', 'schedule']).optional(),
+  theme: z.enum(DASHBOARD_THEMES).optional(),
   block_overlapping_bookings: z.boolean().optional().describe('Si los enlaces de reserva bloquean horarios ocupados'),
   booking_branding: bookingBranding.optional(),
 });
@@ -61,7 +65,7 @@ export type UserCreate = z.infer<typeof userCreate>;
 export type UserUpdate = z.infer<typeof userUpdate>;
 
 const backgroundRead = z.object({
-  bg_mode: z.string().nullable(),
+  bg_mode: z.enum(BG_MODES).nullable(),
   bg_color_from: z.string().nullable(),
   bg_color_to: z.string().nullable(),
   bg_angle: z.number().int().nullable(),
@@ -80,9 +84,9 @@ export const userSchema = z.object({
   avatar_url: z.string().nullable(),
   is_owner: z.boolean(),
   settings_preferences: z.object({
-    theme: z.string().nullable(),
+    theme: z.enum(DASHBOARD_THEMES).nullable(),
     block_overlapping_bookings: z.boolean(),
-    booking_branding: z.object({ theme: z.string().nullable(), light: backgroundRead, dark: backgroundRead }),
+    booking_branding: z.object({ theme: z.enum(BRANDING_THEMES).nullable(), light: backgroundRead, dark: backgroundRead }),
   }),
   created_at: z.string(),
   updated_at: z.string(),

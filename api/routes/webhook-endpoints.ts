@@ -54,7 +54,6 @@ const endpointSchema = z.object({
   description: z.string().nullable(),
   enabled_events: z.array(z.string()),
   active: z.boolean(),
-  secret: z.string().optional().describe('whsec_...; solo en la respuesta de creación y de rotate-secret (WebhookEndpointWithSecret)'),
   secret_last_four: z.string(),
   consecutive_failures: z.number().int(),
   last_delivery_at: z.string().nullable(),
