@@ -142,7 +142,7 @@ export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
   root.all('/admin/trpc/*path', adminMiddleware(deps));
   root.post('/api/v1/user/sessions', jsonContentType, sessionBody, signInHandler);
   // Counted against the session's limit like every other /user route (docs/api.md, Rate limit).
-  root.delete('/api/v1/user/sessions/current', authenticateSession(null), rateLimit(deps.config.rateLimitPerMinute), async (ctx) => {
+  root.delete('/api/v1/user/sessions/current', authenticateSession(), rateLimit(deps.config.rateLimitPerMinute), async (ctx) => {
     await revokeSession(deps.pool, ctx.state.session!.sessionId);
     ctx.status = 204;
   });

@@ -5,9 +5,10 @@
 // Body readers are api/middleware/body.ts.
 import { z } from 'zod';
 import type { Queryable } from '../db/pool.ts';
+import { log } from '../lib/log.ts';
 import { isObjectId } from '../lib/objectid.ts';
 import { ApiError, type ErrorCode } from './errors.ts';
-import { authenticateSession, type Permission } from './auth/sessions.ts';
+import { authenticateSession, requirePermission, type Permission } from './auth/sessions.ts';
 import { authenticate, checkOrigin, requireModule, requireScope } from './middleware/authenticate.ts';
 import { idempotentBodyCap, jsonBody, jsonContentType, multipartBody, objectBody, uploadBody } from './middleware/body.ts';
 import { idempotency } from './middleware/idempotency.ts';
@@ -204,11 +205,70 @@ function handle(route: RouteDef): ApiRouteMiddleware {
   };
 }
 
+// service_unavailable: the database unreachable (any route), or an upload route's bodies at their
+// bound; always with Retry-After. internal_error: a fault of ours (docs/api.md, Errors).
+const COMMON_ERRORS: ErrorCode[] = ['invalid_key', 'origin_not_allowed', 'insufficient_scope', 'rate_limited', 'internal_error', 'service_unavailable'];
+
+/**
+ * Every error code `route` can answer, as its OpenAPI operation lists them: its own `errors`, and what
+ * the shared machinery answers whatever the route lists (authentication, rate limit, a bad query
+ * value, a paginated list's cursor and page, a JSON body's missing `data` or invalid fields,
+ * Idempotency-Key, the optional module).
+ */
+export function declaredErrors(route: RouteDef): ErrorCode[] {
+  // A write that reads its body; a route that never reads it (POST /automations) has no Idempotency-Key.
+  const readsWrite = route.method !== 'GET' && route.method !== 'DELETE' && !('ignoresBody' in route && route.ignoresBody);
+  const writes: ErrorCode[] = readsWrite
+    ? [
+        'idempotency_key_reused', 'idempotency_body_too_large', 'idempotency_in_progress', 'invalid_idempotency_key',
+        // The body itself (JSON routes and the JSON form of upload routes): malformed, too large, another media type.
+        ...(route.multipart ? [] : (['invalid_json', 'request_too_large', 'unsupported_media_type'] as const)),
+      ]
+    : [];
+  const shared: ErrorCode[] = [
+    ...(route.query ? (['invalid_parameter'] as const) : []),
+    ...(route.list && route.query ? (['invalid_cursor', 'invalid_id', 'offset_too_deep'] as const) : []),
+    ...(route.body && !route.multipart ? (['parameter_missing', 'validation_failed'] as const) : []),
+  ];
+  return [...new Set<ErrorCode>([...(route.errors ?? []), ...shared, ...COMMON_ERRORS, 'https_required', ...(route.module ? (['module_not_enabled'] as const) : []), ...writes])];
+}
+
+/**
+ * Error codes routes answered that they do not declare (`METHOD path code`), since the process
+ * started. The OpenAPI document lists a route's codes from its declaration, so a generated client
+ * would have no branch for these: each is logged, and the test helpers fail the test file that met
+ * one (test/helpers/app.ts), so a handler that starts throwing a new code gets it declared.
+ */
+export const undeclaredErrors = new Set<string>();
+
+/** Notes an error answer whose code the route does not declare (`declaredErrors`). */
+function checkDeclared(route: RouteDef): ApiRouteMiddleware {
+  const declared = new Set<string>(declaredErrors(route));
+  const note = (code: unknown) => {
+    if (typeof code !== 'string' || declared.has(code)) return;
+    const entry = `${route.method} ${route.path} ${code}`;
+    if (!undeclaredErrors.has(entry)) log('route.undeclared_error', { method: route.method, path: route.path, error: code });
+    undeclaredErrors.add(entry);
+  };
+  return async function declaredErrorsOnly(ctx, next) {
+    try {
+      await next();
+    } catch (error) {
+      if (error instanceof ApiError) note(error.code);
+      throw error;
+    }
+    if (ctx.status >= 400) note((ctx.body as { error?: unknown } | undefined)?.error);
+  };
+}
+
 /** The middleware chain of one route: authentication, rate limit, scope or permission, module, params, body, cache, handler. */
 function chainOf(route: RouteDef, defaultRateLimit: number): ApiRouteMiddleware[] {
-  const chain: ApiRouteMiddleware[] = route.session
-    ? [authenticateSession(route.session), rateLimit(defaultRateLimit)]
-    : [authenticate, rateLimit(defaultRateLimit), checkOrigin, requireScope(route.scope)];
+  const chain: ApiRouteMiddleware[] = [checkDeclared(route)];
+  chain.push(
+    ...(route.session
+      ? [authenticateSession(), rateLimit(defaultRateLimit), requirePermission(route.session)]
+      : [authenticate, rateLimit(defaultRateLimit), checkOrigin, requireScope(route.scope)]),
+  );
   if (route.module) chain.push(requireModule(route.module));
   if (route.params || route.path.includes(':')) chain.push(validateParams(route.params ?? {}));
   if (route.multipart) chain.push(multipartBody(route.multipart), idempotency);

@@ -63,6 +63,16 @@ export function mistakes(api: ReturnType<typeof createClient<paths>>) {
   // @ts-expect-error metadata is an object of flat values
   api.POST('/incomes', { body: { data: { account_id: 'a', amount_cents: 1, occurred_at: '2026-01-01T00:00:00Z', metadata: 'texto' } } });
 }
+
+/** Each operation's error codes are its own: a branch on one it never answers does not compile. */
+export async function narrowed(api: ReturnType<typeof createClient<paths>>) {
+  const read = await api.GET('/products/{id}', { params: { path: { id: '0123456789abcdef01234567' } } });
+  const code = read.error?.error;
+  if (code === 'not_found' || code === 'invalid_key' || code === 'rate_limited' || code === 'internal_error') return code;
+  // @ts-expect-error reading a product never answers team_limit_reached
+  if (code === 'team_limit_reached') return code;
+  return null;
+}
 `;
 
 describe('OpenAPI document for client generators', () => {

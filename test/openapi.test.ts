@@ -130,12 +130,29 @@ describe('OpenAPI and reference page', () => {
     const withSecret = doc.components.schemas.WebhookEndpointWithSecret;
     assert.ok(withSecret.required.includes('secret'));
     assert.equal(doc.components.schemas.WebhookEndpoint.required.includes('secret'), false);
+    assert.equal(doc.components.schemas.WebhookEndpoint.properties.secret, undefined, 'a read never carries the secret');
     assert.equal(doc.paths['/webhook-endpoints/{id}/rotate-secret'].post.responses['200'].content['application/json'].schema.properties.data.$ref, '#/components/schemas/WebhookEndpointWithSecret');
     // Answers' instants and days have their formats.
     const customer = doc.components.schemas.Customer.properties;
     assert.equal(customer.created_at.format, 'date-time');
     const recurring = doc.paths['/recurring-transactions/{id}'].get.responses['200'].content['application/json'].schema.properties.data.$ref.split('/').at(-1);
     assert.equal(doc.components.schemas[recurring].properties.starts_on.format, 'date');
+    // What the server checks is in the schemas a client validates against.
+    const product = doc.paths['/products'].post.requestBody.content['application/json'].schema.properties.data.properties;
+    assert.equal(product.prices_cents.minProperties, 1);
+    assert.equal(product.prices_cents.propertyNames.pattern, '^[a-z]{3}$');
+    assert.equal(product.brand_id.anyOf?.[0]?.pattern ?? product.brand_id.pattern, '^[0-9a-f]{24}$');
+    assert.equal(doc.components.schemas.Product.properties.category_name.deprecated, true);
+    const account = doc.paths['/accounts'].post.requestBody.content['application/json'].schema.properties.data.properties;
+    assert.equal(account.currency.pattern, '^[a-z]{3}$');
+    const prefs = doc.components.schemas.User.properties.settings_preferences.properties;
+    assert.deepEqual(prefs.theme.anyOf?.[0]?.enum ?? prefs.theme.enum, ['light', 'dark', 'schedule']);
+    // Errors: each status names its own codes; a write's stored errors may be replays; a fault of ours is documented.
+    const createCustomer = doc.paths['/customers'].post.responses;
+    assert.ok(createCustomer['422'].headers['Idempotent-Replayed']);
+    assert.equal(createCustomer['401'].headers['Idempotent-Replayed'], undefined, 'answered before the key is read');
+    assert.deepEqual(createCustomer['422'].content['application/json'].schema.allOf[1].properties.error.enum.sort(), ['idempotency_key_reused', 'parameter_missing', 'validation_failed']);
+    assert.deepEqual(createCustomer['500'].content['application/json'].schema.allOf[1].properties.error.enum, ['internal_error']);
   });
 
   test('the reference page renders every operation and loads nothing from elsewhere', async () => {

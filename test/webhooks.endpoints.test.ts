@@ -635,7 +635,12 @@ describe('webhook endpoints under a user session (/user/developers/webhook-endpo
       assert.equal(res.status, 403, res.text);
       assert.equal(res.body.error, 'insufficient_scope');
       assert.equal(res.body.required, 'manage-developers');
+      // The refusal counts against the person's rate limit, as a key's missing scope does (docs/api.md).
+      assert.ok(res.headers.get('ratelimit-limit') && res.headers.get('ratelimit-remaining'), 'RateLimit-* on the 403');
     }
+    const remaining = [Number((await plain.get(USER_PATH)).headers.get('ratelimit-remaining'))];
+    remaining.push(Number((await plain.get(USER_PATH)).headers.get('ratelimit-remaining')));
+    assert.equal(remaining[1], remaining[0] - 1, 'each refusal spends one request');
     assert.equal((await api.get(`/webhook-endpoints/${ep.id}`)).status, 200, 'nothing was deleted');
 
     const developer = await memberSession(companyId, ['manage-developers']);

@@ -86,11 +86,13 @@ export async function revokeSession(db: Queryable, sessionId: string): Promise<v
 }
 
 /**
- * Session authentication for `/user/...` routes, with the route's permission
- * (owners hold every permission). Sets `ctx.state.auth` like an API key does,
- * so rate limit and idempotency work unchanged (keyed by the session).
+ * Session authentication for `/user/...` routes. Sets `ctx.state.auth` like an
+ * API key does, so rate limit and idempotency work unchanged (keyed by the
+ * person and company). The route's permission is checked after the rate limit
+ * (`requirePermission`), as a key's scope is: a refusal counts and carries the
+ * RateLimit-* headers.
  */
-export function authenticateSession(permission: Permission | null) {
+export function authenticateSession() {
   return async function sessionCheck(ctx: ApiContext, next: Next) {
     const token = bearerToken(ctx.get('Authorization'));
     const session = token ? await findSession(ctx.deps.pool, token) : null;
@@ -110,7 +112,15 @@ export function authenticateSession(permission: Permission | null) {
       enabledModules: session.enabledModules,
       responseCache: false,
     };
-    if (permission && !session.isOwner && !session.permissions.includes(permission)) {
+    await next();
+  };
+}
+
+/** The session's person holds `permission` in its company (owners hold every one); 403 insufficient_scope otherwise. */
+export function requirePermission(permission: Permission) {
+  return async function permissionCheck(ctx: ApiContext, next: Next) {
+    const session = ctx.state.session!;
+    if (!session.isOwner && !session.permissions.includes(permission)) {
       throw new ApiError('insufficient_scope', 'Tu usuario no tiene el permiso necesario para esta operación.', { required: permission });
     }
     await next();

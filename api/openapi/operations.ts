@@ -5,7 +5,7 @@ import type { z } from 'zod';
 import { API_RELEASED_AT, API_VERSION } from '../../lib/version.ts';
 import { ERROR_CODES, type ErrorCode } from '../errors.ts';
 import { listMetaSchema, QUERY_BOOLEAN_VALUES } from '../pagination.ts';
-import type { RouteDef } from '../route.ts';
+import { declaredErrors, type RouteDef } from '../route.ts';
 import { operationId } from './names.ts';
 import type { JsonSchema, SchemaBook } from './schemas.ts';
 
@@ -41,6 +41,11 @@ export const COMMON_HEADERS: Record<string, JsonSchema> = {
   'RateLimit-Reset': { schema: { type: 'integer' }, description: 'Segundos hasta que la petición más antigua sale de la ventana' },
 };
 
+/** On an answer replayed from an earlier request with the same Idempotency-Key. */
+const REPLAYED_HEADER: Record<string, JsonSchema> = {
+  'Idempotent-Replayed': { schema: { type: 'string', enum: ['true'] }, description: 'Presente cuando la respuesta es la guardada de una petición anterior con la misma Idempotency-Key' },
+};
+
 /** Headers of the error answers that carry more, or fewer, than COMMON_HEADERS. */
 /** RFC 6750: `Bearer realm="api"`, plus `error="invalid_token"` when a credential was sent. */
 export const WWW_AUTHENTICATE: Record<string, JsonSchema> = {
@@ -55,9 +60,6 @@ export const ERROR_HEADERS: Record<number, Record<string, JsonSchema>> = {
   429: { ...COMMON_HEADERS, 'Retry-After': { schema: { type: 'integer' }, description: 'Segundos enteros a esperar' } },
   503: { ...COMMON_HEADERS, 'Retry-After': { schema: { type: 'integer' }, description: 'Segundos enteros a esperar' } },
 };
-
-// service_unavailable: the database unreachable (any route), or an upload route's bodies at their bound; always with Retry-After.
-const COMMON_ERRORS: ErrorCode[] = ['invalid_key', 'origin_not_allowed', 'insufficient_scope', 'rate_limited', 'service_unavailable'];
 
 /** `/customers/:id` -> `/customers/{id}`. */
 export function openApiPath(path: string): string {
@@ -130,40 +132,28 @@ function operation(route: RouteDef, book: SchemaBook, responseNames: Map<z.ZodTy
       headers: {
         ...COMMON_HEADERS,
         ...(route.cache ? { 'X-Cache': { schema: { type: 'string', enum: ['HIT', 'MISS'] } } } : {}),
-        ...(route.method !== 'GET' && route.method !== 'DELETE'
-          ? { 'Idempotent-Replayed': { schema: { type: 'string', enum: ['true'] }, description: 'Presente cuando la respuesta es la guardada de una petición anterior con la misma Idempotency-Key' } }
-          : {}),
+        ...(route.method !== 'GET' && route.method !== 'DELETE' ? REPLAYED_HEADER : {}),
       },
       content: { 'application/json': { schema: body } },
     };
     responses[String(route.status)] = success;
     if (route.alsoStatus) responses[String(route.alsoStatus.status)] = { ...success, description: route.alsoStatus.description };
   }
-  const writes: ErrorCode[] = readsWrite
-    ? [
-        'idempotency_key_reused', 'idempotency_body_too_large', 'idempotency_in_progress', 'invalid_idempotency_key',
-        // The body itself (JSON routes and the JSON form of upload routes): malformed, too large, another media type.
-        ...(route.multipart ? [] : (['invalid_json', 'request_too_large', 'unsupported_media_type'] as const)),
-      ]
-    : [];
-  // What the shared machinery answers whatever the route lists: a bad query value (400), a paginated
-  // list's cursor and page errors, and a JSON body's missing `data` or invalid fields (422).
-  const shared: ErrorCode[] = [
-    ...(route.query ? (['invalid_parameter'] as const) : []),
-    ...(route.list && route.query ? (['invalid_cursor', 'invalid_id', 'offset_too_deep'] as const) : []),
-    ...(route.body && !route.multipart ? (['parameter_missing', 'validation_failed'] as const) : []),
-  ];
-  const codes = [...new Set<ErrorCode>([...(route.errors ?? []), ...shared, ...COMMON_ERRORS, 'https_required', ...(route.module ? (['module_not_enabled'] as const) : []), ...writes])];
+  const codes = declaredErrors(route);
   const byStatus = new Map<number, string[]>();
   for (const code of codes) {
     const status = ERROR_CODES[code].status;
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
   for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
+    // A write's answer below 500 is stored under its Idempotency-Key and replayed, errors of the
+    // handler included (docs/api.md, Idempotency); those answered before the key is read are not.
+    const replayable = readsWrite && [400, 404, 409, 422].includes(status);
     responses[String(status)] = {
       description: list.join(', '),
-      headers: ERROR_HEADERS[status] ?? COMMON_HEADERS,
-      content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+      headers: { ...(ERROR_HEADERS[status] ?? COMMON_HEADERS), ...(replayable ? REPLAYED_HEADER : {}) },
+      // The codes this operation answers with this status, so a generated client can narrow `error`.
+      content: { 'application/json': { schema: { allOf: [{ $ref: '#/components/schemas/Error' }, { type: 'object', properties: { error: { type: 'string', enum: list } } }] } } },
     };
   }
 

@@ -6,6 +6,7 @@ import { createAutomation } from '../../api/admin/automations.ts';
 import { createCompany, updateCompany, type Plan } from '../../api/admin/companies.ts';
 import { issueKey } from '../../api/admin/keys.ts';
 import { closeDeps, createApp, createDeps } from '../../api/app.ts';
+import { undeclaredErrors } from '../../api/route.ts';
 import { ALL_SCOPES } from '../../api/auth/scopes.ts';
 import type { Deps } from '../../api/types.ts';
 import { createPool, type Pool } from '../../db/pool.ts';
@@ -71,6 +72,12 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
       await closeDeps(deps);
       await pool.end();
       await db.drop();
+      // A route answered an error code it does not declare: the OpenAPI document does not list it.
+      if (undeclaredErrors.size) {
+        const seen = [...undeclaredErrors];
+        undeclaredErrors.clear();
+        throw new Error(`routes answered error codes they do not declare (add them to the route's errors): ${seen.join('; ')}`);
+      }
     },
   };
 }
