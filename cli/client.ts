@@ -42,13 +42,31 @@ export function resolveToken(env: NodeJS.ProcessEnv = process.env): string {
   return token;
 }
 
+/**
+ * How long a call waits for the server's answer: 60 s, or WSCTL_TIMEOUT_SECONDS. A server that takes
+ * the connection and never answers would otherwise hold a script for undici's 5 minutes.
+ */
+export function resolveTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.WSCTL_TIMEOUT_SECONDS;
+  if (raw === undefined || raw === '') return 60_000;
+  if (!/^\d+$/.test(raw.trim()) || Number(raw) < 1) throw new CliError(`invalid WSCTL_TIMEOUT_SECONDS "${raw}" (expected whole seconds, at least 1)`);
+  return Number(raw) * 1000;
+}
+
 export function createAdminClient(options: { url?: string }): { api: AdminClient; url: string } {
   const url = resolveUrl(options.url);
   const token = resolveToken();
+  const timeoutMs = resolveTimeoutMs();
   const api = createTRPCClient<AdminRouter>({
     // One request per call (no batching): a CLI makes one call at a time and
     // plain requests keep server logs and errors one-to-one with commands.
-    links: [httpLink({ url: url + TRPC_PATH, headers: { authorization: `Bearer ${token}` } })],
+    links: [
+      httpLink({
+        url: url + TRPC_PATH,
+        headers: { authorization: `Bearer ${token}` },
+        fetch: (input, init) => fetch(input, { ...init, signal: AbortSignal.timeout(timeoutMs) }),
+      }),
+    ],
   });
   return { api, url };
 }

@@ -5,11 +5,15 @@ import { readFile } from 'node:fs/promises';
 import { InvalidArgumentError } from 'commander';
 import { CliError } from './output.ts';
 
+/** The largest value the database's `integer` columns hold (quotas, limits). */
+const MAX_STORED_INT = 2_147_483_647;
+
 function integer(value: string, min: number): number {
+  const expected = `expected a whole number from ${min} to ${MAX_STORED_INT}.`;
   // Number('') is 0 and Number('1e3') is 1000: accept plain digits only.
-  if (!/^\d+$/.test(value.trim())) throw new InvalidArgumentError(`expected a whole number >= ${min}.`);
+  if (!/^\d+$/.test(value.trim())) throw new InvalidArgumentError(expected);
   const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < min) throw new InvalidArgumentError(`expected a whole number >= ${min}.`);
+  if (!Number.isSafeInteger(n) || n < min || n > MAX_STORED_INT) throw new InvalidArgumentError(expected);
   return n;
 }
 

@@ -27,8 +27,12 @@ export function printLines(text: string): void {
   process.stdout.write(safe.endsWith('\n') ? safe : safe + '\n');
 }
 
-/** One cell of a table or a `label: value` line: one line, whatever the value holds. */
-function cell(value: unknown): string {
+/**
+ * One cell of a table or a `label: value` line: one line, whatever the value holds. Every value
+ * printed for people goes through it (or `table`/`details`): a newline in a tenant's text would
+ * otherwise forge a line of the operator's output.
+ */
+export function cell(value: unknown): string {
   if (value === null || value === undefined || value === '') return '-';
   if (Array.isArray(value)) return value.length ? value.map(cell).join(',') : '-';
   if (typeof value === 'object') return JSON.stringify(value);
@@ -79,6 +83,11 @@ function hasCause(error: unknown, type: new (...args: any[]) => Error): boolean 
   return false;
 }
 
+function hasName(error: unknown, name: string): boolean {
+  for (let e: any = error, depth = 0; e && depth < 5; e = e.cause, depth++) if (e?.name === name) return true;
+  return false;
+}
+
 export function describeError(error: unknown, url?: string): string {
   const where = url ?? 'the admin endpoint';
   if (error instanceof CliError) return error.message;
@@ -99,6 +108,7 @@ export function describeError(error: unknown, url?: string): string {
     if (status) return `unexpected answer from ${where} (HTTP ${status}): is this the workspace service?`;
     // A server answered, with something that is not the admin API's JSON (a web page, another app).
     if (hasCause(error, SyntaxError)) return `unexpected answer from ${where} (not JSON): is this the workspace service?`;
+    if (hasName(error, 'TimeoutError')) return `cannot reach ${where}: no answer in time (WSCTL_TIMEOUT_SECONDS)`;
     return `cannot reach ${where}: ${networkReason(error) ?? error.message}`;
   }
   if (error instanceof Error) return error.message;

@@ -186,6 +186,19 @@ describe('wsctl', () => {
     assert.equal(listed.length, 1, 'the name stays on its own row');
     // --json carries the name as it is, JSON-escaped.
     assert.equal((await json(app, ['company', 'show', company.id])).name, hostile);
+
+    // An MCP tool name any key holder sends is printed by `mcp activity` on its own row.
+    await json(app, ['company', 'update', company.id, '--plan', 'starter']);
+    const called = await fetch(`${app.url}/api/mcp/v1`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${key.secret}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'evil\u001b[2J\nforged row', arguments: {} } }),
+    });
+    assert.equal(called.status, 200);
+    const activity = await wsctl(app, ['mcp', 'activity', '--company', company.id]);
+    assert.equal(activity.code, 0, activity.stderr);
+    assert.doesNotMatch(activity.stdout, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
+    assert.ok(activity.stdout.split('\n').some((line) => line.includes('evil\\u001b[2J\\u000aforged row') && line.includes('-32002')), activity.stdout);
   });
 
   test('errors are one line on stderr with a non-zero exit, never on stdout', async () => {
@@ -199,6 +212,7 @@ describe('wsctl', () => {
     // What the web process answers before tRPC: plain HTTP in production, and an address throttled for wrong tokens.
     const front = createServer((req, res) => {
       if (req.url!.startsWith('/page')) res.writeHead(200, { 'content-type': 'text/html' }).end('<!DOCTYPE html><title>Another app</title>');
+      else if (req.url!.startsWith('/silent')) return; // takes the request, never answers
       else if (req.url!.startsWith('/plain')) res.writeHead(426, { 'content-type': 'application/json' }).end('{"error":"https_required","message":"Se requiere HTTPS."}');
       else res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '42' }).end('{"error":"rate_limited","message":"Demasiadas solicitudes."}');
     });
@@ -208,9 +222,18 @@ describe('wsctl', () => {
       assertOneLineError(await wsctl(app, ['company', 'list'], { ADMIN_URL: `${base}/plain` }), /requires HTTPS \(426 https_required, production\): use the service's https:\/\/ URL/);
       assertOneLineError(await wsctl(app, ['company', 'list'], { ADMIN_URL: `${base}/busy` }), /too many rejected admin tokens from this address \(429\): retry in 42 s/);
       assertOneLineError(await wsctl(app, ['company', 'list'], { ADMIN_URL: `${base}/page` }), /unexpected answer from .*\(not JSON\): is this the workspace service\?/);
+      assertOneLineError(await wsctl(app, ['company', 'list'], { ADMIN_URL: `${base}/silent`, WSCTL_TIMEOUT_SECONDS: '1' }), /cannot reach .*: no answer in time/);
     } finally {
+      front.closeAllConnections();
       front.close();
     }
+    // Numbers past what the database's integer columns hold are refused before any request, naming the range.
+    assertOneLineError(await wsctl(app, ['company', 'update', '0123456789abcdef01234567', '--storage-quota-mb', '2147483648']), /from 0 to 2147483647/);
+    assertOneLineError(await wsctl(app, ['key', 'create', '--company', '0123456789abcdef01234567', '--scopes', 'all', '--rate-limit', '99999999999']), /from 1 to 2147483647/);
+    // A misspelt key in an automation file is refused, not dropped.
+    const typo = path.join(dir, 'typo.json');
+    await writeFile(typo, JSON.stringify({ name: 'A1', trigger_type: 'lead.created', 'trigger-config': { x: 1 } }));
+    assertOneLineError(await wsctl(app, ['automation', 'create', '--company', '0123456789abcdef01234567', '--file', typo]), /trigger-config/);
     // A validation failure names the field and says why (here: this deployment has no Google credentials).
     const { owner } = await json(app, ['company', 'create', '--name', 'Sin Google SA']);
     assertOneLineError(await wsctl(app, ['calendar', 'connect', '--user', owner.id]), /google: Google Calendar no está configurado: define GOOGLE_CLIENT_ID/);

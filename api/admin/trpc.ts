@@ -66,6 +66,8 @@ const mapErrorsAndAudit = t.middleware(async ({ ctx, path, type, getRawInput, ne
 });
 
 export const router = t.router;
+/** A whole number stored in an `integer` column: from `min` to PostgreSQL's largest (a larger one answered 500). */
+export const storedInt = (min: number) => z.number().int().min(min).max(2_147_483_647);
 /** A record id argument (24 hex characters, lib/objectid.ts). */
 export const adminId = z.string().refine(isObjectId, 'must be a 24-hex id');
 export const adminProcedure = t.procedure.use(mapErrorsAndAudit);

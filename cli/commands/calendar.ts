@@ -3,12 +3,13 @@
 // prints the consent URL to open in a browser signed in as the member.
 import type { Command } from 'commander';
 import { action } from '../action.ts';
+import { cell } from '../output.ts';
 
 type Status = { user_id: string; connected: boolean; status?: string; calendar_id?: string; last_synced_at?: string | null; last_error?: string | null };
 
 function describe(s: Status): string {
   if (!s.connected) return `${s.user_id}: not connected`;
-  return [`${s.user_id}: ${s.status} (calendar ${s.calendar_id})`, `last synced: ${s.last_synced_at ?? 'never'}`, ...(s.last_error ? [`last error: ${s.last_error}`] : [])].join('\n');
+  return [`${s.user_id}: ${s.status} (calendar ${s.calendar_id})`, `last synced: ${s.last_synced_at ?? 'never'}`, ...(s.last_error ? [`last error: ${cell(s.last_error)}`] : [])].join('\n');
 }
 
 export function registerCalendarCommands(program: Command): void {

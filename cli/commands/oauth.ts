@@ -1,6 +1,7 @@
 // `wsctl oauth grants --user <id>` and `wsctl oauth revoke <grant-id>` (DESIGN.md, CLI contract).
 import type { Command } from 'commander';
 import { action } from '../action.ts';
+import { cell } from '../output.ts';
 
 export function registerOauthCommands(program: Command): void {
   const oauth = program.command('oauth').description('OAuth connections of MCP clients');
@@ -12,7 +13,7 @@ export function registerOauthCommands(program: Command): void {
     .action(
       action(
         async ({ api, opts }) => api.oauth.grants.query({ userId: opts.user, companyId: opts.company }),
-        (grants) => grants.map((g) => `${g.id}  ${g.client_name ?? g.client_id}  ${g.company_id}  ${g.scopes.join(' ')}${g.revoked_at ? '  (revoked)' : g.active ? '' : '  (expired)'}`).join('\n') || '(none)',
+        (grants) => grants.map((g) => `${g.id}  ${cell(g.client_name ?? g.client_id)}  ${g.company_id}  ${g.scopes.join(' ')}${g.revoked_at ? '  (revoked)' : g.active ? '' : '  (expired)'}`).join('\n') || '(none)',
       ),
     );
   oauth

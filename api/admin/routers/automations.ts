@@ -9,7 +9,8 @@ export const automationRouter = router({
     .input(
       z.object({
         companyId: id,
-        automation: z.object({
+        // Strict, as form files are: a misspelt key (`trigger-config`) is refused, not dropped.
+        automation: z.strictObject({
           name: z.string().trim().min(1).max(200),
           description: z.string().max(2000).nullable().optional(),
           active: z.boolean().optional(),

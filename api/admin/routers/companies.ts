@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { OPT_IN_MODULES } from '../../auth/scopes.ts';
 import { isTimeZone } from '../../routes/calendar-event-schemas.ts';
 import { createCompany, getCompany, listCompanies, updateCompany } from '../companies.ts';
-import { adminId as id, adminProcedure, router } from '../trpc.ts';
+import { adminId as id, adminProcedure, router, storedInt } from '../trpc.ts';
 
 const plan = z.enum(['free', 'starter', 'enterprise']);
 const companyFields = {
@@ -11,7 +11,7 @@ const companyFields = {
   // A closed list: a typo (`invocing`) must fail, not enable nothing silently.
   modules: z.array(z.enum(OPT_IN_MODULES)).optional(),
   plan: plan.optional(),
-  mcpQuota: z.number().int().min(0).nullable().optional(),
+  mcpQuota: storedInt(0).nullable().optional(),
 };
 
 export const companyRouter = router({
@@ -26,7 +26,7 @@ export const companyRouter = router({
         ownerEmail: z.email().optional(),
         ...companyFields,
         responseCache: z.boolean().optional(),
-        storageQuotaMb: z.number().int().min(0).optional(),
+        storageQuotaMb: storedInt(0).optional(),
         timezone: z.string().refine(isTimeZone, 'unknown IANA time zone').optional(),
       }),
     )

@@ -4,7 +4,7 @@ import { parseScopes } from '../../auth/scopes.ts';
 import { ApiError } from '../../errors.ts';
 import { requireCompany } from '../companies.ts';
 import { issueKey, listKeys, revokeKey } from '../keys.ts';
-import { adminId as id, adminProcedure, router } from '../trpc.ts';
+import { adminId as id, adminProcedure, router, storedInt } from '../trpc.ts';
 
 export const keyRouter = router({
   create: adminProcedure
@@ -15,7 +15,7 @@ export const keyRouter = router({
         scopes: z.union([z.string(), z.array(z.string())]),
         origins: z.array(z.string().trim().toLowerCase().regex(/^(\*\.)?[a-z0-9.-]+$/, 'must be a host name')).optional(),
         name: z.string().max(100).optional(),
-        rateLimitPerMinute: z.number().int().min(1).nullable().optional(),
+        rateLimitPerMinute: storedInt(1).nullable().optional(),
       }),
     )
     .mutation(({ ctx, input }) => {
