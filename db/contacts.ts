@@ -3,8 +3,8 @@
 // case-insensitively, the oldest record first, under a transaction lock on
 // the company and the lowered email, so two at once make one record. Their
 // `lead.created` / `customer.created` events carry the same data whether the
-// REST create or a booking made the record (a form's post-actions send none:
-// docs/forms.md).
+// REST create or a booking (its booker, a lead) made the record; a form's
+// post-actions send none (docs/forms.md).
 import type { EventData } from './events.ts';
 import type { Queryable } from './pool.ts';
 

@@ -49,7 +49,7 @@ export function parseSignatureHeader(header: string | string[] | undefined): { t
     if (key === 't') {
       if (t !== undefined || !/^\d{1,12}$/.test(value)) return null; // two t's or a non-number: refuse
       t = value;
-    } else if (key === 'v1' && /^[0-9a-f]{64}$/i.test(value)) v1.push(value); // several during a secret rotation
+    } else if (key === 'v1' && /^[0-9a-f]{64}$/i.test(value)) v1.push(value); // one today; several are accepted should a future version sign with two secrets
   }
   return t !== undefined && v1.length > 0 ? { t, v1 } : null;
 }
