@@ -11,6 +11,8 @@ export type Timestamp = Date | string;
 /** `2026-11-24T02:21:48.123Z`: what the API answers for every timestamp. */
 const CANONICAL_ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
+export function iso(value: Date | string): string;
+export function iso(value: Date | string | null | undefined): string | null;
 export function iso(value: Date | string | null | undefined): string | null {
   if (value === null || value === undefined) return null;
   // Already the API's form (a list row read with ISO_TIMESTAMPS). Only for

@@ -50,7 +50,7 @@ export type AutomationRow = {
   updated_at: Timestamp;
 };
 
-export function serializeAutomation(row: AutomationRow) {
+export function serializeAutomation(row: AutomationRow): z.output<typeof automationSchema> {
   return {
     id: row.id,
     name: row.name,

@@ -8,10 +8,11 @@ import { publicUrl } from '../../lib/booking-tokens.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { validationFailed } from '../errors.ts';
 import { listPage, type PaginationQuery, type TotalsCache } from '../pagination.ts';
-import type { BookingLinkCreate, BookingLinkUpdate, LOCATION_TYPES, QUESTION_TYPES } from './booking-link-schemas.ts';
+import type { BookingLinkCreate, BookingLinkUpdate, LOCATION_TYPES, QUESTION_TYPES, bookingLinkSchema } from './booking-link-schemas.ts';
 import { DEFAULT_WEEKLY_HOURS } from './booking-link-schemas.ts';
 import { uniqueViolation } from './slug-queries.ts';
 import { idOrSlugMatch, setList } from '../../db/tables.ts';
+import type { z } from 'zod';
 
 export type Question = { key: string; label: string; type: (typeof QUESTION_TYPES)[number]; required?: boolean; options?: string[] };
 export type BookingLocation = { type: (typeof LOCATION_TYPES)[number]; value?: string | null };
@@ -46,7 +47,7 @@ export type BookingLinkRow = {
   host_booking_slug: string | null;
 };
 
-export function serializeBookingLink(row: BookingLinkRow, bookingUrl: string) {
+export function serializeBookingLink(row: BookingLinkRow, bookingUrl: string): z.output<typeof bookingLinkSchema> {
   return {
     id: row.id,
     user_id: row.user_id,

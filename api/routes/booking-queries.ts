@@ -4,6 +4,8 @@ import { iso, type Timestamp } from '../../db/timestamps.ts';
 import type { Interval, SlotContext } from '../../lib/booking-slots.ts';
 import { listPage, type PaginationQuery, type TotalsCache } from '../pagination.ts';
 import type { BookingLinkRow, BookingLocation } from './booking-link-queries.ts';
+import type { z } from 'zod';
+import type { bookingSchema } from './booking-schemas.ts';
 
 export type BookingRow = {
   id: string;
@@ -35,7 +37,7 @@ export type BookingRow = {
   updated_at: Timestamp;
 };
 
-export function serializeBooking(row: BookingRow) {
+export function serializeBooking(row: BookingRow): z.output<typeof bookingSchema> {
   return {
     id: row.id,
     booking_link_id: row.booking_link_id,

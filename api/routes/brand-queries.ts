@@ -8,8 +8,9 @@ import { deleteMedia } from '../../storage/media-items.ts';
 import { flattenCustomProperties, mergeCustomProperties } from '../custom-properties.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { likePattern, listPage, type ListMeta, type TotalsCache } from '../pagination.ts';
-import { BRAND_RESERVED, type BrandListQuery, type BrandWrite } from './brand-schemas.ts';
+import { BRAND_RESERVED, type BrandListQuery, type BrandWrite, type brandSchema } from './brand-schemas.ts';
 import { freeSlug, uniqueViolation } from './slug-queries.ts';
+import type { z } from 'zod';
 
 export type BrandRow = {
   id: string;
@@ -38,7 +39,7 @@ const BRAND_COLUMNS = `brands.*,
   (SELECT json_build_object('content_type', m.content_type, 'width', m.width, 'height', m.height, 'size_bytes', m.size_bytes)
      FROM media m WHERE m.id = brands.logo_media_id) AS logo_media`;
 
-export function serializeBrand(row: BrandReadRow, productCount: number) {
+export function serializeBrand(row: BrandReadRow, productCount: number): z.output<typeof brandSchema> {
   const media = row.logo_media;
   return flattenCustomProperties(
     {

@@ -7,8 +7,9 @@ import { endOfLocalDate, isDateOnly, startOfLocalDate } from '../../lib/local-da
 import { objectId } from '../../lib/objectid.ts';
 import type { TotalsCache } from '../pagination.ts';
 import { listPage, type PaginationQuery } from '../pagination.ts';
-import type { CalendarEventCreate, CalendarEventUpdate } from './calendar-event-schemas.ts';
+import type { CalendarEventCreate, CalendarEventUpdate, calendarEventSchema } from './calendar-event-schemas.ts';
 import { setList } from '../../db/tables.ts';
+import type { z } from 'zod';
 
 export type CalendarEventRow = {
   id: string;
@@ -38,7 +39,7 @@ export type CalendarEventRow = {
 };
 
 /** The read of the contract; `sync_to_google` is a write-only control and is not shown. */
-export function serializeCalendarEvent(row: CalendarEventRow) {
+export function serializeCalendarEvent(row: CalendarEventRow): z.output<typeof calendarEventSchema> {
   return {
     id: row.id,
     user_id: row.user_id,

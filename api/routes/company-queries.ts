@@ -5,8 +5,9 @@
 import type { Queryable } from '../../db/pool.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { ApiError } from '../errors.ts';
-import type { CompanyUpdate } from './company-schemas.ts';
+import type { CompanyUpdate, companySchema } from './company-schemas.ts';
 import { setList } from '../../db/tables.ts';
+import type { z } from 'zod';
 
 export type Plan = 'free' | 'starter' | 'enterprise';
 
@@ -33,7 +34,7 @@ export type CompanyRow = {
 };
 
 /** The company as the API reads it (contract: Company (singular)), `team` from live memberships. */
-export function serializeCompanyRead(row: CompanyRow, members: number) {
+export function serializeCompanyRead(row: CompanyRow, members: number): z.output<typeof companySchema> {
   return {
     id: row.id,
     name: row.name,

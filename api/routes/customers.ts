@@ -60,7 +60,7 @@ export type CustomerRow = {
   updated_at: Timestamp;
 };
 
-export function serializeCustomer(row: CustomerRow) {
+export function serializeCustomer(row: CustomerRow): z.output<typeof customerSchema> {
   return flattenCustomProperties(
     {
       id: row.id,

@@ -58,7 +58,7 @@ export type LeadRow = {
   updated_at: Timestamp;
 };
 
-export function serializeLead(row: LeadRow) {
+export function serializeLead(row: LeadRow): z.output<typeof leadSchema> {
   return flattenCustomProperties(
     {
       id: row.id,

@@ -8,8 +8,9 @@ import { iso } from '../../db/timestamps.ts';
 import { deleteMedia } from '../../storage/media-items.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { listPage, type ListMeta, type TotalsCache } from '../pagination.ts';
-import type { CategoryListQuery, CategoryWrite } from './product-category-schemas.ts';
+import type { CategoryListQuery, CategoryWrite, categorySchema } from './product-category-schemas.ts';
 import { freeSlug, uniqueViolation } from './slug-queries.ts';
+import type { z } from 'zod';
 
 export type CategoryRow = {
   id: string;
@@ -87,7 +88,7 @@ export async function categoriesWithActiveProducts(db: Queryable, companyId: str
   return rows.map((r) => r.id);
 }
 
-export function serializeCategory(row: CategoryRow, counts: Counts | undefined) {
+export function serializeCategory(row: CategoryRow, counts: Counts | undefined): z.output<typeof categorySchema> {
   return {
     id: row.id,
     name: row.name,

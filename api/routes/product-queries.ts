@@ -11,10 +11,11 @@ import { flattenCustomProperties, mergeCustomProperties } from '../custom-proper
 import { ApiError, validationFailed, type FieldErrors } from '../errors.ts';
 import { likePattern, listPage, type ListMeta, type PaginationQuery, type Params, type TotalsCache } from '../pagination.ts';
 import { splitIdsAndSlugs, type IdsAndSlugs } from './catalog-fields.ts';
-import type { ProductListQuery } from './product-schemas.ts';
+import type { ProductListQuery, productSchema } from './product-schemas.ts';
 import { writeProductItems } from './product-item-queries.ts';
 import { PRODUCT_RESERVED, type ProductWrite } from './product-schemas.ts';
 import { freeSlug, resolveIdOrSlug, uniqueViolation } from './slug-queries.ts';
+import type { z } from 'zod';
 
 /** A timestamptz: a Date from single reads, the API's ISO string from lists (ISO_TIMESTAMPS). */
 type Timestamp = Date | string;
@@ -108,7 +109,7 @@ export const PRODUCT_COLUMNS = `products.*,
   (SELECT json_build_object('id', c.id, 'name', c.name, 'slug', c.slug) FROM product_categories c
     WHERE c.company_id = products.company_id AND c.id = products.product_category_id) AS category`;
 
-export function serializeProduct(row: ProductReadRow) {
+export function serializeProduct(row: ProductReadRow): z.output<typeof productSchema> {
   const images = (row.images ?? [])
     .map((img, i) => ({ url: img.url, alt: img.alt ?? null, position: img.position ?? i }))
     .sort((a, b) => a.position - b.position);
@@ -128,7 +129,8 @@ export function serializeProduct(row: ProductReadRow) {
       sat_product_key: row.sat_product_key,
       sat_unit_key: row.sat_unit_key,
       brand_id: row.brand_id,
-      brand: row.brand_id ? { id: row.brand_id, name: row.brand_name, slug: row.brand_slug } : null,
+      // The snapshot's name and slug are written with brand_id (productColumns), never without it.
+      brand: row.brand_id ? { id: row.brand_id, name: row.brand_name!, slug: row.brand_slug! } : null,
       product_category_id: row.product_category_id,
       product_category: row.category ?? null,
       category_name: row.category?.name ?? null,

@@ -15,7 +15,7 @@ import { defineRoute, type RouteDef } from '../route.ts';
 type BaseRow = { id: string; custom_properties?: Record<string, unknown> };
 type Write = Record<string, unknown> & { custom_properties?: CustomPropertiesWrite };
 
-export type StandardSpec<Row extends BaseRow> = TableSpec & {
+export type StandardSpec<Row extends BaseRow, Read extends z.ZodType = z.ZodType> = TableSpec & {
   /** URL segment, e.g. `/customers`. */
   path: string;
   /** Scope resource slug, e.g. `customers`. */
@@ -26,10 +26,11 @@ export type StandardSpec<Row extends BaseRow> = TableSpec & {
   plural: string;
   createSchema: z.ZodType<Write>;
   updateSchema: z.ZodType<Write>;
-  responseSchema: z.ZodType;
+  /** The read, as the OpenAPI document describes it; `serialize` must answer it (the compiler checks). */
+  responseSchema: Read;
   /** A valid create payload (OpenAPI example; cross-tenant test fixture). */
   example: Record<string, unknown>;
-  serialize: (row: Row) => Record<string, unknown>;
+  serialize: (row: Row) => z.output<Read>;
   /** Resource field names: custom properties may not use them. */
   reserved: ReadonlySet<string>;
   /** Expression searched by `q`/`search` (trigram-indexed). */
@@ -42,7 +43,7 @@ export type StandardSpec<Row extends BaseRow> = TableSpec & {
 const searchQuery = searchableQuery('nombre, correo, teléfono');
 
 /** Maps a write payload to columns; custom properties merge into the stored object. */
-function columns<Row extends BaseRow>(spec: StandardSpec<Row>, data: Write, existing: Row | null): Record<string, unknown> {
+function columns<Row extends BaseRow>(spec: StandardSpec<Row, z.ZodType>, data: Write, existing: Row | null): Record<string, unknown> {
   const { custom_properties, ...fields } = data;
   const values: Record<string, unknown> = { ...fields };
   if (custom_properties !== undefined) {
@@ -51,7 +52,7 @@ function columns<Row extends BaseRow>(spec: StandardSpec<Row>, data: Write, exis
   return values;
 }
 
-export function standardRoutes<Row extends BaseRow>(spec: StandardSpec<Row>): RouteDef[] {
+export function standardRoutes<Row extends BaseRow, Read extends z.ZodType>(spec: StandardSpec<Row, Read>): RouteDef[] {
   const scope = (action: string) => `${action}-${spec.scopeResource}`;
   const idParam = { id: 'id' } as const;
   const table = spec.table;

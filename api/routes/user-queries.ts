@@ -8,8 +8,9 @@ import { hashPassword } from '../../lib/passwords.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import type { TotalsCache } from '../pagination.ts';
 import { listPage, searchWhere, type PaginationQuery } from '../pagination.ts';
-import type { Background, SettingsPreferencesWrite, UserCreate, UserUpdate } from './user-schemas.ts';
+import type { Background, BG_MODES, BRANDING_THEMES, DASHBOARD_THEMES, SettingsPreferencesWrite, UserCreate, UserUpdate, userSchema } from './user-schemas.ts';
 import { setList } from '../../db/tables.ts';
+import type { z } from 'zod';
 
 /** A `users` row (the password hash never leaves this layer). */
 export type UserRow = {
@@ -34,8 +35,13 @@ export type MemberRow = UserRow & { company_id: string; is_owner: boolean };
 /** Members of a company as a table with `company_id` (what listPage pages over). */
 const MEMBERS = `(SELECT u.*, m.company_id, m.is_owner FROM users u JOIN memberships m ON m.user_id = u.id WHERE u.deleted_at IS NULL) AS members`;
 
-type StoredBackground = { bg_mode?: string; bg_color_from?: string; bg_color_to?: string | null; bg_angle?: number };
-type StoredPreferences = { theme?: string; block_overlapping_bookings?: boolean; booking_branding?: { theme?: string; light?: StoredBackground; dark?: StoredBackground } };
+// What is stored was validated by the write schema (user-schemas.ts), so it holds its enums' values.
+type StoredBackground = { bg_mode?: (typeof BG_MODES)[number]; bg_color_from?: string; bg_color_to?: string | null; bg_angle?: number };
+type StoredPreferences = {
+  theme?: (typeof DASHBOARD_THEMES)[number];
+  block_overlapping_bookings?: boolean;
+  booking_branding?: { theme?: (typeof BRANDING_THEMES)[number]; light?: StoredBackground; dark?: StoredBackground };
+};
 
 const background = (b: StoredBackground | undefined) => ({
   bg_mode: b?.bg_mode ?? null,
@@ -44,7 +50,7 @@ const background = (b: StoredBackground | undefined) => ({
   bg_angle: b?.bg_angle ?? null,
 });
 
-export function serializeMember(row: MemberRow, bookingUrl: string) {
+export function serializeMember(row: MemberRow, bookingUrl: string): z.output<typeof userSchema> {
   const prefs = (row.settings_preferences ?? {}) as StoredPreferences;
   const fullName = [row.first_name, row.last_name].filter(Boolean).join(' ');
   return {
