@@ -266,7 +266,8 @@ describe('leads', () => {
     const { rows } = await app.pool.query(`SELECT name, data FROM events WHERE data->>'id' = $1`, [lead.id]);
     assert.deepEqual(rows.map((r) => r.name), ['lead.created']);
     assert.equal(rows[0].data.object, 'lead');
-    assert.equal((await api.get('/leads')).body.data.length, 1);
+    // Other tests of this file share the tenant: the list is checked for this lead, not counted.
+    assert.deepEqual((await api.get('/leads')).body.data.filter((x: any) => x.id === lead.id).map((x: any) => x.name), ['Luis']);
     assert.equal((await api.delete(`/leads/${lead.id}`)).status, 204);
   });
 });
@@ -292,7 +293,7 @@ describe('automations', () => {
 
   test('list and get show trigger_type, trigger_config and steps', async () => {
     const list = await api.get('/automations');
-    assert.equal(list.body.data.length, 1);
+    assert.ok(list.body.data.some((a: any) => a.id === id), 'the automation is listed');
     // Search (q or search) over name and description.
     assert.equal((await api.get('/automations?q=bienven')).body.data.length, 1);
     assert.equal((await api.get('/automations?search=zzzz')).body.data.length, 0);
