@@ -36,6 +36,20 @@ export async function createUniqueFolder(db: Queryable, companyId: string, path:
   }
 }
 
+/**
+ * `name`, or `name (2).ext`, `(3)`… when a file of the folder already has it (compared without
+ * case): a folder path and a file name then name one file, as a folder path names one folder.
+ * `taken` holds the names given so far, lowercased, and gets this one.
+ */
+export function uniqueFileName(taken: Set<string>, name: string): string {
+  const dot = name.lastIndexOf('.');
+  const [base, ext] = dot > 0 ? [name.slice(0, dot), name.slice(dot)] : [name, ''];
+  let candidate = name;
+  for (let n = 2; taken.has(candidate.toLowerCase()); n++) candidate = `${base} (${n})${ext}`;
+  taken.add(candidate.toLowerCase());
+  return candidate;
+}
+
 export type NewFile = { blobId: string; name: string; contentType: string; sizeBytes: number; sha256: string };
 
 export async function insertFile(db: Queryable, companyId: string, folderId: string, file: NewFile): Promise<string> {
@@ -91,7 +105,8 @@ export function downloadHeaders(file: { name: string; contentType: string; sizeB
   return {
     'Content-Type': file.contentType,
     'Content-Length': String(file.sizeBytes),
-    'Content-Disposition': `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(file.name)}`,
+    // RFC 8187 attr-char: encodeURIComponent leaves ' ( ) * unescaped, which the grammar does not allow.
+    'Content-Disposition': `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(file.name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`,
     'X-Content-Type-Options': 'nosniff',
     'Content-Security-Policy': "default-src 'none'; sandbox",
     'Cache-Control': 'private, no-store',

@@ -390,6 +390,9 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     const headers = downloadHeaders({ name: 'factura "final".pdf', contentType: 'application/pdf', sizeBytes: 10 });
     assert.match(headers['Content-Disposition'], /^attachment; filename="factura _final_.pdf"/);
     assert.equal(headers['X-Content-Type-Options'], 'nosniff');
+    // filename* is RFC 8187: every character outside attr-char is percent-encoded, ' ( ) * included.
+    const odd = downloadHeaders({ name: "año (1)*'.pdf", contentType: 'application/pdf', sizeBytes: 10 })['Content-Disposition'];
+    assert.ok(odd.endsWith("filename*=UTF-8''a%C3%B1o%20%281%29%2A%27.pdf"), odd);
   });
 
   test('all post-actions failing → failed; without SMTP_URL the message is an .eml file under DATA_DIR/outbox', async () => {

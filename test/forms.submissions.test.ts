@@ -151,6 +151,19 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
       ['media', 'foto.jpeg', 'image/jpeg'],
     ]);
     assert.deepEqual(s.answers.cv, ['uno.pdf', 'dos.docx']);
+
+    // Two files of one name (any case) in one submission: each has a name of its own in the folder.
+    const same = await multipart([
+      ['data[answers][email]', 'luis@example.com'],
+      ['answers[name]', 'Luis'],
+      ['files[cv]', { name: 'igual.pdf', bytes: files.pdf() }],
+      ['files[cv]', { name: 'IGUAL.pdf', bytes: files.pdf() }],
+      ['files[media]', { name: 'igual.jpeg', bytes: await files.jpeg() }],
+    ]);
+    assert.equal(same.status, 201, JSON.stringify(same.body));
+    assert.deepEqual(same.body.data.files.map((f: any) => f.filename), ['igual.pdf', 'IGUAL (2).pdf', 'igual.jpeg']);
+    const stored = await app.pool.query('SELECT name FROM files WHERE id = ANY($1) ORDER BY name', [same.body.data.files.map((f: any) => f.asset_id)]);
+    assert.equal(new Set(stored.rows.map((r) => r.name.toLowerCase())).size, 3);
   });
 
   test('required fields, email, number, date and options are validated: 422 validation_failed per field', async () => {
@@ -540,6 +553,10 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     const empty = await send(`${answers}--zz\r\nContent-Disposition: form-data; name="answers[cv]"; filename=""\r\nContent-Type: application/octet-stream\r\n\r\n\r\n--zz--\r\n`);
     assert.equal(empty.status, 201, JSON.stringify(empty.body));
     assert.equal(empty.body.data.answers.cv, undefined);
+    // The same sent by hand without a Content-Type (busboy reads it as a text part): no file either.
+    const bare = await send(`${answers}--zz\r\nContent-Disposition: form-data; name="files[cv]"; filename=""\r\n\r\n\r\n--zz--\r\n`);
+    assert.equal(bare.status, 201, JSON.stringify(bare.body));
+    assert.deepEqual(bare.body.data.files, []);
     const unnamed = await send(`${answers}--zz\r\nContent-Disposition: form-data; name="answers[cv]"; filename=""\r\n\r\nbytes\r\n--zz--\r\n`);
     assert.deepEqual([unnamed.status, Object.keys(unnamed.body.errors ?? {})], [422, ['answers.cv']]);
     // What comes after the closing delimiter (the epilogue) is ignored, as the parser ignores it.

@@ -137,8 +137,10 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
     }
     const key = match[3];
     // A `files[...]` part carries a file (a filename in its Content-Disposition), never a text answer.
+    // Empty, it is a file input left empty sent without a Content-Type (`filename=""`, which busboy
+    // reports as a field): no file, as a browser's empty input is.
     if ((match[1] ?? match[2]) === 'files') {
-      stager.reject(key, 'una parte files[...] lleva un archivo (con filename), no texto');
+      if (value !== '') stager.reject(key, 'una parte files[...] lleva un archivo (con filename), no texto');
       return;
     }
     if (!isStorableText(value)) {

@@ -7,7 +7,7 @@ import type { Client, Queryable } from '../../db/pool.ts';
 import { iso } from '../../db/timestamps.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { deleteBlob } from '../../storage/blobs.ts';
-import { createUniqueFolder, insertFile, lockFreeBytes, pathSegment } from '../../storage/files.ts';
+import { createUniqueFolder, insertFile, lockFreeBytes, pathSegment, uniqueFileName } from '../../storage/files.ts';
 import { FORM_POST_ACTIONS } from '../../db/queues.ts';
 import type { JobSender } from '../../db/job-sender.ts';
 import type { CheckedAnswers } from './answers.ts';
@@ -63,15 +63,17 @@ export async function insertSubmission(db: Client, jobs: JobSender, input: NewSu
   if (input.files.length) {
     let free = await lockFreeBytes(db, input.companyId);
     let folder: { id: string; path: string } | null = null;
+    const names = new Set<string>(); // the folder is the submission's own: only its files share it
     for (const file of input.files) {
       if (file.sizeBytes > free) {
         refused.push(file);
         continue;
       }
       folder ??= await createUniqueFolder(db, input.companyId, folderPath(input.form, input.checked.email, now));
+      const filename = uniqueFileName(names, file.filename);
       const assetId = await insertFile(db, input.companyId, folder.id, {
         blobId: file.blobId,
-        name: file.filename,
+        name: filename,
         contentType: file.contentType,
         sizeBytes: file.sizeBytes,
         sha256: file.sha256,
@@ -79,7 +81,7 @@ export async function insertSubmission(db: Client, jobs: JobSender, input: NewSu
       free -= file.sizeBytes;
       stored.push({
         field_key: file.fieldKey,
-        filename: file.filename,
+        filename,
         content_type: file.contentType,
         size_bytes: file.sizeBytes,
         asset_id: assetId,
