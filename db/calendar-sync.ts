@@ -9,7 +9,7 @@
 import { seal } from '../lib/secret-box.ts';
 import type { JobSender } from './job-sender.ts';
 import type { Queryable } from './pool.ts';
-import { CALENDAR_PUSH } from './queues.ts';
+import { CALENDAR_PULL, CALENDAR_PUSH } from './queues.ts';
 
 export type ConnectionRow = {
   user_id: string;
@@ -38,14 +38,19 @@ export function serializeConnection(row: ConnectionRow | undefined, userId: stri
   };
 }
 
-/** Stores a (checked) refresh token, sealed with `encryptionKey`, as the member's active connection; answers its status. */
-export async function storeConnection(db: Queryable, encryptionKey: string, userId: string, refreshToken: string, calendarId = 'primary') {
+/**
+ * Stores a (checked) refresh token, sealed with `encryptionKey`, as the member's active connection,
+ * and queues its first pull at once (the full list, then the push of the member's upcoming events),
+ * rather than at the next five-minute round; answers its status.
+ */
+export async function storeConnection(db: Queryable, jobs: JobSender, encryptionKey: string, userId: string, refreshToken: string, calendarId = 'primary') {
   await db.query(
     `INSERT INTO calendar_connections (user_id, calendar_id, refresh_token_enc) VALUES ($1, $2, $3)
      ON CONFLICT (user_id) DO UPDATE SET calendar_id = EXCLUDED.calendar_id, refresh_token_enc = EXCLUDED.refresh_token_enc,
             status = 'active', sync_token = NULL, last_error = NULL, last_error_at = NULL, connected_at = now(), updated_at = now()`,
     [userId, calendarId, seal(encryptionKey, refreshToken)],
   );
+  await jobs.send(db, CALENDAR_PULL, { user_id: userId });
   return readConnection(db, userId);
 }
 

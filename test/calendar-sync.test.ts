@@ -139,6 +139,15 @@ describe('calendar sync end to end', () => {
     assert.equal(disconnected.connected, false);
   });
 
+  test('a connection syncs at once: its first pull runs without waiting for the five-minute round', async () => {
+    const member = await seedTenant(app.pool);
+    const connected = await connect(member.ownerId, 'rt-first-pull');
+    assert.equal(connected.last_synced_at, null);
+    const status = async () => JSON.parse((await runCli(app, ['calendar', 'status', '--user', member.ownerId, '--json'])).stdout);
+    await waitFor(async () => (await status()).last_synced_at, 20_000, 'the first pull');
+    assert.ok(google.requests.some((r) => r.method === 'GET' && r.path.endsWith('/events')), 'the calendar was listed');
+  });
+
   test('an event is pushed with our id as Google’s, updated and deleted there', async () => {
     const e = await newEvent({ attendees: [{ name: 'Ana', email: 'ana@cliente.example' }] });
     const synced = await waitFor(async () => (await eventRow(e.id))?.google_event_id, 20_000, 'google_event_id stored');

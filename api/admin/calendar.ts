@@ -6,6 +6,7 @@
 // token is checked against Google's token endpoint and stored at once.
 // Refresh tokens are sealed with ENCRYPTION_KEY and never shown again.
 import { randomBytes } from 'node:crypto';
+import type { JobSender } from '../../db/job-sender.ts';
 import type { Pool, Queryable } from '../../db/pool.ts';
 import type { Config } from '../../lib/config.ts';
 import { GoogleApiError, GoogleCalendarClient } from '../../lib/google-calendar.ts';
@@ -28,7 +29,7 @@ export async function calendarStatus(pool: Queryable, userId: string) {
   return readConnection(pool, userId);
 }
 
-export async function connectCalendar(pool: Pool, config: Config, input: { userId: string; refreshToken?: string; calendarId?: string }) {
+export async function connectCalendar(pool: Pool, jobs: JobSender, config: Config, input: { userId: string; refreshToken?: string; calendarId?: string }) {
   await requireUser(pool, input.userId);
   const google = requireGoogle(config);
   if (!input.refreshToken) {
@@ -52,7 +53,7 @@ export async function connectCalendar(pool: Pool, config: Config, input: { userI
     if (error instanceof GoogleApiError && !error.retryable) throw validationFailed({ refresh_token: [`Google lo rechazó (${error.reason ?? error.status})`] });
     throw new ApiError('service_unavailable', 'Google no respondió; intenta de nuevo.');
   }
-  return storeConnection(pool, config.encryptionKey, input.userId, input.refreshToken, input.calendarId);
+  return storeConnection(pool, jobs, config.encryptionKey, input.userId, input.refreshToken, input.calendarId);
 }
 
 /** Forgets the token and the events imported from Google (they would no longer stay in sync). */

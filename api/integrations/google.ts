@@ -55,7 +55,7 @@ export function googleIntegrationRouter(deps: Deps): ApiRouter {
       const stored = await transaction(deps.pool, async (db) => {
         const { rowCount } = await db.query('INSERT INTO used_consent_states (nonce, expires_at) VALUES ($1, to_timestamp($2)) ON CONFLICT DO NOTHING', [nonce, state.exp]);
         if (!rowCount) return false;
-        await storeConnection(db, deps.config.encryptionKey, state.user as string, refreshToken, typeof state.calendar === 'string' ? state.calendar : 'primary');
+        await storeConnection(db, deps.jobs, deps.config.encryptionKey, state.user as string, refreshToken, typeof state.calendar === 'string' ? state.calendar : 'primary');
         return true;
       });
       if (!stored) return usedPage();
