@@ -103,6 +103,12 @@ export type SubmissionRow = {
   files: SubmissionFile[];
   files_error: string | null;
   referrer: string | null;
+  /** Each post-action and how it stands, from form_submission_actions (SUBMISSION_COLUMNS). */
+  post_actions: Array<{ action: string; status: 'pending' | 'sending' | 'done' | 'failed' }>;
   created_at: Date | string;
   updated_at: Date | string;
 };
+
+/** A submission's columns and its post-actions with their states, by action name: `FROM form_submissions` unaliased. */
+export const SUBMISSION_COLUMNS = `*, (SELECT coalesce(json_agg(json_build_object('action', a.action, 'status', a.status) ORDER BY a.action), '[]')
+    FROM form_submission_actions a WHERE a.submission_id = form_submissions.id) AS post_actions`;

@@ -66,9 +66,14 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     assert.equal(res.status, 201, res.text);
     assert.equal(res.body.data.status, 'received');
     assert.equal(res.body.data.contact_id, null);
+    const actions = ['email', 'lead', 'notify_team', 'submitter_copy'];
+    assert.deepEqual(res.body.data.post_actions, actions.map((action) => ({ action, status: 'pending' })));
     const s = await settled(res.body.data.id);
     assert.equal(s.status, 'processed');
     assert.equal(s.contact_type, 'lead');
+    assert.deepEqual(s.post_actions, actions.map((action) => ({ action, status: 'done' })));
+    const listed = (await api.get(`/forms/${form.id}/submissions`)).body.data.find((x: any) => x.id === s.id);
+    assert.deepEqual(listed.post_actions, s.post_actions, 'the list shows them too');
     const lead = (await api.get(`/leads/${s.contact_id}`)).body.data;
     assert.deepEqual([lead.name, lead.email, lead.phone, lead.company_name], ['Eva', 'eva@example.com', '555', 'ACME']);
 
@@ -407,6 +412,7 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     });
     assert.equal(s.status, 'failed');
     assert.equal(s.contact_type, 'none');
+    assert.deepEqual(s.post_actions, [{ action: 'email', status: 'failed' }]);
     smtp.state.reject = () => null;
 
     const dataDir = await mkdtemp(path.join(tmpdir(), 'forms-outbox-'));

@@ -1,7 +1,7 @@
 // Reads of forms and their submissions for the REST routes (api/routes/forms.ts).
 // Writes of submissions are in submissions.ts; form definitions are written by
 // operators (api/admin/forms.ts).
-import type { FormRow, SubmissionRow } from '../../db/forms.ts';
+import { SUBMISSION_COLUMNS, type FormRow, type SubmissionRow } from '../../db/forms.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { ApiError } from '../errors.ts';
 import { idOrSlugMatch } from '../../db/tables.ts';
@@ -23,7 +23,7 @@ export async function requireForm(db: Queryable, companyId: string, idOrSlug: st
 }
 
 export async function findSubmission(db: Queryable, companyId: string, formId: string, id: string): Promise<SubmissionRow | null> {
-  const { rows } = await db.query<SubmissionRow>('SELECT * FROM form_submissions WHERE company_id = $1 AND form_id = $2 AND id = $3', [
+  const { rows } = await db.query<SubmissionRow>(`SELECT ${SUBMISSION_COLUMNS} FROM form_submissions WHERE company_id = $1 AND form_id = $2 AND id = $3`, [
     companyId,
     formId,
     id,

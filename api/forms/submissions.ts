@@ -114,7 +114,8 @@ export async function insertSubmission(db: Client, jobs: JobSender, input: NewSu
   }
   await db.query('UPDATE forms SET submissions_count = submissions_count + 1 WHERE id = $1', [input.form.id]);
   await jobs.send(db, FORM_POST_ACTIONS, { submissionId: id, companyId: input.companyId });
-  return { row: rows[0], refused };
+  const row: SubmissionRow = { ...rows[0], post_actions: [...actions].sort().map((action) => ({ action, status: 'pending' as const })) };
+  return { row, refused };
 }
 
 /** Blobs of refused files are removed once the transaction that refused them has committed. */
@@ -122,7 +123,7 @@ export async function deleteStaged(db: Queryable, files: StagedFile[]): Promise<
   for (const file of files) await deleteBlob(db, file.blobId);
 }
 
-export function serializeSubmission(row: SubmissionRow) {
+export function serializeSubmission(row: SubmissionRow): z.output<typeof submissionSchema> {
   return {
     id: row.id,
     form_id: row.form_id,
@@ -139,6 +140,8 @@ export function serializeSubmission(row: SubmissionRow) {
     files: row.files,
     files_error: row.files_error,
     referrer: row.referrer,
+    // A post-action being sent right now is still pending to a reader.
+    post_actions: row.post_actions.map(({ action, status }) => ({ action: action as PostAction, status: status === 'sending' ? ('pending' as const) : status })),
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
   };
@@ -168,6 +171,11 @@ export const submissionSchema = z.object({
   ),
   files_error: z.string().nullable(),
   referrer: z.string().nullable(),
+  post_actions: z
+    .array(z.object({ action: z.enum(POST_ACTIONS), status: z.enum(['pending', 'done', 'failed']) }))
+    .describe(
+      'Cada post-acción del envío (por nombre) y cómo va: pending (por hacer o reintentándose), done, failed. Así se ve un correo que no salió aunque status sea processed (basta una acción que no falló)',
+    ),
   created_at: z.string(),
   updated_at: z.string(),
 });

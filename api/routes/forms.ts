@@ -3,7 +3,7 @@
 // as JSON or multipart, and processed by the worker (worker/jobs/form-post-actions.ts).
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { SubmissionRow } from '../../db/forms.ts';
+import { SUBMISSION_COLUMNS, type SubmissionRow } from '../../db/forms.ts';
 import { transaction, type Queryable } from '../../db/pool.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { checkAnswers } from '../forms/answers.ts';
@@ -80,7 +80,7 @@ export const formRoutes: RouteDef[] = [
       return listPage<SubmissionRow>(
         db,
         ctx.deps.totals,
-        { table: 'form_submissions', columns: '*', companyId, collection: (p) => [`form_id = ${p.add(form.id)}`], serialize: serializeSubmission },
+        { table: 'form_submissions', columns: SUBMISSION_COLUMNS, companyId, collection: (p) => [`form_id = ${p.add(form.id)}`], serialize: serializeSubmission },
         query,
       );
     },
