@@ -89,7 +89,7 @@ describe('tax invoices with the development provider', () => {
     // 605 (salaries) is a persona física's regime; this RFC of 12 characters is a company's.
     const wrongRegime = await wsctl(app, [...args.map((v) => (v === '601' ? '605' : v)), '--rfc', csd.rfc, '--key-password', csd.password]);
     assert.notEqual(wrongRegime.code, 0);
-    assert.match(wrongRegime.stderr, /tax_regime el régimen 605 no aplica a una persona moral/);
+    assert.match(wrongRegime.stderr, /invalid input: tax_regime: el régimen 605 no aplica a una persona moral/);
     const wrongRfc = await wsctl(app, [...args, '--rfc', 'URE180429TM6', '--key-password', csd.password]);
     assert.notEqual(wrongRfc.code, 0);
     assert.match(wrongRfc.stderr, /EKU9003173C9/);

@@ -46,9 +46,10 @@ const mapErrorsAndAudit = t.middleware(async ({ ctx, path, type, getRawInput, ne
   if (!result.ok && result.error.cause instanceof ApiError) {
     const cause = result.error.cause;
     const code = BY_STATUS[cause.status];
-    // A validation failure's reasons per field travel in the message, which is what a client (wsctl) prints.
+    // A validation failure's reasons per field are the message, which is what a client (wsctl) prints
+    // after `invalid input:`; the general sentence before them only repeated them.
     const fields = cause.extra.errors as Record<string, string[]> | undefined;
-    const message = fields ? `${cause.message} ${Object.entries(fields).map(([field, reasons]) => `${field}: ${reasons.join(', ')}`).join('; ')}` : cause.message;
+    const message = fields ? Object.entries(fields).map(([field, reasons]) => `${field}: ${reasons.join(', ')}`).join('; ') : cause.message;
     if (code) throw new TRPCError({ code, message, cause });
   }
   if (!result.ok && !(result.error.cause instanceof ApiError) && result.error.code === 'INTERNAL_SERVER_ERROR') {
