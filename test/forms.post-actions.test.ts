@@ -216,6 +216,31 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     }
   });
 
+  test('a retry owed to a recipient the operator replaced goes to the new address, not the removed one', async () => {
+    const changing = await files.createFormViaAdmin(app.url, tenant.companyId, {
+      ...files.sampleFormFile({ slug: 'destinatario-corregido', post_actions: { lead: false, email: { to: ['ok@empresa.example', 'tpyo@empresa.example'] } } }),
+    });
+    await worker.stop();
+    smtp.state.reject = (to) => (to === 'tpyo@empresa.example' ? 451 : null);
+    try {
+      const id = (await api.post(`/forms/${changing.id}/submissions`, { data: { answers: { email: 'corr@example.com', name: 'Corr' } } })).body.data.id;
+      const run = () => processSubmission({ pool: app.pool, config: { ...app.config, smtpUrl: smtp.url }, blobs: app.deps.blobs }, { submissionId: id, companyId: tenant.companyId });
+      const mine = () => smtp.received.filter((m) => m.mail.messageId === `<form-${id}-email@127.0.0.1>`).map((m) => m.to);
+      await assert.rejects(run());
+      assert.deepEqual(mine(), [['ok@empresa.example']]);
+      // The operator fixes the mistyped address while the retry waits.
+      const file: any = files.sampleFormFile({ slug: 'destinatario-corregido', post_actions: { lead: false, email: { to: ['ok@empresa.example', 'typo@empresa.example'] } } });
+      await files.updateFormViaAdmin(app.url, changing.id, file);
+      await run();
+      assert.deepEqual(mine(), [['ok@empresa.example'], ['typo@empresa.example']], 'the new address, not the removed one, and not the one who has it');
+      const { rows } = await app.pool.query(`SELECT status FROM form_submission_actions WHERE submission_id = $1 AND action = 'email'`, [id]);
+      assert.equal(rows[0].status, 'done');
+    } finally {
+      smtp.state.reject = () => null;
+      worker = await startWorker({ ...app.config, smtpUrl: smtp.url }, app.pool, app.databaseUrl);
+    }
+  });
+
   test('a mail server that hangs on one message holds up only that submission: the others are processed meanwhile', async () => {
     const slowForm = await files.createFormViaAdmin(
       app.url,

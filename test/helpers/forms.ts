@@ -231,3 +231,10 @@ export async function createFormViaAdmin(url: string, companyId: string, form: u
   if (res.status !== 200) throw new Error(`form.create failed (${res.status}): ${JSON.stringify(res.body).slice(0, 300)}`);
   return res.data;
 }
+
+/** Replaces a form's definition through the admin API (`wsctl form update`). */
+export async function updateFormViaAdmin(url: string, id: string, form: unknown) {
+  const res = await adminMutation(url, 'form.update', { id, form });
+  if (res.status !== 200) throw new Error(`form.update failed (${res.status}): ${JSON.stringify(res.body).slice(0, 300)}`);
+  return res.data;
+}

@@ -84,15 +84,32 @@ const sender = noReplyFrom;
 export type SendResult = Record<string, unknown> & { refused?: Refusal[] };
 
 /**
- * The SMTP envelope of a retry owed to some recipients only (`owed`: those who refused for now at an
- * earlier attempt): the message is the same, its To header still names everyone, as a mail server's
- * own retry would be; the others have it already.
+ * A retry of a message some recipients took and others refused for now: `owed`, those refused, and
+ * `to`, the recipients of that first attempt.
  */
-function envelopeFor(owed: string[] | undefined, from: Mail.Address) {
-  return owed ? { envelope: { from: from.address, to: owed } } : {};
+export type OwedRetry = { owed: string[]; to: string[] };
+
+/**
+ * Who a retry sends to, given the recipients `to` the form (or the team) has now: the owed ones that
+ * are still recipients, and any added since the first attempt (an operator fixing a mistyped address
+ * gets the new one sent to; the removed one is not). Compared without case. Undefined: no retry, all.
+ */
+export function recipientsNow(retry: OwedRetry | undefined, to: string[]): string[] | undefined {
+  if (!retry) return undefined;
+  const now = new Set(to.map((a) => a.toLowerCase()));
+  const before = new Set(retry.to.map((a) => a.toLowerCase()));
+  return [...retry.owed.filter((a) => now.has(a.toLowerCase())), ...to.filter((a) => !before.has(a.toLowerCase()))];
 }
 
-export async function sendEmail(deps: MailDeps, form: FormRow, s: Submission, owed?: string[]): Promise<SendResult> {
+/**
+ * The SMTP envelope of a retry owed to some recipients only: the message is the same, its To header
+ * names everyone the form sends to now, as a mail server's own retry would be; the others have it already.
+ */
+function envelopeFor(recipients: string[] | undefined, from: Mail.Address) {
+  return recipients ? { envelope: { from: from.address, to: recipients } } : {};
+}
+
+export async function sendEmail(deps: MailDeps, form: FormRow, s: Submission, retry?: OwedRetry): Promise<SendResult> {
   const { pool, config, blobs: store } = deps;
   const settings = form.post_actions.email!;
   // No recipient of the operator's (the form was changed since, or the submission predates the visitor's
@@ -133,10 +150,12 @@ export async function sendEmail(deps: MailDeps, form: FormRow, s: Submission, ow
   const tooBig = settings.attach_files !== false && left.length > 0;
   if (tooBig && !/\{\{\s*files\s*\}\}/.test(template.body)) body = `${body.trimEnd()}\n\n${leftLines.join('\n')}\n`;
   const to = [...settings.to];
+  const recipients = recipientsNow(retry, to);
+  if (recipients?.length === 0) return { skipped: 'no_recipients_owed', to, refused: [] };
   const from = sender(values.form, config);
   const sent = await mailerFor(config).send({
     from,
-    ...envelopeFor(owed, from),
+    ...envelopeFor(recipients, from),
     to,
     replyTo: s.email ?? undefined,
     subject: renderTemplate(template.subject, values).replace(/[\r\n]+/g, ' '),
@@ -184,7 +203,7 @@ export async function sendSubmitterCopy({ pool, config }: MailDeps, form: FormRo
   return { message_id: sent.messageId, to: [s.email!], refused: sent.refused };
 }
 
-export async function notifyTeam(pool: Pool, config: Config, form: FormRow, s: Submission, owed?: string[]): Promise<SendResult> {
+export async function notifyTeam(pool: Pool, config: Config, form: FormRow, s: Submission, retry?: OwedRetry): Promise<SendResult> {
   let to = form.post_actions.notify_team?.to ?? [];
   if (!to.length) {
     const { rows } = await pool.query(
@@ -197,10 +216,12 @@ export async function notifyTeam(pool: Pool, config: Config, form: FormRow, s: S
   const locale = form.default_locale; // the team reads the company's language, not the submitter's
   const text = FILES_TEXT[locale] ?? FILES_TEXT.es;
   const title = form.title_translations[locale] ?? form.name;
+  const recipients = recipientsNow(retry, to);
+  if (recipients?.length === 0) return { skipped: 'no_recipients_owed', to, refused: [] };
   const from = sender(title, config);
   const sent = await mailerFor(config).send({
     from,
-    ...envelopeFor(owed, from),
+    ...envelopeFor(recipients, from),
     to,
     subject: `${text.notify} ${title}`.replace(/[\r\n]+/g, ' '),
     text: [answersText(form, s, locale), '', ...s.files.map((f) => `- ${f.folder_path}/${f.filename}`)].join('\n'),

@@ -106,6 +106,7 @@ async function runSend(deps: PostActionDeps, form: FormRow, s: Submission, actio
   const final = attempt >= MAX_ACTION_ATTEMPTS;
   // Recipients an earlier attempt left owed (they refused for now while the others took the message).
   const owed = previous?.owed_to;
+  const retry = owed ? { owed, to: Array.isArray(previous?.to) ? (previous.to as string[]) : [] } : undefined;
   const earlier = previous?.refused ?? [];
   // Only our own claim is settled: a run that re-claimed after our lease ran out owns the row now.
   const settle = (status: 'pending' | 'done' | 'failed', result: SendResult | null, error: string | null) =>
@@ -117,9 +118,9 @@ async function runSend(deps: PostActionDeps, form: FormRow, s: Submission, actio
   let result: SendResult;
   try {
     result =
-      action === 'email' ? await sendEmail(deps, form, s, owed)
+      action === 'email' ? await sendEmail(deps, form, s, retry)
       : action === 'submitter_copy' ? await sendSubmitterCopy(deps, form, s)
-      : await notifyTeam(pool, config, form, s, owed);
+      : await notifyTeam(pool, config, form, s, retry);
   } catch (error) {
     const transient = !(error instanceof PermanentError) && isTransientMailError(error);
     if (owed && (final || !transient)) {
