@@ -12,6 +12,7 @@ import { authenticateSession, requirePermission, type Permission } from './auth/
 import { authenticate, checkOrigin, requireModule, requireScope } from './middleware/authenticate.ts';
 import { idempotentBodyCap, jsonBody, jsonContentType, multipartBody, objectBody, uploadBody } from './middleware/body.ts';
 import { idempotency } from './middleware/idempotency.ts';
+import { isClientAbort, toApiError } from './middleware/request.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { responseCache } from './middleware/response-cache.ts';
 import { isStorableText, parseData, parseQuery } from './validation.ts';
@@ -221,6 +222,8 @@ export function declaredErrors(route: RouteDef): ErrorCode[] {
   const writes: ErrorCode[] = readsWrite
     ? [
         'idempotency_key_reused', 'idempotency_body_too_large', 'idempotency_in_progress', 'invalid_idempotency_key',
+        // A body that cannot be read: its framing broke (a bad chunk size) or it stopped short.
+        'invalid_request',
         // The body itself (JSON routes and the JSON form of upload routes): malformed, too large, another media type.
         ...(route.multipart ? [] : (['invalid_json', 'request_too_large', 'unsupported_media_type'] as const)),
       ]
@@ -254,7 +257,9 @@ function checkDeclared(route: RouteDef): ApiRouteMiddleware {
     try {
       await next();
     } catch (error) {
-      if (error instanceof ApiError) note(error.code);
+      // What requestMiddleware will answer (a body whose framing broke, a reference deleted meanwhile:
+      // toApiError); a client that hung up reads no answer, so what it would have been is not noted.
+      if (!isClientAbort(error)) note(toApiError(error, { quiet: true })?.code);
       throw error;
     }
     if (ctx.status >= 400) note((ctx.body as { error?: unknown } | undefined)?.error);

@@ -149,8 +149,11 @@ describe('OpenAPI and reference page', () => {
     assert.deepEqual(prefs.theme.anyOf?.[0]?.enum ?? prefs.theme.enum, ['light', 'dark', 'schedule']);
     // Errors: each status names its own codes; a write's stored errors may be replays; a fault of ours is documented.
     const createCustomer = doc.paths['/customers'].post.responses;
-    assert.ok(createCustomer['422'].headers['Idempotent-Replayed']);
+    assert.ok(doc.paths['/customers/{id}'].patch.responses['404'].headers['Idempotent-Replayed'], 'a handler\'s 404 is stored and replayed');
+    assert.ok(doc.paths['/users'].post.responses['403'].headers['Idempotent-Replayed'], 'owner_required is stored and replayed');
+    assert.equal(createCustomer['422'].headers['Idempotent-Replayed'], undefined, 'the input\'s own errors are not stored');
     assert.equal(createCustomer['401'].headers['Idempotent-Replayed'], undefined, 'answered before the key is read');
+    assert.ok(createCustomer['400'].content['application/json'].schema.allOf[1].properties.error.enum.includes('invalid_request'), 'a body whose framing broke');
     assert.deepEqual(createCustomer['422'].content['application/json'].schema.allOf[1].properties.error.enum.sort(), ['idempotency_key_reused', 'parameter_missing', 'validation_failed']);
     assert.deepEqual(createCustomer['500'].content['application/json'].schema.allOf[1].properties.error.enum, ['internal_error']);
   });

@@ -39,7 +39,7 @@ import { checkJsonBody } from '../validation.ts';
 export const IDEMPOTENCY_BODY_LIMIT = 100 * 1024;
 const KEY_SHAPE = /^[\x20-\x7e]{1,255}$/;
 /** Errors meaning the request was refused before the endpoint began executing. */
-const NOT_STORED: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+export const NOT_STORED: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'validation_failed',
   'parameter_missing',
   'invalid_metadata',

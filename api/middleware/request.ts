@@ -32,7 +32,7 @@ export function isDatabaseUnavailable(error: unknown): boolean {
  * A client that hangs up mid-body surfaces as ECONNRESET "aborted" from Node's
  * HTTP server: the client went away (nobody reads the answer), the database is fine.
  */
-function isClientAbort(error: unknown): boolean {
+export function isClientAbort(error: unknown): boolean {
   return (error as { message?: string })?.message === 'aborted' && (error as { code?: string }).code === 'ECONNRESET';
 }
 
@@ -67,7 +67,11 @@ function referencedField(error: unknown): string | null {
   return /^[a-z][a-z0-9_]*$/.test(field) ? field : 'data';
 }
 
-export function toApiError(error: unknown): ApiError | null {
+/**
+ * The answer an error thrown in the chain gets; null for a fault of ours (500). `quiet`: only the
+ * answer is wanted (the route's declared-errors check), the log lines are written once, here.
+ */
+export function toApiError(error: unknown, { quiet = false } = {}): ApiError | null {
   if (error instanceof ApiError) return error;
   if (isClientAbort(error)) return new ApiError('invalid_parameter', 'El cliente cerró la conexión antes de terminar de enviar el cuerpo.');
   if (isUnreadableRequest(error)) return new ApiError('invalid_request', 'El cuerpo de la petición no se pudo leer: la conexión se cerró o su codificación (Transfer-Encoding, chunks) no es válida.');
@@ -84,7 +88,7 @@ export function toApiError(error: unknown): ApiError | null {
   const fkField = referencedField(error);
   if (fkField) {
     // Logged: the same answer would hide a bug of ours that names a wrong id in a column the client never sent.
-    log('request.reference_vanished', { constraint: (error as { constraint?: string }).constraint, field: fkField });
+    if (!quiet) log('request.reference_vanished', { constraint: (error as { constraint?: string }).constraint, field: fkField });
     return validationFailed({ [fkField]: ['no existe en la empresa'] });
   }
   const status = (error as { status?: number; statusCode?: number })?.status ?? (error as { statusCode?: number })?.statusCode;

@@ -4,6 +4,7 @@
 import type { z } from 'zod';
 import { API_RELEASED_AT, API_VERSION } from '../../lib/version.ts';
 import { ERROR_CODES, type ErrorCode } from '../errors.ts';
+import { NOT_STORED } from '../middleware/idempotency.ts';
 import { listMetaSchema, QUERY_BOOLEAN_VALUES } from '../pagination.ts';
 import { declaredErrors, type RouteDef } from '../route.ts';
 import { operationId } from './names.ts';
@@ -40,6 +41,13 @@ export const COMMON_HEADERS: Record<string, JsonSchema> = {
   'RateLimit-Remaining': { schema: { type: 'integer' }, description: 'Peticiones que quedan en la ventana' },
   'RateLimit-Reset': { schema: { type: 'integer' }, description: 'Segundos hasta que la petición más antigua sale de la ventana' },
 };
+
+/** Codes a write answers before its Idempotency-Key is read, or about the key itself: never replayed. */
+const ANSWERED_BEFORE_THE_KEY: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'invalid_key', 'origin_not_allowed', 'insufficient_scope', 'rate_limited', 'internal_error', 'service_unavailable',
+  'https_required', 'module_not_enabled', 'invalid_request',
+  'idempotency_key_reused', 'idempotency_body_too_large', 'idempotency_in_progress', 'invalid_idempotency_key',
+]);
 
 /** On an answer replayed from an earlier request with the same Idempotency-Key. */
 const REPLAYED_HEADER: Record<string, JsonSchema> = {
@@ -147,8 +155,9 @@ function operation(route: RouteDef, book: SchemaBook, responseNames: Map<z.ZodTy
   }
   for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
     // A write's answer below 500 is stored under its Idempotency-Key and replayed, errors of the
-    // handler included (docs/api.md, Idempotency); those answered before the key is read are not.
-    const replayable = readsWrite && [400, 404, 409, 422].includes(status);
+    // handler included (docs/api.md, Idempotency), except the input's own (NOT_STORED) and those
+    // answered before the key is read.
+    const replayable = readsWrite && list.some((code) => !NOT_STORED.has(code as ErrorCode) && !ANSWERED_BEFORE_THE_KEY.has(code as ErrorCode));
     responses[String(status)] = {
       description: list.join(', '),
       headers: { ...(ERROR_HEADERS[status] ?? COMMON_HEADERS), ...(replayable ? REPLAYED_HEADER : {}) },
