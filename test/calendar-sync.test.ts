@@ -344,9 +344,9 @@ describe('calendar sync end to end', () => {
     assert.ok(status.last_synced_at);
   });
 
-  test('an event deleted in Google and then edited here is inserted there again, under a new Google id', async () => {
-    const e = await newEvent({ title: 'Borrada allá' });
-    await waitFor(async () => (await eventRow(e.id))?.google_event_id, 20_000, 'first push');
+  test('an event deleted in Google and then edited here is inserted there again, under a new Google id, with a Meet of its own', async () => {
+    const e = await newEvent({ title: 'Borrada allá', kind: 'meeting', create_meet: true });
+    const firstMeet = await waitFor(async () => (await eventRow(e.id))?.meet_url, 30_000, 'first push with its Meet link');
     google.deleteExternal(e.id);
     assert.equal((await api.patch(`/calendar/events/${e.id}`, { data: { title: 'Editada aquí' } })).status, 200);
     // Google keeps a deleted event's id taken (409 to an insert under it): the copy is a new event.
@@ -357,6 +357,12 @@ describe('calendar sync end to end', () => {
     assert.equal(google.events.get(googleId)!.summary, 'Editada aquí');
     assert.equal(google.events.get(googleId)!.status, 'confirmed');
     assert.equal(google.events.get(e.id)!.status, 'cancelled');
+    // The deleted copy's Meet went with it: the new copy asks for its own, and meet_url follows.
+    const meet = await waitFor(async () => {
+      const url = (await eventRow(e.id))?.meet_url;
+      return url && url !== firstMeet && url;
+    }, 30_000, 'the new copy\'s Meet link');
+    assert.equal(meet, google.events.get(googleId)!.hangoutLink);
   });
 
   test('a booking is pushed too, with its Meet link on the booking', async () => {

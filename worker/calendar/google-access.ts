@@ -44,13 +44,14 @@ export async function recordError(pool: Pool, userId: string, error: unknown): P
 /**
  * A push or a pull went through: the connection is healthy, so the error of an earlier attempt (a
  * retried 429 or 5xx, or a refusal of another event, which the log keeps) no longer describes it.
- * A pull that listed to the end also stores its sync token.
+ * A pull that listed to the end also stores its sync token. Only an active connection: one marked
+ * needs_reauthorization meanwhile keeps the reason it was marked.
  */
 export async function recordSuccess(pool: Pool, userId: string, syncToken?: string | null): Promise<void> {
   await pool.query(
     `UPDATE calendar_connections SET last_synced_at = now(), last_error = NULL, last_error_at = NULL, updated_at = now(),
             sync_token = CASE WHEN $2 THEN $3 ELSE sync_token END
-      WHERE user_id = $1`,
+      WHERE user_id = $1 AND status = 'active'`,
     [userId, syncToken !== undefined, syncToken ?? null],
   );
 }

@@ -110,6 +110,7 @@ async function push(deps: WorkerDeps, job: CalendarPushJob): Promise<void> {
       );
       // An event switched to sync_to_google: false is no longer in Google: a later switch back inserts it anew.
       if (deleted) {
+        await recordSuccess(pool, job.user_id);
         await pool.query('UPDATE calendar_events SET google_event_id = NULL WHERE company_id = $1 AND id = $2 AND sync_to_google = false AND google_event_id = $3', [
           job.company_id,
           job.event_id,
@@ -132,7 +133,9 @@ async function push(deps: WorkerDeps, job: CalendarPushJob): Promise<void> {
           if (!(error instanceof GoogleApiError && error.status === 409)) throw error;
           return client.patchEvent(token, calendar, body.id, body).catch((patchError) => {
             if (!(patchError instanceof GoogleApiError && (patchError.status === 404 || patchError.status === 410))) throw patchError;
-            const { id: _taken, ...rest } = body;
+            // A new Google event: its own Meet conference too (the old meet_url was the deleted copy's),
+            // asked for as a copy inserted again after a switch-off asks (meetRequestId).
+            const { id: _taken, ...rest } = toGoogle({ ...event, google_event_id: null });
             return client.insertEvent(token, calendar, rest as GoogleEvent);
           });
         });
