@@ -9,3 +9,26 @@ export async function companyZone(db: Queryable, companyId: string): Promise<str
   const { rows } = await db.query<{ timezone: string }>('SELECT timezone FROM companies WHERE id = $1', [companyId]);
   return rows[0]?.timezone ?? DEFAULT_COMPANY_ZONE;
 }
+
+/** The lock a change of the company's time zone holds alone and every money write shares. */
+const ZONE_LOCK = 'SELECT pg_advisory_xact_lock%s(hashtextextended($1, 0))';
+const zoneLockKey = (companyId: string) => `company-zone:${companyId}`;
+
+/**
+ * The zone a money write works in, held until its transaction ends: a change of the zone (which
+ * rebuilds the ledger and checks the closed months in the new zone) waits for the write, or the
+ * write waits for the change and reads the new zone. Without it a write that read the old zone and
+ * committed after the rebuild put money in a month closed in the new one, and left its ledger days
+ * in the old zone. Call it first in the write's transaction, before any row lock (a write holding a
+ * row another write needs while queued behind a waiting zone change would deadlock). The zone is read
+ * by a statement of its own, after the lock: a statement's snapshot is taken when it starts.
+ */
+export async function companyZoneForWrite(db: Queryable, companyId: string): Promise<string> {
+  await db.query(ZONE_LOCK.replace('%s', '_shared'), [zoneLockKey(companyId)]);
+  return companyZone(db, companyId);
+}
+
+/** Taken by a change of the zone, first in its transaction: it waits for the money writes in flight. */
+export async function lockCompanyZone(db: Queryable, companyId: string): Promise<void> {
+  await db.query(ZONE_LOCK.replace('%s', ''), [zoneLockKey(companyId)]);
+}

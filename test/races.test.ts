@@ -111,6 +111,40 @@ describe('races between a write and a change of what it relies on', () => {
     }
   });
 
+  test('a change of the time zone waits for a money write that read the old one: no money lands in a month closed in the new zone', async () => {
+    const { t, api } = await newTenant();
+    // In Kiritimati (UTC+14) 2026-10-31T12:00Z is 1 November (open); in Mexico City it is 31 October (closed).
+    assert.equal((await adminMutation(app.url, 'company.update', { id: t.companyId, timezone: 'Pacific/Kiritimati' })).status, 200);
+    const account = (await api.post('/accounts', { data: { name: 'Banco', kind: 'bank', currency: 'mxn', opening_on: '2026-01-01' } })).body.data;
+    assert.equal((await adminMutation(app.url, 'period.close', { companyId: t.companyId, year: 2026, month: 10 })).status, 200);
+    const release = await hold('movements');
+    let write: Promise<{ status: number; body: any }> | undefined;
+    let released = false;
+    try {
+      // The write reads Kiritimati, checks November (open), then waits at its insert.
+      write = api.post('/incomes', { data: { account_id: account.id, amount_cents: 300, occurred_at: '2026-10-31T12:00:00Z' } });
+      await waitFor(async () => (await waiting('relation')) >= 1, 10_000, 'the write to wait at its insert');
+      const change = adminMutation(app.url, 'company.update', { id: t.companyId, timezone: 'America/Mexico_City' });
+      // With the zone's lock the change waits for the write; without it, it would answer now.
+      await Promise.race([waitFor(async () => (await waiting('advisory')) >= 1, 10_000, 'the change to wait for the write'), change]);
+      await release();
+      released = true;
+      const [written, changed] = await Promise.all([write, change]);
+      assert.equal(written.status, 201, JSON.stringify(written.body));
+      // The write went in first, in Kiritimati's November: the change would move it into closed October.
+      assert.equal(changed.status, 400, JSON.stringify(changed.body));
+      assert.match(JSON.stringify(changed.body), /closed month/);
+      const { rows } = await app.pool.query('SELECT timezone FROM companies WHERE id = $1', [t.companyId]);
+      assert.equal(rows[0].timezone, 'Pacific/Kiritimati', 'the refused change applied nothing');
+      const november = await api.get('/reports/income-statement?start_on=2026-11-01&end_on=2026-11-01');
+      assert.equal(november.status, 200);
+      assert.equal(JSON.stringify(november.body.data).includes('300'), true, 'the income is in the day the zone gives it');
+    } finally {
+      if (!released) await release();
+      await write?.catch(() => {});
+    }
+  });
+
   test('archiving an account waits for a payment into it already past its check; later ones are refused', async () => {
     const { api } = await newTenant();
     const account = (await api.post('/accounts', { data: { name: 'Caja', kind: 'cash', currency: 'mxn' } })).body.data;

@@ -4,6 +4,7 @@
 // callers choose the transaction. Errors are ApiError (api/errors.ts), which
 // the admin router maps to tRPC errors in one place (trpc.ts).
 import { transaction, type Pool, type Queryable } from '../../db/pool.ts';
+import { lockCompanyZone } from '../../db/companies.ts';
 import { rebuildLedger } from '../../db/money/rebuild.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { slugify } from '../../lib/slug.ts';
@@ -136,6 +137,9 @@ export async function updateCompany(pool: Pool, id: string, input: CompanyUpdate
   if (input.storageQuotaMb !== undefined) set('storage_quota_mb', input.storageQuotaMb);
   if (input.timezone !== undefined) set('timezone', input.timezone);
   return transaction(pool, async (db) => {
+    // First: the money writes in flight finish in the old zone before the ledger is rebuilt; those
+    // that come after read the new one (db/companies.ts companyZoneForWrite).
+    if (input.timezone !== undefined) await lockCompanyZone(db, id);
     if (sets.length > 0) {
       const { rows: updated } = await db.query<{ plan: Plan; mcp_quota: number | null }>(`UPDATE companies SET ${sets.join(', ')}, updated_at = now() WHERE id = $1 RETURNING plan, mcp_quota`, values);
       if (!updated[0]) throw new ApiError('not_found', `Company ${id} not found`);

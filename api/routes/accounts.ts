@@ -3,7 +3,7 @@
 // instead of deleted once money moved through it (409 account_in_use).
 import { z } from 'zod';
 import { transaction } from '../../db/pool.ts';
-import { companyZone } from '../../db/companies.ts';
+import { companyZone, companyZoneForWrite } from '../../db/companies.ts';
 import { openingEntries, post } from '../../db/money/ledger.ts';
 import { assertOpenDates } from '../money/periods.ts';
 import { ApiError } from '../errors.ts';
@@ -77,7 +77,8 @@ export const accountRoutes: RouteDef[] = [
     errors: ['validation_failed', 'parameter_missing', 'period_locked', 'idempotency_key_reused'],
     handler: async (_ctx, { data, companyId, db }) => {
       const row = await transaction(db, async (client) => {
-        const zone = await companyZone(client, companyId);
+        // First, before any row lock (db/companies.ts).
+        const zone = await companyZoneForWrite(client, companyId);
         const account = { ...data, opening_balance_cents: data.opening_balance_cents ?? 0, opening_on: data.opening_on ?? today(zone) };
         if (account.opening_balance_cents !== 0) await assertOpenDates(client, companyId, [account.opening_on]);
         const id = await insertAccount(client, companyId, account);
@@ -118,7 +119,8 @@ export const accountRoutes: RouteDef[] = [
     errors: ['invalid_id', 'not_found', 'validation_failed', 'period_locked'],
     handler: async (_ctx, { params, data, companyId, db }) => {
       const row = await transaction(db, async (client) => {
-        const zone = await companyZone(client, companyId);
+        // First, before any row lock (db/companies.ts).
+        const zone = await companyZoneForWrite(client, companyId);
         const before = await findAccount(client, companyId, params.id, zone, true);
         if (!before) throw new ApiError('not_found');
         const openingChanges = (data.opening_balance_cents !== undefined && data.opening_balance_cents !== Number(before.opening_balance_cents)) || (data.opening_on !== undefined && data.opening_on !== before.opening_on);
@@ -148,7 +150,8 @@ export const accountRoutes: RouteDef[] = [
     errors: ['invalid_id', 'not_found', 'account_in_use', 'period_locked'],
     handler: async (_ctx, { params, companyId, db }) => {
       await transaction(db, async (client) => {
-        const zone = await companyZone(client, companyId);
+        // First, before any row lock (db/companies.ts).
+        const zone = await companyZoneForWrite(client, companyId);
         const account = await findAccount(client, companyId, params.id, zone, true);
         if (!account) throw new ApiError('not_found');
         if (await accountInUse(client, companyId, params.id)) throw new ApiError('account_in_use');

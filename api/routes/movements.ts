@@ -8,7 +8,7 @@
 // movement-queries.ts.
 import { z } from 'zod';
 import { transaction, type Queryable } from '../../db/pool.ts';
-import { companyZone } from '../../db/companies.ts';
+import { companyZoneForWrite } from '../../db/companies.ts';
 import { addPayment, changeMovement, findMovement, insertMovement, paymentsOf, removeMovement, type Direction } from '../../db/money/movements.ts';
 import { hasIssuedComplement } from '../../db/invoicing.ts';
 import { findSale, revertSalePayment, SaleRefundedError } from '../../db/money/sales.ts';
@@ -144,12 +144,13 @@ export function movementRoutes(direction: Direction): RouteDef[] {
       handler: async (ctx, { data, companyId, db }) => {
         const metadata = checkMetadata(data.metadata);
         const row = await transaction(db, async (client) => {
+          // First, before any row lock (db/companies.ts).
+          const zone = await companyZoneForWrite(client, companyId);
           const existing = await existingByRef(client, 'movements', companyId, metadata.external_ref, { direction });
           if (existing) {
             ctx.state.status = 200;
             return (await findMovement(client, companyId, direction, existing))!;
           }
-          const zone = await companyZone(client, companyId);
           const account = await usableAccount(client, companyId, zone, data.account_id);
           await assertCustomer(client, companyId, (data as { customer_id?: string | null }).customer_id);
           const status = data.status ?? 'paid';
@@ -196,9 +197,10 @@ export function movementRoutes(direction: Direction): RouteDef[] {
       errors: ['invalid_id', 'not_found', 'validation_failed', 'invalid_metadata', 'duplicate_reference', 'period_locked'],
       handler: async (_ctx, { params, data, companyId, db }) => {
         const row = await transaction(db, async (client) => {
+          // First, before any row lock (db/companies.ts).
+          const zone = await companyZoneForWrite(client, companyId);
           const m = await findMovement(client, companyId, direction, params.id, true);
           if (!m) throw new ApiError('not_found');
-          const zone = await companyZone(client, companyId);
           const metadata = data.metadata === undefined ? undefined : checkMetadata(data.metadata, m.metadata);
           if (metadata) await assertRefFree(client, 'movements', companyId, m.id, metadata.external_ref, { direction });
           await assertCustomer(client, companyId, (data as { customer_id?: string | null }).customer_id);
@@ -233,9 +235,10 @@ export function movementRoutes(direction: Direction): RouteDef[] {
       errors: ['invalid_id', 'not_found', 'period_locked', 'validation_failed', ...(direction === 'income' ? (['payment_complement_issued'] as const) : [])],
       handler: async (ctx, { params, companyId, db }) => {
         await transaction(db, async (client) => {
+          // First, before any row lock (db/companies.ts).
+          const zone = await companyZoneForWrite(client, companyId);
           const m = await findMovement(client, companyId, direction, params.id, true);
           if (!m) throw new ApiError('not_found');
-          const zone = await companyZone(client, companyId);
           const payments = await paymentsOf(client, m.id);
           await assertOpen(client, companyId, zone, [m.occurred_at, ...payments.map((p) => p.paid_at)]);
           if (m.sale_id) {
@@ -271,10 +274,11 @@ export function movementRoutes(direction: Direction): RouteDef[] {
       errors: ['invalid_id', 'not_found', 'validation_failed', 'period_locked', 'idempotency_key_reused'],
       handler: async (ctx, { params, data, companyId, db }) => {
         const row = await transaction(db, async (client) => {
+          // First, before any row lock (db/companies.ts).
+          const zone = await companyZoneForWrite(client, companyId);
           const m = await findMovement(client, companyId, direction, params.id, true);
           if (!m) throw new ApiError('not_found');
           if (m.sale_id) throw validationFailed({ amount_cents: ['es el pago de una venta; registra pagos en POST /sales/:id/payments'] });
-          const zone = await companyZone(client, companyId);
           const left = Number(m.amount_cents) - Number(m.paid_cents);
           if (data.amount_cents > left) throw validationFailed({ amount_cents: [left === 0 ? 'ya está pagado' : `falta pagar ${left}`] });
           const account = await usableAccount(client, companyId, zone, data.account_id ?? m.account_id);

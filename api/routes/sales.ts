@@ -5,7 +5,7 @@
 // Shapes in sale-schemas.ts, the SQL of reads in sale-queries.ts.
 import { z } from 'zod';
 import { transaction, type Queryable } from '../../db/pool.ts';
-import { companyZone } from '../../db/companies.ts';
+import { companyZoneForWrite } from '../../db/companies.ts';
 import { post, saleEntries } from '../../db/money/ledger.ts';
 import { addRefund, addSalePayment, findSale, insertSale, SALE_STATUSES, type SaleRow } from '../../db/money/sales.ts';
 import { saleAmounts, type VatRate } from '../../lib/vat.ts';
@@ -99,6 +99,8 @@ export const saleRoutes: RouteDef[] = [
       });
       if (amounts.total_cents > Number.MAX_SAFE_INTEGER) throw validationFailed({ line_items: ['el total pasa de 2^53 − 1 centavos'] });
       const row = await transaction(db, async (client) => {
+        // First, before any row lock (db/companies.ts).
+        const zone = await companyZoneForWrite(client, companyId);
         const existing = await existingByRef(client, 'sales', companyId, metadata.external_ref);
         if (existing) {
           ctx.state.status = 200;
@@ -110,7 +112,6 @@ export const saleRoutes: RouteDef[] = [
             throw validationFailed({ [`line_items.${i}.product_id`]: ['no existe en la empresa'] });
           }
         }
-        const zone = await companyZone(client, companyId);
         const occurredAt = data.occurred_at ?? new Date().toISOString();
         await assertOpen(client, companyId, zone, [occurredAt]);
         return insertSale(client, ctx.deps.jobs, companyId, zone, {
@@ -172,9 +173,10 @@ export const saleRoutes: RouteDef[] = [
     errors: ['invalid_id', 'not_found', 'validation_failed', 'invalid_metadata', 'duplicate_reference', 'period_locked'],
     handler: async (_ctx, { params, data, companyId, db }) => {
       const row = await transaction(db, async (client) => {
+        // First, before any row lock (db/companies.ts).
+        const zone = await companyZoneForWrite(client, companyId);
         const sale = await findSale(client, companyId, params.id, true);
         if (!sale) throw new ApiError('not_found');
-        const zone = await companyZone(client, companyId);
         const metadata = data.metadata === undefined ? undefined : checkMetadata(data.metadata, sale.metadata);
         if (metadata) await assertRefFree(client, 'sales', companyId, sale.id, metadata.external_ref);
         await assertCustomer(client, companyId, data.customer_id);
@@ -214,9 +216,10 @@ export const saleRoutes: RouteDef[] = [
     errors: ['invalid_id', 'not_found', 'validation_failed', 'period_locked', 'idempotency_key_reused'],
     handler: async (ctx, { params, data, companyId, db }) => {
       const row = await transaction(db, async (client) => {
+        // First, before any row lock (db/companies.ts).
+        const zone = await companyZoneForWrite(client, companyId);
         const sale = await findSale(client, companyId, params.id, true);
         if (!sale) throw new ApiError('not_found');
-        const zone = await companyZone(client, companyId);
         const owed = Number(sale.total_cents) - Number(sale.paid_cents);
         if (data.amount_cents > owed) throw validationFailed({ amount_cents: [owed === 0 ? 'la venta ya está pagada' : `excede lo que se debe (${owed})`] });
         const account = await accountFor(client, companyId, zone, sale, data.account_id);
@@ -243,9 +246,10 @@ export const saleRoutes: RouteDef[] = [
     errors: ['invalid_id', 'not_found', 'validation_failed', 'period_locked', 'idempotency_key_reused'],
     handler: async (ctx, { params, data, companyId, db }) => {
       const row = await transaction(db, async (client) => {
+        // First, before any row lock (db/companies.ts).
+        const zone = await companyZoneForWrite(client, companyId);
         const sale = await findSale(client, companyId, params.id, true);
         if (!sale) throw new ApiError('not_found');
-        const zone = await companyZone(client, companyId);
         const refundable = Number(sale.paid_cents) - Number(sale.refunded_cents);
         if (data.amount_cents > refundable) throw validationFailed({ amount_cents: [`se puede devolver hasta ${refundable}`] });
         const account = await accountFor(client, companyId, zone, sale, data.account_id);

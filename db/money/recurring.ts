@@ -14,7 +14,7 @@ import { recordEvent } from '../events.ts';
 import type { JobSender } from '../job-sender.ts';
 import type { Client, Queryable } from '../pool.ts';
 import { iso, type Timestamp } from '../timestamps.ts';
-import { companyZone } from '../companies.ts';
+import { companyZoneForWrite } from '../companies.ts';
 import { insertMovement } from './movements.ts';
 import { firstClosed, lockMonthsShared } from './periods.ts';
 
@@ -123,7 +123,9 @@ export async function generateDue(
     return rowCount ? { made: 0, more: true, busy: true } : { made: 0, more: false };
   }
   if (!r.active) return { made: 0, more: false };
-  const zone = await companyZone(db, r.company_id);
+  // The zone lock is shared here after the recurring row's: a zone change takes no recurring row, so
+  // it cannot wait on this run while this run waits on it (db/companies.ts).
+  const zone = await companyZoneForWrite(db, r.company_id);
   const until = today ?? Temporal.Now.plainDateISO(zone).toString();
   // Shared lock: an archive of the account waits for this run, or this run sees it archived.
   const account = (await db.query<{ id: string; currency: string; archived: boolean }>('SELECT id, currency, archived FROM accounts WHERE id = $1 FOR SHARE', [r.account_id])).rows[0];
