@@ -108,7 +108,8 @@ export function describeError(error: unknown, url?: string): string {
     if (status) return `unexpected answer from ${where} (HTTP ${status}): is this the workspace service?`;
     // A server answered, with something that is not the admin API's JSON (a web page, another app).
     if (hasCause(error, SyntaxError)) return `unexpected answer from ${where} (not JSON): is this the workspace service?`;
-    if (hasName(error, 'TimeoutError')) return `cannot reach ${where}: no answer in time (WSCTL_TIMEOUT_SECONDS)`;
+    // The server may have done it all the same: a create repeated blindly could make a second record.
+    if (hasName(error, 'TimeoutError')) return `cannot reach ${where}: no answer in time (WSCTL_TIMEOUT_SECONDS); the call may still have completed, check before repeating it`;
     return `cannot reach ${where}: ${networkReason(error) ?? error.message}`;
   }
   if (error instanceof Error) return error.message;
