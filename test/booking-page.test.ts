@@ -9,6 +9,7 @@ import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { PUBLIC_WRITES_PER_MINUTE } from '../api/booking-page/routes.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { waitFor } from './helpers/wait.ts';
 
 describe('public booking page (HTTP)', () => {
   let app: TestApp;
@@ -58,6 +59,33 @@ describe('public booking page (HTTP)', () => {
     await app.pool.query(`UPDATE users SET booking_slug = $2, first_name = 'Ana', last_name = 'López <3' WHERE id = $1`, [tenant.ownerId, hostSlug]);
   });
   after(() => app.close());
+
+  test('a link switched off while a booking waits for it (its host removed) answers the page\'s 404, as an inactive link does', async () => {
+    const link = await newLink();
+    const base = `/book/${hostSlug}/${link.slug}`;
+    const slot = await firstSlot(base);
+    // The switch-off holds the link's row (as removing the host does) while the booking, which found the
+    // link active, waits for it.
+    const blocker = await app.pool.connect();
+    await blocker.query('BEGIN');
+    await blocker.query('UPDATE booking_links SET active = false WHERE id = $1', [link.id]);
+    let booking: ReturnType<typeof postJson> | undefined;
+    try {
+      booking = postJson(`${base}/bookings`, { data: { starts_at: slot.starts_at, booker: { name: 'A', email: 'tarde@v.example' }, answers: { motivo: 'x' } } }, from());
+      await waitFor(async () => {
+        const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted AND a.datname = current_database()`);
+        return rows[0].n >= 1;
+      }, 10_000, 'the booking to wait for the link');
+      await blocker.query('COMMIT');
+      const res = await booking;
+      assert.equal(res.status, 404, JSON.stringify(res.body));
+      assert.equal(res.body.error, 'not_found');
+    } finally {
+      await blocker.query('ROLLBACK').catch(() => {});
+      blocker.release();
+      await booking?.catch(() => {});
+    }
+  });
 
   test('the page: host, link facts and questions, everything escaped, strict CSP with a nonce, the theme chosen in <head>', async () => {
     const link = await newLink();

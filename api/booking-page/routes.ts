@@ -329,6 +329,11 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
         startsAt: input.starts_at,
         booker: input.booker,
         answers: input.answers,
+      }).catch((error) => {
+        // Switched off between the lookup above and the booking's lock (its host removed meanwhile):
+        // the page's answer for an inactive link, as the lookup would have given a moment later.
+        if (error instanceof ApiError && error.code === 'booking_link_inactive') throw new ApiError('not_found');
+        throw error;
       });
       ctx.status = 201;
       ctx.body = { data: publicView(booking, url) };
