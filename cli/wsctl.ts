@@ -25,7 +25,18 @@ const program = new Command()
   .version(version)
   .option('--url <url>', 'service root URL (default: $ADMIN_URL, else http://localhost:$PORT)')
   .option('--json', 'print exactly one JSON document on stdout')
-  .configureHelp({ showGlobalOptions: true, sortSubcommands: true });
+  .configureHelp({ showGlobalOptions: true, sortSubcommands: true })
+  .addHelpText(
+    'after',
+    [
+      '',
+      'Environment (docs/cli.md):',
+      '  ADMIN_URL              the service root, when --url is not given',
+      '  ADMIN_TOKEN            the admin token (else the file $DATA_DIR/admin-token)',
+      '  WSCTL_TIMEOUT_SECONDS  how long a call waits for its answer (default 60)',
+      '  WSCTL_DEBUG=1          print the stack trace of an error',
+    ].join('\n'),
+  );
 
 registerCompanyCommands(program);
 registerKeyCommands(program);
