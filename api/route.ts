@@ -208,7 +208,7 @@ function handle(route: RouteDef): ApiRouteMiddleware {
 
 // service_unavailable: the database unreachable (any route), or an upload route's bodies at their
 // bound; always with Retry-After. internal_error: a fault of ours (docs/api.md, Errors).
-const COMMON_ERRORS: ErrorCode[] = ['invalid_key', 'origin_not_allowed', 'insufficient_scope', 'rate_limited', 'internal_error', 'service_unavailable'];
+export const COMMON_ERRORS: readonly ErrorCode[] = ['invalid_key', 'origin_not_allowed', 'insufficient_scope', 'rate_limited', 'internal_error', 'service_unavailable'];
 
 /**
  * Every error code `route` can answer, as its OpenAPI operation lists them: its own `errors`, and what

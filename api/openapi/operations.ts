@@ -6,7 +6,7 @@ import { API_RELEASED_AT, API_VERSION } from '../../lib/version.ts';
 import { ERROR_CODES, type ErrorCode } from '../errors.ts';
 import { NOT_STORED } from '../middleware/idempotency.ts';
 import { listMetaSchema, QUERY_BOOLEAN_VALUES } from '../pagination.ts';
-import { declaredErrors, type RouteDef } from '../route.ts';
+import { COMMON_ERRORS, declaredErrors, type RouteDef } from '../route.ts';
 import { operationId } from './names.ts';
 import type { JsonSchema, SchemaBook } from './schemas.ts';
 
@@ -44,7 +44,7 @@ export const COMMON_HEADERS: Record<string, JsonSchema> = {
 
 /** Codes a write answers before its Idempotency-Key is read, or about the key itself: never replayed. */
 const ANSWERED_BEFORE_THE_KEY: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
-  'invalid_key', 'origin_not_allowed', 'insufficient_scope', 'rate_limited', 'internal_error', 'service_unavailable',
+  ...COMMON_ERRORS,
   'https_required', 'module_not_enabled', 'invalid_request',
   'idempotency_key_reused', 'idempotency_body_too_large', 'idempotency_in_progress', 'invalid_idempotency_key',
 ]);
