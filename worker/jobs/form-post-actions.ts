@@ -109,7 +109,7 @@ async function runSend(deps: PostActionDeps, form: FormRow, s: Submission, actio
   const retry = owed ? { owed, to: Array.isArray(previous?.to) ? (previous.to as string[]) : [] } : undefined;
   const earlier = previous?.refused ?? [];
   // Only our own claim is settled: a run that re-claimed after our lease ran out owns the row now.
-  const settle = (status: 'pending' | 'done' | 'failed', result: SendResult | null, error: string | null) =>
+  const settleClaim = (status: 'pending' | 'done' | 'failed', result: SendResult | null, error: string | null) =>
     pool.query(
       `UPDATE form_submission_actions SET status = $3, result = coalesce($4, result), error = $5, lease_until = NULL, updated_at = now()
         WHERE submission_id = $1 AND action = $2 AND status = 'sending' AND attempts = $6`,
@@ -128,12 +128,12 @@ async function runSend(deps: PostActionDeps, form: FormRow, s: Submission, actio
       // recipients are recorded as refused with the server's last answer.
       const code = (error as { responseCode?: number })?.responseCode ?? null;
       const refused = [...earlier, ...owed.map((address) => ({ address, code, response: errorText(error).slice(0, 300) }))];
-      await settle('done', { ...previous, owed_to: undefined, refused }, null);
+      await settleClaim('done', { ...previous, owed_to: undefined, refused }, null);
       log('form.post_action_refused', { submission_id: s.id, action, refused });
       return { kind: 'done' };
     }
     const failed = !transient || final;
-    await settle(failed ? 'failed' : 'pending', null, errorText(error));
+    await settleClaim(failed ? 'failed' : 'pending', null, errorText(error));
     log('form.post_action_failed', { submission_id: s.id, action, attempt, final: failed, error: (error as Error)?.message });
     return failed ? { kind: 'failed' } : { kind: 'retry', error };
   }
@@ -143,7 +143,7 @@ async function runSend(deps: PostActionDeps, form: FormRow, s: Submission, actio
     // Sent to the others; these are sent to again at the next attempt, and only they.
     const error = new Error(`destinatarios rechazados por ahora: ${deferred.map((r) => `${r.address} (${r.code ?? 'sin código'})`).join(', ')}`);
     const permanent = refused.filter((r) => !isTemporaryRefusal(r));
-    await settle('pending', { ...result, owed_to: deferred.map((r) => r.address), refused: [...earlier, ...permanent] }, errorText(error));
+    await settleClaim('pending', { ...result, owed_to: deferred.map((r) => r.address), refused: [...earlier, ...permanent] }, errorText(error));
     log('form.post_action_deferred', { submission_id: s.id, action, attempt, deferred: deferred.map((r) => r.address) });
     return { kind: 'retry', error };
   }
