@@ -382,6 +382,8 @@ describe('calendar sync end to end', () => {
   test('a dead refresh token: the API write still succeeds and the connection needs re-authorization', async () => {
     const person = await seedTenant(app.pool);
     await connect(person.ownerId, 'rt-doomed');
+    // The first pull ran, so the worker holds an access token of it: the revocation ends that too.
+    await waitFor(async () => JSON.parse((await runCli(app, ['calendar', 'status', '--user', person.ownerId, '--json'])).stdout).last_synced_at, 20_000, 'the first pull');
     google.revokeRefreshToken('rt-doomed');
     const res = await client(app.baseUrl, person.key).post('/calendar/events', { data: { user_id: person.ownerId, title: 'Igual se guarda', starts_at: '2026-12-04T16:00:00Z', ends_at: '2026-12-04T17:00:00Z' } });
     assert.equal(res.status, 201);

@@ -181,9 +181,10 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
     addRefreshToken(token: string) {
       refreshTokens.add(token);
     },
-    /** Google revokes it: refreshes answer invalid_grant. */
+    /** Google revokes it, and the access tokens minted from it (as Google's revocation does): refreshes answer invalid_grant, calls 401. */
     revokeRefreshToken(token: string) {
       refreshTokens.delete(token);
+      for (const [access, from] of mintedFrom) if (from === token) accessTokens.delete(access);
     },
     /** Every access token issued so far stops working (the next call gets 401). */
     expireAccessTokens() {
