@@ -128,38 +128,3 @@ export function safeFilename(original: string | null | undefined, ext: string, f
     .slice(0, 80);
   return `${base || fallback}.${ext}`;
 }
-
-/** An SVG document by its first bytes (after an optional BOM, whitespace, XML declaration and comments). */
-export function looksLikeSvg(bytes: Buffer): boolean {
-  const head = bytes.subarray(0, 4096).toString('utf8').replace(/^\uFEFF/, '');
-  return /^\s*(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s*)*(<!DOCTYPE[^>]*>\s*)?<svg[\s>]/i.test(head);
-}
-
-/** The longest side of a rasterized SVG logo. */
-export const SVG_RASTER_SIZE = 1024;
-
-/**
- * An SVG is never stored or served as such: it could carry scripts run by a
- * browser that opens it. It is rasterized to PNG with sharp (librsvg), which
- * runs no script. Refused before rasterizing, because librsvg would act on
- * them: a DOCTYPE or entity declarations (entity expansion, "billion
- * laughs"), and references to anything outside the document (`href` or
- * `url()` other than `#fragment` or a `data:` URL, `@import`), which could
- * read local files or the network.
- */
-export async function rasterizeSvg(bytes: Buffer): Promise<{ ok: true; png: Buffer } | { ok: false; reason: string }> {
-  const text = bytes.toString('utf8');
-  if (/<!DOCTYPE|<!ENTITY/i.test(text)) return { ok: false, reason: 'el SVG declara un DOCTYPE o entidades, que no se aceptan' };
-  if (/\bhref\s*=\s*["']?\s*(?!#|data:)/i.test(text) || /url\(\s*["']?\s*(?!#|data:)/i.test(text) || /@import/i.test(text)) {
-    return { ok: false, reason: 'el SVG hace referencia a recursos externos, que no se aceptan' };
-  }
-  try {
-    const png = await sharp(bytes, { limitInputPixels: MAX_IMAGE_PIXELS })
-      .resize(SVG_RASTER_SIZE, SVG_RASTER_SIZE, { fit: 'inside' })
-      .png()
-      .toBuffer();
-    return { ok: true, png };
-  } catch {
-    return { ok: false, reason: 'el SVG no se puede interpretar' };
-  }
-}

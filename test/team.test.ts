@@ -3,6 +3,7 @@
 // team limit and unique emails under concurrency, owners, removal.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { crc32 } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { issueKey } from '../api/admin/keys.ts';
@@ -82,6 +83,52 @@ describe('company and team', () => {
     const wrongPart = await upload(app.baseUrl, t.key, '/company/logo', 'file', await png(), 'logo.png');
     assert.equal(wrongPart.status, 422);
     assert.deepEqual(wrongPart.body.errors, { logo: ['envía la imagen como multipart/form-data en el campo logo'] });
+  });
+
+  test('company logo: an SVG\'s references inside itself are drawn; hidden external ones, embedded bombs and documents too costly to draw are refused', async () => {
+    const t = await tenant();
+    const svg = (body: string, size = 'width="100" height="50"') =>
+      `<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" ${size}>${body}</svg>`;
+    const dot = (await sharp({ create: { width: 4, height: 4, channels: 3, background: '#0a0' } }).png().toBuffer()).toString('base64');
+    // A PNG whose header claims 30,000 × 30,000 (900 megapixels): a few bytes that would decode to 3.6 GB.
+    const bomb = Buffer.from(await sharp({ create: { width: 1, height: 1, channels: 3, background: '#000' } }).png().toBuffer());
+    bomb.writeUInt32BE(30_000, 16);
+    bomb.writeUInt32BE(30_000, 20);
+    bomb.writeUInt32BE(crc32(bomb.subarray(12, 29)), 29);
+    const gradient = '<defs><linearGradient id="g"><stop offset="0" stop-color="#c00"/></linearGradient><rect id="r" width="10" height="10"/></defs>';
+    const accepted = {
+      'use href="#…"': svg(`${gradient}<use href="#r"/>`),
+      'use xlink:href=\'#…\'': svg(`${gradient}<use xlink:href='#r'/>`),
+      'fill="url(&quot;#…&quot;)"': svg(`${gradient}<rect width="100" height="50" fill="url(&quot;#g&quot;)" style="stroke:url('#g')"/>`),
+      'an embedded PNG': svg(`<image href="data:image/png;base64,${dot}" width="100" height="50"/>`),
+      'a 200,000-unit viewBox, drawn at 1024 px': svg('<rect width="200000" height="100000" fill="#c00"/>', 'viewBox="0 0 200000 100000"'),
+    };
+    for (const [what, text] of Object.entries(accepted)) {
+      const res = await upload(app.baseUrl, t.key, '/company/logo', 'logo', Buffer.from(text), 'logo.svg');
+      assert.equal(res.status, 200, `${what}: ${JSON.stringify(res.body)}`);
+      const served = Buffer.from(await (await fetch(res.body.data.logo_url.replace(app.config.siteUrl, app.url))).arrayBuffer());
+      const meta = await sharp(served).metadata();
+      assert.equal(meta.format, 'png', what);
+      assert.equal(Math.max(meta.width!, meta.height!), 1024, what);
+    }
+    const filtered = Array.from({ length: 40 }, () => '<rect width="6000" height="6000" filter="url(#f)" opacity="0.5"/>').join('');
+    const refused: Record<string, [string, RegExp]> = {
+      'a CSS escape in url()': [svg('<rect style="fill:u\\72l(http://169.254.169.254/x)" width="1" height="1"/>'), /recursos externos/],
+      'a character reference in url()': [svg('<rect style="fill:&#117;rl(http://evil.example/x)" width="1" height="1"/>'), /recursos externos/],
+      'a quoted external href': [svg('<image href=" https://evil.example/a.png" width="1" height="1"/>'), /recursos externos/],
+      'an xml-stylesheet instruction': ['<?xml version="1.0"?><?xml-stylesheet href="https://evil.example/a.css"?>' + svg(''), /instrucciones de procesamiento/],
+      'an embedded SVG': [svg(`<image href="data:image/svg+xml;base64,${Buffer.from(svg('')).toString('base64')}" width="1" height="1"/>`), /PNG, JPEG, GIF o WebP/],
+      'an embedded decompression bomb': [svg(`<image href="data:image/png;base64,${bomb.toString('base64')}" width="1" height="1"/>`), /megapíxeles/],
+      'a document too costly to draw': [
+        svg(`<filter id="f" x="0" y="0" width="1" height="1"><feTurbulence baseFrequency="0.05" numOctaves="30"/><feGaussianBlur stdDeviation="500"/></filter>${filtered}`, 'width="6000" height="6000"'),
+        /tarda más de 5 s/,
+      ],
+    };
+    for (const [what, [text, reason]] of Object.entries(refused)) {
+      const res = await upload(app.baseUrl, t.key, '/company/logo', 'logo', Buffer.from(text), 'x.svg');
+      assert.equal(res.status, 422, what);
+      assert.match(res.body.errors.logo[0], reason, what);
+    }
   });
 
   test('users: create with every contract field, no credential ever accepted or shown; flat booking branding reads nested', async () => {

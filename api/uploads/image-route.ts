@@ -7,7 +7,8 @@
 // (storage/media-items.ts) and declares its slot with imageSlotRoutes.
 import { z } from 'zod';
 import { transaction, type Queryable } from '../../db/pool.ts';
-import { inspectImage, looksLikeSvg, MAX_IMAGE_BYTES, NOT_AN_IMAGE, rasterizeSvg, safeFilename } from '../../storage/images.ts';
+import { inspectImage, MAX_IMAGE_BYTES, NOT_AN_IMAGE, safeFilename } from '../../storage/images.ts';
+import { looksLikeSvg, rasterizeSvg } from '../../storage/svg.ts';
 import { THUMBNAIL } from '../../db/queues.ts';
 import { lockFreeBytes } from '../../storage/files.ts';
 import { deleteMedia, mediaBytes, storeMedia, type MediaOwner } from '../../storage/media-items.ts';
