@@ -96,6 +96,12 @@ export async function enqueueComplementsOwed(db: Queryable, jobs: JobSender, inv
   return owed.length;
 }
 
+/**
+ * SQL over `accounts`: the form (c_FormaPago) a payment complement declares for a sale's payment that does
+ * not say, by the kind of account the money went into: cash 01, card 04, bank and other 03 (transfer).
+ */
+export const PAYMENT_FORM_BY_ACCOUNT_KIND = `CASE kind WHEN 'cash' THEN '01' WHEN 'card' THEN '04' ELSE '03' END`;
+
 /** One complement of `invoiceId`, numbered after the invoice's others, and its stamp job. */
 async function queueComplement(
   db: Queryable,
@@ -115,10 +121,23 @@ async function queueComplement(
   await jobs.send(db, INVOICES, { action: 'complement', complement_id: id });
 }
 
-/** Whether a payment (its income) has a payment complement stamped or being stamped: the tax authority holds a document for it. */
-export async function hasIssuedComplement(db: Queryable, incomeId: string): Promise<boolean> {
-  const { rowCount } = await db.query(`SELECT 1 FROM invoice_payment_complements WHERE income_id = $1 AND status IN ('pending', 'valid') LIMIT 1`, [incomeId]);
-  return (rowCount ?? 0) > 0;
+/**
+ * Which payment complement stamped or being stamped holds a payment (its income), if any: its own
+ * ('own'), or a later payment's of the same sale ('later'), whose previous balance counts this one
+ * (so deleting it would leave that stamped balance wrong). The tax authority holds the document.
+ */
+export async function issuedComplementOf(db: Queryable, incomeId: string): Promise<'own' | 'later' | null> {
+  const { rows } = await db.query<{ own: boolean }>(
+    `SELECT c.income_id = this.id AS own
+       FROM movements this
+       JOIN movements paid ON paid.sale_id = this.sale_id AND paid.direction = 'income'
+                          AND (paid.created_at, paid.id) >= (this.created_at, this.id)
+       JOIN invoice_payment_complements c ON c.income_id = paid.id AND c.status IN ('pending', 'valid')
+      WHERE this.id = $1
+      ORDER BY own DESC LIMIT 1`,
+    [incomeId],
+  );
+  return rows[0] ? (rows[0].own ? 'own' : 'later') : null;
 }
 
 export type Emitter = { rfc: string; legal_name: string; tax_regime: string; zip: string; certificate_number: string; certificate_base64: string; credential: Credential; valid_to: Date };

@@ -210,6 +210,23 @@ describe('tax invoices with the development provider', () => {
     assert.match(text, /Nombre="PUBLICO EN GENERAL"/);
   });
 
+  test('what the CFDI 4.0 schema refuses is answered first: a global invoice on credit, a receiver name over 254 or with a pipe; a pipe in a description is a slash', async () => {
+    const onCredit = await sale(api, { payment_terms: 'deferred' });
+    const global = await api.post(`/sales/${onCredit.id}/invoice`);
+    assert.deepEqual([global.status, global.body.error, Object.keys(global.body.errors)], [422, 'validation_failed', ['customer_id']]);
+    for (const legal_name of ['ACME | SA DE CV', 'B'.repeat(255)]) {
+      const customer = (await api.post('/customers', { data: { name: 'Nombre', tax_id: 'URE180429TM6', legal_name, address: { postal_code: '86991' } } })).body.data;
+      const s = await sale(api, { customer_id: customer.id });
+      const res = await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } });
+      assert.deepEqual([res.status, res.body.error, Object.keys(res.body.errors ?? {})], [422, 'validation_failed', ['customer.legal_name']], legal_name.slice(0, 20));
+    }
+    const s = await sale(api, { customer_id: setup.customer.id, line_items: [{ description: 'Caja | 12 piezas', quantity: 1, unit_price_cents: 10_000, vat_rate: 16 }] });
+    const inv = await valid((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    const text = await (await fetch(`${app.baseUrl}/invoices/${inv.id}/xml`, { headers: { authorization: `Bearer ${tenant.key}` } })).text();
+    assert.match(text, /Descripcion="Caja \/ 12 piezas"/);
+    assert.deepEqual(validateCfdi(text), []);
+  });
+
   test('cancel (motive 02), and substitution: the new one names the old (04) and the old is cancelled with 01; events', async () => {
     const s1 = await sale(api, { customer_id: setup.customer.id });
     const first = await valid((await api.post(`/sales/${s1.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
@@ -474,6 +491,47 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     assert.deepEqual(done.payment_complements.map((c: any) => [c.installment, c.amount_cents]), [[1, 100_000], [2, 50_000]]);
     const { rows } = await app.pool.query('SELECT previous_balance_cents::int AS before FROM invoice_payment_complements WHERE invoice_id = $1 ORDER BY installment', [inv.id]);
     assert.deepEqual(rows.map((r) => r.before), [378_000, 278_000], 'each from the balance left before it');
+  });
+
+  test('a payment complement declares how the payment was made; a payment a later stamped complement counts is not deleted', async () => {
+    const cash = (await api.post('/accounts', { data: { name: 'Caja', kind: 'cash', currency: 'mxn' } })).body.data;
+    const s = await sale(api, { customer_id: setup.customer.id, payment_terms: 'deferred' });
+    const inv = await settled((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    const complements = (n: number) => waitFor(async () => {
+      const i = (await api.get(`/invoices/${inv.id}`)).body.data;
+      return i.payment_complements.length === n && i.payment_complements.every((c: any) => c.status !== 'pending') && i.payment_complements;
+    }, 60_000, `${n} complements settled`);
+    const sentForms = () => facturapi.requests
+      .filter((r) => r.method === 'POST' && r.body?.type === 'P' && r.body.complements?.[0]?.data?.[0]?.related_documents?.[0]?.uuid === inv.uuid)
+      .map((r) => r.body.complements[0].data[0].payment_form);
+    // Said by the client; else by the account: cash 01, bank 03.
+    const card = await api.post(`/sales/${s.id}/payments`, { data: { account_id: setup.account.id, amount_cents: 1_000, payment_form: '28' } });
+    assert.equal(card.status, 201, card.text);
+    await api.post(`/sales/${s.id}/payments`, { data: { account_id: cash.id, amount_cents: 1_000 } });
+    await api.post(`/sales/${s.id}/payments`, { data: { account_id: setup.account.id, amount_cents: 1_000 } });
+    await complements(3);
+    assert.deepEqual(sentForms(), ['28', '01', '03']);
+    assert.deepEqual((await api.get(`/sales/${s.id}`)).body.data.payments.map((p: any) => p.payment_form), ['28', '01', '03']);
+    const undefinedForm = await api.post(`/sales/${s.id}/payments`, { data: { account_id: setup.account.id, amount_cents: 1_000, payment_form: '99' } });
+    assert.equal(undefinedForm.status, 422, 'a payment made has a form: 99 (por definir) is not one');
+    assert.ok(undefinedForm.body.errors.payment_form);
+    // A payment whose complement the provider refuses, then a later one stamped: the later one's previous
+    // balance counts the first, so the first stays (409); the last failed one, counted by none, is deleted.
+    facturapi.fault({ method: 'POST', status: 400, message: 'Rechazado' });
+    const failed = (await api.post(`/sales/${s.id}/payments`, { data: { account_id: setup.account.id, amount_cents: 5_000 } })).body.data.payments.at(-1);
+    await complements(4);
+    await api.post(`/sales/${s.id}/payments`, { data: { account_id: setup.account.id, amount_cents: 7_000 } });
+    await complements(5);
+    facturapi.fault({ method: 'POST', status: 400, message: 'Rechazado' });
+    const lastFailed = (await api.post(`/sales/${s.id}/payments`, { data: { account_id: setup.account.id, amount_cents: 3_000 } })).body.data.payments.at(-1);
+    const all = await complements(6);
+    assert.deepEqual(all.map((c: any) => c.status), ['valid', 'valid', 'valid', 'failed', 'valid', 'failed']);
+    const kept = await api.delete(`/incomes/${failed.income_id}`);
+    assert.equal(kept.status, 409, kept.text);
+    assert.equal(kept.body.error, 'payment_complement_issued');
+    assert.match(kept.body.message, /pago posterior/);
+    assert.equal((await api.delete(`/incomes/${lastFailed.income_id}`)).status, 204);
+    assert.equal((await api.get(`/sales/${s.id}`)).body.data.paid_cents, 15_000);
   });
 
   test('an invoice still pending whose job ran out of retries gets a new one from the hourly reconcile, and is stamped once', async () => {

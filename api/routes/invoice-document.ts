@@ -47,9 +47,21 @@ export async function buildDocument(db: Queryable, config: Config, sale: SaleRow
     else if (regimeMismatch(regime, rfc)) errors['receiver.tax_regime'] = [regimeMismatch(regime, rfc)!];
     else if (!useFitsRegime(cfdiUse, regime)) errors.cfdi_use = [`el uso ${cfdiUse} no admite el régimen ${regime} del receptor (c_UsoCFDI)`];
     if (!zip || !ZIP.test(zip)) errors['receiver.zip'] = ['el código postal fiscal del cliente es obligatorio'];
+    // The receiver's name as the SAT registers it: Nombre is [^|]{1,254} in the CFDI 4.0 schema (the
+    // pipe separates the fields of the cadena original). A name is not ours to alter: the SAT compares it
+    // with the one registered for the RFC, so the customer's legal_name is corrected instead.
+    const legalName = cfdiText(customer.legal_name ?? customer.name).toUpperCase();
+    if (legalName.includes('|') || legalName.length > 254) {
+      errors['customer.legal_name'] = ['la razón social del receptor (legal_name del cliente) tiene hasta 254 caracteres y ningún | (esquema del CFDI 4.0)'];
+    }
     if (Object.keys(errors).length) throw validationFailed(errors);
-    receiver = { rfc, legal_name: cfdiText(customer.legal_name ?? customer.name).toUpperCase(), tax_regime: regime!, zip: zip! };
+    receiver = { rfc, legal_name: legalName, tax_regime: regime!, zip: zip! };
   } else {
+    // A global invoice covers what the general public paid: the SAT's guide for it (Anexo 20, CFDI
+    // global) takes PUE only, so a sale on credit is invoiced to a customer, with its payment complements.
+    if (sale.payment_terms === 'deferred') {
+      throw validationFailed({ customer_id: ['una venta a crédito (PPD) se factura a un cliente con RFC: la factura global al público en general es solo de contado (PUE)'] });
+    }
     // The general public: a global invoice (CFDI 4.0: XAXX010101000, régimen 616, uso S01, InformacionGlobal of the sale's month).
     const zone = await companyZone(db, sale.company_id);
     const month = localMonth(new Date(sale.occurred_at).getTime(), zone);
@@ -68,7 +80,8 @@ export async function buildDocument(db: Queryable, config: Config, sale: SaleRow
     return {
       product_key: PRODUCT_KEY.test(productKey) ? productKey : DEFAULT_PRODUCT_KEY,
       unit_key: UNIT_KEY.test(unitKey) ? unitKey : DEFAULT_UNIT_KEY,
-      description: cfdiText(l.description),
+      // Descripcion is [^|]{1,1000} in the CFDI 4.0 schema: a pipe (a field separator of the cadena original) becomes a slash.
+      description: cfdiText(l.description).replaceAll('|', '/'),
       quantity: l.quantity,
       // The sale's own unit price, before VAT; with VAT-included prices the pre-VAT price of the line
       // (amount ÷ quantity, 6 decimals in the XML) is what Cantidad × ValorUnitario must give.

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { transaction, type Queryable } from '../../db/pool.ts';
 import { companyZoneForWrite } from '../../db/companies.ts';
 import { addPayment, changeMovement, findMovement, insertMovement, paymentsOf, removeMovement, type Direction } from '../../db/money/movements.ts';
-import { hasIssuedComplement } from '../../db/invoicing.ts';
+import { issuedComplementOf } from '../../db/invoicing.ts';
 import { findSale, revertSalePayment, SaleRefundedError } from '../../db/money/sales.ts';
 import { localDate } from '../../lib/local-dates.ts';
 import { ApiError, validationFailed } from '../errors.ts';
@@ -229,7 +229,7 @@ export function movementRoutes(direction: Direction): RouteDef[] {
       scope: `delete-${plural}`,
       tag: TAG,
       summary: `Elimina ${noun}`,
-      description: `Revierte sus efectos: saldos de las cuentas, reportes${direction === 'income' ? ' y, si pagó una venta, lo pagado de esa venta' : ''}. Si su fecha o la de alguno de sus pagos cae en un mes cerrado: 422 \`period_locked\`.${direction === 'income' ? ' El pago de una venta con complemento de pago (CFDI) emitido o en timbrado no se elimina: 409 \`payment_complement_issued\`; registra una devolución de la venta.' : ''}${events}`,
+      description: `Revierte sus efectos: saldos de las cuentas, reportes${direction === 'income' ? ' y, si pagó una venta, lo pagado de esa venta' : ''}. Si su fecha o la de alguno de sus pagos cae en un mes cerrado: 422 \`period_locked\`.${direction === 'income' ? ' El pago de una venta con complemento de pago (CFDI) emitido o en timbrado no se elimina, ni el que cuenta en el saldo anterior del complemento emitido de un pago posterior: 409 \`payment_complement_issued\`; registra una devolución de la venta.' : ''}${events}`,
       params: idParam,
       status: 204,
       errors: ['invalid_id', 'not_found', 'period_locked', 'validation_failed', ...(direction === 'income' ? (['payment_complement_issued'] as const) : [])],
@@ -248,7 +248,11 @@ export function movementRoutes(direction: Direction): RouteDef[] {
             // The sale first: an invoice stamped meanwhile queues the complements its payments are owed
             // under the sale's lock (db/invoicing.ts), so the check below sees any it queued for this one.
             const sale = await findSale(client, companyId, m.sale_id, true);
-            if (await hasIssuedComplement(client, m.id)) throw new ApiError('payment_complement_issued');
+            const issued = await issuedComplementOf(client, m.id);
+            if (issued === 'own') throw new ApiError('payment_complement_issued');
+            if (issued === 'later') {
+              throw new ApiError('payment_complement_issued', 'El complemento de pago (CFDI) emitido de un pago posterior cuenta este pago en su saldo anterior; no se elimina: registra una devolución de la venta.');
+            }
             if (sale) await revertSalePayment(client, sale, m.id, Number(m.paid_cents)).catch((error) => {
               if (error instanceof SaleRefundedError) throw validationFailed({ id: [error.message] });
               throw error;

@@ -3,6 +3,7 @@
 // product or a live invoice exists, and a sale's editable columns. The money
 // effects (payments, refunds, the ledger) are db/money/sales.ts.
 import type { z } from 'zod';
+import { PAYMENT_FORM_BY_ACCOUNT_KIND } from '../../db/invoicing.ts';
 import { refundsOf, type SaleRow } from '../../db/money/sales.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { iso } from '../../db/timestamps.ts';
@@ -20,8 +21,9 @@ async function firstPaymentAt(db: Queryable, companyId: string, saleId: string):
 }
 
 export async function serializeSale(db: Queryable, s: SaleRow) {
-  const { rows: payments } = await db.query<{ id: string; amount_cents: string; paid_at: Date; account_id: string }>(
-    `SELECT m.id, p.amount_cents, p.paid_at, p.account_id FROM movements m JOIN movement_payments p ON p.movement_id = m.id
+  const { rows: payments } = await db.query<{ id: string; amount_cents: string; paid_at: Date; account_id: string; payment_form: string }>(
+    `SELECT m.id, p.amount_cents, p.paid_at, p.account_id, coalesce(m.payment_form, (SELECT ${PAYMENT_FORM_BY_ACCOUNT_KIND} FROM accounts WHERE id = p.account_id)) AS payment_form
+       FROM movements m JOIN movement_payments p ON p.movement_id = m.id
       WHERE m.company_id = $1 AND m.sale_id = $2 ORDER BY p.paid_at, p.id`,
     [s.company_id, s.id],
   );
@@ -42,7 +44,7 @@ export async function serializeSale(db: Queryable, s: SaleRow) {
     amount_due_cents: Number(s.total_cents) - Number(s.paid_cents),
     status: s.status,
     description: s.description,
-    payments: payments.map((p) => ({ income_id: p.id, account_id: p.account_id, amount_cents: Number(p.amount_cents), paid_at: iso(p.paid_at)! })),
+    payments: payments.map((p) => ({ income_id: p.id, account_id: p.account_id, amount_cents: Number(p.amount_cents), paid_at: iso(p.paid_at)!, payment_form: p.payment_form })),
     refunds: refunds.map((r) => ({ id: r.id, account_id: r.account_id, amount_cents: Number(r.amount_cents), reason: r.reason, refunded_at: iso(r.refunded_at)! })),
     metadata: s.metadata,
     created_at: iso(s.created_at)!,

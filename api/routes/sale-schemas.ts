@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { SALE_STATUSES } from '../../db/money/sales.ts';
 import { cents, currency, instant, metadataInput, metadataSchema, objectIdString } from './money-fields.ts';
 import { text } from '../validation.ts';
+import { PAID_FORMS } from '../../lib/cfdi/catalogs.ts';
 
 
 export const lineItem = z
@@ -36,7 +37,15 @@ export const saleUpdate = z
     metadata: metadataInput.optional(),
   })
   .describe('Las líneas y la moneda no cambian; registra otra venta');
-export const salePayment = z.strictObject({ account_id: objectIdString, amount_cents: cents, paid_at: instant.optional().describe('Por defecto ahora') });
+export const salePayment = z.strictObject({
+  account_id: objectIdString,
+  amount_cents: cents,
+  paid_at: instant.optional().describe('Por defecto ahora'),
+  payment_form: z
+    .enum(PAID_FORMS)
+    .optional()
+    .describe('Cómo se pagó (c_FormaPago del SAT, sin 99), lo que declara su complemento de pago (CFDI). Por defecto según la cuenta: 01 efectivo (`cash`), 04 tarjeta (`card`), 03 transferencia (`bank`, `other`)'),
+});
 export const saleRefund = z.strictObject({ account_id: objectIdString, amount_cents: cents, reason: text(1000).nullable().optional(), refunded_at: instant.optional().describe('Por defecto ahora') });
 
 export const lineRead = z.object({
@@ -67,7 +76,7 @@ export const saleSchema = z.object({
   amount_due_cents: z.number().int().describe('total − pagado'),
   status: z.enum(SALE_STATUSES),
   description: z.string().nullable(),
-  payments: z.array(z.object({ income_id: z.string(), account_id: z.string(), amount_cents: z.number().int(), paid_at: z.string() })),
+  payments: z.array(z.object({ income_id: z.string(), account_id: z.string(), amount_cents: z.number().int(), paid_at: z.string(), payment_form: z.string().describe('c_FormaPago: el enviado, o el que toca a la cuenta') })),
   refunds: z.array(z.object({ id: z.string(), account_id: z.string(), amount_cents: z.number().int(), reason: z.string().nullable(), refunded_at: z.string() })),
   metadata: metadataSchema,
   created_at: z.string(),

@@ -226,7 +226,7 @@ export const saleRoutes: RouteDef[] = [
         const paidAt = data.paid_at ?? new Date().toISOString();
         if (Date.parse(paidAt) < new Date(sale.occurred_at).getTime()) throw validationFailed({ paid_at: ['no puede ser anterior a la venta'] });
         await assertOpen(client, companyId, zone, [paidAt]);
-        return addSalePayment(client, ctx.deps.jobs, zone, sale, { account, amount_cents: data.amount_cents, paid_at: paidAt });
+        return addSalePayment(client, ctx.deps.jobs, zone, sale, { account, amount_cents: data.amount_cents, paid_at: paidAt, payment_form: data.payment_form });
       });
       return { data: await serializeSale(db, row) };
     },

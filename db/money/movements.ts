@@ -57,6 +57,8 @@ export type NewMovement = {
   recurring_id?: string | null;
   recurring_on?: string | null;
   metadata?: Record<string, string>;
+  /** A sale's payment: how it was made (c_FormaPago), if the client said. */
+  payment_form?: string | null;
 };
 
 const SELECT = `SELECT *, to_char(due_on, 'YYYY-MM-DD') AS due_on, to_char(recurring_on, 'YYYY-MM-DD') AS recurring_on FROM movements`;
@@ -130,8 +132,8 @@ export async function insertMovement(db: Queryable, jobs: JobSender, companyId: 
   const id = objectId();
   const { rows } = await db.query<MovementRow>(
     `INSERT INTO movements (id, company_id, direction, account_id, amount_cents, currency, occurred_at, category, description, customer_id,
-                            supplier_name, supplier_tax_id, status, due_on, sale_id, recurring_id, recurring_on, metadata)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'pending', $13, $14, $15, $16, $17)
+                            supplier_name, supplier_tax_id, status, due_on, sale_id, recurring_id, recurring_on, metadata, payment_form)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'pending', $13, $14, $15, $16, $17, $18)
      RETURNING *, to_char(due_on, 'YYYY-MM-DD') AS due_on, to_char(recurring_on, 'YYYY-MM-DD') AS recurring_on`,
     [
       id,
@@ -151,6 +153,7 @@ export async function insertMovement(db: Queryable, jobs: JobSender, companyId: 
       m.recurring_id ?? null,
       m.recurring_on ?? null,
       JSON.stringify(m.metadata ?? {}),
+      m.payment_form ?? null,
     ],
   );
   const row = rows[0];

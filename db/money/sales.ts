@@ -123,7 +123,7 @@ export async function addSalePayment(
   jobs: JobSender,
   zone: string,
   sale: SaleRow,
-  payment: { account: { id: string; currency: string }; amount_cents: number; paid_at: string },
+  payment: { account: { id: string; currency: string }; amount_cents: number; paid_at: string; payment_form?: string },
 ): Promise<SaleRow> {
   const income = await insertMovement(db, jobs, sale.company_id, zone, {
     direction: 'income',
@@ -136,6 +136,7 @@ export async function addSalePayment(
     description: `Pago de la venta ${sale.id}`,
     customer_id: sale.customer_id,
     sale_id: sale.id,
+    payment_form: payment.payment_form ?? null,
     // The sale's metadata, without external_ref (unique per income; the payment is not the sale).
     metadata: Object.fromEntries(Object.entries(sale.metadata).filter(([key]) => key !== 'external_ref')),
   });

@@ -72,6 +72,8 @@ export const PAYMENT_METHODS = ['PUE', 'PPD'] as const;
 export type PaymentMethod = (typeof PAYMENT_METHODS)[number];
 
 /** c_Motivo of a cancellation: 01 with a substitute, 02 errors without relation, 03 not carried out, 04 global invoice nominative operation. */
+/** c_FormaPago a payment can have been made in: every form but 99 (por definir). */
+export const PAID_FORMS = PAYMENT_FORMS.filter((form): form is Exclude<(typeof PAYMENT_FORMS)[number], '99'> => form !== '99');
 export const CANCEL_MOTIVES = ['01', '02', '03', '04'] as const;
 
 /** c_ObjetoImp: 01 not subject to tax, 02 subject to tax. */

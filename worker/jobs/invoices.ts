@@ -8,7 +8,7 @@
 // key is the invoice id.
 import type { Job } from 'pg-boss';
 import { recordEvent } from '../../db/events.ts';
-import { enqueueComplementsOwed, loadEmitter, type InvoiceRow } from '../../db/invoicing.ts';
+import { enqueueComplementsOwed, loadEmitter, PAYMENT_FORM_BY_ACCOUNT_KIND, type InvoiceRow } from '../../db/invoicing.ts';
 import { findSale } from '../../db/money/sales.ts';
 import { transaction, type Pool, type Queryable } from '../../db/pool.ts';
 import { INVOICES, type InvoiceJob } from '../../db/queues.ts';
@@ -132,11 +132,16 @@ async function cancel(deps: WorkerDeps, id: string, poll: boolean): Promise<void
   });
 }
 
-type Complement = { id: string; invoice_id: string; income_id: string; amount_cents: string; installment: number; previous_balance_cents: string; paid_at: Date; status: string };
+type Complement = { id: string; invoice_id: string; income_id: string; amount_cents: string; installment: number; previous_balance_cents: string; paid_at: Date; status: string; payment_form: string };
 
 async function complement(deps: WorkerDeps, id: string): Promise<void> {
   const { pool, config, jobs } = deps;
-  const { rows } = await pool.query<Complement>('SELECT * FROM invoice_payment_complements WHERE id = $1', [id]);
+  // How the payment was made: as its income says, else by the kind of account it went into.
+  const { rows } = await pool.query<Complement>(
+    `SELECT c.*, coalesce(m.payment_form, (SELECT ${PAYMENT_FORM_BY_ACCOUNT_KIND} FROM accounts a WHERE a.id = m.account_id), '03') AS payment_form
+       FROM invoice_payment_complements c LEFT JOIN movements m ON m.id = c.income_id WHERE c.id = $1`,
+    [id],
+  );
   const c = rows[0];
   if (!c || c.status !== 'pending') return;
   const invoice = (await load(pool, c.invoice_id))!;
@@ -162,7 +167,7 @@ async function complement(deps: WorkerDeps, id: string): Promise<void> {
     total_cents: 0,
     payment: {
       paid_at: c.paid_at.toISOString(),
-      payment_form: '03',
+      payment_form: c.payment_form,
       amount_cents: Number(c.amount_cents),
       related_uuid: invoice.uuid,
       installment: c.installment,
