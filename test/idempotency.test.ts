@@ -228,6 +228,7 @@ describe('Idempotency-Key', () => {
     const busy = await api.post('/customers', body, headers);
     assert.equal(busy.status, 409);
     assert.equal(busy.body.error, 'idempotency_in_progress');
+    assert.equal(busy.headers.get('retry-after'), '1', 'the 409 a client may retry says when');
     assert.equal((await api.post('/customers', { data: { name: 'Otra' } }, headers)).body.error, 'idempotency_key_reused');
     assert.equal(await customers(t.companyId, 'Colgada'), 0, 'a repeat of a running request writes nothing');
 

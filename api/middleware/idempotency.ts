@@ -140,11 +140,11 @@ export async function runIdempotent(
       [companyId, key, scope],
     );
     const stored = rows[0];
-    if (!stored) throw new ApiError('idempotency_in_progress'); // released between our two statements
+    if (!stored) throw inProgress(ctx); // released between our two statements
     if (stored.method !== ctx.method || stored.path !== path || stored.fingerprint !== fingerprint) {
       throw new ApiError('idempotency_key_reused');
     }
-    if (stored.state === 'running') throw new ApiError('idempotency_in_progress');
+    if (stored.state === 'running') throw inProgress(ctx);
     ctx.status = stored.response_status;
     for (const [name, value] of Object.entries(stored.response_headers ?? {})) ctx.set(name, String(value));
     ctx.set('Idempotent-Replayed', 'true');
@@ -210,4 +210,10 @@ export async function runIdempotent(
     await release();
   }
   if (failure) throw failure;
+}
+
+/** 409 idempotency_in_progress, with when to ask again: the first request is usually done within a second. */
+function inProgress(ctx: ApiContext): ApiError {
+  ctx.set('Retry-After', '1');
+  return new ApiError('idempotency_in_progress');
 }

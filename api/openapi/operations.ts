@@ -65,6 +65,7 @@ export const ERROR_HEADERS: Record<number, Record<string, JsonSchema>> = {
   401: { ...COMMON_HEADERS, ...WWW_AUTHENTICATE },
   // Answered before anything else (no key read, no rate limit); RFC 9110 §15.5.22.
   426: { ...VERSION_HEADERS, Upgrade: { schema: { type: 'string', const: 'TLS/1.2, HTTP/1.1' } } },
+  409: { ...COMMON_HEADERS, 'Retry-After': { schema: { type: 'integer' }, description: 'Solo con `idempotency_in_progress`: segundos a esperar antes de repetir con la misma clave' } },
   429: { ...COMMON_HEADERS, 'Retry-After': { schema: { type: 'integer' }, description: 'Segundos enteros a esperar' } },
   503: { ...COMMON_HEADERS, 'Retry-After': { schema: { type: 'integer' }, description: 'Segundos enteros a esperar' } },
 };
