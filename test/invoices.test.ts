@@ -367,6 +367,10 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     assert.equal(c.status, 'failed');
     assert.match(c.failure_reason, /lista de RFC inscritos/);
     assert.equal(c.uuid, null);
+    // It has no document, and never will: the 409 says so rather than to wait.
+    const noXml = await api.get(`/invoices/${c.id}/xml`);
+    assert.deepEqual([noXml.status, noXml.body.error], [409, 'invoice_not_stamped']);
+    assert.match(noXml.body.message, /rechazó/);
     // A failed invoice does not block another attempt.
     assert.equal((await api.post(`/sales/${s3.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).status, 201);
   });

@@ -159,7 +159,9 @@ export const invoiceRoutes: RouteDef[] = [
       handler: async (ctx, { params, companyId, db }) => {
         const invoice = await findInvoice(db, companyId, params.id);
         if (!invoice) throw new ApiError('not_found');
-        if (!invoice.uuid) throw new ApiError('invoice_not_stamped');
+        if (!invoice.uuid) {
+          throw new ApiError('invoice_not_stamped', invoice.status === 'failed' ? `El proveedor rechazó esta factura (ver failure_reason); no tiene ${format.toUpperCase()}: solicita otra para la venta.` : undefined);
+        }
         const name = `${invoice.series ?? 'factura'}-${invoice.folio ?? invoice.uuid}.${format}`;
         let body: Buffer;
         if (format === 'xml' && invoice.xml) {
