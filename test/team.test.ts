@@ -156,6 +156,19 @@ describe('company and team', () => {
     assert.ok(withPassword.body.errors.password);
     const bad = await t.api.post('/users', { data: { email: 'b@example.com', settings_preferences: { booking_branding: { light: { bg_angle: 400 } } } } });
     assert.equal(bad.status, 422);
+    // A read written back as it is (its nulls included) is accepted; null clears a preference.
+    const { settings_preferences } = (await t.api.get(`/users/${u.id}`)).body.data;
+    const roundTrip = await t.api.put(`/users/${u.id}`, { data: { settings_preferences } });
+    assert.equal(roundTrip.status, 200, JSON.stringify(roundTrip.body));
+    assert.deepEqual(roundTrip.body.data.settings_preferences, settings_preferences);
+    const cleared = await t.api.put(`/users/${u.id}`, { data: { settings_preferences: { theme: null, booking_branding: { bg_mode: null, bg_color_to: null } } } });
+    assert.equal(cleared.status, 200, JSON.stringify(cleared.body));
+    assert.equal(cleared.body.data.settings_preferences.theme, null);
+    assert.deepEqual(cleared.body.data.settings_preferences.booking_branding.light, { bg_mode: null, bg_color_from: '#112233', bg_color_to: null, bg_angle: null });
+    // Both forms of the light theme at once would leave one value unused: refused.
+    const both = await t.api.put(`/users/${u.id}`, { data: { settings_preferences: { booking_branding: { bg_mode: 'solid', light: { bg_mode: 'radial' } } } } });
+    assert.equal(both.status, 422);
+    assert.ok(both.body.errors['settings_preferences.booking_branding.light'], JSON.stringify(both.body.errors));
     const listed = await t.api.get('/users');
     assert.equal(listed.body.data.length, 2);
     // Search (q or search) over the full name and the email; the filter is never ignored.

@@ -25,7 +25,7 @@ const DEFAULTS: Record<'light' | 'dark', Required<Background>> = {
 /** A CSS background from a branding background, colours re-checked (they are stored validated, but this is HTML). */
 export function backdrop(background: Background | undefined, theme: 'light' | 'dark'): string {
   const b = { ...DEFAULTS[theme], ...(background ?? {}) };
-  const from = HEX.test(b.bg_color_from ?? '') ? b.bg_color_from : DEFAULTS[theme].bg_color_from;
+  const from = HEX.test(b.bg_color_from ?? '') ? b.bg_color_from! : DEFAULTS[theme].bg_color_from!;
   const to = HEX.test(b.bg_color_to ?? '') ? b.bg_color_to! : from;
   const angle = Number.isInteger(b.bg_angle) ? b.bg_angle : 135;
   if (b.bg_mode === 'linear') return `linear-gradient(${angle}deg, ${from}, ${to})`;

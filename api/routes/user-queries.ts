@@ -79,16 +79,25 @@ export function serializeMember(row: MemberRow, bookingUrl: string): z.output<ty
 export function mergePreferences(stored: StoredPreferences, write: SettingsPreferencesWrite | undefined): StoredPreferences {
   if (!write) return stored;
   const out: StoredPreferences = { ...stored };
-  if (write.theme !== undefined) out.theme = write.theme;
+  // null clears: the key goes, and reads null again.
+  const set = <T extends object, K extends keyof T>(target: T, key: K, value: T[K] | null | undefined) => {
+    if (value === null) delete target[key];
+    else if (value !== undefined) target[key] = value;
+  };
+  const merged = (into: StoredBackground | undefined, write: Background): StoredBackground => {
+    const result = { ...(into ?? {}) };
+    for (const key of ['bg_mode', 'bg_color_from', 'bg_color_to', 'bg_angle'] as const) set(result, key, write[key] as never);
+    return result;
+  };
+  set(out, 'theme', write.theme);
   if (write.block_overlapping_bookings !== undefined) out.block_overlapping_bookings = write.block_overlapping_bookings;
   if (write.booking_branding) {
     const { theme, light, dark, bg_mode, bg_color_from, bg_color_to } = write.booking_branding;
     const branding = { ...(stored.booking_branding ?? {}) };
-    if (theme !== undefined) branding.theme = theme;
-    const flat: Background = Object.fromEntries(Object.entries({ bg_mode, bg_color_from, bg_color_to }).filter(([, v]) => v !== undefined));
-    const lightWrite = { ...(light ?? {}), ...flat };
-    if (Object.keys(lightWrite).length) branding.light = { ...(branding.light ?? {}), ...lightWrite };
-    if (dark) branding.dark = { ...(branding.dark ?? {}), ...dark };
+    set(branding, 'theme', theme);
+    const lightWrite: Background = light ?? { bg_mode, bg_color_from, bg_color_to };
+    branding.light = merged(branding.light, lightWrite);
+    if (dark) branding.dark = merged(branding.dark, dark);
     out.booking_branding = branding;
   }
   return out;

@@ -14,28 +14,34 @@ export const BOOKING_SLUG = /^[a-z0-9-]{3,64}$/;
 /** Paths of the public booking page beside `<booking_slug>/<link_slug>`. */
 export const RESERVED_BOOKING_SLUGS = new Set(['manage', 'assets']);
 
+// null clears a value (it then reads null, as one never set), so a read can be written back as it is.
 const background = z.strictObject({
-  bg_mode: z.enum(BG_MODES).optional(),
-  bg_color_from: hex.optional(),
+  bg_mode: z.enum(BG_MODES).nullable().optional(),
+  bg_color_from: hex.nullable().optional(),
   bg_color_to: hex.nullable().optional().describe('Solo degradados'),
-  bg_angle: z.number().int().min(0).max(360).optional().describe('Solo degradado lineal'),
+  bg_angle: z.number().int().min(0).max(360).nullable().optional().describe('Solo degradado lineal'),
 });
 export type Background = z.infer<typeof background>;
 
 const bookingBranding = z
   .strictObject({
-    theme: z.enum(BRANDING_THEMES).optional().describe('Solo una pista para el panel; la página pública elige el tema por la hora local del visitante'),
+    theme: z.enum(BRANDING_THEMES).nullable().optional().describe('Solo una pista para el panel; la página pública elige el tema por la hora local del visitante'),
     light: background.optional(),
     dark: background.optional(),
     // The flat form (contract): these three apply to the light theme.
-    bg_mode: z.enum(BG_MODES).optional().describe('Forma plana: se aplica al tema claro (light)'),
-    bg_color_from: hex.optional().describe('Forma plana: light.bg_color_from'),
+    bg_mode: z.enum(BG_MODES).nullable().optional().describe('Forma plana: se aplica al tema claro (light)'),
+    bg_color_from: hex.nullable().optional().describe('Forma plana: light.bg_color_from'),
     bg_color_to: hex.nullable().optional().describe('Forma plana: light.bg_color_to'),
+  })
+  // One form or the other for the light theme: both would leave one of two values silently unused.
+  .refine((b) => !(b.light && (b.bg_mode !== undefined || b.bg_color_from !== undefined || b.bg_color_to !== undefined)), {
+    message: 'usa la forma plana (bg_mode, bg_color_from, bg_color_to) o light, no ambas',
+    path: ['light'],
   })
   .describe('Forma anidada (light, dark) o plana (bg_mode, bg_color_from, bg_color_to = light); al leer, siempre anidada');
 
 export const settingsPreferences = z.strictObject({
-  theme: z.enum(DASHBOARD_THEMES).optional(),
+  theme: z.enum(DASHBOARD_THEMES).nullable().optional(),
   block_overlapping_bookings: z.boolean().optional().describe('Si los enlaces de reserva bloquean horarios ocupados'),
   booking_branding: bookingBranding.optional(),
 });
