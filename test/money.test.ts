@@ -456,6 +456,28 @@ describe('money', () => {
     assert.equal(same.body.data.id, r.body.data.id);
   });
 
+  test('recurring: an occurrence is dated at noon on the wall clock, also on the days a DST change makes 23 or 25 hours long', async () => {
+    const { t, api } = await newTenant();
+    await json(app, ['company', 'update', t.companyId, '--timezone', 'America/New_York']);
+    const a = await account(api);
+    const dated: Record<string, string> = {};
+    for (const [starts_on, ends_on] of [['2025-03-08', '2025-03-10'], ['2025-11-01', '2025-11-03']]) {
+      const r = await api.post('/recurring-transactions', { data: { type: 'income', account_id: a.id, amount_cents: 100, frequency: 'daily', starts_on, ends_on } });
+      assert.equal(r.status, 201, r.text);
+      await waitFor(async () => (await api.get(`/recurring-transactions/${r.body.data.id}`)).body.data.occurrences_count === 3, 20_000, `the series from ${starts_on} made`);
+      for (const x of (await api.get(`/incomes?limit=100`)).body.data) if (x.recurring_id === r.body.data.id) dated[x.recurring_on] = x.occurred_at;
+    }
+    // 12:00 EST is 17:00Z, 12:00 EDT 16:00Z; March 9 and November 2 are the changes.
+    assert.deepEqual(dated, {
+      '2025-03-08': '2025-03-08T17:00:00.000Z',
+      '2025-03-09': '2025-03-09T16:00:00.000Z',
+      '2025-03-10': '2025-03-10T16:00:00.000Z',
+      '2025-11-01': '2025-11-01T16:00:00.000Z',
+      '2025-11-02': '2025-11-02T17:00:00.000Z',
+      '2025-11-03': '2025-11-03T17:00:00.000Z',
+    });
+  });
+
   test('recurring: a long backfill is made in short transactions, so the series can be switched off while it runs', async () => {
     const { api } = await newTenant();
     const a = await account(api);

@@ -9,7 +9,6 @@
 // noon of the first day of the next open month (its `recurring_on` stays the
 // due date).
 import { Temporal } from 'temporal-polyfill';
-import { startOfLocalDate } from '../../lib/local-dates.ts';
 import { recordEvent } from '../events.ts';
 import type { JobSender } from '../job-sender.ts';
 import type { Client, Queryable } from '../pool.ts';
@@ -90,7 +89,8 @@ async function occurrenceInstant(db: Queryable, companyId: string, zone: string,
     if (!closed) break;
     day = day.with({ day: 1 }).add({ months: 1 });
   }
-  return new Date(startOfLocalDate(day.toString(), zone) + 12 * 3_600_000);
+  // Noon on the wall clock, also on the days a DST change makes 23 or 25 hours long.
+  return new Date(day.toZonedDateTime({ timeZone: zone, plainTime: '12:00' }).epochMilliseconds);
 }
 
 /**
