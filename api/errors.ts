@@ -25,7 +25,7 @@ export const ERROR_CODES = {
   booking_ended: { status: 409, message: 'La reserva ya terminó; no se puede cancelar ni reprogramar desde el enlace de gestión.' },
   invoice_not_stamped: { status: 409, message: 'La factura aún no está timbrada; espera a que quede valid.' },
   payment_complement_issued: { status: 409, message: 'Este pago tiene un complemento de pago (CFDI) emitido o en timbrado; no se elimina: registra una devolución de la venta.' },
-  account_in_use: { status: 409, message: 'La cuenta tiene movimientos y no se puede eliminar; archívala con archived: true.' },
+  account_in_use: { status: 409, message: 'La cuenta tiene movimientos, pagos, devoluciones o transacciones recurrentes y no se puede eliminar; archívala con archived: true.' },
   idempotency_in_progress: { status: 409, message: 'Otra petición con la misma Idempotency-Key sigue en curso.' },
   idempotency_body_too_large: { status: 413, message: 'El cuerpo supera 100 KB y no puede enviarse con Idempotency-Key.' },
   request_too_large: { status: 413, message: 'El cuerpo de la petición es demasiado grande.' },
