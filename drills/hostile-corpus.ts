@@ -63,6 +63,29 @@ export async function imageCorpus(): Promise<HostileFile[]> {
   ];
 }
 
+/**
+ * What POST /company/logo must refuse of the SVGs it draws (storage/svg.ts; field `logo`): documents that
+ * reach outside themselves however the reference is written, entity expansion, an embedded bomb, and
+ * filters that cost minutes of CPU in under a kilobyte (stopped after 5 s).
+ */
+export function svgCorpus(): HostileFile[] {
+  const svg = (body: string, size = 'width="100" height="100"') =>
+    Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" ${size}>${body}</svg>`);
+  const filtered = '<rect width="6000" height="6000" filter="url(#f)" opacity="0.5"/>'.repeat(40);
+  const bomb = craftedPng(30_000, 30_000, deflateSync(Buffer.alloc(90_001)));
+  return [
+    { label: 'SVG: filters costing minutes of CPU', filename: 'heavy.svg', bytes: svg(`<filter id="f" x="0" y="0" width="1" height="1"><feTurbulence baseFrequency="0.05" numOctaves="30"/><feGaussianBlur stdDeviation="500"/></filter>${filtered}`, 'width="6000" height="6000"') },
+    { label: 'SVG: image from the metadata address', filename: 'ssrf.svg', bytes: svg('<image href="http://169.254.169.254/latest/meta-data/" width="10" height="10"/>') },
+    { label: 'SVG: xlink:href to a local file', filename: 'file.svg', bytes: svg('<image xlink:href="file:///etc/passwd" width="10" height="10"/>') },
+    { label: 'SVG: url() behind a CSS escape', filename: 'escape.svg', bytes: svg('<rect style="fill:u\\72l(http://169.254.169.254/x)" width="1" height="1"/>') },
+    { label: 'SVG: url() behind a character reference', filename: 'charref.svg', bytes: svg('<rect style="fill:&#117;rl(http://evil.example/x)" width="1" height="1"/>') },
+    { label: 'SVG: @import in a style sheet', filename: 'import.svg', bytes: svg('<style>@import "http://evil.example/a.css";</style>') },
+    { label: 'SVG: xml-stylesheet instruction', filename: 'pi.svg', bytes: Buffer.concat([Buffer.from('<?xml version="1.0"?><?xml-stylesheet href="http://evil.example/a.css"?>'), svg('')]) },
+    { label: 'SVG: entity expansion', filename: 'lol.svg', bytes: Buffer.from('<?xml version="1.0"?><!DOCTYPE s [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]><svg xmlns="http://www.w3.org/2000/svg"><text>&b;</text></svg>') },
+    { label: 'SVG: embedded 30,000² PNG bomb', filename: 'embedded.svg', bytes: svg(`<image href="data:image/png;base64,${bomb.toString('base64')}" width="10" height="10"/>`) },
+  ];
+}
+
 /** What a form's file fields must refuse (`cv` takes documents, `media` images, video and audio). */
 export async function formCorpus(): Promise<Array<HostileFile & { field: 'cv' | 'media' }>> {
   return [

@@ -6,7 +6,7 @@ import { createForm } from '../api/admin/forms.ts';
 import { CrossTenantWalk, snapshot, walkTenant } from '../test/helpers/cross-tenant-walk.ts';
 import * as sampleFiles from '../test/helpers/forms.ts';
 import { memoryOf } from '../bench/lib/process.ts';
-import { formCorpus, imageCorpus, type HostileFile } from './hostile-corpus.ts';
+import { formCorpus, imageCorpus, svgCorpus, type HostileFile } from './hostile-corpus.ts';
 import { api, finding, kill9, receiver, startWeb, startWorkerProcess, tenant, until, type Drill } from './lib.ts';
 
 /** kill -9 of the worker while 1,000 events go to 3 receivers: every event reaches every receiver, duplicates keep their event id. */
@@ -299,6 +299,7 @@ export const hostileUploads: Drill = {
     const form = await createForm(ctx.pool, t.companyId, sampleFiles.sampleFormFile());
     const images = await imageCorpus();
     const forms = await formCorpus();
+    const svgs = svgCorpus();
     const web = await startWeb(ctx);
     const MEMORY_BOUND_MB = 150;
     try {
@@ -335,6 +336,7 @@ export const hostileUploads: Drill = {
               const result = await send(`/forms/${form.id}/submissions`, formAnswers, `files[${file.field}]`, file);
               outcomes.push({ label: `form ${file.field}: ${file.label}`, ...result });
             }
+            for (const file of svgs) outcomes.push({ label: `company logo: ${file.label}`, ...(await send('/company/logo', [], 'logo', file)) });
           }),
         );
       }
@@ -345,8 +347,10 @@ export const hostileUploads: Drill = {
       // Controls: sound files on the same routes are accepted, so the refusals above are the files', not the routes'.
       const png: HostileFile = { label: 'a sound PNG', filename: 'logo.png', bytes: await sampleFiles.png(), type: 'image/png' };
       const pdf: HostileFile = { label: 'a sound PDF', filename: 'cv.pdf', bytes: sampleFiles.pdf(), type: 'application/pdf' };
+      const soundSvg: HostileFile = { label: 'a sound SVG', filename: 'logo.svg', bytes: Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><defs><rect id="r" width="10" height="10"/></defs><use href="#r"/></svg>') };
       const controls = [
         ...(await Promise.all(imageTargets.map((target) => send(target, [], 'file', png)))),
+        await send('/company/logo', [], 'logo', soundSvg),
         await send(`/forms/${form.id}/submissions`, formAnswers, 'files[cv]', pdf),
       ];
       const accepted = controls.filter((c) => c.status === 200 || c.status === 201).length;
@@ -356,11 +360,11 @@ export const hostileUploads: Drill = {
       const kinds = new Set(outcomes.map((o) => o.label)).size;
       return {
         name: this.name,
-        did: `${kinds} hostile uploads (${images.length} image files to a product's image and a brand's logo, ${forms.length} to form fields; the largest a 1 GB zip bomb) each sent alone, then 4 at once: ${outcomes.length} requests to a running web process; then a sound file to each route`,
+        did: `${kinds} hostile uploads (${images.length} image files to a product's image and a brand's logo, ${svgs.length} SVGs to the company logo, ${forms.length} to form fields; the largest a 1 GB zip bomb) each sent alone, then 4 at once: ${outcomes.length} requests to a running web process; then a sound file to each route`,
         findings: [
           finding('refused with 4xx and a contract error code', '100 %', `${(((outcomes.length - notRefused.length) / outcomes.length) * 100).toFixed(1)} % (${outcomes.length - notRefused.length} of ${outcomes.length})`, notRefused.length === 0),
           finding('blobs left behind by refused uploads', '0', blobsAfter - blobsBefore, blobsAfter === blobsBefore),
-          finding('sound files on the same routes (PNG image and logo, PDF form file) accepted', `${controls.length} of ${controls.length}`, `${accepted} of ${controls.length}`, accepted === controls.length),
+          finding('sound files on the same routes (PNG image and logo, SVG company logo, PDF form file) accepted', `${controls.length} of ${controls.length}`, `${accepted} of ${controls.length}`, accepted === controls.length),
           finding('web process alive (GET /healthz)', '200', alive, alive === 200),
           finding(`web peak memory above its resting RSS (${before?.rssMb ?? '?'} MB)`, `< ${MEMORY_BOUND_MB} MB`, growth === null ? 'not measured' : `${growth} MB`, growth === null || growth < MEMORY_BOUND_MB),
         ],
