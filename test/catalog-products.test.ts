@@ -193,6 +193,27 @@ describe('products: prices, nested writes, detail, custom properties', () => {
     assert.equal(after.variants.length, 2);
   });
 
+  test('the nested lists\' limits hold for the product, not per request; an item added without a position goes after the stored ones', async () => {
+    const variants = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ name: `V${from + i}` }));
+    const created = (await api.post('/products', { data: { ...base, name: 'Muchas', variants: variants(0, 150), option_types: [{ name: 'Talla', values: [{ name: 'S' }] }] } })).body.data;
+    const tooMany = await api.patch(`/products/${created.id}`, { data: { name: 'Cambiada', variants: variants(150, 51) } });
+    assert.equal(tooMany.status, 422, 'a PATCH adding 51 to 150 stored would hold 201');
+    assert.match(tooMany.body.errors.variants[0], /200.*201/);
+    const unchanged = (await api.get(`/products/${created.id}`)).body.data;
+    assert.deepEqual([unchanged.name, unchanged.variants.length], ['Muchas', 150], 'nothing of the refused write stays');
+    const full = await api.patch(`/products/${created.id}`, { data: { variants: variants(150, 50) } });
+    assert.equal(full.status, 200, full.text);
+    assert.equal(full.body.data.variants.length, 200);
+    // Positions continue from the stored items: the 50 added are 150–199, in the payload's order.
+    assert.deepEqual(full.body.data.variants.slice(150).map((v: any) => [v.name, v.position]), variants(150, 50).map((v, i) => [v.name, 150 + i]));
+    const talla = created.option_types[0];
+    const values = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `T${i}` }));
+    assert.equal((await api.patch(`/products/${created.id}`, { data: { option_types: [{ id: talla.id, values: values(99) }] } })).status, 200);
+    const oneMore = await api.patch(`/products/${created.id}`, { data: { option_types: [{ id: talla.id, values: values(1) }] } });
+    assert.equal(oneMore.status, 422, 'an option type holds 100 values at most');
+    assert.ok(oneMore.body.errors['option_types.0.values'], JSON.stringify(oneMore.body.errors));
+  });
+
   test('_destroy of a variant that belongs to another product is refused and deletes nothing', async () => {
     const one = (await api.post('/products', { data: { ...base, name: 'Uno', variants: [{ name: 'U1' }] } })).body.data;
     const two = (await api.post('/products', { data: { ...base, name: 'Dos', variants: [{ name: 'D1' }] } })).body.data;

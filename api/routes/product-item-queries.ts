@@ -9,7 +9,7 @@ import { deleteMedia } from '../../storage/media-items.ts';
 import { validationFailed, type FieldErrors } from '../errors.ts';
 import { collectNestedItems, writeNestedItems } from './nested-items.ts';
 import type { OptionValue } from './product-queries.ts';
-import type { ProductWrite } from './product-schemas.ts';
+import { ITEM_LIMITS, type ProductWrite } from './product-schemas.ts';
 import { setList } from '../../db/tables.ts';
 
 type VariantWrite = NonNullable<ProductWrite['variants']>[number];
@@ -27,6 +27,29 @@ export async function writeProductItems(client: Client, companyId: string, produ
   if (data.option_types) await writeOptionTypes(client, companyId, productId, data.option_types);
   if (data.components) await writeComponents(client, companyId, productId, data.components);
   if (data.inventory) await writeInventory(client, companyId, productId, data.inventory);
+  await checkItemLimits(client, productId, data);
+}
+
+/** Each list the write touched, counted after it: a product's lists stay within ITEM_LIMITS however many PATCHes add to them. */
+async function checkItemLimits(db: Queryable, productId: string, data: ProductWrite): Promise<void> {
+  const lists = (['variants', 'option_types', 'components', 'inventory'] as const).filter((list) => data[list]);
+  if (lists.length === 0) return;
+  const table = { variants: 'product_variants', option_types: 'product_option_types', components: 'product_components', inventory: 'product_stock' } as const;
+  const { rows } = await db.query<Record<(typeof lists)[number], number>>(
+    `SELECT ${lists.map((list) => `(SELECT count(*)::int FROM ${table[list]} WHERE product_id = $1) AS ${list}`).join(', ')}`,
+    [productId],
+  );
+  const errors: FieldErrors = {};
+  for (const list of lists) {
+    if (rows[0][list] > ITEM_LIMITS[list]) errors[list] = [`un producto tiene como máximo ${ITEM_LIMITS[list]}; con esta escritura tendría ${rows[0][list]}`];
+  }
+  if (Object.keys(errors).length > 0) throw validationFailed(errors);
+}
+
+/** Where an item created without a position goes: after the list's stored items, in the payload's order. */
+async function nextPosition(db: Queryable, table: ItemTable, productId: string): Promise<number> {
+  const { rows } = await db.query<{ next: number }>(`SELECT coalesce(max(position) + 1, 0)::int AS next FROM ${table} WHERE product_id = $1`, [productId]);
+  return rows[0].next;
 }
 
 /** The product's item with that id, locked for the rest of the transaction. */
@@ -76,6 +99,7 @@ async function withSkuCheck(db: Client, at: string, errors: FieldErrors, write: 
 export async function writeVariants(db: Client, companyId: string, productId: string, items: VariantWrite[]): Promise<void> {
   const skuChecked = (item: VariantWrite, at: string, errors: FieldErrors, write: () => Promise<unknown>) =>
     item.sku ? withSkuCheck(db, at, errors, write) : write().then(() => {});
+  const after = await nextPosition(db, 'product_variants', productId);
   await writeNestedItems(items, {
     list: 'variants',
     notFound: 'no es una variante de este producto',
@@ -107,7 +131,7 @@ export async function writeVariants(db: Client, companyId: string, productId: st
         db.query(
           `INSERT INTO product_variants (id, company_id, product_id, name, sku, prices_cents, position, image_url)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-          [objectId(), companyId, productId, item.name, item.sku ?? null, JSON.stringify(item.prices_cents ?? {}), item.position ?? i, item.image_url ?? null],
+          [objectId(), companyId, productId, item.name, item.sku ?? null, JSON.stringify(item.prices_cents ?? {}), item.position ?? after + i, item.image_url ?? null],
         ),
       ),
   });
@@ -138,10 +162,12 @@ async function mergeValues(stored: OptionValue[], items: OptionValueWrite[], at:
     },
     errors,
   );
+  if (byId.size > ITEM_LIMITS.values) errors[`${at}.values`] = [`un tipo de opción tiene como máximo ${ITEM_LIMITS.values} valores; con esta escritura tendría ${byId.size}`];
   return [...byId.values()].sort((a, b) => a.position - b.position);
 }
 
 export async function writeOptionTypes(db: Queryable, companyId: string, productId: string, items: OptionTypeWrite[]): Promise<void> {
+  const after = await nextPosition(db, 'product_option_types', productId);
   await writeNestedItems(items, {
     list: 'option_types',
     notFound: 'no es un tipo de opción de este producto',
@@ -159,7 +185,7 @@ export async function writeOptionTypes(db: Queryable, companyId: string, product
         companyId,
         productId,
         item.name,
-        item.position ?? i,
+        item.position ?? after + i,
         JSON.stringify(values),
       ]);
     },
@@ -167,6 +193,7 @@ export async function writeOptionTypes(db: Queryable, companyId: string, product
 }
 
 export async function writeComponents(db: Queryable, companyId: string, productId: string, items: ComponentWrite[]): Promise<void> {
+  const after = await nextPosition(db, 'product_components', productId);
   await writeNestedItems(items, {
     list: 'components',
     notFound: 'no es un componente de este producto',
@@ -195,7 +222,7 @@ export async function writeComponents(db: Queryable, companyId: string, productI
         `INSERT INTO product_components (id, company_id, product_id, name, component_product_id, quantity, required, extra_prices_cents, position)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
         [objectId(), companyId, productId, item.name, item.component_product_id ?? null, item.quantity ?? 1, item.required ?? true,
-          JSON.stringify(item.extra_prices_cents ?? {}), item.position ?? i],
+          JSON.stringify(item.extra_prices_cents ?? {}), item.position ?? after + i],
       );
     },
   });

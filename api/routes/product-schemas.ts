@@ -21,6 +21,13 @@ export const PRODUCT_STATUSES = ['active', 'archived'] as const;
 
 const refId = objectIdField;
 const position = z.number().int().min(0).max(100_000).optional();
+/**
+ * The most items a product holds in each nested list (and values per option type), counted after a
+ * write merges into what is stored: a payload can carry at most as many, and a PATCH that adds more
+ * than fit is 422 naming the list.
+ */
+export const ITEM_LIMITS = { variants: 200, option_types: 20, components: 100, inventory: 500, values: 100 } as const;
+
 const sku = z.string().trim().min(1).max(100).nullable().optional();
 
 export const variantWrite = z.strictObject({
@@ -48,7 +55,7 @@ export const optionTypeWrite = z.strictObject({
   _destroy: destroyFlag,
   name: nameSchema.optional().describe('Obligatorio al crear el tipo de opción'),
   position,
-  values: z.array(optionValueWrite).max(100).optional(),
+  values: z.array(optionValueWrite).max(ITEM_LIMITS.values).optional(),
 });
 
 export const componentWrite = z.strictObject({
@@ -97,10 +104,10 @@ const productFields = {
   image_url: imageUrlSchema.describe('Imagen principal por URL; para subir un archivo usa POST /products/{id}/image'),
   images: z.array(imageItem).max(30).optional().describe('Galería {url, alt, position}; reemplaza la anterior'),
   custom_properties: customPropertiesWrite.optional(),
-  variants: z.array(variantWrite).max(200).optional(),
-  option_types: z.array(optionTypeWrite).max(20).optional(),
-  components: z.array(componentWrite).max(100).optional(),
-  inventory: z.array(inventoryWrite).max(500).optional(),
+  variants: z.array(variantWrite).max(ITEM_LIMITS.variants).optional(),
+  option_types: z.array(optionTypeWrite).max(ITEM_LIMITS.option_types).optional(),
+  components: z.array(componentWrite).max(ITEM_LIMITS.components).optional(),
+  inventory: z.array(inventoryWrite).max(ITEM_LIMITS.inventory).optional(),
   currency: removedField('prices_cents'),
   price_cents: removedField('prices_cents'),
 };
