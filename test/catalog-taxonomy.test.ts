@@ -227,6 +227,9 @@ describe('categories, brands and the product list filters', () => {
     assert.deepEqual(await names(`brand=nike&category=tenis`), ['Air Max']);
     assert.deepEqual(await names(`brand=unknown`), [], 'an unknown slug contributes no rows');
     assert.deepEqual(await names(`brand=unknown,puma`), ['Suede']);
+    // A value naming nothing (empty, blank, only separators) is no filter: every product, as without it.
+    const all = await names('');
+    for (const empty of ['brand=', 'brand=%20', 'brand=,', 'category=%20,%20', 'brand_id=,,']) assert.deepEqual(await names(empty), all, empty);
     assert.deepEqual(await names(`category=000000000000000000000000`), []);
     // Another company's category, with products of its own, is unknown here by id and by slug,
     // alone or in a list, even when its slug is free in this company.

@@ -220,7 +220,8 @@ const filterValue = z
   .string()
   .max(4000)
   .optional()
-  .transform((v) => (v && v.trim() ? v : undefined));
+  // Empty, blank or only separators (`brand=`, `brand=,`): no value named, the filter is absent.
+  .transform((v) => (v && /[^\s,]/.test(v) ? v : undefined));
 
 export const productListQuery = paginationQuery.extend({
   q: z.string().trim().max(200).optional().describe('Búsqueda de texto en nombre, SKU y marca'),
