@@ -3,6 +3,7 @@
 import { createServer, type Server } from 'node:http';
 import Router from '@koa/router';
 import Koa from 'koa';
+import type { QueryConfig } from 'pg';
 import type { Pool } from '../db/pool.ts';
 import type { Config } from '../lib/config.ts';
 import { adminMiddleware } from './admin/koa.ts';
@@ -77,6 +78,9 @@ const sessionBody = koaBody({ json: true, jsonTypes: JSON_TYPES, multipart: fals
 
 export type App = Koa<ApiState, ApiContextExtension>;
 
+/** What a health or readiness probe waits for PostgreSQL's answer (platform probes time out at a few seconds). */
+const PROBE_TIMEOUT_MS = 2_000;
+
 /** The app; `routes` defaults to the API's route table (tests may add routes to exercise a rule). */
 export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
   const app: App = new Koa<ApiState, ApiContextExtension>();
@@ -112,7 +116,8 @@ export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
   // new). Each failure says why in the log line.
   const databaseAnswers = async (check: string) => {
     try {
-      await deps.pool.query('SELECT 1');
+      // Bounded: a database that hangs rather than refuses must fail the probe, not hang it.
+      await deps.pool.query({ text: 'SELECT 1', query_timeout: PROBE_TIMEOUT_MS } as QueryConfig);
     } catch (error) {
       logError(`${check}.unhealthy`, error, { reason: 'database' });
       throw new ApiError('service_unavailable', 'La base de datos no responde.');

@@ -8,6 +8,7 @@
 // reports both and the worker needs no port of its own.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
+import type { QueryConfig } from 'pg';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Pool } from '../db/pool.ts';
 import { ApiError } from './errors.ts';
@@ -40,9 +41,35 @@ export function observeRequest(ctx: ApiContext, seconds: number): void {
 
 let pool: Pool | null = null;
 
+/** What a scrape waits for PostgreSQL: a hung database must not hang the scrape (Prometheus gives up at 10 s). */
+const DATABASE_READ_TIMEOUT_MS = 2_000;
+
+function read<Row extends Record<string, unknown>>(text: string): Promise<{ rows: Row[] }> {
+  return pool!.query<Row>({ text, query_timeout: DATABASE_READ_TIMEOUT_MS } as QueryConfig);
+}
+
 function gauge(name: string, help: string, labelNames: string[], collect: (g: Gauge) => Promise<void>): void {
   new Gauge({ name, help, labelNames, registers: [registry], async collect() { if (pool) await collect(this); } });
 }
+
+/**
+ * A gauge read from PostgreSQL at scrape time. When the database cannot be read (down, or hung past
+ * DATABASE_READ_TIMEOUT_MS) its series are left out of this scrape and `database_up` is 0, while the
+ * process's own series (requests, refusals, pool) are still served: they are what shows the outage.
+ */
+function databaseGauge(name: string, help: string, labelNames: string[], collect: (g: Gauge) => Promise<void>): void {
+  gauge(name, help, labelNames, async (g) => {
+    try {
+      await collect(g);
+    } catch {
+      g.reset();
+    }
+  });
+}
+
+gauge('database_up', 'Whether this scrape read PostgreSQL (0: the series read from it are missing from this scrape)', [], async (g) => {
+  g.set(await read('SELECT 1').then(() => 1, () => 0));
+});
 
 gauge('db_pool_connections', 'Connections of this web process request pool, by state', ['state'], async (g) => {
   g.set({ state: 'total' }, pool!.totalCount);
@@ -55,9 +82,9 @@ gauge('db_pool_connections', 'Connections of this web process request pool, by s
 const THUMBNAIL_STATUSES = ['pending', 'ready', 'failed'];
 const POST_ACTION_STATUSES = ['pending', 'sending', 'done', 'failed'];
 
-gauge('queue_jobs', 'Jobs waiting in each pg-boss queue', ['queue'], async (g) => {
+databaseGauge('queue_jobs', 'Jobs waiting in each pg-boss queue', ['queue'], async (g) => {
   g.reset();
-  const { rows } = await pool!.query<{ name: string; n: number }>(
+  const { rows } = await read<{ name: string; n: number }>(
     `SELECT q.name, count(j.id)::int AS n FROM pgboss.queue q
        LEFT JOIN pgboss.job j ON j.name = q.name AND j.state IN ('created', 'retry') GROUP BY q.name`,
   );
@@ -65,22 +92,22 @@ gauge('queue_jobs', 'Jobs waiting in each pg-boss queue', ['queue'], async (g) =
 });
 // Counted from when the job became due (`start_after`), not from when it was made: a retry made at a
 // failure with a 6 h delay is not 6 h late the moment it comes due.
-gauge('queue_oldest_job_age_seconds', 'How long the longest-waiting due job has been due, per pg-boss queue (0 when none is waiting)', ['queue'], async (g) => {
+databaseGauge('queue_oldest_job_age_seconds', 'How long the longest-waiting due job has been due, per pg-boss queue (0 when none is waiting)', ['queue'], async (g) => {
   g.reset();
-  const { rows } = await pool!.query<{ name: string; age: number }>(
+  const { rows } = await read<{ name: string; age: number }>(
     `SELECT q.name, coalesce(extract(epoch FROM now() - min(j.start_after)), 0)::float AS age FROM pgboss.queue q
        LEFT JOIN pgboss.job j ON j.name = q.name AND j.state IN ('created', 'retry') AND j.start_after <= now() GROUP BY q.name`,
   );
   for (const r of rows) g.set({ queue: r.name }, r.age);
 });
-gauge('webhook_deliveries', 'Webhook deliveries of the last 24 hours by status', ['status'], async (g) => {
+databaseGauge('webhook_deliveries', 'Webhook deliveries of the last 24 hours by status', ['status'], async (g) => {
   g.reset();
   for (const status of DELIVERY_STATUSES) g.set({ status }, 0);
-  const { rows } = await pool!.query<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM webhook_deliveries WHERE created_at > now() - interval '24 hours' GROUP BY status`);
+  const { rows } = await read<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM webhook_deliveries WHERE created_at > now() - interval '24 hours' GROUP BY status`);
   for (const r of rows) g.set({ status: r.status }, r.n);
 });
-gauge('webhook_endpoints', 'Webhook endpoints by health', ['health'], async (g) => {
-  const { rows } = await pool!.query<{ active: number; paused: number; disabled: number; failing: number }>(
+databaseGauge('webhook_endpoints', 'Webhook endpoints by health', ['health'], async (g) => {
+  const { rows } = await read<{ active: number; paused: number; disabled: number; failing: number }>(
     `SELECT count(*) FILTER (WHERE active)::int AS active,
             count(*) FILTER (WHERE NOT active AND disabled_at IS NULL)::int AS paused,
             count(*) FILTER (WHERE disabled_at IS NOT NULL)::int AS disabled,
@@ -89,16 +116,16 @@ gauge('webhook_endpoints', 'Webhook endpoints by health', ['health'], async (g) 
   );
   for (const [health, n] of Object.entries(rows[0])) g.set({ health }, n);
 });
-gauge('thumbnails', 'Media items by thumbnail status', ['status'], async (g) => {
+databaseGauge('thumbnails', 'Media items by thumbnail status', ['status'], async (g) => {
   g.reset();
   for (const status of THUMBNAIL_STATUSES) g.set({ status }, 0);
-  const { rows } = await pool!.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM media GROUP BY status');
+  const { rows } = await read<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM media GROUP BY status');
   for (const r of rows) g.set({ status: r.status }, r.n);
 });
-gauge('form_post_actions', 'Form post-actions of the last 24 hours by action and status', ['action', 'status'], async (g) => {
+databaseGauge('form_post_actions', 'Form post-actions of the last 24 hours by action and status', ['action', 'status'], async (g) => {
   g.reset();
   for (const action of POST_ACTIONS) for (const status of POST_ACTION_STATUSES) g.set({ action, status }, 0);
-  const { rows } = await pool!.query<{ action: string; status: string; n: number }>(
+  const { rows } = await read<{ action: string; status: string; n: number }>(
     `SELECT a.action, a.status, count(*)::int AS n FROM form_submission_actions a JOIN form_submissions s ON s.id = a.submission_id
       WHERE s.created_at > now() - interval '24 hours' GROUP BY a.action, a.status`,
   );

@@ -38,9 +38,12 @@ server.once('listening', () => server.off('error', listenFailed));
  * Graceful stop (SIGTERM from the platform, Ctrl-C): stop accepting, let the
  * requests in flight finish (uploads included), closing idle keep-alive
  * connections at once, and cut whatever is left after SHUTDOWN_GRACE_MS
- * (25 s: under Heroku's 30 s before SIGKILL); then close the pools.
+ * (25 s: under Heroku's 30 s before SIGKILL); then close the pools, within
+ * CLOSE_BOUND_MS: a database that hangs rather than refuses would hold their
+ * end forever, so the process exits 1 instead of waiting for the SIGKILL.
  */
 const SHUTDOWN_GRACE_MS = 25_000;
+const CLOSE_BOUND_MS = 3_000;
 let stopping = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   // `on`, not `once`: the platform signals the whole process group and `npm run` forwards the
@@ -54,10 +57,15 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     cut.unref();
     server.close(async () => {
       clearTimeout(cut);
+      setTimeout(() => {
+        log('web.stop_forced', { reason: `the database connections did not close within ${CLOSE_BOUND_MS / 1000} s` });
+        process.exit(1);
+      }, CLOSE_BOUND_MS).unref();
       await closeDeps(deps);
       await pool.end();
       await rateLimitPool.end();
       await database.stop();
+      log('web.stopped', { signal });
       process.exit(0);
     });
     server.closeIdleConnections();

@@ -5,6 +5,8 @@ import { API_RELEASED_AT, API_VERSION } from '../lib/version.ts';
 import pg from 'pg';
 import { isDatabaseUnavailable, toApiError } from '../api/middleware/request.ts';
 import { seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
+import { freezableRelay, type FreezableRelay } from './helpers/frozen-database.ts';
+import { waitFor } from './helpers/wait.ts';
 
 describe('health and version headers', () => {
   let app: TestApp;
@@ -109,5 +111,50 @@ describe('health and version headers', () => {
     }
     // And the body parser meeting a stream already cut is the same refusal, not an internal error.
     assert.equal(toApiError(Object.assign(new Error('stream is not readable'), { status: 500, type: 'stream.not.readable' }))?.code, 'invalid_request');
+  });
+});
+
+describe('a database that hangs rather than refuses (a relay in front of it stops moving bytes)', () => {
+  const TOKEN = 'metrics-token-0123456789';
+  let app: TestApp;
+  let relay: FreezableRelay;
+  before(async () => {
+    app = await startTestApp({ METRICS_TOKEN: TOKEN }, {
+      connectVia: async (url) => {
+        relay = await freezableRelay(url);
+        return relay.url;
+      },
+    });
+  });
+  after(async () => {
+    relay.thaw();
+    await app.close();
+    await relay.close();
+  });
+
+  test('/healthz, /readyz and /metrics answer: 503 for the probes, and the process\'s own series with database_up 0; all back once it answers', async () => {
+    // An idle connection in the pool, as on a live process: the probe gets it and would wait on it.
+    assert.equal((await fetch(`${app.url}/healthz`)).status, 200);
+    const metrics = () => fetch(`${app.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` }, signal: AbortSignal.timeout(30_000) });
+    assert.match(await (await metrics()).text(), /^database_up 1$/m);
+    relay.freeze();
+    try {
+      // Bounded by the client only so that a hang fails the test instead of stalling it.
+      for (const path of ['/healthz', '/readyz']) {
+        const res = await fetch(`${app.url}${path}`, { signal: AbortSignal.timeout(30_000) });
+        assert.equal(res.status, 503, path);
+        assert.equal(((await res.json()) as { error: string }).error, 'service_unavailable');
+      }
+      const scrape = await metrics();
+      assert.equal(scrape.status, 200);
+      const text = await scrape.text();
+      assert.match(text, /^database_up 0$/m);
+      assert.match(text, /^http_requests_total\{route="\/healthz",method="GET",status="503"\} [1-9]/m, 'the outage shows in the series kept in the process');
+      assert.doesNotMatch(text, /^queue_jobs\{/m, 'a series read from the database is left out, not reported as 0');
+    } finally {
+      relay.thaw();
+    }
+    await waitFor(async () => (await fetch(`${app.url}/healthz`)).status === 200, 20_000, 'healthy again');
+    assert.match(await (await metrics()).text(), /^database_up 1$/m);
   });
 });

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ADMIN_TOKEN, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
 import * as files from './helpers/forms.ts';
+import { freezableRelay, type FreezableRelay } from './helpers/frozen-database.ts';
 import { waitFor } from './helpers/wait.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -142,6 +143,62 @@ describe('graceful stop of the web process', () => {
         } catch {
           // already gone
         }
+      }
+    });
+  }
+});
+
+describe('stopping while the database hangs (a relay in front of it stops moving bytes)', () => {
+  let app: TestApp;
+  let relay: FreezableRelay;
+  before(async () => {
+    app = await startTestApp();
+    relay = await freezableRelay(app.databaseUrl);
+  });
+  after(async () => {
+    relay.thaw();
+    await relay.close();
+    await app.close();
+  });
+
+  /** A process of the Procfile against the relay; resolves once `ready` is in its log. */
+  async function start(script: string, ready: string) {
+    const child = spawn(process.execPath, [script], {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_URL: relay.url, PORT: '0', LOG_LEVEL: 'info', NODE_ENV: 'test', ADMIN_TOKEN },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    await waitFor(() => out.includes(ready) || child.exitCode !== null, 60_000, `${script} ready`);
+    assert.equal(child.exitCode, null, out);
+    return { child, exited, output: () => out };
+  }
+
+  // Before, the pools' end waited on connections the database never answered: the process outlived
+  // the platform's 30 s and was SIGKILLed. Now each stops within its bound, and says so when it had to
+  // cut the stop short (exit 1). The web process always holds a connection (the key cache's LISTEN), so
+  // it always has to; the worker only when a query was on the wire at the freeze (pg-boss polls every
+  // few seconds), else its stop completes (exit 0): either way, never past the bound.
+  for (const [script, ready, forced] of [
+    ['api/server.ts', '"event":"web.listening"', '"event":"web.stop_forced"'],
+    ['worker/main.ts', '"event":"worker.started"', '"event":"worker.stop_forced"'],
+  ] as const) {
+    test(`${script}: SIGTERM exits within its bound (${forced.split(':')[1]} logged when it cut the stop short)`, async () => {
+      const proc = await start(script, ready);
+      try {
+        relay.freeze();
+        proc.child.kill('SIGTERM');
+        // Bounded by the test only so that a hang fails it instead of stalling the suite (the bound is 30 s, the platform's).
+        const code = await Promise.race([proc.exited, new Promise<'hung'>((resolve) => setTimeout(resolve, 45_000, 'hung').unref())]);
+        assert.notEqual(code, 'hung', proc.output());
+        if (script === 'api/server.ts') assert.equal(code, 1, proc.output());
+        assert.equal(proc.output().includes(forced), code === 1, proc.output());
+      } finally {
+        proc.child.kill('SIGKILL');
+        relay.thaw();
       }
     });
   }

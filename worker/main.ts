@@ -17,6 +17,12 @@ await exitUnlessMigrated(pool, 'worker');
 const worker = await startWorker(config, pool, database.url, { boss: { max: budget.boss, application_name: name('pg-boss') } });
 log('db.connections', budgetFields(budget));
 
+/**
+ * A stop's own parts are bounded (attempts 15 s, pg-boss's handlers 10 s), but a database that hangs
+ * rather than refuses holds them: past STOP_BOUND_MS the process exits 1, before the platform's SIGKILL
+ * at 30 s. Nothing acknowledged is lost: a job cut off is retried from its expiry.
+ */
+const STOP_BOUND_MS = 28_000;
 let stopping = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   // `on`, not `once`: the process group's signal and npm's forwarded copy arrive together (api/server.ts).
@@ -24,6 +30,10 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     if (stopping) return;
     stopping = true;
     log('worker.stopping', { signal });
+    setTimeout(() => {
+      log('worker.stop_forced', { reason: `the stop did not end within ${STOP_BOUND_MS / 1000} s` });
+      process.exit(1);
+    }, STOP_BOUND_MS).unref();
     await worker.stop();
     await pool.end();
     await database.stop();

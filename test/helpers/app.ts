@@ -43,16 +43,21 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+export async function startTestApp(
+  env: Record<string, string> = {},
+  /** `connectVia`: the URL the app connects to instead of the test database's own (a relay in front of it). */
+  options: { connectVia?: (databaseUrl: string) => Promise<string> } = {},
+): Promise<TestApp> {
   const db = await createTestDatabase();
-  const pool = createPool(db.url, 10);
+  const appUrl = options.connectVia ? await options.connectVia(db.url) : db.url;
+  const pool = createPool(appUrl, 10);
   // SITE_URL is the address the app really listens on (links it writes, the
   // OAuth issuer and the MCP 401's metadata URL must reach it), unless a test sets its own.
   const port = env.SITE_URL ? 0 : await freePort();
-  const settings: Record<string, string> = { NODE_ENV: 'test', ADMIN_TOKEN, BOOKING_TOKEN_KEY: 'test-booking-token-key-0123456789abcdef', LOG_LEVEL: 'silent', DATABASE_URL: db.url, ...(port ? { SITE_URL: `http://127.0.0.1:${port}` } : {}), ...env };
+  const settings: Record<string, string> = { NODE_ENV: 'test', ADMIN_TOKEN, BOOKING_TOKEN_KEY: 'test-booking-token-key-0123456789abcdef', LOG_LEVEL: 'silent', DATABASE_URL: appUrl, ...(port ? { SITE_URL: `http://127.0.0.1:${port}` } : {}), ...env };
   if (!('ALLOW_PRIVATE_WEBHOOK_TARGETS' in env) && settings.NODE_ENV !== 'production') settings.ALLOW_PRIVATE_WEBHOOK_TARGETS = '1';
   const config = loadConfig(settings);
-  const deps = await createDeps({ config, pool, databaseUrl: db.url });
+  const deps = await createDeps({ config, pool, databaseUrl: appUrl });
   const server: Server = createApp(deps).listen(port, '127.0.0.1');
   // As api/server.ts: idle connections live 65 s. With Node's 5 s a client reusing a pooled socket
   // just as the server closed it got ECONNRESET (seen once in CI after a 4 s tsc run in one test).
