@@ -2,7 +2,7 @@
 // documented here with its default; a bad value stops start-up with a clear
 // message instead of surfacing later as a confusing runtime error.
 import { randomBytes } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 /** The bucket of BLOB_STORE=s3 (storage/s3.ts). */
@@ -113,11 +113,13 @@ function fail(message: string): never {
   throw new ConfigError(`Configuración inválida: ${message}`);
 }
 
-function int(name: string, value: string | undefined, fallback: number, min = 0): number {
+function int(name: string, value: string | undefined, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
   if (value === undefined || value === '') return fallback;
   // Decimal digits only: Number() would also read "0x1000", "1e3" and " 42".
   const n = /^\d{1,15}$/.test(value) ? Number(value) : Number.NaN;
-  if (!Number.isInteger(n) || n < min) fail(`${name} debe ser un entero >= ${min} (recibido "${value}")`);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    fail(`${name} debe ser un entero ${max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `entre ${min} y ${max}`} (recibido "${value}")`);
+  }
   return n;
 }
 
@@ -176,6 +178,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // and a worker, which has no PORT, would store URLs on another port than the web's.
   if (isProduction && !env.SITE_URL) fail('SITE_URL es obligatoria en producción (la raíz pública, por ejemplo https://api.example.com)');
   const siteUrl = url('SITE_URL', env.SITE_URL || `http://localhost:${port}`);
+  // The root every other URL is built on by appending a path (`${siteUrl}/api/v1`): a path, query or fragment would end up inside them.
+  if (new URL(siteUrl).pathname !== '/' || new URL(siteUrl).search || new URL(siteUrl).hash) {
+    fail(`SITE_URL es una raíz: esquema, host y puerto, sin ruta, consulta ni fragmento (recibido "${env.SITE_URL}")`);
+  }
   if (isProduction && !env.DATABASE_URL) fail('DATABASE_URL es obligatoria en producción');
   // node-postgres would read a malformed value as a host name and fail later with ENOTFOUND.
   if (env.DATABASE_URL) url('DATABASE_URL', env.DATABASE_URL, ['postgres:', 'postgresql:', 'socket:']);
@@ -196,6 +202,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (isProduction && !env.BOOKING_TOKEN_KEY) fail('BOOKING_TOKEN_KEY es obligatoria en producción (firma las ligas de gestión de reservas)');
   if (env.BOOKING_TOKEN_KEY && env.BOOKING_TOKEN_KEY.length < 32) fail('BOOKING_TOKEN_KEY debe tener al menos 32 caracteres');
   const dataDir = path.resolve(env.DATA_DIR || './.data');
+  if (existsSync(dataDir) && !statSync(dataDir).isDirectory()) fail(`DATA_DIR no es un directorio (recibido "${env.DATA_DIR}")`);
+  // One without the other would start with the sync silently off.
+  if (Boolean(env.GOOGLE_CLIENT_ID) !== Boolean(env.GOOGLE_CLIENT_SECRET)) fail('GOOGLE_CLIENT_ID y GOOGLE_CLIENT_SECRET van juntas: define las dos o ninguna');
   const google =
     env.GOOGLE_CLIENT_ID && env.GOOGLE_CLIENT_SECRET
       ? {
@@ -208,7 +217,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       : null;
   if (isProduction && !env.ENCRYPTION_KEY && (google || env.FACTURAPI_KEY)) fail('ENCRYPTION_KEY es obligatoria en producción con Google Calendar o facturación (cifra los secretos guardados)');
   if (env.ENCRYPTION_KEY && env.ENCRYPTION_KEY.length < 32) fail('ENCRYPTION_KEY debe tener al menos 32 caracteres');
-  const logLevel = env.LOG_LEVEL ?? 'info';
+  // As ADMIN_TOKEN: a short bearer token is guessable.
+  if (env.METRICS_TOKEN && env.METRICS_TOKEN.length < 16) fail('METRICS_TOKEN debe tener al menos 16 caracteres');
+  const logLevel = env.LOG_LEVEL || 'info'; // empty is unset, as for every other variable
   const s3 = s3Config(env);
   if (logLevel !== 'info' && logLevel !== 'silent') fail('LOG_LEVEL debe ser info o silent');
   return {
@@ -225,7 +236,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // nodemailer's URL form: smtp:// (STARTTLS when offered) or smtps:// (TLS from the start).
     smtpUrl: env.SMTP_URL ? url('SMTP_URL', env.SMTP_URL, ['smtp:', 'smtps:']) : undefined,
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', env.RATE_LIMIT_PER_MINUTE, 600, 1),
-    rateLimitLeaseTimeoutMs: int('RATE_LIMIT_LEASE_TIMEOUT_MS', env.RATE_LIMIT_LEASE_TIMEOUT_MS, 1000, 1),
+    // Above a minute a lease would outlive the window it counts in (and Node's timers stop at 2^31 - 1 ms).
+    rateLimitLeaseTimeoutMs: int('RATE_LIMIT_LEASE_TIMEOUT_MS', env.RATE_LIMIT_LEASE_TIMEOUT_MS, 1000, 1, 60_000),
     trustProxyHops: int('TRUST_PROXY_HOPS', env.TRUST_PROXY_HOPS, 1, 0),
     uploadConcurrency: int('UPLOAD_CONCURRENCY', env.UPLOAD_CONCURRENCY, 8, 1),
     metricsToken: env.METRICS_TOKEN || undefined,
@@ -249,6 +261,7 @@ function s3Config(env: NodeJS.ProcessEnv): S3Config | null {
     if (!env[name]) fail(`${name} es obligatoria con BLOB_STORE=s3`);
   }
   const region = env.S3_REGION || 'us-east-1';
+  if (!/^[a-z0-9-]{1,64}$/.test(region)) fail(`S3_REGION: letras minúsculas, dígitos y "-", como us-east-1 (recibido "${region}")`);
   const prefix = env.S3_PREFIX || '';
   // Segments of letters, digits, ".", "_" and "-" that do not start with "." (no "..", no "./", no leading or double "/"):
   // the key is signed as written and must reach the service as written.

@@ -61,4 +61,28 @@ describe('configuration', () => {
     assert.equal(loadConfig({ NODE_ENV: 'test', SMTP_URL: 'smtp://127.0.0.1:2525' }).smtpUrl, 'smtp://127.0.0.1:2525');
     assert.equal(loadConfig({ NODE_ENV: 'test' }).smtpUrl, undefined);
   });
+
+  test('values that used to start silently wrong are refused, naming the variable', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'ws-config-'));
+    try {
+      const file = path.join(dir, 'a-file');
+      await writeFile(file, 'x');
+      const refused: Array<[Record<string, string>, RegExp]> = [
+        [{ DATA_DIR: file }, /DATA_DIR no es un directorio/],
+        [{ GOOGLE_CLIENT_ID: 'id' }, /GOOGLE_CLIENT_ID y GOOGLE_CLIENT_SECRET van juntas/],
+        [{ GOOGLE_CLIENT_SECRET: 'secret' }, /GOOGLE_CLIENT_ID y GOOGLE_CLIENT_SECRET van juntas/],
+        [{ RATE_LIMIT_LEASE_TIMEOUT_MS: '999999999999' }, /RATE_LIMIT_LEASE_TIMEOUT_MS debe ser un entero entre 1 y 60000/],
+        [{ SITE_URL: 'https://x.example/path?q=1' }, /SITE_URL es una raíz/],
+        [{ SITE_URL: 'https://x.example/#top' }, /SITE_URL es una raíz/],
+        [{ METRICS_TOKEN: 'x' }, /METRICS_TOKEN debe tener al menos 16/],
+        [{ BLOB_STORE: 's3', S3_BUCKET: 'media', S3_ACCESS_KEY_ID: 'a', S3_SECRET_ACCESS_KEY: 'b', S3_REGION: 'us east/1' }, /S3_REGION/],
+      ];
+      for (const [env, message] of refused) assert.throws(() => loadConfig({ NODE_ENV: 'test', ...env }), message, JSON.stringify(env));
+      // Empty is unset, LOG_LEVEL too.
+      assert.equal(loadConfig({ NODE_ENV: 'test', LOG_LEVEL: '' }).logLevel, 'info');
+      assert.equal(loadConfig({ NODE_ENV: 'test', SITE_URL: 'https://x.example:8443/' }).baseUrl, 'https://x.example:8443/api/v1');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
