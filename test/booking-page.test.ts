@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { PUBLIC_WRITES_PER_MINUTE } from '../api/booking-page/routes.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { waitFor } from './helpers/wait.ts';
+import { loggablePath } from '../api/middleware/request.ts';
 
 describe('public booking page (HTTP)', () => {
   let app: TestApp;
@@ -173,6 +174,15 @@ describe('public booking page (HTTP)', () => {
     assert.equal(replay.status, 201);
     assert.equal(replay.headers.get('idempotent-replayed'), 'true');
     assert.equal(replay.body.data.id, created.body.data.id);
+    // The replay hands back the same manage link, though the stored answer does not hold it: the link
+    // opens the booking, and the database keeps only its token's digest (docs/bookings.md).
+    assert.equal(replay.body.data.manage_url, created.body.data.manage_url);
+    const token = created.body.data.manage_url.split('/').at(-1);
+    const stored = await app.pool.query(`SELECT response_body::text AS body FROM idempotency_keys WHERE scope = 'booking_page' AND key = $1`, [`visita-${n}`]);
+    assert.equal(stored.rowCount, 1);
+    assert.ok(!stored.rows[0].body.includes(token), stored.rows[0].body);
+    // Nor does the request log line of the link's pages.
+    assert.equal(loggablePath(`/book/manage/${token}/cancel`), '/book/manage/[token]/cancel');
     const { rows } = await app.pool.query('SELECT count(*)::int AS n FROM bookings WHERE booking_link_id = $1', [link.id]);
     assert.equal(rows[0].n, 1);
     // The same key string used by the company's API integrator is another namespace.

@@ -31,6 +31,7 @@
 import { createHash } from 'node:crypto';
 import type { Next } from 'koa';
 import { openTransaction, type Queryable } from '../../db/pool.ts';
+import { manageUrl } from '../../lib/booking-tokens.ts';
 import { logError } from '../../lib/log.ts';
 import { ApiError, type ErrorCode } from '../errors.ts';
 import type { ApiContext } from '../types.ts';
@@ -148,8 +149,7 @@ export async function runIdempotent(
     ctx.status = stored.response_status;
     for (const [name, value] of Object.entries(stored.response_headers ?? {})) ctx.set(name, String(value));
     ctx.set('Idempotent-Replayed', 'true');
-    ctx.body = stored.response_body ?? '';
-    if (stored.response_body === null) ctx.body = null;
+    ctx.body = stored.response_body === null ? null : rebuildCredentials(ctx, stored.response_body);
     return;
   }
 
@@ -169,7 +169,7 @@ export async function runIdempotent(
     return db.query(
       `UPDATE idempotency_keys SET state = 'done', response_status = $3, response_headers = $4, response_body = $5
         WHERE company_id = $1 AND scope = $6 AND key = $2`,
-      [companyId, key, status, headers, body === undefined || body === null ? null : JSON.stringify(body), scope],
+      [companyId, key, status, headers, body === undefined || body === null ? null : JSON.stringify(withheldCredentials(body)), scope],
     );
   };
 
@@ -216,4 +216,33 @@ export async function runIdempotent(
 function inProgress(ctx: ApiContext): ApiError {
   ctx.set('Retry-After', '1');
   return new ApiError('idempotency_in_progress');
+}
+
+/**
+ * Fields of an answer's `data` that are credentials: stored without their value, so the table of stored
+ * answers holds no secret a copy of the database could use, and rebuilt on replay from the record's id.
+ * A booking's `manage_url` opens the booking to whoever holds it; the database keeps only its token's
+ * digest (docs/bookings.md, Manage links), and the token is derived from the booking's id.
+ */
+const CREDENTIAL_FIELDS: Record<string, (ctx: ApiContext, id: string) => string> = {
+  manage_url: (ctx, id) => manageUrl(ctx.deps.config.bookingUrl, ctx.deps.config.bookingTokenKey, id),
+};
+const WITHHELD = '(withheld: rebuilt on replay)';
+
+function withheldCredentials(body: unknown): unknown {
+  const data = (body as { data?: unknown } | null)?.data;
+  if (!data || typeof data !== 'object' || !Object.keys(CREDENTIAL_FIELDS).some((field) => Object.hasOwn(data, field))) return body;
+  const stored = { ...(data as Record<string, unknown>) };
+  for (const field of Object.keys(CREDENTIAL_FIELDS)) if (Object.hasOwn(stored, field)) stored[field] = WITHHELD;
+  return { ...(body as object), data: stored };
+}
+
+/** The stored answer (JSON text, replayed as stored) with its withheld credentials rebuilt. */
+function rebuildCredentials(ctx: ApiContext, text: string): string {
+  if (!text.includes(WITHHELD)) return text;
+  const body = JSON.parse(text) as { data?: Record<string, unknown> };
+  const data = body.data;
+  if (!data || typeof data !== 'object' || typeof data.id !== 'string') return text;
+  for (const [field, rebuild] of Object.entries(CREDENTIAL_FIELDS)) if (data[field] === WITHHELD) data[field] = rebuild(ctx, data.id);
+  return JSON.stringify(body);
 }

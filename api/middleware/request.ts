@@ -132,11 +132,11 @@ export function requestMiddleware() {
         ctx.status = apiError.status;
         ctx.body = apiError.toBody();
         if (apiError.code === 'service_unavailable' && !ctx.response.get('Retry-After')) ctx.set('Retry-After', '2');
-        if (isDatabaseUnavailable(error)) logError('request.database_unavailable', error, { request_id: requestId, method: ctx.method, path: ctx.path });
-        if (error instanceof S3Error) logError('request.blob_store_unavailable', error, { request_id: requestId, method: ctx.method, path: ctx.path });
+        if (isDatabaseUnavailable(error)) logError('request.database_unavailable', error, { request_id: requestId, method: ctx.method, path: loggablePath(ctx.path) });
+        if (error instanceof S3Error) logError('request.blob_store_unavailable', error, { request_id: requestId, method: ctx.method, path: loggablePath(ctx.path) });
       } else {
         failure = error;
-        logError('request.failed', error, { request_id: requestId, method: ctx.method, path: ctx.path });
+        logError('request.failed', error, { request_id: requestId, method: ctx.method, path: loggablePath(ctx.path) });
         ctx.status = 500;
         // Exactly {error, message} (contract, Errors); the id a client quotes to
         // support is in the message and in X-Request-Id, never a stack or SQL.
@@ -158,7 +158,7 @@ export function requestMiddleware() {
     log('request', {
       request_id: requestId,
       method: ctx.method,
-      path: ctx.path,
+      path: loggablePath(ctx.path),
       status: ctx.status,
       duration_ms: Math.round((performance.now() - started) * 10) / 10,
       company_id: ctx.state.auth?.companyId,
@@ -166,6 +166,14 @@ export function requestMiddleware() {
       ...(failure ? { error: true } : {}),
     });
   };
+}
+
+/**
+ * The path as logs keep it: a booking's manage token (`/book/manage/<token>`, docs/bookings.md) opens the
+ * booking to whoever holds it, so it is written `[token]`; logs often go to another service.
+ */
+export function loggablePath(path: string): string {
+  return path.replace(/(\/manage\/)[A-Za-z0-9_-]+/, '$1[token]');
 }
 
 /** The platform's probes, which reach the process directly over plain HTTP. */
