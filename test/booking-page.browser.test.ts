@@ -168,6 +168,34 @@ describe('public booking page in a browser', { skip }, () => {
     await context.close();
   });
 
+  test('a month whose slots come back after the next one was asked for is not drawn over it', async () => {
+    const context = await newContext();
+    const page = await context.newPage();
+    const first = (offset: number) => {
+      const d = new Date(`${TODAY.slice(0, 7)}-01T00:00:00Z`);
+      d.setUTCMonth(d.getUTCMonth() + offset);
+      return d.toISOString().slice(0, 10);
+    };
+    // Next month's answer is held 1.5 s: the visitor has gone on to the month after by then.
+    await page.route(`**/slots?from=${first(1)}*`, async (route) => {
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      await route.continue();
+    });
+    await page.goto(pageUrl);
+    await openDays(page);
+    const late = page.waitForResponse((res) => res.url().includes(`from=${first(1)}`));
+    await page.click('#next-month');
+    await page.click('#next-month');
+    await page.waitForResponse((res) => res.url().includes(`from=${first(2)}`));
+    await late;
+    await page.waitForFunction(() => !/Buscando/.test((globalThis as any).document.getElementById('slots-status')?.textContent ?? ''));
+    const label = (await page.textContent('#month-label'))!;
+    const expected = new Intl.DateTimeFormat('es-MX', { timeZone: 'UTC', month: 'long', year: 'numeric' }).format(new Date(`${first(2)}T00:00:00Z`));
+    assert.equal(label, expected);
+    assert.ok((await page.$$('#grid button.open')).length > 0, 'the month on screen shows its own open days');
+    await context.close();
+  });
+
   test("the theme follows the visitor's clock: 18:59 light, 19:00 dark, 06:59 dark, 07:00 light", async () => {
     for (const [time, theme] of [['18:59', 'light'], ['19:00', 'dark'], ['06:59', 'dark'], ['07:00', 'light']] as const) {
       const context = await newContext({ time: new Date(`${TODAY}T${time}:00-06:00`) });

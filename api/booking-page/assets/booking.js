@@ -77,13 +77,17 @@
     return 'No se pudieron cargar los horarios' + (body && body.message ? ' (' + body.message + ')' : '') + '; vuelve a intentarlo.';
   }
   // `refocus`: the keyboard moved into another month; the day it moved to gets focus once that month is drawn.
+  // Each load is numbered: an answer that is no longer the latest (the visitor moved on to another month
+  // or zone before it came) is dropped, or a slow one arriving last would draw its month under another.
+  var loads = 0;
   function load(refocus) {
     if (!$('grid')) return;
-    var from = month, to = monthEnd(month);
+    var from = month, to = monthEnd(month), mine = ++loads;
     $('slots-status').textContent = 'Buscando horarios…';
     fetch(data.slotsUrl + '?from=' + from + '&to=' + to + '&timezone=' + encodeURIComponent(zone), { headers: { Accept: 'application/json' } })
       .then(function (r) { return r.json().catch(function () { return null; }).then(function (body) { return { ok: r.ok, status: r.status, body: body, retryAfter: r.headers.get('Retry-After') }; }); })
       .then(function (res) {
+        if (mine !== loads) return;
         days = {};
         loadFailure = res.ok ? null : failureText(res.status, res.body, res.retryAfter);
         if (res.ok) res.body.data.days.forEach(function (d) { days[d.date] = d.slots; });
@@ -95,7 +99,7 @@
         renderSlots();
         if (refocus) focusDay(focusDate);
       })
-      .catch(function () { loadFailure = 'No hubo conexión para cargar los horarios; vuelve a intentarlo.'; $('slots-status').textContent = loadFailure; });
+      .catch(function () { if (mine !== loads) return; loadFailure = 'No hubo conexión para cargar los horarios; vuelve a intentarlo.'; $('slots-status').textContent = loadFailure; });
   }
 
   var WEEKDAYS = ['lun', 'mar', 'mié', 'jue', 'vie', 'sáb', 'dom'];
