@@ -133,6 +133,14 @@ describe('OAuth 2.1 authorization server', () => {
     const html = await page.text();
     assert.match(html, /<bdi>Claude<\/bdi> quiere acceder/);
     assert.doesNotMatch(html, /[\u202a-\u202e\u2066-\u2069]/);
+    // A name with nothing left to show (blank, or only controls) is no name: the page shows the client_id.
+    for (const client_name of ['   ', '\u202e\u2066']) {
+      const blank = await fetch(`${app.url}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name, redirect_uris: ['https://app.example/cb'] }) });
+      const registered = (await blank.json()) as { client_id: string; client_name?: string };
+      assert.equal(registered.client_name, undefined, JSON.stringify(client_name));
+      const shown = await (await fetch(`${app.url}/authorize?${new URLSearchParams({ response_type: 'code', client_id: registered.client_id, redirect_uri: 'https://app.example/cb', code_challenge: pkce().challenge, code_challenge_method: 'S256', state: 's' })}`)).text();
+      assert.ok(shown.includes(`<bdi>${registered.client_id}</bdi> quiere acceder`), JSON.stringify(client_name));
+    }
   });
 
   test('registration refuses hostile redirect URIs', async () => {
@@ -396,8 +404,17 @@ describe('OAuth 2.1 authorization server', () => {
       assert.equal(anonymous.headers.get('location'), null, `${error}: not redirected before sign-in`);
       assert.match(await anonymous.text(), new RegExp(error));
     }
-    // Signed in, the same requests go back to the client as error on its redirect URI.
+    // Signed in, but never having approved this client: still shown here (signed in for another
+    // client, a person must not be sent on to any address this one registered).
     const cookie = await signedInCookies(new URLSearchParams(base));
+    for (const { params, error } of invalid) {
+      const shown = await fetch(`${app.url}/authorize?${new URLSearchParams(params)}`, { redirect: 'manual', headers: { cookie } });
+      assert.equal(shown.status, 400, error);
+      assert.equal(shown.headers.get('location'), null, `${error}: not redirected for a client the person never approved`);
+    }
+    // Once the person has approved the client, the same requests go back to it as error on its redirect URI.
+    const approved = pkce();
+    assert.ok((await authorize(client.client_id, approved.challenge)).searchParams.get('code'));
     for (const { params, error } of invalid) {
       const redirected = await fetch(`${app.url}/authorize?${new URLSearchParams(params)}`, { redirect: 'manual', headers: { cookie } });
       assert.equal(redirected.status, 302, error);

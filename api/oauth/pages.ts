@@ -6,7 +6,8 @@ const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&
  * isolated: direction controls dropped and the text in its own <bdi>, so a name holding U+202E cannot
  * reverse what follows it (the "Te devolverá a <host>" line read as another host).
  */
-const isolated = (s: string) => `<bdi>${esc(s.replace(/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, ''))}</bdi>`;
+export const DIRECTION_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const isolated = (s: string) => `<bdi>${esc(s.replace(DIRECTION_CONTROLS, ''))}</bdi>`;
 
 function page(title: string, body: string): string {
   return `<!doctype html><html lang="es"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

@@ -21,9 +21,9 @@ import { ALL_SCOPES } from '../auth/scopes.ts';
 import { MCP_PATH } from '../mcp/server.ts';
 import { TOOLS } from '../mcp/tools.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState } from '../types.ts';
-import { consentPage, errorPage, signInPage } from './pages.ts';
+import { consentPage, DIRECTION_CONTROLS, errorPage, signInPage } from './pages.ts';
 import { exchangeCode, refreshGrant, revokeToken } from './grants.ts';
-import { companiesOf, findClient, findSession, findSignInUser, insertClient, issueCode, openSession, type SignInSession } from './store.ts';
+import { companiesOf, findClient, findSession, findSignInUser, hasApproved, insertClient, issueCode, openSession, type SignInSession } from './store.ts';
 
 const SESSION_COOKIE = 'ws_oauth';
 const CSRF_COOKIE = 'ws_oauth_csrf';
@@ -249,7 +249,10 @@ async function register(ctx: ApiContext): Promise<void> {
   }
   const bad = input.data.redirect_uris.find((u) => !acceptableRedirect(u));
   if (bad) return oauthError(ctx, 400, 'invalid_redirect_uri', `redirect_uri no aceptada: ${bad.slice(0, 200)}`);
-  const client = await insertClient(ctx.deps.pool, input.data.client_name ?? null, input.data.redirect_uris);
+  // A name with nothing to show (blank, or only direction controls, which the pages drop) is no name:
+  // the pages then show the client_id rather than an empty one.
+  const name = input.data.client_name?.replace(DIRECTION_CONTROLS, '').trim() ? input.data.client_name : null;
+  const client = await insertClient(ctx.deps.pool, name, input.data.redirect_uris);
   ctx.status = 201;
   ctx.body = {
     client_id: client.id,
@@ -287,16 +290,18 @@ async function authorize(ctx: ApiContext): Promise<void> {
   const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, secure, path: '/', overwrite: true };
   let session = await findSession(ctx.deps.pool, ctx.cookies.get(cookieName(SESSION_COOKIE)));
   if ('redirect' in check) {
-    // RFC 9700 §4.11.2: a server that redirects errors before the person has signed in is an open
-    // redirector to any address a client registered (phishing). Until then the error is shown here.
-    if (!session) {
+    // RFC 9700 §4.11.2: a server that redirects errors to an address nobody here trusted is an open
+    // redirector (anyone can register a client with a phishing page as its redirect URI and link here).
+    // Errors go back to the client only for a person signed in who approved this client before;
+    // otherwise, signed in or not, they are shown here.
+    if (!session || !(await hasApproved(ctx.deps.pool, session.userId, params.client_id))) {
       ctx.status = 400;
       ctx.body = errorPage(`La aplicación envió una solicitud de autorización no válida: ${check.redirect.error_description} (${check.redirect.error}).`);
       return;
     }
     return redirectWith(ctx, params.redirect_uri, { ...check.redirect, state: params.state, iss: issuer(ctx) });
   }
-  const clientName = check.client.client_name ?? check.client.id;
+  const clientName = check.client.client_name?.replace(DIRECTION_CONTROLS, '').trim() || check.client.id;
   const step = body?.step;
   /** The consent page for this request, its hidden fields sealed under the session's key. */
   const consent = (session: SignInSession, error: string | undefined, companies: Awaited<ReturnType<typeof companiesOf>>) =>
