@@ -354,6 +354,30 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     assert.equal(lead.phone, '5551234');
   });
 
+  test('answers longer than the API takes are cut to fit in the lead: a client reads it and writes it back as it is', async () => {
+    const long = await files.createFormViaAdmin(app.url, tenant.companyId, {
+      name: 'Respuestas largas',
+      slug: `largas-${Date.now()}`,
+      title: 'Largas',
+      fields: [
+        { key: 'e', field_type: 'email', label: 'Correo', maps_to: 'lead.email' },
+        { key: 'n', field_type: 'textarea', label: 'Nombre', maps_to: 'lead.name' },
+        { key: 'c', field_type: 'textarea', label: 'Empresa', maps_to: 'lead.company_name' },
+      ],
+    });
+    const email = `largo-${Date.now()}@cliente.example`;
+    const made = await api.post(`/forms/${long.id}/submissions`, { data: { answers: { e: email, n: 'ñ'.repeat(3_000), c: 'E'.repeat(3_000) } } });
+    assert.equal(made.status, 201, made.text);
+    const found = await waitFor(async () => (await api.get(`/leads?q=${encodeURIComponent(email)}`)).body.data[0], 30_000, 'the lead');
+    const lead = (await api.get(`/leads/${found.id}`)).body.data;
+    assert.deepEqual([[...lead.name].length, lead.company_name.length], [200, 200]);
+    const { name, phone, company_name, job_title, status, source, notes, tags } = lead;
+    const back = await api.patch(`/leads/${lead.id}`, { data: { name, email: lead.email, phone, company_name, job_title, status, source, notes, tags } });
+    assert.equal(back.status, 200, back.text);
+    // The submission keeps the answers whole.
+    assert.equal((await api.get(`/forms/${long.id}/submissions/${made.body.data.id}`)).body.data.answers.n.length, 3_000);
+  });
+
   test('the lead and the customer are made from their own fields only: nothing answered for one, no record for it', async () => {
     const both = await files.createFormViaAdmin(app.url, tenant.companyId, {
       name: 'Ambos',

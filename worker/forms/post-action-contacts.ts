@@ -12,7 +12,23 @@ import { objectId } from '../../lib/objectid.ts';
 
 type Submission = Pick<SubmissionRow, 'company_id' | 'answers' | 'name'>;
 
-/** Values of the fields mapped to `<target>.*`, by CRM column. */
+/**
+ * What the API takes in each CRM column (api/routes/crm-fields.ts, leads.ts), in code points: a lead or
+ * customer a form makes must be one a client can read and write back as it is. A longer answer is cut
+ * to fit (the submission keeps it whole); an email that does not fit is no email (cut, it would be
+ * another address).
+ */
+const COLUMN_LIMITS: Record<string, number> = { name: 200, phone: 50, company_name: 200, job_title: 200 };
+const EMAIL_LIMIT = 254;
+
+function fit(column: string, value: string): string | undefined {
+  const points = [...value];
+  if (column === 'email') return points.length <= EMAIL_LIMIT ? value : undefined;
+  const limit = COLUMN_LIMITS[column];
+  return limit && points.length > limit ? points.slice(0, limit).join('').trimEnd() : value;
+}
+
+/** Values of the fields mapped to `<target>.*`, by CRM column, each within what the API takes. */
 function mapped(form: FormRow, submission: Submission, target: 'lead' | 'customer'): Record<string, string> {
   const out: Record<string, string> = {};
   for (const field of form.fields) {
@@ -20,7 +36,9 @@ function mapped(form: FormRow, submission: Submission, target: 'lead' | 'custome
     const value = submission.answers[field.key];
     // A number answer is its decimal text (a phone in a number field), as the submission's own `phone`.
     const textual = typeof value === 'number' ? String(value) : value;
-    if (typeof textual === 'string' && textual) out[field.maps_to.slice(target.length + 1)] ??= textual;
+    const column = field.maps_to.slice(target.length + 1);
+    const fitted = typeof textual === 'string' && textual ? fit(column, textual) : undefined;
+    if (fitted) out[column] ??= fitted;
   }
   return out;
 }
@@ -41,7 +59,7 @@ export async function upsertLead(db: Client, form: FormRow, s: Submission): Prom
     return { lead_id: found, created: false };
   }
   const id = objectId();
-  const name = v.name ?? s.name ?? email ?? 'Sin nombre';
+  const name = v.name ?? fit('name', s.name || email || 'Sin nombre')!;
   await db.query(
     `INSERT INTO leads (id, company_id, name, email, phone, company_name, job_title, source)
      VALUES ($1, $2, $3, $4, $5, $6, $7, 'formulario')`,
@@ -66,7 +84,7 @@ export async function associateCustomer(db: Client, form: FormRow, s: Submission
     return { customer_id: found, created: false };
   }
   const id = objectId();
-  const name = v.name ?? s.name ?? email ?? 'Sin nombre';
+  const name = v.name ?? fit('name', s.name || email || 'Sin nombre')!;
   await db.query('INSERT INTO customers (id, company_id, name, email, phone) VALUES ($1, $2, $3, $4, $5)', [
     id, s.company_id, name, email ?? null, v.phone ?? null,
   ]);
