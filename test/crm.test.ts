@@ -96,6 +96,9 @@ describe('customers', () => {
     assert.equal(bad.status, 422);
     assert.equal(bad.body.error, 'validation_failed');
     assert.deepEqual(Object.keys(bad.body.errors).sort(), ['email', 'hacker', 'tax_id']);
+    // An RFC's shape with a date that does not exist (month 13, day 31) is no RFC.
+    const impossible = await api.post('/customers', { data: { name: 'X', tax_id: 'AAA991331AAA' } });
+    assert.deepEqual([impossible.status, Object.keys(impossible.body.errors ?? {})], [422, ['tax_id']]);
     const notObject = await api.post('/customers', { data: [1, 2] });
     assert.equal(notObject.body.error, 'validation_failed');
   });

@@ -7,6 +7,7 @@ import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { customPropertiesWrite, flattenCustomProperties } from '../custom-properties.ts';
 import { standardRoutes } from './standard-routes.ts';
 import { addressRead, addressSchema, CONTACT_SEARCH, contactFields, optionalText, serializeAddress, timestamps } from './crm-fields.ts';
+import { Rfc } from '@nodecfdi/rfc';
 
 const customerFields = {
   ...contactFields,
@@ -16,6 +17,8 @@ const customerFields = {
     .trim()
     .toUpperCase()
     .regex(/^[A-ZÑ&]{3,4}\d{6}[A-Z0-9]{3}$/, 'RFC inválido')
+    // The shape and a real date (YYMMDD): "AAA991331AAA" has the shape of one and is none.
+    .refine((rfc) => Rfc.isValid(rfc), 'RFC inválido: su fecha (AAMMDD) no existe')
     .nullable()
     .optional()
     .describe('RFC del cliente; necesario para facturar a su nombre'),
