@@ -10,11 +10,14 @@
 // time per process (SVG_CHILDREN).
 //
 // Refused before drawing (`svgProblem`), because librsvg would act on them: a
-// DOCTYPE or entity declarations (entity expansion, "billion laughs"), a
+// DOCTYPE with an internal subset or entity declarations (entity expansion,
+// "billion laughs"; an external DTD reference alone, as Illustrator writes it,
+// is never fetched and is taken), a
 // processing instruction other than the XML declaration (`xml-stylesheet`
 // loads a style sheet), and references to anything outside the document:
-// `href` other than `#fragment` or an embedded raster image (`data:image/png`,
-// `jpeg`, `gif`, `webp`, itself within MAX_IMAGE_PIXELS), `url()` other than
+// `href` other than `#fragment` or an embedded raster image (exactly
+// `data:image/<png|jpeg|gif|webp>;base64,<base64>`, itself within
+// MAX_IMAGE_PIXELS; any other `data:` anywhere is refused), `url()` other than
 // `#fragment`, `@import`. The text is checked after decoding XML character
 // references and CSS escapes, so `u\72l(` or `&#117;rl(` hide nothing.
 import { spawn } from 'node:child_process';
@@ -34,6 +37,12 @@ export const SVG_RASTER_SIZE = 1024;
 export const SVG_TIMEOUT_MS = 5_000;
 /** SVGs drawn at once by one process; the next waits its turn. */
 const SVG_CHILDREN = 1;
+/**
+ * SVGs waiting for their turn in one process, at most; the next is 503 with Retry-After. Each waits up to
+ * SVG_TIMEOUT_MS per SVG ahead of it, holding its body: without a bound one client's slow SVGs would
+ * delay every company's logo for as long as it kept sending them.
+ */
+const SVG_WAITING = 4;
 /** Exit status of the child for a refused document (its reason on stdout). */
 export const SVG_REFUSED_EXIT = 3;
 
@@ -59,22 +68,23 @@ function decoded(text: string): string {
 // The quote is matched before the lookahead so that backtracking cannot skip it.
 const HREF = /\bhref\s*=\s*(?:"(?!\s*(?:#|data:))|'(?!\s*(?:#|data:))|(?![\s"'#]|data:))/i;
 const URL_FUNCTION = /\burl\(\s*(?:"(?!\s*#)|'(?!\s*#)|(?![\s"'#]))/i;
-const DATA_HREF = /\bhref\s*=\s*(["'])\s*data:([^"']*)\1/gi;
+// Every `data:` in the text, and the one form taken: a base64 raster image that fills its attribute value.
+const DATA = /data:/gi;
+const EMBEDDED_IMAGE = /data:image\/(?:png|jpeg|gif|webp);base64,([A-Za-z0-9+/=\s]*)(?=["'])/iy;
 
 /** Why the document is refused, or null. Runs in the child: the text may be 10 MB. */
 export async function svgProblem(text: string): Promise<string | null> {
-  if (/<!DOCTYPE|<!ENTITY/i.test(text)) return 'el SVG declara un DOCTYPE o entidades, que no se aceptan';
+  if (/<!ENTITY|<!DOCTYPE[^>]*\[/i.test(text)) return 'el SVG declara entidades o un DOCTYPE con subconjunto interno, que no se aceptan';
   if (/<\?(?!xml[\s?])/i.test(text)) return 'el SVG lleva instrucciones de procesamiento (xml-stylesheet), que no se aceptan';
   const plain = decoded(text);
   if (HREF.test(plain) || URL_FUNCTION.test(plain) || /@import/i.test(plain)) return REFERENCES;
-  for (const [, , data] of plain.matchAll(DATA_HREF)) {
-    const comma = data.indexOf(',');
-    const header = data.slice(0, comma).trim().toLowerCase();
-    const base64 = /^image\/(png|jpeg|gif|webp);base64$/.exec(header);
-    if (comma < 0 || !base64) return 'una imagen incrustada en el SVG debe ser PNG, JPEG, GIF o WebP en base64';
+  for (const found of plain.matchAll(DATA)) {
+    EMBEDDED_IMAGE.lastIndex = found.index;
+    const image = EMBEDDED_IMAGE.exec(plain);
+    if (!image) return 'lo incrustado en el SVG (data:) solo puede ser una imagen PNG, JPEG, GIF o WebP en base64 (data:image/png;base64,…)';
     let meta;
     try {
-      meta = await sharp(Buffer.from(data.slice(comma + 1).replace(/\s+/g, ''), 'base64'), { limitInputPixels: false }).metadata();
+      meta = await sharp(Buffer.from(image[1].replace(/\s+/g, ''), 'base64'), { limitInputPixels: false }).metadata();
     } catch {
       return 'una imagen incrustada en el SVG está dañada';
     }
@@ -117,12 +127,18 @@ export async function drawSvg(bytes: Buffer): Promise<SvgResult> {
   }
 }
 
+/** Too many SVGs waiting in this process (SVG_WAITING): the route answers 503 with Retry-After. */
+export class SvgBusyError extends Error {}
+
 const CHILD = fileURLToPath(new URL('./svg-child.ts', import.meta.url));
 let running = 0;
 const waiting: (() => void)[] = [];
 
 async function turn<T>(work: () => Promise<T>): Promise<T> {
-  if (running >= SVG_CHILDREN) await new Promise<void>((resolve) => waiting.push(resolve));
+  if (running >= SVG_CHILDREN) {
+    if (waiting.length >= SVG_WAITING) throw new SvgBusyError();
+    await new Promise<void>((resolve) => waiting.push(resolve));
+  }
   running++;
   try {
     return await work();

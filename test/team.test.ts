@@ -15,7 +15,7 @@ async function upload(baseUrl: string, key: string, path: string, field: string,
   const body = new FormData();
   body.append(field, new Blob([bytes]), filename);
   const res = await fetch(baseUrl + path, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body });
-  return { status: res.status, body: (await res.json()) as any };
+  return { status: res.status, headers: res.headers, body: (await res.json()) as any };
 }
 
 const png = () => sharp({ create: { width: 64, height: 64, channels: 3, background: '#336699' } }).png().toBuffer();
@@ -102,6 +102,8 @@ describe('company and team', () => {
       'fill="url(&quot;#…&quot;)"': svg(`${gradient}<rect width="100" height="50" fill="url(&quot;#g&quot;)" style="stroke:url('#g')"/>`),
       'an embedded PNG': svg(`<image href="data:image/png;base64,${dot}" width="100" height="50"/>`),
       'a 200,000-unit viewBox, drawn at 1024 px': svg('<rect width="200000" height="100000" fill="#c00"/>', 'viewBox="0 0 200000 100000"'),
+      'an external DTD reference, as Illustrator writes it (never fetched)':
+        '<?xml version="1.0" encoding="utf-8"?><!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd">' + svg('<rect width="100" height="50" fill="#c00"/>'),
     };
     for (const [what, text] of Object.entries(accepted)) {
       const res = await upload(app.baseUrl, t.key, '/company/logo', 'logo', Buffer.from(text), 'logo.svg');
@@ -119,6 +121,8 @@ describe('company and team', () => {
       'an xml-stylesheet instruction': ['<?xml version="1.0"?><?xml-stylesheet href="https://evil.example/a.css"?>' + svg(''), /instrucciones de procesamiento/],
       'an embedded SVG': [svg(`<image href="data:image/svg+xml;base64,${Buffer.from(svg('')).toString('base64')}" width="1" height="1"/>`), /PNG, JPEG, GIF o WebP/],
       'an embedded decompression bomb': [svg(`<image href="data:image/png;base64,${bomb.toString('base64')}" width="1" height="1"/>`), /megapíxeles/],
+      'the bomb behind a quote in its data: URL': [svg(`<image href="data:image/png;x='1';base64,${bomb.toString('base64')}" width="1" height="1"/>`), /data:image\/png;base64/],
+      'a percent-encoded SVG in a data: URL': [svg(`<image href="data:image/svg+xml,${encodeURIComponent(svg('<image href="http://evil.example/x"/>').toString())}" width="1" height="1"/>`), /data:image\/png;base64/],
       'a document too costly to draw': [
         svg(`<filter id="f" x="0" y="0" width="1" height="1"><feTurbulence baseFrequency="0.05" numOctaves="30"/><feGaussianBlur stdDeviation="500"/></filter>${filtered}`, 'width="6000" height="6000"'),
         /tarda más de 5 s/,
@@ -129,6 +133,19 @@ describe('company and team', () => {
       assert.equal(res.status, 422, what);
       assert.match(res.body.errors.logo[0], reason, what);
     }
+  });
+
+  test('company logo: SVGs waiting their turn are bounded; one more is 503 with Retry-After, the others are answered', async () => {
+    const t = await tenant();
+    const filtered = '<rect width="6000" height="6000" filter="url(#f)" opacity="0.5"/>'.repeat(40);
+    const heavy = Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" width="6000" height="6000"><filter id="f" x="0" y="0" width="1" height="1"><feTurbulence baseFrequency="0.05" numOctaves="30"/><feGaussianBlur stdDeviation="500"/></filter>${filtered}</svg>`);
+    // One drawn, four waiting, the sixth has no place.
+    const answers = await Promise.all(Array.from({ length: 6 }, () => upload(app.baseUrl, t.key, '/company/logo', 'logo', heavy, 'x.svg')));
+    const busy = answers.filter((a) => a.status === 503);
+    assert.equal(busy.length, 1, JSON.stringify(answers.map((a) => a.status)));
+    assert.equal(busy[0].body.error, 'service_unavailable');
+    assert.ok(Number(busy[0].headers.get('retry-after')) > 0);
+    assert.deepEqual(answers.filter((a) => a.status === 422).map((a) => a.body.errors.logo[0].includes('tarda más')), [true, true, true, true, true]);
   });
 
   test('users: create with every contract field, no credential ever accepted or shown; flat booking branding reads nested', async () => {

@@ -8,12 +8,12 @@
 import { z } from 'zod';
 import { transaction, type Queryable } from '../../db/pool.ts';
 import { inspectImage, MAX_IMAGE_BYTES, NOT_AN_IMAGE, safeFilename } from '../../storage/images.ts';
-import { looksLikeSvg, rasterizeSvg } from '../../storage/svg.ts';
+import { looksLikeSvg, rasterizeSvg, SvgBusyError } from '../../storage/svg.ts';
 import { THUMBNAIL } from '../../db/queues.ts';
 import { lockFreeBytes } from '../../storage/files.ts';
 import { deleteMedia, mediaBytes, storeMedia, type MediaOwner } from '../../storage/media-items.ts';
 import { deleteBlob } from '../../storage/blobs.ts';
-import { validationFailed, type ErrorCode } from '../errors.ts';
+import { ApiError, validationFailed, type ErrorCode } from '../errors.ts';
 import { defineRoute, type ParamKind, type RouteDef, type UploadedFile } from '../route.ts';
 import type { ApiContext, Deps } from '../types.ts';
 import { lockOwnerMedia, readOwnerImage, setOwnerImage, type OwnerImage } from './image-queries.ts';
@@ -37,7 +37,11 @@ export async function attachImage(
   if (!upload) throw validationFailed({ [fields[0]]: [`envía la imagen como multipart/form-data en el campo ${fields.join(' o ')}`] });
   let file = upload;
   if (accept?.svg && looksLikeSvg(file.bytes)) {
-    const raster = await rasterizeSvg(file.bytes);
+    const raster = await rasterizeSvg(file.bytes).catch((error) => {
+      // Retry-After: 2 (the default of a 503); the SVGs ahead of it take up to 5 s each.
+      if (error instanceof SvgBusyError) throw new ApiError('service_unavailable', 'Hay demasiados SVG en espera de dibujarse; vuelve a intentarlo en unos segundos.');
+      throw error;
+    });
     if (!raster.ok) throw validationFailed({ [file.field]: [raster.reason] });
     file = { ...file, bytes: raster.png, filename: (file.filename ?? fallbackFilename).replace(/\.svgz?$/i, '') + '.png' };
   }
