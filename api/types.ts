@@ -34,6 +34,9 @@ export type Deps = {
   lifecycle: { draining: boolean };
 };
 
+/** A credential field of an answer that the idempotency store withholds (api/middleware/idempotency.ts). */
+export type CredentialField = 'manage_url';
+
 export type ApiState = {
   requestId: string;
   auth?: AuthKey;
@@ -45,6 +48,11 @@ export type ApiState = {
   mcpCredential?: { companyId: string; scopes: string[]; label: string; allowedOrigins: string[] };
   /** The transaction of an Idempotency-Key request (api/middleware/idempotency.ts); handlers get it as `db`. */
   db?: Client;
+  /**
+   * Fields of the answer's `data` that are credentials (a booking's `manage_url`), set by the handler
+   * that answers them: the stored answer of an Idempotency-Key holds them withheld, rebuilt on replay.
+   */
+  withheld?: readonly CredentialField[];
   /**
    * A status other than the route's, set by a handler (a create that finds
    * the record its `metadata.external_ref` names answers 200, not 201).

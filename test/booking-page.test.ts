@@ -185,9 +185,14 @@ describe('public booking page (HTTP)', () => {
     assert.equal(loggablePath(`/book/manage/${token}/cancel`), '/book/manage/[token]/cancel');
     const { rows } = await app.pool.query('SELECT count(*)::int AS n FROM bookings WHERE booking_link_id = $1', [link.id]);
     assert.equal(rows[0].n, 1);
-    // The same key string used by the company's API integrator is another namespace.
-    const integrator = await api.post('/customers', { data: { name: 'Cliente' } }, { 'Idempotency-Key': `visita-${n}` });
+    // The same key string used by the company's API integrator is another namespace; its answers are
+    // stored as they are (a custom property named manage_url is the customer's own value).
+    const own = { data: { name: 'Cliente', custom_properties: [{ key: 'manage_url', value: 'https://propio.example/x' }] } };
+    const integrator = await api.post('/customers', own, { 'Idempotency-Key': `visita-${n}` });
     assert.equal(integrator.status, 201, integrator.text);
+    const again = await api.post('/customers', own, { 'Idempotency-Key': `visita-${n}` });
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    assert.equal(again.body.data.manage_url, 'https://propio.example/x');
   });
 
   test('an unusable Idempotency-Key is refused before the body is read, as by the API', async () => {
@@ -291,9 +296,15 @@ describe('public booking page (HTTP)', () => {
     const later = new Date(Date.parse(slot.starts_at) + 30 * 60_000).toISOString();
     const slots = (await (await page(`${manage}/slots?from=${slot.starts_at.slice(0, 10)}&to=${slot.starts_at.slice(0, 10)}&timezone=UTC`, from())).json()) as any;
     assert.ok(slots.data.days.flatMap((d: any) => d.slots).some((s: any) => s.starts_at === later), 'the overlapping time is offered');
-    const moved = await postJson(`${manage}/reschedule`, { data: { starts_at: later } }, from());
+    const movedKey = `mover-${n}-${Date.now()}`;
+    const moved = await postJson(`${manage}/reschedule`, { data: { starts_at: later } }, { ...from(), 'idempotency-key': movedKey });
     assert.equal(moved.status, 201, JSON.stringify(moved.body));
     assert.equal(moved.body.data.starts_at, later);
+    // The key's row keeps neither token: not the old one of the path, not the new one of the answer.
+    const keyRow = (await app.pool.query(`SELECT path, response_body FROM idempotency_keys WHERE scope = 'booking_page' AND key = $1`, [movedKey])).rows[0];
+    for (const token of [manage.split('/').at(-1)!, moved.body.data.manage_url.split('/').at(-1)]) {
+      assert.ok(!JSON.stringify(keyRow).includes(token), JSON.stringify(keyRow));
+    }
     const old = await page(manage, from());
     assert.equal(old.status, 302);
     assert.equal(old.headers.get('location'), moved.body.data.manage_url);

@@ -264,6 +264,7 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
         reason: null,
       });
       ctx.status = 201;
+      ctx.state.withheld = ['manage_url'];
       ctx.body = { data: publicView(booking, url) };
     });
   });
@@ -336,6 +337,7 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
         throw error;
       });
       ctx.status = 201;
+      ctx.state.withheld = ['manage_url'];
       ctx.body = { data: publicView(booking, url) };
     });
   });

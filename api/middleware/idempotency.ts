@@ -32,9 +32,10 @@ import { createHash } from 'node:crypto';
 import type { Next } from 'koa';
 import { openTransaction, type Queryable } from '../../db/pool.ts';
 import { manageUrl } from '../../lib/booking-tokens.ts';
+import { loggablePath } from './request.ts';
 import { logError } from '../../lib/log.ts';
 import { ApiError, type ErrorCode } from '../errors.ts';
-import type { ApiContext } from '../types.ts';
+import type { ApiContext, CredentialField } from '../types.ts';
 import { checkJsonBody } from '../validation.ts';
 
 export const IDEMPOTENCY_BODY_LIMIT = 100 * 1024;
@@ -111,8 +112,10 @@ export async function runIdempotent(
   // that first used it: a replay hands back what only that request saw (a webhook endpoint's secret,
   // which the contract shows once), so another key of the company gets 422 idempotency_key_reused.
   const credential = ctx.state.auth?.keyId ?? null;
-  const fingerprint = createHash('sha256').update(canonicalJson({ query: ctx.querystring, body: bodyFingerprint, credential })).digest('hex');
-  const path = ctx.path;
+  // The path is stored as logs write it (a manage token is a credential, docs/bookings.md) and bound
+  // whole through the fingerprint: a key repeated on another booking's manage path is a reuse, not a replay.
+  const fingerprint = createHash('sha256').update(canonicalJson({ query: ctx.querystring, body: bodyFingerprint, credential, path: ctx.path })).digest('hex');
+  const path = loggablePath(ctx.path);
   // The claim's liveness: the request holds this advisory lock for as long as its transaction runs,
   // and a claim is taken over only when no one holds it (its process died, or it ended without
   // releasing the claim); one merely slow (a lock wait, a slow database) is never run twice.
@@ -169,7 +172,7 @@ export async function runIdempotent(
     return db.query(
       `UPDATE idempotency_keys SET state = 'done', response_status = $3, response_headers = $4, response_body = $5
         WHERE company_id = $1 AND scope = $6 AND key = $2`,
-      [companyId, key, status, headers, body === undefined || body === null ? null : JSON.stringify(withheldCredentials(body)), scope],
+      [companyId, key, status, headers, body === undefined || body === null ? null : JSON.stringify(withheldCredentials(ctx, body)), scope],
     );
   };
 
@@ -219,21 +222,24 @@ function inProgress(ctx: ApiContext): ApiError {
 }
 
 /**
- * Fields of an answer's `data` that are credentials: stored without their value, so the table of stored
- * answers holds no secret a copy of the database could use, and rebuilt on replay from the record's id.
- * A booking's `manage_url` opens the booking to whoever holds it; the database keeps only its token's
- * digest (docs/bookings.md, Manage links), and the token is derived from the booking's id.
+ * Credential fields of an answer's `data`, rebuilt on replay from the record's id. A handler that answers
+ * one names it in `ctx.state.withheld`; the stored answer then holds WITHHELD in its place, so the table
+ * of stored answers holds no secret a copy of the database could use. A booking's `manage_url` opens the
+ * booking to whoever holds it; the database keeps only its token's digest (docs/bookings.md, Manage
+ * links), and the token is derived from the booking's id. Other answers are stored as they are (a
+ * customer's custom property named `manage_url` is the customer's own value).
  */
-const CREDENTIAL_FIELDS: Record<string, (ctx: ApiContext, id: string) => string> = {
+const CREDENTIAL_FIELDS: Record<CredentialField, (ctx: ApiContext, id: string) => string> = {
   manage_url: (ctx, id) => manageUrl(ctx.deps.config.bookingUrl, ctx.deps.config.bookingTokenKey, id),
 };
 const WITHHELD = '(withheld: rebuilt on replay)';
 
-function withheldCredentials(body: unknown): unknown {
+function withheldCredentials(ctx: ApiContext, body: unknown): unknown {
+  const fields = ctx.state.withheld ?? [];
   const data = (body as { data?: unknown } | null)?.data;
-  if (!data || typeof data !== 'object' || !Object.keys(CREDENTIAL_FIELDS).some((field) => Object.hasOwn(data, field))) return body;
+  if (!fields.length || !data || typeof data !== 'object') return body;
   const stored = { ...(data as Record<string, unknown>) };
-  for (const field of Object.keys(CREDENTIAL_FIELDS)) if (Object.hasOwn(stored, field)) stored[field] = WITHHELD;
+  for (const field of fields) if (Object.hasOwn(stored, field)) stored[field] = WITHHELD;
   return { ...(body as object), data: stored };
 }
 

@@ -60,6 +60,7 @@ export const bookingRoutes: RouteDef[] = [
         booker: data.booker,
         answers: data.answers,
       });
+      ctx.state.withheld = ['manage_url'];
       return { data: { ...serializeBooking(booking), manage_url: manageUrl } };
     },
   }),
@@ -121,6 +122,7 @@ export const bookingRoutes: RouteDef[] = [
         by: 'host',
         reason: data.reason ?? null,
       });
+      ctx.state.withheld = ['manage_url'];
       return { data: { ...serializeBooking(booking), manage_url: manageUrl } };
     },
   }),
