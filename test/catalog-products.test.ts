@@ -212,6 +212,20 @@ describe('products: prices, nested writes, detail, custom properties', () => {
     const oneMore = await api.patch(`/products/${created.id}`, { data: { option_types: [{ id: talla.id, values: values(1) }] } });
     assert.equal(oneMore.status, 422, 'an option type holds 100 values at most');
     assert.ok(oneMore.body.errors['option_types.0.values'], JSON.stringify(oneMore.body.errors));
+    // A product over a limit from before it held (rows written when only payloads were capped) can still
+    // be edited, and brought under it: a write that does not grow the list is taken.
+    await app.pool.query(
+      `INSERT INTO product_variants (id, company_id, product_id, name, prices_cents, position)
+       SELECT substr(md5(random()::text), 1, 24), company_id, id, 'Vieja ' || g, '{}', 200 + g FROM products, generate_series(1, 50) g WHERE id = $1`,
+      [created.id],
+    );
+    const stored = (await api.get(`/products/${created.id}`)).body.data.variants;
+    assert.equal(stored.length, 250);
+    const renamed = await api.patch(`/products/${created.id}`, { data: { variants: [{ id: stored[0].id, name: 'Renombrada' }] } });
+    assert.equal(renamed.status, 200, renamed.text);
+    const trimmed = await api.patch(`/products/${created.id}`, { data: { variants: stored.slice(0, 50).map((v: any) => ({ id: v.id, _destroy: true })) } });
+    assert.equal(trimmed.status, 200, trimmed.text);
+    assert.equal(trimmed.body.data.variants.length, 200);
   });
 
   test('_destroy of a variant that belongs to another product is refused and deletes nothing', async () => {

@@ -23,27 +23,36 @@ type ItemTable = 'product_variants' | 'product_option_types' | 'product_componen
 
 /** Writes every nested list the payload carries, in this order. */
 export async function writeProductItems(client: Client, companyId: string, productId: string, data: ProductWrite): Promise<void> {
+  const lists = (['variants', 'option_types', 'components', 'inventory'] as const).filter((list) => data[list]);
+  const before = await countItems(client, productId, lists);
   if (data.variants) await writeVariants(client, companyId, productId, data.variants);
   if (data.option_types) await writeOptionTypes(client, companyId, productId, data.option_types);
   if (data.components) await writeComponents(client, companyId, productId, data.components);
   if (data.inventory) await writeInventory(client, companyId, productId, data.inventory);
-  await checkItemLimits(client, productId, data);
-}
-
-/** Each list the write touched, counted after it: a product's lists stay within ITEM_LIMITS however many PATCHes add to them. */
-async function checkItemLimits(db: Queryable, productId: string, data: ProductWrite): Promise<void> {
-  const lists = (['variants', 'option_types', 'components', 'inventory'] as const).filter((list) => data[list]);
-  if (lists.length === 0) return;
-  const table = { variants: 'product_variants', option_types: 'product_option_types', components: 'product_components', inventory: 'product_stock' } as const;
-  const { rows } = await db.query<Record<(typeof lists)[number], number>>(
-    `SELECT ${lists.map((list) => `(SELECT count(*)::int FROM ${table[list]} WHERE product_id = $1) AS ${list}`).join(', ')}`,
-    [productId],
-  );
+  // Each list the write grew, counted after it: a product's lists stay within ITEM_LIMITS however many
+  // PATCHes add to them. A write that does not grow a list is taken, so a product over a limit (made
+  // before it held) can still be edited and brought under it.
+  const after = await countItems(client, productId, lists);
   const errors: FieldErrors = {};
   for (const list of lists) {
-    if (rows[0][list] > ITEM_LIMITS[list]) errors[list] = [`un producto tiene como máximo ${ITEM_LIMITS[list]}; con esta escritura tendría ${rows[0][list]}`];
+    if (after[list] > ITEM_LIMITS[list] && after[list] > before[list]) {
+      errors[list] = [`un producto tiene como máximo ${ITEM_LIMITS[list]}; con esta escritura tendría ${after[list]}`];
+    }
   }
   if (Object.keys(errors).length > 0) throw validationFailed(errors);
+}
+
+type ItemList = 'variants' | 'option_types' | 'components' | 'inventory';
+const ITEM_TABLES = { variants: 'product_variants', option_types: 'product_option_types', components: 'product_components', inventory: 'product_stock' } as const;
+
+/** How many items the product holds in each of `lists` (one statement; none when the write touches no list). */
+async function countItems(db: Queryable, productId: string, lists: readonly ItemList[]): Promise<Record<ItemList, number>> {
+  if (lists.length === 0) return { variants: 0, option_types: 0, components: 0, inventory: 0 };
+  const { rows } = await db.query<Record<ItemList, number>>(
+    `SELECT ${lists.map((list) => `(SELECT count(*)::int FROM ${ITEM_TABLES[list]} WHERE product_id = $1) AS ${list}`).join(', ')}`,
+    [productId],
+  );
+  return rows[0];
 }
 
 /** Where an item created without a position goes: after the list's stored items, in the payload's order. */
@@ -162,7 +171,7 @@ async function mergeValues(stored: OptionValue[], items: OptionValueWrite[], at:
     },
     errors,
   );
-  if (byId.size > ITEM_LIMITS.values) errors[`${at}.values`] = [`un tipo de opción tiene como máximo ${ITEM_LIMITS.values} valores; con esta escritura tendría ${byId.size}`];
+  if (byId.size > ITEM_LIMITS.values && byId.size > stored.length) errors[`${at}.values`] = [`un tipo de opción tiene como máximo ${ITEM_LIMITS.values} valores; con esta escritura tendría ${byId.size}`];
   return [...byId.values()].sort((a, b) => a.position - b.position);
 }
 
