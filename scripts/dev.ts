@@ -8,7 +8,6 @@ import { createServer, type Server } from 'node:net';
 import path from 'node:path';
 
 const dataDir = path.resolve(process.env.DATA_DIR || './.data');
-await mkdir(dataDir, { recursive: true });
 // Without ADMIN_TOKEN the config reads (or makes once) DATA_DIR/admin-token, the file wsctl reads too:
 // the banner names whichever this process uses.
 const adminTokenGiven = !!process.env.ADMIN_TOKEN;
@@ -29,6 +28,8 @@ const { startWorker } = await import('../worker/worker.ts');
 const { seedDemo } = await import('./seed.ts');
 
 const config = loadConfigOrExit();
+// After the config, which says in one line when DATA_DIR is a file.
+await mkdir(dataDir, { recursive: true });
 
 /** Waits for `server` to listen; a port in use is one line, not a stack trace (the exit stops the embedded database). */
 async function listenOrExit<T extends Server>(server: T): Promise<T> {

@@ -422,6 +422,10 @@ describe('OAuth 2.1 authorization server', () => {
       assert.equal(location.origin + location.pathname, 'http://127.0.0.1:43210/callback');
       assert.equal(location.searchParams.get('error'), error);
     }
+    // Revoked (the person no longer trusts it): shown on the page again.
+    await app.pool.query('UPDATE oauth_grants SET revoked_at = now() WHERE client_id = $1', [client.client_id]);
+    const afterRevoke = await fetch(`${app.url}/authorize?${new URLSearchParams(invalid[0].params)}`, { redirect: 'manual', headers: { cookie } });
+    assert.deepEqual([afterRevoke.status, afterRevoke.headers.get('location')], [400, null]);
     // Asked for a read and a write scope, and the write one sent back ticked as if offered: only the read one is granted.
     const p = pkce();
     const code = (await authorize(client.client_id, p.challenge, { scopes: ['read-customers', 'create-customers'], pick: ['read-customers', 'create-customers'] })).searchParams.get('code')!;
@@ -495,7 +499,9 @@ describe('OAuth 2.1 authorization server', () => {
     // RFC 6749 §3.1: a parameter sent twice is invalid_request (scope twice offered every read scope).
     const twice = new URLSearchParams(params);
     twice.append('scope', 'read-reports');
-    const cookie = await signedInCookies(params); // signed in, an invalid request goes back to the client
+    // Signed in, having approved this client (a live grant), an invalid request goes back to it.
+    await authorize(client.client_id, pkce().challenge);
+    const cookie = await signedInCookies(params);
     const repeated = await fetch(`${app.url}/authorize?${twice}`, { redirect: 'manual', headers: { cookie } });
     assert.equal(repeated.status, 302);
     const back = new URL(repeated.headers.get('location')!);

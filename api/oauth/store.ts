@@ -58,9 +58,9 @@ export async function findSession(db: Queryable, token: string | undefined): Pro
   return rows[0] ? { userId: rows[0].user_id, csrf: rows[0].csrf, formKey: rows[0].form_key } : null;
 }
 
-/** Whether the person has approved this client before (a grant, revoked or not): its redirect URIs are then ones they trusted. */
+/** Whether the person has approved this client and not revoked it: its redirect URIs are then ones they trust. */
 export async function hasApproved(db: Queryable, userId: string, clientId: string): Promise<boolean> {
-  const { rowCount } = await db.query('SELECT 1 FROM oauth_grants WHERE user_id = $1 AND client_id = $2 LIMIT 1', [userId, clientId]);
+  const { rowCount } = await db.query('SELECT 1 FROM oauth_grants WHERE user_id = $1 AND client_id = $2 AND revoked_at IS NULL LIMIT 1', [userId, clientId]);
   return (rowCount ?? 0) > 0;
 }
 
