@@ -46,6 +46,12 @@ describe('customers', () => {
     assert.equal(updated.body.data.phone, null);
     assert.equal(updated.body.data.notes, 'Prefiere correo');
     assert.equal(updated.body.data.email, 'ana@example.com', 'PATCH leaves other fields alone');
+    // An address with nothing in it is no address: it reads null, as `address: null` writes it.
+    for (const address of [{}, { line1: null, country: null }]) {
+      const emptied = await api.patch(`/customers/${customer.id}`, { data: { address } });
+      assert.equal(emptied.status, 200, emptied.text);
+      assert.equal(emptied.body.data.address, null, JSON.stringify(address));
+    }
 
     const deleted = await api.delete(`/customers/${customer.id}`);
     assert.equal(deleted.status, 204);

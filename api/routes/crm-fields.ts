@@ -33,8 +33,9 @@ export const ADDRESS_KEYS = ['line1', 'line2', 'city', 'state', 'postal_code', '
 export const addressRead = z.object(Object.fromEntries(ADDRESS_KEYS.map((key) => [key, z.string().nullable()])) as Record<(typeof ADDRESS_KEYS)[number], z.ZodNullable<z.ZodString>>);
 export type AddressRead = z.infer<typeof addressRead>;
 
+/** Null for no address, an address with nothing in it included (`{}` or all nulls written: nothing to show). */
 export function serializeAddress(stored: Partial<Record<(typeof ADDRESS_KEYS)[number], string | null>> | null): AddressRead | null {
-  if (!stored) return null;
+  if (!stored || ADDRESS_KEYS.every((key) => stored[key] == null)) return null;
   return { line1: stored.line1 ?? null, line2: stored.line2 ?? null, city: stored.city ?? null, state: stored.state ?? null, postal_code: stored.postal_code ?? null, country: stored.country ?? null };
 }
 
