@@ -179,7 +179,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (isProduction && !env.SITE_URL) fail('SITE_URL es obligatoria en producción (la raíz pública, por ejemplo https://api.example.com)');
   const siteUrl = url('SITE_URL', env.SITE_URL || `http://localhost:${port}`);
   // The root every other URL is built on by appending a path (`${siteUrl}/api/v1`): a path, query or fragment would end up inside them.
-  if (new URL(siteUrl).pathname !== '/' || new URL(siteUrl).search || new URL(siteUrl).hash) {
+  const root = new URL(siteUrl);
+  if (root.pathname !== '/' || root.search || root.hash) {
     fail(`SITE_URL es una raíz: esquema, host y puerto, sin ruta, consulta ni fragmento (recibido "${env.SITE_URL}")`);
   }
   if (isProduction && !env.DATABASE_URL) fail('DATABASE_URL es obligatoria en producción');

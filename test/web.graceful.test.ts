@@ -24,6 +24,20 @@ function endOnceStopping(req: http.ClientRequest, output: () => string, rest: Bu
   );
 }
 
+/** A process of the Procfile (`api/server.ts`, `worker/main.ts`) on `databaseUrl`, logging at info; its stdout and stderr in `output()`. */
+function spawnProcess(script: string, databaseUrl: string) {
+  const child = spawn(process.execPath, [script], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', LOG_LEVEL: 'info', NODE_ENV: 'test', ADMIN_TOKEN },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  return { child, exited, output: () => out };
+}
+
 describe('graceful stop of the web process', () => {
   let app: TestApp;
   before(async () => {
@@ -34,18 +48,11 @@ describe('graceful stop of the web process', () => {
   test('SIGTERM mid-upload: the upload completes with 201, new connections are refused, the process exits 0', async () => {
     const t = await seedTenant(app.pool);
     const form = await files.createFormViaAdmin(app.url, t.companyId);
-    const child = spawn(process.execPath, ['api/server.ts'], {
-      cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: app.databaseUrl, PORT: '0', LOG_LEVEL: 'info', NODE_ENV: 'test', ADMIN_TOKEN },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
+    const { child, exited, output } = spawnProcess('api/server.ts', app.databaseUrl);
     try {
       const port = await new Promise<number>((resolve, reject) => {
         child.stdout.on('data', () => {
-          const m = /"event":"web.listening","port":(\d+)/.exec(out);
+          const m = /"event":"web.listening","port":(\d+)/.exec(output());
           if (m) resolve(Number(m[1]));
         });
         child.once('exit', () => reject(new Error('web exited early')));
@@ -74,7 +81,7 @@ describe('graceful stop of the web process', () => {
           // (logged before anything else happens), the client sends the rest.
           req.write(body.subarray(0, 100_000), () => {
             child.kill('SIGTERM');
-            endOnceStopping(req, () => out, body.subarray(100_000), reject);
+            endOnceStopping(req, output, body.subarray(100_000), reject);
           });
         });
         req.flushHeaders();
@@ -163,18 +170,10 @@ describe('stopping while the database hangs (a relay in front of it stops moving
 
   /** A process of the Procfile against the relay; resolves once `ready` is in its log. */
   async function start(script: string, ready: string) {
-    const child = spawn(process.execPath, [script], {
-      cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: relay.url, PORT: '0', LOG_LEVEL: 'info', NODE_ENV: 'test', ADMIN_TOKEN },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    await waitFor(() => out.includes(ready) || child.exitCode !== null, 60_000, `${script} ready`);
-    assert.equal(child.exitCode, null, out);
-    return { child, exited, output: () => out };
+    const proc = spawnProcess(script, relay.url);
+    await waitFor(() => proc.output().includes(ready) || proc.child.exitCode !== null, 60_000, `${script} ready`);
+    assert.equal(proc.child.exitCode, null, proc.output());
+    return proc;
   }
 
   // Before, the pools' end waited on connections the database never answered: the process outlived

@@ -6,8 +6,13 @@ const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&
  * isolated: direction controls dropped and the text in its own <bdi>, so a name holding U+202E cannot
  * reverse what follows it (the "Te devolverá a <host>" line read as another host).
  */
-export const DIRECTION_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const DIRECTION_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 const isolated = (s: string) => `<bdi>${esc(s.replace(DIRECTION_CONTROLS, ''))}</bdi>`;
+
+/** Whether a client's name has anything the pages would show (not blank, not direction controls only, which they drop). */
+export function hasVisibleText(name: string | null | undefined): name is string {
+  return !!name?.replace(DIRECTION_CONTROLS, '').trim();
+}
 
 function page(title: string, body: string): string {
   return `<!doctype html><html lang="es"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

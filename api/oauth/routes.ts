@@ -21,7 +21,7 @@ import { ALL_SCOPES } from '../auth/scopes.ts';
 import { MCP_PATH } from '../mcp/server.ts';
 import { TOOLS } from '../mcp/tools.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState } from '../types.ts';
-import { consentPage, DIRECTION_CONTROLS, errorPage, signInPage } from './pages.ts';
+import { consentPage, errorPage, hasVisibleText, signInPage } from './pages.ts';
 import { exchangeCode, refreshGrant, revokeToken } from './grants.ts';
 import { companiesOf, findClient, findSession, findSignInUser, hasApproved, insertClient, issueCode, openSession, type SignInSession } from './store.ts';
 
@@ -251,7 +251,7 @@ async function register(ctx: ApiContext): Promise<void> {
   if (bad) return oauthError(ctx, 400, 'invalid_redirect_uri', `redirect_uri no aceptada: ${bad.slice(0, 200)}`);
   // A name with nothing to show (blank, or only direction controls, which the pages drop) is no name:
   // the pages then show the client_id rather than an empty one.
-  const name = input.data.client_name?.replace(DIRECTION_CONTROLS, '').trim() ? input.data.client_name : null;
+  const name = hasVisibleText(input.data.client_name) ? input.data.client_name : null;
   const client = await insertClient(ctx.deps.pool, name, input.data.redirect_uris);
   ctx.status = 201;
   ctx.body = {
@@ -301,7 +301,7 @@ async function authorize(ctx: ApiContext): Promise<void> {
     }
     return redirectWith(ctx, params.redirect_uri, { ...check.redirect, state: params.state, iss: issuer(ctx) });
   }
-  const clientName = check.client.client_name?.replace(DIRECTION_CONTROLS, '').trim() || check.client.id;
+  const clientName = hasVisibleText(check.client.client_name) ? check.client.client_name : check.client.id;
   const step = body?.step;
   /** The consent page for this request, its hidden fields sealed under the session's key. */
   const consent = (session: SignInSession, error: string | undefined, companies: Awaited<ReturnType<typeof companiesOf>>) =>
