@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import http from 'node:http';
+import net from 'node:net';
 import { promisify } from 'node:util';
 import sharp from 'sharp';
 import { after, before, describe, test } from 'node:test';
@@ -875,6 +876,46 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
         return res.status === 201 && res;
       }, 10_000, 'the slot to free');
       assert.equal(after.body.data.status, 'received');
+      assert.equal(after.body.data.files.length, 1);
+    } finally {
+      await bounded.close();
+    }
+  });
+
+  test('an upload whose body breaks mid-way (a bad chunk size) is 400 and frees its slot: the next upload is taken', async () => {
+    const bounded = await startTestApp({ UPLOAD_CONCURRENCY: '2' });
+    try {
+      const t = await seedTenant(bounded.pool);
+      const form = await files.createFormViaAdmin(bounded.url, t.companyId);
+      const part = `--zz\r\nContent-Disposition: form-data; name="files[cv]"; filename="a.pdf"\r\nContent-Type: application/pdf\r\n\r\n%PDF-1.4\n${'a'.repeat(1000)}`;
+      // More broken uploads than the company has slots (one of two), one after the other: each is read,
+      // then breaks. One sent before the last one's slot is back is refused 503 and sent again.
+      const brokenUpload = () =>
+        new Promise<string>((resolve, reject) => {
+          const socket = net.connect(Number(new URL(bounded.url).port), '127.0.0.1', () =>
+            socket.write(
+              `POST /api/v1/forms/${form.id}/submissions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${t.key}\r\n` +
+                `Content-Type: multipart/form-data; boundary=zz\r\nTransfer-Encoding: chunked\r\n\r\n${Buffer.byteLength(part).toString(16)}\r\n${part}\r\n`,
+              // The next chunk's size is not hex: Node's parser fails on it once the upload is being read.
+              () => setTimeout(() => socket.write('zz\r\nxx\r\n'), 200),
+            ),
+          );
+          let text = '';
+          socket.on('data', (d) => (text += d));
+          socket.on('close', () => resolve(text));
+          socket.on('error', (error: NodeJS.ErrnoException) => (error.code === 'ECONNRESET' ? resolve(text) : reject(error)));
+        });
+      for (let i = 0; i < 3; i++) {
+        const answer = await waitFor(async () => {
+          const text = await brokenUpload();
+          return !text.startsWith('HTTP/1.1 503 ') && text;
+        }, 10_000, `broken upload ${i + 1} to be read (its slot free)`);
+        assert.match(answer, /^HTTP\/1\.1 400 [^]*"error":"invalid_request"/, answer);
+      }
+      const after = await waitFor(async () => {
+        const res = await client(bounded.baseUrl, t.key).post(`/forms/${form.id}/submissions`, withFile());
+        return res.status === 201 && res;
+      }, 10_000, 'an upload to be taken after the broken ones');
       assert.equal(after.body.data.files.length, 1);
     } finally {
       await bounded.close();

@@ -30,9 +30,11 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 
 /**
  * A client that hangs up mid-body surfaces as ECONNRESET "aborted" from Node's
- * HTTP server: the client went away (nobody reads the answer), the database is fine.
+ * HTTP server, or as raw-body's `request.aborted` through a JSON body parser:
+ * the client went away (nobody reads the answer), the database is fine.
  */
 export function isClientAbort(error: unknown): boolean {
+  if ((error as { type?: string })?.type === 'request.aborted') return true;
   return (error as { message?: string })?.message === 'aborted' && (error as { code?: string }).code === 'ECONNRESET';
 }
 
@@ -214,8 +216,11 @@ export function httpsOnly(enabled: boolean, trustProxyHops: number) {
   };
 }
 
+/** How long an answer written outside Koa may take to leave before its connection is cut. */
+const ANSWER_OUTSIDE_KOA_MS = 5_000;
+
 /** The contract's error answer written on a response outside Koa (the server's own events), then the connection closed. */
-function answerOutsideKoa(res: ServerResponse, code: 'invalid_request' | 'expectation_failed', done?: () => void): void {
+function answerOutsideKoa(res: ServerResponse, code: 'invalid_request' | 'request_timeout' | 'expectation_failed', done?: () => void): void {
   const { status, message } = ERROR_CODES[code];
   const body = JSON.stringify({ error: code, message });
   res.shouldKeepAlive = false;
@@ -238,12 +243,23 @@ export function answerExpectation(req: IncomingMessage, res: ServerResponse): vo
 export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
   const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
   // The request being answered is the one whose body broke the parser (a bad chunk size, an unknown
-  // Transfer-Encoding) and its answer has not started: it gets the 400, then the connection is cut.
+  // Transfer-Encoding) or did not arrive within Node's requestTimeout, and its answer has not started:
+  // it gets the 400 (the 408), then the connection is cut.
   // Not when the client is gone (a reset, or the connection ended mid-body: HPE_INVALID_EOF_STATE):
   // nobody would read it, and the handler must see its read fail (an upload frees its slot).
   const clientGone = error.code === 'ECONNRESET' || error.code === 'HPE_INVALID_EOF_STATE';
   if (inFlight && !clientGone && socket.writable && !inFlight.headersSent && inFlight.req && !inFlight.req.complete) {
-    return answerOutsideKoa(inFlight, 'invalid_request', () => socket.destroy());
+    // Once answered, Node lets go of the request: its stream would never end nor fail, and whatever
+    // reads it (a JSON parser, an upload holding one of the process's upload slots) would wait for
+    // ever. When the connection closes, its body ends as a hang-up does (isClientAbort).
+    const req = inFlight.req;
+    socket.once('close', () => {
+      if (!req.destroyed) req.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
+    });
+    // A client that never reads the answer does not keep the connection (and that reader) either.
+    setTimeout(() => socket.destroy(), ANSWER_OUTSIDE_KOA_MS).unref();
+    const code = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request_timeout' : 'invalid_request';
+    return answerOutsideKoa(inFlight, code, () => socket.destroy());
   }
   // A request of this connection still being answered (garbage pipelined after it): no status line of
   // ours where its answer goes, neither inside a body under way nor in place of one not started; the
