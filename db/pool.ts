@@ -58,6 +58,16 @@ export async function transaction<T>(db: Queryable, fn: (client: Client) => Prom
   }
 }
 
+/**
+ * `transaction`, with what the answer shows read back (`read`) before COMMIT, on the same connection.
+ * Once a write has committed nothing may fail and answer as if it had not: a read through the pool
+ * after it could wait for a connection, time out and answer 503 "retry", and the retry would write
+ * twice.
+ */
+export async function transactionRead<T, R>(db: Queryable, write: (client: Client) => Promise<T>, read: (db: Queryable, row: T) => Promise<R>): Promise<R> {
+  return transaction(db, async (client) => read(client, await write(client)));
+}
+
 let savepoints = 0;
 
 async function nested<T>(client: Client, fn: (client: Client) => Promise<T>): Promise<T> {

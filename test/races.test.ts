@@ -301,6 +301,36 @@ describe('races between a write and a change of what it relies on', () => {
     }
   });
 
+  test('money writes that touch one day\'s ledger rows in different orders do not deadlock: a payment of a pending income while a paid one is created, deleted or moved', async () => {
+    const { api } = await newTenant();
+    const account = (await api.post('/accounts', { data: { name: 'Banco', kind: 'bank', currency: 'mxn' } })).body.data;
+    const now = new Date().toISOString();
+    const income = async (status: 'paid' | 'pending', amount = 100) => {
+      const res = await api.post('/incomes', { data: { account_id: account.id, amount_cents: amount, occurred_at: now, status } });
+      assert.equal(res.status, 201, res.text);
+      return res.body.data.id as string;
+    };
+    // Each round pays one pending income (cash_in, then receivable) while another write takes the
+    // same rows in its own order: a paid income created (income and receivable, then cash_in and
+    // receivable), one deleted (all its lines undone), one moved to another category.
+    const statuses: number[] = [];
+    let expected = 0;
+    for (let round = 0; round < 24; round++) {
+      const pending = await income('pending');
+      const other = round % 3 === 0 ? null : await income('paid', 7);
+      const [pay, race] = await Promise.all([
+        api.post(`/incomes/${pending}/payments`, { data: { amount_cents: 100, paid_at: now } }),
+        other === null ? api.post('/incomes', { data: { account_id: account.id, amount_cents: 1, occurred_at: now } })
+        : round % 3 === 1 ? api.delete(`/incomes/${other}`)
+        : api.patch(`/incomes/${other}`, { data: { category: 'otra' } }),
+      ]);
+      statuses.push(pay.status, race.status);
+      expected += 100 + (other === null ? 1 : round % 3 === 1 ? 0 : 7);
+    }
+    assert.deepEqual([...new Set(statuses)].sort(), [200, 201, 204], `statuses: ${statuses.join(' ')}`);
+    assert.equal((await api.get(`/accounts/${account.id}`)).body.data.balance_cents, expected);
+  });
+
   test('a record a write names, deleted between its check and its insert, is 422 naming the field, not a 500', async () => {
     const { t } = await newTenant();
     const error = await app.pool

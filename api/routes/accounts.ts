@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { transaction } from '../../db/pool.ts';
 import { companyZone, companyZoneForWrite } from '../../db/companies.ts';
-import { openingEntries, post } from '../../db/money/ledger.ts';
+import { openingEntries, post, undo } from '../../db/money/ledger.ts';
 import { assertOpenDates } from '../money/periods.ts';
 import { ApiError } from '../errors.ts';
 import { listMetaSchema, paginationQuery, queryBoolean } from '../pagination.ts';
@@ -126,12 +126,12 @@ export const accountRoutes: RouteDef[] = [
         const openingChanges = (data.opening_balance_cents !== undefined && data.opening_balance_cents !== Number(before.opening_balance_cents)) || (data.opening_on !== undefined && data.opening_on !== before.opening_on);
         if (openingChanges) {
           await assertOpenDates(client, companyId, [before.opening_on, data.opening_on ?? before.opening_on]);
-          await post(client, companyId, openingEntries(before), -1);
         }
         await updateAccount(client, companyId, params.id, data);
         const after = (await findAccount(client, companyId, params.id, zone))!;
         if (!openingChanges) return after;
-        await post(client, companyId, openingEntries(after));
+        // The opening moves in one post (ledger.ts).
+        await post(client, companyId, [...undo(openingEntries(before)), ...openingEntries(after)]);
         // Read again: balance_cents comes from the ledger, which has the new opening only now.
         return (await findAccount(client, companyId, params.id, zone))!;
       });

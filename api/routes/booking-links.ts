@@ -1,7 +1,7 @@
 // Booking links at /booking-links (scopes `*-booking_links`; detail by id or
 // slug) and their free slots at /booking-links/:id/slots. The host
 // (`user_id`) is a member of the company and never changes.
-import { transaction } from '../../db/pool.ts';
+import { transactionRead, type Queryable } from '../../db/pool.ts';
 import { freeSlots, groupByLocalDate } from '../../lib/booking-slots.ts';
 import { endOfLocalDate, isDateOnly, startOfLocalDate } from '../../lib/local-dates.ts';
 import { ApiError, validationFailed } from '../errors.ts';
@@ -31,7 +31,6 @@ import {
 import { slotContext } from './booking-queries.ts';
 import { isMember } from './calendar-event-queries.ts';
 import { resolveIdOrSlug } from './slug-queries.ts';
-import type { Queryable } from '../../db/pool.ts';
 
 const TAG = 'Booking links';
 const DAY = 86_400_000;
@@ -111,12 +110,12 @@ export const bookingLinkRoutes: RouteDef[] = [
     status: 201,
     errors: ['invalid_user', 'validation_failed', 'parameter_missing', 'idempotency_key_reused'],
     handler: async (ctx, { data, companyId, db }) => {
-      const id = await transaction(db, async (client) => {
+      const saved = await transactionRead(db, async (client) => {
         // Held to the commit: a removal of the host at the same moment waits, then switches this link off too.
         if (!(await isMember(client, companyId, data.user_id, true))) throw new ApiError('invalid_user', 'user_id no es miembro de la empresa.');
         return insertBookingLink(client, companyId, data);
-      });
-      return { data: serializeBookingLink((await findBookingLink(db, companyId, id))!, ctx.deps.config.bookingUrl) };
+      }, async (client, id) => (await findBookingLink(client, companyId, id))!);
+      return { data: serializeBookingLink(saved, ctx.deps.config.bookingUrl) };
     },
   }),
   defineRoute({
@@ -145,7 +144,7 @@ export const bookingLinkRoutes: RouteDef[] = [
     status: 200,
     errors: ['not_found', 'invalid_user', 'validation_failed'],
     handler: async (ctx, { params, data, companyId, db }) => {
-      const id = await transaction(db, async (client) => {
+      const saved = await transactionRead(db, async (client) => {
         // Removing a member switched their links off; one cannot be switched on again without a host.
         // The host's membership is held before the link, the order a removal takes them in (membership,
         // then the links it switches off), so the two wait for each other instead of deadlocking.
@@ -158,8 +157,8 @@ export const bookingLinkRoutes: RouteDef[] = [
         if (!(await findBookingLink(client, companyId, id, true))) throw new ApiError('not_found'); // deleted meanwhile
         await updateBookingLink(client, companyId, id, data);
         return id;
-      });
-      return { data: serializeBookingLink((await findBookingLink(db, companyId, id))!, ctx.deps.config.bookingUrl) };
+      }, async (client, id) => (await findBookingLink(client, companyId, id))!);
+      return { data: serializeBookingLink(saved, ctx.deps.config.bookingUrl) };
     },
   }),
   defineRoute({

@@ -9,7 +9,7 @@
 import { z } from 'zod';
 import { INVOICE_STATUSES } from '../../db/invoicing.ts';
 import { findSale } from '../../db/money/sales.ts';
-import { transaction } from '../../db/pool.ts';
+import { transactionRead } from '../../db/pool.ts';
 import { INVOICES } from '../../db/queues.ts';
 import { invoicePdf } from '../../lib/cfdi/pdf.ts';
 import { FacturapiProvider } from '../../lib/cfdi/providers.ts';
@@ -48,7 +48,7 @@ export const invoiceRoutes: RouteDef[] = [
     status: 201,
     errors: ['invalid_id', 'not_found', 'module_not_enabled', 'no_emitter', 'customer_no_rfc', 'sale_without_tax', 'already_invoiced', 'validation_failed', 'idempotency_key_reused'],
     handler: async (ctx, { params, data, companyId, db }) => {
-      const row = await transaction(db, async (client) => {
+      const saved = await transactionRead(db, async (client) => {
         const sale = await findSale(client, companyId, params.id, true);
         if (!sale) throw new ApiError('not_found');
         const live = await liveInvoicesOfSale(client, sale.id);
@@ -70,8 +70,8 @@ export const invoiceRoutes: RouteDef[] = [
         // The job runs after this transaction commits; its retries reuse the invoice id as the provider's idempotency key.
         await ctx.deps.jobs.send(client, INVOICES, { action: 'stamp', invoice_id: id });
         return (await findInvoice(client, companyId, id))!;
-      });
-      return { data: await serializeInvoice(db, row) };
+      }, serializeInvoice);
+      return { data: saved };
     },
   }),
   defineRoute({
@@ -125,7 +125,7 @@ export const invoiceRoutes: RouteDef[] = [
     status: 200,
     errors: ['invalid_id', 'not_found', 'module_not_enabled', 'validation_failed'],
     handler: async (ctx, { params, data, companyId, db }) => {
-      const row = await transaction(db, async (client) => {
+      const saved = await transactionRead(db, async (client) => {
         const invoice = await findInvoice(client, companyId, params.id, true);
         if (!invoice) throw new ApiError('not_found');
         if (invoice.status !== 'valid') throw validationFailed({ id: [`la factura está ${invoice.status}; solo una vigente se cancela`] });
@@ -139,8 +139,8 @@ export const invoiceRoutes: RouteDef[] = [
         await requestCancellation(client, companyId, invoice.id, data.motive, data.substitute_uuid ?? null);
         await ctx.deps.jobs.send(client, INVOICES, { action: 'cancel', invoice_id: invoice.id });
         return (await findInvoice(client, companyId, invoice.id))!;
-      });
-      return { data: await serializeInvoice(db, row) };
+      }, serializeInvoice);
+      return { data: saved };
     },
   }),
   ...(['xml', 'pdf'] as const).map((format) =>

@@ -7,7 +7,7 @@
 // (422 period_locked). Writes of the effects: db/money/movements.ts; reads:
 // movement-queries.ts.
 import { z } from 'zod';
-import { transaction, type Queryable } from '../../db/pool.ts';
+import { transaction, transactionRead, type Queryable } from '../../db/pool.ts';
 import { companyZoneForWrite } from '../../db/companies.ts';
 import { addPayment, changeMovement, findMovement, insertMovement, paymentsOf, removeMovement, type Direction } from '../../db/money/movements.ts';
 import { issuedComplementOf } from '../../db/invoicing.ts';
@@ -143,7 +143,7 @@ export function movementRoutes(direction: Direction): RouteDef[] {
       errors: ['validation_failed', 'parameter_missing', 'invalid_metadata', 'period_locked', 'idempotency_key_reused'],
       handler: async (ctx, { data, companyId, db }) => {
         const metadata = checkMetadata(data.metadata);
-        const row = await transaction(db, async (client) => {
+        const saved = await transactionRead(db, async (client) => {
           // First, before any row lock (db/companies.ts).
           const zone = await companyZoneForWrite(client, companyId);
           const existing = await existingByRef(client, 'movements', companyId, metadata.external_ref, { direction });
@@ -161,8 +161,8 @@ export function movementRoutes(direction: Direction): RouteDef[] {
           assertDueAfter(data.due_on, data.occurred_at, zone);
           await assertOpen(client, companyId, zone, [data.occurred_at, status === 'paid' ? (data.paid_at ?? data.occurred_at) : null]);
           return insertMovement(client, ctx.deps.jobs, companyId, zone, { ...(data as any), direction, account, status, metadata }).catch(refTaken);
-        });
-        return { data: await withPayments(db, row) };
+        }, withPayments);
+        return { data: saved };
       },
     }),
     defineRoute({
@@ -196,7 +196,7 @@ export function movementRoutes(direction: Direction): RouteDef[] {
       status: 200,
       errors: ['invalid_id', 'not_found', 'validation_failed', 'invalid_metadata', 'duplicate_reference', 'period_locked'],
       handler: async (_ctx, { params, data, companyId, db }) => {
-        const row = await transaction(db, async (client) => {
+        const saved = await transactionRead(db, async (client) => {
           // First, before any row lock (db/companies.ts).
           const zone = await companyZoneForWrite(client, companyId);
           const m = await findMovement(client, companyId, direction, params.id, true);
@@ -219,8 +219,8 @@ export function movementRoutes(direction: Direction): RouteDef[] {
           if (data.due_on !== undefined || data.occurred_at !== undefined) assertDueAfter(data.due_on === undefined ? m.due_on : data.due_on, data.occurred_at ?? m.occurred_at, zone);
           await assertOpen(client, companyId, zone, [m.occurred_at, data.occurred_at]);
           return changeMovement(client, zone, m, { ...data, metadata }).catch(refTaken);
-        });
-        return { data: await withPayments(db, row) };
+        }, withPayments);
+        return { data: saved };
       },
     }),
     defineRoute({
@@ -277,7 +277,7 @@ export function movementRoutes(direction: Direction): RouteDef[] {
       status: 201,
       errors: ['invalid_id', 'not_found', 'validation_failed', 'period_locked', 'idempotency_key_reused'],
       handler: async (ctx, { params, data, companyId, db }) => {
-        const row = await transaction(db, async (client) => {
+        const saved = await transactionRead(db, async (client) => {
           // First, before any row lock (db/companies.ts).
           const zone = await companyZoneForWrite(client, companyId);
           const m = await findMovement(client, companyId, direction, params.id, true);
@@ -291,8 +291,8 @@ export function movementRoutes(direction: Direction): RouteDef[] {
           if (Date.parse(paidAt) < new Date(m.occurred_at).getTime()) throw validationFailed({ paid_at: ['no puede ser anterior a occurred_at'] });
           await assertOpen(client, companyId, zone, [paidAt]);
           return addPayment(client, ctx.deps.jobs, zone, m, { account_id: account.id, amount_cents: data.amount_cents, paid_at: paidAt });
-        });
-        return { data: await withPayments(db, row) };
+        }, withPayments);
+        return { data: saved };
       },
     }),
   ];

@@ -4,9 +4,9 @@
 // db/money/sales.ts. Decisions (rounding, statuses, events): docs/money.md.
 // Shapes in sale-schemas.ts, the SQL of reads in sale-queries.ts.
 import { z } from 'zod';
-import { transaction, type Queryable } from '../../db/pool.ts';
+import { transactionRead, type Queryable } from '../../db/pool.ts';
 import { companyZoneForWrite } from '../../db/companies.ts';
-import { post, saleEntries } from '../../db/money/ledger.ts';
+import { post, saleEntries, undo } from '../../db/money/ledger.ts';
 import { addRefund, addSalePayment, findSale, insertSale, SALE_STATUSES, type SaleRow } from '../../db/money/sales.ts';
 import { saleAmounts, type VatRate } from '../../lib/vat.ts';
 import { ApiError, validationFailed } from '../errors.ts';
@@ -98,7 +98,7 @@ export const saleRoutes: RouteDef[] = [
         if (line.amount_cents < 0) throw validationFailed({ [`line_items.${i}.discount_cents`]: ['el descuento pasa del importe de la línea'] });
       });
       if (amounts.total_cents > Number.MAX_SAFE_INTEGER) throw validationFailed({ line_items: ['el total pasa de 2^53 − 1 centavos'] });
-      const row = await transaction(db, async (client) => {
+      const saved = await transactionRead(db, async (client) => {
         // First, before any row lock (db/companies.ts).
         const zone = await companyZoneForWrite(client, companyId);
         const existing = await existingByRef(client, 'sales', companyId, metadata.external_ref);
@@ -138,8 +138,8 @@ export const saleRoutes: RouteDef[] = [
           description: data.description ?? null,
           metadata,
         }).catch(refTaken);
-      });
-      return { data: await serializeSale(db, row) };
+      }, serializeSale);
+      return { data: saved };
     },
   }),
   defineRoute({
@@ -172,7 +172,7 @@ export const saleRoutes: RouteDef[] = [
     status: 200,
     errors: ['invalid_id', 'not_found', 'validation_failed', 'invalid_metadata', 'duplicate_reference', 'period_locked'],
     handler: async (_ctx, { params, data, companyId, db }) => {
-      const row = await transaction(db, async (client) => {
+      const saved = await transactionRead(db, async (client) => {
         // First, before any row lock (db/companies.ts).
         const zone = await companyZoneForWrite(client, companyId);
         const sale = await findSale(client, companyId, params.id, true);
@@ -189,14 +189,14 @@ export const saleRoutes: RouteDef[] = [
         if (data.occurred_at) {
           const first = await firstPaymentAt(client, companyId, sale.id);
           if (first && Date.parse(data.occurred_at) > first.getTime()) throw validationFailed({ occurred_at: ['no puede ser posterior a su primer pago'] });
-          await post(client, companyId, saleEntries(sale, zone), -1);
         }
         const changes = Object.entries({ ...data, metadata: metadata === undefined ? undefined : JSON.stringify(metadata) }).filter(([, v]) => v !== undefined);
         const updated = await updateSaleColumns(client, companyId, sale.id, changes);
-        if (data.occurred_at) await post(client, companyId, saleEntries(updated, zone));
+        // Its lines move to the new day in one post (ledger.ts).
+        if (data.occurred_at) await post(client, companyId, [...undo(saleEntries(sale, zone)), ...saleEntries(updated, zone)]);
         return updated;
-      });
-      return { data: await serializeSale(db, row) };
+      }, serializeSale);
+      return { data: saved };
     },
   }),
   defineRoute({
@@ -215,7 +215,7 @@ export const saleRoutes: RouteDef[] = [
     status: 201,
     errors: ['invalid_id', 'not_found', 'validation_failed', 'period_locked', 'idempotency_key_reused'],
     handler: async (ctx, { params, data, companyId, db }) => {
-      const row = await transaction(db, async (client) => {
+      const saved = await transactionRead(db, async (client) => {
         // First, before any row lock (db/companies.ts).
         const zone = await companyZoneForWrite(client, companyId);
         const sale = await findSale(client, companyId, params.id, true);
@@ -227,8 +227,8 @@ export const saleRoutes: RouteDef[] = [
         if (Date.parse(paidAt) < new Date(sale.occurred_at).getTime()) throw validationFailed({ paid_at: ['no puede ser anterior a la venta'] });
         await assertOpen(client, companyId, zone, [paidAt]);
         return addSalePayment(client, ctx.deps.jobs, zone, sale, { account, amount_cents: data.amount_cents, paid_at: paidAt, payment_form: data.payment_form });
-      });
-      return { data: await serializeSale(db, row) };
+      }, serializeSale);
+      return { data: saved };
     },
   }),
   defineRoute({
@@ -245,7 +245,7 @@ export const saleRoutes: RouteDef[] = [
     status: 201,
     errors: ['invalid_id', 'not_found', 'validation_failed', 'period_locked', 'idempotency_key_reused'],
     handler: async (ctx, { params, data, companyId, db }) => {
-      const row = await transaction(db, async (client) => {
+      const saved = await transactionRead(db, async (client) => {
         // First, before any row lock (db/companies.ts).
         const zone = await companyZoneForWrite(client, companyId);
         const sale = await findSale(client, companyId, params.id, true);
@@ -259,8 +259,8 @@ export const saleRoutes: RouteDef[] = [
         if (first && Date.parse(refundedAt) < first.getTime()) throw validationFailed({ refunded_at: [`no puede ser anterior al primer pago de la venta (${first.toISOString()})`] });
         await assertOpen(client, companyId, zone, [refundedAt]);
         return addRefund(client, ctx.deps.jobs, zone, sale, { account_id: account.id, amount_cents: data.amount_cents, reason: data.reason ?? null, refunded_at: refundedAt });
-      });
-      return { data: await serializeSale(db, row) };
+      }, serializeSale);
+      return { data: saved };
     },
   }),
 ];

@@ -23,9 +23,21 @@ import { localDate } from '../../lib/local-dates.ts';
 export type LedgerLine = 'opening' | 'cash_in' | 'cash_out' | 'income' | 'expense' | 'sale' | 'refund' | 'receivable' | 'payable';
 export type Entry = { currency: string; day: string; line: LedgerLine; key: string; amount: number };
 
-/** Adds the entries (one statement); `sign` −1 undoes them. */
+/**
+ * Adds the entries in one statement; `sign` −1 undoes them. Entries of one row are summed first, and
+ * the rows are written in one order (currency, line, key, day) whoever writes them. Two writes that
+ * take the same rows in opposite orders deadlock (a payment takes cash_in then receivable, a paid
+ * income income then receivable): so a write posts all its entries at once (`undo` for those it takes
+ * back), and no two writes ever wait on each other's rows in a cycle.
+ */
 export async function post(db: Queryable, companyId: string, entries: Entry[], sign: 1 | -1 = 1): Promise<void> {
-  const live = entries.filter((e) => e.amount !== 0);
+  const rows = new Map<string, Entry>();
+  for (const e of entries) {
+    const row = `${e.currency}\u0000${e.line}\u0000${e.key}\u0000${e.day}`;
+    const seen = rows.get(row);
+    rows.set(row, seen ? { ...seen, amount: seen.amount + e.amount } : e);
+  }
+  const live = [...rows].filter(([, e]) => e.amount !== 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, e]) => e);
   if (!live.length) return;
   await db.query(
     `INSERT INTO ledger_daily (company_id, currency, day, line, key, amount_cents)
@@ -34,6 +46,11 @@ export async function post(db: Queryable, companyId: string, entries: Entry[], s
      ON CONFLICT (company_id, currency, line, key, day) DO UPDATE SET amount_cents = ledger_daily.amount_cents + EXCLUDED.amount_cents`,
     [companyId, live.map((e) => e.currency), live.map((e) => e.day), live.map((e) => e.line), live.map((e) => e.key), live.map((e) => sign * e.amount)],
   );
+}
+
+/** The entries taken back (to post with others in one statement). */
+export function undo(entries: Entry[]): Entry[] {
+  return entries.map((e) => ({ ...e, amount: -e.amount }));
 }
 
 const day = (at: Date | string, zone: string) => localDate(new Date(at).getTime(), zone);

@@ -7,7 +7,7 @@ import { recordEvent } from '../events.ts';
 import type { JobSender } from '../job-sender.ts';
 import type { Queryable } from '../pool.ts';
 import { iso, type Timestamp } from '../timestamps.ts';
-import { movementEntries, paymentEntries, post } from './ledger.ts';
+import { movementEntries, paymentEntries, post, undo, type Entry } from './ledger.ts';
 import { setList } from '../tables.ts';
 
 export type Direction = 'income' | 'expense';
@@ -102,6 +102,8 @@ async function insertPayment(
   m: MovementRow,
   payment: { account_id: string; amount_cents: number; paid_at: string | Date },
   beforePaidEvent?: (paid: MovementRow) => Promise<unknown>,
+  /** The movement's own entries, when it is registered paid: posted with the payment's (ledger.ts `post`). */
+  alsoPost: Entry[] = [],
 ): Promise<MovementRow> {
   await db.query('INSERT INTO movement_payments (id, company_id, movement_id, account_id, amount_cents, paid_at) VALUES ($1, $2, $3, $4, $5, $6)', [
     objectId(),
@@ -111,7 +113,7 @@ async function insertPayment(
     payment.amount_cents,
     new Date(payment.paid_at),
   ]);
-  await post(db, m.company_id, paymentEntries(m, payment, zone));
+  await post(db, m.company_id, [...alsoPost, ...paymentEntries(m, payment, zone)]);
   const { rows } = await db.query<MovementRow>(
     `UPDATE movements SET paid_cents = paid_cents + $3,
             status = CASE WHEN paid_cents + $3 >= amount_cents THEN 'paid' ELSE 'pending' END,
@@ -157,15 +159,16 @@ export async function insertMovement(db: Queryable, jobs: JobSender, companyId: 
     ],
   );
   const row = rows[0];
-  await post(db, companyId, movementEntries(row, zone));
   // income.created carries the state the income was registered in: paid (then its income.paid) or on credit.
   const created = (registered: MovementRow) =>
     registered.direction === 'income' ? recordEvent(db, jobs, companyId, 'income.created', incomeEventData(registered)) : Promise.resolve();
   if (m.status !== 'paid') {
+    await post(db, companyId, movementEntries(row, zone));
     await created(row);
     return row;
   }
-  return insertPayment(db, jobs, zone, row, { account_id: m.account.id, amount_cents: m.amount_cents, paid_at: m.paid_at ?? m.occurred_at }, created);
+  const payment = { account_id: m.account.id, amount_cents: m.amount_cents, paid_at: m.paid_at ?? m.occurred_at };
+  return insertPayment(db, jobs, zone, row, payment, created, movementEntries(row, zone));
 }
 
 /** A payment of a pending income or expense (partial or the rest); the caller checked the amount fits. */
@@ -176,8 +179,7 @@ export function addPayment(db: Queryable, jobs: JobSender, zone: string, m: Move
 /** Undoes a movement: its ledger entries and its payments'; the row goes (payments cascade). */
 export async function removeMovement(db: Queryable, jobs: JobSender, zone: string, m: MovementRow): Promise<void> {
   const payments = await paymentsOf(db, m.id);
-  await post(db, m.company_id, movementEntries(m, zone), -1);
-  for (const p of payments) await post(db, m.company_id, paymentEntries(m, p, zone), -1);
+  await post(db, m.company_id, [...movementEntries(m, zone), ...payments.flatMap((p) => paymentEntries(m, p, zone))], -1);
   await db.query('DELETE FROM movements WHERE company_id = $1 AND id = $2', [m.company_id, m.id]);
   if (m.direction === 'income') await recordEvent(db, jobs, m.company_id, 'income.deleted', incomeEventData(m));
 }
@@ -186,7 +188,6 @@ export async function removeMovement(db: Queryable, jobs: JobSender, zone: strin
 export async function changeMovement(db: Queryable, zone: string, m: MovementRow, changes: Record<string, unknown>): Promise<MovementRow> {
   const entries = Object.entries(changes).filter(([, v]) => v !== undefined);
   if (!entries.length) return m;
-  await post(db, m.company_id, movementEntries(m, zone), -1);
   const values = entries.map(([k, v]) => (k === 'metadata' ? JSON.stringify(v) : v));
   // Status and paid_at follow the amount as it will be (SET reads the row as it was): lowered to what
   // was paid, it is paid since its last payment; raised above it, pending again.
@@ -202,6 +203,6 @@ export async function changeMovement(db: Queryable, zone: string, m: MovementRow
       RETURNING *, to_char(due_on, 'YYYY-MM-DD') AS due_on, to_char(recurring_on, 'YYYY-MM-DD') AS recurring_on`,
     [m.company_id, m.id, ...values],
   );
-  await post(db, m.company_id, movementEntries(rows[0], zone));
+  await post(db, m.company_id, [...undo(movementEntries(m, zone)), ...movementEntries(rows[0], zone)]);
   return rows[0];
 }
