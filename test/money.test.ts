@@ -770,6 +770,23 @@ describe('money', () => {
     assert.equal((await json(app, ['company', 'update', t.companyId, '--timezone', 'Europe/Madrid'])).timezone, 'Europe/Madrid');
   });
 
+  test('a time-zone change is refused when one record leaves a closed month and an equal one arrives: the totals would agree, the records would not', async () => {
+    const { t, api } = await newTenant();
+    const a = await account(api, { opening_on: '2026-01-01' });
+    // In Mexico City 03:00Z on March 1 is February, and 03:00Z on April 1 is March 31; in UTC, one is
+    // March and the other April. The same amount and category: March's totals are the same either way.
+    const leaving = (await api.post('/incomes', { data: { account_id: a.id, amount_cents: 100, category: 'renta', occurred_at: '2026-04-01T03:00:00Z' } })).body.data;
+    await api.post('/incomes', { data: { account_id: a.id, amount_cents: 100, category: 'renta', occurred_at: '2026-03-01T03:00:00Z' } });
+    await json(app, ['period', 'close', '--company', t.companyId, '--year', '2026', '--month', '3']);
+    const refused = await wsctl(app, ['company', 'update', t.companyId, '--timezone', 'UTC']);
+    assertOneLineError(refused, /closed month\(s\) 2026-03; reopen them first/);
+    assert.equal((await api.get('/company')).body.data.timezone, 'America/Mexico_City');
+    // The income dated in the closed March stays there: it cannot be deleted.
+    const deleted = await api.delete(`/incomes/${leaving.id}`);
+    assert.equal(deleted.status, 422, deleted.text);
+    assert.equal(deleted.body.error, 'period_locked');
+  });
+
   test('scopes and tenant isolation', async () => {
     const a = await account(api);
     const income = (await api.post('/incomes', { data: { account_id: a.id, amount_cents: 100, occurred_at: '2026-08-01T17:00:00Z' } })).body.data;

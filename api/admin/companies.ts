@@ -140,6 +140,7 @@ export async function updateCompany(pool: Pool, id: string, input: CompanyUpdate
     // First: the money writes in flight finish in the old zone before the ledger is rebuilt; those
     // that come after read the new one (db/companies.ts companyZoneForWrite).
     if (input.timezone !== undefined) await lockCompanyZone(db, id);
+    const zoneBefore = input.timezone === undefined ? null : (await db.query<{ timezone: string }>('SELECT timezone FROM companies WHERE id = $1', [id])).rows[0]?.timezone;
     if (sets.length > 0) {
       const { rows: updated } = await db.query<{ plan: Plan; mcp_quota: number | null }>(`UPDATE companies SET ${sets.join(', ')}, updated_at = now() WHERE id = $1 RETURNING plan, mcp_quota`, values);
       if (!updated[0]) throw new ApiError('not_found', `Company ${id} not found`);
@@ -149,17 +150,15 @@ export async function updateCompany(pool: Pool, id: string, input: CompanyUpdate
     }
     // Money days are read in the company's zone: the ledger moves with it, except into or out of a
     // closed month, which takes no change (docs/money.md): such a change is refused, nothing applied.
-    if (input.timezone !== undefined) {
-      const before = await closedMonthTotals(db, id);
-      await rebuildLedger(db, id);
-      const after = await closedMonthTotals(db, id);
-      const moved = [...new Set([...before.keys(), ...after.keys()])].filter((month) => before.get(month) !== after.get(month)).sort();
+    if (input.timezone !== undefined && zoneBefore) {
+      const moved = await closedMonthsCrossed(db, id, zoneBefore, input.timezone);
       if (moved.length) {
         throw new ApiError(
           'validation_failed',
           `timezone: in ${input.timezone} some money would move into or out of the closed month(s) ${moved.join(', ')}; reopen them first (wsctl period open) or keep the zone`,
         );
       }
+      await rebuildLedger(db, id);
       // Lists that read days in the company's zone (calendar events and bookings take `from`/`to` as days)
       // answer otherwise now: every cached list of the company is refreshed (the versions' lock first,
       // as the triggers take it: migration 096).
@@ -178,21 +177,31 @@ export async function updateCompany(pool: Pool, id: string, input: CompanyUpdate
   });
 }
 
-/** Each closed month's ledger, as one comparable string per month (YYYY-MM → its sums by currency, line and key). */
-async function closedMonthTotals(db: Queryable, companyId: string): Promise<Map<string, string>> {
-  const { rows } = await db.query<{ month: string; sums: string }>(
-    `SELECT month, string_agg(currency || ' ' || line || ' ' || key || ' ' || total, ';' ORDER BY currency, line, key) AS sums
-       FROM (SELECT to_char(day, 'YYYY-MM') AS month, currency, line, key, sum(amount_cents) AS total
-               FROM ledger_daily d
-              WHERE company_id = $1
-                AND EXISTS (SELECT 1 FROM accounting_periods p
-                             WHERE p.company_id = $1 AND p.year = extract(year FROM d.day) AND p.month = extract(month FROM d.day))
-              GROUP BY 1, 2, 3, 4
-             HAVING sum(amount_cents) <> 0) t
-      GROUP BY month`,
-    [companyId],
+/**
+ * The closed months (YYYY-MM) that some money record would leave or enter if the company's days were
+ * read in `to` rather than `from`: any record, not only totals, since one leaving and an equal one
+ * arriving leave a month's totals as they were and its records not. Account openings are dates, in
+ * no zone.
+ */
+async function closedMonthsCrossed(db: Queryable, companyId: string, from: string, to: string): Promise<string[]> {
+  const { rows } = await db.query<{ month: string }>(
+    `WITH dated AS (
+       SELECT occurred_at AS instant FROM movements WHERE company_id = $1
+       UNION ALL SELECT paid_at FROM movement_payments WHERE company_id = $1
+       UNION ALL SELECT occurred_at FROM sales WHERE company_id = $1
+       UNION ALL SELECT refunded_at FROM sale_refunds WHERE company_id = $1
+     ), moved AS (
+       SELECT DISTINCT date_trunc('month', instant AT TIME ZONE $2::text) AS before, date_trunc('month', instant AT TIME ZONE $3::text) AS after FROM dated
+     )
+     SELECT DISTINCT to_char(side.start, 'YYYY-MM') AS month
+       FROM moved, LATERAL (VALUES (before), (after)) AS side(start)
+      WHERE before <> after
+        AND EXISTS (SELECT 1 FROM accounting_periods p
+                     WHERE p.company_id = $1 AND p.year = extract(year FROM side.start) AND p.month = extract(month FROM side.start))
+      ORDER BY 1`,
+    [companyId, from, to],
   );
-  return new Map(rows.map((r) => [r.month, r.sums]));
+  return rows.map((r) => r.month);
 }
 
 /** The company's owner (the first owner by membership date), whom keys default to. */
