@@ -188,6 +188,16 @@ describe('OAuth 2.1 authorization server', () => {
     assert.equal(((await objectCode.json()) as { error: string }).error, 'invalid_request');
     const target = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:50001/callback', resource: 'https://other.example/mcp' });
     assert.equal(target.body.error, 'invalid_target');
+    // RFC 6749 §3.2: a parameter sent twice is invalid_request, never one of its values taken (two foreign
+    // resources, or two client_ids, would skip their checks). The code survives it.
+    for (const [name, value] of [['resource', 'https://other.example/mcp'], ['client_id', client.client_id]]) {
+      const form = new URLSearchParams({ grant_type: 'authorization_code', code, code_verifier: verifier });
+      form.append(name, value);
+      form.append(name, value);
+      const twice = await fetch(`${app.url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form });
+      assert.equal(twice.status, 400, name);
+      assert.deepEqual(await twice.json(), { error: 'invalid_request', error_description: `${name} aparece más de una vez` });
+    }
     const tokens = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'http://127.0.0.1:50001/callback', client_id: client.client_id });
     assert.equal(tokens.status, 200, JSON.stringify(tokens.body));
     assert.equal(tokens.headers.get('cache-control'), 'no-store');

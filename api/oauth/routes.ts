@@ -366,8 +366,13 @@ async function token(ctx: ApiContext): Promise<void> {
   // RFC 6749 §5.1: token responses are never cached.
   ctx.set('Cache-Control', 'no-store');
   ctx.set('Pragma', 'no-cache');
+  const sent = (ctx.request.body ?? {}) as Record<string, unknown>;
+  // RFC 6749 §3.2: parameters "MUST NOT be included more than once". Taking one of the values would
+  // skip the checks of the other (a second resource, another client_id).
+  const repeated = Object.keys(sent).filter((name) => Array.isArray(sent[name]));
+  if (repeated.length) return oauthError(ctx, 400, 'invalid_request', `${repeated.join(', ')} aparece más de una vez`);
   // Form fields are strings; anything else (a JSON body's object or number) counts as absent.
-  const body = Object.fromEntries(Object.entries((ctx.request.body ?? {}) as Record<string, unknown>).filter(([, v]) => typeof v === 'string')) as Record<string, string>;
+  const body = Object.fromEntries(Object.entries(sent).filter(([, v]) => typeof v === 'string')) as Record<string, string>;
   const pool = ctx.deps.pool;
   // RFC 8707: the only resource this server issues tokens for is its MCP endpoint.
   if (body.resource && body.resource.replace(/\/$/, '') !== `${issuer(ctx)}${MCP_PATH}`) return oauthError(ctx, 400, 'invalid_target', 'resource no es el servidor MCP');
