@@ -40,6 +40,10 @@ describe('configuration', () => {
     const production = { NODE_ENV: 'production', DATABASE_URL: 'postgres://x/y', ADMIN_TOKEN: 'x'.repeat(20), BOOKING_TOKEN_KEY: 'k'.repeat(32) };
     assert.throws(() => loadConfig(production), /SITE_URL es obligatoria en producción/);
     assert.equal(loadConfig({ ...production, SITE_URL: 'https://api.example/' }).baseUrl, 'https://api.example/api/v1');
+    // Production answers plain HTTP with 426: an http root would hand out URLs (the OAuth issuer) that never work.
+    assert.throws(() => loadConfig({ ...production, SITE_URL: 'http://api.example' }), /SITE_URL debe empezar con https:\/\/ en producción/);
+    assert.throws(() => loadConfig({ ...production, SITE_URL: 'https://api.example', BOOKING_URL: 'http://citas.example' }), /BOOKING_URL debe empezar con https:\/\/ en producción/);
+    assert.equal(loadConfig({ ...production, SITE_URL: 'https://api.example', BOOKING_URL: 'https://citas.example' }).bookingUrl, 'https://citas.example');
   });
 
   test('development without ADMIN_TOKEN takes DATA_DIR/admin-token, the file npm start and wsctl use', async () => {

@@ -53,8 +53,11 @@ export async function startTestApp(
   const pool = createPool(appUrl, 10);
   // SITE_URL is the address the app really listens on (links it writes, the
   // OAuth issuer and the MCP 401's metadata URL must reach it), unless a test sets its own.
+  // Production takes only an https root: the app behind a TLS proxy, as tests reach it with
+  // X-Forwarded-Proto: https.
   const port = env.SITE_URL ? 0 : await freePort();
-  const settings: Record<string, string> = { NODE_ENV: 'test', ADMIN_TOKEN, BOOKING_TOKEN_KEY: 'test-booking-token-key-0123456789abcdef', LOG_LEVEL: 'silent', DATABASE_URL: appUrl, ...(port ? { SITE_URL: `http://127.0.0.1:${port}` } : {}), ...env };
+  const scheme = env.NODE_ENV === 'production' ? 'https' : 'http';
+  const settings: Record<string, string> = { NODE_ENV: 'test', ADMIN_TOKEN, BOOKING_TOKEN_KEY: 'test-booking-token-key-0123456789abcdef', LOG_LEVEL: 'silent', DATABASE_URL: appUrl, ...(port ? { SITE_URL: `${scheme}://127.0.0.1:${port}` } : {}), ...env };
   if (!('ALLOW_PRIVATE_WEBHOOK_TARGETS' in env) && settings.NODE_ENV !== 'production') settings.ALLOW_PRIVATE_WEBHOOK_TARGETS = '1';
   const config = loadConfig(settings);
   const deps = await createDeps({ config, pool, databaseUrl: appUrl });
