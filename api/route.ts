@@ -54,9 +54,10 @@ type RouteBase<Q> = {
   scope: string;
   /**
    * In-application routes (`/user/...`): authenticated by a user session
-   * holding this permission instead of an API key with `scope`.
+   * holding this permission instead of an API key with `scope`;
+   * `signed-in`: any person signed in (a route on their own things).
    */
-  session?: Permission;
+  session?: Permission | 'signed-in';
   module?: string;
   tag: string;
   summary: string;
@@ -271,7 +272,7 @@ function chainOf(route: RouteDef, defaultRateLimit: number): ApiRouteMiddleware[
   const chain: ApiRouteMiddleware[] = [checkDeclared(route)];
   chain.push(
     ...(route.session
-      ? [authenticateSession(), rateLimit(defaultRateLimit), requirePermission(route.session)]
+      ? [authenticateSession(), rateLimit(defaultRateLimit), ...(route.session === 'signed-in' ? [] : [requirePermission(route.session)])]
       : [authenticate, rateLimit(defaultRateLimit), checkOrigin, requireScope(route.scope)]),
   );
   if (route.module) chain.push(requireModule(route.module));

@@ -650,6 +650,52 @@ describe('OAuth 2.1 authorization server', () => {
     assert.equal((await mcp(tokens.body.access_token)).status, 401);
   });
 
+  test('a person lists and revokes their own connections under their user session: tokens stop at once, no one else\'s is reachable', async () => {
+    const client = (await register()).body;
+    const { verifier, challenge } = pkce();
+    const code = (await authorize(client.client_id, challenge)).searchParams.get('code')!;
+    const tokens = await token({ grant_type: 'authorization_code', code, code_verifier: verifier, client_id: client.client_id });
+    assert.equal((await mcp(tokens.body.access_token)).status, 200);
+    const session = async (who: string, password: string) => {
+      const res = await request(app.baseUrl, 'POST', '/user/sessions', { headers: { 'x-forwarded-for': `192.0.2.${(++addresses % 250) + 1}` }, body: { data: { email: who, password } } });
+      assert.equal(res.status, 201, res.text);
+      return { authorization: `Bearer ${res.body.data.token}` };
+    };
+    const mine = await session(email, PASSWORD);
+    const listed = await request(app.baseUrl, 'GET', '/user/oauth-grants', { headers: mine });
+    assert.equal(listed.status, 200, listed.text);
+    const grant = listed.body.data.find((g: any) => g.client_id === client.client_id);
+    assert.deepEqual({ ...grant, id: undefined, created_at: undefined }, {
+      id: undefined, object: 'oauth_grant', client_id: client.client_id, client_name: 'Cliente de prueba', company_id: tenant.companyId,
+      scopes: ['read-customers'], active: true, created_at: undefined, revoked_at: null,
+    });
+    assert.equal(listed.body.meta.limit, 25);
+    assert.deepEqual((await request(app.baseUrl, 'GET', `/user/oauth-grants/${grant.id}`, { headers: mine })).body.data, grant);
+    // Another member of the company, with no permission at all: sees none of it, cannot revoke it.
+    const member = randomBytes(12).toString('hex');
+    await app.pool.query(`INSERT INTO users (id, email) VALUES ($1, $2)`, [member, `${member}@oauth.example`]);
+    await addMembership(app.pool, member, tenant.companyId, false);
+    await setPassword(app.pool, member, PASSWORD);
+    const theirs = await session(`${member}@oauth.example`, PASSWORD);
+    assert.deepEqual((await request(app.baseUrl, 'GET', '/user/oauth-grants', { headers: theirs })).body.data, []);
+    assert.equal((await request(app.baseUrl, 'GET', `/user/oauth-grants/${grant.id}`, { headers: theirs })).status, 404);
+    const foreign = await request(app.baseUrl, 'DELETE', `/user/oauth-grants/${grant.id}`, { headers: theirs });
+    assert.equal(foreign.status, 404);
+    assert.equal(foreign.body.error, 'not_found');
+    assert.equal((await mcp(tokens.body.access_token)).status, 200, 'untouched');
+    // An API key is not a session; a malformed id is the contract's 400.
+    assert.equal((await request(app.baseUrl, 'GET', '/user/oauth-grants', { headers: { authorization: `Bearer ${tenant.key}` } })).status, 401);
+    assert.equal((await request(app.baseUrl, 'DELETE', '/user/oauth-grants/nope', { headers: mine })).body.error, 'invalid_id');
+    // Revoked by its person: the access token stops, the refresh token renews nothing; again is the same 204.
+    assert.equal((await request(app.baseUrl, 'DELETE', `/user/oauth-grants/${grant.id}`, { headers: mine })).status, 204);
+    assert.equal((await mcp(tokens.body.access_token)).status, 401);
+    assert.equal((await token({ grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token })).body.error, 'invalid_grant');
+    assert.equal((await request(app.baseUrl, 'DELETE', `/user/oauth-grants/${grant.id}`, { headers: mine })).status, 204);
+    const after = (await request(app.baseUrl, 'GET', '/user/oauth-grants', { headers: mine })).body.data.find((g: any) => g.id === grant.id);
+    assert.equal(after.active, false);
+    assert.match(after.revoked_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+  });
+
   test('a connection whose code was never exchanged is listed as expired once the code is', async () => {
     const client = (await register()).body;
     const { challenge } = pkce();

@@ -174,13 +174,13 @@ function operation(route: RouteDef, book: SchemaBook, responseNames: Map<z.ZodTy
     description: [
       route.description,
       route.session
-        ? `Sesión de usuario (\`Authorization: Bearer service_ses_...\`, de \`POST /user/sessions\`) con el permiso \`${route.session}\`.`
+        ? `Sesión de usuario (\`Authorization: Bearer service_ses_...\`, de \`POST /user/sessions\`) ${route.session === 'signed-in' ? 'de cualquier miembro' : `con el permiso \`${route.session}\``}.`
         : `Scope: \`${route.scope}\`.`,
       route.module ? `Módulo opcional: \`${route.module}\`.` : '',
     ]
       .filter(Boolean)
       .join('\n\n'),
-    ...(route.session ? { 'x-permission': route.session, security: [{ userSession: [] }] } : { 'x-scope': route.scope }),
+    ...(route.session ? { ...(route.session === 'signed-in' ? {} : { 'x-permission': route.session }), security: [{ userSession: [] }] } : { 'x-scope': route.scope }),
     parameters,
     requestBody: route.multipart
       ? {

@@ -19,6 +19,7 @@ import { saleRoutes } from './sales.ts';
 import { invoiceRoutes } from './invoices.ts';
 import { productCategoryImageRoutes, productCategoryRoutes } from './product-categories.ts';
 import { productImageRoutes, productRoutes } from './products.ts';
+import { userOAuthGrantRoutes } from './user-oauth-grants.ts';
 import { userWebhookEndpointRoutes, webhookEndpointRoutes } from './webhook-endpoints.ts';
 
 export const apiRoutes: RouteDef[] = [
@@ -48,4 +49,5 @@ export const apiRoutes: RouteDef[] = [
   ...userRoutes,
   ...webhookEndpointRoutes,
   ...userWebhookEndpointRoutes,
+  ...userOAuthGrantRoutes,
 ];

@@ -11,6 +11,7 @@
 import { createAutomation } from '../../api/admin/automations.ts';
 import { setPassword } from '../../api/admin/users.ts';
 import { signIn } from '../../api/auth/sessions.ts';
+import { insertClient } from '../../api/oauth/store.ts';
 import { createForm } from '../../api/admin/forms.ts';
 import { OPT_IN_MODULES } from '../../api/auth/scopes.ts';
 import type { RouteDef } from '../../api/route.ts';
@@ -36,6 +37,14 @@ const FIXTURES: Record<string, (pool: Pool, companyId: string) => Promise<Record
        VALUES ($1, $2, $3, 'valid', 'development', '5FB2822E-396D-4725-8521-CDC4BDD20CCF', 'PUE', '03', 'G03', '{}', 'mxn', 116, '{}', '<x/>')`,
       [id, companyId, saleId],
     );
+    return { id };
+  },
+  // A connection is made on the /authorize pages, by the company's owner here.
+  '/user/oauth-grants': async (pool, companyId) => {
+    const client = await insertClient(pool, 'Fixture', ['http://127.0.0.1:43210/callback']);
+    const { rows } = await pool.query('SELECT user_id FROM memberships WHERE company_id = $1 AND is_owner', [companyId]);
+    const id = objectId();
+    await pool.query('INSERT INTO oauth_grants (id, client_id, user_id, company_id, scopes) VALUES ($1, $2, $3, $4, $5)', [id, client.id, rows[0].user_id, companyId, ['read-customers']]);
     return { id };
   },
   '/forms': (pool, companyId) =>
