@@ -14,8 +14,11 @@ export function createBoss(connectionString: string, options: BossOptions = {}):
     useListenNotify: false,
     ...options,
   });
-  // pg-boss also emits plain objects (a failed maintenance run): their message, else their JSON, never "[object Object]".
-  boss.on('error', (error: unknown) => process.stderr.write(`pg-boss: ${describeError(error)}\n`));
+  // One JSON line on stderr, as every other error the processes log (lib/log.ts). pg-boss also emits
+  // plain objects (a failed maintenance run): their message, else their JSON, never "[object Object]".
+  boss.on('error', (error: unknown) =>
+    process.stderr.write(JSON.stringify({ time: new Date().toISOString(), event: 'boss.error', error: describeError(error) }) + '\n'),
+  );
   return boss;
 }
 
