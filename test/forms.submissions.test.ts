@@ -295,6 +295,13 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     const res = await multipart([['answers[email]', 'x@example.com'], ['answers[name]', 'a\u0000b']]);
     assert.equal(res.status, 422, JSON.stringify(res.body));
     assert.deepEqual(Object.keys(res.body.errors), ['answers.name']);
+    // The required answer was sent and refused: that refusal is its one error, never also "es obligatorio".
+    assert.equal(res.body.errors['answers.name'].length, 1, JSON.stringify(res.body.errors));
+    assert.match(res.body.errors['answers.name'][0], /nulo/);
+    const asFile = await api.post(path(), { data: { answers: { ...base, name: { filename: 'a.pdf', content_type: 'application/pdf', data: files.pdf().toString('base64') } } } });
+    assert.equal(asFile.status, 422, asFile.text);
+    assert.equal(asFile.body.errors['answers.name'].length, 1, JSON.stringify(asFile.body.errors));
+    assert.doesNotMatch(asFile.body.errors['answers.name'][0], /obligatorio/);
   });
 
   test('multipart: a part of no accepted shape is named as sent, a refused file is not also reported missing, answers[__proto__] is an unknown key', async () => {

@@ -131,7 +131,8 @@ export function checkAnswers(form: FormRow, raw: Record<string, unknown>, files:
     }
     const value = sent(field.key);
     if (isEmpty(value) || (field.field_type === 'checkbox' && value === false && field.required)) {
-      if (field.required) add(field.key, 'es obligatorio');
+      // A value sent and refused before this (a NUL byte, a file in a text field) has that refusal as its error.
+      if (field.required && !errors[`answers.${field.key}`]) add(field.key, 'es obligatorio');
       continue;
     }
     const checked = checkValue(field, value);
