@@ -12,6 +12,12 @@ export function createBoss(connectionString: string, options: BossOptions = {}):
     supervise: true,
     schedule: true,
     useListenNotify: false,
+    // The monitor step of a supervise pass is what expires the jobs of a worker that died mid-job, so
+    // they are fetched again (webhook attempts: 40 s after they started, docs/webhooks.md). pg-boss's
+    // 60 s for both left a crashed worker's attempts holding their endpoint's slots up to 100 s. The
+    // monitor also counts each queue (backing off by itself when that is slow).
+    superviseIntervalSeconds: 15,
+    monitorIntervalSeconds: 15,
     ...options,
   });
   // One JSON line on stderr, as every other error the processes log (lib/log.ts). pg-boss also emits
