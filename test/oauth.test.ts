@@ -40,8 +40,8 @@ describe('OAuth 2.1 authorization server', () => {
   };
   const hiddenCsrf = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
   const unescape = (v: string) => v.replace(/&(amp|lt|gt|quot|#39);/g, (_, e) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[e as string]!);
-  /** The hidden fields of a page's form, as a browser would post them. */
-  const hiddenFields = (html: string) => new URLSearchParams([...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m): [string, string] => [m[1]!, unescape(m[2]!)]));
+  /** The hidden fields of a page's (first) form, as a browser would post them. */
+  const hiddenFields = (html: string) => new URLSearchParams([...(/<form[^]*?<\/form>/.exec(html)?.[0] ?? html).matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m): [string, string] => [m[1]!, unescape(m[2]!)]));
   // Each sign-in comes from its own address (the test app trusts one proxy hop): the sign-in limits
   // count 30 a minute per address, and this file signs in more often than that.
   let addresses = 0;
@@ -284,6 +284,28 @@ describe('OAuth 2.1 authorization server', () => {
       await inFlight.query('ROLLBACK').catch(() => {});
       inFlight.release();
     }
+  });
+
+  test('the consent page says who is signed in, and "not you?" ends that session and asks to sign in again', async () => {
+    const client = await sharedClient();
+    const params = new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: 'http://127.0.0.1:43210/callback', code_challenge: pkce().challenge, code_challenge_method: 'S256', state: 's' });
+    const cookie = await signedInCookies(params);
+    const consentHtml = await (await fetch(`${app.url}/authorize?${params}`, { headers: { cookie } })).text();
+    assert.match(consentHtml, new RegExp(`Sesión iniciada como <strong><bdi>${email.replace(/[.+]/g, '\\$&')}</bdi></strong>`));
+    // The sign-out form: the request's hidden fields, the session's CSRF token, step=sign-out.
+    const form = [...consentHtml.matchAll(/<form method="post" action="\/authorize">([^]*?)<\/form>/g)].map((m) => hiddenFields(m[1]!)).find((f) => f.get('step') === 'sign-out');
+    assert.ok(form, 'a sign-out form');
+    const forged = new URLSearchParams(form);
+    forged.set('csrf', 'otro');
+    const refused = await fetch(`${app.url}/authorize`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie }, body: forged });
+    assert.equal(refused.status, 400, 'a sign-out without the page\'s CSRF token changes nothing');
+    assert.match(await (await fetch(`${app.url}/authorize?${params}`, { headers: { cookie } })).text(), /Autorizar acceso/, 'still signed in');
+    const out = await fetch(`${app.url}/authorize`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie }, body: form });
+    assert.equal(out.status, 200);
+    assert.match(await out.text(), /<h1>Inicia sesión<\/h1>/);
+    assert.ok(out.headers.getSetCookie().some((c) => /^ws_oauth=;/.test(c)), 'the session cookie is cleared');
+    // The old cookie no longer opens the consent page: the session is gone from the server too.
+    assert.match(await (await fetch(`${app.url}/authorize?${params}`, { headers: { cookie } })).text(), /<h1>Inicia sesión<\/h1>/);
   });
 
   test('sign-in on the page: its guesses count with the API sign-in\'s (same limits), a wrong and an unknown email read alike', async () => {

@@ -51,6 +51,7 @@ export function consentPage(
   client: { name: string; redirectHost: string },
   companies: Array<{ id: string; name: string; mcp: boolean }>,
   scopes: string[],
+  signedInAs: string,
   error?: string,
 ): string {
   const firstAvailable = companies.find((c) => c.mcp)?.id;
@@ -67,6 +68,8 @@ ${error ? `<p class="error" role="alert">${esc(error)}</p>` : ''}
 <fieldset><legend>Empresa</legend>${companyOptions}</fieldset>
 <fieldset><legend>Permisos</legend>${scopeOptions}</fieldset>
 <button type="submit" name="decision" value="approve">Autorizar</button>
-<button type="submit" name="decision" value="deny">Cancelar</button></form>`,
+<button type="submit" name="decision" value="deny">Cancelar</button></form>
+<form method="post" action="/authorize">${hidden({ ...params, csrf, step: 'sign-out' })}
+<p>Sesión iniciada como <strong>${isolated(signedInAs)}</strong>. <button type="submit">No soy yo: usar otra cuenta</button></p></form>`,
   );
 }

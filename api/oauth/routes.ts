@@ -23,7 +23,7 @@ import { TOOLS } from '../mcp/tools.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState } from '../types.ts';
 import { consentPage, errorPage, hasVisibleText, signInPage } from './pages.ts';
 import { exchangeCode, refreshGrant, revokeToken } from './grants.ts';
-import { companiesOf, findClient, findSession, findSignInUser, hasApproved, insertClient, issueCode, openSession, type SignInSession } from './store.ts';
+import { closeSession, companiesOf, findClient, findSession, findSignInUser, hasApproved, insertClient, issueCode, openSession, type SignInSession } from './store.ts';
 
 const SESSION_COOKIE = 'ws_oauth';
 const CSRF_COOKIE = 'ws_oauth_csrf';
@@ -305,7 +305,7 @@ async function authorize(ctx: ApiContext): Promise<void> {
   const step = body?.step;
   /** The consent page for this request, its hidden fields sealed under the session's key. */
   const consent = (session: SignInSession, error: string | undefined, companies: Awaited<ReturnType<typeof companiesOf>>) =>
-    consentPage({ ...params, seal: sealOf(session.formKey, params) }, session.csrf, { name: clientName, redirectHost: redirectLabel(params.redirect_uri) }, companies, check.scopes, error);
+    consentPage({ ...params, seal: sealOf(session.formKey, params) }, session.csrf, { name: clientName, redirectHost: redirectLabel(params.redirect_uri) }, companies, check.scopes, session.email, error);
 
   if (ctx.method === 'POST' && step === 'sign-in') {
     if (!body.csrf || body.csrf !== ctx.cookies.get(cookieName(CSRF_COOKIE))) {
@@ -324,9 +324,20 @@ async function authorize(ctx: ApiContext): Promise<void> {
       ctx.body = signInPage(params, String(body.csrf), clientName, refused ? 'Demasiados intentos; espera un minuto.' : 'Correo o contraseña incorrectos.');
       return;
     }
-    const opened = await openSession(ctx.deps.pool, user.id);
+    const opened = await openSession(ctx.deps.pool, { id: user.id, email });
     ctx.cookies.set(cookieName(SESSION_COOKIE), opened.token, cookieOptions);
     session = opened;
+  } else if (ctx.method === 'POST' && step === 'sign-out') {
+    // "Not you?" on the consent page: the session ends (its CSRF token proves the form is the page's),
+    // and the same request starts again at the sign-in page.
+    if (session && body.csrf !== session.csrf) {
+      ctx.status = 400;
+      ctx.body = errorPage('La sesión del formulario expiró; vuelve a intentarlo desde la aplicación.');
+      return;
+    }
+    if (session) await closeSession(ctx.deps.pool, ctx.cookies.get(cookieName(SESSION_COOKIE))!);
+    ctx.cookies.set(cookieName(SESSION_COOKIE), null, cookieOptions);
+    session = null;
   } else if (ctx.method === 'POST' && step === 'consent') {
     if (!session || body.csrf !== session.csrf) {
       ctx.status = 400;

@@ -38,24 +38,29 @@ export async function findSignInUser(db: Queryable, email: string): Promise<{ id
   return rows[0] ?? null;
 }
 
-export type SignInSession = { userId: string; csrf: string; formKey: string };
+export type SignInSession = { userId: string; email: string; csrf: string; formKey: string };
 
 /** A sign-in session: its cookie token, the forms' CSRF token, and the key of the consent form's seal (never sent). */
-export async function openSession(db: Queryable, userId: string): Promise<{ token: string } & SignInSession> {
+export async function openSession(db: Queryable, user: { id: string; email: string }): Promise<{ token: string } & SignInSession> {
   const token = randomToken();
   const csrf = randomToken();
   const formKey = randomToken();
-  await db.query(`INSERT INTO oauth_sessions (digest, user_id, csrf, form_key, expires_at) VALUES ($1, $2, $3, $4, now() + interval '1 hour')`, [digest(token), userId, csrf, formKey]);
-  return { token, userId, csrf, formKey };
+  await db.query(`INSERT INTO oauth_sessions (digest, user_id, csrf, form_key, expires_at) VALUES ($1, $2, $3, $4, now() + interval '1 hour')`, [digest(token), user.id, csrf, formKey]);
+  return { token, userId: user.id, email: user.email, csrf, formKey };
 }
 
 export async function findSession(db: Queryable, token: string | undefined): Promise<SignInSession | null> {
   if (!token) return null;
-  const { rows } = await db.query<{ user_id: string; csrf: string; form_key: string }>(
-    `SELECT s.user_id, s.csrf, s.form_key FROM oauth_sessions s JOIN users u ON u.id = s.user_id AND u.deleted_at IS NULL WHERE s.digest = $1 AND s.expires_at > now()`,
+  const { rows } = await db.query<{ user_id: string; email: string; csrf: string; form_key: string }>(
+    `SELECT s.user_id, u.email, s.csrf, s.form_key FROM oauth_sessions s JOIN users u ON u.id = s.user_id AND u.deleted_at IS NULL WHERE s.digest = $1 AND s.expires_at > now()`,
     [digest(token)],
   );
-  return rows[0] ? { userId: rows[0].user_id, csrf: rows[0].csrf, formKey: rows[0].form_key } : null;
+  return rows[0] ? { userId: rows[0].user_id, email: rows[0].email, csrf: rows[0].csrf, formKey: rows[0].form_key } : null;
+}
+
+/** Ends a sign-in session (the page's "not you?"). */
+export async function closeSession(db: Queryable, token: string): Promise<void> {
+  await db.query('DELETE FROM oauth_sessions WHERE digest = $1', [digest(token)]);
 }
 
 /** Whether the person has approved this client and not revoked it: its redirect URIs are then ones they trust. */
