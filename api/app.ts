@@ -12,7 +12,7 @@ import { authenticateSession, revokeSession, signInHandler } from './auth/sessio
 import { koaBody } from 'koa-body';
 import { ApiError } from './errors.ts';
 import { log, logError } from '../lib/log.ts';
-import { answerClientError, answerExpectation, requestMiddleware, httpsOnly } from './middleware/request.ts';
+import { answerClientError, answerExpectation, requestMiddleware, httpsOnly, refusesPlainHttp } from './middleware/request.ts';
 import { limitUnrouted } from './middleware/authenticate.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { apiCors } from './middleware/cors.ts';
@@ -105,7 +105,7 @@ export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
   }) as App['listen'];
 
   app.use(requestMiddleware());
-  app.use(apiCors());
+  app.use(apiCors(refusesPlainHttp(deps.config.isProduction, deps.config.trustProxyHops)));
   app.use(httpsOnly(deps.config.isProduction, deps.config.trustProxyHops));
   const bookingHost = bookingHostMiddleware(deps.config);
   if (bookingHost) app.use(bookingHost);

@@ -200,6 +200,17 @@ describe('production mode', () => {
     }
   });
 
+  test('a CORS preflight over plain HTTP is 426 too; over HTTPS it is answered', async () => {
+    const preflight = (headers: Record<string, string> = {}) =>
+      fetch(`${app.baseUrl}/customers`, { method: 'OPTIONS', headers: { origin: 'https://shop.example', 'access-control-request-method': 'GET', ...headers } });
+    const plain = await preflight();
+    assert.equal(plain.status, 426);
+    assert.equal(((await plain.json()) as { error: string }).error, 'https_required');
+    const secure = await preflight({ 'x-forwarded-proto': 'https' });
+    assert.equal(secure.status, 204);
+    assert.equal(secure.headers.get('access-control-allow-origin'), '*');
+  });
+
   test('behind the router, X-Forwarded-Proto: https is accepted, and answers carry Strict-Transport-Security', async () => {
     const res = await client(app.baseUrl, tenant.key).get('/customers', { 'x-forwarded-proto': 'https' });
     assert.equal(res.status, 200);

@@ -28,8 +28,13 @@ const EXPOSED_HEADERS = [
   'WWW-Authenticate',
 ];
 
-/** @koa/cors, for the API's paths only (MCP and OAuth answer their own CORS), and only to requests with an Origin. */
-export function apiCors() {
+/**
+ * @koa/cors, for the API's paths only (MCP and OAuth answer their own CORS), and only to requests with an
+ * Origin. A preflight that production refuses (plain HTTP: `refused`) is not answered here but passed on
+ * to its 426, as every other request over plain HTTP is; other answers, the 426 included, carry the CORS
+ * headers so a page can read them.
+ */
+export function apiCors(refused: (ctx: ApiContext) => boolean = () => false) {
   const middleware = cors({
     origin: '*',
     allowMethods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
@@ -41,6 +46,7 @@ export function apiCors() {
   return async function apiCors(ctx: ApiContext, next: Next) {
     // Without Origin (a server, the benches) nothing is added, not even Vary: API answers are not cached by shared caches.
     if (!ctx.get('Origin') || !(ctx.path === PREFIX || ctx.path.startsWith(`${PREFIX}/`))) return next();
+    if (ctx.method === 'OPTIONS' && ctx.get('Access-Control-Request-Method') && refused(ctx)) return next();
     return middleware(ctx, next);
   };
 }

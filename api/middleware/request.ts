@@ -193,6 +193,11 @@ function clientProtocol(ctx: ApiContext, trustProxyHops: number): string {
   return entry.toLowerCase();
 }
 
+/** Whether `httpsOnly` answers this request 426 (production, plain HTTP, not a probe). */
+export function refusesPlainHttp(enabled: boolean, trustProxyHops: number): (ctx: ApiContext) => boolean {
+  return (ctx) => enabled && !PROBES.has(ctx.path) && clientProtocol(ctx, trustProxyHops) !== 'https';
+}
+
 /** HSTS on every HTTPS answer in production: browsers (the booking page, the OAuth sign-in) keep to https for a year. */
 export const HSTS = 'max-age=31536000';
 
@@ -202,9 +207,10 @@ export const HSTS = 'max-age=31536000';
  * every answer over HTTPS carries `Strict-Transport-Security`.
  */
 export function httpsOnly(enabled: boolean, trustProxyHops: number) {
+  const refused = refusesPlainHttp(enabled, trustProxyHops);
   return async function requireHttps(ctx: ApiContext, next: Next) {
     if (enabled && !PROBES.has(ctx.path)) {
-      if (clientProtocol(ctx, trustProxyHops) !== 'https') {
+      if (refused(ctx)) {
         // RFC 9110 §7.8: a sender of Upgrade lists it in Connection too.
         ctx.set('Upgrade', 'TLS/1.2, HTTP/1.1');
         ctx.set('Connection', 'Upgrade');
