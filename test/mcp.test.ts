@@ -157,7 +157,10 @@ describe('MCP server', () => {
     assert.equal(odd.status, 200);
     assert.deepEqual([odd.body.id, odd.body.error.code], [null, -32600]);
     assert.equal((await rpc({ jsonrpc: '2.0', id: 1, method: 'resources/list' })).body.error.code, -32601);
-    assert.equal((await call('list_customers', { per_page: 500 })).body.error.code, -32602);
+    // A page size past 100 is cut to 100, as REST's `limit` (contract, Limits: silently capped); below 1 it is refused.
+    const capped = await call('list_customers', { per_page: 500 });
+    assert.equal(capped.body.result.structuredContent.meta.per_page, 100, JSON.stringify(capped.body));
+    assert.equal((await call('list_customers', { per_page: 0 })).body.error.code, -32602);
     assert.equal((await call('list_customers', { nope: true })).body.error.code, -32602);
     // Arguments that are not an object are named as `arguments`, the field the client sent.
     for (const args of [[1], null, 'x']) {

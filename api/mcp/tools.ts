@@ -40,7 +40,8 @@ export type Tool = {
 
 const paging = {
   page: z.number().int().min(1).max(200).default(1).describe('Página, desde 1 (máximo 200)'),
-  per_page: z.number().int().min(1).max(100).default(25).describe('Registros por página (máximo 100)'),
+  // As REST's `limit` (contract, Limits: "max 100 (silently capped)"): a model asking for 200 gets 100, not an error.
+  per_page: z.number().int().min(1).default(25).transform((n) => Math.min(n, 100)).describe('Registros por página (por defecto 25; más de 100 se recorta a 100)'),
 };
 const listMeta = z.object({
   page: z.number().int(),
