@@ -8,6 +8,8 @@ import { after, before, describe, test } from 'node:test';
 import type { PoolClient } from 'pg';
 import sharp from 'sharp';
 import { toApiError } from '../api/middleware/request.ts';
+import { generateDue } from '../db/money/recurring.ts';
+import { transaction } from '../db/pool.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { adminMutation } from './helpers/forms.ts';
 import { waitFor } from './helpers/wait.ts';
@@ -329,6 +331,33 @@ describe('races between a write and a change of what it relies on', () => {
     }
     assert.deepEqual([...new Set(statuses)].sort(), [200, 201, 204], `statuses: ${statuses.join(' ')}`);
     assert.equal((await api.get(`/accounts/${account.id}`)).body.data.balance_cents, expected);
+  });
+
+  test('a recurring series catching up several days and a paid income spanning two of them do not deadlock', async () => {
+    const { t, api } = await newTenant();
+    const account = (await api.post('/accounts', { data: { name: 'Banco', kind: 'bank', currency: 'mxn', opening_on: '2026-01-01' } })).body.data;
+    // Occurrences are dated at noon in Mexico City (18:00Z): March 1, 2 and 3, category renta.
+    const series = await api.post('/recurring-transactions', { data: { type: 'income', account_id: account.id, amount_cents: 100, category: 'renta', frequency: 'daily', starts_on: '2026-03-01', ends_count: 3 } });
+    assert.equal(series.status, 201, series.text);
+    // March 2's renta row exists, and a third session holds it.
+    await api.post('/incomes', { data: { account_id: account.id, amount_cents: 5, category: 'renta', occurred_at: '2026-03-02T18:00:00Z' } });
+    const blocker: PoolClient = await app.pool.connect();
+    await blocker.query('BEGIN');
+    await blocker.query(`UPDATE ledger_daily SET amount_cents = amount_cents WHERE company_id = $1 AND line = 'income' AND key = 'renta' AND day = '2026-03-02'`, [t.companyId]);
+    const idle = await waiting('transactionid');
+    // The catch-up gets as far as March 2 and waits; then a paid income dated March 1 and paid March 3
+    // takes March 3's cash row and waits for March 1's renta row, which the catch-up would hold had it
+    // written March 1 already (it would then want March 3's cash row: a cycle, one of them a 40P01).
+    const catchUp = transaction(app.pool, (c) => generateDue(c, app.deps.jobs, series.body.data.id, '2026-03-03')).then((r) => r, (e: { code?: string }) => e.code ?? 'failed');
+    await waitFor(async () => (await waiting('transactionid')) > idle, 10_000, 'the catch-up to wait');
+    const paid = api.post('/incomes', { data: { account_id: account.id, amount_cents: 1_000, category: 'renta', occurred_at: '2026-03-01T18:00:00Z', paid_at: '2026-03-03T18:00:00Z' } });
+    await waitFor(async () => (await waiting('transactionid')) > idle + 1, 10_000, 'the paid income to wait');
+    await blocker.query('COMMIT');
+    blocker.release();
+    const [made, answer] = await Promise.all([catchUp, paid]);
+    assert.deepEqual(made, { made: 3, more: false }, 'no 40P01 in the catch-up');
+    assert.equal(answer.status, 201, answer.text);
+    assert.equal((await api.get(`/accounts/${account.id}`)).body.data.balance_cents, 3 * 100 + 5 + 1_000);
   });
 
   test('a record a write names, deleted between its check and its insert, is 422 naming the field, not a 500', async () => {

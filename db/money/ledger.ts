@@ -31,6 +31,12 @@ export type Entry = { currency: string; day: string; line: LedgerLine; key: stri
  * back), and no two writes ever wait on each other's rows in a cycle.
  */
 export async function post(db: Queryable, companyId: string, entries: Entry[], sign: 1 | -1 = 1): Promise<void> {
+  const gathered = gathering.get(db);
+  if (gathered) {
+    if (gathered.companyId !== companyId) throw new Error('post: another company inside postOnce');
+    for (const e of entries) gathered.entries.push(sign === 1 ? e : { ...e, amount: -e.amount });
+    return;
+  }
   const rows = new Map<string, Entry>();
   for (const e of entries) {
     const row = `${e.currency}\u0000${e.line}\u0000${e.key}\u0000${e.day}`;
@@ -46,6 +52,29 @@ export async function post(db: Queryable, companyId: string, entries: Entry[], s
      ON CONFLICT (company_id, currency, line, key, day) DO UPDATE SET amount_cents = ledger_daily.amount_cents + EXCLUDED.amount_cents`,
     [companyId, live.map((e) => e.currency), live.map((e) => e.day), live.map((e) => e.line), live.map((e) => e.key), live.map((e) => sign * e.amount)],
   );
+}
+
+/** Connections inside postOnce: what their posts gather instead of writing. */
+const gathering = new WeakMap<Queryable, { companyId: string; entries: Entry[] }>();
+
+/**
+ * Runs `write` with the posts it makes on `db` gathered, and writes them in one statement at its end:
+ * for a write of many records in one transaction (a recurring series' catch-up, up to 200 occurrences
+ * over as many days), which would otherwise take the ledger's rows day after day while another write
+ * takes its own in one sorted statement, and the two could each hold a row the other waits for.
+ * `write` must not read the ledger: what it posted is not there yet.
+ */
+export async function postOnce<T>(db: Queryable, companyId: string, write: () => Promise<T>): Promise<T> {
+  const gathered = { companyId, entries: [] as Entry[] };
+  gathering.set(db, gathered);
+  try {
+    const result = await write();
+    gathering.delete(db);
+    await post(db, companyId, gathered.entries);
+    return result;
+  } finally {
+    gathering.delete(db);
+  }
 }
 
 /** The entries taken back (to post with others in one statement). */

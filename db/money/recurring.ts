@@ -14,6 +14,7 @@ import type { JobSender } from '../job-sender.ts';
 import type { Client, Queryable } from '../pool.ts';
 import { iso, type Timestamp } from '../timestamps.ts';
 import { companyZoneForWrite } from '../companies.ts';
+import { postOnce } from './ledger.ts';
 import { insertMovement } from './movements.ts';
 import { firstClosed, lockMonthsShared } from './periods.ts';
 
@@ -145,41 +146,45 @@ export async function generateDue(
     r.customer_id && (await db.query('SELECT 1 FROM customers WHERE company_id = $1 AND id = $2 FOR KEY SHARE', [r.company_id, r.customer_id])).rowCount
       ? r.customer_id
       : null;
-  let made = 0;
-  let steps = 0;
-  while (r.next_occurrence_on && r.next_occurrence_on <= until) {
-    if (steps++ === limit) return { made, more: true };
-    const on = r.next_occurrence_on;
-    const exists = await db.query('SELECT 1 FROM movements WHERE recurring_id = $1 AND recurring_on = $2', [r.id, on]);
-    if (!exists.rowCount) {
-      const occurredAt = await occurrenceInstant(db, r.company_id, zone, on);
-      await insertMovement(db, jobs, r.company_id, zone, {
-        direction: r.direction,
-        account,
-        amount_cents: Number(r.amount_cents),
-        occurred_at: occurredAt,
-        status: 'paid',
-        category: r.category,
-        description: r.description,
-        customer_id: customerId,
-        supplier_name: r.supplier_name,
-        supplier_tax_id: r.supplier_tax_id,
-        recurring_id: r.id,
-        recurring_on: on,
-        metadata: Object.fromEntries(Object.entries(r.metadata).filter(([key]) => key !== 'external_ref')),
-      });
-      made++;
+  // Every occurrence's ledger entries in one statement at the end (ledger.ts postOnce): a batch spans
+  // up to `limit` days, and taking their rows day after day could deadlock with an API write.
+  return postOnce(db, r.company_id, async () => {
+    let made = 0;
+    let steps = 0;
+    while (r.next_occurrence_on && r.next_occurrence_on <= until) {
+      if (steps++ === limit) return { made, more: true };
+      const on = r.next_occurrence_on;
+      const exists = await db.query('SELECT 1 FROM movements WHERE recurring_id = $1 AND recurring_on = $2', [r.id, on]);
+      if (!exists.rowCount) {
+        const occurredAt = await occurrenceInstant(db, r.company_id, zone, on);
+        await insertMovement(db, jobs, r.company_id, zone, {
+          direction: r.direction,
+          account,
+          amount_cents: Number(r.amount_cents),
+          occurred_at: occurredAt,
+          status: 'paid',
+          category: r.category,
+          description: r.description,
+          customer_id: customerId,
+          supplier_name: r.supplier_name,
+          supplier_tax_id: r.supplier_tax_id,
+          recurring_id: r.id,
+          recurring_on: on,
+          metadata: Object.fromEntries(Object.entries(r.metadata).filter(([key]) => key !== 'external_ref')),
+        });
+        made++;
+      }
+      const count = r.occurrences_count + 1;
+      const next = nextOccurrence(r, count);
+      const updated = await db.query<RecurringRow>(
+        `UPDATE recurring_transactions SET occurrences_count = $2, next_occurrence_on = $3, active = $4, ended_at = CASE WHEN $4 THEN NULL ELSE now() END, updated_at = now()
+          WHERE id = $1 RETURNING *, to_char(starts_on, 'YYYY-MM-DD') AS starts_on, to_char(ends_on, 'YYYY-MM-DD') AS ends_on, to_char(next_occurrence_on, 'YYYY-MM-DD') AS next_occurrence_on`,
+        [r.id, count, next, next !== null],
+      );
+      r = updated.rows[0];
+      await recordEvent(db, jobs, r.company_id, 'recurring.occurrence_created', recurringEventData(r, { recurring_occurrence_on: on }));
+      if (!next) await recordEvent(db, jobs, r.company_id, 'recurring.ended', recurringEventData(r));
     }
-    const count = r.occurrences_count + 1;
-    const next = nextOccurrence(r, count);
-    const updated = await db.query<RecurringRow>(
-      `UPDATE recurring_transactions SET occurrences_count = $2, next_occurrence_on = $3, active = $4, ended_at = CASE WHEN $4 THEN NULL ELSE now() END, updated_at = now()
-        WHERE id = $1 RETURNING *, to_char(starts_on, 'YYYY-MM-DD') AS starts_on, to_char(ends_on, 'YYYY-MM-DD') AS ends_on, to_char(next_occurrence_on, 'YYYY-MM-DD') AS next_occurrence_on`,
-      [r.id, count, next, next !== null],
-    );
-    r = updated.rows[0];
-    await recordEvent(db, jobs, r.company_id, 'recurring.occurrence_created', recurringEventData(r, { recurring_occurrence_on: on }));
-    if (!next) await recordEvent(db, jobs, r.company_id, 'recurring.ended', recurringEventData(r));
-  }
-  return { made, more: false };
+    return { made, more: false };
+  });
 }
