@@ -234,7 +234,11 @@ export function declaredErrors(route: RouteDef): ErrorCode[] {
     ...(route.list && route.query ? (['invalid_cursor', 'invalid_id', 'offset_too_deep'] as const) : []),
     ...(route.body && !route.multipart ? (['parameter_missing', 'validation_failed'] as const) : []),
   ];
-  return [...new Set<ErrorCode>([...(route.errors ?? []), ...shared, ...COMMON_ERRORS, 'https_required', ...(route.module ? (['module_not_enabled'] as const) : []), ...writes])];
+  // A session has no origin allow-list, and a route any signed-in person may use checks no permission.
+  const common = COMMON_ERRORS.filter(
+    (code) => !(route.session && code === 'origin_not_allowed') && !(route.session === 'signed-in' && code === 'insufficient_scope'),
+  );
+  return [...new Set<ErrorCode>([...(route.errors ?? []), ...shared, ...common, 'https_required', ...(route.module ? (['module_not_enabled'] as const) : []), ...writes])];
 }
 
 /**

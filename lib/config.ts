@@ -186,7 +186,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // Production answers plain HTTP with 426: every URL handed out (OAuth metadata, media, booking
   // pages) must be one that works, and RFC 8414 wants an https issuer.
   if (isProduction && root.protocol !== 'https:') fail(`SITE_URL debe empezar con https:// en producción (recibido "${env.SITE_URL}")`);
-  if (isProduction && env.BOOKING_URL && !env.BOOKING_URL.startsWith('https://')) fail(`BOOKING_URL debe empezar con https:// en producción (recibido "${env.BOOKING_URL}")`);
+  if (isProduction && env.BOOKING_URL && !/^https:\/\//i.test(env.BOOKING_URL)) fail(`BOOKING_URL debe empezar con https:// en producción (recibido "${env.BOOKING_URL}")`);
   if (isProduction && !env.DATABASE_URL) fail('DATABASE_URL es obligatoria en producción');
   // node-postgres would read a malformed value as a host name and fail later with ENOTFOUND.
   if (env.DATABASE_URL) url('DATABASE_URL', env.DATABASE_URL, ['postgres:', 'postgresql:', 'socket:']);

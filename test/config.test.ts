@@ -44,6 +44,7 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ ...production, SITE_URL: 'http://api.example' }), /SITE_URL debe empezar con https:\/\/ en producción/);
     assert.throws(() => loadConfig({ ...production, SITE_URL: 'https://api.example', BOOKING_URL: 'http://citas.example' }), /BOOKING_URL debe empezar con https:\/\/ en producción/);
     assert.equal(loadConfig({ ...production, SITE_URL: 'https://api.example', BOOKING_URL: 'https://citas.example' }).bookingUrl, 'https://citas.example');
+    assert.equal(loadConfig({ ...production, SITE_URL: 'HTTPS://api.example', BOOKING_URL: 'HTTPS://citas.example' }).bookingUrl, 'https://citas.example', 'a scheme is case-insensitive');
   });
 
   test('development without ADMIN_TOKEN takes DATA_DIR/admin-token, the file npm start and wsctl use', async () => {

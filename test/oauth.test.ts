@@ -692,6 +692,10 @@ describe('OAuth 2.1 authorization server', () => {
       scopes: ['read-customers'], active: true, created_at: undefined, revoked_at: null,
     });
     assert.equal(listed.body.meta.limit, 25);
+    // The OpenAPI document declares what these routes can answer: no origin allow-list, no permission, so no 403.
+    const doc = (await (await fetch(`${app.baseUrl}/openapi.json`)).json()) as any;
+    assert.equal(doc.paths['/user/oauth-grants'].get.responses['403'], undefined);
+    assert.ok(doc.paths['/user/oauth-grants'].get.responses['401']);
     assert.deepEqual((await request(app.baseUrl, 'GET', `/user/oauth-grants/${grant.id}`, { headers: mine })).body.data, grant);
     // Another member of the company, with no permission at all: sees none of it, cannot revoke it.
     const member = randomBytes(12).toString('hex');
