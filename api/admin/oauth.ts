@@ -1,6 +1,6 @@
 // OAuth connections for operators (`wsctl oauth grants|revoke`): the grants
-// MCP clients hold, per person or per company, and revoking one at once (its
-// access tokens are checked against the grant on every MCP request).
+// MCP clients hold, per person or per company. Revoking one is
+// db/oauth-grants.ts `revokeGrant`, which the person's own route shares.
 import { liveGrantSql } from '../../db/oauth-grants.ts';
 import type { Queryable } from '../../db/pool.ts';
 
@@ -26,15 +26,4 @@ export async function listGrants(db: Queryable, filter: { userId?: string; compa
     [filter.userId ?? null, filter.companyId ?? null],
   );
   return rows.map((r) => ({ ...r, created_at: r.created_at.toISOString(), revoked_at: r.revoked_at?.toISOString() ?? null }));
-}
-
-export type RevokedGrant = { id: string; client_id: string; user_id: string; company_id: string; scopes: string[]; revoked_at: string };
-
-/** Revokes a grant (kept revoked if it was already); null when there is no such grant. */
-export async function revokeGrantById(db: Queryable, id: string): Promise<RevokedGrant | null> {
-  const { rows } = await db.query<Omit<RevokedGrant, 'revoked_at'> & { revoked_at: Date }>(
-    'UPDATE oauth_grants SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING id, client_id, user_id, company_id, scopes, revoked_at',
-    [id],
-  );
-  return rows[0] ? { ...rows[0], revoked_at: rows[0].revoked_at.toISOString() } : null;
 }

@@ -42,9 +42,3 @@ export async function findUserGrant(db: Queryable, companyId: string, userId: st
   const { rows } = await db.query<GrantRow>(`SELECT ${COLUMNS} FROM oauth_grants WHERE id = $1 AND company_id = $2 AND user_id = $3`, [id, companyId, userId]);
   return rows[0] ?? null;
 }
-
-/** Revokes the person's grant in the company (kept revoked if it was); false when they have no such grant. */
-export async function revokeUserGrant(db: Queryable, companyId: string, userId: string, id: string): Promise<boolean> {
-  const { rowCount } = await db.query('UPDATE oauth_grants SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 AND company_id = $2 AND user_id = $3', [id, companyId, userId]);
-  return (rowCount ?? 0) > 0;
-}

@@ -5,10 +5,11 @@
 // request checks its grant (api/oauth/grants.ts). Operators have the same
 // through `wsctl oauth grants|revoke` (api/admin/oauth.ts).
 import { z } from 'zod';
+import { revokeGrant } from '../../db/oauth-grants.ts';
 import { ApiError } from '../errors.ts';
 import { paginationQuery } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
-import { findUserGrant, listUserGrants, revokeUserGrant, serializeGrant } from './user-oauth-grant-queries.ts';
+import { findUserGrant, listUserGrants, serializeGrant } from './user-oauth-grant-queries.ts';
 
 const TAG = 'Conexiones OAuth (sesión de usuario)';
 
@@ -71,7 +72,7 @@ export const userOAuthGrantRoutes: RouteDef[] = [
     status: 204,
     errors: ['invalid_id', 'not_found'],
     handler: async (ctx, { params, companyId, db }) => {
-      if (!(await revokeUserGrant(db, companyId, ctx.state.session!.userId, params.id))) throw new ApiError('not_found');
+      if (!(await revokeGrant(db, params.id, { userId: ctx.state.session!.userId, companyId }))) throw new ApiError('not_found');
       return undefined;
     },
   }),

@@ -2,7 +2,8 @@
 import { z } from 'zod';
 import { ApiError } from '../../errors.ts';
 import { requireCompany, requireUser } from '../companies.ts';
-import { listGrants, revokeGrantById } from '../oauth.ts';
+import { revokeGrant } from '../../../db/oauth-grants.ts';
+import { listGrants } from '../oauth.ts';
 import { adminId as id, adminProcedure, router } from '../trpc.ts';
 
 export const oauthRouter = router({
@@ -13,7 +14,7 @@ export const oauthRouter = router({
     return listGrants(ctx.deps.pool, input);
   }),
   revoke: adminProcedure.input(z.object({ id })).mutation(async ({ ctx, input }) => {
-    const grant = await revokeGrantById(ctx.deps.pool, input.id);
+    const grant = await revokeGrant(ctx.deps.pool, input.id);
     if (!grant) throw new ApiError('not_found', `Grant ${input.id} not found`);
     return grant;
   }),
