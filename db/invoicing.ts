@@ -157,3 +157,16 @@ export async function loadEmitter(db: Queryable, config: Config, companyId: stri
     return null;
   }
 }
+
+/**
+ * The secret key of the company's Facturapi organization for the configured mode (FACTURAPI_MODE),
+ * or null: no organization yet (a tax profile saved before Facturapi was configured), or its key
+ * was taken in the other mode. The API answers 422 no_emitter; `wsctl company tax-profile` fixes it.
+ */
+export async function facturapiKeyOf(db: Queryable, config: Config, companyId: string): Promise<string | null> {
+  if (!config.facturapi) return null;
+  const { rows } = await db.query<{ mode: string | null; key_enc: string | null }>('SELECT mode, key_enc FROM facturapi_organizations WHERE company_id = $1', [companyId]);
+  const row = rows[0];
+  if (!row?.key_enc || row.mode !== config.facturapi.mode) return null;
+  return open(config.encryptionKey, row.key_enc);
+}

@@ -86,10 +86,13 @@ export type Config = {
   encryptionKey: string;
   /**
    * Who stamps tax invoices (docs/invoicing.md): Facturapi when FACTURAPI_KEY
-   * is set (FACTURAPI_URL, default https://www.facturapi.io/v2), otherwise
-   * the development provider, whose documents say they are not valid for tax.
+   * (the account's User Key, `sk_user_…`: each company is an organization of
+   * that account) is set (FACTURAPI_URL, default https://www.facturapi.io/v2;
+   * FACTURAPI_MODE `live` (default) or `test`, which organization keys the
+   * invoices are sent with), otherwise the development provider, whose
+   * documents say they are not valid for tax.
    */
-  facturapi: { key: string; url: string } | null;
+  facturapi: { key: string; url: string; mode: 'live' | 'test' } | null;
   /** The platform's name for this process (Heroku's DYNO, e.g. web.1): part of every connection's application_name. */
   dyno: string | undefined;
   /**
@@ -221,6 +224,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         }
       : null;
   if (isProduction && !env.ENCRYPTION_KEY && (google || env.FACTURAPI_KEY)) fail('ENCRYPTION_KEY es obligatoria en producción con Google Calendar o facturación (cifra los secretos guardados)');
+  // Facturapi issues an invoice under the organization whose key sent it: one organization's key would issue every company's invoices under one RFC.
+  if (env.FACTURAPI_KEY && !env.FACTURAPI_KEY.startsWith('sk_user_')) fail('FACTURAPI_KEY debe ser la User Key de la cuenta de Facturapi (sk_user_…): cada empresa emite con su propia organización, creada por wsctl company tax-profile');
+  if (env.FACTURAPI_MODE && env.FACTURAPI_MODE !== 'live' && env.FACTURAPI_MODE !== 'test') fail('FACTURAPI_MODE debe ser live o test');
   if (env.ENCRYPTION_KEY && env.ENCRYPTION_KEY.length < 32) fail('ENCRYPTION_KEY debe tener al menos 32 caracteres');
   // As ADMIN_TOKEN: a short bearer token is guessable.
   if (env.METRICS_TOKEN && env.METRICS_TOKEN.length < 16) fail('METRICS_TOKEN debe tener al menos 16 caracteres');
@@ -252,7 +258,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dyno: env.DYNO || undefined,
     bookingTokenKey: env.BOOKING_TOKEN_KEY || developmentSecret(dataDir, 'booking-token-key'),
     google,
-    facturapi: env.FACTURAPI_KEY ? { key: env.FACTURAPI_KEY, url: url('FACTURAPI_URL', env.FACTURAPI_URL || 'https://www.facturapi.io/v2') } : null,
+    facturapi: env.FACTURAPI_KEY
+      ? { key: env.FACTURAPI_KEY, url: url('FACTURAPI_URL', env.FACTURAPI_URL || 'https://www.facturapi.io/v2'), mode: env.FACTURAPI_MODE === 'test' ? 'test' : 'live' }
+      : null,
     encryptionKey: env.ENCRYPTION_KEY || (isProduction ? '' : developmentSecret(dataDir, 'encryption-key')),
     s3,
   };

@@ -80,11 +80,15 @@ describe('configuration', () => {
         [{ SITE_URL: 'https://x.example/path?q=1' }, /SITE_URL es una raíz/],
         [{ SITE_URL: 'https://x.example/#top' }, /SITE_URL es una raíz/],
         [{ METRICS_TOKEN: 'x' }, /METRICS_TOKEN debe tener al menos 16/],
+        // One organization's key would issue every company's invoices under one RFC.
+        [{ FACTURAPI_KEY: 'sk_live_abc' }, /FACTURAPI_KEY debe ser la User Key/],
+        [{ FACTURAPI_KEY: 'sk_user_abc', FACTURAPI_MODE: 'prod' }, /FACTURAPI_MODE debe ser live o test/],
         [{ BLOB_STORE: 's3', S3_BUCKET: 'media', S3_ACCESS_KEY_ID: 'a', S3_SECRET_ACCESS_KEY: 'b', S3_REGION: 'us east/1' }, /S3_REGION/],
       ];
       for (const [env, message] of refused) assert.throws(() => loadConfig({ NODE_ENV: 'test', ...env }), message, JSON.stringify(env));
       // Empty is unset, LOG_LEVEL too.
       assert.equal(loadConfig({ NODE_ENV: 'test', LOG_LEVEL: '' }).logLevel, 'info');
+      assert.equal(loadConfig({ NODE_ENV: 'test', FACTURAPI_KEY: 'sk_user_abc' }).facturapi?.mode, 'live');
       assert.equal(loadConfig({ NODE_ENV: 'test', SITE_URL: 'https://x.example:8443/' }).baseUrl, 'https://x.example:8443/api/v1');
     } finally {
       await rm(dir, { recursive: true, force: true });

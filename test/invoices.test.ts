@@ -321,7 +321,7 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     return inv.status !== 'pending' && inv;
   }, 90_000, `invoice ${id} settled`);
 
-  test('emit: Facturapi’s body (customer, items with SAT keys and taxes, PUE, external_id, Idempotency-Key), its uuid and folio; downloads proxied', async () => {
+  test('emit: Facturapi’s body (customer, items with SAT keys and taxes, PUE, external_id, idempotency_key), its uuid and folio; downloads proxied', async () => {
     const s = await sale(api, { customer_id: setup.customer.id });
     const res = await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } });
     assert.equal(res.body.data.provider, 'facturapi');
@@ -329,7 +329,7 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     const inv = await settled(res.body.data.id);
     assert.equal(inv.status, 'valid');
     const sent = facturapi.requests.find((r) => r.method === 'POST' && r.body?.external_id === inv.id)!;
-    assert.equal(sent.headers['idempotency-key'], `ws-${inv.id}`);
+    assert.equal(sent.body.idempotency_key, `ws-${inv.id}`);
     assert.deepEqual(sent.body.customer, { legal_name: 'UNIVERSIDAD ROBOTICA ESPAÑOLA', tax_id: 'URE180429TM6', tax_system: '601', address: { zip: '86991' } });
     assert.equal(sent.body.payment_method, 'PUE');
     assert.deepEqual(sent.body.items[0].product.taxes, [{ type: 'IVA', rate: 0.16 }]);
@@ -384,7 +384,7 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     assert.deepEqual([stored.status, stored.cancel_motive], ['canceled', '03']);
   });
 
-  test('a cancellation the receiver must answer: asked once, then polled until the answer; refused leaves the invoice valid, accepted cancels it', async () => {
+  test('a cancellation the receiver must answer (or the SAT is verifying): asked once, then polled until the answer; refused leaves the invoice valid, accepted cancels it', async () => {
     /** The poll queued after a pending answer, made due now rather than in a minute. */
     const pollNow = async (id: string) => {
       const poll = `name = $1 AND data->>'invoice_id' = $2 AND (data->>'poll')::boolean AND state = 'created'`;
@@ -392,9 +392,10 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
       await app.pool.query(`UPDATE pgboss.job SET start_after = now() WHERE ${poll}`, [INVOICES.name, id]);
     };
     const asked = (providerId: string) => facturapi.requests.filter((r) => r.method === 'DELETE' && r.path.startsWith(`/v2/invoices/${providerId}?`)).length;
-    facturapi.receiverMustAnswer();
     try {
-      for (const answer of ['rejected', 'accepted'] as const) {
+      // `verifying`: the SAT received the request and is validating it; a poll asks nothing again either.
+      for (const [asking, answer] of [['pending', 'rejected'], ['pending', 'accepted'], ['verifying', 'accepted']] as const) {
+        facturapi.receiverMustAnswer(asking);
         const s = await sale(api, { customer_id: setup.customer.id });
         const inv = await settled((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
         const providerId = [...facturapi.invoices.values()].find((i) => i.uuid === inv.uuid)!.id;
@@ -409,7 +410,7 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
           const i = (await api.get(`/invoices/${inv.id}`)).body.data;
           return i.status !== 'cancellation_pending' && i;
         }, 30_000, `the receiver's answer (${answer}) seen`);
-        assert.equal(asked(providerId), 1, 'one cancellation request, however many polls');
+        assert.equal(asked(providerId), 1, `one cancellation request, however many polls (${asking})`);
         if (answer === 'rejected') {
           assert.equal(settledNow.status, 'valid');
           assert.match(settledNow.failure_reason, /^cancelación rechazada: el receptor rechazó la cancelación$/);
@@ -536,6 +537,73 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     assert.match(kept.body.message, /pago posterior/);
     assert.equal((await api.delete(`/incomes/${lastFailed.income_id}`)).status, 204);
     assert.equal((await api.get(`/sales/${s.id}`)).body.data.paid_cents, 15_000);
+  });
+
+  test('each company issues under its own Facturapi organization: made by wsctl company tax-profile with its legal data and CSD, its own key on every invoice', async () => {
+    // The first company's organization, made in before(): legal data, the CSD (Facturapi reads the RFC from it), a live key.
+    const own = [...facturapi.organizations.values()].find((o) => o.legal.legal_name === 'ESCUELA KEMPER URGATE')!;
+    assert.ok(own, 'an organization for the first company');
+    assert.deepEqual([own.legal.tax_id, own.legal.tax_system, own.legal.zip, own.has_certificate], ['EKU9003173C9', '601', '42501', true]);
+    // A second company: another RFC, another organization.
+    const other = await seedTenant(app.pool, { modules: ['invoicing'], rateLimitPerMinute: 100_000 });
+    const otherApi = client(app.baseUrl, other.key);
+    const csd = testCsd('AAA010101AAA', 'EMPRESA DOS');
+    const profile = async () => (await wsctl(app, ['company', 'tax-profile', other.companyId, '--rfc', csd.rfc, '--legal-name', 'EMPRESA DOS', '--tax-regime', '601', '--zip', '06600', '--cer', csd.cerPath, '--key', csd.keyPath, '--key-password', csd.password, '--json']));
+    const first = await profile();
+    assert.equal(first.code, 0, first.stderr);
+    assert.doesNotMatch(first.stdout + first.stderr, /sk_(live|test|user)_/, 'no Facturapi key printed');
+    const organizations = facturapi.organizations.size;
+    const theirs = [...facturapi.organizations.values()].find((o) => o.legal.legal_name === 'EMPRESA DOS')!;
+    assert.deepEqual([theirs.legal.tax_id, theirs.legal.zip], ['AAA010101AAA', '06600']);
+    // Saved again: the same organization, brought up to date.
+    assert.equal((await profile()).code, 0);
+    assert.equal(facturapi.organizations.size, organizations, 'no second organization');
+    const customer = (await otherApi.post('/customers', { data: { name: 'C', tax_id: 'URE180429TM6', legal_name: 'UNIVERSIDAD ROBOTICA ESPAÑOLA', address: { postal_code: '86991' } } })).body.data;
+    await otherApi.post('/accounts', { data: { name: 'Banco', kind: 'bank', currency: 'mxn' } });
+    const mine = await settled((await api.post(`/sales/${(await sale(api, { customer_id: setup.customer.id })).id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    const otherSale = await sale(otherApi, { customer_id: customer.id });
+    const theirsInvoice = (await otherApi.post(`/sales/${otherSale.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data;
+    const stampedTheirs = await waitFor(async () => {
+      const inv = (await otherApi.get(`/invoices/${theirsInvoice.id}`)).body.data;
+      return inv.status !== 'pending' && inv;
+    }, 90_000, 'the second company’s invoice settled');
+    assert.equal(stampedTheirs.status, 'valid', stampedTheirs.failure_reason);
+    const issuerOf = (id: string) => [...facturapi.invoices.values()].find((i) => i.external_id === id)!.issuer.tax_id;
+    assert.deepEqual([issuerOf(mine.id), issuerOf(stampedTheirs.id)], ['EKU9003173C9', 'AAA010101AAA']);
+    const keyOf = (id: string) => facturapi.requests.find((r) => r.method === 'POST' && r.body?.external_id === id)!.headers.authorization;
+    assert.notEqual(keyOf(mine.id), keyOf(stampedTheirs.id));
+    assert.match(keyOf(stampedTheirs.id)!, new RegExp(`^Bearer sk_live_${theirs.id}_`));
+    // Emitter data saved before Facturapi was configured (no organization): 422 no_emitter until saved again.
+    await app.pool.query('DELETE FROM facturapi_organizations WHERE company_id = $1', [other.companyId]);
+    const refused = await otherApi.post(`/sales/${(await sale(otherApi, { customer_id: customer.id })).id}/invoice`, { data: { receiver: { tax_regime: '601' } } });
+    assert.deepEqual([refused.status, refused.body.error], [422, 'no_emitter']);
+    assert.match(refused.body.message, /Facturapi/);
+  });
+
+  test('an answer lost while Facturapi stamps in the background: the retry finds it pending and waits, never posts again', async () => {
+    facturapi.stampInBackground();
+    facturapi.fault({ method: 'POST', status: 500, afterCreate: true });
+    const retryNow = (id: string) => app.pool.query(`UPDATE pgboss.job SET start_after = now() WHERE name = $1 AND data->>'invoice_id' = $2 AND state = 'retry'`, [INVOICES.name, id]);
+    const lookups = (id: string) => facturapi.requests.filter((r) => r.method === 'GET' && r.path === `/v2/invoices?external_id=${id}`).length;
+    try {
+      const inv = (await api.post(`/sales/${(await sale(api, { customer_id: setup.customer.id })).id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data;
+      await waitFor(async () => [...facturapi.invoices.values()].some((i) => i.external_id === inv.id), 20_000, 'posted once');
+      // Retried while Facturapi still stamps: looked up, found pending, not posted again.
+      await waitFor(async () => (await retryNow(inv.id), lookups(inv.id) >= 3), 30_000, 'two retries looked it up');
+      assert.equal([...facturapi.invoices.values()].filter((i) => i.external_id === inv.id).length, 1);
+      assert.equal((await api.get(`/invoices/${inv.id}`)).body.data.status, 'pending');
+      facturapi.stampInBackground(false);
+      facturapi.finishStamping([...facturapi.invoices.values()].find((i) => i.external_id === inv.id)!.id);
+      const stamped = await waitFor(async () => {
+        await retryNow(inv.id);
+        const i = (await api.get(`/invoices/${inv.id}`)).body.data;
+        return i.status !== 'pending' && i;
+      }, 30_000, 'stamped');
+      assert.equal(stamped.status, 'valid');
+      assert.equal(facturapi.requests.filter((r) => r.method === 'POST' && r.body?.external_id === inv.id).length, 1, 'posted once');
+    } finally {
+      facturapi.stampInBackground(false);
+    }
   });
 
   test('an invoice still pending whose job ran out of retries gets a new one from the hourly reconcile, and is stamped once', async () => {

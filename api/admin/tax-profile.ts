@@ -5,9 +5,17 @@
 // the key is the certificate's, the certificate belongs to the RFC and is
 // valid today. The key and its password are sealed with ENCRYPTION_KEY and
 // never readable back (not by the API, not by this command).
+//
+// With Facturapi (FACTURAPI_KEY, the account's User Key), the company is an
+// issuing organization of that account: made on the first call, then given
+// the legal data and the CSD on every call, and its secret key for
+// FACTURAPI_MODE kept sealed (lib/cfdi/facturapi.ts). Facturapi refusing
+// them answers 422 naming `cer`; Facturapi out of reach, 503; either way
+// nothing is saved here but the organization's id.
 import { Credential } from '@nodecfdi/credentials/node';
 import { Rfc } from '@nodecfdi/rfc';
 import type { Pool } from '../../db/pool.ts';
+import { FacturapiAccount, ProviderRejected, ProviderUnavailable, type OrganizationSetup } from '../../lib/cfdi/facturapi.ts';
 import { regimeMismatch, TAX_REGIMES, ZIP } from '../../lib/cfdi/catalogs.ts';
 import type { Config } from '../../lib/config.ts';
 import { seal } from '../../lib/secret-box.ts';
@@ -65,6 +73,9 @@ export async function setTaxProfile(pool: Pool, config: Config, input: TaxProfil
   if (!credential.isCsd()) throw refuse('es una e.firma (FIEL), no un certificado de sello digital (CSD)');
   if (credential.rfc().toUpperCase() !== rfc) throw refuse(`el certificado es del RFC ${credential.rfc()}, no de ${rfc}`);
   if (!credential.certificate().validOn()) throw refuse('el certificado no está vigente hoy');
+  if (config.facturapi) {
+    await setUpFacturapiOrganization(pool, config, input.companyId, { legalName: input.legalName.trim(), taxRegime: input.taxRegime, zip: input.zip, cer: Buffer.from(cer, 'binary'), key: Buffer.from(key, 'binary'), keyPassword: input.keyPassword });
+  }
   const certificate = credential.certificate();
   const { rows } = await pool.query<ProfileRow>(
     `INSERT INTO company_tax_profiles (company_id, rfc, legal_name, tax_regime, zip, certificate_base64, certificate_number, valid_from, valid_to, key_enc, password_enc)
@@ -90,3 +101,36 @@ export async function setTaxProfile(pool: Pool, config: Config, input: TaxProfil
   return serializeTaxProfile(rows[0]);
 }
 
+
+/**
+ * The company's Facturapi organization, made or brought up to date, and its key for FACTURAPI_MODE
+ * kept. One call at a time per company (a session advisory lock): two would make two organizations.
+ */
+async function setUpFacturapiOrganization(pool: Pool, config: Config, companyId: string, setup: OrganizationSetup): Promise<void> {
+  const facturapi = config.facturapi!;
+  const account = new FacturapiAccount({ baseUrl: facturapi.url, userKey: facturapi.key });
+  const client = await pool.connect();
+  try {
+    await client.query(`SELECT pg_advisory_lock(hashtext('facturapi-organization'), hashtext($1))`, [companyId]);
+    try {
+      const { rows } = await client.query<{ organization_id: string }>('SELECT organization_id FROM facturapi_organizations WHERE company_id = $1', [companyId]);
+      let organizationId = rows[0]?.organization_id;
+      if (!organizationId) {
+        organizationId = await account.createOrganization(setup.legalName);
+        // Recorded at once: a retry after a later step fails reuses it.
+        await client.query('INSERT INTO facturapi_organizations (company_id, organization_id) VALUES ($1, $2)', [companyId, organizationId]);
+      }
+      await account.setUp(organizationId, setup);
+      const key = await account.secretKey(organizationId, facturapi.mode);
+      await client.query('UPDATE facturapi_organizations SET mode = $2, key_enc = $3, updated_at = now() WHERE company_id = $1', [companyId, facturapi.mode, seal(config.encryptionKey, key)]);
+    } finally {
+      await client.query(`SELECT pg_advisory_unlock(hashtext('facturapi-organization'), hashtext($1))`, [companyId]);
+    }
+  } catch (error) {
+    if (error instanceof ProviderRejected) throw validationFailed({ cer: [`Facturapi lo rechazó: ${error.message}`] }, `Facturapi rechazó los datos fiscales o el CSD: ${error.message}`);
+    if (error instanceof ProviderUnavailable) throw new ApiError('service_unavailable', `Facturapi no respondió; no se guardó nada (${error.message}).`);
+    throw error;
+  } finally {
+    client.release();
+  }
+}

@@ -4,7 +4,7 @@
 // keys and VAT, PUE or PPD by the sale's payment terms. Every rule the SAT
 // would refuse at stamping is answered here as the contract's 422.
 import { Rfc } from '@nodecfdi/rfc';
-import { loadEmitter } from '../../db/invoicing.ts';
+import { facturapiKeyOf, loadEmitter } from '../../db/invoicing.ts';
 import { companyZone } from '../../db/companies.ts';
 import type { SaleRow } from '../../db/money/sales.ts';
 import type { Queryable } from '../../db/pool.ts';
@@ -21,6 +21,9 @@ export async function buildDocument(db: Queryable, config: Config, sale: SaleRow
   const emitter = await loadEmitter(db, config, sale.company_id);
   if (!emitter) throw new ApiError('no_emitter');
   if (emitter.valid_to.getTime() < Date.now()) throw new ApiError('no_emitter', 'El certificado de sello digital (CSD) de la empresa venció.');
+  if (config.facturapi && !(await facturapiKeyOf(db, config, sale.company_id))) {
+    throw new ApiError('no_emitter', 'La empresa no tiene organización emisora en Facturapi: sus datos fiscales se guardaron antes de configurar Facturapi, o en el otro modo (FACTURAPI_MODE); vuelve a guardarlos con wsctl company tax-profile.');
+  }
   const lines = sale.line_items as Array<{ description: string; product_id: string | null; quantity: number; unit_price_cents: number; vat_rate: number | null; vat_exempt: boolean; discount_cents: number; subtotal_cents: number; tax_cents: number }>;
   // c_FormaPago 99 ("por definir") is PPD's alone (CFDI 4.0, Anexo 20): a sale paid at once says how it was paid.
   if (sale.payment_terms !== 'deferred' && input.payment_form === '99') {

@@ -7,7 +7,7 @@
 // The document is built in invoice-document.ts, the SQL is in
 // invoice-queries.ts and the shapes in invoice-schemas.ts.
 import { z } from 'zod';
-import { INVOICE_STATUSES } from '../../db/invoicing.ts';
+import { facturapiKeyOf, INVOICE_STATUSES } from '../../db/invoicing.ts';
 import { findSale } from '../../db/money/sales.ts';
 import { transactionRead } from '../../db/pool.ts';
 import { INVOICES } from '../../db/queues.ts';
@@ -171,7 +171,9 @@ export const invoiceRoutes: RouteDef[] = [
           // Facturapi's PDF, and the XML of an invoice stamped before it was kept, come from Facturapi.
           const facturapi = ctx.deps.config.facturapi;
           if (!facturapi) throw new ApiError('service_unavailable', `Facturapi no está configurado en este servicio (FACTURAPI_KEY); el ${format.toUpperCase()} de esta factura no se puede obtener.`);
-          body = await new FacturapiProvider({ baseUrl: facturapi.url, key: facturapi.key }).download(invoice.provider_id!, format).catch((error) => {
+          const key = await facturapiKeyOf(db, ctx.deps.config, companyId);
+          if (!key) throw new ApiError('service_unavailable', `La organización de la empresa en Facturapi no tiene llave para este modo (FACTURAPI_MODE); el ${format.toUpperCase()} de esta factura no se puede obtener.`);
+          body = await new FacturapiProvider({ baseUrl: facturapi.url, key }).download(invoice.provider_id!, format).catch((error) => {
             throw new ApiError('service_unavailable', `El proveedor no entregó el ${format.toUpperCase()}: ${(error as Error).message}`);
           });
         } else body = format === 'xml' ? Buffer.from(invoice.xml ?? '', 'utf8') : await invoicePdf(invoice);

@@ -1,21 +1,21 @@
 // Who stamps invoices: a provider interface with two implementations.
-// - FacturapiProvider: Facturapi's REST API v2 on undici (FACTURAPI_KEY,
-//   FACTURAPI_URL), its idempotency from our invoice id (`external_id` and an
-//   `Idempotency-Key` header, and a lookup by `external_id` before any retry).
+// - FacturapiProvider: Facturapi's REST API v2 (lib/cfdi/facturapi.ts) with
+//   the secret key of the company's own organization, its idempotency from
+//   our invoice id (`external_id` and the body's `idempotency_key`, and a
+//   lookup by `external_id` before any retry).
 // - DevelopmentProvider: well-formed CFDI 4.0 XML with a fake stamp, marked
 //   as not valid for tax (lib/cfdi/xml.ts); what `npm start` uses.
 // Errors: ProviderUnavailable (outages: retried with backoff) and
 // ProviderRejected (the provider refused the document: the invoice fails with
 // its reason).
 import { createHash } from 'node:crypto';
-import { request } from 'undici';
 import { cents, type CfdiDocument } from './document.ts';
+import { facturapiRequest, ProviderRejected, ProviderUnavailable } from './facturapi.ts';
 import { cfdiXml, type Stamp } from './xml.ts';
 
-export type StampResult = { provider_id: string; uuid: string; series: string | null; folio: string | null; stamped_at: string; verification_url: string | null; xml: string | null };
+export { ProviderRejected, ProviderUnavailable };
 
-export class ProviderUnavailable extends Error {}
-export class ProviderRejected extends Error {}
+export type StampResult = { provider_id: string; uuid: string; series: string | null; folio: string | null; stamped_at: string; verification_url: string | null; xml: string | null };
 
 export interface InvoiceProvider {
   readonly name: 'development' | 'facturapi';
@@ -67,35 +67,14 @@ export class FacturapiProvider implements InvoiceProvider {
   private readonly baseUrl: string;
   private readonly key: string;
 
+  /** `key`: the secret key of the company's organization, which Facturapi issues the invoice under. */
   constructor(options: { baseUrl: string; key: string }) {
-    this.baseUrl = options.baseUrl.replace(/\/$/, '');
+    this.baseUrl = options.baseUrl;
     this.key = options.key;
   }
 
-  private async call<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, headers: Record<string, string> = {}, raw = false): Promise<T> {
-    let res;
-    try {
-      res = await request(`${this.baseUrl}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${this.key}`, accept: raw ? '*/*' : 'application/json', ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
-        body: body ? JSON.stringify(body) : undefined,
-        headersTimeout: 30_000,
-        bodyTimeout: 30_000,
-      });
-    } catch (error) {
-      throw new ProviderUnavailable(`Facturapi no respondió: ${(error as Error).message}`);
-    }
-    const buffer = Buffer.from(await res.body.arrayBuffer());
-    if (res.statusCode >= 500 || res.statusCode === 429) throw new ProviderUnavailable(`Facturapi ${res.statusCode}`);
-    if (res.statusCode >= 400) {
-      let message = `HTTP ${res.statusCode}`;
-      try {
-        message = JSON.parse(buffer.toString('utf8')).message ?? message;
-      } catch {}
-      if (res.statusCode === 401 || res.statusCode === 403) throw new ProviderUnavailable(`Facturapi rechazó la llave (${res.statusCode}): ${message}`);
-      throw new ProviderRejected(message);
-    }
-    return (raw ? buffer : JSON.parse(buffer.toString('utf8'))) as T;
+  private call<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, raw = false): Promise<T> {
+    return facturapiRequest<T>(this.baseUrl, this.key, method, path, body === undefined ? undefined : { json: body }, raw);
   }
 
   private result(inv: FacturapiInvoice): StampResult {
@@ -119,6 +98,7 @@ export class FacturapiProvider implements InvoiceProvider {
         type: 'P',
         customer,
         external_id: doc.invoice_id,
+        idempotency_key: `ws-${doc.invoice_id}`,
         complements: [{ type: 'pago', data: [{ payment_form: p.payment_form, date: p.paid_at, related_documents: [{ uuid: p.related_uuid, amount: Number(cents(p.amount_cents)), installment: p.installment, last_balance: Number(cents(p.previous_balance_cents)), taxes: [] }] }] }],
       };
     }
@@ -126,6 +106,7 @@ export class FacturapiProvider implements InvoiceProvider {
       type: 'I',
       customer,
       external_id: doc.invoice_id,
+      idempotency_key: `ws-${doc.invoice_id}`,
       use: doc.cfdi_use,
       payment_form: doc.payment_form,
       payment_method: doc.payment_method,
@@ -154,11 +135,14 @@ export class FacturapiProvider implements InvoiceProvider {
   }
 
   async emit(doc: CfdiDocument): Promise<StampResult> {
-    // A retry after an answer we never got: the first attempt may have stamped it.
+    // A retry after an answer we never got: the first attempt may have stamped it, or may still be
+    // stamping it (`pending`: asked again later, never posted twice). `failed` or `draft` documents
+    // stamp nothing; the POST's `idempotency_key` guards what is left.
     const found = await this.call<{ data: FacturapiInvoice[] }>('GET', `/invoices?external_id=${encodeURIComponent(doc.invoice_id)}`);
+    if (found.data?.some((inv) => inv.status === 'pending')) throw new ProviderUnavailable('Facturapi aún está timbrando esta factura');
     const stamped =
       found.data?.find((inv) => inv.status === 'valid') ??
-      (await this.call<FacturapiInvoice>('POST', '/invoices', FacturapiProvider.body(doc), { 'Idempotency-Key': `ws-${doc.invoice_id}` }));
+      (await this.call<FacturapiInvoice>('POST', '/invoices', FacturapiProvider.body(doc)));
     // The stamped XML is the legal document: kept with the invoice, so its download never depends on
     // Facturapi being up (or still configured). Not fetched yet (an outage just after the stamp): the
     // retry finds the invoice by external_id above and fetches it then.
@@ -190,7 +174,8 @@ export class FacturapiProvider implements InvoiceProvider {
 
   /** Where an invoice's cancellation stands; null when nothing is asked (or, unless `answered` counts, was refused before). */
   private static cancellation(inv: FacturapiInvoice, answered: boolean): 'cancelled' | 'pending' | null {
-    if (inv.cancellation_status === 'pending') return 'pending';
+    // `verifying`: the SAT received the request and is validating it; Facturapi goes on asking.
+    if (inv.cancellation_status === 'pending' || inv.cancellation_status === 'verifying') return 'pending';
     if (inv.status === 'canceled') return 'cancelled';
     if (!answered) return null;
     if (inv.cancellation_status === 'rejected') throw new ProviderRejected('el receptor rechazó la cancelación');
@@ -199,7 +184,7 @@ export class FacturapiProvider implements InvoiceProvider {
   }
 
   download(providerId: string, format: 'xml' | 'pdf'): Promise<Buffer> {
-    return this.call<Buffer>('GET', `/invoices/${encodeURIComponent(providerId)}/${format}`, undefined, {}, true);
+    return this.call<Buffer>('GET', `/invoices/${encodeURIComponent(providerId)}/${format}`, undefined, true);
   }
 }
 

@@ -8,7 +8,7 @@
 // key is the invoice id.
 import type { Job } from 'pg-boss';
 import { recordEvent } from '../../db/events.ts';
-import { enqueueComplementsOwed, loadEmitter, PAYMENT_FORM_BY_ACCOUNT_KIND, type InvoiceRow } from '../../db/invoicing.ts';
+import { enqueueComplementsOwed, facturapiKeyOf, loadEmitter, PAYMENT_FORM_BY_ACCOUNT_KIND, type InvoiceRow } from '../../db/invoicing.ts';
 import { findSale } from '../../db/money/sales.ts';
 import { transaction, type Pool, type Queryable } from '../../db/pool.ts';
 import { INVOICES, type InvoiceJob } from '../../db/queues.ts';
@@ -19,13 +19,17 @@ import type { JobDefinition, WorkerDeps } from './types.ts';
 
 type Invoice = InvoiceRow;
 
-function providerFor(config: Config, name: 'development' | 'facturapi'): InvoiceProvider {
+/** The provider an invoice was asked of; Facturapi with the key of the company's own organization (null: none, the document fails as no_emitter). */
+async function providerFor(pool: Pool, config: Config, name: 'development' | 'facturapi', companyId: string): Promise<InvoiceProvider | null> {
   if (name === 'facturapi') {
     if (!config.facturapi) throw new Error('la factura se pidió a Facturapi, pero FACTURAPI_KEY ya no está configurada');
-    return new FacturapiProvider({ baseUrl: config.facturapi.url, key: config.facturapi.key });
+    const key = await facturapiKeyOf(pool, config, companyId);
+    return key ? new FacturapiProvider({ baseUrl: config.facturapi.url, key }) : null;
   }
   return new DevelopmentProvider();
 }
+
+const NO_ORGANIZATION = 'la empresa no tiene organización emisora en Facturapi para este modo (no_emitter): vuelve a guardar sus datos fiscales con wsctl company tax-profile';
 
 async function signerOf(pool: Pool, config: Config, companyId: string): Promise<Signer | null> {
   const emitter = await loadEmitter(pool, config, companyId);
@@ -61,9 +65,11 @@ async function stamp(deps: WorkerDeps, id: string): Promise<void> {
   const signer = await signerOf(pool, config, invoice.company_id);
   const fail = (reason: string) => pool.query(`UPDATE invoices SET status = 'failed', failure_reason = $2, updated_at = now() WHERE id = $1 AND status = 'pending'`, [id, reason.slice(0, 1000)]);
   if (!signer) return void (await fail('la empresa ya no tiene datos fiscales completos (no_emitter)'));
+  const provider = await providerFor(pool, config, invoice.provider, invoice.company_id);
+  if (!provider) return void (await fail(NO_ORGANIZATION));
   let result;
   try {
-    result = await providerFor(config, invoice.provider).emit(invoice.document, signer);
+    result = await provider.emit(invoice.document, signer);
   } catch (error) {
     if (error instanceof ProviderRejected) return void (await fail(error.message));
     throw error;
@@ -102,7 +108,9 @@ async function cancel(deps: WorkerDeps, id: string, poll: boolean): Promise<void
   if (!invoice || invoice.status !== 'cancellation_pending') return;
   let outcome;
   try {
-    outcome = await providerFor(config, invoice.provider).cancel({ provider_id: invoice.provider_id!, uuid: invoice.uuid! }, invoice.cancellation_motive!, invoice.cancellation_substitute_uuid, { poll });
+    const provider = await providerFor(pool, config, invoice.provider, invoice.company_id);
+    if (!provider) throw new ProviderRejected(NO_ORGANIZATION);
+    outcome = await provider.cancel({ provider_id: invoice.provider_id!, uuid: invoice.uuid! }, invoice.cancellation_motive!, invoice.cancellation_substitute_uuid, { poll });
   } catch (error) {
     if (error instanceof ProviderRejected) {
       // The SAT or the provider refused: the invoice stays valid, with the reason. A deferred sale's
@@ -175,9 +183,11 @@ async function complement(deps: WorkerDeps, id: string): Promise<void> {
       currency: invoice.currency,
     },
   };
+  const provider = await providerFor(pool, config, invoice.provider, invoice.company_id);
+  if (!provider) return void (await fail(NO_ORGANIZATION));
   let result;
   try {
-    result = await providerFor(config, invoice.provider).emit(doc, signer);
+    result = await provider.emit(doc, signer);
   } catch (error) {
     if (error instanceof ProviderRejected) return void (await fail(error.message));
     throw error;
