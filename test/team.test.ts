@@ -296,7 +296,7 @@ describe('company and team', () => {
     assert.equal((await upload(app.baseUrl, other.key, `/users/${member.id}/avatar`, 'avatar', await png(), 'yo.png')).status, 404);
   });
 
-  test('users: a person in two companies: neither changes their own fields (email, name, slug, avatar), only is_owner; the person may', async () => {
+  test('users: a person in two companies: neither changes their own fields (email, name, slug, avatar), only is_owner; the person may; unchanged fields written back are taken', async () => {
     const a = await tenant();
     const b = await tenant();
     await addMembership(app.pool, b.ownerId, a.companyId, false);
@@ -309,6 +309,10 @@ describe('company and team', () => {
     }
     assert.equal((await upload(app.baseUrl, a.key, `/users/${b.ownerId}/avatar`, 'avatar', await png(), 'a.png')).status, 422);
     assert.deepEqual((await b.api.get(`/users/${b.ownerId}`)).body.data, before, 'nothing changed');
+    // What A read, written back as it was, is no change: taken (a client's read-modify-write of is_owner).
+    const seen = (await a.api.get(`/users/${b.ownerId}`)).body.data;
+    const back = await a.api.put(`/users/${b.ownerId}`, { data: { email: seen.email, first_name: seen.first_name, last_name: seen.last_name, booking_slug: seen.booking_slug, settings_preferences: seen.settings_preferences } });
+    assert.equal(back.status, 200, JSON.stringify(back.body));
     // The membership is company A's own: it may make the person an owner there.
     const owner = await a.api.put(`/users/${b.ownerId}`, { data: { is_owner: true } });
     assert.equal(owner.status, 200, JSON.stringify(owner.body));

@@ -1,5 +1,6 @@
 // SQL of team members: people (`users`, unique across the service) and their
 // membership in the key's company (`memberships`: is_owner, permissions).
+import { isDeepStrictEqual } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import type { Queryable } from '../../db/pool.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
@@ -50,6 +51,15 @@ const background = (b: StoredBackground | undefined) => ({
   bg_angle: b?.bg_angle ?? null,
 });
 
+/** Stored preferences as the read shows them, every member present (null or the default). */
+function preferencesRead(prefs: StoredPreferences) {
+  return {
+    theme: prefs.theme ?? null,
+    block_overlapping_bookings: prefs.block_overlapping_bookings ?? false,
+    booking_branding: { theme: prefs.booking_branding?.theme ?? null, light: background(prefs.booking_branding?.light), dark: background(prefs.booking_branding?.dark) },
+  };
+}
+
 export function serializeMember(row: MemberRow, bookingUrl: string): z.output<typeof userSchema> {
   const prefs = (row.settings_preferences ?? {}) as StoredPreferences;
   const fullName = [row.first_name, row.last_name].filter(Boolean).join(' ');
@@ -65,11 +75,7 @@ export function serializeMember(row: MemberRow, bookingUrl: string): z.output<ty
     booking_url: row.booking_slug ? `${bookingUrl}/${row.booking_slug}` : null,
     avatar_url: row.avatar_url,
     is_owner: row.is_owner,
-    settings_preferences: {
-      theme: prefs.theme ?? null,
-      block_overlapping_bookings: prefs.block_overlapping_bookings ?? false,
-      booking_branding: { theme: prefs.booking_branding?.theme ?? null, light: background(prefs.booking_branding?.light), dark: background(prefs.booking_branding?.dark) },
-    },
+    settings_preferences: preferencesRead(prefs),
     created_at: iso(row.created_at)!,
     updated_at: iso(row.updated_at)!,
   };
@@ -219,10 +225,25 @@ export async function assertProfileEditable(db: Queryable, companyId: string, us
   throw validationFailed(Object.fromEntries(fields.map((field) => [field, [reason]])));
 }
 
+function unchanged(existing: MemberRow, key: string, value: unknown): boolean {
+  const stored = (existing as Record<string, unknown>)[key];
+  // Preferences: the same once read (stored `{}` and the defaults written out are one setting).
+  if (key === 'settings_preferences') return isDeepStrictEqual(preferencesRead(JSON.parse(value as string)), preferencesRead((stored ?? {}) as StoredPreferences));
+  // A date column comes back as a Date at local midnight (node-postgres).
+  if (stored instanceof Date) {
+    const day = `${stored.getFullYear()}-${String(stored.getMonth() + 1).padStart(2, '0')}-${String(stored.getDate()).padStart(2, '0')}`;
+    return value === day;
+  }
+  return value === stored;
+}
+
 export async function updateMember(db: Queryable, companyId: string, existing: MemberRow, data: UserUpdate, actingUserId?: string): Promise<MemberRow> {
   const cols: Record<string, unknown> = {};
   for (const key of PROFILE) if (data[key] !== undefined) cols[key] = key === 'email' ? (data.email as string).toLowerCase() : data[key];
   if (data.settings_preferences) cols.settings_preferences = JSON.stringify(mergePreferences(existing.settings_preferences as StoredPreferences, data.settings_preferences));
+  // A field sent as it is stored is no change (a client writing back what it read): only changes
+  // are checked and written, as for `is_owner` below.
+  for (const key of Object.keys(cols)) if (unchanged(existing, key, cols[key])) delete cols[key];
   const names = Object.keys(cols);
   await assertProfileEditable(db, companyId, existing.id, actingUserId, names);
   if (names.length) {
