@@ -765,18 +765,18 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     const json = JSON.stringify({ data: { answers: { ...base, cv: files.fileJson('a.pdf', files.pdf(60_000)) } } });
     const post = (text: string, key: string) =>
       fetch(app.baseUrl + path(), { method: 'POST', headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json', 'idempotency-key': key }, body: text });
-    const over = await post(json + ' '.repeat(102_401 - Buffer.byteLength(json)), 'big-3');
+    const over = await post(json + ' '.repeat(100_001 - Buffer.byteLength(json)), 'big-3');
     assert.equal(over.status, 413);
     assert.equal(((await over.json()) as any).error, 'idempotency_body_too_large');
     assert.equal(await blobCount(), blobsBefore, 'nothing was stored for the refused JSON body either');
     // The same JSON sent chunked (no Content-Length) is measured as sent too, whitespace included.
     const small = JSON.stringify({ data: { answers: base } });
-    const chunkedJson = await rawPost(path(), { 'content-type': 'application/json', 'idempotency-key': 'big-5' }, [Buffer.from(small), Buffer.alloc(102_401 - Buffer.byteLength(small), ' ')]);
+    const chunkedJson = await rawPost(path(), { 'content-type': 'application/json', 'idempotency-key': 'big-5' }, [Buffer.from(small), Buffer.alloc(100_001 - Buffer.byteLength(small), ' ')]);
     assert.equal(chunkedJson.status, 413, JSON.stringify(chunkedJson.body));
     assert.equal(chunkedJson.body.error, 'idempotency_body_too_large');
-    const chunkedAtLimit = await rawPost(path(), { 'content-type': 'application/json', 'idempotency-key': 'big-5' }, [Buffer.from(small), Buffer.alloc(102_400 - Buffer.byteLength(small), ' ')]);
+    const chunkedAtLimit = await rawPost(path(), { 'content-type': 'application/json', 'idempotency-key': 'big-5' }, [Buffer.from(small), Buffer.alloc(100_000 - Buffer.byteLength(small), ' ')]);
     assert.equal(chunkedAtLimit.status, 201, JSON.stringify(chunkedAtLimit.body));
-    const atLimit = await post(json + ' '.repeat(102_400 - Buffer.byteLength(json)), 'big-3');
+    const atLimit = await post(json + ' '.repeat(100_000 - Buffer.byteLength(json)), 'big-3');
     assert.equal(atLimit.status, 201, 'exactly 100 KB is allowed, and the refused request did not claim the key');
     // The same 300 KB upload without the key is an ordinary submission.
     const plain = await multipart([['answers[email]', 'k@example.com'], ['answers[name]', 'K'], ['files[cv]', { name: 'a.pdf', bytes: files.pdf(300_000) }]]);

@@ -9,7 +9,7 @@ import { issueKey } from '../api/admin/keys.ts';
 import { client, seedTenant, startTestApp, type Response, type TestApp } from './helpers/app.ts';
 import { waitFor } from './helpers/wait.ts';
 
-const LIMIT = 100 * 1024;
+const LIMIT = 100_000; // 100 KB, as the contract writes it
 
 /** `{"data":{"name":...}}` padded with JSON whitespace to exactly `bytes` bytes. */
 function paddedBody(name: string, bytes: number): string {

@@ -38,7 +38,7 @@ import { ApiError, type ErrorCode } from '../errors.ts';
 import type { ApiContext, CredentialField } from '../types.ts';
 import { checkJsonBody } from '../validation.ts';
 
-export const IDEMPOTENCY_BODY_LIMIT = 100 * 1024;
+export const IDEMPOTENCY_BODY_LIMIT = 100_000; // 100 KB (the contract), in bytes
 const KEY_SHAPE = /^[\x20-\x7e]{1,255}$/;
 /** Errors meaning the request was refused before the endpoint began executing. */
 export const NOT_STORED: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
