@@ -37,7 +37,18 @@ describe('OpenAPI and reference page', () => {
     const doc = (await (await fetch(`${app.baseUrl}/openapi.json`)).json()) as any;
     assert.deepEqual(doc.paths['/user/sessions'].post.security, []);
     assert.ok(doc.paths['/user/sessions/current'].delete);
+    // Production answers plain HTTP with 426 there as everywhere; a fault of ours is a 500.
+    for (const op of [doc.paths['/user/sessions'].post, doc.paths['/user/sessions/current'].delete]) {
+      assert.ok(op.responses['426'] && op.responses['500'], op.operationId);
+    }
     assert.equal(doc.components.securitySchemes.userSession.scheme, 'bearer');
+    // The single-delivery read always carries the signed body and the receiver's answer (contract); the list does not.
+    const ref = (op: any) => op.responses['200'].content['application/json'].schema;
+    const schemaOf = (s: any) => (s.$ref ? doc.components.schemas[s.$ref.split('/').pop()] : s);
+    const one = schemaOf(schemaOf(ref(doc.paths['/webhook-endpoints/{id}/deliveries/{delivery_id}'].get)).properties.data);
+    assert.ok(one.required.includes('payload') && one.required.includes('response_body'), JSON.stringify(one.required));
+    // Named components get the instants' format too.
+    assert.equal(doc.components.schemas.WebhookEndpointWithSecret.properties.created_at.format, 'date-time');
     assert.deepEqual(Object.keys(doc.webhooks).sort(), [...EMITTED_EVENT_NAMES].sort());
     assert.deepEqual(doc.components.schemas.WebhookEvent.required, ['id', 'evento', 'event', 'created_at', 'api_version', 'data']);
     const headers = doc.webhooks['customer.created'].post.parameters.map((p: any) => p.name);

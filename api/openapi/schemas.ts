@@ -115,6 +115,9 @@ function withDateFormats(value: unknown, name?: string): unknown {
       out[key] = (item as unknown[]).map((branch) => withDateFormats(branch, name));
     } else if (key === 'items' || key === 'additionalProperties') {
       out[key] = withDateFormats(item);
+    } else if (key === '$defs' && item && typeof item === 'object') {
+      // The named parts (`.meta({ id })`), which become components: their instants too.
+      out[key] = Object.fromEntries(Object.entries(item as JsonSchema).map(([id, def]) => [id, withDateFormats(def)]));
     } else out[key] = item;
   }
   const format = name?.endsWith('_at') ? 'date-time' : name?.endsWith('_on') ? 'date' : undefined;

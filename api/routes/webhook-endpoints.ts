@@ -86,8 +86,12 @@ const deliverySchema = z.object({
   response_status: z.number().int().nullable(),
   error_message: z.string().nullable(),
   created_at: z.string(),
-  payload: z.string().optional().describe('Solo en la lectura individual: el cuerpo exacto firmado'),
-  response_body: z.string().nullable().optional().describe('Solo en la lectura individual: los primeros 8 KB de la respuesta'),
+});
+
+/** The single-delivery read: the contract adds the signed body and the receiver's answer. */
+const deliveryDetailSchema = deliverySchema.extend({
+  payload: z.string().describe('El cuerpo exacto firmado'),
+  response_body: z.string().nullable().describe('Los primeros 8 KB de la respuesta del receptor'),
 });
 
 const deliveriesQuery = paginationQuery.extend({
@@ -264,7 +268,7 @@ function routes(prefix: string, session?: Permission): RouteDef[] {
       scope: 'read-webhook_endpoints',
       summary: 'Una entrega, con el cuerpo firmado y la respuesta del receptor',
       params: { id: 'id', delivery_id: 'id' },
-      response: deliverySchema,
+      response: deliveryDetailSchema,
       status: 200,
       errors: ['invalid_id', 'not_found'],
       handler: async (ctx, { params, companyId, db }) => {
