@@ -139,6 +139,31 @@ describe('form definitions: admin procedures and localized reads', () => {
     assert.notEqual((await adminMutation(app.url, 'form.update', { id: created.data.id, form: sampleFormFile({ slug: 'limites', fields: zero }) })).status, 200);
   });
 
+  test('a read in another locale written back keeps each locale\'s texts; an update without post_actions keeps them', async () => {
+    const postActions = { notify_team: { enabled: true, to: ['equipo@example.com'] } };
+    const created = await adminMutation(app.url, 'form.create', { companyId: tenant.companyId, form: sampleFormFile({ slug: 'ida-y-vuelta', post_actions: postActions }) });
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    const api = client(app.baseUrl, tenant.key);
+    const original = (await api.get(`/forms/${created.data.id}`)).body.data;
+    const inEnglish = (await api.get(`/forms/${created.data.id}?locale=en`)).body.data;
+    assert.equal(inEnglish.title, 'Contact us');
+    // The English read sent back as it is (no post_actions: a REST read has none).
+    const back = await adminMutation(app.url, 'form.update', { id: created.data.id, form: inEnglish });
+    assert.equal(back.status, 200, JSON.stringify(back.body));
+    assert.deepEqual(back.data.post_actions, created.data.post_actions, 'post-actions kept');
+    const after = (await api.get(`/forms/${created.data.id}`)).body.data;
+    assert.deepEqual(after.title_translations, original.title_translations);
+    assert.deepEqual(after.fields.map((f: any) => [f.label_translations, f.options_translations]), original.fields.map((f: any) => [f.label_translations, f.options_translations]));
+    assert.equal(after.title, 'Contáctanos');
+    // A new form made from the English read: Spanish stays Spanish.
+    const copy = await adminMutation(app.url, 'form.create', { companyId: tenant.companyId, form: { ...inEnglish, slug: 'copia-en' } });
+    assert.equal(copy.status, 200, JSON.stringify(copy.body));
+    assert.equal(copy.data.title_translations.es, 'Contáctanos');
+    // An explicit empty post_actions switches them off.
+    const off = await adminMutation(app.url, 'form.update', { id: created.data.id, form: { ...original, post_actions: {} } });
+    assert.deepEqual(off.data.post_actions, {});
+  });
+
   test('forms are read-only in the REST API and need read-forms', async () => {
     const api = client(app.baseUrl, tenant.key);
     assert.equal((await api.post('/forms', { data: sampleFormFile() })).status, 405);

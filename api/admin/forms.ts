@@ -53,13 +53,18 @@ export async function createForm(pool: Pool, companyId: string, file: unknown) {
   });
 }
 
-/** Replaces the definition whole (the file is the form); slug, id and counters stay unless the file sets a slug. */
+/**
+ * Replaces the definition whole (the file is the form); slug, id and counters stay unless the file sets
+ * a slug, and the post-actions stay unless the file has `post_actions`: the REST read carries none, so a
+ * read edited and sent back would otherwise switch them off.
+ */
 export async function updateForm(pool: Pool, formId: string, file: unknown) {
-  const parsed = parseFormFile(file);
+  parseFormFile(file);
   return transaction(pool, async (db) => {
     const existing = (await db.query<FormRow>('SELECT * FROM forms WHERE id = $1 FOR UPDATE', [formId])).rows[0];
     if (!existing) throw new ApiError('not_found', `Form ${formId} not found`);
-    const c = formColumns(parsed);
+    const keepPostActions = !Object.hasOwn(file as object, 'post_actions');
+    const c = formColumns(keepPostActions ? parseFormFile({ ...(file as object), post_actions: existing.post_actions }) : parseFormFile(file));
     if (c.slug && c.slug !== existing.slug) {
       await db.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`slug:forms:${existing.company_id}`]);
       const clash = await db.query('SELECT 1 FROM forms WHERE company_id = $1 AND slug = $2 AND id <> $3', [existing.company_id, c.slug, formId]);

@@ -89,7 +89,7 @@ export const formFileSchema = z
     active: z.boolean().default(true),
     fields: z.array(fieldInput).max(200),
     post_actions: postActionsInput.default({}),
-    // Present in a Form read; ignored here.
+    // Present in a Form read; ignored here, but for `locale`: the language of the plain text fields.
     id: z.string().optional(),
     locale: z.string().optional(),
     submissions_count: z.number().optional(),
@@ -101,12 +101,15 @@ export const formFileSchema = z
     const locales = new Set(form.locales);
     const def = form.default_locale ?? form.locales[0];
     if (!locales.has(def)) issue(['default_locale'], 'debe ser uno de locales');
+    // The plain texts are the default locale's only when the file is not a read in another one.
+    const inDefault = plainLocaleOf(form) === def;
+    const plain = <T>(value: T | undefined) => (inDefault ? value : undefined);
     const checkMap = (map: Record<string, unknown> | undefined, path: PropertyKey[]) => {
       for (const key of Object.keys(map ?? {})) if (!locales.has(key as Locale)) issue([...path, key], 'idioma que no está en locales');
     };
     checkMap(form.title_translations, ['title_translations']);
     checkMap(form.description_translations, ['description_translations']);
-    if (!(form.title ?? form.title_translations?.[def])) issue(['title'], `falta el título en el idioma por defecto (${def})`);
+    if (!(plain(form.title) ?? form.title_translations?.[def])) issue(['title'], `falta el título en el idioma por defecto (${def})`);
     const keys = new Set<string>();
     form.fields.forEach((field, i) => {
       const at = (...rest: PropertyKey[]) => ['fields', i, ...rest];
@@ -115,10 +118,10 @@ export const formFileSchema = z
       checkMap(field.label_translations, at('label_translations'));
       checkMap(field.placeholder_translations, at('placeholder_translations'));
       checkMap(field.options_translations, at('options_translations'));
-      if (!(field.label ?? field.label_translations?.[def])) issue(at('label'), `falta la etiqueta en el idioma por defecto (${def})`);
+      if (!(plain(field.label) ?? field.label_translations?.[def])) issue(at('label'), `falta la etiqueta en el idioma por defecto (${def})`);
       const hasOptions = !!(field.options?.length || Object.values(field.options_translations ?? {}).some((o) => o?.length));
       if (WITH_OPTIONS.has(field.field_type)) {
-        if ((field.field_type === 'select' || field.field_type === 'radio') && !(field.options ?? field.options_translations?.[def])?.length) {
+        if ((field.field_type === 'select' || field.field_type === 'radio') && !(plain(field.options) ?? field.options_translations?.[def])?.length) {
           issue(at('options'), `un campo ${field.field_type} necesita opciones en el idioma por defecto`);
         }
       } else if (hasOptions) {
@@ -164,12 +167,23 @@ export const formFileSchema = z
 export type FormFile = z.infer<typeof formFileSchema>;
 
 
+/**
+ * The language of a file's plain text fields (`title`, `label`, …): the file's `locale` when it is one
+ * of its locales (a Form read says which one it was read in, and its plain fields are in it), else the
+ * default locale. So a read in `en` written back keeps the Spanish texts Spanish.
+ */
+function plainLocaleOf(file: { locale?: string; locales: Locale[]; default_locale?: Locale }): Locale {
+  const wanted = file.locales.find((l) => l === file.locale);
+  return wanted ?? file.default_locale ?? file.locales[0];
+}
+
 /** Normalized columns of the `forms` row from a validated file. */
 export function formColumns(file: FormFile) {
   const def = file.default_locale ?? file.locales[0];
+  const plainLocale = plainLocaleOf(file);
   const withDefault = <T>(map: Partial<Record<Locale, T>> | undefined, plain: T | undefined) => {
     const out = { ...(map ?? {}) };
-    if (plain !== undefined) out[def] = plain;
+    if (plain !== undefined) out[plainLocale] = plain;
     return out;
   };
   const fields: StoredField[] = file.fields
