@@ -238,6 +238,56 @@ describe('public booking page in a browser', { skip }, () => {
     }
   });
 
+  test('autumn\'s repeated hour: each time carries its UTC offset, also once one of the repeated slots is booked', async () => {
+    const api = client(app.baseUrl, tenant.key);
+    // New York sets its clocks back at 02:00 on 2027-11-07: 01:00–02:00 happens twice.
+    const link = await api.post('/booking-links', {
+      data: { user_id: tenant.ownerId, slug: 'otono', title: 'Otoño', duration_minutes: 30, timezone: 'America/New_York', minimum_notice_minutes: 0,
+        weekly_hours: [{ days: [7], start: '00:00', end: '03:00' }], booking_window: { type: 'range', start_on: '2027-11-01', end_on: '2027-11-10' } },
+    });
+    assert.equal(link.status, 201, link.text);
+    // The first 01:00 (EDT, 05:00Z) is taken: the times left no longer repeat in pairs.
+    const made = await api.post('/bookings', { data: { booking_link_id: link.body.data.id, starts_at: '2027-11-07T05:00:00Z', booker: { name: 'Otro', email: 'otro@visita.example' } } });
+    assert.equal(made.status, 201, made.text);
+    const context = await browser.newContext({ timezoneId: 'America/New_York', locale: 'es-MX', extraHTTPHeaders: { 'x-forwarded-for': `203.0.113.${++n}` } });
+    await context.clock.setFixedTime(new Date('2027-11-03T15:00:00Z'));
+    const page = await context.newPage();
+    await page.goto(pageUrl.replace(/asesoria$/, 'otono'));
+    await page.click('#grid button[data-date="2027-11-07"]');
+    await page.waitForSelector('#slots button');
+    const times = await page.locator('#slots button').allTextContents();
+    const repeated = times.filter((t) => t.startsWith('01:30'));
+    assert.equal(repeated.length, 2, times.join(' | '));
+    assert.deepEqual(repeated.map((t) => t.replace(/\s+/g, ' ')).sort(), ['01:30 GMT-4', '01:30 GMT-5'], times.join(' | '));
+    await context.close();
+  });
+
+  test('a slot taken while the form was open: the 409 is said, focused, and nothing is confirmed until another slot is chosen', async () => {
+    const api = client(app.baseUrl, tenant.key);
+    const context = await newContext();
+    const page = await context.newPage();
+    await page.goto(pageUrl);
+    await openDays(page);
+    await page.locator('#grid button.open').nth(1).click();
+    const slot = page.locator('#slots button').nth(3);
+    const label = (await slot.getAttribute('aria-label'))!;
+    await slot.click();
+    await page.fill('#name', 'Tarde');
+    await page.fill('#email', 'tarde@visita.example');
+    await page.fill('#q-motivo', 'x');
+    // Someone else takes it meanwhile.
+    const slots = (await api.get(`/booking-links/${linkId}/slots`)).body.data.days.flatMap((d: any) => d.slots);
+    const taken = slots.find((s: any) => label.includes(new Intl.DateTimeFormat('es-MX', { timeZone: ZONE, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(new Date(s.starts_at))) && label.includes(new Intl.DateTimeFormat('es-MX', { timeZone: ZONE, day: 'numeric', month: 'long' }).format(new Date(s.starts_at))));
+    assert.ok(taken, label);
+    assert.equal((await api.post('/bookings', { data: { booking_link_id: linkId, starts_at: taken.starts_at, booker: { name: 'Rápido', email: 'rapido@visita.example' }, answers: { motivo: 'x' } } })).status, 201);
+    await page.click('#booking-form button[type=submit]');
+    await page.waitForFunction(() => /ya no está disponible/.test((globalThis as any).document.getElementById('form-error')?.textContent ?? ''));
+    assert.equal(await page.evaluate(() => (globalThis as any).document.activeElement?.id), 'form-error');
+    assert.match((await page.textContent('#chosen'))!, /elige otro/);
+    assert.equal(await page.locator('#booking-form button[type=submit]').isDisabled(), true);
+    await context.close();
+  });
+
   test('the manage link: reschedule to another slot, then cancel with a reason', async () => {
     const api = client(app.baseUrl, tenant.key);
     const slots = (await api.get(`/booking-links/${linkId}/slots`)).body.data.days.flatMap((d: any) => d.slots);

@@ -51,9 +51,18 @@
   function timeOf(iso, withOffset) { return fmt(iso, withOffset ? { hour: '2-digit', minute: '2-digit', hourCycle: 'h23', timeZoneName: 'shortOffset' } : { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }); }
   function longDate(iso) { return fmt(iso, { weekday: 'long', day: 'numeric', month: 'long', year: 'numeric' }); }
   function slotLabel(slot, withOffset) { return longDate(slot.starts_at) + ', de ' + timeOf(slot.starts_at, withOffset) + ' a ' + timeOf(slot.ends_at, withOffset) + ' (' + zone + ')'; }
-  function repeatsTimes(slots) {
-    var seen = {};
-    return slots.some(function (s) { var t = timeOf(s.starts_at) + '-' + timeOf(s.ends_at); var again = seen[t] || timeOf(s.starts_at) === timeOf(s.ends_at); seen[t] = true; return again; });
+  // A day whose clock changes in the visitor's zone (autumn repeats an hour, spring skips one) shows
+  // each time with its UTC offset (`01:30 GMT-4`, `01:30 GMT-5`): two equal times, or a slot that seems
+  // to end before it starts, would otherwise read alike. Decided by the offsets, not by the times shown,
+  // which stop repeating once one of the repeated slots is booked.
+  function clockChanges(slots) {
+    var offsets = {};
+    var offsetOf = function (iso) {
+      var part = new Intl.DateTimeFormat('en-US', { timeZone: zone, timeZoneName: 'shortOffset' }).formatToParts(new Date(iso)).filter(function (p) { return p.type === 'timeZoneName'; })[0];
+      return part ? part.value : '';
+    };
+    slots.forEach(function (s) { offsets[offsetOf(s.starts_at)] = true; offsets[offsetOf(s.ends_at)] = true; });
+    return Object.keys(offsets).length > 1;
   }
 
   // Dates as YYYY-MM-DD, arithmetic in UTC (pure calendar days).
@@ -187,7 +196,7 @@
     list.textContent = '';
     var slots = selectedDate ? days[selectedDate] || [] : [];
     var anyOpen = Object.keys(days).length > 0;
-    var withOffset = repeatsTimes(slots);
+    var withOffset = clockChanges(slots);
     $('slots-status').textContent = loadFailure ? loadFailure : selectedDate
       ? slots.length + (slots.length === 1 ? ' horario el ' : ' horarios el ') + new Intl.DateTimeFormat('es-MX', { timeZone: 'UTC', weekday: 'long', day: 'numeric', month: 'long' }).format(parse(selectedDate))
       : anyOpen ? 'Elige un día con horarios.' : 'No hay horarios libres este mes.';
@@ -209,16 +218,25 @@
     var label = document.querySelector('label[for="q-' + key.replace(/^answers\./, '') + '"]');
     return label ? label.textContent.replace(/\s*\*\s*$/, '') : key;
   }
-  function errorText(body) {
+  function errorText(body, status) {
     if (body && body.errors) return body.message + ' ' + Object.keys(body.errors).map(function (k) { return fieldLabel(k) + ': ' + body.errors[k].join(', '); }).join('; ');
-    return (body && body.message) || 'Algo salió mal; intenta de nuevo.';
+    if (body && body.message) return body.message;
+    return status ? 'El servicio no pudo atender la solicitud (HTTP ' + status + '); intenta de nuevo en un momento.' : 'Algo salió mal; intenta de nuevo.';
+  }
+  function showFormError(text) { $('form-error').hidden = false; $('form-error').textContent = text; $('form-error').focus(); }
+  // What the browser's own checks found, field by field, in the form's words.
+  function invalidFields(form) {
+    return Array.prototype.filter.call(form.elements, function (el) { return el.willValidate && !el.validity.valid; }).map(function (el) {
+      var label = el.id ? document.querySelector('label[for="' + el.id + '"]') : null;
+      return (label ? label.textContent.replace(/\s*\*\s*$/, '') : el.name) + ': ' + el.validationMessage;
+    }).join('; ');
   }
 
   function post(url, payload, key) {
     var headers = { 'Content-Type': 'application/json', Accept: 'application/json' };
     if (key) headers['Idempotency-Key'] = key;
     return fetch(url, { method: 'POST', headers: headers, body: JSON.stringify({ data: payload }) })
-      .then(function (r) { return r.json().then(function (body) { return { status: r.status, body: body }; }); });
+      .then(function (r) { return r.json().catch(function () { return null; }).then(function (body) { return { status: r.status, body: body }; }); });
   }
 
   function newKey() { return (crypto.randomUUID ? crypto.randomUUID() : String(Math.random()).slice(2) + Date.now()); }
@@ -228,13 +246,14 @@
   function choose(slot) {
     chosen = slot;
     if (data.mode === 'manage') {
-      $('resched-chosen').textContent = 'Nueva hora: ' + slotLabel(slot);
+      $('resched-chosen').textContent = 'Nueva hora: ' + slotLabel(slot, clockChanges(days[selectedDate] || []));
       $('resched-confirm').disabled = false;
       $('resched-confirm').focus();
       return;
     }
     idempotencyKey = newKey();
-    $('chosen').textContent = slotLabel(slot);
+    $('chosen').textContent = slotLabel(slot, clockChanges(days[selectedDate] || []));
+    $('booking-form').querySelector('button[type=submit]').disabled = false;
     $('form-section').hidden = false;
     $('form-error').hidden = true;
     $('name').focus();
@@ -245,7 +264,8 @@
     $('booking-form').addEventListener('submit', function (e) {
       e.preventDefault();
       var form = e.target;
-      if (!form.checkValidity()) { $('form-error').hidden = false; $('form-error').textContent = 'Revisa los campos marcados como obligatorios.'; form.reportValidity(); return; }
+      if (!chosen) { showFormError('Elige un horario en la lista.'); return; }
+      if (!form.checkValidity()) { $('form-error').hidden = false; $('form-error').textContent = 'Revisa estos campos: ' + invalidFields(form) + '.'; form.reportValidity(); return; }
       var answers = {};
       data.questions.forEach(function (q) {
         var input = $('q-' + q.key);
@@ -266,12 +286,17 @@
             $('done').focus();
             return;
           }
-          $('form-error').hidden = false;
-          $('form-error').textContent = errorText(res.body);
-          $('form-error').focus();
-          if (res.status === 409) { selectedDate = null; load(); }
+          showFormError(errorText(res.body, res.status));
+          if (res.status === 409) {
+            // The slot is gone: nothing to confirm until another is chosen from the reloaded list.
+            chosen = null;
+            $('chosen').textContent = 'Ese horario ya no está disponible: elige otro en la lista.';
+            submit.disabled = true;
+            selectedDate = null;
+            load();
+          }
         })
-        .catch(function () { submit.disabled = false; $('form-error').hidden = false; $('form-error').textContent = 'No hubo conexión; intenta de nuevo.'; });
+        .catch(function () { submit.disabled = false; showFormError('No hubo conexión; intenta de nuevo.'); });
     });
   }
 
@@ -300,7 +325,7 @@
       post(data.rescheduleUrl, { starts_at: chosen.starts_at }, newKey()).then(function (res) {
         if (res.status === 201) { window.location.assign(res.body.data.manage_url); return; }
         confirm.disabled = false;
-        $('manage-status').textContent = errorText(res.body);
+        $('manage-status').textContent = errorText(res.body, res.status);
         if (res.status === 409) { selectedDate = null; load(); }
       });
     });
