@@ -21,7 +21,8 @@ export type GoogleEvent = {
   extendedProperties?: { private?: Record<string, string>; shared?: Record<string, string> };
   start?: { dateTime?: string; date?: string; timeZone?: string };
   end?: { dateTime?: string; date?: string; timeZone?: string };
-  attendees?: Array<{ email: string; displayName?: string }>;
+  /** `self`: the calendar's owner among them, whose `responseStatus` says whether they go. */
+  attendees?: Array<{ email: string; displayName?: string; self?: boolean; responseStatus?: 'needsAction' | 'declined' | 'tentative' | 'accepted' }>;
   transparency?: 'opaque' | 'transparent';
   hangoutLink?: string;
   conferenceData?: {

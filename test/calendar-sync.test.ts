@@ -394,13 +394,15 @@ describe('calendar sync end to end', () => {
     assert.match(status.last_error, /invalid_grant/);
   });
 
-  test('import: Google events become read-only source google events (paging, updates, deletions), ours are not imported back', async () => {
+  test('import: Google events become read-only source google events (paging, updates, deletions), ours are not imported back; free and declined ones are not', async () => {
     const ours = await newEvent({ title: 'Nuestro' });
     await waitFor(async () => (await eventRow(ours.id))?.google_event_id, 20_000);
     for (let i = 0; i < 3; i++) {
       google.createExternal({ id: `ext${i}`, summary: `Externo ${i}`, start: { dateTime: `2026-12-0${5 + i}T15:00:00Z` }, end: { dateTime: `2026-12-0${5 + i}T16:00:00Z` } });
     }
     google.createExternal({ id: 'extfree', summary: 'Libre', transparency: 'transparent', start: { dateTime: '2026-12-09T15:00:00Z' }, end: { dateTime: '2026-12-09T16:00:00Z' } });
+    // An invitation the member declined blocks nothing either (Google's free/busy ignores it).
+    google.createExternal({ id: 'extdeclined', summary: 'Invitación rechazada', attendees: [{ email: 'otra@example.com' }, { email: 'yo@example.com', self: true, responseStatus: 'declined' }], start: { dateTime: '2026-12-10T15:00:00Z' }, end: { dateTime: '2026-12-10T16:00:00Z' } });
     google.createExternal({ id: 'extallday', summary: 'Vacaciones', start: { date: '2026-12-20', timeZone: 'America/Mexico_City' }, end: { date: '2026-12-21', timeZone: 'America/Mexico_City' } });
     await pull(tenant.ownerId);
     const imported = async () => (await app.pool.query(`SELECT google_event_id, title, starts_at, all_day FROM calendar_events WHERE user_id = $1 AND source = 'google' ORDER BY google_event_id`, [tenant.ownerId])).rows;

@@ -7,8 +7,9 @@
 // events are pushed again. Events the service itself put in Google (marked
 // with our id, or with an id that is one of our events') are skipped, and one
 // of ours deleted here while the connection was down is deleted there;
-// cancelled ones are deleted; events marked "free" (transparent) are not
-// imported, since they block nothing.
+// cancelled ones are deleted; events marked "free" (transparent) and
+// invitations the member declined are not imported, since they block nothing
+// (Google's own free/busy ignores both).
 import type { Job } from 'pg-boss';
 import { objectId } from '../../lib/objectid.ts';
 import { startOfLocalDate } from '../../lib/local-dates.ts';
@@ -55,7 +56,8 @@ async function apply(deps: WorkerDeps, connection: Connection, companies: string
   if (ours.rowCount) return;
   const start = instantOf(item.start, calendarZone);
   const end = instantOf(item.end, calendarZone);
-  if (item.status === 'cancelled' || item.transparency === 'transparent' || !start || !end || end.at <= start.at) {
+  const declined = item.attendees?.some((a) => a.self && a.responseStatus === 'declined') ?? false;
+  if (item.status === 'cancelled' || item.transparency === 'transparent' || declined || !start || !end || end.at <= start.at) {
     await pool.query(`DELETE FROM calendar_events WHERE user_id = $1 AND source = 'google' AND google_event_id = $2`, [connection.user_id, item.id]);
     return;
   }
