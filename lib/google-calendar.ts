@@ -35,9 +35,12 @@ export type GoogleEvent = {
 export type EventList = { items: GoogleEvent[]; nextPageToken?: string; nextSyncToken?: string; timeZone?: string };
 
 /**
- * A failed call: `retryable` for rate limits (429, 403 rateLimitExceeded /
- * userRateLimitExceeded) and server errors; `reason` is Google's
- * (`invalid_grant` from the token endpoint: the refresh token is dead).
+ * A failed call: `retryable` for rate limits and usage limits (429; 403
+ * rateLimitExceeded, userRateLimitExceeded, quotaExceeded, dailyLimitExceeded:
+ * they lift with time), server errors, and the token endpoint's
+ * `invalid_client` (our client credentials refused: an operator's to fix,
+ * not the event's fault); `reason` is Google's (`invalid_grant` from the
+ * token endpoint: the refresh token is dead).
  */
 export class GoogleApiError extends Error {
   readonly status: number;
@@ -48,11 +51,11 @@ export class GoogleApiError extends Error {
     this.name = 'GoogleApiError';
     this.status = status;
     this.reason = reason;
-    this.retryable = status === 429 || status >= 500 || (status === 403 && (reason === 'rateLimitExceeded' || reason === 'userRateLimitExceeded'));
+    this.retryable = status === 429 || status >= 500 || (status === 403 && RATE_REASONS.has(reason ?? '')) || reason === 'invalid_client';
   }
 }
 
-const RATE_REASONS = new Set(['rateLimitExceeded', 'userRateLimitExceeded']);
+const RATE_REASONS = new Set(['rateLimitExceeded', 'userRateLimitExceeded', 'quotaExceeded', 'dailyLimitExceeded']);
 
 /** Google's error bodies: `{error: {code, message, errors: [{reason}]}}` from the API, `{error, error_description}` from the token endpoint. */
 function errorOf(status: number, body: any): GoogleApiError {

@@ -36,10 +36,10 @@ describe('Google Calendar client against the stand-in', () => {
     assert.equal(refused.retryable, false);
   });
 
-  test('rate limits and server errors are retryable, other refusals are not; a closed port is retryable', async () => {
+  test('rate and usage limits and server errors are retryable, other refusals are not; a closed port and refused client credentials are retryable', async () => {
     google.addRefreshToken('rt-errors');
     const { accessToken } = await api.refreshAccessToken('rt-errors');
-    for (const [status, reason, retryable] of [[429, 'rateLimitExceeded', true], [403, 'rateLimitExceeded', true], [403, 'userRateLimitExceeded', true], [500, 'backendError', true], [403, 'forbidden', false], [400, 'invalid', false]] as const) {
+    for (const [status, reason, retryable] of [[429, 'rateLimitExceeded', true], [403, 'rateLimitExceeded', true], [403, 'userRateLimitExceeded', true], [403, 'quotaExceeded', true], [403, 'dailyLimitExceeded', true], [500, 'backendError', true], [403, 'forbidden', false], [400, 'invalid', false]] as const) {
       google.fail({ method: 'POST', path: /events$/, status, reason });
       const error = await api.insertEvent(accessToken, 'primary', { id: `e${status}${reason.length}`, summary: 'x' }).catch((e) => e);
       assert.ok(error instanceof GoogleApiError, `${status} ${reason}`);
@@ -47,6 +47,10 @@ describe('Google Calendar client against the stand-in', () => {
       assert.equal(error.reason, reason);
       assert.equal(error.retryable, retryable, `${status} ${reason}`);
     }
+    // Our client credentials refused (a rotated secret): the operator's to fix; the event waits.
+    const badClient = new GoogleCalendarClient({ ...(api as any).config, clientSecret: 'wrong' });
+    const refusedClient = await badClient.refreshAccessToken('rt-errors').catch((e) => e);
+    assert.deepEqual([refusedClient.reason, refusedClient.retryable], ['invalid_client', true]);
     const offline = new GoogleCalendarClient({ apiUrl: 'http://127.0.0.1:9/calendar/v3', tokenUrl: 'http://127.0.0.1:9/token', clientId: 'x', clientSecret: 'y' });
     const error = await offline.refreshAccessToken('x').catch((e) => e);
     assert.equal(error.retryable, true);
