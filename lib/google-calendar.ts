@@ -137,14 +137,17 @@ export class GoogleCalendarClient {
     await this.call('DELETE', this.eventsUrl(calendarId, `/${encodeURIComponent(eventId)}`, { sendUpdates: 'none' }), { token });
   }
 
-  /** One page of events: incremental from `syncToken`, or a full list from `timeMin`. A dead sync token is 410. */
+  /**
+   * One page of events: incremental from `syncToken`, or a full list from `timeMin`. A dead sync token
+   * is 410. An incremental request repeats the full list's parameters but `timeMin` (Google refuses it
+   * with a sync token); deleted events come with a sync token without `showDeleted`.
+   */
   listEvents(token: string, calendarId: string, options: { syncToken?: string; pageToken?: string; timeMin?: string }): Promise<EventList> {
     return this.call('GET', this.eventsUrl(calendarId, '', {
       syncToken: options.syncToken,
       pageToken: options.pageToken,
       timeMin: options.syncToken ? undefined : options.timeMin,
       singleEvents: 'true',
-      showDeleted: options.syncToken ? 'true' : undefined,
       maxResults: '250',
     }), { token });
   }
