@@ -76,7 +76,7 @@ export type Config = {
    * GOOGLE_CLIENT_SECRET are set. The base URLs default to Google's and are
    * settable so tests (and proxies) can point the client elsewhere.
    */
-  google: { clientId: string; clientSecret: string; apiUrl: string; tokenUrl: string; authUrl: string } | null;
+  google: { clientId: string; clientSecret: string; apiUrl: string; tokenUrl: string; authUrl: string; revokeUrl: string } | null;
   /**
    * Key of secrets stored in the database (ENCRYPTION_KEY, at least 32
    * characters): Google refresh tokens, and the CSD keys and passwords of
@@ -221,6 +221,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
           apiUrl: url('GOOGLE_API_URL', env.GOOGLE_API_URL || 'https://www.googleapis.com/calendar/v3'),
           tokenUrl: url('GOOGLE_TOKEN_URL', env.GOOGLE_TOKEN_URL || 'https://oauth2.googleapis.com/token'),
           authUrl: url('GOOGLE_AUTH_URL', env.GOOGLE_AUTH_URL || 'https://accounts.google.com/o/oauth2/v2/auth'),
+          revokeUrl: url('GOOGLE_REVOKE_URL', env.GOOGLE_REVOKE_URL || 'https://oauth2.googleapis.com/revoke'),
         }
       : null;
   if (isProduction && !env.ENCRYPTION_KEY && (google || env.FACTURAPI_KEY)) fail('ENCRYPTION_KEY es obligatoria en producción con Google Calendar o facturación (cifra los secretos guardados)');

@@ -7,7 +7,7 @@
 // (test/helpers/google-stand-in.ts).
 import { request } from 'undici';
 
-export type GoogleConfig = { apiUrl: string; tokenUrl: string; clientId: string; clientSecret: string };
+export type GoogleConfig = { apiUrl: string; tokenUrl: string; clientId: string; clientSecret: string; revokeUrl?: string };
 
 export type GoogleEvent = {
   id: string;
@@ -119,6 +119,11 @@ export class GoogleCalendarClient {
       form: { grant_type: 'authorization_code', code, redirect_uri: redirectUri, client_id: this.config.clientId, client_secret: this.config.clientSecret },
     });
     return { refreshToken: body.refresh_token ?? null, accessToken: body.access_token };
+  }
+
+  /** Revokes a refresh token at Google (and the access tokens minted from it): a disconnect ends the grant there too. */
+  async revokeToken(refreshToken: string): Promise<void> {
+    await this.call('POST', this.config.revokeUrl ?? 'https://oauth2.googleapis.com/revoke', { form: { token: refreshToken } });
   }
 
   insertEvent(token: string, calendarId: string, event: GoogleEvent): Promise<GoogleEvent> {

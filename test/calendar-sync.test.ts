@@ -141,6 +141,10 @@ describe('calendar sync end to end', () => {
     assert.notEqual(refused.code, 0);
     const disconnected = JSON.parse((await runCli(app, ['calendar', 'disconnect', '--user', member.ownerId, '--json'])).stdout);
     assert.equal(disconnected.connected, false);
+    // The grant ends at Google too: the refresh token is revoked there, and no longer refreshes.
+    assert.ok(google.revoked.includes('rt-from-consent'), JSON.stringify(google.revoked));
+    const dead = await new GoogleCalendarClient({ ...app.config.google!, revokeUrl: undefined }).refreshAccessToken('rt-from-consent').catch((e) => e);
+    assert.equal(dead.reason, 'invalid_grant');
   });
 
   test('a connection syncs at once: its first pull runs without waiting for the five-minute round', async () => {

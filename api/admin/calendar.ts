@@ -12,6 +12,8 @@ import type { Config } from '../../lib/config.ts';
 import { GoogleApiError, GoogleCalendarClient } from '../../lib/google-calendar.ts';
 import { requireUser } from './companies.ts';
 import { signState } from '../../lib/signed-state.ts';
+import { log } from '../../lib/log.ts';
+import { open } from '../../lib/secret-box.ts';
 import { readConnection, serializeConnection, storeConnection } from '../../db/calendar-sync.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { callbackUrl } from '../integrations/google.ts';
@@ -57,9 +59,20 @@ export async function connectCalendar(pool: Pool, jobs: JobSender, config: Confi
 }
 
 /** Forgets the token and the events imported from Google (they would no longer stay in sync). */
-export async function disconnectCalendar(pool: Pool, userId: string) {
+/**
+ * Forgets the connection and its imported busy time, then revokes the refresh token at Google, so the
+ * grant ends there too (Google's account page no longer lists the service). The revocation is best
+ * effort: Google out of reach leaves the token to expire unused, logged as `calendar.revoke_failed`.
+ */
+export async function disconnectCalendar(pool: Pool, config: Config, userId: string) {
   await requireUser(pool, userId);
+  const { rows } = await pool.query<{ refresh_token_enc: string }>('DELETE FROM calendar_connections WHERE user_id = $1 RETURNING refresh_token_enc', [userId]);
   await pool.query(`DELETE FROM calendar_events WHERE user_id = $1 AND source = 'google'`, [userId]);
-  await pool.query('DELETE FROM calendar_connections WHERE user_id = $1', [userId]);
+  const refreshToken = rows[0] ? open(config.encryptionKey, rows[0].refresh_token_enc) : null;
+  if (refreshToken && config.google) {
+    await new GoogleCalendarClient(config.google, { timeoutMs: 10_000 }).revokeToken(refreshToken).catch((error: Error) => {
+      log('calendar.revoke_failed', { user_id: userId, error: error.message });
+    });
+  }
   return serializeConnection(undefined, userId);
 }

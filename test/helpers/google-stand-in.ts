@@ -15,6 +15,7 @@ export type GoogleStandIn = Awaited<ReturnType<typeof startGoogleStandIn>>;
 
 export async function startGoogleStandIn(options: { meetPendingReads?: number; pageSize?: number; timeZone?: string } = {}) {
   const refreshTokens = new Set<string>();
+  const revoked: string[] = [];
   const codes = new Map<string, string>();
   const accessTokens = new Set<string>();
   /** The refresh token each access token was minted from. */
@@ -79,6 +80,16 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
       return send(res, failure.status, googleError(failure.status, failure.reason ?? 'backendError', 'injected failure'));
     }
 
+    // Google's revocation endpoint: a refresh token (or an access token) in a form; the tokens minted from it die too.
+    if (url.pathname === '/revoke' && req.method === 'POST') {
+      const token = body.token;
+      if (!refreshTokens.has(token) && !accessTokens.has(token)) return send(res, 400, { error: 'invalid_token', error_description: 'Token expired or revoked' });
+      revoked.push(token);
+      refreshTokens.delete(token);
+      accessTokens.delete(token);
+      for (const [access, from] of mintedFrom) if (from === token) accessTokens.delete(access);
+      return send(res, 200, {});
+    }
     if (url.pathname === '/token' && req.method === 'POST') {
       if (body.client_id !== 'stand-in-client' || body.client_secret !== 'stand-in-secret') return send(res, 401, { error: 'invalid_client', error_description: 'Unauthorized' });
       if (body.grant_type === 'refresh_token') {
@@ -170,7 +181,10 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
       GOOGLE_API_URL: `${base}/calendar/v3`,
       GOOGLE_TOKEN_URL: `${base}/token`,
       GOOGLE_AUTH_URL: `${base}/auth`,
+      GOOGLE_REVOKE_URL: `${base}/revoke`,
     },
+    /** Tokens revoked through POST /revoke, in order. */
+    revoked,
     events,
     requests,
     /** The refresh token an access token (as sent in `Authorization`) was minted from. */
