@@ -110,6 +110,14 @@ describe('OpenAPI and reference page', () => {
     assert.ok(post['429'].headers['Retry-After']);
     assert.match(post['400'].description, /invalid_idempotency_key/);
     assert.match(post['426'].description, /https_required/);
+    // What the validators take or refuse beyond types is in the document too.
+    assert.match('eku9003173c9', new RegExp(create.schema.properties.data.properties.tax_id.anyOf?.[0]?.pattern ?? create.schema.properties.data.properties.tax_id.pattern), 'a lowercase RFC, which the API takes');
+    const income = doc.paths['/incomes'].post.requestBody.content['application/json'].schema.properties.data;
+    assert.equal(income.properties.metadata.maxProperties, 50);
+    const endpoint = doc.paths['/webhook-endpoints'].post.requestBody.content['application/json'].schema.properties.data;
+    assert.equal(endpoint.properties.url.format, 'uri');
+    const choices = endpoint.properties.enabled_events.items.enum;
+    assert.ok(choices.includes('*') && choices.includes('customer.*') && choices.includes('customer.created') && !choices.includes('nope.event'));
   });
 
   test('files, reports, headers and what the validators leave loose are documented as clients meet them', async () => {

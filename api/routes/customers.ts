@@ -17,11 +17,13 @@ const customerFields = {
     .trim()
     .toUpperCase()
     .regex(/^[A-ZÑ&]{3,4}\d{6}[A-Z0-9]{3}$/, 'RFC inválido')
+    // The document shows what a client may send: any case, spaces around (stored trimmed, in capitals).
+    .meta({ pattern: '^\\s*[A-Za-zÑñ&]{3,4}[0-9]{6}[A-Za-z0-9]{3}\\s*$' })
     // The shape and a real date (YYMMDD): "AAA991331AAA" has the shape of one and is none.
     .refine((rfc) => Rfc.isValid(rfc), 'RFC inválido: su fecha (AAMMDD) no existe')
     .nullable()
     .optional()
-    .describe('RFC del cliente; necesario para facturar a su nombre'),
+    .describe('RFC del cliente; necesario para facturar a su nombre (en minúsculas también: se guarda en mayúsculas)'),
   address: addressSchema.nullable().optional(),
   custom_properties: customPropertiesWrite.optional(),
 };

@@ -27,7 +27,8 @@ export const objectIdString = objectIdField;
 // (checkMetadata), not the generic validation_failed; the document still types it for clients.
 export const metadataInput = z
   .unknown()
-  .meta({ type: 'object', additionalProperties: { type: ['string', 'number', 'boolean', 'null'] } })
+  // The contract's limits count bytes; the document's count characters, the same for ASCII.
+  .meta({ type: 'object', maxProperties: 50, propertyNames: { maxLength: 40 }, additionalProperties: { anyOf: [{ type: 'string', maxLength: 500 }, { type: ['number', 'boolean', 'null'] }] } })
   .describe('Objeto plano: hasta 50 claves de 40 bytes, valores de hasta 500 bytes (texto, número o booleano; se guardan como texto). `external_ref` (texto) es única por empresa y tipo de registro; null o "" borra una clave');
 
 export const metadataSchema = z.record(z.string(), z.string()).describe('Metadata del cliente');

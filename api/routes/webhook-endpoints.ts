@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { transaction, type Queryable } from '../../db/pool.ts';
 import { checkWebhookUrl } from '../../lib/ssrf.ts';
-import { EMITTED_EVENT_NAMES, EVENT_NAMES, enabledEventError } from '../../lib/webhook-events.ts';
+import { EMITTED_EVENT_NAMES, EVENT_NAMES, enabledEventChoices, enabledEventError } from '../../lib/webhook-events.ts';
 import type { Permission } from '../auth/sessions.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { listMetaSchema, listPage, paginationQuery } from '../pagination.ts';
@@ -30,7 +30,7 @@ import {
   type EndpointRow,
 } from './webhook-endpoint-queries.ts';
 
-const url = z.string().trim().max(2048).describe('URL del receptor; https en producción, sin direcciones privadas');
+const url = z.string().trim().max(2048).describe('URL del receptor; https en producción, sin direcciones privadas').meta({ format: 'uri' });
 const enabledEvents = z
   .array(z.string().trim().max(100))
   .min(1, 'debe incluir al menos un evento')
@@ -41,7 +41,8 @@ const enabledEvents = z
       if (problem) ctx.addIssue({ code: 'custom', message: problem, path: [i] });
     });
   })
-  .describe('Nombres de evento, "<prefijo>.*" o "*"');
+  .describe('Nombres de evento, "<prefijo>.*" o "*"')
+  .meta({ items: { type: 'string', enum: enabledEventChoices() } });
 const description = z.string().trim().max(500).nullable().optional();
 
 const endpointCreate = z.strictObject({ url, enabled_events: enabledEvents, description });
