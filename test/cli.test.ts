@@ -152,6 +152,13 @@ describe('wsctl', () => {
     }
   });
 
+  test('key create --name "" is refused, naming the field (an empty name would list as nothing)', async () => {
+    const { company } = await json(app, ['company', 'create', '--name', 'Nombres SA']);
+    const run = await wsctl(app, ['key', 'create', '--company', company.id, '--scopes', 'all', '--name', '  ']);
+    assertOneLineError(run, /name: must not be empty/);
+    assert.deepEqual(await json(app, ['key', 'list', '--company', company.id]), []);
+  });
+
   test('a period year or month that is not plain digits is refused before any request (0x2 is not February)', async () => {
     const { company } = await json(app, ['company', 'create', '--name', 'Periodos SA']);
     for (const [year, month] of [['2026', '0x2'], ['1e3', '2'], ['2026', ''], ['2026', '2.0']]) {

@@ -668,8 +668,14 @@ describe('OAuth 2.1 authorization server', () => {
     assert.equal(grant.active, true);
     const perCompany = await json(app, ['oauth', 'grants', '--company', tenant.companyId]);
     assert.ok(perCompany.some((g: any) => g.id === grant.id), 'operators see the connections of a company');
-    await json(app, ['oauth', 'revoke', grant.id]);
+    const revoked = await json(app, ['oauth', 'revoke', grant.id]);
+    // The shape of a row of `oauth grants`, now revoked.
+    assert.deepEqual(Object.keys(revoked).sort(), Object.keys(grant).sort());
+    assert.deepEqual([revoked.client_name, revoked.active, typeof revoked.revoked_at], ['Cliente de prueba', false, 'string']);
     assert.equal((await mcp(tokens.body.access_token)).status, 401);
+    const people = await wsctl(app, ['oauth', 'grants', '--user', tenant.ownerId]);
+    assert.match(people.stdout.split('\n')[0]!, /^ID\s+CLIENT\s+COMPANY\s+SCOPES\s+STATE$/, 'a header row');
+    assert.match(people.stdout, new RegExp(`${grant.id}.*revoked`));
   });
 
   test('a person lists and revokes their own connections under their user session: tokens stop at once, no one else\'s is reachable', async () => {
@@ -732,7 +738,7 @@ describe('OAuth 2.1 authorization server', () => {
     await app.pool.query(`UPDATE oauth_codes SET expires_at = now() - interval '1 second' WHERE grant_id = $1`, [grant.id]);
     assert.deepEqual([(await listed()).active, (await listed()).revoked_at], [false, null]);
     const text = await wsctl(app, ['oauth', 'grants', '--user', tenant.ownerId]);
-    assert.match(text.stdout, new RegExp(`^${grant.id} .*\\(expired\\)$`, 'm'));
+    assert.match(text.stdout, new RegExp(`^${grant.id} .*expired$`, 'm'));
   });
 
   test('a code whose grant was revoked before the exchange issues nothing: 400 invalid_grant', async () => {

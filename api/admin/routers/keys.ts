@@ -14,7 +14,7 @@ export const keyRouter = router({
         userId: id.optional(),
         scopes: z.union([z.string(), z.array(z.string())]),
         origins: z.array(z.string().trim().toLowerCase().regex(/^(\*\.)?[a-z0-9.-]+$/, 'must be a host name')).optional(),
-        name: z.string().max(100).optional(),
+        name: z.string().trim().min(1, 'must not be empty (leave --name out for the default)').max(100).optional(),
         rateLimitPerMinute: storedInt(1).nullable().optional(),
       }),
     )

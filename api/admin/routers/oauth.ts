@@ -16,6 +16,7 @@ export const oauthRouter = router({
   revoke: adminProcedure.input(z.object({ id })).mutation(async ({ ctx, input }) => {
     const grant = await revokeGrant(ctx.deps.pool, input.id);
     if (!grant) throw new ApiError('not_found', `Grant ${input.id} not found`);
-    return grant;
+    // The same shape as a row of `oauth grants` (client name, created_at, active: false now).
+    return (await listGrants(ctx.deps.pool, { id: input.id }))[0]!;
   }),
 });
