@@ -423,6 +423,19 @@ describe('booking links and bookings', () => {
     assert.match(mail.mail.text ?? '', new RegExp(`^Puedes reservar otro horario en ${l.public_url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'));
   });
 
+  test('a booker who gave no zone is written to in the link\'s zone, the cancellation too, also once the link is deleted', async () => {
+    const l = await createLink({ timezone: 'America/New_York' });
+    const [slot] = await slotsOf(l.id);
+    const b = (await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: slot.starts_at, booker: { name: 'Sin Zona', email: 'sin-zona@cliente.example' } } })).body.data;
+    const text = (kind: string) => waitFor(() => smtp.received.find((m) => m.mail.messageId?.includes(`booking-${b.id}-${kind}-booker`))?.mail.text, 20_000, `the ${kind} email`);
+    assert.match(await text('confirmed'), /America\/New_York/);
+    assert.equal((await api.delete(`/booking-links/${l.id}`)).status, 204);
+    assert.equal((await api.post(`/bookings/${b.id}/cancel`)).status, 200);
+    const cancelled = await text('cancelled');
+    assert.match(cancelled, /America\/New_York/);
+    assert.doesNotMatch(cancelled, /America\/Mexico_City/);
+  });
+
   test('reschedule: a new linked booking, the old one cancelled, the event moved, SEQUENCE bumped; its own time counts as free', async () => {
     const l = await createLink({ duration_minutes: 60, slot_interval_minutes: 15 });
     const [slot] = await slotsOf(l.id);

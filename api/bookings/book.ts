@@ -111,8 +111,8 @@ async function insertBookingRow(
     .query<BookingRow>(
       `INSERT INTO bookings (id, company_id, booking_link_id, user_id, calendar_event_id, lead_id, status, starts_at, ends_at, blocked,
                              title, location, booker_name, booker_email, booker_phone, booker_timezone, answers,
-                             manage_token_digest, ical_uid, ical_sequence, rescheduled_from_id)
-       VALUES ($1, $2, $3, $4, $5, $6, 'confirmed', $7, $8, tstzrange($9, $10), $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
+                             manage_token_digest, ical_uid, ical_sequence, rescheduled_from_id, link_timezone)
+       VALUES ($1, $2, $3, $4, $5, $6, 'confirmed', $7, $8, tstzrange($9, $10), $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
        RETURNING *`,
       [
         fields.id,
@@ -136,6 +136,7 @@ async function insertBookingRow(
         fields.icalUid,
         fields.icalSequence,
         fields.rescheduledFromId,
+        link.timezone,
       ],
     )
     .catch(slotTaken);

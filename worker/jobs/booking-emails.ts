@@ -77,7 +77,7 @@ export function bookingCalendar(b: BookingMail, kind: BookingEmailJob['kind'], m
 async function load(deps: WorkerDeps, bookingId: string): Promise<BookingMail | null> {
   const { rows } = await deps.pool.query<BookingMail>(
     `SELECT b.id, b.status, b.title, b.starts_at, b.ends_at, b.booker_name, b.booker_email, b.booker_timezone, b.location, b.meet_url,
-            b.cancellation_reason, b.ical_uid, b.ical_sequence, l.timezone AS link_timezone,
+            b.cancellation_reason, b.ical_uid, b.ical_sequence, coalesce(b.link_timezone, l.timezone, c.timezone) AS link_timezone,
             coalesce(nullif(trim(concat_ws(' ', u.first_name, u.last_name)), ''), u.email) AS host_name, u.email AS host_email,
             c.name AS company_name, l.slug AS link_slug,
             CASE WHEN l.active AND u.deleted_at IS NULL THEN u.booking_slug END AS rebook_slug
@@ -106,6 +106,7 @@ async function send(deps: WorkerDeps, job: BookingEmailJob): Promise<void> {
   if (!b) return; // the company was deleted since: nothing to tell
   const { config } = deps;
   const manage = manageUrl(config.bookingUrl, config.bookingTokenKey, b.id);
+  // Without the booker's zone, the link's when the booking was made (kept with it), else the company's.
   const bookerZone = b.booker_timezone ?? b.link_timezone ?? 'America/Mexico_City';
   const hostZone = b.link_timezone ?? bookerZone;
   const subject = SUBJECTS[job.kind];
