@@ -580,29 +580,50 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     assert.match(refused.body.message, /Facturapi/);
   });
 
-  test('an answer lost while Facturapi stamps in the background: the retry finds it pending and waits, never posts again', async () => {
-    facturapi.stampInBackground();
-    facturapi.fault({ method: 'POST', status: 500, afterCreate: true });
+  test('the database connection lost while tax-profile waits for Facturapi: an error for the operator, the web process alive, the lock gone', async () => {
+    const other = await seedTenant(app.pool, { modules: ['invoicing'] });
+    const csd = testCsd('AAA010101AAA', 'EMPRESA DOS');
+    const hold = facturapi.hold('PUT', /\/certificate$/);
+    const running = wsctl(app, ['company', 'tax-profile', other.companyId, '--rfc', csd.rfc, '--legal-name', 'EMPRESA TRES', '--tax-regime', '601', '--zip', '06600', '--cer', csd.cerPath, '--key', csd.keyPath, '--key-password', csd.password, '--json']);
+    await hold.arrived;
+    // The connection holding the company's lock dies (a database restart, a failover).
+    const { rowCount } = await app.pool.query(`SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()`);
+    assert.ok(rowCount! >= 1, 'the lock holder was found');
+    hold.release();
+    const run = await running;
+    assert.notEqual(run.code, 0, run.stdout);
+    assert.equal((await fetch(`${app.url}/healthz`)).status, 200, 'the web process is alive');
+    // Saved again, it goes through: the lock went with the dead session.
+    const again = await wsctl(app, ['company', 'tax-profile', other.companyId, '--rfc', csd.rfc, '--legal-name', 'EMPRESA TRES', '--tax-regime', '601', '--zip', '06600', '--cer', csd.cerPath, '--key', csd.keyPath, '--key-password', csd.password, '--json']);
+    assert.equal(again.code, 0, again.stderr);
+  });
+
+  test('Facturapi stamping in the background (202 pending, or an answer lost): the retry finds it pending and waits, never posts again', async () => {
     const retryNow = (id: string) => app.pool.query(`UPDATE pgboss.job SET start_after = now() WHERE name = $1 AND data->>'invoice_id' = $2 AND state = 'retry'`, [INVOICES.name, id]);
     const lookups = (id: string) => facturapi.requests.filter((r) => r.method === 'GET' && r.path === `/v2/invoices?external_id=${id}`).length;
-    try {
-      const inv = (await api.post(`/sales/${(await sale(api, { customer_id: setup.customer.id })).id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data;
-      await waitFor(async () => [...facturapi.invoices.values()].some((i) => i.external_id === inv.id), 20_000, 'posted once');
-      // Retried while Facturapi still stamps: looked up, found pending, not posted again.
-      await waitFor(async () => (await retryNow(inv.id), lookups(inv.id) >= 3), 30_000, 'two retries looked it up');
-      assert.equal([...facturapi.invoices.values()].filter((i) => i.external_id === inv.id).length, 1);
-      assert.equal((await api.get(`/invoices/${inv.id}`)).body.data.status, 'pending');
-      facturapi.stampInBackground(false);
-      facturapi.finishStamping([...facturapi.invoices.values()].find((i) => i.external_id === inv.id)!.id);
-      const stamped = await waitFor(async () => {
-        await retryNow(inv.id);
-        const i = (await api.get(`/invoices/${inv.id}`)).body.data;
-        return i.status !== 'pending' && i;
-      }, 30_000, 'stamped');
-      assert.equal(stamped.status, 'valid');
-      assert.equal(facturapi.requests.filter((r) => r.method === 'POST' && r.body?.external_id === inv.id).length, 1, 'posted once');
-    } finally {
-      facturapi.stampInBackground(false);
+    for (const answer of ['202 pending', 'lost'] as const) {
+      facturapi.stampInBackground();
+      if (answer === 'lost') facturapi.fault({ method: 'POST', status: 500, afterCreate: true });
+      try {
+        const inv = (await api.post(`/sales/${(await sale(api, { customer_id: setup.customer.id })).id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data;
+        await waitFor(async () => [...facturapi.invoices.values()].some((i) => i.external_id === inv.id), 20_000, 'posted once');
+        // Retried while Facturapi still stamps: looked up, found pending, not posted again; never valid without a UUID.
+        await waitFor(async () => (await retryNow(inv.id), lookups(inv.id) >= 3), 30_000, 'two retries looked it up');
+        assert.equal([...facturapi.invoices.values()].filter((i) => i.external_id === inv.id).length, 1);
+        assert.deepEqual([(await api.get(`/invoices/${inv.id}`)).body.data.status, (await api.get(`/invoices/${inv.id}`)).body.data.uuid], ['pending', null], answer);
+        facturapi.stampInBackground(false);
+        facturapi.finishStamping([...facturapi.invoices.values()].find((i) => i.external_id === inv.id)!.id);
+        const stamped = await waitFor(async () => {
+          await retryNow(inv.id);
+          const i = (await api.get(`/invoices/${inv.id}`)).body.data;
+          return i.status !== 'pending' && i;
+        }, 30_000, 'stamped');
+        assert.equal(stamped.status, 'valid');
+        assert.ok(stamped.uuid, 'with its UUID');
+        assert.equal(facturapi.requests.filter((r) => r.method === 'POST' && r.body?.external_id === inv.id).length, 1, 'posted once');
+      } finally {
+        facturapi.stampInBackground(false);
+      }
     }
   });
 

@@ -14,7 +14,7 @@
 // nothing is saved here but the organization's id.
 import { Credential } from '@nodecfdi/credentials/node';
 import { Rfc } from '@nodecfdi/rfc';
-import type { Pool } from '../../db/pool.ts';
+import type { Client as PoolClient, Pool } from '../../db/pool.ts';
 import { FacturapiAccount, ProviderRejected, ProviderUnavailable, type OrganizationSetup } from '../../lib/cfdi/facturapi.ts';
 import { regimeMismatch, TAX_REGIMES, ZIP } from '../../lib/cfdi/catalogs.ts';
 import type { Config } from '../../lib/config.ts';
@@ -73,64 +73,89 @@ export async function setTaxProfile(pool: Pool, config: Config, input: TaxProfil
   if (!credential.isCsd()) throw refuse('es una e.firma (FIEL), no un certificado de sello digital (CSD)');
   if (credential.rfc().toUpperCase() !== rfc) throw refuse(`el certificado es del RFC ${credential.rfc()}, no de ${rfc}`);
   if (!credential.certificate().validOn()) throw refuse('el certificado no está vigente hoy');
-  if (config.facturapi) {
-    await setUpFacturapiOrganization(pool, config, input.companyId, { legalName: input.legalName.trim(), taxRegime: input.taxRegime, zip: input.zip, cer: Buffer.from(cer, 'binary'), key: Buffer.from(key, 'binary'), keyPassword: input.keyPassword });
-  }
   const certificate = credential.certificate();
-  const { rows } = await pool.query<ProfileRow>(
-    `INSERT INTO company_tax_profiles (company_id, rfc, legal_name, tax_regime, zip, certificate_base64, certificate_number, valid_from, valid_to, key_enc, password_enc)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-     ON CONFLICT (company_id) DO UPDATE SET rfc = EXCLUDED.rfc, legal_name = EXCLUDED.legal_name, tax_regime = EXCLUDED.tax_regime, zip = EXCLUDED.zip,
-       certificate_base64 = EXCLUDED.certificate_base64, certificate_number = EXCLUDED.certificate_number, valid_from = EXCLUDED.valid_from,
-       valid_to = EXCLUDED.valid_to, key_enc = EXCLUDED.key_enc, password_enc = EXCLUDED.password_enc, updated_at = now()
-     RETURNING *`,
-    [
-      input.companyId,
-      rfc,
-      input.legalName.trim(),
-      input.taxRegime,
-      input.zip,
-      Buffer.from(cer, 'binary').toString('base64'),
-      certificateNumber(credential),
-      new Date(certificate.validFromDateTime().toISO()!),
-      new Date(certificate.validToDateTime().toISO()!),
-      seal(config.encryptionKey, input.key),
-      seal(config.encryptionKey, input.keyPassword),
-    ],
-  );
-  return serializeTaxProfile(rows[0]);
+  const setup: OrganizationSetup = { legalName: input.legalName.trim(), taxRegime: input.taxRegime, zip: input.zip, cer: Buffer.from(cer, 'binary'), key: Buffer.from(key, 'binary'), keyPassword: input.keyPassword };
+  // One save of a company's profile at a time (a session advisory lock), from Facturapi's steps to the
+  // row: two at once would make two organizations, or leave here one CSD and at Facturapi another.
+  const row = await withCompanyLock(pool, input.companyId, async (client) => {
+    if (config.facturapi) await setUpFacturapiOrganization(client, config, input.companyId, setup);
+    const { rows } = await client.query<ProfileRow>(
+      `INSERT INTO company_tax_profiles (company_id, rfc, legal_name, tax_regime, zip, certificate_base64, certificate_number, valid_from, valid_to, key_enc, password_enc)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+       ON CONFLICT (company_id) DO UPDATE SET rfc = EXCLUDED.rfc, legal_name = EXCLUDED.legal_name, tax_regime = EXCLUDED.tax_regime, zip = EXCLUDED.zip,
+         certificate_base64 = EXCLUDED.certificate_base64, certificate_number = EXCLUDED.certificate_number, valid_from = EXCLUDED.valid_from,
+         valid_to = EXCLUDED.valid_to, key_enc = EXCLUDED.key_enc, password_enc = EXCLUDED.password_enc, updated_at = now()
+       RETURNING *`,
+      [
+        input.companyId,
+        rfc,
+        input.legalName.trim(),
+        input.taxRegime,
+        input.zip,
+        Buffer.from(cer, 'binary').toString('base64'),
+        certificateNumber(credential),
+        new Date(certificate.validFromDateTime().toISO()!),
+        new Date(certificate.validToDateTime().toISO()!),
+        seal(config.encryptionKey, input.key),
+        seal(config.encryptionKey, input.keyPassword),
+      ],
+    );
+    return rows[0];
+  });
+  return serializeTaxProfile(row);
+}
+
+/**
+ * Runs `fn` on one connection holding the company's tax-profile lock. The connection sits idle while
+ * Facturapi answers (up to a minute a call): an error on it meanwhile (the database restarted) is
+ * caught here rather than crash the process, and ends the lock with the session; the unlock's own
+ * failure then never hides `fn`'s error.
+ */
+async function withCompanyLock<T>(pool: Pool, companyId: string, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  const onError = (error: Error) => {
+    broken = error;
+  };
+  client.on('error', onError);
+  try {
+    await client.query(`SELECT pg_advisory_lock(hashtext('company-tax-profile'), hashtext($1))`, [companyId]);
+    try {
+      return await fn(client);
+    } finally {
+      await client.query(`SELECT pg_advisory_unlock(hashtext('company-tax-profile'), hashtext($1))`, [companyId]).catch((error: Error) => {
+        broken ??= error;
+      });
+    }
+  } finally {
+    client.off('error', onError);
+    client.release(broken);
+  }
 }
 
 
 /**
  * The company's Facturapi organization, made or brought up to date, and its key for FACTURAPI_MODE
- * kept. One call at a time per company (a session advisory lock): two would make two organizations.
+ * kept. The caller holds the company's lock. The legal data goes first, then the CSD: a refusal of the
+ * CSD leaves Facturapi with the new legal data and the old CSD, and saving again brings both in line.
  */
-async function setUpFacturapiOrganization(pool: Pool, config: Config, companyId: string, setup: OrganizationSetup): Promise<void> {
+async function setUpFacturapiOrganization(client: PoolClient, config: Config, companyId: string, setup: OrganizationSetup): Promise<void> {
   const facturapi = config.facturapi!;
   const account = new FacturapiAccount({ baseUrl: facturapi.url, userKey: facturapi.key });
-  const client = await pool.connect();
   try {
-    await client.query(`SELECT pg_advisory_lock(hashtext('facturapi-organization'), hashtext($1))`, [companyId]);
-    try {
-      const { rows } = await client.query<{ organization_id: string }>('SELECT organization_id FROM facturapi_organizations WHERE company_id = $1', [companyId]);
-      let organizationId = rows[0]?.organization_id;
-      if (!organizationId) {
-        organizationId = await account.createOrganization(setup.legalName);
-        // Recorded at once: a retry after a later step fails reuses it.
-        await client.query('INSERT INTO facturapi_organizations (company_id, organization_id) VALUES ($1, $2)', [companyId, organizationId]);
-      }
-      await account.setUp(organizationId, setup);
-      const key = await account.secretKey(organizationId, facturapi.mode);
-      await client.query('UPDATE facturapi_organizations SET mode = $2, key_enc = $3, updated_at = now() WHERE company_id = $1', [companyId, facturapi.mode, seal(config.encryptionKey, key)]);
-    } finally {
-      await client.query(`SELECT pg_advisory_unlock(hashtext('facturapi-organization'), hashtext($1))`, [companyId]);
+    const { rows } = await client.query<{ organization_id: string }>('SELECT organization_id FROM facturapi_organizations WHERE company_id = $1', [companyId]);
+    let organizationId = rows[0]?.organization_id;
+    if (!organizationId) {
+      organizationId = await account.createOrganization(setup.legalName);
+      // Recorded at once: a retry after a later step fails reuses it.
+      await client.query('INSERT INTO facturapi_organizations (company_id, organization_id) VALUES ($1, $2)', [companyId, organizationId]);
     }
+    await account.setUp(organizationId, setup);
+    const key = await account.secretKey(organizationId, facturapi.mode);
+    await client.query('UPDATE facturapi_organizations SET mode = $2, key_enc = $3, updated_at = now() WHERE company_id = $1', [companyId, facturapi.mode, seal(config.encryptionKey, key)]);
   } catch (error) {
     if (error instanceof ProviderRejected) throw validationFailed({ cer: [`Facturapi lo rechazó: ${error.message}`] }, `Facturapi rechazó los datos fiscales o el CSD: ${error.message}`);
-    if (error instanceof ProviderUnavailable) throw new ApiError('service_unavailable', `Facturapi no respondió; no se guardó nada (${error.message}).`);
+    if (error instanceof ProviderUnavailable) throw new ApiError('service_unavailable', `Facturapi no respondió o no aceptó la llave de la cuenta; no se guardó nada (${error.message}).`);
     throw error;
-  } finally {
-    client.release();
   }
 }

@@ -225,15 +225,15 @@ export async function assertProfileEditable(db: Queryable, companyId: string, us
   throw validationFailed(Object.fromEntries(fields.map((field) => [field, [reason]])));
 }
 
+/**
+ * Whether `value` is what is stored. Only fields a read shows: `birthdate` is written but never read,
+ * so taking an unchanged one would tell a caller without the right to change it what it is.
+ */
 function unchanged(existing: MemberRow, key: string, value: unknown): boolean {
+  if (key === 'birthdate') return false;
   const stored = (existing as Record<string, unknown>)[key];
   // Preferences: the same once read (stored `{}` and the defaults written out are one setting).
   if (key === 'settings_preferences') return isDeepStrictEqual(preferencesRead(JSON.parse(value as string)), preferencesRead((stored ?? {}) as StoredPreferences));
-  // A date column comes back as a Date at local midnight (node-postgres).
-  if (stored instanceof Date) {
-    const day = `${stored.getFullYear()}-${String(stored.getMonth() + 1).padStart(2, '0')}-${String(stored.getDate()).padStart(2, '0')}`;
-    return value === day;
-  }
   return value === stored;
 }
 

@@ -143,6 +143,10 @@ export class FacturapiProvider implements InvoiceProvider {
     const stamped =
       found.data?.find((inv) => inv.status === 'valid') ??
       (await this.call<FacturapiInvoice>('POST', '/invoices', FacturapiProvider.body(doc)));
+    // `202` with `status: pending` and no UUID: Facturapi kept it after an intermittent error and goes on
+    // stamping in the background; the retry finds it by external_id. `failed`: it gave up.
+    if (stamped.status === 'pending') throw new ProviderUnavailable('Facturapi aún está timbrando esta factura');
+    if (stamped.status !== 'valid' || !stamped.uuid) throw new ProviderRejected(`Facturapi no la timbró (estado ${stamped.status})`);
     // The stamped XML is the legal document: kept with the invoice, so its download never depends on
     // Facturapi being up (or still configured). Not fetched yet (an outage just after the stamp): the
     // retry finds the invoice by external_id above and fetches it then.

@@ -32,13 +32,14 @@ export async function startFacturapiStandIn(options: { userKey?: string } = {}) 
   let folio = 0;
   let receiverMustAnswer: false | 'pending' | 'verifying' = false;
   let stampInBackground = false;
+  const holds: Array<{ method: string; path: RegExp; reached: () => void; released: Promise<void> }> = [];
 
   const send = (res: ServerResponse, status: number, body: unknown, type = 'application/json') => {
     res.writeHead(status, { 'content-type': type });
     res.end(typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body));
   };
   const orgView = (o: Organization) => ({ id: o.id, legal: { ...o.legal, address: { zip: o.legal.zip } }, certificate: { has_certificate: o.has_certificate }, is_production_ready: o.has_certificate && !!o.legal.legal_name });
-  const view = (i: Stored) => ({ id: i.id, uuid: i.uuid, status: i.status, cancellation_status: i.cancellation_status, type: i.type, external_id: i.external_id, series: i.series, folio_number: i.folio_number, stamp: { date: '2026-11-24T18:00:00.000Z' }, verification_url: `https://verificacfdi.facturaelectronica.sat.gob.mx/default.aspx?id=${i.uuid}` });
+  const view = (i: Stored) => ({ id: i.id, uuid: i.status === 'pending' ? null : i.uuid, status: i.status, cancellation_status: i.cancellation_status, type: i.type, external_id: i.external_id, series: i.series, folio_number: i.folio_number, stamp: { date: '2026-11-24T18:00:00.000Z' }, verification_url: `https://verificacfdi.facturaelectronica.sat.gob.mx/default.aspx?id=${i.uuid}` });
 
   async function handle(req: IncomingMessage, res: ServerResponse) {
     const url = new URL(req.url ?? '/', 'http://stand-in');
@@ -49,6 +50,12 @@ export async function startFacturapiStandIn(options: { userKey?: string } = {}) 
     const form = type.startsWith('multipart/form-data') ? await new Request('http://stand-in', { method: 'PUT', headers: { 'content-type': type }, body: raw }).formData() : null;
     const body = form ? null : raw.length ? JSON.parse(raw.toString('utf8')) : null;
     requests.push({ method: req.method!, path: url.pathname + url.search, body: body ?? (form ? Object.fromEntries([...form.keys()].map((k) => [k, true])) : null), headers: req.headers });
+    const held = holds.find((h) => h.method === req.method && h.path.test(url.pathname));
+    if (held) {
+      holds.splice(holds.indexOf(held), 1);
+      held.reached();
+      await held.released;
+    }
     const bearer = (req.headers.authorization ?? '').replace(/^Bearer /, '');
     const org = /^\/v2\/organizations(?:\/([^/]+)(?:\/(legal|certificate|apikeys\/live|apikeys\/test))?)?$/.exec(url.pathname);
     if (org) {
@@ -116,7 +123,8 @@ export async function startFacturapiStandIn(options: { userKey?: string } = {}) 
         fault.times--;
         return send(res, fault.status, { message: fault.message, status: fault.status });
       }
-      return send(res, 200, view(stored));
+      // Stamping in the background: 202 with the invoice pending and no UUID yet (Facturapi's answer after an intermittent error).
+      return send(res, stored.status === 'pending' ? 202 : 200, view(stored));
     }
     if (req.method === 'GET' && !id) {
       const ext = url.searchParams.get('external_id');
@@ -125,6 +133,7 @@ export async function startFacturapiStandIn(options: { userKey?: string } = {}) 
     }
     const inv = id ? invoices.get(id) : undefined;
     if (!inv || inv.organization !== issuer.id) return send(res, 404, { message: 'Invoice not found', status: 404 });
+    if (format && inv.status === 'pending') return send(res, 404, { message: 'La factura aún no está timbrada', status: 404 });
     if (req.method === 'GET' && format === 'xml') return send(res, 200, `<?xml version="1.0"?><cfdi:Comprobante xmlns:cfdi="http://www.sat.gob.mx/cfd/4" Version="4.0"><!-- ${inv.uuid} --></cfdi:Comprobante>`, 'application/xml');
     if (req.method === 'GET' && format === 'pdf') return send(res, 200, Buffer.from(`%PDF-1.4 stand-in ${inv.uuid}`), 'application/pdf');
     if (req.method === 'GET' && !format) return send(res, 200, view(inv));
@@ -159,6 +168,14 @@ export async function startFacturapiStandIn(options: { userKey?: string } = {}) 
     /** From now on a cancellation waits for the receiver (`answerForReceiver`), as one of a CFDI over 1,000 pesos does. */
     receiverMustAnswer(on: boolean | 'pending' | 'verifying' = true) {
       receiverMustAnswer = on === true ? 'pending' : on;
+    },
+    /** The next `method` request to `path` waits until `release()`; `reached` resolves when it arrives. */
+    hold(method: string, path: RegExp) {
+      let release!: () => void;
+      let reached!: () => void;
+      const arrived = new Promise<void>((resolve) => (reached = resolve));
+      holds.push({ method, path, reached, released: new Promise<void>((resolve) => (release = resolve)) });
+      return { arrived, release: () => release() };
     },
     /** From now on a new invoice is `pending` (Facturapi stamping in the background) until `finishStamping`. */
     stampInBackground(on = true) {
