@@ -288,6 +288,32 @@ describe('public booking page in a browser', { skip }, () => {
     await context.close();
   });
 
+  test('the manage link: a new time taken meanwhile is said in an alert that takes the focus, and cannot be confirmed again', async () => {
+    const api = client(app.baseUrl, tenant.key);
+    const slots = (await api.get(`/booking-links/${linkId}/slots`)).body.data.days.flatMap((d: any) => d.slots);
+    const made = await api.post('/bookings', { data: { booking_link_id: linkId, starts_at: slots[7].starts_at, booker: { name: 'Mover', email: 'mover@visita.example', timezone: ZONE }, answers: { motivo: 'x' } } });
+    assert.equal(made.status, 201, made.text);
+    const context = await newContext();
+    const page = await context.newPage();
+    await page.goto(made.body.data.manage_url);
+    await openDays(page);
+    await page.locator('#grid button.open').nth(1).click();
+    const slot = page.locator('#slots button').nth(4);
+    const label = (await slot.getAttribute('aria-label'))!;
+    await slot.click();
+    const time = (iso: string) => new Intl.DateTimeFormat('es-MX', { timeZone: ZONE, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(new Date(iso));
+    const day = (iso: string) => new Intl.DateTimeFormat('es-MX', { timeZone: ZONE, day: 'numeric', month: 'long' }).format(new Date(iso));
+    const taken = slots.find((s: any) => label.includes(`de ${time(s.starts_at)} a`) && label.includes(day(s.starts_at)));
+    assert.ok(taken, label);
+    assert.equal((await api.post('/bookings', { data: { booking_link_id: linkId, starts_at: taken.starts_at, booker: { name: 'Antes', email: 'antes@visita.example' }, answers: { motivo: 'x' } } })).status, 201);
+    await page.click('#resched-confirm');
+    await page.waitForFunction(() => (globalThis as any).document.activeElement?.id === 'manage-error');
+    assert.match((await page.textContent('#manage-error'))!, /ya no está disponible/);
+    assert.match((await page.textContent('#resched-chosen'))!, /elige otro/);
+    assert.equal(await page.locator('#resched-confirm').isDisabled(), true);
+    await context.close();
+  });
+
   test('the manage link: reschedule to another slot, then cancel with a reason', async () => {
     const api = client(app.baseUrl, tenant.key);
     const slots = (await api.get(`/booking-links/${linkId}/slots`)).body.data.days.flatMap((d: any) => d.slots);

@@ -7,7 +7,7 @@
 // Refresh tokens are sealed with ENCRYPTION_KEY and never shown again.
 import { randomBytes } from 'node:crypto';
 import type { JobSender } from '../../db/job-sender.ts';
-import type { Pool, Queryable } from '../../db/pool.ts';
+import { transaction, type Pool, type Queryable } from '../../db/pool.ts';
 import type { Config } from '../../lib/config.ts';
 import { GoogleApiError, GoogleCalendarClient } from '../../lib/google-calendar.ts';
 import { requireUser } from './companies.ts';
@@ -66,8 +66,11 @@ export async function connectCalendar(pool: Pool, jobs: JobSender, config: Confi
  */
 export async function disconnectCalendar(pool: Pool, config: Config, userId: string) {
   await requireUser(pool, userId);
-  const { rows } = await pool.query<{ refresh_token_enc: string }>('DELETE FROM calendar_connections WHERE user_id = $1 RETURNING refresh_token_enc', [userId]);
-  await pool.query(`DELETE FROM calendar_events WHERE user_id = $1 AND source = 'google'`, [userId]);
+  // Both or neither: a failure between them would leave a retry nothing to revoke, or busy time behind.
+  const rows = await transaction(pool, async (client) => {
+    await client.query(`DELETE FROM calendar_events WHERE user_id = $1 AND source = 'google'`, [userId]);
+    return (await client.query<{ refresh_token_enc: string }>('DELETE FROM calendar_connections WHERE user_id = $1 RETURNING refresh_token_enc', [userId])).rows;
+  });
   const refreshToken = rows[0] ? open(config.encryptionKey, rows[0].refresh_token_enc) : null;
   if (refreshToken && config.google) {
     await new GoogleCalendarClient(config.google, { timeoutMs: 10_000 }).revokeToken(refreshToken).catch((error: Error) => {

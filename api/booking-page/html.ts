@@ -195,7 +195,7 @@ export function managePage(options: { nonce: string; branding: PageBranding; hos
 <main><section aria-labelledby="booking-title"><h2 id="booking-title" tabindex="-1">${booking.cancelled ? 'Reserva cancelada' : 'Tu reserva'}</h2>
 <p>A nombre de ${esc(booking.booker_name)}: <strong id="when" data-starts="${esc(booking.starts_at)}"></strong></p>
 ${where ? `<p>${esc(where)}</p>` : ''}
-<p id="manage-status" role="status"></p></section>
+<p id="manage-status" role="status"></p><p id="manage-error" class="error" role="alert" tabindex="-1" hidden></p></section>
 ${booking.cancelled ? '' : booking.ended ? '<p class="muted">Esta reserva ya terminó: no se puede cancelar ni cambiar de hora.</p>' : `<section aria-labelledby="cancel-title"><h2 id="cancel-title">Cancelar</h2>
 <form id="cancel-form"><label for="reason">Motivo (opcional)</label><textarea id="reason" name="reason" rows="2"></textarea>
 <p><button type="submit" class="primary">Cancelar la reserva</button></p></form></section>

@@ -243,9 +243,13 @@
 
   // Booking mode.
   var idempotencyKey = null;
+  var rescheduleKey = null;
+  function showManageError(text) { $('manage-error').hidden = false; $('manage-error').textContent = text; $('manage-error').focus(); }
   function choose(slot) {
     chosen = slot;
     if (data.mode === 'manage') {
+      rescheduleKey = newKey();
+      $('manage-error').hidden = true;
       $('resched-chosen').textContent = 'Nueva hora: ' + slotLabel(slot, clockChanges(days[selectedDate] || []));
       $('resched-confirm').disabled = false;
       $('resched-confirm').focus();
@@ -287,7 +291,9 @@
             return;
           }
           showFormError(errorText(res.body, res.status));
-          if (res.status === 409) {
+          // 409 idempotency_in_progress: the same request, sent again while the first still runs (its answer
+          // was lost), is not a taken slot; the message says to wait, and the key stays for the retry.
+          if (res.body && res.body.error === 'slot_unavailable') {
             // The slot is gone: nothing to confirm until another is chosen from the reloaded list.
             chosen = null;
             $('chosen').textContent = 'Ese horario ya no está disponible: elige otro en la lista.';
@@ -314,20 +320,25 @@
           $('manage-status').textContent = 'Tu reserva quedó cancelada. Te enviamos la confirmación por correo.';
           $('booking-title').textContent = 'Reserva cancelada';
           Array.prototype.forEach.call(document.querySelectorAll('main section[aria-labelledby=cancel-title], main section[aria-labelledby=resched-title]'), function (s) { s.hidden = true; });
-        } else $('manage-status').textContent = errorText(res.body);
-        $('booking-title').focus();
-      });
+          $('booking-title').focus();
+        } else showManageError(errorText(res.body, res.status));
+      }).catch(function () { showManageError('No hubo conexión; intenta de nuevo.'); });
     });
     var confirm = $('resched-confirm');
     if (confirm) confirm.addEventListener('click', function () {
       if (!chosen) return;
       confirm.disabled = true;
-      post(data.rescheduleUrl, { starts_at: chosen.starts_at }, newKey()).then(function (res) {
+      post(data.rescheduleUrl, { starts_at: chosen.starts_at }, rescheduleKey).then(function (res) {
         if (res.status === 201) { window.location.assign(res.body.data.manage_url); return; }
-        confirm.disabled = false;
-        $('manage-status').textContent = errorText(res.body, res.status);
-        if (res.status === 409) { selectedDate = null; load(); }
-      });
+        showManageError(errorText(res.body, res.status));
+        if (res.body && res.body.error === 'slot_unavailable') {
+          // The slot is gone: nothing to confirm until another is chosen from the reloaded list.
+          chosen = null;
+          $('resched-chosen').textContent = 'Ese horario ya no está disponible: elige otro en la lista.';
+          selectedDate = null;
+          load();
+        } else confirm.disabled = false;
+      }).catch(function () { confirm.disabled = false; showManageError('No hubo conexión; intenta de nuevo.'); });
     });
   }
 
