@@ -80,6 +80,25 @@ describe('blobs in an S3-compatible bucket (BLOB_STORE=s3), end to end', () => {
     await waitFor(async () => !s3.objects.has(original.object_key) && !s3.objects.has(thumbBlob.object_key) && (await queued()) === 0);
   });
 
+  test('an image over the storage quota is refused before a byte reaches the bucket', async () => {
+    const small = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    await app.pool.query('UPDATE companies SET storage_quota_mb = 1 WHERE id = $1', [small.companyId]);
+    const api = client(app.baseUrl, small.key);
+    const product = (await api.post('/products', { data: { name: 'Grande', prices_cents: { mxn: 100 } } })).body.data;
+    // ~1.2 MB of noise: more than the whole quota.
+    const big = await sharp({ create: { width: 700, height: 600, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 60 } } }).png().toBuffer();
+    assert.ok(big.length > 1024 * 1024, String(big.length));
+    const puts = s3.requests.filter((r) => r.method === 'PUT').length;
+    const refused = await upload(app, small.key, `/products/${product.id}/image`, big);
+    assert.equal(refused.status, 422, JSON.stringify(refused.body));
+    assert.match(refused.body.errors.file[0], /agotado/);
+    assert.equal(s3.requests.filter((r) => r.method === 'PUT').length, puts, 'no PUT to the bucket');
+    // Another company's product: 404, nothing written either.
+    const foreign = await upload(app, tenant.key, `/products/${product.id}/image`, big);
+    assert.equal(foreign.status, 404);
+    assert.equal(s3.requests.filter((r) => r.method === 'PUT').length, puts);
+  });
+
   test('form files stream to the bucket (spooled, hashed, checked by their bytes); a refused one is deleted from it', async () => {
     const form = await files.createFormViaAdmin(app.url, tenant.companyId, files.sampleFormFile({ slug: 'contacto-s3' }));
     const post = async (name: string, bytes: Buffer) => {

@@ -19,6 +19,14 @@ export async function lockOwnerMedia(db: Queryable, owner: MediaOwner, companyId
   return rows[0].media_id;
 }
 
+/** The owner's image (its media id) without a lock: a first look before any byte is stored. 404 when there is no such owner. */
+export async function readOwnerMediaId(db: Queryable, owner: MediaOwner, companyId: string, ownerId: string): Promise<string | null> {
+  const spec = MEDIA_OWNERS[owner];
+  const { rows } = await db.query<{ media_id: string | null }>(`SELECT ${spec.media} AS media_id FROM ${spec.table} WHERE ${spec.scope}`, [companyId, ownerId]);
+  if (!rows[0]) throw new ApiError('not_found');
+  return rows[0].media_id;
+}
+
 /** Points the owner at a stored image (its thumbnail to come from the worker), or at none. */
 export async function setOwnerImage(
   db: Queryable,

@@ -10,13 +10,13 @@ import { transaction, type Queryable } from '../../db/pool.ts';
 import { inspectImage, MAX_IMAGE_BYTES, NOT_AN_IMAGE, safeFilename } from '../../storage/images.ts';
 import { looksLikeSvg, rasterizeSvg, SvgBusyError } from '../../storage/svg.ts';
 import { THUMBNAIL } from '../../db/queues.ts';
-import { lockFreeBytes } from '../../storage/files.ts';
+import { freeBytes, lockFreeBytes } from '../../storage/files.ts';
 import { deleteMedia, mediaBytes, storeMedia, type MediaOwner } from '../../storage/media-items.ts';
 import { deleteBlob } from '../../storage/blobs.ts';
 import { ApiError, validationFailed, type ErrorCode } from '../errors.ts';
 import { defineRoute, type ParamKind, type RouteDef, type UploadedFile } from '../route.ts';
 import type { ApiContext, Deps } from '../types.ts';
-import { lockOwnerMedia, readOwnerImage, setOwnerImage, type OwnerImage } from './image-queries.ts';
+import { lockOwnerMedia, readOwnerImage, readOwnerMediaId, setOwnerImage, type OwnerImage } from './image-queries.ts';
 
 /** `{id, image_url, thumbnail_url}`: what an image route answers unless it answers the whole record. */
 export const ownerImageSchema = z.object({ id: z.string(), image_url: z.string().nullable(), thumbnail_url: z.string().nullable() });
@@ -59,6 +59,13 @@ export async function attachImage(
   // hold no row lock, and a rollback after it must not leave an object the
   // database does not know (the blob deleted below queues its object; a crash
   // here leaves an unreferenced blob that the hourly orphan purge deletes).
+  // A first look at the quota, unlocked, before any byte is written: an upload that cannot fit never
+  // reaches the store (with BLOB_STORE=s3 a refused object would wait for the hourly purge, and a
+  // company at its quota could keep filling the bucket). The locked check below is what decides.
+  const previousBytes = await mediaBytes(db, companyId, [(await readOwnerMediaId(db, owner, companyId, ownerId))]);
+  if (file.bytes.length > (await freeBytes(db, companyId)) + previousBytes) {
+    throw validationFailed({ [file.field]: ['almacenamiento de la empresa agotado: la imagen no cabe en su cuota'] });
+  }
   const written = await deps.blobs.write(db, companyId, file.bytes, { contentType: inspection.image.contentType });
   if (!written.ok) throw new Error('unreachable: no size limit was given');
   try {
