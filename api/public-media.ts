@@ -4,6 +4,7 @@
 // of a media row, so no other blob (private form files) is ever reachable and
 // one URL says nothing about any other. A file never changes once written (a
 // new upload gets a new token), so responses are cacheable for a year.
+import { Readable } from 'node:stream';
 import Router from '@koa/router';
 
 import { findPublicBlob, MEDIA_TOKEN } from '../storage/media-items.ts';
@@ -28,14 +29,31 @@ export function mediaRouter(deps: Deps): ApiRouter {
     ctx.set('Cross-Origin-Resource-Policy', 'cross-origin');
     ctx.set('Last-Modified', new Date(blob.created_at).toUTCString());
     const inm = ctx.get('If-None-Match');
-    if (inm && inm.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag)) {
+    // `*` matches any current representation (RFC 9110 §13.1.2); a tag matches weakly.
+    if (inm && (inm.trim() === '*' || inm.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag))) {
       ctx.status = 304;
       return;
     }
     ctx.status = 200;
     ctx.type = blob.content_type;
-    if (ctx.method !== 'HEAD') ctx.body = deps.blobs.read(deps.pool, blob.id);
+    if (ctx.method !== 'HEAD') ctx.body = await started(deps.blobs.read(deps.pool, blob.id));
     ctx.length = Number(blob.size_bytes); // after the body: assigning a stream drops Content-Length
   });
   return router;
+}
+
+/**
+ * The stream with its first chunk already read: a store that fails before any byte (the bucket down,
+ * the object missing) fails here, while an answer can still be given (503, or 500), rather than as a
+ * cut connection after a 200. A failure later in the body can only end the connection.
+ */
+async function started(stream: Readable): Promise<Readable> {
+  const chunks = stream[Symbol.asyncIterator]();
+  const first = await chunks.next();
+  async function* all() {
+    if (first.done) return;
+    yield first.value;
+    for (let next = await chunks.next(); !next.done; next = await chunks.next()) yield next.value;
+  }
+  return Readable.from(all());
 }

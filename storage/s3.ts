@@ -104,6 +104,10 @@ export class S3Client {
       headers: signed.headers as Record<string, string>,
       body,
       dispatcher: this.#agent,
+    }).catch((error: Error & { code?: string }) => {
+      // The bucket out of reach (refused, reset, timed out) is the blob store's outage, as its 5xx are:
+      // never taken for the database's (their socket errors share the codes).
+      throw new S3Error(method, key, 503, error.code ?? 'NetworkError', error.message);
     });
   }
 

@@ -88,6 +88,8 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
       const etag = served.headers.get('etag')!;
       const again = await fetch(url.replace(app.config.siteUrl, app.url), { headers: { 'if-none-match': etag } });
       assert.equal(again.status, 304);
+      // `*` matches any current representation (RFC 9110 §13.1.2).
+      assert.equal((await fetch(url.replace(app.config.siteUrl, app.url), { headers: { 'if-none-match': '*' } })).status, 304);
     }
     // Replacing deleted the previous originals: only the last one is left.
     const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM media WHERE owner_id = $1`, [productId]);

@@ -151,5 +151,14 @@ describe('blobs in an S3-compatible bucket (BLOB_STORE=s3), end to end', () => {
     const { rows: [afterwards] } = await app.pool.query('SELECT count(*)::int AS n FROM blobs');
     assert.equal(afterwards.n, before.n);
     assert.equal((await api.get(`/products/${product.id}`)).body.data.image_url, null);
+    // A public media URL whose object cannot be read: an answer the client can retry, not a cut connection after a 200.
+    const stored = await upload(app, tenant.key, `/products/${product.id}/image`, photo);
+    assert.equal(stored.status, 200, JSON.stringify(stored.body));
+    s3.fail('GET', 500, 'InternalError');
+    const unreadable = await fetch(stored.body.data.image_url.replace(app.config.siteUrl, app.url));
+    assert.equal(unreadable.status, 503);
+    assert.equal(((await unreadable.json()) as any).error, 'service_unavailable');
+    const readable = await fetch(stored.body.data.image_url.replace(app.config.siteUrl, app.url));
+    assert.deepEqual(Buffer.from(await readable.arrayBuffer()), photo);
   });
 });

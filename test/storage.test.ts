@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { isDatabaseUnavailable, toApiError } from '../api/middleware/request.ts';
 import { createHash, randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { createPool, type Pool } from '../db/pool.ts';
@@ -177,6 +178,17 @@ describe('blob storage', () => {
       await assert.rejects(forged.write(pool, companyId, randomBytes(100), { contentType: 'image/png' }), (error: unknown) => error instanceof S3Error && error.code === 'SignatureDoesNotMatch');
     } finally {
       await forged.close();
+    }
+    // The bucket out of reach (connection refused): the blob store's outage, never taken for the database's.
+    const unreachable = new BlobStore(loadConfig({ NODE_ENV: 'test', ...s3.env(), S3_ENDPOINT: 'http://127.0.0.1:9' }).s3);
+    try {
+      const error = await unreachable.write(pool, companyId, randomBytes(100), { contentType: 'image/png' }).catch((e) => e);
+      assert.ok(error instanceof S3Error, String(error));
+      assert.equal(error.httpStatus, 503);
+      assert.equal(isDatabaseUnavailable(error), false);
+      assert.match(toApiError(error)!.message, /almacenamiento de archivos/);
+    } finally {
+      await unreachable.close();
     }
     const missing = await bucket.write(pool, companyId, randomBytes(100), { contentType: 'image/png' });
     assert.ok(missing.ok);

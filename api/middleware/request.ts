@@ -24,6 +24,8 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   const e = error as { code?: string; message?: string };
   if (!e) return false;
   if (isClientAbort(error) || isUnreadableRequest(error)) return false;
+  // The bucket's socket errors carry the same codes: that outage is the blob store's (toApiError).
+  if (error instanceof S3Error) return false;
   if (typeof e.code === 'string' && (/^08/.test(e.code) || ['57P01', '57P02', '57P03', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(e.code))) return true;
   return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connect ECONNREFUSED/i.test(e.message ?? '');
 }
