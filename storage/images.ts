@@ -99,7 +99,9 @@ export async function inspectImage(bytes: Buffer): Promise<Inspection> {
   if (width * frameHeight * frames > MAX_IMAGE_PIXELS) {
     return { ok: false, reason: `la imagen supera ${MAX_IMAGE_PIXELS / 1_000_000} megapíxeles (contando todos los cuadros)` };
   }
-  return { ok: true, image: { contentType: type, ext: ALLOWED_IMAGE_TYPES[type].ext, width, height: frameHeight, frames } };
+  // The dimensions as the image is shown: EXIF orientations 5–8 turn it a quarter (its thumbnail is made turned).
+  const turned = (meta.orientation ?? 1) >= 5;
+  return { ok: true, image: { contentType: type, ext: ALLOWED_IMAGE_TYPES[type].ext, width: turned ? frameHeight : width, height: turned ? width : frameHeight, frames } };
 }
 
 /**

@@ -262,6 +262,11 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     const brand = (await api.post('/brands', { data: { name: 'Marca' } })).body.data;
     const logo = await up(`/brands/${brand.slug}/logo`, (await samples()).png, 'logo.png', 'logo');
     assert.equal(logo.status, 200, logo.text);
+    // A logo stored sideways reports the dimensions it is shown at (EXIF orientation applied), as its thumbnail is made.
+    const sideways = (await api.post('/brands', { data: { name: 'Marca girada' } })).body.data;
+    const turned = await up(`/brands/${sideways.slug}/logo`, rotated, 'girada.jpg', 'logo');
+    assert.equal(turned.status, 200, turned.text);
+    assert.deepEqual([turned.body.data.logo.width, turned.body.data.logo.height], [300, 600]);
     assert.match(logo.body.data.logo_url, /\/media\//);
     assert.equal(logo.body.data.logo.content_type, 'image/png');
     const category = (await api.post('/product-categories', { data: { name: 'Cat' } })).body.data;
