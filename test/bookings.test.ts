@@ -436,6 +436,32 @@ describe('booking links and bookings', () => {
     assert.doesNotMatch(cancelled, /America\/Mexico_City/);
   });
 
+  test('emails one recipient at a time: a booker address refused for good still lets the host know; a host refused for now does not resend the booker\'s', async () => {
+    const hostEmail = (await app.pool.query('SELECT email FROM users WHERE id = $1', [tenant.ownerId])).rows[0].email as string;
+    const l = await createLink();
+    const [first, second] = await slotsOf(l.id);
+    const mails = (id: string, who: 'booker' | 'host') => smtp.received.filter((m) => m.mail.messageId?.includes(`booking-${id}-confirmed-${who}`));
+    try {
+      // A mistyped booker address, refused for good (550): the host is told anyway.
+      smtp.state.reject = (to) => (to.endsWith('@rebota.example') ? 550 : null);
+      const bounced = (await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: first.starts_at, booker: { name: 'Rebote', email: 'nadie@rebota.example' } } })).body.data;
+      await waitFor(() => mails(bounced.id, 'host').length === 1, 20_000, 'the host notice despite the bounce');
+      assert.equal(mails(bounced.id, 'booker').length, 0);
+      // The host's server refusing for now (451): retried, and the booker's confirmation is not sent again.
+      smtp.state.reject = (to) => (to === hostEmail ? 451 : null);
+      const b = (await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: second.starts_at, booker: { name: 'Una Vez', email: 'una-vez@cliente.example' } } })).body.data;
+      await waitFor(() => mails(b.id, 'booker').length === 1, 20_000, 'the booker confirmation');
+      const retried = async () => (await app.pool.query(`SELECT retry_count FROM pgboss.job WHERE name = 'booking-emails' AND data->>'booking_id' = $1`, [b.id])).rows[0]?.retry_count >= 1;
+      await waitFor(retried, 30_000, 'the job retried once');
+      smtp.state.reject = () => null;
+      await app.pool.query(`UPDATE pgboss.job SET start_after = now() WHERE name = 'booking-emails' AND data->>'booking_id' = $1 AND state = 'retry'`, [b.id]);
+      await waitFor(() => mails(b.id, 'host').length === 1, 30_000, 'the host notice after the retry');
+      assert.equal(mails(b.id, 'booker').length, 1, 'the booker got one confirmation');
+    } finally {
+      smtp.state.reject = () => null;
+    }
+  });
+
   test('reschedule: a new linked booking, the old one cancelled, the event moved, SEQUENCE bumped; its own time counts as free', async () => {
     const l = await createLink({ duration_minutes: 60, slot_interval_minutes: 15 });
     const [slot] = await slotsOf(l.id);

@@ -9,6 +9,7 @@ import type { Job } from 'pg-boss';
 import { BOOKING_EMAILS, type BookingEmailJob } from '../../db/queues.ts';
 import { manageUrl, publicUrl } from '../../lib/booking-tokens.ts';
 import type { Config } from '../../lib/config.ts';
+import { log } from '../../lib/log.ts';
 import { createMailer, isTransientMailError, noReplyFrom, type Mailer } from '../forms/mailer.ts';
 import type { JobDefinition, WorkerDeps } from './types.ts';
 
@@ -122,24 +123,49 @@ async function send(deps: WorkerDeps, job: BookingEmailJob): Promise<void> {
   ];
   const mailer = mailerFor(config);
   const method = job.kind === 'cancelled' ? 'CANCEL' : 'REQUEST';
-  await mailer.send({
-    from,
-    to: { name: b.booker_name, address: b.booker_email },
-    replyTo: b.host_email,
-    subject: `${subject.booker}: ${b.title}`.replace(/[\r\n]+/g, ' '),
-    text: lines.join('\n'),
-    messageId: `<booking-${b.id}-${job.kind}-booker@${new URL(config.siteUrl).hostname}>`,
-    icalEvent: { method, filename: 'invitacion.ics', content: bookingCalendar(b, job.kind, manage) },
-  });
-  await mailer.send({
-    from,
-    to: b.host_email,
-    replyTo: { name: b.booker_name, address: b.booker_email },
-    subject: `${subject.host}: ${b.title} con ${b.booker_name}`.replace(/[\r\n]+/g, ' '),
-    text: [`${b.booker_name} <${b.booker_email}>`, when(b.starts_at, hostZone), ...(place ? [`Lugar: ${place}`] : [])].join('\n'),
-    messageId: `<booking-${b.id}-${job.kind}-host@${new URL(config.siteUrl).hostname}>`,
-  });
+  const host = new URL(config.siteUrl).hostname;
+  const messages: Array<[Recipient, Parameters<typeof mailer.send>[0]]> = [
+    ['booker', {
+      from,
+      to: { name: b.booker_name, address: b.booker_email },
+      replyTo: b.host_email,
+      subject: `${subject.booker}: ${b.title}`.replace(/[\r\n]+/g, ' '),
+      text: lines.join('\n'),
+      messageId: `<booking-${b.id}-${job.kind}-booker@${host}>`,
+      icalEvent: { method, filename: 'invitacion.ics', content: bookingCalendar(b, job.kind, manage) },
+    }],
+    ['host', {
+      from,
+      to: b.host_email,
+      replyTo: { name: b.booker_name, address: b.booker_email },
+      subject: `${subject.host}: ${b.title} con ${b.booker_name}`.replace(/[\r\n]+/g, ' '),
+      text: [`${b.booker_name} <${b.booker_email}>`, when(b.starts_at, hostZone), ...(place ? [`Lugar: ${place}`] : [])].join('\n'),
+      messageId: `<booking-${b.id}-${job.kind}-host@${host}>`,
+    }],
+  ];
+  // Each recipient on its own: a booker's address refused for good (a typo) still lets the host know,
+  // and a retry (one server refusing for now) sends only what did not go out.
+  const { rows } = await deps.pool.query<{ recipient: Recipient }>('SELECT recipient FROM booking_emails_sent WHERE booking_id = $1 AND kind = $2', [b.id, job.kind]);
+  const sent = new Set(rows.map((r) => r.recipient));
+  let retry: unknown = null;
+  for (const [recipient, message] of messages) {
+    if (sent.has(recipient)) continue;
+    try {
+      await mailer.send(message);
+    } catch (error) {
+      if (isTransientMailError(error)) {
+        retry ??= error;
+        continue;
+      }
+      // Refused for good: not retried, and said so (the booking stands).
+      log('booking.email_refused', { booking_id: b.id, kind: job.kind, recipient, error: (error as Error).message });
+    }
+    await deps.pool.query('INSERT INTO booking_emails_sent (booking_id, kind, recipient) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [b.id, job.kind, recipient]);
+  }
+  if (retry) throw retry;
 }
+
+type Recipient = 'booker' | 'host';
 
 export const bookingEmails: JobDefinition<BookingEmailJob> = {
   queue: BOOKING_EMAILS,
