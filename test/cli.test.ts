@@ -136,6 +136,12 @@ describe('wsctl', () => {
     assert.notEqual(nul.code, 0);
     assert.match(nul.stderr, /U\+0000/);
     assert.doesNotMatch(nul.stderr, /byte sequence|encoding|UTF8|escape sequence/);
+    // A lone UTF-16 surrogate, in the steps (was a 500 from the jsonb insert) or in the name (was stored as U+FFFD).
+    for (const text of ['{"name":"x","trigger_type":"lead.created","steps":[{"a":"\\ud800"}]}', '{"name":"x\\ud800","trigger_type":"lead.created","steps":[]}']) {
+      await writeFile(file, text);
+      const lone = await wsctl(app, ['automation', 'create', '--company', company.id, '--file', file]);
+      assertOneLineError(lone, /cannot be stored/);
+    }
   });
 
   test('a list naming a company or person that does not exist is not found (exit 1), not an empty list', async () => {

@@ -71,4 +71,32 @@ export const router = t.router;
 export const storedInt = (min: number) => z.number().int().min(min).max(2_147_483_647);
 /** A record id argument (24 hex characters, lib/objectid.ts). */
 export const adminId = z.string().refine(isObjectId, 'must be a 24-hex id');
-export const adminProcedure = t.procedure.use(mapErrorsAndAudit);
+/** The path of the first string PostgreSQL cannot store as written (a lone UTF-16 surrogate, U+0000), or null. */
+function unstorablePath(value: unknown, path: string): string | null {
+  if (typeof value === 'string') return value.includes('\0') || !value.isWellFormed() ? path || '(input)' : null;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = unstorablePath(value[i], `${path}.${i}`);
+      if (found) return found;
+    }
+  } else if (value && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) {
+      const found = unstorablePath(key, `${path}.${key}`) ?? unstorablePath(item, path ? `${path}.${key}` : key);
+      if (found) return found;
+    }
+  }
+  return null;
+}
+
+/**
+ * Text no column can hold is the input's fault, said before any write (as the REST API's 422 does):
+ * a lone surrogate inside an automation's steps was a 500 from the jsonb insert, and one in a name
+ * was stored silently as U+FFFD.
+ */
+const storableInput = t.middleware(async ({ getRawInput, next }) => {
+  const found = unstorablePath(await getRawInput(), '');
+  if (found) throw new TRPCError({ code: 'BAD_REQUEST', message: `Invalid input: ${found.replace(/^\./, '')} holds text that cannot be stored (a lone UTF-16 surrogate or U+0000).` });
+  return next();
+});
+
+export const adminProcedure = t.procedure.use(mapErrorsAndAudit).use(storableInput);
