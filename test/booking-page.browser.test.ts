@@ -22,6 +22,14 @@ const WCAG = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'];
 /** Today's date at -06:00 (the browser clocks below are set on it: the server's slots start from the real now). */
 const TODAY = new Date(Date.now() - 6 * 3_600_000).toISOString().slice(0, 10);
 
+/** The API slot a slot button's label names (its day and start time, in the page's zone). */
+function slotNamed(slots: Array<{ starts_at: string }>, label: string): { starts_at: string } {
+  const format = (iso: string, options: Intl.DateTimeFormatOptions) => new Intl.DateTimeFormat('es-MX', { timeZone: ZONE, ...options }).format(new Date(iso));
+  const slot = slots.find((s) => label.includes(`de ${format(s.starts_at, { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' })} a`) && label.includes(format(s.starts_at, { day: 'numeric', month: 'long' })));
+  assert.ok(slot, label);
+  return slot;
+}
+
 describe('public booking page in a browser', { skip }, () => {
   let app: TestApp;
   let tenant: Tenant;
@@ -277,8 +285,7 @@ describe('public booking page in a browser', { skip }, () => {
     await page.fill('#q-motivo', 'x');
     // Someone else takes it meanwhile.
     const slots = (await api.get(`/booking-links/${linkId}/slots`)).body.data.days.flatMap((d: any) => d.slots);
-    const taken = slots.find((s: any) => label.includes(new Intl.DateTimeFormat('es-MX', { timeZone: ZONE, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(new Date(s.starts_at))) && label.includes(new Intl.DateTimeFormat('es-MX', { timeZone: ZONE, day: 'numeric', month: 'long' }).format(new Date(s.starts_at))));
-    assert.ok(taken, label);
+    const taken = slotNamed(slots, label);
     assert.equal((await api.post('/bookings', { data: { booking_link_id: linkId, starts_at: taken.starts_at, booker: { name: 'Rápido', email: 'rapido@visita.example' }, answers: { motivo: 'x' } } })).status, 201);
     await page.click('#booking-form button[type=submit]');
     await page.waitForFunction(() => /ya no está disponible/.test((globalThis as any).document.getElementById('form-error')?.textContent ?? ''));
@@ -301,10 +308,7 @@ describe('public booking page in a browser', { skip }, () => {
     const slot = page.locator('#slots button').nth(4);
     const label = (await slot.getAttribute('aria-label'))!;
     await slot.click();
-    const time = (iso: string) => new Intl.DateTimeFormat('es-MX', { timeZone: ZONE, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(new Date(iso));
-    const day = (iso: string) => new Intl.DateTimeFormat('es-MX', { timeZone: ZONE, day: 'numeric', month: 'long' }).format(new Date(iso));
-    const taken = slots.find((s: any) => label.includes(`de ${time(s.starts_at)} a`) && label.includes(day(s.starts_at)));
-    assert.ok(taken, label);
+    const taken = slotNamed(slots, label);
     assert.equal((await api.post('/bookings', { data: { booking_link_id: linkId, starts_at: taken.starts_at, booker: { name: 'Antes', email: 'antes@visita.example' }, answers: { motivo: 'x' } } })).status, 201);
     await page.click('#resched-confirm');
     await page.waitForFunction(() => (globalThis as any).document.activeElement?.id === 'manage-error');
