@@ -259,6 +259,21 @@ describe('webhook endpoints (API key)', () => {
     assert.equal(status, 200);
   });
 
+  test('rotate-secret takes no body: `{}` and `{data: {}}` rotate, a field is 422 validation_failed and the secret stays', async () => {
+    const { api } = await tenant();
+    const ep = await createEndpoint(api);
+    for (const body of [{}, { data: {} }]) assert.equal((await api.post(`/webhook-endpoints/${ep.id}/rotate-secret`, body)).status, 200, JSON.stringify(body));
+    const before = (await app.pool.query('SELECT secret FROM webhook_endpoints WHERE id = $1', [ep.id])).rows[0].secret;
+    for (const [body, field] of [[{ data: { secret: 'whsec_mine' } }, 'secret'], [{ data: {}, foo: 1 }, 'foo']] as const) {
+      const res = await api.post(`/webhook-endpoints/${ep.id}/rotate-secret`, body);
+      assert.equal(res.status, 422, res.text);
+      assert.equal(res.body.error, 'validation_failed');
+      assert.ok(res.body.errors?.[field], res.text);
+    }
+    const after = (await app.pool.query('SELECT secret FROM webhook_endpoints WHERE id = $1', [ep.id])).rows[0].secret;
+    assert.equal(after, before, 'a refused rotation keeps the secret');
+  });
+
   test('scopes: rotate-secret needs create-webhook_endpoints; list needs read-webhook_endpoints', async () => {
     const owner = await tenant();
     const ep = await createEndpoint(owner.api);

@@ -219,11 +219,16 @@ function routes(prefix: string, session?: Permission): RouteDef[] {
       path: `${prefix}/:id/rotate-secret`,
       scope: 'create-webhook_endpoints',
       summary: 'Genera un secreto nuevo',
-      description: 'Efectivo de inmediato: el siguiente intento de cualquier entrega ya se firma con el secreto nuevo. La respuesta incluye `secret`.',
+      description:
+        'Efectivo de inmediato: el siguiente intento de cualquier entrega ya se firma con el secreto nuevo. La respuesta incluye `secret`. ' +
+        'Sin cuerpo (o `{}`, `{"data": {}}`); un campo en él es 422 `validation_failed`, como en toda escritura.',
       params: idParam,
+      // The contract's body is "none": an empty body, `{}` or `{data: {}}`; any field is unknown (docs/api.md).
+      body: z.strictObject({}),
+      bodyOptional: true,
       response: endpointWithSecretSchema,
       status: 200,
-      errors: ['invalid_id', 'not_found'],
+      errors: ['invalid_id', 'not_found', 'validation_failed'],
       handler: async (ctx, { params, companyId, db }) => {
         const row = await rotateSecret(db, companyId, params.id);
         if (!row) throw new ApiError('not_found');
