@@ -76,3 +76,11 @@ export const instantFilter = z.iso
   .refine((value) => !value.startsWith('0000'), 'el año 0000 no existe; usa 0001 o posterior')
   .describe('ISO 8601, desde el año 0001')
   .meta({ pattern: withYear(INSTANT_PATTERN, '(?!0000)') });
+
+/**
+ * A list window's bound (`from`/`to`): an instant, or a whole day (ISO 8601 allows both), which the
+ * list reads in the company's time zone (`windowInstants` in db/companies.ts).
+ */
+export const windowBound = z.union([calendarDay.refine((day) => day < '9999-12-31', 'debe ser anterior a 9999-12-31'), instantFilter], {
+  error: 'debe ser un día YYYY-MM-DD (de 1900-01-01 a 9999-12-30) o un instante ISO 8601 con su zona',
+});

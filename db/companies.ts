@@ -1,6 +1,7 @@
 // What every part reads of a company row: its time zone, in which money
 // dates, report days, calendar days and booking windows are read
 // (operators change it: wsctl company update --timezone).
+import { endOfLocalDate, isDateOnly, startOfLocalDate } from '../lib/local-dates.ts';
 import type { Queryable } from './pool.ts';
 
 export const DEFAULT_COMPANY_ZONE = 'America/Mexico_City';
@@ -8,6 +9,21 @@ export const DEFAULT_COMPANY_ZONE = 'America/Mexico_City';
 export async function companyZone(db: Queryable, companyId: string): Promise<string> {
   const { rows } = await db.query<{ timezone: string }>('SELECT timezone FROM companies WHERE id = $1', [companyId]);
   return rows[0]?.timezone ?? DEFAULT_COMPANY_ZONE;
+}
+
+/**
+ * A list's window as instants (calendar events, bookings, incomes, expenses, sales; REST and MCP
+ * alike): a day (`YYYY-MM-DD`, which ISO 8601 allows) is read in the company's time zone, `from`
+ * from its first moment and `to` up to the next day's, so `to` includes its day whole.
+ */
+export async function windowInstants<W extends { from?: string; to?: string }>(db: Queryable, companyId: string, window: W): Promise<W> {
+  let { from, to } = window;
+  if (isDateOnly(from) || isDateOnly(to)) {
+    const zone = await companyZone(db, companyId);
+    if (isDateOnly(from)) from = new Date(startOfLocalDate(from, zone)).toISOString();
+    if (isDateOnly(to)) to = new Date(endOfLocalDate(to, zone)).toISOString();
+  }
+  return { ...window, from, to };
 }
 
 /** The lock a change of the company's time zone holds alone and every money write shares. */

@@ -128,6 +128,11 @@ describe('MCP server', () => {
     const incomes = (await sdk.callTool({ name: 'list_incomes', arguments: { account_id: bank.id, from: '2026-02-01T00:00:00Z', to: '2026-03-01T00:00:00Z' } })).structuredContent as any;
     assert.deepEqual(incomes.incomes.map((i: any) => i.id), [income.id]);
     assert.equal(incomes.meta.total, 1);
+    // Days, as list_calendar_events and the REST lists read them: the company's zone, `to` included whole.
+    const byDay = async (from: string, to: string) => ((await sdk.callTool({ name: 'list_incomes', arguments: { account_id: bank.id, from, to } })).structuredContent as any).incomes.map((i: any) => i.id);
+    assert.deepEqual(await byDay('2026-02-10', '2026-02-10'), [income.id]);
+    assert.deepEqual(await byDay('2026-02-11', '2026-02-28'), []);
+    assert.deepEqual(await byDay('2026-02-01', '2026-02-09'), []);
     const expenses = (await sdk.callTool({ name: 'list_expenses', arguments: { supplier: 'sol', status: 'pending' } })).structuredContent as any;
     assert.deepEqual(expenses.expenses.map((e: any) => e.supplier_name), ['Papelería Sol']);
     const sheet = (await sdk.callTool({ name: 'get_balance_sheet', arguments: { as_of: '2026-02-28' } })).structuredContent as any;

@@ -44,6 +44,35 @@ describe('money', () => {
     await app.close();
   });
 
+  test('list windows take days as the calendar and bookings lists do: a day is read in the company zone, `to` includes it whole', async () => {
+    const { api } = await newTenant(); // America/Mexico_City: UTC−6 in March
+    const a = await account(api);
+    // The last minute of 9 March there, the first and last of the 10th, the first of the 11th.
+    const instants = ['2026-03-10T05:59:00Z', '2026-03-10T06:00:00Z', '2026-03-11T05:59:00Z', '2026-03-11T06:00:00Z'];
+    const made: Record<string, string[]> = { incomes: [], expenses: [], sales: [] };
+    for (const at of instants) {
+      for (const path of ['incomes', 'expenses']) {
+        const res = await api.post(`/${path}`, { data: { account_id: a.id, amount_cents: 100, occurred_at: at } });
+        assert.equal(res.status, 201, res.text);
+        made[path].push(res.body.data.id);
+      }
+      const sale = await api.post('/sales', { data: { currency: 'mxn', occurred_at: at, line_items: [{ description: 'X', quantity: 1, unit_price_cents: 100, vat_rate: 16 }] } });
+      assert.equal(sale.status, 201, sale.text);
+      made.sales.push(sale.body.data.id);
+    }
+    const ids = async (query: string) => ((await api.get(query)).body.data ?? []).map((r: any) => r.id).sort();
+    for (const path of ['incomes', 'expenses', 'sales']) {
+      const tenth = [made[path][1], made[path][2]].sort();
+      assert.deepEqual(await ids(`/${path}?from=2026-03-10&to=2026-03-10`), tenth, `${path}: the 10th whole`);
+      // The same window as instants; a day and an instant mix.
+      assert.deepEqual(await ids(`/${path}?from=2026-03-10T06:00:00Z&to=2026-03-11T06:00:00Z`), tenth, path);
+      assert.deepEqual(await ids(`/${path}?from=2026-03-10&to=2026-03-11T05:59:00Z`), [made[path][1]], path);
+      assert.deepEqual(await ids(`/${path}?from=2026-03-11`), [made[path][3]], `${path}: from the 11th's midnight`);
+      assert.deepEqual(await ids(`/${path}?to=2026-03-09`), [made[path][0]], `${path}: up to the end of the 9th`);
+      assert.equal((await api.get(`/${path}?from=2026-02-30`)).body.error, 'invalid_parameter', `${path}: no such day`);
+    }
+  });
+
   test('accounts: balance from opening, incomes, expenses; totals per currency in meta; in use → 409 account_in_use, archive instead', async () => {
     const { t, api } = await newTenant();
     const bank = await account(api, { opening_balance_cents: 100_000, opening_on: '2026-01-01' });
@@ -668,7 +697,7 @@ describe('money', () => {
     // The messages say what is wanted in plain Spanish (zod's own read "Inválido fecha ISO").
     assert.equal((await api.get('/reports/balance-sheet?as_of=2026-02-30')).body.message, 'El parámetro as_of no es válido: debe ser una fecha válida con la forma AAAA-MM-DD');
     assert.equal((await api.get('/reports/income-statement?end_on=2026-02-01')).body.message, 'Falta el parámetro start_on, que es obligatorio.');
-    assert.match((await api.get('/incomes?from=2026-01-01')).body.message, /^El parámetro from no es válido: debe ser un instante ISO 8601 con su zona horaria/);
+    assert.match((await api.get('/incomes?from=2026-01-01T10:00')).body.message, /^El parámetro from no es válido: debe ser un día YYYY-MM-DD .* o un instante ISO 8601 con su zona/);
     const badDay = await api.post('/incomes', { data: { account_id: a.id, amount_cents: 7, occurred_at: 'ayer' } });
     assert.deepEqual(badDay.body.errors, { occurred_at: ['debe ser un instante ISO 8601 con su zona horaria, como 2026-11-24T10:00:00Z o 2026-11-24T04:00:00-06:00'] });
     // Every list with a from/to filter (the router table's), alike: a client shares one window helper across them.

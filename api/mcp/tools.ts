@@ -4,12 +4,12 @@
 // modules and serializers as the REST routes, within the credential's company.
 // The order is the contract's table.
 import { z } from 'zod';
-import { calendarDay, instantFilter } from '../date-fields.ts';
+import { calendarDay, windowBound } from '../date-fields.ts';
 import type { Queryable } from '../../db/pool.ts';
 import type { TotalsCache } from '../pagination.ts';
 import { likePattern, listPage } from '../pagination.ts';
-import { calendarWindow, listCalendarEvents } from '../routes/calendar-event-queries.ts';
-import { EVENT_KINDS, EVENT_SOURCES, windowBound } from '../routes/calendar-event-schemas.ts';
+import { listCalendarEvents } from '../routes/calendar-event-queries.ts';
+import { EVENT_KINDS, EVENT_SOURCES } from '../routes/calendar-event-schemas.ts';
 import { readCompany } from '../routes/company-queries.ts';
 import { CONTACT_SEARCH } from '../routes/crm-fields.ts';
 import { serializeCustomer, type CustomerRow } from '../routes/customers.ts';
@@ -20,7 +20,7 @@ import { listAccounts } from '../routes/account-queries.ts';
 import { listMovements } from '../routes/movement-queries.ts';
 import { balanceSheet, cashFlow, incomeStatement } from '../routes/report-queries.ts';
 import { centsTotal, currency } from '../routes/money-fields.ts';
-import { companyZone } from '../../db/companies.ts';
+import { companyZone, windowInstants } from '../../db/companies.ts';
 import { localDate } from '../../lib/local-dates.ts';
 
 export type ToolContext = { db: Queryable; totals: TotalsCache; companyId: string };
@@ -88,8 +88,8 @@ function checkRange(args: { from?: string; to?: string }): void {
 }
 
 const movementFilters = {
-  from: instantFilter.optional().describe('Ocurridos desde este instante (ISO 8601)'),
-  to: instantFilter.optional().describe('Ocurridos antes de este instante (ISO 8601)'),
+  from: windowBound.optional().describe('Ocurridos desde este instante (ISO 8601), o desde la medianoche de un día YYYY-MM-DD (zona de la empresa)'),
+  to: windowBound.optional().describe('Ocurridos antes de este instante (ISO 8601); un día YYYY-MM-DD se incluye entero (zona de la empresa)'),
   account_id: z.string().regex(/^[0-9a-f]{24}$/).optional().describe('Cuenta'),
   status: z.enum(['paid', 'pending']).optional(),
   category: z.string().max(100).optional(),
@@ -184,13 +184,14 @@ export const TOOLS: readonly Tool[] = [
   {
     name: 'list_incomes',
     title: 'Ingresos',
-    description: 'Ingresos (cobrados o pendientes), del más reciente al más antiguo; filtros por fecha (`from`/`to`, instantes ISO 8601), cuenta, cliente, estado y categoría.',
+    description: 'Ingresos (cobrados o pendientes), del más reciente al más antiguo; filtros por fecha (`from`/`to`: instantes ISO 8601, o días YYYY-MM-DD en la zona de la empresa, `to` incluido entero), cuenta, cliente, estado y categoría.',
     scope: 'read-incomes',
     input: z.strictObject({ ...movementFilters, customer_id: z.string().regex(/^[0-9a-f]{24}$/).optional().describe('Cliente'), ...paging }),
     output: listOutput('incomes'),
-    run: ({ db, totals, companyId }, args) => {
-      checkRange(args);
-      return asList('incomes', args, filtered(args, ['from', 'to', 'account_id', 'status', 'category', 'customer_id']), (page) => listMovements(db, totals, companyId, 'income', args, page));
+    run: async ({ db, totals, companyId }, args) => {
+      const filters = await windowInstants(db, companyId, args);
+      checkRange(filters);
+      return asList('incomes', args, filtered(args, ['from', 'to', 'account_id', 'status', 'category', 'customer_id']), (page) => listMovements(db, totals, companyId, 'income', filters, page));
     },
   },
   {
@@ -200,9 +201,10 @@ export const TOOLS: readonly Tool[] = [
     scope: 'read-expenses',
     input: z.strictObject({ ...movementFilters, supplier: z.string().max(200).optional().describe('Nombre o RFC del proveedor (contiene)'), ...paging }),
     output: listOutput('expenses'),
-    run: ({ db, totals, companyId }, args) => {
-      checkRange(args);
-      return asList('expenses', args, filtered(args, ['from', 'to', 'account_id', 'status', 'category', 'supplier']), (page) => listMovements(db, totals, companyId, 'expense', args, page));
+    run: async ({ db, totals, companyId }, args) => {
+      const filters = await windowInstants(db, companyId, args);
+      checkRange(filters);
+      return asList('expenses', args, filtered(args, ['from', 'to', 'account_id', 'status', 'category', 'supplier']), (page) => listMovements(db, totals, companyId, 'expense', filters, page));
     },
   },
   {
@@ -221,7 +223,7 @@ export const TOOLS: readonly Tool[] = [
     }),
     output: listOutput('calendar_events'),
     run: async ({ db, totals, companyId }, args) => {
-      const window = await calendarWindow(db, companyId, args);
+      const window = await windowInstants(db, companyId, { from: args.from, to: args.to });
       checkRange(window);
       return asList('calendar_events', args, filtered(args, ['user_id', 'kind', 'source', 'from', 'to']), (page) =>
         listCalendarEvents(db, totals, companyId, { user_id: args.user_id, kind: args.kind, source: args.source, ...window }, page),

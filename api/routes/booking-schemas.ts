@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { paginationQuery } from '../pagination.ts';
 import { instant } from '../date-fields.ts';
 import { LOCATION_TYPES } from './booking-link-schemas.ts';
-import { isTimeZone, windowBound } from './calendar-event-schemas.ts';
+import { isTimeZone } from './calendar-event-schemas.ts';
+import { windowBound } from '../date-fields.ts';
 import { objectIdField, personName, text } from '../validation.ts';
 
 export const BOOKING_STATUSES = ['confirmed', 'cancelled'] as const;

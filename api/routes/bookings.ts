@@ -4,7 +4,7 @@
 import { cancelBooking, createBooking, rescheduleBooking } from '../bookings/book.ts';
 import { ApiError } from '../errors.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
-import { calendarWindow } from './calendar-event-queries.ts';
+import { windowInstants } from '../../db/companies.ts';
 import { findBooking, listBookings, serializeBooking } from './booking-queries.ts';
 import { bookingCancel, bookingCreate, bookingExample, bookingListQuery, bookingReschedule, bookingSchema } from './booking-schemas.ts';
 
@@ -34,7 +34,7 @@ export const bookingRoutes: RouteDef[] = [
     errors: ['invalid_id', 'invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
     handler: async (ctx, { query, companyId, db }) => {
       const { booking_link_id, user_id, status, from, to, ...page } = query;
-      const window = await calendarWindow(db, companyId, { from, to });
+      const window = await windowInstants(db, companyId, { from, to });
       return listBookings(db, ctx.deps.totals, companyId, { booking_link_id, user_id, status, ...window }, page);
     },
   }),

@@ -1,9 +1,7 @@
 // SQL of calendar events: every function takes the pool or a transaction
 // client first and is scoped by company.
-import { companyZone } from '../../db/companies.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
-import { endOfLocalDate, isDateOnly, startOfLocalDate } from '../../lib/local-dates.ts';
 import { objectId } from '../../lib/objectid.ts';
 import type { TotalsCache } from '../pagination.ts';
 import { listPage, type PaginationQuery } from '../pagination.ts';
@@ -121,21 +119,6 @@ export async function updateCalendarEvent(db: Queryable, companyId: string, id: 
 export async function deleteCalendarEvent(db: Queryable, companyId: string, id: string): Promise<boolean> {
   const { rowCount } = await db.query('DELETE FROM calendar_events WHERE company_id = $1 AND id = $2', [companyId, id]);
   return (rowCount ?? 0) > 0;
-}
-
-/**
- * The list's window as instants (the REST list and MCP's list_calendar_events alike): a day
- * (`YYYY-MM-DD`, which ISO 8601 allows) is read in the company's time zone, `from` from its first
- * moment and `to` up to the next day's, so `to` includes its day whole.
- */
-export async function calendarWindow(db: Queryable, companyId: string, window: { from?: string; to?: string }): Promise<{ from?: string; to?: string }> {
-  let { from, to } = window;
-  if (isDateOnly(from) || isDateOnly(to)) {
-    const zone = await companyZone(db, companyId);
-    if (isDateOnly(from)) from = new Date(startOfLocalDate(from, zone)).toISOString();
-    if (isDateOnly(to)) to = new Date(endOfLocalDate(to, zone)).toISOString();
-  }
-  return { from, to };
 }
 
 export type CalendarEventFilters = { user_id?: string; kind?: string; source?: string; from?: string; to?: string };

@@ -4,7 +4,7 @@
 // unknown field; `user_id` is refused on PATCH (the host never changes).
 import { Temporal } from 'temporal-polyfill';
 import { z } from 'zod';
-import { calendarDay, instant as anInstant, instantFilter } from '../date-fields.ts';
+import { instant as anInstant, windowBound } from '../date-fields.ts';
 import { paginationQuery } from '../pagination.ts';
 import { objectIdField, text } from '../validation.ts';
 
@@ -107,11 +107,6 @@ export const calendarEventSchema = z.object({
 });
 
 const refId = objectIdField;
-
-/** An instant, or a whole day (ISO 8601 allows both): the list reads a day in the company's time zone. */
-export const windowBound = z.union([calendarDay.refine((day) => day < '9999-12-31', 'debe ser anterior a 9999-12-31'), instantFilter], {
-  error: 'debe ser un día YYYY-MM-DD (de 1900-01-01 a 9999-12-30) o un instante ISO 8601 con su zona',
-});
 
 export const calendarEventListQuery = paginationQuery.extend({
   user_id: refId.optional().describe('Solo eventos de este anfitrión'),

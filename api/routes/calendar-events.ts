@@ -5,13 +5,13 @@
 // event runs from midnight to midnight in its `timezone` (end exclusive): its
 // bounds must be local midnights there, so a DST day is 23 or 25 hours long.
 import { enqueueCalendarPush } from '../../db/calendar-sync.ts';
+import { windowInstants } from '../../db/companies.ts';
 import { transaction } from '../../db/pool.ts';
 import { isObjectId } from '../../lib/objectid.ts';
 import { localDate, startOfLocalDate } from '../../lib/local-dates.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import {
-  calendarWindow,
   deleteCalendarEvent,
   findCalendarEvent,
   insertCalendarEvent,
@@ -88,7 +88,7 @@ export const calendarEventRoutes: RouteDef[] = [
     errors: ['invalid_id', 'invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
     handler: async (ctx, { query, companyId, db }) => {
       const { user_id, kind, source, from, to, ...page } = query;
-      return listCalendarEvents(db, ctx.deps.totals, companyId, { user_id, kind, source, ...(await calendarWindow(db, companyId, { from, to })) }, page);
+      return listCalendarEvents(db, ctx.deps.totals, companyId, { user_id, kind, source, ...(await windowInstants(db, companyId, { from, to })) }, page);
     },
   }),
   defineRoute({

@@ -8,7 +8,7 @@
 // movement-queries.ts.
 import { z } from 'zod';
 import { transaction, transactionRead, type Queryable } from '../../db/pool.ts';
-import { companyZoneForWrite } from '../../db/companies.ts';
+import { companyZoneForWrite, windowInstants } from '../../db/companies.ts';
 import { addPayment, changeMovement, findMovement, insertMovement, paymentsOf, removeMovement, type Direction } from '../../db/money/movements.ts';
 import { issuedComplementOf } from '../../db/invoicing.ts';
 import { findSale, revertSalePayment, SaleRefundedError } from '../../db/money/sales.ts';
@@ -19,7 +19,7 @@ import { paginationQuery } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { findAccount } from './account-queries.ts';
 import { assertCustomer, assertRefFree, cents, checkMetadata, EXISTING_BY_REF, existingByRef, instant, localDay, metadataInput, metadataSchema, objectIdString, refTaken } from './money-fields.ts';
-import { instantFilter } from '../date-fields.ts';
+import { windowBound } from '../date-fields.ts';
 import { listMovements, withPayments } from './movement-queries.ts';
 import { text } from '../validation.ts';
 
@@ -69,8 +69,8 @@ function schemas(direction: Direction) {
     updated_at: z.string(),
   });
   const listQuery = paginationQuery.extend({
-    from: instantFilter.optional().describe('Ocurridos desde este instante'),
-    to: instantFilter.optional().describe('Ocurridos antes de este instante'),
+    from: windowBound.optional().describe('Ocurridos desde este instante; un día YYYY-MM-DD es su medianoche en la zona de la empresa'),
+    to: windowBound.optional().describe('Ocurridos antes de este instante; un día YYYY-MM-DD se incluye entero (zona de la empresa)'),
     account_id: objectIdString.optional(),
     status: z.enum(['paid', 'pending']).optional(),
     ...(direction === 'income' ? { customer_id: objectIdString.optional() } : { supplier: z.string().max(200).optional().describe('Nombre o RFC del proveedor (contiene)') }),
@@ -115,7 +115,7 @@ export function movementRoutes(direction: Direction): RouteDef[] {
       scope: `read-${plural}`,
       tag: TAG,
       summary: `Lista ${plural === 'incomes' ? 'ingresos' : 'gastos'}`,
-      description: '`from`/`to` filtran por `occurred_at` ([from, to)).',
+      description: '`from`/`to` filtran por `occurred_at` ([from, to)); un día YYYY-MM-DD se lee en la zona de la empresa: `from` desde su medianoche, `to` incluido entero.',
       query: listQuery,
       response: read,
       list: true,
@@ -124,7 +124,8 @@ export function movementRoutes(direction: Direction): RouteDef[] {
       handler: async (ctx, { query, companyId, db }) => {
         const { from, to, account_id, status, category, ...rest } = query as any;
         const { customer_id, supplier, ...page } = rest;
-        return listMovements(db, ctx.deps.totals, companyId, direction, { from, to, account_id, status, category, customer_id, supplier }, page);
+        const window = await windowInstants(db, companyId, { from, to });
+        return listMovements(db, ctx.deps.totals, companyId, direction, { ...window, account_id, status, category, customer_id, supplier }, page);
       },
     }),
     defineRoute({

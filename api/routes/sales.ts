@@ -5,7 +5,7 @@
 // Shapes in sale-schemas.ts, the SQL of reads in sale-queries.ts.
 import { z } from 'zod';
 import { transactionRead, type Queryable } from '../../db/pool.ts';
-import { companyZoneForWrite } from '../../db/companies.ts';
+import { companyZoneForWrite, windowInstants } from '../../db/companies.ts';
 import { post, saleEntries, undo } from '../../db/money/ledger.ts';
 import { addRefund, addSalePayment, findSale, insertSale, SALE_STATUSES, type SaleRow } from '../../db/money/sales.ts';
 import { saleAmounts, type VatRate } from '../../lib/vat.ts';
@@ -15,7 +15,7 @@ import { listPage, paginationQuery } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { findAccount } from './account-queries.ts';
 import { assertCustomer, assertRefFree, checkMetadata, EXISTING_BY_REF, existingByRef, objectIdString, refTaken } from './money-fields.ts';
-import { instantFilter } from '../date-fields.ts';
+import { windowBound } from '../date-fields.ts';
 import { firstPaymentAt, hasLiveInvoice, productExists, serializeSale, updateSaleColumns } from './sale-queries.ts';
 import { lineItem, saleCreate, salePayment, saleRefund, saleSchema, saleUpdate } from './sale-schemas.ts';
 
@@ -39,8 +39,8 @@ const idParam = { id: 'id' } as const;
 const listQuery = paginationQuery.extend({
   customer_id: objectIdString.optional(),
   status: z.enum(SALE_STATUSES).optional(),
-  from: instantFilter.optional().describe('Ocurridas desde este instante'),
-  to: instantFilter.optional().describe('Ocurridas antes de este instante'),
+  from: windowBound.optional().describe('Ocurridas desde este instante; un día YYYY-MM-DD es su medianoche en la zona de la empresa'),
+  to: windowBound.optional().describe('Ocurridas antes de este instante; un día YYYY-MM-DD se incluye entero (zona de la empresa)'),
 });
 
 const TAX_RULES =
@@ -61,7 +61,8 @@ export const saleRoutes: RouteDef[] = [
     status: 200,
     errors: ['invalid_id', 'invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
     handler: async (ctx, { query, companyId, db }) => {
-      const { customer_id, status, from, to, ...page } = query;
+      const { customer_id, status, ...rest } = query;
+      const { from, to, ...page } = await windowInstants(db, companyId, rest);
       const result = await listPage<SaleRow>(db, ctx.deps.totals, {
         table: 'sales',
         columns: '*',
