@@ -205,6 +205,16 @@ export const objectIdField = z.string().refine(isObjectId, 'no es un ObjectId vÃ
 /** A text field of a body: trimmed, at most `max` characters. */
 export const text = (max: number) => z.string().trim().max(max);
 
+/**
+ * An optional text field that may have no value: trimmed, at most `max` characters; blank (`""`, or
+ * only spaces) is stored as `null`, the one way a record says "no value" (docs/api.md, Records).
+ */
+export const optionalText = (max: number) =>
+  text(max)
+    .transform((value) => (value === '' ? null : value))
+    .nullable()
+    .optional();
+
 /** Characters that show nothing: zero-width spaces and joiners, direction marks, fillers, the soft hyphen, the BOM. */
 const INVISIBLE = /[\u00ad\u034f\u061c\u115f\u1160\u180e\u200b-\u200f\u2060-\u2064\u3164\ufeff\uffa0]/g;
 /** Line breaks (NEL and the Unicode separators too), other control characters and direction overrides: what no one-line name holds. */

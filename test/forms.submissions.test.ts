@@ -197,6 +197,10 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
       assert.ok(res.body.errors[field], `errors names ${field}: ${JSON.stringify(res.body.errors)}`);
     }
     assert.equal(await blobCount(), before);
+    // The optional keys sent as null are absent, as a client typed from the contract sends them.
+    const nulls = await api.post(path(), { data: { answers: base, locale: null, files: null } });
+    assert.equal(nulls.status, 201, nulls.text);
+    assert.equal(nulls.body.data.status, 'received');
   });
 
   test('a form’s submissions list: include_total counts that form’s submissions, not the company’s', async () => {

@@ -32,7 +32,7 @@ import { ApiError } from '../errors.ts';
 import { canonicalJson, checkKeyShape, IDEMPOTENCY_BODY_LIMIT, runIdempotent } from '../middleware/idempotency.ts';
 import { consumeLimit } from '../middleware/rate-limit.ts';
 import { jsonContentType } from '../middleware/body.ts';
-import { parseData, parseQuery } from '../validation.ts';
+import { optionalText, parseData, parseQuery } from '../validation.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState, Deps } from '../types.ts';
 import { bookingPage, hostPage, managePage, notFoundPage, type PageBranding, type PageHost } from './html.ts';
 
@@ -44,7 +44,7 @@ const SCRIPT = readFileSync(new URL('./assets/booking.js', import.meta.url));
 const SCRIPT_ETAG = `"${createHash('sha256').update(SCRIPT).digest('hex').slice(0, 32)}"`;
 
 const publicBookingCreate = z.strictObject({ starts_at: instant, booker: bookerSchema, answers: answersSchema.optional() });
-const publicCancel = z.strictObject({ reason: z.string().trim().max(1000).nullable().optional() });
+const publicCancel = z.strictObject({ reason: optionalText(1000) });
 const publicReschedule = z.strictObject({ starts_at: instant });
 
 const json = koaBody({ json: true, multipart: false, urlencoded: false, text: false, jsonLimit: '32kb', includeUnparsed: true, parsedMethods: [HttpMethodEnum.POST] });

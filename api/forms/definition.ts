@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { iso } from '../../db/timestamps.ts';
 import { FIELD_TYPES, FILE_KINDS, LOCALES, MAPS_TO, type FormRow, type Locale, type PostActions, type StoredField } from '../../db/forms.ts';
 import { acceptAttribute, BLOCKED_EXTENSIONS, KNOWN_EXTENSIONS } from './file-rules.ts';
-import { text } from '../validation.ts';
+import { optionalText, text } from '../validation.ts';
 
 export { LOCALES, type FormRow, type Locale, type PostActions, type StoredField };
 const WITH_OPTIONS: ReadonlySet<string> = new Set(['select', 'checkbox', 'radio']);
@@ -62,7 +62,7 @@ const fieldInput = z.strictObject({
   placeholder_translations: texts(500).optional(),
   options: z.array(text(200).min(1)).max(200).optional(),
   options_translations: z.partialRecord(locale, z.array(text(200).min(1)).max(200)).optional(),
-  help_text: text(2000).nullable().optional(),
+  help_text: optionalText(2000),
   required: z.boolean().default(false),
   maps_to: z.enum(MAPS_TO).nullable().default(null),
   position: z.number().int().min(0).optional(),

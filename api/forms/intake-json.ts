@@ -64,7 +64,7 @@ async function stageJsonFile(stager: FileStager, key: string, value: FileObject)
 }
 
 /** The `data` of a JSON submission, already validated against the route's body schema (api/routes/forms.ts). */
-export type SubmissionData = { answers: Record<string, unknown>; locale?: string; files?: Record<string, unknown> };
+export type SubmissionData = { answers: Record<string, unknown>; locale?: string | null; files?: Record<string, unknown> | null };
 
 /** Splits a JSON submission's answers from its files, staging each file. */
 export async function intakeJson(stager: FileStager, data: SubmissionData): Promise<Intake> {
@@ -90,5 +90,5 @@ export async function intakeJson(stager: FileStager, data: SubmissionData): Prom
       out[key] = value;
     }
   }
-  return { answers: out, locale: data.locale, files: stager.files, sentFileKeys: stager.sentFileKeys, overQuota: stager.overQuota, errors: stager.errors };
+  return { answers: out, locale: data.locale ?? undefined, files: stager.files, sentFileKeys: stager.sentFileKeys, overQuota: stager.overQuota, errors: stager.errors };
 }

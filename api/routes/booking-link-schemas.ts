@@ -7,7 +7,7 @@ import { isObjectId } from '../../lib/objectid.ts';
 import { minutesOf } from '../../lib/booking-slots.ts';
 import { paginationQuery, queryBoolean } from '../pagination.ts';
 import { DEFAULT_TIMEZONE, isTimeZone } from './calendar-event-schemas.ts';
-import { objectIdField, text } from '../validation.ts';
+import { objectIdField, optionalText, text } from '../validation.ts';
 
 export const LINK_SLUG = /^[a-z0-9-]{1,64}$/;
 export const LOCATION_TYPES = ['google_meet', 'in_person', 'phone', 'url'] as const;
@@ -82,7 +82,7 @@ const bookingWindow = z
 const location = z
   .strictObject({
     type: z.enum(LOCATION_TYPES),
-    value: text(500).nullable().optional().describe('Dirección (in_person), teléfono (phone) o URL (url); google_meet no lleva valor'),
+    value: optionalText(500).describe('Dirección (in_person), teléfono (phone) o URL (url); google_meet no lleva valor'),
   })
   .superRefine((l, ctx) => {
     if ((l.type === 'in_person' || l.type === 'phone' || l.type === 'url') && !l.value) ctx.addIssue({ code: 'custom', message: `${l.type} necesita value`, path: ['value'] });
@@ -112,7 +112,7 @@ const linkFields = {
     .refine((s) => !isObjectId(s), 'no puede tener la forma de un ObjectId')
     .describe('Único en la empresa y entre los enlaces del anfitrión; la ruta de detalle lo acepta'),
   title: text(200).min(1),
-  description: text(5000).nullable().optional(),
+  description: optionalText(5000),
   active: z.boolean().optional().describe('Por defecto true; un enlace inactivo no ofrece horarios ni acepta reservas'),
   duration_minutes: z.number().int().min(5).max(720),
   slot_interval_minutes: z.number().int().min(5).max(720).nullable().optional().describe('Cada cuánto empieza un horario; null = la duración'),

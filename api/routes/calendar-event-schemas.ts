@@ -6,7 +6,7 @@ import { Temporal } from 'temporal-polyfill';
 import { z } from 'zod';
 import { instant as anInstant, windowBound } from '../date-fields.ts';
 import { paginationQuery } from '../pagination.ts';
-import { objectIdField, text } from '../validation.ts';
+import { objectIdField, optionalText, text } from '../validation.ts';
 
 export const EVENT_KINDS = ['event', 'meeting', 'task'] as const;
 export const EVENT_SOURCES = ['native', 'booking', 'google'] as const;
@@ -45,15 +45,15 @@ const instant = anInstant.describe('ISO 8601; se guarda y se devuelve en UTC');
 
 const eventFields = {
   title: text(300).min(1),
-  description: text(10_000).nullable().optional(),
-  location: text(500).nullable().optional(),
+  description: optionalText(10_000),
+  location: optionalText(500),
   color: z.string().regex(/^#[0-9a-fA-F]{6}$/, 'color hexadecimal #rrggbb').optional().describe(`Por defecto ${DEFAULT_COLOR}`),
   starts_at: instant,
   ends_at: instant.describe('Posterior a starts_at'),
   all_day: z.boolean().optional().describe('Por defecto false; de medianoche a medianoche en `timezone` (ver la descripción)'),
   timezone: z.string().refine(isTimeZone, 'zona horaria IANA desconocida').optional().describe(`IANA; por defecto ${DEFAULT_TIMEZONE}`),
   kind: z.enum(EVENT_KINDS).optional().describe('Por defecto event'),
-  attendees: z.array(z.strictObject({ name: text(200).nullable().optional(), email: z.email().max(254) })).max(100).optional(),
+  attendees: z.array(z.strictObject({ name: optionalText(200), email: z.email().max(254) })).max(100).optional(),
   reminders_minutes: z.array(z.number().int().min(0).max(40_320)).max(10).optional().describe('Minutos antes del evento; por defecto [15]'),
   create_meet: z.boolean().optional().describe('Pide una videollamada al calendario externo (no aplica a kind task)'),
   sync_to_google: z.boolean().optional().describe('Solo escritura: false evita sincronizar con el calendario externo conectado'),

@@ -2,15 +2,15 @@
 // the read. Everything else (slug, plan, quotas, max_team_size, modules, id,
 // timestamps) is refused on PUT like any unknown field: 422 naming it.
 import { z } from 'zod';
-import { httpUrl, text } from '../validation.ts';
+import { httpUrl, optionalText, text } from '../validation.ts';
 
 
 export const companyUpdate = z.strictObject({
   name: text(200).min(1).optional(),
   website: httpUrl.nullable().optional(),
-  legal_name: text(300).nullable().optional(),
-  business_type: text(200).nullable().optional().describe('Texto libre'),
-  business_context: text(20_000).nullable().optional().describe('Texto largo que usan las funciones de IA'),
+  legal_name: optionalText(300),
+  business_type: optionalText(200).describe('Texto libre'),
+  business_context: optionalText(20_000).describe('Texto largo que usan las funciones de IA'),
   business_goals: z.array(text(500).min(1)).max(50).optional(),
 });
 export type CompanyUpdate = z.infer<typeof companyUpdate>;

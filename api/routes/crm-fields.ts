@@ -1,9 +1,9 @@
 // Field schemas shared by customers and leads (DESIGN.md fixes `name`,
 // `email`, `phone`; leads add `company_name` and `job_title`).
 import { z } from 'zod';
-import { text } from '../validation.ts';
+import { optionalText, text } from '../validation.ts';
 
-export const optionalText = (max: number) => text(max).nullable().optional();
+export { optionalText };
 
 /**
  * What `q`/`search` matches on customers and leads (REST and MCP): written exactly as the trigram

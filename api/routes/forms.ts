@@ -120,8 +120,9 @@ export const formRoutes: RouteDef[] = [
     // Validated for JSON bodies before the handler runs (api/route.ts, upload routes).
     body: z.strictObject({
       answers: z.record(z.string(), z.unknown()).describe('Respuestas por `key` de campo; un archivo es {filename, content_type, data}'),
-      locale: z.string().max(35).optional().describe('Idioma del envío (es, en, es-MX…); también en la query'),
-      files: z.record(z.string(), z.unknown()).optional().describe('Archivos por `key`, alternativa a ponerlos en answers'),
+      // Both optional: null is the same as absent (docs/api.md, Records).
+      locale: z.string().max(35).nullish().describe('Idioma del envío (es, en, es-MX…); también en la query'),
+      files: z.record(z.string(), z.unknown()).nullish().describe('Archivos por `key`, alternativa a ponerlos en answers'),
     }),
     example: { answers: { email: 'ana@example.com' } },
     upload: { maxBytes: MAX_SUBMISSION_BYTES, maxJsonBytes: MAX_JSON_SUBMISSION_BYTES },

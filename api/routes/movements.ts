@@ -21,7 +21,7 @@ import { findAccount } from './account-queries.ts';
 import { assertCustomer, assertRefFree, cents, checkMetadata, EXISTING_BY_REF, existingByRef, instant, localDay, metadataInput, metadataSchema, objectIdString, refTaken } from './money-fields.ts';
 import { windowBound } from '../date-fields.ts';
 import { listMovements, withPayments } from './movement-queries.ts';
-import { text } from '../validation.ts';
+import { optionalText, text } from '../validation.ts';
 
 
 function schemas(direction: Direction) {
@@ -29,14 +29,14 @@ function schemas(direction: Direction) {
     direction === 'income'
       ? { customer_id: objectIdString.nullable().optional().describe('Cliente de la empresa') }
       : {
-          supplier_name: text(200).nullable().optional().describe('Proveedor'),
-          supplier_tax_id: text(20).nullable().optional().describe('RFC del proveedor'),
+          supplier_name: optionalText(200).describe('Proveedor'),
+          supplier_tax_id: optionalText(20).describe('RFC del proveedor'),
         };
   const editable = {
     amount_cents: cents,
     occurred_at: instant.describe('Cuándo ocurrió; define su mes contable (zona de la empresa)'),
     category: text(100).min(1).optional().describe('Por defecto general'),
-    description: text(1000).nullable().optional(),
+    description: optionalText(1000),
     due_on: localDay.nullable().optional().describe('Vencimiento de uno pendiente'),
     metadata: metadataInput.optional(),
     ...party,

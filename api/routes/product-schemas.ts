@@ -74,7 +74,7 @@ export const inventoryWrite = z
   .strictObject({
     warehouse: z.string().trim().min(1).max(100),
     // null too: the read shows a location without a rack as `rack: null`, and a row read is written back as it is.
-    rack: z.string().trim().max(100).nullable().optional().describe('Vacío, null o ausente: sin rack'),
+    rack: optionalText(100).describe('Vacío, null o ausente: sin rack'),
     variant_id: refId.nullable().optional(),
     quantity: z.number().int().min(0).max(1_000_000_000).describe('Existencia absoluta en esa ubicación; 0 la elimina'),
   })
@@ -82,7 +82,7 @@ export const inventoryWrite = z
 
 const imageItem = z.strictObject({
   url: httpUrl,
-  alt: z.string().trim().max(300).nullable().optional(),
+  alt: optionalText(300),
   position,
 });
 

@@ -17,17 +17,17 @@ import { defineRoute, type RouteDef } from '../route.ts';
 import { findAccount } from './account-queries.ts';
 import { assertCustomer, assertRefFree, cents, checkMetadata, EXISTING_BY_REF, existingByRef, localDay, metadataInput, metadataSchema, objectIdString } from './money-fields.ts';
 import { deleteRecurring, findRecurring, insertRecurring, listRecurring, lockRecurring, serializeRecurring, updateRecurringColumns } from './recurring-queries.ts';
-import { text } from '../validation.ts';
+import { optionalText, text } from '../validation.ts';
 
 const TAG = 'Recurring transactions';
 
 const template = {
   amount_cents: cents,
   category: text(100).min(1).optional().describe('Por defecto general'),
-  description: text(1000).nullable().optional(),
+  description: optionalText(1000),
   customer_id: objectIdString.nullable().optional().describe('Solo ingresos'),
-  supplier_name: text(200).nullable().optional().describe('Solo gastos'),
-  supplier_tax_id: text(20).nullable().optional().describe('Solo gastos'),
+  supplier_name: optionalText(200).describe('Solo gastos'),
+  supplier_tax_id: optionalText(20).describe('Solo gastos'),
   ends_on: localDay.nullable().optional().describe('Última fecha posible (incluida)'),
   ends_count: z.number().int().min(1).max(100_000).nullable().optional().describe('Cuántas ocurrencias en total'),
   metadata: metadataInput.optional(),

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { SALE_STATUSES } from '../../db/money/sales.ts';
 import { cents, currency, instant, metadataInput, metadataSchema, objectIdString } from './money-fields.ts';
-import { text } from '../validation.ts';
+import { optionalText, text } from '../validation.ts';
 import { PAID_FORMS } from '../../lib/cfdi/catalogs.ts';
 
 
@@ -25,7 +25,7 @@ export const saleCreate = z.strictObject({
   prices_include_vat: z.boolean().optional().describe('Si unit_price_cents ya incluye el IVA; por defecto false'),
   payment_terms: z.enum(['immediate', 'deferred']).optional().describe('immediate (PUE) o deferred (PPD); por defecto immediate'),
   line_items: z.array(lineItem).min(1).max(200),
-  description: text(1000).nullable().optional(),
+  description: optionalText(1000),
   metadata: metadataInput.optional(),
 });
 export const saleUpdate = z
@@ -33,7 +33,7 @@ export const saleUpdate = z
     customer_id: objectIdString.nullable().optional(),
     occurred_at: instant.optional(),
     payment_terms: z.enum(['immediate', 'deferred']).optional(),
-    description: text(1000).nullable().optional(),
+    description: optionalText(1000),
     metadata: metadataInput.optional(),
   })
   .describe('Las líneas y la moneda no cambian; registra otra venta');
@@ -46,7 +46,7 @@ export const salePayment = z.strictObject({
     .optional()
     .describe('Cómo se pagó (c_FormaPago del SAT, sin 99), lo que declara su complemento de pago (CFDI). Por defecto según la cuenta: 01 efectivo (`cash`), 04 tarjeta (`card`), 03 transferencia (`bank`, `other`)'),
 });
-export const saleRefund = z.strictObject({ account_id: objectIdString, amount_cents: cents, reason: text(1000).nullable().optional(), refunded_at: instant.optional().describe('Por defecto ahora') });
+export const saleRefund = z.strictObject({ account_id: objectIdString, amount_cents: cents, reason: optionalText(1000), refunded_at: instant.optional().describe('Por defecto ahora') });
 
 export const lineRead = z.object({
   description: z.string(),

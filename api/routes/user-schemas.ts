@@ -3,7 +3,7 @@
 // fields (password, tokens) are not accepted: like any unknown field, 422.
 import { z } from 'zod';
 import { calendarDay } from '../date-fields.ts';
-import { text } from '../validation.ts';
+import { optionalText, text } from '../validation.ts';
 
 export const BG_MODES = ['solid', 'linear', 'radial'] as const;
 export const DASHBOARD_THEMES = ['light', 'dark', 'schedule'] as const;
@@ -48,11 +48,11 @@ export const settingsPreferences = z.strictObject({
 export type SettingsPreferencesWrite = z.infer<typeof settingsPreferences>;
 
 const userFields = {
-  first_name: text(100).nullable().optional(),
-  last_name: text(100).nullable().optional(),
+  first_name: optionalText(100),
+  last_name: optionalText(100),
   email: z.email().max(254),
-  phone: text(50).nullable().optional(),
-  username: text(100).nullable().optional(),
+  phone: optionalText(50),
+  username: optionalText(100),
   birthdate: calendarDay.nullable().optional().describe('YYYY-MM-DD'),
   booking_slug: z
     .string()

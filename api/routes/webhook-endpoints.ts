@@ -12,6 +12,7 @@ import type { Permission } from '../auth/sessions.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { listMetaSchema, listPage, paginationQuery } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
+import { optionalText } from '../validation.ts';
 import type { ApiContext } from '../types.ts';
 import {
   countEndpoints,
@@ -43,7 +44,7 @@ const enabledEvents = z
   })
   .describe('Nombres de evento, "<prefijo>.*" o "*"')
   .meta({ items: { type: 'string', enum: enabledEventChoices() } });
-const description = z.string().trim().max(500).nullable().optional();
+const description = optionalText(500);
 
 const endpointCreate = z.strictObject({ url, enabled_events: enabledEvents, description });
 const endpointUpdate = z.strictObject({ url: url.optional(), enabled_events: enabledEvents.optional(), description, active: z.boolean().optional() });
