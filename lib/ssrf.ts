@@ -171,6 +171,8 @@ export async function checkWebhookUrl(url: string, options: { httpsOnly: boolean
   // Credentials in the URL would be stored and logged with it, and are sent as
   // Basic auth by some clients: the signature header is the way to authenticate.
   if (parsed.username !== '' || parsed.password !== '') return 'la URL no puede incluir usuario ni contraseña';
+  // A fragment is never sent, so it can only mislead whoever reads the stored URL (`http://1.1.1.1#@127.0.0.1/`).
+  if (url.includes('#')) return 'la URL no puede llevar fragmento (#): nunca se envía al receptor';
   if (!options.guard) return null;
   // parsed.hostname is already canonical: the WHATWG parser turns 2130706433,
   // 0x7f.1, 127.1 and 0177.0.0.1 into 127.0.0.1 and compresses IPv6 literals.

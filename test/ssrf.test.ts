@@ -200,7 +200,11 @@ describe('checkWebhookUrl in production', () => {
   });
 
   test('parser-confusion URLs are judged by the host the WHATWG parser sees', async () => {
-    assert.equal(await checkWebhookUrl('https://127.0.0.1#@example.com/', prod()), 'la URL apunta a una dirección privada (loopback)');
+    assert.equal(await checkWebhookUrl('https://127.0.0.1?@example.com/', prod()), 'la URL apunta a una dirección privada (loopback)');
+    // A fragment is never sent: refused, so a stored URL cannot read as another host (`#@`), whatever the host.
+    for (const url of ['https://127.0.0.1#@example.com/', 'http://1.1.1.1#@127.0.0.1/', 'https://example.com/hook#x', 'https://example.com/hook#']) {
+      assert.equal(await checkWebhookUrl(url, { httpsOnly: false, guard: true, lookup: scripted([PUBLIC_IP]) }), 'la URL no puede llevar fragmento (#): nunca se envía al receptor', url);
+    }
     assert.equal(await checkWebhookUrl('https://127.0.0.1%2f@example.com/', prod(scripted([PUBLIC_IP]))), 'la URL no puede incluir usuario ni contraseña');
   });
 
