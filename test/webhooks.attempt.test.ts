@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { waitFor } from './helpers/wait.ts';
 import { after, before, describe, test } from 'node:test';
 import { Agent } from 'undici';
@@ -140,7 +140,24 @@ describe('attemptDelivery against misbehaving receivers', () => {
     const out = await attempt('/reset');
     assert.equal(out.ok, false);
     assert.equal(out.status, 200);
-    assert.match(out.error!, /^Error de conexión/);
+    assert.match(out.error!, /^Error de conexión: .+ \(UND_ERR_[A-Z_]+\)$/, 'said in Spanish, with the code');
+  });
+
+  test('an answer that is not HTTP is a failure said in Spanish, with the parser code', async () => {
+    const sockets = new Set<net.Socket>();
+    const raw = net.createServer((socket) => {
+      sockets.add(socket.on('error', () => {}));
+      socket.end('HELLO WORLD\r\n\r\n');
+    });
+    await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
+    try {
+      const out = await attempt('/', `http://127.0.0.1:${(raw.address() as AddressInfo).port}/`);
+      assert.equal(out.ok, false);
+      assert.match(out.error!, /^Error de conexión: la respuesta no es HTTP\/1\.1 válido( \((HPE_[A-Z_]+|UND_ERR_[A-Z_]+)\))?$/);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => raw.close(resolve));
+    }
   });
 
   /** Streams `status` and 16 KB chunks forever: only the client dropping the connection ends it. */
@@ -241,7 +258,7 @@ describe('attemptDelivery against misbehaving receivers', () => {
     const port = (closed.address() as AddressInfo).port;
     await new Promise((resolve) => closed.close(resolve));
     const refused = await attempt('/', `http://127.0.0.1:${port}/`);
-    assert.deepEqual(refused, { ok: false, status: null, body: null, error: 'Error de conexión: ECONNREFUSED' });
+    assert.deepEqual(refused, { ok: false, status: null, body: null, error: 'Error de conexión: el receptor rechazó la conexión (ECONNREFUSED)' });
     const bad = await attempt('/', 'not a url');
     assert.equal(bad.ok, false);
     assert.equal(bad.status, null);
