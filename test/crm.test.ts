@@ -41,6 +41,12 @@ describe('customers', () => {
     const read = await api.get(`/customers/${customer.id}`);
     assert.deepEqual(read.body, { data: customer });
 
+    // The country is upper-cased as the RFC is; three letters are still refused.
+    const lower = await api.post('/customers', { data: { name: 'Beto', address: { country: 'mx' } } });
+    assert.equal(lower.body.data?.address?.country, 'MX', lower.text);
+    const alpha3 = await api.post('/customers', { data: { name: 'Beto', address: { country: 'MEX' } } });
+    assert.deepEqual([alpha3.status, Object.keys(alpha3.body.errors ?? {})], [422, ['address.country']]);
+
     const updated = await api.patch(`/customers/${customer.id}`, { data: { phone: null, notes: 'Prefiere correo' } });
     assert.equal(updated.status, 200);
     assert.equal(updated.body.data.phone, null);

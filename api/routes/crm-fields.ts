@@ -25,7 +25,8 @@ export const addressSchema = z.strictObject({
   city: optionalText(100),
   state: optionalText(100),
   postal_code: optionalText(20),
-  country: z.string().regex(/^[A-Z]{2}$/, 'código ISO 3166-1 alfa-2 en mayúsculas').nullable().optional(),
+  // Upper-cased as `tax_id` is: `mx` is MX.
+  country: z.string().trim().toUpperCase().regex(/^[A-Z]{2}$/, 'código ISO 3166-1 alfa-2 (dos letras)').nullable().optional(),
 });
 
 /** An address as read: every key of the contract's shape, in its order, null when not given (as Stripe answers). */
