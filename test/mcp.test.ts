@@ -296,17 +296,20 @@ describe('MCP server', () => {
     const refused = await rpc({ jsonrpc: '2.0', id: 1, method: 'ping' }, 'service_sk_' + 'x'.repeat(43));
     assert.equal(refused.status, 401);
     assert.equal(refused.body.error, 'invalid_key');
-    assert.match(refused.headers.get('www-authenticate') ?? '', /^Bearer resource_metadata="http:\/\/.*\/\.well-known\/oauth-protected-resource\/api\/mcp\/v1", error="invalid_token"$/);
+    assert.match(refused.headers.get('www-authenticate') ?? '', /^Bearer resource_metadata="http:\/\/.*\/\.well-known\/oauth-protected-resource\/api\/mcp\/v1", scope="read-[a-z_]+( read-[a-z_]+)*", error="invalid_token"$/);
     // No credential at all: the challenge without an error code (RFC 6750 §3.1), what starts a client's OAuth flow.
     const bare = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
     assert.equal(bare.status, 401);
-    assert.match(bare.headers.get('www-authenticate') ?? '', /^Bearer resource_metadata="[^"]+"$/);
+    assert.match(bare.headers.get('www-authenticate') ?? '', /^Bearer resource_metadata="[^"]+", scope="[^"]+"$/);
+    // `scope` names what to ask for: the resource metadata's scopes_supported (MCP authorization, 2025-11-25).
+    const prm = (await (await fetch(new URL('/.well-known/oauth-protected-resource/api/mcp/v1', url))).json()) as { scopes_supported: string[] };
+    assert.deepEqual(/scope="([^"]+)"/.exec(bare.headers.get('www-authenticate')!)![1].split(' '), prm.scopes_supported);
     // A malformed Bearer header is a credential sent, and malformed (invalid_request); another scheme is none.
     const challenge = async (authorization: string) =>
       (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) })).headers.get('www-authenticate') ?? '';
-    assert.match(await challenge(`Bearer ${tenant.key} extra`), /^Bearer resource_metadata="[^"]+", error="invalid_request"$/);
-    assert.match(await challenge('Bearer'), /^Bearer resource_metadata="[^"]+", error="invalid_request"$/);
-    assert.match(await challenge('Basic dXNlcjpwYXNz'), /^Bearer resource_metadata="[^"]+"$/);
+    assert.match(await challenge(`Bearer ${tenant.key} extra`), /^Bearer resource_metadata="[^"]+", scope="[^"]+", error="invalid_request"$/);
+    assert.match(await challenge('Bearer'), /^Bearer resource_metadata="[^"]+", scope="[^"]+", error="invalid_request"$/);
+    assert.match(await challenge('Basic dXNlcjpwYXNz'), /^Bearer resource_metadata="[^"]+", scope="[^"]+"$/);
     const hello = await fetch(url);
     assert.equal(hello.status, 200);
     assert.deepEqual(((await hello.json()) as any).protocol_versions, ['2025-11-25', '2025-06-18', '2025-03-26']);

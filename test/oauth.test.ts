@@ -49,10 +49,11 @@ describe('OAuth 2.1 authorization server', () => {
   const cookieOf = (res: Response) => res.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
 
   /** Drives the pages as a browser: sign-in, then consent; returns the redirect Location. */
-  async function authorize(clientId: string, challenge: string, options: { redirect?: string; scopes?: string[]; pick?: string[]; as?: { email: string; companyId: string } } = {}) {
+  async function authorize(clientId: string, challenge: string, options: { redirect?: string; scopes?: string[]; pick?: string[]; as?: { email: string; companyId: string }; resource?: string } = {}) {
     const person = options.as ?? { email, companyId: tenant.companyId };
     const redirect = options.redirect ?? 'http://127.0.0.1:43210/callback';
     const params = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirect, code_challenge: challenge, code_challenge_method: 'S256', state: 'xyz', scope: (options.scopes ?? ['read-customers', 'read-company']).join(' ') });
+    if (options.resource) params.set('resource', options.resource);
     const first = await fetch(`${app.url}/authorize?${params}`);
     assert.equal(first.status, 200, await first.clone().text());
     assert.equal(first.headers.get('x-frame-options'), 'DENY');
@@ -808,11 +809,24 @@ describe('OAuth 2.1 authorization server', () => {
       await oauth.dynamicClientRegistrationRequest(as, { redirect_uris: [redirect], client_name: 'oauth4webapi', token_endpoint_auth_method: 'none' }, insecure),
     );
     const client: oauth.Client = { client_id: registered.client_id, token_endpoint_auth_method: 'none' };
+    // RFC 9728 discovery, checked strictly (§3.3: `resource` is the identifier the address was formed
+    // from), from the MCP URL and from the site root the contract gives; the root's identifier is a
+    // resource tokens are issued for (RFC 8707), as the MCP server's is.
+    const mcpUrl = new URL(`${app.config.siteUrl}/api/mcp/v1`);
+    const atMcp = await oauth.processResourceDiscoveryResponse(mcpUrl, await oauth.resourceDiscoveryRequest(mcpUrl, insecure));
+    assert.equal(atMcp.resource, mcpUrl.href);
+    const atRoot = await oauth.processResourceDiscoveryResponse(issuer, await oauth.resourceDiscoveryRequest(issuer, insecure));
+    assert.equal(atRoot.resource, issuer.href);
+    assert.deepEqual([atRoot.authorization_servers, atRoot.scopes_supported], [atMcp.authorization_servers, atMcp.scopes_supported]);
     const verifier = oauth.generateRandomCodeVerifier();
     const challenge = await oauth.calculatePKCECodeChallenge(verifier);
-    const location = await authorize(client.client_id, challenge, { redirect });
+    const location = await authorize(client.client_id, challenge, { redirect, resource: atRoot.resource });
     const params = oauth.validateAuthResponse(as, client, location, 'xyz');
-    const tokens = await oauth.processAuthorizationCodeResponse(as, client, await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirect, verifier, insecure));
+    const tokens = await oauth.processAuthorizationCodeResponse(
+      as,
+      client,
+      await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirect, verifier, { ...insecure, additionalParameters: { resource: atRoot.resource } }),
+    );
     assert.match(tokens.access_token, /^service_oat_/);
     assert.equal((await mcp(tokens.access_token)).status, 200);
     const refreshed = await oauth.processRefreshTokenResponse(as, client, await oauth.refreshTokenGrantRequest(as, client, oauth.None(), tokens.refresh_token!, insecure));

@@ -13,7 +13,7 @@ import { limitUnauthenticated } from '../middleware/rate-limit.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState } from '../types.ts';
 import { fieldErrors, jsonBodyProblem } from '../validation.ts';
 import { ACCESS_PREFIX, verifyAccessToken } from '../oauth/store.ts';
-import { describeTool, TOOLS, ToolFailure } from './tools.ts';
+import { describeTool, MCP_SCOPES, TOOLS, ToolFailure } from './tools.ts';
 
 export const MCP_PATH = '/api/mcp/v1';
 /** Newest first: a requested version we support is echoed, anything else gets the newest. */
@@ -304,7 +304,8 @@ export function mcpRouter(): ApiRouter {
     const credential = await credentialOf(ctx);
     if (!credential) {
       await limitUnauthenticated(ctx);
-      ctx.set('WWW-Authenticate', `Bearer resource_metadata="${ctx.deps.config.siteUrl}/.well-known/oauth-protected-resource${MCP_PATH}"${bearerError(ctx.get('Authorization'))}`);
+      // `scope`: what to ask for (MCP authorization, 2025-11-25: servers SHOULD name it here).
+      ctx.set('WWW-Authenticate', `Bearer resource_metadata="${ctx.deps.config.siteUrl}/.well-known/oauth-protected-resource${MCP_PATH}", scope="${MCP_SCOPES.join(' ')}"${bearerError(ctx.get('Authorization'))}`);
       throw new ApiError('invalid_key');
     }
     // A key pinned to origins (contract, Authentication 5) is "the same static key as REST" and is held

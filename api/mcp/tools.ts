@@ -5,6 +5,7 @@
 // The order is the contract's table.
 import { z } from 'zod';
 import { calendarDay, windowBound } from '../date-fields.ts';
+import { ALL_SCOPES } from '../auth/scopes.ts';
 import type { Queryable } from '../../db/pool.ts';
 import type { TotalsCache } from '../pagination.ts';
 import { likePattern, listPage } from '../pagination.ts';
@@ -273,6 +274,13 @@ export const TOOLS: readonly Tool[] = [
     },
   },
 ];
+
+/**
+ * What a token may be granted: the scopes the tools require (the MCP server is the one resource
+ * tokens are for), in the API's order. A client asking for more gets these; an unused read scope on a
+ * token would only widen what a leaked token could read if a tool were added later.
+ */
+export const MCP_SCOPES: readonly string[] = ALL_SCOPES.filter((s) => TOOLS.some((tool) => tool.scope === s));
 
 export const ANNOTATIONS = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const;
 

@@ -17,9 +17,8 @@ import { parseBody } from '../middleware/body.ts';
 import { toApiError } from '../middleware/request.ts';
 import { verifyPassword } from '../../lib/passwords.ts';
 import { consumeSignInAttempt } from '../auth/sessions.ts';
-import { ALL_SCOPES } from '../auth/scopes.ts';
 import { MCP_PATH } from '../mcp/server.ts';
-import { TOOLS } from '../mcp/tools.ts';
+import { MCP_SCOPES } from '../mcp/tools.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState } from '../types.ts';
 import { consentPage, errorPage, hasVisibleText, signInPage } from './pages.ts';
 import { exchangeCode, refreshGrant, revokeToken } from './grants.ts';
@@ -27,13 +26,6 @@ import { closeSession, companiesOf, findClient, findSession, findSignInUser, has
 
 const SESSION_COOKIE = 'ws_oauth';
 const CSRF_COOKIE = 'ws_oauth_csrf';
-/**
- * What a token may be granted: the scopes the MCP server's tools require (the
- * one resource tokens are for), in the API's order. A client asking for more
- * gets these; an unused read scope on a token would only widen what a leaked
- * token could read if a tool were added later.
- */
-const MCP_SCOPES = ALL_SCOPES.filter((s) => TOOLS.some((tool) => tool.scope === s));
 /** Client registrations per client address per minute. */
 export const REGISTRATIONS_PER_MINUTE = 20;
 
@@ -173,7 +165,7 @@ async function checkRequest(ctx: ApiContext, params: Record<string, string>, rep
   if (params.response_type !== 'code') return fail('unsupported_response_type', 'response_type debe ser code');
   if (!params.code_challenge || params.code_challenge_method !== 'S256') return fail('invalid_request', 'PKCE con code_challenge_method=S256 es obligatorio');
   if (!S256_CHALLENGE.test(params.code_challenge)) return fail('invalid_request', 'code_challenge debe ser el SHA-256 del verificador en base64url (43 caracteres)');
-  if (params.resource && params.resource.replace(/\/$/, '') !== `${issuer(ctx)}${MCP_PATH}`) return fail('invalid_target', 'resource no es el servidor MCP');
+  if (params.resource && !isOurResource(ctx, params.resource)) return fail('invalid_target', 'resource no es el servidor MCP');
   const requested = (params.scope ?? '').split(' ').filter(Boolean);
   // The one resource is the read-only MCP server: scopes its tools do not use are dropped
   // (documented, as scopes_supported says); none asked for means all of them.
@@ -222,10 +214,22 @@ function authorizationServerMetadata(ctx: ApiContext): void {
   };
 }
 
-/** RFC 9728: the MCP server is the one protected resource. */
+/**
+ * RFC 9728: each document names the resource its address was formed from (§3.3, which strict client
+ * libraries check): the MCP server for the path-specific one, the site (`{site_url}/`) for the root one
+ * the contract gives. Either identifier, sent as `resource`, gets a token for the MCP server, the one
+ * resource OAuth tokens open (`isOurResource`).
+ */
 function protectedResourceMetadata(ctx: ApiContext): void {
   cors(ctx);
-  ctx.body = { resource: `${issuer(ctx)}${MCP_PATH}`, authorization_servers: [issuer(ctx)], scopes_supported: [...MCP_SCOPES], bearer_methods_supported: ['header'] };
+  const resource = ctx.path.endsWith(MCP_PATH) ? `${issuer(ctx)}${MCP_PATH}` : `${issuer(ctx)}/`;
+  ctx.body = { resource, authorization_servers: [issuer(ctx)], scopes_supported: [...MCP_SCOPES], bearer_methods_supported: ['header'] };
+}
+
+/** RFC 8707: a `resource` this server issues tokens for: the MCP server, or the site as the root metadata names it. */
+function isOurResource(ctx: ApiContext, resource: string): boolean {
+  const value = resource.replace(/\/$/, '');
+  return value === `${issuer(ctx)}${MCP_PATH}` || value === issuer(ctx);
 }
 
 /** RFC 7591 dynamic registration of a public client (no secret), rate-limited per address. */
@@ -386,7 +390,7 @@ async function token(ctx: ApiContext): Promise<void> {
   const body = Object.fromEntries(Object.entries(sent).filter(([, v]) => typeof v === 'string')) as Record<string, string>;
   const pool = ctx.deps.pool;
   // RFC 8707: the only resource this server issues tokens for is its MCP endpoint.
-  if (body.resource && body.resource.replace(/\/$/, '') !== `${issuer(ctx)}${MCP_PATH}`) return oauthError(ctx, 400, 'invalid_target', 'resource no es el servidor MCP');
+  if (body.resource && !isOurResource(ctx, body.resource)) return oauthError(ctx, 400, 'invalid_target', 'resource no es el servidor MCP');
   // RFC 6749 §5.2: a client_id this server never registered is invalid_client (401), not a bad grant.
   if (body.client_id && !(await findClient(pool, body.client_id))) return oauthError(ctx, 401, 'invalid_client', 'client_id no está registrado');
   if (body.grant_type === 'authorization_code') {
