@@ -56,15 +56,34 @@ export async function findRow<Row>(db: Queryable, spec: TableSpec, companyId: st
   return (rows[0] as Row) ?? null;
 }
 
-export async function updateRow<Row>(db: Queryable, spec: TableSpec, companyId: string, id: string, values: Record<string, unknown>): Promise<Row | null> {
+/**
+ * Writes `values` to the row and moves its `updated_at`, only when one of them differs from what is
+ * stored: a PATCH that changes nothing (`{data: {}}`, or the record sent back as read) writes nothing,
+ * so `updated_at` stays a signal a syncing client can trust. `touch: 'always'` moves it anyway, for a
+ * record whose other parts live in other tables (a product's variants).
+ */
+export async function updateRow<Row>(
+  db: Queryable,
+  spec: TableSpec,
+  companyId: string,
+  id: string,
+  values: Record<string, unknown>,
+  options: { touch?: 'changed' | 'always' } = {},
+): Promise<Row | null> {
   const entries = Object.entries(values);
-  const sets = entries.map(([k], i) => `${identifier(k)} = $${i + 3}`);
-  sets.push('updated_at = now()');
+  const always = options.touch === 'always';
+  if (entries.length === 0 && !always) return findRow<Row>(db, spec, companyId, id);
+  const columns = entries.map(([k]) => identifier(k));
+  const params = entries.map((_, i) => `$${i + 3}`);
+  const sets = [...columns.map((column, i) => `${column} = ${params[i]}`), 'updated_at = now()'];
+  // ROW(...) so that one column compares as a row too; each parameter takes its column's type.
+  const changed = always ? '' : ` AND ROW(${columns.join(', ')}) IS DISTINCT FROM ROW(${params.join(', ')})`;
   const { rows } = await db.query(
-    `UPDATE ${identifier(spec.table)} SET ${sets.join(', ')} WHERE company_id = $1 AND id = $2 RETURNING *`,
+    `UPDATE ${identifier(spec.table)} SET ${sets.join(', ')} WHERE company_id = $1 AND id = $2${changed} RETURNING *`,
     [companyId, id, ...entries.map(([k, v]) => param(v, !!spec.jsonColumns?.has(k)))],
   );
-  return (rows[0] as Row) ?? null;
+  if (rows[0] || always) return (rows[0] as Row) ?? null;
+  return findRow<Row>(db, spec, companyId, id);
 }
 
 export async function deleteRow(db: Queryable, spec: TableSpec, companyId: string, id: string): Promise<boolean> {

@@ -66,6 +66,22 @@ describe('customers', () => {
     assert.equal((await api.delete(`/customers/${customer.id}`)).status, 404);
   });
 
+  test('updated_at moves only when a PATCH changes something: {data: {}} and the values as stored leave it', async () => {
+    const created = (await api.post('/customers', { data: { name: 'Eva', phone: '555', tags: ['a'], custom_properties: [{ key: 'nivel', value: 'oro' }] } })).body.data;
+    const stamp = async () => (await api.get(`/customers/${created.id}`)).body.data.updated_at;
+    for (const data of [{}, { name: 'Eva', phone: '555', tags: ['a'] }, { phone: ' 555 ' }, { custom_properties: [{ key: 'nivel', value: 'oro' }] }]) {
+      const res = await api.patch(`/customers/${created.id}`, { data });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.body.data.updated_at, created.updated_at, `no change: ${JSON.stringify(data)}`);
+    }
+    assert.equal(await stamp(), created.updated_at);
+    const changed = await api.patch(`/customers/${created.id}`, { data: { phone: '556' } });
+    assert.equal(changed.body.data.phone, '556');
+    assert.ok(changed.body.data.updated_at > created.updated_at, 'a change moves it');
+    assert.equal(await stamp(), changed.body.data.updated_at);
+    assert.equal((await api.patch(`/customers/${created.id}`, { data: { tags: ['a', 'b'] } })).body.data.updated_at > changed.body.data.updated_at, true, 'an array column compares by value');
+  });
+
   test('customer.created is recorded in the outbox with object, id and empty metadata', async () => {
     const created = await api.post('/customers', { data: { name: 'Evento' } });
     const { rows } = await app.pool.query(`SELECT * FROM events WHERE company_id = $1 AND data->>'id' = $2`, [tenant.companyId, created.body.data.id]);
@@ -332,6 +348,8 @@ describe('automations', () => {
     }
     const after = await api.get(`/automations/${id}`);
     assert.equal(after.body.data.trigger_type, 'lead.created', 'nothing refused was written');
+    // Nothing changed, nothing written: updated_at stays.
+    for (const data of [{}, { active: true, name: 'Hola' }]) assert.equal((await api.patch(`/automations/${id}`, { data })).body.data.updated_at, after.body.data.updated_at, JSON.stringify(data));
   });
 
   test('POST /automations is 422 not_supported_yet, whatever the body', async () => {

@@ -260,7 +260,8 @@ export async function createProduct(client: Client, companyId: string, data: Pro
 /** Applies a PATCH to the (locked) product and its nested items. */
 export async function updateProduct(client: Client, companyId: string, id: string, data: ProductWrite): Promise<void> {
   const { rows } = await client.query<ProductRow>('SELECT * FROM products WHERE id = $1', [id]);
-  await updateRow(client, TABLE, companyId, id, await productColumns(client, companyId, data, rows[0])).catch(uniqueViolation);
+  // Always touched: the PATCH may change only its variants, components or stock, which live in other tables.
+  await updateRow(client, TABLE, companyId, id, await productColumns(client, companyId, data, rows[0]), { touch: 'always' }).catch(uniqueViolation);
   await writeProductItems(client, companyId, id, data);
 }
 
