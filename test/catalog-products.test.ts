@@ -191,6 +191,16 @@ describe('products: prices, nested writes, detail, custom properties', () => {
     const after = (await api.get(`/products/${created.id}`)).body.data;
     assert.equal(after.name, 'Nested');
     assert.equal(after.variants.length, 2);
+    // `_destroy` without an id names nothing: 422 on that item's id (it was ignored, a 200 that removed nothing).
+    for (const [data, path] of [
+      [{ variants: [{ name: 'C', _destroy: true }] }, 'variants.0.id'],
+      [{ option_types: [{ id: color.id, values: [{ _destroy: true }] }] }, 'option_types.0.values.0.id'],
+    ] as const) {
+      const nameless = await api.patch(`/products/${created.id}`, { data });
+      assert.equal(nameless.status, 422, nameless.text);
+      assert.deepEqual(Object.keys(nameless.body.errors), [path]);
+    }
+    assert.deepEqual((await api.get(`/products/${created.id}`)).body.data.variants.map((v: any) => v.name).sort(), ['A2', 'C']);
   });
 
   test('the nested lists\' limits hold for the product, not per request; an item added without a position goes after the stored ones', async () => {

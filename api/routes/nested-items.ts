@@ -48,9 +48,10 @@ export async function collectNestedItems<Item extends NestedItem, Stored>(
       if (!stored) errors[`${at}.id`] = [writer.notFound];
       else if (item._destroy) await writer.destroy(stored, item);
       else await writer.update(stored, item, at, errors);
-    } else if (!item._destroy) {
-      if (!item.name) errors[`${at}.name`] = [writer.nameRequired];
-      else await writer.create({ ...item, name: item.name }, i, at, errors);
-    }
+    } else if (item._destroy) {
+      // Nothing to remove: a client that meant an item forgot its id; silently ignoring it would look like success.
+      errors[`${at}.id`] = ['obligatorio con _destroy: indica qué elemento eliminar'];
+    } else if (!item.name) errors[`${at}.name`] = [writer.nameRequired];
+    else await writer.create({ ...item, name: item.name }, i, at, errors);
   }
 }
