@@ -8,7 +8,7 @@ import Router from '@koa/router';
 import { isWellFormedSecret } from '../auth/keys.ts';
 import { logError } from '../../lib/log.ts';
 import { ApiError } from '../errors.ts';
-import { bearerToken, originAllowed } from '../middleware/authenticate.ts';
+import { bearerChallengeError, bearerToken, originAllowed } from '../middleware/authenticate.ts';
 import { limitUnauthenticated } from '../middleware/rate-limit.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState } from '../types.ts';
 import { fieldErrors, jsonBodyProblem } from '../validation.ts';
@@ -25,10 +25,6 @@ const SERVER_INFO = { name: 'workspace-service', title: 'Workspace', version: '1
  * refused, `invalid_request` when the Bearer header was malformed (`Bearer a b`), none when no bearer
  * credential came (no header, or another scheme).
  */
-function bearerError(authorization: string): string {
-  if (bearerToken(authorization)) return ', error="invalid_token"';
-  return /^Bearer(\s|$)/i.test(authorization) ? ', error="invalid_request"' : '';
-}
 
 type Request = { jsonrpc: '2.0'; id?: string | number | null; method: string; params?: Record<string, unknown> | unknown[] };
 /** Who calls: the company, its scopes, the activity label, and an API key's origin allow-list (empty for OAuth tokens). */
@@ -305,7 +301,7 @@ export function mcpRouter(): ApiRouter {
     if (!credential) {
       await limitUnauthenticated(ctx);
       // `scope`: what to ask for (MCP authorization, 2025-11-25: servers SHOULD name it here).
-      ctx.set('WWW-Authenticate', `Bearer resource_metadata="${ctx.deps.config.siteUrl}/.well-known/oauth-protected-resource${MCP_PATH}", scope="${MCP_SCOPES.join(' ')}"${bearerError(ctx.get('Authorization'))}`);
+      ctx.set('WWW-Authenticate', `Bearer resource_metadata="${ctx.deps.config.siteUrl}/.well-known/oauth-protected-resource${MCP_PATH}", scope="${MCP_SCOPES.join(' ')}"${bearerChallengeError(ctx.get('Authorization'))}`);
       throw new ApiError('invalid_key');
     }
     // A key pinned to origins (contract, Authentication 5) is "the same static key as REST" and is held

@@ -12,6 +12,16 @@ export function bearerToken(header: string): string | null {
   return match ? match[1] : null;
 }
 
+/**
+ * The `error` of a 401's Bearer challenge (RFC 6750 §3.1), REST and MCP alike: `invalid_token` for a
+ * token sent and refused, `invalid_request` for a malformed Bearer header (`Bearer`, `Bearer a b`),
+ * none when no Bearer credential was sent (no header, or another scheme such as Basic).
+ */
+export function bearerChallengeError(header: string): string {
+  if (bearerToken(header)) return ', error="invalid_token"';
+  return /^Bearer(\s|$)/i.test(header) ? ', error="invalid_request"' : '';
+}
+
 /** The API key the request's Authorization names, if it is a valid one. */
 function keyOf(ctx: ApiContext) {
   const secret = bearerToken(ctx.get('Authorization'));
