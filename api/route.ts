@@ -281,7 +281,7 @@ function chainOf(route: RouteDef, defaultRateLimit: number): ApiRouteMiddleware[
   );
   if (route.module) chain.push(requireModule(route.module));
   if (route.params || route.path.includes(':')) chain.push(validateParams(route.params ?? {}));
-  if (route.multipart) chain.push(multipartBody(route.multipart), idempotency);
+  if (route.multipart) chain.push(idempotentBodyCap, multipartBody(route.multipart), idempotency);
   else if (route.upload) chain.push(idempotentBodyCap, uploadBody(route.upload));
   else if (route.method !== 'GET' && route.method !== 'DELETE' && !route.ignoresBody) chain.push(idempotentBodyCap, jsonContentType, jsonBody, objectBody, idempotency);
   if (route.cache) chain.push(responseCache(route.cache, route.query));

@@ -176,6 +176,21 @@ describe('Idempotency-Key', () => {
     assert.equal(await customers(t.companyId, 'Invalida'), 0);
     const replay = await api.post('/customers', { data: { name: 'Largo' } }, { 'Idempotency-Key': 'a'.repeat(255) });
     assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+    // The header is checked before any body is read, on every kind of write: a JSON body that does not
+    // parse or lacks what it needs, a form submission, a multipart upload.
+    const form = new FormData();
+    form.append('image', new Blob([Buffer.from('not an image')], { type: 'image/png' }), 'x.png');
+    const writes: Array<[string, RequestInit]> = [
+      ['/customers', { body: '{bad', headers: { 'content-type': 'application/json' } }],
+      ['/customers', { body: '{"data":{}}', headers: { 'content-type': 'application/json' } }],
+      [`/forms/${'0'.repeat(24)}/submissions`, { body: '{"data":{}}', headers: { 'content-type': 'application/json' } }],
+      [`/products/${'0'.repeat(24)}/image`, { body: form }],
+    ];
+    for (const [path, init] of writes) {
+      const res = await fetch(app.baseUrl + path, { ...init, method: 'POST', headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${t.key}`, 'idempotency-key': 'b'.repeat(256) } });
+      assert.equal(res.status, 400, path);
+      assert.equal(((await res.json()) as { error: string }).error, 'invalid_idempotency_key', path);
+    }
   });
 
   test('50 concurrent identical POSTs with one key create exactly one record', async () => {

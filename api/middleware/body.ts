@@ -11,7 +11,7 @@ import { ApiError, validationFailed } from '../errors.ts';
 import type { MultipartRoute, UploadRoute } from '../route.ts';
 import type { ApiContext, ApiMiddleware } from '../types.ts';
 import { refuseArrayBody } from '../validation.ts';
-import { IDEMPOTENCY_BODY_LIMIT } from './idempotency.ts';
+import { checkKeyShape, IDEMPOTENCY_BODY_LIMIT } from './idempotency.ts';
 
 /** The media types a JSON body may carry (koa-body's default list, named so the 415 checks and the parsers agree). */
 export const JSON_TYPES = ['application/json', 'application/json-patch+json', 'application/vnd.api+json', 'application/csp-report', 'application/reports+json'];
@@ -61,8 +61,11 @@ export async function objectBody(ctx: ApiContext, next: Next) {
  * (what the client must change) rather than the parser's request_too_large.
  */
 export async function idempotentBodyCap(ctx: ApiContext, next: Next) {
-  if (ctx.headers['idempotency-key'] !== undefined && Number(ctx.get('Content-Length')) > IDEMPOTENCY_BODY_LIMIT) {
-    throw new ApiError('idempotency_body_too_large');
+  if (ctx.headers['idempotency-key'] !== undefined) {
+    // The header first, before any body is read: every write, JSON, multipart or upload, answers a
+    // malformed key the same way whatever its body holds.
+    checkKeyShape(ctx);
+    if (Number(ctx.get('Content-Length')) > IDEMPOTENCY_BODY_LIMIT) throw new ApiError('idempotency_body_too_large');
   }
   await next();
 }
