@@ -113,11 +113,12 @@ describe('wsctl', () => {
     const { company } = await json(app, ['company', 'create', '--name', 'Auto SA']); // automations are core
     const key = await json(app, ['key', 'create', '--company', company.id, '--scopes', 'all']);
     const file = path.join(dir, 'automation.json');
-    await writeFile(file, JSON.stringify({ name: 'Bienvenida', trigger_type: 'lead.created', steps: [] }));
+    await writeFile(file, JSON.stringify({ name: 'Bienvenida', description: '   ', trigger_type: 'lead.created', steps: [] }));
     const automation = await json(app, ['automation', 'create', '--company', company.id, '--file', file]);
     const read = await client(app.baseUrl, key.secret).get(`/automations/${automation.id}`);
     assert.equal(read.status, 200);
     assert.equal(read.body.data.name, 'Bienvenida');
+    assert.equal(read.body.data.description, null, 'a blank description is no description, as over the API');
 
     const formFile = path.join(dir, 'form.json');
     const definition = { name: 'Contacto', title: 'Contáctanos', fields: [{ key: 'email', field_type: 'email', label: 'Correo', required: true }] };

@@ -44,6 +44,8 @@ describe('customers', () => {
     // The country is upper-cased as the RFC is; three letters are still refused.
     const lower = await api.post('/customers', { data: { name: 'Beto', address: { country: 'mx' } } });
     assert.equal(lower.body.data?.address?.country, 'MX', lower.text);
+    const published = (await (await fetch(`${app.baseUrl}/openapi.json`)).json()) as any;
+    assert.match(JSON.stringify(published), /"\^\[A-Za-z\]\{2\}\$"/, 'the published pattern takes what the server takes');
     const alpha3 = await api.post('/customers', { data: { name: 'Beto', address: { country: 'MEX' } } });
     assert.deepEqual([alpha3.status, Object.keys(alpha3.body.errors ?? {})], [422, ['address.country']]);
 

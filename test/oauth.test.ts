@@ -112,6 +112,8 @@ describe('OAuth 2.1 authorization server', () => {
     assert.equal(resource.headers.get('access-control-allow-origin'), '*');
     const rs = (await resource.json()) as any;
     assert.equal(rs.resource, `${app.config.siteUrl}/api/mcp/v1`);
+    // The same document asked with a trailing slash still names the MCP server, not the site.
+    assert.equal(((await (await fetch(`${app.url}/.well-known/oauth-protected-resource/api/mcp/v1/`)).json()) as any).resource, `${app.config.siteUrl}/api/mcp/v1`);
     assert.deepEqual(rs.authorization_servers, [meta.issuer]);
     // Only the scopes of the contract's MCP tools are offered (the SDK's flow asks for what is listed).
     const used = ['read-accounts', 'read-calendar_events', 'read-company', 'read-customers', 'read-expenses', 'read-incomes', 'read-leads', 'read-products', 'read-reports'];

@@ -222,7 +222,7 @@ function authorizationServerMetadata(ctx: ApiContext): void {
  */
 function protectedResourceMetadata(ctx: ApiContext): void {
   cors(ctx);
-  const resource = ctx.path.endsWith(MCP_PATH) ? `${issuer(ctx)}${MCP_PATH}` : `${issuer(ctx)}/`;
+  const resource = ctx.path.replace(/\/$/, '').endsWith(MCP_PATH) ? `${issuer(ctx)}${MCP_PATH}` : `${issuer(ctx)}/`;
   ctx.body = { resource, authorization_servers: [issuer(ctx)], scopes_supported: [...MCP_SCOPES], bearer_methods_supported: ['header'] };
 }
 

@@ -26,7 +26,7 @@ export const addressSchema = z.strictObject({
   state: optionalText(100),
   postal_code: optionalText(20),
   // Upper-cased as `tax_id` is: `mx` is MX.
-  country: z.string().trim().toUpperCase().regex(/^[A-Z]{2}$/, 'código ISO 3166-1 alfa-2 (dos letras)').nullable().optional(),
+  country: z.string().trim().regex(/^[A-Za-z]{2}$/, 'código ISO 3166-1 alfa-2 (dos letras)').toUpperCase().nullable().optional(),
 });
 
 /** An address as read: every key of the contract's shape, in its order, null when not given (as Stripe answers). */

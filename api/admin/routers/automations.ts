@@ -1,6 +1,7 @@
 // `wsctl automation create --file`: the REST API cannot create automations.
 import { z } from 'zod';
 import { serializeAutomation } from '../../routes/automations.ts';
+import { optionalText } from '../../validation.ts';
 import { createAutomation } from '../automations.ts';
 import { adminId as id, adminProcedure, router } from '../trpc.ts';
 
@@ -12,7 +13,7 @@ export const automationRouter = router({
         // Strict, as form files are: a misspelt key (`trigger-config`) is refused, not dropped.
         automation: z.strictObject({
           name: z.string().trim().min(1).max(200),
-          description: z.string().max(2000).nullable().optional(),
+          description: optionalText(2000),
           active: z.boolean().optional(),
           trigger_type: z.string().trim().min(1).max(100),
           trigger_config: z.record(z.string(), z.unknown()).optional(),
