@@ -67,15 +67,18 @@ function databaseGauge(name: string, help: string, labelNames: string[], collect
   });
 }
 
-gauge('database_up', 'Whether this scrape read PostgreSQL (0: the series read from it are missing from this scrape)', [], async (g) => {
-  g.set(await read('SELECT 1').then(() => 1, () => 0));
-});
-
+// First: the pool as it was before this scrape's own queries (the gauges below) took its connections;
+// registered later, it counted the scrape's reads as requests waiting.
 gauge('db_pool_connections', 'Connections of this web process request pool, by state', ['state'], async (g) => {
   g.set({ state: 'total' }, pool!.totalCount);
   g.set({ state: 'idle' }, pool!.idleCount);
   g.set({ state: 'waiting' }, pool!.waitingCount);
 });
+
+gauge('database_up', 'Whether this scrape read PostgreSQL (0: the series read from it are missing from this scrape)', [], async (g) => {
+  g.set(await read('SELECT 1').then(() => 1, () => 0));
+});
+
 // Every known label value is reported, 0 included: a series that vanishes when nothing is counted has no
 // data for an alert or a dashboard to read (max(queue_oldest_job_age_seconds) must be 0 on an idle system).
 // The thumbnail and post-action states are the CHECKs of migrations 010 and 045.

@@ -10,7 +10,17 @@ import { createPool } from '../db/pool.ts';
 import { openDrillDatabase, type DrillContext, type DrillResult } from './lib.ts';
 import { drills } from './scenarios.ts';
 
-const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+const args = process.argv.slice(2);
+if (args.some((a) => a === '--help' || a === '-h' || a === '--list')) {
+  console.log(`npm run drills [-- <name>...]   (every drill when none is named; docs/operations.md)\nDrills: ${drills.map((d) => d.name).join(', ')}`);
+  process.exit(0);
+}
+const flags = args.filter((a) => a.startsWith('-'));
+if (flags.length) {
+  console.error(`Unknown option: ${flags.join(', ')}. Use --list to see the drills.`);
+  process.exit(2);
+}
+const wanted = args;
 const unknown = wanted.filter((w) => !drills.some((d) => d.name === w));
 if (unknown.length) {
   console.error(`Unknown drill: ${unknown.join(', ')}. Known: ${drills.map((d) => d.name).join(', ')}`);

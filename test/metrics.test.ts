@@ -48,6 +48,8 @@ describe('metrics', () => {
     assert.match(text, /http_request_duration_seconds_bucket\{le="0\.05",route="\/api\/v1\/customers",method="POST"\} \d+/);
     assert.match(text, /rate_limit_refusals_total [1-9]\d*/);
     assert.match(text, /db_pool_connections\{state="total"\} \d+/);
+    // Nothing else is running: the scrape's own reads are not counted as requests waiting for a connection.
+    assert.match(text, /^db_pool_connections\{state="waiting"\} 0$/m);
     assert.match(text, /webhook_endpoints\{health="active"\} [1-9]\d*/);
     assert.match(text, /# TYPE queue_jobs gauge/);
     assert.match(text, /# TYPE queue_oldest_job_age_seconds gauge/);
