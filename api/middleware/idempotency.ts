@@ -75,7 +75,8 @@ function rawBodyLength(ctx: ApiContext): number {
 export async function idempotency(ctx: ApiContext, next: Next) {
   // Present but empty is a malformed key, not an absent one.
   if (ctx.headers['idempotency-key'] === undefined) return next();
-  checkKeyShape(ctx);
+  // The key's shape was checked before the body was read (idempotentBodyCap, first in every write's chain);
+  // the length read here counts a chunked body too.
   if (rawBodyLength(ctx) > IDEMPOTENCY_BODY_LIMIT) throw new ApiError('idempotency_body_too_large');
   // The fingerprint recurses into the body: a body nested too deep, or with text no column can hold, is refused first (422, not stored).
   checkJsonBody(ctx.request.body);

@@ -13,7 +13,7 @@ import { FileStager, fingerprintMaterial, type Intake, type StagedFile } from '.
 import { intakeJson } from '../forms/intake-json.ts';
 import { intakeMultipart, type BodyCap } from '../forms/intake-multipart.ts';
 import { deleteStaged, insertSubmission, serializeSubmission, submissionSchema } from '../forms/submissions.ts';
-import { canonicalJson, checkKeyShape, IDEMPOTENCY_BODY_LIMIT, runIdempotent } from '../middleware/idempotency.ts';
+import { canonicalJson, IDEMPOTENCY_BODY_LIMIT, runIdempotent } from '../middleware/idempotency.ts';
 import { listPage, paginationQuery } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 
@@ -138,8 +138,8 @@ export const formRoutes: RouteDef[] = [
       // (api/route.ts, idempotentBodyCap); a chunked multipart body is cut off
       // once it passes 100 KB (intakeMultipart).
       const keyed = ctx.headers['idempotency-key'] !== undefined;
-      // A JSON body sent chunked was read under the 100 KB cap already (api/middleware/body.ts, uploadBody).
-      if (keyed) checkKeyShape(ctx);
+      // The key's shape was checked before the body was read (idempotentBodyCap); a JSON body sent
+      // chunked was read under the 100 KB cap already (api/middleware/body.ts, uploadBody).
       const cap: BodyCap = keyed
         ? { bytes: IDEMPOTENCY_BODY_LIMIT, code: 'idempotency_body_too_large' }
         : { bytes: MAX_SUBMISSION_BYTES, code: 'request_too_large' };

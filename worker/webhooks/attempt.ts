@@ -174,6 +174,9 @@ export function attemptDelivery(dispatcher: Dispatcher, req: AttemptRequest, lim
   });
 }
 
+/** An answer that is not HTTP: llhttp's parse errors (any HPE_* code), or undici's HTTPParserError without one. */
+const NOT_HTTP = 'la respuesta no es HTTP/1.1 válido';
+
 /** What went wrong, in the language of every other message, with the code a developer searches for. */
 const CONNECTION_ERRORS: Record<string, string> = {
   ECONNREFUSED: 'el receptor rechazó la conexión',
@@ -189,11 +192,6 @@ const CONNECTION_ERRORS: Record<string, string> = {
   EAI_AGAIN: 'no se pudo resolver el host',
   UND_ERR_HEADERS_OVERFLOW: 'las cabeceras de la respuesta son demasiado grandes',
   UND_ERR_RES_CONTENT_LENGTH_MISMATCH: 'el cuerpo de la respuesta no coincide con su Content-Length',
-  HPE_INVALID_CONSTANT: 'la respuesta no es HTTP/1.1 válido',
-  HPE_INVALID_VERSION: 'la respuesta no es HTTP/1.1 válido',
-  HPE_INVALID_STATUS: 'la respuesta no es HTTP/1.1 válido',
-  HPE_INVALID_HEADER_TOKEN: 'la respuesta no es HTTP/1.1 válido',
-  UND_ERR_INFO: 'la respuesta no es HTTP/1.1 válido',
   DEPTH_ZERO_SELF_SIGNED_CERT: 'certificado TLS no válido (autofirmado)',
   SELF_SIGNED_CERT_IN_CHAIN: 'certificado TLS no válido (autofirmado)',
   CERT_HAS_EXPIRED: 'certificado TLS vencido',
@@ -205,12 +203,10 @@ const CONNECTION_ERRORS: Record<string, string> = {
 function describe(error: unknown, limits: AttemptLimits): string {
   const e = error as { code?: string; name?: string; message?: string; cause?: { code?: string; name?: string; message?: string } };
   const code = e?.code ?? e?.cause?.code;
-  // undici's parser error carries no code when llhttp gives none (an answer that is not HTTP at all).
-  if (!code && (e?.name === 'HTTPParserError' || e?.cause?.name === 'HTTPParserError')) return 'Error de conexión: la respuesta no es HTTP/1.1 válido';
+  if (!code && (e?.name === 'HTTPParserError' || e?.cause?.name === 'HTTPParserError')) return `Error de conexión: ${NOT_HTTP}`;
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return `Tiempo de lectura agotado (${limits.readTimeoutMs / 1000} s)`;
   if (code === 'ERR_SSRF_BLOCKED') return `Conexión rechazada: ${e.message ?? e.cause?.message}`;
-  // llhttp's parse errors (HPE_*) all mean the answer was not HTTP.
-  const known = code && (CONNECTION_ERRORS[code] ?? (code.startsWith('HPE_') ? 'la respuesta no es HTTP/1.1 válido' : undefined));
+  const known = code && (CONNECTION_ERRORS[code] ?? (code.startsWith('HPE_') ? NOT_HTTP : undefined));
   if (known) return `Error de conexión: ${known} (${code})`;
   if (code) return `Error de conexión: ${code}`;
   return `Error de conexión: ${e?.message ?? String(error)}`;
