@@ -10,7 +10,7 @@ import { isObjectId } from '../lib/objectid.ts';
 import { ApiError, type ErrorCode } from './errors.ts';
 import { authenticateSession, requirePermission, type Permission } from './auth/sessions.ts';
 import { authenticate, checkOrigin, requireModule, requireScope } from './middleware/authenticate.ts';
-import { idempotentBodyCap, jsonBody, jsonContentType, multipartBody, objectBody, uploadBody } from './middleware/body.ts';
+import { absentBodyAsEmptyData, idempotentBodyCap, jsonBody, jsonContentType, multipartBody, objectBody, uploadBody } from './middleware/body.ts';
 import { idempotency } from './middleware/idempotency.ts';
 import { isClientAbort, toApiError } from './middleware/request.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
@@ -178,12 +178,6 @@ function validateParams(kinds: Record<string, ParamKind>): ApiRouteMiddleware {
   };
 }
 
-/** The request body, or `{data: {}}` for a route whose body is optional and absent. */
-function bodyOf(route: JsonRoute, body: unknown): unknown {
-  const empty = body === undefined || body === null || (typeof body === 'object' && Object.keys(body).length === 0);
-  return route.bodyOptional && empty ? { data: {} } : body;
-}
-
 function handle(route: RouteDef): ApiRouteMiddleware {
   return async function handler(ctx, next) {
     const base = {
@@ -200,7 +194,7 @@ function handle(route: RouteDef): ApiRouteMiddleware {
     }
     const body = route.multipart
       ? await route.handler(ctx, { ...base, file: ctx.state.upload })
-      : await route.handler(ctx, { ...base, data: route.body ? parseData(route.body, bodyOf(route, ctx.request.body)) : undefined });
+      : await route.handler(ctx, { ...base, data: route.body ? parseData(route.body, ctx.request.body) : undefined });
     ctx.status = ctx.state.status ?? route.status;
     if (body !== undefined) ctx.body = body;
     await next();
@@ -283,7 +277,9 @@ function chainOf(route: RouteDef, defaultRateLimit: number): ApiRouteMiddleware[
   if (route.params || route.path.includes(':')) chain.push(validateParams(route.params ?? {}));
   if (route.multipart) chain.push(idempotentBodyCap, multipartBody(route.multipart), idempotency);
   else if (route.upload) chain.push(idempotentBodyCap, uploadBody(route.upload));
-  else if (route.method !== 'GET' && route.method !== 'DELETE' && !route.ignoresBody) chain.push(idempotentBodyCap, jsonContentType, jsonBody, objectBody, idempotency);
+  else if (route.method !== 'GET' && route.method !== 'DELETE' && !route.ignoresBody) {
+    chain.push(idempotentBodyCap, jsonContentType, jsonBody, objectBody, ...(route.bodyOptional ? [absentBodyAsEmptyData] : []), idempotency);
+  }
   if (route.cache) chain.push(responseCache(route.cache, route.query));
   chain.push(handle(route));
   return chain;

@@ -151,6 +151,11 @@ describe('OpenAPI and reference page', () => {
     assert.equal(doc.components.schemas.WebhookEndpoint.required.includes('secret'), false);
     assert.equal(doc.components.schemas.WebhookEndpoint.properties.secret, undefined, 'a read never carries the secret');
     assert.equal(doc.paths['/webhook-endpoints/{id}/rotate-secret'].post.responses['200'].content['application/json'].schema.properties.data.$ref, '#/components/schemas/WebhookEndpointWithSecret');
+    // An optional body (an action): none, `{}` or `{data: {}}`, so `data` is not required where a body is not.
+    const rotate = doc.paths['/webhook-endpoints/{id}/rotate-secret'].post.requestBody;
+    assert.equal(rotate.required, false);
+    assert.equal(rotate.content['application/json'].schema.required, undefined);
+    assert.deepEqual(doc.paths['/customers'].post.requestBody.content['application/json'].schema.required, ['data']);
     // Answers' instants and days have their formats.
     const customer = doc.components.schemas.Customer.properties;
     assert.equal(customer.created_at.format, 'date-time');

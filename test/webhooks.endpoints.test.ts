@@ -274,6 +274,21 @@ describe('webhook endpoints (API key)', () => {
     assert.equal(after, before, 'a refused rotation keeps the secret');
   });
 
+  test('rotate-secret under one Idempotency-Key: no body, `{}` and `{data: {}}` are the same request, one rotation replayed', async () => {
+    const { api } = await tenant();
+    const ep = await createEndpoint(api);
+    const headers = { 'Idempotency-Key': `rotate-${ep.id}` };
+    const first = await api.post(`/webhook-endpoints/${ep.id}/rotate-secret`, undefined, headers);
+    assert.equal(first.status, 200, first.text);
+    for (const body of [{}, { data: {} }]) {
+      const again = await api.post(`/webhook-endpoints/${ep.id}/rotate-secret`, body, headers);
+      assert.equal(again.status, 200, `${JSON.stringify(body)}: ${again.text}`);
+      assert.equal(again.body.data.secret, first.body.data.secret, 'replayed, not rotated again');
+    }
+    const stored = (await app.pool.query('SELECT secret FROM webhook_endpoints WHERE id = $1', [ep.id])).rows[0].secret;
+    assert.equal(stored, first.body.data.secret);
+  });
+
   test('scopes: rotate-secret needs create-webhook_endpoints; list needs read-webhook_endpoints', async () => {
     const owner = await tenant();
     const ep = await createEndpoint(owner.api);

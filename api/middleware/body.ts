@@ -56,6 +56,17 @@ export async function objectBody(ctx: ApiContext, next: Next) {
 }
 
 /**
+ * A route whose body is optional (actions such as cancel or rotate-secret): no body, `null` or
+ * `{}` is `{data: {}}`. Before the idempotency fingerprint, so the three, and `{"data": {}}` itself,
+ * are one body under one Idempotency-Key.
+ */
+export async function absentBodyAsEmptyData(ctx: ApiContext, next: Next) {
+  const body: unknown = ctx.request.body;
+  if (body === undefined || body === null || (typeof body === 'object' && Object.keys(body).length === 0)) ctx.request.body = { data: {} };
+  await next();
+}
+
+/**
  * A body declared larger than an Idempotency-Key allows is refused before it
  * is read, so a 5 MB body with a key gets 413 idempotency_body_too_large
  * (what the client must change) rather than the parser's request_too_large.

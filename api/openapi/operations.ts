@@ -200,7 +200,12 @@ function operation(route: RouteDef, book: SchemaBook, responseNames: Map<z.ZodTy
           required: !(!route.upload && route.bodyOptional),
           content: {
             'application/json': {
-              schema: { type: 'object', required: ['data'], properties: { data: book.inline(('documentedBody' in route && route.documentedBody) || route.body, 'input') } },
+              // An optional body may also be `{}` (absentBodyAsEmptyData): `data` is required only where a body is.
+              schema: {
+                type: 'object',
+                ...('bodyOptional' in route && route.bodyOptional ? {} : { required: ['data'] }),
+                properties: { data: book.inline(('documentedBody' in route && route.documentedBody) || route.body, 'input') },
+              },
               example: route.example ? { data: route.example } : undefined,
             },
           },
