@@ -86,6 +86,11 @@ describe('tax invoices with the development provider', () => {
     const wrongPassword = await wsctl(app, [...args, '--rfc', csd.rfc, '--key-password', 'otra']);
     assert.notEqual(wrongPassword.code, 0);
     assert.match(wrongPassword.stderr, /contraseña/);
+    // A file that is no certificate (here the key given as --cer) is reported on cer, not on the key.
+    const notACertificate = await wsctl(app, [...args.map((v) => (v === csd.cerPath ? csd.keyPath : v)), '--rfc', csd.rfc, '--key-password', csd.password]);
+    assert.notEqual(notACertificate.code, 0);
+    assert.match(notACertificate.stderr, /cer: no es un certificado X\.509 legible/);
+    assert.doesNotMatch(notACertificate.stderr, /key:/);
     // 605 (salaries) is a persona física's regime; this RFC of 12 characters is a company's.
     const wrongRegime = await wsctl(app, [...args.map((v) => (v === '601' ? '605' : v)), '--rfc', csd.rfc, '--key-password', csd.password]);
     assert.notEqual(wrongRegime.code, 0);

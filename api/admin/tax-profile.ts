@@ -12,7 +12,7 @@
 // FACTURAPI_MODE kept sealed (lib/cfdi/facturapi.ts). Facturapi refusing
 // them answers 422 naming `cer`; Facturapi out of reach, 503; either way
 // nothing is saved here but the organization's id.
-import { Credential } from '@nodecfdi/credentials/node';
+import { Certificate, Credential } from '@nodecfdi/credentials/node';
 import { Rfc } from '@nodecfdi/rfc';
 import type { Client as PoolClient, Pool } from '../../db/pool.ts';
 import { FacturapiAccount, ProviderRejected, ProviderUnavailable, type OrganizationSetup } from '../../lib/cfdi/facturapi.ts';
@@ -61,15 +61,21 @@ export async function setTaxProfile(pool: Pool, config: Config, input: TaxProfil
   if (Object.keys(errors).length) throw validationFailed(errors, `Datos fiscales inválidos: ${Object.entries(errors).map(([k, v]) => `${k} ${v.join(', ')}`).join('; ')}.`);
   const cer = Buffer.from(input.cer, 'base64').toString('binary');
   const key = Buffer.from(input.key, 'base64').toString('binary');
+  const refuse = (why: string) => validationFailed({ cer: [why] }, `CSD inválido: ${why}.`);
+  // The certificate alone first, so a file that is no certificate is reported on `cer`, not on the key.
+  try {
+    new Certificate(cer);
+  } catch (error) {
+    throw refuse(`no es un certificado X.509 legible (${String((error as Error).message)})`);
+  }
   let credential: Credential;
   try {
     credential = Credential.create(cer, key, input.keyPassword);
   } catch (error) {
     const message = String((error as Error).message);
-    const why = /private key/i.test(message) ? 'la contraseña no abre la llave, o la llave no es del certificado' : `el certificado o la llave no se pueden leer (${message})`;
+    const why = /private key/i.test(message) ? 'la contraseña no abre la llave, o la llave no es del certificado' : `la llave no se puede leer (${message})`;
     throw validationFailed({ key: [why] }, `CSD inválido: ${why}.`);
   }
-  const refuse = (why: string) => validationFailed({ cer: [why] }, `CSD inválido: ${why}.`);
   if (!credential.isCsd()) throw refuse('es una e.firma (FIEL), no un certificado de sello digital (CSD)');
   if (credential.rfc().toUpperCase() !== rfc) throw refuse(`el certificado es del RFC ${credential.rfc()}, no de ${rfc}`);
   if (!credential.certificate().validOn()) throw refuse('el certificado no está vigente hoy');
