@@ -86,6 +86,7 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     await closeDeps(deps);
     await pool.end();
     await database.stop();
+    console.log(config.databaseUrl ? 'Stopped: web and worker (DATABASE_URL left running).' : 'Stopped: web, worker and the embedded PostgreSQL.');
     process.exit(0);
   });
 }

@@ -78,6 +78,7 @@ describe('npm start on a fresh machine', () => {
     process.kill(-child.pid!, 'SIGINT'); // Ctrl-C: the terminal signals the foreground process group
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
     assert.equal(code, 0, after);
+    assert.match(after, /Stopping \.\.\.\nStopped: web, worker and the embedded PostgreSQL\.\n/, 'it says it stopped, and what');
     // The database outlives the service's connections: nothing logs its loss while stopping.
     assert.doesNotMatch(after, /terminating connection|ECONNREFUSED|pg-boss/, after);
     // The embedded PostgreSQL is gone with it.
