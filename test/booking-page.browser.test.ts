@@ -270,6 +270,31 @@ describe('public booking page in a browser', { skip }, () => {
     await context.close();
   });
 
+  test('autumn\'s repeated hour: the offsets stay once every slot of the first pass of that hour is booked', async () => {
+    const api = client(app.baseUrl, tenant.key);
+    const link = await api.post('/booking-links', {
+      data: { user_id: tenant.ownerId, slug: 'otono-lleno', title: 'Otoño lleno', duration_minutes: 30, timezone: 'America/New_York', minimum_notice_minutes: 0,
+        weekly_hours: [{ days: [7], start: '01:00', end: '04:00' }], booking_window: { type: 'range', start_on: '2028-11-01', end_on: '2028-11-10' } },
+    });
+    assert.equal(link.status, 201, link.text);
+    // A year after the test above (its booking holds this host's 2027 night): New York repeats 01:00–02:00 on 2028-11-05.
+    // 01:00 and 01:30 EDT (05:00Z, 05:30Z) and 01:30 EST (06:30Z) taken: every time left is EST, the first one 01:00 EST.
+    for (const starts_at of ['2028-11-05T05:00:00Z', '2028-11-05T05:30:00Z', '2028-11-05T06:30:00Z']) {
+      const made = await api.post('/bookings', { data: { booking_link_id: link.body.data.id, starts_at, booker: { name: 'Otro', email: 'otro@visita.example' } } });
+      assert.equal(made.status, 201, made.text);
+    }
+    const context = await browser.newContext({ timezoneId: 'America/New_York', locale: 'es-MX', extraHTTPHeaders: { 'x-forwarded-for': `203.0.113.${++n}` } });
+    await context.clock.setFixedTime(new Date('2028-11-01T15:00:00Z'));
+    const page = await context.newPage();
+    await page.goto(pageUrl.replace(/asesoria$/, 'otono-lleno'));
+    await page.click('#grid button[data-date="2028-11-05"]');
+    await page.waitForSelector('#slots button');
+    const times = (await page.locator('#slots button').allTextContents()).map((t) => t.replace(/\s+/g, ' '));
+    assert.equal(times[0], '01:00 GMT-5', times.join(' | '));
+    assert.ok(times.every((t) => / GMT-5$/.test(t)), times.join(' | '));
+    await context.close();
+  });
+
   test('a slot taken while the form was open: the 409 is said, focused, and nothing is confirmed until another slot is chosen', async () => {
     const api = client(app.baseUrl, tenant.key);
     const context = await newContext();

@@ -229,6 +229,28 @@ describe('booking links and bookings', () => {
     assert.ok(toHost.mail.text!.includes('luis.perez@cliente.example'));
   });
 
+  test('emails in autumn\'s repeated hour: two bookings at 01:30 say which, by their UTC offset; other times carry none', async () => {
+    // New York repeats 01:00–02:00 on 2027-11-07: 05:30Z is 01:30 EDT, 06:30Z is 01:30 EST.
+    const l = await createLink({ timezone: 'America/New_York', weekly_hours: [{ days: [7], start: '01:00', end: '04:00' }], booking_window: { type: 'range', start_on: '2027-11-01', end_on: '2027-11-10' } });
+    const made: Array<{ id: string; expect: RegExp }> = [];
+    for (const [starts_at, expect] of [
+      ['2027-11-07T05:30:00Z', /1:30 a\.\s?m\. GMT-4 \(America\/New_York\)/],
+      ['2027-11-07T06:30:00Z', /1:30 a\.\s?m\. GMT-5 \(America\/New_York\)/],
+      ['2027-11-07T08:30:00Z', /3:30 a\.\s?m\. \(America\/New_York\)/],
+    ] as const) {
+      const res = await api.post('/bookings', { data: { booking_link_id: l.id, starts_at, booker: { name: 'Ana', email: `ana.${starts_at.slice(11, 13)}@cliente.example`, timezone: 'America/New_York' } } });
+      assert.equal(res.status, 201, res.text);
+      made.push({ id: res.body.data.id, expect });
+    }
+    for (const { id, expect } of made) {
+      const mails = await waitFor(() => {
+        const mine = smtp.received.filter((m) => m.mail.messageId?.includes(id));
+        return mine.length >= 2 && mine;
+      }, 20_000, 'the booker and host emails');
+      for (const m of mails) assert.match(m.mail.text!.replace(/\u202f|\u00a0/g, ' '), expect, m.mail.text!);
+    }
+  });
+
   test('a booker name is one visible line: line breaks, direction overrides and invisible-only names are 422 on booker.name', async () => {
     const l = await createLink();
     const slots = await slotsOf(l.id);

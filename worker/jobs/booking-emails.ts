@@ -44,8 +44,19 @@ function mailerFor(config: Config): Mailer {
   return mailer;
 }
 
+/** The zone's UTC offset at an instant, as `GMT-5`. */
+function offsetAt(ms: number, zone: string): string {
+  return new Intl.DateTimeFormat('en-US', { timeZone: zone, timeZoneName: 'shortOffset' }).formatToParts(ms).find((p) => p.type === 'timeZoneName')?.value ?? '';
+}
+
+/**
+ * The time as the reader's clock shows it. Within two hours of a clock change it carries the UTC offset
+ * (`1:30 a.m. GMT-4`, `1:30 a.m. GMT-5`): autumn's repeated hour would otherwise give two bookings one time.
+ */
 function when(date: Date, zone: string): string {
-  return new Intl.DateTimeFormat('es-MX', { dateStyle: 'full', timeStyle: 'short', timeZone: zone }).format(date) + ` (${zone})`;
+  const text = new Intl.DateTimeFormat('es-MX', { dateStyle: 'full', timeStyle: 'short', timeZone: zone }).format(date);
+  const nearChange = offsetAt(date.getTime() - 2 * 3_600_000, zone) !== offsetAt(date.getTime() + 2 * 3_600_000, zone);
+  return `${text}${nearChange ? ` ${offsetAt(date.getTime(), zone)}` : ''} (${zone})`;
 }
 
 function where(b: BookingMail): string {

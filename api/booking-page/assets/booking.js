@@ -53,15 +53,22 @@
   function slotLabel(slot, withOffset) { return longDate(slot.starts_at) + ', de ' + timeOf(slot.starts_at, withOffset) + ' a ' + timeOf(slot.ends_at, withOffset) + ' (' + zone + ')'; }
   // A day whose clock changes in the visitor's zone (autumn repeats an hour, spring skips one) shows
   // each time with its UTC offset (`01:30 GMT-4`, `01:30 GMT-5`): two equal times, or a slot that seems
-  // to end before it starts, would otherwise read alike. Decided by the offsets, not by the times shown,
-  // which stop repeating once one of the repeated slots is booked.
-  function clockChanges(slots) {
+  // to end before it starts, would otherwise read alike. Decided by the zone's offsets over the whole
+  // day (every quarter hour whose local date is `date`), not by the slots still listed: once the slots
+  // of one offset are booked, the times left would otherwise lose theirs.
+  function clockChanges(date, slots) {
+    if (!date) return false;
     var offsets = {};
-    var offsetOf = function (iso) {
-      var part = new Intl.DateTimeFormat('en-US', { timeZone: zone, timeZoneName: 'shortOffset' }).formatToParts(new Date(iso)).filter(function (p) { return p.type === 'timeZoneName'; })[0];
-      return part ? part.value : '';
+    var parts = new Intl.DateTimeFormat('en-CA', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit', timeZoneName: 'shortOffset' });
+    var sample = function (ms) {
+      var p = {};
+      parts.formatToParts(new Date(ms)).forEach(function (x) { p[x.type] = x.value; });
+      if (p.year + '-' + p.month + '-' + p.day === date) offsets[p.timeZoneName] = true;
     };
-    slots.forEach(function (s) { offsets[offsetOf(s.starts_at)] = true; offsets[offsetOf(s.ends_at)] = true; });
+    // A local day lies within 14 hours either side of the UTC day of the same date.
+    var start = parse(date).getTime() - 15 * 3600e3;
+    for (var t = start; t <= start + 54 * 3600e3; t += 15 * 60e3) sample(t);
+    slots.forEach(function (s) { sample(Date.parse(s.starts_at)); sample(Date.parse(s.ends_at)); });
     return Object.keys(offsets).length > 1;
   }
 
@@ -196,7 +203,7 @@
     list.textContent = '';
     var slots = selectedDate ? days[selectedDate] || [] : [];
     var anyOpen = Object.keys(days).length > 0;
-    var withOffset = clockChanges(slots);
+    var withOffset = clockChanges(selectedDate, slots);
     $('slots-status').textContent = loadFailure ? loadFailure : selectedDate
       ? slots.length + (slots.length === 1 ? ' horario el ' : ' horarios el ') + new Intl.DateTimeFormat('es-MX', { timeZone: 'UTC', weekday: 'long', day: 'numeric', month: 'long' }).format(parse(selectedDate))
       : anyOpen ? 'Elige un día con horarios.' : 'No hay horarios libres este mes.';
@@ -250,13 +257,13 @@
     if (data.mode === 'manage') {
       rescheduleKey = newKey();
       $('manage-error').hidden = true;
-      $('resched-chosen').textContent = 'Nueva hora: ' + slotLabel(slot, clockChanges(days[selectedDate] || []));
+      $('resched-chosen').textContent = 'Nueva hora: ' + slotLabel(slot, clockChanges(selectedDate, days[selectedDate] || []));
       $('resched-confirm').disabled = false;
       $('resched-confirm').focus();
       return;
     }
     idempotencyKey = newKey();
-    $('chosen').textContent = slotLabel(slot, clockChanges(days[selectedDate] || []));
+    $('chosen').textContent = slotLabel(slot, clockChanges(selectedDate, days[selectedDate] || []));
     $('booking-form').querySelector('button[type=submit]').disabled = false;
     $('form-section').hidden = false;
     $('form-error').hidden = true;
