@@ -172,6 +172,31 @@ describe('tax invoices with the development provider', () => {
     assert.ok(validateCfdi(text.replace('Total="3780.00"', 'Total="3781.00"')).some((v) => v.rule === 'CFDI40-TOTAL'));
   });
 
+  test('Fecha is the wall time of the company\'s zone (Anexo 20: local time where it is issued), not central Mexico\'s', async () => {
+    const tijuana = await seedTenant(app.pool, { modules: ['invoicing'], rateLimitPerMinute: 100_000 });
+    await json(app, ['company', 'update', tijuana.companyId, '--timezone', 'America/Tijuana']);
+    const a = client(app.baseUrl, tijuana.key);
+    await setUpCompany(app, a, tijuana);
+    const s = await sale(a);
+    const wall = (ms: number, timeZone: string) => {
+      const p = Object.fromEntries(new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }).formatToParts(ms).map((x) => [x.type, x.value]));
+      return `${p.year}-${p.month}-${p.day}T${p.hour}:${p.minute}:${p.second}`;
+    };
+    const before = Math.floor(Date.now() / 1000) * 1000;
+    const res = await a.post(`/sales/${s.id}/invoice`);
+    assert.equal(res.status, 201, res.text);
+    const inv = await waitFor(async () => {
+      const got = (await a.get(`/invoices/${res.body.data.id}`)).body.data;
+      return got.status !== 'pending' && got;
+    }, 20_000, 'stamped');
+    const after = Date.now() + 1000;
+    assert.equal(inv.status, 'valid', inv.failure_reason);
+    const text = await (await fetch(`${app.baseUrl}/invoices/${inv.id}/xml`, { headers: { authorization: `Bearer ${tijuana.key}` } })).text();
+    const fecha = / Fecha="([^"]+)"/.exec(text)![1];
+    assert.ok(wall(before, 'America/Tijuana') <= fecha && fecha <= wall(after, 'America/Tijuana'), `${fecha} between ${wall(before, 'America/Tijuana')} and ${wall(after, 'America/Tijuana')}`);
+    assert.ok(fecha < wall(before, 'America/Mexico_City'), 'an hour or two behind central Mexico');
+  });
+
   test('the XML states each line\'s own unit price; a line of amount 0 is not subject to tax (01); 99 is refused on a sale paid at once', async () => {
     const s = await sale(api, {
       customer_id: setup.customer.id,

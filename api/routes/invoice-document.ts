@@ -37,6 +37,7 @@ export async function buildDocument(db: Queryable, config: Config, sale: SaleRow
   let receiver: CfdiDocument['receiver'];
   let global: CfdiDocument['global'] = null;
   let cfdiUse = input.cfdi_use ?? 'G03';
+  const zone = await companyZone(db, sale.company_id);
   if (sale.customer_id) {
     const customer = await customerForInvoice(db, sale.company_id, sale.customer_id);
     const rfc = customer?.tax_id?.trim().toUpperCase();
@@ -66,7 +67,6 @@ export async function buildDocument(db: Queryable, config: Config, sale: SaleRow
       throw validationFailed({ customer_id: ['una venta a crédito (PPD) se factura a un cliente con RFC: la factura global al público en general es solo de contado (PUE)'] });
     }
     // The general public: a global invoice (CFDI 4.0: XAXX010101000, régimen 616, uso S01, InformacionGlobal of the sale's month).
-    const zone = await companyZone(db, sale.company_id);
     const month = localMonth(new Date(sale.occurred_at).getTime(), zone);
     receiver = { rfc: PUBLIC_RFC, legal_name: 'PUBLICO EN GENERAL', tax_regime: '616', zip: emitter.zip };
     global = { periodicity: '04', months: String(month.month).padStart(2, '0'), year: month.year };
@@ -101,6 +101,7 @@ export async function buildDocument(db: Queryable, config: Config, sale: SaleRow
     series: input.series ?? null,
     folio: null,
     issued_at: new Date().toISOString(),
+    zone,
     currency: sale.currency,
     payment_form: method === 'PPD' ? '99' : (input.payment_form ?? '03'),
     payment_method: method,

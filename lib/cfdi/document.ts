@@ -26,6 +26,12 @@ export type CfdiDocument = {
   series: string | null;
   folio: string | null;
   issued_at: string;
+  /**
+   * The issuer's IANA zone (the company's): `Fecha` and `FechaPago` are written in its wall time, as
+   * Anexo 20 asks (the local time where the invoice is issued). Documents stored before it was kept
+   * read as America/Mexico_City.
+   */
+  zone?: string;
   currency: string;
   payment_form: string | null;
   payment_method: PaymentMethod | null;

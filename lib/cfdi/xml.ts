@@ -16,8 +16,8 @@ const attrs = (a: Record<string, string | number | null | undefined>) =>
     .map(([k, v]) => ` ${k}="${esc(String(v))}"`)
     .join('');
 const rate = (r: number) => (r / 100).toFixed(6);
-/** Local wall time without offset, as CFDI dates are written (the issue place's zone). */
-export function cfdiDate(iso: string, zone = 'America/Mexico_City'): string {
+/** Local wall time without offset, as CFDI dates are written (the issue place's zone; `undefined` is central Mexico's). */
+export function cfdiDate(iso: string, zone: string = 'America/Mexico_City'): string {
   const p: Record<string, string> = {};
   for (const part of new Intl.DateTimeFormat('en-CA', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }).formatToParts(new Date(iso))) p[part.type] = part.value;
   return `${p.year}-${p.month}-${p.day}T${p.hour}:${p.minute}:${p.second}`;
@@ -74,7 +74,7 @@ export function cfdiXml(doc: CfdiDocument, stamp: Stamp, certificate: { number: 
           .join('')}</cfdi:Traslados></cfdi:Impuestos>`;
   const pagos = doc.payment
     ? `<pago20:Pagos Version="2.0"><pago20:Totales${attrs({ MontoTotalPagos: cents(doc.payment.amount_cents) })}/><pago20:Pago${attrs({
-        FechaPago: cfdiDate(doc.payment.paid_at),
+        FechaPago: cfdiDate(doc.payment.paid_at, doc.zone),
         FormaDePagoP: doc.payment.payment_form,
         MonedaP: doc.payment.currency.toUpperCase(),
         TipoCambioP: '1',
@@ -97,7 +97,7 @@ export function cfdiXml(doc: CfdiDocument, stamp: Stamp, certificate: { number: 
     Version: '4.0',
     Serie: doc.series,
     Folio: doc.folio,
-    Fecha: cfdiDate(doc.issued_at),
+    Fecha: cfdiDate(doc.issued_at, doc.zone),
     Sello: stamp.cfd_seal,
     FormaPago: payment ? null : doc.payment_form,
     NoCertificado: certificate.number,
@@ -122,6 +122,7 @@ export function cfdiXml(doc: CfdiDocument, stamp: Stamp, certificate: { number: 
   })}/><cfdi:Conceptos>${lines}</cfdi:Conceptos>${taxes}<cfdi:Complemento>${pagos}<tfd:TimbreFiscalDigital xsi:schemaLocation="http://www.sat.gob.mx/TimbreFiscalDigital http://www.sat.gob.mx/sitio_internet/cfd/TimbreFiscalDigital/TimbreFiscalDigitalv11.xsd"${attrs({
     Version: '1.1',
     UUID: stamp.uuid,
+    // The stamp's time is the provider's, in central Mexico's time whatever the issuer's zone.
     FechaTimbrado: cfdiDate(stamp.stamped_at),
     RfcProvCertif: stamp.pac_rfc,
     SelloCFD: stamp.cfd_seal,

@@ -7,6 +7,7 @@
 // the invoice no longer pending does nothing, and the provider's idempotency
 // key is the invoice id.
 import type { Job } from 'pg-boss';
+import { companyZone } from '../../db/companies.ts';
 import { recordEvent } from '../../db/events.ts';
 import { enqueueComplementsOwed, facturapiKeyOf, loadEmitter, PAYMENT_FORM_BY_ACCOUNT_KIND, type InvoiceRow } from '../../db/invoicing.ts';
 import { findSale } from '../../db/money/sales.ts';
@@ -164,6 +165,7 @@ async function complement(deps: WorkerDeps, id: string): Promise<void> {
     series: null,
     folio: null,
     issued_at: new Date().toISOString(),
+    zone: await companyZone(pool, invoice.company_id),
     payment_form: null,
     payment_method: null,
     cfdi_use: 'CP01',
