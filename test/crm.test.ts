@@ -1,5 +1,6 @@
 // Customers, leads and automations: CRUD, validation, custom properties and
 // the events recorded in the write's transaction.
+import http from 'node:http';
 import assert from 'node:assert/strict';
 import { gzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
@@ -155,6 +156,27 @@ describe('customers', () => {
       assert.equal(r.status, 400, id);
       assert.equal(r.body.error, 'invalid_id');
     }
+  });
+
+  test('a chunked body with no Content-Type is 415 when it holds anything (never skipped as if absent); empty, it passes', async () => {
+    const send = (path: string, chunks: string[]) =>
+      new Promise<{ status: number; body: any }>((resolve, reject) => {
+        const req = http.request(new URL(`${app.baseUrl}${path}`), { method: 'POST', headers: { authorization: `Bearer ${tenant.key}` } }, (res) => {
+          let text = '';
+          res.on('data', (d) => (text += d)).on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+        });
+        req.on('error', reject);
+        req.flushHeaders(); // no Content-Length: Node sends the body chunked
+        for (const chunk of chunks) req.write(chunk);
+        req.end();
+      });
+    const refused = await send('/customers', ['{"data":', '{"name":"Sin tipo"}}']);
+    assert.deepEqual([refused.status, refused.body.error], [415, 'unsupported_media_type']);
+    const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM customers WHERE company_id = $1 AND name = 'Sin tipo'`, [tenant.companyId]);
+    assert.equal(rows[0].n, 0);
+    // Empty and chunked, as some clients send a bodiless POST: read as no body (here: `data` is required).
+    const empty = await send('/customers', []);
+    assert.deepEqual([empty.status, empty.body.error], [422, 'parameter_missing']);
   });
 
   test('a JSON body sent as another type is 415 unsupported_media_type, and nothing is created', async () => {

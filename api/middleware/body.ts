@@ -3,6 +3,7 @@
 // refused, the Idempotency-Key size cap before reading), one bounded file
 // through formidable for image slots, and the slots that bound how many
 // upload bodies one process reads at once (and one company of them).
+import type { IncomingMessage } from 'node:http';
 import { createHash } from 'node:crypto';
 import { readFile, unlink } from 'node:fs/promises';
 import { HttpMethodEnum, koaBody } from 'koa-body';
@@ -91,10 +92,32 @@ export async function idempotentBodyCap(ctx: ApiContext, next: Next) {
  */
 export async function jsonContentType(ctx: ApiContext, next: Next) {
   const typed = !!ctx.get('Content-Type');
-  if ((ctx.request.length || (typed && ctx.get('Transfer-Encoding'))) && !ctx.is(JSON_TYPES)) {
-    throw new ApiError('unsupported_media_type', 'Tipo de contenido no soportado; envía el cuerpo como application/json.');
-  }
+  const refuse = () => new ApiError('unsupported_media_type', 'Tipo de contenido no soportado; envía el cuerpo como application/json.');
+  if ((ctx.request.length || (typed && ctx.get('Transfer-Encoding'))) && !ctx.is(JSON_TYPES)) throw refuse();
+  // Chunked with no type: passed only if it turns out empty; one with bytes in it would be skipped by the parser.
+  if (!typed && ctx.get('Transfer-Encoding') && !(await bodyIsEmpty(ctx.req))) throw refuse();
   await next();
+}
+
+/** Whether a request's body ends before its first byte (reads at most its first chunk; the rest is discarded with the answer). */
+function bodyIsEmpty(req: IncomingMessage): Promise<boolean> {
+  if (req.readableEnded) return Promise.resolve(true);
+  return new Promise((resolve, reject) => {
+    const done = (result: boolean | Error) => {
+      req.off('data', onData).off('end', onEnd).off('error', onError).off('aborted', onAborted);
+      if (result instanceof Error) reject(result);
+      else resolve(result);
+    };
+    const onData = (chunk: Buffer) => {
+      if (chunk.length === 0) return;
+      req.pause();
+      done(false);
+    };
+    const onEnd = () => done(true);
+    const onError = (error: Error) => done(error);
+    const onAborted = () => done(Object.assign(new Error('request aborted'), { type: 'request.aborted' }));
+    req.on('data', onData).on('end', onEnd).on('error', onError).on('aborted', onAborted);
+  });
 }
 
 /**
