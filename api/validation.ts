@@ -167,12 +167,13 @@ export function parseQuery<S extends z.ZodType>(schema: S, query: unknown): z.in
       throw new ApiError('invalid_parameter', `El parámetro ${name} contiene un carácter nulo (%00).`);
     }
   }
-  // A list filter written in array syntax (`category[]=x`) is no parameter we know, and would be
-  // ignored as such: the list given unfiltered. Refused, saying how lists are written.
+  // A list filter written in array or object syntax (`category[]=x`, `category[0]=x`, `category[a]=x`)
+  // is no parameter we know, and would be ignored as such: the list given unfiltered. Refused, saying
+  // how lists are written.
   const known = (schema as { shape?: Record<string, unknown> }).shape;
   if (known) {
     for (const name of Object.keys((query ?? {}) as Record<string, unknown>)) {
-      const base = /^([^[\]]+)\[\d*\]$/.exec(name)?.[1];
+      const base = /^([^[\]]+)\[/.exec(name)?.[1];
       if (base && Object.hasOwn(known, base)) {
         throw new ApiError('invalid_parameter', `El parámetro ${name} no existe: escribe ${base}=<valor> (donde el parámetro admite varios, separados por comas: ${base}=a,b).`);
       }

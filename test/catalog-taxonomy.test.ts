@@ -313,8 +313,8 @@ describe('categories, brands and the product list filters', () => {
     assert.deepEqual((await planOf('category=unknown')).names, []);
   });
 
-  test('a list filter in array syntax (category[]=x) is 400 invalid_parameter saying lists are comma-separated, never ignored', async () => {
-    for (const query of ['category[]=ropa', 'brand[0]=marca', 'status[]=active']) {
+  test('a list filter in array or object syntax (category[]=x, category[a]=x) is 400 invalid_parameter saying lists are comma-separated, never ignored', async () => {
+    for (const query of ['category[]=ropa', 'brand[0]=marca', 'status[]=active', 'category[a]=ropa', 'brand[0][x]=marca', 'limit[a]=1']) {
       const res = await api.get(`/products?${query}`);
       assert.equal(res.status, 400, `${query}: ${res.text}`);
       assert.equal(res.body.error, 'invalid_parameter');
