@@ -12,7 +12,7 @@ import { authenticateSession, revokeSession, signInHandler } from './auth/sessio
 import { koaBody } from 'koa-body';
 import { ApiError } from './errors.ts';
 import { log, logError } from '../lib/log.ts';
-import { answerClientError, answerExpectation, requestMiddleware, httpsOnly, refusesPlainHttp } from './middleware/request.ts';
+import { answerClientError, answerConnect, answerExpectation, requestMiddleware, httpsOnly, refusesPlainHttp } from './middleware/request.ts';
 import { limitUnrouted } from './middleware/authenticate.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { apiCors } from './middleware/cors.ts';
@@ -101,6 +101,7 @@ export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
     const server = createServer({ requireHostHeader: false }, app.callback());
     server.on('clientError', answerClientError);
     server.on('checkExpectation', answerExpectation);
+    server.on('connect', answerConnect);
     return server.listen(...args);
   }) as App['listen'];
 
@@ -167,6 +168,10 @@ export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
   // the contract's body is ours. An unknown path (nothing allowed) stays 404.
   app.use(async function methodNotAllowed(ctx, next) {
     await next();
+    // The router's Allow (its OPTIONS and 405 answers, bodiless) leaves out OPTIONS, which every routed
+    // path answers (RFC 9110 §10.2.1). A handler's own Allow (MCP's) is its own.
+    const allow = ctx.response.get('Allow');
+    if (allow && !ctx.body && !/\bOPTIONS\b/.test(allow)) ctx.set('Allow', `${allow}, OPTIONS`);
     const unrouted = ctx.body == null && (ctx.status === 404 || ctx.status === 405 || ctx.status === 501);
     if (unrouted && (ctx.path === '/api/v1' || ctx.path.startsWith('/api/v1/')) && !ctx.response.get('RateLimit-Limit')) await limitUnrouted(ctx);
     if ((ctx.status === 405 || ctx.status === 501) && ctx.body == null) {

@@ -100,6 +100,34 @@ describe('health and version headers', () => {
     assert.match(expect, /\r\n\r\n\{"error":"expectation_failed","message":"La cabecera Expect solo admite 100-continue\."\}$/);
   });
 
+  test('CONNECT (no tunnels here) and a transfer coding other than chunked are 400 invalid_request in the contract\'s shape, never a silent close or a body read as plain', async () => {
+    for (const target of ['localhost:443', '/api/v1/customers']) {
+      const answer = await rawExchange(`CONNECT ${target} HTTP/1.1\r\nHost: localhost\r\n\r\n`);
+      assert.match(answer, /^HTTP\/1\.1 400 /, `${target}: ${JSON.stringify(answer)}`);
+      assert.match(answer, versionHeader);
+      assert.match(answer, /"error":"invalid_request"/);
+    }
+    const tenant = await seedTenant(app.pool);
+    const body = '{"data":{"name":"Codificado"}}';
+    for (const coding of ['gzip, chunked', 'foo, chunked']) {
+      const answer = await rawExchange(
+        `POST /api/v1/customers HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${tenant.key}\r\nContent-Type: application/json\r\nTransfer-Encoding: ${coding}\r\nConnection: close\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
+      );
+      assert.match(answer, /^HTTP\/1\.1 400 /, `${coding}: ${answer}`);
+      assert.match(answer, /"error":"invalid_request"/);
+    }
+    const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM customers WHERE company_id = $1`, [tenant.companyId]);
+    assert.equal(rows[0].n, 0, 'nothing stored from a body in a coding not read');
+  });
+
+  test('OPTIONS: Allow names OPTIONS too, and an OPTIONS with Origin that is no preflight is readable cross-origin', async () => {
+    const res = await fetch(`${app.url}/api/v1/customers`, { method: 'OPTIONS', headers: { origin: 'https://app.example' } });
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.headers.get('allow')?.split(', ').sort(), ['GET', 'HEAD', 'OPTIONS', 'POST']);
+    assert.equal(res.headers.get('access-control-allow-origin'), '*');
+    assert.match(res.headers.get('access-control-expose-headers') ?? '', /X-Request-Id/);
+  });
+
   test('a body whose framing breaks mid-request (a bad chunk size) is answered 400 invalid_request, never a 500', async () => {
     const tenant = await seedTenant(app.pool);
     for (let i = 0; i < 10; i++) {

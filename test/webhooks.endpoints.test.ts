@@ -223,7 +223,7 @@ describe('webhook endpoints (API key)', () => {
     assert.equal(patch.status, 405);
     assert.equal(patch.body.error, 'method_not_allowed');
     // RFC 9110: a 405 names the methods the resource has.
-    assert.deepEqual(patch.headers.get('allow')?.split(', ').sort(), ['DELETE', 'GET', 'HEAD', 'PUT']);
+    assert.deepEqual(patch.headers.get('allow')?.split(', ').sort(), ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PUT']);
     // A method no route has: 405 on a known path, 404 on an unknown one (no empty Allow).
     const propfind = await fetch(`${app.baseUrl}/webhook-endpoints/${ep.id}`, { method: 'PROPFIND' });
     assert.equal(propfind.status, 405);

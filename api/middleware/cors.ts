@@ -47,6 +47,13 @@ export function apiCors(refused: (ctx: ApiContext) => boolean = () => false) {
     // Without Origin (a server, the benches) nothing is added, not even Vary: API answers are not cached by shared caches.
     if (!ctx.get('Origin') || !(ctx.path === PREFIX || ctx.path.startsWith(`${PREFIX}/`))) return next();
     if (ctx.method === 'OPTIONS' && ctx.get('Access-Control-Request-Method') && refused(ctx)) return next();
+    // An OPTIONS that is no preflight: @koa/cors passes it by untouched; readable like any other answer.
+    if (ctx.method === 'OPTIONS' && !ctx.get('Access-Control-Request-Method')) {
+      ctx.set('Access-Control-Allow-Origin', '*');
+      ctx.set('Access-Control-Expose-Headers', EXPOSED_HEADERS.join(','));
+      ctx.vary('Origin');
+      return next();
+    }
     return middleware(ctx, next);
   };
 }

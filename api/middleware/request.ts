@@ -129,6 +129,12 @@ export function requestMiddleware() {
       if (ctx.req.httpVersionMajor === 1 && ctx.req.httpVersionMinor >= 1 && ctx.req.headers.host === undefined) {
         throw new ApiError('invalid_request', 'Falta la cabecera Host, obligatoria en HTTP/1.1.');
       }
+      // RFC 9112 §6.1: chunked is the only transfer coding read here. Node takes `gzip, chunked` and hands
+      // on the still-compressed bytes; refused rather than parsed as if plain (Content-Encoding is the way).
+      const codings = ctx.req.headers['transfer-encoding'];
+      if (codings !== undefined && !/^\s*chunked\s*$/i.test(codings)) {
+        throw new ApiError('invalid_request', `Transfer-Encoding "${codings.slice(0, 100)}" no se admite: solo chunked (para comprimir, Content-Encoding).`);
+      }
       await next();
       if (ctx.status === 404 && ctx.body === undefined) throw new ApiError('not_found');
     } catch (error) {
@@ -279,8 +285,22 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex):
     : error.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW' ? 'request_too_large'
     : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request_timeout'
     : 'invalid_request';
+  endWithError(socket, code);
+}
+
+/**
+ * CONNECT (a tunnel request, which Node hands to the server's `connect` event rather than to Koa): no
+ * tunnel here. Answered as a method Node cannot parse is, 400 invalid_request, rather than a connection
+ * closed without a byte.
+ */
+export function answerConnect(_req: IncomingMessage, socket: Duplex): void {
+  endWithError(socket, 'invalid_request', 'Este servidor no abre túneles (CONNECT).');
+}
+
+/** A raw answer in the contract's shape with the version headers, then the connection closed. */
+function endWithError(socket: Duplex, code: 'invalid_request' | 'headers_too_large' | 'request_too_large' | 'request_timeout', text?: string): void {
   const { status, message } = ERROR_CODES[code];
-  const body = JSON.stringify({ error: code, message });
+  const body = JSON.stringify({ error: code, message: text ?? message });
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
       `X-Service-API-Version: ${API_VERSION}\r\nX-Service-API-Released-At: ${API_RELEASED_AT}\r\nConnection: close\r\n\r\n${body}`,
