@@ -179,6 +179,28 @@ describe('customers', () => {
     assert.deepEqual([empty.status, empty.body.error], [422, 'parameter_missing']);
   });
 
+  test('JSON is UTF-8: a body declared in another charset is 415 (never stored altered); a Content-Encoding not decoded is 415 saying so', async () => {
+    const post = (headers: Record<string, string>, body: Uint8Array) =>
+      fetch(`${app.baseUrl}/customers`, { method: 'POST', headers: { authorization: `Bearer ${tenant.key}`, ...headers }, body });
+    const latin1 = Buffer.from('{"data":{"name":"Jos\u00e9 Latin"}}', 'latin1');
+    for (const charset of ['iso-8859-1', 'utf-16', 'windows-1252']) {
+      const res = await post({ 'content-type': `application/json; charset=${charset}` }, latin1);
+      assert.equal(res.status, 415, charset);
+      const body = (await res.json()) as { error: string; message: string };
+      assert.equal(body.error, 'unsupported_media_type');
+      assert.match(body.message, /UTF-8/);
+    }
+    const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM customers WHERE company_id = $1 AND name LIKE 'Jos% Latin'`, [tenant.companyId]);
+    assert.equal(rows[0].n, 0);
+    for (const charset of ['UTF-8', 'utf8', 'us-ascii']) {
+      const res = await post({ 'content-type': `application/json; charset=${charset}` }, Buffer.from(JSON.stringify({ data: { name: `Con ${charset}` } })));
+      assert.equal(res.status, 201, charset);
+    }
+    const zstd = await post({ 'content-type': 'application/json', 'content-encoding': 'zstd' }, Buffer.from('not really zstd'));
+    assert.equal(zstd.status, 415);
+    assert.match(((await zstd.json()) as { message: string }).message, /Content-Encoding zstd no se admite/);
+  });
+
   test('a JSON body sent as another type is 415 unsupported_media_type, and nothing is created', async () => {
     const body = JSON.stringify({ data: { name: 'Tipo equivocado' } });
     // fetch labels a string body text/plain; curl -d sends a form encoding; some clients send none.

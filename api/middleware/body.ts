@@ -94,6 +94,11 @@ export async function jsonContentType(ctx: ApiContext, next: Next) {
   const typed = !!ctx.get('Content-Type');
   const refuse = () => new ApiError('unsupported_media_type', 'Tipo de contenido no soportado; envía el cuerpo como application/json.');
   if ((ctx.request.length || (typed && ctx.get('Transfer-Encoding'))) && !ctx.is(JSON_TYPES)) throw refuse();
+  // JSON is UTF-8 (RFC 8259 §8.1): a body declared in another charset would be read as UTF-8 and its text altered.
+  const charset = typed ? ctx.request.charset : '';
+  if (charset && !/^(utf-?8|us-ascii)$/i.test(charset)) {
+    throw new ApiError('unsupported_media_type', `El cuerpo JSON va en UTF-8; se declaró charset=${charset.slice(0, 40)}.`);
+  }
   // Chunked with no type: passed only if it turns out empty; one with bytes in it would be skipped by the parser.
   if (!typed && ctx.get('Transfer-Encoding') && !(await bodyIsEmpty(ctx.req))) throw refuse();
   await next();

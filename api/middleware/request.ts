@@ -100,7 +100,12 @@ export function toApiError(error: unknown, { quiet = false } = {}): ApiError | n
   const type = (error as { type?: string })?.type;
   // Errors raised by the body parser (co-body / formidable) carry a status.
   if (status === 413 || type === 'entity.too.large') return new ApiError('request_too_large');
-  if (status === 415) return new ApiError('unsupported_media_type');
+  if (status === 415) {
+    // The body parser's inflation: a Content-Encoding it does not decode (zstd, compress).
+    const encoding = /^Unsupported Content-Encoding: (.*)$/.exec((error as Error).message ?? '')?.[1];
+    if (encoding !== undefined) return new ApiError('unsupported_media_type', `Content-Encoding ${encoding.slice(0, 40)} no se admite: envía el cuerpo sin comprimir, o con gzip, deflate o br.`);
+    return new ApiError('unsupported_media_type');
+  }
   if (status === 400 && (type === 'entity.parse.failed' || error instanceof SyntaxError)) {
     // co-body refuses a "__proto__" key anywhere (prototype poisoning); the message says why.
     if (/forbidden prototype property/.test((error as Error).message)) return new ApiError('invalid_json', 'El cuerpo tiene una clave "__proto__", que no se acepta en ningún objeto.');
