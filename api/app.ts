@@ -1,5 +1,7 @@
 // The Koa application: the middleware that applies to every request, then the
 // routers (health, API, OpenAPI and reference page, admin tRPC).
+import { createHash } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { createServer, type Server } from 'node:http';
 import Router from '@koa/router';
 import Koa from 'koa';
@@ -137,8 +139,25 @@ export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
     await databaseAnswers('ready');
     ctx.body = { status: 'ready' };
   });
+  // 1.4 MB of JSON, the same for the process's life: serialized and gzipped once, revalidated by its ETag.
+  let served: { json: Buffer; gzip: Buffer; etag: string } | undefined;
   root.get('/api/v1/openapi.json', (ctx) => {
-    ctx.body = openApiDocument(deps.config);
+    if (!served) {
+      const json = Buffer.from(JSON.stringify(openApiDocument(deps.config)));
+      served = { json, gzip: gzipSync(json), etag: `"${createHash('sha256').update(json).digest('base64url').slice(0, 27)}"` };
+    }
+    ctx.status = 200;
+    ctx.set('ETag', served.etag);
+    ctx.set('Cache-Control', 'no-cache');
+    ctx.vary('Accept-Encoding');
+    if (ctx.fresh) {
+      ctx.status = 304;
+      return;
+    }
+    const gzip = ctx.acceptsEncodings('gzip', 'identity') === 'gzip';
+    ctx.body = gzip ? served.gzip : served.json;
+    ctx.type = 'application/json; charset=utf-8';
+    if (gzip) ctx.set('Content-Encoding', 'gzip');
   });
   root.get(['/api/v1/docs', '/api/v1/reference'], (ctx) => {
     ctx.type = 'text/html; charset=utf-8';

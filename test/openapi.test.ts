@@ -1,6 +1,7 @@
 // The OpenAPI document is generated from the router table, and the reference
 // page is served by the app itself with no external resources.
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { apiRoutes } from '../api/routes/index.ts';
 import { EMITTED_EVENT_NAMES } from '../lib/webhook-events.ts';
@@ -31,6 +32,39 @@ describe('OpenAPI and reference page', () => {
       }
       assert.ok(op.responses[String(route.status)], `${route.method} ${route.path} documents its success status`);
     }
+  });
+
+  test('openapi.json is sent gzipped to a client that takes gzip, plain to one that does not, and revalidated by its ETag (304)', async () => {
+    const plain = await new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+      http.get(`${app.baseUrl}/openapi.json`, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c) => chunks.push(c)).on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+      }).on('error', reject);
+    });
+    assert.equal(plain.status, 200);
+    assert.equal(plain.headers['content-encoding'], undefined);
+    assert.match(plain.headers['content-type']!, /^application\/json/);
+    const doc = JSON.parse(plain.body.toString());
+    assert.equal(doc.openapi, '3.1.0');
+    const etag = plain.headers.etag!;
+    assert.match(etag, /^"[\w-]+"$/);
+    assert.equal(plain.headers['cache-control'], 'no-cache');
+    assert.match(plain.headers.vary!, /Accept-Encoding/);
+
+    const zipped = await fetch(`${app.baseUrl}/openapi.json`, { headers: { 'accept-encoding': 'gzip' } });
+    assert.equal(zipped.headers.get('content-encoding'), 'gzip');
+    assert.equal(zipped.headers.get('etag'), etag);
+    assert.deepEqual(await zipped.json(), doc, 'the same document');
+    assert.ok(Number(zipped.headers.get('content-length')) < plain.body.length / 5, 'a fifth of the size or less');
+
+    // (node:http: fetch adds `Cache-Control: no-cache` to a conditional request, asking for the whole document.)
+    const again = await new Promise<{ status: number; length: number }>((resolve, reject) => {
+      http.get(`${app.baseUrl}/openapi.json`, { headers: { 'if-none-match': etag } }, (res) => {
+        let length = 0;
+        res.on('data', (c) => (length += c.length)).on('end', () => resolve({ status: res.statusCode!, length }));
+      }).on('error', reject);
+    });
+    assert.deepEqual(again, { status: 304, length: 0 });
   });
 
   test('the user session sign-in and the webhook events the service emits are described', async () => {
