@@ -164,6 +164,14 @@ describe('booking links and bookings', () => {
     }
     const ok = await api.get(`/booking-links/${l.id}/slots?from=2030-12-01&to=2031-01-31`);
     assert.equal(ok.status, 200, ok.text);
+    // Instants are held to the 62 days exactly (days in a zone with a clock change get its hour).
+    assert.equal((await api.get(`/booking-links/${l.id}/slots?from=2030-12-01T00:00:00Z&to=2031-02-01T00:00:00Z`)).status, 200);
+    const over = await api.get(`/booking-links/${l.id}/slots?from=2030-12-01T00:00:00Z&to=2031-02-01T00:00:00.001Z`);
+    assert.deepEqual([over.status, over.body.error], [422, 'validation_failed']);
+    // A bound that is neither a day nor an instant says what it takes.
+    const malformed = await api.get(`/booking-links/${l.id}/slots?from=2030-12-01T09:00:00`);
+    assert.deepEqual([malformed.status, malformed.body.error], [400, 'invalid_parameter']);
+    assert.match(malformed.body.message, /YYYY-MM-DD o un instante ISO 8601 con su zona/);
   });
 
   test('a booking: calendar event, lead (created once, matched after), emails with .ics, and the slot gone from the list', async () => {

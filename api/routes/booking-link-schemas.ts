@@ -195,7 +195,7 @@ export const bookingLinkListQuery = paginationQuery.extend({
 // within year 9999, or the calendar arithmetic runs past what it can represent (it answered 500).
 const LATEST_SLOT_DAY = '9999-10-01';
 const instantOrDate = z
-  .union([calendarDay, instant])
+  .union([calendarDay, instant], { error: 'debe ser un día YYYY-MM-DD o un instante ISO 8601 con su zona (2027-03-14T09:00:00-06:00)' })
   .refine((value) => value.slice(0, 10) < LATEST_SLOT_DAY, `debe ser anterior a ${LATEST_SLOT_DAY}`);
 export const slotQuery = z.strictObject({
   from: instantOrDate.optional().describe('YYYY-MM-DD (día local del visitante, desde su medianoche) o instante ISO 8601; por defecto ahora'),

@@ -54,8 +54,9 @@ export function slotWindow(query: SlotQuery, zone: string, now = Date.now()): { 
   const from = query.from === undefined ? now : isDateOnly(query.from) ? startOfLocalDate(query.from, zone) : Date.parse(query.from);
   const to = query.to === undefined ? from + 30 * DAY : isDateOnly(query.to) ? endOfLocalDate(query.to, zone) : Date.parse(query.to);
   if (!(to > from)) throw validationFailed({ to: ['debe ser posterior a from'] });
-  // A day of slack for the DST hour of a 62-local-day window.
-  if (to - from > MAX_SLOT_WINDOW_DAYS * DAY + 2 * 3_600_000) throw validationFailed({ to: [`la ventana es de ${MAX_SLOT_WINDOW_DAYS} días como máximo`] });
+  // Local days may add a clock change's hour (two hours of slack); instants are held to the 62 days exactly.
+  const slack = (query.from !== undefined && isDateOnly(query.from)) || (query.to !== undefined && isDateOnly(query.to)) ? 2 * 3_600_000 : 0;
+  if (to - from > MAX_SLOT_WINDOW_DAYS * DAY + slack) throw validationFailed({ to: [`la ventana es de ${MAX_SLOT_WINDOW_DAYS} días como máximo`] });
   return { from, to };
 }
 
