@@ -59,6 +59,10 @@ describe('wsctl', () => {
     assert.equal((await json(app, ['company', 'update', id, '--storage-quota-mb', '60'])).storage_quota_mb, 60);
     assert.equal(updated.response_cache, true);
     assert.equal(updated.storage_quota_mb, 50);
+    // The human form shows what was changed, the time zone included.
+    const zoned = await wsctl(app, ['company', 'update', id, '--timezone', 'America/Tijuana']);
+    assert.equal(zoned.code, 0, zoned.stderr);
+    assert.match(zoned.stdout, /^time zone:\s+America\/Tijuana$/m);
 
     // --owner-email on update changes the owner's sign-in email; another user's email is a conflict.
     // Stored lower-cased, as company create and the API store every email.

@@ -19,6 +19,7 @@ function companyDetails(company: Company): string {
     ['plan', company.plan],
     ['mcp quota', company.mcp_quota],
     ['modules', company.enabled_modules],
+    ['time zone', company.timezone],
     ['team', `${company.team.current_team_size}/${company.team.max_team_size} (${company.team.seats_available} seats available)`],
     ['response cache', company.response_cache ? 'on' : 'off'],
     ['storage quota', `${company.storage_quota_mb} MB`],
