@@ -273,7 +273,7 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     const catImage = await up(`/product-categories/${category.id}/image`, await solid(50, 50).gif({ loop: 0 }).toBuffer(), 'c.gif');
     assert.equal(catImage.status, 200, catImage.text);
 
-    worker = await startWorker(app.config, app.pool, app.databaseUrl);
+    worker ??= await startWorker(app.config, app.pool, app.databaseUrl);
     const p = await waitFor(async () => {
       const d = (await api.get(`/products/${productId}`)).body.data;
       return d.thumbnail_url && d.variants[0].thumbnail_url ? d : null;
@@ -288,6 +288,48 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     const b = await waitFor(async () => (await api.get(`/brands/${brand.id}`)).body.data.logo.thumbnail_url);
     assert.match(b, /logo-thumb\.webp$/);
     await waitFor(async () => (await api.get(`/product-categories/${category.id}`)).body.data.thumbnail_url);
+  });
+
+  test('a record written back as read (its own image_url, logo_url, logo) keeps its uploaded images and thumbnails', async () => {
+    const made = (await api.post('/products', { data: { name: 'Devuelta', sku: 'DEVUELTA', prices_cents: { mxn: 100 }, variants: [{ name: 'Roja' }] } })).body.data;
+    const brand = (await api.post('/brands', { data: { name: 'Marca devuelta' } })).body.data;
+    const category = (await api.post('/product-categories', { data: { name: 'Cat devuelta' } })).body.data;
+    const { png } = await samples();
+    for (const [path, field] of [
+      [`/products/${made.id}/image`, 'file'],
+      [`/products/${made.id}/variants/${made.variants[0].id}/image`, 'file'],
+      [`/brands/${brand.id}/logo`, 'logo'],
+      [`/product-categories/${category.id}/image`, 'file'],
+    ]) assert.equal((await up(path, png, 'foto.png', field)).status, 200, path);
+    worker ??= await startWorker(app.config, app.pool, app.databaseUrl);
+    const read = await waitFor(async () => {
+      const p = (await api.get(`/products/${made.id}`)).body.data;
+      const b = (await api.get(`/brands/${brand.id}`)).body.data;
+      const c = (await api.get(`/product-categories/${category.id}`)).body.data;
+      return p.thumbnail_url && p.variants[0].thumbnail_url && b.logo.thumbnail_url && c.thumbnail_url ? { p, b, c } : null;
+    }, 20_000, 'every thumbnail made');
+    const served = async (url: string) => (await fetch(url.replace(app.config.siteUrl, app.url))).status;
+
+    const p = await api.patch(`/products/${made.id}`, {
+      data: { name: 'Devuelta 2', image_url: read.p.image_url, variants: [{ id: read.p.variants[0].id, name: 'Roja 2', image_url: read.p.variants[0].image_url }] },
+    });
+    assert.equal(p.status, 200, p.text);
+    assert.deepEqual([p.body.data.image_url, p.body.data.thumbnail_url], [read.p.image_url, read.p.thumbnail_url]);
+    assert.deepEqual([p.body.data.variants[0].image_url, p.body.data.variants[0].thumbnail_url], [read.p.variants[0].image_url, read.p.variants[0].thumbnail_url]);
+    const b = await api.patch(`/brands/${brand.id}`, { data: { name: 'Marca devuelta 2', logo_url: read.b.logo_url, logo: read.b.logo } });
+    assert.equal(b.status, 200, b.text);
+    assert.deepEqual(b.body.data.logo, read.b.logo);
+    const c = await api.patch(`/product-categories/${category.id}`, { data: { image_url: read.c.image_url } });
+    assert.equal(c.status, 200, c.text);
+    assert.deepEqual([c.body.data.thumbnail_url, c.body.data.updated_at], [read.c.thumbnail_url, read.c.updated_at], 'no change at all');
+    for (const url of [read.p.image_url, read.p.thumbnail_url, read.p.variants[0].image_url, read.p.variants[0].thumbnail_url, read.b.logo.url, read.b.logo.thumbnail_url, read.c.image_url, read.c.thumbnail_url]) {
+      assert.equal(await served(url), 200, url);
+    }
+    // Another URL still replaces (and deletes) the upload.
+    const replaced = await api.patch(`/product-categories/${category.id}`, { data: { image_url: 'https://cdn.example/otra.png' } });
+    assert.deepEqual([replaced.body.data.image_url, replaced.body.data.thumbnail_url], ['https://cdn.example/otra.png', null]);
+    assert.equal(await served(read.c.image_url), 404);
+    assert.equal((await api.delete(`/products/${made.id}`)).status, 204, 'leaves no product media to the tests after');
   });
 
   test('an image that cannot be decoded is marked failed once, without retries, and its original stays served', async () => {

@@ -115,7 +115,8 @@ async function brandColumns(client: Client, companyId: string, data: BrandWrite,
     throw validationFailed({ logo: ['logo y logo_url son sinónimos; envía solo uno'] });
   }
   const url = logo_url !== undefined ? logo_url : logo;
-  if (url !== undefined) {
+  // The stored URL sent back (a record written back as read) is no change: the uploaded logo stays.
+  if (url !== undefined && !(existing && url === existing.logo_url)) {
     if (existing) await deleteMedia(client, companyId, [existing.logo_media_id]);
     Object.assign(values, { logo_url: url, logo_thumbnail_url: null, logo_media_id: null });
   }

@@ -11,7 +11,24 @@ const brandFields = {
   description: optionalText(5000),
   website: httpUrl.nullable().optional(),
   logo_url: imageUrlSchema.describe('Logo por URL de imagen; para subir un archivo usa POST /brands/{id}/logo'),
-  logo: imageUrlSchema.describe('Sinónimo de logo_url en escritura'),
+  // As read, `logo` is the media object: written back, its `url` is what counts (the rest is read-only).
+  logo: z
+    .union([
+      httpUrl,
+      z
+        .strictObject({
+          url: httpUrl,
+          thumbnail_url: z.string().nullable().optional(),
+          content_type: z.string().nullable().optional(),
+          width: z.number().nullable().optional(),
+          height: z.number().nullable().optional(),
+          size_bytes: z.number().nullable().optional(),
+        })
+        .transform((media) => media.url),
+    ], { error: 'debe ser una URL http(s), o el objeto logo tal como se leyó' })
+    .nullable()
+    .optional()
+    .describe('Sinónimo de logo_url en escritura: una URL, o el objeto logo tal como se leyó (cuenta su url)'),
   custom_properties: customPropertiesWrite.optional(),
 };
 

@@ -195,7 +195,8 @@ async function categoryColumns(client: Client, companyId: string, data: Category
     if (parent_id !== null) await checkParent(client, companyId, parent_id, existing?.id ?? null);
     values.parent_id = parent_id;
   }
-  if (image_url !== undefined) {
+  // The stored URL sent back (a record written back as read) is no change: the uploaded image stays.
+  if (image_url !== undefined && !(existing && image_url === existing.image_url)) {
     if (existing) await deleteMedia(client, companyId, [existing.image_media_id]);
     Object.assign(values, { image_url, thumbnail_url: null, image_media_id: null });
   }

@@ -113,7 +113,7 @@ export async function writeVariants(db: Client, companyId: string, productId: st
     list: 'variants',
     notFound: 'no es una variante de este producto',
     nameRequired: 'es obligatorio al crear una variante',
-    find: (id) => lockItem<{ id: string; image_media_id: string | null }>(db, 'product_variants', 'id, image_media_id', companyId, productId, id),
+    find: (id) => lockItem<{ id: string; image_media_id: string | null; image_url: string | null }>(db, 'product_variants', 'id, image_media_id, image_url', companyId, productId, id),
     destroy: async (stored) => {
       await deleteMedia(db, companyId, [stored.image_media_id]);
       // product_stock.variant_id has no foreign key ('' stands for "the
@@ -124,14 +124,16 @@ export async function writeVariants(db: Client, companyId: string, productId: st
       await deleteItem(db, 'product_variants', stored.id);
     },
     update: async (stored, item, at, errors) => {
-      if (item.image_url !== undefined) await deleteMedia(db, companyId, [stored.image_media_id]);
+      // The stored URL sent back (a variant written back as read) is no change: the uploaded image stays.
+      const imageChanges = item.image_url !== undefined && item.image_url !== stored.image_url;
+      if (imageChanges) await deleteMedia(db, companyId, [stored.image_media_id]);
       await skuChecked(item, at, errors, () =>
         updateItem(db, 'product_variants', stored.id, {
           name: item.name,
           sku: item.sku,
           prices_cents: item.prices_cents,
           position: item.position,
-          ...(item.image_url !== undefined ? { image_url: item.image_url, thumbnail_url: null, image_media_id: null } : {}),
+          ...(imageChanges ? { image_url: item.image_url, thumbnail_url: null, image_media_id: null } : {}),
         }),
       );
     },

@@ -239,7 +239,8 @@ async function productColumns(client: Client, companyId: string, data: ProductWr
   if (slug !== undefined || !existing) {
     values.slug = await freeSlug(client, 'products', companyId, { explicit: slug, name: data.name ?? existing!.name }, existing?.id);
   }
-  if (image_url !== undefined) {
+  // The stored URL sent back (a record written back as read) is no change: the uploaded image stays.
+  if (image_url !== undefined && !(existing && image_url === existing.image_url)) {
     if (existing) await deleteMedia(client, companyId, [existing.image_media_id]);
     Object.assign(values, { image_url, thumbnail_url: null, image_media_id: null });
   }
