@@ -27,10 +27,17 @@ export function mediaRouter(deps: Deps): ApiRouter {
     ctx.set('X-Content-Type-Options', 'nosniff');
     ctx.set('Content-Security-Policy', "default-src 'none'; sandbox");
     ctx.set('Cross-Origin-Resource-Policy', 'cross-origin');
+    // Public files: a storefront may fetch() one or draw it on a canvas (crossOrigin), not only show it in <img>.
+    ctx.set('Access-Control-Allow-Origin', '*');
     ctx.set('Last-Modified', new Date(blob.created_at).toUTCString());
     const inm = ctx.get('If-None-Match');
-    // `*` matches any current representation (RFC 9110 §13.1.2); a tag matches weakly.
-    if (inm && (inm.trim() === '*' || inm.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag))) {
+    // `*` matches any current representation (RFC 9110 §13.1.2); a tag matches weakly. Without
+    // If-None-Match, If-Modified-Since at or after the file's time (to the second) is 304 too (§13.1.3).
+    const since = inm ? Number.NaN : Date.parse(ctx.get('If-Modified-Since'));
+    const notModified = inm
+      ? inm.trim() === '*' || inm.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag)
+      : Math.floor(new Date(blob.created_at).getTime() / 1000) * 1000 <= since;
+    if (notModified) {
       ctx.status = 304;
       return;
     }

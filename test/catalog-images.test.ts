@@ -90,6 +90,12 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
       assert.equal(again.status, 304);
       // `*` matches any current representation (RFC 9110 §13.1.2).
       assert.equal((await fetch(url.replace(app.config.siteUrl, app.url), { headers: { 'if-none-match': '*' } })).status, 304);
+      // By date, when no tag is sent: at or after Last-Modified is 304, before it 200 (RFC 9110 §13.1.3).
+      const modified = Date.parse(served.headers.get('last-modified')!);
+      const since = (ms: number) => fetch(url.replace(app.config.siteUrl, app.url), { headers: { 'if-modified-since': new Date(ms).toUTCString() } }).then((r) => r.status);
+      assert.deepEqual([await since(modified), await since(modified + 3_600_000), await since(modified - 1000)], [304, 304, 200]);
+      // Public files are readable by a page's fetch() on another origin.
+      assert.equal(served.headers.get('access-control-allow-origin'), '*');
     }
     // Replacing deleted the previous originals: only the last one is left.
     const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM media WHERE owner_id = $1`, [productId]);
