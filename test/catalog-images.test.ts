@@ -136,6 +136,10 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     const huge = Buffer.concat([await solid(10, 10).png().toBuffer(), Buffer.alloc(10 * 1024 * 1024 + 10)]);
     const big = await up(`/products/${productId}/image`, huge, 'big.png');
     assert.equal(big.status, 422, big.text);
+    assert.match(big.body.errors.file?.[0] ?? '', /10 MB/);
+    // Refused under the part it was sent in, as every other refusal is.
+    const bigImage = await up(`/products/${productId}/image`, huge, 'big.png', 'image');
+    assert.deepEqual(Object.keys(bigImage.body.errors ?? {}), ['image'], bigImage.text);
 
     const missing = await api.post(`/products/${productId}/image`, { data: {} });
     assert.equal(missing.status, 422, 'a JSON body carries no file');

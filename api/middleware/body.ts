@@ -142,7 +142,8 @@ const FORMIDABLE_FILES_TOO_BIG = 1009;
 const FORMIDABLE_FIELDS_TOO_BIG = 1006;
 
 export function multipartBody(options: MultipartRoute['multipart']): ApiMiddleware {
-  const parserFor = (maxFileBytes: number, maxFieldsBytes: number) =>
+  // `onFile` hears each file part's name as it begins: a part refused for its size is reported under it.
+  const parserFor = (maxFileBytes: number, maxFieldsBytes: number, onFile: (name: string | null) => void) =>
     koaBody({
       multipart: true,
       json: false,
@@ -157,17 +158,23 @@ export function multipartBody(options: MultipartRoute['multipart']): ApiMiddlewa
         maxFieldsSize: maxFieldsBytes,
         allowEmptyFiles: true,
         minFileSize: 0,
+        filter: (part) => {
+          onFile(part.name);
+          return true;
+        },
       },
     });
-  const parser = parserFor(options.maxFileBytes, 64 * 1024);
-  // With an Idempotency-Key and no Content-Length (chunked), the 100 KB cap is
-  // enforced while reading: the file part is held to 100 KB (a file past it is
-  // a body past it), and text parts, which an image route does not use, to 4 KB.
-  const idempotentParser = parserFor(Math.min(options.maxFileBytes, IDEMPOTENCY_BODY_LIMIT), 4 * 1024);
   return async function multipart(ctx, next) {
+    // With an Idempotency-Key and no Content-Length (chunked), the 100 KB cap is
+    // enforced while reading: the file part is held to 100 KB (a file past it is
+    // a body past it), and text parts, which an image route does not use, to 4 KB.
     const capped = ctx.headers['idempotency-key'] !== undefined && !ctx.get('Content-Length');
+    let filePart: string | null = null;
+    const parser = capped
+      ? parserFor(Math.min(options.maxFileBytes, IDEMPOTENCY_BODY_LIMIT), 4 * 1024, (name) => (filePart ??= name))
+      : parserFor(options.maxFileBytes, 64 * 1024, (name) => (filePart ??= name));
     try {
-      await (capped ? idempotentParser : parser)(ctx, async () => {});
+      await parser(ctx, async () => {});
     } catch (error) {
       const status = (error as { httpCode?: number; status?: number }).httpCode ?? (error as { status?: number }).status;
       // formidable's size refusals (file, total of files, text parts); too many files or fields stay a 422 below.
@@ -176,7 +183,8 @@ export function multipartBody(options: MultipartRoute['multipart']): ApiMiddlewa
       const reason = status === 413
         ? `se acepta un solo archivo de hasta ${Math.floor(options.maxFileBytes / 1024 / 1024)} MB`
         : 'el cuerpo multipart/form-data no es válido';
-      throw validationFailed({ [options.fields[0] ?? 'file']: [reason] });
+      const field = filePart !== null && options.fields.includes(filePart) ? filePart : (options.fields[0] ?? 'file');
+      throw validationFailed({ [field]: [reason] });
     }
     const files = ctx.request.files ?? {};
     const all = Object.entries(files).flatMap(([field, f]) => (Array.isArray(f) ? f : [f]).map((file) => ({ field, file })));
