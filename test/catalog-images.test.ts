@@ -442,6 +442,18 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     assert.equal((await api.delete(`/product-categories/${category.id}/image`)).status, 200);
   });
 
+  test('a DELETE of an image that is not there answers 200 with nulls and writes nothing: updated_at stays', async () => {
+    const bare = (await api.post('/products', { data: { name: 'Sin foto', sku: 'SIN-FOTO', prices_cents: { mxn: 100 } } })).body.data;
+    const brand = (await api.post('/brands', { data: { name: 'Sin logo' } })).body.data;
+    const del = await api.delete(`/products/${bare.id}/image`);
+    assert.deepEqual([del.status, del.body.data], [200, { id: bare.id, image_url: null, thumbnail_url: null }]);
+    assert.equal((await api.get(`/products/${bare.id}`)).body.data.updated_at, bare.updated_at);
+    const logo = await api.delete(`/brands/${brand.id}/logo`);
+    assert.equal(logo.status, 200);
+    assert.equal(logo.body.data.updated_at, brand.updated_at);
+    await api.delete(`/products/${bare.id}`);
+  });
+
   test('the media route serves only catalog media, never other blobs', async () => {
     const { rows } = await app.pool.query(
       `INSERT INTO blobs (id, company_id, content_type, size_bytes, sha256, complete) VALUES ('0123456789abcdef01234567', $1, 'application/pdf', 0, 'x', true) RETURNING id`,

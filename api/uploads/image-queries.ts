@@ -27,7 +27,10 @@ export async function readOwnerMediaId(db: Queryable, owner: MediaOwner, company
   return rows[0].media_id;
 }
 
-/** Points the owner at a stored image (its thumbnail to come from the worker), or at none. */
+/**
+ * Points the owner at a stored image (its thumbnail to come from the worker), or at none. An owner
+ * already so (a DELETE of an image there is not) is not written: its `updated_at` stays.
+ */
 export async function setOwnerImage(
   db: Queryable,
   owner: MediaOwner,
@@ -37,7 +40,8 @@ export async function setOwnerImage(
 ): Promise<void> {
   const spec = MEDIA_OWNERS[owner];
   await db.query(
-    `UPDATE ${spec.table} SET ${spec.url} = $3, ${spec.thumbnail} = NULL, ${spec.media} = $4, updated_at = now() WHERE ${spec.scope}`,
+    `UPDATE ${spec.table} SET ${spec.url} = $3, ${spec.thumbnail} = NULL, ${spec.media} = $4, updated_at = now()
+      WHERE ${spec.scope} AND (${spec.url}, ${spec.thumbnail}, ${spec.media}) IS DISTINCT FROM ($3::text, NULL::text, $4::text)`,
     [companyId, ownerId, image?.url ?? null, image?.mediaId ?? null],
   );
 }
