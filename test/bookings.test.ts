@@ -453,6 +453,17 @@ describe('booking links and bookings', () => {
     assert.match(mail.mail.text ?? '', new RegExp(`^Puedes reservar otro horario en ${l.public_url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'));
   });
 
+  test('a cancellation with a reason: the booker and the host both read it', async () => {
+    const l = await createLink();
+    const [slot] = await slotsOf(l.id);
+    const b = (await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: slot.starts_at, booker } })).body.data;
+    assert.equal((await api.post(`/bookings/${b.id}/cancel`, { data: { reason: 'Se me cruzó otra cita' } })).status, 200);
+    for (const recipient of ['booker', 'host']) {
+      const mail = await waitFor(() => smtp.received.find((m) => m.mail.messageId?.includes(`booking-${b.id}-cancelled-${recipient}`)), 20_000, `the ${recipient}'s cancellation email`);
+      assert.match(mail.mail.text ?? '', /^Motivo: Se me cruzó otra cita$/m, recipient);
+    }
+  });
+
   test('a booker who gave no zone is written to in the link\'s zone, the cancellation too, also once the link is deleted', async () => {
     const l = await createLink({ timezone: 'America/New_York' });
     const [slot] = await slotsOf(l.id);

@@ -124,11 +124,12 @@ async function send(deps: WorkerDeps, job: BookingEmailJob): Promise<void> {
   const subject = SUBJECTS[job.kind];
   const from = noReplyFrom(b.company_name, config);
   const place = where(b);
+  const reason = job.kind === 'cancelled' && b.cancellation_reason ? [`Motivo: ${b.cancellation_reason}`] : [];
   const lines = [
     `${b.title} con ${b.host_name}`,
     when(b.starts_at, bookerZone),
     ...(place ? [`Lugar: ${place}`] : []),
-    ...(job.kind === 'cancelled' && b.cancellation_reason ? [`Motivo: ${b.cancellation_reason}`] : []),
+    ...reason,
     '',
     job.kind === 'cancelled' ? rebookLine(config.bookingUrl, b) : `Para cancelar o reprogramar: ${manage}`,
   ];
@@ -150,7 +151,7 @@ async function send(deps: WorkerDeps, job: BookingEmailJob): Promise<void> {
       to: b.host_email,
       replyTo: { name: b.booker_name, address: b.booker_email },
       subject: `${subject.host}: ${b.title} con ${b.booker_name}`.replace(/[\r\n]+/g, ' '),
-      text: [`${b.booker_name} <${b.booker_email}>`, when(b.starts_at, hostZone), ...(place ? [`Lugar: ${place}`] : [])].join('\n'),
+      text: [`${b.booker_name} <${b.booker_email}>`, when(b.starts_at, hostZone), ...(place ? [`Lugar: ${place}`] : []), ...reason].join('\n'),
       messageId: `<booking-${b.id}-${job.kind}-host@${host}>`,
     }],
   ];
