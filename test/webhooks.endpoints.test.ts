@@ -13,6 +13,7 @@ import { setPassword } from '../api/admin/users.ts';
 import { objectId } from '../lib/objectid.ts';
 import { EMITTED_EVENT_NAMES } from '../lib/webhook-events.ts';
 import { client, request, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { json } from './helpers/cli.ts';
 
 type Api = ReturnType<typeof client>;
 
@@ -677,6 +678,35 @@ describe('webhook endpoints under a user session (/user/developers/webhook-endpo
     const list = await developer.get(USER_PATH);
     assert.equal(list.status, 200, list.text);
     assert.deepEqual(list.body.data.map((e: any) => e.id), [ep.id]);
+  });
+
+  test('a member removed from the company: their session is 401 at once, and stays so when the membership is given back', async () => {
+    const owner = await ownerSession();
+    const id = objectId();
+    const email = `vuelve-${id}@test.example`;
+    await app.pool.query('INSERT INTO users (id, email) VALUES ($1, $2)', [id, email]);
+    await app.pool.query('INSERT INTO memberships (company_id, user_id, is_owner, permissions) VALUES ($1, $2, false, $3)', [owner.companyId, id, ['manage-developers']]);
+    // Also in another company, so the removal leaves the person in the service.
+    const elsewhere = await seedTenant(app.pool);
+    await app.pool.query('INSERT INTO memberships (company_id, user_id, is_owner, permissions) VALUES ($1, $2, false, $3)', [elsewhere.companyId, id, []]);
+    await setPassword(app.pool, id, PASSWORD);
+    const signIn = (mail: string) => request(app.baseUrl, 'POST', '/user/sessions', { body: { data: { email: mail, password: PASSWORD, company_id: owner.companyId } } });
+    // Without company_id the answer names the person's companies, to pick one (the password was right).
+    const which = await request(app.baseUrl, 'POST', '/user/sessions', { body: { data: { email, password: PASSWORD } } });
+    assert.deepEqual([which.status, which.body.error, Object.keys(which.body.errors)], [422, 'validation_failed', ['company_id']]);
+    assert.deepEqual(which.body.companies.map((c: { id: string }) => c.id).sort(), [owner.companyId, elsewhere.companyId].sort());
+    assert.ok(which.body.companies.every((c: { name: string }) => typeof c.name === 'string' && c.name));
+    const signed = await signIn(email);
+    assert.equal(signed.status, 201, signed.text);
+    const session = client(app.baseUrl, signed.body.data.token);
+    assert.equal((await session.get(USER_PATH)).status, 200);
+    assert.equal((await owner.api.delete(`/users/${id}`)).status, 204);
+    assert.equal((await session.get(USER_PATH)).status, 401);
+    await json(app, ['user', 'add-membership', id, '--company', owner.companyId]);
+    assert.equal((await session.get(USER_PATH)).status, 401, 'the old session is not revived');
+    const again = await signIn(email);
+    assert.equal(again.status, 201, 'a new sign-in works');
+    assert.equal((await client(app.baseUrl, again.body.data.token).get('/user/oauth-grants')).status, 200);
   });
 
   test('after DELETE /user/sessions/current the token is 401', async () => {

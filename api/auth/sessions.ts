@@ -13,7 +13,7 @@ import type { Queryable } from '../../db/pool.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { verifyPassword } from '../../lib/passwords.ts';
 import { digestSecret } from './keys.ts';
-import { ApiError, validationFailed } from '../errors.ts';
+import { ApiError } from '../errors.ts';
 import { bearerToken } from '../middleware/authenticate.ts';
 import { headerSeconds, limitUnauthenticated } from '../middleware/rate-limit.ts';
 import type { ApiContext } from '../types.ts';
@@ -50,12 +50,20 @@ export async function signIn(db: Queryable, input: z.infer<typeof signInSchema>)
   // A missing user still costs one scrypt, so timing does not tell which emails exist.
   const ok = await verifyPassword(input.password, users[0]?.password_hash ?? null);
   if (!users[0] || !ok) return null;
-  const { rows: memberships } = await db.query<{ company_id: string }>(
-    'SELECT company_id FROM memberships WHERE user_id = $1 AND ($2::text IS NULL OR company_id = $2) ORDER BY created_at',
+  const { rows: memberships } = await db.query<{ company_id: string; name: string }>(
+    `SELECT m.company_id, c.name FROM memberships m JOIN companies c ON c.id = m.company_id
+      WHERE m.user_id = $1 AND ($2::text IS NULL OR m.company_id = $2) ORDER BY m.created_at`,
     [users[0].id, input.company_id ?? null],
   );
   if (memberships.length === 0) return null;
-  if (memberships.length > 1) throw validationFailed({ company_id: ['perteneces a varias empresas: indica company_id'] });
+  if (memberships.length > 1) {
+    // The password was right: the person may learn their own companies, to pick one (`companies`, as
+    // insufficient_scope names what is `required`).
+    throw new ApiError('validation_failed', 'Perteneces a varias empresas: indica company_id, una de companies.', {
+      errors: { company_id: ['perteneces a varias empresas: indica company_id'] },
+      companies: memberships.map((m) => ({ id: m.company_id, name: m.name })),
+    });
+  }
   const token = SESSION_PREFIX + randomBytes(32).toString('base64url');
   const { rows } = await db.query(
     `INSERT INTO user_sessions (id, user_id, company_id, token_digest, expires_at)

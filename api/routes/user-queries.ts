@@ -266,7 +266,7 @@ export async function updateMember(db: Queryable, companyId: string, existing: M
  * for history, hidden everywhere; the email and booking slug become free
  * again). The member's API keys of this company are revoked and their
  * booking links here switched off (active: false) and their OAuth grants
- * for it revoked in the same transaction; their sessions die with the membership.
+ * for it and their sessions in it revoked, in the same transaction.
  */
 export async function removeMember(db: Queryable, companyId: string, member: MemberRow): Promise<void> {
   // NO KEY UPDATE, as every lock of the company row here: it serializes the team's changes without
@@ -278,6 +278,9 @@ export async function removeMember(db: Queryable, companyId: string, member: Mem
   await db.query('UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE company_id = $1 AND user_id = $2', [companyId, member.id]);
   // Their Google busy time is no longer this company's (their own events here stay, as history).
   await db.query(`DELETE FROM calendar_events WHERE company_id = $1 AND user_id = $2 AND source = 'google'`, [companyId, member.id]);
+  // Their sign-in sessions in this company end for good too: a session is checked against the membership,
+  // so without this a membership given back later (wsctl user add-membership) would revive them.
+  await db.query('UPDATE user_sessions SET revoked_at = now() WHERE company_id = $1 AND user_id = $2 AND revoked_at IS NULL', [companyId, member.id]);
   // Their OAuth connections to this company end for good: a membership given back later revives none of them.
   await db.query('UPDATE oauth_grants SET revoked_at = coalesce(revoked_at, now()) WHERE company_id = $1 AND user_id = $2', [companyId, member.id]);
   const { rowCount } = await db.query('SELECT 1 FROM memberships WHERE user_id = $1', [member.id]);
