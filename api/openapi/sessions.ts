@@ -44,7 +44,7 @@ export function sessionPaths(book: SchemaBook): Record<string, Record<string, un
           '401': error('invalid_key', { ...VERSION_HEADERS, ...WWW_AUTHENTICATE }),
           '413': error('request_too_large'),
           '415': error('unsupported_media_type'),
-          '422': error('validation_failed, parameter_missing'),
+          '422': error('validation_failed, parameter_missing. Una persona de varias empresas sin company_id: validation_failed en company_id, con `companies: [{id, name}]` (sus empresas, para elegir una; solo tras la contraseña correcta)'),
           '426': error('https_required (producción, por HTTP sin TLS)', ERROR_HEADERS[426]),
           '429': error('rate_limited', { ...VERSION_HEADERS, 'Retry-After': { schema: { type: 'integer' }, description: 'Segundos enteros a esperar' } }),
           '500': error('internal_error'),
