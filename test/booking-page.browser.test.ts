@@ -38,8 +38,8 @@ describe('public booking page in a browser', { skip }, () => {
   let linkId: string;
   let n = 0;
 
-  const newContext = (options: { time?: Date } = {}) =>
-    browser.newContext({ timezoneId: ZONE, locale: 'es-MX', extraHTTPHeaders: { 'x-forwarded-for': `203.0.113.${++n}` } }).then(async (context) => {
+  const newContext = (options: { time?: Date; zone?: string } = {}) =>
+    browser.newContext({ timezoneId: options.zone ?? ZONE, locale: 'es-MX', extraHTTPHeaders: { 'x-forwarded-for': `203.0.113.${++n}` } }).then(async (context) => {
       if (options.time) await context.clock.setFixedTime(options.time);
       return context;
     });
@@ -257,8 +257,7 @@ describe('public booking page in a browser', { skip }, () => {
     // The first 01:00 (EDT, 05:00Z) is taken: the times left no longer repeat in pairs.
     const made = await api.post('/bookings', { data: { booking_link_id: link.body.data.id, starts_at: '2027-11-07T05:00:00Z', booker: { name: 'Otro', email: 'otro@visita.example' } } });
     assert.equal(made.status, 201, made.text);
-    const context = await browser.newContext({ timezoneId: 'America/New_York', locale: 'es-MX', extraHTTPHeaders: { 'x-forwarded-for': `203.0.113.${++n}` } });
-    await context.clock.setFixedTime(new Date('2027-11-03T15:00:00Z'));
+    const context = await newContext({ zone: 'America/New_York', time: new Date('2027-11-03T15:00:00Z') });
     const page = await context.newPage();
     await page.goto(pageUrl.replace(/asesoria$/, 'otono'));
     await page.click('#grid button[data-date="2027-11-07"]');
@@ -283,8 +282,7 @@ describe('public booking page in a browser', { skip }, () => {
       const made = await api.post('/bookings', { data: { booking_link_id: link.body.data.id, starts_at, booker: { name: 'Otro', email: 'otro@visita.example' } } });
       assert.equal(made.status, 201, made.text);
     }
-    const context = await browser.newContext({ timezoneId: 'America/New_York', locale: 'es-MX', extraHTTPHeaders: { 'x-forwarded-for': `203.0.113.${++n}` } });
-    await context.clock.setFixedTime(new Date('2028-11-01T15:00:00Z'));
+    const context = await newContext({ zone: 'America/New_York', time: new Date('2028-11-01T15:00:00Z') });
     const page = await context.newPage();
     await page.goto(pageUrl.replace(/asesoria$/, 'otono-lleno'));
     await page.click('#grid button[data-date="2028-11-05"]');
