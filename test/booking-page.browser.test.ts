@@ -246,6 +246,18 @@ describe('public booking page in a browser', { skip }, () => {
     }
   });
 
+  /** The slot buttons' texts (white space as one space) of a link's day, seen from New York at `now`. */
+  async function slotTimesInNewYork(slug: string, date: string, now: string): Promise<string[]> {
+    const context = await newContext({ zone: 'America/New_York', time: new Date(now) });
+    const page = await context.newPage();
+    await page.goto(pageUrl.replace(/asesoria$/, slug));
+    await page.click(`#grid button[data-date="${date}"]`);
+    await page.waitForSelector('#slots button');
+    const times = (await page.locator('#slots button').allTextContents()).map((t) => t.replace(/\s+/g, ' '));
+    await context.close();
+    return times;
+  }
+
   test('autumn\'s repeated hour: each time carries its UTC offset, also once one of the repeated slots is booked', async () => {
     const api = client(app.baseUrl, tenant.key);
     // New York sets its clocks back at 02:00 on 2027-11-07: 01:00–02:00 happens twice.
@@ -257,16 +269,10 @@ describe('public booking page in a browser', { skip }, () => {
     // The first 01:00 (EDT, 05:00Z) is taken: the times left no longer repeat in pairs.
     const made = await api.post('/bookings', { data: { booking_link_id: link.body.data.id, starts_at: '2027-11-07T05:00:00Z', booker: { name: 'Otro', email: 'otro@visita.example' } } });
     assert.equal(made.status, 201, made.text);
-    const context = await newContext({ zone: 'America/New_York', time: new Date('2027-11-03T15:00:00Z') });
-    const page = await context.newPage();
-    await page.goto(pageUrl.replace(/asesoria$/, 'otono'));
-    await page.click('#grid button[data-date="2027-11-07"]');
-    await page.waitForSelector('#slots button');
-    const times = await page.locator('#slots button').allTextContents();
+    const times = await slotTimesInNewYork('otono', '2027-11-07', '2027-11-03T15:00:00Z');
     const repeated = times.filter((t) => t.startsWith('01:30'));
     assert.equal(repeated.length, 2, times.join(' | '));
-    assert.deepEqual(repeated.map((t) => t.replace(/\s+/g, ' ')).sort(), ['01:30 GMT-4', '01:30 GMT-5'], times.join(' | '));
-    await context.close();
+    assert.deepEqual(repeated.sort(), ['01:30 GMT-4', '01:30 GMT-5'], times.join(' | '));
   });
 
   test('autumn\'s repeated hour: the offsets stay once every slot of the first pass of that hour is booked', async () => {
@@ -282,15 +288,9 @@ describe('public booking page in a browser', { skip }, () => {
       const made = await api.post('/bookings', { data: { booking_link_id: link.body.data.id, starts_at, booker: { name: 'Otro', email: 'otro@visita.example' } } });
       assert.equal(made.status, 201, made.text);
     }
-    const context = await newContext({ zone: 'America/New_York', time: new Date('2028-11-01T15:00:00Z') });
-    const page = await context.newPage();
-    await page.goto(pageUrl.replace(/asesoria$/, 'otono-lleno'));
-    await page.click('#grid button[data-date="2028-11-05"]');
-    await page.waitForSelector('#slots button');
-    const times = (await page.locator('#slots button').allTextContents()).map((t) => t.replace(/\s+/g, ' '));
+    const times = await slotTimesInNewYork('otono-lleno', '2028-11-05', '2028-11-01T15:00:00Z');
     assert.equal(times[0], '01:00 GMT-5', times.join(' | '));
     assert.ok(times.every((t) => / GMT-5$/.test(t)), times.join(' | '));
-    await context.close();
   });
 
   test('a slot taken while the form was open: the 409 is said, focused, and nothing is confirmed until another slot is chosen', async () => {
