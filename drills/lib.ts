@@ -15,6 +15,7 @@ import { startEmbedded } from '../db/embedded.ts';
 import { migrate } from '../db/migrate.ts';
 import { createPool, type Pool } from '../db/pool.ts';
 import { freePort, ROOT, spawnNodeServer, type NodeChild } from '../bench/lib/process.ts';
+import { procfileNodeArgs } from '../scripts/procfile.ts';
 
 export type Finding = { check: string; expected: string; actual: string; pass: boolean };
 export type DrillResult = { name: string; did: string; findings: Finding[] };
@@ -60,7 +61,7 @@ export function startWeb(ctx: DrillContext, env: Record<string, string> = {}, no
   return spawnNodeServer({
     name: 'web',
     script: 'api/server.ts',
-    nodeArgs,
+    nodeArgs: [...procfileNodeArgs('web'), ...nodeArgs],
     env: {
       DATABASE_URL: ctx.databaseUrl,
       NODE_ENV: 'development',
@@ -84,9 +85,9 @@ export type WorkerProcess = {
   tail: () => string;
 };
 
-/** The worker process as the Procfile runs it; its log is read for `worker.started` and kept for the report. */
+/** The worker process as the Procfile runs it (package.json's `worker` script, its Node flags included); its log is read for `worker.started` and kept for the report. */
 export function startWorkerProcess(ctx: DrillContext, env: Record<string, string> = {}): WorkerProcess {
-  const child = spawn(process.execPath, ['worker/main.ts'], {
+  const child = spawn(process.execPath, [...procfileNodeArgs('worker'), 'worker/main.ts'], {
     cwd: ROOT,
     env: { ...process.env, DATABASE_URL: ctx.databaseUrl, NODE_ENV: 'development', LOG_LEVEL: 'info', DATA_DIR: ctx.dataDir, ALLOW_PRIVATE_WEBHOOK_TARGETS: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -14,6 +14,7 @@ import { issueKey } from '../../api/admin/keys.ts';
 import { ALL_SCOPES } from '../../api/auth/scopes.ts';
 import { withoutTriggers } from './database.ts';
 import type { BenchContext } from './scenario.ts';
+import { procfileNodeArgs } from '../../scripts/procfile.ts';
 import { spawnNodeServer, type NodeChild } from './process.ts';
 
 /** High enough that the limiter runs its normal path (leases, headers) but never answers 429. */
@@ -51,7 +52,8 @@ export async function startOurApp(ctx: BenchContext, label: string): Promise<Our
   const app = await spawnNodeServer({
     name: 'web (api/server.ts)',
     script: 'api/server.ts',
-    nodeArgs,
+    // As the Procfile runs the web (package.json's `web` script).
+    nodeArgs: [...procfileNodeArgs('web'), ...nodeArgs],
     env: {
       DATABASE_URL: ctx.db.url,
       NODE_ENV: 'development',

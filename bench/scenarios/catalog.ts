@@ -37,6 +37,7 @@ import { createPool } from '../../db/pool.ts';
 import { loadConfig } from '../../lib/config.ts';
 import { isObjectId } from '../../lib/objectid.ts';
 import { makeThumbnail } from '../../storage/images.ts';
+import { procfileNodeArgs } from '../../scripts/procfile.ts';
 import { cpuTimeMs, memoryOf, spawnNodeServer } from '../lib/process.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
@@ -335,6 +336,8 @@ async function throughWorker(uploadUrl: string, workerEnv: Record<string, string
     env: { ...workerEnv, PG_POOL_MAX: '10' },
     readyTimeoutMs: 60_000,
     nodeArgs: [
+      // As the Procfile runs the worker (package.json's `worker` script).
+      ...procfileNodeArgs('worker'),
       ...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR ?? 'bench/results/profiles'}`] : []),
       ...(process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
     ],

@@ -68,6 +68,7 @@ import { BENCH_RATE_LIMIT, profileFlags } from '../lib/app.ts';
 import { clusterCpuMs, cpuBetween, parentPid, sampleCpu, type CpuSample, type CpuSources } from '../lib/cpu.ts';
 import { cpuTimeMs, ROOT, spawnNodeServer, type NodeChild } from '../lib/process.ts';
 import { formatProfile, summarizeProfileDir } from '../lib/profile.ts';
+import { procfileNodeArgs } from '../../scripts/procfile.ts';
 import type { BenchContext, Check, Measurement, Ratio, Scenario, ScenarioResult } from '../lib/scenario.ts';
 
 const env = (name: string, fallback: number) => Number(process.env[name] || fallback);
@@ -242,7 +243,8 @@ async function startWorkerProcess(ctx: BenchContext, databaseUrl: string, option
   const child = await spawnNodeServer({
     name: `worker (${label})`,
     script: 'bench/lib/worker-process.ts',
-    nodeArgs,
+    // As the Procfile runs the worker (package.json's `worker` script).
+    nodeArgs: [...procfileNodeArgs('worker'), ...nodeArgs],
     readyTimeoutMs: 60_000,
     env: { DATABASE_URL: databaseUrl, NODE_ENV: 'development', ALLOW_PRIVATE_WEBHOOK_TARGETS: '1', LOG_LEVEL: 'silent', PG_POOL_MAX: String(ctx.options.poolMax), BENCH_WORKER_OPTIONS: JSON.stringify(options) },
   });
@@ -453,6 +455,7 @@ export const webhooks: Scenario = {
       const web = await spawnNodeServer({
         name: 'web (api/server.ts)',
         script: 'api/server.ts',
+        nodeArgs: procfileNodeArgs('web'),
         env: {
           DATABASE_URL: databaseUrl, NODE_ENV: 'development', ALLOW_PRIVATE_WEBHOOK_TARGETS: '1', LOG_LEVEL: 'silent', ADMIN_TOKEN: randomBytes(24).toString('hex'),
           PG_POOL_MAX: String(ctx.options.poolMax), DATA_DIR: path.join(ctx.options.resultsDir, 'data'), SITE_URL: undefined, BOOKING_URL: undefined,
