@@ -24,7 +24,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
-import type { Queryable } from '../db/pool.ts';
+import { prepared, type Queryable } from '../db/pool.ts';
 import { logError } from '../lib/log.ts';
 import { objectId } from '../lib/objectid.ts';
 import { S3Client, type PutBody, type S3Config } from './s3.ts';
@@ -222,13 +222,13 @@ async function insertBuffer(db: Queryable, companyId: string, bytes: Uint8Array,
   for (let at = 0; at < buffer.length; at += CHUNK_BYTES) chunks.push(buffer.subarray(at, at + CHUNK_BYTES));
   const FIRST_CHUNK_PARAM = 6;
   const chunkRows = chunks.map((_, seq) => `($1, ${seq}, $${FIRST_CHUNK_PARAM + seq})`).join(', ');
-  const { rows } = await db.query(
+  const { rows } = await db.query(prepared(
     `WITH blob AS (
        INSERT INTO blobs (id, company_id, content_type, size_bytes, sha256, complete) VALUES ($1, $2, $3, $4, $5, true) RETURNING created_at
      )${chunks.length ? `, chunks AS (INSERT INTO blob_chunks (blob_id, seq, data) VALUES ${chunkRows})` : ''}
      SELECT created_at FROM blob`,
     [id, companyId, options.contentType, bytes.length, sha256, ...chunks],
-  );
+  ));
   return { ok: true, blob: { id, companyId, contentType: options.contentType, sizeBytes: bytes.length, sha256, createdAt: rows[0].created_at } };
 }
 

@@ -11,7 +11,7 @@
 // - The result is written only if the media row is still current (the image
 //   may have been replaced or removed meanwhile); otherwise it is discarded.
 import type { Job, JobResult } from 'pg-boss';
-import type { Queryable } from '../../db/pool.ts';
+import { prepared, type Queryable } from '../../db/pool.ts';
 import { log } from '../../lib/log.ts';
 import { deleteBlob } from '../../storage/blobs.ts';
 import { makeThumbnail, THUMBNAIL_TYPE } from '../../storage/images.ts';
@@ -20,11 +20,11 @@ import { MEDIA_OWNERS, mediaToken, mediaUrl, type MediaOwner } from '../../stora
 import type { JobDefinition, WorkerDeps } from './types.ts';
 
 export async function processThumbnail({ pool, config, blobs }: Pick<WorkerDeps, 'pool' | 'config' | 'blobs'>, mediaId: string): Promise<'done' | 'gone' | 'failed'> {
-  const { rows } = await pool.query(
+  const { rows } = await pool.query(prepared(
     `SELECT m.*, b.size_bytes AS blob_size, b.object_key AS blob_object_key
        FROM media m JOIN blobs b ON b.id = m.original_blob_id WHERE m.id = $1 AND b.complete`,
     [mediaId],
-  );
+  ));
   const media = rows[0];
   if (!media || media.status !== 'pending') return 'gone';
   const original = await blobs.readBuffer(pool, media.original_blob_id, { objectKey: media.blob_object_key });
@@ -67,7 +67,7 @@ export async function processThumbnail({ pool, config, blobs }: Pick<WorkerDeps,
  */
 async function applyThumbnail(pool: Queryable, media: { id: string; owner_type: MediaOwner; owner_id: string }, blobId: string, token: string, url: string): Promise<boolean> {
   const spec = MEDIA_OWNERS[media.owner_type];
-  const { rows } = await pool.query(
+  const { rows } = await pool.query(prepared(
     `WITH owner AS (SELECT 1 FROM ${spec.table} WHERE id = $4 FOR NO KEY UPDATE),
      applied AS (
        UPDATE media SET thumbnail_blob_id = $2, thumbnail_token = $3, status = 'ready', error = NULL, updated_at = now()
@@ -80,7 +80,7 @@ async function applyThumbnail(pool: Queryable, media: { id: string; owner_type: 
      )
      SELECT EXISTS (SELECT 1 FROM applied) AS applied`,
     [media.id, blobId, token, media.owner_id, url],
-  );
+  ));
   return rows[0].applied;
 }
 
