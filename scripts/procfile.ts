@@ -12,5 +12,6 @@ export function procfileNodeArgs(name: 'web' | 'worker'): string[] {
   const words = scripts[name].trim().split(/\s+/);
   const node = words.indexOf('node');
   if (node === -1) throw new Error(`package.json scripts.${name} does not run node: ${scripts[name]}`);
-  return words.slice(node + 1, -1).filter((word) => word.startsWith('--'));
+  // Everything between `node` and the entry point: flags, and the values of flags that take one.
+  return words.slice(node + 1, -1);
 }
