@@ -37,6 +37,7 @@ import { createPool } from '../../db/pool.ts';
 import { loadConfig } from '../../lib/config.ts';
 import { isObjectId } from '../../lib/objectid.ts';
 import { makeThumbnail } from '../../storage/images.ts';
+import { thumbnail as thumbnailJob } from '../../worker/jobs/thumbnail.ts';
 import { procfileNodeArgs } from '../../scripts/procfile.ts';
 import { cpuTimeMs, memoryOf, spawnNodeServer } from '../lib/process.ts';
 
@@ -294,13 +295,21 @@ function cpuByThread(pid: number): Record<string, number> | null {
   }
 }
 
-/** sharp alone: `makeThumbnail` on the originals in memory, 2 at a time (the bench machine's cores). */
+/**
+ * sharp alone: `makeThumbnail` on the originals in memory, as many at a time
+ * as the worker has in flight (its batch size times its local concurrency,
+ * worker/jobs/thumbnail.ts). Until the sixth session of 2026-11-28 this ran 2 at a
+ * time (the cores), which left the cores part idle: sharp's libvips runs one
+ * thread per image here (sharp.concurrency() is 1 on glibc without jemalloc),
+ * and 4 at a time made 16% more images a second (docs/bench.md).
+ */
+const SHARP_ALONE_IN_FLIGHT = (thumbnailJob.work?.batchSize ?? 1) * (thumbnailJob.work?.localConcurrency ?? 1);
 async function sharpAloneRun() {
   const cpu0 = ownCpuMs();
   const started = performance.now();
   let next = 0;
   await Promise.all(
-    Array.from({ length: 2 }, async () => {
+    Array.from({ length: SHARP_ALONE_IN_FLIGHT }, async () => {
       while (next < originals.length) await makeThumbnail(originals[next++]);
     }),
   );
@@ -440,6 +449,7 @@ const report = {
     warm_up_images: WARMUP,
     rounds: `${ROUNDS}, alternating; the fastest of each kept`,
     original: '1600×1200 JPEG',
+    sharp_alone_in_flight: SHARP_ALONE_IN_FLIGHT,
     sharp_alone_per_second: Math.round(sharpAlone * 10) / 10,
     through_worker_per_second: Math.round(viaPostgres.rate * 10) / 10,
     ratio_worker_to_sharp: Math.round((viaPostgres.rate / sharpAlone) * 100) / 100,
