@@ -148,7 +148,7 @@ describe('OAuth 2.1 authorization server', () => {
 
   test('registration refuses hostile redirect URIs', async () => {
     // A host with ; or , would write into the pages' CSP header (form-action names the redirect's origin).
-    for (const uri of ['javascript:alert(1)', 'data:text/html,x', 'file:///etc/passwd', 'http://evil.example/cb', 'https://a.example/cb#frag', 'https://*.example/cb', 'https://a;sandbox/cb', 'https://x,script-src/cb', 'https://trusted.example@evil.example/cb', 'https://user:pw@app.example/cb']) {
+    for (const uri of ['javascript:alert(1)', 'data:text/html,x', 'file:///etc/passwd', 'http://evil.example/cb', 'https://a.example/cb#frag', 'https://a.example/cb#', 'mailto:a@b.example', 'https://*.example/cb', 'https://a;sandbox/cb', 'https://x,script-src/cb', 'https://trusted.example@evil.example/cb', 'https://user:pw@app.example/cb']) {
       const res = await register(uri);
       assert.equal(res.status, 400, uri);
       assert.equal(res.body.error, 'invalid_redirect_uri', uri);
@@ -542,6 +542,10 @@ describe('OAuth 2.1 authorization server', () => {
     const back = new URL(repeated.headers.get('location')!);
     assert.equal(back.searchParams.get('error'), 'invalid_request');
     assert.match(back.searchParams.get('error_description')!, /scope/);
+    // A scope named twice in one scope parameter is offered once: one checkbox, so unticking it refuses it.
+    const doubled = new URLSearchParams({ ...Object.fromEntries(params), scope: 'read-customers read-customers read-leads' });
+    const doubledPage = await (await fetch(`${app.url}/authorize?${doubled}`, { headers: { cookie } })).text();
+    assert.equal(doubledPage.match(/name="scope" value="read-customers"/g)?.length, 1, doubledPage);
     // RFC 7636: an S256 challenge is 43 base64url characters; a NUL in it answered 500 at approval.
     for (const challenge of ['abc\u0000def', 'x'.repeat(6000), `${three.challenge}=`, 'short']) {
       const res = await fetch(`${app.url}/authorize?${new URLSearchParams({ ...Object.fromEntries(params), code_challenge: challenge })}`, { redirect: 'manual', headers: { cookie } });

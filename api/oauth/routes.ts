@@ -55,8 +55,9 @@ function acceptableRedirect(value: string): boolean {
     return false;
   }
   // Userinfo (https://trusted.example@evil.example/cb) only serves to make one host read as another.
-  if (url.hash || url.username || url.password || value.includes('*') || value.length > 2000) return false;
-  if (['javascript:', 'data:', 'file:', 'vbscript:', 'blob:', 'about:', 'ftp:', 'ws:', 'wss:'].includes(url.protocol)) return false;
+  // `#` alone: an empty fragment, which URL reports as no hash (RFC 6749 3.1.2: no fragment component).
+  if (url.hash || value.includes('#') || url.username || url.password || value.includes('*') || value.length > 2000) return false;
+  if (['javascript:', 'data:', 'file:', 'vbscript:', 'blob:', 'about:', 'ftp:', 'ws:', 'wss:', 'mailto:', 'tel:', 'sms:'].includes(url.protocol)) return false;
   // A host is letters, digits, dots and hyphens (or a bracketed IPv6): it goes into the pages' CSP.
   if (url.host && !/^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d+)?$/.test(url.host)) return false;
   if (url.protocol === 'https:') return true;
@@ -166,7 +167,9 @@ async function checkRequest(ctx: ApiContext, params: Record<string, string>, rep
   if (!params.code_challenge || params.code_challenge_method !== 'S256') return fail('invalid_request', 'PKCE con code_challenge_method=S256 es obligatorio');
   if (!S256_CHALLENGE.test(params.code_challenge)) return fail('invalid_request', 'code_challenge debe ser el SHA-256 del verificador en base64url (43 caracteres)');
   if (params.resource && !isOurResource(ctx, params.resource)) return fail('invalid_target', 'resource no es el servidor MCP');
-  const requested = (params.scope ?? '').split(' ').filter(Boolean);
+  // Each scope once: the consent page shows a checkbox per scope, and a scope asked for twice would
+  // need both boxes unticked to be refused.
+  const requested = [...new Set((params.scope ?? '').split(' ').filter(Boolean))];
   // The one resource is the read-only MCP server: scopes its tools do not use are dropped
   // (documented, as scopes_supported says); none asked for means all of them.
   const scopes = requested.length ? requested.filter((s) => (MCP_SCOPES as readonly string[]).includes(s)) : [...MCP_SCOPES];
