@@ -229,6 +229,21 @@ describe('tax invoices with the development provider', () => {
     assert.ok(validateCfdi(text.replace('MetodoPago="PUE"', 'MetodoPago="PUE"').replace(/FormaPago="\d\d"/, 'FormaPago="99"')).some((v) => v.rule === 'CFDI40-PUE'));
   });
 
+  test('PUE without payment_form says how the sale was paid: the form of the largest amount paid; 03 before any payment', async () => {
+    const paid = await sale(api, { customer_id: setup.customer.id });
+    assert.equal(paid.total_cents, 378_000);
+    for (const [amount_cents, payment_form] of [[78_000, '04'], [300_000, '01']] as const) {
+      const res = await api.post(`/sales/${paid.id}/payments`, { data: { account_id: setup.account.id, amount_cents, payment_form } });
+      assert.equal(res.status, 201, res.text);
+    }
+    const inv = await valid((await api.post(`/sales/${paid.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    assert.deepEqual([inv.status, inv.payment_method, inv.payment_form], ['valid', 'PUE', '01']);
+    assert.match(await (await fetch(`${app.baseUrl}/invoices/${inv.id}/xml`, { headers: { authorization: `Bearer ${tenant.key}` } })).text(), /FormaPago="01"/);
+    const unpaid = await sale(api, { customer_id: setup.customer.id });
+    const plain = await valid((await api.post(`/sales/${unpaid.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    assert.equal(plain.payment_form, '03');
+  });
+
   test('a sale to the general public is a global invoice (XAXX010101000, 616, S01, InformacionGlobal)', async () => {
     const s = await sale(api);
     const inv = await valid((await api.post(`/sales/${s.id}/invoice`)).body.data.id);

@@ -13,7 +13,7 @@ import { cfdiText, type CfdiDocument, type ConceptLine } from '../../lib/cfdi/do
 import type { Config } from '../../lib/config.ts';
 import { localMonth } from '../../lib/local-dates.ts';
 import { ApiError, validationFailed } from '../errors.ts';
-import { customerForInvoice, productPropertiesOf } from './invoice-queries.ts';
+import { customerForInvoice, paidFormOf, productPropertiesOf } from './invoice-queries.ts';
 import type { InvoiceCreate } from './invoice-schemas.ts';
 
 /** The CFDI of a sale, or the contract's 422 that says why not. */
@@ -95,6 +95,9 @@ export async function buildDocument(db: Queryable, config: Config, sale: SaleRow
     };
   });
   const method = sale.payment_terms === 'deferred' ? 'PPD' : 'PUE';
+  // PUE says how the sale was paid: the form sent, else the form of its payments (the largest
+  // amount's), else 03 (transfer) for a sale not paid yet.
+  const paymentForm = method === 'PPD' ? '99' : (input.payment_form ?? (await paidFormOf(db, sale.company_id, sale.id)) ?? '03');
   return {
     invoice_id: invoiceId,
     type: 'I',
@@ -103,7 +106,7 @@ export async function buildDocument(db: Queryable, config: Config, sale: SaleRow
     issued_at: new Date().toISOString(),
     zone,
     currency: sale.currency,
-    payment_form: method === 'PPD' ? '99' : (input.payment_form ?? '03'),
+    payment_form: paymentForm,
     payment_method: method,
     cfdi_use: cfdiUse,
     issuer: { rfc: emitter.rfc, legal_name: cfdiText(emitter.legal_name), tax_regime: emitter.tax_regime, zip: emitter.zip },

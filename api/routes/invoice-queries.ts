@@ -2,7 +2,7 @@
 // (with its payment complements), the sale's live invoices, the writes of a
 // request and of a cancellation, and what the CFDI reads of customers and
 // products. The worker's stamping is in worker/jobs/invoices.ts.
-import type { InvoiceRow } from '../../db/invoicing.ts';
+import { PAYMENT_FORM_BY_ACCOUNT_KIND, type InvoiceRow } from '../../db/invoicing.ts';
 import type { CfdiDocument } from '../../lib/cfdi/document.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { iso } from '../../db/timestamps.ts';
@@ -107,6 +107,22 @@ export async function listInvoices(db: Queryable, totals: TotalsCache, companyId
 }
 
 export type InvoiceCustomer = { id: string; name: string; legal_name: string | null; tax_id: string | null; address: { postal_code?: string } | null; custom_properties: Record<string, unknown> };
+
+/**
+ * How a sale was paid, as c_FormaPago: the form that paid the largest amount (the SAT's guide to
+ * CFDI 4.0, FormaPago with several forms), each payment's own or its account's (cash 01, card 04,
+ * else 03), as the sale shows them; null before any payment.
+ */
+export async function paidFormOf(db: Queryable, companyId: string, saleId: string): Promise<string | null> {
+  const { rows } = await db.query<{ payment_form: string }>(
+    `SELECT coalesce(m.payment_form, (SELECT ${PAYMENT_FORM_BY_ACCOUNT_KIND} FROM accounts WHERE id = p.account_id)) AS payment_form
+       FROM movements m JOIN movement_payments p ON p.movement_id = m.id
+      WHERE m.company_id = $1 AND m.sale_id = $2
+      GROUP BY 1 ORDER BY sum(p.amount_cents) DESC, min(p.paid_at) LIMIT 1`,
+    [companyId, saleId],
+  );
+  return rows[0]?.payment_form ?? null;
+}
 
 /** The sale's customer as the CFDI reads it, or null. */
 export async function customerForInvoice(db: Queryable, companyId: string, customerId: string): Promise<InvoiceCustomer | null> {

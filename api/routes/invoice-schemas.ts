@@ -33,7 +33,7 @@ export const invoiceSchema = z.object({
 
 export const invoiceCreate = z.strictObject({
   cfdi_use: z.enum(CFDI_USES).optional().describe('UsoCFDI del cliente; por defecto G03 (gastos en general); al público en general, S01'),
-  payment_form: z.enum(PAYMENT_FORMS).optional().describe('c_FormaPago; por defecto 03 (transferencia) en PUE; en PPD siempre 99'),
+  payment_form: z.enum(PAYMENT_FORMS).optional().describe('c_FormaPago; en PUE por defecto la forma de los pagos de la venta (la del mayor importe), o 03 (transferencia) si no tiene pagos; en PPD siempre 99'),
   series: z.string().regex(/^[A-Za-z0-9]{1,25}$/).optional(),
   receiver: z
     .strictObject({
