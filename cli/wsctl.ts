@@ -38,6 +38,14 @@ const program = new Command()
     ].join('\n'),
   );
 
+// A reader that stops early (`wsctl ... --json | head -1`) closes the pipe: the rest of the output
+// has nowhere to go, which is what that reader asked for. Stop quietly, as `cat` does, rather than
+// crash with a stack trace on stderr (an unhandled EPIPE).
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(0);
+  reportError(error);
+});
+
 registerCompanyCommands(program);
 registerKeyCommands(program);
 registerUserCommands(program);

@@ -9,7 +9,11 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { client, startTestApp, type TestApp } from './helpers/app.ts';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { issueKey } from '../api/admin/keys.ts';
+import { ALL_SCOPES } from '../api/auth/scopes.ts';
+import { ADMIN_TOKEN, client, startTestApp, type TestApp } from './helpers/app.ts';
 import { assertOneLineError, json, wsctl } from './helpers/cli.ts';
 import { adminMutation, sampleFormFile } from './helpers/forms.ts';
 
@@ -147,6 +151,22 @@ describe('wsctl', () => {
       const lone = await wsctl(app, ['automation', 'create', '--company', company.id, '--file', file]);
       assertOneLineError(lone, /cannot be stored/);
     }
+  });
+
+  test('a reader that stops early (| head -1) ends wsctl quietly: exit 0, no stack trace on stderr', async () => {
+    const { company } = await json(app, ['company', 'create', '--name', 'Muchas Llaves SA']);
+    // About 1 MB of output, more than the pipe (a socket pair) holds, so the CLI is still writing when the reader goes away.
+    for (let i = 0; i < 400; i++) await issueKey(app.pool, { companyId: company.id, scopes: [...ALL_SCOPES], name: `llave ${i}` });
+    const child = spawn(process.execPath, [fileURLToPath(new URL('../cli/wsctl.ts', import.meta.url)), 'key', 'list', '--company', company.id, '--json'], {
+      env: { PATH: process.env.PATH ?? '', ADMIN_URL: app.url, ADMIN_TOKEN },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    child.stdout.once('data', () => child.stdout.destroy());
+    const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
+    assert.equal(stderr, '');
+    assert.equal(code, 0);
   });
 
   test('a list naming a company or person that does not exist is not found (exit 1), not an empty list', async () => {
