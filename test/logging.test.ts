@@ -67,7 +67,7 @@ describe('request log', () => {
       });
     const created = await admin('company.create', { name: 'Auditada' }, '198.51.100.77');
     assert.equal(created.status, 200);
-    const company = ((await created.json()) as any).result.data.company;
+    const { company, owner } = ((await created.json()) as any).result.data;
     const issued = await admin('key.create', { companyId: company.id, scopes: 'all' }, '198.51.100.77');
     assert.equal(issued.status, 200);
     const key = ((await issued.json()) as any).result.data;
@@ -78,6 +78,11 @@ describe('request log', () => {
     const made = lines().find((l) => l.event === 'admin.call' && l.procedure === 'company.create');
     assert.equal(made?.company_id, company.id);
     assert.equal(line.address, '198.51.100.77');
+    // A record named by another key than id (wsctl calendar status --user, delivery list --endpoint) is the target too.
+    const status = await fetch(`${base}/admin/trpc/calendar.status?input=${encodeURIComponent(JSON.stringify({ userId: owner.id }))}`, { headers: { authorization: `Bearer ${'x'.repeat(20)}`, 'x-forwarded-for': '198.51.100.77' } });
+    assert.equal(status.status, 200, await status.clone().text());
+    const byUser = await waitFor(() => lines().find((l) => l.event === 'admin.call' && l.procedure === 'calendar.status'), 10_000, 'the audit line of calendar.status');
+    assert.equal(byUser.target_id, owner.id);
     const missing = await admin('key.revoke', { id: '0123456789abcdef01234567' }, '198.51.100.77');
     assert.equal(missing.status, 404);
     const failed = await waitFor(() => lines().find((l) => l.event === 'admin.call' && l.procedure === 'key.revoke'), 10_000, 'the audit line of a failed call');

@@ -41,7 +41,10 @@ const mapErrorsAndAudit = t.middleware(async ({ ctx, path, type, getRawInput, ne
   // The record acted on: named in the input, or made by the call (a create answers it, as `{id}` or `{key: {id}}`-like shapes).
   const made = result.ok ? (result.data as { id?: unknown; key?: { id?: unknown }; company?: { id?: unknown } } | undefined) : undefined;
   const madeId = [made?.id, made?.key?.id, made?.company?.id].find((v): v is string => typeof v === 'string');
-  const targetId = typeof input?.id === 'string' ? input.id : madeId;
+  // Named in the input: by `id`, or by the key a procedure names its record with (`--user`,
+  // `--endpoint`); else what a create made; else the company the call is about (tax-profile set).
+  const named = [input?.id, input?.userId, input?.endpointId].find((v): v is string => typeof v === 'string');
+  const targetId = named ?? madeId ?? companyId;
   log('admin.call', { procedure: path, type, ok: result.ok, error, company_id: companyId ?? (path === 'company.create' ? madeId : undefined), target_id: targetId, address: ctx.address, request_id: ctx.requestId });
   if (!result.ok && result.error.cause instanceof ApiError) {
     const cause = result.error.cause;
