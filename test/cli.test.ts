@@ -146,10 +146,11 @@ describe('wsctl', () => {
     assert.match(nul.stderr, /U\+0000/);
     assert.doesNotMatch(nul.stderr, /byte sequence|encoding|UTF8|escape sequence/);
     // A lone UTF-16 surrogate, in the steps (was a 500 from the jsonb insert) or in the name (was stored as U+FFFD).
-    for (const text of ['{"name":"x","trigger_type":"lead.created","steps":[{"a":"\\ud800"}]}', '{"name":"x\\ud800","trigger_type":"lead.created","steps":[]}']) {
+    // The field is named once, after one `invalid input:` ("invalid input: Invalid input: ..." before).
+    for (const [text, field] of [['{"name":"x","trigger_type":"lead.created","steps":[{"a":"\\ud800"}]}', 'automation.steps.0.a'], ['{"name":"x\\ud800","trigger_type":"lead.created","steps":[]}', 'automation.name']]) {
       await writeFile(file, text);
       const lone = await wsctl(app, ['automation', 'create', '--company', company.id, '--file', file]);
-      assertOneLineError(lone, /cannot be stored/);
+      assertOneLineError(lone, new RegExp(`^error: invalid input: ${field.replace(/\./g, '\\.')}: holds text that cannot be stored`));
     }
   });
 
@@ -243,6 +244,10 @@ describe('wsctl', () => {
     assertOneLineError(await wsctl(app, ['company', 'list', '--json'], { ADMIN_TOKEN: 'wrong-token-wrong-token' }), /admin token rejected/);
     assertOneLineError(await wsctl(app, ['company', 'show', '0123456789abcdef01234567', '--json']), /not found/i);
     assertOneLineError(await wsctl(app, ['key', 'list', '--company', 'nope', '--json']), /24-hex/);
+    // Scopes name their field as every other input problem does.
+    const { company: scoped } = await json(app, ['company', 'create', '--name', 'Alcances SA']);
+    assertOneLineError(await wsctl(app, ['key', 'create', '--company', scoped.id, '--scopes', 'read-customers,bogus-scope', '--json']), /^error: invalid input: scopes: Unknown scope\(s\): bogus-scope$/m);
+    assertOneLineError(await wsctl(app, ['key', 'create', '--company', scoped.id, '--scopes', ',', '--json']), /^error: invalid input: scopes: At least one scope is required$/m);
     assertOneLineError(await wsctl(app, ['user', 'set-password', '0123456789abcdef01234567', '--password', 'short']), /password/);
     assertOneLineError(await wsctl(app, ['company', 'update', '0123456789abcdef01234567', '--modules', 'automation']), /modules/);
     assertOneLineError(await wsctl(app, ['automation', 'create', '--company', '0123456789abcdef01234567', '--file', path.join(dir, 'missing.json')]), /no such file/);

@@ -61,7 +61,7 @@ const mapErrorsAndAudit = t.middleware(async ({ ctx, path, type, getRawInput, ne
     const pgCode = (cause as { code?: unknown }).code;
     // Text PostgreSQL cannot hold (U+0000, a \u0000 escape in JSON): the input's fault, said as such.
     if (pgCode === '22021' || pgCode === '22P05') {
-      throw new TRPCError({ code: 'BAD_REQUEST', message: 'Invalid input: text holding U+0000 cannot be stored.' });
+      throw new TRPCError({ code: 'BAD_REQUEST', message: 'text holding U+0000 cannot be stored' });
     }
     log('admin.error', { procedure: path, request_id: ctx.requestId, error: String((cause as Error).message), stack: (cause as Error).stack });
     throw new TRPCError({ code: 'INTERNAL_SERVER_ERROR', message: `Internal error (request ${ctx.requestId ?? 'without id'}); the server log has the details.` });
@@ -98,7 +98,7 @@ function unstorablePath(value: unknown, path: string): string | null {
  */
 const storableInput = t.middleware(async ({ getRawInput, next }) => {
   const found = unstorablePath(await getRawInput(), '');
-  if (found) throw new TRPCError({ code: 'BAD_REQUEST', message: `Invalid input: ${found.replace(/^\./, '')} holds text that cannot be stored (a lone UTF-16 surrogate or U+0000).` });
+  if (found) throw new TRPCError({ code: 'BAD_REQUEST', message: `${found.replace(/^\./, '')}: holds text that cannot be stored (a lone UTF-16 surrogate or U+0000)` });
   return next();
 });
 

@@ -1,7 +1,7 @@
 // `wsctl key ...`: create (the secret shown once), list, revoke.
 import { z } from 'zod';
 import { parseScopes } from '../../auth/scopes.ts';
-import { ApiError } from '../../errors.ts';
+import { validationFailed } from '../../errors.ts';
 import { requireCompany } from '../companies.ts';
 import { issueKey, listKeys, revokeKey } from '../keys.ts';
 import { adminId as id, adminProcedure, router, storedInt } from '../trpc.ts';
@@ -23,7 +23,7 @@ export const keyRouter = router({
       try {
         scopes = parseScopes(input.scopes);
       } catch (error) {
-        throw new ApiError('validation_failed', (error as Error).message);
+        throw validationFailed({ scopes: [(error as Error).message] });
       }
       return issueKey(ctx.deps.pool, { ...input, scopes });
     }),
