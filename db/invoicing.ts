@@ -102,6 +102,9 @@ export async function enqueueComplementsOwed(db: Queryable, jobs: JobSender, inv
  */
 export const PAYMENT_FORM_BY_ACCOUNT_KIND = `CASE kind WHEN 'cash' THEN '01' WHEN 'card' THEN '04' ELSE '03' END`;
 
+/** SQL: the form of a sale's payment as the sale shows it, over `movements m JOIN movement_payments p`: its own, else its account's. */
+export const PAYMENT_FORM_OF_SALE_PAYMENT = `coalesce(m.payment_form, (SELECT ${PAYMENT_FORM_BY_ACCOUNT_KIND} FROM accounts WHERE id = p.account_id))`;
+
 /** One complement of `invoiceId`, numbered after the invoice's others, and its stamp job. */
 async function queueComplement(
   db: Queryable,

@@ -2,7 +2,7 @@
 // (with its payment complements), the sale's live invoices, the writes of a
 // request and of a cancellation, and what the CFDI reads of customers and
 // products. The worker's stamping is in worker/jobs/invoices.ts.
-import { PAYMENT_FORM_BY_ACCOUNT_KIND, type InvoiceRow } from '../../db/invoicing.ts';
+import { PAYMENT_FORM_OF_SALE_PAYMENT, type InvoiceRow } from '../../db/invoicing.ts';
 import type { CfdiDocument } from '../../lib/cfdi/document.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { iso } from '../../db/timestamps.ts';
@@ -115,7 +115,7 @@ export type InvoiceCustomer = { id: string; name: string; legal_name: string | n
  */
 export async function paidFormOf(db: Queryable, companyId: string, saleId: string): Promise<string | null> {
   const { rows } = await db.query<{ payment_form: string }>(
-    `SELECT coalesce(m.payment_form, (SELECT ${PAYMENT_FORM_BY_ACCOUNT_KIND} FROM accounts WHERE id = p.account_id)) AS payment_form
+    `SELECT ${PAYMENT_FORM_OF_SALE_PAYMENT} AS payment_form
        FROM movements m JOIN movement_payments p ON p.movement_id = m.id
       WHERE m.company_id = $1 AND m.sale_id = $2
       GROUP BY 1 ORDER BY sum(p.amount_cents) DESC, min(p.paid_at) LIMIT 1`,

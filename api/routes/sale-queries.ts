@@ -3,7 +3,7 @@
 // product or a live invoice exists, and a sale's editable columns. The money
 // effects (payments, refunds, the ledger) are db/money/sales.ts.
 import type { z } from 'zod';
-import { PAYMENT_FORM_BY_ACCOUNT_KIND } from '../../db/invoicing.ts';
+import { PAYMENT_FORM_OF_SALE_PAYMENT } from '../../db/invoicing.ts';
 import { refundsOf, type SaleRow } from '../../db/money/sales.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { iso } from '../../db/timestamps.ts';
@@ -22,7 +22,7 @@ async function firstPaymentAt(db: Queryable, companyId: string, saleId: string):
 
 export async function serializeSale(db: Queryable, s: SaleRow) {
   const { rows: payments } = await db.query<{ id: string; amount_cents: string; paid_at: Date; account_id: string; payment_form: string }>(
-    `SELECT m.id, p.amount_cents, p.paid_at, p.account_id, coalesce(m.payment_form, (SELECT ${PAYMENT_FORM_BY_ACCOUNT_KIND} FROM accounts WHERE id = p.account_id)) AS payment_form
+    `SELECT m.id, p.amount_cents, p.paid_at, p.account_id, ${PAYMENT_FORM_OF_SALE_PAYMENT} AS payment_form
        FROM movements m JOIN movement_payments p ON p.movement_id = m.id
       WHERE m.company_id = $1 AND m.sale_id = $2 ORDER BY p.paid_at, p.id`,
     [s.company_id, s.id],
