@@ -45,6 +45,9 @@ describe('form definitions: admin procedures and localized reads', () => {
       ['a locale outside es/en', bad({ locales: ['es', 'fr'] }), /locales/],
       ['default locale not among locales', bad({ locales: ['en'], default_locale: 'es', title_translations: { en: 'x' } }), /default_locale|locales/],
       ['select without options', bad({}, (f) => [...f, { key: 'x', field_type: 'select', label: 'X' }]), /opciones/],
+      // A shorter translation would hide options from that locale's visitors.
+      ['fewer translated options than options', bad({ locales: ['es', 'en'] }, (f) => [...f, { key: 'x', field_type: 'select', label: 'X', options: ['a', 'b'], options_translations: { en: ['A'] } }]), /options_translations\.en: debe tener 2 opciones/],
+      ['a repeated option', bad({}, (f) => [...f, { key: 'x', field_type: 'radio', label: 'X', options: ['a', 'a'] }]), /options: tiene opciones repetidas/],
     ];
     for (const [name, pending, pattern] of cases) {
       const res = await pending;

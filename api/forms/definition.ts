@@ -121,8 +121,17 @@ export const formFileSchema = z
       if (!(plain(field.label) ?? field.label_translations?.[def])) issue(at('label'), `falta la etiqueta en el idioma por defecto (${def})`);
       const hasOptions = !!(field.options?.length || Object.values(field.options_translations ?? {}).some((o) => o?.length));
       if (WITH_OPTIONS.has(field.field_type)) {
-        if ((field.field_type === 'select' || field.field_type === 'radio') && !(plain(field.options) ?? field.options_translations?.[def])?.length) {
+        const defaults = plain(field.options) ?? field.options_translations?.[def];
+        if ((field.field_type === 'select' || field.field_type === 'radio') && !defaults?.length) {
           issue(at('options'), `un campo ${field.field_type} necesita opciones en el idioma por defecto`);
+        }
+        // Each locale's list translates the default one, option by option: a shorter list would hide
+        // options from that locale's visitors, a repeated option would be two choices that are one.
+        if (defaults && new Set(defaults).size !== defaults.length) issue(at('options'), 'tiene opciones repetidas');
+        for (const [code, list] of Object.entries(field.options_translations ?? {})) {
+          if (!list || !defaults) continue;
+          if (list.length !== defaults.length) issue(at('options_translations', code), `debe tener ${defaults.length} opciones, una por cada opción del idioma por defecto y en su orden`);
+          else if (new Set(list).size !== list.length) issue(at('options_translations', code), 'tiene opciones repetidas');
         }
       } else if (hasOptions) {
         issue(at('options'), 'solo los campos select, radio y checkbox tienen opciones');
