@@ -382,6 +382,31 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     assert.deepEqual(Buffer.from(await served.arrayBuffer()), png);
   });
 
+  test('a worker stopped while thumbnails are in flight finishes and settles them (no job left active); a new worker makes the rest', async () => {
+    await worker?.stop();
+    worker = undefined;
+    const ids: string[] = [];
+    for (let n = 0; n < 10; n++) {
+      const made = (await api.post('/products', { data: { name: `Lote ${n}`, sku: `LOTE-${n}`, prices_cents: { mxn: 100 } } })).body.data;
+      assert.equal((await up(`/products/${made.id}/image`, await solid(1600 + n, 1200).png().toBuffer(), `lote-${n}.png`)).status, 200);
+      ids.push(made.id);
+    }
+    const states = async () =>
+      (await app.pool.query(`SELECT m.status, j.state FROM media m JOIN pgboss.job j ON j.name = 'thumbnail' AND j.data->>'media_id' = m.id WHERE m.owner_id = ANY($1)`, [ids])).rows;
+    worker = await startWorker(app.config, app.pool, app.databaseUrl);
+    await waitFor(async () => (await states()).some((row) => row.status === 'ready'));
+    await worker.stop();
+    worker = undefined;
+    const stopped = await states();
+    assert.equal(stopped.length, 10);
+    assert.deepEqual(stopped.filter((row) => row.state === 'active'), [], 'every fetched job was settled before stop resolved');
+    for (const row of stopped) assert.equal(row.status === 'ready', row.state === 'completed', `media ${row.status} with its job ${row.state}`);
+    worker = await startWorker(app.config, app.pool, app.databaseUrl);
+    await waitFor(async () => (await states()).every((row) => row.status === 'ready'), 60_000);
+    for (const id of ids) assert.match((await api.get(`/products/${id}`)).body.data.thumbnail_url, /lote-\d+-thumb\.webp$/);
+    for (const id of ids) assert.equal((await api.delete(`/products/${id}`)).status, 204, 'leaves no product media to the tests after');
+  });
+
   test('DELETE removes the image and its files; the old URLs answer 404; deleting the product removes its media', async () => {
     // An image and its thumbnail on the product, and one on its variant (the tests before leave them too).
     worker ??= await startWorker(app.config, app.pool, app.databaseUrl);
