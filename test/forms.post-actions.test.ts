@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { simpleParser } from 'mailparser';
 import { startSmtp } from './helpers/smtp.ts';
 import { downloadHeaders } from '../storage/files.ts';
+import { updateCompany } from '../api/admin/companies.ts';
 import { processSubmission } from '../worker/jobs/form-post-actions.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
@@ -158,6 +159,26 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     assert.match(text, /^Hola Chica\./);
     assert.match(text, /no caben en el correo \(máximo 18 MB de adjuntos\)[\s\S]*\/Formularios\/Contacto web\/.* - chica@example.com\/dos\.pdf/);
     assert.doesNotMatch(text, /uno\.pdf/, 'only the notice is added, not the attachment list the template left out');
+  });
+
+  test('files not stored because the company’s storage is full (files_error) are named in the operator’s email and the team notice', async () => {
+    const small = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    await updateCompany(app.pool, small.companyId, { storageQuotaMb: 1 });
+    const own = await files.createFormViaAdmin(app.url, small.companyId, files.sampleFormFile({
+      slug: 'cuota',
+      post_actions: { lead: false, email: { to: ['cuota@empresa.example'], attach_files: true, templates: { es: { subject: 'Cuota, {{name}}', body: 'Hola {{name}}.' } } }, notify_team: { enabled: true } },
+    }));
+    const res = await client(app.baseUrl, small.key).post(`/forms/${own.id}/submissions`, {
+      data: { answers: { email: 'lleno@example.com', name: 'Lleno', cv: [files.fileJson('uno.pdf', files.pdf(600_000)), files.fileJson('dos.pdf', files.pdf(600_000))] } },
+    });
+    assert.equal(res.status, 201, res.text);
+    assert.match(res.body.data.files_error, /dos\.pdf/);
+    const mail = await waitFor(async () => smtp.received.find((m) => m.mail.subject === 'Cuota, Lleno'));
+    assert.deepEqual(mail.mail.attachments.map((a) => a.filename), ['uno.pdf']);
+    assert.match(mail.mail.text ?? '', /^Hola Lleno\.\n\nArchivos que no se guardaron:\nAlmacenamiento de la empresa agotado: no se guardaron dos\.pdf\.\n$/);
+    const owner = (await app.pool.query('SELECT email FROM users WHERE id = $1', [small.ownerId])).rows[0].email;
+    const team = await waitFor(async () => smtp.received.find((m) => /Nuevo envío del formulario/.test(m.mail.subject ?? '') && m.to.includes(owner)));
+    assert.match(team.mail.text ?? '', /\/uno\.pdf\n\nArchivos que no se guardaron:\nAlmacenamiento de la empresa agotado: no se guardaron dos\.pdf\./);
   });
 
   test('a transient SMTP failure is retried without repeating the lead or the email', async () => {

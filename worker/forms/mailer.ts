@@ -108,6 +108,7 @@ export const FILES_TEXT = {
     stored: 'Archivos guardados en el administrador de archivos:',
     received: 'Archivos recibidos:',
     notify: 'Nuevo envío del formulario',
+    notStored: 'Archivos que no se guardaron:',
   },
   en: {
     attached: 'Attached files:',
@@ -115,5 +116,6 @@ export const FILES_TEXT = {
     stored: 'Files kept in the file manager:',
     received: 'Files received:',
     notify: 'New submission to the form',
+    notStored: 'Files that were not kept:',
   },
 } as const;

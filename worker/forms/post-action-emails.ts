@@ -18,7 +18,7 @@ type MailDeps = Pick<WorkerDeps, 'pool' | 'config' | 'blobs'>;
 export const EMAIL_ATTACHMENT_BYTES = 18_000_000;
 
 /** The submission as the post-actions read it (`SELECT *`), its locale one the forms speak. */
-export type PostActionSubmission = Pick<SubmissionRow, 'id' | 'company_id' | 'form_id' | 'answers' | 'email' | 'name' | 'phone' | 'status' | 'files'> & {
+export type PostActionSubmission = Pick<SubmissionRow, 'id' | 'company_id' | 'form_id' | 'answers' | 'email' | 'name' | 'phone' | 'status' | 'files' | 'files_error'> & {
   locale: Locale;
   created_at: Date;
 };
@@ -45,6 +45,15 @@ function answersText(form: FormRow, s: Submission, locale: Locale): string {
     lines.push(`${label}: ${Array.isArray(value) ? value.join(', ') : String(value)}`);
   }
   return lines.join('\n');
+}
+
+/**
+ * Files the visitor sent that were not stored (the company's storage was full): the submission's
+ * `files_error`, under a heading, so whoever reads the email knows to ask for them again.
+ */
+function notStoredLines(s: Submission, locale: Locale): string[] {
+  if (!s.files_error) return [];
+  return [(FILES_TEXT[locale] ?? FILES_TEXT.es).notStored, s.files_error, ''];
 }
 
 function messageId(s: Submission, action: string, config: Config): string {
@@ -135,20 +144,23 @@ export async function sendEmail(deps: MailDeps, form: FormRow, s: Submission, re
     for (const row of rows) blobs.set(row.id, row.blob_id);
   }
   const fileLines: string[] = [];
-  const leftLines: string[] = [];
+  const notices: string[] = [];
   if (attached.length) fileLines.push(text.attached, ...attached.map((f) => `- ${f.filename}`), '');
   if (left.length) {
     const heading = settings.attach_files === false ? text.stored : text.notAttached;
-    leftLines.push(heading, ...left.map((f) => `- ${f.folder_path}/${f.filename}`));
+    const leftLines = [heading, ...left.map((f) => `- ${f.folder_path}/${f.filename}`)];
     fileLines.push(...leftLines, '');
+    // Files that did not fit are named in the email whatever the operator's
+    // template says (contract: what does not fit stays only in the file manager, and the email says so).
+    if (settings.attach_files !== false) notices.push(...leftLines, '');
   }
+  const lost = notStoredLines(s, locale);
+  fileLines.push(...lost);
+  notices.push(...lost);
   const values = templateValues(form, s, fileLines.join('\n'));
   let body = renderTemplate(template.body, values);
-  // Files that did not fit are named in the email whatever the operator's
-  // template says (contract: what does not fit stays only in the file
-  // manager, and the email says so): without {{files}} the notice is appended.
-  const tooBig = settings.attach_files !== false && left.length > 0;
-  if (tooBig && !/\{\{\s*files\s*\}\}/.test(template.body)) body = `${body.trimEnd()}\n\n${leftLines.join('\n')}\n`;
+  // Without {{files}} in the template, those notices are appended.
+  if (notices.length && !/\{\{\s*files\s*\}\}/.test(template.body)) body = `${body.trimEnd()}\n\n${notices.join('\n').trimEnd()}\n`;
   const to = [...settings.to];
   const recipients = recipientsNow(retry, to);
   if (recipients?.length === 0) return { skipped: 'no_recipients_owed', to, refused: [] };
@@ -224,7 +236,7 @@ export async function notifyTeam(pool: Pool, config: Config, form: FormRow, s: S
     ...envelopeFor(recipients, from),
     to,
     subject: `${text.notify} ${title}`.replace(/[\r\n]+/g, ' '),
-    text: [answersText(form, s, locale), '', ...s.files.map((f) => `- ${f.folder_path}/${f.filename}`)].join('\n'),
+    text: [answersText(form, s, locale), '', ...s.files.map((f) => `- ${f.folder_path}/${f.filename}`), ...(s.files.length ? [''] : []), ...notStoredLines(s, locale)].join('\n').trimEnd(),
     messageId: messageId(s, 'notify', config),
   });
   return { message_id: sent.messageId, to, refused: sent.refused };
