@@ -1,6 +1,5 @@
 // Starts pg-boss, creates the queues, registers every handler and schedule,
 // and starts the webhook dispatcher (worker/webhooks/dispatcher.ts).
-import type { JobResult } from 'pg-boss';
 import type { Pool } from '../db/pool.ts';
 import type { Config } from '../lib/config.ts';
 import { log } from '../lib/log.ts';
@@ -9,7 +8,6 @@ import { jobs } from './jobs/index.ts';
 import { ALL_QUEUES } from '../db/queues.ts';
 import { createQueues, senderFor } from '../db/job-sender.ts';
 import { BlobStore } from '../storage/blobs.ts';
-import { SlotRunner } from './jobs/slots.ts';
 import { WebhookDispatcher, type DispatcherOptions } from './webhooks/dispatcher.ts';
 
 export type Worker = { boss: PgBoss; dispatcher: WebhookDispatcher; stop: () => Promise<void> };
@@ -21,18 +19,8 @@ export async function startWorker(config: Config, pool: Pool, databaseUrl: strin
   await boss.start();
   await createQueues(boss);
   const deps = { pool, boss, config, jobs: senderFor(boss), blobs: new BlobStore(config.s3) };
-  const runners: SlotRunner<object>[] = [];
   for (const job of jobs) {
-    if (job.slots) {
-      const runner = new SlotRunner<object>(boss, job.queue.name, job.slots, async (one) => {
-        const [result] = (await job.handler(deps, [one])) as JobResult[];
-        return { status: result?.status === 'completed' ? 'completed' : 'failed', output: result?.output };
-      });
-      runner.start();
-      runners.push(runner);
-    } else {
-      await boss.work<object>(job.queue.name, job.work ?? {}, (batch) => job.handler(deps, batch));
-    }
+    await boss.work<object>(job.queue.name, job.work ?? {}, (batch) => job.handler(deps, batch));
     if (job.cron) await boss.schedule(job.queue.name, job.cron);
   }
   const dispatcher = new WebhookDispatcher(deps, options.dispatcher);
@@ -42,7 +30,7 @@ export async function startWorker(config: Config, pool: Pool, databaseUrl: strin
     boss,
     dispatcher,
     stop: async () => {
-      await Promise.all([dispatcher.stop(), ...runners.map((runner) => runner.stop())]);
+      await dispatcher.stop();
       await boss.stop({ graceful: true, timeout: 10_000 });
       await deps.blobs.close();
     },

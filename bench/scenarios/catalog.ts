@@ -297,13 +297,13 @@ function cpuByThread(pid: number): Record<string, number> | null {
 
 /**
  * sharp alone: `makeThumbnail` on the originals in memory, as many at a time
- * as the worker has in flight (its slots,
+ * as the worker has in flight (its batch size times its local concurrency,
  * worker/jobs/thumbnail.ts). Until the sixth session of 2026-11-28 this ran 2 at a
  * time (the cores), which left the cores part idle: sharp's libvips runs one
  * thread per image here (sharp.concurrency() is 1 on glibc without jemalloc),
  * and 4 at a time made 16% more images a second (docs/bench.md).
  */
-const SHARP_ALONE_IN_FLIGHT = thumbnailJob.slots?.slots ?? (thumbnailJob.work?.batchSize ?? 1) * (thumbnailJob.work?.localConcurrency ?? 1);
+const SHARP_ALONE_IN_FLIGHT = (thumbnailJob.work?.batchSize ?? 1) * (thumbnailJob.work?.localConcurrency ?? 1);
 async function sharpAloneRun() {
   const cpu0 = ownCpuMs();
   const started = performance.now();

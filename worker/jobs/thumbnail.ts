@@ -84,16 +84,15 @@ async function applyThumbnail(pool: Queryable, media: { id: string; owner_type: 
   return rows[0].applied;
 }
 
-// Four slots, each running one image at a time and fetching the next as soon
-// as it is done (worker/jobs/slots.ts): sharp runs one libvips thread per
-// image here, so four in flight keep two cores busy while a slot reads or
-// writes PostgreSQL, with no batch waiting for its slowest image (batches of
-// four left the cores about 10% idle, docs/bench.md). A failing image retries
-// alone. Four at a time per process bounds memory: at most 4 decodes of at
-// most 40 MP each.
+// Batches of 4 with per-job results, the images of a batch decoded in
+// parallel (sharp runs on libuv's thread pool, so one process keeps every
+// core busy): a failing image retries alone, and a full batch makes pg-boss
+// fetch again at once (with batchSize 1 it would wait a polling interval
+// between every image). One batch at a time per process bounds memory: at
+// most 4 decodes of at most 40 MP each.
 export const thumbnail: JobDefinition<ThumbnailJob> = {
   queue: THUMBNAIL,
-  slots: { slots: 4, pollingIntervalSeconds: 0.5 },
+  work: { batchSize: 4, burstWhenBatchFull: true, perJobResults: true, localConcurrency: 1, pollingIntervalSeconds: 0.5 },
   handler: (deps, jobs: Job<ThumbnailJob>[]): Promise<JobResult[]> =>
     Promise.all(
       jobs.map(async (job): Promise<JobResult> => {

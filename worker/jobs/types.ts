@@ -5,7 +5,6 @@ import type { Pool } from '../../db/pool.ts';
 import type { Queue } from '../../db/queues.ts';
 import type { Config } from '../../lib/config.ts';
 import type { BlobStore } from '../../storage/blobs.ts';
-import type { SlotOptions } from './slots.ts';
 
 /** `jobs` enqueues inside a caller's transaction (events recorded by handlers fan out to webhooks). */
 export type WorkerDeps = { pool: Pool; boss: PgBoss; config: Config; jobs: JobSender; blobs: BlobStore };
@@ -19,12 +18,6 @@ export type JobDefinition<Data extends object = object> = {
   /** Cron expression (UTC) for scheduled housekeeping jobs. */
   cron?: string;
   work?: WorkOptions;
-  /**
-   * Worked by independent slots (worker/jobs/slots.ts) rather than
-   * `boss.work()`: for jobs that keep a core busy. `work` is then unused and
-   * the handler is called with one job at a time.
-   */
-  slots?: SlotOptions;
   /**
    * Resolves with per-job results (`JobResult[]`) when `work.perJobResults` is
    * set. Method syntax on purpose: definitions of different payloads then fit
