@@ -10,6 +10,7 @@ import { catchUp, recurringTransactions } from '../worker/jobs/recurring-transac
 import { apiRoutes } from '../api/routes/index.ts';
 import { RECURRING } from '../db/queues.ts';
 import { transaction } from '../db/pool.ts';
+import { issueKey } from '../api/admin/keys.ts';
 import { objectId } from '../lib/objectid.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
 import { client, request, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
@@ -267,6 +268,32 @@ describe('money', () => {
     // Update merges; null removes a key.
     const merged = await api.patch(`/incomes/${other.id}`, { data: { metadata: { extra: 'si', external_ref: null } } });
     assert.deepEqual(merged.body.data.metadata, { extra: 'si' });
+  });
+
+  test('external_ref on create answers the existing record only to a key that may read it: without the read scope, 403 insufficient_scope', async () => {
+    const { t, api } = await newTenant();
+    const a = await account(api);
+    const income = (await api.post('/incomes', { data: { account_id: a.id, amount_cents: 4_200, occurred_at: '2026-05-01T17:00:00Z', description: 'Privado', metadata: { external_ref: 'INC-1' } } })).body.data;
+    const sale = (await api.post('/sales', { data: { currency: 'mxn', occurred_at: '2026-06-01T17:00:00Z', line_items: [{ description: 'Secreto', quantity: 1, unit_price_cents: 9_900, vat_rate: 16 }], metadata: { external_ref: 'S-1' } } })).body.data;
+    const recurring = (await api.post('/recurring-transactions', { data: { type: 'expense', account_id: a.id, amount_cents: 1_000, frequency: 'monthly', starts_on: '2030-01-01', metadata: { external_ref: 'R-1' } } })).body.data;
+    const { secret: key } = await issueKey(app.pool, { companyId: t.companyId, name: 'solo crear', scopes: ['create-incomes', 'create-sales', 'create-recurring_transactions'] });
+    const writer = client(app.baseUrl, key);
+    const cases = [
+      ['/incomes', { account_id: a.id, amount_cents: 1, occurred_at: '2026-05-02T17:00:00Z', metadata: { external_ref: 'INC-1' } }, 'read-incomes', income.id],
+      ['/sales', { currency: 'mxn', occurred_at: '2026-06-02T17:00:00Z', line_items: [{ description: 'x', quantity: 1, unit_price_cents: 1, vat_rate: 16 }], metadata: { external_ref: 'S-1' } }, 'read-sales', sale.id],
+      ['/recurring-transactions', { type: 'expense', account_id: a.id, amount_cents: 1, frequency: 'daily', starts_on: '2031-01-01', metadata: { external_ref: 'R-1' } }, 'read-recurring_transactions', recurring.id],
+    ] as const;
+    for (const [path, data, scope, id] of cases) {
+      const res = await writer.post(path, { data });
+      assert.equal(res.status, 403, `${path}: ${res.text}`);
+      assert.equal(res.body.error, 'insufficient_scope');
+      assert.equal(res.body.required, scope);
+      assert.doesNotMatch(res.text, new RegExp(`${id}|Privado|Secreto`), 'nothing of the record');
+      // A new reference is still created, and the owner's key still gets the existing record.
+      assert.equal((await writer.post(path, { data: { ...data, metadata: { external_ref: `${scope}-nuevo` } } })).status, 201, path);
+      const same = await api.post(path, { data });
+      assert.deepEqual([same.status, same.body.data.id], [200, id], path);
+    }
   });
 
   test('sales: VAT per line rounded half away from zero, prices with VAT included, statuses through payments and refunds; sale.paid exactly once', async () => {

@@ -70,6 +70,18 @@ export async function existingByRef(db: Queryable, table: RefTable, companyId: s
   return rows[0]?.id ?? null;
 }
 
+/**
+ * A create whose external_ref names an existing record answers that record in full (contract,
+ * Metadata: 200): only to a caller that may read it. A key with `create-incomes` and not
+ * `read-incomes` would otherwise read any income whose reference it can guess: 403
+ * insufficient_scope naming the read scope, as the record's own GET answers it.
+ */
+export function assertMayReadExisting(scopes: readonly string[], readScope: string): void {
+  if (!scopes.includes(readScope)) {
+    throw new ApiError('insufficient_scope', `Ya existe un registro con ese metadata.external_ref; devolverlo requiere el permiso ${readScope}, que la clave no tiene.`, { required: readScope });
+  }
+}
+
 /** An update whose external_ref another record of the company already has: 409 duplicate_reference. */
 export async function assertRefFree(db: Queryable, table: RefTable, companyId: string, id: string, ref: string | undefined, scope?: { direction: 'income' | 'expense' }): Promise<void> {
   if (!ref) return;

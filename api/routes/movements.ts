@@ -18,7 +18,7 @@ import { assertOpen } from '../money/periods.ts';
 import { paginationQuery } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { findAccount } from './account-queries.ts';
-import { assertCustomer, assertRefFree, cents, checkMetadata, EXISTING_BY_REF, existingByRef, instant, localDay, metadataInput, metadataSchema, objectIdString, refTaken } from './money-fields.ts';
+import { assertCustomer, assertRefFree, cents, checkMetadata, assertMayReadExisting, EXISTING_BY_REF, existingByRef, instant, localDay, metadataInput, metadataSchema, objectIdString, refTaken } from './money-fields.ts';
 import { windowBound } from '../date-fields.ts';
 import { listMovements, withPayments } from './movement-queries.ts';
 import { optionalText, text } from '../validation.ts';
@@ -149,6 +149,7 @@ export function movementRoutes(direction: Direction): RouteDef[] {
           const zone = await companyZoneForWrite(client, companyId);
           const existing = await existingByRef(client, 'movements', companyId, metadata.external_ref, { direction });
           if (existing) {
+            assertMayReadExisting(ctx.state.auth!.scopes, `read-${plural}`);
             ctx.state.status = 200;
             return (await findMovement(client, companyId, direction, existing))!;
           }

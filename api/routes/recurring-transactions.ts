@@ -15,7 +15,7 @@ import { ApiError, validationFailed } from '../errors.ts';
 import { paginationQuery, queryBoolean } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { findAccount } from './account-queries.ts';
-import { assertCustomer, assertRefFree, cents, checkMetadata, EXISTING_BY_REF, existingByRef, localDay, metadataInput, metadataSchema, objectIdString } from './money-fields.ts';
+import { assertCustomer, assertRefFree, cents, checkMetadata, assertMayReadExisting, EXISTING_BY_REF, existingByRef, localDay, metadataInput, metadataSchema, objectIdString } from './money-fields.ts';
 import { deleteRecurring, findRecurring, insertRecurring, listRecurring, lockRecurring, serializeRecurring, updateRecurringColumns } from './recurring-queries.ts';
 import { optionalText, text } from '../validation.ts';
 
@@ -112,6 +112,7 @@ export const recurringRoutes: RouteDef[] = [
       const row = await transaction(db, async (client) => {
         const existing = await existingByRef(client, 'recurring_transactions', companyId, metadata.external_ref);
         if (existing) {
+          assertMayReadExisting(ctx.state.auth!.scopes, 'read-recurring_transactions');
           ctx.state.status = 200;
           return (await findRecurring(client, companyId, existing))!;
         }

@@ -14,7 +14,7 @@ import { assertOpen } from '../money/periods.ts';
 import { listPage, paginationQuery } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { findAccount } from './account-queries.ts';
-import { assertCustomer, assertRefFree, checkMetadata, EXISTING_BY_REF, existingByRef, objectIdString, refTaken } from './money-fields.ts';
+import { assertCustomer, assertRefFree, checkMetadata, assertMayReadExisting, EXISTING_BY_REF, existingByRef, objectIdString, refTaken } from './money-fields.ts';
 import { windowBound } from '../date-fields.ts';
 import { firstPaymentAt, hasLiveInvoice, productExists, serializeSale, updateSaleColumns } from './sale-queries.ts';
 import { lineItem, saleCreate, salePayment, saleRefund, saleSchema, saleUpdate } from './sale-schemas.ts';
@@ -104,6 +104,7 @@ export const saleRoutes: RouteDef[] = [
         const zone = await companyZoneForWrite(client, companyId);
         const existing = await existingByRef(client, 'sales', companyId, metadata.external_ref);
         if (existing) {
+          assertMayReadExisting(ctx.state.auth!.scopes, 'read-sales');
           ctx.state.status = 200;
           return (await findSale(client, companyId, existing))!;
         }
