@@ -35,7 +35,7 @@ export type Deps = {
 };
 
 /** A credential field of an answer that the idempotency store withholds (api/middleware/idempotency.ts). */
-export type CredentialField = 'manage_url';
+export type CredentialField = 'manage_url' | 'secret';
 
 export type ApiState = {
   requestId: string;
@@ -49,7 +49,7 @@ export type ApiState = {
   /** The transaction of an Idempotency-Key request (api/middleware/idempotency.ts); handlers get it as `db`. */
   db?: Client;
   /**
-   * Fields of the answer's `data` that are credentials (a booking's `manage_url`), set by the handler
+   * Fields of the answer's `data` that are credentials (a booking's `manage_url`, a webhook endpoint's `secret`), set by the handler
    * that answers them: the stored answer of an Idempotency-Key holds them withheld, rebuilt on replay.
    */
   withheld?: readonly CredentialField[];

@@ -290,6 +290,32 @@ describe('webhook endpoints (API key)', () => {
     assert.equal(stored, first.body.data.secret);
   });
 
+  test('an Idempotency-Key replay repeats the secret only while it still signs: rotated since or deleted, secret is null; the stored answer never holds it', async () => {
+    const { api } = await tenant();
+    const headers = { 'Idempotency-Key': `crear-${Math.random()}` };
+    const create = () => api.post('/webhook-endpoints', { data: { url: HOOK_URL, enabled_events: ['*'] } }, headers);
+    const first = await create();
+    assert.equal(first.status, 201, first.text);
+    const ep = first.body.data;
+    const replay = await create();
+    assert.deepEqual([replay.status, replay.headers.get('idempotent-replayed'), replay.body.data], [201, 'true', ep]);
+    const rows = async () => (await app.pool.query(`SELECT response_body::text AS body FROM idempotency_keys WHERE response_body::text LIKE $1`, [`%${ep.id}%`])).rows;
+    assert.ok((await rows()).length > 0);
+    for (const row of await rows()) assert.ok(!row.body.includes(ep.secret), 'no secret in the stored answers');
+
+    const rotateHeaders = { 'Idempotency-Key': `rotar-${ep.id}` };
+    const rotated = await api.post(`/webhook-endpoints/${ep.id}/rotate-secret`, undefined, rotateHeaders);
+    assert.equal(rotated.status, 200, rotated.text);
+    const stale = await create();
+    assert.deepEqual([stale.status, stale.body.data.id, stale.body.data.secret, stale.body.data.secret_last_four], [201, ep.id, null, ep.secret_last_four], 'the first secret no longer signs');
+    assert.equal((await api.post(`/webhook-endpoints/${ep.id}/rotate-secret`, undefined, rotateHeaders)).body.data.secret, rotated.body.data.secret);
+    for (const row of await rows()) assert.ok(!row.body.includes(rotated.body.data.secret), 'nor the rotated one');
+
+    assert.equal((await api.delete(`/webhook-endpoints/${ep.id}`)).status, 204);
+    const gone = await api.post(`/webhook-endpoints/${ep.id}/rotate-secret`, undefined, rotateHeaders);
+    assert.deepEqual([gone.status, gone.body.data.secret], [200, null], 'the endpoint is gone: nothing signs with it');
+  });
+
   test('scopes: rotate-secret needs create-webhook_endpoints; list needs read-webhook_endpoints', async () => {
     const owner = await tenant();
     const ep = await createEndpoint(owner.api);

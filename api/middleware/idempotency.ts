@@ -153,7 +153,7 @@ export async function runIdempotent(
     ctx.status = stored.response_status;
     for (const [name, value] of Object.entries(stored.response_headers ?? {})) ctx.set(name, String(value));
     ctx.set('Idempotent-Replayed', 'true');
-    ctx.body = stored.response_body === null ? null : rebuildCredentials(ctx, stored.response_body);
+    ctx.body = stored.response_body === null ? null : await rebuildCredentials(ctx, companyId, stored.response_body);
     return;
   }
 
@@ -223,15 +223,24 @@ function inProgress(ctx: ApiContext): ApiError {
 }
 
 /**
- * Credential fields of an answer's `data`, rebuilt on replay from the record's id. A handler that answers
+ * Credential fields of an answer's `data`, rebuilt on replay from the record. A handler that answers
  * one names it in `ctx.state.withheld`; the stored answer then holds WITHHELD in its place, so the table
- * of stored answers holds no secret a copy of the database could use. A booking's `manage_url` opens the
- * booking to whoever holds it; the database keeps only its token's digest (docs/bookings.md, Manage
- * links), and the token is derived from the booking's id. Other answers are stored as they are (a
+ * of stored answers keeps no credential for 24 hours. Other answers are stored as they are (a
  * customer's custom property named `manage_url` is the customer's own value).
+ * - A booking's `manage_url` opens the booking to whoever holds it; the database keeps only its
+ *   token's digest (docs/bookings.md, Manage links), and the token is derived from the booking's id.
+ * - A webhook endpoint's `secret` (create, rotate-secret) is the endpoint's current one while it is
+ *   still the secret that answer gave (same `secret_last_four`); rotated since, or the endpoint
+ *   deleted, the replay answers `secret: null`: a replay never hands out a secret that no longer
+ *   signs, nor one of an endpoint that is gone (contract: the secret is never readable again).
  */
-const CREDENTIAL_FIELDS: Record<CredentialField, (ctx: ApiContext, id: string) => string> = {
-  manage_url: (ctx, id) => manageUrl(ctx.deps.config.bookingUrl, ctx.deps.config.bookingTokenKey, id),
+const CREDENTIAL_FIELDS: Record<CredentialField, (ctx: ApiContext, companyId: string, data: Record<string, unknown>) => Promise<string | null> | string> = {
+  manage_url: (ctx, _companyId, data) => manageUrl(ctx.deps.config.bookingUrl, ctx.deps.config.bookingTokenKey, data.id as string),
+  secret: async (ctx, companyId, data) => {
+    const { rows } = await ctx.deps.pool.query<{ secret: string }>('SELECT secret FROM webhook_endpoints WHERE id = $1 AND company_id = $2', [data.id, companyId]);
+    const current = rows[0]?.secret;
+    return current !== undefined && current.slice(-4) === data.secret_last_four ? current : null;
+  },
 };
 const WITHHELD = '(withheld: rebuilt on replay)';
 
@@ -245,11 +254,11 @@ function withheldCredentials(ctx: ApiContext, body: unknown): unknown {
 }
 
 /** The stored answer (JSON text, replayed as stored) with its withheld credentials rebuilt. */
-function rebuildCredentials(ctx: ApiContext, text: string): string {
+async function rebuildCredentials(ctx: ApiContext, companyId: string, text: string): Promise<string> {
   if (!text.includes(WITHHELD)) return text;
   const body = JSON.parse(text) as { data?: Record<string, unknown> };
   const data = body.data;
   if (!data || typeof data !== 'object' || typeof data.id !== 'string') return text;
-  for (const [field, rebuild] of Object.entries(CREDENTIAL_FIELDS)) if (data[field] === WITHHELD) data[field] = rebuild(ctx, data.id);
+  for (const [field, rebuild] of Object.entries(CREDENTIAL_FIELDS)) if (data[field] === WITHHELD) data[field] = await rebuild(ctx, companyId, data);
   return JSON.stringify(body);
 }

@@ -163,6 +163,7 @@ function routes(prefix: string, session?: Permission): RouteDef[] {
           }
           return insertEndpoint(client, companyId, data);
         });
+        ctx.state.withheld = ['secret'];
         return { data: serializeEndpoint(row, { withSecret: true }) };
       },
     }),
@@ -233,6 +234,7 @@ function routes(prefix: string, session?: Permission): RouteDef[] {
       handler: async (ctx, { params, companyId, db }) => {
         const row = await rotateSecret(db, companyId, params.id);
         if (!row) throw new ApiError('not_found');
+        ctx.state.withheld = ['secret'];
         return { data: serializeEndpoint(row, { withSecret: true }) };
       },
     }),
