@@ -81,6 +81,12 @@ export const instantFilter = z.iso
  * A list window's bound (`from`/`to`): an instant, or a whole day (ISO 8601 allows both), which the
  * list reads in the company's time zone (`windowInstants` in db/companies.ts).
  */
-export const windowBound = z.union([calendarDay.refine((day) => day < '9999-12-31', 'debe ser anterior a 9999-12-31'), instantFilter], {
+export const windowBound = z.union([
+  calendarDay
+    .refine((day) => day < '9999-12-31', 'debe ser anterior a 9999-12-31')
+    // Published too: the day after the last is an instant past 9999, which the list cannot read.
+    .meta({ pattern: withYear(ZOD_DATE_PATTERN, `${FROM_1900}(?!9999-12-31)`) }),
+  instantFilter,
+], {
   error: 'debe ser un día YYYY-MM-DD (de 1900-01-01 a 9999-12-30) o un instante ISO 8601 con su zona',
 });

@@ -61,6 +61,15 @@ describe('MCP server', () => {
     assert.deepEqual(await names('list_leads', { q: 'nadie-con-este-nombre' }), []);
     const rest = (await api.get(`/products?brand_id=${brand.id}&status=archived`)).body.data.map((p: any) => p.name);
     assert.deepEqual(rest, [archived.name], 'the REST list agrees');
+    // A brand or category of only commas and blanks names nothing, as in REST: the filter is absent (the alias then counts).
+    for (const [args, query] of [
+      [{ brand: ',', brand_id: brand.id, status: 'archived' }, `brand=,&brand_id=${brand.id}&status=archived`],
+      [{ category: ' , ', q: 'filtro MCP', status: 'active' }, 'category=%20,%20&q=filtro%20MCP&status=active'],
+    ] as const) {
+      const viaRest = (await api.get(`/products?${query}`)).body.data.map((p: any) => p.name).sort();
+      assert.ok(viaRest.length > 0, query);
+      assert.deepEqual(await names('list_products', args), viaRest, query);
+    }
   });
 
   test('the official SDK client connects with an API key, lists the tools and calls them', async () => {
@@ -88,12 +97,14 @@ describe('MCP server', () => {
       ['list_incomes', { from: '0000-01-01T00:00:00Z' }],
       ['list_incomes', { account_id: 'ABCDEF0123456789ABCDEF01' }],
       ['list_calendar_events', { to: '1899-12-31' }],
+      ['list_incomes', { from: '9999-12-31' }],
+      ['list_calendar_events', { to: '9999-12-31' }],
     ];
     for (const [name, args] of refusedByBoth) {
       assert.equal(schemaOf(name)(args), false, `${name} ${JSON.stringify(args)}: the schema refuses it`);
       assert.equal((await call(name, args)).body.error?.code, -32602, `${name} ${JSON.stringify(args)}: the server refuses it`);
     }
-    for (const [name, args] of [['get_balance_sheet', { as_of: '1900-01-01' }], ['list_incomes', { from: '0001-01-01T00:00:00Z' }], ['list_accounts', { currency: 'mxn' }]] as const) {
+    for (const [name, args] of [['get_balance_sheet', { as_of: '1900-01-01' }], ['list_incomes', { from: '0001-01-01T00:00:00Z' }], ['list_accounts', { currency: 'mxn' }], ['list_expenses', { to: '9999-12-30' }]] as const) {
       assert.equal(schemaOf(name)(args), true, `${name} ${JSON.stringify(args)}: the schema takes it`);
       assert.equal((await call(name, args)).body.error, undefined, `${name} ${JSON.stringify(args)}: the server takes it`);
     }
@@ -260,6 +271,27 @@ describe('MCP server', () => {
     assert.equal(bad.status, 400);
     assert.equal(bad.body.error.code, -32600);
     assert.equal((await rpc({ jsonrpc: '2.0', id: 1, method: 'ping' }, tenant.key, { 'mcp-session-id': 'ignored' })).body.result !== undefined, true);
+  });
+
+  test('a failure of ours inside a tool is JSON-RPC -32603 with the request id (HTTP 200), alone as in a batch, not the REST API\'s 500', async () => {
+    // A query that fails for a reason no argument explains: its table away for a moment.
+    await app.pool.query('ALTER TABLE leads RENAME TO leads_parked');
+    try {
+      const alone = await call('list_leads', {}, tenant.key, 'solo');
+      assert.equal(alone.status, 200);
+      assert.equal(alone.body.id, 'solo');
+      assert.equal(alone.body.error.code, -32603);
+      assert.match(alone.body.error.message, /^Error interno/);
+      assert.doesNotMatch(JSON.stringify(alone.body), /leads_parked|relation|SELECT/, 'no SQL reaches the client');
+      const batch = await rpc([
+        { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_leads', arguments: {} } },
+        { jsonrpc: '2.0', id: 2, method: 'ping' },
+      ]);
+      assert.deepEqual(batch.body.map((r: any) => [r.id, r.error?.code ?? 'ok']), [[1, -32603], [2, 'ok']]);
+    } finally {
+      await app.pool.query('ALTER TABLE leads_parked RENAME TO leads');
+    }
+    assert.ok((await call('list_leads')).body.result, 'and it answers again');
   });
 
   test('JSON-RPC batches (protocol 2025-03-26): answered in order in one array; refused under 2025-06-18 and later', async () => {

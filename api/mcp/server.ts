@@ -10,6 +10,7 @@ import { logError } from '../../lib/log.ts';
 import { ApiError } from '../errors.ts';
 import { bearerChallengeError, bearerToken, originAllowed } from '../middleware/authenticate.ts';
 import { limitUnauthenticated } from '../middleware/rate-limit.ts';
+import { isDatabaseUnavailable } from '../middleware/request.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState } from '../types.ts';
 import { fieldErrors, jsonBodyProblem } from '../validation.ts';
 import { ACCESS_PREFIX, verifyAccessToken } from '../oauth/store.ts';
@@ -186,6 +187,22 @@ async function handle(ctx: ApiContext, credential: Credential, message: Request)
   }
 }
 
+/**
+ * `handle` for a request sent alone, with a failure of ours answered as the JSON-RPC error the
+ * contract names (-32603, Internal error, as a batch answers it in the call's place: handleBatch) rather
+ * than as the REST API's HTTP 500, which an MCP client reads as a broken transport. The database away (or the quota's count unwritable) stays HTTP 503 with Retry-After, as on
+ * every route: the whole request may be sent again shortly.
+ */
+async function handleOrInternalError(ctx: ApiContext, credential: Credential, message: Request): Promise<object> {
+  try {
+    return await handle(ctx, credential, message);
+  } catch (error) {
+    if (isDatabaseUnavailable(error) || (error instanceof ApiError && error.status === 503)) throw error;
+    logError('mcp.call_failed', error, { request_id: ctx.state.requestId, method: message.method });
+    return rpcError(message.id, -32603, `Error interno. Referencia: ${ctx.state.requestId}.`);
+  }
+}
+
 /** An https origin, or (outside production) a loopback http one. */
 export function originAccepted(origin: string, production: boolean): boolean {
   try {
@@ -228,7 +245,7 @@ async function handleBatch(ctx: ApiContext, credential: Credential, messages: un
     } else if (message.method === 'initialize') {
       if (message.id !== undefined) responses.push(rpcError(message.id, -32600, 'Petición inválida: initialize no puede ir en un lote.'));
     } else if (message.id !== undefined) {
-      // One failing call answers -32603 in its place; the others (already counted) keep their answers.
+      // One failing call answers -32603 in its place, whatever failed; the others (already counted) keep their answers.
       try {
         responses.push(await handle(ctx, credential, message));
       } catch (error) {
@@ -367,7 +384,7 @@ export function mcpRouter(): ApiRouter {
       if (!NOTIFICATIONS.has(raw.method)) ctx.set('X-MCP-Ignored', 'true');
       return;
     }
-    const response = toJson(await handle(ctx, credential, raw));
+    const response = toJson(await handleOrInternalError(ctx, credential, raw));
     ctx.set('Content-Type', 'application/json; charset=utf-8');
     ctx.body = response;
   });

@@ -16,7 +16,7 @@ import { CONTACT_SEARCH } from '../routes/crm-fields.ts';
 import { serializeCustomer, type CustomerRow } from '../routes/customers.ts';
 import { LEAD_STATUSES, serializeLead, type LeadRow } from '../routes/leads.ts';
 import { listProducts, productFilters } from '../routes/product-queries.ts';
-import { PRODUCT_STATUSES } from '../routes/product-schemas.ts';
+import { namedFilter, PRODUCT_STATUSES } from '../routes/product-schemas.ts';
 import { listAccounts } from '../routes/account-queries.ts';
 import { listMovements } from '../routes/movement-queries.ts';
 import { balanceSheet, cashFlow, incomeStatement } from '../routes/report-queries.ts';
@@ -132,10 +132,13 @@ export const TOOLS: readonly Tool[] = [
       ...paging,
     }),
     output: listOutput('products'),
-    run: ({ db, totals, companyId }, args) =>
-      asList('products', args, filtered(args, ['q', 'search', 'brand', 'brand_id', 'category', 'product_category_id', 'status']), (page) =>
+    run: ({ db, totals, companyId }, given) => {
+      // As GET /products reads them: a brand or category of only blanks and commas names nothing.
+      const args = { ...given, brand: namedFilter(given.brand), brand_id: namedFilter(given.brand_id), category: namedFilter(given.category), product_category_id: namedFilter(given.product_category_id) };
+      return asList('products', args, filtered(args, ['q', 'search', 'brand', 'brand_id', 'category', 'product_category_id', 'status']), (page) =>
         listProducts(db, totals, companyId, productFilters(args), page),
-      ),
+      );
+    },
   },
   {
     name: 'list_leads',

@@ -216,12 +216,12 @@ export const productExample = {
   custom_properties: [{ key: 'material', value: 'algodón' }],
 };
 
-const filterValue = z
-  .string()
-  .max(4000)
-  .optional()
-  // Empty, blank or only separators (`brand=`, `brand=,`): no value named, the filter is absent.
-  .transform((v) => (v && /[^\s,]/.test(v) ? v : undefined));
+/** A filter's value as the list reads it: empty, blank or only separators (`brand=`, `brand=,`) names nothing, and the filter is absent. */
+export function namedFilter(value: string | undefined): string | undefined {
+  return value && /[^\s,]/.test(value) ? value : undefined;
+}
+
+const filterValue = z.string().max(4000).optional().transform(namedFilter);
 
 export const productListQuery = paginationQuery.extend({
   q: z.string().trim().max(200).optional().describe('Búsqueda de texto en nombre, SKU y marca'),
