@@ -189,9 +189,10 @@ async function handle(ctx: ApiContext, credential: Credential, message: Request)
 
 /**
  * `handle` for a request sent alone, with a failure of ours answered as the JSON-RPC error the
- * contract names (-32603, Internal error, as a batch answers it in the call's place: handleBatch) rather
- * than as the REST API's HTTP 500, which an MCP client reads as a broken transport. The database away (or the quota's count unwritable) stays HTTP 503 with Retry-After, as on
- * every route: the whole request may be sent again shortly.
+ * contract names (-32603, Internal error, as a batch answers it in the call's place: handleBatch)
+ * rather than as the REST API's HTTP 500, which an MCP client reads as a broken transport. The
+ * database away (or the quota's count unwritable) stays HTTP 503 with Retry-After, as on every
+ * route: the whole request may be sent again shortly.
  */
 async function handleOrInternalError(ctx: ApiContext, credential: Credential, message: Request): Promise<object> {
   try {
