@@ -157,6 +157,31 @@ describe('public booking page in a browser', { skip }, () => {
     await context.close();
   });
 
+  test('a required checkbox left unticked is named by its label in the form\'s error, not by its key', async () => {
+    const made = await client(app.baseUrl, tenant.key).post('/booking-links', {
+      data: {
+        user_id: tenant.ownerId, slug: `casilla-${++n}`, title: 'Casilla', duration_minutes: 30, timezone: ZONE, minimum_notice_minutes: 0,
+        weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '00:00', end: '24:00' }],
+        questions: [{ key: 'acepto', label: 'Acepto las condiciones', type: 'checkbox', required: true }],
+      },
+    });
+    assert.equal(made.status, 201, made.text);
+    const context = await newContext();
+    const page = await context.newPage();
+    await page.goto(made.body.data.public_url.replace(/^https?:\/\/[^/]+/, app.url));
+    await openDays(page);
+    await page.locator('#grid button.open').first().click();
+    await page.locator('#slots button').first().click();
+    await page.fill('#name', 'Casilla');
+    await page.fill('#email', 'casilla@visita.example');
+    await page.click('#booking-form button[type=submit]');
+    await page.waitForFunction(() => !(globalThis as any).document.getElementById('form-error')?.hidden);
+    const text = (await page.textContent('#form-error'))!;
+    assert.match(text, /Acepto las condiciones: /);
+    assert.doesNotMatch(text, /acepto: /);
+    await context.close();
+  });
+
   test('slots that cannot be loaded (the address is over its read limit) are said so, not shown as a fully booked month', async () => {
     const address = `198.51.100.${++n}`;
     // The page's reads are limited per address: all but one spent first, as on a busy shared network;

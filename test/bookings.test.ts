@@ -471,6 +471,9 @@ describe('booking links and bookings', () => {
     const text = (kind: string) => waitFor(() => smtp.received.find((m) => m.mail.messageId?.includes(`booking-${b.id}-${kind}-booker`))?.mail.text, 20_000, `the ${kind} email`);
     assert.match(await text('confirmed'), /America\/New_York/);
     assert.equal((await api.delete(`/booking-links/${l.id}`)).status, 204);
+    // Its link gone, the booking can only be cancelled: a reschedule is the link's refusal, whatever the time.
+    const moved = await api.post(`/bookings/${b.id}/reschedule`, { data: { starts_at: slot.starts_at } });
+    assert.deepEqual([moved.status, moved.body.error, moved.body.errors], [422, 'booking_link_inactive', undefined], moved.text);
     assert.equal((await api.post(`/bookings/${b.id}/cancel`)).status, 200);
     const cancelled = await text('cancelled');
     assert.match(cancelled, /America\/New_York/);

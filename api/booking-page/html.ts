@@ -114,7 +114,8 @@ function questionField(q: PageLink['questions'][number]): string {
   const id = `q-${q.key}`;
   const req = q.required ? ' required aria-required="true"' : '';
   const label = `${esc(q.label)}${q.required ? ' <span aria-hidden="true">*</span>' : ''}`;
-  if (q.type === 'checkbox') return `<label class="check"><input type="checkbox" id="${id}" name="${esc(q.key)}"${req}> ${label}</label>`;
+  // `for` as well as wrapping: the page's script names a field's errors by label[for] (booking.js).
+  if (q.type === 'checkbox') return `<label class="check" for="${id}"><input type="checkbox" id="${id}" name="${esc(q.key)}"${req}> ${label}</label>`;
   if (q.type === 'long_text') return `<label for="${id}">${label}</label><textarea id="${id}" name="${esc(q.key)}" rows="3"${req}></textarea>`;
   if (q.type === 'select') {
     const options = (q.options ?? []).map((o) => `<option value="${esc(o)}">${esc(o)}</option>`).join('');

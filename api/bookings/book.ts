@@ -255,7 +255,8 @@ export async function rescheduleBooking(
 ): Promise<{ booking: BookingRow; manageUrl: string }> {
   return transaction(db, async (client) => {
     const old = await lockConfirmed(client, companyId, bookingId);
-    if (!old.booking_link_id) throw validationFailed({ starts_at: ['el enlace de la reserva ya no existe; crea una reserva nueva'] });
+    // Its link deleted: no link takes bookings for it, as an inactive one takes none (not a bad starts_at: any time fails).
+    if (!old.booking_link_id) throw new ApiError('booking_link_inactive', 'El enlace de la reserva ya no existe: la reserva solo puede cancelarse; para otra hora, crea una reserva nueva.');
     const link = (await findBookingLink(client, companyId, old.booking_link_id, true))!;
     if (!link.active) throw new ApiError('booking_link_inactive');
     const start = new Date(input.startsAt).getTime();

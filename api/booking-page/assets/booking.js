@@ -223,7 +223,7 @@
     if (key === 'booker.name') return 'Nombre';
     if (key === 'booker.email') return 'Correo';
     var label = document.querySelector('label[for="q-' + key.replace(/^answers\./, '') + '"]');
-    return label ? label.textContent.replace(/\s*\*\s*$/, '') : key;
+    return label ? label.textContent.replace(/\s*\*\s*$/, '').trim() : key;
   }
   function errorText(body, status) {
     if (body && body.errors) return body.message + ' ' + Object.keys(body.errors).map(function (k) { return fieldLabel(k) + ': ' + body.errors[k].join(', '); }).join('; ');
@@ -235,7 +235,7 @@
   function invalidFields(form) {
     return Array.prototype.filter.call(form.elements, function (el) { return el.willValidate && !el.validity.valid; }).map(function (el) {
       var label = el.id ? document.querySelector('label[for="' + el.id + '"]') : null;
-      return (label ? label.textContent.replace(/\s*\*\s*$/, '') : el.name) + ': ' + el.validationMessage;
+      return (label ? label.textContent.replace(/\s*\*\s*$/, '').trim() : el.name) + ': ' + el.validationMessage;
     }).join('; ');
   }
 
