@@ -45,6 +45,18 @@ describe('public booking page in a browser', { skip }, () => {
     });
   const themeOf = (page: Page) => page.evaluate(() => (globalThis as any).document.documentElement.getAttribute('data-theme'));
   const openDays = (page: Page) => page.waitForSelector('#grid button.open');
+  /** A new page on `publicUrl`, its first open slot chosen and the booker's name and email typed. */
+  async function formOf(publicUrl: string, name: string, email: string) {
+    const context = await newContext();
+    const page = await context.newPage();
+    await page.goto(publicUrl.replace(/^https?:\/\/[^/]+/, app.url));
+    await openDays(page);
+    await page.locator('#grid button.open').first().click();
+    await page.locator('#slots button').first().click();
+    await page.fill('#name', name);
+    await page.fill('#email', email);
+    return { context, page };
+  }
 
   before(async () => {
     app = await startTestApp({ TRUST_PROXY_HOPS: '1' });
@@ -140,14 +152,7 @@ describe('public booking page in a browser', { skip }, () => {
       },
     });
     assert.equal(made.status, 201, made.text);
-    const context = await newContext();
-    const page = await context.newPage();
-    await page.goto(made.body.data.public_url.replace(/^https?:\/\/[^/]+/, app.url));
-    await openDays(page);
-    await page.locator('#grid button.open').first().click();
-    await page.locator('#slots button').first().click();
-    await page.fill('#name', 'Claves');
-    await page.fill('#email', 'claves@visita.example');
+    const { context, page } = await formOf(made.body.data.public_url, 'Claves', 'claves@visita.example');
     await page.fill('#q-length', 'Una hora');
     await page.fill('#q-item', 'Silla');
     await page.click('#booking-form button[type=submit]');
@@ -166,14 +171,7 @@ describe('public booking page in a browser', { skip }, () => {
       },
     });
     assert.equal(made.status, 201, made.text);
-    const context = await newContext();
-    const page = await context.newPage();
-    await page.goto(made.body.data.public_url.replace(/^https?:\/\/[^/]+/, app.url));
-    await openDays(page);
-    await page.locator('#grid button.open').first().click();
-    await page.locator('#slots button').first().click();
-    await page.fill('#name', 'Casilla');
-    await page.fill('#email', 'casilla@visita.example');
+    const { context, page } = await formOf(made.body.data.public_url, 'Casilla', 'casilla@visita.example');
     await page.click('#booking-form button[type=submit]');
     await page.waitForFunction(() => !(globalThis as any).document.getElementById('form-error')?.hidden);
     const text = (await page.textContent('#form-error'))!;
