@@ -68,7 +68,12 @@ const endpointSchema = z.object({
 
 /** What a create and a secret rotation answer: the endpoint with its whole secret, shown this once. */
 const endpointWithSecretSchema = endpointSchema
-  .extend({ secret: z.string().describe('whsec_...: guárdalo ahora, no vuelve a mostrarse') })
+  .extend({
+    secret: z
+      .string()
+      .nullable()
+      .describe('whsec_...: guárdalo ahora, no vuelve a mostrarse. null solo en la repetición de una respuesta por Idempotency-Key cuando ese secreto ya no firma (rotado después, o el endpoint eliminado)'),
+  })
   .meta({ id: 'WebhookEndpointWithSecret' });
 
 /** The list's meta: the pagination fields and the events the service emits (contract). */
