@@ -495,8 +495,10 @@ describe('booking links and bookings', () => {
       smtp.state.reject = (to) => (to === hostEmail ? 451 : null);
       const b = (await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: second.starts_at, booker: { name: 'Una Vez', email: 'una-vez@cliente.example' } } })).body.data;
       await waitFor(() => mails(b.id, 'booker').length === 1, 20_000, 'the booker confirmation');
-      const retried = async () => (await app.pool.query(`SELECT retry_count FROM pgboss.job WHERE name = 'booking-emails' AND data->>'booking_id' = $1`, [b.id])).rows[0]?.retry_count >= 1;
-      await waitFor(retried, 30_000, 'the job retried once');
+      // Failed once and waiting for its retry (pg-boss counts a retry when it claims it, after a 15–30 s
+      // backoff: the test brings that retry forward instead of waiting for it).
+      const waiting = async () => (await app.pool.query(`SELECT state FROM pgboss.job WHERE name = 'booking-emails' AND data->>'booking_id' = $1`, [b.id])).rows[0]?.state === 'retry';
+      await waitFor(waiting, 30_000, 'the job failed once and set to retry');
       smtp.state.reject = () => null;
       await app.pool.query(`UPDATE pgboss.job SET start_after = now() WHERE name = 'booking-emails' AND data->>'booking_id' = $1 AND state = 'retry'`, [b.id]);
       await waitFor(() => mails(b.id, 'host').length === 1, 30_000, 'the host notice after the retry');
