@@ -19,8 +19,9 @@ export type GoogleEvent = {
   reminders?: { useDefault: boolean; overrides?: Array<{ method: 'popup' | 'email'; minutes: number }> };
   /** Ours carry `private.workspace_event_id`: how a pull tells our events from the member's. */
   extendedProperties?: { private?: Record<string, string>; shared?: Record<string, string> };
-  start?: { dateTime?: string; date?: string; timeZone?: string };
-  end?: { dateTime?: string; date?: string; timeZone?: string };
+  /** One of `date` (all-day) and `dateTime`; null clears the other in a PATCH. */
+  start?: { dateTime?: string | null; date?: string | null; timeZone?: string | null };
+  end?: { dateTime?: string | null; date?: string | null; timeZone?: string | null };
   /** `self`: the calendar's owner among them, whose `responseStatus` says whether they go. */
   attendees?: Array<{ email: string; displayName?: string; self?: boolean; responseStatus?: 'needsAction' | 'declined' | 'tentative' | 'accepted' }>;
   transparency?: 'opaque' | 'transparent';

@@ -252,6 +252,25 @@ describe('calendar sync end to end', () => {
     await waitFor(() => google.events.get(googleId)!.status === 'cancelled', 20_000, 'removed once off');
   });
 
+  test('an event switched between all-day and timed moves in Google too (the patch clears the other kind of time)', async () => {
+    const e = await newEvent({ title: 'Día libre', all_day: true, starts_at: '2026-12-04T06:00:00Z', ends_at: '2026-12-05T06:00:00Z' });
+    await waitFor(async () => (await eventRow(e.id))?.google_event_id, 20_000, 'synced');
+    assert.deepEqual(google.events.get(e.id)!.start, { date: '2026-12-04' });
+    const lastError = async () => JSON.parse((await runCli(app, ['calendar', 'status', '--user', tenant.ownerId, '--json'])).stdout).last_error;
+    // Google merges a patch's `start` into the stored one: a `dateTime` beside the old `date` is refused (400).
+    const timed = await api.patch(`/calendar/events/${e.id}`, { data: { all_day: false, starts_at: '2026-12-04T15:00:00Z', ends_at: '2026-12-04T16:00:00Z' } });
+    assert.equal(timed.status, 200, timed.text);
+    await waitFor(async () => google.events.get(e.id)!.start?.dateTime || (await lastError()), 20_000, 'the patch in Google, or its refusal');
+    assert.deepEqual([google.events.get(e.id)!.start, google.events.get(e.id)!.end, await lastError()], [
+      { dateTime: '2026-12-04T15:00:00.000Z', timeZone: 'America/Mexico_City' },
+      { dateTime: '2026-12-04T16:00:00.000Z', timeZone: 'America/Mexico_City' },
+      null,
+    ]);
+    assert.equal((await api.patch(`/calendar/events/${e.id}`, { data: { all_day: true, starts_at: '2026-12-05T06:00:00Z', ends_at: '2026-12-06T06:00:00Z' } })).status, 200);
+    await waitFor(async () => google.events.get(e.id)!.start?.date || (await lastError()), 20_000, 'the patch in Google, or its refusal');
+    assert.deepEqual([google.events.get(e.id)!.start, google.events.get(e.id)!.end, await lastError()], [{ date: '2026-12-05' }, { date: '2026-12-06' }, null]);
+  });
+
   test('what is cleared here is cleared in Google; reminders go as popup overrides, the 5 nearest', async () => {
     const e = await newEvent({ title: 'Con notas', description: 'orden del día', location: 'Sala 2', reminders_minutes: [60, 10, 1440, 5, 30, 120] });
     await waitFor(async () => (await eventRow(e.id))?.google_event_id, 20_000, 'synced');
@@ -260,8 +279,8 @@ describe('calendar sync end to end', () => {
     assert.deepEqual(inGoogle.reminders, { useDefault: false, overrides: [5, 10, 30, 60, 120].map((minutes) => ({ method: 'popup', minutes })) });
     assert.deepEqual(inGoogle.extendedProperties, { private: { workspace_event_id: e.id, workspace_user_id: tenant.ownerId } });
     assert.equal((await api.patch(`/calendar/events/${e.id}`, { data: { description: null, location: null, reminders_minutes: [] } })).status, 200);
-    await waitFor(() => (google.events.get(e.id) as any).description === null, 20_000, 'the description cleared in Google');
-    assert.equal((google.events.get(e.id) as any).location, null);
+    await waitFor(() => !('description' in google.events.get(e.id)!), 20_000, 'the description cleared in Google');
+    assert.equal('location' in google.events.get(e.id)!, false);
     assert.deepEqual((google.events.get(e.id) as any).reminders, { useDefault: false, overrides: [] });
   });
 

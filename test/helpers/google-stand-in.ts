@@ -1,7 +1,8 @@
 // A local stand-in for the part of Google's APIs the calendar sync uses,
 // over real HTTP: the OAuth token endpoint (refresh-token and
 // authorization-code grants, `invalid_grant`), Calendar API v3 events
-// insert / get / patch / delete on one calendar, events list with paging and
+// insert / get / patch (Google's merge semantics, and its refusal of a start
+// or end with both a date and a dateTime) / delete on one calendar, events list with paging and
 // sync tokens (410 when a token is no longer valid), Meet conferences that
 // stay `pending` for a few reads and then succeed, and injectable failures
 // (401, 403 rateLimitExceeded, 410, 429, 500) with Google's error bodies.
@@ -12,6 +13,37 @@ type Event = Record<string, any> & { id: string; status: string; updated: string
 type Failure = { method?: string; path?: RegExp; status: number; reason?: string; times: number };
 
 export type GoogleStandIn = Awaited<ReturnType<typeof startGoogleStandIn>>;
+
+const isObject = (value: unknown): value is Record<string, any> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * Google's patch semantics ("Performance tips", Patch): the fields sent replace those stored, objects
+ * are merged field by field, arrays are replaced whole, and `null` clears a field. So an event's `start`
+ * patched with `{dateTime}` keeps a stored `date` unless the patch clears it with `date: null`.
+ */
+function mergePatch(target: Record<string, any>, patch: Record<string, any>): void {
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete target[key];
+    else if (isObject(value) && isObject(target[key])) mergePatch(target[key], value);
+    else target[key] = isObject(value) ? withoutNulls(value) : value;
+  }
+}
+
+/** An insert's body as Google keeps it: a `null` field is no field. */
+function withoutNulls(value: Record<string, any>): Record<string, any> {
+  const kept: Record<string, any> = {};
+  mergePatch(kept, value);
+  return kept;
+}
+
+/** Google refuses an event whose start or end has both a date and a dateTime, or neither. */
+function invalidTimes(event: Record<string, any>): string | null {
+  for (const side of ['start', 'end']) {
+    const when = event[side];
+    if (!isObject(when) || ('date' in when) === ('dateTime' in when)) return `Invalid ${side} time.`;
+  }
+  return null;
+}
 
 export async function startGoogleStandIn(options: { meetPendingReads?: number; pageSize?: number; timeZone?: string } = {}) {
   const refreshTokens = new Set<string>();
@@ -119,7 +151,9 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
     if (!id && req.method === 'POST') {
       const eventId = body.id ?? `g${Math.random().toString(36).slice(2, 12)}`;
       if (events.has(eventId)) return send(res, 409, googleError(409, 'duplicate', 'The requested identifier already exists.'));
-      const event: Event = { ...body, id: eventId, status: 'confirmed', updated: '' };
+      const event: Event = { ...withoutNulls(body), id: eventId, status: 'confirmed', updated: '' };
+      const invalid = invalidTimes(event);
+      if (invalid) return send(res, 400, googleError(400, 'invalid', invalid));
       if (event.conferenceData?.createRequest && url.searchParams.get('conferenceDataVersion') === '1') {
         event.conferenceData.createRequest.status = { statusCode: 'pending' };
       } else delete event.conferenceData;
@@ -154,7 +188,12 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
     if (req.method === 'GET') return send(res, 200, withConference(event));
     if (req.method === 'PATCH') {
       const { conferenceData, ...rest } = body;
-      Object.assign(event, rest);
+      const patched = structuredClone(event);
+      mergePatch(patched, rest);
+      const invalid = invalidTimes(patched);
+      if (invalid) return send(res, 400, googleError(400, 'invalid', invalid));
+      for (const key of Object.keys(event)) if (!(key in patched)) delete event[key];
+      Object.assign(event, patched);
       if (conferenceData?.createRequest && !event.conferenceData) event.conferenceData = { createRequest: { ...conferenceData.createRequest, status: { statusCode: 'pending' } } };
       touch(event);
       return send(res, 200, withConference(event));

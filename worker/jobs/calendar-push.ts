@@ -59,8 +59,12 @@ export function meetRequestId(event: Pick<EventRow, 'id' | 'meet_url' | 'google_
 }
 
 export function toGoogle(event: EventRow): GoogleEvent {
+  // The other kind of time is cleared (null): Google merges a patch's `start` into the stored one, and
+  // refuses an event whose start has a `date` beside a `dateTime` (an event switched to or from all-day).
   const when = (at: Date) =>
-    event.all_day ? { date: localDate(at.getTime(), event.timezone) } : { dateTime: at.toISOString(), timeZone: event.timezone };
+    event.all_day
+      ? { date: localDate(at.getTime(), event.timezone), dateTime: null, timeZone: null }
+      : { dateTime: at.toISOString(), timeZone: event.timezone, date: null };
   return {
     id: event.google_event_id ?? event.id,
     summary: event.title,
