@@ -7,7 +7,8 @@ import type { Queryable } from './pool.ts';
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 
-function identifier(name: string): string {
+/** A column or table name checked as a plain identifier (never a client's key). */
+export function identifier(name: string): string {
   if (!IDENTIFIER.test(name)) throw new Error(`Unsafe SQL identifier: ${name}`);
   return name;
 }

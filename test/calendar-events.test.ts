@@ -116,6 +116,18 @@ describe('calendar events', () => {
     assert.equal((await api.get(`/calendar/events/${e.id}`)).body.data.starts_at, '2026-12-01T18:00:00.000Z');
   });
 
+  test('a PATCH that changes nothing ({data: {}}, or the stored values sent again) writes nothing: updated_at stays', async () => {
+    const e = (await api.post('/calendar/events', { data: event({ attendees: [{ name: 'Ana', email: 'ana@example.com' }], reminders_minutes: [10, 30] }) })).body.data;
+    for (const data of [{}, { title: e.title, starts_at: e.starts_at, attendees: e.attendees, reminders_minutes: e.reminders_minutes, description: null, all_day: false }]) {
+      const res = await api.patch(`/calendar/events/${e.id}`, { data });
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(res.body.data, e, JSON.stringify(data));
+    }
+    const moved = await api.patch(`/calendar/events/${e.id}`, { data: { title: e.title, location: 'Sala 1' } });
+    assert.equal(moved.body.data.location, 'Sala 1');
+    assert.ok(moved.body.data.updated_at > e.updated_at, 'a change moves updated_at');
+  });
+
   test('all-day events run from local midnight to local midnight, so a DST day is 23 hours', async () => {
     // New York, 2026-03-08: clocks go forward; midnight is 05:00Z, the next midnight 04:00Z.
     const ny = await api.post('/calendar/events', {

@@ -271,6 +271,26 @@ describe('calendar sync end to end', () => {
     assert.deepEqual([google.events.get(e.id)!.start, google.events.get(e.id)!.end, await lastError()], [{ date: '2026-12-05' }, { date: '2026-12-06' }, null]);
   });
 
+  test('a PATCH that changes nothing sends nothing to Google; pushed again after a full list, an unchanged event keeps its updated_at', async () => {
+    const e = await newEvent({ title: 'Sin cambios' });
+    await waitFor(async () => (await eventRow(e.id))?.google_event_id, 20_000, 'synced');
+    const patches = () => google.requests.filter((r) => r.method === 'PATCH' && r.path.endsWith(`/events/${e.id}`)).length;
+    const pushesLeft = async () =>
+      (await app.pool.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND data->>'event_id' = $2 AND state < 'completed'`, [CALENDAR_PUSH.name, e.id])).rows[0].n;
+    const before = patches();
+    const same = await api.patch(`/calendar/events/${e.id}`, { data: { title: 'Sin cambios', starts_at: e.starts_at } });
+    assert.equal(same.status, 200, same.text);
+    // A real change after it: once Google has it and no push of the event is left, only that one was sent.
+    const changed = (await api.patch(`/calendar/events/${e.id}`, { data: { title: 'Con un cambio' } })).body.data;
+    await waitFor(async () => google.events.get(e.id)!.summary === 'Con un cambio' && (await pushesLeft()) === 0, 20_000, 'the change in Google, no push left');
+    assert.equal(patches() - before, 1, 'one PATCH to Google: the change, not the write that changed nothing');
+    // A dead sync token: the full list pushes every upcoming event again, this one unchanged.
+    google.invalidateSyncTokens();
+    await pull(tenant.ownerId);
+    await waitFor(async () => patches() - before === 2 && (await pushesLeft()) === 0, 20_000, 'the event pushed again');
+    assert.equal((await api.get(`/calendar/events/${e.id}`)).body.data.updated_at, changed.updated_at);
+  });
+
   test('what is cleared here is cleared in Google; reminders go as popup overrides, the 5 nearest', async () => {
     const e = await newEvent({ title: 'Con notas', description: 'orden del día', location: 'Sala 2', reminders_minutes: [60, 10, 1440, 5, 30, 120] });
     await waitFor(async () => (await eventRow(e.id))?.google_event_id, 20_000, 'synced');

@@ -6,7 +6,7 @@ import { objectId } from '../../lib/objectid.ts';
 import type { TotalsCache } from '../pagination.ts';
 import { listPage, type PaginationQuery } from '../pagination.ts';
 import type { CalendarEventCreate, CalendarEventUpdate, calendarEventSchema } from './calendar-event-schemas.ts';
-import { setList } from '../../db/tables.ts';
+import { identifier, setList } from '../../db/tables.ts';
 import type { z } from 'zod';
 
 export type CalendarEventRow = {
@@ -105,15 +105,22 @@ export async function findCalendarEvent(db: Queryable, companyId: string, id: st
   return rows[0] ?? null;
 }
 
-export async function updateCalendarEvent(db: Queryable, companyId: string, id: string, data: CalendarEventUpdate): Promise<CalendarEventRow> {
+/**
+ * Writes the changed fields and moves `updated_at`, only when one of them differs from what is stored
+ * (as `updateRow` does): null when nothing would change, so the caller neither pushes the event to
+ * Google nor moves the list cache.
+ */
+export async function updateCalendarEvent(db: Queryable, companyId: string, id: string, data: CalendarEventUpdate): Promise<CalendarEventRow | null> {
   const cols = values(data);
-  const sets = [setList(Object.keys(cols), 3)].filter(Boolean); // nothing but updated_at when no column changes
-  sets.push('updated_at = now()');
+  const names = Object.keys(cols);
+  if (names.length === 0) return null;
+  const params = names.map((_, i) => `$${i + 3}`);
   const { rows } = await db.query<CalendarEventRow>(
-    `UPDATE calendar_events SET ${sets.join(', ')} WHERE company_id = $1 AND id = $2 RETURNING *`,
+    `UPDATE calendar_events SET ${setList(names, 3)}, updated_at = now()
+      WHERE company_id = $1 AND id = $2 AND ROW(${names.map(identifier).join(', ')}) IS DISTINCT FROM ROW(${params.join(', ')}) RETURNING *`,
     [companyId, id, ...Object.values(cols)],
   );
-  return rows[0];
+  return rows[0] ?? null;
 }
 
 export async function deleteCalendarEvent(db: Queryable, companyId: string, id: string): Promise<boolean> {

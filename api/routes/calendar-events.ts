@@ -164,6 +164,7 @@ export const calendarEventRoutes: RouteDef[] = [
           timezone: data.timezone ?? existing.timezone,
         });
         const updated = await updateCalendarEvent(client, companyId, params.id, data);
+        if (!updated) return existing; // nothing changed: nothing written, nothing to send to Google
         await enqueueCalendarPush(client, ctx.deps.jobs, updated, 'upsert');
         return updated;
       });

@@ -159,8 +159,17 @@ async function push(deps: WorkerDeps, job: CalendarPushJob): Promise<void> {
     if (!sent) return;
     const meetUrl = meetUrlOf(sent.value);
     const googleId = sent.value.id ?? body.id;
+    // Written (and `updated_at` moved) only when Google gave a new id or Meet link: a push that
+    // changed nothing here (every upcoming event is pushed again after a reconnect) leaves the row as it was.
     const { rows: stored } = await pool.query<{ sync_to_google: boolean | null }>(
-      'UPDATE calendar_events SET google_event_id = $3, meet_url = coalesce($4, meet_url), updated_at = now() WHERE company_id = $1 AND id = $2 RETURNING sync_to_google',
+      `WITH changed AS (
+         UPDATE calendar_events SET google_event_id = $3, meet_url = coalesce($4, meet_url), updated_at = now()
+          WHERE company_id = $1 AND id = $2 AND (google_event_id IS DISTINCT FROM $3 OR meet_url IS DISTINCT FROM coalesce($4, meet_url))
+          RETURNING sync_to_google
+       )
+       SELECT sync_to_google FROM changed
+       UNION ALL
+       SELECT sync_to_google FROM calendar_events WHERE company_id = $1 AND id = $2 AND NOT EXISTS (SELECT 1 FROM changed)`,
       [job.company_id, event.id, googleId, meetUrl],
     );
     if (!stored[0] || stored[0].sync_to_google === false) {
@@ -169,7 +178,13 @@ async function push(deps: WorkerDeps, job: CalendarPushJob): Promise<void> {
       await deps.jobs.send(pool, CALENDAR_PUSH, { ...job, action: 'delete', google_event_id: googleId });
       return;
     }
-    if (meetUrl) await pool.query('UPDATE bookings SET meet_url = $3, updated_at = now() WHERE company_id = $1 AND calendar_event_id = $2', [job.company_id, event.id, meetUrl]);
+    if (meetUrl) {
+      await pool.query('UPDATE bookings SET meet_url = $3, updated_at = now() WHERE company_id = $1 AND calendar_event_id = $2 AND meet_url IS DISTINCT FROM $3', [
+        job.company_id,
+        event.id,
+        meetUrl,
+      ]);
+    }
     if (event.create_meet && !meetUrl && conferencePending(sent.value)) {
       // Still being prepared: look again later (the same requestId asks for the same conference).
       await deps.jobs.send(pool, CALENDAR_PUSH, job, { startAfter: 15 });
