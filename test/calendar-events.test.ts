@@ -56,6 +56,17 @@ describe('calendar events', () => {
     assert.equal(rows[0].n, 0);
   });
 
+  test('invalid_user is an input refusal: the Idempotency-Key is not spent, the corrected body goes through with it', async () => {
+    const headers = { 'Idempotency-Key': `host-${Date.now()}` };
+    const { user_id: _missing, ...hostless } = event();
+    const refused = await api.post('/calendar/events', { data: hostless }, headers);
+    assert.deepEqual([refused.status, refused.body.error], [422, 'invalid_user']);
+    const made = await api.post('/calendar/events', { data: event() }, headers);
+    assert.equal(made.status, 201, made.text);
+    const replay = await api.post('/calendar/events', { data: event() }, headers);
+    assert.deepEqual([replay.status, replay.headers.get('idempotent-replayed'), replay.body.data.id], [201, 'true', made.body.data.id]);
+  });
+
   test('create_meet applies only when kind is not task: a task reads false, and true again once it is an event', async () => {
     const task = await api.post('/calendar/events', { data: event({ kind: 'task', create_meet: true }) });
     assert.equal(task.status, 201, task.text);

@@ -50,6 +50,9 @@ export const NOT_STORED: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'invalid_json',
   'unsupported_media_type',
   'request_too_large',
+  // The host a body names (a calendar event's or booking link's user_id): missing, or not a member. A
+  // reference in the input, refused like a product's unknown brand id (validation_failed), before any write.
+  'invalid_user',
 ]);
 const REPLAYED_HEADERS = ['content-type', 'location'];
 
