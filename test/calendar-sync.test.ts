@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { CALENDAR_PULL, CALENDAR_PUSH } from '../db/queues.ts';
+import { MAX_PULL_PAGES } from '../worker/jobs/calendar-pull.ts';
 import { GoogleApiError, GoogleCalendarClient } from '../lib/google-calendar.ts';
 import { open } from '../lib/secret-box.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
@@ -154,6 +155,20 @@ describe('calendar sync end to end', () => {
     const status = async () => JSON.parse((await runCli(app, ['calendar', 'status', '--user', member.ownerId, '--json'])).stdout);
     await waitFor(async () => (await status()).last_synced_at, 20_000, 'the first pull');
     assert.ok(google.requests.some((r) => r.method === 'GET' && r.path.endsWith('/events')), 'the calendar was listed');
+  });
+
+  test('a list that never ends stops after MAX_PULL_PAGES pages and says so on the connection', async () => {
+    const member = await seedTenant(app.pool);
+    const status = async () => JSON.parse((await runCli(app, ['calendar', 'status', '--user', member.ownerId, '--json'])).stdout);
+    google.setEndlessLists(true);
+    try {
+      await connect(member.ownerId, 'rt-endless');
+      const seen = await waitFor(async () => (await status()).last_error, 60_000, 'the pull to give up');
+      assert.match(seen, new RegExp(`no terminó en ${MAX_PULL_PAGES} páginas`));
+      assert.equal((await status()).last_synced_at, null);
+    } finally {
+      google.setEndlessLists(false);
+    }
   });
 
   test('an event is pushed with our id as Google’s, updated and deleted there', async () => {

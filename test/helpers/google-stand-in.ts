@@ -62,6 +62,8 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
   const holds: Array<{ method: string; path: RegExp; arrived: () => void; released: Promise<void> }> = [];
   let issued = 0;
   let calendarZone = options.timeZone ?? 'America/Mexico_City';
+  /** Every list page names a next page, past the end too (a list that never ends). */
+  let endlessLists = false;
 
   const googleError = (status: number, reason: string, message: string) => ({ error: { code: status, message, errors: [{ domain: 'global', reason, message }], status: reason } });
   const send = (res: ServerResponse, status: number, body?: unknown) => {
@@ -172,7 +174,7 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
       } else ids = [...events.keys()].filter((k) => events.get(k)!.status !== 'cancelled');
       const size = options.pageSize ?? 2;
       const page = ids.slice(start, start + size).map((k) => events.get(k)!);
-      const more = start + size < ids.length;
+      const more = start + size < ids.length || endlessLists;
       // Every page names the calendar's time zone, as Google's does.
       const timeZone = calendarZone;
       if (more) return send(res, 200, { kind: 'calendar#events', timeZone, items: page, nextPageToken: String(start + size) });
@@ -265,6 +267,10 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
     /** Sync tokens issued so far stop being valid (410 on the next incremental list). */
     invalidateSyncTokens() {
       validSyncTokens.clear();
+    },
+    /** Lists never end: every page names a next one (empty ones past the last event). */
+    setEndlessLists(on: boolean) {
+      endlessLists = on;
     },
     /** The calendar's time zone, named on every list page. */
     setTimeZone(zone: string) {

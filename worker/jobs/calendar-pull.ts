@@ -22,6 +22,8 @@ import type { JobDefinition, WorkerDeps } from './types.ts';
 import { toStorableText, toStorableTextOrNull } from '../../lib/storable-text.ts';
 
 const FULL_SYNC_DAYS = 30;
+/** Pages of one pull (Google's default page holds up to 250 events): beyond it, the pull stops and says so. */
+export const MAX_PULL_PAGES = 1000;
 
 /**
  * An event's start or end. An all-day event's date carries no zone: it is the day in the event's own
@@ -136,7 +138,7 @@ async function pull(deps: WorkerDeps, userId: string): Promise<void> {
   let seen: Set<string> | null = syncToken ? null : new Set();
   const timeMin = new Date(Date.now() - FULL_SYNC_DAYS * 86_400_000).toISOString();
   try {
-    for (let pages = 0; pages < 1000; pages++) {
+    for (let pages = 0; pages < MAX_PULL_PAGES; pages++) {
       let page;
       try {
         page = await withToken(pool, config, client, connection, (token) => client.listEvents(token, connection.calendar_id, { syncToken, pageToken, timeMin }));
@@ -165,6 +167,9 @@ async function pull(deps: WorkerDeps, userId: string): Promise<void> {
       await recordSuccess(pool, userId, page.value.nextSyncToken ?? null);
       return;
     }
+    // Never at its end: said on the connection (`wsctl calendar status`) rather than left silent. What
+    // was read is kept; with no sync token stored, the next pull lists again.
+    await recordError(pool, userId, new Error(`La lista de Google no terminó en ${MAX_PULL_PAGES} páginas; se reintentará en la siguiente sincronización`));
   } catch (error) {
     await recordError(pool, userId, error);
     if (error instanceof GoogleApiError && !error.retryable) return;
