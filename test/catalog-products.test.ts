@@ -37,6 +37,13 @@ describe('products: prices, nested writes, detail, custom properties', () => {
     assert.deepEqual(ok.body.data.prices_cents, { mxn: 15000, usd: 900 });
   });
 
+  test('a PATCH of prices_cents replaces the map whole, on the product and on a variant (docs/catalog.md)', async () => {
+    const made = (await api.post('/products', { data: { ...base, name: 'Precios', prices_cents: { mxn: 1000, usd: 60 }, variants: [{ name: 'V', prices_cents: { usd: 1 } }] } })).body.data;
+    const res = await api.patch(`/products/${made.id}`, { data: { prices_cents: { eur: 50 }, variants: [{ id: made.variants[0].id, prices_cents: { eur: 2 } }] } });
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual([res.body.data.prices_cents, res.body.data.variants[0].prices_cents], [{ eur: 50 }, { eur: 2 }]);
+  });
+
   test('scalar currency and price_cents (product, variant) and component extra_price_cents are refused with 422', async () => {
     const tazas = async () => (await app.pool.query('SELECT count(*)::int AS n FROM products WHERE company_id = $1 AND name = $2', [tenant.companyId, 'Taza'])).rows[0].n;
     const before = await tazas();
