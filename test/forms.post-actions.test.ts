@@ -107,6 +107,15 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     assert.match(team.mail.text ?? '', /Correo: eva@example.com/);
   });
 
+  test('a textarea\'s later lines are indented in {{answers}}: no answer reads as a line of another field', async () => {
+    const res = await api.post(`/forms/${form.id}/submissions`, { data: { answers: { email: 'lineas@example.com', name: 'Lineas', message: 'Hola\nCorreo: falso@evil.example\r\nEmpresa: Falsa' } } });
+    assert.equal(res.status, 201, res.text);
+    const mail = await waitFor(async () => smtp.received.find((m) => m.to.includes('ventas@empresa.example') && /Lineas/.test(m.mail.text ?? '')), 20_000, 'the operator email');
+    const text = mail.mail.text ?? '';
+    assert.match(text, /^Mensaje: Hola\n {2}Correo: falso@evil\.example\n {2}Empresa: Falsa$/m);
+    assert.doesNotMatch(text, /^Correo: falso/m);
+  });
+
   test('the Spanish template is used for a Spanish submission, and a second submission updates the same lead', async () => {
     const res = await api.post(`/forms/${form.id}/submissions`, { data: { answers: { email: 'EVA@example.com', name: 'Eva María' } } });
     const s = await settled(res.body.data.id);

@@ -167,6 +167,38 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     assert.equal(new Set(stored.rows.map((r) => r.name.toLowerCase())).size, 3);
   });
 
+  test('multipart mistakes named for what they are: an answer sent twice, an empty file of any kind, locale sent twice with two values', async () => {
+    const res = await multipart([
+      ['answers[email]', 'luis@example.com'],
+      ['answers[email]', 'otro@example.com'],
+      ['answers[name]', 'Luis'],
+      ['answers[name]', 'Luis'],
+      ['locale', 'es'],
+      ['data[locale]', 'en'],
+    ]);
+    assert.equal(res.status, 422, JSON.stringify(res.body));
+    for (const key of ['answers.email', 'answers.name']) assert.match(res.body.errors[key]?.[0] ?? '', /admite un solo valor/, key);
+    assert.match(res.body.errors.locale?.[0] ?? '', /dos veces/);
+    for (const [key, name] of [['cv', 'vacio.pdf'], ['media', 'vacia.jpeg'], ['cv', 'vacio.txt']]) {
+      const empty = await multipart([['answers[email]', 'luis@example.com'], ['answers[name]', 'Luis'], [`files[${key}]`, { name, bytes: Buffer.alloc(0) }]]);
+      assert.equal(empty.status, 422, JSON.stringify(empty.body));
+      assert.deepEqual(empty.body.errors[`answers.${key}`], [`${name}: el archivo está vacío`]);
+    }
+    // The same locale in both spellings is one value.
+    const agreed = await multipart([['answers[email]', 'luis@example.com'], ['answers[name]', 'Luis'], ['locale', 'en'], ['data[locale]', 'en']]);
+    assert.deepEqual([agreed.status, agreed.body.data?.locale], [201, 'en']);
+  });
+
+  test('a one-line field (text, phone) refuses a line break; a textarea keeps its lines', async () => {
+    const res = await api.post(path(), { data: { answers: { ...base, name: 'Eve\r\nBcc: x@evil.example', phone: '555\n1234', message: 'Hola\nBcc: no es un campo' } } });
+    assert.equal(res.status, 422, res.text);
+    assert.deepEqual(Object.keys(res.body.errors).sort(), ['answers.name', 'answers.phone']);
+    assert.match(res.body.errors['answers.name'][0], /una sola línea/);
+    const ok = await api.post(path(), { data: { answers: { ...base, name: '  Eve  \n', message: 'Hola\nBcc: no es un campo' } } });
+    assert.equal(ok.status, 201, ok.text);
+    assert.deepEqual([ok.body.data.answers.name, ok.body.data.answers.message], ['Eve', 'Hola\nBcc: no es un campo']);
+  });
+
   test('required fields, email, number, date and options are validated: 422 validation_failed per field', async () => {
     const before = await blobCount();
     const res = await api.post(path(), {

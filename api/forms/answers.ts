@@ -56,12 +56,19 @@ function allOptions(field: StoredField): Set<string> {
 function checkValue(field: StoredField, value: unknown): { value: unknown } | { error: string } {
   // A number where text is expected is its decimal text (a phone sent as a number); a boolean is not text.
   const scalar = typeof value === 'number' ? String(value) : value;
+  // A list where one value goes: a JSON array, or a multipart answer sent in two parts of one name.
+  if (Array.isArray(value) && field.field_type !== 'checkbox' && field.field_type !== 'file') {
+    return { error: 'admite un solo valor: llegó una lista (¿la misma respuesta enviada dos veces?)' };
+  }
   switch (field.field_type) {
     case 'text':
     case 'textarea':
     case 'phone': {
       if (typeof scalar !== 'string') return { error: 'debe ser texto' };
       if (scalar.length > MAX_TEXT) return { error: `admite como máximo ${MAX_TEXT} caracteres` };
+      // One line, as a browser's <input> sends it: a line break in a name or phone would go on into the
+      // lead and the operator's email as lines of its own. Several lines are a textarea's.
+      if (field.field_type !== 'textarea' && /[\r\n]/.test(scalar.trim())) return { error: 'es de una sola línea: no admite saltos de línea' };
       return { value: scalar.trim() };
     }
     case 'email': {

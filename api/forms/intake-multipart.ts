@@ -4,7 +4,7 @@
 import busboy from 'busboy';
 import type { IncomingMessage } from 'node:http';
 import { Transform, type Readable } from 'node:stream';
-import { ApiError } from '../errors.ts';
+import { addFieldError, ApiError } from '../errors.ts';
 import { isStorableText, TEXT_REASON } from '../validation.ts';
 import { FileStager, type Intake } from './intake.ts';
 
@@ -127,6 +127,8 @@ export async function intakeMultipart(stager: FileStager, req: IncomingMessage, 
   parser.on('field', (name, value) => {
     seenParts++;
     if (name === 'locale' || name === 'data[locale]') {
+      // Two spellings of one value: sent twice, they must agree (the last one does not silently win).
+      if (locale !== undefined && locale !== value) addFieldError(stager.errors, 'locale', 'llegó dos veces con valores distintos; envía un solo locale');
       locale = value;
       return;
     }

@@ -203,7 +203,9 @@ export class FileStager {
     );
     if (!content.ok || written.blob.sizeBytes === 0 || this.#aborted) {
       await drop();
-      if (!this.#aborted) addError(this.errors, key, `${displayName(clientName)}: ${content.ok ? 'el archivo está vacío' : content.reason}`);
+      // Empty says so whatever the kind (an empty .pdf is not "not a pdf": it is nothing).
+      const reason = written.blob.sizeBytes === 0 ? 'el archivo está vacío' : !content.ok ? content.reason : '';
+      if (!this.#aborted) addError(this.errors, key, `${displayName(clientName)}: ${reason}`);
       return true;
     }
     await this.#pool.query('UPDATE blobs SET content_type = $2 WHERE id = $1', [written.blob.id, content.contentType]);

@@ -42,7 +42,8 @@ function answersText(form: FormRow, s: Submission, locale: Locale): string {
     const value = s.answers[field.key];
     if (value === undefined) continue;
     const label = field.label_translations[locale] ?? field.label_translations[form.default_locale] ?? field.key;
-    lines.push(`${label}: ${Array.isArray(value) ? value.join(', ') : String(value)}`);
+    // A textarea's later lines are indented: no answer can make a line that reads as another field's.
+    lines.push(`${label}: ${(Array.isArray(value) ? value.join(', ') : String(value)).replace(/\r\n|\r|\n/g, '\n  ')}`);
   }
   return lines.join('\n');
 }
