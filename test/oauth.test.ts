@@ -329,6 +329,9 @@ describe('OAuth 2.1 authorization server', () => {
     assert.deepEqual([wrong.status, unknown.status], [401, 401]);
     assert.match(wrong.html, /Correo o contraseña incorrectos/);
     assert.match(unknown.html, /Correo o contraseña incorrectos/);
+    // What was typed is filled in again (only the password is typed again), escaped.
+    assert.match(unknown.html, /<input id="email" name="email" type="email" autocomplete="username" required value="nadie@example.com"/);
+    assert.match((await attempt('"><b>x@example.com', 'mala')).html, /value="&quot;&gt;&lt;b&gt;x@example.com"/);
     // Nine more wrong guesses through the API's sign-in from the same address spend the shared bucket (10 a minute).
     for (let i = 0; i < 9; i++) {
       const res = await fetch(`${app.baseUrl}/user/sessions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': address }, body: JSON.stringify({ data: { email, password: `mala-${i}` } }) });
@@ -661,6 +664,59 @@ describe('OAuth 2.1 authorization server', () => {
     assert.equal(((await noToken.json()) as any).error, 'invalid_request');
     const unknown = await fetch(`${app.url}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'token=service_oat_nope' });
     assert.equal(unknown.status, 200);
+    // A client_id never registered is invalid_client, as at the token endpoint (not "another client's token").
+    const stranger = await fetch(`${app.url}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'token=service_oat_nope&client_id=client_nope' });
+    assert.deepEqual([stranger.status, ((await stranger.json()) as any).error], [401, 'invalid_client']);
+    // Registrations past 20 a minute from one address: 429 with the contract's code for it and Retry-After.
+    const from = { 'content-type': 'application/json', 'x-forwarded-for': '192.0.2.78' };
+    const answers: number[] = [];
+    let limited: Response | undefined;
+    for (let n = 0; n < 21 && !limited; n++) {
+      const res = await fetch(`${app.url}/oauth/register`, { method: 'POST', headers: from, body: JSON.stringify({ redirect_uris: ['https://app.example/cb'] }) });
+      answers.push(res.status);
+      if (res.status === 429) limited = res;
+      else await res.body?.cancel();
+    }
+    assert.deepEqual(answers, [...Array(20).fill(201), 429]);
+    assert.equal(((await limited!.json()) as any).error, 'rate_limited');
+    assert.ok(Number(limited!.headers.get('retry-after')) > 0);
+  });
+
+  test('redirect URIs are compared as written (a loopback one may change its port only); the registered query is kept as written when the code is added', async () => {
+    const client = (await register()).body;
+    const base = { response_type: 'code', client_id: client.client_id, redirect_uri: 'http://127.0.0.1:43210/callback', code_challenge: pkce().challenge, code_challenge_method: 'S256', state: 's' };
+    const page = async (params: URLSearchParams) => {
+      const res = await fetch(`${app.url}/authorize?${params}`, { redirect: 'manual' });
+      return { status: res.status, location: res.headers.get('location'), text: await res.text() };
+    };
+    assert.equal((await page(new URLSearchParams({ ...base, redirect_uri: 'http://127.0.0.1:5555/callback' }))).status, 200, 'another port of the loopback');
+    for (const redirect_uri of [
+      'http://127.0.0.1:5555/a/../callback',
+      'http://127.0.0.1:43210/./callback',
+      'HTTP://127.0.0.1:5555/callback',
+      'http://127.1:5555/callback',
+      'http://2130706433:5555/callback',
+      ' http://127.0.0.1:5555/callback',
+      'http://127.0.0.1:5555\\callback',
+      'http://localhost:5555/callback',
+    ]) {
+      const shown = await page(new URLSearchParams({ ...base, redirect_uri }));
+      assert.deepEqual([shown.status, shown.location], [400, null], redirect_uri);
+      assert.match(shown.text, /no está registrada/, redirect_uri);
+    }
+    const { redirect_uri: _none, ...without } = base;
+    assert.match((await page(new URLSearchParams(without))).text, /Falta la dirección de regreso/);
+    const twice = new URLSearchParams(base);
+    twice.append('redirect_uri', base.redirect_uri);
+    const repeated = await page(twice);
+    assert.deepEqual([repeated.status, repeated.location], [400, null]);
+    assert.match(repeated.text, /más de una vez/);
+    // RFC 6749 §3.1.2: the query of the registered URI is retained as written, the code and state appended.
+    const withQuery = 'https://app.example.com/cb?next=/home&flag&q=a%20b';
+    const own = (await register(withQuery)).body;
+    const location = await authorize(own.client_id, pkce().challenge, { redirect: withQuery });
+    assert.ok(location.href.startsWith(`${withQuery}&code=`), location.href);
+    assert.equal(location.searchParams.get('state'), 'xyz');
   });
 
   test('wsctl oauth grants lists a person’s connections and oauth revoke cuts one at once', async () => {

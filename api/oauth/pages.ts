@@ -33,14 +33,15 @@ export function errorPage(message: string): string {
   return page('No se puede autorizar', `<h1>No se puede autorizar</h1><p class="error" role="alert">${esc(message)}</p>`);
 }
 
-export function signInPage(params: Record<string, string>, csrf: string, clientName: string, error?: string): string {
+/** `email`: what the person typed, filled in again after a refused sign-in (only the password is typed again). */
+export function signInPage(params: Record<string, string>, csrf: string, clientName: string, error?: string, email = ''): string {
   return page(
     'Inicia sesión',
     `<h1>Inicia sesión</h1><p>${isolated(clientName)} quiere acceder a tu empresa.</p>
 <form method="post" action="/authorize">${hidden({ ...params, csrf, step: 'sign-in' })}
 ${error ? `<p class="error" id="signin-error" role="alert">${esc(error)}</p>` : ''}
-<label for="email">Correo</label><input id="email" name="email" type="email" autocomplete="username" required${error ? ' aria-describedby="signin-error"' : ''}>
-<label for="password">Contraseña</label><input id="password" name="password" type="password" autocomplete="current-password" required${error ? ' aria-describedby="signin-error"' : ''}>
+<label for="email">Correo</label><input id="email" name="email" type="email" autocomplete="username" required${email ? ` value="${esc(email)}"` : ''}${error ? ' aria-describedby="signin-error"' : ''}>
+<label for="password">Contraseña</label><input id="password" name="password" type="password" autocomplete="current-password" required${email ? ' autofocus' : ''}${error ? ' aria-describedby="signin-error"' : ''}>
 <button type="submit">Continuar</button></form>`,
   );
 }

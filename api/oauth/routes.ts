@@ -87,21 +87,19 @@ function redirectLabel(redirectUri: string): string {
   return url.host ? `${url.protocol}//${url.host}` : `${url.protocol}${url.pathname}`.slice(0, 200);
 }
 
-/** Exact match, except that a loopback redirect may use any port (RFC 8252). */
+/** A loopback redirect's port, as written (RFC 8252 §7.3: the one part that may vary). */
+const LOOPBACK_PORT = /^(http:\/\/(?:localhost|127\.0\.0\.1|\[::1\]))(?::[1-9][0-9]{0,4})?(?=[/?#]|$)/;
+
+/**
+ * Exact match of the strings, except that a loopback redirect may use any port (RFC 8252 §7.3): the
+ * port is cut from both as written, and nothing else is normalized, so `/a/../cb`, `HTTP://` or
+ * `127.1` are other URIs, as the token endpoint (bound to the string sent here) sees them.
+ */
 function redirectMatches(registered: string[], given: string): boolean {
   if (registered.includes(given)) return true;
-  try {
-    const url = new URL(given);
-    if (url.protocol !== 'http:' || !['localhost', '127.0.0.1', '[::1]'].includes(url.hostname)) return false;
-    url.port = '';
-    return registered.some((r) => {
-      const reg = new URL(r);
-      reg.port = '';
-      return reg.href === url.href;
-    });
-  } catch {
-    return false;
-  }
+  if (!LOOPBACK_PORT.test(given)) return false;
+  const portless = (uri: string) => uri.replace(LOOPBACK_PORT, '$1');
+  return registered.some((r) => LOOPBACK_PORT.test(r) && portless(r) === portless(given));
 }
 
 const AUTHORIZE_PARAMS = ['response_type', 'client_id', 'redirect_uri', 'code_challenge', 'code_challenge_method', 'state', 'scope', 'resource'] as const;
@@ -146,9 +144,15 @@ function sealMatches(formKey: string, params: Record<string, string>, given: unk
 /** RFC 7636 §4.2: an S256 challenge is the base64url SHA-256 of the verifier, 43 characters. */
 const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 
+/**
+ * The redirect URI with `values` added to its query. The registered query is kept as written (RFC 6749
+ * §3.1.2: "MUST be retained"): appended to, never re-serialized (`flag` stays `flag`, `%20` stays).
+ */
 function redirectWith(ctx: ApiContext, redirectUri: string, values: Record<string, string | undefined>): void {
   const url = new URL(redirectUri);
-  for (const [k, v] of Object.entries(values)) if (v !== undefined) url.searchParams.set(k, v);
+  const added = new URLSearchParams(Object.entries(values).filter((entry): entry is [string, string] => entry[1] !== undefined)).toString();
+  const query = url.search.slice(1);
+  url.search = query ? `${query}${query.endsWith('&') ? '' : '&'}${added}` : added;
   ctx.redirect(url.href);
 }
 
@@ -160,7 +164,10 @@ function redirectWith(ctx: ApiContext, redirectUri: string, values: Record<strin
 async function checkRequest(ctx: ApiContext, params: Record<string, string>, repeated: string[]) {
   const client = params.client_id ? await findClient(ctx.deps.pool, params.client_id) : null;
   if (!client) return { page: 'La aplicación no está registrada (client_id desconocido).' } as const;
-  if (!params.redirect_uri || !redirectMatches(client.redirect_uris, params.redirect_uri)) return { page: 'La dirección de regreso (redirect_uri) no está registrada para esta aplicación.' } as const;
+  // Shown on the page, never redirected: without one exact redirect_uri there is nowhere safe to send an error.
+  if (repeated.includes('redirect_uri')) return { page: 'La dirección de regreso (redirect_uri) aparece más de una vez en la solicitud.' } as const;
+  if (!params.redirect_uri) return { page: 'Falta la dirección de regreso (redirect_uri) en la solicitud.' } as const;
+  if (!redirectMatches(client.redirect_uris, params.redirect_uri)) return { page: 'La dirección de regreso (redirect_uri) no está registrada para esta aplicación.' } as const;
   const fail = (error: string, description: string) => ({ redirect: { error, error_description: description } }) as const;
   if (repeated.length) return fail('invalid_request', `${repeated.join(', ')} aparece más de una vez`);
   if (params.response_type !== 'code') return fail('unsupported_response_type', 'response_type debe ser code');
@@ -241,7 +248,8 @@ async function register(ctx: ApiContext): Promise<void> {
   const limit = await ctx.deps.rateLimiter.consume(`oauth-register:${ctx.ip}`, REGISTRATIONS_PER_MINUTE);
   if (!limit.allowed) {
     ctx.set('Retry-After', String(Math.min(60, Math.max(1, limit.resetSeconds))));
-    return oauthError(ctx, 429, 'too_many_requests', 'demasiados registros desde esta dirección; espera un minuto');
+    // The contract's code for 429 (RFC 7591 names none), so a client branching on `error` meets one name.
+    return oauthError(ctx, 429, 'rate_limited', 'demasiados registros desde esta dirección; espera un minuto');
   }
   const input = z
     .object({
@@ -328,7 +336,8 @@ async function authorize(ctx: ApiContext): Promise<void> {
     if (!ok) {
       ctx.status = refused ? 429 : 401;
       if (refused) ctx.set('Retry-After', String(Math.min(60, Math.max(1, refused.resetSeconds))));
-      ctx.body = signInPage(params, String(body.csrf), clientName, refused ? 'Demasiados intentos; espera un minuto.' : 'Correo o contraseña incorrectos.');
+      const typed = typeof body.email === 'string' && isStorableText(body.email) ? body.email.slice(0, 320) : '';
+      ctx.body = signInPage(params, String(body.csrf), clientName, refused ? 'Demasiados intentos; espera un minuto.' : 'Correo o contraseña incorrectos.', typed);
       return;
     }
     const opened = await openSession(ctx.deps.pool, { id: user.id, email });
@@ -428,6 +437,8 @@ async function revoke(ctx: ApiContext): Promise<void> {
   if (typeof sent !== 'string' || !sent) return oauthError(ctx, 400, 'invalid_request', 'token es obligatorio');
   const clientId = (ctx.request.body as Record<string, unknown>).client_id;
   if (clientId !== undefined && typeof clientId !== 'string') return oauthError(ctx, 400, 'invalid_request', 'client_id debe ser un texto');
+  // As at the token endpoint (RFC 6749 §5.2): a client_id never registered here is invalid_client, not "another's token".
+  if (clientId && !(await findClient(ctx.deps.pool, clientId))) return oauthError(ctx, 401, 'invalid_client', 'client_id no está registrado');
   // RFC 7009 §2.1: a token issued to another client is refused; RFC 6749 §5.2 names that invalid_grant.
   if ((await revokeToken(ctx.deps.pool, sent, clientId || undefined)) === 'other_client') {
     return oauthError(ctx, 400, 'invalid_grant', 'el token es de otra aplicación');
