@@ -188,6 +188,10 @@ export function parseQuery<S extends z.ZodType>(schema: S, query: unknown): z.in
   if (issue.message === 'invalid_id') throw new ApiError('invalid_id', `El parámetro ${name} no es un ObjectId válido.`);
   // (issues keep no `input`: whether it is missing is read from the query itself)
   if (issue.code === 'invalid_type' && valueAt(query, issue.path) === undefined) throw new ApiError('invalid_parameter', `Falta el parámetro ${name}, que es obligatorio.`);
+  // `?limit=1&limit=3`: the value is not wrong, there are two of it.
+  if (Array.isArray(valueAt(query, issue.path))) {
+    throw new ApiError('invalid_parameter', `El parámetro ${name} aparece más de una vez: envíalo una sola vez (donde admite varios valores, separados por comas: ${name}=a,b).`);
+  }
   throw new ApiError('invalid_parameter', `El parámetro ${name} no es válido: ${issue.message}`);
 }
 

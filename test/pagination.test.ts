@@ -56,6 +56,12 @@ describe('pagination', () => {
       assert.deepEqual(Object.keys(r.body).sort(), ['error', 'message'], 'exactly {error, message}');
       assert.equal(r.body.message, "El parámetro limit no es válido: debe ser un entero de 1 en adelante, solo dígitos", bad);
     }
+    // Sent twice: 400 saying so, not blaming the values.
+    for (const twice of ['limit=1&limit=3', 'include_total=true&include_total=false']) {
+      const r = await api.get(`/customers?${twice}`);
+      assert.deepEqual([r.status, r.body.error], [400, 'invalid_parameter'], twice);
+      assert.match(r.body.message, /aparece más de una vez/, twice);
+    }
   });
 
   test('starting_after walks the whole collection without gaps or repeats', async () => {

@@ -131,13 +131,17 @@ export function requestMiddleware() {
     let failure: unknown;
     try {
       // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (Node's own answer had no body or headers of ours).
+      // Both refusals close the connection (docs/api.md, 400 invalid_request), as the parser's own do: a
+      // request this malformed says nothing trustworthy about where the next one starts.
       if (ctx.req.httpVersionMajor === 1 && ctx.req.httpVersionMinor >= 1 && ctx.req.headers.host === undefined) {
+        ctx.set('Connection', 'close');
         throw new ApiError('invalid_request', 'Falta la cabecera Host, obligatoria en HTTP/1.1.');
       }
       // RFC 9112 §6.1: chunked is the only transfer coding read here. Node takes `gzip, chunked` and hands
       // on the still-compressed bytes; refused rather than parsed as if plain (Content-Encoding is the way).
       const codings = ctx.req.headers['transfer-encoding'];
       if (codings !== undefined && !/^\s*chunked\s*$/i.test(codings)) {
+        ctx.set('Connection', 'close');
         throw new ApiError('invalid_request', `Transfer-Encoding "${codings.slice(0, 100)}" no se admite: solo chunked (para comprimir, Content-Encoding).`);
       }
       await next();
