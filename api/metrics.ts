@@ -85,21 +85,29 @@ gauge('database_up', 'Whether this scrape read PostgreSQL (0: the series read fr
 const THUMBNAIL_STATUSES = ['pending', 'ready', 'failed'];
 const POST_ACTION_STATUSES = ['pending', 'sending', 'done', 'failed'];
 
-databaseGauge('queue_jobs', 'Jobs waiting in each pg-boss queue', ['queue'], async (g) => {
+// Webhook deliveries are a queue of their own (the dispatcher claims them from webhook_deliveries, no
+// pg-boss job each): reported under the queue name they had, `webhook-delivery`, so dashboards and
+// alerts on the two queue series keep covering them. Waiting: scheduled and not claimed.
+const WEBHOOK_QUEUE = `SELECT 'webhook-delivery' AS name, %s FROM webhook_deliveries
+   WHERE next_attempt_at IS NOT NULL AND status IN ('pending', 'failed') AND (leased_until IS NULL OR leased_until <= now())`;
+
+databaseGauge('queue_jobs', 'Jobs waiting in each pg-boss queue, and webhook deliveries waiting for an attempt (queue="webhook-delivery")', ['queue'], async (g) => {
   g.reset();
   const { rows } = await read<{ name: string; n: number }>(
     `SELECT q.name, count(j.id)::int AS n FROM pgboss.queue q
-       LEFT JOIN pgboss.job j ON j.name = q.name AND j.state IN ('created', 'retry') GROUP BY q.name`,
+       LEFT JOIN pgboss.job j ON j.name = q.name AND j.state IN ('created', 'retry') GROUP BY q.name
+     UNION ALL ${WEBHOOK_QUEUE.replace('%s', 'count(*)::int AS n')}`,
   );
   for (const r of rows) g.set({ queue: r.name }, r.n);
 });
-// Counted from when the job became due (`start_after`), not from when it was made: a retry made at a
-// failure with a 6 h delay is not 6 h late the moment it comes due.
-databaseGauge('queue_oldest_job_age_seconds', 'How long the longest-waiting due job has been due, per pg-boss queue (0 when none is waiting)', ['queue'], async (g) => {
+// Counted from when the job became due (`start_after`, a delivery's `next_attempt_at`), not from when it
+// was made: a retry made at a failure with a 6 h delay is not 6 h late the moment it comes due.
+databaseGauge('queue_oldest_job_age_seconds', 'How long the longest-waiting due job has been due, per queue (0 when none is waiting)', ['queue'], async (g) => {
   g.reset();
   const { rows } = await read<{ name: string; age: number }>(
     `SELECT q.name, coalesce(extract(epoch FROM now() - min(j.start_after)), 0)::float AS age FROM pgboss.queue q
-       LEFT JOIN pgboss.job j ON j.name = q.name AND j.state IN ('created', 'retry') AND j.start_after <= now() GROUP BY q.name`,
+       LEFT JOIN pgboss.job j ON j.name = q.name AND j.state IN ('created', 'retry') AND j.start_after <= now() GROUP BY q.name
+     UNION ALL ${WEBHOOK_QUEUE.replace('%s', 'coalesce(extract(epoch FROM now() - min(next_attempt_at) FILTER (WHERE next_attempt_at <= now())), 0)::float AS age')}`,
   );
   for (const r of rows) g.set({ queue: r.name }, r.age);
 });

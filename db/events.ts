@@ -2,15 +2,14 @@
 // records its event with the same client, inside the same transaction, so a
 // crash never leaves a record without its event or an event without its
 // record. Recording also fans the event out: one webhook delivery per
-// matching active endpoint, and its first attempt's job, in that same
-// transaction and the same statement.
+// matching active endpoint, due at once, in that same transaction and the
+// same statement. The deliveries are the queue: the worker's dispatcher
+// claims the due ones (worker/webhooks/dispatcher.ts).
 import { randomBytes } from 'node:crypto';
 import { objectIdSql } from '../lib/objectid.ts';
 import { WEBHOOK_API_VERSION } from '../lib/version.ts';
-import { MAX_ATTEMPTS } from '../lib/webhook-retry.ts';
+import { HELD_MESSAGE, MAX_ATTEMPTS } from '../lib/webhook-retry.ts';
 import { selectorsOf, type EventName } from '../lib/webhook-events.ts';
-import { JOBS_PARAMETER, type JobSender } from './job-sender.ts';
-import { WEBHOOK_DELIVERY } from './queues.ts';
 import { prepared, type Queryable } from './pool.ts';
 
 export type EventData = { object: string; id: string; metadata?: Record<string, string>; [field: string]: unknown };
@@ -39,129 +38,67 @@ function withMetadata(data: EventData): EventData {
   return data.metadata === undefined || data.metadata === null ? { ...data, metadata: {} } : data;
 }
 
-export async function recordEvent(db: Queryable, jobs: JobSender, companyId: string, name: EventName, data: EventData): Promise<string> {
+/**
+ * Records the event and its deliveries in ONE statement, however many
+ * endpoints (issue 20): a delivery is due from its `next_attempt_at`, and the
+ * dispatcher claims due deliveries from the table itself (no job per attempt).
+ */
+export async function recordEvent(db: Queryable, companyId: string, name: EventName, data: EventData): Promise<string> {
   const id = eventId();
   const createdAt = new Date();
   const full = withMetadata(data);
   const payload = envelope(id, name, createdAt, full);
-  const values = [id, companyId, name, WEBHOOK_API_VERSION, full, payload, createdAt, selectorsOf(name)];
-  const oneStatement = await fanOutStatement(jobs);
-  if (oneStatement) {
-    await db.query(prepared(oneStatement, values));
-    return id;
-  }
-  // pg-boss's insert for the queue cannot be nested (see JobSender.insertStatement): the jobs apart.
-  const { rows } = await db.query<{ id: string; endpoint_id: string }>(prepared(`${EVENT_AND_DELIVERIES} SELECT id, endpoint_id FROM deliveries`, values));
-  await enqueueAttempts(db, jobs, rows.map((row) => ({ deliveryId: row.id, endpointId: row.endpoint_id, attempt: 1 })));
+  await db.query(prepared(EVENT_AND_DELIVERIES, [id, companyId, name, WEBHOOK_API_VERSION, full, payload, createdAt, selectorsOf(name)]));
   return id;
 }
 
-/** The event and a delivery for every active endpoint of the company whose enabled_events select its name. */
+/** The event and a delivery, due at once, for every active endpoint of the company whose enabled_events select its name. */
 const EVENT_AND_DELIVERIES = `WITH event AS (
     INSERT INTO events (id, company_id, name, api_version, data, payload, created_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id
-  ), deliveries AS (
-    INSERT INTO webhook_deliveries (id, company_id, endpoint_id, event_id, event, next_attempt_at, created_at)
-    SELECT ${objectIdSql('$7::timestamptz')}, e.company_id, e.id, (SELECT id FROM event), $3, $7, $7
-      FROM webhook_endpoints e
-     WHERE e.company_id = $2 AND e.active AND e.enabled_events && $8::text[]
-    RETURNING id, endpoint_id
-  )`;
-
-/**
- * One statement per write, however many endpoints (issue 20): the event, its
- * deliveries, and each delivery's first-attempt job, inserted by pg-boss's own
- * statement for the queue fed from the deliveries just inserted. A second
- * statement for the jobs cost a round trip and pg-boss's per-call work on
- * every write that fans out. Null when pg-boss's statement cannot be nested.
- */
-function fanOutStatement(jobs: JobSender): Promise<string | null> {
-  let statement = fanOutStatements.get(jobs);
-  if (!statement) {
-    statement = jobs.insertStatement(WEBHOOK_DELIVERY).then((insertJobs) => {
-      if (!insertJobs) return null;
-      const firstAttempts = `(SELECT coalesce(json_agg(json_build_object(
-           'data', json_build_object('delivery_id', d.id, 'attempt', 1), 'groupId', d.endpoint_id)), '[]'::json)
-         FROM deliveries d)`;
-      return `${EVENT_AND_DELIVERIES}, first_attempts AS (
-         ${insertJobs.replace(JOBS_PARAMETER, () => firstAttempts)}
-       )
-       SELECT count(*)::int AS deliveries FROM deliveries`;
-    });
-    statement.catch(() => fanOutStatements.delete(jobs));
-    fanOutStatements.set(jobs, statement);
-  }
-  return statement;
-}
-
-const fanOutStatements = new WeakMap<JobSender, Promise<string | null>>();
-
-/** Jobs of delivery attempts, in the caller's transaction. */
-export async function enqueueAttempts(
-  db: Queryable,
-  jobs: JobSender,
-  attempts: Array<{ deliveryId: string; endpointId: string; attempt: number; startAfter?: Date }>,
-): Promise<void> {
-  await jobs.insert(
-    db,
-    WEBHOOK_DELIVERY,
-    attempts.map((a) => ({
-      data: { delivery_id: a.deliveryId, attempt: a.attempt },
-      group: { id: a.endpointId },
-      startAfter: a.startAfter,
-      // Retry, expiry and retention come from the queue (db/queues.ts).
-    })),
-  );
-}
+  )
+  INSERT INTO webhook_deliveries (id, company_id, endpoint_id, event_id, event, next_attempt_at, created_at)
+  SELECT ${objectIdSql('$7::timestamptz')}, e.company_id, e.id, (SELECT id FROM event), $3, $7, $7
+    FROM webhook_endpoints e
+   WHERE e.company_id = $2 AND e.active AND e.enabled_events && $8::text[]`;
 
 /**
  * An endpoint switched off (automatically after 20 failures, or paused)
  * makes no further attempts: its waiting deliveries (pending, or failed with
- * a retry due) lose their `next_attempt_at`. Their jobs stay queued: one that
- * comes due while the endpoint is off is written as held (its status kept, no
- * next attempt) and its job dropped; rescheduleAttempts owes it again.
+ * a retry due) lose their `next_attempt_at`, so no claim finds them; one
+ * never attempted says why (HELD_MESSAGE). One in flight is written when its
+ * attempt ends, with no next attempt.
  */
 export async function unscheduleAttempts(db: Queryable, endpointIds: string[]): Promise<void> {
-  await db.query(
-    `UPDATE webhook_deliveries SET next_attempt_at = NULL
-      WHERE endpoint_id = ANY($1::text[]) AND next_attempt_at IS NOT NULL AND status IN ('pending', 'failed')`,
-    [endpointIds],
-  );
+  await db.query(`UPDATE webhook_deliveries SET ${unscheduleSet('$2')} WHERE endpoint_id = ANY($1::text[]) AND ${WAITING}`, [endpointIds, HELD_MESSAGE]);
+}
+
+/** Deliveries waiting for an attempt: pending, or failed with a retry scheduled (claimed ones included). */
+export const WAITING = `next_attempt_at IS NOT NULL AND status IN ('pending', 'failed')`;
+/** What unscheduling writes: no next attempt; one never attempted says why (`message`: the parameter holding HELD_MESSAGE). */
+export function unscheduleSet(message: string): string {
+  return `next_attempt_at = NULL, error_message = CASE WHEN attempts = 0 THEN ${message} ELSE error_message END`;
 }
 
 /**
  * An endpoint switched on again (it was off): nothing it was owed is lost.
  * Every delivery still owed an attempt (pending, or failed with attempts
- * left) is scheduled again: at its queued retry's time when that job is still
- * waiting; at once when its job is being run (an attempt in flight, or one the
- * dispatcher is writing as held: that write locks the endpoint, sees it on,
- * and queues the attempt again, worker/webhooks/dispatcher.ts), with no second
- * job; else at once with a new job for its next attempt (held while the
- * endpoint was off, the failure that shut it off, a retry that came due
- * meanwhile). In the caller's transaction, which holds the endpoint's row;
- * the deliveries are locked in id order, as the dispatcher writes them.
+ * left) is due at once; one whose attempt is in flight (leased) when its
+ * lease ends, so it is not sent a second time meanwhile: the attempt's result
+ * sets its next attempt. In the caller's transaction, which holds the
+ * endpoint's row; the deliveries are locked in id order.
  */
-export async function rescheduleAttempts(db: Queryable, jobs: JobSender, endpointId: string): Promise<void> {
-  const { rows } = await db.query<{ id: string; attempts: number; covered: boolean }>(
-    `WITH queued AS (
-       SELECT j.data->>'delivery_id' AS delivery_id,
-              min(j.start_after) FILTER (WHERE j.state IN ('created', 'retry')) AS queued_at,
-              bool_or(j.state = 'active') AS running
-         FROM pgboss.job j
-        WHERE j.name = $2 AND j.group_id = $1 AND j.state IN ('created', 'retry', 'active')
-        GROUP BY 1
-     ), owed AS (
-       SELECT d.id, d.attempts FROM webhook_deliveries d
-        WHERE d.endpoint_id = $1 AND d.status IN ('pending', 'failed') AND d.attempts < $3
+export async function rescheduleAttempts(db: Queryable, endpointId: string): Promise<void> {
+  await db.query(
+    `WITH owed AS (
+       SELECT d.id FROM webhook_deliveries d
+        WHERE d.endpoint_id = $1 AND d.status IN ('pending', 'failed') AND d.attempts < $2 AND d.next_attempt_at IS NULL
         ORDER BY d.id
           FOR NO KEY UPDATE
      )
-     UPDATE webhook_deliveries d SET next_attempt_at = coalesce(q.queued_at, now()), updated_at = now()
-       FROM owed LEFT JOIN queued q ON q.delivery_id = owed.id
-      WHERE d.id = owed.id
-     RETURNING d.id, d.attempts, (q.queued_at IS NOT NULL OR coalesce(q.running, false)) AS covered`,
-    [endpointId, WEBHOOK_DELIVERY.name, MAX_ATTEMPTS],
+     UPDATE webhook_deliveries d SET next_attempt_at = greatest(now(), d.leased_until),
+            error_message = CASE WHEN d.attempts = 0 THEN NULL ELSE d.error_message END, updated_at = now()
+       FROM owed WHERE d.id = owed.id`,
+    [endpointId, MAX_ATTEMPTS],
   );
-  const unqueued = rows.filter((row) => !row.covered);
-  if (unqueued.length) await enqueueAttempts(db, jobs, unqueued.map((row) => ({ deliveryId: row.id, endpointId, attempt: row.attempts + 1 })));
 }

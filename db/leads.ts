@@ -5,12 +5,10 @@
 import { objectId } from '../lib/objectid.ts';
 import { contactCreatedData, lockContactByEmail } from './contacts.ts';
 import { recordEvent } from './events.ts';
-import type { JobSender } from './job-sender.ts';
 import type { Queryable } from './pool.ts';
 
 export async function matchOrCreateLead(
   db: Queryable,
-  jobs: JobSender,
   companyId: string,
   person: { name: string; email: string; phone?: string | null; source: string },
 ): Promise<{ id: string; created: boolean }> {
@@ -26,6 +24,6 @@ export async function matchOrCreateLead(
     person.phone ?? null,
     person.source,
   ]);
-  await recordEvent(db, jobs, companyId, 'lead.created', contactCreatedData('leads', { id, name: person.name, email }));
+  await recordEvent(db, companyId, 'lead.created', contactCreatedData('leads', { id, name: person.name, email }));
   return { id, created: true };
 }

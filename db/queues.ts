@@ -16,7 +16,6 @@ function queue<Data extends object>(name: string, options: Options): Queue<Data>
 
 export type FormPostActionsJob = { submissionId: string; companyId: string };
 export type ThumbnailJob = { media_id: string };
-export type WebhookDeliveryJob = { delivery_id: string; attempt: number };
 export type HousekeepingJob = Record<string, never>;
 export type CalendarPushJob = { company_id: string; event_id: string; user_id: string; action: 'upsert' | 'delete'; google_event_id: string | null };
 export type CalendarPullJob = { user_id: string };
@@ -48,24 +47,6 @@ export const THUMBNAIL = queue<ThumbnailJob>('thumbnail', {
   retryBackoff: true,
   retryDelayMax: 900,
   expireInSeconds: 300,
-});
-
-/**
- * One job per delivery attempt, grouped by endpoint (pg-boss `group`), so the
- * dispatcher can bound how many attempts one endpoint has in flight across
- * every worker (`groupConcurrency`). The retry schedule of the contract (+1 min,
- * +5 min, +30 min, +2 h, +6 h) is ours, not pg-boss's backoff: a failed attempt
- * inserts the next attempt's job with `startAfter`. pg-boss's own retries only
- * cover a worker that died mid-attempt: its job expires after
- * `expireInSeconds` (an attempt's hard deadline is 15 s) and is fetched again,
- * so the delivery is resent, never lost. Jobs take these options from the
- * queue (pg-boss fills in what a job does not set).
- */
-export const WEBHOOK_DELIVERY = queue<WebhookDeliveryJob>('webhook-delivery', {
-  retryLimit: 10,
-  retryDelay: 5,
-  expireInSeconds: 40,
-  deleteAfterSeconds: 24 * 3600,
 });
 
 /**
@@ -125,4 +106,12 @@ export const PURGE_EXPIRED = queue<HousekeepingJob>('purge-expired', { retryLimi
 export const PURGE_WEBHOOK_HISTORY = queue<HousekeepingJob>('purge-webhook-history', { retryLimit: 3, retryDelay: 60, retryBackoff: true });
 
 /** Every queue, created by both processes at start (pg-boss keeps one definition per name). */
-export const ALL_QUEUES: readonly Queue[] = [INVOICES, RECURRING, BOOKING_EMAILS, CALENDAR_PUSH, CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, FORM_POST_ACTIONS, THUMBNAIL, WEBHOOK_DELIVERY, PURGE_EXPIRED, PURGE_WEBHOOK_HISTORY];
+export const ALL_QUEUES: readonly Queue[] = [INVOICES, RECURRING, BOOKING_EMAILS, CALENDAR_PUSH, CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, FORM_POST_ACTIONS, THUMBNAIL, PURGE_EXPIRED, PURGE_WEBHOOK_HISTORY];
+
+/**
+ * Queues no longer used, deleted at start (createQueues). `webhook-delivery`
+ * held one job per webhook delivery attempt until the deliveries became their
+ * own queue (migration 101, worker/webhooks/dispatcher.ts): its jobs need no
+ * moving, each delivery's `next_attempt_at` already says when it is due.
+ */
+export const RETIRED_QUEUES: readonly string[] = ['webhook-delivery'];

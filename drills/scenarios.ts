@@ -45,18 +45,25 @@ export const workerKill: Drill = {
       worker = startWorkerProcess(ctx);
       const started = Date.now();
       const complete = await until(async () => receivers.every((r) => events.size && [...events].every((id) => r.received.some((x) => x.eventId === id))) || null, 240_000);
+      const receivedAfter = (Date.now() - started) / 1000;
+      // Every delivery recorded: the ones the dead worker had claimed wait for their lease to run out
+      // (40 s), are claimed again and sent again (the duplicates below, same event id).
+      const succeeded = async () =>
+        (await ctx.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE company_id = $1 AND status = 'succeeded'`, [t.companyId])).rows[0].n;
+      const recorded = await until(async () => (await succeeded()) === expected || null, 240_000);
       const missing = receivers.reduce((n, r) => n + [...events].filter((id) => !r.received.some((x) => x.eventId === id)).length, 0);
       const total = seen();
       const duplicates = total - events.size * receivers.length;
       const foreign = receivers.reduce((n, r) => n + r.received.filter((x) => !events.has(x.eventId)).length, 0);
       return {
         name: this.name,
-        did: `${ids.length} customers → ${events.size} events × 3 receivers; worker kill -9 after ${atKill} deliveries; all delivered ${complete ? `${((Date.now() - started) / 1000).toFixed(1)} s after the restart` : 'NOT within 240 s'}`,
+        did: `${ids.length} customers → ${events.size} events × 3 receivers; worker kill -9 after ${atKill} deliveries; all received ${complete ? `${receivedAfter.toFixed(1)} s after the restart` : 'NOT within 240 s'}, all recorded succeeded ${recorded ? `${((Date.now() - started) / 1000).toFixed(1)} s after it` : 'NOT within 240 s'}`,
         findings: [
           // Without these two, a run that wrote no events or killed nothing mid-way would pass the rest.
           finding('events written and recorded', `${EVENTS}`, `${ids.length} written, ${events.size} recorded`, ids.length === EVENTS && events.size === EVENTS),
           finding('deliveries made before the kill', `between 1 and ${expected - 1}`, atKill, atKill > 0 && atKill < expected),
           finding('events lost (event × receiver never delivered)', '0', missing, missing === 0),
+          finding('deliveries recorded succeeded', `${expected}`, await succeeded(), recorded !== null),
           finding('deliveries with an event id not of this run', '0', foreign, foreign === 0),
           finding('duplicates (redelivered after the kill, same event id)', 'reported', duplicates, true),
         ],

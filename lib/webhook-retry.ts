@@ -12,3 +12,6 @@ export const RETRY_DELAYS_SECONDS = [60, 300, 1800, 7200, 21600] as const;
 /** Consecutive failures that switch an endpoint off (contract, Limits). */
 export const SHUT_OFF_AFTER = 20;
 export const SHUT_OFF_REASON = `Desactivado automáticamente tras ${SHUT_OFF_AFTER} entregas fallidas consecutivas`;
+
+/** What a delivery never attempted says while its endpoint is off (no attempt is made until it is switched on). */
+export const HELD_MESSAGE = 'El endpoint está desactivado; la entrega no se intentó';

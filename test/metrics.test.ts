@@ -85,4 +85,30 @@ describe('metrics', () => {
     const age = Number(new RegExp(`^queue_oldest_job_age_seconds\\{queue="${PURGE_EXPIRED.name}"\\} (\\S+)$`, 'm').exec(text)?.[1]);
     assert.ok(age >= 30 && age < 300, `age ${age}`);
   });
+  test('webhook deliveries waiting for an attempt are the queue "webhook-delivery": counted, and aged from when they came due', async () => {
+    // No worker runs in this file: a delivery stays waiting.
+    const t = await seedTenant(app.pool);
+    const api = client(app.baseUrl, t.key);
+    assert.equal((await api.post('/webhook-endpoints', { data: { url: 'https://hooks.example.com/q', enabled_events: ['customer.created'] } })).status, 201);
+    const scrape = async () => {
+      const text = await (await fetch(`${app.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
+      const value = (name: string) => Number(new RegExp(`^${name}\\{queue="webhook-delivery"\\} (\\S+)$`, 'm').exec(text)?.[1]);
+      return { waiting: value('queue_jobs'), age: value('queue_oldest_job_age_seconds') };
+    };
+    const before = await scrape();
+    const created = await api.post('/customers', { data: { name: 'En cola' } });
+    assert.equal(created.status, 201);
+    const { rows } = await app.pool.query(
+      `UPDATE webhook_deliveries SET next_attempt_at = now() - interval '90 seconds', created_at = now() - interval '3 hours'
+        WHERE company_id = $1 RETURNING id`,
+      [t.companyId],
+    );
+    assert.equal(rows.length, 1);
+    const after = await scrape();
+    assert.equal(after.waiting, before.waiting + 1);
+    assert.ok(after.age >= 90 && after.age < 600, `age ${after.age}`);
+    // Claimed (an attempt in flight): no longer waiting.
+    await app.pool.query(`UPDATE webhook_deliveries SET leased_until = now() + interval '40 seconds' WHERE id = $1`, [rows[0].id]);
+    assert.equal((await scrape()).waiting, before.waiting);
+  });
 });

@@ -461,7 +461,7 @@ describe('money', () => {
     // The worker of this file may be running the same series at that moment (busy): asked again until
     // one run has it; whichever did, it makes nothing and ends the series.
     const result = await waitFor(async () => {
-      const run = await transaction(app.pool, (client) => generateDue(client, app.deps.jobs, r.id, '2026-01-10'));
+      const run = await transaction(app.pool, (client) => generateDue(client, r.id, '2026-01-10'));
       return !run.busy && run;
     }, 20_000, 'a run that holds the series');
     assert.deepEqual(result, { made: 0, more: false });
@@ -497,7 +497,7 @@ describe('money', () => {
     assert.equal(done.next_occurrence_on, null);
     assert.ok(done.ended_at);
     // Concurrent runs after the fact make nothing more.
-    const again = await Promise.all([1, 2, 3].map(() => transaction(app.pool, (c) => generateDue(c, app.deps.jobs, r.body.data.id, '2027-12-31'))));
+    const again = await Promise.all([1, 2, 3].map(() => transaction(app.pool, (c) => generateDue(c, r.body.data.id, '2027-12-31'))));
     assert.deepEqual(again, [0, 0, 0].map(() => ({ made: 0, more: false })));
     const { rows } = await app.pool.query(
       `SELECT to_char(recurring_on, 'YYYY-MM-DD') AS on, occurred_at FROM movements WHERE recurring_id = $1 ORDER BY recurring_on`,
@@ -546,12 +546,12 @@ describe('money', () => {
     const r = await api.post('/recurring-transactions', { data: { type: 'income', account_id: a.id, amount_cents: 100, frequency: 'daily', starts_on: '2030-01-01' } });
     assert.equal(r.status, 201, r.text);
     const id = r.body.data.id;
-    const first = await transaction(app.pool, (c) => generateDue(c, app.deps.jobs, id, '2030-01-10', 3));
+    const first = await transaction(app.pool, (c) => generateDue(c, id, '2030-01-10', 3));
     assert.deepEqual(first, { made: 3, more: true });
     // The batch committed and released the row: switching it off is answered at once.
     const off = await api.patch(`/recurring-transactions/${id}`, { data: { active: false } });
     assert.equal(off.status, 200, off.text);
-    const next = await transaction(app.pool, (c) => generateDue(c, app.deps.jobs, id, '2030-01-10', 3));
+    const next = await transaction(app.pool, (c) => generateDue(c, id, '2030-01-10', 3));
     assert.deepEqual(next, { made: 0, more: false }, 'switched off: nothing more is made');
     const { rows } = await app.pool.query('SELECT count(*)::int AS n FROM movements WHERE recurring_id = $1', [id]);
     assert.equal(rows[0].n, 3);
@@ -639,7 +639,7 @@ describe('money', () => {
       await holder.query('SELECT 1 FROM recurring_transactions WHERE id = $1 FOR UPDATE', [id]);
       // Held, the series is busy to a run (not finished: it once answered "nothing more" and the
       // catch-up stopped until the next run, up to 15 minutes later).
-      assert.deepEqual(await transaction(app.pool, (c) => generateDue(c, app.deps.jobs, id)), { made: 0, more: true, busy: true });
+      assert.deepEqual(await transaction(app.pool, (c) => generateDue(c, id)), { made: 0, more: true, busy: true });
       // The hold ends when the catch-up has met it; the catch-up asks again and finishes.
       let met = 0;
       const release = async () => {

@@ -348,7 +348,7 @@ describe('races between a write and a change of what it relies on', () => {
     // The catch-up gets as far as March 2 and waits; then a paid income dated March 1 and paid March 3
     // takes March 3's cash row and waits for March 1's renta row, which the catch-up would hold had it
     // written March 1 already (it would then want March 3's cash row: a cycle, one of them a 40P01).
-    const catchUp = transaction(app.pool, (c) => generateDue(c, app.deps.jobs, series.body.data.id, '2026-03-03')).then((r) => r, (e: { code?: string }) => e.code ?? 'failed');
+    const catchUp = transaction(app.pool, (c) => generateDue(c, series.body.data.id, '2026-03-03')).then((r) => r, (e: { code?: string }) => e.code ?? 'failed');
     await waitFor(async () => (await waiting('transactionid')) > idle, 10_000, 'the catch-up to wait');
     const paid = api.post('/incomes', { data: { account_id: account.id, amount_cents: 1_000, category: 'renta', occurred_at: '2026-03-01T18:00:00Z', paid_at: '2026-03-03T18:00:00Z' } });
     await waitFor(async () => (await waiting('transactionid')) > idle + 1, 10_000, 'the paid income to wait');

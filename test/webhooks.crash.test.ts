@@ -1,13 +1,12 @@
 // At-least-once delivery across a worker crash: a worker process killed with
-// SIGKILL in the middle of an attempt leaves its pg-boss job active; the job
-// expires (WEBHOOK_DELIVERY.options.expireInSeconds) and another worker sends
-// the delivery again, with the same event id. Slow by nature (about 45 s): it
-// waits out the real expiry rather than faking it.
+// SIGKILL in the middle of an attempt leaves its delivery claimed; the claim's
+// lease (LEASE_SECONDS) runs out, the delivery is due again, and another
+// worker sends it again, with the same event id. Slow by nature (about 45 s):
+// it waits out the real lease rather than faking it.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { WEBHOOK_DELIVERY } from '../db/queues.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
 import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
 import { startReceiver, verifySignature, type Receiver } from './helpers/receiver.ts';
@@ -53,11 +52,11 @@ describe('webhook delivery survives kill -9 of the worker mid-attempt', () => {
 
     const [d] = (await api.get(`/webhook-endpoints/${ep.id}/deliveries`)).body.data;
     assert.equal(d.status, 'pending', 'nothing was recorded by the dead worker');
-    const { rows } = await app.pool.query(`SELECT state FROM pgboss.job WHERE name = $1 AND data->>'delivery_id' = $2`, [WEBHOOK_DELIVERY.name, d.id]);
-    assert.deepEqual(rows.map((r) => r.state), ['active'], 'its job is still claimed by the dead worker');
+    const { rows } = await app.pool.query(`SELECT leased_until > now() AS claimed, next_attempt_at <= now() AS due FROM webhook_deliveries WHERE id = $1`, [d.id]);
+    assert.deepEqual({ ...rows[0] }, { claimed: true, due: true }, 'due, but leased by the dead worker until its lease runs out');
 
-    // A surviving worker, with pg-boss's monitor every second so the expiry is noticed promptly.
-    worker = await startWorker(app.config, app.pool, app.databaseUrl, { boss: { monitorIntervalSeconds: 1, superviseIntervalSeconds: 1, schedule: false } });
+    // A surviving worker.
+    worker = await startWorker(app.config, app.pool, app.databaseUrl, { boss: { schedule: false } });
     const settled = await waitFor(async () => {
       const one = (await api.get(`/webhook-endpoints/${ep.id}/deliveries/${d.id}`)).body.data;
       return one.status === 'succeeded' && one;

@@ -1,12 +1,12 @@
 // Webhook delivery end to end: writes through the REST API, the real worker
-// (pg-boss + the dispatcher), and a real HTTP receiver that checks every
-// signature with its own HMAC code. Retry timing is advanced through pg-boss's
-// schedule (the next attempt's job `start_after`), never by sleeping minutes.
+// (the dispatcher claiming due deliveries), and a real HTTP receiver that
+// checks every signature with its own HMAC code. Retry timing is advanced by
+// moving a delivery's `next_attempt_at` (what the claim reads), never by
+// sleeping minutes.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { replayDelivery, updateEndpoint } from '../api/routes/webhook-endpoint-queries.ts';
+import { replayDelivery } from '../api/routes/webhook-endpoint-queries.ts';
 import { transaction, type Pool } from '../db/pool.ts';
-import { WEBHOOK_DELIVERY } from '../db/queues.ts';
 import { purgeWebhookHistory } from '../worker/jobs/purge-webhook-history.ts';
 import { DEFAULT_DISPATCHER_OPTIONS } from '../worker/webhooks/dispatcher.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
@@ -39,19 +39,17 @@ function failedWithRetry(api: Api, endpointId: string) {
   }, 15_000, 'a failed delivery with its retry scheduled');
 }
 
-/** The queued job of a delivery's next attempt, as pg-boss holds it. */
-async function nextJob(pool: Pool, deliveryId: string) {
-  const { rows } = await pool.query(
-    `SELECT id, start_after, data FROM pgboss.job WHERE name = 'webhook-delivery' AND data->>'delivery_id' = $1 AND state = 'created'`,
-    [deliveryId],
-  );
-  return rows;
+/** When a delivery's next attempt is scheduled, as the dispatcher's claim reads it (null: none; not while claimed). */
+async function scheduledAt(pool: Pool, deliveryId: string): Promise<Date | null> {
+  const { rows } = await pool.query(`SELECT next_attempt_at, leased_until FROM webhook_deliveries WHERE id = $1`, [deliveryId]);
+  assert.equal(rows[0].leased_until, null, 'not claimed');
+  return rows[0].next_attempt_at;
 }
 
 /** Moves the next attempt's scheduled time to now: the worker picks it up at once. */
 async function advance(pool: Pool, deliveryId: string): Promise<void> {
   const { rowCount } = await pool.query(
-    `UPDATE pgboss.job SET start_after = now() WHERE name = 'webhook-delivery' AND data->>'delivery_id' = $1 AND state = 'created'`,
+    `UPDATE webhook_deliveries SET next_attempt_at = now() WHERE id = $1 AND next_attempt_at IS NOT NULL AND leased_until IS NULL`,
     [deliveryId],
   );
   assert.equal(rowCount, 1, 'one scheduled attempt to advance');
@@ -201,10 +199,7 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
       const requestAt = receiver.at('/retry')[attempt - 1].at;
       const delay = (Date.parse(last.next_attempt_at) - requestAt) / 1000;
       assert.ok(Math.abs(delay - RETRY_SCHEDULE_SECONDS[attempt - 1]) < 5, `attempt ${attempt + 1} is scheduled ${RETRY_SCHEDULE_SECONDS[attempt - 1]} s later (got ${delay})`);
-      const jobs = await nextJob(app.pool, last.id);
-      assert.equal(jobs.length, 1, 'exactly one queued job for the next attempt');
-      assert.equal(new Date(jobs[0].start_after).toISOString(), last.next_attempt_at, 'pg-boss holds the job until next_attempt_at');
-      assert.equal(jobs[0].data.attempt, attempt + 1);
+      assert.equal((await scheduledAt(app.pool, last.id))?.toISOString(), last.next_attempt_at, 'due at next_attempt_at, not before');
 
       assert.equal(receiver.at('/retry').length, attempt, 'nothing is sent before its time');
       await advance(app.pool, last.id);
@@ -226,7 +221,7 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     assert.equal(last.next_attempt_at, null);
     assert.equal(last.response_body, 'fallo 6');
     assert.match(last.error_message, /500/);
-    assert.equal((await nextJob(app.pool, last.id)).length, 0, 'no attempt after the sixth');
+    assert.equal(await scheduledAt(app.pool, last.id), null, 'no attempt after the sixth');
     const failed = await api.get(`/webhook-endpoints/${ep.id}/deliveries?status=exhausted`);
     assert.equal(failed.body.data.length, 1);
     const health = (await api.get(`/webhook-endpoints/${ep.id}`)).body.data;
@@ -296,16 +291,17 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     // No further attempts (contract): no delivery shows one once the endpoint is off…
     const { body: list } = await api.get(`/webhook-endpoints/${ep.id}/deliveries?limit=100`);
     assert.deepEqual(list.data.filter((d: any) => d.next_attempt_at !== null).map((d: any) => d.id), []);
-    // …and the retries already queued come due: nothing is sent to a disabled endpoint.
-    const queued: string[] = [];
-    for (const d of list.data) if ((await nextJob(app.pool, d.id)).length) queued.push(d.id);
-    assert.ok(queued.length > 0, 'retries were queued when the endpoint went off');
-    for (const id of queued) await advance(app.pool, id);
-    await waitFor(async () => {
-      for (const id of queued) if ((await nextJob(app.pool, id)).length) return false;
-      return true;
-    }, 10_000, 'the queued retries to come due and be held');
+    // …and none is claimed even when its time has come: the claim only reads endpoints that are on.
+    // (Set due by hand here; a sentinel endpoint of the same company, claimed by the same statement
+    // that would have taken them, shows the claim ran.)
+    await app.pool.query(`UPDATE webhook_deliveries SET next_attempt_at = now() - interval '1 second' WHERE endpoint_id = $1`, [ep.id]);
+    const sentinel = await endpoint(api, '/shutoff-sentinel', ['lead.created']);
+    await api.post('/leads', { data: { name: 'Centinela', email: 'centinela@example.com' } });
+    await waitFor(async () => (await onlyDelivery(api, sentinel.id)).status === 'succeeded', 10_000, 'the sentinel delivered');
+    const claimed = await app.pool.query(`SELECT id FROM webhook_deliveries WHERE endpoint_id = $1 AND leased_until IS NOT NULL`, [ep.id]);
+    assert.equal(claimed.rowCount, 0, 'nothing of the disabled endpoint was claimed');
     assert.equal(receiver.at('/shutoff').length, 20, 'no attempt after the shut-off');
+    await app.pool.query(`UPDATE webhook_deliveries SET next_attempt_at = NULL WHERE endpoint_id = $1`, [ep.id]);
     const held = (await api.get(`/webhook-endpoints/${ep.id}/deliveries?limit=100`)).body.data;
     assert.ok(held.every((d: any) => d.status === 'failed' && d.attempts === 1));
 
@@ -353,88 +349,27 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     assert.ok(verifySignature(got.headers['x-service-signature'], got.body, ep.secret), 'the secret survived the pause');
   });
 
-  test('a pause leaves no delivery showing a next attempt; resumed before the retry is due, it shows again and is made', async () => {
+  test('a pause leaves no delivery showing a next attempt; resumed before the retry is due, the retry is made at once', async () => {
     const { api } = await tenant();
     receiver.on('/pause-retry', () => ({ status: 503 }));
     const ep = await endpoint(api, '/pause-retry', ['customer.created']);
     await api.post('/customers', { data: { name: 'Reintento' } });
     const failed = await failedWithRetry(api, ep.id);
-    assert.ok(Date.parse(failed.next_attempt_at) > Date.now());
+    assert.ok(Date.parse(failed.next_attempt_at) > Date.now() + 30_000, 'the retry is a minute away');
     assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: false } })).status, 200);
-    assert.equal((await onlyDelivery(api, ep.id)).next_attempt_at, null);
-    // Resumed while the retry is still queued: it shows again, and it is made.
+    const paused = await onlyDelivery(api, ep.id);
+    assert.equal(paused.next_attempt_at, null);
+    assert.deepEqual([paused.status, paused.response_status, paused.error_message], ['failed', 503, failed.error_message], 'the last outcome is kept');
+    // Resumed: what it was owed is due at once (docs/webhooks.md), not at the retry's old time.
     receiver.on('/pause-retry', () => ({ status: 200 }));
-    assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: true } })).status, 200);
-    const resumed = await onlyDelivery(api, ep.id);
-    assert.equal(Date.parse(resumed.next_attempt_at), Date.parse(failed.next_attempt_at));
-    await advance(app.pool, failed.id);
-    await waitFor(async () => (await onlyDelivery(api, ep.id)).status === 'succeeded', 15_000, 'the retry made after the resume');
-  });
-
-  test('a retry that comes due while the endpoint is paused is held, and made at once when it is switched on', async () => {
-    const { api } = await tenant();
-    let answer = 503;
-    receiver.on('/pause-due', () => ({ status: answer }));
-    const ep = await endpoint(api, '/pause-due', ['customer.created']);
-    await api.post('/customers', { data: { name: 'Vence en pausa' } });
-    const failed = await failedWithRetry(api, ep.id);
-    assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: false } })).status, 200);
-    await advance(app.pool, failed.id);
-    await waitFor(async () => (await nextJob(app.pool, failed.id)).length === 0 && (await onlyDelivery(api, ep.id)).next_attempt_at === null, 10_000, 'the retry to come due and be held');
-    const held = await onlyDelivery(api, ep.id);
-    assert.deepEqual([held.status, held.attempts, held.next_attempt_at], ['failed', 1, null]);
-    // The last attempt's outcome stays as it was: holding the retry attempted nothing.
-    assert.deepEqual([held.response_status, held.error_message], [failed.response_status, failed.error_message]);
-    assert.equal(held.response_status, 503);
-    assert.equal(receiver.at('/pause-due').length, 1, 'nothing sent while paused');
-    answer = 200;
     const before = Date.now();
     assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: true } })).status, 200);
-    const owed = await onlyDelivery(api, ep.id);
-    assert.ok(owed.next_attempt_at && Date.parse(owed.next_attempt_at) <= Date.now() + 1000 && Date.parse(owed.next_attempt_at) >= before - 1000, 'scheduled at once');
     const done = await waitFor(async () => {
       const d = await onlyDelivery(api, ep.id);
       return d.status === 'succeeded' && d;
-    }, 15_000, 'the held retry made after the switch-on');
+    }, 15_000, 'the retry made after the resume');
     assert.equal(done.attempts, 2);
-    const [first, second] = receiver.at('/pause-due');
-    assert.equal(JSON.parse(second.body).id, JSON.parse(first.body).id, 'the same event id');
-  });
-
-  test('switched on while the dispatcher holds one of its retries: the held write waits for the switch, sees it on, and the attempt is made', async () => {
-    const t = await tenant();
-    const { api } = t;
-    let answer = 503;
-    receiver.on('/switch-race', () => ({ status: answer }));
-    const ep = await endpoint(api, '/switch-race', ['customer.created']);
-    await api.post('/customers', { data: { name: 'Carrera' } });
-    const failed = await failedWithRetry(api, ep.id);
-    assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: false } })).status, 200);
-    answer = 200;
-    // The switch-on, in a transaction kept open: it counts on the queued retry (no new job) and holds the endpoint.
-    const open = await app.pool.connect();
-    try {
-      await open.query('BEGIN');
-      await updateEndpoint(open, app.deps.jobs, t.companyId, ep.id, { active: true });
-      // The retry comes due now: the dispatcher fetches it, reads the endpoint as still off (not committed),
-      // and its write of the held result waits for the endpoint's row.
-      await advance(app.pool, failed.id);
-      await waitFor(async () => {
-        const { rows } = await app.pool.query(
-          `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM webhook_endpoints WHERE id = ANY%FOR NO KEY UPDATE%'`,
-        );
-        return rows.length > 0;
-      }, 10_000, 'the dispatcher waiting on the endpoint row');
-      await open.query('COMMIT');
-    } finally {
-      open.release();
-    }
-    const done = await waitFor(async () => {
-      const d = await onlyDelivery(api, ep.id);
-      return d.status === 'succeeded' && d;
-    }, 15_000, 'the attempt made after the switch-on');
-    assert.equal(done.attempts, 2);
-    assert.equal(receiver.at('/switch-race').length, 2, 'one failure, one success: not held, not sent twice');
+    assert.ok(receiver.at('/pause-retry')[1].at >= before, 'made after the resume');
   });
 
   test('paused and switched on while an attempt is in flight: that attempt is not sent a second time', async () => {
@@ -450,8 +385,6 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
       return one.status === 'succeeded' && one;
     }, 15_000, 'the in-flight attempt recorded');
     assert.equal(d.attempts, 1);
-    const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND data->>'delivery_id' = $2`, [WEBHOOK_DELIVERY.name, d.id]);
-    assert.equal(rows[0].n, 0, 'no second job was queued for it');
     assert.equal(receiver.at('/in-flight').length, 1, 'sent once');
   });
 
@@ -508,12 +441,14 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     const bound = DEFAULT_DISPATCHER_OPTIONS.perEndpoint;
     await waitFor(() => receiver.at('/slow').length >= bound, 10_000, 'the stalled endpoint filling its bound');
     assert.equal(receiver.at('/slow').length, bound, `exactly the per-endpoint bound (${bound}) of attempts in flight to the stalled endpoint`);
-    // The bound is held in the queue itself: the endpoint's other jobs wait there, not fetched.
+    // The bound is held by the claim: the endpoint's other deliveries wait, due and unclaimed.
     const { rows } = await app.pool.query(
-      `SELECT state::text, count(*)::int AS n FROM pgboss.job WHERE name = $1 AND group_id = $2 GROUP BY state ORDER BY state`,
-      [WEBHOOK_DELIVERY.name, slow.id],
+      `SELECT count(*) FILTER (WHERE leased_until > now())::int AS claimed,
+              count(*) FILTER (WHERE leased_until IS NULL AND next_attempt_at <= now())::int AS waiting
+         FROM webhook_deliveries WHERE endpoint_id = $1`,
+      [slow.id],
     );
-    assert.deepEqual(rows, [{ state: 'active', n: bound }, { state: 'created', n: events - bound }]);
+    assert.deepEqual({ ...rows[0] }, { claimed: bound, waiting: events - bound });
     assert.equal(receiver.at('/slow').length, bound);
   });
 
@@ -525,7 +460,7 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
       const one = await onlyDelivery(api, ep.id);
       return one.status === 'succeeded' && one;
     }, 10_000, 'the original delivery');
-    const replay = await transaction(app.pool, (db) => replayDelivery(db, app.deps.jobs, companyId, original.id));
+    const replay = await transaction(app.pool, (db) => replayDelivery(db, companyId, original.id));
     assert.notEqual(replay!.id, original.id);
     await waitFor(() => receiver.at('/replay').length === 2, 10_000, 'the replay');
     const [first, second] = receiver.at('/replay');
@@ -533,6 +468,27 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     assert.equal(second.headers['x-service-event-id'], first.headers['x-service-event-id']);
     assert.equal(second.headers['x-service-delivery'], `${replay!.id}-1`);
     assert.ok(verifySignature(second.headers['x-service-signature'], second.body, ep.secret));
+  });
+
+  test('a replay to a paused endpoint is held (no next attempt, saying why) and sent when the endpoint is switched on', async () => {
+    const { api, companyId } = await tenant();
+    const ep = await endpoint(api, '/replay-paused');
+    await api.post('/customers', { data: { name: 'Repetir en pausa' } });
+    const original = await waitFor(async () => {
+      const one = await onlyDelivery(api, ep.id);
+      return one.status === 'succeeded' && one;
+    }, 10_000, 'the original delivery');
+    assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: false } })).status, 200);
+    const replay = await transaction(app.pool, (db) => replayDelivery(db, companyId, original.id));
+    assert.deepEqual([replay!.status, replay!.attempts, replay!.next_attempt_at], ['pending', 0, null]);
+    assert.equal(replay!.error_message, 'El endpoint está desactivado; la entrega no se intentó');
+    assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: true } })).status, 200);
+    const sent = await waitFor(async () => {
+      const d = await delivery(api, ep.id, replay!.id);
+      return d.status === 'succeeded' && d;
+    }, 10_000, 'the held replay sent after the switch-on');
+    assert.equal(sent.error_message, null);
+    assert.equal(receiver.at('/replay-paused').length, 2);
   });
 
   test('history older than 30 days is purged with its events; newer history stays', async () => {
@@ -565,7 +521,7 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     }, 10_000, 'the delivery');
     await app.pool.query(`UPDATE webhook_deliveries SET created_at = now() - interval '31 days' WHERE id = $1`, [original.id]);
     await app.pool.query(`UPDATE events SET created_at = now() - interval '31 days' WHERE id = $1`, [original.event_id]);
-    const replay = await transaction(app.pool, (db) => replayDelivery(db, app.deps.jobs, companyId, original.id));
+    const replay = await transaction(app.pool, (db) => replayDelivery(db, companyId, original.id));
     await purgeWebhookHistory(app.pool);
     assert.equal((await api.get(`/webhook-endpoints/${ep.id}/deliveries/${original.id}`)).status, 404, 'the old delivery goes');
     assert.equal((await api.get(`/webhook-endpoints/${ep.id}/deliveries/${replay!.id}`)).status, 200, 'the replay stays');

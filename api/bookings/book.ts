@@ -159,7 +159,7 @@ export async function createBooking(
     const start = new Date(input.startsAt).getTime();
     await lockHost(client, link.user_id);
     await judgeSlot(client, link, start);
-    const lead = await matchOrCreateLead(client, deps.jobs, companyId, { ...input.booker, source: 'reserva' });
+    const lead = await matchOrCreateLead(client, companyId, { ...input.booker, source: 'reserva' });
     const id = objectId();
     const eventId = objectId();
     const end = start + link.duration_minutes * MINUTE;

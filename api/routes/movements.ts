@@ -162,7 +162,7 @@ export function movementRoutes(direction: Direction): RouteDef[] {
           if (data.paid_at && Date.parse(data.paid_at) < Date.parse(data.occurred_at)) throw validationFailed({ paid_at: ['no puede ser anterior a occurred_at'] });
           assertDueAfter(data.due_on, data.occurred_at, zone);
           await assertOpen(client, companyId, zone, [data.occurred_at, status === 'paid' ? (data.paid_at ?? data.occurred_at) : null]);
-          return insertMovement(client, ctx.deps.jobs, companyId, zone, { ...(data as any), direction, account, status, metadata }).catch(refTaken);
+          return insertMovement(client, companyId, zone, { ...(data as any), direction, account, status, metadata }).catch(refTaken);
         }, withPayments);
         return { data: saved };
       },
@@ -260,7 +260,7 @@ export function movementRoutes(direction: Direction): RouteDef[] {
               throw error;
             });
           }
-          await removeMovement(client, ctx.deps.jobs, zone, m);
+          await removeMovement(client, zone, m);
         });
         return undefined;
       },
@@ -292,7 +292,7 @@ export function movementRoutes(direction: Direction): RouteDef[] {
           const paidAt = data.paid_at ?? new Date().toISOString();
           if (Date.parse(paidAt) < new Date(m.occurred_at).getTime()) throw validationFailed({ paid_at: ['no puede ser anterior a occurred_at'] });
           await assertOpen(client, companyId, zone, [paidAt]);
-          return addPayment(client, ctx.deps.jobs, zone, m, { account_id: account.id, amount_cents: data.amount_cents, paid_at: paidAt });
+          return addPayment(client, zone, m, { account_id: account.id, amount_cents: data.amount_cents, paid_at: paidAt });
         }, withPayments);
         return { data: saved };
       },

@@ -144,7 +144,7 @@ export const recurringRoutes: RouteDef[] = [
           metadata,
         });
         const row = (await findRecurring(client, companyId, id))!;
-        await recordEvent(client, ctx.deps.jobs, companyId, 'recurring.created', recurringEventData(row));
+        await recordEvent(client, companyId, 'recurring.created', recurringEventData(row));
         // Occurrences already due (starts_on today or earlier) are made by the worker now, not at its next round.
         await ctx.deps.jobs.send(client, RECURRING, { recurring_id: id });
         return row;
@@ -206,8 +206,8 @@ export const recurringRoutes: RouteDef[] = [
         // Nothing to change (`{}`, or `active: false` again on a series already over): answered as it is.
         if (entries.length) await updateRecurringColumns(client, companyId, r.id, entries);
         const after = (await findRecurring(client, companyId, r.id))!;
-        if (deactivating) await recordEvent(client, ctx.deps.jobs, companyId, 'recurring.deactivated', recurringEventData(after));
-        if (ending) await recordEvent(client, ctx.deps.jobs, companyId, 'recurring.ended', recurringEventData(after));
+        if (deactivating) await recordEvent(client, companyId, 'recurring.deactivated', recurringEventData(after));
+        if (ending) await recordEvent(client, companyId, 'recurring.ended', recurringEventData(after));
         return after;
       });
       return { data: serializeRecurring(row) };
@@ -233,7 +233,7 @@ export const recurringRoutes: RouteDef[] = [
         await deleteRecurring(client, companyId, params.id);
         // Receivers learn that it stopped, as with active: false (an ended or switched-off one already told them).
         if (series.active) {
-          await recordEvent(client, ctx.deps.jobs, companyId, 'recurring.deactivated', recurringEventData({ ...series, active: false, next_occurrence_on: null }, { deleted: true }));
+          await recordEvent(client, companyId, 'recurring.deactivated', recurringEventData({ ...series, active: false, next_occurrence_on: null }, { deleted: true }));
         }
       });
       return undefined;

@@ -116,7 +116,7 @@ export const saleRoutes: RouteDef[] = [
         }
         const occurredAt = data.occurred_at ?? new Date().toISOString();
         await assertOpen(client, companyId, zone, [occurredAt]);
-        return insertSale(client, ctx.deps.jobs, companyId, zone, {
+        return insertSale(client, companyId, zone, {
           customer_id: data.customer_id ?? null,
           currency: data.currency,
           occurred_at: occurredAt,
@@ -260,7 +260,7 @@ export const saleRoutes: RouteDef[] = [
         const first = await firstPaymentAt(client, companyId, sale.id);
         if (first && Date.parse(refundedAt) < first.getTime()) throw validationFailed({ refunded_at: [`no puede ser anterior al primer pago de la venta (${first.toISOString()})`] });
         await assertOpen(client, companyId, zone, [refundedAt]);
-        return addRefund(client, ctx.deps.jobs, zone, sale, { account_id: account.id, amount_cents: data.amount_cents, reason: data.reason ?? null, refunded_at: refundedAt });
+        return addRefund(client, zone, sale, { account_id: account.id, amount_cents: data.amount_cents, reason: data.reason ?? null, refunded_at: refundedAt });
       }, serializeSale);
       return { data: saved };
     },

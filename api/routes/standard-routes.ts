@@ -104,7 +104,7 @@ export function standardRoutes<Row extends BaseRow, Read extends z.ZodType>(spec
       handler: async (ctx, { data, companyId, db }) => {
         const row = await transaction(db, async (client) => {
           const created = await insertRow<Row>(client, spec, companyId, columns(spec, data, null));
-          if (spec.createdEvent) await recordEvent(client, ctx.deps.jobs, companyId, spec.createdEvent.name, spec.createdEvent.data(created));
+          if (spec.createdEvent) await recordEvent(client, companyId, spec.createdEvent.name, spec.createdEvent.data(created));
           return created;
         });
         return { data: spec.serialize(row) };

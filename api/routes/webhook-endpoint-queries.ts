@@ -1,13 +1,12 @@
 // Webhook endpoints and deliveries: queries and serializers shared by the REST
 // routes (api/routes/webhook-endpoints.ts) and the admin procedures (wsctl).
 // Every query is scoped by company; callers pass the pool or a transaction.
-import { enqueueAttempts } from '../../db/events.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { iso } from '../../db/timestamps.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { newWebhookSecret } from '../../lib/webhook-signature.ts';
-import type { JobSender } from '../../db/job-sender.ts';
 import { rescheduleAttempts, unscheduleAttempts } from '../../db/events.ts';
+import { HELD_MESSAGE } from '../../lib/webhook-retry.ts';
 
 export type EndpointRow = {
   id: string;
@@ -133,7 +132,6 @@ export async function findEndpoint(db: Queryable, companyId: string | null, id: 
  */
 export async function updateEndpoint(
   db: Queryable,
-  jobs: JobSender,
   companyId: string,
   id: string,
   input: { url?: string; description?: string | null; enabled_events?: string[]; active?: boolean },
@@ -164,7 +162,7 @@ export async function updateEndpoint(
   );
   if (rows[0] && input.active === false) await unscheduleAttempts(db, [id]);
   // Switched on (it was off, paused or shut off): every delivery still owed an attempt is scheduled again.
-  if (rows[0] && input.active === true && !before[0].active) await rescheduleAttempts(db, jobs, id);
+  if (rows[0] && input.active === true && !before[0].active) await rescheduleAttempts(db, id);
   return rows[0] ?? null;
 }
 
@@ -219,16 +217,17 @@ export async function findDelivery(db: Queryable, companyId: string | null, id: 
  * event id and body (a receiver de-duplicating by event id sees a repeat),
  * attempted at once and signed with the endpoint's current secret.
  */
-export async function replayDelivery(db: Queryable, jobs: JobSender, companyId: string | null, id: string): Promise<DeliveryRow | null> {
+export async function replayDelivery(db: Queryable, companyId: string | null, id: string): Promise<DeliveryRow | null> {
+  // To an endpoint that is off: held, as its other waiting deliveries (no next attempt until it is switched on).
   const { rows } = await db.query<DeliveryRow>(
-    `INSERT INTO webhook_deliveries (id, company_id, endpoint_id, event_id, event, next_attempt_at)
-     SELECT $3, d.company_id, d.endpoint_id, d.event_id, d.event, now()
-       FROM webhook_deliveries d WHERE d.id = $1 AND ($2::text IS NULL OR d.company_id = $2)
+    `INSERT INTO webhook_deliveries (id, company_id, endpoint_id, event_id, event, next_attempt_at, error_message)
+     SELECT $3, d.company_id, d.endpoint_id, d.event_id, d.event, CASE WHEN e.active THEN now() END, CASE WHEN NOT e.active THEN $4 END
+       FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+      WHERE d.id = $1 AND ($2::text IS NULL OR d.company_id = $2)
      RETURNING *`,
-    [id, companyId, objectId()],
+    [id, companyId, objectId(), HELD_MESSAGE],
   );
   const created = rows[0];
   if (!created) return null;
-  await enqueueAttempts(db, jobs, [{ deliveryId: created.id, endpointId: created.endpoint_id, attempt: 1 }]);
   return findDelivery(db, null, created.id);
 }

@@ -201,7 +201,7 @@ function routes(prefix: string, session?: Permission): RouteDef[] {
       handler: async (ctx, { params, data, companyId, db }) => {
         if (data.url !== undefined) await acceptableUrl(ctx, data.url);
         // One transaction: a pause and the unscheduling of its deliveries' retries, a switch-on and their new jobs.
-        const row = await transaction(db, (client) => updateEndpoint(client, ctx.deps.jobs, companyId, params.id, data));
+        const row = await transaction(db, (client) => updateEndpoint(client, companyId, params.id, data));
         if (!row) throw new ApiError('not_found');
         return { data: serializeEndpoint(row) };
       },

@@ -3,8 +3,8 @@
 // prints one JSON line: { count, seconds, rate, cpuUsPerItem, latency } (latency
 // of one send() or one POST, ms).
 //
-// - `enqueue`: bare pg-boss `send()` of one job per event, the job the
-//   fan-out inserts (same queue options, a group per endpoint), from
+// - `enqueue`: bare pg-boss `send()` of one small job per event (a group per
+//   endpoint, as the fan-out inserted one per delivery before migration 101), from
 //   `concurrency` loops over a pg-boss pool of `poolMax`. No HTTP, no
 //   transaction, no event row: the most a process can enqueue.
 // - `deliver`: undici POSTs of real envelopes (read from the events table)
@@ -20,7 +20,6 @@ import { Agent, request } from 'undici';
 import { signatureHeader } from '../../lib/webhook-signature.ts';
 import { API_VERSION } from '../../lib/version.ts';
 import { attemptDelivery, READ_TIMEOUT_MS } from '../../worker/webhooks/attempt.ts';
-import { WEBHOOK_DELIVERY } from '../../db/queues.ts';
 
 type FloorConfig =
   | { mode: 'enqueue'; databaseUrl: string; count: number; concurrency: number; poolMax: number; groups: string[] }
@@ -35,6 +34,9 @@ type FloorConfig =
     };
 
 const config = JSON.parse(process.env.BENCH_FLOOR ?? '{}') as FloorConfig;
+
+/** The options the retired `webhook-delivery` queue had: the floor stays comparable across sessions. */
+const QUEUE_OPTIONS = { retryLimit: 10, retryDelay: 5, expireInSeconds: 40, deleteAfterSeconds: 24 * 3600 };
 
 /** Runs `total` items over `loops` concurrent loops; returns seconds and CPU µs per item. */
 async function timed(total: number, loops: number, item: (n: number) => Promise<void>) {
@@ -65,10 +67,10 @@ async function enqueue(c: Extract<FloorConfig, { mode: 'enqueue' }>) {
   boss.on('error', (error) => process.stderr.write(`pg-boss (floor): ${error}\n`));
   await boss.start();
   const queue = `bench-enqueue-floor-${randomBytes(3).toString('hex')}`;
-  await boss.createQueue(queue, WEBHOOK_DELIVERY.options);
+  await boss.createQueue(queue, QUEUE_OPTIONS);
   const send = (n: number) =>
     boss
-      .send(queue, { delivery_id: `floor_${n}`, attempt: 1 }, { ...WEBHOOK_DELIVERY.options, group: { id: c.groups[n % c.groups.length] } })
+      .send(queue, { delivery_id: `floor_${n}`, attempt: 1 }, { ...QUEUE_OPTIONS, group: { id: c.groups[n % c.groups.length] } })
       .then(() => {});
   try {
     await timed(Math.min(500, c.count), c.concurrency, send); // warm-up: JIT, pool connections, plans

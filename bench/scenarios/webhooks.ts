@@ -13,7 +13,7 @@
 //    check (pg-boss's first queue lookup needs a second connection of the
 //    pool the write's transaction holds; see the check's label).
 // 1. e2e: EVENTS customers created through the API (each event, its three
-//    deliveries and their jobs in the write's transaction) with the worker
+//    deliveries in the write's transaction) with the worker
 //    running; deliveries/s from the first request to the last receipt.
 // 3. latency: events at half the event rate of (1) for LATENCY_SECONDS, open
 //    loop; commit→receipt = receipt time − the envelope's created_at (taken
@@ -34,8 +34,7 @@
 // `--profile`: CPU profile of each drain's worker, summarized in the notes;
 // BENCH_WEBHOOK_VARIANTS: JSON list of {label, dispatcher?, boss?} (startWorker
 // options), each drained from a fresh backlog after the default;
-// BENCH_WEBHOOK_QUEUE: JSON queue options merged into WEBHOOK_DELIVERY.options
-// when the queue is created (e.g. {"partition":true}); BENCH_WEBHOOK_DEFER_VERSION=1
+// BENCH_WEBHOOK_DEFER_VERSION=1
 // ends the run with an A/B of API events/s (worker stopped) with
 // customers_version as a plain AFTER row trigger and as a deferred constraint
 // trigger (migration 041: the collection_versions row lock taken at COMMIT
@@ -60,8 +59,7 @@ import { recordEvent } from '../../db/events.ts';
 import { migrate } from '../../db/migrate.ts';
 import { createPool, transaction, type Pool } from '../../db/pool.ts';
 import { createBoss } from '../../db/boss.ts';
-import { WEBHOOK_DELIVERY } from '../../db/queues.ts';
-import { createQueues, senderFor, type JobSender } from '../../db/job-sender.ts';
+import { createQueues } from '../../db/job-sender.ts';
 import { DEFAULT_DISPATCHER_OPTIONS } from '../../worker/webhooks/dispatcher.ts';
 import type { WorkerOptions } from '../../worker/worker.ts';
 import { BENCH_RATE_LIMIT, profileFlags } from '../lib/app.ts';
@@ -77,7 +75,6 @@ const BACKLOG = env('BENCH_WEBHOOK_BACKLOG', 50_000);
 const LATENCY_SECONDS = env('BENCH_WEBHOOK_LATENCY_SECONDS', 20);
 const FLOOR_DELIVERIES = env('BENCH_WEBHOOK_FLOOR_DELIVERIES', 30_000);
 const VARIANTS = JSON.parse(process.env.BENCH_WEBHOOK_VARIANTS || '[]') as Array<WorkerOptions & { label: string }>;
-const QUEUE_OPTIONS = JSON.parse(process.env.BENCH_WEBHOOK_QUEUE || '{}') as Record<string, unknown>;
 const DIAG = process.env.BENCH_WEBHOOK_DIAG === '1';
 const DEFER_VERSION = process.env.BENCH_WEBHOOK_DEFER_VERSION === '1';
 const EXPERIMENT_SQL = process.env.BENCH_WEBHOOK_SQL || '';
@@ -190,18 +187,18 @@ async function pacedEvents(c: Client, rate: number, seconds: number, cap: number
 
 /**
  * Backlog events without HTTP: the product's recordEvent (event row, one
- * delivery per endpoint, their jobs) in a transaction per event, as the API
+ * delivery per endpoint) in a transaction per event, as the API
  * does it minus the customer row. The API alone would take over a minute for
  * 16,667 events (every write of a company waits on one collection_versions
  * row, see the e2e figures), and the drain does not care how its rows came.
  */
-async function recordEvents(pool: Pool, jobs: JobSender, companyId: string, count: number, loops: number): Promise<{ ok: number; seconds: number }> {
+async function recordEvents(pool: Pool, companyId: string, count: number, loops: number): Promise<{ ok: number; seconds: number }> {
   let next = 0;
   const started = performance.now();
   await Promise.all(Array.from({ length: loops }, async () => {
     while (next < count) {
       const n = next++;
-      await transaction(pool, (db) => recordEvent(db, jobs, companyId, 'customer.created', { object: 'customer', id: `bench${String(n).padStart(20, '0')}`, name: `Bench Cliente ${n}`, email: null }));
+      await transaction(pool, (db) => recordEvent(db, companyId, 'customer.created', { object: 'customer', id: `bench${String(n).padStart(20, '0')}`, name: `Bench Cliente ${n}`, email: null }));
     }
   }));
   return { ok: count, seconds: (performance.now() - started) / 1000 };
@@ -440,7 +437,6 @@ export const webhooks: Scenario = {
       await migrate(pool);
       const boss = createBoss(databaseUrl, { supervise: false, schedule: false });
       await boss.start();
-      await boss.createQueue(WEBHOOK_DELIVERY.name, { ...WEBHOOK_DELIVERY.options, ...QUEUE_OPTIONS });
       if (EXPERIMENT_SQL) await pool.query(EXPERIMENT_SQL);
       await createQueues(boss);
       await boss.stop({ graceful: false });
@@ -491,7 +487,7 @@ export const webhooks: Scenario = {
       };
       log(`  web ${web.url}, receivers ${receivers.urls.join(' ')}, database ${dbName}, ${concurrency} API connections, PG_POOL_MAX ${ctx.options.poolMax}`);
       note(`processes: web = node api/server.ts, worker = bench/lib/worker-process.ts (worker/main.ts + options), ${RECEIVERS} receivers in one process, floors in their own; the bench process is the API client (${concurrency} connections)`);
-      note(`dispatcher options: ${JSON.stringify(DEFAULT_DISPATCHER_OPTIONS)}; queue ${JSON.stringify({ ...WEBHOOK_DELIVERY.options, ...QUEUE_OPTIONS })}`);
+      note(`dispatcher options: ${JSON.stringify(DEFAULT_DISPATCHER_OPTIONS)}`);
       if (EXPERIMENT_SQL) note(`EXPERIMENT, schema changed in this run's database: ${EXPERIMENT_SQL}`);
 
       // 5. (run last, or alone with BENCH_WEBHOOK_ONLY=fanout) Two new companies for the A/B, one with
@@ -579,11 +575,8 @@ export const webhooks: Scenario = {
       worker = null;
 
       // 2. Backlog drain: the default options, then each variant, each from a fresh backlog.
-      const directBoss = createBoss(databaseUrl, { supervise: false, schedule: false, max: 8 });
-      await directBoss.start();
       const directPool = createPool(databaseUrl, 8);
-      cleanups.push(() => directPool.end(), () => directBoss.stop({ graceful: false }));
-      const direct = { jobs: senderFor(directBoss), pool: directPool };
+      cleanups.push(() => directPool.end());
       const drain = async (options: WorkerOptions, label: string, apiEvents: number) => {
         const events = Math.ceil(BACKLOG / RECEIVERS);
         await stmts?.reset();
@@ -591,7 +584,7 @@ export const webhooks: Scenario = {
         const fill = await createEvents(api, Math.min(apiEvents, events), concurrency);
         const fillEnd = sampleCpu(sources);
         if (fill.errors) note(`backlog fill (${label}): ${fill.errors} API errors, first: ${fill.firstError}`);
-        const rest = await recordEvents(direct.pool, direct.jobs, companyId, events - fill.ok, 8);
+        const rest = await recordEvents(directPool, companyId, events - fill.ok, 8);
         log(`  backlog ${label}: ${fill.ok} events through the API, ${rest.ok} through recordEvent in ${rest.seconds.toFixed(1)} s`);
         const expected = (fill.ok + rest.ok) * RECEIVERS;
         const { rows: [pending] } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE company_id = $1 AND status = 'pending'`, [companyId]);
@@ -599,11 +592,10 @@ export const webhooks: Scenario = {
         await stmts?.report(`fill ${label}`, log);
         await stmts?.reset();
         // The state a real backlog builds up in (minutes of a receiver being down, autovacuum running
-        // every minute): the dead rows the earlier phases left in pg-boss's job table vacuumed, the
-        // fill's dirty pages written. Straight after the end-to-end phase's churn, before autovacuum
+        // every minute): the dead rows the earlier phases left vacuumed, the fill's dirty pages written. Straight after the end-to-end phase's churn, before autovacuum
         // has caught up, the first drain ran at 1.6-3.0k/s against 4.0k for the same options later in
         // the same run (fetches twice as slow); BENCH_WEBHOOK_NO_VACUUM=1 measures that state.
-        if (!NO_VACUUM) await pool.query('VACUUM ANALYZE pgboss.job_common, webhook_deliveries, events');
+        if (!NO_VACUUM) await pool.query('VACUUM ANALYZE webhook_deliveries, events, webhook_endpoints');
         await pool.query('CHECKPOINT').catch(() => {});
         await resetReceivers(receivers);
         const b = sampleCpu(sources);

@@ -4,7 +4,6 @@
 // the recurring worker calls these too.
 import { objectId } from '../../lib/objectid.ts';
 import { recordEvent } from '../events.ts';
-import type { JobSender } from '../job-sender.ts';
 import type { Queryable } from '../pool.ts';
 import { iso, type Timestamp } from '../timestamps.ts';
 import { movementEntries, paymentEntries, post, undo, type Entry } from './ledger.ts';
@@ -97,7 +96,6 @@ export function incomeEventData(m: MovementRow, extra: Record<string, unknown> =
  */
 async function insertPayment(
   db: Queryable,
-  jobs: JobSender,
   zone: string,
   m: MovementRow,
   payment: { account_id: string; amount_cents: number; paid_at: string | Date },
@@ -125,12 +123,12 @@ async function insertPayment(
   const updated = rows[0];
   await beforePaidEvent?.(updated);
   if (updated.direction === 'income') {
-    await recordEvent(db, jobs, m.company_id, 'income.paid', incomeEventData(updated, { payment_cents: payment.amount_cents, paid_at: new Date(payment.paid_at).toISOString() }));
+    await recordEvent(db, m.company_id, 'income.paid', incomeEventData(updated, { payment_cents: payment.amount_cents, paid_at: new Date(payment.paid_at).toISOString() }));
   }
   return updated;
 }
 
-export async function insertMovement(db: Queryable, jobs: JobSender, companyId: string, zone: string, m: NewMovement): Promise<MovementRow> {
+export async function insertMovement(db: Queryable, companyId: string, zone: string, m: NewMovement): Promise<MovementRow> {
   const id = objectId();
   const { rows } = await db.query<MovementRow>(
     `INSERT INTO movements (id, company_id, direction, account_id, amount_cents, currency, occurred_at, category, description, customer_id,
@@ -161,27 +159,27 @@ export async function insertMovement(db: Queryable, jobs: JobSender, companyId: 
   const row = rows[0];
   // income.created carries the state the income was registered in: paid (then its income.paid) or on credit.
   const created = (registered: MovementRow) =>
-    registered.direction === 'income' ? recordEvent(db, jobs, companyId, 'income.created', incomeEventData(registered)) : Promise.resolve();
+    registered.direction === 'income' ? recordEvent(db, companyId, 'income.created', incomeEventData(registered)) : Promise.resolve();
   if (m.status !== 'paid') {
     await post(db, companyId, movementEntries(row, zone));
     await created(row);
     return row;
   }
   const payment = { account_id: m.account.id, amount_cents: m.amount_cents, paid_at: m.paid_at ?? m.occurred_at };
-  return insertPayment(db, jobs, zone, row, payment, created, movementEntries(row, zone));
+  return insertPayment(db, zone, row, payment, created, movementEntries(row, zone));
 }
 
 /** A payment of a pending income or expense (partial or the rest); the caller checked the amount fits. */
-export function addPayment(db: Queryable, jobs: JobSender, zone: string, m: MovementRow, payment: { account_id: string; amount_cents: number; paid_at: string | Date }): Promise<MovementRow> {
-  return insertPayment(db, jobs, zone, m, payment);
+export function addPayment(db: Queryable, zone: string, m: MovementRow, payment: { account_id: string; amount_cents: number; paid_at: string | Date }): Promise<MovementRow> {
+  return insertPayment(db, zone, m, payment);
 }
 
 /** Undoes a movement: its ledger entries and its payments'; the row goes (payments cascade). */
-export async function removeMovement(db: Queryable, jobs: JobSender, zone: string, m: MovementRow): Promise<void> {
+export async function removeMovement(db: Queryable, zone: string, m: MovementRow): Promise<void> {
   const payments = await paymentsOf(db, m.id);
   await post(db, m.company_id, [...movementEntries(m, zone), ...payments.flatMap((p) => paymentEntries(m, p, zone))], -1);
   await db.query('DELETE FROM movements WHERE company_id = $1 AND id = $2', [m.company_id, m.id]);
-  if (m.direction === 'income') await recordEvent(db, jobs, m.company_id, 'income.deleted', incomeEventData(m));
+  if (m.direction === 'income') await recordEvent(db, m.company_id, 'income.deleted', incomeEventData(m));
 }
 
 /** Applies field changes: the result lines move with the amount, date or category. */

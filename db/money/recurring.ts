@@ -10,7 +10,6 @@
 // due date).
 import { Temporal } from 'temporal-polyfill';
 import { recordEvent } from '../events.ts';
-import type { JobSender } from '../job-sender.ts';
 import type { Client, Queryable } from '../pool.ts';
 import { iso, type Timestamp } from '../timestamps.ts';
 import { companyZoneForWrite } from '../companies.ts';
@@ -110,7 +109,6 @@ export const OCCURRENCES_PER_TRANSACTION = 200;
  */
 export async function generateDue(
   db: Client,
-  jobs: JobSender,
   recurringId: string,
   today: string | null = null,
   limit = OCCURRENCES_PER_TRANSACTION,
@@ -137,7 +135,7 @@ export async function generateDue(
         RETURNING *, to_char(starts_on, 'YYYY-MM-DD') AS starts_on, to_char(ends_on, 'YYYY-MM-DD') AS ends_on, to_char(next_occurrence_on, 'YYYY-MM-DD') AS next_occurrence_on`,
       [r.id],
     );
-    await recordEvent(db, jobs, r.company_id, 'recurring.deactivated', recurringEventData(stopped[0]));
+    await recordEvent(db, r.company_id, 'recurring.deactivated', recurringEventData(stopped[0]));
     return { made: 0, more: false };
   }
   // The series' customer, if still a customer of the company (held against deletion until this commits):
@@ -157,7 +155,7 @@ export async function generateDue(
       const exists = await db.query('SELECT 1 FROM movements WHERE recurring_id = $1 AND recurring_on = $2', [r.id, on]);
       if (!exists.rowCount) {
         const occurredAt = await occurrenceInstant(db, r.company_id, zone, on);
-        await insertMovement(db, jobs, r.company_id, zone, {
+        await insertMovement(db, r.company_id, zone, {
           direction: r.direction,
           account,
           amount_cents: Number(r.amount_cents),
@@ -182,8 +180,8 @@ export async function generateDue(
         [r.id, count, next, next !== null],
       );
       r = updated.rows[0];
-      await recordEvent(db, jobs, r.company_id, 'recurring.occurrence_created', recurringEventData(r, { recurring_occurrence_on: on }));
-      if (!next) await recordEvent(db, jobs, r.company_id, 'recurring.ended', recurringEventData(r));
+      await recordEvent(db, r.company_id, 'recurring.occurrence_created', recurringEventData(r, { recurring_occurrence_on: on }));
+      if (!next) await recordEvent(db, r.company_id, 'recurring.ended', recurringEventData(r));
     }
     return { made, more: false };
   });

@@ -78,7 +78,7 @@ export type NewSale = {
   metadata: Record<string, string>;
 };
 
-export async function insertSale(db: Queryable, jobs: JobSender, companyId: string, zone: string, sale: NewSale): Promise<SaleRow> {
+export async function insertSale(db: Queryable, companyId: string, zone: string, sale: NewSale): Promise<SaleRow> {
   const { rows } = await db.query<SaleRow>(
     `INSERT INTO sales (id, company_id, customer_id, currency, occurred_at, prices_include_vat, payment_terms, line_items, subtotal_cents, tax_cents,
                         total_cents, status, description, metadata, settled_at)
@@ -101,10 +101,10 @@ export async function insertSale(db: Queryable, jobs: JobSender, companyId: stri
     ],
   );
   await post(db, companyId, saleEntries(rows[0], zone));
-  await recordEvent(db, jobs, companyId, 'sale.created', saleEventData(rows[0]));
+  await recordEvent(db, companyId, 'sale.created', saleEventData(rows[0]));
   // A sale of total 0 (free items) is settled from the start: its one sale.paid follows its sale.created,
   // as a paid income's income.paid follows its income.created.
-  if (rows[0].status === 'paid') await recordEvent(db, jobs, companyId, 'sale.paid', saleEventData(rows[0]));
+  if (rows[0].status === 'paid') await recordEvent(db, companyId, 'sale.paid', saleEventData(rows[0]));
   return rows[0];
 }
 
@@ -125,7 +125,7 @@ export async function addSalePayment(
   sale: SaleRow,
   payment: { account: { id: string; currency: string }; amount_cents: number; paid_at: string; payment_form?: string },
 ): Promise<SaleRow> {
-  const income = await insertMovement(db, jobs, sale.company_id, zone, {
+  const income = await insertMovement(db, sale.company_id, zone, {
     direction: 'income',
     account: payment.account,
     amount_cents: payment.amount_cents,
@@ -145,14 +145,13 @@ export async function addSalePayment(
   const paid = Number(sale.paid_cents) + payment.amount_cents;
   const settles = paid >= Number(sale.total_cents) && sale.settled_at === null;
   const updated = await setAmounts(db, sale, paid, Number(sale.refunded_cents), settles);
-  if (settles) await recordEvent(db, jobs, sale.company_id, 'sale.paid', saleEventData(updated));
+  if (settles) await recordEvent(db, sale.company_id, 'sale.paid', saleEventData(updated));
   return updated;
 }
 
 /** A refund of a (locked) sale out of an account; the caller checked the amount against what was paid and not refunded. */
 export async function addRefund(
   db: Queryable,
-  jobs: JobSender,
   zone: string,
   sale: SaleRow,
   refund: { account_id: string; amount_cents: number; reason: string | null; refunded_at: string },
@@ -169,7 +168,7 @@ export async function addRefund(
   ]);
   await post(db, sale.company_id, refundEntries(sale, refund, zone));
   const updated = await setAmounts(db, sale, Number(sale.paid_cents), Number(sale.refunded_cents) + refund.amount_cents, false);
-  await recordEvent(db, jobs, sale.company_id, 'sale.refunded', saleEventData(updated, { refund_id: id, refund_cents: refund.amount_cents, reason: refund.reason ?? null }));
+  await recordEvent(db, sale.company_id, 'sale.refunded', saleEventData(updated, { refund_id: id, refund_cents: refund.amount_cents, reason: refund.reason ?? null }));
   return updated;
 }
 

@@ -86,7 +86,7 @@ async function stamp(deps: WorkerDeps, id: string): Promise<void> {
     );
     const stamped = rows[0];
     if (!stamped) return;
-    await recordEvent(client, jobs, stamped.company_id, 'invoice.emitted', await eventData(client, stamped));
+    await recordEvent(client, stamped.company_id, 'invoice.emitted', await eventData(client, stamped));
     await enqueueComplementsOwed(client, jobs, stamped);
     if (stamped.substitutes_id) {
       // The old invoice is cancelled with motive 01, naming this one.
@@ -96,7 +96,7 @@ async function stamp(deps: WorkerDeps, id: string): Promise<void> {
         [stamped.substitutes_id, stamped.id, stamped.uuid],
       );
       if (old[0]) {
-        await recordEvent(client, jobs, stamped.company_id, 'invoice.substituted', await eventData(client, stamped, { substituted_uuid: old[0].uuid, substituted_id: old[0].id }));
+        await recordEvent(client, stamped.company_id, 'invoice.substituted', await eventData(client, stamped, { substituted_uuid: old[0].uuid, substituted_id: old[0].id }));
         await jobs.send(client, INVOICES, { action: 'cancel', invoice_id: old[0].id });
       }
     }
@@ -137,7 +137,7 @@ async function cancel(deps: WorkerDeps, id: string, poll: boolean): Promise<void
   }
   await transaction(pool, async (client) => {
     const { rows } = await client.query<Invoice>(`UPDATE invoices SET status = 'cancelled', cancelled_at = now(), updated_at = now() WHERE id = $1 AND status = 'cancellation_pending' RETURNING *`, [id]);
-    if (rows[0]) await recordEvent(client, jobs, rows[0].company_id, 'invoice.cancelled', await eventData(client, rows[0], { motive: rows[0].cancellation_motive }));
+    if (rows[0]) await recordEvent(client, rows[0].company_id, 'invoice.cancelled', await eventData(client, rows[0], { motive: rows[0].cancellation_motive }));
   });
 }
 
@@ -200,7 +200,7 @@ async function complement(deps: WorkerDeps, id: string): Promise<void> {
       [id, result.provider_id, result.uuid, new Date(result.stamped_at), result.xml],
     );
     if (rowCount) {
-      await recordEvent(client, jobs, invoice.company_id, 'invoice.payment_complement_added', await eventData(client, invoice, { complement_id: id, complement_uuid: result.uuid, payment_cents: Number(c.amount_cents), installment: c.installment }));
+      await recordEvent(client, invoice.company_id, 'invoice.payment_complement_added', await eventData(client, invoice, { complement_id: id, complement_uuid: result.uuid, payment_cents: Number(c.amount_cents), installment: c.installment }));
     }
   });
 }

@@ -41,7 +41,7 @@ export async function catchUp(
     for (const id of pending) {
       let result;
       try {
-        result = await transaction(deps.pool, (client) => generateDue(client, deps.jobs, id));
+        result = await transaction(deps.pool, (client) => generateDue(client, id));
       } catch (error) {
         // One series that cannot be written is left for the next pass, logged; it never holds back
         // the series after it (of this company or any other).

@@ -50,7 +50,7 @@ export const deliveryRouter = router({
     return serializeDelivery(row, { full: true });
   }),
   replay: adminProcedure.input(z.object({ id })).mutation(async ({ ctx, input }) => {
-    const row = await transaction(ctx.deps.pool, (db) => replayDelivery(db, ctx.deps.jobs, null, input.id));
+    const row = await transaction(ctx.deps.pool, (db) => replayDelivery(db, null, input.id));
     if (!row) throw new ApiError('not_found', `Delivery ${input.id} not found`);
     return serializeDelivery(row, { full: true });
   }),
