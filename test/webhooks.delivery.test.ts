@@ -435,20 +435,20 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     receiver.on('/slow', () => ({ hang: true }));
     const slow = await endpoint(api, '/slow');
     await endpoint(api, '/fast');
-    const events = DEFAULT_DISPATCHER_OPTIONS.perEndpoint + 20;
+    const { perEndpoint: bound, prefetch } = DEFAULT_DISPATCHER_OPTIONS;
+    const events = bound + prefetch + 20;
     for (let i = 0; i < events; i++) await api.post('/customers', { data: { name: `Cliente ${i}` } });
     await waitFor(() => receiver.at('/fast').length === events, 10_000, 'every delivery to the fast endpoint, not held back by the stalled one');
-    const bound = DEFAULT_DISPATCHER_OPTIONS.perEndpoint;
     await waitFor(() => receiver.at('/slow').length >= bound, 10_000, 'the stalled endpoint filling its bound');
     assert.equal(receiver.at('/slow').length, bound, `exactly the per-endpoint bound (${bound}) of attempts in flight to the stalled endpoint`);
-    // The bound is held by the claim: the endpoint's other deliveries wait, due and unclaimed.
+    // The bound is held by the claim: the bound in flight, the prefetch claimed ahead, the rest due and unclaimed.
     const { rows } = await app.pool.query(
       `SELECT count(*) FILTER (WHERE leased_until > now())::int AS claimed,
               count(*) FILTER (WHERE leased_until IS NULL AND next_attempt_at <= now())::int AS waiting
          FROM webhook_deliveries WHERE endpoint_id = $1`,
       [slow.id],
     );
-    assert.deepEqual({ ...rows[0] }, { claimed: bound, waiting: events - bound });
+    assert.deepEqual({ ...rows[0] }, { claimed: bound + prefetch, waiting: events - bound - prefetch });
     assert.equal(receiver.at('/slow').length, bound);
   });
 

@@ -34,6 +34,12 @@ import { attemptDelivery, ATTEMPT_DEADLINE_MS, READ_TIMEOUT_MS, type AttemptOutc
 export type DispatcherOptions = {
   maxInFlight: number;
   perEndpoint: number;
+  /**
+   * Deliveries claimed ahead per endpoint, beyond what is in flight: when an
+   * attempt ends the next one starts at once, without waiting for a claim's
+   * round trip (the cycle of a slot was its POST plus the claim).
+   */
+  prefetch: number;
   /** How often every active endpoint is looked at. Bounds commit→send latency of new work. */
   idlePollMs: number;
   /** How long a claim waits for more attempts to end before it claims for their endpoints. */
@@ -47,7 +53,7 @@ export type DispatcherOptions = {
  * receivers, docs/bench.md). 64 concurrent requests is as much as we ask of
  * one customer's server from one worker process.
  */
-export const DEFAULT_DISPATCHER_OPTIONS: DispatcherOptions = { maxInFlight: 512, perEndpoint: 64, idlePollMs: 100, claimMs: 1, flushMs: 5, flushSize: 256 };
+export const DEFAULT_DISPATCHER_OPTIONS: DispatcherOptions = { maxInFlight: 512, perEndpoint: 64, prefetch: 16, idlePollMs: 100, claimMs: 1, flushMs: 5, flushSize: 256 };
 
 /**
  * How long a claimed delivery stays claimed: an attempt's hard deadline
@@ -109,6 +115,9 @@ export class WebhookDispatcher {
   /** Attempts in flight (POST not ended), in all and per endpoint. */
   #inFlight = 0;
   readonly #perEndpoint = new Map<string, number>();
+  /** Claimed ahead (prefetch), not sent yet, per endpoint, oldest first. */
+  readonly #ahead = new Map<string, Claimed[]>();
+  #aheadCount = 0;
   /** Endpoints whose attempts ended since the last claim: where slots are free. */
   readonly #freed = new Set<string>();
   #finished: Finished[] = [];
@@ -136,11 +145,23 @@ export class WebhookDispatcher {
     this.#loop ??= this.#run();
   }
 
-  /** Stops claiming, waits for the attempts in flight (15 s at most each) and writes them. */
+  /**
+   * Stops claiming, gives back what was claimed ahead (due again at once for
+   * the next worker), waits for the attempts in flight (15 s at most each)
+   * and writes them.
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#wake?.();
     await this.#loop;
+    const ahead = [...this.#ahead.values()].flat().map((d) => d.id);
+    this.#ahead.clear();
+    this.#aheadCount = 0;
+    if (ahead.length) {
+      await this.#deps.pool
+        .query('UPDATE webhook_deliveries SET leased_until = NULL WHERE id = ANY($1::text[]) AND leased_until IS NOT NULL', [ahead])
+        .catch((error) => logError('webhook.release_failed', error, { deliveries: ahead.length }));
+    }
     while (this.#inFlight > 0) await new Promise((r) => setTimeout(r, 50));
     if (this.#flushTimer) clearTimeout(this.#flushTimer);
     this.#flushTimer = null;
@@ -151,7 +172,7 @@ export class WebhookDispatcher {
 
   async #run(): Promise<void> {
     while (!this.#stopped) {
-      const room = this.#options.maxInFlight - this.#inFlight;
+      const room = this.#room();
       const now = Date.now();
       const full = now - this.#lastFullClaim >= this.#options.idlePollMs;
       if (room <= 0 || (!full && this.#freed.size === 0)) {
@@ -166,15 +187,54 @@ export class WebhookDispatcher {
       this.#freed.clear();
       let claimed: Claimed[];
       try {
-        claimed = await this.#claim(targets, this.#options.maxInFlight - this.#inFlight);
+        claimed = await this.#claim(targets, this.#room());
       } catch (error) {
         logError('webhook.claim_failed', error);
         if (targets) for (const id of targets) this.#freed.add(id);
         await this.#sleep(1000);
         continue;
       }
-      for (const delivery of claimed) this.#send(delivery);
+      for (const delivery of claimed) {
+        if (this.#canSend(delivery.endpoint_id)) this.#send(delivery);
+        else this.#keep(delivery);
+      }
     }
+  }
+
+  /** How many more deliveries this worker may claim: in flight and claimed ahead, up to maxInFlight and half as many again. */
+  #room(): number {
+    return this.#options.maxInFlight + (this.#options.maxInFlight >> 1) - this.#inFlight - this.#aheadCount;
+  }
+
+  #canSend(endpointId: string): boolean {
+    return !this.#stopped && this.#inFlight < this.#options.maxInFlight && (this.#perEndpoint.get(endpointId) ?? 0) < this.#options.perEndpoint;
+  }
+
+  #keep(delivery: Claimed): void {
+    const list = this.#ahead.get(delivery.endpoint_id);
+    if (list) list.push(delivery);
+    else this.#ahead.set(delivery.endpoint_id, [delivery]);
+    this.#aheadCount++;
+  }
+
+  /** After an attempt to `endpointId` ended: the next delivery claimed ahead for it, or for any endpoint with room. */
+  #sendAhead(endpointId: string): void {
+    if (this.#aheadCount === 0) return;
+    const own = this.#ahead.get(endpointId);
+    const [id, list] = own ? [endpointId, own] : [...this.#ahead].find(([other]) => this.#canSend(other)) ?? [];
+    if (!id || !list || !this.#canSend(id)) return;
+    const next = list.shift()!;
+    if (list.length === 0) this.#ahead.delete(id);
+    this.#aheadCount--;
+    this.#send(next);
+  }
+
+  /** An endpoint switched off: what was claimed ahead for it is not sent (its next attempt was cleared with the others). */
+  #dropAhead(endpointId: string): void {
+    const list = this.#ahead.get(endpointId);
+    if (!list) return;
+    this.#ahead.delete(endpointId);
+    this.#aheadCount -= list.length;
   }
 
   #sleep(ms: number): Promise<void> {
@@ -189,14 +249,15 @@ export class WebhookDispatcher {
 
   async #claim(targets: string[] | null, room: number): Promise<Claimed[]> {
     if (room <= 0) return [];
-    const busy = [...this.#perEndpoint];
+    const busy = new Map(this.#perEndpoint);
+    for (const [id, list] of this.#ahead) busy.set(id, (busy.get(id) ?? 0) + list.length);
     const { rows } = await this.#deps.pool.query<Claimed>(prepared(CLAIM, [
-      busy.map(([id]) => id),
-      busy.map(([, n]) => n),
+      [...busy.keys()],
+      [...busy.values()],
       targets,
       room,
       LEASE_SECONDS,
-      this.#options.perEndpoint,
+      this.#options.perEndpoint + this.#options.prefetch,
     ]));
     return rows;
   }
@@ -217,6 +278,7 @@ export class WebhookDispatcher {
       const left = this.#perEndpoint.get(delivery.endpoint_id)! - 1;
       if (left === 0) this.#perEndpoint.delete(delivery.endpoint_id);
       else this.#perEndpoint.set(delivery.endpoint_id, left);
+      this.#sendAhead(delivery.endpoint_id);
       this.#freed.add(delivery.endpoint_id);
       this.#wake?.();
       this.#finish({ delivery, outcome, at: new Date() });
@@ -310,7 +372,10 @@ export class WebhookDispatcher {
       SHUT_OFF_REASON,
       HELD_MESSAGE,
     ]));
-    for (const row of rows) log('webhook.endpoint_shut_off', { endpoint_id: row.id });
+    for (const row of rows) {
+      log('webhook.endpoint_shut_off', { endpoint_id: row.id });
+      this.#dropAhead(row.id);
+    }
   }
 }
 
