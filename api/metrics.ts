@@ -87,9 +87,11 @@ const POST_ACTION_STATUSES = ['pending', 'sending', 'done', 'failed'];
 
 // Webhook deliveries are a queue of their own (the dispatcher claims them from webhook_deliveries, no
 // pg-boss job each): reported under the queue name they had, `webhook-delivery`, so dashboards and
-// alerts on the two queue series keep covering them. Waiting: scheduled and not claimed.
-const WEBHOOK_QUEUE = `SELECT 'webhook-delivery' AS name, %s FROM webhook_deliveries
-   WHERE next_attempt_at IS NOT NULL AND status IN ('pending', 'failed') AND (leased_until IS NULL OR leased_until <= now())`;
+// alerts on the two queue series keep covering them. Waiting: scheduled, not claimed, to an endpoint
+// that is on (a write that fanned out while its endpoint was being paused can leave one scheduled on an
+// endpoint that is off until the hourly purge clears it: not work the worker is behind on).
+const WEBHOOK_QUEUE = `SELECT 'webhook-delivery' AS name, %s FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.active
+   WHERE d.next_attempt_at IS NOT NULL AND d.status IN ('pending', 'failed') AND (d.leased_until IS NULL OR d.leased_until <= now())`;
 
 databaseGauge('queue_jobs', 'Jobs waiting in each pg-boss queue, and webhook deliveries waiting for an attempt (queue="webhook-delivery")', ['queue'], async (g) => {
   g.reset();
@@ -107,7 +109,7 @@ databaseGauge('queue_oldest_job_age_seconds', 'How long the longest-waiting due 
   const { rows } = await read<{ name: string; age: number }>(
     `SELECT q.name, coalesce(extract(epoch FROM now() - min(j.start_after)), 0)::float AS age FROM pgboss.queue q
        LEFT JOIN pgboss.job j ON j.name = q.name AND j.state IN ('created', 'retry') AND j.start_after <= now() GROUP BY q.name
-     UNION ALL ${WEBHOOK_QUEUE.replace('%s', 'coalesce(extract(epoch FROM now() - min(next_attempt_at) FILTER (WHERE next_attempt_at <= now())), 0)::float AS age')}`,
+     UNION ALL ${WEBHOOK_QUEUE.replace('%s', 'coalesce(extract(epoch FROM now() - min(d.next_attempt_at) FILTER (WHERE d.next_attempt_at <= now())), 0)::float AS age')}`,
   );
   for (const r of rows) g.set({ queue: r.name }, r.age);
 });

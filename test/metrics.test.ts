@@ -110,5 +110,13 @@ describe('metrics', () => {
     // Claimed (an attempt in flight): no longer waiting.
     await app.pool.query(`UPDATE webhook_deliveries SET leased_until = now() + interval '40 seconds' WHERE id = $1`, [rows[0].id]);
     assert.equal((await scrape()).waiting, before.waiting);
+    // Scheduled on an endpoint that is off (a write that fanned out while it was being paused): not work
+    // the worker is behind on, so neither counted nor aged.
+    await app.pool.query(`UPDATE webhook_deliveries SET leased_until = NULL WHERE id = $1`, [rows[0].id]);
+    assert.equal((await scrape()).waiting, before.waiting + 1);
+    await app.pool.query(`UPDATE webhook_endpoints SET active = false WHERE company_id = $1`, [t.companyId]);
+    const paused = await scrape();
+    assert.equal(paused.waiting, before.waiting);
+    assert.ok(paused.age < 90, `age ${paused.age}`);
   });
 });

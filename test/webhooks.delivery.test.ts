@@ -5,7 +5,8 @@
 // sleeping minutes.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { replayDelivery } from '../api/routes/webhook-endpoint-queries.ts';
+import { replayDelivery, updateEndpoint } from '../api/routes/webhook-endpoint-queries.ts';
+import { recordEvent } from '../db/events.ts';
 import { transaction, type Pool } from '../db/pool.ts';
 import { purgeWebhookHistory } from '../worker/jobs/purge-webhook-history.ts';
 import { DEFAULT_DISPATCHER_OPTIONS } from '../worker/webhooks/dispatcher.ts';
@@ -489,6 +490,61 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     }, 10_000, 'the held replay sent after the switch-on');
     assert.equal(sent.error_message, null);
     assert.equal(receiver.at('/replay-paused').length, 2);
+  });
+
+  test('a replay made while the endpoint is being switched on waits for the switch and is sent (not held)', async () => {
+    const { api, companyId } = await tenant();
+    const ep = await endpoint(api, '/replay-race');
+    await api.post('/customers', { data: { name: 'Repetir en carrera' } });
+    const original = await waitFor(async () => {
+      const one = await onlyDelivery(api, ep.id);
+      return one.status === 'succeeded' && one;
+    }, 10_000, 'the original delivery');
+    assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: false } })).status, 200);
+    const open = await app.pool.connect();
+    let replay: Promise<any> | undefined;
+    try {
+      await open.query('BEGIN');
+      await updateEndpoint(open, companyId, ep.id, { active: true });
+      replay = transaction(app.pool, (db) => replayDelivery(db, companyId, original.id));
+      await waitFor(async () => {
+        const { rows } = await app.pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO webhook_deliveries%FOR SHARE OF e%'`);
+        return rows.length > 0;
+      }, 10_000, 'the replay waiting for the switch-on');
+      await open.query('COMMIT');
+    } finally {
+      open.release();
+    }
+    const made = await replay!;
+    assert.equal(made.error_message, null);
+    assert.ok(made.next_attempt_at, 'due, not held');
+    await waitFor(async () => (await delivery(api, ep.id, made.id)).status === 'succeeded', 10_000, 'the replay sent');
+    assert.equal(receiver.at('/replay-race').length, 2);
+  });
+
+  test('a write that fans out while its endpoint is being paused: unscheduled by the hourly purge, sent once switched on', async () => {
+    const { api, companyId } = await tenant();
+    const ep = await endpoint(api, '/pause-race', ['customer.created']);
+    const write = await app.pool.connect();
+    try {
+      await write.query('BEGIN');
+      await recordEvent(write, companyId, 'customer.created', { object: 'customer', id: 'a'.repeat(24), name: 'En carrera' });
+      // The pause commits first; it could not see the write's delivery.
+      assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: false } })).status, 200);
+      await write.query('COMMIT');
+    } finally {
+      write.release();
+    }
+    const raced = await onlyDelivery(api, ep.id);
+    assert.ok(raced.next_attempt_at, 'scheduled on an endpoint that is off');
+    const { unscheduled } = await purgeWebhookHistory(app.pool);
+    assert.ok(unscheduled >= 1);
+    const held = await onlyDelivery(api, ep.id);
+    assert.deepEqual([held.status, held.attempts, held.next_attempt_at, held.error_message], ['pending', 0, null, 'El endpoint está desactivado; la entrega no se intentó']);
+    // Switched on, it is sent.
+    assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: true } })).status, 200);
+    await waitFor(async () => (await onlyDelivery(api, ep.id)).status === 'succeeded', 10_000, 'sent after the switch-on');
+    assert.equal(receiver.at('/pause-race').length, 1);
   });
 
   test('history older than 30 days is purged with its events; newer history stays', async () => {

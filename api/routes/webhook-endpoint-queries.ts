@@ -219,11 +219,14 @@ export async function findDelivery(db: Queryable, companyId: string | null, id: 
  */
 export async function replayDelivery(db: Queryable, companyId: string | null, id: string): Promise<DeliveryRow | null> {
   // To an endpoint that is off: held, as its other waiting deliveries (no next attempt until it is switched on).
+  // The endpoint is read under a share lock: a switch-on in progress (which schedules what is held) is
+  // waited for, so the replay is not held by an endpoint that is on once it commits.
   const { rows } = await db.query<DeliveryRow>(
     `INSERT INTO webhook_deliveries (id, company_id, endpoint_id, event_id, event, next_attempt_at, error_message)
      SELECT $3, d.company_id, d.endpoint_id, d.event_id, d.event, CASE WHEN e.active THEN now() END, CASE WHEN NOT e.active THEN $4 END
        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
       WHERE d.id = $1 AND ($2::text IS NULL OR d.company_id = $2)
+        FOR SHARE OF e
      RETURNING *`,
     [id, companyId, objectId(), HELD_MESSAGE],
   );

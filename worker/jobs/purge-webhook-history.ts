@@ -3,8 +3,11 @@
 // delivery of them is left: a delivery's age, not its event's, decides. Runs every
 // hour so no single run has a day's worth of rows to delete; batches of 5,000
 // keep each statement's locks short on a busy table. Expired user sessions
-// go too.
+// go too, and deliveries left scheduled on an endpoint that is off lose their
+// next attempt (below).
+import { unscheduleSet, WAITING } from '../../db/events.ts';
 import type { Pool } from '../../db/pool.ts';
+import { HELD_MESSAGE } from '../../lib/webhook-retry.ts';
 import { PURGE_WEBHOOK_HISTORY } from '../../db/queues.ts';
 import type { JobDefinition } from './types.ts';
 
@@ -20,7 +23,7 @@ async function deleteInBatches(pool: Pool, sql: string): Promise<number> {
   }
 }
 
-export async function purgeWebhookHistory(pool: Pool): Promise<{ deliveries: number; events: number }> {
+export async function purgeWebhookHistory(pool: Pool): Promise<{ deliveries: number; events: number; unscheduled: number }> {
   const deliveries = await deleteInBatches(
     pool,
     `DELETE FROM webhook_deliveries WHERE id IN (
@@ -37,7 +40,17 @@ export async function purgeWebhookHistory(pool: Pool): Promise<{ deliveries: num
         LIMIT ${BATCH})`,
   );
   await pool.query(`DELETE FROM user_sessions WHERE expires_at < now() - interval '1 day'`);
-  return { deliveries, events };
+  // A write that fanned out while its endpoint was being paused (each read the other's row before it
+  // committed) leaves a delivery scheduled on an endpoint that is off. No claim takes it (claims read
+  // endpoints that are on), and switching the endpoint on makes it due anyway; here it loses its next
+  // attempt, as the pause would have done, so it reads as the docs say.
+  const { rowCount: unscheduled } = await pool.query(
+    `UPDATE webhook_deliveries d SET ${unscheduleSet('$1')}
+       FROM webhook_endpoints e
+      WHERE e.id = d.endpoint_id AND NOT e.active AND (d.leased_until IS NULL OR d.leased_until <= now()) AND ${WAITING}`,
+    [HELD_MESSAGE],
+  );
+  return { deliveries, events, unscheduled: unscheduled ?? 0 };
 }
 
 export const purgeWebhookHistoryJob: JobDefinition = {
