@@ -85,6 +85,32 @@ describe('customers', () => {
     assert.equal((await api.patch(`/customers/${created.id}`, { data: { tags: ['a', 'b'] } })).body.data.updated_at > changed.body.data.updated_at, true, 'an array column compares by value');
   });
 
+  test('an address that reads back the same is the same: a PATCH of it writes nothing', async () => {
+    const created = (await api.post('/customers', { data: { name: 'Dirección', address: { line1: 'Calle 1', city: null } } })).body.data;
+    assert.deepEqual(created.address, { line1: 'Calle 1', line2: null, city: null, state: null, postal_code: null, country: null });
+    for (const address of [{ line1: 'Calle 1' }, { line1: ' Calle 1 ', country: null }, created.address]) {
+      const res = await api.patch(`/customers/${created.id}`, { data: { address } });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.body.data.updated_at, created.updated_at, `no change: ${JSON.stringify(address)}`);
+    }
+    const cleared = (await api.patch(`/customers/${created.id}`, { data: { address: {} } })).body.data;
+    assert.equal(cleared.address, null);
+    assert.ok(cleared.updated_at > created.updated_at, 'clearing it is a change');
+    for (const address of [null, {}, { line1: '' }, { line1: null, country: null }]) {
+      const res = await api.patch(`/customers/${created.id}`, { data: { address } });
+      assert.equal(res.body.data.updated_at, cleared.updated_at, `still none: ${JSON.stringify(address)}`);
+    }
+  });
+
+  test('an email with spaces around it is that email; a blank RFC gets one message', async () => {
+    const res = await api.post('/customers', { data: { name: 'Espacios', email: '  ana.espacios@example.com ' } });
+    assert.equal(res.status, 201, res.text);
+    assert.equal(res.body.data.email, 'ana.espacios@example.com');
+    const blank = await api.patch(`/customers/${res.body.data.id}`, { data: { tax_id: '' } });
+    assert.equal(blank.status, 422);
+    assert.deepEqual(blank.body.errors, { tax_id: ['RFC inválido'] });
+  });
+
   test('customer.created is recorded in the outbox with object, id and empty metadata', async () => {
     const created = await api.post('/customers', { data: { name: 'Evento' } });
     const { rows } = await app.pool.query(`SELECT * FROM events WHERE company_id = $1 AND data->>'id' = $2`, [tenant.companyId, created.body.data.id]);

@@ -13,7 +13,8 @@ export const CONTACT_SEARCH = "(coalesce(name, '') || ' ' || coalesce(email, '')
 
 export const contactFields = {
   name: text(200).min(1).describe('Nombre completo o razón comercial'),
-  email: z.email().max(254).nullable().optional(),
+  // Trimmed like every other text field (`" ana@example.com "` is that address).
+  email: z.preprocess((value) => (typeof value === 'string' ? value.trim() : value), z.email().max(254).nullable().optional()),
   phone: optionalText(50).describe('Formato libre'),
   notes: optionalText(5000),
   tags: z.array(text(50).min(1)).max(50).optional().describe('Etiquetas libres'),

@@ -9,6 +9,8 @@ import { standardRoutes } from './standard-routes.ts';
 import { addressRead, addressSchema, CONTACT_SEARCH, contactFields, optionalText, serializeAddress, timestamps } from './crm-fields.ts';
 import { Rfc } from '@nodecfdi/rfc';
 
+const RFC_SHAPE = /^[A-ZÑ&]{3,4}\d{6}[A-Z0-9]{3}$/;
+
 const customerFields = {
   ...contactFields,
   legal_name: optionalText(300).describe('Razón social para facturación'),
@@ -16,15 +18,18 @@ const customerFields = {
     .string()
     .trim()
     .toUpperCase()
-    .regex(/^[A-ZÑ&]{3,4}\d{6}[A-Z0-9]{3}$/, 'RFC inválido')
+    .regex(RFC_SHAPE, 'RFC inválido')
     // The document shows what a client may send: any case, spaces around (stored trimmed, in capitals).
     .meta({ pattern: '^\\s*[A-Za-zÑñ&]{3,4}[0-9]{6}[A-Za-z0-9]{3}\\s*$' })
     // The shape and a real date (YYMMDD): "AAA991331AAA" has the shape of one and is none.
-    .refine((rfc) => Rfc.isValid(rfc), 'RFC inválido: su fecha (AAMMDD) no existe')
+    // Judged only once the shape passed: a value with no date gets one message, not two.
+    .refine((rfc) => !RFC_SHAPE.test(rfc) || Rfc.isValid(rfc), 'RFC inválido: su fecha (AAMMDD) no existe')
     .nullable()
     .optional()
     .describe('RFC del cliente; necesario para facturar a su nombre (en minúsculas también: se guarda en mayúsculas)'),
-  address: addressSchema.nullable().optional(),
+  // Stored as it is read (every key, or null for an empty one), so a PATCH that reads back the same
+  // writes nothing (`{line1: "x"}` and `{line1: "x", city: null}`, `{}` and null are one value each).
+  address: addressSchema.nullable().optional().transform((address) => (address === undefined ? undefined : serializeAddress(address))),
   custom_properties: customPropertiesWrite.optional(),
 };
 
