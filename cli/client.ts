@@ -17,6 +17,9 @@ const TRPC_PATH = '/admin/trpc';
 
 /** The service root the operator gave (or the default), without a trailing slash. */
 export function resolveUrl(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  if (!flag && !env.ADMIN_URL && env.PORT && !/^\d{1,5}$/.test(env.PORT)) {
+    throw new CliError(`invalid PORT "${env.PORT}": wsctl calls http://localhost:$PORT unless --url or ADMIN_URL gives the service's URL`);
+  }
   const raw = flag || env.ADMIN_URL || `http://localhost:${env.PORT || 3000}`;
   let url: URL;
   try {

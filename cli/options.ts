@@ -8,16 +8,18 @@ import { CliError } from './output.ts';
 /** The largest value the database's `integer` columns hold (quotas, limits). */
 const MAX_STORED_INT = 2_147_483_647;
 
-function integer(value: string, min: number): number {
-  const expected = `expected a whole number from ${min} to ${MAX_STORED_INT}.`;
+function integer(value: string, min: number, max = MAX_STORED_INT): number {
+  const expected = `expected a whole number from ${min} to ${max}.`;
   // Number('') is 0 and Number('1e3') is 1000: accept plain digits only.
   if (!/^\d+$/.test(value.trim())) throw new InvalidArgumentError(expected);
   const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < min || n > MAX_STORED_INT) throw new InvalidArgumentError(expected);
+  if (!Number.isSafeInteger(n) || n < min || n > max) throw new InvalidArgumentError(expected);
   return n;
 }
 
 export const positiveInt = (value: string): number => integer(value, 1);
+/** A whole number from 1 to `max`: an option whose server-side limit is lower than a column's, stated once. */
+export const intUpTo = (max: number) => (value: string): number => integer(value, 1, max);
 export const nonNegativeInt = (value: string): number => integer(value, 0);
 
 /**

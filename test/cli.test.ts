@@ -252,6 +252,10 @@ describe('wsctl', () => {
     assertOneLineError(await wsctl(app, ['company', 'update', '0123456789abcdef01234567', '--modules', 'automation']), /modules/);
     assertOneLineError(await wsctl(app, ['automation', 'create', '--company', '0123456789abcdef01234567', '--file', path.join(dir, 'missing.json')]), /no such file/);
     assertOneLineError(await wsctl(app, ['company', 'list'], { ADMIN_URL: 'http://127.0.0.1:9' }), /cannot reach/);
+    // Without --url or ADMIN_URL the CLI calls localhost:$PORT: a bad PORT is named as such.
+    assertOneLineError(await wsctl(app, ['company', 'list'], { ADMIN_URL: '', PORT: 'abc' }), /invalid PORT "abc": wsctl calls http:\/\/localhost:\$PORT unless --url or ADMIN_URL/);
+    // An option whose server-side limit is lower than a column's states that limit, as the server would.
+    assertOneLineError(await wsctl(app, ['company', 'create', '--name', 'Grande', '--max-team-size', '20000']), /--max-team-size.*expected a whole number from 1 to 10000/);
     // What the web process answers before tRPC: plain HTTP in production, and an address throttled for wrong tokens.
     const front = createServer((req, res) => {
       if (req.url!.startsWith('/page')) res.writeHead(200, { 'content-type': 'text/html' }).end('<!DOCTYPE html><title>Another app</title>');

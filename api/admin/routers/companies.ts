@@ -1,5 +1,6 @@
 // `wsctl company ...`: create, update, show, list.
 import { z } from 'zod';
+import { MAX_TEAM_SIZE } from '../limits.ts';
 import { OPT_IN_MODULES } from '../../auth/scopes.ts';
 import { isTimeZone } from '../../routes/calendar-event-schemas.ts';
 import { createCompany, getCompany, listCompanies, updateCompany } from '../companies.ts';
@@ -7,7 +8,7 @@ import { adminId as id, adminProcedure, router, storedInt } from '../trpc.ts';
 
 const plan = z.enum(['free', 'starter', 'enterprise']);
 const companyFields = {
-  maxTeamSize: z.number().int().min(1).max(10_000).optional(),
+  maxTeamSize: z.number().int().min(1).max(MAX_TEAM_SIZE).optional(),
   // A closed list: a typo (`invocing`) must fail, not enable nothing silently.
   modules: z.array(z.enum(OPT_IN_MODULES)).optional(),
   plan: plan.optional(),
