@@ -61,7 +61,8 @@ export async function enqueueComplementFor(
 
 /**
  * At the stamp of a deferred sale's invoice, in its transaction, with the sale locked: a complement
- * for every payment of the sale that has none on any of its invoices. Those are the payments
+ * for every payment of the sale that has none on any of its invoices not cancelled (a new invoice
+ * after a cancellation declares every payment again: the cancelled one's complements went with it). Those are the payments
  * registered while the invoice was pending (enqueueComplementFor found nothing stamped; a provider
  * outage can make that hours) and those made before it was requested (the SAT asks a complement for
  * every payment of a PPD invoice, a partial payment received before it included). In the order they
@@ -79,7 +80,7 @@ export async function enqueueComplementsOwed(db: Queryable, jobs: JobSender, inv
                     coalesce(sum(m.amount_cents) OVER (ORDER BY m.created_at, m.id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS paid_before
                FROM movements m WHERE m.company_id = $1 AND m.sale_id = $2 AND m.direction = 'income') p
       WHERE NOT EXISTS (SELECT 1 FROM invoice_payment_complements c JOIN invoices i ON i.id = c.invoice_id
-                         WHERE i.sale_id = $2 AND c.income_id = p.id)
+                         WHERE i.sale_id = $2 AND c.income_id = p.id AND i.status <> 'cancelled')
       ORDER BY p.created_at, p.id`,
     [invoice.company_id, invoice.sale_id],
   );

@@ -63,6 +63,20 @@ describe('tax invoices with the development provider', () => {
     await app.close();
   });
 
+  test('an invoice stamped through Facturapi, cancelled once FACTURAPI_KEY is gone: back to valid with the reason, not pending for hours', async () => {
+    const s = await sale(api, { customer_id: setup.customer.id });
+    const inv = await valid((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    // As if stamped through Facturapi before the operator removed the key (this app has none).
+    await app.pool.query(`UPDATE invoices SET provider = 'facturapi', provider_id = 'inv_gone' WHERE id = $1`, [inv.id]);
+    assert.equal((await api.post(`/invoices/${inv.id}/cancel`, { data: { motive: '02' } })).status, 200);
+    const back = await waitFor(async () => {
+      const i = (await api.get(`/invoices/${inv.id}`)).body.data;
+      return i.status !== 'cancellation_pending' && i;
+    }, 20_000, 'the cancellation refused');
+    assert.equal(back.status, 'valid');
+    assert.match(back.failure_reason, /^cancelación rechazada: .*FACTURAPI_KEY ya no está configurada/);
+  });
+
   test('module off: 403 module_not_enabled on every invoice route', async () => {
     const off = await seedTenant(app.pool);
     const api2 = client(app.baseUrl, off.key);
@@ -541,6 +555,57 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     assert.deepEqual(done.payment_complements.map((c: any) => [c.installment, c.amount_cents]), [[1, 100_000], [2, 50_000]]);
     const { rows } = await app.pool.query('SELECT previous_balance_cents::int AS before FROM invoice_payment_complements WHERE invoice_id = $1 ORDER BY installment', [inv.id]);
     assert.deepEqual(rows.map((r) => r.before), [378_000, 278_000], 'each from the balance left before it');
+  });
+
+  test('a deferred sale invoiced again after a cancellation: the new invoice declares every payment again, from installment 1; a cancellation asked again clears the refusal', async () => {
+    const s = await sale(api, { customer_id: setup.customer.id, payment_terms: 'deferred' });
+    const first = await settled((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    const pay = async (amount_cents: number) => {
+      const res = await api.post(`/sales/${s.id}/payments`, { data: { account_id: setup.account.id, amount_cents } });
+      assert.equal(res.status, 201, res.text);
+    };
+    const complementsOf = (id: string, n: number) => waitFor(async () => {
+      const i = (await api.get(`/invoices/${id}`)).body.data;
+      return i.payment_complements.length === n && i.payment_complements.every((c: any) => c.status === 'valid') && i;
+    }, 60_000, `${n} complements of ${id} stamped`);
+    await pay(100_000);
+    await pay(78_000);
+    await complementsOf(first.id, 2);
+    // A refused cancellation leaves its reason; asked again, the reason goes (it is not this request's).
+    facturapi.fault({ method: 'DELETE', status: 400, message: 'El receptor rechazó la cancelación' });
+    assert.equal((await api.post(`/invoices/${first.id}/cancel`, { data: { motive: '02' } })).status, 200);
+    await waitFor(async () => (await api.get(`/invoices/${first.id}`)).body.data.failure_reason !== null, 30_000, 'the refusal');
+    const again = await api.post(`/invoices/${first.id}/cancel`, { data: { motive: '02' } });
+    assert.deepEqual([again.status, again.body.data.status, again.body.data.failure_reason], [200, 'cancellation_pending', null]);
+    const cancelled = await waitFor(async () => {
+      const i = (await api.get(`/invoices/${first.id}`)).body.data;
+      return i.status === 'cancelled' && i;
+    }, 30_000, 'cancelled');
+    assert.equal(cancelled.failure_reason, null);
+    // Invoiced again: the cancelled invoice's complements went with it; the new one declares both payments.
+    const second = await settled((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    await complementsOf(second.id, 2);
+    await pay(100_000);
+    const done = await complementsOf(second.id, 3);
+    assert.deepEqual(done.payment_complements.map((c: any) => [c.installment, c.amount_cents]), [[1, 100_000], [2, 78_000], [3, 100_000]]);
+    const { rows } = await app.pool.query('SELECT previous_balance_cents::int AS before FROM invoice_payment_complements WHERE invoice_id = $1 ORDER BY installment', [second.id]);
+    assert.deepEqual(rows.map((r) => r.before), [378_000, 278_000, 200_000], 'the chain of balances starts at the invoice\'s total');
+  });
+
+  test('motive 01 by hand names the substitute by its UUID in any case (a UUID is case-insensitive)', async () => {
+    const s = await sale(api, { customer_id: setup.customer.id });
+    const old = await settled((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    // The substitution's own cancellation of the old one is refused: it stays valid beside the new one.
+    facturapi.fault({ method: 'DELETE', status: 400, message: 'El receptor rechazó la cancelación' });
+    const fresh = await settled((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' }, substitutes_id: old.id } })).body.data.id);
+    await waitFor(async () => {
+      const o = (await api.get(`/invoices/${old.id}`)).body.data;
+      return o.status === 'valid' && o.failure_reason !== null;
+    }, 30_000, 'the automatic cancellation refused');
+    const byHand = await api.post(`/invoices/${old.id}/cancel`, { data: { motive: '01', substitute_uuid: ` ${fresh.uuid.toLowerCase()} ` } });
+    assert.equal(byHand.status, 200, byHand.text);
+    assert.equal(byHand.body.data.cancellation.substitute_uuid, fresh.uuid);
+    await waitFor(async () => (await api.get(`/invoices/${old.id}`)).body.data.status === 'cancelled', 30_000, 'cancelled with 01');
   });
 
   test('a payment complement declares how the payment was made; a payment a later stamped complement counts is not deleted', async () => {

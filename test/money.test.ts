@@ -130,6 +130,11 @@ describe('money', () => {
       const res = await api.post('/incomes', { data: { account_id: a.id, amount_cents, occurred_at: '2026-03-01T17:00:00Z' } });
       assert.equal(res.status, 422, String(amount_cents));
     }
+    // One message, the one that fits: a whole number past 2^53 − 1 is not told it has decimals.
+    const messages = async (amount_cents: number) =>
+      (await api.post('/incomes', { data: { account_id: a.id, amount_cents, occurred_at: '2026-03-01T17:00:00Z' } })).body.errors.amount_cents;
+    assert.deepEqual(await messages(9007199254740992), ['pasa de 2^53 − 1']);
+    assert.deepEqual(await messages(10.5), ['centavos enteros, sin decimales']);
     for (const currency of ['MXN', 'xyz', 'pesos']) assert.equal((await api.post('/accounts', { data: { name: 'X', kind: 'cash', currency } })).status, 422, currency);
     assert.equal((await api.post('/incomes', { data: { account_id: a.id, amount_cents: Number.MAX_SAFE_INTEGER, occurred_at: '2026-03-01T17:00:00Z' } })).status, 201);
   });

@@ -83,7 +83,8 @@ export async function isValidSibling(db: Queryable, companyId: string, invoice: 
 /** Marks a valid invoice as being cancelled, with the SAT motive (the worker asks the provider). */
 export async function requestCancellation(db: Queryable, companyId: string, invoiceId: string, motive: string, substituteUuid: string | null): Promise<void> {
   await db.query(
-    `UPDATE invoices SET status = 'cancellation_pending', cancellation_motive = $3, cancellation_substitute_uuid = $4, cancellation_requested_at = now(), updated_at = now()
+    `UPDATE invoices SET status = 'cancellation_pending', cancellation_motive = $3, cancellation_substitute_uuid = $4, cancellation_requested_at = now(),
+            failure_reason = NULL, updated_at = now()
       WHERE company_id = $1 AND id = $2`,
     [companyId, invoiceId, motive, substituteUuid],
   );

@@ -54,5 +54,6 @@ export type InvoiceCreate = z.infer<typeof invoiceCreate>;
 
 export const invoiceCancel = z.strictObject({
   motive: z.enum(CANCEL_MOTIVES).describe('01 con sustituta (usa substitutes_id al facturar), 02 errores sin relación, 03 no se llevó a cabo, 04 nominativa en factura global'),
-  substitute_uuid: z.string().optional().describe('Solo motivo 01: UUID de la factura vigente que la sustituye'),
+  // A UUID is case-insensitive; the SAT's folio fiscal is written in capitals, as stamped invoices hold it.
+  substitute_uuid: z.string().trim().toUpperCase().optional().describe('Solo motivo 01: UUID de la factura vigente que la sustituye (en minúsculas también)'),
 });

@@ -11,10 +11,15 @@ import { calendarDay, instant as dateInstant } from '../date-fields.ts';
 import { ApiError } from '../errors.ts';
 
 const SAFE = Number.MAX_SAFE_INTEGER;
-export const cents = z.number().int('centavos enteros, sin decimales').positive().max(SAFE, 'pasa de 2^53 − 1').describe('Centavos (entero > 0)');
+/**
+ * zod's `int()` also refuses a whole number past 2^53 − 1 (not safe): one message either way, the one
+ * that fits, and no second one from the bound after it.
+ */
+const wholeCents = { error: (issue: { input?: unknown }) => (Number.isInteger(issue.input) ? 'pasa de 2^53 − 1' : 'centavos enteros, sin decimales'), abort: true };
+export const cents = z.number().int(wholeCents).positive().max(SAFE, 'pasa de 2^53 − 1').describe('Centavos (entero > 0)');
 /** A sum of cents (a balance, a total): not capped like one amount; exact up to 2^53 − 1, rounded past it (money.md). */
 export const centsTotal = z.number().describe('Centavos de una suma: exacta hasta 2^53 − 1, redondeada más allá');
-export const signedCents = z.number().int('centavos enteros, sin decimales').min(-SAFE).max(SAFE, 'pasa de 2^53 − 1');
+export const signedCents = z.number().int(wholeCents).min(-SAFE).max(SAFE, 'pasa de 2^53 − 1');
 export const currency = z
   .string()
   .refine(isCurrency, 'código ISO 4217 en minúsculas (mxn, usd…)')

@@ -23,7 +23,9 @@ type Invoice = InvoiceRow;
 /** The provider an invoice was asked of; Facturapi with the key of the company's own organization (null: none, the document fails as no_emitter). */
 async function providerFor(pool: Pool, config: Config, name: 'development' | 'facturapi', companyId: string): Promise<InvoiceProvider | null> {
   if (name === 'facturapi') {
-    if (!config.facturapi) throw new Error('la factura se pidió a Facturapi, pero FACTURAPI_KEY ya no está configurada');
+    // A refusal, not an outage: retrying cannot bring the key back. A stamp fails and a cancellation
+    // returns to valid, each with this reason, as when the company has no organization (NO_ORGANIZATION).
+    if (!config.facturapi) throw new ProviderRejected('la factura se pidió a Facturapi, pero FACTURAPI_KEY ya no está configurada en el servicio');
     const key = await facturapiKeyOf(pool, config, companyId);
     return key ? new FacturapiProvider({ baseUrl: config.facturapi.url, key }) : null;
   }
@@ -136,7 +138,10 @@ async function cancel(deps: WorkerDeps, id: string, poll: boolean): Promise<void
     return;
   }
   await transaction(pool, async (client) => {
-    const { rows } = await client.query<Invoice>(`UPDATE invoices SET status = 'cancelled', cancelled_at = now(), updated_at = now() WHERE id = $1 AND status = 'cancellation_pending' RETURNING *`, [id]);
+    const { rows } = await client.query<Invoice>(
+      `UPDATE invoices SET status = 'cancelled', cancelled_at = now(), failure_reason = NULL, updated_at = now() WHERE id = $1 AND status = 'cancellation_pending' RETURNING *`,
+      [id],
+    );
     if (rows[0]) await recordEvent(client, rows[0].company_id, 'invoice.cancelled', await eventData(client, rows[0], { motive: rows[0].cancellation_motive }));
   });
 }
