@@ -1,18 +1,20 @@
-// The dispatcher when PostgreSQL refuses its writes: the results it holds are
-// written again, and it claims nothing until they are, so an outage longer
-// than the leases does not make it send the same attempt a second time.
-// (The database "refuses" through a pool that fails the results statement
-// while `down` is set: the rest of the database stays up, as in a partial
-// outage or a statement timing out.)
+// The webhook dispatcher's own robustness, on a test app with no worker of
+// its own: a graceful stop and the deliveries it claimed ahead (given back,
+// due at once, rather than left leased for 40 s), and results the database
+// refuses (written again before anything is claimed, so an outage longer
+// than the leases does not make it send an attempt twice). The database
+// "refuses" through a pool that fails the results statement while `down` is
+// set: the rest stays up, as in a partial outage or a statement timing out.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Pool } from '../db/pool.ts';
-import { WebhookDispatcher } from '../worker/webhooks/dispatcher.ts';
+import { DEFAULT_DISPATCHER_OPTIONS, WebhookDispatcher } from '../worker/webhooks/dispatcher.ts';
+import { startWorker } from '../worker/worker.ts';
 import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
 import { waitFor } from './helpers/wait.ts';
 
-describe('webhook dispatcher: results the database refuses', () => {
+describe('webhook dispatcher: stopping, and results the database refuses', () => {
   let app: TestApp;
   let receiver: Receiver;
 
@@ -23,6 +25,31 @@ describe('webhook dispatcher: results the database refuses', () => {
   after(async () => {
     await receiver.close();
     await app.close();
+  });
+
+  test('a stop gives back what was claimed ahead (due at once, no lease) and records the attempts in flight', async () => {
+    const { perEndpoint, prefetch } = DEFAULT_DISPATCHER_OPTIONS;
+    const t = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    const api = client(app.baseUrl, t.key);
+    receiver.on('/slow', () => ({ status: 200, delayMs: 2000 }));
+    const ep = (await api.post('/webhook-endpoints', { data: { url: receiver.url('/slow'), enabled_events: ['customer.created'] } })).body.data;
+    const events = perEndpoint + prefetch + 10;
+    for (let i = 0; i < events; i++) assert.equal((await api.post('/customers', { data: { name: `Cliente ${i}` } })).status, 201);
+
+    const worker = await startWorker(app.config, app.pool, app.databaseUrl, { boss: { schedule: false } });
+    const claimed = () =>
+      app.pool.query(`SELECT count(*) FILTER (WHERE leased_until > now())::int AS leased FROM webhook_deliveries WHERE endpoint_id = $1`, [ep.id]).then((r) => r.rows[0].leased);
+    await waitFor(async () => receiver.at('/slow').length === perEndpoint && (await claimed()) === perEndpoint + prefetch, 10_000, 'the bound in flight and the prefetch claimed ahead');
+    await worker.stop();
+
+    const { rows } = await app.pool.query(
+      `SELECT attempts, status, leased_until IS NULL AS free, next_attempt_at <= now() AS due FROM webhook_deliveries WHERE endpoint_id = $1`,
+      [ep.id],
+    );
+    const count = (pred: (r: any) => boolean) => rows.filter(pred).length;
+    assert.equal(receiver.at('/slow').length, perEndpoint, 'nothing claimed ahead was sent once the stop began');
+    assert.equal(count((r) => r.status === 'succeeded' && r.attempts === 1 && r.free), perEndpoint, 'the attempts in flight finished and were recorded');
+    assert.equal(count((r) => r.status === 'pending' && r.attempts === 0 && r.free && r.due), events - perEndpoint, 'the rest due at once, none left leased');
   });
 
   test('held results are written before anything is claimed again: no second attempt after the lease runs out', async () => {
