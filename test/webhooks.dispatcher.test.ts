@@ -50,6 +50,8 @@ describe('webhook dispatcher: stopping, and results the database refuses', () =>
     assert.equal(receiver.at('/slow').length, perEndpoint, 'nothing claimed ahead was sent once the stop began');
     assert.equal(count((r) => r.status === 'succeeded' && r.attempts === 1 && r.free), perEndpoint, 'the attempts in flight finished and were recorded');
     assert.equal(count((r) => r.status === 'pending' && r.attempts === 0 && r.free && r.due), events - perEndpoint, 'the rest due at once, none left leased');
+    // Its deliveries go with it: the next test's dispatcher claims every company's.
+    assert.equal((await api.delete(`/webhook-endpoints/${ep.id}`)).status, 204);
   });
 
   test('held results are written before anything is claimed again: no second attempt after the lease runs out', async () => {
@@ -91,6 +93,37 @@ describe('webhook dispatcher: stopping, and results the database refuses', () =>
       assert.equal((await api.post('/customers', { data: { name: 'De vuelta' } })).status, 201);
       await waitFor(() => receiver.at('/outage').length === 2, 10_000, 'the next delivery after the write');
       assert.notEqual(JSON.parse(receiver.at('/outage')[1].body).id, JSON.parse(receiver.at('/outage')[0].body).id, 'a new event, not the first sent again');
+    } finally {
+      await dispatcher.stop();
+    }
+  });
+
+  test('a delivery claimed ahead that waits for a slot longer than aheadMaxMs is given back and claimed afresh (a new lease), never sent twice', async () => {
+    const t = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    const api = client(app.baseUrl, t.key);
+    receiver.on('/busy', () => ({ status: 200, delayMs: 2500 }));
+    const ep = (await api.post('/webhook-endpoints', { data: { url: receiver.url('/busy'), enabled_events: ['customer.created'] } })).body.data;
+    for (let i = 0; i < 3; i++) assert.equal((await api.post('/customers', { data: { name: `Espera ${i}` } })).status, 201);
+    // Two slots in all, both taken by slow attempts; one more claimed ahead, waiting.
+    const dispatcher = new WebhookDispatcher({ pool: app.pool, config: app.config }, { maxInFlight: 2, perEndpoint: 2, prefetch: 1, aheadMaxMs: 300, idlePollMs: 20 });
+    dispatcher.start();
+    try {
+      const waiting = async () => {
+        const { rows } = await app.pool.query(`SELECT id, leased_until FROM webhook_deliveries WHERE endpoint_id = $1 AND attempts = 0 AND leased_until > now()`, [ep.id]);
+        const sent = new Set(receiver.at('/busy').map((r) => String(r.headers['x-service-delivery']).replace(/-\d+$/, '')));
+        return rows.filter((r) => !sent.has(r.id));
+      };
+      const first = await waitFor(async () => receiver.at('/busy').length === 2 && (await waiting()).length === 1 && (await waiting())[0], 10_000, 'two in flight, one claimed ahead');
+      const renewed = await waitFor(async () => {
+        const now = (await waiting())[0];
+        return now && now.id === first.id && now.leased_until > first.leased_until && now;
+      }, 2_000, 'the delivery waiting ahead given back and claimed again, with a new lease');
+      assert.ok(renewed);
+      await waitFor(async () => {
+        const { rows } = await app.pool.query(`SELECT count(*) FILTER (WHERE status = 'succeeded')::int AS n FROM webhook_deliveries WHERE endpoint_id = $1`, [ep.id]);
+        return rows[0].n === 3;
+      }, 15_000, 'all three delivered');
+      assert.equal(receiver.at('/busy').length, 3, 'each sent once');
     } finally {
       await dispatcher.stop();
     }

@@ -40,6 +40,13 @@ export type DispatcherOptions = {
    * round trip (the cycle of a slot was its POST plus the claim).
    */
   prefetch: number;
+  /**
+   * How long a delivery claimed ahead may wait for a slot (all of the
+   * worker's may be taken by slow receivers): past this it is given back
+   * (lease cleared, due again), so an attempt started from it still ends,
+   * and is written, well inside its lease.
+   */
+  aheadMaxMs: number;
   /** How often every active endpoint is looked at. Bounds commit→send latency of new work. */
   idlePollMs: number;
   /** How long a claim waits for more attempts to end before it claims for their endpoints. */
@@ -53,7 +60,7 @@ export type DispatcherOptions = {
  * receivers, docs/bench.md). 64 concurrent requests is as much as we ask of
  * one customer's server from one worker process.
  */
-export const DEFAULT_DISPATCHER_OPTIONS: DispatcherOptions = { maxInFlight: 512, perEndpoint: 64, prefetch: 16, idlePollMs: 100, claimMs: 1, flushMs: 5, flushSize: 256 };
+export const DEFAULT_DISPATCHER_OPTIONS: DispatcherOptions = { maxInFlight: 512, perEndpoint: 64, prefetch: 16, aheadMaxMs: 20_000, idlePollMs: 100, claimMs: 1, flushMs: 5, flushSize: 256 };
 
 /**
  * How long a claimed delivery stays claimed: an attempt's hard deadline
@@ -61,7 +68,7 @@ export const DEFAULT_DISPATCHER_OPTIONS: DispatcherOptions = { maxInFlight: 512,
  * deliveries due again this long after it claimed them.
  */
 export const LEASE_SECONDS = 40;
-if (LEASE_SECONDS * 1000 < ATTEMPT_DEADLINE_MS * 2) throw new Error('LEASE_SECONDS must outlast an attempt and its write');
+if (DEFAULT_DISPATCHER_OPTIONS.aheadMaxMs + ATTEMPT_DEADLINE_MS + 5_000 > LEASE_SECONDS * 1000) throw new Error('LEASE_SECONDS must outlast the wait ahead, an attempt and its write');
 
 type Claimed = {
   id: string;
@@ -73,6 +80,8 @@ type Claimed = {
   url: string;
   secret: string;
   payload: string;
+  /** When this worker claimed it (Date.now()): a delivery claimed ahead is sent, or given back, within `aheadMaxMs`. */
+  claimedAt: number;
 };
 
 type Finished = { delivery: Claimed; outcome: AttemptOutcome; at: Date };
@@ -161,14 +170,7 @@ export class WebhookDispatcher {
     this.#stopped = true;
     this.#wake?.();
     await this.#loop;
-    const ahead = [...this.#ahead.values()].flat().map((d) => d.id);
-    this.#ahead.clear();
-    this.#aheadCount = 0;
-    if (ahead.length) {
-      await this.#deps.pool
-        .query('UPDATE webhook_deliveries SET leased_until = NULL WHERE id = ANY($1::text[]) AND leased_until IS NOT NULL', [ahead])
-        .catch((error) => logError('webhook.release_failed', error, { deliveries: ahead.length }));
-    }
+    await this.#giveBackStale(Infinity);
     while (this.#inFlight > 0) await new Promise((r) => setTimeout(r, 50));
     if (this.#flushTimer) clearTimeout(this.#flushTimer);
     this.#flushTimer = null;
@@ -179,9 +181,11 @@ export class WebhookDispatcher {
 
   async #run(): Promise<void> {
     while (!this.#stopped) {
-      const room = this.#room();
       const now = Date.now();
       const full = now - this.#lastFullClaim >= this.#options.idlePollMs;
+      // Before the room is counted: what it gives back is room again.
+      if (full) await this.#giveBackStale(now);
+      const room = this.#room();
       if (this.#unwritten) {
         // Woken when the results are written.
         await this.#sleep(this.#options.idlePollMs);
@@ -229,16 +233,42 @@ export class WebhookDispatcher {
     this.#aheadCount++;
   }
 
-  /** After an attempt to `endpointId` ended: the next delivery claimed ahead for it, or for any endpoint with room. */
-  #sendAhead(endpointId: string): void {
+  /**
+   * After an attempt ended: the delivery claimed ahead longest ago among the
+   * endpoints with a free slot (oldest first across endpoints, so one whose
+   * slots are all taken by the worker-wide bound is not passed over by
+   * endpoints whose own attempts keep ending).
+   */
+  #sendAhead(): void {
     if (this.#aheadCount === 0) return;
-    const own = this.#ahead.get(endpointId);
-    const [id, list] = own ? [endpointId, own] : [...this.#ahead].find(([other]) => this.#canSend(other)) ?? [];
-    if (!id || !list || !this.#canSend(id)) return;
+    let oldest: [string, Claimed[]] | null = null;
+    for (const entry of this.#ahead) {
+      if ((!oldest || entry[1][0].claimedAt < oldest[1][0].claimedAt) && this.#canSend(entry[0])) oldest = entry;
+    }
+    if (!oldest) return;
+    const [id, list] = oldest;
     const next = list.shift()!;
     if (list.length === 0) this.#ahead.delete(id);
     this.#aheadCount--;
     this.#send(next);
+  }
+
+  /** Gives back (lease cleared, due again) what waited ahead longer than `aheadMaxMs`, or everything when `now` is Infinity. */
+  async #giveBackStale(now: number): Promise<void> {
+    if (this.#aheadCount === 0) return;
+    const stale: string[] = [];
+    for (const [id, list] of this.#ahead) {
+      const keep = list.filter((d) => now - d.claimedAt <= this.#options.aheadMaxMs);
+      if (keep.length === list.length) continue;
+      for (const d of list) if (now - d.claimedAt > this.#options.aheadMaxMs) stale.push(d.id);
+      if (keep.length) this.#ahead.set(id, keep);
+      else this.#ahead.delete(id);
+    }
+    if (!stale.length) return;
+    this.#aheadCount -= stale.length;
+    await this.#deps.pool
+      .query('UPDATE webhook_deliveries SET leased_until = NULL WHERE id = ANY($1::text[]) AND leased_until IS NOT NULL', [stale])
+      .catch((error) => logError('webhook.release_failed', error, { deliveries: stale.length }));
   }
 
   /** An endpoint switched off: what was claimed ahead for it is not sent (its next attempt was cleared with the others). */
@@ -271,6 +301,8 @@ export class WebhookDispatcher {
       LEASE_SECONDS,
       this.#options.perEndpoint + this.#options.prefetch,
     ]));
+    const claimedAt = Date.now();
+    for (const row of rows) row.claimedAt = claimedAt;
     return rows;
   }
 
@@ -290,7 +322,7 @@ export class WebhookDispatcher {
       const left = this.#perEndpoint.get(delivery.endpoint_id)! - 1;
       if (left === 0) this.#perEndpoint.delete(delivery.endpoint_id);
       else this.#perEndpoint.set(delivery.endpoint_id, left);
-      this.#sendAhead(delivery.endpoint_id);
+      this.#sendAhead();
       this.#freed.add(delivery.endpoint_id);
       this.#wake?.();
       this.#finish({ delivery, outcome, at: new Date() });
