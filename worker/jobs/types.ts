@@ -6,7 +6,7 @@ import type { Queue } from '../../db/queues.ts';
 import type { Config } from '../../lib/config.ts';
 import type { BlobStore } from '../../storage/blobs.ts';
 
-/** `jobs` enqueues inside a caller's transaction (events recorded by handlers fan out to webhooks). */
+/** `jobs` enqueues inside a caller's transaction (a handler that queues a follow-up job, as invoices do). */
 export type WorkerDeps = { pool: Pool; boss: PgBoss; config: Config; jobs: JobSender; blobs: BlobStore };
 
 /**
