@@ -18,10 +18,11 @@
 //   endpoint health and automatic shut-off, in ONE statement. A crash before
 //   that commit leaves the deliveries leased; when the lease runs out they are
 //   due again and sent again (same event id), never lost.
-// - Which endpoints a claim looks at: every active one once per IDLE_POLL_MS
-//   (new work, retries coming due, leases run out), and in between only those
-//   whose attempts just ended (their slots are what is free), so a backlog of
-//   one endpoint is not walked again on every claim.
+// - Which endpoints a claim looks at: once per IDLE_POLL_MS every endpoint
+//   with a delivery scheduled (new work, retries coming due, leases run out),
+//   found by walking the due index from one endpoint to the next, so the cost
+//   follows the endpoints with work, not all of them; in between only those
+//   whose attempts just ended (their slots are what is free).
 import type { Agent } from 'undici';
 import { unscheduleSet, WAITING } from '../../db/events.ts';
 import { prepared } from '../../db/pool.ts';
@@ -87,17 +88,24 @@ type Claimed = {
 type Finished = { delivery: Claimed; outcome: AttemptOutcome; at: Date };
 
 /**
- * The claim: due deliveries of the given endpoints (all active ones when
- * `$3` is null), at most `room` per endpoint (PER_ENDPOINT less what this
- * worker has in flight to it), oldest due first, `$4` in all; leased for
- * `$5` seconds. One statement, so a claim costs one round trip.
+ * The claim: due deliveries of some endpoints, at most `room` per endpoint
+ * (PER_ENDPOINT and the prefetch, less what this worker has in flight to it
+ * or claimed ahead), oldest due first, `$4` in all; leased for `$5` seconds.
+ * One statement, so a claim costs one round trip. Two texts, one per way of
+ * choosing the endpoints (`endpoints`, a subquery over webhook_endpoints):
+ * - targeted (CLAIM_FOR): the endpoints whose attempts just ended (`$3`),
+ *   read by primary key;
+ * - full (CLAIM_ALL): every endpoint that has a delivery scheduled at all,
+ *   found by walking the due index from one endpoint to the next (a loose
+ *   index scan), so its cost follows the endpoints with work, not every
+ *   endpoint of every company.
  */
-const CLAIM = `
-  WITH busy AS (
+const claimSql = (endpoints: string, recursive = '') => `
+  WITH RECURSIVE ${recursive} busy AS (
     SELECT * FROM unnest($1::text[], $2::int[]) AS b(endpoint_id, n)
   ), picked AS (
     SELECT c.id
-      FROM webhook_endpoints e
+      FROM ${endpoints} e
       LEFT JOIN busy b ON b.endpoint_id = e.id
       CROSS JOIN LATERAL (
         SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
@@ -107,7 +115,7 @@ const CLAIM = `
          LIMIT greatest($6 - coalesce(b.n, 0), 0)
            FOR NO KEY UPDATE OF d SKIP LOCKED
       ) c
-     WHERE e.active AND ($3::text[] IS NULL OR e.id = ANY($3::text[]))
+     WHERE e.active
      ORDER BY c.next_attempt_at
      LIMIT $4
   )
@@ -116,6 +124,19 @@ const CLAIM = `
     FROM picked p, webhook_endpoints e, events ev
    WHERE d.id = p.id AND e.id = d.endpoint_id AND ev.id = d.event_id
   RETURNING d.id, d.endpoint_id, d.event_id, d.event, d.attempts, e.url, e.secret, ev.payload`;
+
+const CLAIM_FOR = claimSql('(SELECT * FROM webhook_endpoints WHERE id = ANY($3::text[]))');
+
+const CLAIM_ALL = claimSql(
+  '(SELECT * FROM webhook_endpoints WHERE id IN (SELECT endpoint_id FROM scheduled WHERE endpoint_id IS NOT NULL))',
+  // $3 is null here (no targets); named so both texts take the same parameters.
+  `scheduled AS (
+    (SELECT endpoint_id FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL AND $3::text[] IS NULL ORDER BY endpoint_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT d.endpoint_id FROM webhook_deliveries d WHERE d.next_attempt_at IS NOT NULL AND d.endpoint_id > s.endpoint_id ORDER BY d.endpoint_id LIMIT 1)
+      FROM scheduled s WHERE s.endpoint_id IS NOT NULL
+  ),`,
+);
 
 export class WebhookDispatcher {
   readonly #deps: Pick<WorkerDeps, 'pool' | 'config'>;
@@ -293,7 +314,7 @@ export class WebhookDispatcher {
     if (room <= 0) return [];
     const busy = new Map(this.#perEndpoint);
     for (const [id, list] of this.#ahead) busy.set(id, (busy.get(id) ?? 0) + list.length);
-    const { rows } = await this.#deps.pool.query<Claimed>(prepared(CLAIM, [
+    const { rows } = await this.#deps.pool.query<Claimed>(prepared(targets ? CLAIM_FOR : CLAIM_ALL, [
       [...busy.keys()],
       [...busy.values()],
       targets,
