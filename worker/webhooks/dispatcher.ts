@@ -39,6 +39,13 @@ export type DispatcherOptions = {
    * Deliveries claimed ahead per endpoint, beyond what is in flight: when an
    * attempt ends the next one starts at once, without waiting for a claim's
    * round trip (the cycle of a slot was its POST plus the claim).
+   *
+   * Off (0) by default: a delivery claimed ahead carries the URL and secret
+   * read at its claim, and is sent even if, meanwhile, another worker shut
+   * the endpoint off, it was paused, deleted, given a new URL or secret (a
+   * review reproduced each). Kept as an option for the bench (7% more
+   * deliveries a second, docs/bench.md) until the ahead list re-checks its
+   * endpoint before sending.
    */
   prefetch: number;
   /**
@@ -61,7 +68,7 @@ export type DispatcherOptions = {
  * receivers, docs/bench.md). 64 concurrent requests is as much as we ask of
  * one customer's server from one worker process.
  */
-export const DEFAULT_DISPATCHER_OPTIONS: DispatcherOptions = { maxInFlight: 512, perEndpoint: 64, prefetch: 16, aheadMaxMs: 20_000, idlePollMs: 100, claimMs: 1, flushMs: 5, flushSize: 256 };
+export const DEFAULT_DISPATCHER_OPTIONS: DispatcherOptions = { maxInFlight: 512, perEndpoint: 64, prefetch: 0, aheadMaxMs: 20_000, idlePollMs: 100, claimMs: 1, flushMs: 5, flushSize: 256 };
 
 /**
  * How long a claimed delivery stays claimed: an attempt's hard deadline
@@ -240,11 +247,12 @@ export class WebhookDispatcher {
 
   /** How many more deliveries this worker may claim: in flight and claimed ahead, up to maxInFlight and half as many again. */
   #room(): number {
-    return this.#options.maxInFlight + (this.#options.maxInFlight >> 1) - this.#inFlight - this.#aheadCount;
+    const ahead = this.#options.prefetch > 0 ? this.#options.maxInFlight >> 1 : 0;
+    return this.#options.maxInFlight + ahead - this.#inFlight - this.#aheadCount;
   }
 
   #canSend(endpointId: string): boolean {
-    return !this.#stopped && this.#inFlight < this.#options.maxInFlight && (this.#perEndpoint.get(endpointId) ?? 0) < this.#options.perEndpoint;
+    return !this.#stopped && !this.#unwritten && this.#inFlight < this.#options.maxInFlight && (this.#perEndpoint.get(endpointId) ?? 0) < this.#options.perEndpoint;
   }
 
   #keep(delivery: Claimed): void {
