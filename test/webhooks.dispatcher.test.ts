@@ -8,10 +8,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Pool } from '../db/pool.ts';
+import { HELD_MESSAGE } from '../lib/webhook-retry.ts';
 import { DEFAULT_DISPATCHER_OPTIONS, WebhookDispatcher } from '../worker/webhooks/dispatcher.ts';
 import { startWorker } from '../worker/worker.ts';
 import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
-import { startReceiver, type Receiver } from './helpers/receiver.ts';
+import { startReceiver, verifySignature, type Receiver } from './helpers/receiver.ts';
 import { waitFor } from './helpers/wait.ts';
 
 describe('webhook dispatcher: stopping, and results the database refuses', () => {
@@ -129,3 +130,130 @@ describe('webhook dispatcher: stopping, and results the database refuses', () =>
     }
   });
 });
+
+// Deliveries claimed ahead wait for a slot while their endpoint may change.
+// These tests take one slot per endpoint and three ahead, with the first
+// attempt held by the receiver until the test lets it answer, and
+// `aheadFreshMs: 0`: a delivery claimed ahead is sent only by the claim that
+// has just read its endpoint again (the default allows a read 50 ms old), so
+// what the change does is the same on every run.
+describe('webhook dispatcher: deliveries claimed ahead follow their endpoint', () => {
+  let app: TestApp;
+  let receiver: Receiver;
+
+  before(async () => {
+    app = await startTestApp();
+    receiver = await startReceiver();
+  });
+  after(async () => {
+    await receiver.close();
+    await app.close();
+  });
+
+  /** An endpoint at `path` with four deliveries: the first in flight, held by the receiver until `answer()`, the other three claimed ahead. */
+  async function oneInFlightThreeAhead(path: string) {
+    const t = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    const api = client(app.baseUrl, t.key);
+    let answer!: () => void;
+    const held = new Promise<void>((resolve) => (answer = resolve));
+    receiver.on(path, (_req, count) => (count === 1 ? { status: 200, until: held } : { status: 200 }));
+    const ep = (await api.post('/webhook-endpoints', { data: { url: receiver.url(path), enabled_events: ['customer.created'] } })).body.data;
+    for (let i = 0; i < 4; i++) assert.equal((await api.post('/customers', { data: { name: `Adelantado ${i}` } })).status, 201);
+    const dispatcher = new WebhookDispatcher({ pool: app.pool, config: app.config }, { perEndpoint: 1, prefetch: 3, aheadFreshMs: 0, idlePollMs: 20 });
+    dispatcher.start();
+    const leases = async () => {
+      const { rows } = await app.pool.query(`SELECT id, leased_until::text AS lease, next_attempt_at, status FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY id`, [ep.id]);
+      return rows;
+    };
+    await waitFor(async () => receiver.at(path).length === 1 && (await leases()).every((r) => r.lease !== null), 10_000, 'one attempt in flight, three claimed ahead');
+    const deliveries = () => app.pool.query(`SELECT status, attempts, leased_until, next_attempt_at FROM webhook_deliveries WHERE endpoint_id = $1`, [ep.id]).then((r) => r.rows);
+    return { api, ep, dispatcher, answer, leases, deliveries };
+  }
+
+  test('a new URL and a new secret apply to the deliveries claimed ahead before the change', async () => {
+    const { api, ep, dispatcher, answer, deliveries } = await oneInFlightThreeAhead('/ahead-old');
+    try {
+      assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { url: receiver.url('/ahead-new') } })).status, 200);
+      const rotated = await api.post(`/webhook-endpoints/${ep.id}/rotate-secret`, { data: {} });
+      assert.equal(rotated.status, 200);
+      answer();
+      await waitFor(async () => (await deliveries()).filter((d) => d.status === 'succeeded').length === 4, 10_000, 'all four delivered');
+      assert.equal(receiver.at('/ahead-old').length, 1, 'only the attempt already in flight went to the old URL');
+      const moved = receiver.at('/ahead-new');
+      assert.equal(moved.length, 3);
+      for (const r of moved) {
+        assert.ok(verifySignature(r.headers['x-service-signature'], r.body, rotated.body.data.secret), 'signed with the new secret');
+        assert.ok(!verifySignature(r.headers['x-service-signature'], r.body, ep.secret), 'not with the old one');
+      }
+    } finally {
+      await dispatcher.stop();
+      await app.pool.query('DELETE FROM webhook_endpoints WHERE id = $1', [ep.id]);
+    }
+  });
+
+  test('a pause drops what was claimed ahead: not sent, given back held (no lease), and sent at once when switched on', async () => {
+    const { api, ep, dispatcher, answer, deliveries } = await oneInFlightThreeAhead('/ahead-pause');
+    try {
+      assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: false } })).status, 200);
+      answer();
+      await waitFor(async () => {
+        const rows = await deliveries();
+        return rows.filter((d) => d.status === 'succeeded').length === 1 && rows.filter((d) => d.status === 'pending' && d.leased_until === null && d.next_attempt_at === null).length === 3;
+      }, 10_000, 'the attempt in flight recorded; the three claimed ahead given back, unscheduled');
+      assert.equal(receiver.at('/ahead-pause').length, 1, 'nothing claimed ahead was sent to the paused endpoint');
+      const held = await app.pool.query(`SELECT error_message FROM webhook_deliveries WHERE endpoint_id = $1 AND attempts = 0`, [ep.id]);
+      assert.ok(held.rows.every((r) => r.error_message === HELD_MESSAGE), 'each says why it waits');
+
+      // No lease left to wait out: switching on sends them now, not 40 s after their claim.
+      assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: true } })).status, 200);
+      await waitFor(async () => (await deliveries()).filter((d) => d.status === 'succeeded').length === 4, 10_000, 'all four delivered after the switch-on');
+      assert.equal(receiver.at('/ahead-pause').length, 4, 'each sent once');
+    } finally {
+      await dispatcher.stop();
+      await app.pool.query('DELETE FROM webhook_endpoints WHERE id = $1', [ep.id]);
+    }
+  });
+
+  test('a deleted endpoint gets nothing of what was claimed ahead for it', async () => {
+    const { api, ep, dispatcher, answer } = await oneInFlightThreeAhead('/ahead-deleted');
+    try {
+      assert.equal((await api.delete(`/webhook-endpoints/${ep.id}`)).status, 204);
+      answer();
+      // Another endpoint, with one delivery, made after the deletion: by the time a claim sends it,
+      // the claims after the deletion have read the deleted endpoint again.
+      const marker = await api.post('/webhook-endpoints', { data: { url: receiver.url('/ahead-marker'), enabled_events: ['customer.created'] } });
+      assert.equal(marker.status, 201);
+      assert.equal((await api.post('/customers', { data: { name: 'Marcador' } })).status, 201);
+      await waitFor(() => receiver.at('/ahead-marker').length === 1, 10_000, 'the later endpoint delivered');
+      assert.equal(receiver.at('/ahead-deleted').length, 1, 'only the attempt already in flight reached the deleted endpoint');
+      await app.pool.query('DELETE FROM webhook_endpoints WHERE id = $1', [marker.body.data.id]);
+    } finally {
+      await dispatcher.stop();
+    }
+  });
+
+  test('giving back leaves alone a lease that is no longer its own (it ran out, another worker claimed the delivery)', async () => {
+    const { ep, dispatcher, answer, leases } = await oneInFlightThreeAhead('/ahead-lease');
+    try {
+      const inFlight = String(receiver.at('/ahead-lease')[0].headers['x-service-delivery']).replace(/-\d+$/, '');
+      const ahead = (await leases()).filter((r) => r.id !== inFlight);
+      assert.equal(ahead.length, 3);
+      // As if this worker had stalled past its lease and another worker had claimed them.
+      const { rows: taken } = await app.pool.query(
+        `UPDATE webhook_deliveries SET leased_until = now() + interval '39 seconds' WHERE endpoint_id = $1 AND id = ANY($2::text[]) AND attempts = 0 AND status = 'pending'
+          RETURNING id, leased_until::text AS lease`,
+        [ep.id, ahead.map((r) => r.id)],
+      );
+      const stopping = dispatcher.stop();
+      answer();
+      await stopping;
+      const after = new Map((await leases()).map((r) => [r.id, r.lease]));
+      assert.equal(taken.length, 3);
+      assert.deepEqual(taken.map((r) => after.get(r.id)), taken.map((r) => r.lease), "the other worker's leases kept");
+      assert.equal(receiver.at('/ahead-lease').length, 1, 'nothing claimed ahead was sent');
+    } finally {
+      await app.pool.query('DELETE FROM webhook_endpoints WHERE id = $1', [ep.id]);
+    }
+  });
+});
+

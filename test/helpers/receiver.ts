@@ -7,8 +7,8 @@ import type { AddressInfo } from 'node:net';
 
 export type Received = { path: string; headers: IncomingHttpHeaders; body: string; at: number };
 
-/** What a path answers; `hang` never answers (until the server closes). */
-export type Behaviour = (req: Received, count: number) => { status?: number; body?: string | Buffer; headers?: Record<string, string>; hang?: boolean; delayMs?: number };
+/** What a path answers; `hang` never answers (until the server closes); `until`: answers once it settles. */
+export type Behaviour = (req: Received, count: number) => { status?: number; body?: string | Buffer; headers?: Record<string, string>; hang?: boolean; delayMs?: number; until?: Promise<unknown> };
 
 export type Receiver = {
   url: (path: string) => string;
@@ -34,7 +34,8 @@ export async function startReceiver(): Promise<Receiver> {
         res.writeHead(answer.status ?? 200, answer.headers ?? {});
         res.end(answer.body ?? '');
       };
-      if (answer.delayMs) setTimeout(send, answer.delayMs);
+      if (answer.until) void answer.until.then(send, send);
+      else if (answer.delayMs) setTimeout(send, answer.delayMs);
       else send();
     });
   });

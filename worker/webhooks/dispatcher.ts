@@ -40,21 +40,30 @@ export type DispatcherOptions = {
    * attempt ends the next one starts at once, without waiting for a claim's
    * round trip (the cycle of a slot was its POST plus the claim).
    *
-   * Off (0) by default: a delivery claimed ahead carries the URL and secret
-   * read at its claim, and is sent even if, meanwhile, another worker shut
-   * the endpoint off, it was paused, deleted, given a new URL or secret (a
-   * review reproduced each). Kept as an option for the bench (7% more
-   * deliveries a second, docs/bench.md) until the ahead list re-checks its
-   * endpoint before sending.
+   * A delivery claimed ahead is sent with its endpoint's URL and secret as
+   * read by the latest claim, and only while that read is at most
+   * `aheadFreshMs` old and found the endpoint on: every claim re-reads the
+   * endpoints that have deliveries waiting ahead (in the same statement),
+   * and drops, and gives back, those of an endpoint switched off or deleted.
    */
   prefetch: number;
   /**
    * How long a delivery claimed ahead may wait for a slot (all of the
-   * worker's may be taken by slow receivers): past this it is given back
-   * (lease cleared, due again), so an attempt started from it still ends,
-   * and is written, well inside its lease.
+   * worker's may be taken by slow receivers): past this it is not sent but
+   * given back (lease cleared, due again), so an attempt started from it
+   * still ends, and is written, well inside its lease.
    */
   aheadMaxMs: number;
+  /**
+   * How recent the read of an endpoint must be for a delivery claimed ahead
+   * to be sent from it when a slot frees (at most this old). Older, the
+   * delivery waits for the next claim (which re-reads the endpoint, and follows at once when
+   * attempts end). Bounds how long after a change to an endpoint (its URL,
+   * its secret, a pause, a deletion) an attempt may start with what it was
+   * before, as the claim's own round trip does for deliveries not claimed
+   * ahead.
+   */
+  aheadFreshMs: number;
   /** How often every active endpoint is looked at. Bounds commit→send latency of new work. */
   idlePollMs: number;
   /** How long a claim waits for more attempts to end before it claims for their endpoints. */
@@ -68,7 +77,7 @@ export type DispatcherOptions = {
  * receivers, docs/bench.md). 64 concurrent requests is as much as we ask of
  * one customer's server from one worker process.
  */
-export const DEFAULT_DISPATCHER_OPTIONS: DispatcherOptions = { maxInFlight: 512, perEndpoint: 64, prefetch: 0, aheadMaxMs: 20_000, idlePollMs: 100, claimMs: 1, flushMs: 5, flushSize: 256 };
+export const DEFAULT_DISPATCHER_OPTIONS: DispatcherOptions = { maxInFlight: 512, perEndpoint: 64, prefetch: 16, aheadMaxMs: 20_000, aheadFreshMs: 50, idlePollMs: 100, claimMs: 1, flushMs: 5, flushSize: 256 };
 
 /**
  * How long a claimed delivery stays claimed: an attempt's hard deadline
@@ -88,9 +97,17 @@ type Claimed = {
   url: string;
   secret: string;
   payload: string;
+  /** The lease this claim set (`leased_until` as text, exact): a delivery is given back only while the lease is still this one. */
+  lease: string;
   /** When this worker claimed it (Date.now()): a delivery claimed ahead is sent, or given back, within `aheadMaxMs`. */
   claimedAt: number;
 };
+
+/** The deliveries claimed ahead for one endpoint, oldest first, and the endpoint as the latest claim read it. */
+type Ahead = { items: Claimed[]; url: string; secret: string; readAt: number };
+
+/** A row of the claim that is not a delivery: an endpoint with deliveries waiting ahead, read again (absent: off or deleted). */
+type EndpointRead = { id: null; endpoint_id: string; url: string; secret: string };
 
 type Finished = { delivery: Claimed; outcome: AttemptOutcome; at: Date };
 
@@ -106,6 +123,9 @@ type Finished = { delivery: Claimed; outcome: AttemptOutcome; at: Date };
  *   found by walking the due index from one endpoint to the next (a loose
  *   index scan), so its cost follows the endpoints with work, not every
  *   endpoint of every company.
+ * After the deliveries, in the same snapshot: the endpoints in `$7` (those
+ * with deliveries claimed ahead) that are still on, with their URL and
+ * secret now.
  */
 const claimSql = (endpoints: string, recursive = '') => `
   WITH RECURSIVE ${recursive} busy AS (
@@ -125,12 +145,16 @@ const claimSql = (endpoints: string, recursive = '') => `
      WHERE e.active
      ORDER BY c.next_attempt_at
      LIMIT $4
+  ), claimed AS (
+    UPDATE webhook_deliveries d
+       SET leased_until = now() + make_interval(secs => $5)
+      FROM picked p, webhook_endpoints e, events ev
+     WHERE d.id = p.id AND e.id = d.endpoint_id AND ev.id = d.event_id
+    RETURNING d.id, d.endpoint_id, d.event_id, d.event, d.attempts, e.url, e.secret, ev.payload, d.leased_until::text AS lease
   )
-  UPDATE webhook_deliveries d
-     SET leased_until = now() + make_interval(secs => $5)
-    FROM picked p, webhook_endpoints e, events ev
-   WHERE d.id = p.id AND e.id = d.endpoint_id AND ev.id = d.event_id
-  RETURNING d.id, d.endpoint_id, d.event_id, d.event, d.attempts, e.url, e.secret, ev.payload`;
+  SELECT * FROM claimed
+  UNION ALL
+  SELECT NULL, e.id, NULL, NULL, NULL, e.url, e.secret, NULL, NULL FROM webhook_endpoints e WHERE e.id = ANY($7::text[]) AND e.active`;
 
 const CLAIM_FOR = claimSql('(SELECT * FROM webhook_endpoints WHERE id = ANY($3::text[]))');
 
@@ -145,6 +169,20 @@ const CLAIM_ALL = claimSql(
   ),`,
 );
 
+/**
+ * Gives deliveries back (lease cleared) that this worker claimed and will
+ * not send, each only while its lease is still the one this worker set: a
+ * lease that ran out and was taken by another worker is that worker's. Due
+ * again at once, unless unscheduled meanwhile (its endpoint switched off):
+ * one rescheduled to the end of this lease (its endpoint switched back on)
+ * is due now, since it was never sent.
+ */
+const GIVE_BACK = `
+  UPDATE webhook_deliveries d
+     SET leased_until = NULL, next_attempt_at = CASE WHEN d.next_attempt_at IS NOT NULL THEN least(d.next_attempt_at, now()) END
+    FROM unnest($1::text[], $2::timestamptz[]) AS r(id, lease)
+   WHERE d.id = r.id AND d.leased_until = r.lease`;
+
 export class WebhookDispatcher {
   readonly #deps: Pick<WorkerDeps, 'pool' | 'config'>;
   readonly #options: DispatcherOptions;
@@ -152,8 +190,8 @@ export class WebhookDispatcher {
   /** Attempts in flight (POST not ended), in all and per endpoint. */
   #inFlight = 0;
   readonly #perEndpoint = new Map<string, number>();
-  /** Claimed ahead (prefetch), not sent yet, per endpoint, oldest first. */
-  readonly #ahead = new Map<string, Claimed[]>();
+  /** Claimed ahead (prefetch), not sent yet, per endpoint. */
+  readonly #ahead = new Map<string, Ahead>();
   #aheadCount = 0;
   /** Endpoints whose attempts ended since the last claim: where slots are free. */
   readonly #freed = new Set<string>();
@@ -171,6 +209,8 @@ export class WebhookDispatcher {
   #loop: Promise<void> | null = null;
   #wake: (() => void) | null = null;
   #lastFullClaim = 0;
+  /** Deliveries being given back (an endpoint switched off): a stop waits for them. */
+  readonly #givingBack = new Set<Promise<void>>();
 
   constructor(deps: Pick<WorkerDeps, 'pool' | 'config'>, options: Partial<DispatcherOptions> = {}) {
     this.#deps = deps;
@@ -199,6 +239,7 @@ export class WebhookDispatcher {
     this.#wake?.();
     await this.#loop;
     await this.#giveBackStale(Infinity);
+    await Promise.all(this.#givingBack);
     while (this.#inFlight > 0) await new Promise((r) => setTimeout(r, 50));
     if (this.#flushTimer) clearTimeout(this.#flushTimer);
     this.#flushTimer = null;
@@ -212,14 +253,16 @@ export class WebhookDispatcher {
       const now = Date.now();
       const full = now - this.#lastFullClaim >= this.#options.idlePollMs;
       // Before the room is counted: what it gives back is room again.
-      if (full) await this.#giveBackStale(now);
+      await this.#giveBackStale(now);
       const room = this.#room();
       if (this.#unwritten) {
         // Woken when the results are written.
         await this.#sleep(this.#options.idlePollMs);
         continue;
       }
-      if (room <= 0 || (!full && this.#freed.size === 0)) {
+      // With no room, a claim still re-reads the endpoints of deliveries
+      // waiting ahead once attempts end (their slots are what is free).
+      if ((room <= 0 && this.#freed.size === 0) || (!full && this.#freed.size === 0)) {
         // Woken when an attempt ends, or at the next full claim.
         await this.#sleep(room <= 0 ? this.#options.idlePollMs : this.#lastFullClaim + this.#options.idlePollMs - now);
         continue;
@@ -229,18 +272,12 @@ export class WebhookDispatcher {
       if (full) this.#lastFullClaim = now;
       const targets = full ? null : [...this.#freed];
       this.#freed.clear();
-      let claimed: Claimed[];
       try {
-        claimed = await this.#claim(targets, this.#room());
+        await this.#claim(targets, this.#room());
       } catch (error) {
         logError('webhook.claim_failed', error);
         if (targets) for (const id of targets) this.#freed.add(id);
         await this.#sleep(1000);
-        continue;
-      }
-      for (const delivery of claimed) {
-        if (this.#canSend(delivery.endpoint_id)) this.#send(delivery);
-        else this.#keep(delivery);
       }
     }
   }
@@ -255,57 +292,119 @@ export class WebhookDispatcher {
     return !this.#stopped && !this.#unwritten && this.#inFlight < this.#options.maxInFlight && (this.#perEndpoint.get(endpointId) ?? 0) < this.#options.perEndpoint;
   }
 
-  #keep(delivery: Claimed): void {
-    const list = this.#ahead.get(delivery.endpoint_id);
-    if (list) list.push(delivery);
-    else this.#ahead.set(delivery.endpoint_id, [delivery]);
+  /**
+   * Claims, and sends what it can: the deliveries claimed ahead first (older),
+   * then the new ones; what has no slot waits ahead. The endpoints of the
+   * deliveries waiting ahead are read again by the same statement: their URL
+   * and secret now, and those no longer on (switched off, by a pause or by
+   * another worker's shut-off, or deleted) lose what waits for them.
+   */
+  async #claim(targets: string[] | null, room: number): Promise<void> {
+    if (room <= 0 && this.#ahead.size === 0) return;
+    const busy = new Map(this.#perEndpoint);
+    for (const [id, ahead] of this.#ahead) busy.set(id, (busy.get(id) ?? 0) + ahead.items.length);
+    const readAt = Date.now();
+    const reread = [...this.#ahead.keys()];
+    const { rows } = await this.#deps.pool.query<Claimed | EndpointRead>(prepared(targets ? CLAIM_FOR : CLAIM_ALL, [
+      [...busy.keys()],
+      [...busy.values()],
+      targets,
+      Math.max(room, 0),
+      LEASE_SECONDS,
+      this.#options.perEndpoint + this.#options.prefetch,
+      reread,
+    ]));
+    const on = new Set<string>();
+    const claimed: Claimed[] = [];
+    for (const row of rows) {
+      if (row.id === null) {
+        on.add(row.endpoint_id);
+        const ahead = this.#ahead.get(row.endpoint_id);
+        if (ahead) Object.assign(ahead, { url: row.url, secret: row.secret, readAt });
+      } else {
+        (row as Claimed).claimedAt = readAt;
+        claimed.push(row as Claimed);
+      }
+    }
+    for (const id of reread) if (!on.has(id)) this.#dropAhead(id);
+    this.#drainAhead(readAt);
+    for (const delivery of claimed) {
+      const ahead = this.#ahead.get(delivery.endpoint_id);
+      if (!ahead && this.#canSend(delivery.endpoint_id)) this.#send(delivery);
+      else this.#keep(delivery, ahead, readAt);
+    }
+  }
+
+  #keep(delivery: Claimed, ahead: Ahead | undefined, readAt: number): void {
+    if (ahead) ahead.items.push(delivery);
+    else this.#ahead.set(delivery.endpoint_id, { items: [delivery], url: delivery.url, secret: delivery.secret, readAt });
     this.#aheadCount++;
   }
 
   /**
-   * After an attempt ended: the delivery claimed ahead longest ago among the
-   * endpoints with a free slot (oldest first across endpoints, so one whose
-   * slots are all taken by the worker-wide bound is not passed over by
-   * endpoints whose own attempts keep ending).
+   * Sends, from the deliveries claimed ahead, the one claimed longest ago
+   * among the endpoints with a free slot and read since `readSince` (oldest
+   * first across endpoints, so one whose slots are all taken by the
+   * worker-wide bound is not passed over by endpoints whose own attempts
+   * keep ending), with the endpoint's URL and secret as last read. One that
+   * has waited past `aheadMaxMs` is not sent: the next full claim gives it
+   * back. Returns whether it sent one.
    */
-  #sendAhead(): void {
-    if (this.#aheadCount === 0) return;
-    let oldest: [string, Claimed[]] | null = null;
+  #sendAhead(readSince = Date.now() - this.#options.aheadFreshMs): boolean {
+    if (this.#aheadCount === 0) return false;
+    const now = Date.now();
+    let oldest: [string, Ahead] | null = null;
     for (const entry of this.#ahead) {
-      if ((!oldest || entry[1][0].claimedAt < oldest[1][0].claimedAt) && this.#canSend(entry[0])) oldest = entry;
+      const [id, ahead] = entry;
+      if (oldest && ahead.items[0].claimedAt >= oldest[1].items[0].claimedAt) continue;
+      if (ahead.readAt >= readSince && now - ahead.items[0].claimedAt <= this.#options.aheadMaxMs && this.#canSend(id)) oldest = entry;
     }
-    if (!oldest) return;
-    const [id, list] = oldest;
-    const next = list.shift()!;
-    if (list.length === 0) this.#ahead.delete(id);
+    if (!oldest) return false;
+    const [id, ahead] = oldest;
+    const next = ahead.items.shift()!;
+    if (ahead.items.length === 0) this.#ahead.delete(id);
     this.#aheadCount--;
-    this.#send(next);
+    this.#send({ ...next, url: ahead.url, secret: ahead.secret });
+    return true;
+  }
+
+  /** Sends what waits ahead for the endpoints read since `readSince`, while slots are free. */
+  #drainAhead(readSince: number): void {
+    while (this.#sendAhead(readSince));
   }
 
   /** Gives back (lease cleared, due again) what waited ahead longer than `aheadMaxMs`, or everything when `now` is Infinity. */
   async #giveBackStale(now: number): Promise<void> {
     if (this.#aheadCount === 0) return;
-    const stale: string[] = [];
-    for (const [id, list] of this.#ahead) {
-      const keep = list.filter((d) => now - d.claimedAt <= this.#options.aheadMaxMs);
-      if (keep.length === list.length) continue;
-      for (const d of list) if (now - d.claimedAt > this.#options.aheadMaxMs) stale.push(d.id);
-      if (keep.length) this.#ahead.set(id, keep);
+    const stale: Claimed[] = [];
+    for (const [id, ahead] of this.#ahead) {
+      // Oldest first: a list whose first has not waited too long has nothing to give back.
+      if (now - ahead.items[0].claimedAt <= this.#options.aheadMaxMs) continue;
+      const keep = ahead.items.filter((d) => now - d.claimedAt <= this.#options.aheadMaxMs);
+      for (const d of ahead.items) if (now - d.claimedAt > this.#options.aheadMaxMs) stale.push(d);
+      if (keep.length) ahead.items = keep;
       else this.#ahead.delete(id);
     }
-    if (!stale.length) return;
     this.#aheadCount -= stale.length;
-    await this.#deps.pool
-      .query('UPDATE webhook_deliveries SET leased_until = NULL WHERE id = ANY($1::text[]) AND leased_until IS NOT NULL', [stale])
-      .catch((error) => logError('webhook.release_failed', error, { deliveries: stale.length }));
+    await this.#giveBack(stale);
   }
 
-  /** An endpoint switched off: what was claimed ahead for it is not sent (its next attempt was cleared with the others). */
+  /** An endpoint no longer on (or deleted): what was claimed ahead for it is not sent, and given back. */
   #dropAhead(endpointId: string): void {
-    const list = this.#ahead.get(endpointId);
-    if (!list) return;
+    const ahead = this.#ahead.get(endpointId);
+    if (!ahead) return;
     this.#ahead.delete(endpointId);
-    this.#aheadCount -= list.length;
+    this.#aheadCount -= ahead.items.length;
+    const giving = this.#giveBack(ahead.items);
+    this.#givingBack.add(giving);
+    void giving.finally(() => this.#givingBack.delete(giving));
+  }
+
+  async #giveBack(deliveries: Claimed[]): Promise<void> {
+    if (!deliveries.length) return;
+    await this.#deps.pool
+      .query(prepared(GIVE_BACK, [deliveries.map((d) => d.id), deliveries.map((d) => d.lease)]))
+      .catch((error) => logError('webhook.release_failed', error, { deliveries: deliveries.length }));
   }
 
   #sleep(ms: number): Promise<void> {
@@ -316,23 +415,6 @@ export class WebhookDispatcher {
         resolve();
       };
     });
-  }
-
-  async #claim(targets: string[] | null, room: number): Promise<Claimed[]> {
-    if (room <= 0) return [];
-    const busy = new Map(this.#perEndpoint);
-    for (const [id, list] of this.#ahead) busy.set(id, (busy.get(id) ?? 0) + list.length);
-    const { rows } = await this.#deps.pool.query<Claimed>(prepared(targets ? CLAIM_FOR : CLAIM_ALL, [
-      [...busy.keys()],
-      [...busy.values()],
-      targets,
-      room,
-      LEASE_SECONDS,
-      this.#options.perEndpoint + this.#options.prefetch,
-    ]));
-    const claimedAt = Date.now();
-    for (const row of rows) row.claimedAt = claimedAt;
-    return rows;
   }
 
   #send(delivery: Claimed): void {
