@@ -99,6 +99,34 @@ describe('webhook dispatcher: stopping, and results the database refuses', () =>
     }
   });
 
+  test("a result written after another worker's later one leaves the endpoint's last delivery and its failures as they were", async () => {
+    const t = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    const api = client(app.baseUrl, t.key);
+    const ep = (await api.post('/webhook-endpoints', { data: { url: receiver.url('/late-writer'), enabled_events: ['customer.created'] } })).body.data;
+    // Another worker's attempt, made later than the one below and written first: a failure, the third in a row.
+    const { rows: [later] } = await app.pool.query(
+      `UPDATE webhook_endpoints SET last_delivery_at = now() + interval '1 minute', last_delivery_status = 'failed', consecutive_failures = 3 WHERE id = $1 RETURNING last_delivery_at`,
+      [ep.id],
+    );
+    assert.equal((await api.post('/customers', { data: { name: 'Escritura tardía' } })).status, 201);
+    const dispatcher = new WebhookDispatcher({ pool: app.pool, config: app.config }, { idlePollMs: 20 });
+    dispatcher.start();
+    try {
+      await waitFor(async () => {
+        const { rows } = await app.pool.query(`SELECT status FROM webhook_deliveries WHERE endpoint_id = $1`, [ep.id]);
+        return rows[0]?.status === 'succeeded';
+      }, 10_000, 'the delivery recorded');
+      const read = (await api.get(`/webhook-endpoints/${ep.id}`)).body.data;
+      assert.deepEqual(
+        { at: read.last_delivery_at, status: read.last_delivery_status, failures: read.consecutive_failures },
+        { at: later.last_delivery_at.toISOString(), status: 'failed', failures: 3 },
+      );
+    } finally {
+      await dispatcher.stop();
+      await api.delete(`/webhook-endpoints/${ep.id}`);
+    }
+  });
+
   test('a delivery claimed ahead that waits for a slot longer than aheadMaxMs is given back and claimed afresh (a new lease), never sent twice', async () => {
     const t = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
     const api = client(app.baseUrl, t.key);

@@ -555,6 +555,9 @@ export class WebhookDispatcher {
  *    endpoint on or off locks it first too. NO KEY UPDATE, not UPDATE: writes
  *    that insert deliveries hold KEY SHARE locks on their endpoints (the
  *    foreign key) until they commit, and FOR UPDATE would queue behind them.
+ *    The last delivery's time and status move forward only: another worker
+ *    may have written a later attempt first (then a success of this batch
+ *    does not reset the failures counted after it).
  * 2. `results`: each delivery, read through `endpoints` (so its endpoint is
  *    locked and counted first): its next attempt only if the endpoint is still
  *    on, the lease cleared. `attempts = expect` keeps a result written once
@@ -569,15 +572,19 @@ const RESULTS = `
   WITH h AS (
     SELECT * FROM unnest($1::text[], $2::int[], $3::bool[], $4::timestamptz[], $5::text[]) AS h(id, fails, reset, at, status)
   ), n AS (
-    SELECT e.id, CASE WHEN h.reset THEN h.fails ELSE e.consecutive_failures + h.fails END AS failures, e.active AS was_active
+    SELECT e.id,
+           CASE WHEN NOT h.reset THEN e.consecutive_failures + h.fails
+                WHEN e.last_delivery_at > h.at THEN e.consecutive_failures
+                ELSE h.fails END AS failures,
+           e.active AS was_active
       FROM webhook_endpoints e JOIN h ON h.id = e.id
      ORDER BY e.id
        FOR NO KEY UPDATE OF e
   ), endpoints AS (
     UPDATE webhook_endpoints e SET
       consecutive_failures = n.failures,
-      last_delivery_at = h.at,
-      last_delivery_status = h.status,
+      last_delivery_at = greatest(e.last_delivery_at, h.at),
+      last_delivery_status = CASE WHEN e.last_delivery_at > h.at THEN e.last_delivery_status ELSE h.status END,
       active = e.active AND n.failures < ${SHUT_OFF_AFTER},
       disabled_at = CASE WHEN e.active AND n.failures >= ${SHUT_OFF_AFTER} THEN now() ELSE e.disabled_at END,
       disabled_reason = CASE WHEN e.active AND n.failures >= ${SHUT_OFF_AFTER} THEN $7 ELSE e.disabled_reason END,
