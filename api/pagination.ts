@@ -212,13 +212,24 @@ export async function listPage<Row>(
   return { data, meta };
 }
 
-/** A list's text search as its `where`: `term` (when there is one) ILIKE any of `expressions`, as one condition. */
+/** A list's text search as its `where`: `term` (when there is one) found in any of `expressions` (textMatch), as one condition. */
 export function searchWhere(term: string | undefined, expressions: string[]): (params: Params) => string[] {
   return (p) => {
     if (!term) return [];
     const like = p.add(likePattern(term));
-    return [`(${expressions.map((e) => `${e} ILIKE ${like}`).join(' OR ')})`];
+    return [`(${expressions.map((e) => textMatch(e, like)).join(' OR ')})`];
   };
+}
+
+/**
+ * A text search's condition: `expression` contains the pattern `like` (a
+ * parameter holding likePattern(term)), ignoring case and accents ("jose"
+ * finds "José", "PENA" finds "Peña"): both sides folded by fold_accents()
+ * (migration 102, PostgreSQL's unaccent rules). An index that serves it is
+ * built on fold_accents(expression), as customers_search is.
+ */
+export function textMatch(expression: string, like: string): string {
+  return `fold_accents(${expression}) ILIKE fold_accents(${like})`;
 }
 
 /** `%`, `_` and `\` are literal in a search term. */

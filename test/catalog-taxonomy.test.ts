@@ -244,6 +244,17 @@ describe('categories, brands and the product list filters', () => {
     assert.deepEqual(await names(`q=air&brand=nike`), ['Air Max']);
     assert.deepEqual(await names(`search=GORRA`), ['Gorra Nike']);
     assert.deepEqual(await names(`q=max&search=gorra`), ['Air Max'], 'search is ignored when q is present');
+    // Accents and case are ignored, in the term and in the name, SKU and brand.
+    const accents = client(app.baseUrl, (await seedTenant(app.pool)).key);
+    const brand = (await accents.post('/brands', { data: { name: 'Tostadores Peñón' } })).body.data;
+    assert.equal((await accents.post('/products', { data: { name: 'Café de Olla', sku: 'CAFÉ-01', prices_cents: { mxn: 100 }, brand_id: brand.id } })).status, 201);
+    assert.equal((await accents.post('/products', { data: { name: 'Cafetera', prices_cents: { mxn: 100 } } })).status, 201);
+    const found = async (q: string) => ((await accents.get(`/products?q=${encodeURIComponent(q)}`)).body.data as any[]).map((p) => p.name).sort();
+    assert.deepEqual(await found('cafe de olla'), ['Café de Olla']);
+    assert.deepEqual(await found('CAFÉ'), ['Cafetera', 'Café de Olla']);
+    assert.deepEqual(await found('cafe-01'), ['Café de Olla'], 'the SKU');
+    assert.deepEqual(await found('penon'), ['Café de Olla'], 'the brand name');
+    assert.deepEqual(((await accents.get('/brands?q=PENON')).body.data as any[]).map((b) => b.name), ['Tostadores Peñón'], 'the brand list too');
     void a;
     void b;
     void g;

@@ -58,6 +58,7 @@ describe('MCP server', () => {
     // As in REST: with both, q wins over its alias.
     assert.deepEqual(await names('list_customers', { q: 'beto', search: 'ana' }), ['Beto Ruiz']);
     assert.deepEqual(await names('list_customers', { search: 'ana' }), ['Ana Pérez']);
+    assert.deepEqual(await names('list_customers', { q: 'PEREZ' }), ['Ana Pérez'], 'accents and case ignored, as in REST');
     assert.deepEqual(await names('list_leads', { q: 'nadie-con-este-nombre' }), []);
     const rest = (await api.get(`/products?brand_id=${brand.id}&status=archived`)).body.data.map((p: any) => p.name);
     assert.deepEqual(rest, [archived.name], 'the REST list agrees');

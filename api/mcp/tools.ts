@@ -8,7 +8,7 @@ import { calendarDay, windowBound } from '../date-fields.ts';
 import { ALL_SCOPES } from '../auth/scopes.ts';
 import type { Queryable } from '../../db/pool.ts';
 import type { TotalsCache } from '../pagination.ts';
-import { likePattern, listPage } from '../pagination.ts';
+import { likePattern, listPage, textMatch } from '../pagination.ts';
 import { listCalendarEvents } from '../routes/calendar-event-queries.ts';
 import { EVENT_KINDS, EVENT_SOURCES } from '../routes/calendar-event-schemas.ts';
 import { readCompany } from '../routes/company-queries.ts';
@@ -111,7 +111,7 @@ export const TOOLS: readonly Tool[] = [
           columns: '*',
           companyId,
           searching: !!termOf(args),
-          where: (p) => (termOf(args) ? [`${CONTACT_SEARCH} ILIKE ${p.add(likePattern(termOf(args)!))}`] : []),
+          where: (p) => (termOf(args) ? [textMatch(CONTACT_SEARCH, p.add(likePattern(termOf(args)!)))] : []),
           serialize: serializeCustomer,
         }, page),
       ),
@@ -156,7 +156,7 @@ export const TOOLS: readonly Tool[] = [
           searching: !!termOf(args),
           where: (p) => [
             ...(args.status ? [`status = ${p.add(args.status)}`] : []),
-            ...(termOf(args) ? [`${CONTACT_SEARCH} ILIKE ${p.add(likePattern(termOf(args)!))}`] : []),
+            ...(termOf(args) ? [textMatch(CONTACT_SEARCH, p.add(likePattern(termOf(args)!)))] : []),
           ],
           serialize: serializeLead,
         }, page),

@@ -7,7 +7,7 @@ import { iso } from '../../db/timestamps.ts';
 import { deleteMedia } from '../../storage/media-items.ts';
 import { flattenCustomProperties, mergeCustomProperties } from '../custom-properties.ts';
 import { ApiError, validationFailed } from '../errors.ts';
-import { likePattern, listPage, type ListMeta, type TotalsCache } from '../pagination.ts';
+import { likePattern, listPage, textMatch, type ListMeta, type TotalsCache } from '../pagination.ts';
 import { BRAND_RESERVED, type BrandListQuery, type BrandWrite, type brandSchema } from './brand-schemas.ts';
 import { freeSlug, uniqueViolation } from './slug-queries.ts';
 import type { z } from 'zod';
@@ -97,7 +97,7 @@ export async function listBrands(db: Queryable, totals: TotalsCache, companyId: 
       columns: BRAND_COLUMNS,
       companyId,
       searching: !!term,
-      where: (p) => (term ? [`name ILIKE ${p.add(likePattern(term))}`] : []),
+      where: (p) => (term ? [textMatch('name', p.add(likePattern(term)))] : []),
       serialize: (row) => row,
     },
     query,

@@ -4,7 +4,7 @@
 import { paymentsOf, type Direction, type MovementRow, type PaymentRow } from '../../db/money/movements.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { iso } from '../../db/timestamps.ts';
-import { listPage, type PaginationQuery, type TotalsCache } from '../pagination.ts';
+import { listPage, textMatch, type PaginationQuery, type TotalsCache } from '../pagination.ts';
 
 /** An income's or expense's read; a movement with the payments given. */
 export function serialize(m: MovementRow, payments: PaymentRow[]) {
@@ -56,7 +56,7 @@ export async function listMovements(db: Queryable, totals: TotalsCache, companyI
         if (filters.category) c.push(`category = ${p.add(filters.category)}`);
         if (filters.supplier) {
           const like = p.add(`%${filters.supplier.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`);
-          c.push(`(supplier_name ILIKE ${like} OR supplier_tax_id ILIKE ${like})`);
+          c.push(`(${textMatch('supplier_name', like)} OR ${textMatch('supplier_tax_id', like)})`);
         }
         return c;
       },

@@ -352,7 +352,8 @@ export async function listProducts(
         searching: !!term,
         where: (p) => {
           const conditions: string[] = [];
-          if (term) conditions.push(`search_text ILIKE ${p.add(likePattern(term))}`);
+          // search_text is stored folded (migration 102): only the term is folded here (textMatch).
+          if (term) conditions.push(`search_text ILIKE fold_accents(${p.add(likePattern(term))})`);
           if (brand) conditions.push(brandCondition(p, brand));
           if (categoryIds) conditions.push(`product_category_id = ANY(${p.add(categoryIds)}::text[])`);
           if (status) conditions.push(`status = ${p.add(status)}`);
@@ -374,7 +375,7 @@ export async function listProducts(
   // for this transaction, which leaves the trigram bitmap.
   const { rows } = await pool.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM (SELECT search_text FROM products WHERE company_id = $1
-       ORDER BY created_at DESC, id DESC LIMIT ${SEARCH_PROBE_ROWS}) newest WHERE search_text ILIKE $2`,
+       ORDER BY created_at DESC, id DESC LIMIT ${SEARCH_PROBE_ROWS}) newest WHERE search_text ILIKE fold_accents($2)`,
     [companyId, likePattern(term)],
   );
   if (rows[0].n >= SEARCH_DENSE_MATCHES) return list(pool);

@@ -8,7 +8,7 @@ import { transaction } from '../../db/pool.ts';
 import { deleteRow, findRow, insertRow, updateRow, type TableSpec } from '../../db/tables.ts';
 import { mergeCustomProperties, type CustomPropertiesWrite } from '../custom-properties.ts';
 import { ApiError } from '../errors.ts';
-import { likePattern, listPage, paginationQuery, searchableQuery, searchTerm, type Params } from '../pagination.ts';
+import { likePattern, listPage, paginationQuery, searchableQuery, searchTerm, textMatch, type Params } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 
 /** What the factory needs of a row; each resource names its full row type (CustomerRow, LeadRow). */
@@ -82,7 +82,7 @@ export function standardRoutes<Row extends BaseRow, Read extends z.ZodType>(spec
             searching: !!term,
             where: (p) => [
               ...(spec.listFilters?.where(query as Record<string, unknown>, p) ?? []),
-              ...(term && spec.searchExpression ? [`${spec.searchExpression} ILIKE ${p.add(likePattern(term))}`] : []),
+              ...(term && spec.searchExpression ? [textMatch(spec.searchExpression, p.add(likePattern(term)))] : []),
             ],
             serialize: spec.serialize,
           },
