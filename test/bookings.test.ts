@@ -411,9 +411,11 @@ describe('booking links and bookings', () => {
     const soon = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
     assert.deepEqual(await slotsOf(notice.id, `?from=${soon}&to=${soon}&timezone=UTC`), []);
     assert.equal((await api.post('/bookings', { data: { booking_link_id: notice.id, starts_at: `${soon}T12:00:00Z`, booker } })).status, 409);
-    // Rolling window of 2 days: the third day is closed.
+    // Rolling window of 2 days (today and tomorrow, in the link's zone, UTC): the second day is open, the third closed.
     const rolling = await createLink({ booking_window: { type: 'rolling', days: 2 } });
-    const third = new Date(Date.now() + 2 * 86_400_000 + 86_400_000).toISOString().slice(0, 10);
+    const second = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+    const third = new Date(Date.now() + 2 * 86_400_000).toISOString().slice(0, 10);
+    assert.equal((await slotsOf(rolling.id, `?from=${second}&to=${second}&timezone=UTC`)).length, 48, 'every half hour of the second day');
     assert.deepEqual(await slotsOf(rolling.id, `?from=${third}&to=${third}&timezone=UTC`), []);
   });
 

@@ -192,6 +192,9 @@ describe('calendar events', () => {
     const backwards = await own.get('/calendar/events?from=2026-05-01T10:40:00Z&to=2026-05-01T10:30:00Z');
     assert.equal(backwards.status, 200, backwards.text);
     assert.deepEqual(backwards.body.data.map((e: { id: string }) => e.id).sort(), [spanning, inside].sort());
+    // from equal to to: the events in progress at that instant (an empty range overlapped nothing).
+    assert.deepEqual(await ids('from=2026-05-01T10:30:00Z&to=2026-05-01T10:30:00Z'), [spanning, inside].sort());
+    assert.deepEqual(await ids('from=2026-05-01T11:00:00Z&to=2026-05-01T11:00:00Z'), [], 'one ending there, one starting there: neither is in progress');
     assert.deepEqual(await ids('kind=meeting'), [spanning]);
     assert.deepEqual(await ids(`user_id=${t.ownerId}&source=native&limit=2`).then((l) => l.length), 2);
     assert.deepEqual(await ids('source=google'), []);

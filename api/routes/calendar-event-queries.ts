@@ -144,8 +144,10 @@ export function listCalendarEvents(db: Queryable, totals: TotalsCache, companyId
         if (filters.user_id) conditions.push(`user_id = ${p.add(filters.user_id)}`);
         if (filters.kind) conditions.push(`kind = ${p.add(filters.kind)}`);
         if (filters.source) conditions.push(`source = ${p.add(filters.source)}`);
-        if (filters.from && filters.to && Date.parse(filters.from) > Date.parse(filters.to)) {
-          // The contract's two conditions as written; a range cannot run backwards (PostgreSQL refuses it).
+        if (filters.from && filters.to && Date.parse(filters.from) >= Date.parse(filters.to)) {
+          // The contract's two conditions as written: a range cannot run backwards (PostgreSQL refuses
+          // it), and one from an instant to itself is empty, where the conditions still hold for the
+          // events in progress at that instant ("what is on now?").
           conditions.push(`ends_at > ${p.add(filters.from)}::timestamptz`, `starts_at < ${p.add(filters.to)}::timestamptz`);
         } else if (filters.from || filters.to) {
           // "Ending after from, starting before to" as one range overlap, which the range index answers.
