@@ -55,7 +55,7 @@ export type PaginationQuery = z.infer<typeof paginationQuery>;
 /** A list's query with text search: `q`, or its alias `search`, over the fields `over` names. */
 export function searchableQuery(over: string) {
   return paginationQuery.extend({
-    q: z.string().trim().max(200).optional().describe(`Búsqueda de texto (${over})`),
+    q: z.string().trim().max(200).optional().describe(`Búsqueda de texto (${over}); no distingue mayúsculas ni acentos`),
     search: z.string().trim().max(200).optional().describe('Alias de q'),
   });
 }

@@ -63,7 +63,7 @@ const filtered = (args: Record<string, unknown>, names: string[]) => names.some(
 
 /** Text search under the REST list's names: `q`, and `search` as its alias (ignored when `q` is given). */
 const textSearch = {
-  q: z.string().trim().max(200).optional().describe('Texto a buscar'),
+  q: z.string().trim().max(200).optional().describe('Texto a buscar (no distingue mayúsculas ni acentos)'),
   search: z.string().trim().max(200).optional().describe('Alias de q; se ignora si q está presente'),
 };
 const termOf = (args: { q?: string; search?: string }) => args.q || args.search || undefined;
@@ -102,7 +102,7 @@ export const TOOLS: readonly Tool[] = [
     title: 'Clientes',
     description: 'Lista los clientes de la empresa, del más reciente al más antiguo; `q` (o su alias `search`) busca en nombre, correo y teléfono.',
     scope: 'read-customers',
-    input: z.strictObject({ ...textSearch, q: textSearch.q.describe('Texto a buscar en nombre, correo o teléfono'), ...paging }),
+    input: z.strictObject({ ...textSearch, q: textSearch.q.describe('Texto a buscar en nombre, correo o teléfono (no distingue mayúsculas ni acentos)'), ...paging }),
     output: listOutput('customers'),
     run: ({ db, totals, companyId }, args) =>
       asList('customers', args, filtered(args, ['q', 'search']), (page) =>
@@ -123,7 +123,7 @@ export const TOOLS: readonly Tool[] = [
     scope: 'read-products',
     input: z.strictObject({
       ...textSearch,
-      q: textSearch.q.describe('Texto a buscar en nombre, SKU y marca'),
+      q: textSearch.q.describe('Texto a buscar en nombre, SKU y marca (no distingue mayúsculas ni acentos)'),
       brand: z.string().max(4000).optional().describe('Marcas: ids o slugs separados por comas (hasta 100)'),
       brand_id: z.string().max(4000).optional().describe('Alias de brand; se ignora si brand está presente'),
       category: z.string().max(4000).optional().describe('Categorías: ids o slugs separados por comas (hasta 100)'),
