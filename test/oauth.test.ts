@@ -122,6 +122,15 @@ describe('OAuth 2.1 authorization server', () => {
     const other = await fetch(`${app.url}/.well-known/something-else`);
     assert.equal(other.status, 404);
     assert.match(other.headers.get('content-type') ?? '', /json/);
+    // A metadata document with another method: 405 and what it allows, not 404 (it exists).
+    for (const path of ['/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource/api/mcp/v1/']) {
+      const posted = await fetch(`${app.url}${path}`, { method: 'POST' });
+      assert.equal(posted.status, 405, path);
+      assert.equal(posted.headers.get('allow'), 'GET, HEAD, OPTIONS');
+      assert.equal(((await posted.json()) as any).error, 'method_not_allowed');
+    }
+    const head = await fetch(`${app.url}/.well-known/oauth-authorization-server`, { method: 'HEAD' });
+    assert.equal(head.status, 200, 'HEAD is answered as GET');
   });
 
   test('a client_name with direction controls cannot reverse the page around it: isolated in <bdi>, controls dropped', async () => {

@@ -447,16 +447,26 @@ async function revoke(ctx: ApiContext): Promise<void> {
   ctx.body = {};
 }
 
+/** The discovery documents (RFC 8414, RFC 9728, and OpenID's name for the first). */
+const METADATA_PATHS = ['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration', '/.well-known/oauth-protected-resource', `/.well-known/oauth-protected-resource${MCP_PATH}`];
+
 export function oauthRouter(): ApiRouter {
   const router: ApiRouter = new Router<ApiState, ApiContextExtension>();
   router.get(['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration'], authorizationServerMetadata);
   router.get(['/.well-known/oauth-protected-resource', `/.well-known/oauth-protected-resource${MCP_PATH}`], protectedResourceMetadata);
   // Browser clients send MCP-Protocol-Version with discovery requests, which makes them preflighted.
-  router.options(['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration', '/.well-known/oauth-protected-resource', `/.well-known/oauth-protected-resource${MCP_PATH}`], (ctx) => {
+  router.options(METADATA_PATHS, (ctx) => {
     cors(ctx);
     ctx.status = 204;
   });
   router.all('/.well-known/*rest', (ctx) => {
+    // A metadata document asked with another method than GET: 405 naming what it allows (RFC 9110), not 404.
+    if (METADATA_PATHS.includes(ctx.path.replace(/\/+$/, ''))) {
+      ctx.set('Allow', 'GET, HEAD, OPTIONS');
+      ctx.status = 405;
+      ctx.body = { error: 'method_not_allowed', message: 'Método no permitido para esta ruta.' };
+      return;
+    }
     ctx.status = 404;
     ctx.body = { error: 'not_found', message: 'El recurso no existe.' };
   });
