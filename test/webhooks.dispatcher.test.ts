@@ -127,14 +127,45 @@ describe('webhook dispatcher: stopping, and results the database refuses', () =>
     }
   });
 
+  test('a worker whose slots are all taken claims nothing ahead: another worker sends a healthy endpoint its delivery at once', async () => {
+    const t = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    const api = client(app.baseUrl, t.key);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    receiver.on('/stuck', () => ({ status: 200, until: held }));
+    const stuck = (await api.post('/webhook-endpoints', { data: { url: receiver.url('/stuck'), enabled_events: ['customer.created'] } })).body.data;
+    for (let i = 0; i < 2; i++) assert.equal((await api.post('/customers', { data: { name: `Atascado ${i}` } })).status, 201);
+    // Worker A: two slots, both taken by the receiver that does not answer; a wait ahead of 30 s.
+    const a = new WebhookDispatcher({ pool: app.pool, config: app.config }, { maxInFlight: 2, perEndpoint: 2, prefetch: 16, aheadMaxMs: 30_000, idlePollMs: 20 });
+    a.start();
+    let b: WebhookDispatcher | null = null;
+    const other = client(app.baseUrl, (await seedTenant(app.pool, { rateLimitPerMinute: 100_000 })).key);
+    const healthy = (await other.post('/webhook-endpoints', { data: { url: receiver.url('/healthy'), enabled_events: ['customer.created'] } })).body.data;
+    try {
+      await waitFor(() => receiver.at('/stuck').length === 2, 10_000, "both of A's slots taken");
+      assert.equal((await other.post('/customers', { data: { name: 'Sano' } })).status, 201);
+      // A's full claims (every 20 ms) have had the delivery due for ten rounds before B starts.
+      await new Promise((r) => setTimeout(r, 200));
+      b = new WebhookDispatcher({ pool: app.pool, config: app.config }, { idlePollMs: 20 });
+      b.start();
+      await waitFor(() => receiver.at('/healthy').length === 1, 10_000, "B sends it (A had claimed it ahead, held for A's 30 s wait)");
+    } finally {
+      release();
+      await b?.stop();
+      await a.stop();
+      await api.delete(`/webhook-endpoints/${stuck.id}`);
+      await other.delete(`/webhook-endpoints/${healthy.id}`);
+    }
+  });
+
   test('a delivery claimed ahead that waits for a slot longer than aheadMaxMs is given back and claimed afresh (a new lease), never sent twice', async () => {
     const t = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
     const api = client(app.baseUrl, t.key);
     receiver.on('/busy', () => ({ status: 200, delayMs: 2500 }));
     const ep = (await api.post('/webhook-endpoints', { data: { url: receiver.url('/busy'), enabled_events: ['customer.created'] } })).body.data;
     for (let i = 0; i < 3; i++) assert.equal((await api.post('/customers', { data: { name: `Espera ${i}` } })).status, 201);
-    // Two slots in all, both taken by slow attempts; one more claimed ahead, waiting.
-    const dispatcher = new WebhookDispatcher({ pool: app.pool, config: app.config }, { maxInFlight: 2, perEndpoint: 2, prefetch: 1, aheadMaxMs: 300, idlePollMs: 20 });
+    // The endpoint's two slots both taken by slow attempts; one more claimed ahead (a third slot free in all), waiting.
+    const dispatcher = new WebhookDispatcher({ pool: app.pool, config: app.config }, { maxInFlight: 3, perEndpoint: 2, prefetch: 1, aheadMaxMs: 300, idlePollMs: 20 });
     dispatcher.start();
     try {
       const waiting = async () => {
@@ -257,6 +288,36 @@ describe('webhook dispatcher: deliveries claimed ahead follow their endpoint', (
       await app.pool.query('DELETE FROM webhook_endpoints WHERE id = $1', [marker.body.data.id]);
     } finally {
       await dispatcher.stop();
+    }
+  });
+
+  test('giving back locks in id order, as a switch-on does: the two wait for each other, never deadlock', async () => {
+    const { api, ep, dispatcher, answer, leases } = await oneInFlightThreeAhead('/ahead-order');
+    const inFlight = String(receiver.at('/ahead-order')[0].headers['x-service-delivery']).replace(/-\d+$/, '');
+    const ahead = (await leases()).filter((r) => r.id !== inFlight).map((r) => r.id).sort();
+    assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: false } })).status, 200);
+    // A switch-on's first step: the lowest of the held deliveries locked, in a transaction still open.
+    const db = await app.pool.connect();
+    try {
+      await db.query('BEGIN');
+      await db.query(`SET LOCAL lock_timeout = '5s'`);
+      await db.query('SELECT id FROM webhook_deliveries WHERE id = $1 FOR NO KEY UPDATE', [ahead[0]]);
+      // The attempt in flight ends; the claim that follows finds the endpoint off and gives the three back.
+      answer();
+      await waitFor(async () => {
+        const { rows } = await app.pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%SET leased_until = NULL, next_attempt_at%'`);
+        return rows.length > 0;
+      }, 10_000, 'the give-back waiting for the row this transaction holds');
+      // The switch-on's next steps: the other rows, in id order. Had the give-back locked one of them first,
+      // each side would wait for the other.
+      await db.query('SELECT id FROM webhook_deliveries WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE', [ahead.slice(1)]);
+      await db.query('COMMIT');
+      await waitFor(async () => (await leases()).filter((r) => ahead.includes(r.id)).every((r) => r.lease === null), 10_000, 'the three given back once the transaction ended');
+    } finally {
+      await db.query('ROLLBACK').catch(() => {});
+      db.release();
+      await dispatcher.stop();
+      await app.pool.query('DELETE FROM webhook_endpoints WHERE id = $1', [ep.id]);
     }
   });
 

@@ -42,7 +42,9 @@ export type DispatcherOptions = {
    *
    * A delivery claimed ahead is sent with its endpoint's URL and secret as
    * read by the latest claim, and only while that read is at most
-   * `aheadFreshMs` old and found the endpoint on: every claim re-reads the
+   * `aheadFreshMs` old (or, right after the claim that made it, as old as
+   * that claim's round trip, as for the deliveries it claimed) and found the
+   * endpoint on: every claim re-reads the
    * endpoints that have deliveries waiting ahead (in the same statement),
    * and drops, and gives back, those of an endpoint switched off or deleted.
    */
@@ -99,7 +101,7 @@ type Claimed = {
   payload: string;
   /** The lease this claim set (`leased_until` as text, exact): a delivery is given back only while the lease is still this one. */
   lease: string;
-  /** When this worker claimed it (Date.now()): a delivery claimed ahead is sent, or given back, within `aheadMaxMs`. */
+  /** When this worker claimed it (performance.now(): a clock that never steps back): a delivery claimed ahead is sent, or given back, within `aheadMaxMs`. */
   claimedAt: number;
 };
 
@@ -175,13 +177,21 @@ const CLAIM_ALL = claimSql(
  * lease that ran out and was taken by another worker is that worker's. Due
  * again at once, unless unscheduled meanwhile (its endpoint switched off):
  * one rescheduled to the end of this lease (its endpoint switched back on)
- * is due now, since it was never sent.
+ * is due now, since it was never sent. The rows are locked in id order, as
+ * rescheduleAttempts (a switch-on) locks them: in any other order the two
+ * could deadlock.
  */
 const GIVE_BACK = `
+  WITH mine AS (
+    SELECT d.id FROM webhook_deliveries d
+      JOIN unnest($1::text[], $2::timestamptz[]) AS r(id, lease) ON d.id = r.id AND d.leased_until = r.lease
+     ORDER BY d.id
+       FOR NO KEY UPDATE OF d
+  )
   UPDATE webhook_deliveries d
      SET leased_until = NULL, next_attempt_at = CASE WHEN d.next_attempt_at IS NOT NULL THEN least(d.next_attempt_at, now()) END
-    FROM unnest($1::text[], $2::timestamptz[]) AS r(id, lease)
-   WHERE d.id = r.id AND d.leased_until = r.lease`;
+    FROM mine
+   WHERE d.id = mine.id AND d.leased_until IS NOT NULL`;
 
 export class WebhookDispatcher {
   readonly #deps: Pick<WorkerDeps, 'pool' | 'config'>;
@@ -208,7 +218,7 @@ export class WebhookDispatcher {
   #stopped = false;
   #loop: Promise<void> | null = null;
   #wake: (() => void) | null = null;
-  #lastFullClaim = 0;
+  #lastFullClaim = -Infinity;
   /** Deliveries being given back (an endpoint switched off): a stop waits for them. */
   readonly #givingBack = new Set<Promise<void>>();
 
@@ -250,7 +260,7 @@ export class WebhookDispatcher {
 
   async #run(): Promise<void> {
     while (!this.#stopped) {
-      const now = Date.now();
+      const now = performance.now();
       const full = now - this.#lastFullClaim >= this.#options.idlePollMs;
       // Before the room is counted: what it gives back is room again.
       await this.#giveBackStale(now);
@@ -261,8 +271,10 @@ export class WebhookDispatcher {
         continue;
       }
       // With no room, a claim still re-reads the endpoints of deliveries
-      // waiting ahead once attempts end (their slots are what is free).
-      if ((room <= 0 && this.#freed.size === 0) || (!full && this.#freed.size === 0)) {
+      // waiting ahead once attempts end (their slots are what is free), or
+      // when one could be sent but its endpoint's read is too old (nothing
+      // else would read it again: no attempt of its is in flight here).
+      if ((room <= 0 || !full) && this.#freed.size === 0 && !this.#aheadNeedsRead(now)) {
         // Woken when an attempt ends, or at the next full claim.
         await this.#sleep(room <= 0 ? this.#options.idlePollMs : this.#lastFullClaim + this.#options.idlePollMs - now);
         continue;
@@ -282,10 +294,22 @@ export class WebhookDispatcher {
     }
   }
 
-  /** How many more deliveries this worker may claim: in flight and claimed ahead, up to maxInFlight and half as many again. */
+  /**
+   * How many more deliveries this worker may claim: in flight and claimed
+   * ahead together stay within maxInFlight. So a worker whose slots are all
+   * taken (by slow receivers) claims nothing that another worker could send,
+   * and what a claim takes ahead is only for endpoints at their own bound
+   * here (PER_ENDPOINT in flight): the rest of what it takes starts at once.
+   */
   #room(): number {
-    const ahead = this.#options.prefetch > 0 ? this.#options.maxInFlight >> 1 : 0;
-    return this.#options.maxInFlight + ahead - this.#inFlight - this.#aheadCount;
+    return this.#options.maxInFlight - this.#inFlight - this.#aheadCount;
+  }
+
+  /** Whether a delivery waiting ahead has a free slot and only an old read of its endpoint in the way. */
+  #aheadNeedsRead(now: number): boolean {
+    if (this.#aheadCount === 0) return false;
+    for (const [id, ahead] of this.#ahead) if (now - ahead.readAt > this.#options.aheadFreshMs && this.#canSend(id)) return true;
+    return false;
   }
 
   #canSend(endpointId: string): boolean {
@@ -303,7 +327,7 @@ export class WebhookDispatcher {
     if (room <= 0 && this.#ahead.size === 0) return;
     const busy = new Map(this.#perEndpoint);
     for (const [id, ahead] of this.#ahead) busy.set(id, (busy.get(id) ?? 0) + ahead.items.length);
-    const readAt = Date.now();
+    const readAt = performance.now();
     const reread = [...this.#ahead.keys()];
     const { rows } = await this.#deps.pool.query<Claimed | EndpointRead>(prepared(targets ? CLAIM_FOR : CLAIM_ALL, [
       [...busy.keys()],
@@ -350,9 +374,9 @@ export class WebhookDispatcher {
    * has waited past `aheadMaxMs` is not sent: the next full claim gives it
    * back. Returns whether it sent one.
    */
-  #sendAhead(readSince = Date.now() - this.#options.aheadFreshMs): boolean {
+  #sendAhead(readSince = performance.now() - this.#options.aheadFreshMs): boolean {
     if (this.#aheadCount === 0) return false;
-    const now = Date.now();
+    const now = performance.now();
     let oldest: [string, Ahead] | null = null;
     for (const entry of this.#ahead) {
       const [id, ahead] = entry;
