@@ -15,19 +15,20 @@ import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts
 import { startReceiver, verifySignature, type Receiver } from './helpers/receiver.ts';
 import { waitFor } from './helpers/wait.ts';
 
+// One app and one receiver for the file: each test uses companies and paths of its own.
+let app: TestApp;
+let receiver: Receiver;
+
+before(async () => {
+  app = await startTestApp();
+  receiver = await startReceiver();
+});
+after(async () => {
+  await receiver.close();
+  await app.close();
+});
+
 describe('webhook dispatcher: stopping, and results the database refuses', () => {
-  let app: TestApp;
-  let receiver: Receiver;
-
-  before(async () => {
-    app = await startTestApp();
-    receiver = await startReceiver();
-  });
-  after(async () => {
-    await receiver.close();
-    await app.close();
-  });
-
   test('a stop gives back what was claimed ahead (due at once, no lease) and records the attempts in flight', async () => {
     const { perEndpoint, prefetch } = DEFAULT_DISPATCHER_OPTIONS;
     const t = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
@@ -197,18 +198,6 @@ describe('webhook dispatcher: stopping, and results the database refuses', () =>
 // has just read its endpoint again (the default allows a read 50 ms old), so
 // what the change does is the same on every run.
 describe('webhook dispatcher: deliveries claimed ahead follow their endpoint', () => {
-  let app: TestApp;
-  let receiver: Receiver;
-
-  before(async () => {
-    app = await startTestApp();
-    receiver = await startReceiver();
-  });
-  after(async () => {
-    await receiver.close();
-    await app.close();
-  });
-
   /** An endpoint at `path` with four deliveries: the first in flight, held by the receiver until `answer()`, the other three claimed ahead. */
   async function oneInFlightThreeAhead(path: string) {
     const t = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
