@@ -59,8 +59,8 @@ export type DispatcherOptions = {
   /**
    * How recent the read of an endpoint must be for a delivery claimed ahead
    * to be sent from it when a slot frees (at most this old). Older, the
-   * delivery waits for the next claim (which re-reads the endpoint, and follows at once when
-   * attempts end). Bounds how long after a change to an endpoint (its URL,
+   * delivery waits for the next claim, which re-reads the endpoint and
+   * follows at once when attempts end. Bounds how long after a change to an endpoint (its URL,
    * its secret, a pause, a deletion) an attempt may start with what it was
    * before, as the claim's own round trip does for deliveries not claimed
    * ahead.
@@ -371,8 +371,8 @@ export class WebhookDispatcher {
    * first across endpoints, so one whose slots are all taken by the
    * worker-wide bound is not passed over by endpoints whose own attempts
    * keep ending), with the endpoint's URL and secret as last read. One that
-   * has waited past `aheadMaxMs` is not sent: the next full claim gives it
-   * back. Returns whether it sent one.
+   * has waited past `aheadMaxMs` is not sent: the claim loop gives it back.
+   * Returns whether it sent one.
    */
   #sendAhead(readSince = performance.now() - this.#options.aheadFreshMs): boolean {
     if (this.#aheadCount === 0) return false;
