@@ -14,6 +14,7 @@ import { koaBody } from 'koa-body';
 import { z } from 'zod';
 import { isStorableText } from '../validation.ts';
 import { parseBody } from '../middleware/body.ts';
+import { ApiError } from '../errors.ts';
 import { toApiError } from '../middleware/request.ts';
 import { verifyPassword } from '../../lib/passwords.ts';
 import { consumeSignInAttempt } from '../auth/sessions.ts';
@@ -463,9 +464,7 @@ export function oauthRouter(): ApiRouter {
     // A metadata document asked with another method than GET: 405 naming what it allows (RFC 9110), not 404.
     if (METADATA_PATHS.includes(ctx.path.replace(/\/+$/, ''))) {
       ctx.set('Allow', 'GET, HEAD, OPTIONS');
-      ctx.status = 405;
-      ctx.body = { error: 'method_not_allowed', message: 'Método no permitido para esta ruta.' };
-      return;
+      throw new ApiError('method_not_allowed');
     }
     ctx.status = 404;
     ctx.body = { error: 'not_found', message: 'El recurso no existe.' };
