@@ -6,6 +6,7 @@
 // same statement. The deliveries are the queue: the worker's dispatcher
 // claims the due ones (worker/webhooks/dispatcher.ts).
 import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { objectIdSql } from '../lib/objectid.ts';
 import { WEBHOOK_API_VERSION } from '../lib/version.ts';
 import { HELD_MESSAGE, MAX_ATTEMPTS } from '../lib/webhook-retry.ts';
@@ -45,11 +46,32 @@ function withMetadata(data: EventData): EventData {
  */
 export async function recordEvent(db: Queryable, companyId: string, name: EventName, data: EventData): Promise<string> {
   const id = eventId();
-  const createdAt = new Date();
+  const createdAt = eventTime(db);
   const full = withMetadata(data);
   const payload = envelope(id, name, createdAt, full);
   await db.query(prepared(EVENT_AND_DELIVERIES, [id, companyId, name, WEBHOOK_API_VERSION, full, payload, createdAt, selectorsOf(name)]));
   return id;
+}
+
+/** The last `created_at` (ms) each connection gave an event. */
+const lastEventAt = new WeakMap<Queryable, number>();
+
+/**
+ * An event's `created_at`: now, but after the last event recorded on the same
+ * connection. One write may record two events in the same millisecond (a sale
+ * of total 0: `sale.created`, then `sale.paid`; an income created paid), and
+ * a receiver ordering them by `created_at` must not see a tie. Only a
+ * connection's own events move it forward (at most a millisecond per event
+ * recorded within one millisecond of the last); a pool (no single
+ * transaction) keeps the clock as it is.
+ */
+function eventTime(db: Queryable): Date {
+  const now = Date.now();
+  if (db instanceof pg.Pool) return new Date(now);
+  const last = lastEventAt.get(db) ?? 0;
+  const at = now > last ? now : last + 1;
+  lastEventAt.set(db, at);
+  return new Date(at);
 }
 
 /** The event and a delivery, due at once, for every active endpoint of the company whose enabled_events select its name. */

@@ -367,6 +367,10 @@ describe('money', () => {
     const free = (await api.post('/sales', { data: { currency: 'mxn', line_items: [{ description: 'Muestra', quantity: 1, unit_price_cents: 0 }] } })).body.data;
     assert.equal(free.status, 'paid');
     assert.deepEqual((await events(t.companyId, 'sale.paid')).filter((e: any) => e.id === free.id).map((e: any) => e.amount_cents), [0]);
+    // Recorded in the same millisecond or not, a receiver ordering by created_at sees sale.created first.
+    const envelopes = (await app.pool.query(`SELECT payload::json AS p FROM events WHERE data->>'id' = $1`, [free.id])).rows.map((r) => r.p);
+    const at = (name: string) => Date.parse(envelopes.find((e) => e.event === name).created_at);
+    assert.ok(at('sale.paid') > at('sale.created'), `sale.paid (${at('sale.paid')}) after sale.created (${at('sale.created')})`);
     const freeRow = await app.pool.query('SELECT settled_at FROM sales WHERE id = $1', [free.id]);
     assert.ok(freeRow.rows[0].settled_at, 'settled at creation: the once-only guard of sale.paid holds');
   });
