@@ -371,6 +371,12 @@ describe('money', () => {
     const envelopes = (await app.pool.query(`SELECT payload::json AS p FROM events WHERE data->>'id' = $1`, [free.id])).rows.map((r) => r.p);
     const at = (name: string) => Date.parse(envelopes.find((e) => e.event === name).created_at);
     assert.ok(at('sale.paid') > at('sale.created'), `sale.paid (${at('sale.paid')}) after sale.created (${at('sale.created')})`);
+    // A sale is never deleted (docs/money.md): 405 with the methods it has, and the sale stays.
+    const removal = await api.delete(`/sales/${free.id}`);
+    assert.equal(removal.status, 405);
+    assert.equal(removal.body.error, 'method_not_allowed');
+    assert.deepEqual(removal.headers.get('allow')!.split(/,\s*/).filter((m) => m !== 'HEAD' && m !== 'OPTIONS').sort(), ['GET', 'PATCH']);
+    assert.equal((await api.get(`/sales/${free.id}`)).status, 200);
     const freeRow = await app.pool.query('SELECT settled_at FROM sales WHERE id = $1', [free.id]);
     assert.ok(freeRow.rows[0].settled_at, 'settled at creation: the once-only guard of sale.paid holds');
   });
