@@ -9,6 +9,7 @@ import { replayDelivery, updateEndpoint } from '../api/routes/webhook-endpoint-q
 import { recordEvent } from '../db/events.ts';
 import { transaction, type Pool } from '../db/pool.ts';
 import { purgeWebhookHistory } from '../worker/jobs/purge-webhook-history.ts';
+import { HELD_MESSAGE } from '../lib/webhook-retry.ts';
 import { DEFAULT_DISPATCHER_OPTIONS } from '../worker/webhooks/dispatcher.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
 import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
@@ -274,6 +275,28 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     assert.equal(put.body.data.description, 'el objeto entero');
   });
 
+  test('a burst to a receiver that fails from the start: exactly 20 attempts, then the shut-off; the rest are never attempted', async () => {
+    const { api } = await tenant();
+    // Slow to fail, so that every event of the burst is due while the first attempts are still out.
+    receiver.on('/burst-fail', () => ({ status: 500, delayMs: 300 }));
+    const ep = await endpoint(api, '/burst-fail', ['customer.created']);
+    const created = await Promise.all(Array.from({ length: 30 }, (_, i) => api.post('/customers', { data: { name: `Ráfaga ${i}` } })));
+    assert.deepEqual([...new Set(created.map((r) => r.status))], [201]);
+    const off = await waitFor(async () => {
+      const e = (await api.get(`/webhook-endpoints/${ep.id}`)).body.data;
+      return e.active === false && e;
+    }, 15_000, 'the shut-off');
+    // An endpoint with no success yet never has more attempts out than failures left before the shut-off:
+    // when the 20th failure is written nothing else is in flight, so these counts are final.
+    assert.equal(off.consecutive_failures, 20);
+    assert.equal(receiver.at('/burst-fail').length, 20, 'no attempt past the 20th failure');
+    const deliveries = (await api.get(`/webhook-endpoints/${ep.id}/deliveries?limit=100`)).body.data;
+    assert.equal(deliveries.filter((d: any) => d.attempts === 1 && d.status === 'failed').length, 20);
+    const never = deliveries.filter((d: any) => d.attempts === 0);
+    assert.equal(never.length, 10);
+    assert.ok(never.every((d: any) => d.status === 'pending' && d.next_attempt_at === null && d.error_message === HELD_MESSAGE), JSON.stringify(never[0]));
+  });
+
   test('20 consecutive failures switch the endpoint off and stop its attempts; PUT active: true resumes it and sends every delivery still owed', async () => {
     const { api } = await tenant();
     let answer = 500;
@@ -436,6 +459,8 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     receiver.on('/slow', () => ({ hang: true }));
     const slow = await endpoint(api, '/slow');
     await endpoint(api, '/fast');
+    // Healthy (its last attempt succeeded): a stalled endpoint holds the whole bound; one with no success yet holds less (below).
+    await app.pool.query(`UPDATE webhook_endpoints SET last_delivery_status = 'succeeded', last_delivery_at = now() WHERE id = $1`, [slow.id]);
     const { perEndpoint: bound, prefetch } = DEFAULT_DISPATCHER_OPTIONS;
     const events = bound + prefetch + 20;
     for (let i = 0; i < events; i++) await api.post('/customers', { data: { name: `Cliente ${i}` } });

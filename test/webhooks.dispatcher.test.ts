@@ -35,6 +35,8 @@ describe('webhook dispatcher: stopping, and results the database refuses', () =>
     const api = client(app.baseUrl, t.key);
     receiver.on('/slow', () => ({ status: 200, delayMs: 2000 }));
     const ep = (await api.post('/webhook-endpoints', { data: { url: receiver.url('/slow'), enabled_events: ['customer.created'] } })).body.data;
+    // Healthy (its last attempt succeeded): it gets the whole bound, not the window of an endpoint with no success yet.
+    await app.pool.query(`UPDATE webhook_endpoints SET last_delivery_status = 'succeeded', last_delivery_at = now() WHERE id = $1`, [ep.id]);
     const events = perEndpoint + prefetch + 10;
     for (let i = 0; i < events; i++) assert.equal((await api.post('/customers', { data: { name: `Cliente ${i}` } })).status, 201);
 

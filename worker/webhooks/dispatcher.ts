@@ -13,6 +13,12 @@
 //   one endpoint, so a slow or dead receiver holds PER_ENDPOINT of its slots
 //   and no more. A slot is freed when its POST ends, not when its result is
 //   written: the lease keeps the delivery from being claimed again meanwhile.
+// - An endpoint not known to be healthy (its last attempt failed, or it has
+//   none yet) gets no more attempts at once than the failures it has left
+//   before the automatic shut-off (SHUT_OFF_AFTER less its consecutive
+//   failures, written or not): a receiver that fails from the start gets
+//   exactly 20 attempts, never a burst past the shut-off.
+//   A healthy one (last attempt a success) gets the whole PER_ENDPOINT.
 // - Finished attempts are written in batches (every FLUSH_MS or FLUSH_SIZE
 //   results): delivery rows (the next attempt's time, the lease cleared),
 //   endpoint health and automatic shut-off, in ONE statement. A crash before
@@ -115,8 +121,8 @@ type Finished = { delivery: Claimed; outcome: AttemptOutcome; at: Date };
 
 /**
  * The claim: due deliveries of some endpoints, at most `room` per endpoint
- * (PER_ENDPOINT and the prefetch, less what this worker has in flight to it
- * or claimed ahead), oldest due first, `$4` in all; leased for `$5` seconds.
+ * (its WINDOW, less what this worker has in flight to it, claimed ahead, or
+ * failed and not yet written), oldest due first, `$4` in all; leased for `$5` seconds.
  * One statement, so a claim costs one round trip. Two texts, one per way of
  * choosing the endpoints (`endpoints`, a subquery over webhook_endpoints):
  * - targeted (CLAIM_FOR): the endpoints whose attempts just ended (`$3`),
@@ -129,6 +135,16 @@ type Finished = { delivery: Claimed; outcome: AttemptOutcome; at: Date };
  * with deliveries claimed ahead) that are still on, with their URL and
  * secret now.
  */
+/**
+ * How many deliveries of endpoint `e` may be claimed and not yet written by
+ * one worker (`$6`: PER_ENDPOINT and the prefetch). Healthy (its last
+ * attempt succeeded): all of them. Otherwise only the failures it has left
+ * before the shut-off, so attempts that all fail stop at exactly
+ * SHUT_OFF_AFTER (the worker counts its failures not yet written as busy).
+ */
+const WINDOW = `CASE WHEN e.consecutive_failures = 0 AND e.last_delivery_status = 'succeeded' THEN $6
+                ELSE least($6, ${SHUT_OFF_AFTER} - e.consecutive_failures) END`;
+
 const claimSql = (endpoints: string, recursive = '') => `
   WITH RECURSIVE ${recursive} busy AS (
     SELECT * FROM unnest($1::text[], $2::int[]) AS b(endpoint_id, n)
@@ -141,7 +157,7 @@ const claimSql = (endpoints: string, recursive = '') => `
          WHERE d.endpoint_id = e.id AND d.next_attempt_at IS NOT NULL AND d.next_attempt_at <= now()
            AND (d.leased_until IS NULL OR d.leased_until <= now())
          ORDER BY d.next_attempt_at
-         LIMIT greatest($6 - coalesce(b.n, 0), 0)
+         LIMIT greatest(${WINDOW} - coalesce(b.n, 0), 0)
            FOR NO KEY UPDATE OF d SKIP LOCKED
       ) c
      WHERE e.active
@@ -206,6 +222,8 @@ export class WebhookDispatcher {
   /** Endpoints whose attempts ended since the last claim: where slots are free. */
   readonly #freed = new Set<string>();
   #finished: Finished[] = [];
+  /** Failed attempts per endpoint whose results are not written yet: busy for the claim (WINDOW). */
+  readonly #failuresUnwritten = new Map<string, number>();
   #flushTimer: NodeJS.Timeout | null = null;
   #flushing: Promise<void> = Promise.resolve();
   /**
@@ -327,6 +345,7 @@ export class WebhookDispatcher {
     if (room <= 0 && this.#ahead.size === 0) return;
     const busy = new Map(this.#perEndpoint);
     for (const [id, ahead] of this.#ahead) busy.set(id, (busy.get(id) ?? 0) + ahead.items.length);
+    for (const [id, n] of this.#failuresUnwritten) busy.set(id, (busy.get(id) ?? 0) + n);
     const readAt = performance.now();
     const reread = [...this.#ahead.keys()];
     const { rows } = await this.#deps.pool.query<Claimed | EndpointRead>(prepared(targets ? CLAIM_FOR : CLAIM_ALL, [
@@ -466,6 +485,7 @@ export class WebhookDispatcher {
 
   #finish(result: Finished): void {
     this.#finished.push(result);
+    if (!result.outcome.ok) this.#countUnwritten(result.delivery.endpoint_id, 1);
     if (this.#finished.length >= this.#options.flushSize) this.#scheduleFlush(0);
     else this.#scheduleFlush(this.#options.flushMs);
   }
@@ -479,12 +499,24 @@ export class WebhookDispatcher {
     }, ms);
   }
 
+  #countUnwritten(endpointId: string, by: number): void {
+    const n = (this.#failuresUnwritten.get(endpointId) ?? 0) + by;
+    if (n > 0) this.#failuresUnwritten.set(endpointId, n);
+    else this.#failuresUnwritten.delete(endpointId);
+  }
+
+  /** The batch's failures are written (or given up on): the endpoint's row counts them now. */
+  #written(batch: Finished[]): void {
+    for (const r of batch) if (!r.outcome.ok) this.#countUnwritten(r.delivery.endpoint_id, -1);
+  }
+
   async #flush(): Promise<void> {
     const batch = this.#finished;
     if (batch.length === 0) return;
     this.#finished = [];
     try {
       await this.#write(batch);
+      this.#written(batch);
       if (this.#unwritten) {
         this.#unwritten = false;
         this.#wake?.();
@@ -502,6 +534,7 @@ export class WebhookDispatcher {
             logError('webhook.result_unwritable', alone, { delivery_id: result.delivery.id });
           }
         }
+        this.#written(batch);
         this.#unwritten = false;
         this.#wake?.();
         return;
