@@ -11,7 +11,6 @@ import { S3Error } from '../../storage/s3.ts';
 import { ApiError, ERROR_CODES, validationFailed } from '../errors.ts';
 import { observeRequest } from '../metrics.ts';
 import { discardUnreadBody } from './unread-body.ts';
-import { bearerChallengeError } from './authenticate.ts';
 import type { ApiContext } from '../types.ts';
 
 const INBOUND_ID = /^[A-Za-z0-9._-]{8,200}$/;
@@ -164,10 +163,12 @@ export function requestMiddleware() {
       }
     }
     // RFC 9110 §11.6.1: a 401 carries a challenge. The API key, a session token and the metrics token
-    // (invalid_key) are Bearer credentials (RFC 6750: bearerChallengeError). MCP sets
-    // its own, with resource metadata; OAuth's token endpoint and sign-in page are not Bearer-protected.
+    // (invalid_key) are Bearer credentials. One challenge for every refusal, without RFC 6750's error
+    // code: the contract wants the same answer whether the key is missing, malformed, unknown or revoked.
+    // MCP sets its own, with resource metadata and the code its OAuth clients read (mcp/server.ts);
+    // OAuth's token endpoint and sign-in page are not Bearer-protected.
     if (ctx.status === 401 && (ctx.body as { error?: string } | undefined)?.error === 'invalid_key' && !ctx.response.get('WWW-Authenticate')) {
-      ctx.set('WWW-Authenticate', `Bearer realm="api"${bearerChallengeError(ctx.get('Authorization'))}`);
+      ctx.set('WWW-Authenticate', 'Bearer realm="api"');
     }
     // A stopping process (SIGTERM, api/server.ts) finishes what it has and takes nothing new: this
     // connection closes after the answer instead of staying open for the client's next request.

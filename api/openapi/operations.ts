@@ -57,7 +57,7 @@ const REPLAYED_HEADER: Record<string, JsonSchema> = {
 /** Headers of the error answers that carry more, or fewer, than COMMON_HEADERS. */
 /** RFC 6750: `Bearer realm="api"`, plus `error="invalid_token"` when a credential was sent. */
 export const WWW_AUTHENTICATE: Record<string, JsonSchema> = {
-  'WWW-Authenticate': { schema: { type: 'string' }, description: 'Bearer realm="api" (con error="invalid_token" si se envió una credencial)' },
+  'WWW-Authenticate': { schema: { type: 'string' }, description: 'Bearer realm="api", el mismo en todo 401 invalid_key' },
 };
 
 export const ERROR_HEADERS: Record<number, Record<string, JsonSchema>> = {
