@@ -238,7 +238,8 @@ export class CrossTenantWalk {
 
   /**
    * Every `*_id` field of every create and update body, set to the victim's record in an otherwise
-   * valid write of the attacker's: anything but 404 or 422 is a breach. `unmapped`: fields the walk
+   * valid write of the attacker's: anything but 404 or 422 is a breach, and so is an answer that
+   * differs from the one for an id no company has (the contract: indistinguishable from absence). `unmapped`: fields the walk
    * has no victim record for (map them in #victimIdFor).
    */
   async bodies(): Promise<{ checked: string[]; breaches: Breach[]; unmapped: string[] }> {
@@ -277,6 +278,12 @@ export class CrossTenantWalk {
         const res = await this.#request(route, this.#attacker, route.method, target, { data });
         checked.push(`${route.method} ${route.path} ${path.join('.')}`);
         if (res.status !== 404 && res.status !== 422) breaches.push({ request: `${route.method} ${target} with ${path.join('.')} of another company`, status: res.status, text: res.text });
+        // Indistinguishable from absence (contract): the same answer as for an id no company has.
+        const unknown = 'f'.repeat(24);
+        const absent = await this.#request(route, this.#attacker, route.method, target, { data: withValue(exampleFor(route.example, this.#attacker) as Record<string, any>, path, unknown) });
+        if (absent.status !== res.status || absent.text.replaceAll(unknown, '<id>') !== res.text.replaceAll(foreign, '<id>')) {
+          breaches.push({ request: `${route.method} ${target} with ${path.join('.')} of another company, against an unknown id`, status: res.status, text: `${res.text} ≠ ${absent.status} ${absent.text}` });
+        }
       }
     }
     return { checked, breaches, unmapped };
