@@ -44,6 +44,20 @@ describe('products: prices, nested writes, detail, custom properties', () => {
     assert.deepEqual([res.body.data.prices_cents, res.body.data.variants[0].prices_cents], [{ eur: 50 }, { eur: 2 }]);
   });
 
+  test('a PATCH that changes nothing writes nothing (updated_at stays); one naming a nested list moves it', async () => {
+    const made = (await api.post('/products', { data: { name: 'Quieto', prices_cents: { mxn: 100 }, variants: [{ name: 'V' }] } })).body.data;
+    for (const data of [{}, { name: 'Quieto' }, { prices_cents: { mxn: 100 } }]) {
+      const res = await api.patch(`/products/${made.id}`, { data });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.body.data.updated_at, made.updated_at, JSON.stringify(data));
+    }
+    const renamed = await api.patch(`/products/${made.id}`, { data: { name: 'Movido' } });
+    assert.ok(renamed.body.data.updated_at > made.updated_at, 'a change of its own columns moves it');
+    const variants = await api.patch(`/products/${made.id}`, { data: { variants: [{ id: made.variants[0].id, name: 'V2' }] } });
+    assert.equal(variants.body.data.variants[0].name, 'V2');
+    assert.ok(variants.body.data.updated_at > renamed.body.data.updated_at, 'a change of a variant moves the product\'s');
+  });
+
   test('scalar currency and price_cents (product, variant) and component extra_price_cents are refused with 422', async () => {
     const tazas = async () => (await app.pool.query('SELECT count(*)::int AS n FROM products WHERE company_id = $1 AND name = $2', [tenant.companyId, 'Taza'])).rows[0].n;
     const before = await tazas();

@@ -261,8 +261,10 @@ export async function createProduct(client: Client, companyId: string, data: Pro
 /** Applies a PATCH to the (locked) product and its nested items. */
 export async function updateProduct(client: Client, companyId: string, id: string, data: ProductWrite): Promise<void> {
   const { rows } = await client.query<ProductRow>('SELECT * FROM products WHERE id = $1', [id]);
-  // Always touched: the PATCH may change only its variants, components or stock, which live in other tables.
-  await updateRow(client, TABLE, companyId, id, await productColumns(client, companyId, data, rows[0]), { touch: 'always' }).catch(uniqueViolation);
+  // A PATCH naming a nested list (variants, option types, components, stock: other tables) always moves
+  // `updated_at`; otherwise only a change of the product's own columns does, so `{data: {}}` writes nothing.
+  const nested = data.variants || data.option_types || data.components || data.inventory;
+  await updateRow(client, TABLE, companyId, id, await productColumns(client, companyId, data, rows[0]), { touch: nested ? 'always' : 'changed' }).catch(uniqueViolation);
   await writeProductItems(client, companyId, id, data);
 }
 
