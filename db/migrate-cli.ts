@@ -5,6 +5,7 @@ import { createBoss } from './boss.ts';
 import { connectDatabaseOrExit } from './connect.ts';
 import { migrate } from './migrate.ts';
 import { createPool } from './pool.ts';
+import { rebaseMediaUrls } from './media-owners.ts';
 
 const config = loadConfigOrExit();
 const database = await connectDatabaseOrExit(config);
@@ -17,6 +18,9 @@ try {
   await boss.start();
   await boss.stop({ graceful: false });
   console.log(applied.length ? `Applied: ${applied.join(', ')}` : 'Database is up to date.');
+  // SITE_URL changed since the images were uploaded: their stored URLs follow it (docs/operations.md).
+  const moved = await rebaseMediaUrls(pool, config.siteUrl);
+  if (moved) console.log(`Image URLs moved to ${config.siteUrl}: ${moved}.`);
 } finally {
   await pool.end();
   await database.stop();

@@ -22,6 +22,7 @@ const { loadConfigOrExit } = await import('../lib/config.ts');
 const { applicationName, processName, splitConnectionsOrExit } = await import('../lib/connection-budget.ts');
 const { connectDatabaseOrExit } = await import('../db/connect.ts');
 const { createPool } = await import('../db/pool.ts');
+const { rebaseMediaUrls } = await import('../db/media-owners.ts');
 const { migrate } = await import('../db/migrate.ts');
 const { createApp, createDeps, closeDeps } = await import('../api/app.ts');
 const { startWorker } = await import('../worker/worker.ts');
@@ -51,6 +52,8 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal
 const database = await connectDatabaseOrExit(config, { ownProcessGroup: true });
 const pool = createPool(database.url, budget.pool, name('pool'));
 await migrate(pool);
+// Started on another PORT or SITE_URL than before: the stored image URLs follow it (docs/operations.md).
+await rebaseMediaUrls(pool, config.siteUrl);
 const worker = await startWorker(config, pool, database.url, { boss: { max: budget.boss, application_name: name('pg-boss') } });
 const deps = await createDeps({ config, pool, databaseUrl: database.url, jobSenderConnections: budget.jobSender, applicationName: name });
 const demo = await seedDemo(pool, config);

@@ -1,35 +1,18 @@
 // Uploaded catalog images ("media"): the original blob, the thumbnail blob
 // the worker adds later, and the record (product, variant, brand, category)
 // that shows them. Used by the web process (attach, detach) and by the
-// thumbnail job; URLs are public and stable: `{site_url}/media/<token>/<name>`,
-// where the token is 128 random bits of that one file (never an id a client
-// could count from: an ObjectId is a timestamp and a counter).
+// thumbnail job; URLs are public: `{site_url}/media/<token>/<name>`, where
+// the token is 128 random bits of that one file (never an id a client could
+// count from: an ObjectId is a timestamp and a counter). The token and name
+// never change; the root follows SITE_URL (db/media-owners.ts, rebaseMediaUrls).
 import { randomBytes } from 'node:crypto';
 import type { Queryable } from '../db/pool.ts';
+import type { MediaOwner } from '../db/media-owners.ts';
 import { objectId } from '../lib/objectid.ts';
 import { deleteBlob, type BlobInfo } from './blobs.ts';
 import type { InspectedImage } from './images.ts';
 
-/** Where each kind of owner keeps its image: trusted identifiers only. */
-// `scope` selects the owner row of a company: `$1` is the company id, `$2`
-// the owner's id (the company itself for its logo; a member for an avatar).
-const OF_COMPANY = 'company_id = $1 AND id = $2';
-export const MEDIA_OWNERS = {
-  product: { table: 'products', media: 'image_media_id', url: 'image_url', thumbnail: 'thumbnail_url', scope: OF_COMPANY },
-  variant: { table: 'product_variants', media: 'image_media_id', url: 'image_url', thumbnail: 'thumbnail_url', scope: OF_COMPANY },
-  product_category: { table: 'product_categories', media: 'image_media_id', url: 'image_url', thumbnail: 'thumbnail_url', scope: OF_COMPANY },
-  brand: { table: 'brands', media: 'logo_media_id', url: 'logo_url', thumbnail: 'logo_thumbnail_url', scope: OF_COMPANY },
-  company: { table: 'companies', media: 'logo_media_id', url: 'logo_url', thumbnail: 'logo_thumbnail_url', scope: 'id = $1 AND id = $2' },
-  user: {
-    table: 'users',
-    media: 'avatar_media_id',
-    url: 'avatar_url',
-    thumbnail: 'avatar_thumbnail_url',
-    scope: 'id = $2 AND deleted_at IS NULL AND EXISTS (SELECT 1 FROM memberships m WHERE m.company_id = $1 AND m.user_id = $2)',
-  },
-} as const;
-
-export type MediaOwner = keyof typeof MEDIA_OWNERS;
+export { MEDIA_OWNERS, type MediaOwner } from '../db/media-owners.ts';
 
 /** The public, unguessable name of one media file: 32 hex characters. */
 export function mediaToken(): string {

@@ -10,9 +10,10 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import sharp from 'sharp';
 import { loadConfig } from '../lib/config.ts';
 import { startWorker } from '../worker/worker.ts';
-import { freePort, seedTenant, startTestApp } from './helpers/app.ts';
+import { client, freePort, seedTenant, startTestApp } from './helpers/app.ts';
 
 const run = promisify(execFile);
 
@@ -110,6 +111,36 @@ describe('release phase and worker against DATABASE_URL', () => {
         env: { ...process.env, DATABASE_URL: app.databaseUrl, NODE_ENV: 'production', SITE_URL: 'https://api.example', ADMIN_TOKEN: 'x'.repeat(20), BOOKING_TOKEN_KEY: 'k'.repeat(32) },
       });
       assert.match(stdout, /up to date/);
+    } finally {
+      await app.close();
+    }
+  });
+
+  test('the release phase moves stored image URLs to a new SITE_URL; a client\'s own image URL stays', async () => {
+    const app = await startTestApp();
+    try {
+      const t = await seedTenant(app.pool);
+      const api = client(app.baseUrl, t.key);
+      const made = async (data: Record<string, unknown>) => (await api.post('/products', { data: { prices_cents: { mxn: 100 }, ...data } })).body.data;
+      const ours = await made({ name: 'Con foto' });
+      const form = new FormData();
+      form.append('file', new Blob([new Uint8Array(await sharp({ create: { width: 8, height: 8, channels: 3, background: '#c00' } }).png().toBuffer())]), 'roja.png');
+      const uploaded = await fetch(`${app.baseUrl}/products/${ours.id}/image`, { method: 'POST', headers: { authorization: `Bearer ${t.key}` }, body: form });
+      assert.equal(uploaded.status, 200);
+      const before = (await api.get(`/products/${ours.id}`)).body.data.image_url as string;
+      assert.ok(before.startsWith(`${app.config.siteUrl}/media/`), before);
+      // A client's CDN URL shaped like ours, with a token no media row has: not the service's, never moved.
+      const theirs = await made({ name: 'De su CDN', image_url: `https://cdn.example.com/media/${'ab'.repeat(16)}/x.png` });
+
+      const release = () => run(process.execPath, ['db/migrate-cli.ts'], {
+        env: { ...process.env, DATABASE_URL: app.databaseUrl, NODE_ENV: 'production', SITE_URL: 'https://shop.example', ADMIN_TOKEN: 'x'.repeat(20), BOOKING_TOKEN_KEY: 'k'.repeat(32) },
+      });
+      assert.match((await release()).stdout, /Image URLs moved to https:\/\/shop\.example: 1\./);
+      const path = before.slice(app.config.siteUrl.length);
+      assert.equal((await api.get(`/products/${ours.id}`)).body.data.image_url, `https://shop.example${path}`);
+      assert.equal((await api.get(`/products/${theirs.id}`)).body.data.image_url, theirs.image_url);
+      assert.equal((await fetch(app.url + path)).status, 200, 'the file is the same, only the root moved');
+      assert.doesNotMatch((await release()).stdout, /moved/, 'a second release has nothing to move');
     } finally {
       await app.close();
     }
