@@ -120,6 +120,16 @@ type EndpointRead = { id: null; endpoint_id: string; url: string; secret: string
 type Finished = { delivery: Claimed; outcome: AttemptOutcome; at: Date };
 
 /**
+ * How many deliveries of endpoint `e` may be claimed and not yet written by
+ * one worker (`$6`: PER_ENDPOINT and the prefetch). Healthy (its last
+ * attempt succeeded): all of them. Otherwise only the failures it has left
+ * before the shut-off, so attempts that all fail stop at exactly
+ * SHUT_OFF_AFTER (the worker counts its failures not yet written as busy).
+ */
+const WINDOW = `CASE WHEN e.consecutive_failures = 0 AND e.last_delivery_status = 'succeeded' THEN $6
+                ELSE least($6, ${SHUT_OFF_AFTER} - e.consecutive_failures) END`;
+
+/**
  * The claim: due deliveries of some endpoints, at most `room` per endpoint
  * (its WINDOW, less what this worker has in flight to it, claimed ahead, or
  * failed and not yet written), oldest due first, `$4` in all; leased for `$5` seconds.
@@ -135,16 +145,6 @@ type Finished = { delivery: Claimed; outcome: AttemptOutcome; at: Date };
  * with deliveries claimed ahead) that are still on, with their URL and
  * secret now.
  */
-/**
- * How many deliveries of endpoint `e` may be claimed and not yet written by
- * one worker (`$6`: PER_ENDPOINT and the prefetch). Healthy (its last
- * attempt succeeded): all of them. Otherwise only the failures it has left
- * before the shut-off, so attempts that all fail stop at exactly
- * SHUT_OFF_AFTER (the worker counts its failures not yet written as busy).
- */
-const WINDOW = `CASE WHEN e.consecutive_failures = 0 AND e.last_delivery_status = 'succeeded' THEN $6
-                ELSE least($6, ${SHUT_OFF_AFTER} - e.consecutive_failures) END`;
-
 const claimSql = (endpoints: string, recursive = '') => `
   WITH RECURSIVE ${recursive} busy AS (
     SELECT * FROM unnest($1::text[], $2::int[]) AS b(endpoint_id, n)
