@@ -30,8 +30,8 @@ export type MediaOwner = keyof typeof MEDIA_OWNERS;
 // development, another PORT), the release phase and `npm start` move every
 // stored URL of this service's media to the new root (rebaseMediaUrls), so
 // no image answers with a host the service is no longer reached at.
-const STORED_MEDIA_URL = String.raw`^https?://[^/]+(/media/[0-9a-f]{32}/.*)$`;
-const STORED_MEDIA_TOKEN = String.raw`^https?://[^/]+/media/([0-9a-f]{32})/`;
+/** A stored URL of this service's media: its path (`[1]`) and token (`[2]`). */
+const STORED_MEDIA_URL = String.raw`^https?://[^/]+(/media/([0-9a-f]{32})/.*)$`;
 
 /**
  * Rewrites the stored URLs of this service's media whose root is not
@@ -45,10 +45,10 @@ export async function rebaseMediaUrls(db: Queryable, siteUrl: string): Promise<n
   for (const owner of Object.values(MEDIA_OWNERS)) {
     for (const column of [owner.url, owner.thumbnail]) {
       const { rowCount } = await db.query(
-        `UPDATE ${owner.table} SET ${column} = $1 || substring(${column} from $2)
+        `UPDATE ${owner.table} SET ${column} = $1 || (regexp_match(${column}, $2))[1]
           WHERE ${column} ~ $2 AND NOT starts_with(${column}, $1 || '/media/')
-            AND EXISTS (SELECT 1 FROM media m WHERE substring(${column} from $3) IN (m.original_token, m.thumbnail_token))`,
-        [siteUrl, STORED_MEDIA_URL, STORED_MEDIA_TOKEN],
+            AND EXISTS (SELECT 1 FROM media m WHERE (regexp_match(${column}, $2))[2] IN (m.original_token, m.thumbnail_token))`,
+        [siteUrl, STORED_MEDIA_URL],
       );
       changed += rowCount ?? 0;
     }

@@ -12,8 +12,6 @@ import { objectId } from '../lib/objectid.ts';
 import { deleteBlob, type BlobInfo } from './blobs.ts';
 import type { InspectedImage } from './images.ts';
 
-export { MEDIA_OWNERS, type MediaOwner } from '../db/media-owners.ts';
-
 /** The public, unguessable name of one media file: 32 hex characters. */
 export function mediaToken(): string {
   return randomBytes(16).toString('hex');

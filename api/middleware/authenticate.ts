@@ -13,7 +13,7 @@ export function bearerToken(header: string): string | null {
 }
 
 /**
- * The `error` of a 401's Bearer challenge (RFC 6750 §3.1), REST and MCP alike: `invalid_token` for a
+ * The `error` of MCP's 401 Bearer challenge (RFC 6750 §3.1; the REST 401 carries none, api/middleware/request.ts): `invalid_token` for a
  * token sent and refused, `invalid_request` for a malformed Bearer header (`Bearer`, `Bearer a b`),
  * none when no Bearer credential was sent (no header, or another scheme such as Basic).
  */

@@ -55,7 +55,7 @@ const REPLAYED_HEADER: Record<string, JsonSchema> = {
 };
 
 /** Headers of the error answers that carry more, or fewer, than COMMON_HEADERS. */
-/** RFC 6750: `Bearer realm="api"`, plus `error="invalid_token"` when a credential was sent. */
+/** `Bearer realm="api"`, the same on every 401 invalid_key (contract: the same answer in all cases). */
 export const WWW_AUTHENTICATE: Record<string, JsonSchema> = {
   'WWW-Authenticate': { schema: { type: 'string' }, description: 'Bearer realm="api", el mismo en todo 401 invalid_key' },
 };

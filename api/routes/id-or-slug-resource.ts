@@ -7,7 +7,7 @@
 // answer.
 import type { z } from 'zod';
 import { transaction, type Client, type Queryable } from '../../db/pool.ts';
-import type { MediaOwner } from '../../storage/media-items.ts';
+import type { MediaOwner } from '../../db/media-owners.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { imageSlotRoutes, ownerImage, ownerImageSchema } from '../uploads/image-route.ts';
 import { resolveIdOrSlug, type SlugTable } from './slug-queries.ts';

@@ -3,7 +3,7 @@
 // at a new one or at none, and reading its URLs back. Table and column names
 // come from MEDIA_OWNERS, never from input.
 import type { Queryable } from '../../db/pool.ts';
-import { MEDIA_OWNERS, type MediaOwner } from '../../storage/media-items.ts';
+import { MEDIA_OWNERS, type MediaOwner } from '../../db/media-owners.ts';
 import { ApiError } from '../errors.ts';
 
 export type OwnerImage = { image_url: string | null; thumbnail_url: string | null };

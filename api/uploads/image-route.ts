@@ -11,7 +11,8 @@ import { inspectImage, MAX_IMAGE_BYTES, NOT_AN_IMAGE, safeFilename } from '../..
 import { looksLikeSvg, rasterizeSvg, SvgBusyError } from '../../storage/svg.ts';
 import { THUMBNAIL } from '../../db/queues.ts';
 import { freeBytes, lockFreeBytes } from '../../storage/files.ts';
-import { deleteMedia, mediaBytes, storeMedia, type MediaOwner } from '../../storage/media-items.ts';
+import type { MediaOwner } from '../../db/media-owners.ts';
+import { deleteMedia, mediaBytes, storeMedia } from '../../storage/media-items.ts';
 import { deleteBlob } from '../../storage/blobs.ts';
 import { ApiError, validationFailed, type ErrorCode } from '../errors.ts';
 import { defineRoute, type ParamKind, type RouteDef, type UploadedFile } from '../route.ts';

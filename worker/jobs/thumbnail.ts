@@ -16,7 +16,8 @@ import { log } from '../../lib/log.ts';
 import { deleteBlob } from '../../storage/blobs.ts';
 import { makeThumbnail, THUMBNAIL_TYPE } from '../../storage/images.ts';
 import { THUMBNAIL, type ThumbnailJob } from '../../db/queues.ts';
-import { MEDIA_OWNERS, mediaToken, mediaUrl, type MediaOwner } from '../../storage/media-items.ts';
+import { MEDIA_OWNERS, type MediaOwner } from '../../db/media-owners.ts';
+import { mediaToken, mediaUrl } from '../../storage/media-items.ts';
 import type { JobDefinition, WorkerDeps } from './types.ts';
 
 export async function processThumbnail({ pool, config, blobs }: Pick<WorkerDeps, 'pool' | 'config' | 'blobs'>, mediaId: string): Promise<'done' | 'gone' | 'failed'> {
