@@ -25,10 +25,17 @@ const fileValue = z.strictObject({
   size_bytes: z.number().int().min(0).optional(),
 });
 
+// Past 2^53 a JSON number has lost digits by the time it is read (9007199254740993 reads as
+// 9007199254740992): stored, it would not be what was sent. Refused, as metadata values and money
+// amounts are (lib/money.ts); such ids go as text.
+const exactNumber = z
+  .number()
+  .refine((n) => !Number.isInteger(n) || Number.isSafeInteger(n), 'es un entero mayor que 9007199254740991, que un número JSON no guarda con exactitud; envíalo como texto');
+
 // The id names it in the OpenAPI document (components/schemas/JsonValue): a
 // recursive schema needs a stable name there to be referred to.
 const jsonValue: z.ZodType<unknown> = z.lazy(() =>
-  z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(jsonValue), z.record(z.string(), jsonValue)]),
+  z.union([z.string(), exactNumber, z.boolean(), z.null(), z.array(jsonValue), z.record(z.string(), jsonValue)]),
 ).meta({ id: 'JsonValue', description: 'Cualquier valor JSON' });
 
 /**

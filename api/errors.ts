@@ -99,6 +99,17 @@ export function invalidParameter(parameter: string, message: string): ApiError {
   return error;
 }
 
+/**
+ * How many fields a 422's `errors` names at most: a body of 60,000 unknown keys would otherwise be
+ * answered with megabytes. The message says how many there were.
+ */
+export const MAX_FIELD_ERRORS = 50;
+
 export function validationFailed(errors: FieldErrors, message?: string): ApiError {
-  return new ApiError('validation_failed', message, { errors });
+  const names = Object.keys(errors);
+  if (names.length <= MAX_FIELD_ERRORS) return new ApiError('validation_failed', message, { errors });
+  const shown: FieldErrors = {};
+  for (const name of names.slice(0, MAX_FIELD_ERRORS)) for (const text of errors[name]!) addFieldError(shown, name, text);
+  const base = message ?? ERROR_CODES.validation_failed.message;
+  return new ApiError('validation_failed', `${base} Se muestran ${MAX_FIELD_ERRORS} de los ${names.length} campos con errores.`, { errors: shown });
 }

@@ -182,7 +182,7 @@ function handle(route: RouteDef): ApiRouteMiddleware {
   return async function handler(ctx, next) {
     const base = {
       params: ctx.params ?? {},
-      query: route.query ? parseQuery(route.query, ctx.query) : {},
+      query: route.query ? parseQuery(route.query, ctx.query, ctx.querystring) : {},
       companyId: ctx.state.auth!.companyId,
       db: ctx.state.db ?? ctx.deps.pool,
     };

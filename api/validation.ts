@@ -2,6 +2,8 @@
 // missing required `data.<field>` is 422 parameter_missing; any other problem
 // with the payload is 422 validation_failed with per-field messages; a bad
 // query parameter is 400.
+import { isUtf8 } from 'node:buffer';
+import { unescape } from 'node:querystring';
 import { z } from 'zod';
 import { isObjectId } from '../lib/objectid.ts';
 import { addFieldError, ApiError, validationFailed, type FieldErrors } from './errors.ts';
@@ -159,8 +161,33 @@ export function parseData<S extends z.ZodType>(schema: S, body: unknown): z.infe
   throw validationFailed(fieldErrors(result.error.issues));
 }
 
-/** Validates query parameters; problems are 400 invalid_parameter (invalid_id for a malformed cursor, the contract's code for a malformed id). */
-export function parseQuery<S extends z.ZodType>(schema: S, query: unknown): z.infer<S> {
+/**
+ * The name of the first parameter of `querystring` (as it came, still percent-encoded) whose name or
+ * value is not UTF-8 once decoded (`q=%FF`), else null. Koa decodes such bytes to U+FFFD, the
+ * replacement character, so a search would run for something the client never sent. A malformed
+ * escape (`%A`, `50%off`) is read as written, as URLSearchParams reads it.
+ */
+export function nonUtf8Parameter(querystring: string): string | null {
+  // Only a percent-encoded byte at 0x80 or above can start a sequence that is not UTF-8.
+  if (!/%[89a-f]/i.test(querystring)) return null;
+  for (const part of querystring.split('&')) {
+    if (!isUtf8(percentDecoded(part))) return unescape(part.split('=')[0]!);
+  }
+  return null;
+}
+
+/** The bytes `part` stands for: each `%XX` one byte, anything else (a malformed escape included) as written. */
+function percentDecoded(part: string): Buffer {
+  return Buffer.concat(part.split(/(%[0-9a-fA-F]{2})/).map((piece, i) => (i % 2 ? Buffer.of(Number.parseInt(piece.slice(1), 16)) : Buffer.from(piece))));
+}
+
+/**
+ * Validates query parameters; problems are 400 invalid_parameter (invalid_id for a malformed cursor, the contract's code for a malformed id).
+ * `querystring`: the request's, still encoded, so that bytes that are not UTF-8 are refused rather than searched for as U+FFFD.
+ */
+export function parseQuery<S extends z.ZodType>(schema: S, query: unknown, querystring = ''): z.infer<S> {
+  const notUtf8 = nonUtf8Parameter(querystring);
+  if (notUtf8 !== null) throw new ApiError('invalid_parameter', `El parámetro ${notUtf8} no es texto UTF-8 válido: codifica sus bytes en UTF-8 antes de escaparlos (%C3%B1 es ñ).`);
   // %00 decodes to U+0000, which no column can hold or be compared with: refused before any query uses it.
   for (const [name, value] of Object.entries((query ?? {}) as Record<string, unknown>)) {
     if ([value].flat().some((v) => typeof v === 'string' && !isStorableText(v))) {

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { createAutomation } from '../api/admin/automations.ts';
 import { textMatch } from '../api/pagination.ts';
 import { CONTACT_SEARCH } from '../api/routes/crm-fields.ts';
-import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { client, request, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 
 describe('customers', () => {
   let app: TestApp;
@@ -304,6 +304,52 @@ describe('customers', () => {
     assert.equal(bad.body.error, 'validation_failed');
     const dup = await api.post('/customers', { data: { name: 'X', custom_properties: [{ key: 'a', value: 1 }, { key: 'a', value: 2 }] } });
     assert.equal(dup.body.error, 'validation_failed');
+  });
+
+  test('values that would not read back as sent are refused: integers past 2^53, unassigned countries; a repeated tag is one', async () => {
+    // 9007199254740993 reads as 9007199254740992 in any JSON reader: stored, it would not be what was sent.
+    const big = await request(app.baseUrl, 'POST', '/customers', {
+      key: tenant.key,
+      raw: '{"data":{"name":"Grande","custom_properties":[{"key":"folio","value":{"n":[9007199254740993]}}]}}',
+    });
+    assert.deepEqual([big.status, big.body.error, Object.keys(big.body.errors ?? {})], [422, 'validation_failed', ['custom_properties.0.value.n.0']], big.text);
+    const safe = await api.post('/customers', { data: { name: 'Exacto', custom_properties: [{ key: 'folio', value: -9007199254740991 }, { key: 'peso', value: 0.1 }] } });
+    assert.deepEqual([safe.status, safe.body.data?.folio, safe.body.data?.peso], [201, -9007199254740991, 0.1], safe.text);
+
+    for (const country of ['ZZ', 'eu', 'XK']) {
+      const refused = await api.post('/customers', { data: { name: 'Sin país', address: { country } } });
+      assert.deepEqual([refused.status, Object.keys(refused.body.errors ?? {})], [422, ['address.country']], `${country}: ${refused.text}`);
+    }
+
+    const tagged = await api.post('/customers', { data: { name: 'Etiquetas', tags: ['vip', ' vip ', 'VIP', 'b', 'vip'] } });
+    assert.deepEqual(tagged.body.data?.tags, ['vip', 'VIP', 'b'], tagged.text);
+    const lead = await api.post('/leads', { data: { name: 'Etiquetas', tags: ['a', 'a'] } });
+    assert.deepEqual(lead.body.data?.tags, ['a'], lead.text);
+  });
+
+  test('a 422 names at most 50 fields, and its message says how many there were', async () => {
+    const data: Record<string, unknown> = { name: 'Muchos' };
+    for (let i = 0; i < 300; i++) data[`extra_${i}`] = i;
+    const refused = await api.post('/customers', { data });
+    assert.equal(refused.status, 422, refused.text);
+    assert.equal(Object.keys(refused.body.errors).length, 50);
+    assert.deepEqual(refused.body.errors.extra_0, ['no es un campo permitido']);
+    assert.match(refused.body.message, /50 de los 300 campos/);
+  });
+
+  test('a query value that is not UTF-8 is 400 invalid_parameter naming it, not a search for U+FFFD', async () => {
+    await api.post('/customers', { data: { name: 'Con \uFFFD reemplazo' } });
+    for (const query of ['q=%FF', 'q=caf%E9', 'limit=5&q=%C3%28', '%FF=1']) {
+      const refused = await api.get(`/customers?${query}`);
+      assert.deepEqual([refused.status, refused.body.error], [400, 'invalid_parameter'], `${query}: ${refused.text}`);
+      assert.match(refused.body.message, /UTF-8/);
+    }
+    // UTF-8 escapes are text; a malformed escape is read as written (as URLSearchParams reads it).
+    for (const query of ['q=caf%C3%A9', 'q=50%off', 'q=%EF%BF%BD']) {
+      const ok = await api.get(`/customers?${query}`);
+      assert.equal(ok.status, 200, `${query}: ${ok.text}`);
+    }
+    assert.equal((await api.get('/customers?q=%EF%BF%BD')).body.data.length, 1, 'a U+FFFD sent as UTF-8 is searched for');
   });
 
   test('search with q or search over name, email and phone', async () => {

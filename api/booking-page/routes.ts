@@ -233,7 +233,7 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
     const b = found?.booking;
     const link = b?.booking_link_id ? await findBookingLink(deps.pool, b.company_id, b.booking_link_id) : null;
     if (!b || !link || !link.active) throw new ApiError('not_found');
-    ctx.body = { data: publicSlots(await slotList(deps.pool, link, parseQuery(slotQuery, ctx.query), { ignoreBookingId: b.id })) };
+    ctx.body = { data: publicSlots(await slotList(deps.pool, link, parseQuery(slotQuery, ctx.query, ctx.querystring), { ignoreBookingId: b.id })) };
   });
 
   router.post('/manage/:token/cancel', jsonContentType, json, async (ctx) => {
@@ -315,7 +315,7 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
     await reads(ctx);
     const link = await activeLink(deps.pool, ctx.params.host, ctx.params.link);
     if (!link) throw new ApiError('not_found');
-    ctx.body = { data: publicSlots(await slotList(deps.pool, link, parseQuery(slotQuery, ctx.query))) };
+    ctx.body = { data: publicSlots(await slotList(deps.pool, link, parseQuery(slotQuery, ctx.query, ctx.querystring))) };
   });
 
   router.post('/:host/:link/bookings', jsonContentType, json, async (ctx) => {

@@ -85,7 +85,7 @@ export function responseCache(collection: string, query?: z.ZodType) {
       [auth.companyId, collection],
     );
     const version = rows[0]?.version ?? 0;
-    const key = `${auth.companyId}|${collection}|${version}|${ctx.path}?${canonicalQuery(query ? parseQuery(query, ctx.query) : ctx.query)}`;
+    const key = `${auth.companyId}|${collection}|${version}|${ctx.path}?${canonicalQuery(query ? parseQuery(query, ctx.query, ctx.querystring) : ctx.query)}`;
     const hit = ctx.deps.responseCache.get(key);
     if (hit !== undefined) {
       ctx.set('X-Cache', 'HIT');

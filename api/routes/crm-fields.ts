@@ -1,6 +1,7 @@
 // Field schemas shared by customers and leads (DESIGN.md fixes `name`,
 // `email`, `phone`; leads add `company_name` and `job_title`).
 import { z } from 'zod';
+import { isCountryCode } from '../../lib/iso-3166.ts';
 import { optionalText, text } from '../validation.ts';
 
 export { optionalText };
@@ -17,7 +18,13 @@ export const contactFields = {
   email: z.preprocess((value) => (typeof value === 'string' ? value.trim() : value), z.email().max(254).nullable().optional()),
   phone: optionalText(50).describe('Formato libre'),
   notes: optionalText(5000),
-  tags: z.array(text(50).min(1)).max(50).optional().describe('Etiquetas libres'),
+  // A tag given twice is one tag (the first spelling kept; tags are case-sensitive: `VIP` and `vip` are two).
+  tags: z
+    .array(text(50).min(1))
+    .max(50)
+    .overwrite((tags) => [...new Set(tags)])
+    .optional()
+    .describe('Etiquetas libres; una repetida se guarda una vez'),
 };
 
 export const addressSchema = z.strictObject({
@@ -26,8 +33,15 @@ export const addressSchema = z.strictObject({
   city: optionalText(100),
   state: optionalText(100),
   postal_code: optionalText(20),
-  // Upper-cased as `tax_id` is: `mx` is MX.
-  country: z.string().trim().regex(/^[A-Za-z]{2}$/, 'código ISO 3166-1 alfa-2 (dos letras)').toUpperCase().nullable().optional(),
+  // Upper-cased as `tax_id` is: `mx` is MX. An assigned code only (`ZZ`, `EU` are two letters, no country).
+  country: z
+    .string()
+    .trim()
+    .toUpperCase()
+    .refine(isCountryCode, 'código de país ISO 3166-1 alfa-2 asignado, como MX o US')
+    .meta({ pattern: '^[A-Za-z]{2}$' })
+    .nullable()
+    .optional(),
 });
 
 /** An address as read: every key of the contract's shape, in its order, null when not given (as Stripe answers). */
