@@ -76,7 +76,7 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
   async function endpoint(api: Api, path: string, enabledEvents: string[] = ['*']) {
     const res = await api.post('/webhook-endpoints', { data: { url: receiver.url(path), enabled_events: enabledEvents } });
     assert.equal(res.status, 201, res.text);
-    return res.body.data as { id: string; secret: string };
+    return res.body.data as { id: string; secret: string; updated_at: string };
   }
 
   async function tenant() {
@@ -260,7 +260,10 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     await waitFor(async () => (await api.get(`/webhook-endpoints/${ep.id}`)).body.data.consecutive_failures === 3, 10_000, '3 failures');
     await api.post('/customers', { data: { name: 'OK' } });
     await waitFor(async () => (await api.get(`/webhook-endpoints/${ep.id}`)).body.data.last_delivery_status === 'succeeded', 10_000, 'a success');
-    assert.equal((await api.get(`/webhook-endpoints/${ep.id}`)).body.data.consecutive_failures, 0);
+    const after = (await api.get(`/webhook-endpoints/${ep.id}`)).body.data;
+    assert.equal(after.consecutive_failures, 0);
+    // Health is what attempts observe, not a change to the endpoint: updated_at stays (docs/webhooks.md).
+    assert.equal(after.updated_at, ep.updated_at);
   });
 
   test('PUT active: true on an endpoint already on keeps its failure count (only a switch-on starts it again)', async () => {
@@ -289,6 +292,7 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     // An endpoint with no success yet never has more attempts out than failures left before the shut-off:
     // when the 20th failure is written nothing else is in flight, so these counts are final.
     assert.equal(off.consecutive_failures, 20);
+    assert.equal(off.updated_at, off.disabled_at, 'the shut-off is a change of the endpoint: updated_at moves with it');
     assert.equal(receiver.at('/burst-fail').length, 20, 'no attempt past the 20th failure');
     const deliveries = (await api.get(`/webhook-endpoints/${ep.id}/deliveries?limit=100`)).body.data;
     assert.equal(deliveries.filter((d: any) => d.attempts === 1 && d.status === 'failed').length, 20);

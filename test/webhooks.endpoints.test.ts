@@ -213,6 +213,11 @@ describe('webhook endpoints (API key)', () => {
     assert.deepEqual(res.body.data.enabled_events, ['lead.created', 'sale.*']);
     assert.equal(res.body.data.active, true, 'a PUT without active leaves it alone');
     assert.deepEqual((await api.get(`/webhook-endpoints/${ep.id}`)).body.data, res.body.data);
+    assert.ok(res.body.data.updated_at > ep.updated_at, 'a change moves updated_at');
+    // The object PUT back as it reads changes nothing, updated_at included.
+    const { url, description, enabled_events, active } = res.body.data;
+    const same = await api.put(`/webhook-endpoints/${ep.id}`, { data: { url, description, enabled_events, active } });
+    assert.deepEqual([same.status, same.body.data.updated_at], [200, res.body.data.updated_at], same.text);
 
     const empty = await api.put(`/webhook-endpoints/${ep.id}`, { data: { enabled_events: [] } });
     assertValidationFailed(empty, /^enabled_events/, 'PUT enabled_events []');

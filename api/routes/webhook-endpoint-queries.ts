@@ -148,7 +148,9 @@ export async function updateEndpoint(
        consecutive_failures = CASE WHEN $7 IS TRUE AND NOT active THEN 0 ELSE consecutive_failures END,
        disabled_at = CASE WHEN $7 IS TRUE AND NOT active THEN NULL ELSE disabled_at END,
        disabled_reason = CASE WHEN $7 IS TRUE AND NOT active THEN NULL ELSE disabled_reason END,
-       updated_at = now()
+       -- Moved by a change only: a client PUTting the object back as it reads it changes nothing.
+       updated_at = CASE WHEN (coalesce($3, url), CASE WHEN $4 THEN $5 ELSE description END, coalesce($6, enabled_events), coalesce($7, active))
+                              IS DISTINCT FROM (url, description, enabled_events, active) THEN now() ELSE updated_at END
      WHERE id = $1 AND company_id = $2 RETURNING *`,
     [
       id,

@@ -645,7 +645,8 @@ const RESULTS = `
       active = e.active AND n.failures < ${SHUT_OFF_AFTER},
       disabled_at = CASE WHEN e.active AND n.failures >= ${SHUT_OFF_AFTER} THEN now() ELSE e.disabled_at END,
       disabled_reason = CASE WHEN e.active AND n.failures >= ${SHUT_OFF_AFTER} THEN $7 ELSE e.disabled_reason END,
-      updated_at = now()
+      -- A change of configuration (the shut-off switches it off), not an attempt's health: docs/webhooks.md.
+      updated_at = CASE WHEN e.active AND n.failures >= ${SHUT_OFF_AFTER} THEN now() ELSE e.updated_at END
       FROM n JOIN h ON h.id = n.id
      WHERE e.id = n.id
     RETURNING e.id, e.active, (n.was_active AND NOT e.active) AS shut_off
