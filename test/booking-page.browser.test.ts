@@ -12,6 +12,7 @@ import AxeBuilder from '@axe-core/playwright';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { PUBLIC_READS_PER_MINUTE } from '../api/booking-page/routes.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { browserProblems } from './helpers/browser.ts';
 import { waitFor } from './helpers/wait.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -93,9 +94,10 @@ describe('public booking page in a browser', { skip }, () => {
     await app?.close();
   });
 
-  test('book a slot with the keyboard only', async () => {
+  test('book a slot with the keyboard only; the browser meets no error on the way (no console error, no failed request)', async () => {
     const context = await newContext();
     const page = await context.newPage();
+    const problems = browserProblems(page);
     await page.goto(pageUrl);
     await openDays(page);
     // Tab until a day of the grid has focus.
@@ -124,6 +126,8 @@ describe('public booking page in a browser', { skip }, () => {
     assert.equal(await page.evaluate(() => (globalThis as any).document.activeElement?.id), 'done');
     const { rows } = await app.pool.query(`SELECT booker_name, booker_timezone, answers FROM bookings WHERE booking_link_id = $1 AND booker_email = 'teclado@visita.example'`, [linkId]);
     assert.deepEqual(rows, [{ booker_name: 'Visitante Teclado', booker_timezone: ZONE, answers: { motivo: 'Conocer el servicio' } }]);
+    // A favicon asked for and answered 404 was the one before: the page declares an empty icon.
+    assert.deepEqual(problems, []);
     await context.close();
   });
 

@@ -437,7 +437,11 @@ describe('calendar sync end to end', () => {
     assert.equal(booked.status, 201, booked.text);
     const meet = await waitFor(async () => (await api.get(`/bookings/${booked.body.data.id}`)).body.data.meet_url, 30_000, 'the booking meet_url');
     assert.match(meet, /meet\.google\.com/);
-    await api.post(`/bookings/${booked.body.data.id}/cancel`);
+    // A reschedule moves the same event, conference included: the new booking answers with its link at
+    // once (its email and manage page show it), not only once the move is pushed, nor never if it cannot be.
+    const moved = await api.post(`/bookings/${booked.body.data.id}/reschedule`, { data: { starts_at: slots[1].starts_at } });
+    assert.deepEqual([moved.status, moved.body.data?.meet_url], [201, meet], moved.text);
+    await api.post(`/bookings/${moved.body.data.id}/cancel`);
     await waitFor(() => google.events.get(booked.body.data.calendar_event_id)?.status === 'cancelled', 20_000, 'the cancelled booking removed from Google');
   });
 

@@ -72,7 +72,7 @@ const THEME_SCRIPT = `(function(){var t=null;try{t=localStorage.getItem('booking
 const NO_SCRIPT = '<noscript><p class="error" role="alert">Esta página necesita JavaScript para mostrar los horarios y reservar, cambiar o cancelar. Actívalo en tu navegador o abre la liga en otro.</p></noscript>\n';
 
 function shell(options: { title: string; nonce: string; branding: PageBranding; body: string; data?: unknown }): string {
-  return `<!doctype html><html lang="es"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+  return `<!doctype html><html lang="es"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
 <title>${esc(options.title)}</title><script nonce="${options.nonce}">${THEME_SCRIPT}</script>
 <style nonce="${options.nonce}">${styles(options.branding)}</style></head>
 <body><div class="card">

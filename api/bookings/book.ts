@@ -104,6 +104,8 @@ async function insertBookingRow(
     icalUid: string;
     icalSequence: number;
     rescheduledFromId: string | null;
+    /** The Meet link of the calendar event it takes over (a reschedule moves the event, conference and all). */
+    meetUrl?: string | null;
   },
 ): Promise<BookingRow> {
   const end = fields.start + link.duration_minutes * MINUTE;
@@ -111,8 +113,8 @@ async function insertBookingRow(
     .query<BookingRow>(
       `INSERT INTO bookings (id, company_id, booking_link_id, user_id, calendar_event_id, lead_id, status, starts_at, ends_at, blocked,
                              title, location, booker_name, booker_email, booker_phone, booker_timezone, answers,
-                             manage_token_digest, ical_uid, ical_sequence, rescheduled_from_id, link_timezone)
-       VALUES ($1, $2, $3, $4, $5, $6, 'confirmed', $7, $8, tstzrange($9, $10), $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
+                             manage_token_digest, ical_uid, ical_sequence, rescheduled_from_id, link_timezone, meet_url)
+       VALUES ($1, $2, $3, $4, $5, $6, 'confirmed', $7, $8, tstzrange($9, $10), $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
        RETURNING *`,
       [
         fields.id,
@@ -137,6 +139,7 @@ async function insertBookingRow(
         fields.icalSequence,
         fields.rescheduledFromId,
         link.timezone,
+        fields.meetUrl ?? null,
       ],
     )
     .catch(slotTaken);
@@ -279,6 +282,7 @@ export async function rescheduleBooking(
       icalUid: old.ical_uid,
       icalSequence: old.ical_sequence + 1,
       rescheduledFromId: old.id,
+      meetUrl: old.meet_url,
     });
     await client.query('UPDATE bookings SET rescheduled_to_id = $3 WHERE company_id = $1 AND id = $2', [companyId, old.id, id]);
     if (old.calendar_event_id) {

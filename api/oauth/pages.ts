@@ -15,7 +15,7 @@ export function hasVisibleText(name: string | null | undefined): name is string 
 }
 
 function page(title: string, body: string): string {
-  return `<!doctype html><html lang="es"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+  return `<!doctype html><html lang="es"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
 <title>${esc(title)}</title><style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;color:#111827}
 label{display:block;margin:.75rem 0 .25rem;font-weight:600}input[type=email],input[type=password]{width:100%;padding:.5rem;font:inherit;border:1px solid #4b5563;border-radius:.25rem}
 button{margin-top:1rem;padding:.6rem 1.2rem;font:inherit;background:#1d4ed8;color:#fff;border:0;border-radius:.25rem}button:focus,input:focus{outline:3px solid #f59e0b}

@@ -78,7 +78,8 @@ function pageCsp(redirectUri?: string): string {
     const url = new URL(redirectUri);
     target = url.protocol === 'http:' || url.protocol === 'https:' ? ` ${url.origin}` : ` ${url.protocol}`;
   }
-  return `default-src 'none'; style-src 'unsafe-inline'; form-action 'self'${target}; frame-ancestors 'none'`;
+  // img-src data: for the empty icon the pages declare (api/oauth/pages.ts), so no /favicon.ico is asked for.
+  return `default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'${target}; frame-ancestors 'none'`;
 }
 
 /** Where the consent page says the person will be sent back: the host, or an app's scheme and host. */
