@@ -11,6 +11,7 @@ import Router from '@koa/router';
 import type { QueryConfig } from 'pg';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Pool } from '../db/pool.ts';
+import { ALL_QUEUES } from '../db/queues.ts';
 import { ApiError } from './errors.ts';
 import { POST_ACTIONS } from './forms/submissions.ts';
 import { DELIVERY_STATUSES } from './routes/webhook-endpoint-queries.ts';
@@ -93,11 +94,14 @@ const POST_ACTION_STATUSES = ['pending', 'sending', 'done', 'failed'];
 const WEBHOOK_QUEUE = `SELECT 'webhook-delivery' AS name, %s FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.active
    WHERE d.next_attempt_at IS NOT NULL AND d.status IN ('pending', 'failed') AND (d.leased_until IS NULL OR d.leased_until <= now())`;
 
+// The service's queues (db/queues.ts), not pg-boss's own (`__pgboss__send-it`, its scheduler's).
+const OUR_QUEUES = `q.name IN (${ALL_QUEUES.map((q) => `'${q.name}'`).join(', ')})`;
+
 databaseGauge('queue_jobs', 'Jobs waiting in each pg-boss queue, and webhook deliveries waiting for an attempt (queue="webhook-delivery")', ['queue'], async (g) => {
   g.reset();
   const { rows } = await read<{ name: string; n: number }>(
     `SELECT q.name, count(j.id)::int AS n FROM pgboss.queue q
-       LEFT JOIN pgboss.job j ON j.name = q.name AND j.state IN ('created', 'retry') GROUP BY q.name
+       LEFT JOIN pgboss.job j ON j.name = q.name AND j.state IN ('created', 'retry') WHERE ${OUR_QUEUES} GROUP BY q.name
      UNION ALL ${WEBHOOK_QUEUE.replace('%s', 'count(*)::int AS n')}`,
   );
   for (const r of rows) g.set({ queue: r.name }, r.n);
@@ -108,7 +112,7 @@ databaseGauge('queue_oldest_job_age_seconds', 'How long the longest-waiting due 
   g.reset();
   const { rows } = await read<{ name: string; age: number }>(
     `SELECT q.name, coalesce(extract(epoch FROM now() - min(j.start_after)), 0)::float AS age FROM pgboss.queue q
-       LEFT JOIN pgboss.job j ON j.name = q.name AND j.state IN ('created', 'retry') AND j.start_after <= now() GROUP BY q.name
+       LEFT JOIN pgboss.job j ON j.name = q.name AND j.state IN ('created', 'retry') AND j.start_after <= now() WHERE ${OUR_QUEUES} GROUP BY q.name
      UNION ALL ${WEBHOOK_QUEUE.replace('%s', 'coalesce(extract(epoch FROM now() - min(d.next_attempt_at) FILTER (WHERE d.next_attempt_at <= now())), 0)::float AS age')}`,
   );
   for (const r of rows) g.set({ queue: r.name }, r.age);

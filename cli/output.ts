@@ -97,6 +97,7 @@ export function describeError(error: unknown, url?: string): string {
     if (code === 'BAD_REQUEST') return `invalid input: ${validationMessage(error.message)}`;
     if (code === 'NOT_FOUND' || code === 'CONFLICT') return error.message;
     if (code === 'INTERNAL_SERVER_ERROR') return `server error at ${where}: ${error.message}`;
+    if (code === 'SERVICE_UNAVAILABLE') return `${where} is unavailable: ${error.message}`;
     if (code) return `${code}: ${error.message}`;
     // Not a tRPC envelope: the Koa layer in front of tRPC (401) or some other server.
     if (status === 401) return `admin token rejected by ${where} (401): check ADMIN_TOKEN`;

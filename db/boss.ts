@@ -22,10 +22,13 @@ export function createBoss(connectionString: string, options: BossOptions = {}):
   });
   // One JSON line on stderr, as every other error the processes log (lib/log.ts). pg-boss also emits
   // plain objects (a failed maintenance run): their message, else their JSON, never "[object Object]".
-  boss.on('error', (error: unknown) =>
-    process.stderr.write(JSON.stringify({ time: new Date().toISOString(), event: 'boss.error', error: describeError(error) }) + '\n'),
-  );
+  boss.on('error', (error: unknown) => logBossError(error));
   return boss;
+}
+
+/** A pg-boss `error` event as the log line `boss.error` (`fields` say which process's pg-boss). */
+export function logBossError(error: unknown, fields: Record<string, unknown> = {}): void {
+  process.stderr.write(JSON.stringify({ time: new Date().toISOString(), event: 'boss.error', ...fields, error: describeError(error) }) + '\n');
 }
 
 function describeError(error: unknown): string {

@@ -6,6 +6,7 @@
 // registry (db/queues.ts), so a payload that does not fit its queue is a type
 // error at the caller.
 import { PgBoss, type SendOptions } from 'pg-boss';
+import { logBossError } from './boss.ts';
 import { prepared, type Queryable } from './pool.ts';
 import { ALL_QUEUES, RETIRED_QUEUES, type Queue } from './queues.ts';
 
@@ -59,7 +60,8 @@ export async function createJobSender(databaseUrl: string, options: { max?: numb
     schedule: false,
     useListenNotify: false,
   });
-  boss.on('error', (error) => process.stderr.write(`pg-boss (web): ${error instanceof Error ? error.message : String(error)}\n`));
+  // One JSON line, as every log line (docs/operations.md, Logs); the worker's pg-boss logs the same event.
+  boss.on('error', (error) => logBossError(error, { process: 'web' }));
   await boss.start();
   // The web may start before any worker ever ran: queues must exist to accept jobs.
   await createQueues(boss);

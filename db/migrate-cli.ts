@@ -19,8 +19,13 @@ try {
   await boss.stop({ graceful: false });
   console.log(applied.length ? `Applied: ${applied.join(', ')}` : 'Database is up to date.');
   // SITE_URL changed since the images were uploaded: their stored URLs follow it (docs/operations.md).
-  const moved = await rebaseMediaUrls(pool, config.siteUrl);
-  if (moved) console.log(`Image URLs moved to ${config.siteUrl}: ${moved}.`);
+  // Only to a SITE_URL given (production requires one): the development default, localhost and this
+  // process's PORT, names no server a release run by hand was pointed at, and `npm start` moves the
+  // URLs to its own root itself.
+  if (config.siteUrlGiven) {
+    const moved = await rebaseMediaUrls(pool, config.siteUrl);
+    if (moved) console.log(`Image URLs moved to ${config.siteUrl}: ${moved}.`);
+  }
 } finally {
   await pool.end();
   await database.stop();

@@ -27,6 +27,8 @@ export type Config = {
   databaseUrl: string | undefined;
   dataDir: string;
   siteUrl: string;
+  /** SITE_URL was set, not defaulted to localhost and PORT (always, in production). */
+  siteUrlGiven: boolean;
   baseUrl: string;
   bookingUrl: string;
   /** ADMIN_TOKEN; in development without it, DATA_DIR/admin-token (generated once); unset in tests without it. */
@@ -152,7 +154,12 @@ function developmentSecret(dataDir: string, name: string): string {
   try {
     return readFileSync(file, 'utf8').trim();
   } catch {
-    mkdirSync(dataDir, { recursive: true });
+    // A DATA_DIR under a file (ENOTDIR) or where this user may not write (EACCES): one line, as every setting.
+    try {
+      mkdirSync(dataDir, { recursive: true });
+    } catch (error) {
+      fail(`DATA_DIR no se puede crear (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}): "${dataDir}"`);
+    }
     // Written whole under another name, then linked into place (link fails if the name exists): a
     // process starting at the same moment reads the whole secret or none, never an empty file.
     const draft = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
@@ -174,7 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     fail(`NODE_ENV debe ser development, production o test (recibido "${nodeEnv}")`);
   }
   const port = int('PORT', env.PORT, 3000);
-  if (port > 65535) fail('PORT fuera de rango');
+  if (port > 65535) fail(`PORT debe ser un entero entre 0 y 65535 (recibido "${env.PORT}")`);
   const isProduction = nodeEnv === 'production';
   // Every absolute URL the service hands out or stores (media, booking links, OAuth metadata) starts
   // here; in production the default (this process's own port on localhost) is never the public root,
@@ -241,6 +248,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: env.DATABASE_URL || undefined,
     dataDir,
     siteUrl,
+    siteUrlGiven: Boolean(env.SITE_URL),
     baseUrl: `${siteUrl}/api/v1`,
     bookingUrl: url('BOOKING_URL', env.BOOKING_URL || `${siteUrl}/book`),
     // Development: DATA_DIR/admin-token, the file `npm start` and wsctl use, so `npm run web` beside them takes the same token.

@@ -74,6 +74,9 @@ describe('configuration', () => {
       await writeFile(file, 'x');
       const refused: Array<[Record<string, string>, RegExp]> = [
         [{ DATA_DIR: file }, /DATA_DIR no es un directorio/],
+        // Below a file: it cannot be made (the secrets development keeps there), said in one line.
+        [{ DATA_DIR: path.join(file, 'sub') }, /DATA_DIR no se puede crear \(ENOTDIR\)/],
+        [{ PORT: '70000' }, /PORT debe ser un entero entre 0 y 65535 \(recibido "70000"\)/],
         [{ GOOGLE_CLIENT_ID: 'id' }, /GOOGLE_CLIENT_ID y GOOGLE_CLIENT_SECRET van juntas/],
         [{ GOOGLE_CLIENT_SECRET: 'secret' }, /GOOGLE_CLIENT_ID y GOOGLE_CLIENT_SECRET van juntas/],
         [{ RATE_LIMIT_LEASE_TIMEOUT_MS: '999999999999' }, /RATE_LIMIT_LEASE_TIMEOUT_MS debe ser un entero entre 1 y 60000/],

@@ -6,6 +6,7 @@ import pg from 'pg';
 import { isDatabaseUnavailable, toApiError } from '../api/middleware/request.ts';
 import { seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
 import { freezableRelay, type FreezableRelay } from './helpers/frozen-database.ts';
+import { assertOneLineError, wsctl } from './helpers/cli.ts';
 import { waitFor } from './helpers/wait.ts';
 
 describe('health and version headers', () => {
@@ -160,6 +161,7 @@ describe('a database that hangs rather than refuses (a relay in front of it stop
   });
   after(async () => {
     relay.thaw();
+    relay.up();
     await app.close();
     await relay.close();
   });
@@ -188,5 +190,16 @@ describe('a database that hangs rather than refuses (a relay in front of it stop
     }
     await waitFor(async () => (await fetch(`${app.url}/healthz`)).status === 200, 20_000, 'healthy again');
     assert.match(await (await metrics()).text(), /^database_up 1$/m);
+  });
+
+  test('wsctl while PostgreSQL is down: an outage to retry (503 SERVICE_UNAVAILABLE), not an internal error', async () => {
+    relay.down();
+    try {
+      const run = await wsctl(app, ['company', 'list']);
+      assertOneLineError(run, /is unavailable: the database is unavailable \(request [0-9a-f-]{36}\); retry in a few seconds/);
+    } finally {
+      relay.up();
+    }
+    await waitFor(async () => (await wsctl(app, ['company', 'list'])).code === 0, 20_000, 'wsctl works again');
   });
 });

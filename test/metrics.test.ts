@@ -4,7 +4,8 @@
 // and the worker's work read from PostgreSQL (queues, deliveries, endpoints).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { PURGE_EXPIRED } from '../db/queues.ts';
+import { createBoss } from '../db/boss.ts';
+import { ALL_QUEUES, PURGE_EXPIRED } from '../db/queues.ts';
 import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
 
 const TOKEN = 'metrics-token-0123456789';
@@ -31,6 +32,10 @@ describe('metrics', () => {
     assert.equal(anonymous.status, 401);
     assert.equal(anonymous.headers.get('www-authenticate'), 'Bearer realm="api"', 'a 401 carries its challenge (RFC 9110)');
     assert.equal((await fetch(`${app.url}/metrics`, { headers: { authorization: 'Bearer wrong-token-000000000' } })).status, 401);
+    // A pg-boss that schedules (the worker's) makes its own queue, which is not the service's.
+    const scheduler = createBoss(app.databaseUrl, { supervise: false, schedule: true, max: 1 });
+    await scheduler.start();
+    await scheduler.stop({ graceful: false });
     const t = await seedTenant(app.pool, { rateLimitPerMinute: 1 });
     const api = client(app.baseUrl, t.key);
     const created = await api.post('/customers', { data: { name: 'Medida' } });
@@ -55,6 +60,9 @@ describe('metrics', () => {
     assert.match(text, /# TYPE queue_oldest_job_age_seconds gauge/);
     // Every queue and known status has its series, 0 included: an alert on the oldest job's age has data on an idle system.
     assert.match(text, /^queue_jobs\{queue="thumbnail"\} \d+$/m);
+    // The service's queues only, as docs/operations.md lists them: not pg-boss's own scheduler queue.
+    const queues = new Set([...text.matchAll(/^queue_(?:jobs|oldest_job_age_seconds)\{queue="([^"]+)"\}/gm)].map((m) => m[1]));
+    assert.deepEqual([...queues].sort(), [...ALL_QUEUES.map((q) => q.name), 'webhook-delivery'].sort());
     assert.match(text, /^queue_oldest_job_age_seconds\{queue="webhook-delivery"\} [\d.e+-]+$/m);
     assert.match(text, /^form_post_actions\{action="notify_team",status="failed"\} \d+$/m);
     assert.match(text, /^webhook_deliveries\{status="exhausted"\} \d+$/m);

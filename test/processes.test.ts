@@ -132,6 +132,15 @@ describe('release phase and worker against DATABASE_URL', () => {
       // A client's CDN URL shaped like ours, with a token no media row has: not the service's, never moved.
       const theirs = await made({ name: 'De su CDN', image_url: `https://cdn.example.com/media/${'ab'.repeat(16)}/x.png` });
 
+      // Run by hand in development with no SITE_URL given: the default root (localhost:3000) is no server
+      // it was pointed at, so nothing moves.
+      const { SITE_URL: _site, PORT: _port, ...unset } = process.env;
+      const handDir = await mkdtemp(`${os.tmpdir()}/release-by-hand-`);
+      const byHand = await run(process.execPath, ['db/migrate-cli.ts'], { env: { ...unset, DATABASE_URL: app.databaseUrl, NODE_ENV: 'development', DATA_DIR: handDir } });
+      await rm(handDir, { recursive: true, force: true });
+      assert.doesNotMatch(byHand.stdout, /Image URLs moved/);
+      assert.equal((await api.get(`/products/${ours.id}`)).body.data.image_url, before);
+
       const release = () => run(process.execPath, ['db/migrate-cli.ts'], {
         env: { ...process.env, DATABASE_URL: app.databaseUrl, NODE_ENV: 'production', SITE_URL: 'https://shop.example', ADMIN_TOKEN: 'x'.repeat(20), BOOKING_TOKEN_KEY: 'k'.repeat(32) },
       });

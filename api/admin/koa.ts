@@ -5,11 +5,12 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
 import type { Next } from 'koa';
 import { ApiError } from '../errors.ts';
-import { log } from '../../lib/log.ts';
+import { log, logError } from '../../lib/log.ts';
 import { bearerToken } from '../middleware/authenticate.ts';
 import { headerSeconds } from '../middleware/rate-limit.ts';
 import type { ApiContext, Deps } from '../types.ts';
 import { adminRouter } from './router.ts';
+import { loggedErrors } from './trpc.ts';
 
 function tokenMatches(given: string | null, expected: string | undefined): boolean {
   if (!given || !expected) return false;
@@ -63,8 +64,10 @@ export function adminMiddleware(deps: Deps) {
       res: ctx.res,
       path,
       createContext: () => ({ deps, requestId: ctx.state.requestId, address: ctx.ip }),
-      onError: ({ error }) => {
-        if (error.code === 'INTERNAL_SERVER_ERROR') process.stderr.write(`admin error: ${error.message}\n`);
+      // Logged where it happens (api/admin/trpc.ts, admin.error with its stack); here only what failed
+      // before any procedure ran (the request itself), as a JSON line like every other.
+      onError: ({ error, path: procedure }) => {
+        if (error.code === 'INTERNAL_SERVER_ERROR' && !loggedErrors.has(error)) logError('admin.failed', error, { procedure, request_id: ctx.state.requestId });
       },
     });
   };

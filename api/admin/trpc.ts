@@ -5,7 +5,8 @@
 import { initTRPC, TRPCError } from '@trpc/server';
 import { z } from 'zod';
 import { isObjectId } from '../../lib/objectid.ts';
-import { log } from '../../lib/log.ts';
+import { log, logError } from '../../lib/log.ts';
+import { isDatabaseUnavailable } from '../middleware/request.ts';
 import { ApiError } from '../errors.ts';
 import type { Deps } from '../types.ts';
 
@@ -63,11 +64,21 @@ const mapErrorsAndAudit = t.middleware(async ({ ctx, path, type, getRawInput, ne
     if (pgCode === '22021' || pgCode === '22P05') {
       throw new TRPCError({ code: 'BAD_REQUEST', message: 'text holding U+0000 cannot be stored' });
     }
+    // The database unreachable: a transient outage the operator can retry, as the REST API's 503 says.
+    if (isDatabaseUnavailable(cause)) {
+      logError('admin.database_unavailable', cause, { procedure: path, request_id: ctx.requestId });
+      throw new TRPCError({ code: 'SERVICE_UNAVAILABLE', message: `the database is unavailable (request ${ctx.requestId ?? 'without id'}); retry in a few seconds` });
+    }
     log('admin.error', { procedure: path, request_id: ctx.requestId, error: String((cause as Error).message), stack: (cause as Error).stack });
-    throw new TRPCError({ code: 'INTERNAL_SERVER_ERROR', message: `Internal error (request ${ctx.requestId ?? 'without id'}); the server log has the details.` });
+    const answer = new TRPCError({ code: 'INTERNAL_SERVER_ERROR', message: `Internal error (request ${ctx.requestId ?? 'without id'}); the server log has the details.` });
+    loggedErrors.add(answer);
+    throw answer;
   }
   return result;
 });
+
+/** The internal errors answered after `admin.error` logged them (the HTTP layer logs only the others). */
+export const loggedErrors = new WeakSet<Error>();
 
 export const router = t.router;
 /** A whole number stored in an `integer` column: from `min` to PostgreSQL's largest (a larger one answered 500). */

@@ -2,7 +2,9 @@
 // stay open but no byte moves either way, as when the database host hangs
 // (a stopped VM, a full disk, a network partition that drops packets) rather
 // than refusing connections. What a stopped PostgreSQL cannot show: clients
-// holding an open connection wait with no error.
+// holding an open connection wait with no error. It can also go down: every
+// connection cut at once and new ones closed as they come, as a PostgreSQL
+// that stopped or restarted looks to its clients.
 import net, { type AddressInfo } from 'node:net';
 
 export type FreezableRelay = {
@@ -10,6 +12,9 @@ export type FreezableRelay = {
   url: string;
   freeze(): void;
   thaw(): void;
+  /** Cuts every connection, and each new one, until `up()`. */
+  down(): void;
+  up(): void;
   close(): Promise<void>;
 };
 
@@ -17,6 +22,7 @@ export async function freezableRelay(databaseUrl: string): Promise<FreezableRela
   const target = new URL(databaseUrl);
   const pairs = new Set<[net.Socket, net.Socket]>();
   let frozen = false;
+  let isDown = false;
   const flow = ([client, upstream]: [net.Socket, net.Socket]) => {
     client.pipe(upstream);
     upstream.pipe(client);
@@ -28,6 +34,10 @@ export async function freezableRelay(databaseUrl: string): Promise<FreezableRela
     upstream.pause();
   };
   const server = net.createServer((client) => {
+    if (isDown) {
+      client.destroy();
+      return;
+    }
     const upstream = net.connect(Number(target.port || 5432), target.hostname);
     const pair: [net.Socket, net.Socket] = [client, upstream];
     pairs.add(pair);
@@ -53,6 +63,16 @@ export async function freezableRelay(databaseUrl: string): Promise<FreezableRela
     thaw() {
       frozen = false;
       for (const pair of pairs) flow(pair);
+    },
+    down() {
+      isDown = true;
+      for (const [client, upstream] of pairs) {
+        client.destroy();
+        upstream.destroy();
+      }
+    },
+    up() {
+      isDown = false;
     },
     async close() {
       for (const [client, upstream] of pairs) {
