@@ -42,7 +42,7 @@ export function openApiDocument(config: Config, routes: RouteDef[] = apiRoutes):
       description: [
         'API REST multiempresa. Cada clave pertenece a una empresa y solo alcanza sus registros.',
         `Versión ${API_VERSION}, publicada el ${API_RELEASED_AT}. Cada respuesta lleva X-Service-API-Version y X-Service-API-Released-At.`,
-        'Errores: `{error, message, errors?}`; ramifica con `error`. Límite: 600 peticiones por minuto por clave (ventana deslizante), con cabeceras RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset y Retry-After en 429.',
+        `Errores: \`{error, message, errors?}\`; ramifica con \`error\`. Límite: ${config.rateLimitPerMinute} peticiones por minuto por clave (ventana deslizante; una clave puede tener el suyo), con cabeceras RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset y Retry-After en 429.`,
         'Paginación: limit (25 por defecto, máximo 100), starting_after, ending_before, page (máximo 200), include_total, include_filtered_total.',
       ].join('\n\n'),
     },

@@ -9,6 +9,7 @@ import { INVOICE_STATUSES } from '../../db/invoicing.ts';
 import { FREQUENCIES } from '../../db/money/recurring.ts';
 import { SALE_STATUSES } from '../../db/money/sales.ts';
 import type { EventName } from '../../lib/webhook-events.ts';
+import { retryDelaysText } from '../../lib/webhook-retry.ts';
 import { webhookOperationId } from './names.ts';
 import type { JsonSchema } from './schemas.ts';
 
@@ -107,7 +108,7 @@ export function webhookOperation(name: string) {
     post: {
       operationId: webhookOperationId(name),
       summary: name,
-      description: 'Firma: `X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256 de "<t>.<cuerpo crudo>">` con el secreto completo del endpoint (whsec_...). Rechaza t a más de 300 s de tu reloj. Éxito: cualquier 2xx con la respuesta completa (10 s de lectura, 15 s en total; una respuesta cortada es un fallo, y las redirecciones no se siguen); reintentos a +1 min, +5 min, +30 min, +2 h y +6 h.',
+      description: `Firma: \`X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256 de "<t>.<cuerpo crudo>">\` con el secreto completo del endpoint (whsec_...). Rechaza t a más de 300 s de tu reloj. Éxito: cualquier 2xx con la respuesta completa (10 s de lectura, 15 s en total; una respuesta cortada es un fallo, y las redirecciones no se siguen); reintentos a ${retryDelaysText()}.`,
       parameters: [
         header('X-Service-Signature', 't=<unix>,v1=<hex>'),
         header('X-Service-Event', 'Nombre del evento'),
