@@ -21,7 +21,7 @@ const { version } = JSON.parse(readFileSync(new URL('../package.json', import.me
 
 const program = new Command()
   .name('wsctl')
-  .description('Operate the workspace service: companies, API keys, users, automations, forms, webhooks.')
+  .description('Operate the workspace service: companies, API keys, users, automations, forms, webhooks, MCP, OAuth, calendars, accounting periods.')
   .version(version)
   .option('--url <url>', 'service root URL (default: $ADMIN_URL, else http://localhost:$PORT)')
   .option('--json', 'print exactly one JSON document on stdout')

@@ -8,6 +8,13 @@
 import type { EventData } from './events.ts';
 import type { Queryable } from './pool.ts';
 
+/**
+ * How long each CRM text column may be, in code points: what the API takes (api/routes/crm-fields.ts,
+ * leads.ts) and what a form's post-action fits its answers to (worker/forms/post-action-contacts.ts),
+ * so a lead or customer a form makes is one a client can read and write back as it is.
+ */
+export const CONTACT_LIMITS = { name: 200, email: 254, phone: 50, notes: 5000, company_name: 200, job_title: 200 } as const;
+
 export type ContactTable = 'leads' | 'customers';
 
 const OBJECT = { leads: 'lead', customers: 'customer' } as const;

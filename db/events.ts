@@ -85,7 +85,7 @@ const EVENT_AND_DELIVERIES = `WITH event AS (
    WHERE e.company_id = $2 AND e.active AND e.enabled_events && $8::text[]`;
 
 /**
- * An endpoint switched off (automatically after 20 failures, or paused)
+ * An endpoint switched off (automatically after SHUT_OFF_AFTER failures in a row, or paused)
  * makes no further attempts: its waiting deliveries (pending, or failed with
  * a retry due) lose their `next_attempt_at`, so no claim finds them; one
  * never attempted says why (HELD_MESSAGE). One in flight is written when its

@@ -40,17 +40,17 @@ export function isEventName(value: string): value is EventName {
   return NAMES.has(value);
 }
 
+/** Every value an `enabled_events` entry may take: `*`, a prefix wildcard, or an event name (the OpenAPI enum). */
+export function enabledEventChoices(): string[] {
+  return ['*', ...[...PREFIXES].map((p) => `${p}.*`), ...EVENT_NAMES];
+}
+
 /**
  * Why an `enabled_events` entry is unacceptable, or null. A wildcard is valid
  * only as a whole last segment (`invoice.*`, not `invoice.pa*` or `*.paid`),
  * and its prefix must be one the service emits: a pattern that can never
  * match is a typo the client would otherwise discover by never hearing back.
  */
-/** Every value an `enabled_events` entry may take: `*`, a prefix wildcard, or an event name (the OpenAPI enum). */
-export function enabledEventChoices(): string[] {
-  return ['*', ...[...PREFIXES].map((p) => `${p}.*`), ...EVENT_NAMES];
-}
-
 export function enabledEventError(entry: string): string | null {
   if (entry === '*' || isEventName(entry)) return null;
   if (entry.endsWith('.*')) {

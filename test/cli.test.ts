@@ -15,7 +15,8 @@ import { issueKey } from '../api/admin/keys.ts';
 import { ALL_SCOPES } from '../api/auth/scopes.ts';
 import { ADMIN_TOKEN, client, startTestApp, type TestApp } from './helpers/app.ts';
 import { assertOneLineError, json, wsctl } from './helpers/cli.ts';
-import { adminMutation, sampleFormFile } from './helpers/forms.ts';
+import { adminMutation } from './helpers/admin.ts';
+import { sampleFormFile } from './helpers/forms.ts';
 
 describe('wsctl', () => {
   let app: TestApp;

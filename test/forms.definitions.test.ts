@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
-import { adminMutation, createFormViaAdmin, sampleFormFile } from './helpers/forms.ts';
+import { adminMutation } from './helpers/admin.ts';
+import { createFormViaAdmin, sampleFormFile } from './helpers/forms.ts';
 
 describe('form definitions: admin procedures and localized reads', () => {
   let app: TestApp;

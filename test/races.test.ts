@@ -11,7 +11,7 @@ import { toApiError } from '../api/middleware/request.ts';
 import { generateDue } from '../db/money/recurring.ts';
 import { transaction } from '../db/pool.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
-import { adminMutation } from './helpers/forms.ts';
+import { adminMutation } from './helpers/admin.ts';
 import { waitFor } from './helpers/wait.ts';
 import { processThumbnail } from '../worker/jobs/thumbnail.ts';
 

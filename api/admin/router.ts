@@ -1,7 +1,8 @@
 // Admin procedures for `wsctl`: one router per domain (routers/), combined
-// here. Routers validate input and call the domain modules beside them
-// (companies.ts, keys.ts, users.ts, automations.ts, forms.ts, oauth.ts) or the query
-// modules the REST routes use; they hold no SQL.
+// here. Routers validate input and call the domain modules beside them (one
+// per router: companies.ts, keys.ts, users.ts, automations.ts, forms.ts,
+// oauth.ts, calendar.ts, periods.ts, tax-profile.ts) or the query modules the
+// REST routes use; they hold no SQL.
 import { automationRouter } from './routers/automations.ts';
 import { calendarRouter } from './routers/calendar.ts';
 import { periodRouter } from './routers/periods.ts';

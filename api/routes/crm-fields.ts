@@ -1,23 +1,25 @@
 // Field schemas shared by customers and leads (DESIGN.md fixes `name`,
 // `email`, `phone`; leads add `company_name` and `job_title`).
 import { z } from 'zod';
+import { CONTACT_LIMITS } from '../../db/contacts.ts';
 import { isCountryCode } from '../../lib/iso-3166.ts';
 import { optionalText, text } from '../validation.ts';
 
 export { optionalText };
 
 /**
- * What `q`/`search` matches on customers and leads (REST and MCP): written exactly as the trigram
- * indexes of migration 001, or PostgreSQL cannot use them and every search reads the whole table.
+ * What `q`/`search` matches on customers and leads (REST and MCP): written exactly as in the trigram
+ * indexes (migration 102, on fold_accents() of this), or PostgreSQL cannot use them and every search
+ * reads the whole table.
  */
 export const CONTACT_SEARCH = "(coalesce(name, '') || ' ' || coalesce(email, '') || ' ' || coalesce(phone, ''))";
 
 export const contactFields = {
-  name: text(200).min(1).describe('Nombre completo o razón comercial'),
+  name: text(CONTACT_LIMITS.name).min(1).describe('Nombre completo o razón comercial'),
   // Trimmed like every other text field (`" ana@example.com "` is that address).
-  email: z.preprocess((value) => (typeof value === 'string' ? value.trim() : value), z.email().max(254).nullable().optional()),
-  phone: optionalText(50).describe('Formato libre'),
-  notes: optionalText(5000),
+  email: z.preprocess((value) => (typeof value === 'string' ? value.trim() : value), z.email().max(CONTACT_LIMITS.email).nullable().optional()),
+  phone: optionalText(CONTACT_LIMITS.phone).describe('Formato libre'),
+  notes: optionalText(CONTACT_LIMITS.notes),
   // A tag given twice is one tag (the first spelling kept; tags are case-sensitive: `VIP` and `vip` are two).
   tags: z
     .array(text(50).min(1))

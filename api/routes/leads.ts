@@ -2,7 +2,7 @@
 // company_name, job_title (the form `maps_to` targets, fixed by DESIGN.md),
 // a pipeline `status`, `source`, notes, tags and custom properties.
 import { z } from 'zod';
-import { contactCreatedData } from '../../db/contacts.ts';
+import { CONTACT_LIMITS, contactCreatedData } from '../../db/contacts.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { customPropertiesWrite, flattenCustomProperties } from '../custom-properties.ts';
 import { standardRoutes } from './standard-routes.ts';
@@ -12,8 +12,8 @@ export const LEAD_STATUSES = ['new', 'contacted', 'qualified', 'unqualified', 'c
 
 const leadFields = {
   ...contactFields,
-  company_name: optionalText(200),
-  job_title: optionalText(200),
+  company_name: optionalText(CONTACT_LIMITS.company_name),
+  job_title: optionalText(CONTACT_LIMITS.job_title),
   status: z.enum(LEAD_STATUSES).optional().describe('Etapa del embudo; por defecto new'),
   source: optionalText(100).describe('Origen del prospecto (por ejemplo web, referido, formulario)'),
   custom_properties: customPropertiesWrite.optional(),

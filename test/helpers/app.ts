@@ -2,7 +2,6 @@
 // tests a tiny HTTP client plus tenant seeding through the admin functions.
 import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
-import { createAutomation } from '../../api/admin/automations.ts';
 import { createCompany, updateCompany, type Plan } from '../../api/admin/companies.ts';
 import { issueKey } from '../../api/admin/keys.ts';
 import { closeDeps, createApp, createDeps } from '../../api/app.ts';
@@ -112,7 +111,6 @@ export async function seedTenant(
   return { companyId: company.id, ownerId: owner.id, key: key.secret, keyId: key.id };
 }
 
-export { createAutomation };
 
 export type Response<T = any> = { status: number; headers: Headers; body: T; text: string };
 

@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import { crc32, createDeflateRaw } from 'node:zlib';
 import CFB from 'cfb';
 import sharp from 'sharp';
-import { ADMIN_TOKEN } from './app.ts';
+import { adminMutation } from './admin.ts';
 
 /** A zip entry already deflated: its compressed bytes, and the size and CRC of what they inflate to. */
 export type DeflatedEntry = { deflated: Buffer; size: number; crc: number };
@@ -213,17 +213,6 @@ export function sampleFormFile(overrides: Record<string, unknown> = {}) {
     post_actions: {},
     ...overrides,
   };
-}
-
-/** Calls an admin tRPC mutation over HTTP, as `wsctl` does. */
-export async function adminMutation(url: string, procedure: string, input: unknown, token = ADMIN_TOKEN) {
-  const res = await fetch(`${url}/admin/trpc/${procedure}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify(input),
-  });
-  const body = (await res.json()) as any;
-  return { status: res.status, body, data: body?.result?.data, error: body?.error };
 }
 
 export async function createFormViaAdmin(url: string, companyId: string, form: unknown = sampleFormFile()) {

@@ -5,7 +5,7 @@
 // They record no event: the contract (Events) says form submissions "send no
 // webhook notification named in the event list", so a lead or customer a form
 // makes has no `lead.created` / `customer.created` (docs/forms.md).
-import { lockContactByEmail } from '../../db/contacts.ts';
+import { CONTACT_LIMITS, lockContactByEmail } from '../../db/contacts.ts';
 import type { FormRow, SubmissionRow } from '../../db/forms.ts';
 import type { Client } from '../../db/pool.ts';
 import { objectId } from '../../lib/objectid.ts';
@@ -13,18 +13,14 @@ import { objectId } from '../../lib/objectid.ts';
 type Submission = Pick<SubmissionRow, 'company_id' | 'answers' | 'name'>;
 
 /**
- * What the API takes in each CRM column (api/routes/crm-fields.ts, leads.ts), in code points: a lead or
- * customer a form makes must be one a client can read and write back as it is. A longer answer is cut
- * to fit (the submission keeps it whole); an email that does not fit is no email (cut, it would be
- * another address).
+ * An answer as its CRM column takes it (CONTACT_LIMITS, db/contacts.ts: what the API takes). A longer
+ * answer is cut to fit (the submission keeps it whole); an email that does not fit is no email (cut, it
+ * would be another address).
  */
-const COLUMN_LIMITS: Record<string, number> = { name: 200, phone: 50, company_name: 200, job_title: 200 };
-const EMAIL_LIMIT = 254;
-
 function fit(column: string, value: string): string | undefined {
   const points = [...value];
-  if (column === 'email') return points.length <= EMAIL_LIMIT ? value : undefined;
-  const limit = COLUMN_LIMITS[column];
+  if (column === 'email') return points.length <= CONTACT_LIMITS.email ? value : undefined;
+  const limit = (CONTACT_LIMITS as Record<string, number>)[column];
   return limit && points.length > limit ? points.slice(0, limit).join('').trimEnd() : value;
 }
 
