@@ -167,7 +167,7 @@ export function parseData<S extends z.ZodType>(schema: S, body: unknown): z.infe
  * replacement character, so a search would run for something the client never sent. A malformed
  * escape (`%A`, `50%off`) is read as written, as URLSearchParams reads it.
  */
-export function nonUtf8Parameter(querystring: string): string | null {
+function nonUtf8Parameter(querystring: string): string | null {
   // Only a percent-encoded byte at 0x80 or above can start a sequence that is not UTF-8.
   if (!/%[89a-f]/i.test(querystring)) return null;
   for (const part of querystring.split('&')) {
