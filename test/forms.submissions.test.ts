@@ -189,7 +189,7 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     assert.deepEqual([agreed.status, agreed.body.data?.locale], [201, 'en']);
   });
 
-  test('a one-line field (text, phone) refuses a line break; a textarea keeps its lines', async () => {
+  test('a one-line field (text, phone, or any field filling a lead) refuses a line break; a textarea keeps its lines', async () => {
     const res = await api.post(path(), { data: { answers: { ...base, name: 'Eve\r\nBcc: x@evil.example', phone: '555\n1234', message: 'Hola\nBcc: no es un campo' } } });
     assert.equal(res.status, 422, res.text);
     assert.deepEqual(Object.keys(res.body.errors).sort(), ['answers.name', 'answers.phone']);
@@ -197,6 +197,20 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     const ok = await api.post(path(), { data: { answers: { ...base, name: '  Eve  \n', message: 'Hola\nBcc: no es un campo' } } });
     assert.equal(ok.status, 201, ok.text);
     assert.deepEqual([ok.body.data.answers.name, ok.body.data.answers.message], ['Eve', 'Hola\nBcc: no es un campo']);
+
+    // A textarea that fills a lead's name is one line too: the name goes on into the lead and the emails.
+    const mapped = await files.createFormViaAdmin(app.url, tenant.companyId, files.sampleFormFile({
+      slug: `textarea-${Date.now()}`,
+      fields: [
+        { key: 'email', field_type: 'email', label: 'Correo', required: true, maps_to: 'lead.email', position: 0 },
+        { key: 'details', field_type: 'textarea', label: 'Quién eres', maps_to: 'lead.name', position: 1 },
+      ],
+      post_actions: {},
+    }));
+    const refused = await api.post(`/forms/${mapped.id}/submissions`, { data: { answers: { email: 'ml@example.com', details: 'hola\r\nBcc: victim@evil.example' } } });
+    assert.deepEqual([refused.status, Object.keys(refused.body.errors ?? {})], [422, ['answers.details']], refused.text);
+    const oneLine = await api.post(`/forms/${mapped.id}/submissions`, { data: { answers: { email: 'ml@example.com', details: 'Marta López' } } });
+    assert.equal(oneLine.status, 201, oneLine.text);
   });
 
   test('required fields, email, number, date and options are validated: 422 validation_failed per field', async () => {
@@ -466,12 +480,27 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
       ['cv', 'datos.csv', Buffer.concat([Buffer.from('a,b,c\n'.repeat(900)), files.exe()])],
       ['cv', 'notas.txt', Buffer.concat([Buffer.from('línea de texto\n'.repeat(400)), Buffer.from([0xff, 0xfe, 0x00, 0x01])])],
       ['media', 'cancion.mp3', files.wav()],
+      // Polyglots: an image or a PDF that opens, with a zip after it that unzip opens too.
+      ['media', 'foto.png', Buffer.concat([await files.png(), files.plainZip()])],
+      ['cv', 'informe.pdf', Buffer.concat([files.pdf(), files.plainZip()])],
+      // Markup is refused whatever its name: a page or a drawing is not text to a browser that sniffs it.
+      ['cv', 'pagina.txt', Buffer.from('<!DOCTYPE html><html><script>alert(document.cookie)</script></html>')],
+      ['cv', 'dibujo.txt', Buffer.from('\uFEFF  <?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>')],
+      ['cv', 'tabla.csv', Buffer.from('<!-- hoja -->\n<script>alert(1)</script>')],
     ];
     for (const [field, name, bytes] of cases) {
       const res = await api.post(path(), { data: { answers: { ...base, [field]: files.fileJson(name, bytes) } } });
       assert.equal(res.status, 422, `${name}: ${res.text}`);
       assert.ok(res.body.errors[`answers.${field}`], name);
     }
+    // Text that merely holds angle brackets is text.
+    const text = await api.post(path(), { data: { answers: { ...base, cv: files.fileJson('notas.txt', Buffer.from('<b>nota</b>: a < b, y <html> se escribe así')) } } });
+    assert.equal(text.status, 201, text.text);
+    // The same polyglot sent as multipart, past the 64 KB the window keeps: its end is what counts.
+    const big = Buffer.concat([files.pdf(200_000), files.plainZip()]);
+    const multi = await multipart([['answers[email]', 'poly@example.com'], ['answers[name]', 'P'], ['files[cv]', { name: 'grande.pdf', bytes: big }]]);
+    assert.equal(multi.status, 422, JSON.stringify(multi.body));
+    assert.match(multi.body.errors['answers.cv'][0], /comprimido \(zip\) al final/);
   });
 
   test('zip bombs: a .docx whose directory inflates past 256 MiB, or an entry past 10 MiB at more than 200:1, is refused; a real one passes', async () => {
@@ -776,6 +805,12 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     const changed = await multipart([...parts.slice(0, 2), ['files[cv]', { name: 'a.pdf', bytes: files.pdf(30_001) }]], { 'idempotency-key': 'multi-1' });
     assert.equal(changed.status, 422);
     assert.equal(changed.body.error, 'idempotency_key_reused');
+    // The same body plus a file the form refuses is another body too: it is not the stored answer's replay
+    // (a 201 would tell the client its file was taken).
+    for (const refused of [{ name: 'evil.exe', bytes: files.pdf() }, { name: 'no-es.pdf', bytes: Buffer.from('no es un PDF, es texto') }]) {
+      const withRefused = await multipart([...parts, ['files[cv]', refused]], { 'idempotency-key': 'multi-1' });
+      assert.deepEqual([withRefused.status, withRefused.body.error], [422, 'idempotency_key_reused'], `${refused.name}: ${JSON.stringify(withRefused.body)}`);
+    }
     const count = await app.pool.query(`SELECT count(*)::int AS n FROM form_submissions WHERE email = 'm@example.com'`);
     assert.equal(count.rows[0].n, 1);
   });

@@ -67,8 +67,9 @@ function checkValue(field: StoredField, value: unknown): { value: unknown } | { 
       if (typeof scalar !== 'string') return { error: 'debe ser texto' };
       if (scalar.length > MAX_TEXT) return { error: `admite como máximo ${MAX_TEXT} caracteres` };
       // One line, as a browser's <input> sends it: a line break in a name or phone would go on into the
-      // lead and the operator's email as lines of its own. Several lines are a textarea's.
-      if (field.field_type !== 'textarea' && /[\r\n]/.test(scalar.trim())) return { error: 'es de una sola línea: no admite saltos de línea' };
+      // lead and the operator's email as lines of its own. Several lines are a textarea's, unless it
+      // fills a lead's or customer's column (maps_to: a name, a phone, a company), which is one line.
+      if ((field.field_type !== 'textarea' || field.maps_to) && /[\r\n]/.test(scalar.trim())) return { error: 'es de una sola línea: no admite saltos de línea' };
       return { value: scalar.trim() };
     }
     case 'email': {

@@ -258,9 +258,12 @@ const BINARY_BYTES = /[\u0000-\u0008\u000b\u000e-\u001f]/;
  */
 async function streamIsText(stream: Readable): Promise<boolean> {
   const decoder = new TextDecoder('utf-8', { fatal: true });
+  let first = true;
   try {
     for await (const chunk of stream) {
-      if (BINARY_BYTES.test(decoder.decode(chunk as Buffer, { stream: true }))) return false;
+      const text = decoder.decode(chunk as Buffer, { stream: true });
+      if (BINARY_BYTES.test(text) || (first && MARKUP.test(text))) return false;
+      first = false;
     }
     decoder.decode();
     return true;
@@ -272,6 +275,12 @@ async function streamIsText(stream: Readable): Promise<boolean> {
 }
 
 /**
+ * A page or a drawing named .txt or .csv (HTML and SVG are refused whatever their name, as executables
+ * are): what it starts with, after a byte-order mark and blank space, as a browser sniffing it would read it.
+ */
+const MARKUP = /^\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*(?:<!doctype\s+html|<html[\s>]|<head[\s>]|<body[\s>]|<script[\s>]|<svg[\s>]|<\?xml[^>]*>\s*(?:<!--[\s\S]*?-->\s*)*<svg[\s>])/i;
+
+/**
  * Checks the real content against the name's extension. `open` gives a fresh
  * stream of the stored bytes: file-type reads only as far as it needs (for a
  * zip, up to the entry that decides), so memory stays bounded. `readAll` (the
@@ -279,7 +288,7 @@ async function streamIsText(stream: Readable): Promise<boolean> {
  * files, whose directory is parsed whole, and for zip packages (docx, xlsx, odt…),
  * whose central directory is read for the decompression-bomb check.
  */
-export async function checkContent(extension: string, open: () => Readable, readAll: () => Promise<Buffer>): Promise<ContentCheck> {
+export async function checkContent(extension: string, open: () => Readable, readAll: () => Promise<Buffer>, tail?: Buffer): Promise<ContentCheck> {
   const stream = open();
   let detected: { ext: string; mime: string } | undefined;
   try {
@@ -300,8 +309,34 @@ export async function checkContent(extension: string, open: () => Readable, read
   if (ZIP_PACKAGES.has(extension)) {
     const bomb = await zipBombReason(await readAll());
     if (bomb) return { ok: false, reason: bomb };
+  } else if (tail && hasZipTrailer(tail)) {
+    // A polyglot: a PNG or PDF a viewer opens, with an archive after it that unzip opens (both read
+    // their own end of the file). Archives are refused whatever they are dressed as (contract).
+    return { ok: false, reason: `el archivo lleva un archivo comprimido (zip) al final: los comprimidos no se admiten` };
   }
   return { ok: true, contentType: KNOWN_EXTENSIONS[extension] ?? detected.mime };
+}
+
+/** How much of a file's end can hold a zip's end-of-central-directory record (22 bytes and a comment of up to 65,535). */
+export const ZIP_TRAILER_WINDOW = 22 + 0xffff;
+
+/**
+ * Whether `tail` (a file's last ZIP_TRAILER_WINDOW bytes or all of it) ends a zip archive with entries:
+ * an end-of-central-directory record whose central directory starts with its own signature. Zip readers
+ * find an archive from the end, so these bytes after any other content make the file an archive too.
+ * A chance match of the 4-byte signature inside compressed image data is not confirmed by the second.
+ */
+export function hasZipTrailer(tail: Buffer): boolean {
+  for (let at = tail.length - 22; at >= 0; at--) {
+    if (tail.readUInt32LE(at) !== 0x06054b50) continue;
+    const entries = tail.readUInt16LE(at + 10);
+    const directoryBytes = tail.readUInt32LE(at + 12);
+    if (entries === 0) continue;
+    const directory = at - directoryBytes;
+    // A directory longer than the window (thousands of entries) starts before it: the record alone says archive.
+    if (directory < 0 || tail.readUInt32LE(directory) === 0x02014b50) return true;
+  }
+  return false;
 }
 
 /** Office and OpenDocument packages: zip archives underneath. */

@@ -17,7 +17,7 @@ import { deleteBlob, type BlobStore } from '../../storage/blobs.ts';
 import { freeBytes } from '../../storage/files.ts';
 import { addFieldError, type FieldErrors } from '../errors.ts';
 import type { FormRow, StoredField } from './definition.ts';
-import { allowedExtensions, checkContent, checkFileName } from './file-rules.ts';
+import { allowedExtensions, checkContent, checkFileName, ZIP_TRAILER_WINDOW } from './file-rules.ts';
 
 export type StagedFile = {
   fieldKey: string;
@@ -166,10 +166,17 @@ export class FileStager {
       return false; // nothing read: the caller drains the source
     }
     const stager = this;
+    // The file's last bytes, for the content check's look at its end (a zip after an image): the recent
+    // pieces are kept, not copied, while the ones after them still cover the window.
+    const recent: Uint8Array[] = [];
+    let recentBytes = 0;
     async function* capture() {
       try {
         for await (const piece of source) {
           if (stager.#aborted) return;
+          recent.push(piece);
+          recentBytes += piece.length;
+          while (recent.length > 1 && recentBytes - recent[0]!.length >= ZIP_TRAILER_WINDOW) recentBytes -= recent.shift()!.length;
           yield piece;
         }
       } catch (error) {
@@ -200,6 +207,7 @@ export class FileStager {
       admitted.extension,
       () => this.#blobs.read(this.#pool, written.blob.id),
       () => this.#blobs.readBuffer(this.#pool, written.blob.id),
+      Buffer.concat(recent).subarray(-ZIP_TRAILER_WINDOW),
     );
     if (!content.ok || written.blob.sizeBytes === 0 || this.#aborted) {
       await drop();
@@ -243,12 +251,19 @@ export function displayName(name: string): string {
   return (name || 'archivo').replace(/[\p{Cc}\p{Cf}]/gu, '?').slice(0, 120);
 }
 
-/** What the Idempotency-Key fingerprint covers: the answers, and each file by name, size and SHA-256. */
+/**
+ * What the Idempotency-Key fingerprint covers: the answers, each stored file by name, size and SHA-256,
+ * and what became of the files not stored (refused: their errors; over the storage quota: their names).
+ * A file refused is part of the body: the same key with one more, refused, file is another body
+ * (idempotency_key_reused), not the stored answer's replay, which would say the file was taken.
+ */
 export function fingerprintMaterial(intake: Intake, queryLocale: unknown): unknown {
   return {
     answers: intake.answers,
     locale: intake.locale ?? queryLocale ?? null,
     files: intake.files.map((f) => ({ field: f.fieldKey, filename: f.filename, size: f.sizeBytes, sha256: f.sha256 })),
+    refused: intake.errors,
+    over_quota: intake.overQuota,
   };
 }
 
