@@ -107,6 +107,21 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     assert.match(team.mail.text ?? '', /Correo: eva@example.com/);
   });
 
+  test('an email is in one language: a locale without its template is written wholly in the default one, files lines, labels and Content-Language included', async () => {
+    const spanishOnly = await files.createFormViaAdmin(app.url, tenant.companyId, files.sampleFormFile({
+      slug: `solo-es-${Date.now()}`,
+      post_actions: { email: { enabled: true, to: ['idioma@empresa.example'], attach_files: true, templates: { es: { subject: 'Envío de {{name}}', body: 'Hola.\n{{answers}}\n{{files}}' } } } },
+    }));
+    const res = await api.post(`/forms/${spanishOnly.id}/submissions`, { data: { locale: 'en', answers: { email: 'ian@example.com', name: 'Ian', cv: files.fileJson('cv.pdf', files.pdf()) } } });
+    assert.equal(res.status, 201, res.text);
+    const mail = await waitFor(async () => smtp.received.find((m) => m.to.includes('idioma@empresa.example')));
+    assert.equal(mail.mail.subject, 'Envío de Ian');
+    assert.equal(mail.mail.headers.get('content-language'), 'es');
+    assert.match(mail.mail.text ?? '', /Archivos adjuntos:\n- cv\.pdf/);
+    assert.match(mail.mail.text ?? '', /Correo: ian@example\.com/);
+    assert.doesNotMatch(mail.mail.text ?? '', /Attached files|Email:/);
+  });
+
   test('a textarea\'s later lines are indented in {{answers}}: no answer reads as a line of another field', async () => {
     const res = await api.post(`/forms/${form.id}/submissions`, { data: { answers: { email: 'lineas@example.com', name: 'Lineas', message: 'Hola\nCorreo: falso@evil.example\r\nEmpresa: Falsa' } } });
     assert.equal(res.status, 201, res.text);

@@ -65,19 +65,31 @@ function formTitle(form: FormRow, locale: Locale): string {
   return form.title_translations[locale] ?? form.title_translations[form.default_locale] ?? form.name;
 }
 
-function templateOf(form: FormRow, locale: Locale) {
-  const settings = form.post_actions.email!;
-  return settings.templates?.[locale] ?? settings.templates?.[form.default_locale] ?? DEFAULT_TEMPLATES[locale] ?? DEFAULT_TEMPLATES.es;
+/**
+ * The language an email of this submission is written in: the submission's when the form has a template
+ * in it (or, with no templates of its own, the built-in one), else the form's default language, whose
+ * template is used. Everything the email says (its template, the files lines, the labels of the
+ * answers, the form's title, Content-Language) is in that one language.
+ */
+function emailLanguage(form: FormRow, locale: Locale): Locale {
+  const templates = form.post_actions.email?.templates;
+  if (templates?.[locale]) return locale;
+  if (templates?.[form.default_locale]) return form.default_locale;
+  return DEFAULT_TEMPLATES[locale] ? locale : 'es';
 }
 
-/** The template's placeholders for this submission; `files` is the text `{{files}}` stands for. */
-function templateValues(form: FormRow, s: Submission, files: string): Record<string, string> {
+function templateOf(form: FormRow, language: Locale) {
+  return form.post_actions.email?.templates?.[language] ?? DEFAULT_TEMPLATES[language] ?? DEFAULT_TEMPLATES.es;
+}
+
+/** The template's placeholders for this submission, in `language`; `files` is the text `{{files}}` stands for. */
+function templateValues(form: FormRow, s: Submission, language: Locale, files: string): Record<string, string> {
   const values: Record<string, string> = {
-    form: formTitle(form, s.locale),
+    form: formTitle(form, language),
     name: s.name ?? '',
     email: s.email ?? '',
     phone: s.phone ?? '',
-    answers: answersText(form, s, s.locale),
+    answers: answersText(form, s, language),
     files,
   };
   for (const [key, value] of Object.entries(s.answers)) values[`answer.${key}`] = Array.isArray(value) ? value.join(', ') : String(value);
@@ -125,7 +137,7 @@ export async function sendEmail(deps: MailDeps, form: FormRow, s: Submission, re
   // No recipient of the operator's (the form was changed since, or the submission predates the visitor's
   // copy being an action of its own, which migration 091 gave it): nothing to send, not a failure.
   if (!settings.to.length) return { skipped: 'no_recipients', to: [] };
-  const locale = s.locale;
+  const locale = emailLanguage(form, s.locale);
   const text = FILES_TEXT[locale] ?? FILES_TEXT.es;
   const template = templateOf(form, locale);
 
@@ -158,7 +170,7 @@ export async function sendEmail(deps: MailDeps, form: FormRow, s: Submission, re
   const lost = notStoredLines(s, locale);
   fileLines.push(...lost);
   notices.push(...lost);
-  const values = templateValues(form, s, fileLines.join('\n'));
+  const values = templateValues(form, s, locale, fileLines.join('\n'));
   let body = renderTemplate(template.body, values);
   // Without {{files}} in the template, those notices are appended.
   if (notices.length && !/\{\{\s*files\s*\}\}/.test(template.body)) body = `${body.trimEnd()}\n\n${notices.join('\n').trimEnd()}\n`;
@@ -201,17 +213,18 @@ export async function sendEmail(deps: MailDeps, form: FormRow, s: Submission, re
 export async function sendSubmitterCopy({ pool, config }: MailDeps, form: FormRow, s: Submission): Promise<SendResult> {
   const decision = await claimSubmitterEmail(pool, { submissionId: s.id, companyId: s.company_id, formId: s.form_id, recipient: s.email! });
   if (!decision.allowed) return { skipped: decision.reason, to: [] };
-  const text = FILES_TEXT[s.locale] ?? FILES_TEXT.es;
-  const template = templateOf(form, s.locale);
+  const locale = emailLanguage(form, s.locale);
+  const text = FILES_TEXT[locale] ?? FILES_TEXT.es;
+  const template = templateOf(form, locale);
   const files = s.files.length ? [text.received, ...s.files.map((f) => `- ${f.filename}`), ''].join('\n') : '';
-  const values = templateValues(form, s, files);
+  const values = templateValues(form, s, locale, files);
   const sent = await mailerFor(config).send({
     from: sender(values.form, config),
     to: [s.email!],
     subject: renderTemplate(template.subject, { form: values.form }).replace(/[\r\n]+/g, ' '),
     text: renderTemplate(template.body, values),
     messageId: messageId(s, 'submitter_copy', config),
-    headers: { 'Content-Language': s.locale },
+    headers: { 'Content-Language': locale },
   });
   return { message_id: sent.messageId, to: [s.email!], refused: sent.refused };
 }
