@@ -236,6 +236,11 @@ describe('OAuth 2.1 authorization server', () => {
       assert.equal(res.body.refresh_token, rotated.body.refresh_token);
       assert.equal(res.body.access_token, rotated.body.access_token);
     }
+    // The same pair answered later says how long its access token has left, not a fresh hour.
+    await app.pool.query(`UPDATE oauth_tokens SET expires_at = expires_at - interval '40 seconds' WHERE digest = $1`, [createHash('sha256').update(rotated.body.access_token).digest()]);
+    const later = await token({ grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token });
+    assert.equal(later.body.access_token, rotated.body.access_token);
+    assert.ok(later.body.expires_in <= 3600 - 40 && later.body.expires_in > 3500, String(later.body.expires_in));
     // After the grace, a reuse is theft: the whole grant goes.
     await app.pool.query(`UPDATE oauth_tokens SET rotated_at = now() - interval '61 seconds' WHERE rotated_at IS NOT NULL`);
     const reuse = await token({ grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token });

@@ -83,7 +83,14 @@ export async function refreshGrant(pool: Pool, input: { refreshToken: string; cl
       const { rows: next } = pair
         ? await db.query<{ rotated: boolean }>(`SELECT rotated_at IS NOT NULL AS rotated FROM oauth_tokens WHERE digest = $1 AND kind = 'refresh' FOR SHARE`, [digest(pair.refresh_token)])
         : { rows: [] };
-      if (pair && next[0] && !next[0].rotated) return { tokens: pair };
+      if (pair && next[0] && !next[0].rotated) {
+        // The pair as issued, its access token's life counted from now (RFC 6749 §5.1): issued up to the grace ago.
+        const { rows: left } = await db.query<{ seconds: number }>(
+          `SELECT greatest(0, floor(extract(epoch FROM expires_at - now())))::int AS seconds FROM oauth_tokens WHERE digest = $1 AND kind = 'access'`,
+          [digest(pair.access_token)],
+        );
+        return { tokens: { ...pair, expires_in: left[0]?.seconds ?? 0 } };
+      }
     }
     if (token.rotated_at) {
       // Reuse of a rotated refresh token after the grace: treated as theft, the whole grant goes.
