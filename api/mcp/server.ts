@@ -326,7 +326,7 @@ export function mcpRouter(): ApiRouter {
     // to its list here as there: Origin, else Referer, must name a listed host; a request carrying neither
     // is refused too (the list pins where the key may be used from).
     if (credential.allowedOrigins.length > 0 && !originAllowed(ctx, credential.allowedOrigins)) {
-      throw new ApiError('origin_not_allowed', 'La llave no admite este origen.');
+      throw new ApiError('origin_not_allowed');
     }
     ctx.state.mcpCredential = credential;
     await next();
