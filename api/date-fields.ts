@@ -13,16 +13,22 @@ const EARLIEST_INSTANT = Date.UTC(1900, 0, 2); // a day of margin: the local day
 const LATEST_INSTANT = Date.UTC(9999, 11, 30); // and 9999 or earlier
 
 /**
- * A zod pattern (anchored with `^`) with a lookahead on the year in front, so the pattern the OpenAPI
- * document and the MCP tools publish refuses the years the refinements refuse: a client validating
- * against it does not send what the API answers 422 (or -32602) to.
+ * What the OpenAPI document and the MCP tools publish for a date or an instant: zod's pattern, and
+ * beside it (`allOf`) prefix patterns on the year, so a client validating against the schema refuses
+ * the years the refinements refuse and does not send what the API answers 422 (or -32602) to. Each a
+ * pattern of its own rather than a lookahead in one: JSON Schema's portable regular expressions have no
+ * lookaround, and RE2-style validators (Go's, Rust's) refuse to compile it.
  */
-const withYear = (pattern: string, lookahead: string) => {
+const withYear = (pattern: string, ...prefixes: string[]) => {
   if (!pattern.startsWith('^')) throw new Error(`date-fields: zod's pattern is not anchored (${pattern.slice(0, 20)})`);
-  return `^${lookahead}${pattern.slice(1)}`;
+  return { pattern, allOf: prefixes.map((prefix) => ({ pattern: prefix })) };
 };
 /** From 1900: a year starting 19, or 2 to 9. */
-const FROM_1900 = '(?=19|[2-9])';
+const FROM_1900 = '^(?:19|[2-9])';
+/** Any year but 0000. */
+const NOT_YEAR_0 = '^(?:[1-9]|0[1-9]|00[1-9]|000[1-9])';
+/** Before 9999-12-31 (the day after it is past what a list can read). */
+const BEFORE_LAST_DAY = '^(?:[0-8]|9[0-8]|99[0-8]|999[0-8]|9999-(?:0|1[01]|12-(?:[0-2]|30)))';
 const ZOD_DATE_PATTERN = (z.toJSONSchema(z.iso.date()) as { pattern?: string }).pattern ?? '';
 
 /** YYYY-MM-DD, a real calendar day, 1900-01-01 or later (a value that is no day gets that one message: `abort`). */
@@ -30,7 +36,7 @@ export const calendarDay = z.iso
   .date({ abort: true })
   .refine((day) => day >= EARLIEST_DAY, `debe ser ${EARLIEST_DAY} o posterior`)
   .describe(`YYYY-MM-DD, desde ${EARLIEST_DAY}`)
-  .meta({ pattern: withYear(ZOD_DATE_PATTERN, FROM_1900) });
+  .meta(withYear(ZOD_DATE_PATTERN, FROM_1900));
 
 /**
  * A UTC offset PostgreSQL reads: ISO 8601 allows up to ±23:59, PostgreSQL refuses from ±16:00 (it
@@ -63,7 +69,7 @@ export const instant = z.iso
     return at >= EARLIEST_INSTANT && at <= LATEST_INSTANT;
   }, 'debe estar entre 1900-01-02 y 9999-12-30')
   .describe('ISO 8601, de 1900-01-02 a 9999-12-30')
-  .meta({ pattern: withYear(INSTANT_PATTERN, FROM_1900) });
+  .meta(withYear(INSTANT_PATTERN, FROM_1900));
 
 /**
  * A list filter (`from`/`to`): any ISO 8601 instant PostgreSQL can read, so the
@@ -75,7 +81,7 @@ export const instantFilter = z.iso
   .refine(readableOffset, OFFSET_REASON)
   .refine((value) => !value.startsWith('0000'), 'el año 0000 no existe; usa 0001 o posterior')
   .describe('ISO 8601, desde el año 0001')
-  .meta({ pattern: withYear(INSTANT_PATTERN, '(?!0000)') });
+  .meta(withYear(INSTANT_PATTERN, NOT_YEAR_0));
 
 /**
  * A list window's bound (`from`/`to`): an instant, or a whole day (ISO 8601 allows both), which the
@@ -85,7 +91,7 @@ export const windowBound = z.union([
   calendarDay
     .refine((day) => day < '9999-12-31', 'debe ser anterior a 9999-12-31')
     // Published too: the day after the last is an instant past 9999, which the list cannot read.
-    .meta({ pattern: withYear(ZOD_DATE_PATTERN, `${FROM_1900}(?!9999-12-31)`) }),
+    .meta(withYear(ZOD_DATE_PATTERN, FROM_1900, BEFORE_LAST_DAY)),
   instantFilter,
 ], {
   error: 'debe ser un día YYYY-MM-DD (de 1900-01-01 a 9999-12-30) o un instante ISO 8601 con su zona',

@@ -3,6 +3,8 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { describeTool, TOOLS } from '../api/mcp/tools.ts';
 import { apiRoutes } from '../api/routes/index.ts';
 import { EMITTED_EVENT_NAMES } from '../lib/webhook-events.ts';
 import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
@@ -107,6 +109,32 @@ describe('OpenAPI and reference page', () => {
     assert.ok(signIn['WWW-Authenticate'] && !signIn['RateLimit-Limit'], 'sign-in is outside the rate limit');
     const signOut = doc.paths['/user/sessions/current'].delete.responses;
     assert.ok(signOut['204'].headers['RateLimit-Limit'] && signOut['401'].headers['WWW-Authenticate'] && signOut['429']);
+  });
+
+  test('published patterns are portable (no lookaround: RE2-style validators refuse it) and still refuse the years the API refuses', async () => {
+    const doc = (await (await fetch(`${app.baseUrl}/openapi.json`)).json()) as any;
+    const patterns: string[] = [];
+    const walk = (node: unknown): void => {
+      if (Array.isArray(node)) node.forEach(walk);
+      else if (node && typeof node === 'object') {
+        for (const [key, value] of Object.entries(node)) {
+          if (key === 'pattern' && typeof value === 'string') patterns.push(value);
+          else walk(value);
+        }
+      }
+    };
+    walk(doc);
+    walk(TOOLS.map((tool) => describeTool(tool)));
+    assert.ok(patterns.length > 20, `${patterns.length} patterns found`);
+    assert.deepEqual(patterns.filter((p) => /\(\?<?[=!]/.test(p)), []);
+    // The year bounds, now prefix patterns beside zod's (allOf), as a validator applies them all.
+    const ajv = new Ajv2020({ strict: false });
+    const day = doc.paths['/reports/income-statement'].get.parameters.find((p: any) => p.name === 'start_on').schema;
+    const valid = ajv.compile(day);
+    assert.deepEqual(['1899-12-31', '1900-01-01', '2026-02-29', '2028-02-29'].map((d) => valid(d)), [false, true, false, true]);
+    const window = doc.paths['/calendar/events'].get.parameters.find((p: any) => p.name === 'to').schema;
+    const validWindow = ajv.compile(window);
+    assert.deepEqual(['9999-12-31', '9999-12-30', '0000-01-01T00:00:00Z', '0001-01-01T00:00:00Z'].map((d) => validWindow(d)), [false, true, false, true]);
   });
 
   test('a create that may answer an existing record (metadata.external_ref) documents its 200 beside its 201, with the same body', async () => {
