@@ -74,7 +74,15 @@ export async function enqueueCalendarPush(
     if (!event.google_event_id) return;
     action = 'delete';
   }
-  const { rowCount } = await db.query(`SELECT 1 FROM calendar_connections WHERE user_id = $1 AND status = 'active'`, [event.user_id]);
+  // The host's own calendar, while the host is a member of the event's company: a person removed from a
+  // company keeps their Google connection (it is theirs, other companies may use it), and what the
+  // company edits afterwards in the events left behind no longer reaches it.
+  const { rowCount } = await db.query(
+    `SELECT 1 FROM calendar_connections c
+      WHERE c.user_id = $1 AND c.status = 'active'
+        AND EXISTS (SELECT 1 FROM memberships m WHERE m.user_id = $1 AND m.company_id = $2)`,
+    [event.user_id, event.company_id],
+  );
   if (!rowCount) return;
   await jobs.send(db, CALENDAR_PUSH, {
     company_id: event.company_id,

@@ -427,6 +427,22 @@ describe('calendar sync end to end', () => {
     assert.equal(meet, google.events.get(googleId)!.hangoutLink);
   });
 
+  test('a member removed from the company: what the company edits in the events they leave behind no longer reaches their Google Calendar', async () => {
+    const made = await api.post('/users', { data: { email: `se-va-${Date.now()}@example.com`, first_name: 'Saúl' } });
+    assert.equal(made.status, 201, made.text);
+    const leaver = made.body.data.id as string;
+    await connect(leaver, `rt-leaver-${Date.now()}`);
+    const e = await newEvent({ user_id: leaver, title: 'Antes de irse' });
+    const pushes = async () => (await app.pool.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND data->>'event_id' = $2`, [CALENDAR_PUSH.name, e.id])).rows[0].n as number;
+    const before = await pushes();
+    assert.ok(before >= 1, 'a member\'s event is pushed');
+    assert.equal((await api.delete(`/users/${leaver}`)).status, 204);
+    const edited = await api.patch(`/calendar/events/${e.id}`, { data: { title: 'Después', description: 'confidencial' } });
+    assert.equal(edited.status, 200, edited.text);
+    // The push is queued in the edit's own transaction, so its absence is known once the edit answered.
+    assert.equal(await pushes(), before, 'no push for a host who is no longer a member');
+  });
+
   test('a booking is pushed too, with its Meet link on the booking', async () => {
     const link = await api.post('/booking-links', {
       data: { user_id: tenant.ownerId, slug: 'meet-sync', title: 'Llamada', duration_minutes: 30, timezone: 'UTC', minimum_notice_minutes: 0, location: { type: 'google_meet' }, weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '00:00', end: '24:00' }] },
