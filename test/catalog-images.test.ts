@@ -479,6 +479,29 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     await api.delete(`/products/${bare.id}`);
   });
 
+  test('a product deleted while one of its variants\' images uploads takes that image with it: no image outlives its owner, none stays served', async () => {
+    const png = (await samples()).png;
+    const urls: string[] = [];
+    // The delete sent from 0 to 24 ms after the upload, so that some land while the upload writes.
+    for (let round = 0; round < 50; round++) {
+      const made = (await api.post('/products', { data: { name: `Carrera ${round}`, prices_cents: { mxn: 100 }, variants: [{ name: 'Única' }] } })).body.data;
+      const [uploaded, deleted] = await Promise.all([
+        upload(app.baseUrl, tenant.key, `/products/${made.id}/variants/${made.variants[0].id}/image`, 'file', png, `carrera-${round}.png`),
+        new Promise((resolve) => setTimeout(resolve, round % 25)).then(() => api.delete(`/products/${made.id}`)),
+      ]);
+      assert.equal(deleted.status, 204);
+      // The upload either came first (its image then went with the product) or found its variant gone.
+      assert.ok(uploaded.status === 200 || uploaded.status === 404, `${uploaded.status} ${uploaded.text}`);
+      if (uploaded.status === 200) urls.push(uploaded.body.data.image_url);
+    }
+    const { rows } = await app.pool.query(
+      `SELECT m.id FROM media m WHERE m.company_id = $1 AND m.owner_type = 'variant' AND NOT EXISTS (SELECT 1 FROM product_variants v WHERE v.id = m.owner_id)`,
+      [tenant.companyId],
+    );
+    assert.deepEqual(rows, [], 'images of variants that no longer exist');
+    for (const url of urls) assert.equal((await fetch(url)).status, 404, url);
+  });
+
   test('the media route serves only catalog media, never other blobs', async () => {
     const { rows } = await app.pool.query(
       `INSERT INTO blobs (id, company_id, content_type, size_bytes, sha256, complete) VALUES ('0123456789abcdef01234567', $1, 'application/pdf', 0, 'x', true) RETURNING id`,

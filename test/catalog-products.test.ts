@@ -142,6 +142,16 @@ describe('products: prices, nested writes, detail, custom properties', () => {
     for (const detailOnly of ['variants', 'option_types', 'components', 'inventory']) assert.ok(!(detailOnly in item), `${detailOnly} is detail only`);
   });
 
+  test('an option value created without a position goes after the stored ones, however their positions are spaced', async () => {
+    const made = await api.post('/products', { data: { name: 'Tallas', prices_cents: { mxn: 100 }, option_types: [{ name: 'Talla', values: [{ name: 'S', position: 0 }, { name: 'M', position: 5 }] }] } });
+    assert.equal(made.status, 201, made.text);
+    const type = made.body.data.option_types[0];
+    const patched = await api.patch(`/products/${made.body.data.id}`, { data: { option_types: [{ id: type.id, values: [{ name: 'L' }, { name: 'XL' }] }] } });
+    assert.equal(patched.status, 200, patched.text);
+    const values = patched.body.data.option_types[0].values.map((v: any) => [v.name, v.position]);
+    assert.deepEqual(values, [['S', 0], ['M', 5], ['L', 6], ['XL', 7]]);
+  });
+
   test('a slug written in capitals is stored lowercased, and reading it back in capitals finds it; a sku is matched as written', async () => {
     const made = await api.post('/products', { data: { name: 'Mayúsculas', slug: 'Taza-GRANDE', sku: 'SKU-Mx', prices_cents: { mxn: 100 } } });
     assert.equal(made.status, 201, made.text);

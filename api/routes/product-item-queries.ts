@@ -168,7 +168,9 @@ async function mergeValues(stored: OptionValue[], items: OptionValueWrite[], at:
       },
       create: async (item) => {
         const id = objectId();
-        byId.set(id, { id, name: item.name, extra_price_cents: item.extra_price_cents ?? 0, position: item.position ?? byId.size });
+        // After the stored values (and those created before it in this payload), as every nested list's new items go.
+        const last = Math.max(-1, ...[...byId.values()].map((v) => v.position));
+        byId.set(id, { id, name: item.name, extra_price_cents: item.extra_price_cents ?? 0, position: item.position ?? last + 1 });
       },
     },
     errors,

@@ -270,6 +270,10 @@ export async function updateProduct(client: Client, companyId: string, id: strin
 
 /** Deletes the product; its variants, option types, components and stock go by cascade, its images' files here. */
 export async function deleteProduct(client: Client, companyId: string, id: string): Promise<void> {
+  // The variants locked before their images are read, as a variant's image upload locks its row: an
+  // upload under way commits its image first and it is read here (and deleted); one after it finds its
+  // variant gone. Read unlocked, an image committed in between was left stored and served.
+  await client.query('SELECT 1 FROM product_variants WHERE company_id = $1 AND product_id = $2 ORDER BY id FOR UPDATE', [companyId, id]);
   await deleteMedia(client, companyId, await productMediaIds(client, companyId, id));
   await client.query('DELETE FROM products WHERE company_id = $1 AND id = $2', [companyId, id]);
 }
