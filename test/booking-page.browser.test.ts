@@ -218,11 +218,13 @@ describe('public booking page in a browser', { skip }, () => {
     });
     await page.goto(pageUrl);
     await openDays(page);
+    // Both waits are set before the clicks: the month after's answer is not held and can arrive before
+    // the second click has returned.
     const late = page.waitForResponse((res) => res.url().includes(`from=${first(1)}`));
+    const later = page.waitForResponse((res) => res.url().includes(`from=${first(2)}`));
     await page.click('#next-month');
     await page.click('#next-month');
-    await page.waitForResponse((res) => res.url().includes(`from=${first(2)}`));
-    await late;
+    await Promise.all([late, later]);
     await page.waitForFunction(() => !/Buscando/.test((globalThis as any).document.getElementById('slots-status')?.textContent ?? ''));
     const label = (await page.textContent('#month-label'))!;
     const expected = new Intl.DateTimeFormat('es-MX', { timeZone: 'UTC', month: 'long', year: 'numeric' }).format(new Date(`${first(2)}T00:00:00Z`));
