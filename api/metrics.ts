@@ -15,7 +15,7 @@ import { ALL_QUEUES } from '../db/queues.ts';
 import { ApiError } from './errors.ts';
 import { POST_ACTIONS } from './forms/submissions.ts';
 import { DELIVERY_STATUSES } from './routes/webhook-endpoint-queries.ts';
-import { bearerToken } from './middleware/authenticate.ts';
+import { authorizationOf, bearerToken } from './middleware/authenticate.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState, Deps } from './types.ts';
 
 export const registry = new Registry();
@@ -161,7 +161,7 @@ export function metricsRouter(deps: Deps): ApiRouter {
   if (!token) return router;
   pool = deps.pool;
   router.get('/metrics', async (ctx) => {
-    if (!tokenMatches(bearerToken(ctx.get('Authorization')), token)) throw new ApiError('invalid_key', 'El token de métricas no es válido.');
+    if (!tokenMatches(bearerToken(authorizationOf(ctx)), token)) throw new ApiError('invalid_key', 'El token de métricas no es válido.');
     ctx.type = registry.contentType;
     ctx.body = await registry.metrics();
   });

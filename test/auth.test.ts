@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { createApp } from '../api/app.ts';
 import { defineRoute } from '../api/route.ts';
 import { apiRoutes } from '../api/routes/index.ts';
-import { client, request, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { client, request, requestRepeatingHeaders, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { waitFor } from './helpers/wait.ts';
 
 describe('API keys', () => {
@@ -58,6 +58,17 @@ describe('API keys', () => {
     }
     assert.equal(bodies.size, 1, 'every invalid key must produce the same body');
     assert.deepEqual(JSON.parse([...bodies][0]), { error: 'invalid_key', message: 'La clave de API no es válida.' });
+  });
+
+  test('an Authorization header sent twice is 401 invalid_key, whichever of the two is the valid key', async () => {
+    const other = `Bearer ${'service_sk_'.padEnd(54, 'A')}`;
+    for (const pair of [[`Bearer ${tenant.key}`, other], [other, `Bearer ${tenant.key}`], [`Bearer ${tenant.key}`, `Bearer ${tenant.key}`]]) {
+      const res = await requestRepeatingHeaders(`${app.baseUrl}/customers`, 'GET', { authorization: pair });
+      assert.equal(res.status, 401, pair.join(' | '));
+      assert.deepEqual(JSON.parse(res.text), { error: 'invalid_key', message: 'La clave de API no es válida.' });
+    }
+    // Sent once, the same key is taken.
+    assert.equal((await requestRepeatingHeaders(`${app.baseUrl}/customers`, 'GET', { authorization: `Bearer ${tenant.key}` })).status, 200);
   });
 
   test('revoking a key takes effect on the next request even after it was cached', async () => {

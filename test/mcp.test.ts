@@ -12,7 +12,7 @@ import { issueKey } from '../api/admin/keys.ts';
 import { KeyCache } from '../api/auth/key-cache.ts';
 import { cycleOf, McpQuota } from '../api/mcp/quota.ts';
 import { createPool } from '../db/pool.ts';
-import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { client, requestRepeatingHeaders, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { json } from './helpers/cli.ts';
 import { waitFor } from './helpers/wait.ts';
 
@@ -343,6 +343,11 @@ describe('MCP server', () => {
     assert.match(await challenge(`Bearer ${tenant.key} extra`), /^Bearer resource_metadata="[^"]+", scope="[^"]+", error="invalid_request"$/);
     assert.match(await challenge('Bearer'), /^Bearer resource_metadata="[^"]+", scope="[^"]+", error="invalid_request"$/);
     assert.match(await challenge('Basic dXNlcjpwYXNz'), /^Bearer resource_metadata="[^"]+", scope="[^"]+"$/);
+    // Two Authorization headers are a malformed request, even when the first is a valid key (Node keeps the first).
+    const twice = await requestRepeatingHeaders(url, 'POST', { 'content-type': 'application/json', authorization: [`Bearer ${tenant.key}`, 'Bearer service_sk_other'] }, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }));
+    assert.equal(twice.status, 401);
+    assert.equal(JSON.parse(twice.text).error, 'invalid_key');
+    assert.match(String(twice.headers['www-authenticate']), /^Bearer resource_metadata="[^"]+", scope="[^"]+", error="invalid_request"$/);
     const hello = await fetch(url);
     assert.equal(hello.status, 200);
     assert.deepEqual(((await hello.json()) as any).protocol_versions, ['2025-11-25', '2025-06-18', '2025-03-26']);

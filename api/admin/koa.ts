@@ -6,7 +6,7 @@ import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
 import type { Next } from 'koa';
 import { ApiError } from '../errors.ts';
 import { log, logError } from '../../lib/log.ts';
-import { bearerToken } from '../middleware/authenticate.ts';
+import { authorizationOf, bearerToken } from '../middleware/authenticate.ts';
 import { headerSeconds } from '../middleware/rate-limit.ts';
 import type { ApiContext, Deps } from '../types.ts';
 import { adminRouter } from './router.ts';
@@ -37,7 +37,7 @@ async function refuseGuessing(ctx: ApiContext, deps: Deps): Promise<void> {
     ctx.set('Retry-After', String(headerSeconds((until - Date.now()) / 1000)));
     throw new ApiError('rate_limited');
   }
-  if (tokenMatches(bearerToken(ctx.get('Authorization')), deps.config.adminToken)) return;
+  if (tokenMatches(bearerToken(authorizationOf(ctx)), deps.config.adminToken)) return;
   const decision = await deps.rateLimiter.consume(`admin-fail:${ctx.ip}`, ADMIN_FAILURES_PER_MINUTE);
   log('admin.refused', { address: ctx.ip, request_id: ctx.state.requestId, throttled: !decision.allowed });
   if (!decision.allowed) {

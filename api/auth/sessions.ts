@@ -14,7 +14,7 @@ import { objectId } from '../../lib/objectid.ts';
 import { verifyPassword } from '../../lib/passwords.ts';
 import { digestSecret } from './keys.ts';
 import { ApiError } from '../errors.ts';
-import { bearerToken } from '../middleware/authenticate.ts';
+import { authorizationOf, bearerToken } from '../middleware/authenticate.ts';
 import { headerSeconds, limitUnauthenticated } from '../middleware/rate-limit.ts';
 import type { ApiContext } from '../types.ts';
 import { parseData } from '../validation.ts';
@@ -102,7 +102,7 @@ export async function revokeSession(db: Queryable, sessionId: string): Promise<v
  */
 export function authenticateSession() {
   return async function sessionCheck(ctx: ApiContext, next: Next) {
-    const token = bearerToken(ctx.get('Authorization'));
+    const token = bearerToken(authorizationOf(ctx));
     const session = token ? await findSession(ctx.deps.pool, token) : null;
     if (!session) {
       await limitUnauthenticated(ctx);

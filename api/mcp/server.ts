@@ -8,7 +8,7 @@ import Router from '@koa/router';
 import { isWellFormedSecret } from '../auth/keys.ts';
 import { logError } from '../../lib/log.ts';
 import { ApiError } from '../errors.ts';
-import { bearerChallengeError, bearerToken, originAllowed } from '../middleware/authenticate.ts';
+import { authorizationOf, bearerChallengeError, bearerToken, originAllowed } from '../middleware/authenticate.ts';
 import { limitUnauthenticated } from '../middleware/rate-limit.ts';
 import { isDatabaseUnavailable } from '../middleware/request.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState } from '../types.ts';
@@ -83,7 +83,7 @@ const MAX_BODY_BYTES = 256 * 1024;
 
 /** The credential of an MCP request: an API key (service_sk_) or an OAuth access token (service_oat_), checked against its grant on every request. */
 async function credentialOf(ctx: ApiContext): Promise<Credential | null> {
-  const secret = bearerToken(ctx.get('Authorization'));
+  const secret = bearerToken(authorizationOf(ctx));
   if (secret?.startsWith(ACCESS_PREFIX)) {
     const grant = await verifyAccessToken(ctx.deps.pool, secret);
     return grant ? { companyId: grant.companyId, scopes: grant.scopes, label: `oauth:${grant.grantId}`, allowedOrigins: [] } : null;
@@ -319,7 +319,7 @@ export function mcpRouter(): ApiRouter {
     if (!credential) {
       await limitUnauthenticated(ctx);
       // `scope`: what to ask for (MCP authorization, 2025-11-25: servers SHOULD name it here).
-      ctx.set('WWW-Authenticate', `Bearer resource_metadata="${ctx.deps.config.siteUrl}/.well-known/oauth-protected-resource${MCP_PATH}", scope="${MCP_SCOPES.join(' ')}"${bearerChallengeError(ctx.get('Authorization'))}`);
+      ctx.set('WWW-Authenticate', `Bearer resource_metadata="${ctx.deps.config.siteUrl}/.well-known/oauth-protected-resource${MCP_PATH}", scope="${MCP_SCOPES.join(' ')}"${bearerChallengeError(authorizationOf(ctx))}`);
       throw new ApiError('invalid_key');
     }
     // A key pinned to origins (contract, Authentication 5) is "the same static key as REST" and is held

@@ -1,13 +1,32 @@
 // Bearer API key → tenant (contract, Authentication 1-6). Every way a key can
 // be wrong yields the same 401 body, so a client cannot tell a revoked key
 // from a typo and an attacker learns nothing from the difference.
+import type { IncomingMessage } from 'node:http';
 import type { Next } from 'koa';
 import { isWellFormedSecret } from '../auth/keys.ts';
 import { ApiError } from '../errors.ts';
 import { limitKey, limitUnauthenticated } from './rate-limit.ts';
 import type { ApiContext } from '../types.ts';
 
-export function bearerToken(header: string): string | null {
+/**
+ * The request's Authorization header, or null when it came more than once. It is not a list (RFC 9110
+ * §11.6.2): two are a malformed request, answered as one (401 invalid_key), never by either of them.
+ * Node keeps the first and drops the rest, so the raw headers are counted.
+ */
+export function authorizationOf(ctx: { get(field: string): string; req: IncomingMessage }): string | null {
+  const header = ctx.get('Authorization');
+  if (!header) return header;
+  const raw = ctx.req.rawHeaders;
+  let seen = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i].length === 13 && raw[i].toLowerCase() === 'authorization' && ++seen > 1) return null;
+  }
+  return header;
+}
+
+/** The token of an `Authorization: Bearer <token>` header; null for any other header, or none. */
+export function bearerToken(header: string | null): string | null {
+  if (header === null) return null;
   const match = /^Bearer +(\S+) *$/i.exec(header);
   return match ? match[1] : null;
 }
@@ -15,16 +34,18 @@ export function bearerToken(header: string): string | null {
 /**
  * The `error` of MCP's 401 Bearer challenge (RFC 6750 §3.1; the REST 401 carries none, api/middleware/request.ts): `invalid_token` for a
  * token sent and refused, `invalid_request` for a malformed Bearer header (`Bearer`, `Bearer a b`),
- * none when no Bearer credential was sent (no header, or another scheme such as Basic).
+ * none when no Bearer credential was sent (no header, or another scheme such as Basic); `invalid_request`
+ * too for an Authorization header sent twice (`authorizationOf` gives null).
  */
-export function bearerChallengeError(header: string): string {
+export function bearerChallengeError(header: string | null): string {
+  if (header === null) return ', error="invalid_request"';
   if (bearerToken(header)) return ', error="invalid_token"';
   return /^Bearer(\s|$)/i.test(header) ? ', error="invalid_request"' : '';
 }
 
 /** The API key the request's Authorization names, if it is a valid one. */
 function keyOf(ctx: ApiContext) {
-  const secret = bearerToken(ctx.get('Authorization'));
+  const secret = bearerToken(authorizationOf(ctx));
   return secret && isWellFormedSecret(secret) ? ctx.deps.keyCache.lookup(ctx.deps.pool, secret) : null;
 }
 

@@ -1,7 +1,7 @@
 // Starts the real Koa app on a random port over a fresh database, and gives
 // tests a tiny HTTP client plus tenant seeding through the admin functions.
 import type { AddressInfo } from 'node:net';
-import { createServer, type Server } from 'node:http';
+import http, { createServer, type Server } from 'node:http';
 import { createCompany, updateCompany, type Plan } from '../../api/admin/companies.ts';
 import { issueKey } from '../../api/admin/keys.ts';
 import { closeDeps, createApp, createDeps } from '../../api/app.ts';
@@ -136,6 +136,23 @@ export async function request<T = any>(
     parsed = undefined;
   }
   return { status: res.status, headers: res.headers, body: parsed as T, text };
+}
+
+/**
+ * A request that sends a header more than once, as separate lines (fetch joins repeated names into
+ * one line). `headers` values that are arrays are sent once per element.
+ */
+export function requestRepeatingHeaders(url: string, method: string, headers: Record<string, string | string[]>, body?: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 /** A client bound to one base URL and key. */
