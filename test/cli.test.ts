@@ -312,5 +312,12 @@ describe('wsctl', () => {
     assert.deepEqual([added.user_id, added.company_id, added.is_owner], [first.owner.id, second.company.id, true]);
     assert.equal((await json(app, ['company', 'show', second.company.id])).team.current_team_size, 2);
     assertOneLineError(await wsctl(app, ['user', 'add-membership', first.owner.id, '--company', second.company.id]), /already a member/);
+    // Of two owners, --owner-email changes the first's: the one whose membership is oldest (docs/cli.md).
+    await json(app, ['company', 'update', second.company.id, '--owner-email', 'primera-duena@segunda.example']);
+    const { rows } = await app.pool.query('SELECT id, email FROM users WHERE id = ANY($1) ORDER BY email', [[first.owner.id, second.owner.id]]);
+    assert.deepEqual(rows, [
+      { id: first.owner.id, email: 'dos-empresas@example.com' },
+      { id: second.owner.id, email: 'primera-duena@segunda.example' },
+    ]);
   });
 });
