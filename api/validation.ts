@@ -26,7 +26,10 @@ z.config({
     if (issue.code === 'invalid_type' && issue.input === undefined) return 'es obligatorio';
     if (issue.code === 'invalid_format' && FORMATS[issue.format]) return FORMATS[issue.format];
     const message = zodSpanish(issue);
-    const text = typeof message === 'string' ? message : message?.message;
+    let text = typeof message === 'string' ? message : message?.message;
+    // The locale names integers by zod's type name: "se esperaba int, recibido número".
+    const integer = (issue.code === 'invalid_type' && issue.expected === 'int') || ((issue.code === 'too_big' || issue.code === 'too_small') && issue.origin === 'int');
+    if (integer && text) return text.replace(/\bint\b/, 'número entero');
     // The formats not listed above: "Inválido UUID" → "formato inválido: se esperaba UUID".
     return text?.startsWith('Inválido ') ? `formato inválido: se esperaba ${text.slice('Inválido '.length)}` : message;
   },

@@ -173,6 +173,9 @@ describe('company and team', () => {
     assert.ok(withPassword.body.errors.password);
     const bad = await t.api.post('/users', { data: { email: 'b@example.com', settings_preferences: { booking_branding: { light: { bg_angle: 400 } } } } });
     assert.equal(bad.status, 422);
+    // The message is Spanish throughout: an integer is "número entero", not zod's type name "int".
+    const fractional = await t.api.post('/users', { data: { email: 'b@example.com', settings_preferences: { booking_branding: { light: { bg_angle: 45.5 } } } } });
+    assert.deepEqual(fractional.body.errors, { 'settings_preferences.booking_branding.light.bg_angle': ['Entrada inválida: se esperaba número entero, recibido número'] });
     // A read written back as it is (its nulls included) is accepted; null clears a preference.
     const { settings_preferences } = (await t.api.get(`/users/${u.id}`)).body.data;
     const roundTrip = await t.api.put(`/users/${u.id}`, { data: { settings_preferences } });
