@@ -255,12 +255,14 @@ const INVISIBLE = /[\u00ad\u034f\u061c\u115f\u1160\u180e\u200b-\u200f\u2060-\u20
 /** Line breaks (NEL and the Unicode separators too), other control characters and direction overrides: what no one-line name holds. */
 const NOT_IN_A_LINE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 
+/** A text field of one line: trimmed, at most `max` characters, no line break, control character or direction override. */
+export const lineText = (max: number) => text(max).refine((v) => !NOT_IN_A_LINE.test(v), 'debe ser una sola línea, sin caracteres de control');
+
 /**
  * A person's name a visitor types (a booker's): one line, at most `max` characters, and something
  * visible (`"\u200b"` alone is no name). Line breaks and direction overrides are refused: the name is
  * quoted at the top of the host's email, where `Mallory\r\nBcc: …` forged lines of its own.
  */
 export const personName = (max: number) =>
-  text(max)
-    .refine((v) => !NOT_IN_A_LINE.test(v), 'debe ser una sola línea, sin caracteres de control')
+  lineText(max)
     .refine((v) => v.replace(INVISIBLE, '').trim().length > 0, 'es obligatorio');

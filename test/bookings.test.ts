@@ -237,6 +237,27 @@ describe('booking links and bookings', () => {
     assert.ok(toHost.mail.text!.includes('luis.perez@cliente.example'));
   });
 
+  test('a link title is one line (422 otherwise); one stored before that rule is escaped in the .ics, whose calendar is not ended early', async () => {
+    const refused = await api.post('/booking-links', { data: link({ title: 'Asesoría\r\nEND:VCALENDAR' }) });
+    assert.equal(refused.status, 422);
+    assert.deepEqual(Object.keys(refused.body.errors), ['title']);
+    const l = await createLink();
+    const title = 'Vieja\r\nEND:VCALENDAR\nX-Inj:1; a, b\\';
+    await app.pool.query('UPDATE booking_links SET title = $2 WHERE id = $1', [l.id, title]);
+    const [slot] = await slotsOf(l.id);
+    const res = await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: slot.starts_at, booker } });
+    assert.equal(res.status, 201, res.text);
+    const mail = await waitFor(() => smtp.received.find((m) => m.mail.messageId?.includes(res.body.data.id) && m.to.includes('luis.perez@cliente.example')), 20_000, 'the booker\'s email');
+    const ics = mail.mail.attachments.find((a) => a.contentType.startsWith('text/calendar'))!.content.toString();
+    const lines = ics.replace(/\r\n[ \t]/g, '').split('\r\n').filter(Boolean);
+    assert.deepEqual(lines.filter((line) => /^(BEGIN|END):VCALENDAR$/.test(line)), ['BEGIN:VCALENDAR', 'END:VCALENDAR']);
+    assert.equal(lines.at(-1), 'END:VCALENDAR');
+    assert.ok(!lines.some((line) => line.startsWith('X-Inj')), ics);
+    const escaped = 'Vieja\\nEND:VCALENDAR\\nX-Inj:1\\; a\\, b\\\\';
+    assert.ok(lines.includes(`NAME:${escaped}`), ics);
+    assert.ok(lines.includes(`X-WR-CALNAME:${escaped}`), ics);
+  });
+
   test('emails in autumn\'s repeated hour: two bookings at 01:30 say which, by their UTC offset; other times carry none', async () => {
     // New York repeats 01:00–02:00 on 2027-11-07: 05:30Z is 01:30 EDT, 06:30Z is 01:30 EST.
     const l = await createLink({ timezone: 'America/New_York', weekly_hours: [{ days: [7], start: '01:00', end: '04:00' }], booking_window: { type: 'range', start_on: '2027-11-01', end_on: '2027-11-10' } });

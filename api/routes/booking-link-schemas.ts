@@ -7,7 +7,7 @@ import { isObjectId } from '../../lib/objectid.ts';
 import { minutesOf } from '../../lib/booking-slots.ts';
 import { paginationQuery, queryBoolean } from '../pagination.ts';
 import { DEFAULT_TIMEZONE, isTimeZone } from './calendar-event-schemas.ts';
-import { objectIdField, optionalText, text } from '../validation.ts';
+import { lineText, objectIdField, optionalText, text } from '../validation.ts';
 
 export const LINK_SLUG = /^[a-z0-9-]{1,64}$/;
 export const LOCATION_TYPES = ['google_meet', 'in_person', 'phone', 'url'] as const;
@@ -111,7 +111,8 @@ const linkFields = {
     .regex(LINK_SLUG, '1 a 64 caracteres a-z, 0-9 o -')
     .refine((s) => !isObjectId(s), 'no puede tener la forma de un ObjectId')
     .describe('Único en la empresa y entre los enlaces del anfitrión; la ruta de detalle lo acepta'),
-  title: text(200).min(1),
+  // One line: it is the subject of the emails and the name of the invitation's calendar.
+  title: lineText(200).min(1),
   description: optionalText(5000),
   active: z.boolean().optional().describe('Por defecto true; un enlace inactivo no ofrece horarios ni acepta reservas'),
   duration_minutes: z.number().int().min(5).max(720),

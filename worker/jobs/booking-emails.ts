@@ -65,10 +65,18 @@ function where(b: BookingMail): string {
   return b.location.type === 'google_meet' ? 'Google Meet (la liga estará en la página de tu reserva, en el enlace para cancelar o reprogramar)' : (b.location.value ?? '');
 }
 
+/**
+ * A TEXT value of an .ics (RFC 5545 §3.3.11), for what ical-generator writes as given: the calendar's
+ * NAME and X-WR-CALNAME. A title stored before titles were one line must not end the calendar early.
+ */
+function icsText(value: string): string {
+  return value.replace(/[\\;,]/g, (c) => `\\${c}`).replace(/\r\n|[\r\n\u0085\u2028\u2029]/g, '\\n').replace(/[\u0000-\u001f\u007f]/g, ' ');
+}
+
 /** The .ics of a booking: one VEVENT whose UID survives reschedules. */
 export function bookingCalendar(b: BookingMail, kind: BookingEmailJob['kind'], manage: string): string {
   const cancel = kind === 'cancelled';
-  const calendar = ical({ name: b.title, prodId: { company: 'workspace-service', product: 'bookings', language: 'ES' }, method: cancel ? ICalCalendarMethod.CANCEL : ICalCalendarMethod.REQUEST });
+  const calendar = ical({ name: icsText(b.title), prodId: { company: 'workspace-service', product: 'bookings', language: 'ES' }, method: cancel ? ICalCalendarMethod.CANCEL : ICalCalendarMethod.REQUEST });
   calendar.createEvent({
     id: b.ical_uid,
     sequence: b.ical_sequence + (cancel ? 1 : 0),
