@@ -124,6 +124,29 @@ describe('money', () => {
     assert.equal(expenses.filtered_total, 0);
   });
 
+  test('the expenses\' supplier search is the list\'s text search: q, search or supplier; trimmed, blanks are none, accents ignored, the filtered total capped at 100', async () => {
+    const { api } = await newTenant();
+    const bank = await account(api);
+    for (let i = 0; i < 102; i++) {
+      const res = await api.post('/expenses', { data: { account_id: bank.id, amount_cents: 100 + i, occurred_at: '2026-03-01T17:00:00Z', supplier_name: 'Papelería Núñez' } });
+      assert.equal(res.status, 201, res.text);
+    }
+    await api.post('/expenses', { data: { account_id: bank.id, amount_cents: 70, occurred_at: '2026-03-02T17:00:00Z', supplier_name: 'Gasolinera', supplier_tax_id: 'GAS010101AB1' } });
+    const ids = async (query: string) => {
+      const res = await api.get(`/expenses?limit=100&${query}`);
+      assert.equal(res.status, 200, `${query}: ${res.text}`);
+      return res.body;
+    };
+    for (const query of ['q=gasolinera', 'search=GASOLINERA', 'supplier=gas010101', 'q=%20gasolinera%20', 'q=gasolinera&supplier=papeleria']) {
+      assert.deepEqual((await ids(query)).data.map((e: { supplier_name: string }) => e.supplier_name), ['Gasolinera'], query);
+    }
+    // Blanks are no search: the whole list.
+    assert.equal((await ids('supplier=%20%20&include_filtered_total=true')).meta.filtered_total, 103);
+    // A text search's filtered total is capped at 100 (the contract), as on every list.
+    const searched = (await ids('q=papeleria%20nunez&include_filtered_total=true')).meta;
+    assert.deepEqual([searched.filtered_total, searched.filtered_total_capped], [100, true]);
+  });
+
   test('money values: integer cents only, at most 2^53 − 1; lowercase ISO 4217 currencies', async () => {
     const a = await account(api);
     for (const amount_cents of [10.5, 0, -5, 9007199254740992, '100']) {

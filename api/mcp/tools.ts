@@ -203,7 +203,7 @@ export const TOOLS: readonly Tool[] = [
     title: 'Gastos',
     description: 'Gastos (pagados o pendientes), del más reciente al más antiguo; filtros por fecha (`from`/`to`), cuenta, proveedor (nombre o RFC), estado y categoría.',
     scope: 'read-expenses',
-    input: z.strictObject({ ...movementFilters, supplier: z.string().max(200).optional().describe('Nombre o RFC del proveedor (contiene)'), ...paging }),
+    input: z.strictObject({ ...movementFilters, supplier: z.string().trim().max(200).optional().describe('Nombre o RFC del proveedor (contiene)'), ...paging }),
     output: listOutput('expenses'),
     run: async ({ db, totals, companyId }, args) => {
       const filters = await windowInstants(db, companyId, args);

@@ -4,7 +4,7 @@
 import { paymentsOf, type Direction, type MovementRow, type PaymentRow } from '../../db/money/movements.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { iso } from '../../db/timestamps.ts';
-import { listPage, textMatch, type PaginationQuery, type TotalsCache } from '../pagination.ts';
+import { listPage, searchWhere, type PaginationQuery, type TotalsCache } from '../pagination.ts';
 
 /** An income's or expense's read; a movement with the payments given. */
 export function serialize(m: MovementRow, payments: PaymentRow[]) {
@@ -35,9 +35,19 @@ export async function withPayments(db: Queryable, m: MovementRow) {
   return serialize(m, await paymentsOf(db, m.id));
 }
 
-export type MovementFilters = { from?: string; to?: string; account_id?: string; status?: string; customer_id?: string; supplier?: string; category?: string };
+export type MovementFilters = {
+  from?: string;
+  to?: string;
+  account_id?: string;
+  status?: string;
+  customer_id?: string;
+  /** The supplier search's term (name or RFC contains), blank meaning none. */
+  supplier?: string;
+  category?: string;
+};
 
 export async function listMovements(db: Queryable, totals: TotalsCache, companyId: string, direction: Direction, filters: MovementFilters, page: PaginationQuery) {
+  const supplier = filters.supplier?.trim() || undefined;
   const result = await listPage<MovementRow>(
     db,
     totals,
@@ -54,12 +64,9 @@ export async function listMovements(db: Queryable, totals: TotalsCache, companyI
         if (filters.status) c.push(`status = ${p.add(filters.status)}`);
         if (filters.customer_id) c.push(`customer_id = ${p.add(filters.customer_id)}`);
         if (filters.category) c.push(`category = ${p.add(filters.category)}`);
-        if (filters.supplier) {
-          const like = p.add(`%${filters.supplier.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`);
-          c.push(`(${textMatch('supplier_name', like)} OR ${textMatch('supplier_tax_id', like)})`);
-        }
-        return c;
+        return [...c, ...searchWhere(supplier, ['supplier_name', 'supplier_tax_id'])(p)];
       },
+      searching: !!supplier,
       serialize: (row) => serialize(row, []),
     },
     page,

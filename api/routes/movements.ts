@@ -73,7 +73,14 @@ function schemas(direction: Direction) {
     to: windowBound.optional().describe('Ocurridos antes de este instante; un día YYYY-MM-DD se incluye entero (zona de la empresa)'),
     account_id: objectIdString.optional(),
     status: z.enum(['paid', 'pending']).optional(),
-    ...(direction === 'income' ? { customer_id: objectIdString.optional() } : { supplier: z.string().max(200).optional().describe('Nombre o RFC del proveedor (contiene)') }),
+    ...(direction === 'income'
+      ? { customer_id: objectIdString.optional() }
+      : {
+          // The supplier search is the list's text search: `q` (alias `search`, then `supplier`), as every list's.
+          q: z.string().trim().max(200).optional().describe('Búsqueda de texto en el nombre o RFC del proveedor (contiene); no distingue mayúsculas ni acentos'),
+          search: z.string().trim().max(200).optional().describe('Alias de q'),
+          supplier: z.string().trim().max(200).optional().describe('Alias de q (nombre o RFC del proveedor, contiene)'),
+        }),
     category: z.string().max(100).optional(),
   });
   const payment = z.strictObject({
@@ -123,9 +130,10 @@ export function movementRoutes(direction: Direction): RouteDef[] {
       errors: ['invalid_id', 'invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
       handler: async (ctx, { query, companyId, db }) => {
         const { from, to, account_id, status, category, ...rest } = query as any;
-        const { customer_id, supplier, ...page } = rest;
+        const { customer_id, q, search, supplier, ...page } = rest;
         const window = await windowInstants(db, companyId, { from, to });
-        return listMovements(db, ctx.deps.totals, companyId, direction, { ...window, account_id, status, category, customer_id, supplier }, page);
+        const term = q || search || supplier || undefined;
+        return listMovements(db, ctx.deps.totals, companyId, direction, { ...window, account_id, status, category, customer_id, supplier: term }, page);
       },
     }),
     defineRoute({
