@@ -44,6 +44,13 @@ export function isoFromTimestamptz(text: string): string | Date | number | null 
   ) {
     return `${text.slice(0, 10)}T${text.slice(11, 23)}Z`;
   }
+  // Milliseconds only (`2026-11-24 02:21:48.123+00`): a created_at, stored as shown (migration 103).
+  if (
+    text.length === 26 && text.charCodeAt(10) === 32 && text.charCodeAt(19) === 46 &&
+    text.charCodeAt(23) === 43 && text.charCodeAt(24) === 48 && text.charCodeAt(25) === 48
+  ) {
+    return `${text.slice(0, 10)}T${text.slice(11, 23)}Z`;
+  }
   const m = PG_UTC_TEXT.exec(text);
   if (m) return `${m[1]}T${m[2]}.${m[3] === undefined ? '000' : m[3].length >= 3 ? m[3].slice(0, 3) : m[3].padEnd(3, '0')}Z`;
   const parsed: unknown = defaultTimestamptz(text);

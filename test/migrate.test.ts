@@ -86,6 +86,23 @@ describe('migration runner', () => {
     });
   });
 
+  test('103 stores created_at as shown: records sharing a millisecond are cut to it, a lone one keeps its digits; every table\'s default is whole milliseconds', async () => {
+    await withScratchDatabase(async (pool) => {
+      await migrate(pool, { upTo: 102 });
+      const id = (n: number) => String(n).padStart(24, '0');
+      await pool.query(`INSERT INTO companies (id, name, slug) VALUES ($1, 'Tiempos', 'tiempos')`, [id(1)]);
+      for (const [n, at] of [[2, '2026-11-29 07:00:00.123900+00'], [3, '2026-11-29 07:00:00.123456+00'], [4, '2026-11-29 07:00:00.200700+00']] as const) {
+        await pool.query(`INSERT INTO customers (id, company_id, name, created_at) VALUES ($1, $2, 'C', $3)`, [id(n), id(1), at]);
+      }
+      await migrate(pool);
+      const { rows } = await pool.query(`SELECT id, to_char(created_at AT TIME ZONE 'UTC', 'SS.US') AS at FROM customers ORDER BY created_at DESC, id DESC`);
+      assert.deepEqual(rows.map((r) => [r.id, r.at]), [[id(4), '00.200700'], [id(3), '00.123000'], [id(2), '00.123000']]);
+      const { rows: defaults } = await pool.query(`SELECT table_name, column_default FROM information_schema.columns
+        WHERE table_schema = current_schema() AND column_name = 'created_at' AND column_default IS DISTINCT FROM $1`, [`date_trunc('milliseconds'::text, now())`]);
+      assert.deepEqual(defaults, [], 'a table whose created_at default is not whole milliseconds');
+    });
+  });
+
   test('091 gives submissions whose email was still to be sent their visitor\'s copy as an action of its own', async () => {
     await withScratchDatabase(async (pool) => {
       await migrate(pool, { upTo: 90 });

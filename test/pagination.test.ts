@@ -39,6 +39,35 @@ describe('pagination', () => {
     assert.deepEqual(res.body.meta, { limit: 25, has_more: true, next_cursor: ordered[24], previous_cursor: ordered[0] });
   });
 
+  test('two records of one shown millisecond are listed by id, even when the later id was written by the transaction begun first', async () => {
+    const own = await seedTenant(app.pool);
+    const first = await app.pool.connect();
+    const second = await app.pool.connect();
+    try {
+      // Two transactions whose now() falls in one millisecond at different microseconds (retried until so).
+      const millisecond = `to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS')`;
+      let begun = false;
+      for (let attempt = 0; attempt < 200 && !begun; attempt++) {
+        const a = (await first.query(`BEGIN; SELECT ${millisecond} AS ms, now()::text AS at`) as unknown as Array<{ rows: Array<{ ms: string; at: string }> }>)[1].rows[0];
+        const b = (await second.query(`BEGIN; SELECT ${millisecond} AS ms, now()::text AS at`) as unknown as Array<{ rows: Array<{ ms: string; at: string }> }>)[1].rows[0];
+        begun = a.ms === b.ms && a.at !== b.at;
+        if (!begun) await Promise.all([first.query('ROLLBACK'), second.query('ROLLBACK')]);
+      }
+      assert.ok(begun, 'two transactions begun in one millisecond');
+      // The one begun second writes the smaller id; the one begun first, the larger.
+      const [smaller, larger] = [objectId(), objectId()];
+      await second.query(`INSERT INTO customers (id, company_id, name) VALUES ($1, $2, 'Segunda transacción')`, [smaller, own.companyId]);
+      await first.query(`INSERT INTO customers (id, company_id, name) VALUES ($1, $2, 'Primera transacción')`, [larger, own.companyId]);
+      await Promise.all([first.query('COMMIT'), second.query('COMMIT')]);
+      const listed = (await client(app.baseUrl, own.key).get('/customers')).body.data as Array<{ id: string; created_at: string }>;
+      assert.equal(listed[0].created_at, listed[1].created_at, 'one shown millisecond');
+      assert.deepEqual(listed.map((c) => c.id), [larger, smaller], 'ties broken by id descending');
+    } finally {
+      first.release();
+      second.release();
+    }
+  });
+
   test('limit above 100 is silently cut to 100; limit 0 or garbage is a 400', async () => {
     const res = await api.get('/customers?limit=500');
     assert.equal(res.body.meta.limit, 100);

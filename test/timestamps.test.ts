@@ -84,6 +84,8 @@ describe('timestamps as ISO strings', () => {
     assert.equal(iso('2026-11-24 02:21:48.123+01'), '2026-11-24T01:21:48.123Z');
     assert.equal(isoFromTimestamptz('2026-11-24 02:21:48.7+00'), '2026-11-24T02:21:48.700Z');
     assert.equal(isoFromTimestamptz('2026-11-24 02:21:48.123456+00'), '2026-11-24T02:21:48.123Z');
+    assert.equal(isoFromTimestamptz('2026-11-24 02:21:48.123+00'), '2026-11-24T02:21:48.123Z', 'milliseconds only: a created_at (migration 103)');
+    assert.equal(isoFromTimestamptz('2026-11-24 02:21:48.12+00'), '2026-11-24T02:21:48.120Z');
     assert.equal(isoFromTimestamptz('2026-11-24 02:21:48.123456+01'), '2026-11-24T01:21:48.123Z');
   });
 });
