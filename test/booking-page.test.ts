@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
-import { PUBLIC_WRITES_PER_MINUTE } from '../api/booking-page/routes.ts';
+import { PUBLIC_READS_PER_MINUTE, PUBLIC_WRITES_PER_MINUTE } from '../api/booking-page/routes.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { waitFor } from './helpers/wait.ts';
 import { loggablePath } from '../api/middleware/request.ts';
@@ -244,6 +244,28 @@ describe('public booking page (HTTP)', () => {
     assert.equal((await postJson(`${base}/bookings`, { data: {} }, from())).status, 422);
   });
 
+  test('a page opened past the read limit is a page that says so (429, Retry-After), not the API\'s JSON', async () => {
+    const link = await newLink();
+    const headers = from();
+    for (let i = 0; i < PUBLIC_READS_PER_MINUTE; i++) {
+      const res = await page(`/book/${hostSlug}/${link.slug}/slots`, headers);
+      assert.equal(res.status, 200);
+      await res.arrayBuffer();
+    }
+    for (const path of [`/book/${hostSlug}/${link.slug}`, `/book/${hostSlug}`, `/book/manage/${'a'.repeat(43)}`]) {
+      const res = await page(path, headers);
+      assert.equal(res.status, 429, path);
+      assert.match(res.headers.get('content-type') ?? '', /^text\/html/, path);
+      assert.match(res.headers.get('content-security-policy') ?? '', /default-src 'none'/);
+      const wait = Number(res.headers.get('retry-after'));
+      assert.ok(wait >= 1, path);
+      assert.match(await res.text(), new RegExp(`Vuelve a intentarlo en ${wait} segundos`), path);
+    }
+    // The slots, which the page's script reads, stay JSON.
+    const slots = await page(`/book/${hostSlug}/${link.slug}/slots`, headers);
+    assert.deepEqual([slots.status, ((await slots.json()) as any).error], [429, 'rate_limited']);
+  });
+
   test('a cancel through the manage link under an Idempotency-Key replays its 200 on a retry (not 409 booking_cancelled)', async () => {
     const link = await newLink();
     const base = `/book/${hostSlug}/${link.slug}`;
@@ -280,7 +302,15 @@ describe('public booking page (HTTP)', () => {
     const byApi = await api.get(`/bookings/${made.body.data.id}`);
     assert.equal(byApi.body.data.status, 'confirmed');
     assert.equal((await api.get(`/calendar/events/${byApi.body.data.calendar_event_id}`)).status, 200, 'the event of the meeting is kept');
+    // No times are offered to move it either: the slots of its manage link answer as its reschedule does.
+    const slots = await fetch(`${app.url}${manage}/slots`, { headers: from() });
+    assert.deepEqual([slots.status, ((await slots.json()) as any).error], [409, 'booking_ended']);
     assert.equal((await api.post(`/bookings/${made.body.data.id}/cancel`, { data: { reason: 'No se presentó' } })).status, 200, 'the host cancels through the API');
+    // A meeting that took place is history: its cancellation by the host mails nobody (no email job was queued with it).
+    const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'booking-emails' AND data->>'booking_id' = $1 AND data->>'kind' = 'cancelled'`, [made.body.data.id]);
+    assert.equal(rows[0].n, 0);
+    const cancelled = await fetch(`${app.url}${manage}/slots`, { headers: from() });
+    assert.deepEqual([cancelled.status, ((await cancelled.json()) as any).error], [409, 'booking_cancelled']);
   });
 
   test('the manage link: the page, reschedule (the old link then leads to the new booking), cancel; unknown tokens 404', async () => {
@@ -348,6 +378,9 @@ describe('public booking page (HTTP)', () => {
     const gone = await (await page(manage, from())).text();
     assert.doesNotMatch(gone, /Cambiar la hora|resched-confirm/);
     assert.match(gone, /ya no se puede cambiar de hora/);
+    // Its times are still read in the link's zone, kept with the booking (UTC here; the company's is Mexico City's).
+    const data = JSON.parse(/<script type="application\/json" id="booking-data">([^<]*)<\/script>/.exec(gone)![1]);
+    assert.equal(data.linkTimezone, 'UTC');
   });
 
   test('a host booking slug cannot take the page paths (manage, assets)', async () => {

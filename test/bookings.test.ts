@@ -336,6 +336,11 @@ describe('booking links and bookings', () => {
       assert.equal(res.status, 422, JSON.stringify(answers));
       assert.equal(res.body.error, 'validation_failed');
     }
+    // A value of no answer's type, and answers that are no object, are named in words (not zod's "Entrada inválida").
+    res = await post({ answers: { plan: 5 } });
+    assert.deepEqual(res.body.errors, { 'answers.plan': ['debe ser texto (hasta 5000 caracteres) o true/false'] });
+    res = await post({ answers: null });
+    assert.deepEqual(res.body.errors, { answers: ['debe ser un objeto con las respuestas por clave de pregunta'] });
     res = await post({ booker: { name: 'X' } });
     assert.equal(res.status, 422);
     await api.patch(`/booking-links/${l.id}`, { data: { active: false } });
@@ -537,6 +542,10 @@ describe('booking links and bookings', () => {
     const b = (await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: slot.starts_at, booker } })).body.data;
     // 15 minutes later overlaps the booking itself: allowed, since it moves.
     const later = new Date(Date.parse(slot.starts_at) + 15 * 60_000).toISOString();
+    // A move to the time it has is none: 422 naming starts_at, and the booking stays as it was.
+    const nowhere = await api.post(`/bookings/${b.id}/reschedule`, { data: { starts_at: slot.starts_at } });
+    assert.deepEqual([nowhere.status, nowhere.body.errors], [422, { starts_at: ['es el horario que la reserva ya tiene'] }]);
+    assert.equal((await api.get(`/bookings/${b.id}`)).body.data.status, 'confirmed');
     const res = await api.post(`/bookings/${b.id}/reschedule`, { data: { starts_at: later } });
     assert.equal(res.status, 201, res.text);
     const moved = res.body.data;

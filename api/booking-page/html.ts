@@ -236,3 +236,14 @@ export function notFoundPage(nonce: string): string {
     body: `<main><h1>Esta página de reservas no existe</h1><p>Revisa la dirección o pide a quien te la compartió una liga nueva.</p></main>`,
   });
 }
+
+/** Over the per-address read limit (docs/bookings.md): the page says when to try again. */
+export function tooManyRequestsPage(nonce: string, retryAfterSeconds: number): string {
+  const wait = Number.isFinite(retryAfterSeconds) && retryAfterSeconds > 0 ? `en ${retryAfterSeconds} segundos` : 'en un momento';
+  return shell({
+    title: 'Demasiadas consultas',
+    nonce,
+    branding: {},
+    body: `<main><h1>Se hicieron demasiadas consultas desde tu red</h1><p>Vuelve a intentarlo ${esc(wait)}.</p></main>`,
+  });
+}

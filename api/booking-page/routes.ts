@@ -26,6 +26,7 @@ import { findBookingByTokenDigest, type BookingRow } from '../routes/booking-que
 import { answers as answersSchema, booker as bookerSchema } from '../routes/booking-schemas.ts';
 import { cancelBooking, createBooking, rescheduleBooking } from '../bookings/book.ts';
 import { manageUrl, MANAGE_TOKEN, tokenDigest } from '../../lib/booking-tokens.ts';
+import { companyZone } from '../../db/companies.ts';
 import { iso } from '../../db/timestamps.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { ApiError } from '../errors.ts';
@@ -34,7 +35,7 @@ import { consumeLimit } from '../middleware/rate-limit.ts';
 import { jsonContentType } from '../middleware/body.ts';
 import { optionalText, parseData, parseQuery } from '../validation.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState, Deps } from '../types.ts';
-import { bookingPage, hostPage, managePage, notFoundPage, type PageBranding, type PageHost } from './html.ts';
+import { bookingPage, hostPage, managePage, notFoundPage, tooManyRequestsPage, type PageBranding, type PageHost } from './html.ts';
 
 /** Requests per minute per client address: reads (page, slots) and writes (book, cancel, reschedule). */
 export const PUBLIC_READS_PER_MINUTE = 120;
@@ -176,6 +177,17 @@ export function bookingHostMiddleware(config: Deps['config']): ((ctx: ApiContext
 export function bookingPageRouter(deps: Deps): ApiRouter {
   const router: ApiRouter = new Router<ApiState, ApiContextExtension>({ prefix: '/book' });
   const reads = (ctx: ApiContext) => consumeLimit(ctx, `book-read:${ctx.ip}`, PUBLIC_READS_PER_MINUTE);
+  /** The reads of a page a person opens: over the limit, a page that says so (429, Retry-After), not the API's JSON. */
+  const pageReads = async (ctx: ApiContext): Promise<boolean> => {
+    try {
+      await reads(ctx);
+      return true;
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.code !== 'rate_limited') throw error;
+      html(ctx, 429, (nonce) => tooManyRequestsPage(nonce, Number(ctx.response.get('Retry-After'))));
+      return false;
+    }
+  };
   const writes = (ctx: ApiContext) => consumeLimit(ctx, `book-write:${ctx.ip}`, PUBLIC_WRITES_PER_MINUTE);
   const bookingDeps = { jobs: deps.jobs, config: deps.config };
 
@@ -192,7 +204,7 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
   });
 
   router.get('/manage/:token', async (ctx) => {
-    await reads(ctx);
+    if (!(await pageReads(ctx))) return;
     const found = await bookingOfToken(deps.pool, ctx.params.token);
     if (!found) return html(ctx, 404, notFoundPage);
     if (!found.newest) {
@@ -203,13 +215,15 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
     const b = found.booking;
     const host = await hostOf(deps.pool, b.company_id, b.user_id);
     const link = b.booking_link_id ? await findBookingLink(deps.pool, b.company_id, b.booking_link_id) : null;
+    // The link's zone now, else the one kept with the booking (its link deleted), else the company's.
+    const linkTimezone = link?.timezone ?? b.link_timezone ?? (await companyZone(deps.pool, b.company_id));
     html(ctx, 200, (nonce) =>
       managePage({
         nonce,
         branding: host.branding ?? {},
         host: host as PageHost,
         token: ctx.params.token,
-        linkTimezone: link?.timezone ?? 'America/Mexico_City',
+        linkTimezone,
         canReschedule: !!link?.active,
         booking: {
           status: b.status,
@@ -231,6 +245,11 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
     await reads(ctx);
     const found = await bookingOfToken(deps.pool, ctx.params.token);
     const b = found?.booking;
+    if (b) {
+      // Times are offered only to a booking that can still be moved: as its reschedule would answer.
+      if (b.status !== 'confirmed') throw new ApiError('booking_cancelled');
+      refuseEnded(b);
+    }
     const link = b?.booking_link_id ? await findBookingLink(deps.pool, b.company_id, b.booking_link_id) : null;
     if (!b || !link || !link.active) throw new ApiError('not_found');
     ctx.body = { data: publicSlots(await slotList(deps.pool, link, parseQuery(slotQuery, ctx.query, ctx.querystring), { ignoreBookingId: b.id })) };
@@ -270,7 +289,7 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
   });
 
   router.get('/:host', async (ctx) => {
-    await reads(ctx);
+    if (!(await pageReads(ctx))) return;
     const hostSlug = ctx.params.host;
     const links = /^[a-z0-9-]{1,64}$/.test(hostSlug) ? await findPublicBookingLinks(deps.pool, hostSlug) : [];
     if (!links.length) return html(ctx, 404, notFoundPage);
@@ -287,7 +306,7 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
   });
 
   router.get('/:host/:link', async (ctx) => {
-    await reads(ctx);
+    if (!(await pageReads(ctx))) return;
     const link = await activeLink(deps.pool, ctx.params.host, ctx.params.link);
     if (!link) return html(ctx, 404, notFoundPage);
     const host = await hostOf(deps.pool, link.company_id, link.user_id);

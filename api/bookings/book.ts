@@ -237,7 +237,9 @@ export async function cancelBooking(
         WHERE company_id = $1 AND id = $2 RETURNING *`,
       [companyId, bookingId, by, reason],
     );
-    await enqueueEmail(client, deps.jobs, { booking_id: bookingId, kind: 'cancelled' });
+    // A meeting that has taken place, cancelled by the host (a no-show, a correction), is history: nobody
+    // is mailed, as the manage link may not cancel it at all (docs/bookings.md).
+    if (new Date(booking.ends_at).getTime() > Date.now()) await enqueueEmail(client, deps.jobs, { booking_id: bookingId, kind: 'cancelled' });
     return rows[0];
   });
 }
@@ -263,6 +265,11 @@ export async function rescheduleBooking(
     const link = (await findBookingLink(client, companyId, old.booking_link_id, true))!;
     if (!link.active) throw new ApiError('booking_link_inactive');
     const start = new Date(input.startsAt).getTime();
+    // A move of nothing (the same start and, the link's duration unchanged, the same end) is no reschedule:
+    // it would cancel the booking for an identical one and mail both sides about it.
+    if (start === new Date(old.starts_at).getTime() && start + link.duration_minutes * 60_000 === new Date(old.ends_at).getTime()) {
+      throw validationFailed({ starts_at: ['es el horario que la reserva ya tiene'] });
+    }
     await lockHost(client, link.user_id);
     await judgeSlot(client, link, start, old.id);
     const id = objectId();

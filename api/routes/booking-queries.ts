@@ -23,6 +23,8 @@ export type BookingRow = {
   booker_email: string;
   booker_phone: string | null;
   booker_timezone: string | null;
+  /** The link's zone when the booking was made (null for bookings from before it was kept). */
+  link_timezone: string | null;
   answers: Record<string, string | boolean>;
   meet_url: string | null;
   cancelled_at: Timestamp | null;

@@ -21,7 +21,11 @@ export const booker = z.strictObject({
 });
 
 /** Answers to the link's questions, by question key: text, or true/false for checkboxes. */
-export const answers = z.record(z.string().max(40), z.union([text(5000), z.boolean()])).describe('Respuestas a las preguntas del enlace, por clave');
+export const answers = z
+  .record(z.string().max(40), z.union([text(5000), z.boolean()], { error: 'debe ser texto (hasta 5000 caracteres) o true/false' }), {
+    error: 'debe ser un objeto con las respuestas por clave de pregunta',
+  })
+  .describe('Respuestas a las preguntas del enlace, por clave');
 
 export const bookingCreate = z.strictObject({
   booking_link_id: objectIdString,
