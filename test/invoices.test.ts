@@ -12,6 +12,9 @@ import { seal } from '../lib/secret-box.ts';
 import { useFitsRegime } from '../lib/cfdi/catalogs.ts';
 import { after, before, describe, test } from 'node:test';
 import { validateCfdi } from '../lib/cfdi/anexo20.ts';
+import { ProviderRejected } from '../lib/cfdi/facturapi.ts';
+import { DevelopmentProvider } from '../lib/cfdi/providers.ts';
+import { loadEmitter } from '../db/invoicing.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
 import { reconcile } from '../worker/jobs/invoices.ts';
 import { INVOICES } from '../db/queues.ts';
@@ -286,6 +289,71 @@ describe('tax invoices with the development provider', () => {
     assert.deepEqual(validateCfdi(text), []);
   });
 
+  test('what a PAC would refuse is refused when asked, never stamped: a blank description, a foreign generic RFC, another currency, receiver data on a global invoice; nothing stored', async () => {
+    const invoicesOf = async (saleId: string) => (await app.pool.query('SELECT count(*)::int AS n FROM invoices WHERE sale_id = $1', [saleId])).rows[0].n;
+    const blank = await sale(api, { customer_id: setup.customer.id, line_items: [{ description: '\u0001\u0002 ', quantity: 1, unit_price_cents: 100, vat_rate: 16 }] });
+    const noDescription = await api.post(`/sales/${blank.id}/invoice`, { data: { receiver: { tax_regime: '601' } } });
+    assert.deepEqual([noDescription.status, Object.keys(noDescription.body.errors ?? {})], [422, ['line_items.0.description']]);
+    const foreign = (await api.post('/customers', { data: { name: 'Extranjero', tax_id: 'XEXX010101000', address: { postal_code: '42501' } } })).body.data;
+    const abroad = await sale(api, { customer_id: foreign.id });
+    const refusedForeign = await api.post(`/sales/${abroad.id}/invoice`, { data: { receiver: { tax_regime: '616' } } });
+    assert.deepEqual([refusedForeign.status, refusedForeign.body.error], [422, 'customer_no_rfc']);
+    const dollars = await sale(api, { customer_id: setup.customer.id, currency: 'usd' });
+    const refusedCurrency = await api.post(`/sales/${dollars.id}/invoice`, { data: { receiver: { tax_regime: '601' } } });
+    assert.deepEqual([refusedCurrency.status, Object.keys(refusedCurrency.body.errors ?? {})], [422, ['currency']]);
+    const toPublic = await sale(api);
+    const withReceiver = await api.post(`/sales/${toPublic.id}/invoice`, { data: { cfdi_use: 'G03', receiver: { tax_regime: '601', zip: '01000' } } });
+    assert.deepEqual([withReceiver.status, Object.keys(withReceiver.body.errors ?? {}).sort()], [422, ['cfdi_use', 'receiver']]);
+    for (const id of [blank.id, abroad.id, dollars.id, toPublic.id]) assert.equal(await invoicesOf(id), 0);
+    // S01, the public's use, may be said.
+    assert.equal((await api.post(`/sales/${toPublic.id}/invoice`, { data: { cfdi_use: 'S01' } })).status, 201);
+  });
+
+  test('a customer whose RFC is the generic XAXX010101000 (a walk-in buyer) gets the public\'s global invoice, and it passes the CFDI 4.0 rules', async () => {
+    const walkIn = (await api.post('/customers', { data: { name: 'Mostrador', tax_id: 'XAXX010101000', address: { postal_code: '42501' } } })).body.data;
+    const s = await sale(api, { customer_id: walkIn.id });
+    const inv = await valid((await api.post(`/sales/${s.id}/invoice`)).body.data.id);
+    assert.equal(inv.status, 'valid', inv.failure_reason);
+    assert.deepEqual([inv.receiver.rfc, inv.receiver.legal_name, inv.cfdi_use], ['XAXX010101000', 'PUBLICO EN GENERAL', 'S01']);
+    const text = await (await fetch(`${app.baseUrl}/invoices/${inv.id}/xml`, { headers: { authorization: `Bearer ${tenant.key}` } })).text();
+    assert.match(text, /InformacionGlobal Periodicidad="04"/);
+    assert.deepEqual(validateCfdi(text), []);
+  });
+
+  test('the development provider refuses, as a PAC, a document that breaks a rule of Anexo 20 (a stamp failed with the rule), and stamps it as it is', async () => {
+    const s = await sale(api, { customer_id: setup.customer.id });
+    const inv = await valid((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    const { rows } = await app.pool.query('SELECT document FROM invoices WHERE id = $1', [inv.id]);
+    const emitter = (await loadEmitter(app.pool, app.config, tenant.companyId))!;
+    const signer = { number: emitter.certificate_number, certificateBase64: emitter.certificate_base64, sign: (data: string) => emitter.credential.sign(data) };
+    const provider = new DevelopmentProvider();
+    assert.deepEqual(validateCfdi((await provider.emit(rows[0].document, signer)).xml!), []);
+    // A document built by older code, without a concept's Descripcion.
+    const broken = structuredClone(rows[0].document);
+    broken.lines[0].description = '';
+    await assert.rejects(provider.emit(broken, signer), (error: Error) => error instanceof ProviderRejected && /CFDI40-CONCEPTO/.test(error.message));
+  });
+
+  test('the series takes what the CFDI 4.0 schema takes (F-A), and the emitter\'s name is checked as the receiver\'s is', async () => {
+    const s = await sale(api, { customer_id: setup.customer.id });
+    const inv = await valid((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' }, series: 'F-A' } })).body.data.id);
+    assert.deepEqual([inv.status, inv.series], ['valid', 'F-A']);
+    assert.equal((await api.post(`/sales/${(await sale(api)).id}/invoice`, { data: { series: 'A|B' } })).status, 422);
+    const csd = testCsd();
+    const refused = await wsctl(app, ['company', 'tax-profile', tenant.companyId, '--rfc', csd.rfc, '--legal-name', 'ESCUELA | KEMPER', '--tax-regime', '601', '--zip', '42501', '--cer', csd.cerPath, '--key', csd.keyPath, '--key-password', csd.password]);
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /legal_name: hasta 254 caracteres y ningún \|/);
+    // A profile saved before that check: no invoice is built on it.
+    await app.pool.query(`UPDATE company_tax_profiles SET legal_name = 'ESCUELA | KEMPER' WHERE company_id = $1`, [tenant.companyId]);
+    try {
+      const res = await api.post(`/sales/${(await sale(api)).id}/invoice`);
+      assert.deepEqual([res.status, res.body.error], [422, 'no_emitter']);
+      assert.match(res.body.message, /razón social del emisor/);
+    } finally {
+      await app.pool.query(`UPDATE company_tax_profiles SET legal_name = 'ESCUELA KEMPER URGATE' WHERE company_id = $1`, [tenant.companyId]);
+    }
+  });
+
   test('cancel (motive 02), and substitution: the new one names the old (04) and the old is cancelled with 01; events', async () => {
     const s1 = await sale(api, { customer_id: setup.customer.id });
     const first = await valid((await api.post(`/sales/${s1.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
@@ -322,7 +390,10 @@ describe('tax invoices with the development provider', () => {
 
   test('a deferred (PPD) sale: FormaPago 99, and each payment stamps a payment complement (type P) with invoice.payment_complement_added', async () => {
     const s = await sale(api, { customer_id: setup.customer.id, payment_terms: 'deferred' });
-    const inv = await valid((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' }, payment_form: '03' } })).body.data.id);
+    // A form of payment is the complements' business: sent for a credit sale, it is refused, not replaced.
+    const withForm = await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' }, payment_form: '03' } });
+    assert.deepEqual([withForm.status, Object.keys(withForm.body.errors ?? {})], [422, ['payment_form']]);
+    const inv = await valid((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' }, payment_form: '99' } })).body.data.id);
     assert.deepEqual([inv.payment_method, inv.payment_form], ['PPD', '99']);
     await api.post(`/sales/${s.id}/payments`, { data: { account_id: setup.account.id, amount_cents: 100_000 } });
     await api.post(`/sales/${s.id}/payments`, { data: { account_id: setup.account.id, amount_cents: 278_000 } });

@@ -58,6 +58,8 @@ export async function setTaxProfile(pool: Pool, config: Config, input: TaxProfil
   else if (mismatch) errors.tax_regime = [mismatch];
   if (!ZIP.test(input.zip)) errors.zip = ['código postal de 5 dígitos'];
   if (!input.legalName.trim()) errors.legal_name = ['es obligatorio'];
+  // Emisor/@Nombre is [^|]{1,254} in the CFDI 4.0 schema (the pipe separates the cadena original's fields).
+  else if (input.legalName.trim().length > 254 || input.legalName.includes('|')) errors.legal_name = ['hasta 254 caracteres y ningún | (esquema del CFDI 4.0)'];
   if (Object.keys(errors).length) throw validationFailed(errors, `Datos fiscales inválidos: ${Object.entries(errors).map(([k, v]) => `${k} ${v.join(', ')}`).join('; ')}.`);
   const cer = Buffer.from(input.cer, 'base64').toString('binary');
   const key = Buffer.from(input.key, 'base64').toString('binary');

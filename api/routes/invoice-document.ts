@@ -8,7 +8,7 @@ import { facturapiKeyOf, loadEmitter } from '../../db/invoicing.ts';
 import { companyZone } from '../../db/companies.ts';
 import type { SaleRow } from '../../db/money/sales.ts';
 import type { Queryable } from '../../db/pool.ts';
-import { DEFAULT_PRODUCT_KEY, DEFAULT_UNIT_KEY, PRODUCT_KEY, PUBLIC_RFC, regimeMismatch, TAX_REGIMES, UNIT_KEY, useFitsRegime, ZIP } from '../../lib/cfdi/catalogs.ts';
+import { DEFAULT_PRODUCT_KEY, DEFAULT_UNIT_KEY, FOREIGN_RFC, PRODUCT_KEY, PUBLIC_RFC, regimeMismatch, TAX_REGIMES, UNIT_KEY, useFitsRegime, ZIP } from '../../lib/cfdi/catalogs.ts';
 import { cfdiText, type CfdiDocument, type ConceptLine } from '../../lib/cfdi/document.ts';
 import type { Config } from '../../lib/config.ts';
 import { localMonth } from '../../lib/local-dates.ts';
@@ -16,10 +16,17 @@ import { ApiError, validationFailed } from '../errors.ts';
 import { customerForInvoice, paidFormOf, productPropertiesOf } from './invoice-queries.ts';
 import type { InvoiceCreate } from './invoice-schemas.ts';
 
+/** Emisor/@Nombre and Receptor/@Nombre in the CFDI 4.0 schema. */
+const EMITTER_NAME = /^[^|]{1,254}$/;
+
 /** The CFDI of a sale, or the contract's 422 that says why not. */
 export async function buildDocument(db: Queryable, config: Config, sale: SaleRow, invoiceId: string, input: InvoiceCreate, relatedUuid: string | null): Promise<CfdiDocument> {
   const emitter = await loadEmitter(db, config, sale.company_id);
   if (!emitter) throw new ApiError('no_emitter');
+  // Emisor/@Nombre is [^|]{1,254} (CFDI 4.0 schema); profiles saved before wsctl checked it.
+  if (!EMITTER_NAME.test(cfdiText(emitter.legal_name))) {
+    throw new ApiError('no_emitter', 'La razón social del emisor tiene más de 254 caracteres o un |, que el esquema del CFDI 4.0 no admite: corrígela con wsctl company tax-profile.');
+  }
   if (emitter.valid_to.getTime() < Date.now()) throw new ApiError('no_emitter', 'El certificado de sello digital (CSD) de la empresa venció.');
   if (config.facturapi && !(await facturapiKeyOf(db, config, sale.company_id))) {
     throw new ApiError('no_emitter', 'La empresa no tiene organización emisora en Facturapi: sus datos fiscales se guardaron antes de configurar Facturapi, o en el otro modo (FACTURAPI_MODE); vuelve a guardarlos con wsctl company tax-profile.');
@@ -32,19 +39,32 @@ export async function buildDocument(db: Queryable, config: Config, sale: SaleRow
   if (input.line_keys && input.line_keys.length > lines.length) {
     throw validationFailed({ line_keys: [`la venta tiene ${lines.length} línea(s); se recibieron claves para ${input.line_keys.length}`] });
   }
+  // The CFDI states amounts in the sale's currency at the day's exchange rate (TipoCambio), which the
+  // service does not take: a certified provider would refuse TipoCambio 1 for another currency.
+  if (sale.currency !== 'mxn') throw validationFailed({ currency: [`solo se facturan ventas en mxn; esta venta es en ${sale.currency}`] });
+  // A credit sale's invoice says 99 ("por definir"): how each payment was made goes in its complement.
+  if (sale.payment_terms === 'deferred' && input.payment_form !== undefined && input.payment_form !== '99') {
+    throw validationFailed({ payment_form: ['una venta a crédito (PPD) se factura con 99 (por definir): la forma de cada pago va en su complemento'] });
+  }
+  // Descripcion is required, [^|]{1,1000}: a description of only control characters or blanks has none left.
+  const blank = lines.findIndex((l) => cfdiText(l.description) === '');
+  if (blank >= 0) throw validationFailed({ [`line_items.${blank}.description`]: ['la descripción de la línea queda vacía en el CFDI (Descripcion es obligatoria): corrígela en la venta'] });
   const untaxed = lines.findIndex((l) => !l.vat_exempt && (l.vat_rate === null || l.vat_rate === undefined));
   if (untaxed >= 0) throw new ApiError('sale_without_tax', `La línea ${untaxed + 1} de la venta no tiene tratamiento de IVA (tasa 16, 8 o 0, o exenta).`);
   let receiver: CfdiDocument['receiver'];
   let global: CfdiDocument['global'] = null;
   let cfdiUse = input.cfdi_use ?? 'G03';
   const zone = await companyZone(db, sale.company_id);
-  if (sale.customer_id) {
-    const customer = await customerForInvoice(db, sale.company_id, sale.customer_id);
-    const rfc = customer?.tax_id?.trim().toUpperCase();
-    if (!customer || !rfc) throw new ApiError('customer_no_rfc');
+  const customer = sale.customer_id ? await customerForInvoice(db, sale.company_id, sale.customer_id) : null;
+  const rfc = customer?.tax_id?.trim().toUpperCase();
+  if (sale.customer_id && (!customer || !rfc)) throw new ApiError('customer_no_rfc');
+  if (rfc === FOREIGN_RFC) {
+    throw new ApiError('customer_no_rfc', `El RFC del cliente es el genérico de residentes en el extranjero (${FOREIGN_RFC}), cuya factura lleva su residencia fiscal y número de registro, que el servicio no toma todavía.`);
+  }
+  if (rfc && rfc !== PUBLIC_RFC) {
     if (!Rfc.isValid(rfc)) throw new ApiError('customer_no_rfc', `El RFC del cliente (${rfc}) no es válido.`);
-    const regime = input.receiver?.tax_regime ?? (customer.custom_properties?.tax_regime as string | undefined);
-    const zip = input.receiver?.zip ?? customer.address?.postal_code;
+    const regime = input.receiver?.tax_regime ?? (customer!.custom_properties?.tax_regime as string | undefined);
+    const zip = input.receiver?.zip ?? customer!.address?.postal_code;
     const errors: Record<string, string[]> = {};
     if (!regime || !TAX_REGIMES[regime]) errors['receiver.tax_regime'] = ['el régimen fiscal del cliente es obligatorio (c_RegimenFiscal)'];
     // What the SAT's receiver rules refuse at stamping, refused here: a regime of the other kind of person, a use the regime does not admit.
@@ -54,15 +74,21 @@ export async function buildDocument(db: Queryable, config: Config, sale: SaleRow
     // The receiver's name as the SAT registers it: Nombre is [^|]{1,254} in the CFDI 4.0 schema (the
     // pipe separates the fields of the cadena original). A name is not ours to alter: the SAT compares it
     // with the one registered for the RFC, so the customer's legal_name is corrected instead.
-    const legalName = cfdiText(customer.legal_name ?? customer.name).toUpperCase();
+    const legalName = cfdiText(customer!.legal_name ?? customer!.name).toUpperCase();
     if (legalName.includes('|') || legalName.length > 254) {
       errors['customer.legal_name'] = ['la razón social del receptor (legal_name del cliente) tiene hasta 254 caracteres y ningún | (esquema del CFDI 4.0)'];
     }
     if (Object.keys(errors).length) throw validationFailed(errors);
     receiver = { rfc, legal_name: legalName, tax_regime: regime!, zip: zip! };
   } else {
+    // The general public: no customer, or one whose RFC is the generic XAXX010101000 (a walk-in buyer's
+    // record), which the SAT reads as the public: a global invoice whatever the name.
     // A global invoice covers what the general public paid: the SAT's guide for it (Anexo 20, CFDI
     // global) takes PUE only, so a sale on credit is invoiced to a customer, with its payment complements.
+    const errors: Record<string, string[]> = {};
+    if (input.receiver !== undefined) errors.receiver = ['una factura al público en general no lleva datos del receptor (XAXX010101000, régimen 616, el código postal del emisor)'];
+    if (input.cfdi_use !== undefined && input.cfdi_use !== 'S01') errors.cfdi_use = ['una factura al público en general lleva el uso S01 (sin efectos fiscales)'];
+    if (Object.keys(errors).length) throw validationFailed(errors);
     if (sale.payment_terms === 'deferred') {
       throw validationFailed({ customer_id: ['una venta a crédito (PPD) se factura a un cliente con RFC: la factura global al público en general es solo de contado (PUE)'] });
     }

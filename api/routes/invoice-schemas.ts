@@ -34,7 +34,8 @@ export const invoiceSchema = z.object({
 export const invoiceCreate = z.strictObject({
   cfdi_use: z.enum(CFDI_USES).optional().describe('UsoCFDI del cliente; por defecto G03 (gastos en general); al público en general, S01'),
   payment_form: z.enum(PAYMENT_FORMS).optional().describe('c_FormaPago; en PUE por defecto la forma de los pagos de la venta (la del mayor importe), o 03 (transferencia) si no tiene pagos; en PPD siempre 99'),
-  series: z.string().regex(/^[A-Za-z0-9]{1,25}$/).optional(),
+  // Serie is [^|]{1,25} in the CFDI 4.0 schema: letters, digits and signs such as F-A, on one line.
+  series: z.string().regex(/^[^|\u0000-\u001f\u007f]{1,25}$/, 'de 1 a 25 caracteres en una línea, sin |').optional(),
   receiver: z
     .strictObject({
       tax_regime: z.string().refine((r) => !!TAX_REGIMES[r], 'fuera de c_RegimenFiscal').optional(),

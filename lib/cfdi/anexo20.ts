@@ -54,6 +54,7 @@ export function validateCfdi(xml: string): Violation[] {
       fail('CFDI40-EMISOR-REGIMEN-TIPO', `el régimen ${a(emisor, 'RegimenFiscal')} no corresponde al tipo de persona del RFC ${a(emisor, 'Rfc')}`);
     }
     if (!a(emisor, 'Nombre')) fail('CFDI40-EMISOR-NOMBRE', 'falta Nombre del emisor');
+    else if (!/^[^|]{1,254}$/.test(a(emisor, 'Nombre')!)) fail('CFDI40-EMISOR-NOMBRE', 'Nombre del emisor: hasta 254 caracteres y ningún |');
   }
   if (receptor) {
     const rfc = a(receptor, 'Rfc') ?? '';

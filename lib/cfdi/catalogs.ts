@@ -80,6 +80,8 @@ export const CANCEL_MOTIVES = ['01', '02', '03', '04'] as const;
 export const TAX_OBJECTS = ['01', '02', '03', '04'] as const;
 
 export const PUBLIC_RFC = 'XAXX010101000';
+/** The generic RFC of foreign residents (XEXX010101000): its invoice names their tax residence and id. */
+export const FOREIGN_RFC = 'XEXX010101000';
 export const DEFAULT_PRODUCT_KEY = '01010101'; // No existe en el catálogo
 export const DEFAULT_UNIT_KEY = 'H87'; // Pieza
 

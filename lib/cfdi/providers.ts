@@ -11,6 +11,7 @@
 import { createHash } from 'node:crypto';
 import { cents, type CfdiDocument } from './document.ts';
 import { facturapiRequest, ProviderRejected, ProviderUnavailable } from './facturapi.ts';
+import { validateCfdi } from './anexo20.ts';
 import { cfdiXml, type Stamp } from './xml.ts';
 
 export { ProviderRejected, ProviderUnavailable };
@@ -48,6 +49,10 @@ export class DevelopmentProvider implements InvoiceProvider {
     const seal = Buffer.from(signer.sign(`||4.0|${doc.invoice_id}|${doc.issued_at}|${doc.total_cents}|${doc.receiver.rfc}||`), 'binary').toString('base64');
     const stamp: Stamp = { uuid, stamped_at: new Date().toISOString(), sat_certificate: '00000000000000000000', cfd_seal: seal, sat_seal: Buffer.from(`sello de prueba ${uuid}`).toString('base64'), pac_rfc: 'SPR190613I52' };
     const xml = cfdiXml(doc, stamp, { number: signer.number, base64: signer.certificateBase64 });
+    // As a certified provider would: a document that breaks a rule of Anexo 20 is refused, not stamped,
+    // so what passes here in development is what a PAC would take.
+    const violations = validateCfdi(xml);
+    if (violations.length) throw new ProviderRejected(`Documento rechazado: ${violations.map((v) => `${v.rule}: ${v.message}`).join('; ')}`);
     return { provider_id: `dev_${doc.invoice_id}`, uuid, series: doc.series, folio: doc.folio, stamped_at: stamp.stamped_at, verification_url: verificationUrl(uuid, doc.issuer.rfc, doc.receiver.rfc, doc.total_cents, seal), xml };
   }
 
