@@ -7,6 +7,7 @@
 // not stamp twice, downloads).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { inflateSync } from 'node:zlib';
 import { setTaxProfile, type TaxProfileInput } from '../api/admin/tax-profile.ts';
 import { seal } from '../lib/secret-box.ts';
 import { useFitsRegime } from '../lib/cfdi/catalogs.ts';
@@ -25,6 +26,25 @@ import { startFacturapiStandIn } from './helpers/facturapi-stand-in.ts';
 import { waitFor } from './helpers/wait.ts';
 
 type Api = ReturnType<typeof client>;
+
+/** The text a PDF made by pdfkit shows: its content streams inflated, each TJ's strings decoded (WinAnsi as Latin-1). */
+function pdfText(pdf: Buffer): string {
+  const raw = pdf.toString('latin1');
+  const lines: string[] = [];
+  for (const match of raw.matchAll(/stream\r?\n/g)) {
+    const start = match.index + match[0].length;
+    let content: string;
+    try {
+      content = inflateSync(pdf.subarray(start, raw.indexOf('endstream', start))).toString('latin1');
+    } catch {
+      continue; // not a deflated stream (an image, a font)
+    }
+    for (const shown of content.matchAll(/\[([^\]]*)\] TJ/g)) {
+      lines.push([...shown[1].matchAll(/<([0-9a-f]*)>/g)].map((hex) => Buffer.from(hex[1], 'hex').toString('latin1')).join(''));
+    }
+  }
+  return lines.join('\n');
+}
 
 async function setUpCompany(app: TestApp, api: Api, t: Tenant) {
   const csd = testCsd();
@@ -332,6 +352,21 @@ describe('tax invoices with the development provider', () => {
     const broken = structuredClone(rows[0].document);
     broken.lines[0].description = '';
     await assert.rejects(provider.emit(broken, signer), (error: Error) => error instanceof ProviderRejected && /CFDI40-CONCEPTO/.test(error.message));
+  });
+
+  test('the development PDF: its figures add up (Subtotal − Descuento + IVA = Total), the stamp time as the XML\'s, characters it cannot draw as "?"', async () => {
+    const customer = (await api.post('/customers', { data: { name: 'Jürgen', tax_id: 'URE180429TM6', legal_name: 'Jürgen 李 Müller', address: { postal_code: '86991' } } })).body.data;
+    const s = await sale(api, { customer_id: customer.id, line_items: [{ description: 'Libro', quantity: 2, unit_price_cents: 1499, discount_cents: 7, vat_rate: 16 }] });
+    const inv = await valid((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    const pdf = Buffer.from(await (await fetch(`${app.baseUrl}/invoices/${inv.id}/pdf`, { headers: { authorization: `Bearer ${tenant.key}` } })).arrayBuffer());
+    const text = pdfText(pdf);
+    assert.match(text, /Receptor: JÜRGEN \? MÜLLER /);
+    const amount = (label: string) => Number(new RegExp(`${label}: ([0-9.]+)`).exec(text)?.[1]);
+    assert.equal(Math.round((amount('Subtotal') - amount('Descuento') + amount('IVA trasladado')) * 100), Math.round(amount('Total') * 100), text);
+    assert.equal(Math.round(amount('Total') * 100), s.total_cents);
+    const xml = await (await fetch(`${app.baseUrl}/invoices/${inv.id}/xml`, { headers: { authorization: `Bearer ${tenant.key}` } })).text();
+    assert.ok(text.includes(`Fecha de timbrado: ${/FechaTimbrado="([^"]+)"/.exec(xml)![1]}`), text);
+    assert.ok(text.includes('29.98 - 0.07'), 'a discount written with a hyphen, which the font has');
   });
 
   test('the series takes what the CFDI 4.0 schema takes (F-A), and the emitter\'s name is checked as the receiver\'s is', async () => {
