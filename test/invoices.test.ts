@@ -437,9 +437,28 @@ describe('tax invoices with the development provider', () => {
       return i.payment_complements.length === 2 && i.payment_complements.every((c: any) => c.status === 'valid') && i;
     }, 20_000, 'two complements');
     assert.deepEqual(done.payment_complements.map((c: any) => [c.installment, c.amount_cents]), [[1, 100_000], [2, 278_000]]);
-    const { rows } = await app.pool.query('SELECT xml FROM invoice_payment_complements WHERE invoice_id = $1 ORDER BY installment', [inv.id]);
+    // Each complement's CFDI downloads, for the issuer to hand to the customer.
+    const rows: Array<{ xml: string }> = [];
+    for (const c of done.payment_complements) {
+      const res = await fetch(`${app.baseUrl}/invoices/${inv.id}/payment-complements/${c.id}/xml`, { headers: { authorization: `Bearer ${tenant.key}` } });
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('content-type'), 'application/xml; charset=utf-8');
+      assert.equal(res.headers.get('content-disposition'), `attachment; filename="pago-${c.uuid}.xml"`);
+      rows.push({ xml: await res.text() });
+    }
     for (const r of rows) assert.deepEqual(validateCfdi(r.xml), []);
+    assert.match(rows[0].xml, /TipoDeComprobante="P"/);
     assert.match(rows[1].xml, /ImpSaldoAnt="2780.00" ImpPagado="2780.00" ImpSaldoInsoluto="0.00"/);
+    // Another invoice's path, an unknown id, another company: 404; a malformed id: 400.
+    const other = await seedTenant(app.pool, { modules: ['invoicing'] });
+    const complementPath = `/invoices/${inv.id}/payment-complements/${done.payment_complements[0].id}/xml`;
+    assert.equal((await client(app.baseUrl, other.key).get(complementPath)).status, 404);
+    assert.equal((await api.get(`/invoices/${setup.customer.id}/payment-complements/${done.payment_complements[0].id}/xml`)).status, 404);
+    assert.equal((await api.get(`/invoices/${inv.id}/payment-complements/nope/xml`)).body.error, 'invalid_id');
+    await app.pool.query(`UPDATE invoice_payment_complements SET status = 'failed', uuid = NULL, xml = NULL WHERE id = $1`, [done.payment_complements[0].id]);
+    const unstamped = await api.get(complementPath);
+    assert.deepEqual([unstamped.status, unstamped.body.error], [409, 'invoice_not_stamped']);
+    await app.pool.query(`UPDATE invoice_payment_complements SET status = 'valid', uuid = $2, xml = $3 WHERE id = $1`, [done.payment_complements[0].id, done.payment_complements[0].uuid, rows[0].xml]);
     assert.equal((await events(app, tenant.companyId, 'invoice.payment_complement_added')).filter((e) => e.id === inv.id).length, 2);
     // A payment with its complement stamped is not deleted (the complements would outlive it, and add up to more
     // than the invoice once paid again): 409, and the sale keeps it.

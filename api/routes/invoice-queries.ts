@@ -136,3 +136,14 @@ export async function productPropertiesOf(db: Queryable, companyId: string, prod
   const { rows } = await db.query<{ id: string; custom_properties: Record<string, unknown> }>('SELECT id, custom_properties FROM products WHERE company_id = $1 AND id = ANY($2)', [companyId, productIds]);
   return rows;
 }
+
+/** A stamped payment complement's XML as kept at its stamp, with what its download needs; null when not this invoice's. */
+export async function findComplementXml(db: Queryable, companyId: string, invoiceId: string, complementId: string) {
+  const { rows } = await db.query<{ uuid: string | null; xml: string | null; provider_id: string | null; status: string; provider: string }>(
+    `SELECT c.uuid, c.xml, c.provider_id, c.status, i.provider
+       FROM invoice_payment_complements c JOIN invoices i ON i.id = c.invoice_id
+      WHERE c.company_id = $1 AND c.invoice_id = $2 AND c.id = $3`,
+    [companyId, invoiceId, complementId],
+  );
+  return rows[0] ?? null;
+}

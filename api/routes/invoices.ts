@@ -9,7 +9,8 @@
 import { z } from 'zod';
 import { facturapiKeyOf, INVOICE_STATUSES } from '../../db/invoicing.ts';
 import { findSale } from '../../db/money/sales.ts';
-import { transactionRead } from '../../db/pool.ts';
+import { transactionRead, type Queryable } from '../../db/pool.ts';
+import type { Config } from '../../lib/config.ts';
 import { INVOICES } from '../../db/queues.ts';
 import { invoicePdf } from '../../lib/cfdi/pdf.ts';
 import { FacturapiProvider } from '../../lib/cfdi/providers.ts';
@@ -18,7 +19,7 @@ import { ApiError, validationFailed } from '../errors.ts';
 import { paginationQuery } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { buildDocument } from './invoice-document.ts';
-import { findInvoice, hasPendingSubstitute, insertInvoice, isValidSibling, listInvoices, liveInvoicesOfSale, requestCancellation, serializeInvoice } from './invoice-queries.ts';
+import { findComplementXml, findInvoice, hasPendingSubstitute, insertInvoice, isValidSibling, listInvoices, liveInvoicesOfSale, requestCancellation, serializeInvoice } from './invoice-queries.ts';
 import { invoiceCancel, invoiceCreate, invoiceSchema } from './invoice-schemas.ts';
 import { objectIdString } from './money-fields.ts';
 
@@ -26,6 +27,17 @@ const TAG = 'Invoices';
 const MODULE = 'invoicing';
 
 const idParam = { id: 'id' } as const;
+
+/** A stamped document's XML or PDF from Facturapi, with the company's key; 503 service_unavailable when it cannot be had. */
+async function fromFacturapi(config: Config, db: Queryable, companyId: string, providerId: string, format: 'xml' | 'pdf'): Promise<Buffer> {
+  const facturapi = config.facturapi;
+  if (!facturapi) throw new ApiError('service_unavailable', `Facturapi no está configurado en este servicio (FACTURAPI_KEY); el ${format.toUpperCase()} de este documento no se puede obtener.`);
+  const key = await facturapiKeyOf(db, config, companyId);
+  if (!key) throw new ApiError('service_unavailable', `La organización de la empresa en Facturapi no tiene llave para este modo (FACTURAPI_MODE); el ${format.toUpperCase()} de este documento no se puede obtener.`);
+  return new FacturapiProvider({ baseUrl: facturapi.url, key }).download(providerId, format).catch((error) => {
+    throw new ApiError('service_unavailable', `El proveedor no entregó el ${format.toUpperCase()}: ${(error as Error).message}`);
+  });
+}
 
 export const invoiceRoutes: RouteDef[] = [
   defineRoute({
@@ -169,13 +181,7 @@ export const invoiceRoutes: RouteDef[] = [
           body = Buffer.from(invoice.xml, 'utf8');
         } else if (invoice.provider === 'facturapi') {
           // Facturapi's PDF, and the XML of an invoice stamped before it was kept, come from Facturapi.
-          const facturapi = ctx.deps.config.facturapi;
-          if (!facturapi) throw new ApiError('service_unavailable', `Facturapi no está configurado en este servicio (FACTURAPI_KEY); el ${format.toUpperCase()} de esta factura no se puede obtener.`);
-          const key = await facturapiKeyOf(db, ctx.deps.config, companyId);
-          if (!key) throw new ApiError('service_unavailable', `La organización de la empresa en Facturapi no tiene llave para este modo (FACTURAPI_MODE); el ${format.toUpperCase()} de esta factura no se puede obtener.`);
-          body = await new FacturapiProvider({ baseUrl: facturapi.url, key }).download(invoice.provider_id!, format).catch((error) => {
-            throw new ApiError('service_unavailable', `El proveedor no entregó el ${format.toUpperCase()}: ${(error as Error).message}`);
-          });
+          body = await fromFacturapi(ctx.deps.config, db, companyId, invoice.provider_id!, format);
         } else body = format === 'xml' ? Buffer.from(invoice.xml ?? '', 'utf8') : await invoicePdf(invoice);
         ctx.set('Content-Disposition', `attachment; filename="${name}"`);
         ctx.set('X-Content-Type-Options', 'nosniff');
@@ -184,4 +190,30 @@ export const invoiceRoutes: RouteDef[] = [
       },
     }),
   ),
+  defineRoute({
+    method: 'GET',
+    path: '/invoices/:id/payment-complements/:complement_id/xml',
+    scope: 'read-invoices',
+    module: MODULE,
+    tag: TAG,
+    summary: 'Descarga el XML timbrado de un complemento de pago',
+    description:
+      'El CFDI de pago (tipo P, Pagos 2.0) de un pago de una venta a crédito, que el emisor entrega a su cliente: uno por pago, en `payment_complements` de la factura. Aún sin timbrar (pending o failed): 409 `invoice_not_stamped`. Se guarda al timbrarse; el de un complemento timbrado por Facturapi antes de guardarse se pide a Facturapi (503 `service_unavailable` si no responde).',
+    params: { id: 'id', complement_id: 'id' },
+    status: 200,
+    file: { mediaType: 'application/xml' },
+    errors: ['invalid_id', 'not_found', 'module_not_enabled', 'invoice_not_stamped', 'service_unavailable'],
+    handler: async (ctx, { params, companyId, db }) => {
+      const complement = await findComplementXml(db, companyId, params.id, params.complement_id);
+      if (!complement) throw new ApiError('not_found');
+      if (!complement.uuid) {
+        throw new ApiError('invoice_not_stamped', complement.status === 'failed' ? 'El proveedor rechazó este complemento de pago (ver failure_reason); no tiene XML.' : 'El complemento de pago aún no está timbrado.');
+      }
+      const body = complement.xml !== null ? Buffer.from(complement.xml, 'utf8') : await fromFacturapi(ctx.deps.config, db, companyId, complement.provider_id!, 'xml');
+      ctx.set('Content-Disposition', `attachment; filename="pago-${complement.uuid}.xml"`);
+      ctx.set('X-Content-Type-Options', 'nosniff');
+      ctx.type = 'application/xml; charset=utf-8';
+      return body;
+    },
+  }),
 ];
