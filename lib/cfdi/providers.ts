@@ -11,7 +11,6 @@
 import { createHash } from 'node:crypto';
 import { cents, type CfdiDocument } from './document.ts';
 import { facturapiRequest, ProviderRejected, ProviderUnavailable } from './facturapi.ts';
-import { validateCfdi } from './anexo20.ts';
 import { cfdiXml, type Stamp } from './xml.ts';
 
 export { ProviderRejected, ProviderUnavailable };
@@ -51,6 +50,11 @@ export class DevelopmentProvider implements InvoiceProvider {
     const xml = cfdiXml(doc, stamp, { number: signer.number, base64: signer.certificateBase64 });
     // As a certified provider would: a document that breaks a rule of Anexo 20 is refused, not stamped,
     // so what passes here in development is what a PAC would take.
+    // Loaded on first use, in the worker (the web process never stamps). Imported statically here, so
+    // evaluated in the middle of the web's module graph, it left the customers list at 359–378 µs of CPU
+    // per request against 281–295 without it, or with the same module imported first (docs/bench.md,
+    // fourth session of 2026-11-29; why the order matters is not known).
+    const { validateCfdi } = await import('./anexo20.ts');
     const violations = validateCfdi(xml);
     if (violations.length) throw new ProviderRejected(`Documento rechazado: ${violations.map((v) => `${v.rule}: ${v.message}`).join('; ')}`);
     return { provider_id: `dev_${doc.invoice_id}`, uuid, series: doc.series, folio: doc.folio, stamped_at: stamp.stamped_at, verification_url: verificationUrl(uuid, doc.issuer.rfc, doc.receiver.rfc, doc.total_cents, seal), xml };
