@@ -86,20 +86,26 @@ describe('migration runner', () => {
     });
   });
 
-  test('103 stores created_at as shown: records sharing a millisecond are cut to it, a lone one keeps its digits; every table\'s default is whole milliseconds', async () => {
+  test('103: the tables listed in created_at order take it to the millisecond; rows stored before are left as they were', async () => {
     await withScratchDatabase(async (pool) => {
       await migrate(pool, { upTo: 102 });
       const id = (n: number) => String(n).padStart(24, '0');
       await pool.query(`INSERT INTO companies (id, name, slug) VALUES ($1, 'Tiempos', 'tiempos')`, [id(1)]);
-      for (const [n, at] of [[2, '2026-11-29 07:00:00.123900+00'], [3, '2026-11-29 07:00:00.123456+00'], [4, '2026-11-29 07:00:00.200700+00']] as const) {
-        await pool.query(`INSERT INTO customers (id, company_id, name, created_at) VALUES ($1, $2, 'C', $3)`, [id(n), id(1), at]);
-      }
+      await pool.query(`INSERT INTO customers (id, company_id, name, created_at) VALUES ($1, $2, 'Antes', '2026-11-29 07:00:00.123456+00')`, [id(2), id(1)]);
       await migrate(pool);
-      const { rows } = await pool.query(`SELECT id, to_char(created_at AT TIME ZONE 'UTC', 'SS.US') AS at FROM customers ORDER BY created_at DESC, id DESC`);
-      assert.deepEqual(rows.map((r) => [r.id, r.at]), [[id(4), '00.200700'], [id(3), '00.123000'], [id(2), '00.123000']]);
-      const { rows: defaults } = await pool.query(`SELECT table_name, column_default FROM information_schema.columns
-        WHERE table_schema = current_schema() AND column_name = 'created_at' AND column_default IS DISTINCT FROM $1`, [`date_trunc('milliseconds'::text, now())`]);
-      assert.deepEqual(defaults, [], 'a table whose created_at default is not whole milliseconds');
+      await pool.query(`INSERT INTO customers (id, company_id, name) VALUES ($1, $2, 'Después')`, [id(3), id(1)]);
+      const { rows } = await pool.query(`SELECT id, created_at = date_trunc('milliseconds', created_at) AS whole FROM customers ORDER BY id`);
+      assert.deepEqual(rows.map((r) => [r.id, r.whole]), [[id(2), false], [id(3), true]]);
+      // Every table a list pages in created_at order (its (…, created_at DESC, id DESC) index), and the
+      // members' and grants' lists: a new one made with a plain now() default fails here.
+      const { rows: plain } = await pool.query(`
+        SELECT DISTINCT c.table_name FROM information_schema.columns c
+         WHERE c.table_schema = current_schema() AND c.column_name = 'created_at'
+           AND c.column_default IS DISTINCT FROM $1
+           AND (c.table_name IN ('users', 'oauth_grants')
+                OR EXISTS (SELECT 1 FROM pg_indexes i WHERE i.schemaname = c.table_schema AND i.tablename = c.table_name AND i.indexdef LIKE '%created_at DESC, id DESC%'))`,
+        [`date_trunc('milliseconds'::text, now())`]);
+      assert.deepEqual(plain, [], 'a listed table whose created_at default is not whole milliseconds');
     });
   });
 
