@@ -207,7 +207,7 @@ async function closedMonthsCrossed(db: Queryable, companyId: string, from: strin
 /** The company's owner (the first owner by membership date), whom keys default to. */
 export async function ownerOf(db: Queryable, companyId: string): Promise<string> {
   const { rows } = await db.query<{ user_id: string }>(
-    `SELECT user_id FROM memberships WHERE company_id = $1 ORDER BY is_owner DESC, created_at ASC LIMIT 1`,
+    `SELECT user_id FROM memberships WHERE company_id = $1 ORDER BY is_owner DESC, created_at ASC, user_id ASC LIMIT 1`,
     [companyId],
   );
   if (!rows[0]) throw new ApiError('not_found', `Company ${companyId} not found or has no members`);

@@ -22,7 +22,7 @@ export async function listGrants(db: Queryable, filter: { userId?: string; compa
   const { rows } = await db.query<Omit<GrantSummary, 'created_at' | 'revoked_at'> & { created_at: Date; revoked_at: Date | null }>(
     `SELECT g.id, g.client_id, c.client_name, g.user_id, g.company_id, g.scopes, g.created_at, g.revoked_at, ${liveGrantSql('g')} AS active
        FROM oauth_grants g JOIN oauth_clients c ON c.id = g.client_id
-      WHERE ($1::text IS NULL OR g.user_id = $1) AND ($2::text IS NULL OR g.company_id = $2) AND ($3::text IS NULL OR g.id = $3) ORDER BY g.created_at DESC`,
+      WHERE ($1::text IS NULL OR g.user_id = $1) AND ($2::text IS NULL OR g.company_id = $2) AND ($3::text IS NULL OR g.id = $3) ORDER BY g.created_at DESC, g.id DESC`,
     [filter.userId ?? null, filter.companyId ?? null, filter.id ?? null],
   );
   return rows.map((r) => ({ ...r, created_at: r.created_at.toISOString(), revoked_at: r.revoked_at?.toISOString() ?? null }));

@@ -52,7 +52,7 @@ export async function signIn(db: Queryable, input: z.infer<typeof signInSchema>)
   if (!users[0] || !ok) return null;
   const { rows: memberships } = await db.query<{ company_id: string; name: string }>(
     `SELECT m.company_id, c.name FROM memberships m JOIN companies c ON c.id = m.company_id
-      WHERE m.user_id = $1 AND ($2::text IS NULL OR m.company_id = $2) ORDER BY m.created_at`,
+      WHERE m.user_id = $1 AND ($2::text IS NULL OR m.company_id = $2) ORDER BY m.created_at, m.company_id`,
     [users[0].id, input.company_id ?? null],
   );
   if (memberships.length === 0) return null;

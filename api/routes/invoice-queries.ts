@@ -51,7 +51,7 @@ export async function findInvoice(db: Queryable, companyId: string, id: string, 
 
 /** The sale's invoices that block a new one (pending, valid, being cancelled), oldest first. */
 export async function liveInvoicesOfSale(db: Queryable, saleId: string): Promise<InvoiceRow[]> {
-  const { rows } = await db.query<InvoiceRow>(`SELECT * FROM invoices WHERE sale_id = $1 AND status IN ('pending', 'valid', 'cancellation_pending') ORDER BY created_at`, [saleId]);
+  const { rows } = await db.query<InvoiceRow>(`SELECT * FROM invoices WHERE sale_id = $1 AND status IN ('pending', 'valid', 'cancellation_pending') ORDER BY created_at, id`, [saleId]);
   return rows;
 }
 

@@ -233,7 +233,7 @@ export async function notifyTeam(pool: Pool, config: Config, form: FormRow, s: S
   let to = form.post_actions.notify_team?.to ?? [];
   if (!to.length) {
     const { rows } = await pool.query(
-      `SELECT u.email FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.company_id = $1 AND u.deleted_at IS NULL ORDER BY m.created_at`,
+      `SELECT u.email FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.company_id = $1 AND u.deleted_at IS NULL ORDER BY m.created_at, m.user_id`,
       [s.company_id],
     );
     to = rows.map((r) => r.email);
