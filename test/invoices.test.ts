@@ -373,7 +373,25 @@ describe('tax invoices with the development provider', () => {
     const s = await sale(api, { customer_id: setup.customer.id });
     const inv = await valid((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' }, series: 'F-A' } })).body.data.id);
     assert.deepEqual([inv.status, inv.series], ['valid', 'F-A']);
-    assert.equal((await api.post(`/sales/${(await sale(api)).id}/invoice`, { data: { series: 'A|B' } })).status, 422);
+    for (const series of ['A|B', 'A\u2028B', '   ', 'A\nB', 'X'.repeat(26)]) {
+      assert.equal((await api.post(`/sales/${(await sale(api)).id}/invoice`, { data: { series } })).status, 422, JSON.stringify(series));
+    }
+    // Any series the schema takes downloads under a header clients read back as it is (RFC 6266).
+    for (const series of ['F€', 'ÑA', 'a"; b']) {
+      const stamped = await valid((await api.post(`/sales/${(await sale(api)).id}/invoice`, { data: { series } })).body.data.id);
+      assert.equal(stamped.status, 'valid', `${series}: ${stamped.failure_reason}`);
+      for (const format of ['xml', 'pdf']) {
+        const res = await fetch(`${app.baseUrl}/invoices/${stamped.id}/${format}`, { headers: { authorization: `Bearer ${tenant.key}` } });
+        assert.equal(res.status, 200, `${series} ${format}`);
+        // As a client reads it (RFC 6266): filename* (UTF-8) when present, else the quoted filename.
+        const header = res.headers.get('content-disposition')!;
+        assert.match(header, /^attachment; /);
+        const extended = /filename\*=UTF-8''([^;]+)/.exec(header);
+        const quoted = /filename="((?:[^"\\]|\\.)*)"/.exec(header)!;
+        assert.match(quoted[1], /^[\x20-\x7e]*$/, 'the plain filename is ASCII');
+        assert.equal(extended ? decodeURIComponent(extended[1]) : quoted[1].replace(/\\(.)/g, '$1'), `${series}-${stamped.uuid}.${format}`, header);
+      }
+    }
     const csd = testCsd();
     const refused = await wsctl(app, ['company', 'tax-profile', tenant.companyId, '--rfc', csd.rfc, '--legal-name', 'ESCUELA | KEMPER', '--tax-regime', '601', '--zip', '42501', '--cer', csd.cerPath, '--key', csd.keyPath, '--key-password', csd.password]);
     assert.notEqual(refused.code, 0);

@@ -123,7 +123,7 @@ function operation(route: RouteDef, book: SchemaBook, responseNames: Map<z.ZodTy
       description: 'El archivo, como adjunto',
       headers: {
         ...COMMON_HEADERS,
-        'Content-Disposition': { schema: { type: 'string' }, description: 'attachment; filename="<serie>-<folio>.<ext>"' },
+        'Content-Disposition': { schema: { type: 'string' }, description: 'attachment; filename="<serie>-<folio>.<ext>" (ASCII), y filename* en UTF-8 (RFC 6266) si la serie tiene otros caracteres' },
       },
       content: { [route.file.mediaType]: { schema: { type: 'string', format: 'binary' } } },
     };

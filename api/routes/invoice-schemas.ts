@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { CANCEL_MOTIVES, CFDI_USES, PAYMENT_FORMS, PAYMENT_METHODS, PRODUCT_KEY, TAX_REGIMES, UNIT_KEY, ZIP } from '../../lib/cfdi/catalogs.ts';
 import { INVOICE_STATUSES } from '../../db/invoicing.ts';
 import { objectIdString } from './money-fields.ts';
+import { lineText } from '../validation.ts';
 
 export const invoiceSchema = z.object({
   id: z.string(),
@@ -34,8 +35,12 @@ export const invoiceSchema = z.object({
 export const invoiceCreate = z.strictObject({
   cfdi_use: z.enum(CFDI_USES).optional().describe('UsoCFDI del cliente; por defecto G03 (gastos en general); al público en general, S01'),
   payment_form: z.enum(PAYMENT_FORMS).optional().describe('c_FormaPago; en PUE por defecto la forma de los pagos de la venta (la del mayor importe), o 03 (transferencia) si no tiene pagos; en PPD siempre 99'),
-  // Serie is [^|]{1,25} in the CFDI 4.0 schema: letters, digits and signs such as F-A, on one line.
-  series: z.string().regex(/^[^|\u0000-\u001f\u007f]{1,25}$/, 'de 1 a 25 caracteres en una línea, sin |').optional(),
+  // Serie is [^|]{1,25} in the CFDI 4.0 schema (which collapses white space): signs such as F-A, on one
+  // line, trimmed, something visible, no pipe.
+  series: lineText(25)
+    .min(1)
+    .refine((v) => !v.includes('|'), 'sin | (esquema del CFDI 4.0)')
+    .optional(),
   receiver: z
     .strictObject({
       tax_regime: z.string().refine((r) => !!TAX_REGIMES[r], 'fuera de c_RegimenFiscal').optional(),

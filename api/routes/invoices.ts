@@ -28,6 +28,11 @@ const MODULE = 'invoicing';
 
 const idParam = { id: 'id' } as const;
 
+/** A download's filename in ASCII, for clients that do not read RFC 6266's filename* (which carries it whole). */
+function asciiName(name: string): string {
+  return name.normalize('NFD').replace(/[\u0300-\u036f]/g, '').replace(/[^\x20-\x7e]/g, '_');
+}
+
 /** A stamped document's XML or PDF from Facturapi, with the company's key; 503 service_unavailable when it cannot be had. */
 async function fromFacturapi(config: Config, db: Queryable, companyId: string, providerId: string, format: 'xml' | 'pdf'): Promise<Buffer> {
   const facturapi = config.facturapi;
@@ -183,7 +188,9 @@ export const invoiceRoutes: RouteDef[] = [
           // Facturapi's PDF, and the XML of an invoice stamped before it was kept, come from Facturapi.
           body = await fromFacturapi(ctx.deps.config, db, companyId, invoice.provider_id!, format);
         } else body = format === 'xml' ? Buffer.from(invoice.xml ?? '', 'utf8') : await invoicePdf(invoice);
-        ctx.set('Content-Disposition', `attachment; filename="${name}"`);
+        // RFC 6266 (Koa's attachment, the content-disposition package): an ASCII filename, and filename*
+        // in UTF-8 when the series has other characters, never a header Node refuses or a quote that ends it.
+        ctx.attachment(name, { fallback: asciiName(name) });
         ctx.set('X-Content-Type-Options', 'nosniff');
         ctx.type = format === 'xml' ? 'application/xml; charset=utf-8' : 'application/pdf';
         return body;
@@ -210,7 +217,7 @@ export const invoiceRoutes: RouteDef[] = [
         throw new ApiError('invoice_not_stamped', complement.status === 'failed' ? 'El proveedor rechazó este complemento de pago (ver failure_reason); no tiene XML.' : 'El complemento de pago aún no está timbrado.');
       }
       const body = complement.xml !== null ? Buffer.from(complement.xml, 'utf8') : await fromFacturapi(ctx.deps.config, db, companyId, complement.provider_id!, 'xml');
-      ctx.set('Content-Disposition', `attachment; filename="pago-${complement.uuid}.xml"`);
+      ctx.attachment(`pago-${complement.uuid}.xml`);
       ctx.set('X-Content-Type-Options', 'nosniff');
       ctx.type = 'application/xml; charset=utf-8';
       return body;

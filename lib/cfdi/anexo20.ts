@@ -41,6 +41,9 @@ export function validateCfdi(xml: string): Violation[] {
   if (!DATE.test(a(root, 'Fecha') ?? '')) fail('CFDI40-FECHA', 'Fecha debe ser AAAA-MM-DDThh:mm:ss');
   if (!ZIP.test(a(root, 'LugarExpedicion') ?? '')) fail('CFDI40-LUGAR', 'LugarExpedicion es un código postal de 5 dígitos');
   if (!['I', 'E', 'T', 'N', 'P'].includes(type ?? '')) fail('CFDI40-TIPO', 'TipoDeComprobante fuera de c_TipoDeComprobante');
+  // Serie: [^|]{1,25} once the schema collapses its white space.
+  const serie = a(root, 'Serie');
+  if (serie !== null && root.hasAttribute('Serie') && !/^[^|]{1,25}$/.test(serie.replace(/\s+/g, ' ').trim())) fail('CFDI40-SERIE', 'Serie: de 1 a 25 caracteres visibles, sin |');
   for (const name of ['SubTotal', 'Total', 'Descuento']) if (a(root, name) && !MONEY.test(a(root, name)!)) fail('CFDI40-IMPORTE', `${name} no es un importe válido`);
 
   const [emisor] = children(root, CFDI, 'Emisor');
