@@ -590,3 +590,27 @@ describe('calendar sync end to end', () => {
     assert.deepEqual(await starts(), ['09:00', '11:00']);
   });
 });
+
+describe('the consent callback past the per-address limit', () => {
+  let google: GoogleStandIn;
+  let app: TestApp;
+  before(async () => {
+    google = await startGoogleStandIn();
+    app = await startTestApp({ ...google.env, RATE_LIMIT_PER_MINUTE: '2' });
+  });
+  after(async () => {
+    await app.close();
+    await google.close();
+  });
+
+  test('a person\'s browser gets a page saying when to try again (429, Retry-After), not the API\'s JSON', async () => {
+    const callback = `${app.url}/integrations/google/callback?code=x&state=y`;
+    for (let i = 0; i < 2; i++) assert.equal((await fetch(callback)).status, 400, 'a bad link, counted');
+    const limited = await fetch(callback);
+    assert.equal(limited.status, 429);
+    assert.match(limited.headers.get('content-type') ?? '', /^text\/html/);
+    const wait = Number(limited.headers.get('retry-after'));
+    assert.ok(wait >= 1);
+    assert.match(await limited.text(), new RegExp(`vuelve a abrir la liga en ${wait} segundos`));
+  });
+});
