@@ -31,7 +31,7 @@ import { iso } from '../../db/timestamps.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { ApiError } from '../errors.ts';
 import { canonicalJson, checkKeyShape, IDEMPOTENCY_BODY_LIMIT, runIdempotent } from '../middleware/idempotency.ts';
-import { consumeLimit } from '../middleware/rate-limit.ts';
+import { consumeLimit, withinPageLimit } from '../middleware/rate-limit.ts';
 import { jsonContentType } from '../middleware/body.ts';
 import { optionalText, parseData, parseQuery } from '../validation.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState, Deps } from '../types.ts';
@@ -178,16 +178,7 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
   const router: ApiRouter = new Router<ApiState, ApiContextExtension>({ prefix: '/book' });
   const reads = (ctx: ApiContext) => consumeLimit(ctx, `book-read:${ctx.ip}`, PUBLIC_READS_PER_MINUTE);
   /** The reads of a page a person opens: over the limit, a page that says so (429, Retry-After), not the API's JSON. */
-  const pageReads = async (ctx: ApiContext): Promise<boolean> => {
-    try {
-      await reads(ctx);
-      return true;
-    } catch (error) {
-      if (!(error instanceof ApiError) || error.code !== 'rate_limited') throw error;
-      html(ctx, 429, (nonce) => tooManyRequestsPage(nonce, Number(ctx.response.get('Retry-After'))));
-      return false;
-    }
-  };
+  const pageReads = (ctx: ApiContext) => withinPageLimit(ctx, reads, (seconds) => html(ctx, 429, (nonce) => tooManyRequestsPage(nonce, seconds)));
   const writes = (ctx: ApiContext) => consumeLimit(ctx, `book-write:${ctx.ip}`, PUBLIC_WRITES_PER_MINUTE);
   const bookingDeps = { jobs: deps.jobs, config: deps.config };
 

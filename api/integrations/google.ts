@@ -11,8 +11,7 @@ import { verifyState } from '../../lib/signed-state.ts';
 import { transaction } from '../../db/pool.ts';
 import { storeConnection } from '../../db/calendar-sync.ts';
 import type { Config } from '../../lib/config.ts';
-import { limitUnauthenticated } from '../middleware/rate-limit.ts';
-import { ApiError } from '../errors.ts';
+import { limitUnauthenticated, withinPageLimit } from '../middleware/rate-limit.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState, Deps } from '../types.ts';
 
 export const CALLBACK_PATH = '/integrations/google/callback';
@@ -39,13 +38,11 @@ function page(ctx: ApiContext, status: number, title: string, text: string): voi
 export function googleIntegrationRouter(deps: Deps): ApiRouter {
   const router: ApiRouter = new Router<ApiState, ApiContextExtension>();
   router.get(CALLBACK_PATH, async (ctx) => {
-    try {
-      await limitUnauthenticated(ctx);
-    } catch (error) {
-      // A person's browser lands here: over the limit, a page that says when to try again (429, Retry-After).
-      if (!(error instanceof ApiError) || error.code !== 'rate_limited') throw error;
-      return page(ctx, 429, 'Demasiadas consultas', `Se hicieron demasiadas consultas desde tu red; vuelve a abrir la liga en ${ctx.response.get('Retry-After')} segundos.`);
-    }
+    // A person's browser lands here: past the limit, a page that says when to try again.
+    const within = await withinPageLimit(ctx, limitUnauthenticated, (seconds) =>
+      page(ctx, 429, 'Demasiadas consultas', `Se hicieron demasiadas consultas desde tu red; vuelve a abrir la liga en ${seconds} segundos.`),
+    );
+    if (!within) return;
     const google = deps.config.google;
     if (!google) return page(ctx, 404, 'Integración no disponible', 'Google Calendar no está configurado en este servicio.');
     const state = typeof ctx.query.state === 'string' ? verifyState(deps.config.encryptionKey, ctx.query.state) : null;

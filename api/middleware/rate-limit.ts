@@ -52,3 +52,19 @@ export function rateLimit(defaultLimit: number) {
   };
 }
 
+
+/**
+ * The limit of a page a person's browser opens: past it, `refused` renders a page saying when to try
+ * again (the 429 and Retry-After already set) instead of the API's JSON, and this answers false.
+ */
+export async function withinPageLimit(ctx: ApiContext, count: (ctx: ApiContext) => Promise<void>, refused: (retryAfterSeconds: number) => void): Promise<boolean> {
+  try {
+    await count(ctx);
+    return true;
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.code !== 'rate_limited') throw error;
+    ctx.status = 429;
+    refused(Number(ctx.response.get('Retry-After')));
+    return false;
+  }
+}
