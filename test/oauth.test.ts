@@ -696,6 +696,43 @@ describe('OAuth 2.1 authorization server', () => {
     assert.ok(Number(limited!.headers.get('retry-after')) > 0);
   });
 
+  test('a client named in HTTP Basic (client_id and an empty password) is the client, as in the body; a secret, another scheme or two names are refused', async () => {
+    const client = await sharedClient();
+    const basic = (user: string, password = '') => `Basic ${Buffer.from(`${encodeURIComponent(user)}:${password}`).toString('base64')}`;
+    const post = async (path: string, body: Record<string, string>, authorization: string) => {
+      const res = await fetch(`${app.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', authorization }, body: new URLSearchParams(body) });
+      return { status: res.status, challenge: res.headers.get('www-authenticate'), body: (await res.json()) as any };
+    };
+    const { verifier, challenge } = pkce();
+    const code = (await authorize(client.client_id, challenge, { as: await secondPerson() })).searchParams.get('code')!;
+    const exchange = { grant_type: 'authorization_code', code, code_verifier: verifier };
+    // Refused before the code is looked at (the code survives them): a secret (clients here are public),
+    // an unregistered client, another scheme, two different client_ids.
+    const refusals: [string, Record<string, string>, number, string][] = [
+      [basic(client.client_id, 'secret'), exchange, 401, 'invalid_client'],
+      [basic('client_nope'), exchange, 401, 'invalid_client'],
+      ['Bearer abc', exchange, 401, 'invalid_client'],
+      [basic(client.client_id), { ...exchange, client_id: 'client_other' }, 400, 'invalid_request'],
+    ];
+    for (const [authorization, body, status, error] of refusals) {
+      const refused = await post('/oauth/token', body, authorization);
+      assert.deepEqual([refused.status, refused.body.error], [status, error], authorization);
+      if (status === 401) assert.equal(refused.challenge, 'Basic realm="oauth"', `${authorization}: RFC 6749 §5.2 challenge`);
+    }
+    const issued = await post('/oauth/token', exchange, basic(client.client_id));
+    assert.equal(issued.status, 200, JSON.stringify(issued.body));
+    // Another registered client named in Basic is refused as it is in the body (it refreshed before).
+    const otherClient = await insertClient(app.pool, 'Otra aplicación', ['http://127.0.0.1:43210/callback']);
+    const foreign = await post('/oauth/token', { grant_type: 'refresh_token', refresh_token: issued.body.refresh_token }, basic(otherClient.id));
+    assert.deepEqual([foreign.status, foreign.body.error], [400, 'invalid_grant']);
+    const foreignRevoke = await post('/oauth/revoke', { token: issued.body.refresh_token }, basic(otherClient.id));
+    assert.deepEqual([foreignRevoke.status, foreignRevoke.body.error], [400, 'invalid_grant']);
+    assert.equal((await mcp(issued.body.access_token)).status, 200, 'refused revocations cut nothing');
+    const revoked = await post('/oauth/revoke', { token: issued.body.refresh_token }, basic(client.client_id));
+    assert.equal(revoked.status, 200);
+    assert.equal((await mcp(issued.body.access_token)).status, 401, 'the grant is revoked');
+  });
+
   test('redirect URIs are compared as written (a loopback one may change its port only); the registered query is kept as written when the code is added', async () => {
     const client = (await register()).body;
     const base = { response_type: 'code', client_id: client.client_id, redirect_uri: 'http://127.0.0.1:43210/callback', code_challenge: pkce().challenge, code_challenge_method: 'S256', state: 's' };
@@ -713,6 +750,9 @@ describe('OAuth 2.1 authorization server', () => {
       ' http://127.0.0.1:5555/callback',
       'http://127.0.0.1:5555\\callback',
       'http://localhost:5555/callback',
+      // Five digits match the loopback's port pattern, but no port is past 65535 (this answered 500).
+      'http://127.0.0.1:99999/callback',
+      'http://127.0.0.1:65536/callback',
     ]) {
       const shown = await page(new URLSearchParams({ ...base, redirect_uri }));
       assert.deepEqual([shown.status, shown.location], [400, null], redirect_uri);
@@ -725,6 +765,12 @@ describe('OAuth 2.1 authorization server', () => {
     const repeated = await page(twice);
     assert.deepEqual([repeated.status, repeated.location], [400, null]);
     assert.match(repeated.text, /más de una vez/);
+    // A repeated client_id is said to be repeated, not unknown.
+    const twoClients = new URLSearchParams(base);
+    twoClients.append('client_id', base.client_id);
+    const shownTwice = await page(twoClients);
+    assert.deepEqual([shownTwice.status, shownTwice.location], [400, null]);
+    assert.match(shownTwice.text, /\(client_id\) aparece más de una vez/);
     // RFC 6749 §3.1.2: the query of the registered URI is retained as written, the code and state appended.
     const withQuery = 'https://app.example.com/cb?next=/home&flag&q=a%20b';
     const own = (await register(withQuery)).body;

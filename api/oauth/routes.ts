@@ -18,6 +18,7 @@ import { ApiError } from '../errors.ts';
 import { toApiError } from '../middleware/request.ts';
 import { verifyPassword } from '../../lib/passwords.ts';
 import { consumeSignInAttempt } from '../auth/sessions.ts';
+import { authorizationOf } from '../middleware/authenticate.ts';
 import { MCP_PATH } from '../mcp/server.ts';
 import { MCP_SCOPES } from '../mcp/tools.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState } from '../types.ts';
@@ -100,6 +101,8 @@ const LOOPBACK_PORT = /^(http:\/\/(?:localhost|127\.0\.0\.1|\[::1\]))(?::[1-9][0
 function redirectMatches(registered: string[], given: string): boolean {
   if (registered.includes(given)) return true;
   if (!LOOPBACK_PORT.test(given)) return false;
+  // The pattern reads five digits; a port past 65535 (`:99999`) is no URL (the pages would fail to parse it).
+  if (!URL.canParse(given)) return false;
   const portless = (uri: string) => uri.replace(LOOPBACK_PORT, '$1');
   return registered.some((r) => LOOPBACK_PORT.test(r) && portless(r) === portless(given));
 }
@@ -164,6 +167,8 @@ function redirectWith(ctx: ApiContext, redirectUri: string, values: Record<strin
  * go back to the client as `error` on its redirect URI.
  */
 async function checkRequest(ctx: ApiContext, params: Record<string, string>, repeated: string[]) {
+  // Shown on the page: which of two client_ids would decide where an error goes back to?
+  if (repeated.includes('client_id')) return { page: 'La aplicación (client_id) aparece más de una vez en la solicitud.' } as const;
   const client = params.client_id ? await findClient(ctx.deps.pool, params.client_id) : null;
   if (!client) return { page: 'La aplicación no está registrada (client_id desconocido).' } as const;
   // Shown on the page, never redirected: without one exact redirect_uri there is nowhere safe to send an error.
@@ -389,6 +394,38 @@ async function authorize(ctx: ApiContext): Promise<void> {
   ctx.body = consent(session, undefined, await companiesOf(ctx.deps.pool, session.userId));
 }
 
+/**
+ * The client a token or revocation request names: `client_id` in the body, or the user part of HTTP
+ * Basic (RFC 6749 §2.3.1: form-encoded), which some libraries send for a public client with an empty
+ * password. Clients registered here are public (token_endpoint_auth_method `none`): a password, another
+ * scheme, or two different client_ids are refused; a Basic attempt is answered 401 with a Basic
+ * challenge (RFC 6749 §5.2). Undefined when the request names no client.
+ */
+function clientOf(ctx: ApiContext, bodyClientId: unknown): { clientId: string | undefined; viaHeader: boolean } | { refused: true } {
+  const refuse = (status: number, error: string, description: string) => {
+    oauthError(ctx, status, error, description);
+    if (status === 401) ctx.set('WWW-Authenticate', 'Basic realm="oauth"');
+    return { refused: true } as const;
+  };
+  if (bodyClientId !== undefined && typeof bodyClientId !== 'string') return refuse(400, 'invalid_request', 'client_id debe ser un texto');
+  const header = authorizationOf(ctx);
+  if (header === '') return { clientId: bodyClientId || undefined, viaHeader: false };
+  const basic = header === null ? null : /^Basic +([A-Za-z0-9+/]+={0,2}) *$/i.exec(header);
+  if (!basic) return refuse(401, 'invalid_client', 'la autenticación del cliente es client_id en el cuerpo, o HTTP Basic con la contraseña vacía (token_endpoint_auth_method none)');
+  const decoded = Buffer.from(basic[1], 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  let user: string;
+  try {
+    user = decodeURIComponent((colon < 0 ? decoded : decoded.slice(0, colon)).replace(/\+/g, ' '));
+  } catch {
+    return refuse(401, 'invalid_client', 'el usuario de HTTP Basic no es un client_id codificado como formulario');
+  }
+  if (colon < 0 || !user) return refuse(401, 'invalid_client', 'HTTP Basic debe llevar client_id: y la contraseña vacía');
+  if (decoded.length > colon + 1) return refuse(401, 'invalid_client', 'los clientes registrados aquí son públicos: sin contraseña (token_endpoint_auth_method none)');
+  if (bodyClientId && bodyClientId !== user) return refuse(400, 'invalid_request', 'client_id del cuerpo y el de HTTP Basic no coinciden');
+  return { clientId: user, viaHeader: true };
+}
+
 /** The token endpoint (RFC 6749 §3.2): authorization_code with PKCE, or refresh_token (api/oauth/grants.ts). */
 async function token(ctx: ApiContext): Promise<void> {
   cors(ctx);
@@ -405,8 +442,11 @@ async function token(ctx: ApiContext): Promise<void> {
   const pool = ctx.deps.pool;
   // RFC 8707: the only resource this server issues tokens for is its MCP endpoint.
   if (body.resource && !isOurResource(ctx, body.resource)) return oauthError(ctx, 400, 'invalid_target', 'resource no es el servidor MCP');
+  const named = clientOf(ctx, body.client_id);
+  if ('refused' in named) return;
+  const clientId = named.clientId;
   // RFC 6749 §5.2: a client_id this server never registered is invalid_client (401), not a bad grant.
-  if (body.client_id && !(await findClient(pool, body.client_id))) return oauthError(ctx, 401, 'invalid_client', 'client_id no está registrado');
+  if (clientId && !(await findClient(pool, clientId))) return unknownClient(ctx, named.viaHeader);
   if (body.grant_type === 'authorization_code') {
     // A missing parameter is invalid_request; a verifier that is not one (RFC 7636 §4.1 syntax) cannot match: invalid_grant.
     // client_id may be left out (the contract's token request names only the code and its verifier): the
@@ -414,14 +454,14 @@ async function token(ctx: ApiContext): Promise<void> {
     // redirect_uri too (OAuth 2.1 dropped it from the token request: PKCE binds the code); when sent, it must match.
     if (!body.code || !body.code_verifier) return oauthError(ctx, 400, 'invalid_request', 'code y code_verifier son obligatorios');
     if (!/^[A-Za-z0-9._~-]{43,128}$/.test(body.code_verifier)) return oauthError(ctx, 400, 'invalid_grant', 'code_verifier debe tener de 43 a 128 caracteres sin reservar');
-    const result = await exchangeCode(pool, { code: body.code, verifier: body.code_verifier, clientId: body.client_id, redirectUri: body.redirect_uri });
+    const result = await exchangeCode(pool, { code: body.code, verifier: body.code_verifier, clientId, redirectUri: body.redirect_uri });
     if ('error' in result) return oauthError(ctx, 400, 'invalid_grant', result.error);
     ctx.body = result.tokens;
     return;
   }
   if (body.grant_type === 'refresh_token') {
     if (!body.refresh_token) return oauthError(ctx, 400, 'invalid_request', 'refresh_token es obligatorio');
-    const result = await refreshGrant(pool, { refreshToken: body.refresh_token, clientId: body.client_id, scope: body.scope });
+    const result = await refreshGrant(pool, { refreshToken: body.refresh_token, clientId, scope: body.scope });
     if ('error' in result) return oauthError(ctx, 400, result.error, result.text);
     ctx.body = result.tokens;
     return;
@@ -431,18 +471,25 @@ async function token(ctx: ApiContext): Promise<void> {
   oauthError(ctx, 400, 'unsupported_grant_type', 'grant_type debe ser authorization_code o refresh_token');
 }
 
+/** 401 invalid_client for a client_id never registered here; with a Basic challenge when it came in HTTP Basic (RFC 6749 §5.2). */
+function unknownClient(ctx: ApiContext, viaHeader: boolean): void {
+  oauthError(ctx, 401, 'invalid_client', 'client_id no está registrado');
+  if (viaHeader) ctx.set('WWW-Authenticate', 'Basic realm="oauth"');
+}
+
 /** RFC 7009 revocation. */
 async function revoke(ctx: ApiContext): Promise<void> {
   cors(ctx);
   const sent = (ctx.request.body as Record<string, unknown>)?.token;
   // RFC 7009 §2.1: token is REQUIRED; an unknown one is not an error (below).
   if (typeof sent !== 'string' || !sent) return oauthError(ctx, 400, 'invalid_request', 'token es obligatorio');
-  const clientId = (ctx.request.body as Record<string, unknown>).client_id;
-  if (clientId !== undefined && typeof clientId !== 'string') return oauthError(ctx, 400, 'invalid_request', 'client_id debe ser un texto');
+  const named = clientOf(ctx, (ctx.request.body as Record<string, unknown>).client_id);
+  if ('refused' in named) return;
+  const clientId = named.clientId;
   // As at the token endpoint (RFC 6749 §5.2): a client_id never registered here is invalid_client, not "another's token".
-  if (clientId && !(await findClient(ctx.deps.pool, clientId))) return oauthError(ctx, 401, 'invalid_client', 'client_id no está registrado');
+  if (clientId && !(await findClient(ctx.deps.pool, clientId))) return unknownClient(ctx, named.viaHeader);
   // RFC 7009 §2.1: a token issued to another client is refused; RFC 6749 §5.2 names that invalid_grant.
-  if ((await revokeToken(ctx.deps.pool, sent, clientId || undefined)) === 'other_client') {
+  if ((await revokeToken(ctx.deps.pool, sent, clientId)) === 'other_client') {
     return oauthError(ctx, 400, 'invalid_grant', 'el token es de otra aplicación');
   }
   ctx.status = 200; // RFC 7009: an unknown token is not an error
