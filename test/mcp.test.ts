@@ -268,6 +268,11 @@ describe('MCP server', () => {
       const res = await rpc({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: asked, capabilities: {}, clientInfo: { name: 't', version: '1' } } });
       assert.equal(res.body.result.protocolVersion, answered);
     }
+    // MCP's InitializeRequest requires protocolVersion, capabilities and clientInfo: without them, -32602 (it answered a result).
+    for (const params of [undefined, { protocolVersion: 5, capabilities: {}, clientInfo: { name: 't', version: '1' } }, { protocolVersion: '2025-03-26', clientInfo: { name: 't', version: '1' } }, { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 't' } }]) {
+      const res = await rpc({ jsonrpc: '2.0', id: 7, method: 'initialize', ...(params ? { params } : {}) });
+      assert.deepEqual([res.status, res.body.id, res.body.error?.code, res.body.result], [200, 7, -32602, undefined], JSON.stringify(params));
+    }
     const bad = await rpc({ jsonrpc: '2.0', id: 1, method: 'ping' }, tenant.key, { 'mcp-protocol-version': '1999-01-01' });
     assert.equal(bad.status, 400);
     assert.equal(bad.body.error.code, -32600);

@@ -167,7 +167,10 @@ async function handle(ctx: ApiContext, credential: Credential, message: Request)
   }
   switch (message.method) {
     case 'initialize': {
-      const requested = String(params.protocolVersion ?? '');
+      // MCP's InitializeRequest: protocolVersion, capabilities and clientInfo ({name, version}) are required.
+      const problems = initializeProblems(params);
+      if (problems.length) return rpcError(message.id, -32602, `Parámetros inválidos: ${problems.join('; ')}.`);
+      const requested = params.protocolVersion as string;
       const version = (PROTOCOL_VERSIONS as readonly string[]).includes(requested) ? requested : PROTOCOL_VERSIONS[0];
       return result(message.id, {
         protocolVersion: version,
@@ -185,6 +188,18 @@ async function handle(ctx: ApiContext, credential: Credential, message: Request)
     default:
       return rpcError(message.id, -32601, `Método no soportado: ${message.method}`);
   }
+}
+
+/** What an `initialize` request's params lack, in MCP's schema (empty when they are whole). */
+function initializeProblems(params: Record<string, unknown>): string[] {
+  const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+  const problems: string[] = [];
+  if (typeof params.protocolVersion !== 'string') problems.push('protocolVersion debe ser un texto (la versión del protocolo, p. ej. 2025-03-26)');
+  if (!isObject(params.capabilities)) problems.push('capabilities debe ser un objeto');
+  if (!isObject(params.clientInfo) || typeof params.clientInfo.name !== 'string' || typeof params.clientInfo.version !== 'string') {
+    problems.push('clientInfo debe ser un objeto con name y version (textos)');
+  }
+  return problems;
 }
 
 /**
