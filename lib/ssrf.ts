@@ -168,6 +168,11 @@ export async function checkWebhookUrl(url: string, options: { httpsOnly: boolean
   if (options.httpsOnly ? parsed.protocol !== 'https:' : parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
     return options.httpsOnly ? 'la URL debe usar https' : 'la URL debe usar http o https';
   }
+  // `http:host/path` and `https:/host` parse (WHATWG adds the slashes) but curl and most tools read
+  // them otherwise: the stored URL is written as it is sent, `scheme://host`.
+  if (!/^https?:\/\/[^/]/i.test(url)) return 'la URL debe empezar por http:// o https:// seguido del host';
+  // Port 0 reaches no server.
+  if (parsed.port === '0') return 'el puerto de la URL no puede ser 0';
   // Credentials in the URL would be stored and logged with it, and are sent as
   // Basic auth by some clients: the signature header is the way to authenticate.
   if (parsed.username !== '' || parsed.password !== '') return 'la URL no puede incluir usuario ni contraseña';

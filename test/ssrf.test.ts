@@ -216,6 +216,17 @@ describe('checkWebhookUrl in production', () => {
     }
   });
 
+  test('a URL not written scheme://host, or with port 0, is refused even with the guard off: the parser adds the slashes, other tools do not', async () => {
+    for (const guard of [true, false]) {
+      const options = { httpsOnly: false, guard, lookup: scripted([PUBLIC_IP]) };
+      for (const url of ['http:example.com/hook', 'https:/example.com/hook', 'HTTPS:example.com', 'http:///example.com/hook']) {
+        assert.equal(await checkWebhookUrl(url, options), 'la URL debe empezar por http:// o https:// seguido del host', `${url} (guard ${guard})`);
+      }
+      assert.equal(await checkWebhookUrl('https://example.com:0/hook', options), 'el puerto de la URL no puede ser 0');
+      assert.equal(await checkWebhookUrl('HTTPS://Example.com:8443/Hook', options), null, 'the scheme in capitals is still scheme://host');
+    }
+  });
+
   test('garbage is refused', async () => {
     assert.equal(await checkWebhookUrl('not a url', prod()), 'la URL no es válida');
     assert.equal(await checkWebhookUrl('https://1.2.3.4.5/', prod()), 'la URL no es válida');

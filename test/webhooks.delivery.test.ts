@@ -135,6 +135,23 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     assert.equal(health.consecutive_failures, 0);
   });
 
+  test('last_delivery_at is when the last attempt was sent (as its signature\'s t), not when its slow answer came', async () => {
+    const { api } = await tenant();
+    receiver.on('/slow-answer', () => ({ status: 500, delayMs: 1_500 }));
+    const ep = await endpoint(api, '/slow-answer', ['lead.created']);
+    assert.equal((await api.post('/leads', { data: { name: 'Lenta' } })).status, 201);
+    const [got] = await waitFor(() => receiver.at('/slow-answer').length === 1 && receiver.at('/slow-answer'), 10_000, 'the attempt');
+    const health = await waitFor(async () => {
+      const read = (await api.get(`/webhook-endpoints/${ep.id}`)).body.data;
+      return read.last_delivery_status === 'failed' && read;
+    }, 10_000, 'the failed attempt to be recorded');
+    const sentAt = Date.parse(health.last_delivery_at);
+    // Sent before the receiver read it; the answer came 1.5 s after that (it read 1.5 s later before).
+    assert.ok(sentAt <= got.at, `last_delivery_at ${health.last_delivery_at} is not after the request arrived (${new Date(got.at).toISOString()})`);
+    const t = Number(/t=(\d+)/.exec(String(got.headers['x-service-signature']))![1]);
+    assert.ok(Math.abs(Math.floor(sentAt / 1000) - t) <= 1, 'the second of the signature\'s timestamp');
+  });
+
   test('a receiver answering bytes no text column holds (U+0000, binary) is recorded, and holds up no other company’s deliveries', async () => {
     const hostile = await tenant();
     const bystander = await tenant();

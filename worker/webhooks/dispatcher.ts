@@ -117,7 +117,8 @@ type Ahead = { items: Claimed[]; url: string; secret: string; readAt: number };
 /** A row of the claim that is not a delivery: an endpoint with deliveries waiting ahead, read again (absent: off or deleted). */
 type EndpointRead = { id: null; endpoint_id: string; url: string; secret: string };
 
-type Finished = { delivery: Claimed; outcome: AttemptOutcome; at: Date };
+/** An attempt's result: `startedAt` when it was sent (the endpoint's last_delivery_at, as the signature's t), `at` when it ended. */
+type Finished = { delivery: Claimed; outcome: AttemptOutcome; startedAt: Date; at: Date };
 
 /**
  * How many deliveries of endpoint `e` may be claimed and not yet written by
@@ -463,6 +464,7 @@ export class WebhookDispatcher {
   #send(delivery: Claimed): void {
     this.#inFlight++;
     this.#perEndpoint.set(delivery.endpoint_id, (this.#perEndpoint.get(delivery.endpoint_id) ?? 0) + 1);
+    const startedAt = new Date();
     void attemptDelivery(this.#agent, {
       url: delivery.url,
       secret: delivery.secret,
@@ -479,7 +481,7 @@ export class WebhookDispatcher {
       this.#sendAhead();
       this.#freed.add(delivery.endpoint_id);
       this.#wake?.();
-      this.#finish({ delivery, outcome, at: new Date() });
+      this.#finish({ delivery, outcome, startedAt, at: new Date() });
     });
   }
 
@@ -555,13 +557,14 @@ export class WebhookDispatcher {
     // Endpoint health, in the order the attempts finished: a success resets
     // the run of failures, failures extend it. `trailing`: failures after the
     // last success of the batch (0: the last attempt succeeded); `reset`: the
-    // batch had a success.
+    // batch had a success; `at`: when the last of them was sent (the contract's "time of the last
+    // attempt": its start, the time its signature carries, not when the answer or the timeout came).
     const health = new Map<string, { trailing: number; reset: boolean; at: Date }>();
     for (const r of batch) {
-      const h = health.get(r.delivery.endpoint_id) ?? { trailing: 0, reset: false, at: r.at };
+      const h = health.get(r.delivery.endpoint_id) ?? { trailing: 0, reset: false, at: r.startedAt };
       if (r.outcome.ok) Object.assign(h, { trailing: 0, reset: true });
       else h.trailing++;
-      h.at = r.at;
+      h.at = r.startedAt;
       health.set(r.delivery.endpoint_id, h);
     }
     const endpoints = [...health];
