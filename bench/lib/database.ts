@@ -4,6 +4,7 @@
 // on every start (a no-op when up to date).
 import path from 'node:path';
 import { startEmbedded } from '../../db/embedded.ts';
+import { clusterCpuMs, parentPid } from './cpu.ts';
 import { migrate } from '../../db/migrate.ts';
 import { createPool, type Client, type Pool } from '../../db/pool.ts';
 
@@ -15,6 +16,11 @@ export type BenchDatabase = {
   /** `PostgreSQL 18.x` */
   version: string;
   superuser: boolean;
+  /**
+   * CPU ms the PostgreSQL cluster has used so far (all its processes), for the embedded one
+   * (on this machine); null for DATABASE_URL, which may be on another.
+   */
+  cpuMs: () => number | null;
   close: () => Promise<void>;
 };
 
@@ -34,16 +40,18 @@ export async function openBenchDatabase(log: (line: string) => void): Promise<Be
   try {
     const applied = await migrate(pool);
     if (applied.length) log(`migrations applied: ${applied.join(', ')}`);
-    const { rows } = await pool.query<{ version: string; superuser: boolean }>(
+    const { rows } = await pool.query<{ version: string; superuser: boolean; pid: number }>(
       `SELECT split_part(version(), ' ', 2) AS version,
-              (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) AS superuser`,
+              (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) AS superuser, pg_backend_pid() AS pid`,
     );
+    const postmaster = stopEmbedded ? parentPid(rows[0].pid) : null;
     return {
       url,
       embedded: stopEmbedded !== null,
       pool,
       version: `PostgreSQL ${rows[0].version}`,
       superuser: rows[0].superuser,
+      cpuMs: () => (postmaster === null ? null : clusterCpuMs(postmaster)),
       close: async () => {
         await pool.end();
         await stopEmbedded?.();

@@ -16,7 +16,8 @@ export function formatResults(results: ScenarioResult[], options: BenchOptions):
   out.push(
     `wrk: ${options.threads} threads, ${options.connections} connections, ${options.durationSec} s per run, ` +
       `${options.warmupSec} s warm-up, best of ${options.rounds} alternating runs (highest req/s, lowest p99); ` +
-      'CPU µs/req = CPU time of the server process (not PostgreSQL, not wrk) per request over all runs',
+      'CPU µs/req = CPU time of the server process (not PostgreSQL, not wrk) per request over all runs; ' +
+      'PG µs/req = CPU time of the whole PostgreSQL cluster per request (embedded database only)',
   );
   for (const r of results) {
     out.push('', `== ${r.name}: ${r.description}`);
@@ -24,7 +25,7 @@ export function formatResults(results: ScenarioResult[], options: BenchOptions):
     out.push(
       '',
       table(
-        ['case', 'server', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'CPU µs/req', 'errors', 'runs (req/s)'],
+        ['case', 'server', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'CPU µs/req', 'PG µs/req', 'errors', 'runs (req/s)'],
         r.measurements.map((m) => [
           m.case,
           m.target,
@@ -33,10 +34,11 @@ export function formatResults(results: ScenarioResult[], options: BenchOptions):
           m.best.p90.toFixed(2),
           m.best.p99.toFixed(2),
           m.best.cpuUsPerRequest === null ? '-' : String(m.best.cpuUsPerRequest),
+          m.best.dbCpuUsPerRequest == null ? '-' : String(m.best.dbCpuUsPerRequest),
           String(m.best.errors),
           m.runs.map((x) => x.rps.toFixed(0)).join(' / '),
         ]),
-        [false, false, true, true, true, true, true, true, false],
+        [false, false, true, true, true, true, true, true, true, false],
       ),
       '',
     );

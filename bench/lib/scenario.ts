@@ -34,8 +34,8 @@ export type BenchContext = {
 /** A server under test; with its pid, the bench also reports its CPU time per request. */
 export type Target = { name: string; url: string; headers?: Record<string, string>; pid?: number };
 
-/** A wrk run plus the CPU time the target process used during it (null when unknown). */
-export type Run = WrkResult & { cpuMs: number | null };
+/** A wrk run plus the CPU time the target process and the PostgreSQL cluster used during it (null when unknown). */
+export type Run = WrkResult & { cpuMs: number | null; dbCpuMs?: number | null };
 
 /** One URL measured on every target. */
 /** One measured request; `connections` overrides the run's (a latency case at low concurrency). */
@@ -50,6 +50,8 @@ export type Summary = {
   errors: number;
   /** CPU time of the server process per request, microseconds, over all measured runs. */
   cpuUsPerRequest: number | null;
+  /** CPU time of the whole PostgreSQL cluster per request, microseconds (embedded database only). */
+  dbCpuUsPerRequest: number | null;
 };
 
 export type Measurement = { case: string; target: string; path: string; warmup: Run | null; runs: Run[]; best: Summary };
@@ -76,9 +78,11 @@ export type Scenario = {
 
 function summarize(runs: Run[]): Summary {
   const cpu = runs.every((r) => r.cpuMs !== null) ? runs.reduce((n, r) => n + r.cpuMs!, 0) : null;
+  const db = runs.every((r) => r.dbCpuMs != null) ? runs.reduce((n, r) => n + r.dbCpuMs!, 0) : null;
   const requests = runs.reduce((n, r) => n + r.requests, 0);
   return {
     cpuUsPerRequest: cpu === null || requests === 0 ? null : Math.round((cpu * 1000) / requests),
+    dbCpuUsPerRequest: db === null || requests === 0 ? null : Math.round((db * 1000) / requests),
     rps: Math.max(...runs.map((r) => r.rps)),
     p50: Math.min(...runs.map((r) => r.latency.p50)),
     p90: Math.min(...runs.map((r) => r.latency.p90)),
@@ -96,9 +100,11 @@ export async function measureCases(ctx: BenchContext, targets: Target[], cases: 
     const runs = new Map<string, Run[]>(targets.map((t) => [t.name, []]));
     const wrk = async (t: Target, durationSec: number): Promise<Run> => {
       const before = cpuTimeMs(t.pid);
+      const dbBefore = ctx.db.cpuMs();
       const result = await runWrk({ url: t.url + c.path, headers: { ...t.headers, ...c.headers }, method: c.method, body: c.body, connections: c.connections ?? options.connections, threads: Math.min(options.threads, c.connections ?? options.threads), durationSec });
       const after = cpuTimeMs(t.pid);
-      return { ...result, cpuMs: before === null || after === null ? null : after - before };
+      const dbAfter = ctx.db.cpuMs();
+      return { ...result, cpuMs: before === null || after === null ? null : after - before, dbCpuMs: dbBefore === null || dbAfter === null ? null : dbAfter - dbBefore };
     };
     const warmups = new Map<string, Run>();
     if (options.warmupSec > 0) {

@@ -388,7 +388,7 @@ function measurement(r: Row): Measurement {
     latency: { min: Number.NaN, mean: Number.NaN, stdev: Number.NaN, max: l.max, p50: l.p50, p75: Number.NaN, p90: l.p90, p99: l.p99, p999: Number.NaN },
     cpuMs: r.cpuUs === null ? null : (r.cpuUs * r.count) / 1000,
   };
-  return { case: r.case, target: r.target, path: '', warmup: null, runs: [run], best: { rps, p50: l.p50, p90: l.p90, p99: l.p99, max: l.max, errors: r.errors ?? 0, cpuUsPerRequest: r.cpuUs } };
+  return { case: r.case, target: r.target, path: '', warmup: null, runs: [run], best: { rps, p50: l.p50, p90: l.p90, p99: l.p99, max: l.max, errors: r.errors ?? 0, cpuUsPerRequest: r.cpuUs, dbCpuUsPerRequest: null } };
 }
 
 const perItem = (ms: number | null | undefined, n: number) => (ms === null || ms === undefined || n === 0 ? null : Math.round((ms * 1000) / n));
