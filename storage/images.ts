@@ -1,6 +1,6 @@
 // What an uploaded image must be before we store it, and how its thumbnail
 // is made. The web process runs `inspectImage` (cheap: magic bytes, header,
-// end-of-file marker); the worker runs `makeThumbnail` (decoding is the
+// where the file ends, with nothing riding after it); the worker runs `makeThumbnail` (decoding is the
 // expensive and dangerous part, so it never happens in the web process).
 //
 // Limits (docs/catalog.md):
@@ -13,6 +13,7 @@
 // - 300 frames for animated GIF/WebP.
 import { fileTypeFromBuffer } from 'file-type';
 import sharp, { type Metadata } from 'sharp';
+import { hasZipTrailer, ZIP_TRAILER_WINDOW } from '../lib/zip-trailer.ts';
 
 // libvips's operation cache keeps recent operations and their results for
 // reuse; every image here is a different one, so it only costs the lookups
@@ -41,34 +42,80 @@ export type InspectedImage = { contentType: ImageType; ext: string; width: numbe
 
 export type Inspection = { ok: true; image: InspectedImage } | { ok: false; reason: string };
 
-function endsWithMarker(bytes: Buffer, type: ImageType): boolean {
-  const tail = bytes.subarray(Math.max(0, bytes.length - 1024));
+/**
+ * What may follow an image's end: a few bytes, or a run of padding that some encoders write (zeros,
+ * 0xFF fill, line ends). Anything more is another file riding on the image (served publicly under our
+ * domain), refused.
+ */
+function onlyPadding(rest: Buffer): boolean {
+  if (rest.length <= 16) return true;
+  return rest.length <= 1024 && rest.every((b) => b === 0x00 || b === 0xff || b === 0x0a || b === 0x0d || b === 0x20);
+}
+
+const JPEG_EOI = Buffer.from([0xff, 0xd9]);
+
+/** Where a GIF's trailer (0x3B) ends it, walking its blocks; -1 when the structure breaks first (truncated). */
+function gifEnd(bytes: Buffer): number {
+  if (bytes.length < 13) return -1;
+  let at = 13;
+  if (bytes[10] & 0x80) at += 3 * 2 ** ((bytes[10] & 0x07) + 1); // global colour table
+  const skipSubBlocks = (from: number) => {
+    let i = from;
+    while (i < bytes.length && bytes[i] !== 0) i += bytes[i] + 1;
+    return i < bytes.length ? i + 1 : -1;
+  };
+  while (at >= 0 && at < bytes.length) {
+    const block = bytes[at];
+    if (block === 0x3b) return at + 1;
+    if (block === 0x21) at = skipSubBlocks(at + 2); // extension: label, then sub-blocks
+    else if (block === 0x2c) {
+      if (at + 10 > bytes.length) return -1;
+      const local = bytes[at + 9];
+      at += 10 + (local & 0x80 ? 3 * 2 ** ((local & 0x07) + 1) : 0) + 1; // descriptor, local table, LZW code size
+      at = skipSubBlocks(at);
+    } else return -1;
+  }
+  return -1;
+}
+
+/** Why the bytes do not end where the image does (truncated, or carrying something after it); null when they do. */
+function endProblem(bytes: Buffer, type: ImageType): string | null {
+  const truncated = 'la imagen está truncada o dañada';
+  const after = 'la imagen lleva datos después de su final (otro archivo pegado a ella): no se admite';
+  const ending = (end: number) => (end < 0 || end > bytes.length ? truncated : onlyPadding(bytes.subarray(end)) ? null : after);
   switch (type) {
-    // EOI (FF D9). Inside entropy-coded data 0xFF is always stuffed (FF 00),
-    // so FF D9 near the end only appears when the file really ends there;
-    // some encoders pad a few bytes after it, hence the 1 KB window.
-    case 'image/jpeg':
-      return tail.includes(Buffer.from([0xff, 0xd9]));
-    // IEND chunk: length 0, type IEND, fixed CRC.
-    case 'image/png':
-      return tail.includes(Buffer.from('0000000049454e44ae426082', 'hex'));
-    // Trailer byte 0x3B.
+    // The last EOI (FF D9): inside entropy-coded data 0xFF is always stuffed (FF 00), so it marks the end.
+    case 'image/jpeg': {
+      const at = bytes.lastIndexOf(JPEG_EOI);
+      return at < 2 ? truncated : ending(at + 2);
+    }
+    // Chunks walked from the signature to IEND (length, type, data, CRC).
+    case 'image/png': {
+      let at = 8;
+      while (at + 12 <= bytes.length) {
+        const length = bytes.readUInt32BE(at);
+        const chunk = bytes.toString('latin1', at + 4, at + 8);
+        at += 12 + length;
+        if (chunk === 'IEND') return ending(at);
+      }
+      return truncated;
+    }
     case 'image/gif':
-      return tail.includes(0x3b);
-    // RIFF size field (bytes 4..8) + 8 must not exceed what arrived.
+      return ending(gifEnd(bytes));
+    // The RIFF size field (bytes 4..8) says where the file ends.
     case 'image/webp':
-      return bytes.length >= 12 && bytes.readUInt32LE(4) + 8 <= bytes.length;
-    // ISO-BMFF boxes: walk top-level box sizes; the last must end within the file.
+      return bytes.length < 12 ? truncated : ending(bytes.readUInt32LE(4) + 8);
+    // ISO-BMFF boxes: walk top-level box sizes; the last must end with the file.
     case 'image/avif': {
       let offset = 0;
       while (offset + 8 <= bytes.length) {
         let size = bytes.readUInt32BE(offset);
         if (size === 1 && offset + 16 <= bytes.length) size = Number(bytes.readBigUInt64BE(offset + 8));
-        if (size === 0) return true; // box extends to end of file
-        if (size < 8) return false;
+        if (size === 0) return null; // box extends to end of file
+        if (size < 8) return truncated;
         offset += size;
       }
-      return offset === bytes.length;
+      return offset === bytes.length ? null : truncated;
     }
   }
 }
@@ -88,7 +135,10 @@ export async function inspectImage(bytes: Buffer): Promise<Inspection> {
   if (!type || !(type in ALLOWED_IMAGE_TYPES)) {
     return { ok: false, reason: NOT_AN_IMAGE };
   }
-  if (!endsWithMarker(bytes, type)) return { ok: false, reason: 'la imagen está truncada o dañada' };
+  // A zip at the end makes the image an archive too (unzip reads it from the end); named for what it is.
+  if (hasZipTrailer(bytes.subarray(-ZIP_TRAILER_WINDOW))) return { ok: false, reason: 'la imagen lleva un archivo comprimido (zip) al final: no se admite' };
+  const ends = endProblem(bytes, type);
+  if (ends) return { ok: false, reason: ends };
   let meta: Metadata;
   try {
     // Reads the header only; no pixel is decoded here.

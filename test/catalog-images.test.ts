@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { readdirSync, readlinkSync, realpathSync } from 'node:fs';
+import os from 'node:os';
 import { deflateSync, crc32 } from 'node:zlib';
 import { waitFor } from './helpers/wait.ts';
 import { after, before, describe, test } from 'node:test';
@@ -36,6 +38,31 @@ function craftedPng(width: number, height: number, idat: Buffer): Buffer {
   ihdr[8] = 8; // bit depth
   ihdr[9] = 2; // RGB
   return Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), pngChunk('IHDR', ihdr), pngChunk('IDAT', idat), pngChunk('IEND', Buffer.alloc(0))]);
+}
+
+/** A zip archive of one stored (uncompressed) entry, as `zip -0` writes it. */
+function storedZip(name: string, content: string): Buffer {
+  const [file, data] = [Buffer.from(name), Buffer.from(content)];
+  const local = Buffer.alloc(30);
+  local.writeUInt32LE(0x04034b50, 0);
+  local.writeUInt32LE(crc32(data), 14);
+  local.writeUInt32LE(data.length, 18);
+  local.writeUInt32LE(data.length, 22);
+  local.writeUInt16LE(file.length, 26);
+  const central = Buffer.alloc(46);
+  central.writeUInt32LE(0x02014b50, 0);
+  central.writeUInt32LE(crc32(data), 16);
+  central.writeUInt32LE(data.length, 20);
+  central.writeUInt32LE(data.length, 24);
+  central.writeUInt16LE(file.length, 28);
+  const [entries, directory] = [Buffer.concat([local, file, data]), Buffer.concat([central, file])];
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(1, 8);
+  end.writeUInt16LE(1, 10);
+  end.writeUInt32LE(directory.length, 12);
+  end.writeUInt32LE(entries.length, 16);
+  return Buffer.concat([entries, directory, end]);
 }
 
 async function upload(baseUrl: string, key: string, path: string, field: string, bytes: Buffer, filename: string, type = 'application/octet-stream') {
@@ -144,7 +171,47 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     const missing = await api.post(`/products/${productId}/image`, { data: {} });
     assert.equal(missing.status, 422, 'a JSON body carries no file');
 
+    // Polyglots: another file riding after the image's end would be served publicly under our domain.
+    // A zip (unzip reads it from the end) is named; anything else after the end (a script ending in the
+    // GIF trailer's ";", a payload past WebP's RIFF size) too. A line end or zero padding is what encoders write.
+    const zip = storedZip('x.sh', 'echo owned\n');
+    const script = Buffer.from('<script>alert(document.domain)</script>;');
+    const padding = (await api.post('/products', { data: { name: 'Relleno', sku: 'RELLENO', prices_cents: { mxn: 100 } } })).body.data.id;
+    for (const [format, image] of [['png', await solid(12, 12).png().toBuffer()], ['jpg', await solid(12, 12).jpeg().toBuffer()], ['webp', await solid(12, 12).webp().toBuffer()], ['gif', await solid(12, 12).gif().toBuffer()]] as const) {
+      const zipped = await up(`/products/${productId}/image`, Buffer.concat([image, zip]), `poly.${format}`);
+      assert.deepEqual([zipped.status, zipped.body.errors?.file], [422, ['la imagen lleva un archivo comprimido (zip) al final: no se admite']], `${format} + zip: ${zipped.text}`);
+      const carried = await up(`/products/${productId}/image`, Buffer.concat([image, script]), `poly.${format}`);
+      assert.deepEqual([carried.status, carried.body.errors?.file], [422, ['la imagen lleva datos después de su final (otro archivo pegado a ella): no se admite']], `${format} + script: ${carried.text}`);
+      const padded = await up(`/products/${padding}/image`, Buffer.concat([image, Buffer.from('\n'), Buffer.alloc(200)]), `padded.${format}`);
+      assert.equal(padded.status, 200, `${format} with padding after its end: ${padded.text}`);
+    }
+    assert.equal((await api.delete(`/products/${padding}`)).status, 204);
+
     assert.equal(await mediaCount(), stored, 'nothing refused was stored');
+  });
+
+  test('two files in one upload are 422 and leave no temp file open behind (formidable\'s maxFiles left one per request)', async () => {
+    // Descriptors of this process (the app runs in it) open on files in the temp directory, where formidable writes parts.
+    const tmp = realpathSync(os.tmpdir());
+    const openTemp = () => readdirSync('/proc/self/fd').filter((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`).startsWith(`${tmp}/`);
+      } catch {
+        return false; // closed while listing
+      }
+    }).length;
+    const before = openTemp();
+    const png = await solid(20, 20).png().toBuffer();
+    for (let n = 0; n < 5; n++) {
+      const form = new FormData();
+      form.append('image', new Blob([new Uint8Array(png)], { type: 'image/png' }), 'a.png');
+      form.append(n % 2 ? 'file' : 'other', new Blob([new Uint8Array(Buffer.alloc(200_000, n))], { type: 'image/png' }), 'b.png');
+      const res = await fetch(`${app.baseUrl}/products/${productId}/image`, { method: 'POST', headers: { authorization: `Bearer ${tenant.key}` }, body: form });
+      const body = (await res.json()) as any;
+      assert.equal(res.status, 422);
+      assert.deepEqual(body.errors, { image: ['se acepta un solo archivo de hasta 10 MB'] });
+    }
+    await waitFor(() => openTemp() <= before, 5_000, 'every temp file of the refused uploads closed');
   });
 
   test('images count against the storage quota: one that does not fit is 422 and nothing is kept; a replacement gives the old bytes back', async () => {

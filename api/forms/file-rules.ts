@@ -36,6 +36,7 @@ import CFB from 'cfb';
 import { fileTypeFromStream } from 'file-type';
 import { Readable } from 'node:stream';
 import yauzl from 'yauzl';
+import { hasZipTrailer } from '../../lib/zip-trailer.ts';
 import { FILE_KINDS, type FileConstraints, type FileKind } from '../../db/forms.ts';
 
 export { FILE_KINDS, type FileConstraints, type FileKind };
@@ -315,28 +316,6 @@ export async function checkContent(extension: string, open: () => Readable, read
     return { ok: false, reason: `el archivo lleva un archivo comprimido (zip) al final: los comprimidos no se admiten` };
   }
   return { ok: true, contentType: KNOWN_EXTENSIONS[extension] ?? detected.mime };
-}
-
-/** How much of a file's end can hold a zip's end-of-central-directory record (22 bytes and a comment of up to 65,535). */
-export const ZIP_TRAILER_WINDOW = 22 + 0xffff;
-
-/**
- * Whether `tail` (a file's last ZIP_TRAILER_WINDOW bytes or all of it) ends a zip archive with entries:
- * an end-of-central-directory record whose central directory starts with its own signature. Zip readers
- * find an archive from the end, so these bytes after any other content make the file an archive too.
- * A chance match of the 4-byte signature inside compressed image data is not confirmed by the second.
- */
-export function hasZipTrailer(tail: Buffer): boolean {
-  for (let at = tail.length - 22; at >= 0; at--) {
-    if (tail.readUInt32LE(at) !== 0x06054b50) continue;
-    const entries = tail.readUInt16LE(at + 10);
-    const directoryBytes = tail.readUInt32LE(at + 12);
-    if (entries === 0) continue;
-    const directory = at - directoryBytes;
-    // A directory longer than the window (thousands of entries) starts before it: the record alone says archive.
-    if (directory < 0 || tail.readUInt32LE(directory) === 0x02014b50) return true;
-  }
-  return false;
 }
 
 /** Office and OpenDocument packages: zip archives underneath. */

@@ -17,7 +17,8 @@ import { deleteBlob, type BlobStore } from '../../storage/blobs.ts';
 import { freeBytes } from '../../storage/files.ts';
 import { addFieldError, type FieldErrors } from '../errors.ts';
 import type { FormRow, StoredField } from './definition.ts';
-import { allowedExtensions, checkContent, checkFileName, ZIP_TRAILER_WINDOW } from './file-rules.ts';
+import { allowedExtensions, checkContent, checkFileName } from './file-rules.ts';
+import { ZIP_TRAILER_WINDOW } from '../../lib/zip-trailer.ts';
 
 export type StagedFile = {
   fieldKey: string;

@@ -142,8 +142,10 @@ const FORMIDABLE_FILES_TOO_BIG = 1009;
 const FORMIDABLE_FIELDS_TOO_BIG = 1006;
 
 export function multipartBody(options: MultipartRoute['multipart']): ApiMiddleware {
-  // `onFile` hears each file part's name as it begins: a part refused for its size is reported under it.
-  const parserFor = (maxFileBytes: number, maxFieldsBytes: number, onFile: (name: string | null) => void) =>
+  // `onFile` hears each file part as it begins and says whether to read it: only the first is. formidable's
+  // own `maxFiles` refuses a second file after creating its temp file, which its clean-up then misses (an
+  // open descriptor and a file left behind per request). `onBegin` is given every temp file created.
+  const parserFor = (maxFileBytes: number, maxFieldsBytes: number, onFile: (name: string | null) => boolean, onBegin: (file: TempFile) => void) =>
     koaBody({
       multipart: true,
       json: false,
@@ -151,17 +153,14 @@ export function multipartBody(options: MultipartRoute['multipart']): ApiMiddlewa
       text: false,
       parsedMethods: [HttpMethodEnum.POST],
       formidable: {
-        maxFiles: 1,
         maxFileSize: maxFileBytes,
         maxTotalFileSize: maxFileBytes,
         maxFields: 20,
         maxFieldsSize: maxFieldsBytes,
         allowEmptyFiles: true,
         minFileSize: 0,
-        filter: (part) => {
-          onFile(part.name);
-          return true;
-        },
+        filter: (part) => onFile(part.name),
+        onFileBegin: (_name, file) => onBegin(file as unknown as TempFile),
       },
     });
   return async function multipart(ctx, next) {
@@ -170,25 +169,38 @@ export function multipartBody(options: MultipartRoute['multipart']): ApiMiddlewa
     // a body past it), and text parts, which an image route does not use, to 4 KB.
     const capped = ctx.headers['idempotency-key'] !== undefined && !ctx.get('Content-Length');
     let filePart: string | null = null;
+    let fileParts = 0;
+    const onFile = (name: string | null) => {
+      filePart ??= name;
+      return ++fileParts === 1;
+    };
+    // Every temp file is closed and removed when the request is done, whatever happened; one that a
+    // failed parse still creates afterwards (formidable creates files asynchronously) as soon as it is.
+    const temp: TempFile[] = [];
+    let done = false;
+    const onBegin = (file: TempFile) => {
+      if (done) setImmediate(() => discard(file));
+      else temp.push(file);
+    };
     const parser = capped
-      ? parserFor(Math.min(options.maxFileBytes, IDEMPOTENCY_BODY_LIMIT), 4 * 1024, (name) => (filePart ??= name))
-      : parserFor(options.maxFileBytes, 64 * 1024, (name) => (filePart ??= name));
+      ? parserFor(Math.min(options.maxFileBytes, IDEMPOTENCY_BODY_LIMIT), 4 * 1024, onFile, onBegin)
+      : parserFor(options.maxFileBytes, 64 * 1024, onFile, onBegin);
+    const oneFile = `se acepta un solo archivo de hasta ${Math.floor(options.maxFileBytes / 1024 / 1024)} MB`;
+    const fieldOfFile = () => (filePart !== null && options.fields.includes(filePart) ? filePart : (options.fields[0] ?? 'file'));
     try {
-      await parser(ctx, async () => {});
-    } catch (error) {
-      const status = (error as { httpCode?: number; status?: number }).httpCode ?? (error as { status?: number }).status;
-      // formidable's size refusals (file, total of files, text parts); too many files or fields stay a 422 below.
-      const tooBig = [FORMIDABLE_FILE_TOO_BIG, FORMIDABLE_FILES_TOO_BIG, FORMIDABLE_FIELDS_TOO_BIG].includes((error as { code?: number }).code ?? 0);
-      if (capped && tooBig) throw new ApiError('idempotency_body_too_large');
-      const reason = status === 413
-        ? `se acepta un solo archivo de hasta ${Math.floor(options.maxFileBytes / 1024 / 1024)} MB`
-        : 'el cuerpo multipart/form-data no es válido';
-      const field = filePart !== null && options.fields.includes(filePart) ? filePart : (options.fields[0] ?? 'file');
-      throw validationFailed({ [field]: [reason] });
-    }
-    const files = ctx.request.files ?? {};
-    const all = Object.entries(files).flatMap(([field, f]) => (Array.isArray(f) ? f : [f]).map((file) => ({ field, file })));
-    try {
+      try {
+        await parser(ctx, async () => {});
+      } catch (error) {
+        const status = (error as { httpCode?: number; status?: number }).httpCode ?? (error as { status?: number }).status;
+        // formidable's size refusals (file, total of files, text parts); too many fields stays a 422 below.
+        const tooBig = [FORMIDABLE_FILE_TOO_BIG, FORMIDABLE_FILES_TOO_BIG, FORMIDABLE_FIELDS_TOO_BIG].includes((error as { code?: number }).code ?? 0);
+        if (capped && tooBig) throw new ApiError('idempotency_body_too_large');
+        throw validationFailed({ [fieldOfFile()]: [status === 413 ? oneFile : 'el cuerpo multipart/form-data no es válido'] });
+      }
+      // A second file part was skipped unread; the request is refused as one with too many files.
+      if (fileParts > 1) throw validationFailed({ [fieldOfFile()]: [oneFile] });
+      const files = ctx.request.files ?? {};
+      const all = Object.entries(files).flatMap(([field, f]) => (Array.isArray(f) ? f : [f]).map((file) => ({ field, file })));
       const chosen = all.find(({ field }) => options.fields.includes(field));
       if (chosen) {
         const bytes = await readFile(chosen.file.filepath);
@@ -200,9 +212,23 @@ export function multipartBody(options: MultipartRoute['multipart']): ApiMiddlewa
       }
       await next();
     } finally {
-      await Promise.all(all.map(({ file }) => unlink(file.filepath).catch(() => {})));
+      done = true;
+      await Promise.all(temp.map(discard));
     }
   };
+}
+
+/** A temp file formidable writes a file part to (its PersistentFile). */
+type TempFile = { filepath: string; destroy?: () => void };
+
+/** Closes a temp file's stream (a refused part may leave it open) and removes the file. */
+async function discard(file: TempFile): Promise<void> {
+  try {
+    file.destroy?.();
+  } catch {
+    // already closed
+  }
+  await unlink(file.filepath).catch(() => {});
 }
 
 /** Upload bodies being read at once in this process (all upload routes together), and by company. */
