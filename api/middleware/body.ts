@@ -142,10 +142,11 @@ const FORMIDABLE_FILES_TOO_BIG = 1009;
 const FORMIDABLE_FIELDS_TOO_BIG = 1006;
 
 export function multipartBody(options: MultipartRoute['multipart']): ApiMiddleware {
-  // `onFile` hears each file part as it begins and says whether to read it: only the first is. formidable's
-  // own `maxFiles` refuses a second file after creating its temp file, which its clean-up then misses (an
-  // open descriptor and a file left behind per request). `onBegin` is given every temp file created.
-  const parserFor = (maxFileBytes: number, maxFieldsBytes: number, onFile: (name: string | null) => boolean, onBegin: (file: TempFile) => void) =>
+  // `onFile` hears each file part's name as it begins: a part refused for its size is reported under it.
+  // `onBegin` is given every temp file formidable creates: its `maxFiles` refuses a second file part at
+  // once (the rest of the body is not read) but only after creating that part's temp file, which its own
+  // clean-up misses (an open descriptor and a file left behind per request), so ours removes them all.
+  const parserFor = (maxFileBytes: number, maxFieldsBytes: number, onFile: (name: string | null) => void, onBegin: (file: TempFile) => void) =>
     koaBody({
       multipart: true,
       json: false,
@@ -153,13 +154,17 @@ export function multipartBody(options: MultipartRoute['multipart']): ApiMiddlewa
       text: false,
       parsedMethods: [HttpMethodEnum.POST],
       formidable: {
+        maxFiles: 1,
         maxFileSize: maxFileBytes,
         maxTotalFileSize: maxFileBytes,
         maxFields: 20,
         maxFieldsSize: maxFieldsBytes,
         allowEmptyFiles: true,
         minFileSize: 0,
-        filter: (part) => onFile(part.name),
+        filter: (part) => {
+          onFile(part.name);
+          return true;
+        },
         onFileBegin: (_name, file) => onBegin(file as unknown as TempFile),
       },
     });
@@ -169,10 +174,8 @@ export function multipartBody(options: MultipartRoute['multipart']): ApiMiddlewa
     // a body past it), and text parts, which an image route does not use, to 4 KB.
     const capped = ctx.headers['idempotency-key'] !== undefined && !ctx.get('Content-Length');
     let filePart: string | null = null;
-    let fileParts = 0;
     const onFile = (name: string | null) => {
       filePart ??= name;
-      return ++fileParts === 1;
     };
     // Every temp file is closed and removed when the request is done, whatever happened; one that a
     // failed parse still creates afterwards (formidable creates files asynchronously) as soon as it is.
@@ -192,13 +195,11 @@ export function multipartBody(options: MultipartRoute['multipart']): ApiMiddlewa
         await parser(ctx, async () => {});
       } catch (error) {
         const status = (error as { httpCode?: number; status?: number }).httpCode ?? (error as { status?: number }).status;
-        // formidable's size refusals (file, total of files, text parts); too many fields stays a 422 below.
+        // formidable's size refusals (file, total of files, text parts); too many files or fields stay a 422 below.
         const tooBig = [FORMIDABLE_FILE_TOO_BIG, FORMIDABLE_FILES_TOO_BIG, FORMIDABLE_FIELDS_TOO_BIG].includes((error as { code?: number }).code ?? 0);
         if (capped && tooBig) throw new ApiError('idempotency_body_too_large');
         throw validationFailed({ [fieldOfFile()]: [status === 413 ? oneFile : 'el cuerpo multipart/form-data no es válido'] });
       }
-      // A second file part was skipped unread; the request is refused as one with too many files.
-      if (fileParts > 1) throw validationFailed({ [fieldOfFile()]: [oneFile] });
       const files = ctx.request.files ?? {};
       const all = Object.entries(files).flatMap(([field, f]) => (Array.isArray(f) ? f : [f]).map((file) => ({ field, file })));
       const chosen = all.find(({ field }) => options.fields.includes(field));
