@@ -53,12 +53,20 @@ export function onOff(value: string): boolean {
 
 /** A JSON object from a file, or one clear line naming the file and the problem. */
 export async function readJsonObject(file: string): Promise<Record<string, unknown>> {
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = await readFile(file, 'utf8');
+    bytes = await readFile(file);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     throw new CliError(`cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : (code ?? (error as Error).message)}`);
+  }
+  // UTF-8, a byte-order mark (which editors on Windows write) dropped; bytes that are no UTF-8 are refused
+  // rather than stored as U+FFFD in a name or a template.
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new CliError(`${file} is not valid UTF-8 text: save it as UTF-8`);
   }
   let value: unknown;
   try {

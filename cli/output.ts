@@ -98,14 +98,16 @@ export function describeError(error: unknown, url?: string): string {
     if (code === 'NOT_FOUND' || code === 'CONFLICT') return error.message;
     if (code === 'INTERNAL_SERVER_ERROR') return `server error at ${where}: ${error.message}`;
     if (code === 'SERVICE_UNAVAILABLE') return `${where} is unavailable: ${error.message}`;
-    if (code) return `${code}: ${error.message}`;
-    // Not a tRPC envelope: the Koa layer in front of tRPC (401) or some other server.
-    if (status === 401) return `admin token rejected by ${where} (401): check ADMIN_TOKEN`;
-    if (status === 426) return `${where} requires HTTPS (426 https_required, production): use the service's https:// URL`;
-    if (status === 429) {
+    if (code === 'PRECONDITION_FAILED') return `not available on ${where}: ${error.message}`;
+    // The token check in front of tRPC (api/admin/koa.ts); an older server answered these without a tRPC envelope.
+    if (code === 'UNAUTHORIZED' || (!code && status === 401)) return `admin token rejected by ${where} (401): check ADMIN_TOKEN`;
+    if (code === 'TOO_MANY_REQUESTS' || (!code && status === 429)) {
       const wait = error.meta?.response instanceof Response ? error.meta.response.headers.get('retry-after') : null;
       return `too many rejected admin tokens from this address (429): retry in ${wait ?? 'a few'} s`;
     }
+    if (code) return `${code}: ${error.message}`;
+    // Not a tRPC envelope: some other server, or a proxy in front of ours.
+    if (status === 426) return `${where} requires HTTPS (426 https_required, production): use the service's https:// URL`;
     if (status) return `unexpected answer from ${where} (HTTP ${status}): is this the workspace service?`;
     // A server answered, with something that is not the admin API's JSON (a web page, another app).
     if (hasCause(error, SyntaxError)) return `unexpected answer from ${where} (not JSON): is this the workspace service?`;

@@ -140,6 +140,12 @@ describe('calendar sync end to end', () => {
     // A refresh token Google refuses is not stored.
     const refused = await runCli(app, ['calendar', 'connect', '--user', member.ownerId, '--refresh-token', 'rt-nobody-knows', '--json']);
     assert.notEqual(refused.code, 0);
+    // Google out of reach is an outage to retry (tRPC SERVICE_UNAVAILABLE, HTTP 503), not a server error of ours.
+    google.addRefreshToken('rt-during-outage');
+    google.fail({ method: 'POST', path: /\/token$/, status: 503 });
+    const outage = await runCli(app, ['calendar', 'connect', '--user', member.ownerId, '--refresh-token', 'rt-during-outage', '--json']);
+    assert.notEqual(outage.code, 0);
+    assert.match(outage.stderr, /^error: \S+ is unavailable: Google no respondió; intenta de nuevo\.\n$/);
     const disconnected = JSON.parse((await runCli(app, ['calendar', 'disconnect', '--user', member.ownerId, '--json'])).stdout);
     assert.equal(disconnected.connected, false);
     // The grant ends at Google too: the refresh token is revoked there, and no longer refreshes.

@@ -128,6 +128,13 @@ describe('wsctl', () => {
     assert.equal(read.status, 200);
     assert.equal(read.body.data.name, 'Bienvenida');
     assert.equal(read.body.data.description, null, 'a blank description is no description, as over the API');
+    // A file an editor saved with a byte-order mark is read; one that is not UTF-8 is refused, not stored as U+FFFD.
+    const bom = path.join(dir, 'bom.json');
+    await writeFile(bom, Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify({ name: 'Con BOM', trigger_type: 'lead.created', steps: [] }))]));
+    assert.equal((await json(app, ['automation', 'create', '--company', company.id, '--file', bom])).name, 'Con BOM');
+    const latin1 = path.join(dir, 'latin1.json');
+    await writeFile(latin1, Buffer.concat([Buffer.from('{"name":"A'), Buffer.from([0xf1]), Buffer.from('o","trigger_type":"lead.created","steps":[]}')]));
+    assertOneLineError(await wsctl(app, ['automation', 'create', '--company', company.id, '--file', latin1]), /latin1\.json is not valid UTF-8 text/);
 
     const formFile = path.join(dir, 'form.json');
     const definition = { name: 'Contacto', title: 'Contáctanos', fields: [{ key: 'email', field_type: 'email', label: 'Correo', required: true }] };
@@ -282,9 +289,9 @@ describe('wsctl', () => {
     const typo = path.join(dir, 'typo.json');
     await writeFile(typo, JSON.stringify({ name: 'A1', trigger_type: 'lead.created', 'trigger-config': { x: 1 } }));
     assertOneLineError(await wsctl(app, ['automation', 'create', '--company', '0123456789abcdef01234567', '--file', typo]), /trigger-config/);
-    // A validation failure names the field and says why (here: this deployment has no Google credentials).
+    // A deployment without Google credentials: said as the server's configuration, not as the operator's input.
     const { owner } = await json(app, ['company', 'create', '--name', 'Sin Google SA']);
-    assertOneLineError(await wsctl(app, ['calendar', 'connect', '--user', owner.id]), /google: Google Calendar no está configurado: define GOOGLE_CLIENT_ID/);
+    assertOneLineError(await wsctl(app, ['calendar', 'connect', '--user', owner.id]), /^error: not available on .*: Google Calendar no está configurado: define GOOGLE_CLIENT_ID/);
   });
 
   test('form create warns on stderr when the form emails the address a visitor types; --json stdout stays one document', async () => {

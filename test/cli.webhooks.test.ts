@@ -163,6 +163,11 @@ describe('wsctl webhook and delivery', () => {
     assert.match(shown.stdout, new RegExp(`id:\\s+${d.id}`));
     assert.match(shown.stdout, /payload:\n\{/);
     assert.ok(shown.stdout.includes(d.event_id));
+    // A receiver's answer is quoted line by line: its control characters escaped, none of its lines passing for ours.
+    await app.pool.query('UPDATE webhook_deliveries SET response_body = $2 WHERE id = $1', [d.id, 'ok\u001b[31mRED\r\nstatus:  succeeded\nfin']);
+    const answered = (await wsctl(app, ['delivery', 'show', d.id])).stdout;
+    assert.ok(answered.endsWith('response body:\n| ok\\u001b[31mRED\n| status:  succeeded\n| fin\n'), answered);
+    assert.doesNotMatch(answered, /^status:\s+succeeded$/m, 'no forged line');
 
     const empty = await setup();
     const none = await wsctl(app, ['delivery', 'list', '--endpoint', empty.endpoint.id]);

@@ -88,6 +88,14 @@ describe('request log', () => {
     const failed = await waitFor(() => lines().find((l) => l.event === 'admin.call' && l.procedure === 'key.revoke'), 10_000, 'the audit line of a failed call');
     assert.equal(failed.ok, false);
     assert.equal(failed.error, 'not_found');
+    // Every key on every line: a call about no company or record writes them as null (a log parser reads fixed fields).
+    assert.equal((await fetch(`${base}/admin/trpc/company.list`, { headers: { authorization: `Bearer ${'x'.repeat(20)}`, 'x-forwarded-for': '198.51.100.78' } })).status, 200);
+    const listed = await waitFor(() => lines().find((l) => l.event === 'admin.call' && l.procedure === 'company.list' && l.address === '198.51.100.78'), 10_000, 'the audit line of company.list');
+    assert.deepEqual([listed.company_id, listed.target_id, listed.error], [null, null, null]);
+    // A key no procedure takes is refused, not dropped (a misspelt ownerEmail would have made the default owner).
+    const misspelt = await admin('company.create', { name: 'Con typo', owner_email: 'dueno@example.com' }, '198.51.100.77');
+    assert.equal(misspelt.status, 400);
+    assert.match(((await misspelt.json()) as any).error.message, /owner_email/);
     assert.ok(!stdout.includes('x'.repeat(20)), 'the admin token never reaches the log');
   });
 
@@ -97,8 +105,13 @@ describe('request log', () => {
     const statuses: number[] = [];
     for (let i = 0; i < 11; i++) statuses.push((await call(`wrong-token-${i}-000000`, '198.51.100.90')).status);
     assert.deepEqual(statuses, [...Array(10).fill(401), 429]);
+    // Refusals are in tRPC's error shape, as every other admin answer (what @trpc/client reads), with a challenge.
+    const refused = await fetch(`${base}/admin/trpc/company.list`, { headers: { 'x-forwarded-for': '198.51.100.92' } });
+    assert.equal(refused.headers.get('www-authenticate'), 'Bearer realm="admin"');
+    assert.deepEqual(((await refused.json()) as any).error.data, { code: 'UNAUTHORIZED', httpStatus: 401, path: 'company.list' });
     const blocked = await call('x'.repeat(20), '198.51.100.90');
     assert.equal(blocked.status, 429, 'guessing cannot go on through the 429s');
+    assert.equal(((await blocked.clone().json()) as any).error.data.code, 'TOO_MANY_REQUESTS');
     const retryAfter = Number(blocked.headers.get('retry-after'));
     assert.ok(retryAfter >= 1 && retryAfter <= 60);
     assert.equal((await call('x'.repeat(20), '198.51.100.91')).status, 200, 'another address is not affected');

@@ -6,6 +6,7 @@
 // token is checked against Google's token endpoint and stored at once.
 // Refresh tokens are sealed with ENCRYPTION_KEY and never shown again.
 import { randomBytes } from 'node:crypto';
+import { TRPCError } from '@trpc/server';
 import type { JobSender } from '../../db/job-sender.ts';
 import { transaction, type Pool, type Queryable } from '../../db/pool.ts';
 import type { Config } from '../../lib/config.ts';
@@ -22,7 +23,8 @@ export const GOOGLE_SCOPE = 'https://www.googleapis.com/auth/calendar.events';
 const STATE_TTL_SECONDS = 3600;
 
 function requireGoogle(config: Config) {
-  if (!config.google) throw validationFailed({ google: ['Google Calendar no está configurado: define GOOGLE_CLIENT_ID y GOOGLE_CLIENT_SECRET'] });
+  // The deployment's configuration, not the operator's input: PRECONDITION_FAILED (wsctl: "not available on …").
+  if (!config.google) throw new TRPCError({ code: 'PRECONDITION_FAILED', message: 'Google Calendar no está configurado: define GOOGLE_CLIENT_ID y GOOGLE_CLIENT_SECRET' });
   return config.google;
 }
 

@@ -3,8 +3,8 @@
 // endpoint is closed (401), never open.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
+import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
 import type { Next } from 'koa';
-import { ApiError } from '../errors.ts';
 import { log, logError } from '../../lib/log.ts';
 import { authorizationOf, bearerToken } from '../middleware/authenticate.ts';
 import { headerSeconds } from '../middleware/rate-limit.ts';
@@ -31,13 +31,26 @@ export const ADMIN_FAILURES_PER_MINUTE = 10;
  */
 const blockedUntil = new Map<string, number>();
 
-async function refuseGuessing(ctx: ApiContext, deps: Deps): Promise<void> {
+/**
+ * A refusal before tRPC runs, in tRPC's own error shape (what `@trpc/client` reads: `error.data.code`),
+ * one per procedure of a batch (`?batch=1`, procedures joined by commas), as tRPC answers errors.
+ */
+function refuse(ctx: ApiContext, path: string, code: 'UNAUTHORIZED' | 'TOO_MANY_REQUESTS', message: string): void {
+  const status = code === 'UNAUTHORIZED' ? 401 : 429;
+  const error = (procedure: string) => ({ error: { message, code: TRPC_ERROR_CODES_BY_KEY[code], data: { code, httpStatus: status, path: procedure } } });
+  ctx.status = status;
+  ctx.body = ctx.query.batch === '1' ? path.split(',').map(error) : error(path);
+}
+
+/** Whether the request may go on to tRPC; otherwise it has been answered 401 or 429. */
+async function refuseGuessing(ctx: ApiContext, deps: Deps, path: string): Promise<boolean> {
   const until = blockedUntil.get(ctx.ip) ?? 0;
   if (until > Date.now()) {
     ctx.set('Retry-After', String(headerSeconds((until - Date.now()) / 1000)));
-    throw new ApiError('rate_limited');
+    refuse(ctx, path, 'TOO_MANY_REQUESTS', 'too many rejected admin tokens from this address: retry after Retry-After seconds');
+    return false;
   }
-  if (tokenMatches(bearerToken(authorizationOf(ctx)), deps.config.adminToken)) return;
+  if (tokenMatches(bearerToken(authorizationOf(ctx)), deps.config.adminToken)) return true;
   const decision = await deps.rateLimiter.consume(`admin-fail:${ctx.ip}`, ADMIN_FAILURES_PER_MINUTE);
   log('admin.refused', { address: ctx.ip, request_id: ctx.state.requestId, throttled: !decision.allowed });
   if (!decision.allowed) {
@@ -45,15 +58,20 @@ async function refuseGuessing(ctx: ApiContext, deps: Deps): Promise<void> {
     if (blockedUntil.size > 10_000) blockedUntil.clear();
     blockedUntil.set(ctx.ip, Date.now() + seconds * 1000);
     ctx.set('Retry-After', String(seconds));
-    throw new ApiError('rate_limited');
+    refuse(ctx, path, 'TOO_MANY_REQUESTS', 'too many rejected admin tokens from this address: retry after Retry-After seconds');
+    return false;
   }
-  throw new ApiError('invalid_key', 'El token de administración no es válido.');
+  // RFC 9110 §11.6.1: a 401 carries a challenge.
+  ctx.set('WWW-Authenticate', 'Bearer realm="admin"');
+  refuse(ctx, path, 'UNAUTHORIZED', 'the admin token is missing or wrong (Authorization: Bearer $ADMIN_TOKEN)');
+  return false;
 }
 
 export function adminMiddleware(deps: Deps) {
   return async function admin(ctx: ApiContext, _next: Next) {
-    await refuseGuessing(ctx, deps);
-    const path = ctx.path.replace(/^\/admin\/trpc\/?/, '');
+    // The route matches /admin/trpc in any case (the router is case-insensitive): so does the prefix cut here.
+    const path = ctx.path.replace(/^\/admin\/trpc\/?/i, '');
+    if (!(await refuseGuessing(ctx, deps, path))) return;
     ctx.respond = false;
     // Koa starts every response at 404; tRPC only sets its status when it
     // finds 200 there, so without this every answer, success or error, is a 404.

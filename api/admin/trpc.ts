@@ -27,6 +27,8 @@ const BY_STATUS: Record<number, TrpcCode> = {
   413: 'PAYLOAD_TOO_LARGE',
   422: 'BAD_REQUEST',
   429: 'TOO_MANY_REQUESTS',
+  // A service the call needs is out of reach (Google, Facturapi): retry later, as the REST API's 503.
+  503: 'SERVICE_UNAVAILABLE',
 };
 
 /** Maps ApiError to tRPC errors, and writes the audit line of every call: who (address), what, which company, how it ended. */
@@ -46,7 +48,8 @@ const mapErrorsAndAudit = t.middleware(async ({ ctx, path, type, getRawInput, ne
   // `--endpoint`); else what a create made; else the company the call is about (tax-profile set).
   const named = [input?.id, input?.userId, input?.endpointId].find((v): v is string => typeof v === 'string');
   const targetId = named ?? madeId ?? companyId;
-  log('admin.call', { procedure: path, type, ok: result.ok, error, company_id: companyId ?? (path === 'company.create' ? madeId : undefined), target_id: targetId, address: ctx.address, request_id: ctx.requestId });
+  // Every key on every line (null when none), as DESIGN.md shows the line: a log parser reads fixed fields.
+  log('admin.call', { procedure: path, type, ok: result.ok, error, company_id: companyId ?? (path === 'company.create' ? madeId : undefined) ?? null, target_id: targetId ?? null, address: ctx.address ?? null, request_id: ctx.requestId ?? null });
   if (!result.ok && result.error.cause instanceof ApiError) {
     const cause = result.error.cause;
     const code = BY_STATUS[cause.status];

@@ -20,7 +20,12 @@ function deliveryDetails(d: Delivery): string {
     ['response', d.response_status],
     ['error', d.error_message],
     ['created', d.created_at],
-  ]) + `\n\npayload:\n${d.payload}\n\nresponse body:\n${d.response_body ?? '-'}`;
+  ]) + `\n\npayload:\n${d.payload}\n\nresponse body:\n${d.response_body == null ? '-' : quoted(d.response_body)}`;
+}
+
+/** A receiver's answer, each of its lines after `| `: a line of it can never pass for a line of ours. */
+function quoted(text: string): string {
+  return text.split(/\r\n|\n/).map((line) => `| ${line}`).join('\n');
 }
 
 export function registerWebhookCommands(program: Command): void {

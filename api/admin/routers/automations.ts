@@ -8,7 +8,7 @@ import { adminId as id, adminProcedure, router } from '../trpc.ts';
 export const automationRouter = router({
   create: adminProcedure
     .input(
-      z.object({
+      z.strictObject({
         companyId: id,
         // Strict, as form files are: a misspelt key (`trigger-config`) is refused, not dropped.
         automation: z.strictObject({

@@ -17,11 +17,11 @@ const companyFields = {
 
 export const companyRouter = router({
   create: adminProcedure
-    .input(z.object({ name: z.string().trim().min(1).max(200), ownerEmail: z.email().optional(), ...companyFields }))
+    .input(z.strictObject({ name: z.string().trim().min(1).max(200), ownerEmail: z.email().optional(), ...companyFields }))
     .mutation(({ ctx, input }) => createCompany(ctx.deps.pool, input)),
   update: adminProcedure
     .input(
-      z.object({
+      z.strictObject({
         id,
         name: z.string().trim().min(1).max(200).optional(),
         ownerEmail: z.email().optional(),
@@ -37,6 +37,6 @@ export const companyRouter = router({
       ctx.deps.keyCache.invalidate(); // this process at once; the others on the NOTIFY
       return company;
     }),
-  show: adminProcedure.input(z.object({ id })).query(({ ctx, input }) => getCompany(ctx.deps.pool, input.id)),
+  show: adminProcedure.input(z.strictObject({ id })).query(({ ctx, input }) => getCompany(ctx.deps.pool, input.id)),
   list: adminProcedure.query(({ ctx }) => listCompanies(ctx.deps.pool)),
 });

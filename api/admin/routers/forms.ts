@@ -5,9 +5,9 @@ import { adminId as id, adminProcedure, router } from '../trpc.ts';
 
 export const formRouter = router({
   create: adminProcedure
-    .input(z.object({ companyId: id, form: z.unknown() }))
+    .input(z.strictObject({ companyId: id, form: z.unknown() }))
     .mutation(({ ctx, input }) => createForm(ctx.deps.pool, input.companyId, input.form)),
   update: adminProcedure
-    .input(z.object({ id, form: z.unknown() }))
+    .input(z.strictObject({ id, form: z.unknown() }))
     .mutation(({ ctx, input }) => updateForm(ctx.deps.pool, input.id, input.form)),
 });

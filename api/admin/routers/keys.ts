@@ -9,7 +9,7 @@ import { adminId as id, adminProcedure, router, storedInt } from '../trpc.ts';
 export const keyRouter = router({
   create: adminProcedure
     .input(
-      z.object({
+      z.strictObject({
         companyId: id,
         userId: id.optional(),
         scopes: z.union([z.string(), z.array(z.string())]),
@@ -27,11 +27,11 @@ export const keyRouter = router({
       }
       return issueKey(ctx.deps.pool, { ...input, scopes });
     }),
-  list: adminProcedure.input(z.object({ companyId: id })).query(async ({ ctx, input }) => {
+  list: adminProcedure.input(z.strictObject({ companyId: id })).query(async ({ ctx, input }) => {
     await requireCompany(ctx.deps.pool, input.companyId);
     return listKeys(ctx.deps.pool, input.companyId);
   }),
-  revoke: adminProcedure.input(z.object({ id })).mutation(async ({ ctx, input }) => {
+  revoke: adminProcedure.input(z.strictObject({ id })).mutation(async ({ ctx, input }) => {
     const key = await revokeKey(ctx.deps.pool, input.id);
     ctx.deps.keyCache.invalidate(); // this process at once; the others on the NOTIFY
     return key;

@@ -5,7 +5,7 @@ import { requireCompany } from '../companies.ts';
 import { adminId as id, adminProcedure, router } from '../trpc.ts';
 
 export const mcpRouter = router({
-  activity: adminProcedure.input(z.object({ companyId: id })).query(async ({ ctx, input }) => {
+  activity: adminProcedure.input(z.strictObject({ companyId: id })).query(async ({ ctx, input }) => {
     await requireCompany(ctx.deps.pool, input.companyId);
     // This process's buffered calls first (other web processes flush within 200 ms).
     await ctx.deps.mcpActivity.flush();

@@ -6,7 +6,7 @@ import { adminId as id, adminProcedure, router } from '../trpc.ts';
 export const taxProfileRouter = router({
   set: adminProcedure
     .input(
-      z.object({
+      z.strictObject({
         companyId: id,
         rfc: z.string().min(12).max(13),
         legalName: z.string().min(1).max(300),

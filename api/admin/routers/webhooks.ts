@@ -24,12 +24,12 @@ const DELIVERY_LIST_LIMIT = 100;
 
 export const webhookRouter = router({
   list: adminProcedure
-    .input(z.object({ companyId: id }))
+    .input(z.strictObject({ companyId: id }))
     .query(async ({ ctx, input }) => {
       await requireCompany(ctx.deps.pool, input.companyId);
       return (await listEndpointsOf(ctx.deps.pool, input.companyId)).map((row) => serializeEndpoint(row));
     }),
-  rotateSecret: adminProcedure.input(z.object({ id })).mutation(async ({ ctx, input }) => {
+  rotateSecret: adminProcedure.input(z.strictObject({ id })).mutation(async ({ ctx, input }) => {
     const row = await rotateSecret(ctx.deps.pool, null, input.id);
     if (!row) throw new ApiError('not_found', `Webhook endpoint ${input.id} not found`);
     return { id: row.id, secret: row.secret };
@@ -38,18 +38,18 @@ export const webhookRouter = router({
 
 export const deliveryRouter = router({
   list: adminProcedure
-    .input(z.object({ endpointId: id, status: z.enum(DELIVERY_STATUSES).optional(), event: z.enum(EVENT_NAMES).optional() }))
+    .input(z.strictObject({ endpointId: id, status: z.enum(DELIVERY_STATUSES).optional(), event: z.enum(EVENT_NAMES).optional() }))
     .query(async ({ ctx, input }) => {
       if (!(await findEndpoint(ctx.deps.pool, null, input.endpointId))) throw new ApiError('not_found', `Webhook endpoint ${input.endpointId} not found`);
       const rows = await recentDeliveries(ctx.deps.pool, input.endpointId, { status: input.status, event: input.event, limit: DELIVERY_LIST_LIMIT });
       return rows.map((row) => serializeDelivery(row));
     }),
-  show: adminProcedure.input(z.object({ id })).query(async ({ ctx, input }) => {
+  show: adminProcedure.input(z.strictObject({ id })).query(async ({ ctx, input }) => {
     const row = await findDelivery(ctx.deps.pool, null, input.id);
     if (!row) throw new ApiError('not_found', `Delivery ${input.id} not found`);
     return serializeDelivery(row, { full: true });
   }),
-  replay: adminProcedure.input(z.object({ id })).mutation(async ({ ctx, input }) => {
+  replay: adminProcedure.input(z.strictObject({ id })).mutation(async ({ ctx, input }) => {
     const row = await transaction(ctx.deps.pool, (db) => replayDelivery(db, null, input.id));
     if (!row) throw new ApiError('not_found', `Delivery ${input.id} not found`);
     return serializeDelivery(row, { full: true });
