@@ -147,14 +147,15 @@ export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
       served = { json, gzip: gzipSync(json), etag: `"${createHash('sha256').update(json).digest('base64url').slice(0, 27)}"` };
     }
     ctx.status = 200;
-    ctx.set('ETag', served.etag);
+    const gzip = ctx.acceptsEncodings('gzip', 'identity') === 'gzip';
+    // A strong ETag per representation (RFC 9110 §8.8.3): the gzipped bytes are another one.
+    ctx.set('ETag', gzip ? `${served.etag.slice(0, -1)}-gzip"` : served.etag);
     ctx.set('Cache-Control', 'no-cache');
     ctx.vary('Accept-Encoding');
     if (ctx.fresh) {
       ctx.status = 304;
       return;
     }
-    const gzip = ctx.acceptsEncodings('gzip', 'identity') === 'gzip';
     ctx.body = gzip ? served.gzip : served.json;
     ctx.type = 'application/json; charset=utf-8';
     if (gzip) ctx.set('Content-Encoding', 'gzip');

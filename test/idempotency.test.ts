@@ -87,6 +87,21 @@ describe('Idempotency-Key', () => {
     assert.deepEqual(await storedKeys(t.companyId), [{ key: 'crear-cliente-1', state: 'done', response_status: 201 }]);
   });
 
+  test('a client\'s own value that reads like a withheld credential is replayed as it was answered, not rebuilt', async () => {
+    const t = await seedTenant(app.pool);
+    const api = client(app.baseUrl, t.key);
+    const headers = { 'Idempotency-Key': 'parece-credencial' };
+    // The placeholder the stored answers used before, as a customer's custom properties (a booking's
+    // manage_url and a webhook endpoint's secret are rebuilt on replay; a customer's are the customer's).
+    const body = { data: { name: 'Eco', custom_properties: [{ key: 'manage_url', value: '(withheld: rebuilt on replay)' }, { key: 'secret', value: '(withheld: rebuilt on replay)' }] } };
+    const first = await api.post('/customers', body, headers);
+    assert.equal(first.status, 201, first.text);
+    assert.equal(first.body.data.manage_url, '(withheld: rebuilt on replay)');
+    const again = await api.post('/customers', body, headers);
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    assert.deepEqual(again.body, first.body);
+  });
+
   test('same key with a different body, path, method or query: 422 idempotency_key_reused, nothing executed', async () => {
     const t = await seedTenant(app.pool);
     const api = client(app.baseUrl, t.key);

@@ -245,7 +245,15 @@ const CREDENTIAL_FIELDS: Record<CredentialField, (ctx: ApiContext, companyId: st
     return current !== undefined && current.slice(-4) === data.secret_last_four ? current : null;
   },
 };
-const WITHHELD = '(withheld: rebuilt on replay)';
+/**
+ * What a withheld credential is stored as. It holds U+0000, which no stored answer can hold otherwise
+ * (PostgreSQL text refuses it, and so does every input of the API), so a client's own value (a custom
+ * property named `manage_url`) is never taken for it.
+ */
+const WITHHELD = '\u0000(withheld: rebuilt on replay)';
+/** The placeholder of answers stored before it held U+0000 (kept 24 h): trusted only on the answers that withhold. */
+const LEGACY_WITHHELD = '(withheld: rebuilt on replay)';
+const WITHHOLDING_PATHS = /^\/book\/|\/(?:bookings|webhook-endpoints)(?:\/|$)/;
 
 function withheldCredentials(ctx: ApiContext, body: unknown): unknown {
   const fields = ctx.state.withheld ?? [];
@@ -258,10 +266,13 @@ function withheldCredentials(ctx: ApiContext, body: unknown): unknown {
 
 /** The stored answer (JSON text, replayed as stored) with its withheld credentials rebuilt. */
 async function rebuildCredentials(ctx: ApiContext, companyId: string, text: string): Promise<string> {
-  if (!text.includes(WITHHELD)) return text;
+  if (!text.includes(LEGACY_WITHHELD)) return text;
   const body = JSON.parse(text) as { data?: Record<string, unknown> };
   const data = body.data;
   if (!data || typeof data !== 'object' || typeof data.id !== 'string') return text;
-  for (const [field, rebuild] of Object.entries(CREDENTIAL_FIELDS)) if (data[field] === WITHHELD) data[field] = await rebuild(ctx, companyId, data);
+  const legacy = WITHHOLDING_PATHS.test(ctx.path);
+  for (const [field, rebuild] of Object.entries(CREDENTIAL_FIELDS)) {
+    if (data[field] === WITHHELD || (legacy && data[field] === LEGACY_WITHHELD)) data[field] = await rebuild(ctx, companyId, data);
+  }
   return JSON.stringify(body);
 }
