@@ -244,6 +244,13 @@ export const text = (max: number) => z.string().trim().max(max);
  * An optional text field that may have no value: trimmed, at most `max` characters; blank (`""`, or
  * only spaces) is stored as `null`, the one way a record says "no value" (docs/api.md, Records).
  */
+/** An optional http(s) URL that `""` clears, as `optionalText` clears a text (null clears it too). */
+export const optionalHttpUrl = z
+  .union([z.literal(''), httpUrl])
+  .transform((value) => (value === '' ? null : value))
+  .nullable()
+  .optional();
+
 export const optionalText = (max: number) =>
   text(max)
     .transform((value) => (value === '' ? null : value))

@@ -44,6 +44,11 @@ describe('company and team', () => {
     assert.equal(put.status, 200, JSON.stringify(put.body));
     assert.equal(put.body.data.name, 'Nuevo Nombre');
     assert.deepEqual(put.body.data.business_goals, ['crecer']);
+    // "" clears the website as it clears every other optional text (it was 422 for the website alone).
+    const cleared = await t.api.put('/company', { data: { website: '', legal_name: '' } });
+    assert.deepEqual([cleared.status, cleared.body.data.website, cleared.body.data.legal_name], [200, null, null]);
+    assert.equal((await t.api.put('/company', { data: { website: 'no es url' } })).body.errors.website[0], 'debe ser una URL http(s)');
+    assert.equal((await t.api.put('/company', { data: { website: 'https://nuevo.example' } })).status, 200);
     for (const field of ['slug', 'plan', 'max_team_size', 'enabled_modules', 'storage_quota_mb', 'timezone', 'id', 'created_at']) {
       const res = await t.api.put('/company', { data: { [field]: field === 'max_team_size' ? 99 : 'x' } });
       assert.equal(res.status, 422, field);
@@ -321,9 +326,15 @@ describe('company and team', () => {
     const guess = await a.api.put(`/users/${b.ownerId}`, { data: { birthdate: '1990-01-02' } });
     assert.equal(guess.status, 422);
     // The membership is company A's own: it may make the person an owner there.
+    const seenByB = (await b.api.get(`/users/${b.ownerId}`)).body.data;
     const owner = await a.api.put(`/users/${b.ownerId}`, { data: { is_owner: true } });
     assert.equal(owner.status, 200, JSON.stringify(owner.body));
     assert.equal(owner.body.data.is_owner, true);
+    // A's change is A's: its view of the person moves, B's does not (B would see a change not its own, and when A made it).
+    assert.ok(owner.body.data.updated_at > seen.updated_at, `${owner.body.data.updated_at} after ${seen.updated_at}`);
+    assert.deepEqual((await b.api.get(`/users/${b.ownerId}`)).body.data, seenByB);
+    const listed = (await a.api.get('/users?limit=100')).body.data.find((u: { id: string }) => u.id === b.ownerId);
+    assert.equal(listed.updated_at, owner.body.data.updated_at, 'the list shows what a read shows');
     // The person, with their own key, changes their own name.
     const self = await b.api.put(`/users/${b.ownerId}`, { data: { first_name: 'Yo' } });
     assert.equal(self.status, 200, JSON.stringify(self.body));

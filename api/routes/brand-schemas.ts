@@ -1,6 +1,6 @@
 // Brand write payloads, list query and read shape (contract: Brand).
 import { z } from 'zod';
-import { httpUrl } from '../validation.ts';
+import { httpUrl, optionalHttpUrl } from '../validation.ts';
 import { customPropertiesWrite } from '../custom-properties.ts';
 import { paginationQuery } from '../pagination.ts';
 import { imageUrlSchema, nameSchema, optionalText, slugSchema } from './catalog-fields.ts';
@@ -9,7 +9,7 @@ const brandFields = {
   name: nameSchema,
   slug: slugSchema.optional().describe('Por defecto se deriva del nombre; único en la empresa'),
   description: optionalText(5000),
-  website: httpUrl.nullable().optional(),
+  website: optionalHttpUrl,
   logo_url: imageUrlSchema.describe('Logo por URL de imagen; para subir un archivo usa POST /brands/{id}/logo'),
   // As read, `logo` is the media object: written back, its `url` is what counts (the rest is read-only).
   logo: z

@@ -2,12 +2,12 @@
 // the read. Everything else (slug, plan, quotas, max_team_size, modules, id,
 // timestamps) is refused on PUT like any unknown field: 422 naming it.
 import { z } from 'zod';
-import { httpUrl, optionalText, text } from '../validation.ts';
+import { optionalHttpUrl, optionalText, text } from '../validation.ts';
 
 
 export const companyUpdate = z.strictObject({
   name: text(200).min(1).optional(),
-  website: httpUrl.nullable().optional(),
+  website: optionalHttpUrl,
   legal_name: optionalText(300),
   business_type: optionalText(200).describe('Texto libre'),
   business_context: optionalText(20_000).describe('Texto largo que usan las funciones de IA'),

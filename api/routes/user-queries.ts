@@ -31,10 +31,14 @@ export type UserRow = {
   updated_at: Timestamp;
 };
 
-export type MemberRow = UserRow & { company_id: string; is_owner: boolean };
+/** `membership_updated_at`: when the company's own part of the member (is_owner) last changed; null if never. */
+export type MemberRow = UserRow & { company_id: string; is_owner: boolean; membership_updated_at: Timestamp | null };
+
+/** A member as the company reads it: the person's columns and the membership's (migration 104). */
+const MEMBER_COLUMNS = 'u.*, m.company_id, m.is_owner, m.updated_at AS membership_updated_at';
 
 /** Members of a company as a table with `company_id` (what listPage pages over). */
-const MEMBERS = `(SELECT u.*, m.company_id, m.is_owner FROM users u JOIN memberships m ON m.user_id = u.id WHERE u.deleted_at IS NULL) AS members`;
+const MEMBERS = `(SELECT ${MEMBER_COLUMNS} FROM users u JOIN memberships m ON m.user_id = u.id WHERE u.deleted_at IS NULL) AS members`;
 
 // What is stored was validated by the write schema (user-schemas.ts), so it holds its enums' values.
 type StoredBackground = { bg_mode?: (typeof BG_MODES)[number]; bg_color_from?: string; bg_color_to?: string | null; bg_angle?: number };
@@ -60,6 +64,11 @@ function preferencesRead(prefs: StoredPreferences) {
   };
 }
 
+/** The later of two ISO timestamps of one form (comparable as text); `b` may be absent. */
+function laterOf(a: string, b: string | null): string {
+  return b !== null && b > a ? b : a;
+}
+
 export function serializeMember(row: MemberRow, bookingUrl: string): z.output<typeof userSchema> {
   const prefs = (row.settings_preferences ?? {}) as StoredPreferences;
   const fullName = [row.first_name, row.last_name].filter(Boolean).join(' ');
@@ -77,7 +86,8 @@ export function serializeMember(row: MemberRow, bookingUrl: string): z.output<ty
     is_owner: row.is_owner,
     settings_preferences: preferencesRead(prefs),
     created_at: iso(row.created_at)!,
-    updated_at: iso(row.updated_at)!,
+    // The later of the person's change and this company's membership change (both ISO, comparable as text).
+    updated_at: laterOf(iso(row.updated_at)!, iso(row.membership_updated_at)),
   };
 }
 
@@ -116,7 +126,7 @@ export function mergePreferences(stored: StoredPreferences, write: SettingsPrefe
  */
 export async function findMember(db: Queryable, companyId: string, userId: string, lock = false): Promise<MemberRow | null> {
   const { rows } = await db.query<MemberRow>(
-    `SELECT u.*, m.company_id, m.is_owner FROM users u JOIN memberships m ON m.user_id = u.id
+    `SELECT ${MEMBER_COLUMNS} FROM users u JOIN memberships m ON m.user_id = u.id
       WHERE m.company_id = $1 AND u.id = $2 AND u.deleted_at IS NULL${lock ? ' FOR NO KEY UPDATE OF u, m' : ''}`,
     [companyId, userId],
   );
@@ -255,8 +265,8 @@ export async function updateMember(db: Queryable, companyId: string, existing: M
     await assertActingOwner(db, companyId, actingUserId);
     await db.query('SELECT id FROM companies WHERE id = $1 FOR NO KEY UPDATE', [companyId]);
     if (!data.is_owner && (await otherOwners(db, companyId, existing.id)) === 0) throw new ApiError('last_owner');
-    await db.query('UPDATE memberships SET is_owner = $3 WHERE company_id = $1 AND user_id = $2', [companyId, existing.id, data.is_owner]);
-    await db.query('UPDATE users SET updated_at = now() WHERE id = $1', [existing.id]);
+    // The membership is this company's: its change is its own updated_at, not the person's (other companies read that).
+    await db.query('UPDATE memberships SET is_owner = $3, updated_at = now() WHERE company_id = $1 AND user_id = $2', [companyId, existing.id, data.is_owner]);
   }
   return (await findMember(db, companyId, existing.id))!;
 }
