@@ -142,7 +142,7 @@ describe('calendar sync end to end', () => {
     assert.notEqual(refused.code, 0);
     // Google out of reach is an outage to retry (tRPC SERVICE_UNAVAILABLE, HTTP 503), not a server error of ours.
     google.addRefreshToken('rt-during-outage');
-    google.fail({ method: 'POST', path: /\/token$/, status: 503 });
+    google.fail({ method: 'POST', path: /\/token$/, refreshToken: 'rt-during-outage', status: 503 });
     const outage = await runCli(app, ['calendar', 'connect', '--user', member.ownerId, '--refresh-token', 'rt-during-outage', '--json']);
     assert.notEqual(outage.code, 0);
     assert.match(outage.stderr, /^error: \S+ is unavailable: Google no respondió; intenta de nuevo\.\n$/);

@@ -10,7 +10,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 
 type Event = Record<string, any> & { id: string; status: string; updated: string };
-type Failure = { method?: string; path?: RegExp; status: number; reason?: string; times: number };
+/** An injected failure; `refreshToken` narrows a /token one to the exchanges of that refresh token (other refreshes run meanwhile). */
+type Failure = { method?: string; path?: RegExp; refreshToken?: string; status: number; reason?: string; times: number };
 
 export type GoogleStandIn = Awaited<ReturnType<typeof startGoogleStandIn>>;
 
@@ -107,7 +108,9 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
       held!.arrived();
       await held!.released;
     }
-    const failure = failures.find((f) => f.times > 0 && (!f.method || f.method === req.method) && (!f.path || f.path.test(url.pathname)));
+    const failure = failures.find(
+      (f) => f.times > 0 && (!f.method || f.method === req.method) && (!f.path || f.path.test(url.pathname)) && (!f.refreshToken || body?.refresh_token === f.refreshToken),
+    );
     if (failure) {
       failure.times--;
       if (url.pathname === '/token') return send(res, failure.status, { error: failure.reason ?? 'server_error', error_description: 'injected' });
