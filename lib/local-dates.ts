@@ -30,3 +30,31 @@ export function localMonth(epochMs: number, zone: string): { year: number; month
   const [year, month] = localDate(epochMs, zone).split('-').map(Number);
   return { year, month };
 }
+
+/**
+ * Zones already accepted. Constructing an Intl.DateTimeFormat is the check,
+ * and it cost a slot query (which names a zone on every request) about 0.4 ms
+ * of CPU: a tenth of the request (docs/bench.md, booking slots). Only valid
+ * zones are kept (a few hundred names, written one way), at most
+ * KNOWN_ZONES_MAX; past that, each is checked anew.
+ */
+const knownZones = new Set<string>();
+const KNOWN_ZONES_MAX = 2_000;
+
+/**
+ * An IANA zone name the runtime knows (`America/Mexico_City`, `UTC`,
+ * `US/Eastern`), written as the zone database writes it. Intl also takes UTC
+ * offsets (`+05:00`) and any letter case (`america/mexico_city`): those are
+ * not IANA names, and Google Calendar refuses them when an event syncs.
+ */
+export function isTimeZone(value: string): boolean {
+  if (knownZones.has(value)) return true;
+  if (value.length > 64 || !/^[A-Za-z]/.test(value)) return false;
+  try {
+    if (Temporal.Now.zonedDateTimeISO(value).timeZoneId !== value) return false;
+  } catch {
+    return false;
+  }
+  if (knownZones.size < KNOWN_ZONES_MAX) knownZones.add(value);
+  return true;
+}

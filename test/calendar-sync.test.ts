@@ -582,6 +582,65 @@ describe('calendar sync end to end', () => {
     }
   });
 
+  test('an all-day event whose start names a zone is the day there at both ends; a zone no runtime knows is the calendar\'s', async () => {
+    google.createExternal({ id: 'madridday', summary: 'Fiesta', start: { date: '2030-12-04', timeZone: 'Europe/Madrid' }, end: { date: '2030-12-05' } });
+    google.createExternal({ id: 'marsday', summary: 'Marte', start: { dateTime: '2030-12-06T10:00:00Z', timeZone: 'Mars/Olympus' }, end: { dateTime: '2030-12-06T11:00:00Z', timeZone: 'Mars/Olympus' } });
+    try {
+      await pull(tenant.ownerId);
+      const row = async (id: string) => (await app.pool.query(`SELECT starts_at, ends_at, timezone FROM calendar_events WHERE user_id = $1 AND google_event_id = $2`, [tenant.ownerId, id])).rows[0];
+      const madrid = await waitFor(() => row('madridday'), 20_000, 'the Madrid all-day event imported');
+      // One day in Madrid, midnight to midnight (the end read in Mexico City's zone made it 31 hours).
+      assert.deepEqual([madrid.starts_at.toISOString(), madrid.ends_at.toISOString(), madrid.timezone], ['2030-12-03T23:00:00.000Z', '2030-12-04T23:00:00.000Z', 'Europe/Madrid']);
+      const mars = await waitFor(() => row('marsday'), 20_000, 'the event with an unknown zone imported');
+      assert.equal(mars.timezone, 'America/Mexico_City', 'the calendar\'s zone, not one the API refuses');
+    } finally {
+      google.deleteExternal('madridday');
+      google.deleteExternal('marsday');
+    }
+  });
+
+  test('an event Google sends with a date that cannot be read is skipped; the rest of the list is imported and the sync goes on', async () => {
+    google.createExternal({ id: 'impossible', summary: 'Imposible', start: { date: '2030-02-30' }, end: { date: '2030-03-01' } });
+    google.createExternal({ id: 'badtime', summary: 'Mal', start: { dateTime: '12030-01-01T10:00:00Z' }, end: { dateTime: '12030-01-01T11:00:00Z' } });
+    google.createExternal({ id: 'afterbad', summary: 'Después', start: { dateTime: '2030-12-08T10:00:00Z' }, end: { dateTime: '2030-12-08T11:00:00Z' } });
+    try {
+      await pull(tenant.ownerId);
+      await waitFor(async () => (await app.pool.query(`SELECT 1 FROM calendar_events WHERE user_id = $1 AND google_event_id = 'afterbad'`, [tenant.ownerId])).rowCount === 1, 20_000, 'the event after the unreadable ones imported');
+      const status = JSON.parse((await runCli(app, ['calendar', 'status', '--user', tenant.ownerId, '--json'])).stdout);
+      assert.equal(status.last_error, null, JSON.stringify(status));
+      const { rows } = await app.pool.query(`SELECT google_event_id FROM calendar_events WHERE user_id = $1 AND google_event_id IN ('impossible', 'badtime')`, [tenant.ownerId]);
+      assert.deepEqual(rows, []);
+    } finally {
+      for (const id of ['impossible', 'badtime', 'afterbad']) google.deleteExternal(id);
+    }
+  });
+
+  test('a disconnect while a pull is reading: what the pull reads afterwards is not imported, no busy time is left behind', async () => {
+    const member = await seedTenant(app.pool);
+    google.createExternal({ id: 'racing', summary: 'Carrera', start: { dateTime: '2030-12-10T10:00:00Z' }, end: { dateTime: '2030-12-10T11:00:00Z' } });
+    try {
+      const list = google.hold('GET', /\/events$/, 'rt-disconnect-race');
+      google.addRefreshToken('rt-disconnect-race');
+      assert.equal((await runCli(app, ['calendar', 'connect', '--user', member.ownerId, '--refresh-token', 'rt-disconnect-race', '--json'])).code, 0);
+      await list.arrived;
+      // Google out of reach for the revocation (best effort), so the pull's access token still works.
+      google.fail({ method: 'POST', path: /\/revoke$/, status: 503 });
+      assert.equal((await runCli(app, ['calendar', 'disconnect', '--user', member.ownerId, '--json'])).code, 0);
+      list.release();
+      const job = await waitFor(
+        async () => (await app.pool.query(`SELECT state FROM pgboss.job WHERE name = $1 AND data->>'user_id' = $2 ORDER BY created_on DESC LIMIT 1`, [CALENDAR_PULL.name, member.ownerId])).rows[0],
+        10_000,
+        'the pull job',
+      );
+      assert.ok(job);
+      await waitFor(async () => ['completed', 'failed'].includes((await app.pool.query(`SELECT state FROM pgboss.job WHERE name = $1 AND data->>'user_id' = $2 ORDER BY created_on DESC LIMIT 1`, [CALENDAR_PULL.name, member.ownerId])).rows[0].state), 20_000, 'the pull to end');
+      const { rows } = await app.pool.query(`SELECT google_event_id FROM calendar_events WHERE user_id = $1 AND source = 'google'`, [member.ownerId]);
+      assert.deepEqual(rows, [], 'the disconnected member keeps no imported busy time');
+    } finally {
+      google.deleteExternal('racing');
+    }
+  });
+
   test('imported events block booking slots when the host blocks overlapping bookings', async () => {
     google.createExternal({ id: 'busyday', summary: 'Ocupada', start: { dateTime: '2030-12-15T10:00:00Z' }, end: { dateTime: '2030-12-15T11:00:00Z' } });
     await pull(tenant.ownerId);

@@ -6,7 +6,7 @@
 // so what is remembered is bounded by the database.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { isTimeZone } from '../api/routes/calendar-event-schemas.ts';
+import { isTimeZone } from '../lib/local-dates.ts';
 
 describe('isTimeZone', () => {
   test('IANA zones and UTC are accepted, every time they are asked', () => {

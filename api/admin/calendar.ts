@@ -69,9 +69,12 @@ export async function connectCalendar(pool: Pool, jobs: JobSender, config: Confi
 export async function disconnectCalendar(pool: Pool, config: Config, userId: string) {
   await requireUser(pool, userId);
   // Both or neither: a failure between them would leave a retry nothing to revoke, or busy time behind.
+  // The connection first: a pull importing at this moment holds it (KEY SHARE, worker/jobs/calendar-pull.ts)
+  // until its row is in, so the events deleted next include that row, and no later import finds the connection.
   const rows = await transaction(pool, async (client) => {
+    const deleted = (await client.query<{ refresh_token_enc: string }>('DELETE FROM calendar_connections WHERE user_id = $1 RETURNING refresh_token_enc', [userId])).rows;
     await client.query(`DELETE FROM calendar_events WHERE user_id = $1 AND source = 'google'`, [userId]);
-    return (await client.query<{ refresh_token_enc: string }>('DELETE FROM calendar_connections WHERE user_id = $1 RETURNING refresh_token_enc', [userId])).rows;
+    return deleted;
   });
   const refreshToken = rows[0] ? open(config.encryptionKey, rows[0].refresh_token_enc) : null;
   if (refreshToken && config.google) {

@@ -6,7 +6,8 @@ import { calendarDay, instant } from '../date-fields.ts';
 import { isObjectId } from '../../lib/objectid.ts';
 import { minutesOf } from '../../lib/booking-slots.ts';
 import { paginationQuery, queryBoolean } from '../pagination.ts';
-import { DEFAULT_TIMEZONE, isTimeZone } from './calendar-event-schemas.ts';
+import { DEFAULT_TIMEZONE } from './calendar-event-schemas.ts';
+import { isTimeZone } from '../../lib/local-dates.ts';
 import { lineText, objectIdField, optionalText, text } from '../validation.ts';
 
 export const LINK_SLUG = /^[a-z0-9-]{1,64}$/;

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { paginationQuery } from '../pagination.ts';
 import { instant } from '../date-fields.ts';
 import { LOCATION_TYPES } from './booking-link-schemas.ts';
-import { isTimeZone } from './calendar-event-schemas.ts';
+import { isTimeZone } from '../../lib/local-dates.ts';
 import { windowBound } from '../date-fields.ts';
 import { objectIdField, optionalText, personName, text } from '../validation.ts';
 

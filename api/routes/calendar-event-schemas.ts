@@ -2,44 +2,16 @@
 // write payloads, the read and the list query. Read-only fields (`source`,
 // `meet_url`, `google_event_id`, `booking_*`) are refused on write like any
 // unknown field; `user_id` is refused on PATCH (the host never changes).
-import { Temporal } from 'temporal-polyfill';
 import { z } from 'zod';
 import { instant as anInstant, windowBound } from '../date-fields.ts';
 import { paginationQuery } from '../pagination.ts';
 import { objectIdField, optionalText, text } from '../validation.ts';
+import { isTimeZone } from '../../lib/local-dates.ts';
 
 export const EVENT_KINDS = ['event', 'meeting', 'task'] as const;
 export const EVENT_SOURCES = ['native', 'booking', 'google'] as const;
 export const DEFAULT_COLOR = '#2563eb';
 export const DEFAULT_TIMEZONE = 'America/Mexico_City';
-
-/**
- * Zones already accepted. Constructing an Intl.DateTimeFormat is the check,
- * and it cost a slot query (which names a zone on every request) about 0.4 ms
- * of CPU: a tenth of the request (docs/bench.md, booking slots). Only valid
- * zones are kept (a few hundred names, written one way), at most
- * KNOWN_ZONES_MAX; past that, each is checked anew.
- */
-const knownZones = new Set<string>();
-const KNOWN_ZONES_MAX = 2_000;
-
-/**
- * An IANA zone name the runtime knows (`America/Mexico_City`, `UTC`,
- * `US/Eastern`), written as the zone database writes it. Intl also takes UTC
- * offsets (`+05:00`) and any letter case (`america/mexico_city`): those are
- * not IANA names, and Google Calendar refuses them when an event syncs.
- */
-export function isTimeZone(value: string): boolean {
-  if (knownZones.has(value)) return true;
-  if (value.length > 64 || !/^[A-Za-z]/.test(value)) return false;
-  try {
-    if (Temporal.Now.zonedDateTimeISO(value).timeZoneId !== value) return false;
-  } catch {
-    return false;
-  }
-  if (knownZones.size < KNOWN_ZONES_MAX) knownZones.add(value);
-  return true;
-}
 
 const instant = anInstant.describe('ISO 8601; se guarda y se devuelve en UTC');
 

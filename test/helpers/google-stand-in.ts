@@ -60,7 +60,7 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
   const failures: Failure[] = [];
   const requests: Array<{ method: string; path: string; query: URLSearchParams; body: any; auth: string | undefined }> = [];
   const pendingReads = new Map<string, number>();
-  const holds: Array<{ method: string; path: RegExp; arrived: () => void; released: Promise<void> }> = [];
+  const holds: Array<{ method: string; path: RegExp; refreshToken?: string; arrived: () => void; released: Promise<void> }> = [];
   let issued = 0;
   let calendarZone = options.timeZone ?? 'America/Mexico_City';
   /** Every list page names a next page, past the end too (a list that never ends). */
@@ -102,7 +102,9 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
     const isForm = (req.headers['content-type'] ?? '').includes('x-www-form-urlencoded');
     const body = text ? (isForm ? Object.fromEntries(new URLSearchParams(text)) : JSON.parse(text)) : null;
     requests.push({ method: req.method!, path: url.pathname, query: url.searchParams, body, auth: req.headers.authorization });
-    const hold = holds.findIndex((h) => h.method === req.method && h.path.test(url.pathname));
+    const hold = holds.findIndex(
+      (h) => h.method === req.method && h.path.test(url.pathname) && (!h.refreshToken || mintedFrom.get(req.headers.authorization?.replace(/^Bearer /, '') ?? '') === h.refreshToken),
+    );
     if (hold >= 0) {
       const [held] = holds.splice(hold, 1);
       held!.arrived();
@@ -256,12 +258,13 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
     /**
      * The next matching request is held (read, not yet answered) until
      * `release()`: a call caught in flight. `arrived` resolves when it comes.
+     * With `refreshToken`, only a call made with an access token minted from it (one member's).
      */
-    hold(method: string, path: RegExp) {
+    hold(method: string, path: RegExp, refreshToken?: string) {
       let arrived!: () => void;
       let release!: () => void;
       const came = new Promise<void>((resolve) => (arrived = resolve));
-      holds.push({ method, path, arrived, released: new Promise<void>((resolve) => (release = resolve)) });
+      holds.push({ method, path, refreshToken, arrived, released: new Promise<void>((resolve) => (release = resolve)) });
       return { arrived: came, release };
     },
     fail(failure: Omit<Failure, 'times'> & { times?: number }) {

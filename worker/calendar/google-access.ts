@@ -80,11 +80,12 @@ export async function accessToken(pool: Pool, config: Config, client: GoogleCale
 
 async function markNeedsReauthorization(pool: Pool, userId: string, why: string): Promise<void> {
   tokens.delete(userId);
-  await pool.query(
+  const { rowCount } = await pool.query(
     `UPDATE calendar_connections SET status = 'needs_reauthorization', last_error = $2, last_error_at = now(), updated_at = now() WHERE user_id = $1`,
     [userId, why.slice(0, 500)],
   );
-  logError('calendar.needs_reauthorization', new Error(why), { user_id: userId });
+  // A member disconnected meanwhile (the operator revoked the token, which is why Google refused it) needs nothing.
+  if (rowCount) logError('calendar.needs_reauthorization', new Error(why), { user_id: userId });
 }
 
 /**

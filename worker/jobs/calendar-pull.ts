@@ -12,7 +12,7 @@
 // (Google's own free/busy ignores both).
 import type { Job } from 'pg-boss';
 import { objectId } from '../../lib/objectid.ts';
-import { startOfLocalDate } from '../../lib/local-dates.ts';
+import { isTimeZone, startOfLocalDate } from '../../lib/local-dates.ts';
 import { DEFAULT_COMPANY_ZONE } from '../../db/companies.ts';
 import { CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, CALENDAR_PUSH, type CalendarPullJob, type HousekeepingJob } from '../../db/queues.ts';
 import { OUR_EVENT_PROPERTY, OUR_HOST_PROPERTY } from './calendar-push.ts';
@@ -26,15 +26,31 @@ const FULL_SYNC_DAYS = 30;
 export const MAX_PULL_PAGES = 1000;
 
 /**
- * An event's start or end. An all-day event's date carries no zone: it is the day in the event's own
- * zone if it names one, else the calendar's (Google sends it with every list page), else the company's.
+ * An event's zone, one for both its ends: the one its start names, else its end's, else the calendar's
+ * (Google sends it with every list page). A name that is no IANA zone here (a typo, a zone this runtime
+ * does not know) is passed over, as the API refuses it on every write.
  */
-function instantOf(point: GoogleEvent['start'], calendarZone: string): { at: Date; allDay: boolean; zone: string } | null {
+function zoneOf(item: GoogleEvent, calendarZone: string): string {
+  return [item.start?.timeZone, item.end?.timeZone, calendarZone].find((zone): zone is string => !!zone && isTimeZone(zone)) ?? DEFAULT_COMPANY_ZONE;
+}
+
+/**
+ * An event's start or end; null when it has none or it cannot be read (an impossible date, a year past
+ * what a date holds): that event is not imported, and the rest of the list is. An all-day event's
+ * date carries no zone: it is the day in the event's zone (zoneOf), so an all-day event imported here
+ * runs midnight to midnight there, as the API requires of its own.
+ */
+function instantOf(point: GoogleEvent['start'], zone: string): { at: Date; allDay: boolean } | null {
   if (!point) return null;
-  const zone = point.timeZone ?? calendarZone;
-  if (point.dateTime) return { at: new Date(point.dateTime), allDay: false, zone };
-  if (point.date) return { at: new Date(startOfLocalDate(point.date, zone)), allDay: true, zone };
-  return null;
+  let at: Date;
+  try {
+    if (point.dateTime) at = new Date(point.dateTime);
+    else if (point.date) at = new Date(startOfLocalDate(point.date, zone));
+    else return null;
+  } catch {
+    return null; // Temporal refuses a date that does not exist (2026-02-30)
+  }
+  return Number.isNaN(at.getTime()) ? null : { at, allDay: !point.dateTime };
 }
 
 async function apply(deps: WorkerDeps, connection: Connection, companies: string[], calendarZone: string, item: GoogleEvent): Promise<void> {
@@ -56,8 +72,9 @@ async function apply(deps: WorkerDeps, connection: Connection, companies: string
     [connection.user_id, item.id],
   );
   if (ours.rowCount) return;
-  const start = instantOf(item.start, calendarZone);
-  const end = instantOf(item.end, calendarZone);
+  const zone = zoneOf(item, calendarZone);
+  const start = instantOf(item.start, zone);
+  const end = instantOf(item.end, zone);
   const declined = item.attendees?.some((a) => a.self && a.responseStatus === 'declined') ?? false;
   if (item.status === 'cancelled' || item.transparency === 'transparent' || declined || !start || !end || end.at <= start.at) {
     await pool.query(`DELETE FROM calendar_events WHERE user_id = $1 AND source = 'google' AND google_event_id = $2`, [connection.user_id, item.id]);
@@ -66,10 +83,14 @@ async function apply(deps: WorkerDeps, connection: Connection, companies: string
   for (const companyId of companies) {
     await pool.query(
       // Only while the person still works there: a removal committed after this pull read the memberships
-      // deleted their busy time in that company, and nothing may bring it back.
+      // deleted their busy time in that company, and nothing may bring it back. Nor after a disconnect (or
+      // a reconnect with another token): the connection this pull runs for is locked (KEY SHARE) until
+      // the row is in, and `disconnect` deletes the connection before the events, so it either waits for
+      // this row and deletes it, or has gone first and nothing is inserted.
       `INSERT INTO calendar_events (id, company_id, user_id, title, description, location, starts_at, ends_at, all_day, timezone, source, google_event_id, attendees)
        SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'google', $11, $12
         WHERE EXISTS (SELECT 1 FROM memberships WHERE company_id = $2 AND user_id = $3)
+          AND EXISTS (SELECT 1 FROM calendar_connections WHERE user_id = $3 AND refresh_token_enc = $13 FOR KEY SHARE)
        ON CONFLICT (company_id, user_id, google_event_id) WHERE source = 'google' DO UPDATE
           SET title = EXCLUDED.title, description = EXCLUDED.description, location = EXCLUDED.location, starts_at = EXCLUDED.starts_at,
               ends_at = EXCLUDED.ends_at, all_day = EXCLUDED.all_day, timezone = EXCLUDED.timezone, attendees = EXCLUDED.attendees, updated_at = now()`,
@@ -84,9 +105,10 @@ async function apply(deps: WorkerDeps, connection: Connection, companies: string
         start.at,
         end.at,
         start.allDay,
-        start.zone,
+        zone,
         item.id,
         JSON.stringify((item.attendees ?? []).slice(0, 100).map((a) => ({ name: toStorableTextOrNull(a.displayName), email: toStorableTextOrNull(a.email) }))),
+        connection.refresh_token_enc,
       ],
     );
   }
@@ -119,6 +141,11 @@ async function afterFullList(deps: WorkerDeps, connection: Connection, seen: str
   }
 }
 
+async function stillConnected(pool: WorkerDeps['pool'], connection: Connection): Promise<boolean> {
+  const { rowCount } = await pool.query('SELECT 1 FROM calendar_connections WHERE user_id = $1 AND refresh_token_enc = $2', [connection.user_id, connection.refresh_token_enc]);
+  return rowCount !== 0;
+}
+
 async function pull(deps: WorkerDeps, userId: string): Promise<void> {
   const { pool, config } = deps;
   const client = googleClient(config);
@@ -139,6 +166,9 @@ async function pull(deps: WorkerDeps, userId: string): Promise<void> {
   const timeMin = new Date(Date.now() - FULL_SYNC_DAYS * 86_400_000).toISOString();
   try {
     for (let pages = 0; pages < MAX_PULL_PAGES; pages++) {
+      // Disconnected (or connected again with another token) since this pull began: it stops here; what it
+      // would import is refused anyway (apply), and the reading is not worth Google's quota.
+      if (pages > 0 && !(await stillConnected(pool, connection))) return;
       let page;
       try {
         page = await withToken(pool, config, client, connection, (token) => client.listEvents(token, connection.calendar_id, { syncToken, pageToken, timeMin }));

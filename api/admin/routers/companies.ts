@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { MAX_TEAM_SIZE } from '../limits.ts';
 import { OPT_IN_MODULES } from '../../auth/scopes.ts';
-import { isTimeZone } from '../../routes/calendar-event-schemas.ts';
+import { isTimeZone } from '../../../lib/local-dates.ts';
 import { createCompany, getCompany, listCompanies, updateCompany } from '../companies.ts';
 import { adminId as id, adminProcedure, router, storedInt } from '../trpc.ts';
 
