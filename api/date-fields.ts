@@ -60,7 +60,12 @@ const INSTANT_PATTERN = (() => {
   return pattern.replace(ZOD_OFFSET, '[+-](?:0\\d|1[0-5]):[0-5]\\d');
 })();
 
-/** An ISO 8601 instant with its offset, from 1900-01-02T00:00:00Z to 9999-12-30T00:00:00Z. */
+/**
+ * An ISO 8601 instant with its offset, from 1900-01-02T00:00:00Z to 9999-12-30T00:00:00Z, taken to the
+ * millisecond, what every answer shows (`…T10:00:00.123456+00:00`, Python's isoformat, is
+ * `…T10:00:00.123Z`): what is stored and compared is what a read gives back, so two instants one
+ * microsecond apart are one instant, never a later one stored and an equal one shown.
+ */
 export const instant = z.iso
   .datetime({ offset: true, abort: true })
   .refine(readableOffset, OFFSET_REASON)
@@ -68,7 +73,8 @@ export const instant = z.iso
     const at = Date.parse(value);
     return at >= EARLIEST_INSTANT && at <= LATEST_INSTANT;
   }, 'debe estar entre 1900-01-02 y 9999-12-30')
-  .describe('ISO 8601, de 1900-01-02 a 9999-12-30')
+  .transform((value) => new Date(Date.parse(value)).toISOString())
+  .describe('ISO 8601, de 1900-01-02 a 9999-12-30; se toma al milisegundo')
   .meta(withYear(INSTANT_PATTERN, FROM_1900));
 
 /**

@@ -45,6 +45,18 @@ describe('calendar events', () => {
     assert.deepEqual(read.body.data, e);
   });
 
+  test('instants are taken to the millisecond: microseconds (Python\'s isoformat) are stored as they are read back', async () => {
+    const created = await api.post('/calendar/events', { data: event({ starts_at: '2026-12-02T10:00:00.123456+00:00', ends_at: '2026-12-02T11:00:00.999999Z' }) });
+    assert.equal(created.status, 201, created.text);
+    assert.deepEqual([created.body.data.starts_at, created.body.data.ends_at], ['2026-12-02T10:00:00.123Z', '2026-12-02T11:00:00.999Z']);
+    const { rows } = await app.pool.query(`SELECT to_char(starts_at AT TIME ZONE 'UTC', 'HH24:MI:SS.US') AS at FROM calendar_events WHERE id = $1`, [created.body.data.id]);
+    assert.equal(rows[0].at, '10:00:00.123000', 'stored as read back, not to the microsecond');
+    // One microsecond apart is one instant here: ends_at is not after starts_at.
+    const same = await api.post('/calendar/events', { data: event({ starts_at: '2026-12-02T10:00:00.000001Z', ends_at: '2026-12-02T10:00:00.000002Z' }) });
+    assert.equal(same.status, 422);
+    assert.ok(same.body.errors.ends_at, same.text);
+  });
+
   test('the host: missing, malformed, unknown or another company’s user is 422 invalid_user', async () => {
     const other = await seedTenant(app.pool);
     for (const user_id of [undefined, 'nope', '0123456789abcdef01234567', other.ownerId, 123, null, {}, ['x']]) {
