@@ -163,11 +163,18 @@ function developmentSecret(dataDir: string, name: string): string {
     // Written whole under another name, then linked into place (link fails if the name exists): a
     // process starting at the same moment reads the whole secret or none, never an empty file.
     const draft = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
-    writeFileSync(draft, randomBytes(32).toString('base64url'), { flag: 'wx', mode: 0o600 });
+    // A DATA_DIR that exists but this user may not write (EACCES, EROFS): one line too.
+    const unwritable = (error: unknown) =>
+      fail(`DATA_DIR no admite escritura (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}): "${dataDir}"; hace falta para guardar ${name}`);
+    try {
+      writeFileSync(draft, randomBytes(32).toString('base64url'), { flag: 'wx', mode: 0o600 });
+    } catch (error) {
+      unwritable(error);
+    }
     try {
       linkSync(draft, file);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') unwritable(error);
     } finally {
       unlinkSync(draft);
     }

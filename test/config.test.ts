@@ -76,6 +76,8 @@ describe('configuration', () => {
         [{ DATA_DIR: file }, /DATA_DIR no es un directorio/],
         // Below a file: it cannot be made (the secrets development keeps there), said in one line.
         [{ DATA_DIR: path.join(file, 'sub') }, /DATA_DIR no se puede crear \(ENOTDIR\)/],
+        // A directory this process may not write in (root too: /proc takes no new file): one line, not a stack.
+        [{ DATA_DIR: '/proc' }, /DATA_DIR no admite escritura \(\w+\): "\/proc"/],
         [{ PORT: '70000' }, /PORT debe ser un entero entre 0 y 65535 \(recibido "70000"\)/],
         [{ GOOGLE_CLIENT_ID: 'id' }, /GOOGLE_CLIENT_ID y GOOGLE_CLIENT_SECRET van juntas/],
         [{ GOOGLE_CLIENT_SECRET: 'secret' }, /GOOGLE_CLIENT_ID y GOOGLE_CLIENT_SECRET van juntas/],
