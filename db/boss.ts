@@ -2,6 +2,7 @@
 // connections are one pg.Pool of `max` (LISTEN/NOTIFY, which would add one,
 // is left off), so the worker's budget gives it `max` and counts nothing more.
 import { PgBoss, type ConstructorOptions } from 'pg-boss';
+import { repeatDecision } from '../lib/log.ts';
 
 export type BossOptions = Pick<ConstructorOptions, 'supervise' | 'schedule' | 'max' | 'monitorIntervalSeconds' | 'superviseIntervalSeconds' | 'application_name'>;
 
@@ -28,7 +29,12 @@ export function createBoss(connectionString: string, options: BossOptions = {}):
 
 /** A pg-boss `error` event as the log line `boss.error` (`fields` say which process's pg-boss). */
 export function logBossError(error: unknown, fields: Record<string, unknown> = {}): void {
-  process.stderr.write(JSON.stringify({ time: new Date().toISOString(), event: 'boss.error', ...fields, error: describeError(error) }) + '\n');
+  // During a database outage every poller of every queue fails each second: one line a minute per kind
+  // of failure, with how many were left out (lib/log.ts, repeatDecision).
+  const message = describeError(error);
+  const { write, repeated } = repeatDecision('boss.error', message);
+  if (!write) return;
+  process.stderr.write(JSON.stringify({ time: new Date().toISOString(), event: 'boss.error', ...fields, error: message, ...(repeated ? { repeated } : {}) }) + '\n');
 }
 
 function describeError(error: unknown): string {

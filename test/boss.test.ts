@@ -16,6 +16,8 @@ test('a pg-boss error is one JSON line on stderr: event boss.error, with its mes
     // What pg-boss emits is typed as an Error; a failed maintenance run emits a plain object.
     boss.emit('error', { message: 'maintenance failed', queue: 'x' } as unknown as Error);
     boss.emit('error', { code: 'E1' } as unknown as Error);
+    // The same failure again, from every poller (a database outage): counted, written once a minute (lib/log.ts).
+    for (let i = 0; i < 20; i++) boss.emit('error', new Error('terminating connection due to administrator command'));
   } finally {
     process.stderr.write = write;
   }

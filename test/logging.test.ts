@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { freePort, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { waitFor } from './helpers/wait.ts';
+import { repeatDecision } from '../lib/log.ts';
 
 describe('request log', () => {
   let app: TestApp;
@@ -116,5 +117,20 @@ describe('request log', () => {
     assert.ok(retryAfter >= 1 && retryAfter <= 60);
     assert.equal((await call('x'.repeat(20), '198.51.100.91')).status, 200, 'another address is not affected');
     await waitFor(() => lines().some((l) => l.event === 'admin.refused' && l.throttled === true && l.address === '198.51.100.90'), 10_000, 'the refusal to be logged');
+  });
+});
+
+describe('repeating errors', () => {
+  test('one line a minute per kind of failure, with how many were left out: pg-boss pollers in an outage', () => {
+    const t0 = 1_000_000_000;
+    const refused = (queue: string, port: number) => `connect ECONNREFUSED 127.0.0.1:${port} (Queue: ${queue}, Worker: 0f3a-${queue})`;
+    assert.deepEqual(repeatDecision('test.outage', refused('thumbnail', 5432), t0), { write: true, repeated: 0 });
+    // Every queue's poller, every second: the same failure.
+    for (let s = 1; s < 60; s++) for (const queue of ['thumbnail', 'webhook-delivery', 'form-post-actions']) assert.equal(repeatDecision('test.outage', refused(queue, 5432), t0 + s * 1000).write, false);
+    // Another kind of failure is written at once.
+    assert.equal(repeatDecision('test.outage', 'password authentication failed for user "x"', t0 + 2000).write, true);
+    // A minute on: written again, saying how many were left out.
+    assert.deepEqual(repeatDecision('test.outage', refused('thumbnail', 5433), t0 + 60_000), { write: true, repeated: 177 });
+    assert.equal(repeatDecision('test.outage', refused('thumbnail', 5432), t0 + 61_000).write, false);
   });
 });

@@ -32,7 +32,7 @@
 import type { Agent } from 'undici';
 import { unscheduleSet, WAITING } from '../../db/events.ts';
 import { prepared } from '../../db/pool.ts';
-import { log, logError } from '../../lib/log.ts';
+import { log, logError, logRepeatedError } from '../../lib/log.ts';
 import { createGuardedAgent } from '../../lib/ssrf.ts';
 import { HELD_MESSAGE, MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, SHUT_OFF_AFTER, SHUT_OFF_REASON } from '../../lib/webhook-retry.ts';
 import type { WorkerDeps } from '../jobs/types.ts';
@@ -223,6 +223,8 @@ export class WebhookDispatcher {
   /** Endpoints whose attempts ended since the last claim: where slots are free. */
   readonly #freed = new Set<string>();
   #finished: Finished[] = [];
+  /** Claims failed in a row (the database away): said once it claims again. */
+  #claimFailures = 0;
   /** Failed attempts per endpoint whose results are not written yet: busy for the claim (WINDOW). */
   readonly #failuresUnwritten = new Map<string, number>();
   #flushTimer: NodeJS.Timeout | null = null;
@@ -305,8 +307,14 @@ export class WebhookDispatcher {
       this.#freed.clear();
       try {
         await this.#claim(targets, this.#room());
+        if (this.#claimFailures) {
+          // The line that says the database is back (the failures were written once a minute).
+          log('webhook.claim_recovered', { failures: this.#claimFailures });
+          this.#claimFailures = 0;
+        }
       } catch (error) {
-        logError('webhook.claim_failed', error);
+        this.#claimFailures++;
+        logRepeatedError('webhook.claim_failed', error);
         if (targets) for (const id of targets) this.#freed.add(id);
         await this.#sleep(1000);
       }
