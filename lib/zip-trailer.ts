@@ -7,13 +7,15 @@ export const ZIP_TRAILER_WINDOW = 22 + 0xffff;
 
 /**
  * Whether `tail` (a file's last ZIP_TRAILER_WINDOW bytes or all of it) ends a zip archive with entries:
- * an end-of-central-directory record whose central directory starts with its own signature. Zip readers
- * find an archive from the end, so these bytes after any other content make the file an archive too.
- * A chance match of the 4-byte signature inside compressed image data is not confirmed by the second.
+ * an end-of-central-directory record whose comment ends exactly where the file does (what zip readers
+ * check when they look for the archive from the end) and whose central directory starts with its own
+ * signature. A chance match of the 4-byte signature inside compressed data fails the first test all
+ * but always, and the second when its directory is inside the window.
  */
 export function hasZipTrailer(tail: Buffer): boolean {
   for (let at = tail.length - 22; at >= 0; at--) {
     if (tail.readUInt32LE(at) !== 0x06054b50) continue;
+    if (at + 22 + tail.readUInt16LE(at + 20) !== tail.length) continue;
     const entries = tail.readUInt16LE(at + 10);
     const directoryBytes = tail.readUInt32LE(at + 12);
     if (entries === 0) continue;

@@ -1,6 +1,6 @@
 // What an uploaded image must be before we store it, and how its thumbnail
 // is made. The web process runs `inspectImage` (cheap: magic bytes, header,
-// where the file ends, with nothing riding after it); the worker runs `makeThumbnail` (decoding is the
+// where the image ends: what follows is dropped); the worker runs `makeThumbnail` (decoding is the
 // expensive and dangerous part, so it never happens in the web process).
 //
 // Limits (docs/catalog.md):
@@ -40,19 +40,51 @@ export type ImageType = keyof typeof ALLOWED_IMAGE_TYPES;
 
 export type InspectedImage = { contentType: ImageType; ext: string; width: number; height: number; frames: number };
 
-export type Inspection = { ok: true; image: InspectedImage } | { ok: false; reason: string };
+/**
+ * `bytes`: the image itself, what is stored and served. What a file carries after the image's end is
+ * dropped: a camera's trailer (Samsung's `SEFT` block, a motion photo's video), an encoder's padding,
+ * anything else riding on it, which would otherwise be served under our domain. A zip there is refused
+ * instead (inspectImage): that file is an archive too.
+ */
+export type Inspection = { ok: true; image: InspectedImage; bytes: Buffer } | { ok: false; reason: string };
 
 /**
- * What may follow an image's end: a few bytes, or a run of padding that some encoders write (zeros,
- * 0xFF fill, line ends). Anything more is another file riding on the image (served publicly under our
- * domain), refused.
+ * Where a JPEG ends: its markers walked from SOI (each segment skipped by its length, an EXIF
+ * thumbnail's EOI inside APP1 with it) and each scan's entropy-coded data to the next marker that is
+ * neither stuffing (FF 00), a restart (FF D0–D7) nor fill (FF FF), up to the EOI. -1 when it breaks first.
  */
-function onlyPadding(rest: Buffer): boolean {
-  if (rest.length <= 16) return true;
-  return rest.length <= 1024 && rest.every((b) => b === 0x00 || b === 0xff || b === 0x0a || b === 0x0d || b === 0x20);
+function jpegEnd(bytes: Buffer): number {
+  if (bytes.length < 4 || bytes[0] !== 0xff || bytes[1] !== 0xd8) return -1;
+  let at = 2;
+  while (at + 1 < bytes.length) {
+    if (bytes[at] !== 0xff) return -1;
+    const marker = bytes[at + 1];
+    if (marker === 0xff) {
+      at++; // fill before a marker
+      continue;
+    }
+    if (marker === 0xd9) return at + 2;
+    if (marker === 0x01 || (marker >= 0xd0 && marker <= 0xd7)) {
+      at += 2; // markers without a length
+      continue;
+    }
+    if (at + 4 > bytes.length) return -1;
+    const length = bytes.readUInt16BE(at + 2);
+    if (length < 2) return -1;
+    at += 2 + length;
+    if (marker !== 0xda) continue;
+    // A scan: entropy-coded data, in which 0xFF is always followed by 00 or a restart marker.
+    for (;;) {
+      at = bytes.indexOf(0xff, at);
+      if (at < 0 || at + 1 >= bytes.length) return -1;
+      const next = bytes[at + 1];
+      if (next === 0x00 || (next >= 0xd0 && next <= 0xd7)) at += 2;
+      else if (next === 0xff) at += 1;
+      else break;
+    }
+  }
+  return -1;
 }
-
-const JPEG_EOI = Buffer.from([0xff, 0xd9]);
 
 /** Where a GIF's trailer (0x3B) ends it, walking its blocks; -1 when the structure breaks first (truncated). */
 function gifEnd(bytes: Buffer): number {
@@ -78,17 +110,11 @@ function gifEnd(bytes: Buffer): number {
   return -1;
 }
 
-/** Why the bytes do not end where the image does (truncated, or carrying something after it); null when they do. */
-function endProblem(bytes: Buffer, type: ImageType): string | null {
-  const truncated = 'la imagen está truncada o dañada';
-  const after = 'la imagen lleva datos después de su final (otro archivo pegado a ella): no se admite';
-  const ending = (end: number) => (end < 0 || end > bytes.length ? truncated : onlyPadding(bytes.subarray(end)) ? null : after);
+/** Where the image ends in `bytes`, by its own structure; -1 when it is cut short (truncated or damaged). */
+function imageEnd(bytes: Buffer, type: ImageType): number {
   switch (type) {
-    // The last EOI (FF D9): inside entropy-coded data 0xFF is always stuffed (FF 00), so it marks the end.
-    case 'image/jpeg': {
-      const at = bytes.lastIndexOf(JPEG_EOI);
-      return at < 2 ? truncated : ending(at + 2);
-    }
+    case 'image/jpeg':
+      return jpegEnd(bytes);
     // Chunks walked from the signature to IEND (length, type, data, CRC).
     case 'image/png': {
       let at = 8;
@@ -96,26 +122,28 @@ function endProblem(bytes: Buffer, type: ImageType): string | null {
         const length = bytes.readUInt32BE(at);
         const chunk = bytes.toString('latin1', at + 4, at + 8);
         at += 12 + length;
-        if (chunk === 'IEND') return ending(at);
+        if (chunk === 'IEND') return at <= bytes.length ? at : -1;
       }
-      return truncated;
+      return -1;
     }
     case 'image/gif':
-      return ending(gifEnd(bytes));
+      return gifEnd(bytes);
     // The RIFF size field (bytes 4..8) says where the file ends.
-    case 'image/webp':
-      return bytes.length < 12 ? truncated : ending(bytes.readUInt32LE(4) + 8);
-    // ISO-BMFF boxes: walk top-level box sizes; the last must end with the file.
+    case 'image/webp': {
+      const end = bytes.length < 12 ? -1 : bytes.readUInt32LE(4) + 8;
+      return end <= bytes.length ? end : -1;
+    }
+    // ISO-BMFF boxes: top-level box sizes walked to the end of the file (a box of size 0 runs to it).
     case 'image/avif': {
       let offset = 0;
       while (offset + 8 <= bytes.length) {
         let size = bytes.readUInt32BE(offset);
         if (size === 1 && offset + 16 <= bytes.length) size = Number(bytes.readBigUInt64BE(offset + 8));
-        if (size === 0) return null; // box extends to end of file
-        if (size < 8) return truncated;
+        if (size === 0) return bytes.length;
+        if (size < 8) return -1;
         offset += size;
       }
-      return offset === bytes.length ? null : truncated;
+      return offset === bytes.length ? offset : -1;
     }
   }
 }
@@ -135,14 +163,18 @@ export async function inspectImage(bytes: Buffer): Promise<Inspection> {
   if (!type || !(type in ALLOWED_IMAGE_TYPES)) {
     return { ok: false, reason: NOT_AN_IMAGE };
   }
-  // A zip at the end makes the image an archive too (unzip reads it from the end); named for what it is.
+  // A zip at the end of the file makes it an archive too (unzip reads it from the end): a polyglot, refused
+  // (archives are refused whatever they are dressed as, the forms' rule), not quietly cut off.
   if (hasZipTrailer(bytes.subarray(-ZIP_TRAILER_WINDOW))) return { ok: false, reason: 'la imagen lleva un archivo comprimido (zip) al final: no se admite' };
-  const ends = endProblem(bytes, type);
-  if (ends) return { ok: false, reason: ends };
+  const end = imageEnd(bytes, type);
+  if (end < 0) return { ok: false, reason: 'la imagen está truncada o dañada' };
+  const image = bytes.subarray(0, end);
+  // One whose end is the image's own (hidden in a chunk or segment, its comment running over the rest).
+  if (hasZipTrailer(image.subarray(-ZIP_TRAILER_WINDOW))) return { ok: false, reason: 'la imagen lleva un archivo comprimido (zip) dentro: no se admite' };
   let meta: Metadata;
   try {
     // Reads the header only; no pixel is decoded here.
-    meta = await sharp(bytes, { limitInputPixels: false }).metadata();
+    meta = await sharp(image, { limitInputPixels: false }).metadata();
   } catch {
     return { ok: false, reason: 'la imagen está dañada' };
   }
@@ -157,7 +189,7 @@ export async function inspectImage(bytes: Buffer): Promise<Inspection> {
   }
   // The dimensions as the image is shown: EXIF orientations 5–8 turn it a quarter (its thumbnail is made turned).
   const turned = (meta.orientation ?? 1) >= 5;
-  return { ok: true, image: { contentType: type, ext: ALLOWED_IMAGE_TYPES[type].ext, width: turned ? frameHeight : width, height: turned ? width : frameHeight, frames } };
+  return { ok: true, image: { contentType: type, ext: ALLOWED_IMAGE_TYPES[type].ext, width: turned ? frameHeight : width, height: turned ? width : frameHeight, frames }, bytes: image };
 }
 
 /**

@@ -40,8 +40,8 @@ function craftedPng(width: number, height: number, idat: Buffer): Buffer {
   return Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), pngChunk('IHDR', ihdr), pngChunk('IDAT', idat), pngChunk('IEND', Buffer.alloc(0))]);
 }
 
-/** A zip archive of one stored (uncompressed) entry, as `zip -0` writes it. */
-function storedZip(name: string, content: string): Buffer {
+/** A zip archive of one stored (uncompressed) entry, as `zip -0` writes it; `commentBytes`: the comment length its end record declares (the bytes that follow it). */
+function storedZip(name: string, content: string, commentBytes = 0): Buffer {
   const [file, data] = [Buffer.from(name), Buffer.from(content)];
   const local = Buffer.alloc(30);
   local.writeUInt32LE(0x04034b50, 0);
@@ -62,6 +62,7 @@ function storedZip(name: string, content: string): Buffer {
   end.writeUInt16LE(1, 10);
   end.writeUInt32LE(directory.length, 12);
   end.writeUInt32LE(entries.length, 16);
+  end.writeUInt16LE(commentBytes, 20);
   return Buffer.concat([entries, directory, end]);
 }
 
@@ -171,23 +172,42 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     const missing = await api.post(`/products/${productId}/image`, { data: {} });
     assert.equal(missing.status, 422, 'a JSON body carries no file');
 
-    // Polyglots: another file riding after the image's end would be served publicly under our domain.
-    // A zip (unzip reads it from the end) is named; anything else after the end (a script ending in the
-    // GIF trailer's ";", a payload past WebP's RIFF size) too. A line end or zero padding is what encoders write.
-    const zip = storedZip('x.sh', 'echo owned\n');
-    const script = Buffer.from('<script>alert(document.domain)</script>;');
-    const padding = (await api.post('/products', { data: { name: 'Relleno', sku: 'RELLENO', prices_cents: { mxn: 100 } } })).body.data.id;
+    // Polyglots with a zip: appended (unzip reads an archive from the end), or hidden inside the image (a
+    // PNG chunk holding an archive whose comment runs over the CRC and IEND after it): refused, named.
     for (const [format, image] of [['png', await solid(12, 12).png().toBuffer()], ['jpg', await solid(12, 12).jpeg().toBuffer()], ['webp', await solid(12, 12).webp().toBuffer()], ['gif', await solid(12, 12).gif().toBuffer()]] as const) {
-      const zipped = await up(`/products/${productId}/image`, Buffer.concat([image, zip]), `poly.${format}`);
+      const zipped = await up(`/products/${productId}/image`, Buffer.concat([image, storedZip('x.sh', 'echo owned\n')]), `poly.${format}`);
       assert.deepEqual([zipped.status, zipped.body.errors?.file], [422, ['la imagen lleva un archivo comprimido (zip) al final: no se admite']], `${format} + zip: ${zipped.text}`);
-      const carried = await up(`/products/${productId}/image`, Buffer.concat([image, script]), `poly.${format}`);
-      assert.deepEqual([carried.status, carried.body.errors?.file], [422, ['la imagen lleva datos después de su final (otro archivo pegado a ella): no se admite']], `${format} + script: ${carried.text}`);
-      const padded = await up(`/products/${padding}/image`, Buffer.concat([image, Buffer.from('\n'), Buffer.alloc(200)]), `padded.${format}`);
-      assert.equal(padded.status, 200, `${format} with padding after its end: ${padded.text}`);
     }
-    assert.equal((await api.delete(`/products/${padding}`)).status, 204);
-
+    const base = await solid(12, 12).png().toBuffer();
+    const iend = base.subarray(base.length - 12);
+    const hidden = storedZip('x.sh', 'echo owned\n', 4 + 12);
+    const inside = Buffer.concat([base.subarray(0, base.length - 12), pngChunk('ziPp', hidden), iend]);
+    const zippedInside = await up(`/products/${productId}/image`, inside, 'inside.png');
+    assert.deepEqual([zippedInside.status, zippedInside.body.errors?.file], [422, ['la imagen lleva un archivo comprimido (zip) al final: no se admite']], zippedInside.text);
+    // The same with bytes after the image, which would be dropped: the image kept would still be an archive.
+    const trailed = await up(`/products/${productId}/image`, Buffer.concat([inside, Buffer.from('SEFT-trailer')]), 'inside.png');
+    assert.deepEqual([trailed.status, trailed.body.errors?.file], [422, ['la imagen lleva un archivo comprimido (zip) dentro: no se admite']], trailed.text);
     assert.equal(await mediaCount(), stored, 'nothing refused was stored');
+  });
+
+  test('what a file carries after the image\'s end is not kept (a camera\'s trailer, a script): the image alone is stored and served', async () => {
+    const owner = (await api.post('/products', { data: { name: 'Cola', sku: 'COLA', prices_cents: { mxn: 100 } } })).body.data.id;
+    try {
+      // Samsung's camera writes a trailer after the JPEG's EOI; a motion photo, its video. A polyglot, another file.
+      const samsung = Buffer.concat([Buffer.from('\x00\x00Image_UTC_Data1700000000000SEFH'), Buffer.alloc(300, 7), Buffer.from('SEFT')]);
+      const script = Buffer.from('<script>alert(document.domain)</script>;');
+      const images = [['jpg', await solid(12, 12).jpeg().toBuffer()], ['png', await solid(12, 12).png().toBuffer()], ['webp', await solid(12, 12).webp().toBuffer()], ['gif', await solid(12, 12).gif().toBuffer()]] as const;
+      for (const [format, image] of images) {
+        for (const [what, after] of [['a camera trailer', samsung], ['a script', script], ['padding', Buffer.alloc(200)]] as const) {
+          const res = await up(`/products/${owner}/image`, Buffer.concat([image, after]), `cola.${format}`);
+          assert.equal(res.status, 200, `${format} + ${what}: ${res.text}`);
+          const served = Buffer.from(await (await fetch(res.body.data.image_url.replace(app.config.siteUrl, app.url))).arrayBuffer());
+          assert.ok(served.equals(image), `${format} + ${what}: the image alone is served (${served.length} bytes, the image ${image.length})`);
+        }
+      }
+    } finally {
+      await api.delete(`/products/${owner}`);
+    }
   });
 
   test('two files in one upload are 422 and leave no temp file open behind (formidable\'s maxFiles left one per request)', async () => {

@@ -55,6 +55,8 @@ export async function attachImage(
   if (accept && !accept.types.includes(inspection.image.contentType)) {
     throw validationFailed({ [file.field]: [`formato no admitido aquí: se aceptan ${accept.description}`] });
   }
+  // The image itself: what the file carried after its end (a camera's trailer, another file) is not kept.
+  file = { ...file, bytes: inspection.bytes };
   // The bytes first, outside the transaction that points the owner at them:
   // with BLOB_STORE=s3 the upload is a PUT to another service, which should
   // hold no row lock, and a rollback after it must not leave an object the
