@@ -4,7 +4,7 @@ import { exitUnlessMigrated } from '../db/migrate.ts';
 import { createPool } from '../db/pool.ts';
 import { loadConfigOrExit } from '../lib/config.ts';
 import { applicationName, budgetFields, processName, splitConnectionsOrExit } from '../lib/connection-budget.ts';
-import { log, logError } from '../lib/log.ts';
+import { log, logProblem } from '../lib/log.ts';
 import { closeDeps, createApp, createDeps } from './app.ts';
 
 const config = loadConfigOrExit();
@@ -59,7 +59,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
       clearTimeout(cut);
       setTimeout(() => {
         // On stderr (LOG_LEVEL=silent keeps it): the reason an exit 1 had.
-        logError('web.stop_forced', new Error(`the database connections did not close within ${CLOSE_BOUND_MS / 1000} s`));
+        logProblem('web.stop_forced', { reason: `the database connections did not close within ${CLOSE_BOUND_MS / 1000} s` });
         process.exit(1);
       }, CLOSE_BOUND_MS).unref();
       await closeDeps(deps);

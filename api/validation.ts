@@ -244,18 +244,18 @@ export const text = (max: number) => z.string().trim().max(max);
  * An optional text field that may have no value: trimmed, at most `max` characters; blank (`""`, or
  * only spaces) is stored as `null`, the one way a record says "no value" (docs/api.md, Records).
  */
+export const optionalText = (max: number) =>
+  text(max)
+    .transform((value) => (value === '' ? null : value))
+    .nullable()
+    .optional();
+
 /** An optional http(s) URL that `""` clears, as `optionalText` clears a text (null clears it too). */
 export const optionalHttpUrl = z
   .union([z.literal(''), httpUrl])
   .transform((value) => (value === '' ? null : value))
   .nullable()
   .optional();
-
-export const optionalText = (max: number) =>
-  text(max)
-    .transform((value) => (value === '' ? null : value))
-    .nullable()
-    .optional();
 
 /** Characters that show nothing: zero-width spaces and joiners, direction marks, fillers, the soft hyphen, the BOM. */
 const INVISIBLE = /[\u00ad\u034f\u061c\u115f\u1160\u180e\u200b-\u200f\u2060-\u2064\u3164\ufeff\uffa0]/g;

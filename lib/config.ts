@@ -50,7 +50,7 @@ export type Config = {
   metricsToken: string | undefined;
   /** Upload bodies (form submissions with files) read at once per web process; more get 503 (UPLOAD_CONCURRENCY). */
   uploadConcurrency: number;
-  /** Set LOG_LEVEL=silent to drop the per-request log line (benchmarks). */
+  /** LOG_LEVEL=silent drops the event lines on stdout, the per-request one included (tests, benchmarks); errors on stderr stay. */
   logLevel: 'info' | 'silent';
   /**
    * The SSRF guard on webhook targets (lib/ssrf.ts), on in every environment:

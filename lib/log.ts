@@ -9,6 +9,11 @@ export function log(event: string, fields: Record<string, unknown> = {}): void {
   process.stdout.write(JSON.stringify({ time: new Date().toISOString(), event, ...fields }) + '\n');
 }
 
+/** An event on stderr without a stack (LOG_LEVEL=silent keeps it): a problem the process met, not a fault of its code. */
+export function logProblem(event: string, fields: Record<string, unknown> = {}): void {
+  process.stderr.write(JSON.stringify({ time: new Date().toISOString(), event, ...fields }) + '\n');
+}
+
 export function logError(event: string, error: unknown, fields: Record<string, unknown> = {}): void {
   const err = error instanceof Error ? error : new Error(String(error));
   process.stderr.write(

@@ -641,6 +641,31 @@ describe('calendar sync end to end', () => {
     }
   });
 
+  test('connected again with another token while a pull of the first is reading: the old pull\'s outcome is not the new connection\'s', async () => {
+    const member = await seedTenant(app.pool);
+    google.createExternal({ id: 'reconnect', summary: 'Vuelta', start: { dateTime: '2030-12-12T10:00:00Z' }, end: { dateTime: '2030-12-12T11:00:00Z' } });
+    try {
+      const list = google.hold('GET', /\/events$/, 'rt-first-account');
+      google.addRefreshToken('rt-first-account');
+      google.addRefreshToken('rt-second-account');
+      assert.equal((await runCli(app, ['calendar', 'connect', '--user', member.ownerId, '--refresh-token', 'rt-first-account', '--json'])).code, 0);
+      await list.arrived;
+      assert.equal((await runCli(app, ['calendar', 'connect', '--user', member.ownerId, '--refresh-token', 'rt-second-account', '--json'])).code, 0);
+      // The first account is refused from now on (as after Google revokes it): its pull must not mark the second.
+      google.revokeRefreshToken('rt-first-account');
+      list.release();
+      const pulls = async () => (await app.pool.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND data->>'user_id' = $2 AND state NOT IN ('completed', 'failed', 'cancelled')`, [CALENDAR_PULL.name, member.ownerId])).rows[0].n;
+      await waitFor(async () => (await pulls()) === 0, 30_000, 'both pulls to end');
+      const imported = await app.pool.query(`SELECT 1 FROM calendar_events WHERE user_id = $1 AND google_event_id = 'reconnect'`, [member.ownerId]);
+      assert.equal(imported.rowCount, 1, 'the second connection listed the calendar in full');
+      const status = JSON.parse((await runCli(app, ['calendar', 'status', '--user', member.ownerId, '--json'])).stdout);
+      assert.equal(status.status, 'active', JSON.stringify(status));
+    } finally {
+      google.deleteExternal('reconnect');
+      await runCli(app, ['calendar', 'disconnect', '--user', member.ownerId, '--json']);
+    }
+  });
+
   test('imported events block booking slots when the host blocks overlapping bookings', async () => {
     google.createExternal({ id: 'busyday', summary: 'Ocupada', start: { dateTime: '2030-12-15T10:00:00Z' }, end: { dateTime: '2030-12-15T11:00:00Z' } });
     await pull(tenant.ownerId);

@@ -4,7 +4,7 @@ import { exitUnlessMigrated } from '../db/migrate.ts';
 import { createPool } from '../db/pool.ts';
 import { loadConfigOrExit } from '../lib/config.ts';
 import { applicationName, budgetFields, processName, splitConnectionsOrExit } from '../lib/connection-budget.ts';
-import { log, logError } from '../lib/log.ts';
+import { log, logProblem } from '../lib/log.ts';
 import { startWorker } from './worker.ts';
 
 const config = loadConfigOrExit();
@@ -32,7 +32,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     log('worker.stopping', { signal });
     setTimeout(() => {
       // On stderr (LOG_LEVEL=silent keeps it): the reason an exit 1 had.
-      logError('worker.stop_forced', new Error(`the stop did not end within ${STOP_BOUND_MS / 1000} s`));
+      logProblem('worker.stop_forced', { reason: `the stop did not end within ${STOP_BOUND_MS / 1000} s` });
       process.exit(1);
     }, STOP_BOUND_MS).unref();
     await worker.stop();

@@ -219,16 +219,22 @@ export function multipartBody(options: MultipartRoute['multipart']): ApiMiddlewa
   };
 }
 
-/** A temp file formidable writes a file part to (its PersistentFile). */
-type TempFile = { filepath: string; destroy?: () => void };
+/** A temp file formidable writes a file part to (its PersistentFile; `_writeStream` is its fs.WriteStream, once opened). */
+type TempFile = { filepath: string; destroy?: () => void; _writeStream?: { closed?: boolean; once(event: 'close', listener: () => void): unknown } };
 
-/** Closes a temp file's stream (a refused part may leave it open) and removes the file. */
+/**
+ * Closes a temp file's stream (a refused part may leave it open) and removes the file once the stream
+ * has closed: a stream still opening creates the file after an earlier unlink would have run.
+ */
 async function discard(file: TempFile): Promise<void> {
+  const stream = file._writeStream;
+  const closed = stream && !stream.closed ? new Promise<void>((resolve) => stream.once('close', resolve)) : Promise.resolve();
   try {
     file.destroy?.();
   } catch {
     // already closed
   }
+  await closed;
   await unlink(file.filepath).catch(() => {});
 }
 

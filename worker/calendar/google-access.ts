@@ -33,10 +33,18 @@ export async function activeConnection(pool: Pool, userId: string): Promise<Conn
   return rows[0] ?? null;
 }
 
-export async function recordError(pool: Pool, userId: string, error: unknown): Promise<void> {
-  log('calendar.sync_failed', { user_id: userId, error: String((error as Error)?.message ?? error) });
-  await pool.query('UPDATE calendar_connections SET last_error = $2, last_error_at = now(), updated_at = now() WHERE user_id = $1', [
-    userId,
+/**
+ * The updates below touch the connection a job ran with (its sealed refresh token): one replaced
+ * meanwhile (`wsctl calendar connect` again, another token) or removed is another connection, which an
+ * old job's outcome does not describe (its sync token, its error, a refused token).
+ */
+const SAME_CONNECTION = 'user_id = $1 AND refresh_token_enc = $2';
+
+export async function recordError(pool: Pool, connection: Connection, error: unknown): Promise<void> {
+  log('calendar.sync_failed', { user_id: connection.user_id, error: String((error as Error)?.message ?? error) });
+  await pool.query(`UPDATE calendar_connections SET last_error = $3, last_error_at = now(), updated_at = now() WHERE ${SAME_CONNECTION}`, [
+    connection.user_id,
+    connection.refresh_token_enc,
     String((error as Error)?.message ?? error).slice(0, 500),
   ]);
 }
@@ -47,12 +55,12 @@ export async function recordError(pool: Pool, userId: string, error: unknown): P
  * A pull that listed to the end also stores its sync token. Only an active connection: one marked
  * needs_reauthorization meanwhile keeps the reason it was marked.
  */
-export async function recordSuccess(pool: Pool, userId: string, syncToken?: string | null): Promise<void> {
+export async function recordSuccess(pool: Pool, connection: Connection, syncToken?: string | null): Promise<void> {
   await pool.query(
     `UPDATE calendar_connections SET last_synced_at = now(), last_error = NULL, last_error_at = NULL, updated_at = now(),
-            sync_token = CASE WHEN $2 THEN $3 ELSE sync_token END
-      WHERE user_id = $1 AND status = 'active'`,
-    [userId, syncToken !== undefined, syncToken ?? null],
+            sync_token = CASE WHEN $3 THEN $4 ELSE sync_token END
+      WHERE ${SAME_CONNECTION} AND status = 'active'`,
+    [connection.user_id, connection.refresh_token_enc, syncToken !== undefined, syncToken ?? null],
   );
 }
 
@@ -62,7 +70,7 @@ export async function accessToken(pool: Pool, config: Config, client: GoogleCale
   if (!fresh && cached && cached.from === connection.refresh_token_enc && cached.until > Date.now()) return cached.token;
   const refreshToken = open(config.encryptionKey, connection.refresh_token_enc);
   if (refreshToken === null) {
-    await markNeedsReauthorization(pool, connection.user_id, 'el token guardado no se puede descifrar con ENCRYPTION_KEY');
+    await markNeedsReauthorization(pool, connection, 'el token guardado no se puede descifrar con ENCRYPTION_KEY');
     return null;
   }
   try {
@@ -71,21 +79,22 @@ export async function accessToken(pool: Pool, config: Config, client: GoogleCale
     return token;
   } catch (error) {
     if (error instanceof GoogleApiError && (error.reason === 'invalid_grant' || error.reason === 'unauthorized_client')) {
-      await markNeedsReauthorization(pool, connection.user_id, error.message);
+      await markNeedsReauthorization(pool, connection, error.message);
       return null;
     }
     throw error;
   }
 }
 
-async function markNeedsReauthorization(pool: Pool, userId: string, why: string): Promise<void> {
-  tokens.delete(userId);
+async function markNeedsReauthorization(pool: Pool, connection: Connection, why: string): Promise<void> {
+  tokens.delete(connection.user_id);
   const { rowCount } = await pool.query(
-    `UPDATE calendar_connections SET status = 'needs_reauthorization', last_error = $2, last_error_at = now(), updated_at = now() WHERE user_id = $1`,
-    [userId, why.slice(0, 500)],
+    `UPDATE calendar_connections SET status = 'needs_reauthorization', last_error = $3, last_error_at = now(), updated_at = now() WHERE ${SAME_CONNECTION}`,
+    [connection.user_id, connection.refresh_token_enc, why.slice(0, 500)],
   );
-  // A member disconnected meanwhile (the operator revoked the token, which is why Google refused it) needs nothing.
-  if (rowCount) logError('calendar.needs_reauthorization', new Error(why), { user_id: userId });
+  // A member disconnected meanwhile (the operator revoked the token, which is why Google refused it), or
+  // connected again with another token, needs nothing: the refused token is no longer theirs.
+  if (rowCount) logError('calendar.needs_reauthorization', new Error(why), { user_id: connection.user_id });
 }
 
 /**

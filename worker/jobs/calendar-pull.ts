@@ -27,11 +27,11 @@ export const MAX_PULL_PAGES = 1000;
 
 /**
  * An event's zone, one for both its ends: the one its start names, else its end's, else the calendar's
- * (Google sends it with every list page). A name that is no IANA zone here (a typo, a zone this runtime
+ * (Google sends it with every list page), else the company's. A name that is no IANA zone here (a typo, a zone this runtime
  * does not know) is passed over, as the API refuses it on every write.
  */
-function zoneOf(item: GoogleEvent, calendarZone: string): string {
-  return [item.start?.timeZone, item.end?.timeZone, calendarZone].find((zone): zone is string => !!zone && isTimeZone(zone)) ?? DEFAULT_COMPANY_ZONE;
+function zoneOf(item: GoogleEvent, calendarZone: string | undefined, companyZone: string): string {
+  return [item.start?.timeZone, item.end?.timeZone, calendarZone].find((zone): zone is string => !!zone && isTimeZone(zone)) ?? companyZone;
 }
 
 /**
@@ -53,7 +53,7 @@ function instantOf(point: GoogleEvent['start'], zone: string): { at: Date; allDa
   return Number.isNaN(at.getTime()) ? null : { at, allDay: !point.dateTime };
 }
 
-async function apply(deps: WorkerDeps, connection: Connection, companies: string[], calendarZone: string, item: GoogleEvent): Promise<void> {
+async function apply(deps: WorkerDeps, connection: Connection, companies: string[], zones: { calendar?: string; company: string }, item: GoogleEvent): Promise<void> {
   const { pool } = deps;
   const ourId = item.extendedProperties?.private?.[OUR_EVENT_PROPERTY];
   if (ourId) {
@@ -72,7 +72,7 @@ async function apply(deps: WorkerDeps, connection: Connection, companies: string
     [connection.user_id, item.id],
   );
   if (ours.rowCount) return;
-  const zone = zoneOf(item, calendarZone);
+  const zone = zoneOf(item, zones.calendar, zones.company);
   const start = instantOf(item.start, zone);
   const end = instantOf(item.end, zone);
   const declined = item.attendees?.some((a) => a.self && a.responseStatus === 'declined') ?? false;
@@ -83,10 +83,11 @@ async function apply(deps: WorkerDeps, connection: Connection, companies: string
   for (const companyId of companies) {
     await pool.query(
       // Only while the person still works there: a removal committed after this pull read the memberships
-      // deleted their busy time in that company, and nothing may bring it back. Nor after a disconnect (or
-      // a reconnect with another token): the connection this pull runs for is locked (KEY SHARE) until
-      // the row is in, and `disconnect` deletes the connection before the events, so it either waits for
-      // this row and deletes it, or has gone first and nothing is inserted.
+      // deleted their busy time in that company, and nothing may bring it back. Nor after a disconnect:
+      // the connection this pull runs for is locked (KEY SHARE) until the row is in, and `disconnect`
+      // deletes the connection before the events, so it either waits for this row and deletes it, or has
+      // gone first and nothing is inserted. A reconnect with another token (an update, which KEY SHARE does
+      // not hold off) only stops what this pull inserts next: the new connection's full list reconciles.
       `INSERT INTO calendar_events (id, company_id, user_id, title, description, location, starts_at, ends_at, all_day, timezone, source, google_event_id, attendees)
        SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'google', $11, $12
         WHERE EXISTS (SELECT 1 FROM memberships WHERE company_id = $2 AND user_id = $3)
@@ -176,7 +177,7 @@ async function pull(deps: WorkerDeps, userId: string): Promise<void> {
         if (error instanceof GoogleApiError && error.status === 410 && syncToken) {
           // The sync token expired: start over with a full list (reconciled at its end, so the
           // member's busy time never disappears in between).
-          await pool.query('UPDATE calendar_connections SET sync_token = NULL WHERE user_id = $1', [userId]);
+          await pool.query('UPDATE calendar_connections SET sync_token = NULL WHERE user_id = $1 AND refresh_token_enc = $2', [userId, connection.refresh_token_enc]);
           syncToken = undefined;
           pageToken = undefined;
           seen = new Set();
@@ -187,21 +188,22 @@ async function pull(deps: WorkerDeps, userId: string): Promise<void> {
       if (!page) return; // the connection needs re-authorization
       for (const item of page.value.items ?? []) {
         seen?.add(item.id);
-        await apply(deps, connection, companies, page.value.timeZone ?? companyZone, item);
+        await apply(deps, connection, companies, { calendar: page.value.timeZone, company: companyZone }, item);
       }
       if (page.value.nextPageToken) {
         pageToken = page.value.nextPageToken;
         continue;
       }
-      if (seen) await afterFullList(deps, connection, [...seen], timeMin);
-      await recordSuccess(pool, userId, page.value.nextSyncToken ?? null);
+      // Disconnected during a one-page list: nothing to reconcile, nothing to push.
+      if (seen && (await stillConnected(pool, connection))) await afterFullList(deps, connection, [...seen], timeMin);
+      await recordSuccess(pool, connection, page.value.nextSyncToken ?? null);
       return;
     }
     // Never at its end: said on the connection (`wsctl calendar status`) rather than left silent. What
     // was read is kept; with no sync token stored, the next pull lists again.
-    await recordError(pool, userId, new Error(`La lista de Google no terminó en ${MAX_PULL_PAGES} páginas; se reintentará en la siguiente sincronización`));
+    await recordError(pool, connection, new Error(`La lista de Google no terminó en ${MAX_PULL_PAGES} páginas; se reintentará en la siguiente sincronización`));
   } catch (error) {
-    await recordError(pool, userId, error);
+    await recordError(pool, connection, error);
     if (error instanceof GoogleApiError && !error.retryable) return;
     throw error;
   }

@@ -114,7 +114,7 @@ async function push(deps: WorkerDeps, job: CalendarPushJob): Promise<void> {
       );
       // An event switched to sync_to_google: false is no longer in Google: a later switch back inserts it anew.
       if (deleted) {
-        await recordSuccess(pool, job.user_id);
+        await recordSuccess(pool, connection);
         await pool.query('UPDATE calendar_events SET google_event_id = NULL WHERE company_id = $1 AND id = $2 AND sync_to_google = false AND google_event_id = $3', [
           job.company_id,
           job.event_id,
@@ -189,13 +189,13 @@ async function push(deps: WorkerDeps, job: CalendarPushJob): Promise<void> {
       // Still being prepared: look again later (the same requestId asks for the same conference).
       await deps.jobs.send(pool, CALENDAR_PUSH, job, { startAfter: 15 });
     }
-    await recordSuccess(pool, job.user_id);
+    await recordSuccess(pool, connection);
   } catch (error) {
     if (error instanceof GoogleApiError && !error.retryable) {
-      await recordError(pool, job.user_id, error);
+      await recordError(pool, connection, error);
       return;
     }
-    await recordError(pool, job.user_id, error);
+    await recordError(pool, connection, error);
     throw error;
   }
 }

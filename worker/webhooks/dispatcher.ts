@@ -565,14 +565,14 @@ export class WebhookDispatcher {
     // Endpoint health, in the order the attempts finished: a success resets
     // the run of failures, failures extend it. `trailing`: failures after the
     // last success of the batch (0: the last attempt succeeded); `reset`: the
-    // batch had a success; `at`: when the last of them was sent (the contract's "time of the last
-    // attempt": its start, the time its signature carries, not when the answer or the timeout came).
+    // batch had a success; `at`: the latest time one of them was sent (the contract's "time of the last
+    // attempt": when it was sent, the time its signature carries, not when its answer or timeout came).
     const health = new Map<string, { trailing: number; reset: boolean; at: Date }>();
     for (const r of batch) {
       const h = health.get(r.delivery.endpoint_id) ?? { trailing: 0, reset: false, at: r.startedAt };
       if (r.outcome.ok) Object.assign(h, { trailing: 0, reset: true });
       else h.trailing++;
-      h.at = r.startedAt;
+      if (r.startedAt > h.at) h.at = r.startedAt;
       health.set(r.delivery.endpoint_id, h);
     }
     const endpoints = [...health];
