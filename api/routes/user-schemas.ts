@@ -95,7 +95,7 @@ export const userSchema = z.object({
     booking_branding: z.object({ theme: z.enum(BRANDING_THEMES).nullable(), light: backgroundRead, dark: backgroundRead }),
   }),
   created_at: z.string(),
-  updated_at: z.string(),
+  updated_at: z.string().describe('El más reciente de los cambios de la persona y de su membresía en esta empresa (is_owner)'),
 });
 
 export const userExample = { first_name: 'Ana', last_name: 'López', email: 'ana.lopez@norte.example', booking_slug: 'ana-lopez' };

@@ -58,7 +58,7 @@ const endpointSchema = z.object({
   active: z.boolean(),
   secret_last_four: z.string(),
   consecutive_failures: z.number().int(),
-  last_delivery_at: z.string().nullable(),
+  last_delivery_at: z.string().nullable().describe('Cuándo se envió el último intento (el t de su firma)'),
   last_delivery_status: z.enum(['succeeded', 'failed']).nullable(),
   disabled_at: z.string().nullable().describe('Solo lo fija el apagado automático tras 20 fallos seguidos'),
   disabled_reason: z.string().nullable(),

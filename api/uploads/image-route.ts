@@ -148,7 +148,8 @@ function fieldList(fields: readonly string[]): string {
 function uploadDescription(fields: readonly string[], thumbnail: boolean): string {
   return (
     `multipart/form-data con el archivo en ${fieldList(fields)}. Formatos: JPEG, PNG, WebP, AVIF, GIF (se juzga el contenido, no el tipo declarado); ` +
-    `máximo ${MAX_IMAGE_BYTES / 1024 / 1024} MB y 40 megapíxeles contando todos los cuadros. Otro contenido: 422 validation_failed.` +
+    `máximo ${MAX_IMAGE_BYTES / 1024 / 1024} MB y 40 megapíxeles contando todos los cuadros; un solo archivo. Se guarda la imagen sola: lo que el archivo traiga ` +
+    `después de su final (el bloque de una cámara, otro archivo) no se conserva, y un zip al final o dentro se rechaza. Otro contenido: 422 validation_failed.` +
     (thumbnail ? ' La miniatura (thumbnail_url) la genera el worker poco después; mientras tanto es null.' : '')
   );
 }
