@@ -3,6 +3,7 @@
 // client gets only the id.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { freePort, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { waitFor } from './helpers/wait.ts';
@@ -58,6 +59,31 @@ describe('request log', () => {
   });
 
   const lines = () => stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+
+  test('an image upload the client cuts off mid-body is logged as the hang-up it is (400), not as a bad image (422)', async () => {
+    const product = await fetch(`${base}/api/v1/products`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ data: { name: 'Cortada', prices_cents: { mxn: 100 } } }),
+    });
+    assert.equal(product.status, 201);
+    const id = ((await product.json()) as any).data.id;
+    const { port } = new URL(base);
+    const socket = connect(Number(port), '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    // Expect: 100-continue: the server's "100 Continue" says the request has begun, before the body is cut.
+    const begun = new Promise((resolve) => socket.once('data', resolve));
+    socket.write(
+      `POST /api/v1/products/${id}/image HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${tenant.key}\r\nX-Request-Id: cut-upload-1\r\n` +
+        `Content-Type: multipart/form-data; boundary=b0undary\r\nContent-Length: 500000\r\nExpect: 100-continue\r\n\r\n`,
+    );
+    assert.match(String(await begun), /^HTTP\/1\.1 100 Continue/);
+    socket.write('--b0undary\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n');
+    socket.write(Buffer.alloc(20_000, 1));
+    socket.destroy(); // the client hangs up, 480,000 bytes short
+    const line = await waitFor(() => lines().find((l) => l.event === 'request' && l.request_id === 'cut-upload-1'), 10_000, 'the cut upload\'s request line');
+    assert.equal(line.status, 400, JSON.stringify(line));
+  });
 
   test('every admin call writes an audit line (procedure, outcome, company, address), never the token', async () => {
     const admin = (procedure: string, body: unknown, address: string) =>

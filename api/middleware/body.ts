@@ -190,10 +190,27 @@ export function multipartBody(options: MultipartRoute['multipart']): ApiMiddlewa
       : parserFor(options.maxFileBytes, 64 * 1024, onFile, onBegin);
     const oneFile = `se acepta un solo archivo de hasta ${Math.floor(options.maxFileBytes / 1024 / 1024)} MB`;
     const fieldOfFile = () => (filePart !== null && options.fields.includes(filePart) ? filePart : (options.fields[0] ?? 'file'));
+    // A client that hangs up before formidable listens to the request (while the key or the rate limit was
+    // looked up) leaves it waiting for an end or an error that already came: this settles the read then.
+    let onClose: (() => void) | undefined;
+    const cut = new Promise<never>((_, reject) => {
+      onClose = () => {
+        if (!ctx.req.complete) reject(Object.assign(new Error('request aborted'), { type: 'request.aborted' }));
+      };
+      if (ctx.req.destroyed) onClose();
+      else ctx.req.once('close', onClose);
+    });
+    cut.catch(() => {}); // settled by the race below, or after it when nothing awaits it any more
     try {
       try {
-        await parser(ctx, async () => {});
+        await Promise.race([parser(ctx, async () => {}), cut]);
       } catch (error) {
+        // The connection closed before the body ended: not a bad body. The client hung up (logged as the
+        // JSON routes log it, 400), or this process cut it at the end of its drain (SIGTERM): a stop, 503.
+        if (!ctx.req.complete && (ctx.req.destroyed || ctx.req.socket?.destroyed)) {
+          if (ctx.deps.lifecycle.draining) throw new ApiError('service_unavailable', 'El proceso se detuvo antes de terminar de leer el cuerpo; reintenta.');
+          throw Object.assign(new Error('request aborted'), { type: 'request.aborted' });
+        }
         const status = (error as { httpCode?: number; status?: number }).httpCode ?? (error as { status?: number }).status;
         // formidable's size refusals (file, total of files, text parts); too many files or fields stay a 422 below.
         const tooBig = [FORMIDABLE_FILE_TOO_BIG, FORMIDABLE_FILES_TOO_BIG, FORMIDABLE_FIELDS_TOO_BIG].includes((error as { code?: number }).code ?? 0);
@@ -213,6 +230,7 @@ export function multipartBody(options: MultipartRoute['multipart']): ApiMiddlewa
       }
       await next();
     } finally {
+      ctx.req.off('close', onClose!);
       done = true;
       await Promise.all(temp.map(discard));
     }
