@@ -251,7 +251,10 @@ const CREDENTIAL_FIELDS: Record<CredentialField, (ctx: ApiContext, companyId: st
  * property named `manage_url`) is never taken for it.
  */
 const WITHHELD = '\u0000(withheld: rebuilt on replay)';
-/** The placeholder of answers stored before it held U+0000 (kept 24 h): trusted only on the answers that withhold. */
+/**
+ * The placeholder of answers stored before it held U+0000 (kept 24 h): trusted only on the answers that
+ * withhold. It can go, with WITHHOLDING_PATHS, once a deploy of this code is a day old everywhere.
+ */
 const LEGACY_WITHHELD = '(withheld: rebuilt on replay)';
 const WITHHOLDING_PATHS = /^\/book\/|\/(?:bookings|webhook-endpoints)(?:\/|$)/;
 
