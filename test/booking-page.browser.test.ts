@@ -370,6 +370,22 @@ describe('public booking page in a browser', { skip }, () => {
     await context.close();
   });
 
+  test('a long word in a title or a description wraps on a phone\'s width instead of widening the page', async () => {
+    const long = await client(app.baseUrl, tenant.key).post('/booking-links', {
+      data: { user_id: tenant.ownerId, slug: 'larga', title: 'W'.repeat(200), description: 'x'.repeat(400), duration_minutes: 30, timezone: ZONE, minimum_notice_minutes: 0, weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '09:00', end: '17:00' }] },
+    });
+    assert.equal(long.status, 201, long.text);
+    const context = await newContext();
+    const page = await context.newPage();
+    await page.setViewportSize({ width: 360, height: 740 });
+    for (const url of [pageUrl.replace(/\/asesoria$/, '/larga'), pageUrl.replace(/\/asesoria$/, '')]) {
+      await page.goto(url);
+      const [scroll, client] = await page.evaluate(() => [(globalThis as any).document.documentElement.scrollWidth, (globalThis as any).document.documentElement.clientWidth]);
+      assert.ok(scroll <= client, `${url}: ${scroll} px of content in ${client} px`);
+    }
+    await context.close();
+  });
+
   test('the manage link: reschedule to another slot, then cancel with a reason', async () => {
     const api = client(app.baseUrl, tenant.key);
     const slots = (await api.get(`/booking-links/${linkId}/slots`)).body.data.days.flatMap((d: any) => d.slots);
@@ -393,8 +409,15 @@ describe('public booking page in a browser', { skip }, () => {
     }, 10_000, 'the new booking');
     assert.equal(moved.status, 'confirmed');
     await page.fill('#reason', 'Cambio de planes');
-    await page.click('#cancel-form button[type=submit]');
+    // A double click sends one cancel: the second had answered 409 and its error showed beside the success.
+    const cancels: string[] = [];
+    page.on('request', (request) => {
+      if (request.method() === 'POST' && request.url().endsWith('/cancel')) cancels.push(request.url());
+    });
+    await page.dblclick('#cancel-form button[type=submit]');
     await page.waitForFunction(() => /cancelada/.test((globalThis as any).document.getElementById('manage-status')?.textContent ?? ''));
+    assert.equal(cancels.length, 1, cancels.join(' '));
+    assert.equal(await page.isHidden('#manage-error'), true, 'no error beside the success');
     assert.equal(await page.evaluate(() => (globalThis as any).document.activeElement?.id), 'booking-title', 'focus on the heading that now says so');
     const { rows } = await app.pool.query('SELECT status, cancelled_by, cancellation_reason FROM bookings WHERE id = $1', [moved.id]);
     assert.deepEqual(rows[0], { status: 'cancelled', cancelled_by: 'booker', cancellation_reason: 'Cambio de planes' });

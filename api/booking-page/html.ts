@@ -43,7 +43,7 @@ function styles(branding: PageBranding): string {
   return `
 :root{color-scheme:light;--bg:${backdrop(branding.light, 'light')};--card:#ffffff;--text:#111827;--muted:#4b5563;--line:#d1d5db;--accent:#1d4ed8;--accent-text:#ffffff;--slot:#eff6ff;--focus:#b45309;--error:#991b1b}
 :root[data-theme=dark]{color-scheme:dark;--bg:${backdrop(branding.dark, 'dark')};--card:#111827;--text:#f9fafb;--muted:#d1d5db;--line:#4b5563;--accent:#93c5fd;--accent-text:#111827;--slot:#1f2937;--focus:#fbbf24;--error:#fca5a5}
-*{box-sizing:border-box}body{margin:0;min-height:100vh;background:var(--bg);font:16px/1.5 system-ui,sans-serif;color:var(--text)}
+*{box-sizing:border-box}body{margin:0;min-height:100vh;background:var(--bg);font:16px/1.5 system-ui,sans-serif;color:var(--text);overflow-wrap:anywhere}
 .card{background:var(--card);max-width:56rem;margin:2rem auto;padding:1.5rem;border-radius:.75rem;box-shadow:0 1px 4px rgba(0,0,0,.25)}
 header{display:flex;gap:1rem;align-items:center;border-bottom:1px solid var(--line);padding-bottom:1rem}header img{width:64px;height:64px;border-radius:50%;object-fit:cover}
 h1{font-size:1.5rem;margin:.25rem 0}h2{font-size:1.15rem}.muted{color:var(--muted)}.desc{white-space:pre-line}.facts{list-style:none;padding:0;margin:.25rem 0}.links{list-style:none;padding:0;margin:1rem 0}.links>li{margin:0 0 1.25rem}

@@ -322,14 +322,19 @@
     var cancelForm = $('cancel-form');
     if (cancelForm) cancelForm.addEventListener('submit', function (e) {
       e.preventDefault();
+      // One cancel at a time: a double click sent two, and the second one's 409 showed beside the success.
+      var cancelButton = cancelForm.querySelector('button[type=submit]');
+      if (cancelButton.disabled) return;
+      cancelButton.disabled = true;
       post(data.cancelUrl, { reason: cancelForm.elements.reason.value.trim() || null }).then(function (res) {
+        if (res.status !== 200) cancelButton.disabled = false;
         if (res.status === 200) {
           $('manage-status').textContent = 'Tu reserva quedó cancelada. Te enviamos la confirmación por correo.';
           $('booking-title').textContent = 'Reserva cancelada';
           Array.prototype.forEach.call(document.querySelectorAll('main section[aria-labelledby=cancel-title], main section[aria-labelledby=resched-title]'), function (s) { s.hidden = true; });
           $('booking-title').focus();
         } else showManageError(errorText(res.body, res.status));
-      }).catch(function () { showManageError('No hubo conexión; intenta de nuevo.'); });
+      }).catch(function () { cancelButton.disabled = false; showManageError('No hubo conexión; intenta de nuevo.'); });
     });
     var confirm = $('resched-confirm');
     if (confirm) confirm.addEventListener('click', function () {
