@@ -733,6 +733,38 @@ describe('OAuth 2.1 authorization server', () => {
     assert.equal((await mcp(issued.body.access_token)).status, 401, 'the grant is revoked');
   });
 
+  test('a consent form sent again (resubmitted, or two submits at once) issues one code and one connection', async () => {
+    const client = await sharedClient();
+    const person = await secondPerson();
+    const { verifier, challenge } = pkce();
+    const params = new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: 'http://127.0.0.1:43210/callback', code_challenge: challenge, code_challenge_method: 'S256', state: 'once', scope: 'read-customers' });
+    const first = await fetch(`${app.url}/authorize?${params}`);
+    let cookies = cookieOf(first);
+    const signIn = await fetch(`${app.url}/authorize`, {
+      method: 'POST',
+      headers: signInHeaders(cookies),
+      body: new URLSearchParams({ ...Object.fromEntries(params), step: 'sign-in', csrf: hiddenCsrf(await first.text()), email: person.email, password: PASSWORD }),
+    });
+    assert.equal(signIn.status, 200);
+    cookies = `${cookies}; ${cookieOf(signIn)}`;
+    const consent = hiddenFields(await signIn.text());
+    consent.set('company_id', person.companyId);
+    consent.set('decision', 'approve');
+    consent.append('scope', 'read-customers');
+    const grants = async () => (await app.pool.query('SELECT count(*)::int AS n FROM oauth_grants WHERE client_id = $1 AND user_id = (SELECT id FROM users WHERE email = $2)', [client.client_id, person.email])).rows[0].n as number;
+    const before = await grants();
+    const send = () => fetch(`${app.url}/authorize`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookies }, body: consent });
+    const answers = [...(await Promise.all([send(), send()])), await send()];
+    const codes = answers.filter((res) => res.status === 302).map((res) => new URL(res.headers.get('location')!).searchParams.get('code'));
+    assert.equal(codes.length, 1, answers.map((res) => res.status).join(' '));
+    const again = answers.find((res) => res.status !== 302)!;
+    assert.equal(again.status, 400);
+    assert.match(await again.text(), /ya se respondió/);
+    const issued = await token({ grant_type: 'authorization_code', code: codes[0]!, code_verifier: verifier });
+    assert.equal(issued.status, 200, JSON.stringify(issued.body));
+    assert.equal((await grants()) - before, 1, 'one connection');
+  });
+
   test('redirect URIs are compared as written (a loopback one may change its port only); the registered query is kept as written when the code is added', async () => {
     const client = (await register()).body;
     const base = { response_type: 'code', client_id: client.client_id, redirect_uri: 'http://127.0.0.1:43210/callback', code_challenge: pkce().challenge, code_challenge_method: 'S256', state: 's' };

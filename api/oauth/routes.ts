@@ -382,6 +382,11 @@ async function authorize(ctx: ApiContext): Promise<void> {
       return;
     }
     const code = await issueCode(ctx.deps.pool, { clientId: check.client.id, userId: session.userId, companyId: company.id, scopes: chosen, redirectUri: params.redirect_uri, codeChallenge: params.code_challenge });
+    if (!code) {
+      ctx.status = 400;
+      ctx.body = errorPage('Esta solicitud de autorización ya se respondió; vuelve a la aplicación (si no recibió la respuesta, que la pida de nuevo).');
+      return;
+    }
     return redirectWith(ctx, params.redirect_uri, { code, state: params.state, iss: issuer(ctx) });
   }
 

@@ -78,12 +78,23 @@ export async function companiesOf(db: Queryable, userId: string) {
   return rows.map((r) => ({ ...r, mcp: r.plan !== 'free' }));
 }
 
-/** A grant and its authorization code (single use, 10 minutes). */
+/**
+ * A grant and its authorization code (single use, 10 minutes); null when this authorization request (the
+ * client and its PKCE challenge, new for every request) was already answered with a code: a consent
+ * form sent again issues no second code and no second connection (migration 105).
+ */
 export async function issueCode(
   db: Queryable,
   input: { clientId: string; userId: string; companyId: string; scopes: string[]; redirectUri: string; codeChallenge: string },
-): Promise<string> {
+): Promise<string | null> {
   return transaction(db, async (client) => {
+    // Two submits at once: one at a time for this request, so the second sees the first's code.
+    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`oauth-code:${input.clientId}:${input.codeChallenge}`]);
+    const answered = await client.query(
+      'SELECT 1 FROM oauth_codes c JOIN oauth_grants g ON g.id = c.grant_id WHERE c.code_challenge = $2 AND g.client_id = $1',
+      [input.clientId, input.codeChallenge],
+    );
+    if (answered.rowCount) return null;
     const grantId = objectId();
     await client.query('INSERT INTO oauth_grants (id, client_id, user_id, company_id, scopes) VALUES ($1, $2, $3, $4, $5)', [
       grantId,
