@@ -18,7 +18,11 @@ export function printJson(value: unknown): void {
  * printed as visible `\u001b`-style escapes. Newlines and tabs are kept where `keepLines` says so.
  */
 export function visible(text: string, keepLines = false): string {
-  const controls = keepLines ? /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/g : /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+  // Direction overrides and isolates (U+202A–U+202E, U+2066–U+2069) too: in a terminal that draws
+  // bidirectional text they would reorder the rest of the line (an OAuth client's name before its company).
+  const controls = keepLines
+    ? /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g
+    : /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
   return text.replace(controls, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 

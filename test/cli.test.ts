@@ -15,6 +15,7 @@ import { issueKey } from '../api/admin/keys.ts';
 import { ALL_SCOPES } from '../api/auth/scopes.ts';
 import { ADMIN_TOKEN, client, startTestApp, type TestApp } from './helpers/app.ts';
 import { assertOneLineError, json, wsctl } from './helpers/cli.ts';
+import { visible } from '../cli/output.ts';
 import { adminMutation } from './helpers/admin.ts';
 import { sampleFormFile } from './helpers/forms.ts';
 
@@ -215,6 +216,11 @@ describe('wsctl', () => {
     assert.ok(!JSON.stringify(user).includes('correct horse'));
     // Ownership is per company, and none is in view here: not shown rather than shown wrong.
     assert.equal('is_owner' in user, false);
+  });
+
+  test('direction overrides and isolates print as escapes too (an OAuth client names itself): the rest of the row keeps its order', () => {
+    assert.equal(visible('App\u202eevil\u2066x\u2069'), 'App\\u202eevil\\u2066x\\u2069');
+    assert.equal(visible('ok\nline\u202e', true), 'ok\nline\\u202e', 'lines kept where asked, overrides still escaped');
   });
 
   test('text a tenant chose never drives the operator\'s terminal: control characters print as visible escapes, one row per record', async () => {
