@@ -48,13 +48,22 @@ describe('health and version headers', () => {
     assert.equal(toApiError(new Error('a bug')), null);
   });
 
-  test('every response, errors included, carries the version headers and a request id', async () => {
+  test('every response, errors included, carries the version headers, a request id and Cache-Control: no-store', async () => {
     for (const path of ['/healthz', '/api/v1/customers', '/api/v1/nope']) {
       const res = await fetch(app.url + path);
       assert.equal(res.headers.get('x-service-api-version'), API_VERSION);
       assert.equal(res.headers.get('x-service-api-released-at'), API_RELEASED_AT);
       assert.match(res.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+      assert.equal(res.headers.get('cache-control'), 'no-store', path);
     }
+    // A company's data, served from the response cache too; what is meant to be kept says so.
+    const tenant = await seedTenant(app.pool, { responseCache: true });
+    for (const cache of ['MISS', 'HIT']) {
+      const page = await fetch(`${app.url}/api/v1/customers`, { headers: { authorization: `Bearer ${tenant.key}` } });
+      assert.deepEqual([page.status, page.headers.get('x-cache'), page.headers.get('cache-control')], [200, cache, 'no-store']);
+    }
+    const document = await fetch(`${app.url}/api/v1/openapi.json`);
+    assert.equal(document.headers.get('cache-control'), 'no-cache');
   });
 
   test('what the HTTP server refuses before any middleware (headers over 16 KB, not HTTP) answers in the contract\'s shape, with the version headers', async () => {

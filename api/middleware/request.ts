@@ -127,6 +127,9 @@ export function requestMiddleware() {
     ctx.set('X-Request-Id', requestId);
     ctx.set('X-Service-API-Version', API_VERSION);
     ctx.set('X-Service-API-Released-At', API_RELEASED_AT);
+    // Answers hold a company's data (names, emails, RFCs, secrets): no cache stores them, as with
+    // Stripe's. The few meant to be kept (openapi.json, public media, the booking page's script) say so.
+    ctx.set('Cache-Control', 'no-store');
     let failure: unknown;
     try {
       // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (Node's own answer had no body or headers of ours).

@@ -32,6 +32,7 @@ export const VERSION_HEADERS: Record<string, JsonSchema> = {
   'X-Request-Id': { schema: { type: 'string' }, description: 'Id de la petición; aparece en la línea de registro' },
   'X-Service-API-Version': { schema: { type: 'string', const: API_VERSION } },
   'X-Service-API-Released-At': { schema: { type: 'string', const: API_RELEASED_AT } },
+  'Cache-Control': { schema: { type: 'string', const: 'no-store' }, description: 'Ninguna caché guarda las respuestas de la API' },
 };
 
 /** Those, and the rate limit's, on every answer to an authenticated request (DESIGN.md: rate limit). */
