@@ -325,6 +325,13 @@ describe('customers', () => {
     assert.deepEqual(tagged.body.data?.tags, ['vip', 'VIP', 'b'], tagged.text);
     const lead = await api.post('/leads', { data: { name: 'Etiquetas', tags: ['a', 'a'] } });
     assert.deepEqual(lead.body.data?.tags, ['a'], lead.text);
+
+    // The limit of 50 counts the tags stored, not the entries sent.
+    const fifty = Array.from({ length: 50 }, (_, i) => `t${i}`);
+    const repeated = await api.post('/customers', { data: { name: 'Cincuenta', tags: [...fifty, 't0'] } });
+    assert.deepEqual([repeated.status, repeated.body.data?.tags], [201, fifty], repeated.text);
+    const tooMany = await api.post('/customers', { data: { name: 'Cincuenta y una', tags: [...fifty, 't50'] } });
+    assert.deepEqual([tooMany.status, Object.keys(tooMany.body.errors ?? {})], [422, ['tags']], tooMany.text);
   });
 
   test('a 422 names at most 50 fields, and its message says how many there were', async () => {

@@ -21,10 +21,11 @@ export const contactFields = {
   phone: optionalText(CONTACT_LIMITS.phone).describe('Formato libre'),
   notes: optionalText(CONTACT_LIMITS.notes),
   // A tag given twice is one tag (the first spelling kept; tags are case-sensitive: `VIP` and `vip` are two).
+  // The limit counts what is stored: 51 entries with one repeated are 50 tags.
   tags: z
     .array(text(50).min(1))
-    .max(50)
     .overwrite((tags) => [...new Set(tags)])
+    .max(50)
     .optional()
     .describe('Etiquetas libres; una repetida se guarda una vez'),
 };
