@@ -35,6 +35,7 @@ import { mediaRouter } from './public-media.ts';
 import { bookingHostMiddleware, bookingPageRouter } from './booking-page/routes.ts';
 import { googleIntegrationRouter } from './integrations/google.ts';
 import { createJobSender } from '../db/job-sender.ts';
+import { loadDatabaseTimeZones } from '../db/time-zones.ts';
 import { BlobStore } from '../storage/blobs.ts';
 import type { ApiContextExtension, ApiRouter, ApiState, Deps } from './types.ts';
 
@@ -50,6 +51,7 @@ export type AppOptions = {
 };
 
 export async function createDeps(options: AppOptions): Promise<Deps> {
+  await loadDatabaseTimeZones(options.pool);
   const keyCache = new KeyCache(options.databaseUrl, options.applicationName?.('listen'));
   await keyCache.start();
   return {

@@ -42,14 +42,31 @@ const knownZones = new Set<string>();
 const KNOWN_ZONES_MAX = 2_000;
 
 /**
+ * The zones PostgreSQL knows (`pg_timezone_names`), once a process has read them (db/time-zones.ts):
+ * a name must be known there too, since money, reports and booking limits read local days with
+ * `AT TIME ZONE`. The two zone databases differ: ICU keeps links the tz database removed
+ * (`US/Pacific-New`), a server with the system's tzdata may lack the legacy links (`US/Eastern`), and
+ * an older one lacks new zones (`America/Ciudad_Juarez`). Null until read: every name Intl knows.
+ */
+let databaseZones: ReadonlySet<string> | null = null;
+
+/** Accept from now on only the zones that are in `names` as well (the database's). */
+export function restrictTimeZones(names: ReadonlySet<string>): void {
+  databaseZones = names;
+  knownZones.clear();
+}
+
+/**
  * An IANA zone name the runtime knows (`America/Mexico_City`, `UTC`,
- * `US/Eastern`), written as the zone database writes it. Intl also takes UTC
+ * `US/Eastern`), and PostgreSQL too once its names were read
+ * (restrictTimeZones), written as the zone database writes it. Intl also takes UTC
  * offsets (`+05:00`) and any letter case (`america/mexico_city`): those are
  * not IANA names, and Google Calendar refuses them when an event syncs.
  */
 export function isTimeZone(value: string): boolean {
   if (knownZones.has(value)) return true;
   if (value.length > 64 || !/^[A-Za-z]/.test(value)) return false;
+  if (databaseZones && !databaseZones.has(value)) return false;
   try {
     if (Temporal.Now.zonedDateTimeISO(value).timeZoneId !== value) return false;
   } catch {

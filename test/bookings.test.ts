@@ -135,6 +135,30 @@ describe('booking links and bookings', () => {
     assert.equal(res.status, 422);
   });
 
+  test('a zone Intl reads but PostgreSQL does not know (a link the tz database removed) is refused wherever a timezone is taken', async () => {
+    // US/Pacific-New: ICU keeps it, PostgreSQL's zone database dropped it in 2020. Stored, it failed
+    // every SQL read in that zone (a link's daily limit: a 500 on every slot list once booked).
+    const zone = 'US/Pacific-New';
+    assert.doesNotThrow(() => new Intl.DateTimeFormat('en', { timeZone: zone }), 'Intl still reads it');
+    const known = await app.pool.query('SELECT 1 FROM pg_timezone_names WHERE name = $1', [zone]);
+    assert.equal(known.rowCount, 0, 'PostgreSQL does not');
+
+    const refusedLink = await api.post('/booking-links', { data: link({ timezone: zone, max_bookings_per_day: 3 }) });
+    assert.deepEqual([refusedLink.status, Object.keys(refusedLink.body.errors ?? {})], [422, ['timezone']], refusedLink.text);
+    const l = await createLink({ timezone: 'America/Los_Angeles', max_bookings_per_day: 3 });
+    const moved = await api.patch(`/booking-links/${l.id}`, { data: { timezone: zone } });
+    assert.deepEqual([moved.status, Object.keys(moved.body.errors ?? {})], [422, ['timezone']], moved.text);
+    assert.equal((await api.get(`/booking-links/${l.id}/slots?timezone=${encodeURIComponent(zone)}`)).status, 400);
+    const [first] = await slotsOf(l.id);
+    const booked = await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: first.starts_at, booker: { ...booker, timezone: zone } } });
+    assert.deepEqual([booked.status, Object.keys(booked.body.errors ?? {})], [422, ['booker.timezone']], booked.text);
+    const event = await api.post('/calendar/events', { data: { user_id: tenant.ownerId, title: 'Zona', starts_at: '2030-01-01T10:00:00Z', ends_at: '2030-01-01T11:00:00Z', timezone: zone } });
+    assert.deepEqual([event.status, Object.keys(event.body.errors ?? {})], [422, ['timezone']], event.text);
+    // Its zone, which both know, still answers, booked included.
+    assert.equal((await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: first.starts_at, booker } })).status, 201);
+    assert.equal((await api.get(`/booking-links/${l.id}/slots`)).status, 200);
+  });
+
   test('slots: grouped by the visitor date, UTC instants, 62 days at most (422 beyond)', async () => {
     // Fixed dates far ahead, inside the link's own window: slots in the past are never offered, whatever the day the suite runs.
     const l = await createLink({ timezone: 'America/Mexico_City', booking_window: { type: 'range', start_on: '2030-11-01', end_on: '2031-03-31' }, weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '09:00', end: '10:00' }] });

@@ -69,6 +69,9 @@ describe('wsctl', () => {
     const zoned = await wsctl(app, ['company', 'update', id, '--timezone', 'America/Tijuana']);
     assert.equal(zoned.code, 0, zoned.stderr);
     assert.match(zoned.stdout, /^time zone:\s+America\/Tijuana$/m);
+    // A name Intl reads and PostgreSQL does not know (money reads local days with AT TIME ZONE) is refused.
+    assertOneLineError(await wsctl(app, ['company', 'update', id, '--timezone', 'US/Pacific-New']), /time zone/);
+    assert.equal((await json(app, ['company', 'show', id])).timezone, 'America/Tijuana');
 
     // --owner-email on update changes the owner's sign-in email; another user's email is a conflict.
     // Stored lower-cased, as company create and the API store every email.

@@ -7,6 +7,7 @@ import { createBoss, type BossOptions, type PgBoss } from '../db/boss.ts';
 import { jobs } from './jobs/index.ts';
 import { ALL_QUEUES } from '../db/queues.ts';
 import { createQueues, senderFor } from '../db/job-sender.ts';
+import { loadDatabaseTimeZones } from '../db/time-zones.ts';
 import { BlobStore } from '../storage/blobs.ts';
 import { WebhookDispatcher, type DispatcherOptions } from './webhooks/dispatcher.ts';
 
@@ -15,6 +16,7 @@ export type Worker = { boss: PgBoss; dispatcher: WebhookDispatcher; stop: () => 
 export type WorkerOptions = { boss?: BossOptions; dispatcher?: Partial<DispatcherOptions> };
 
 export async function startWorker(config: Config, pool: Pool, databaseUrl: string, options: WorkerOptions = {}): Promise<Worker> {
+  await loadDatabaseTimeZones(pool);
   const boss = createBoss(databaseUrl, options.boss);
   await boss.start();
   await createQueues(boss);
