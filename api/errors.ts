@@ -54,6 +54,7 @@ export const ERROR_CODES = {
   https_required: { status: 426, message: 'Solo se aceptan peticiones HTTPS.' },
   rate_limited: { status: 429, message: 'Demasiadas peticiones; espera antes de reintentar.' },
   internal_error: { status: 500, message: 'Error interno del servidor.' },
+  provider_error: { status: 502, message: 'El proveedor de facturación rechazó la petición.' },
   service_unavailable: { status: 503, message: 'El servicio no está disponible en este momento.' },
 } as const satisfies Record<string, { status: number; message: string }>;
 

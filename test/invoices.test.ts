@@ -176,6 +176,39 @@ describe('tax invoices with the development provider', () => {
     assert.equal(rows[0].n, 1);
   });
 
+  test('a regime stored as a number is the same key (its SAT rules apply); CP01 and CN01 are no income invoice\'s use; a sale refunded whole is not invoiced', async () => {
+    const numeric = async (regime: number) =>
+      (await api.post('/customers', { data: { name: 'Régimen numérico', tax_id: 'URE180429TM6', legal_name: 'UNIVERSIDAD ROBOTICA ESPAÑOLA', address: { postal_code: '86991' }, custom_properties: [{ key: 'tax_regime', value: regime }] } })).body.data;
+    // 605 (salaries) is a person's regime: refused for a company's RFC, as "605" is, not stamped.
+    const salaried = await sale(api, { customer_id: (await numeric(605)).id });
+    const r1 = await api.post(`/sales/${salaried.id}/invoice`, { data: { cfdi_use: 'S01' } });
+    assert.deepEqual([r1.status, Object.keys(r1.body.errors ?? {})], [422, ['receiver.tax_regime']], r1.text);
+    const business = await sale(api, { customer_id: (await numeric(601)).id });
+    const r2 = await api.post(`/sales/${business.id}/invoice`);
+    assert.equal(r2.status, 201, r2.text);
+    assert.equal(r2.body.data.receiver.tax_regime, '601');
+    assert.equal((await valid(r2.body.data.id)).status, 'valid');
+
+    for (const use of ['CP01', 'CN01']) {
+      const r = await api.post(`/sales/${(await sale(api, { customer_id: setup.customer.id })).id}/invoice`, { data: { cfdi_use: use, receiver: { tax_regime: '601' } } });
+      assert.deepEqual([r.status, Object.keys(r.body.errors ?? {})], [422, ['cfdi_use']], `${use}: ${r.text}`);
+    }
+
+    const refunded = await sale(api, { customer_id: setup.customer.id });
+    assert.equal((await api.post(`/sales/${refunded.id}/payments`, { data: { account_id: setup.account.id, amount_cents: refunded.total_cents } })).status, 201);
+    assert.equal((await api.post(`/sales/${refunded.id}/refunds`, { data: { account_id: setup.account.id, amount_cents: refunded.total_cents } })).status, 201);
+    const r3 = await api.post(`/sales/${refunded.id}/invoice`, { data: { receiver: { tax_regime: '601' } } });
+    assert.deepEqual([r3.status, Object.keys(r3.body.errors ?? {})], [422, ['status']], r3.text);
+    const { rows } = await app.pool.query('SELECT count(*)::int AS n FROM invoices WHERE sale_id = $1', [refunded.id]);
+    assert.equal(rows[0].n, 0);
+    // Refunded in part: invoiced for its total (no credit note is issued for the refund).
+    const partly = await sale(api, { customer_id: setup.customer.id });
+    await api.post(`/sales/${partly.id}/payments`, { data: { account_id: setup.account.id, amount_cents: partly.total_cents } });
+    await api.post(`/sales/${partly.id}/refunds`, { data: { account_id: setup.account.id, amount_cents: 100 } });
+    const r4 = await api.post(`/sales/${partly.id}/invoice`, { data: { receiver: { tax_regime: '601' } } });
+    assert.deepEqual([r4.status, r4.body.data?.total_cents], [201, partly.total_cents], r4.text);
+  });
+
   test('emit: pending, then valid with uuid; the XML passes the CFDI 4.0 rules and says it is not valid for tax; PDF; invoice.emitted', async () => {
     const s = await sale(api, { customer_id: setup.customer.id, metadata: { pedido: 'P-9' } });
     const res = await api.post(`/sales/${s.id}/invoice`, { data: { cfdi_use: 'G03', payment_form: '04', receiver: { tax_regime: '601' }, series: 'A' } });
@@ -371,13 +404,16 @@ describe('tax invoices with the development provider', () => {
 
   test('the series takes what the CFDI 4.0 schema takes (F-A), and the emitter\'s name is checked as the receiver\'s is', async () => {
     const s = await sale(api, { customer_id: setup.customer.id });
-    const inv = await valid((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' }, series: 'F-A' } })).body.data.id);
+    const created = await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' }, series: 'F-A' } });
+    assert.deepEqual([created.status, created.body.data.status, created.body.data.series], [201, 'pending', 'F-A'], 'the series asked for is in the answer at once');
+    const inv = await valid(created.body.data.id);
     assert.deepEqual([inv.status, inv.series], ['valid', 'F-A']);
     for (const series of ['A|B', 'A\u2028B', '   ', 'A\nB', 'X'.repeat(26)]) {
       assert.equal((await api.post(`/sales/${(await sale(api)).id}/invoice`, { data: { series } })).status, 422, JSON.stringify(series));
     }
-    // Any series the schema takes downloads under a header clients read back as it is (RFC 6266).
-    for (const series of ['F€', 'ÑA', 'a"; b']) {
+    // Any series the schema takes downloads under a header clients read back as it is (RFC 6266); a
+    // slash or backslash, which a client saving the file would read as a folder, is written _.
+    for (const [series, named] of [['F€', 'F€'], ['ÑA', 'ÑA'], ['a"; b', 'a"; b'], ['F/A', 'F_A'], ['c\\d/../é', 'c_d_.._é']]) {
       const stamped = await valid((await api.post(`/sales/${(await sale(api)).id}/invoice`, { data: { series } })).body.data.id);
       assert.equal(stamped.status, 'valid', `${series}: ${stamped.failure_reason}`);
       for (const format of ['xml', 'pdf']) {
@@ -389,7 +425,7 @@ describe('tax invoices with the development provider', () => {
         const extended = /filename\*=UTF-8''([^;]+)/.exec(header);
         const quoted = /filename="((?:[^"\\]|\\.)*)"/.exec(header)!;
         assert.match(quoted[1], /^[\x20-\x7e]*$/, 'the plain filename is ASCII');
-        assert.equal(extended ? decodeURIComponent(extended[1]) : quoted[1].replace(/\\(.)/g, '$1'), `${series}-${stamped.uuid}.${format}`, header);
+        assert.equal(extended ? decodeURIComponent(extended[1]) : quoted[1].replace(/\\(.)/g, '$1'), `${named}-${stamped.uuid}.${format}`, header);
       }
     }
     const csd = testCsd();
@@ -551,6 +587,13 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     assert.equal(down.status, 503);
     assert.equal(((await down.json()) as { error: string }).error, 'service_unavailable');
     assert.ok(down.headers.get('retry-after'));
+    // A refusal is no outage: the same request gets the same answer, so no 503 and no Retry-After.
+    await waitFor(async () => (await fetch(`${app.baseUrl}/invoices/${inv.id}/pdf`, { headers: { authorization: `Bearer ${tenant.key}` } })).status === 200, 10_000, 'the PDF again once Facturapi answers');
+    facturapi.fault({ method: 'GET', status: 404, message: 'Invoice not found', times: 1 });
+    const refused = await fetch(`${app.baseUrl}/invoices/${inv.id}/pdf`, { headers: { authorization: `Bearer ${tenant.key}` } });
+    const body = (await refused.json()) as { error: string; message: string };
+    assert.deepEqual([refused.status, body.error, refused.headers.get('retry-after')], [502, 'provider_error', null]);
+    assert.match(body.message, /Invoice not found/);
   });
 
   test('an outage is retried until stamped; a lost answer does not stamp twice; a rejection fails with the provider’s reason', async () => {

@@ -19,6 +19,15 @@ import type { InvoiceCreate } from './invoice-schemas.ts';
 /** Emisor/@Nombre and Receptor/@Nombre in the CFDI 4.0 schema. */
 const EMITTER_NAME = /^[^|]{1,254}$/;
 
+/**
+ * The customer's custom property `tax_regime` as c_RegimenFiscal writes it: a key is digits, so `605`
+ * stored as a number is "605" (compared with the catalogs as text, and sent as text). Anything else is none.
+ */
+function regimeProperty(value: unknown): string | undefined {
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 0) return String(value);
+  return typeof value === 'string' ? value.trim() : undefined;
+}
+
 /** The CFDI of a sale, or the contract's 422 that says why not. */
 export async function buildDocument(db: Queryable, config: Config, sale: SaleRow, invoiceId: string, input: InvoiceCreate, relatedUuid: string | null): Promise<CfdiDocument> {
   const emitter = await loadEmitter(db, config, sale.company_id);
@@ -38,6 +47,11 @@ export async function buildDocument(db: Queryable, config: Config, sale: SaleRow
   }
   if (input.line_keys && input.line_keys.length > lines.length) {
     throw validationFailed({ line_keys: [`la venta tiene ${lines.length} línea(s); se recibieron claves para ${input.line_keys.length}`] });
+  }
+  // A sale refunded whole has no income left to declare, and the service issues no credit note (CFDI
+  // de egreso) to cancel one out: an income invoice for it would declare money the company gave back.
+  if (sale.status === 'refunded') {
+    throw validationFailed({ status: ['la venta se devolvió completa: no queda ingreso que facturar (una devolución parcial se factura por el total de la venta)'] });
   }
   // The CFDI states amounts in the sale's currency at the day's exchange rate (TipoCambio), which the
   // service does not take: a certified provider would refuse TipoCambio 1 for another currency.
@@ -63,7 +77,7 @@ export async function buildDocument(db: Queryable, config: Config, sale: SaleRow
   }
   if (rfc && rfc !== PUBLIC_RFC) {
     if (!Rfc.isValid(rfc)) throw new ApiError('customer_no_rfc', `El RFC del cliente (${rfc}) no es válido.`);
-    const regime = input.receiver?.tax_regime ?? (customer!.custom_properties?.tax_regime as string | undefined);
+    const regime = input.receiver?.tax_regime ?? regimeProperty(customer!.custom_properties?.tax_regime);
     const zip = input.receiver?.zip ?? customer!.address?.postal_code;
     const errors: Record<string, string[]> = {};
     if (!regime || !TAX_REGIMES[regime]) errors['receiver.tax_regime'] = ['el régimen fiscal del cliente es obligatorio (c_RegimenFiscal)'];

@@ -62,9 +62,10 @@ export async function insertInvoice(
 ): Promise<void> {
   const doc = invoice.document;
   await db.query(
-    `INSERT INTO invoices (id, company_id, sale_id, status, provider, payment_method, payment_form, cfdi_use, receiver, currency, total_cents, document, substitutes_id)
-     VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-    [invoice.id, invoice.companyId, invoice.saleId, invoice.provider, doc.payment_method, doc.payment_form, doc.cfdi_use, JSON.stringify(doc.receiver), invoice.currency, doc.total_cents, JSON.stringify(doc), invoice.substitutesId],
+    // The series asked for is the invoice's from the start (the stamp writes the provider's, the same one).
+    `INSERT INTO invoices (id, company_id, sale_id, status, provider, payment_method, payment_form, cfdi_use, receiver, currency, total_cents, document, substitutes_id, series)
+     VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+    [invoice.id, invoice.companyId, invoice.saleId, invoice.provider, doc.payment_method, doc.payment_form, doc.cfdi_use, JSON.stringify(doc.receiver), invoice.currency, doc.total_cents, JSON.stringify(doc), invoice.substitutesId, doc.series],
   );
 }
 

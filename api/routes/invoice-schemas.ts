@@ -1,7 +1,7 @@
 // The request and response shapes of tax invoices (api/routes/invoices.ts):
 // the SAT catalogs bound every coded field (lib/cfdi/catalogs.ts).
 import { z } from 'zod';
-import { CANCEL_MOTIVES, CFDI_USES, PAYMENT_FORMS, PAYMENT_METHODS, PRODUCT_KEY, TAX_REGIMES, UNIT_KEY, ZIP } from '../../lib/cfdi/catalogs.ts';
+import { CANCEL_MOTIVES, INCOME_CFDI_USES, PAYMENT_FORMS, PAYMENT_METHODS, PRODUCT_KEY, TAX_REGIMES, UNIT_KEY, ZIP } from '../../lib/cfdi/catalogs.ts';
 import { INVOICE_STATUSES } from '../../db/invoicing.ts';
 import { objectIdString } from './money-fields.ts';
 import { lineText } from '../validation.ts';
@@ -33,7 +33,7 @@ export const invoiceSchema = z.object({
 });
 
 export const invoiceCreate = z.strictObject({
-  cfdi_use: z.enum(CFDI_USES).optional().describe('UsoCFDI del cliente; por defecto G03 (gastos en general); al público en general, S01'),
+  cfdi_use: z.enum(INCOME_CFDI_USES).optional().describe('UsoCFDI del cliente; por defecto G03 (gastos en general); al público en general, S01. CP01 (pagos) y CN01 (nómina) son de otros tipos de CFDI'),
   payment_form: z.enum(PAYMENT_FORMS).optional().describe('c_FormaPago; en PUE por defecto la forma de los pagos de la venta (la del mayor importe), o 03 (transferencia) si no tiene pagos; en PPD siempre 99'),
   // Serie is [^|]{1,25} in the CFDI 4.0 schema (which collapses white space): signs such as F-A, on one
   // line, trimmed, something visible, no pipe.

@@ -13,7 +13,7 @@ import { transactionRead, type Queryable } from '../../db/pool.ts';
 import type { Config } from '../../lib/config.ts';
 import { INVOICES } from '../../db/queues.ts';
 import { invoicePdf } from '../../lib/cfdi/pdf.ts';
-import { FacturapiProvider } from '../../lib/cfdi/providers.ts';
+import { FacturapiProvider, ProviderRejected } from '../../lib/cfdi/providers.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { paginationQuery } from '../pagination.ts';
@@ -40,6 +40,9 @@ async function fromFacturapi(config: Config, db: Queryable, companyId: string, p
   const key = await facturapiKeyOf(db, config, companyId);
   if (!key) throw new ApiError('service_unavailable', `La organización de la empresa en Facturapi no tiene llave para este modo (FACTURAPI_MODE); el ${format.toUpperCase()} de este documento no se puede obtener.`);
   return new FacturapiProvider({ baseUrl: facturapi.url, key }).download(providerId, format).catch((error) => {
+    // A refusal (a 4xx of Facturapi's: the document not found there) is not an outage: retrying the
+    // same download gets the same answer, so it is no 503 with Retry-After.
+    if (error instanceof ProviderRejected) throw new ApiError('provider_error', `El proveedor no entregó el ${format.toUpperCase()}: ${error.message}`);
     throw new ApiError('service_unavailable', `El proveedor no entregó el ${format.toUpperCase()}: ${(error as Error).message}`);
   });
 }
@@ -168,18 +171,20 @@ export const invoiceRoutes: RouteDef[] = [
       module: MODULE,
       tag: TAG,
       summary: format === 'xml' ? 'Descarga el XML timbrado' : 'Descarga la representación impresa (PDF)',
-      description: 'Una factura aún sin timbrar (pending o failed): 409 `invoice_not_stamped`. Con el proveedor de desarrollo, el documento dice que no tiene validez fiscal. El XML timbrado se guarda con la factura; el PDF de Facturapi se pide a Facturapi en cada descarga: si no responde, o no está configurado, 503 `service_unavailable` con `Retry-After`.',
+      description: 'Una factura aún sin timbrar (pending o failed): 409 `invoice_not_stamped`. Con el proveedor de desarrollo, el documento dice que no tiene validez fiscal. El XML timbrado se guarda con la factura; el PDF de Facturapi se pide a Facturapi en cada descarga: si no responde, o no está configurado, 503 `service_unavailable` con `Retry-After`; si lo rechaza (no lo encuentra), 502 `provider_error`, que repetir no cambia.',
       params: idParam,
       status: 200,
       file: { mediaType: format === 'xml' ? 'application/xml' : 'application/pdf' },
-      errors: ['invalid_id', 'not_found', 'module_not_enabled', 'invoice_not_stamped', 'service_unavailable'],
+      errors: ['invalid_id', 'not_found', 'module_not_enabled', 'invoice_not_stamped', 'service_unavailable', 'provider_error'],
       handler: async (ctx, { params, companyId, db }) => {
         const invoice = await findInvoice(db, companyId, params.id);
         if (!invoice) throw new ApiError('not_found');
         if (!invoice.uuid) {
           throw new ApiError('invoice_not_stamped', invoice.status === 'failed' ? `El proveedor rechazó esta factura (ver failure_reason); no tiene ${format.toUpperCase()}: solicita otra para la venta.` : undefined);
         }
-        const name = `${invoice.series ?? 'factura'}-${invoice.folio ?? invoice.uuid}.${format}`;
+        // A series may hold / or \ (F/A): the name keeps them as _, since a client writing the file would
+        // read them as folders (and Koa's attachment keeps only what follows the last one).
+        const name = `${(invoice.series ?? 'factura').replace(/[/\\]/g, '_')}-${invoice.folio ?? invoice.uuid}.${format}`;
         let body: Buffer;
         if (format === 'xml' && invoice.xml) {
           // Kept at the stamp, whichever the provider (Facturapi's since it is fetched then).
@@ -205,11 +210,11 @@ export const invoiceRoutes: RouteDef[] = [
     tag: TAG,
     summary: 'Descarga el XML timbrado de un complemento de pago',
     description:
-      'El CFDI de pago (tipo P, Pagos 2.0) de un pago de una venta a crédito, que el emisor entrega a su cliente: uno por pago, en `payment_complements` de la factura. Aún sin timbrar (pending o failed): 409 `invoice_not_stamped`. Se guarda al timbrarse; el de un complemento timbrado por Facturapi antes de guardarse se pide a Facturapi (503 `service_unavailable` si no responde).',
+      'El CFDI de pago (tipo P, Pagos 2.0) de un pago de una venta a crédito, que el emisor entrega a su cliente: uno por pago, en `payment_complements` de la factura. Aún sin timbrar (pending o failed): 409 `invoice_not_stamped`. Se guarda al timbrarse; el de un complemento timbrado por Facturapi antes de guardarse se pide a Facturapi (503 `service_unavailable` si no responde; 502 `provider_error` si lo rechaza).',
     params: { id: 'id', complement_id: 'id' },
     status: 200,
     file: { mediaType: 'application/xml' },
-    errors: ['invalid_id', 'not_found', 'module_not_enabled', 'invoice_not_stamped', 'service_unavailable'],
+    errors: ['invalid_id', 'not_found', 'module_not_enabled', 'invoice_not_stamped', 'service_unavailable', 'provider_error'],
     handler: async (ctx, { params, companyId, db }) => {
       const complement = await findComplementXml(db, companyId, params.id, params.complement_id);
       if (!complement) throw new ApiError('not_found');

@@ -5,7 +5,7 @@
 // is reachable. Each rule has a name (the id in the error) and is one of the
 // SAT's validations; the XSD itself is not shipped by any npm package.
 import { DOMParser, type Element } from '@xmldom/xmldom';
-import { CFDI_USES, PAYMENT_FORMS, PUBLIC_RFC, regimeFitsRfc, TAX_OBJECTS, TAX_REGIMES, useFitsRegime, ZIP } from './catalogs.ts';
+import { CFDI_USES, INCOME_CFDI_USES, PAYMENT_FORMS, PUBLIC_RFC, regimeFitsRfc, TAX_OBJECTS, TAX_REGIMES, useFitsRegime, ZIP } from './catalogs.ts';
 import { Rfc } from '@nodecfdi/rfc';
 
 const CFDI = 'http://www.sat.gob.mx/cfd/4';
@@ -64,6 +64,7 @@ export function validateCfdi(xml: string): Violation[] {
     if (!Rfc.isValid(rfc)) fail('CFDI40-RECEPTOR-RFC', 'Rfc del receptor no es válido');
     if (!TAX_REGIMES[a(receptor, 'RegimenFiscalReceptor') ?? '']) fail('CFDI40-RECEPTOR-REGIMEN', 'RegimenFiscalReceptor fuera de c_RegimenFiscal');
     if (!(CFDI_USES as readonly string[]).includes(a(receptor, 'UsoCFDI') ?? '')) fail('CFDI40-USO', 'UsoCFDI fuera de c_UsoCFDI');
+    else if (type === 'I' && !(INCOME_CFDI_USES as readonly string[]).includes(a(receptor, 'UsoCFDI')!)) fail('CFDI40-USO-TIPO', `UsoCFDI ${a(receptor, 'UsoCFDI')} no es de un CFDI de ingreso (CP01: pagos; CN01: nómina)`);
     const regime = a(receptor, 'RegimenFiscalReceptor') ?? '';
     if (TAX_REGIMES[regime] && Rfc.isValid(rfc) && !regimeFitsRfc(regime, rfc)) fail('CFDI40-RECEPTOR-REGIMEN-TIPO', `el régimen ${regime} no corresponde al tipo de persona del RFC ${rfc}`);
     if (TAX_REGIMES[regime] && !useFitsRegime(a(receptor, 'UsoCFDI') ?? '', regime)) fail('CFDI40-USO-REGIMEN', `UsoCFDI ${a(receptor, 'UsoCFDI')} no admite el régimen ${regime}`);

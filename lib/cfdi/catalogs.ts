@@ -64,6 +64,9 @@ export const CFDI_USES = [
   'S01', 'CP01', 'CN01',
 ] as const;
 
+/** The uses an income invoice (type I) may carry: CP01 is the payment complement's (type P), CN01 payroll's (type N). */
+export const INCOME_CFDI_USES = CFDI_USES.filter((use) => use !== 'CP01' && use !== 'CN01');
+
 /** c_FormaPago. 99 (por definir) is the only one allowed with PPD. */
 export const PAYMENT_FORMS = ['01', '02', '03', '04', '05', '06', '08', '12', '13', '14', '15', '17', '23', '24', '25', '26', '27', '28', '29', '30', '31', '99'] as const;
 
