@@ -187,6 +187,20 @@ describe('products: prices, nested writes, detail, custom properties', () => {
     assert.equal(bare.category_name, null);
   });
 
+  test('deleting a product another uses as a component: the component row stays with component_product_id null, and that product\'s updated_at moves', async () => {
+    const part = (await api.post('/products', { data: { ...base, name: 'Pieza' } })).body.data;
+    const kit = (await api.post('/products', { data: { ...base, name: 'Kit', components: [{ name: 'Pieza', component_product_id: part.id }] } })).body.data;
+    const unrelated = (await api.post('/products', { data: { ...base, name: 'Aparte' } })).body.data;
+    assert.equal(kit.components[0].component_product_id, part.id);
+    // A second back, so the move shows whatever the clock's resolution.
+    const { rows } = await app.pool.query(`UPDATE products SET updated_at = updated_at - interval '1 second' WHERE id = $1 RETURNING updated_at`, [kit.id]);
+    assert.equal((await api.delete(`/products/${part.id}`)).status, 204);
+    const after = (await api.get(`/products/${kit.id}`)).body.data;
+    assert.deepEqual([after.components.length, after.components[0].component_product_id], [1, null]);
+    assert.ok(new Date(after.updated_at) > rows[0].updated_at, `${after.updated_at} after ${rows[0].updated_at.toISOString()}`);
+    assert.equal((await api.get(`/products/${unrelated.id}`)).body.data.updated_at, unrelated.updated_at, 'a product that did not use it is left alone');
+  });
+
   test('nested update: matched by id, created without id, removed by _destroy, all in one transaction', async () => {
     const created = (
       await api.post('/products', {

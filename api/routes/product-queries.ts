@@ -275,6 +275,18 @@ export async function deleteProduct(client: Client, companyId: string, id: strin
   // variant gone. Read unlocked, an image committed in between was left stored and served.
   await client.query('SELECT 1 FROM product_variants WHERE company_id = $1 AND product_id = $2 ORDER BY id FOR UPDATE', [companyId, id]);
   await deleteMedia(client, companyId, await productMediaIds(client, companyId, id));
+  // The products that use it as a component: the foreign key clears component_product_id but leaves
+  // their updated_at behind, and a client syncing on it must see the change (as a deleted category's
+  // or brand's products do). One being written meanwhile is skipped, not waited for: its writer holds
+  // it and may be waiting for this one (a component added), and its own write moves updated_at.
+  await client.query(
+    `UPDATE products SET updated_at = now()
+      WHERE id IN (SELECT p.id FROM products p
+                    WHERE p.company_id = $1 AND p.id <> $2
+                      AND EXISTS (SELECT 1 FROM product_components c WHERE c.company_id = $1 AND c.product_id = p.id AND c.component_product_id = $2)
+                    ORDER BY p.id FOR UPDATE SKIP LOCKED)`,
+    [companyId, id],
+  );
   await client.query('DELETE FROM products WHERE company_id = $1 AND id = $2', [companyId, id]);
 }
 
