@@ -426,6 +426,18 @@ describe('money', () => {
     assert.equal((await own.patch(`/sales/${sale.id}`, { data: { payment_terms: 'immediate', description: 'ok' } })).status, 200);
   });
 
+  test('a payment dated in the future is taken: the sale is paid now (sale.paid now), the account counts it from its date', async () => {
+    const { t, api: own } = await newTenant();
+    const a = await account(own);
+    const sale = (await own.post('/sales', { data: { currency: 'mxn', occurred_at: new Date().toISOString(), line_items: [{ description: 'Posfechado', quantity: 1, unit_price_cents: 1000 }] } })).body.data;
+    const nextMonth = new Date(Date.now() + 31 * 86_400_000).toISOString();
+    const paid = await own.post(`/sales/${sale.id}/payments`, { data: { account_id: a.id, amount_cents: 1000, paid_at: nextMonth } });
+    assert.equal(paid.status, 201, paid.text);
+    assert.equal((await own.get(`/sales/${sale.id}`)).body.data.status, 'paid');
+    assert.deepEqual((await events(t.companyId, 'sale.paid')).map((e) => e.id), [sale.id]);
+    assert.equal((await own.get(`/accounts/${a.id}`)).body.data.balance_cents, 0, 'not in the balance before its day');
+  });
+
   test('sales: deleting a payment may not leave a refund dated before every payment left; a payment\'s date or amount is named as sent', async () => {
     const { api: own } = await newTenant();
     const a = await account(own);
