@@ -262,8 +262,34 @@ const INVISIBLE = /[\u00ad\u034f\u061c\u115f\u1160\u180e\u200b-\u200f\u2060-\u20
 /** Line breaks (NEL and the Unicode separators too), other control characters and direction overrides: what no one-line name holds. */
 const NOT_IN_A_LINE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 
+/** Control characters but tab and line breaks, and direction overrides: what no text a person writes holds. */
+const NOT_IN_TEXT = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+
+/** Whether `value` is one line: no line break, control character or direction override. */
+export const isOneLine = (value: string) => !NOT_IN_A_LINE.test(value);
+/** Whether `value` is text a person writes, over several lines perhaps: no control character but tab and line breaks, no direction override. */
+export const isWrittenText = (value: string) => !NOT_IN_TEXT.test(value);
+
 /** A text field of one line: trimmed, at most `max` characters, no line break, control character or direction override. */
-export const lineText = (max: number) => text(max).refine((v) => !NOT_IN_A_LINE.test(v), 'debe ser una sola línea, sin caracteres de control');
+export const lineText = (max: number) => text(max).refine(isOneLine, 'debe ser una sola línea, sin caracteres de control');
+
+/** `lineText` that may have no value: blank is stored as `null`, as `optionalText` does. */
+export const optionalLineText = (max: number) =>
+  lineText(max)
+    .transform((value) => (value === '' ? null : value))
+    .nullable()
+    .optional();
+
+/**
+ * Text of several lines that goes into an email or a page (a cancellation's reason): tab and line
+ * breaks, but no other control character or direction override; blank is `null`.
+ */
+export const optionalWrittenText = (max: number) =>
+  text(max)
+    .refine(isWrittenText, 'sin caracteres de control (salvo saltos de línea y tabuladores)')
+    .transform((value) => (value === '' ? null : value))
+    .nullable()
+    .optional();
 
 /**
  * A person's name a visitor types (a booker's): one line, at most `max` characters, and something

@@ -113,6 +113,8 @@ describe('booking links and bookings', () => {
       { booking_window: { type: 'range', start_on: '2026-05-01', end_on: '2026-04-01' } },
       { questions: [{ key: 'email', label: 'Correo', type: 'text' }] },
       { questions: [{ key: 'plan', label: 'Plan', type: 'select' }] },
+      { questions: [{ key: 'plan', label: 'Plan', type: 'select', options: ['a', 'a'] }] },
+      { questions: [{ key: 'plan', label: 'Plan\nBcc: x@y.example', type: 'text' }] },
       { source: 'x' },
     ]) {
       const r = await api.post('/booking-links', { data: link(bad) });
@@ -558,6 +560,39 @@ describe('booking links and bookings', () => {
     } finally {
       smtp.state.reject = () => null;
     }
+  });
+
+  test('a lead deleted after it booked: the booking keeps its lead_id (a record of who booked), and so does its reschedule', async () => {
+    const l = await createLink();
+    const [first, second] = await slotsOf(l.id);
+    const b = (await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: first.starts_at, booker: { ...booker, email: 'borrada@cliente.example' } } })).body.data;
+    assert.ok(b.lead_id);
+    assert.equal((await api.delete(`/leads/${b.lead_id}`)).status, 204);
+    assert.equal((await api.get(`/leads/${b.lead_id}`)).status, 404);
+    assert.equal((await api.get(`/bookings/${b.id}`)).body.data.lead_id, b.lead_id);
+    const moved = await api.post(`/bookings/${b.id}/reschedule`, { data: { starts_at: second.starts_at } });
+    assert.deepEqual([moved.status, moved.body.data?.lead_id], [201, b.lead_id], moved.text);
+  });
+
+  test('what is quoted in the emails holds no control characters: answers (one line but a long_text\'s), the booker\'s phone, a cancellation\'s reason', async () => {
+    const l = await createLink({ questions: [{ key: 'tel', label: 'Teléfono', type: 'phone' }, { key: 'nota', label: 'Nota', type: 'long_text' }] });
+    const [slot] = await slotsOf(l.id);
+    const post = (data: Record<string, unknown>) => api.post('/bookings', { data: { booking_link_id: l.id, starts_at: slot.starts_at, booker, ...data } });
+    for (const [data, field] of [
+      [{ answers: { tel: '55 1234\r\nBcc: x@y.example' } }, 'answers.tel'],
+      [{ answers: { nota: 'uno\u0007dos' } }, 'answers.nota'],
+      [{ answers: { nota: 'uno\u202edos' } }, 'answers.nota'],
+      [{ booker: { ...booker, phone: '55\n1234' } }, 'booker.phone'],
+    ] as const) {
+      const refused = await post(data);
+      assert.deepEqual([refused.status, Object.keys(refused.body.errors ?? {})], [422, [field]], `${JSON.stringify(data)}: ${refused.text}`);
+    }
+    const made = await post({ answers: { tel: '+52 (55) 1234-5678', nota: 'Primera línea\nsegunda\tcon tabulador' } });
+    assert.equal(made.status, 201, made.text);
+    const badReason = await api.post(`/bookings/${made.body.data.id}/cancel`, { data: { reason: 'a\u0007b' } });
+    assert.deepEqual([badReason.status, Object.keys(badReason.body.errors ?? {})], [422, ['reason']], badReason.text);
+    const cancelled = await api.post(`/bookings/${made.body.data.id}/cancel`, { data: { reason: 'Se movió la junta.\nGracias.' } });
+    assert.deepEqual([cancelled.status, cancelled.body.data?.cancellation_reason], [200, 'Se movió la junta.\nGracias.'], cancelled.text);
   });
 
   test('reschedule: a new linked booking, the old one cancelled, the event moved, SEQUENCE bumped; its own time counts as free', async () => {

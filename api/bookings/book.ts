@@ -20,6 +20,7 @@ import { manageToken, manageUrl, tokenDigest } from '../../lib/booking-tokens.ts
 import type { Config } from '../../lib/config.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { ApiError, validationFailed } from '../errors.ts';
+import { isOneLine, isWrittenText } from '../validation.ts';
 import { findBookingLink, slotRulesOf, type BookingLinkRow, type Question } from '../routes/booking-link-queries.ts';
 import { findBooking, slotContext, type BookingRow } from '../routes/booking-queries.ts';
 
@@ -50,6 +51,12 @@ export function checkAnswers(questions: Question[], answers: Record<string, stri
     if (q.type !== 'checkbox' && typeof value !== 'string') errors[`answers.${q.key}`] = ['debe ser texto'];
     if (q.type === 'select' && !q.options?.includes(value as string)) errors[`answers.${q.key}`] = ['no es una de las opciones'];
     if (q.type !== 'long_text' && typeof value === 'string' && value.length > 500) errors[`answers.${q.key}`] = ['500 caracteres como máximo'];
+    // Answers are quoted in the host's email: one line (a long_text's excepted), no control characters.
+    if (typeof value === 'string' && !Object.hasOwn(errors, `answers.${q.key}`)) {
+      if (q.type === 'long_text' ? !isWrittenText(value) : !isOneLine(value)) {
+        errors[`answers.${q.key}`] = [q.type === 'long_text' ? 'sin caracteres de control (salvo saltos de línea y tabuladores)' : 'debe ser una sola línea, sin caracteres de control'];
+      }
+    }
   }
   if (Object.keys(errors).length) throw validationFailed(errors);
   return answers;

@@ -94,10 +94,16 @@ const location = z
 const question = z
   .strictObject({
     key: z.string().regex(/^[a-z][a-z0-9_]{0,39}$/, 'clave a-z, 0-9 o _, hasta 40'),
-    label: text(200).min(1),
+    label: lineText(200).min(1),
     type: z.enum(QUESTION_TYPES),
     required: z.boolean().optional().describe('Por defecto false'),
-    options: z.array(text(100).min(1)).min(1).max(50).optional().describe('Solo select'),
+    options: z
+      .array(lineText(100).min(1))
+      .min(1)
+      .max(50)
+      .refine((options) => new Set(options).size === options.length, 'una opción aparece dos veces')
+      .optional()
+      .describe('Solo select'),
   })
   .superRefine((q, ctx) => {
     if (q.type === 'select' && !q.options) ctx.addIssue({ code: 'custom', message: 'select necesita options', path: ['options'] });

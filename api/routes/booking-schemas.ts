@@ -6,7 +6,7 @@ import { instant } from '../date-fields.ts';
 import { LOCATION_TYPES } from './booking-link-schemas.ts';
 import { isTimeZone } from '../../lib/local-dates.ts';
 import { windowBound } from '../date-fields.ts';
-import { objectIdField, optionalText, personName, text } from '../validation.ts';
+import { objectIdField, optionalLineText, optionalWrittenText, personName, text } from '../validation.ts';
 
 export const BOOKING_STATUSES = ['confirmed', 'cancelled'] as const;
 
@@ -16,7 +16,8 @@ const slotStart = instant.describe('ISO 8601; debe ser el inicio de un horario l
 export const booker = z.strictObject({
   name: personName(200),
   email: z.email().max(254),
-  phone: optionalText(40),
+  // One line, as the name: it is quoted in the host's email.
+  phone: optionalLineText(40),
   timezone: z.string().refine(isTimeZone, 'zona horaria IANA desconocida').nullable().optional().describe('Zona del reservante: las horas de sus correos se escriben en ella'),
 });
 
@@ -35,12 +36,14 @@ export const bookingCreate = z.strictObject({
 });
 
 export const bookingCancel = z.strictObject({
-  reason: optionalText(1000),
+  // Quoted in both emails ("Motivo: …"): lines, but no other control characters.
+  reason: optionalWrittenText(1000),
 });
 
 export const bookingReschedule = z.strictObject({
   starts_at: slotStart,
-  reason: optionalText(1000),
+  // Quoted in both emails ("Motivo: …"): lines, but no other control characters.
+  reason: optionalWrittenText(1000),
 });
 
 export const bookingSchema = z.object({
