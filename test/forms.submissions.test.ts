@@ -402,6 +402,34 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     }
   });
 
+  test('a required yes/no checkbox is not ticked by "false", "off" or "0" in JSON or multipart; HTML\'s hidden-input pair counts by its last value', async () => {
+    const consent = await files.createFormViaAdmin(app.url, tenant.companyId, {
+      name: 'Consentimiento',
+      slug: 'consentimiento',
+      title: 'Consentimiento',
+      fields: [
+        { key: 'email', field_type: 'email', label: 'Correo', required: true },
+        { key: 'acepto', field_type: 'checkbox', label: 'Acepto el aviso de privacidad', required: true },
+      ],
+    });
+    const to = `/forms/${consent.id}/submissions`;
+    for (const acepto of [false, 'false', 'off', '0']) {
+      const res = await api.post(to, { data: { answers: { email: 'a@example.com', acepto } } });
+      assert.deepEqual([res.status, res.body.errors?.['answers.acepto']], [422, ['es obligatorio']], `${JSON.stringify(acepto)}: ${res.text}`);
+    }
+    for (const acepto of ['off', '0']) {
+      const res = await multipart([['answers[email]', 'a@example.com'], ['answers[acepto]', acepto]], {}, to);
+      assert.deepEqual([res.status, res.body.errors?.['answers.acepto']], [422, ['es obligatorio']], acepto);
+    }
+    // <input type=hidden name=acepto value=0> before the box: unticked sends 0, ticked sends 0 then 1.
+    const unticked = await multipart([['answers[email]', 'a@example.com'], ['answers[acepto]', '0']], {}, to);
+    assert.equal(unticked.status, 422);
+    const ticked = await multipart([['answers[email]', 'a@example.com'], ['answers[acepto]', '0'], ['answers[acepto]', '1']], {}, to);
+    assert.deepEqual([ticked.status, ticked.body.data?.answers.acepto], [201, true], JSON.stringify(ticked.body));
+    const json = await api.post(to, { data: { answers: { email: 'a@example.com', acepto: 'on' } } });
+    assert.deepEqual([json.status, json.body.data?.answers.acepto], [201, true], json.text);
+  });
+
   test('hostile file names are refused; stored names never come from the client path', async () => {
     const jpg = await files.jpeg();
     const cases: Array<[string, string, Buffer]> = [
@@ -437,6 +465,10 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
       ['invoice.\uFEFFexe.pdf', 'exe'],
       ['invoice.\uFF45\uFF58\uFF45.pdf', 'exe'],
       ['invoice.EXE\u2060.pdf', 'exe'],
+      // What a segment holds before `;` (IIS ran `a.php;.jpg` as PHP) or `:` (an NTFS stream of `a.asp`).
+      ['a.php;.pdf', 'php'],
+      ['a.asp:.pdf', 'asp'],
+      ['a.php;x.pdf', 'php'],
       // One of each kind beyond the contract's examples: library, script, installer, archive, credentials.
       ...['so', 'lua', 'tcl', 'msix', 'appx', 'flatpak', 'cpio', 'sitx', 'asc', 'chm', 'jnlp'].map(
         (ext): [string, string] => [`x.${ext}.pdf`, ext],
@@ -487,6 +519,13 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
       ['cv', 'pagina.txt', Buffer.from('<!DOCTYPE html><html><script>alert(document.cookie)</script></html>')],
       ['cv', 'dibujo.txt', Buffer.from('\uFEFF  <?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>')],
       ['cv', 'tabla.csv', Buffer.from('<!-- hoja -->\n<script>alert(1)</script>')],
+      // Not UTF-8, so read as Windows-1252: a byte it leaves undefined (0x81) is binary; a control byte too.
+      ['cv', 'datos.csv', Buffer.from([0x4a, 0x6f, 0x73, 0xe9, 0x2c, 0x81, 0x0a])],
+      ['cv', 'datos.csv', Buffer.from([0x4a, 0x6f, 0x73, 0xe9, 0x2c, 0x01, 0x0a])],
+      // UTF-16 by its byte-order mark: a control character, or bytes that are no UTF-16, are refused; markup too.
+      ['cv', 'notas.txt', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('hola\u0001', 'utf16le')])],
+      ['cv', 'notas.txt', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('hola', 'utf16le'), Buffer.from([0x00, 0xd8])])],
+      ['cv', 'pagina.txt', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('<html><script>alert(1)</script>', 'utf16le')])],
     ];
     for (const [field, name, bytes] of cases) {
       const res = await api.post(path(), { data: { answers: { ...base, [field]: files.fileJson(name, bytes) } } });
@@ -496,6 +535,18 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     // Text that merely holds angle brackets is text.
     const text = await api.post(path(), { data: { answers: { ...base, cv: files.fileJson('notas.txt', Buffer.from('<b>nota</b>: a < b, y <html> se escribe así')) } } });
     assert.equal(text.status, 201, text.text);
+    // Text in the encodings text files come in: Excel's CSV on a Spanish Windows (Windows-1252: é is E9),
+    // Notepad's "Unicode" (UTF-16 with its byte-order mark), little- and big-endian.
+    const utf16be = Buffer.from('Notas del día\r\n', 'utf16le').swap16();
+    for (const [name, bytes] of [
+      // 0x93 and 0x94 are Windows-1252's curly quotes (C1 controls in Latin-1).
+      ['excel.csv', Buffer.from('nombre,ciudad\r\nJosé,México\r\nMuñoz,\u0093Señor\u0094\r\n', 'latin1')],
+      ['notas.txt', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('Notas del día\r\n', 'utf16le')])],
+      ['notas.txt', Buffer.concat([Buffer.from([0xfe, 0xff]), utf16be])],
+    ] as const) {
+      const res = await api.post(path(), { data: { answers: { ...base, cv: files.fileJson(name, bytes) } } });
+      assert.equal(res.status, 201, `${name} ${bytes.subarray(0, 8).toString('hex')}: ${res.text}`);
+    }
     // The same polyglot sent as multipart, past the 64 KB the window keeps: its end is what counts.
     const big = Buffer.concat([files.pdf(200_000), files.plainZip()]);
     const multi = await multipart([['answers[email]', 'poly@example.com'], ['answers[name]', 'P'], ['files[cv]', { name: 'grande.pdf', bytes: big }]]);

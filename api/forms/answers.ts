@@ -101,9 +101,12 @@ function checkValue(field: StoredField, value: unknown): { value: unknown } | { 
     case 'checkbox': {
       const options = allOptions(field);
       if (options.size === 0) {
-        if (value === true || value === false) return { value };
-        if (value === 'true' || value === 'on' || value === '1') return { value: true };
-        if (value === 'false' || value === 'off' || value === '0') return { value: false };
+        // A list is HTML's hidden-input pattern (`acepto=0` before the box's `acepto=1`): the last value
+        // is the box's, as Rails and PHP read it.
+        const one = Array.isArray(value) && value.length > 0 ? value[value.length - 1] : value;
+        if (one === true || one === false) return { value: one };
+        if (one === 'true' || one === 'on' || one === '1') return { value: true };
+        if (one === 'false' || one === 'off' || one === '0') return { value: false };
         return { error: 'debe ser verdadero o falso' };
       }
       const list = Array.isArray(value) ? value : [value];
@@ -146,6 +149,11 @@ export function checkAnswers(form: FormRow, raw: Record<string, unknown>, files:
     const checked = checkValue(field, value);
     if ('error' in checked) {
       add(field.key, checked.error);
+      continue;
+    }
+    // Unchecked in words ("false", "off", "0"), as JSON's false above: a required box is not ticked.
+    if (field.required && checked.value === false) {
+      add(field.key, 'es obligatorio');
       continue;
     }
     const target = field.maps_to?.split('.')[1] as keyof typeof extracted | undefined;

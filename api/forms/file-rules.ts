@@ -171,10 +171,12 @@ export function checkFileName(raw: string, allowed: ReadonlySet<string>): NameCh
   // Invisible format characters (zero-width space and joiner, soft hyphen…)
   // go before the extension check: `invoice.e<U+200B>xe.pdf` is `invoice.exe.pdf`.
   const base = (decoded.split(/[\\/]/).pop() ?? '').replace(/\p{Cf}/gu, '');
-  // Every extension segment, also those hidden behind NUL or `%00`.
+  // Every extension segment, also those hidden behind NUL or `%00`, and what a segment holds before a
+  // `;` or `:` (IIS ran `a.php;.jpg` as PHP; `a.asp:.jpg` names a stream of `a.asp` on NTFS).
   const segments = base.toLowerCase().split(/[.\u0000]/).map((s) => s.trim());
   for (const segment of segments.slice(1)) {
-    if (BLOCKED_EXTENSIONS.has(segment)) return { ok: false, reason: `el tipo de archivo .${segment} no está permitido` };
+    const blocked = [segment, segment.split(/[;:]/)[0].trim()].find((s) => BLOCKED_EXTENSIONS.has(s));
+    if (blocked) return { ok: false, reason: `el tipo de archivo .${blocked} no está permitido` };
   }
   if (/[\u0000-\u001f\u007f]/.test(base)) return { ok: false, reason: 'el nombre contiene caracteres de control' };
   const cleaned = base.replace(/\p{Cf}/gu, '').replace(/[<>:"|?*]/g, '_').trim();
@@ -190,7 +192,8 @@ export function checkFileName(raw: string, allowed: ReadonlySet<string>): NameCh
   if (!stem) stem = 'archivo';
   // Every segment kept was checked above; checked again as stored, so no later change to the cut can store one.
   for (const segment of stem.toLowerCase().split('.').slice(1)) {
-    if (BLOCKED_EXTENSIONS.has(segment.trim())) return { ok: false, reason: `el tipo de archivo .${segment.trim()} no está permitido` };
+    const blocked = [segment.trim(), segment.split(/[;:]/)[0].trim()].find((s) => BLOCKED_EXTENSIONS.has(s));
+    if (blocked) return { ok: false, reason: `el tipo de archivo .${blocked} no está permitido` };
   }
   return { ok: true, filename: `${stem}.${extension}`, extension };
 }
@@ -252,24 +255,46 @@ export function checkCompound(extension: string, bytes: Uint8Array): ContentChec
 /** Control bytes no text file has (tab, line feed, form feed and carriage return are text). */
 const BINARY_BYTES = /[\u0000-\u0008\u000b\u000e-\u001f]/;
 
+/** The same in Windows-1252, where the bytes it leaves undefined (0x81, 0x8D, 0x8F, 0x90, 0x9D) decode as C1 controls. */
+const BINARY_IN_1252 = /[\u0000-\u0008\u000b\u000e-\u001f\u0080-\u009f]/;
+
 /**
- * Whether the whole stream is UTF-8 text: decoded chunk by chunk (a sequence
- * split between chunks is carried over), so a text prefix with a binary
- * payload after it is refused wherever the payload starts, in bounded memory.
+ * Whether the whole stream is text, in the encodings text files come in: UTF-8; UTF-16 with its
+ * byte-order mark (Notepad's "Unicode"); else Windows-1252 (Excel's "CSV (delimitado por comas)" on a
+ * Spanish Windows writes `José` as 4A 6F 73 E9, which is no UTF-8). Decoded chunk by chunk (a sequence
+ * split between chunks is carried over), so a text prefix with a binary payload after it is refused
+ * wherever the payload starts, in bounded memory. `open` gives a fresh stream of the stored bytes: a
+ * file that stops being UTF-8 part way is read again from the start as Windows-1252.
  */
-async function streamIsText(stream: Readable): Promise<boolean> {
-  const decoder = new TextDecoder('utf-8', { fatal: true });
+async function streamIsText(open: () => Readable): Promise<boolean> {
+  const asUtf8 = await streamDecodes(open(), 'utf-8', BINARY_BYTES);
+  return asUtf8 ?? (await streamDecodes(open(), 'windows-1252', BINARY_IN_1252)) === true;
+}
+
+/**
+ * Whether the stream decodes as `encoding` (or UTF-16 when it starts with that BOM) without `binary`
+ * characters or markup at its start; null when it is not `encoding` at all (a fatal decode error).
+ */
+async function streamDecodes(stream: Readable, encoding: 'utf-8' | 'windows-1252', binary: RegExp): Promise<boolean | null> {
+  let decoder: InstanceType<typeof TextDecoder> | undefined;
   let first = true;
   try {
     for await (const chunk of stream) {
-      const text = decoder.decode(chunk as Buffer, { stream: true });
-      if (BINARY_BYTES.test(text) || (first && MARKUP.test(text))) return false;
+      const bytes = chunk as Buffer;
+      if (!decoder) {
+        const utf16 = bytes[0] === 0xff && bytes[1] === 0xfe ? 'utf-16le' : bytes[0] === 0xfe && bytes[1] === 0xff ? 'utf-16be' : null;
+        decoder = new TextDecoder(utf16 ?? encoding, { fatal: true });
+        if (utf16) binary = BINARY_BYTES;
+      }
+      const text = decoder.decode(bytes, { stream: true });
+      if (binary.test(text) || (first && MARKUP.test(text))) return false;
       first = false;
     }
-    decoder.decode();
+    decoder?.decode();
     return true;
   } catch {
-    return false;
+    // A UTF-16 file that does not decode is no text in any encoding (its BOM said what it was).
+    return decoder && decoder.encoding !== encoding ? false : null;
   } finally {
     stream.destroy();
   }
@@ -298,7 +323,7 @@ export async function checkContent(extension: string, open: () => Readable, read
     stream.destroy();
   }
   if (!detected) {
-    if (TEXT_EXTENSIONS.has(extension) && (await streamIsText(open()))) return { ok: true, contentType: KNOWN_EXTENSIONS[extension] };
+    if (TEXT_EXTENSIONS.has(extension) && (await streamIsText(open))) return { ok: true, contentType: KNOWN_EXTENSIONS[extension] };
     return { ok: false, reason: `el contenido no corresponde a un archivo .${extension}` };
   }
   if (BLOCKED_DETECTED.has(detected.ext)) return { ok: false, reason: `el contenido es de un tipo no permitido (${detected.ext})` };
