@@ -73,6 +73,25 @@ describe('MCP server', () => {
     }
   });
 
+  test('every list tool takes the filters of its REST list under the same names (DESIGN.md), as the published documents say', async () => {
+    const sdk = new Client({ name: 'test-client', version: '1.0.0' });
+    await sdk.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${tenant.key}` } } }));
+    const { tools } = await sdk.listTools();
+    const openapi = (await (await fetch(`${app.baseUrl}/openapi.json`)).json()) as any;
+    // Paging is the tools' own (page, per_page); the rest of a REST list's parameters are filters.
+    const paging = new Set(['limit', 'starting_after', 'ending_before', 'page', 'include_total', 'include_filtered_total']);
+    const lists: Record<string, string> = {
+      list_customers: '/customers', list_products: '/products', list_leads: '/leads', list_accounts: '/accounts',
+      list_incomes: '/incomes', list_expenses: '/expenses', list_calendar_events: '/calendar/events',
+    };
+    for (const [tool, path] of Object.entries(lists)) {
+      const filters = openapi.paths[path].get.parameters.filter((p: any) => p.in === 'query' && !paging.has(p.name)).map((p: any) => p.name);
+      const takes = Object.keys((tools.find((t) => t.name === tool)!.inputSchema as any).properties);
+      assert.deepEqual(filters.filter((name: string) => !takes.includes(name)), [], `${tool} lacks filters of GET ${path}`);
+    }
+    await sdk.close();
+  });
+
   test('the official SDK client connects with an API key, lists the tools and calls them', async () => {
     const sdk = new Client({ name: 'test-client', version: '1.0.0' });
     await sdk.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${tenant.key}` } } }));
@@ -147,6 +166,11 @@ describe('MCP server', () => {
     assert.deepEqual(await byDay('2026-02-01', '2026-02-09'), []);
     const expenses = (await sdk.callTool({ name: 'list_expenses', arguments: { supplier: 'sol', status: 'pending' } })).structuredContent as any;
     assert.deepEqual(expenses.expenses.map((e: any) => e.supplier_name), ['Papelería Sol']);
+    // The REST list's text search, under its names: q (search its alias), as GET /expenses?q= takes.
+    for (const args of [{ q: 'PAPELERIA' }, { search: 'papelería sol' }, { q: 'sol', supplier: 'nadie' }]) {
+      const found = (await sdk.callTool({ name: 'list_expenses', arguments: args })).structuredContent as any;
+      assert.deepEqual(found.expenses.map((e: any) => e.supplier_name), ['Papelería Sol'], JSON.stringify(args));
+    }
     const sheet = (await sdk.callTool({ name: 'get_balance_sheet', arguments: { as_of: '2026-02-28' } })).structuredContent as any;
     const mxn = sheet.currencies.find((c: any) => c.currency === 'mxn');
     assert.equal(mxn.assets.total_cents, mxn.liabilities.total_cents + mxn.equity.total_cents);

@@ -236,6 +236,9 @@ describe('OAuth 2.1 authorization server', () => {
       assert.equal(res.body.refresh_token, rotated.body.refresh_token);
       assert.equal(res.body.access_token, rotated.body.access_token);
     }
+    // A wider scope is refused within the grace too (RFC 6749 §6), and the pair is not handed out.
+    const widerInGrace = await token({ grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token, scope: 'read-leads' });
+    assert.deepEqual([widerInGrace.status, widerInGrace.body.error, widerInGrace.body.access_token], [400, 'invalid_scope', undefined]);
     // The same pair answered later says how long its access token has left, not a fresh hour.
     await app.pool.query(`UPDATE oauth_tokens SET expires_at = expires_at - interval '40 seconds' WHERE digest = $1`, [createHash('sha256').update(rotated.body.access_token).digest()]);
     const later = await token({ grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token });

@@ -203,12 +203,19 @@ export const TOOLS: readonly Tool[] = [
     title: 'Gastos',
     description: 'Gastos (pagados o pendientes), del más reciente al más antiguo; filtros por fecha (`from`/`to`), cuenta, proveedor (nombre o RFC), estado y categoría.',
     scope: 'read-expenses',
-    input: z.strictObject({ ...movementFilters, supplier: z.string().trim().max(200).optional().describe('Nombre o RFC del proveedor (contiene)'), ...paging }),
+    // The REST list's names: the supplier search is its text search, `q` (alias `search`, then `supplier`).
+    input: z.strictObject({
+      ...movementFilters,
+      q: textSearch.q.describe('Texto a buscar en el nombre o RFC del proveedor (contiene; no distingue mayúsculas ni acentos)'),
+      search: textSearch.search,
+      supplier: z.string().trim().max(200).optional().describe('Alias de q (nombre o RFC del proveedor, contiene)'),
+      ...paging,
+    }),
     output: listOutput('expenses'),
     run: async ({ db, totals, companyId }, args) => {
-      const filters = await windowInstants(db, companyId, args);
+      const filters = { ...(await windowInstants(db, companyId, args)), supplier: termOf(args) || args.supplier || undefined };
       checkRange(filters);
-      return asList('expenses', args, filtered(args, ['from', 'to', 'account_id', 'status', 'category', 'supplier']), (page) => listMovements(db, totals, companyId, 'expense', filters, page));
+      return asList('expenses', args, filtered(args, ['from', 'to', 'account_id', 'status', 'category', 'q', 'search', 'supplier']), (page) => listMovements(db, totals, companyId, 'expense', filters, page));
     },
   },
   {

@@ -75,9 +75,16 @@ export async function refreshGrant(pool: Pool, input: { refreshToken: string; cl
     const { rows: grants } = await db.query<GrantRow>('SELECT * FROM oauth_grants WHERE id = $1', [token.grant_id]);
     const grant = grants[0];
     if (input.clientId && input.clientId !== grant.client_id) return { error: 'invalid_grant', text: 'el refresh_token es de otra aplicación' };
+    // RFC 6749 §6: a narrower scope narrows the new access token only; the grant and its refresh token
+    // keep what the person approved (omitted = "equal to the scope originally granted"). A wider one is
+    // refused whatever the token's state, a parallel refresh within the grace included.
+    const wanted = input.scope ? [...new Set(input.scope.split(' ').filter(Boolean))] : grant.scopes;
+    if (wanted.some((s) => !grant.scopes.includes(s))) return { error: 'invalid_scope', text: 'un refresh no puede ampliar los permisos' };
     if (token.rotated_at && token.in_grace && token.successor && !grant.revoked_at) {
-      // Parallel refreshes of one client: the same successor pair, not a new one. Once that
-      // successor has itself been used, this is no parallel refresh but a replay: theft, below.
+      // Parallel refreshes of one client: the same successor pair, not a new one (its `scope` says what
+      // it holds, which a narrower request in parallel does not change: RFC 6749 §3.3 lets the server
+      // issue other than asked, saying so). Once that successor has itself been used, this is no
+      // parallel refresh but a replay: theft, below.
       // FOR SHARE waits for a refresh of the successor in flight, and then reads it as rotated.
       const pair = openSuccessor(input.refreshToken, token.successor);
       const { rows: next } = pair
@@ -100,10 +107,6 @@ export async function refreshGrant(pool: Pool, input: { refreshToken: string; cl
     if (token.expired) return { error: 'invalid_grant', text: 'el refresh_token expiró o el acceso fue revocado' };
     const refused = await refusedGrant(db, grant);
     if (refused) return { error: 'invalid_grant', text: refused };
-    // RFC 6749 §6: a narrower scope narrows the new access token only; the grant and its
-    // refresh token keep what the person approved (omitted = "equal to the scope originally granted").
-    const wanted = input.scope ? [...new Set(input.scope.split(' ').filter(Boolean))] : grant.scopes;
-    if (wanted.some((s) => !grant.scopes.includes(s))) return { error: 'invalid_scope', text: 'un refresh no puede ampliar los permisos' };
     const tokens = await issueTokens(db, grant, wanted);
     await db.query('UPDATE oauth_tokens SET rotated_at = now(), successor = $2 WHERE digest = $1', [digest(input.refreshToken), sealSuccessor(input.refreshToken, tokens)]);
     return { tokens };
