@@ -9,7 +9,7 @@ import { closeDeps, createApp, createDeps } from './app.ts';
 
 const config = loadConfigOrExit();
 // PG_MAX_CONNECTIONS bounds every connection this process opens (README, Configuration).
-const budget = splitConnectionsOrExit(config.pgMaxConnections, 'web');
+const budget = splitConnectionsOrExit(config, 'web');
 const name = (part: string) => applicationName(processName('web', config.dyno), part);
 const database = await connectDatabaseOrExit(config);
 const pool = createPool(database.url, budget.pool, name('request'));

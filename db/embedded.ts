@@ -133,7 +133,7 @@ async function stopLeftover(clusterDir: string): Promise<void> {
   // Started by a process that is still running (a second `npm start` on one DATA_DIR): not a leftover.
   const parent = Number((await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')).replace(/^.*\) /s, '').split(' ')[1]);
   const parentCommand = parent > 1 ? await readFile(`/proc/${parent}/cmdline`, 'utf8').catch(() => '') : '';
-  if (/node/.test(parentCommand)) throw new StartRefused(`PostgreSQL on ${clusterDir} belongs to a running process (pid ${parent}): one start per DATA_DIR (stop it, or DATA_DIR=… for another).`);
+  if (/node/.test(parentCommand)) throw new StartRefused(`PostgreSQL on ${clusterDir} belongs to a running process (pid ${parent}): one start per DATA_DIR (stop it, or DATA_DIR=… for another; a second web or worker on the same database takes DATABASE_URL=<the Database: line that start printed>).`);
   process.stderr.write(`Embedded PostgreSQL: stopping the server an earlier start left running on ${clusterDir} (pid ${pid}).\n`);
   try {
     process.kill(pid, 'SIGINT'); // fast shutdown

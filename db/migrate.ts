@@ -45,7 +45,7 @@ export async function exitUnlessMigrated(pool: Pool, processLabel: string): Prom
   if (!pending.length) return;
   const named = pending.length > 3 ? `${pending.slice(0, 3).join(', ')}, …` : pending.join(', ');
   process.stderr.write(
-    `${processLabel}: the database lacks ${pending.length} migration(s) this code needs (${named}); ` +
+    `error: ${processLabel}: the database lacks ${pending.length} migration(s) this code needs (${named}); ` +
       'run `npm run migrate` first (the release phase of the Procfile does it on every deploy).\n',
   );
   process.exit(1);

@@ -1,7 +1,7 @@
 // A reference webhook receiver with no dependencies (node:http, node:crypto, node:fs).
 // Copy it, then replace the log line in `processEvent` with your own work.
 //
-//   WEBHOOK_SECRET=whsec_... PORT=4000 node examples/webhook-receiver.ts
+//   WEBHOOK_SECRET=whsec_... PORT=4000 npx node examples/webhook-receiver.ts   (Node 24, the project's; any Node from 22.18 runs .ts)
 //
 // What it checks, in the contract's order (Events → Signature):
 //   1. `X-Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256>`, present and well formed;

@@ -65,6 +65,8 @@ export type Config = {
    * among its pools by lib/connection-budget.ts.
    */
   pgMaxConnections: number;
+  /** Where pgMaxConnections came from: PG_MAX_CONNECTIONS, or PG_POOL_MAX (its deprecated alias), for messages. */
+  pgMaxConnectionsVariable: 'PG_MAX_CONNECTIONS' | 'PG_POOL_MAX';
   /**
    * Key of the bookers' manage links (BOOKING_TOKEN_KEY, at least 32
    * characters; required in production). A manage token is an HMAC of the
@@ -271,6 +273,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel,
     ssrfGuard: !allowPrivateTargets,
     pgMaxConnections,
+    pgMaxConnectionsVariable: env.PG_MAX_CONNECTIONS || !env.PG_POOL_MAX ? 'PG_MAX_CONNECTIONS' : 'PG_POOL_MAX',
     dyno: env.DYNO || undefined,
     bookingTokenKey: env.BOOKING_TOKEN_KEY || developmentSecret(dataDir, 'booking-token-key'),
     google,

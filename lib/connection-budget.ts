@@ -48,10 +48,10 @@ function clamp(n: number, low: number, high: number): number {
  * 2 in the worker: its supervision and cron run beside the fetches, and with
  * one connection a slow maintenance pass would stall every fetch.
  */
-export function splitConnections(total: number, role: ProcessRole): ConnectionBudget {
+export function splitConnections(total: number, role: ProcessRole, variable = 'PG_MAX_CONNECTIONS'): ConnectionBudget {
   if (!Number.isInteger(total) || total < MIN_CONNECTIONS[role]) {
     throw new Error(
-      `PG_MAX_CONNECTIONS=${total} is too small for the ${role} process: it needs at least ${MIN_CONNECTIONS[role]} ` +
+      `${variable}=${total} is too small for the ${role} process: it needs at least ${MIN_CONNECTIONS[role]} ` +
         '(one connection for each pool it opens; see README, Configuration)',
     );
   }
@@ -68,9 +68,10 @@ export function splitConnections(total: number, role: ProcessRole): ConnectionBu
 }
 
 /** The split, for a process starting: a budget too small is one line on stderr and exit 1, as every bad setting (README, Configuration). */
-export function splitConnectionsOrExit(total: number, role: ProcessRole): ConnectionBudget {
+/** The split, or one `error:` line naming the variable the operator set (PG_POOL_MAX, the old name, too) and exit 1. */
+export function splitConnectionsOrExit(config: { pgMaxConnections: number; pgMaxConnectionsVariable: string }, role: ProcessRole): ConnectionBudget {
   try {
-    return splitConnections(total, role);
+    return splitConnections(config.pgMaxConnections, role, config.pgMaxConnectionsVariable);
   } catch (error) {
     process.stderr.write(`error: ${(error as Error).message}\n`);
     process.exit(1);

@@ -4,7 +4,7 @@
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:net';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import path from 'node:path';
 
 const dataDir = path.resolve(process.env.DATA_DIR || './.data');
@@ -28,7 +28,7 @@ const { createApp, createDeps, closeDeps } = await import('../api/app.ts');
 const { startWorker } = await import('../worker/worker.ts');
 const { seedDemo } = await import('./seed.ts');
 
-const config = loadConfigOrExit();
+let config = loadConfigOrExit();
 // After the config, which says in one line when DATA_DIR is a file.
 await mkdir(dataDir, { recursive: true });
 
@@ -41,8 +41,19 @@ async function listenOrExit<T extends Server>(server: T): Promise<T> {
   return server;
 }
 // A port in use is found before the database starts and the migrations run, not seconds later.
-await new Promise<void>((resolve) => listenOrExit(createServer().listen(config.port)).then((probe) => probe.close(() => resolve())));
-const budget = splitConnectionsOrExit(config.pgMaxConnections, 'dev');
+const port = await new Promise<number>((resolve) =>
+  listenOrExit(createServer().listen(config.port)).then((probe) => {
+    const { port } = probe.address() as AddressInfo;
+    probe.close(() => resolve(port));
+  }),
+);
+// PORT=0: the free port the probe was given is this start's, so the banner and the links the service
+// builds (image URLs, OpenAPI servers) name it rather than port 0.
+if (config.port === 0) {
+  process.env.PORT = String(port);
+  config = loadConfigOrExit();
+}
+const budget = splitConnectionsOrExit(config, 'dev');
 const name = (part: string) => applicationName(processName('dev', config.dyno), part);
 console.log(config.databaseUrl ? 'Using DATABASE_URL.' : `Starting the embedded PostgreSQL under ${dataDir} ...`);
 // Out of the terminal's process group: Ctrl-C stops this process, which stops the database last.

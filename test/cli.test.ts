@@ -132,6 +132,10 @@ describe('wsctl', () => {
     assert.equal(read.status, 200);
     assert.equal(read.body.data.name, 'Bienvenida');
     assert.equal(read.body.data.description, null, 'a blank description is no description, as over the API');
+    assert.equal(read.body.data.active, false, 'off unless the file says otherwise');
+    // The example the docs point at is a file wsctl takes as it is.
+    const example = await json(app, ['automation', 'create', '--company', company.id, '--file', 'examples/automation.json']);
+    assert.deepEqual([example.name, example.active, example.trigger_type, example.steps.length], ['Bienvenida a prospectos', true, 'lead.created', 2]);
     // A file an editor saved with a byte-order mark is read; one that is not UTF-8 is refused, not stored as U+FFFD.
     const bom = path.join(dir, 'bom.json');
     await writeFile(bom, Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify({ name: 'Con BOM', trigger_type: 'lead.created', steps: [] }))]));

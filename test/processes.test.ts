@@ -23,9 +23,12 @@ describe('npm start on a fresh machine', () => {
     for (const fn of cleanup) await fn();
   });
 
-  /** `npm start` in a process group of its own, as a terminal runs it; resolves once the demo key is printed. */
-  async function startDev(dataDir: string) {
-    const port = await freePort();
+  /**
+   * `npm start` in a process group of its own, as a terminal runs it; resolves once the demo key is
+   * printed. `port: 0` lets it take a free port, read back from its banner.
+   */
+  async function startDev(dataDir: string, options: { port?: number } = {}) {
+    let port = options.port ?? (await freePort());
     const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'silent', NODE_ENV: 'development' };
     delete env.DATABASE_URL;
     delete env.ADMIN_TOKEN;
@@ -39,6 +42,7 @@ describe('npm start on a fresh machine', () => {
       assert.equal(child.exitCode, null, `npm start exited:\n${started.output}`);
       await new Promise((r) => setTimeout(r, 200));
     }
+    if (port === 0) started.port = port = Number(/Base URL:\s+http:\/\/localhost:(\d+)\/api\/v1/.exec(started.output)![1]);
     return started;
   }
   const postgresOf = async (dataDir: string) => (await run('pgrep', ['-f', `${dataDir}/pg`]).catch(() => ({ stdout: '' }))).stdout.trim();
@@ -92,8 +96,10 @@ describe('npm start on a fresh machine', () => {
     process.kill(-first.child.pid!, 'SIGKILL'); // an IDE's stop button: no handler runs
     await new Promise((resolve) => (first.child.exitCode === null ? first.child.once('exit', resolve) : resolve(null)));
     assert.notEqual(await postgresOf(dataDir), '', 'the server outlived its process (its own process group)');
-    const second = await startDev(dataDir);
+    // PORT=0 this time: the banner names the port it took, and that is where it answers.
+    const second = await startDev(dataDir, { port: 0 });
     cleanup.unshift(async () => void (second.child.exitCode === null && process.kill(-second.child.pid!, 'SIGKILL')));
+    assert.notEqual(second.port, 0);
     assert.match(second.output, /stopping the server an earlier start left running/);
     const key = /Demo API key:\s+(service_sk_\S+)/.exec(second.output)![1];
     assert.equal((await fetch(`http://127.0.0.1:${second.port}/api/v1/customers`, { headers: { authorization: `Bearer ${key}` } })).status, 200, 'the same database, the same demo key');

@@ -9,7 +9,7 @@ import { startWorker } from './worker.ts';
 
 const config = loadConfigOrExit();
 // PG_MAX_CONNECTIONS bounds every connection this process opens (README, Configuration).
-const budget = splitConnectionsOrExit(config.pgMaxConnections, 'worker');
+const budget = splitConnectionsOrExit(config, 'worker');
 const name = (part: string) => applicationName(processName('worker', config.dyno), part);
 const database = await connectDatabaseOrExit(config);
 const pool = createPool(database.url, budget.pool, name('jobs'));
