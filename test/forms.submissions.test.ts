@@ -71,7 +71,7 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     });
   }
 
-  /** A multipart body as pieces: text fields, then one file whose bytes come from `fileBytes`. */
+  /** A multipart body as pieces: text fields, then one file whose bytes come from `file.bytes`. */
   function* multipartPieces(boundary: string, fields: Record<string, string>, file: { part: string; name: string; bytes: Iterable<Buffer> }) {
     for (const [name, value] of Object.entries(fields)) yield Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`);
     yield Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${file.part}"; filename="${file.name}"\r\nContent-Type: application/pdf\r\n\r\n`);

@@ -17,7 +17,7 @@ export function parseFormFile(input: unknown) {
   throw new ApiError('validation_failed', `Invalid form file: ${lines.join('; ')}`);
 }
 
-/** A form slug free in the company (the caller holds lockFormSlugs). */
+/** A form slug free in the company (the caller holds the company's `slug:forms:<company>` advisory lock). */
 async function uniqueSlug(db: Queryable, companyId: string, wanted: string, exceptId: string | null): Promise<string> {
   const { rows } = await db.query('SELECT slug FROM forms WHERE company_id = $1 AND (slug = $2 OR slug LIKE $3) AND id IS DISTINCT FROM $4', [
     companyId,

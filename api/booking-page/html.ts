@@ -9,9 +9,9 @@
 // chosen before first paint by a small inline script from the visitor's local
 // time (19:00 to 07:00) unless the visitor chose a theme with the toggle
 // (remembered in localStorage).
+import { escapeHtml as esc } from '../../lib/html.ts';
 import type { Background } from '../routes/user-schemas.ts';
 
-export const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 /** JSON inside a <script type="application/json">: `<` escaped so no `</script>` can close it. */
 const scriptJson = (value: unknown) => JSON.stringify(value).replace(/</g, '\\u003c');

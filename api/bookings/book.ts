@@ -35,7 +35,7 @@ async function lockHost(db: Client, userId: string): Promise<void> {
 }
 
 /** Answers checked against the link's questions: known keys, required ones present, select values among the options. */
-export function checkAnswers(questions: Question[], answers: Record<string, string | boolean>): Record<string, string | boolean> {
+export function checkBookingAnswers(questions: Question[], answers: Record<string, string | boolean>): Record<string, string | boolean> {
   const errors: Record<string, string[]> = {};
   const byKey = new Map(questions.map((q) => [q.key, q]));
   for (const key of Object.keys(answers)) if (!byKey.has(key)) errors[`answers.${key}`] = ['el enlace no tiene esa pregunta'];
@@ -165,7 +165,7 @@ export async function createBooking(
     const link = await findBookingLink(client, companyId, input.linkId, true);
     if (!link) throw validationFailed({ booking_link_id: ['no existe en la empresa'] });
     if (!link.active) throw new ApiError('booking_link_inactive');
-    const answers = checkAnswers(link.questions, input.answers ?? {});
+    const answers = checkBookingAnswers(link.questions, input.answers ?? {});
     const start = new Date(input.startsAt).getTime();
     await lockHost(client, link.user_id);
     await judgeSlot(client, link, start);

@@ -13,6 +13,7 @@ import { storeConnection } from '../../db/calendar-sync.ts';
 import type { Config } from '../../lib/config.ts';
 import { limitUnauthenticated, withinPageLimit } from '../middleware/rate-limit.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState, Deps } from '../types.ts';
+import { escapeHtml as esc } from '../../lib/html.ts';
 
 export const CALLBACK_PATH = '/integrations/google/callback';
 
@@ -21,7 +22,6 @@ export function callbackUrl(config: Config): string {
   return `${config.siteUrl}${CALLBACK_PATH}`;
 }
 
-const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 function page(ctx: ApiContext, status: number, title: string, text: string): void {
   const nonce = randomBytes(16).toString('base64');

@@ -6,7 +6,8 @@
 // error code and description the endpoint answers with.
 import { createHash } from 'node:crypto';
 import { transaction, type Pool, type Queryable } from '../../db/pool.ts';
-import { digest, issueTokens, openSuccessor, REFRESH_GRACE_SECONDS, revokeGrant, sealSuccessor, type GrantRow, type TokenPair } from './store.ts';
+import { revokeGrant } from '../../db/oauth-grants.ts';
+import { digest, issueTokens, openSuccessor, REFRESH_GRACE_SECONDS, sealSuccessor, type GrantRow, type TokenPair } from './store.ts';
 
 export type GrantResult = { tokens: TokenPair } | { error: string; text: string };
 

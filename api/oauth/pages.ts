@@ -1,6 +1,7 @@
 // The sign-in and consent pages of /authorize: server-rendered HTML in
 // Spanish, no script, every field labelled, errors tied to their field.
-const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+import { escapeHtml as esc } from '../../lib/html.ts';
+
 /**
  * Text someone else chose (an application's client_name, a company's name, the redirect host), shown
  * isolated: direction controls dropped and the text in its own <bdi>, so a name holding U+202E cannot

@@ -24,7 +24,7 @@ import { MCP_SCOPES } from '../mcp/tools.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState } from '../types.ts';
 import { consentPage, errorPage, hasVisibleText, signInPage } from './pages.ts';
 import { exchangeCode, refreshGrant, revokeToken } from './grants.ts';
-import { closeSession, companiesOf, findClient, findSession, findSignInUser, hasApproved, insertClient, issueCode, openSession, type SignInSession } from './store.ts';
+import { closeSession, companiesOf, findClient, findSignInSession, findSignInUser, hasApproved, insertClient, issueCode, openSession, type SignInSession } from './store.ts';
 
 const SESSION_COOKIE = 'ws_oauth';
 const CSRF_COOKIE = 'ws_oauth_csrf';
@@ -310,7 +310,7 @@ async function authorize(ctx: ApiContext): Promise<void> {
   const secure = ctx.deps.config.isProduction;
   const cookieName = (name: string) => (secure ? `__Host-${name}` : name);
   const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, secure, path: '/', overwrite: true };
-  let session = await findSession(ctx.deps.pool, ctx.cookies.get(cookieName(SESSION_COOKIE)));
+  let session = await findSignInSession(ctx.deps.pool, ctx.cookies.get(cookieName(SESSION_COOKIE)));
   if ('redirect' in check) {
     // RFC 9700 §4.11.2: a server that redirects errors to an address nobody here trusted is an open
     // redirector (anyone can register a client with a phishing page as its redirect URI and link here).

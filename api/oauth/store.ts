@@ -49,7 +49,7 @@ export async function openSession(db: Queryable, user: { id: string; email: stri
   return { token, userId: user.id, email: user.email, csrf, formKey };
 }
 
-export async function findSession(db: Queryable, token: string | undefined): Promise<SignInSession | null> {
+export async function findSignInSession(db: Queryable, token: string | undefined): Promise<SignInSession | null> {
   if (!token) return null;
   const { rows } = await db.query<{ user_id: string; email: string; csrf: string; form_key: string }>(
     `SELECT s.user_id, u.email, s.csrf, s.form_key FROM oauth_sessions s JOIN users u ON u.id = s.user_id AND u.deleted_at IS NULL WHERE s.digest = $1 AND s.expires_at > now()`,
@@ -131,10 +131,6 @@ export async function issueTokens(db: Queryable, grant: GrantRow, scopes = grant
     [digest(access), digest(refresh), grant.id, ACCESS_TTL_SECONDS, REFRESH_TTL_SECONDS, narrowed],
   );
   return { access_token: access, refresh_token: refresh, expires_in: ACCESS_TTL_SECONDS, scope: scopes.join(' '), token_type: 'Bearer' };
-}
-
-export async function revokeGrant(db: Queryable, grantId: string): Promise<void> {
-  await db.query('UPDATE oauth_grants SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1', [grantId]);
 }
 
 /**

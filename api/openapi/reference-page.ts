@@ -2,11 +2,9 @@
 // document (api/openapi/document.ts), with no external scripts or fonts, so it
 // works offline and under a `default-src 'none'` Content-Security-Policy.
 import type { Config } from '../../lib/config.ts';
+import { escapeHtml } from '../../lib/html.ts';
 import { openApiDocument } from './document.ts';
 
-function escapeHtml(value: unknown): string {
-  return String(value ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
 
 /** Escapes, then renders `code` spans of the descriptions. */
 function prose(value: unknown): string {

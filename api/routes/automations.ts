@@ -9,7 +9,8 @@ import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { ApiError } from '../errors.ts';
 import { listPage, searchableQuery, searchTerm, searchWhere } from '../pagination.ts';
 import { defineRoute } from '../route.ts';
-import { optionalText, timestamps } from './crm-fields.ts';
+import { optionalText } from '../validation.ts';
+import { timestamps } from './crm-fields.ts';
 import { text } from '../validation.ts';
 
 const TABLE = { table: 'automations', jsonColumns: new Set(['trigger_config', 'steps']) };

@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { httpUrl, optionalHttpUrl } from '../validation.ts';
 import { customPropertiesWrite } from '../custom-properties.ts';
 import { paginationQuery } from '../pagination.ts';
-import { imageUrlSchema, nameSchema, optionalText, slugSchema } from './catalog-fields.ts';
+import { optionalText } from '../validation.ts';
+import { imageUrlSchema, nameSchema, slugSchema } from './catalog-fields.ts';
 
 const brandFields = {
   name: nameSchema,

@@ -49,7 +49,6 @@ export const slugSchema = z
   .refine((s) => !isObjectId(s), 'no puede tener la forma de un ObjectId');
 
 export const nameSchema = z.string().trim().min(1).max(200);
-export { optionalText } from '../validation.ts';
 
 /** An image given by URL (http/https only: no javascript:, data: or file:). */
 export const imageUrlSchema = httpUrl.nullable().optional();

@@ -5,7 +5,6 @@ import { CONTACT_LIMITS } from '../../db/contacts.ts';
 import { isCountryCode } from '../../lib/iso-3166.ts';
 import { optionalText, text } from '../validation.ts';
 
-export { optionalText };
 
 /**
  * What `q`/`search` matches on customers and leads (REST and MCP): written exactly as in the trigram

@@ -6,7 +6,8 @@ import { contactCreatedData } from '../../db/contacts.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { customPropertiesWrite, flattenCustomProperties } from '../custom-properties.ts';
 import { standardRoutes } from './standard-routes.ts';
-import { addressRead, addressSchema, CONTACT_SEARCH, contactFields, optionalText, serializeAddress, timestamps } from './crm-fields.ts';
+import { optionalText } from '../validation.ts';
+import { addressRead, addressSchema, CONTACT_SEARCH, contactFields, serializeAddress, timestamps } from './crm-fields.ts';
 import { Rfc } from '@nodecfdi/rfc';
 
 const RFC_SHAPE = /^[A-ZÑ&]{3,4}\d{6}[A-Z0-9]{3}$/;

@@ -8,7 +8,7 @@ import type { Queryable } from '../../db/pool.ts';
 import { iso } from '../../db/timestamps.ts';
 import { listPage, type PaginationQuery, type TotalsCache } from '../pagination.ts';
 
-export const DEV_WARNING = 'Timbrada por el proveedor de desarrollo: sin validez fiscal. Configura FACTURAPI_KEY para timbrar de verdad.';
+export const INVOICE_DEV_WARNING = 'Timbrada por el proveedor de desarrollo: sin validez fiscal. Configura FACTURAPI_KEY para timbrar de verdad.';
 
 export async function serializeInvoice(db: Queryable, row: InvoiceRow) {
   const { rows: complements } = await db.query<{ id: string; income_id: string; amount_cents: string; installment: number; status: string; uuid: string | null; failure_reason: string | null }>(
@@ -20,7 +20,7 @@ export async function serializeInvoice(db: Queryable, row: InvoiceRow) {
     sale_id: row.sale_id,
     status: row.status,
     provider: row.provider,
-    warning: row.provider === 'development' ? DEV_WARNING : null,
+    warning: row.provider === 'development' ? INVOICE_DEV_WARNING : null,
     uuid: row.uuid,
     series: row.series,
     folio: row.folio,

@@ -6,7 +6,8 @@ import { CONTACT_LIMITS, contactCreatedData } from '../../db/contacts.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { customPropertiesWrite, flattenCustomProperties } from '../custom-properties.ts';
 import { standardRoutes } from './standard-routes.ts';
-import { CONTACT_SEARCH, contactFields, optionalText, timestamps } from './crm-fields.ts';
+import { optionalText } from '../validation.ts';
+import { CONTACT_SEARCH, contactFields, timestamps } from './crm-fields.ts';
 
 export const LEAD_STATUSES = ['new', 'contacted', 'qualified', 'unqualified', 'converted'] as const;
 

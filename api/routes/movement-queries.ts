@@ -7,7 +7,7 @@ import { iso } from '../../db/timestamps.ts';
 import { listPage, searchWhere, type PaginationQuery, type TotalsCache } from '../pagination.ts';
 
 /** An income's or expense's read; a movement with the payments given. */
-export function serialize(m: MovementRow, payments: PaymentRow[]) {
+export function serializeMovement(m: MovementRow, payments: PaymentRow[]) {
   return {
     id: m.id,
     account_id: m.account_id,
@@ -32,7 +32,7 @@ export function serialize(m: MovementRow, payments: PaymentRow[]) {
 
 /** A movement with its payments, read. */
 export async function withPayments(db: Queryable, m: MovementRow) {
-  return serialize(m, await paymentsOf(db, m.id));
+  return serializeMovement(m, await paymentsOf(db, m.id));
 }
 
 export type MovementFilters = {
@@ -67,7 +67,7 @@ export async function listMovements(db: Queryable, totals: TotalsCache, companyI
         return [...c, ...searchWhere(supplier, ['supplier_name', 'supplier_tax_id'])(p)];
       },
       searching: !!supplier,
-      serialize: (row) => serialize(row, []),
+      serialize: (row) => serializeMovement(row, []),
     },
     page,
   );
@@ -75,7 +75,7 @@ export async function listMovements(db: Queryable, totals: TotalsCache, companyI
   const ids = result.data.map((m) => (m as { id: string }).id);
   if (ids.length) {
     const { rows } = await db.query<PaymentRow>('SELECT * FROM movement_payments WHERE movement_id = ANY($1) ORDER BY paid_at, id', [ids]);
-    for (const item of result.data as Array<ReturnType<typeof serialize>>) {
+    for (const item of result.data as Array<ReturnType<typeof serializeMovement>>) {
       item.payments = rows.filter((p) => p.movement_id === item.id).map((p) => ({ id: p.id, account_id: p.account_id, amount_cents: Number(p.amount_cents), paid_at: iso(p.paid_at)! }));
     }
   }

@@ -3,7 +3,8 @@
 import { z } from 'zod';
 import { objectIdField } from '../validation.ts';
 import { paginationQuery, queryBoolean } from '../pagination.ts';
-import { imageUrlSchema, nameSchema, optionalText, slugSchema } from './catalog-fields.ts';
+import { optionalText } from '../validation.ts';
+import { imageUrlSchema, nameSchema, slugSchema } from './catalog-fields.ts';
 
 const categoryFields = {
   name: nameSchema,

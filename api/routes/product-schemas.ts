@@ -1,7 +1,7 @@
 // Product write payloads, list query and read shapes (contract: Product). Decisions on
 // the fields the contract leaves open are in docs/catalog.md.
 import { z } from 'zod';
-import { httpUrl, objectIdField } from '../validation.ts';
+import { httpUrl, objectIdField, optionalText } from '../validation.ts';
 import { customPropertiesWrite } from '../custom-properties.ts';
 import { paginationQuery } from '../pagination.ts';
 import {
@@ -10,7 +10,6 @@ import {
   imageUrlSchema,
   nameSchema,
   nestedId,
-  optionalText,
   pricesCents,
   productPricesCents,
   removedField,

@@ -1,5 +1,5 @@
 // Slugs of tenant resources addressed by id or slug (products, categories,
-// brands): picking a free slug, resolving a path value to a row id, and
+// brands, booking links; SlugTable): picking a free slug, resolving a path value to a row id, and
 // turning the UNIQUE index's verdict into a 422.
 import type { Queryable } from '../../db/pool.ts';
 import { idOrSlugMatch } from '../../db/tables.ts';

@@ -9,7 +9,8 @@ import type { Pool } from '../../db/pool.ts';
 import type { Config } from '../../lib/config.ts';
 import type { WorkerDeps } from '../jobs/types.ts';
 import type Mail from 'nodemailer/lib/mailer/index.js';
-import { createMailer, DEFAULT_TEMPLATES, FILES_TEXT, noReplyFrom, renderTemplate, type Mailer, type Refusal } from './mailer.ts';
+import { mailerFor, noReplyFrom, type Refusal } from '../mail/mailer.ts';
+import { DEFAULT_TEMPLATES, FILES_TEXT, renderTemplate } from './templates.ts';
 import { claimSubmitterEmail } from './submitter-caps.ts';
 
 type MailDeps = Pick<WorkerDeps, 'pool' | 'config' | 'blobs'>;
@@ -26,14 +27,6 @@ type Submission = PostActionSubmission;
 
 /** A failure no retry can mend (nobody to send to). */
 export class PermanentError extends Error {}
-
-const mailers = new Map<string, Mailer>();
-function mailerFor(config: Config): Mailer {
-  const key = `${config.smtpUrl ?? ''}|${config.dataDir}`;
-  let mailer = mailers.get(key);
-  if (!mailer) mailers.set(key, (mailer = createMailer(config)));
-  return mailer;
-}
 
 function answersText(form: FormRow, s: Submission, locale: Locale): string {
   const lines: string[] = [];

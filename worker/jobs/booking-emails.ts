@@ -8,9 +8,8 @@ import ical, { ICalCalendarMethod, ICalEventStatus } from 'ical-generator';
 import type { Job } from 'pg-boss';
 import { BOOKING_EMAILS, type BookingEmailJob } from '../../db/queues.ts';
 import { manageUrl, publicUrl } from '../../lib/booking-tokens.ts';
-import type { Config } from '../../lib/config.ts';
 import { log } from '../../lib/log.ts';
-import { createMailer, isTransientMailError, noReplyFrom, type Mailer } from '../forms/mailer.ts';
+import { isTransientMailError, mailerFor, noReplyFrom } from '../mail/mailer.ts';
 import type { JobDefinition, WorkerDeps } from './types.ts';
 
 type BookingMail = {
@@ -35,14 +34,6 @@ type BookingMail = {
   rebook_slug: string | null;
   link_slug: string | null;
 };
-
-const mailers = new Map<string, Mailer>();
-function mailerFor(config: Config): Mailer {
-  const key = `${config.smtpUrl}|${config.dataDir}`;
-  let mailer = mailers.get(key);
-  if (!mailer) mailers.set(key, (mailer = createMailer(config)));
-  return mailer;
-}
 
 /** The zone's UTC offset at an instant, as `GMT-5`. */
 function offsetAt(ms: number, zone: string): string {

@@ -29,7 +29,7 @@ import type { FormRow } from '../../db/forms.ts';
 import { transaction, type Pool } from '../../db/pool.ts';
 import { FORM_POST_ACTIONS, type FormPostActionsJob } from '../../db/queues.ts';
 import { log } from '../../lib/log.ts';
-import { isTemporaryRefusal, isTransientMailError, type Refusal } from '../forms/mailer.ts';
+import { isTemporaryRefusal, isTransientMailError, type Refusal } from '../mail/mailer.ts';
 import { associateCustomer, upsertLead } from '../forms/post-action-contacts.ts';
 import { notifyTeam, PermanentError, sendEmail, sendSubmitterCopy, type PostActionSubmission as Submission, type SendResult } from '../forms/post-action-emails.ts';
 import type { JobDefinition, WorkerDeps } from './types.ts';

@@ -1,6 +1,6 @@
-// Mail for form post-actions: SMTP through nodemailer when SMTP_URL is set,
-// otherwise each message is written as an .eml file under DATA_DIR/outbox
-// (DESIGN.md), so development needs no mail server.
+// The worker's mail (form post-actions, booking emails): SMTP through nodemailer
+// when SMTP_URL is set, otherwise each message is written as an .eml file under
+// DATA_DIR/outbox (DESIGN.md), so development needs no mail server.
 import { createWriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -85,37 +85,11 @@ export function noReplyFrom(name: string, config: Pick<Config, 'siteUrl'>): Mail
   return { name: name.replace(/[\r\n]+/g, ' '), address: `no-reply@${new URL(config.siteUrl).hostname}` };
 }
 
-/** `{{name}}` placeholders; unknown ones become empty. Plain text only: nothing is rendered as HTML. */
-export function renderTemplate(template: string, values: Record<string, string>): string {
-  return template.replace(/\{\{\s*([\w.-]+)\s*\}\}/g, (_, key: string) => (Object.hasOwn(values, key) ? values[key] : ''));
+const mailers = new Map<string, Mailer>();
+/** One mailer (one pooled SMTP transport) per configuration, shared by every job that sends mail. */
+export function mailerFor(config: Pick<Config, 'smtpUrl' | 'dataDir'>): Mailer {
+  const key = `${config.smtpUrl ?? ''}|${config.dataDir}`;
+  let mailer = mailers.get(key);
+  if (!mailer) mailers.set(key, (mailer = createMailer(config)));
+  return mailer;
 }
-
-export const DEFAULT_TEMPLATES = {
-  es: {
-    subject: 'Nuevo envío del formulario {{form}}',
-    body: 'Se recibió un envío del formulario {{form}}.\n\n{{answers}}\n{{files}}',
-  },
-  en: {
-    subject: 'New submission to the form {{form}}',
-    body: 'A submission to the form {{form}} was received.\n\n{{answers}}\n{{files}}',
-  },
-} as const;
-
-export const FILES_TEXT = {
-  es: {
-    attached: 'Archivos adjuntos:',
-    notAttached: 'Estos archivos no caben en el correo (máximo 18 MB de adjuntos) y quedan solo en el administrador de archivos:',
-    stored: 'Archivos guardados en el administrador de archivos:',
-    received: 'Archivos recibidos:',
-    notify: 'Nuevo envío del formulario',
-    notStored: 'Archivos que no se guardaron:',
-  },
-  en: {
-    attached: 'Attached files:',
-    notAttached: 'These files do not fit in the email (18 MB of attachments at most) and stay only in the file manager:',
-    stored: 'Files kept in the file manager:',
-    received: 'Files received:',
-    notify: 'New submission to the form',
-    notStored: 'Files that were not kept:',
-  },
-} as const;
