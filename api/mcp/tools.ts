@@ -8,7 +8,7 @@ import { calendarDay, windowBound } from '../date-fields.ts';
 import { ALL_SCOPES } from '../auth/scopes.ts';
 import type { Queryable } from '../../db/pool.ts';
 import type { TotalsCache } from '../pagination.ts';
-import { likePattern, listPage, textMatch } from '../pagination.ts';
+import { likePattern, listPage, searchTerm, textMatch } from '../pagination.ts';
 import { listCalendarEvents } from '../routes/calendar-event-queries.ts';
 import { EVENT_KINDS, EVENT_SOURCES } from '../routes/calendar-event-schemas.ts';
 import { readCompany } from '../routes/company-queries.ts';
@@ -66,7 +66,6 @@ const textSearch = {
   q: z.string().trim().max(200).optional().describe('Texto a buscar (no distingue mayúsculas ni acentos)'),
   search: z.string().trim().max(200).optional().describe('Alias de q; se ignora si q está presente'),
 };
-const termOf = (args: { q?: string; search?: string }) => args.q || args.search || undefined;
 
 /**
  * A REST page turned into the MCP list shape `{<plural>: [...], meta: {page,
@@ -110,8 +109,8 @@ export const TOOLS: readonly Tool[] = [
           table: 'customers',
           columns: '*',
           companyId,
-          searching: !!termOf(args),
-          where: (p) => (termOf(args) ? [textMatch(CONTACT_SEARCH, p.add(likePattern(termOf(args)!)))] : []),
+          searching: !!searchTerm(args),
+          where: (p) => (searchTerm(args) ? [textMatch(CONTACT_SEARCH, p.add(likePattern(searchTerm(args)!)))] : []),
           serialize: serializeCustomer,
         }, page),
       ),
@@ -153,10 +152,10 @@ export const TOOLS: readonly Tool[] = [
           table: 'leads',
           columns: '*',
           companyId,
-          searching: !!termOf(args),
+          searching: !!searchTerm(args),
           where: (p) => [
             ...(args.status ? [`status = ${p.add(args.status)}`] : []),
-            ...(termOf(args) ? [textMatch(CONTACT_SEARCH, p.add(likePattern(termOf(args)!)))] : []),
+            ...(searchTerm(args) ? [textMatch(CONTACT_SEARCH, p.add(likePattern(searchTerm(args)!)))] : []),
           ],
           serialize: serializeLead,
         }, page),
@@ -213,7 +212,7 @@ export const TOOLS: readonly Tool[] = [
     }),
     output: listOutput('expenses'),
     run: async ({ db, totals, companyId }, args) => {
-      const filters = { ...(await windowInstants(db, companyId, args)), supplier: termOf(args) || args.supplier || undefined };
+      const filters = { ...(await windowInstants(db, companyId, args)), supplier: searchTerm(args) || args.supplier || undefined };
       checkRange(filters);
       return asList('expenses', args, filtered(args, ['from', 'to', 'account_id', 'status', 'category', 'q', 'search', 'supplier']), (page) => listMovements(db, totals, companyId, 'expense', filters, page));
     },

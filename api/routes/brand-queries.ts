@@ -7,7 +7,7 @@ import { iso } from '../../db/timestamps.ts';
 import { deleteMedia } from '../../storage/media-items.ts';
 import { flattenCustomProperties, mergeCustomProperties } from '../custom-properties.ts';
 import { ApiError, validationFailed } from '../errors.ts';
-import { likePattern, listPage, textMatch, type ListMeta, type TotalsCache } from '../pagination.ts';
+import { likePattern, listPage, searchTerm, textMatch, type ListMeta, type TotalsCache } from '../pagination.ts';
 import { BRAND_RESERVED, type BrandListQuery, type BrandWrite, type brandSchema } from './brand-schemas.ts';
 import { freeSlug, uniqueViolation } from './slug-queries.ts';
 import type { z } from 'zod';
@@ -88,7 +88,7 @@ export async function loadBrand(db: Queryable, companyId: string, id: string) {
 
 /** A page of brands, `q` matching the name. */
 export async function listBrands(db: Queryable, totals: TotalsCache, companyId: string, query: BrandListQuery): Promise<{ data: unknown[]; meta: ListMeta }> {
-  const term = query.q || query.search || undefined;
+  const term = searchTerm(query);
   const page = await listPage<BrandReadRow>(
     db,
     totals,

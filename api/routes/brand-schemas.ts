@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { httpUrl, optionalHttpUrl } from '../validation.ts';
 import { customPropertiesWrite } from '../custom-properties.ts';
-import { paginationQuery } from '../pagination.ts';
+import { searchableQuery } from '../pagination.ts';
 import { optionalText } from '../validation.ts';
 import { imageUrlSchema, nameSchema, slugSchema } from './catalog-fields.ts';
 
@@ -37,10 +37,7 @@ export const brandCreate = z.strictObject(brandFields);
 export const brandUpdate = z.strictObject(brandFields).partial();
 export type BrandWrite = z.infer<typeof brandUpdate>;
 
-export const brandListQuery = paginationQuery.extend({
-  q: z.string().trim().max(200).optional().describe('Búsqueda por nombre'),
-  search: z.string().trim().max(200).optional().describe('Alias de q'),
-});
+export const brandListQuery = searchableQuery('nombre');
 export type BrandListQuery = z.infer<typeof brandListQuery>;
 
 const logoMedia = z

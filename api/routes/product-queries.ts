@@ -9,7 +9,7 @@ import { iso } from '../../db/timestamps.ts';
 import { deleteMedia, productMediaIds } from '../../storage/media-items.ts';
 import { flattenCustomProperties, mergeCustomProperties } from '../custom-properties.ts';
 import { ApiError, validationFailed, type FieldErrors } from '../errors.ts';
-import { likePattern, listPage, type ListMeta, type PaginationQuery, type Params, type TotalsCache } from '../pagination.ts';
+import { likePattern, listPage, searchTerm, type ListMeta, type PaginationQuery, type Params, type TotalsCache } from '../pagination.ts';
 import { splitIdsAndSlugs, type IdsAndSlugs } from './catalog-fields.ts';
 import type { ProductListQuery, productSchema } from './product-schemas.ts';
 import { writeProductItems } from './product-item-queries.ts';
@@ -309,7 +309,7 @@ type ProductFilterQuery = Pick<ProductListQuery, 'q' | 'search' | 'brand' | 'bra
 /** The list's filters from its query (the REST list's, and MCP's list_products, which takes the same names); an alias is ignored when the main name is present; over 100 values is 400 (named as sent). */
 export function productFilters(query: ProductFilterQuery): ProductFilters {
   return {
-    term: query.q || query.search || undefined,
+    term: searchTerm(query),
     brand: query.brand ? splitIdsAndSlugs(query.brand, 'brand') : query.brand_id ? splitIdsAndSlugs(query.brand_id, 'brand_id') : undefined,
     category: query.category
       ? splitIdsAndSlugs(query.category, 'category')

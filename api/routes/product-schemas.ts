@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { httpUrl, objectIdField, optionalText } from '../validation.ts';
 import { customPropertiesWrite } from '../custom-properties.ts';
-import { paginationQuery } from '../pagination.ts';
+import { searchableQuery } from '../pagination.ts';
 import {
   adjustmentCents,
   destroyFlag,
@@ -222,9 +222,7 @@ export function namedFilter(value: string | undefined): string | undefined {
 
 const filterValue = z.string().max(4000).optional().transform(namedFilter);
 
-export const productListQuery = paginationQuery.extend({
-  q: z.string().trim().max(200).optional().describe('Búsqueda de texto en nombre, SKU y marca'),
-  search: z.string().trim().max(200).optional().describe('Alias de q; se ignora si q está presente'),
+export const productListQuery = searchableQuery('nombre, SKU y marca').extend({
   brand: filterValue.describe('Una o varias marcas separadas por comas: ObjectIds o slugs, mezclados'),
   brand_id: filterValue.describe('Alias de brand; se ignora si brand está presente'),
   category: filterValue.describe('Una o varias categorías separadas por comas: ObjectIds o slugs, mezclados'),
