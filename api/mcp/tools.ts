@@ -29,15 +29,21 @@ export type ToolContext = { db: Queryable; totals: TotalsCache; companyId: strin
 /** An expected failure of a tool that ran (contract: -32003 execution failed). */
 export class ToolFailure extends Error {}
 
-export type Tool = {
+export type Tool<I extends z.ZodObject = z.ZodObject> = {
   name: string;
   title: string;
   description: string;
   scope: string;
-  input: z.ZodObject;
+  input: I;
   output: z.ZodType;
-  run: (ctx: ToolContext, args: any) => Promise<Record<string, unknown>>;
+  /** Runs with the arguments `input` parsed (server.ts), typed by it. */
+  run: (ctx: ToolContext, args: z.output<I>) => Promise<Record<string, unknown>>;
 };
+
+/** A tool whose handler is checked against its own input schema, as defineRoute checks a route's. */
+function defineTool<I extends z.ZodObject>(tool: Tool<I>): Tool {
+  return tool as unknown as Tool;
+}
 
 const paging = {
   page: z.number().int().min(1).max(200).default(1).describe('Página, desde 1 (máximo 200)'),
@@ -96,7 +102,7 @@ const movementFilters = {
 };
 
 export const TOOLS: readonly Tool[] = [
-  {
+  defineTool({
     name: 'list_customers',
     title: 'Clientes',
     description: 'Lista los clientes de la empresa, del más reciente al más antiguo; `q` (o su alias `search`) busca en nombre, correo y teléfono.',
@@ -114,8 +120,8 @@ export const TOOLS: readonly Tool[] = [
           serialize: serializeCustomer,
         }, page),
       ),
-  },
-  {
+  }),
+  defineTool({
     name: 'list_products',
     title: 'Productos',
     description: 'Lista el catálogo con los filtros de GET /products: búsqueda de texto (`q`), marca o categoría (ids o slugs separados por comas; `brand_id` y `product_category_id` son sus alias) y estado.',
@@ -138,8 +144,8 @@ export const TOOLS: readonly Tool[] = [
         listProducts(db, totals, companyId, productFilters(args), page),
       );
     },
-  },
-  {
+  }),
+  defineTool({
     name: 'list_leads',
     title: 'Prospectos',
     description: 'Lista el embudo de prospectos, opcionalmente de una etapa.',
@@ -160,8 +166,8 @@ export const TOOLS: readonly Tool[] = [
           serialize: serializeLead,
         }, page),
       ),
-  },
-  {
+  }),
+  defineTool({
     name: 'list_accounts',
     title: 'Cuentas',
     description: 'Cuentas de dinero (efectivo, banco, tarjeta) con su saldo actual; `meta.totals` suma los saldos por moneda.',
@@ -183,8 +189,8 @@ export const TOOLS: readonly Tool[] = [
       const total = Object.values(result.meta.totals).reduce((sum, t) => sum + t.accounts, 0);
       return { accounts: result.data, meta: { page: args.page, per_page: args.per_page, total, has_more: result.meta.has_more, totals: result.meta.totals } };
     },
-  },
-  {
+  }),
+  defineTool({
     name: 'list_incomes',
     title: 'Ingresos',
     description: 'Ingresos (cobrados o pendientes), del más reciente al más antiguo; filtros por fecha (`from`/`to`: instantes ISO 8601, o días YYYY-MM-DD en la zona de la empresa, `to` incluido entero), cuenta, cliente, estado y categoría.',
@@ -196,8 +202,8 @@ export const TOOLS: readonly Tool[] = [
       checkRange(filters);
       return asList('incomes', args, filtered(args, ['from', 'to', 'account_id', 'status', 'category', 'customer_id']), (page) => listMovements(db, totals, companyId, 'income', filters, page));
     },
-  },
-  {
+  }),
+  defineTool({
     name: 'list_expenses',
     title: 'Gastos',
     description: 'Gastos (pagados o pendientes), del más reciente al más antiguo; filtros por fecha (`from`/`to`), cuenta, proveedor (nombre o RFC), estado y categoría.',
@@ -216,8 +222,8 @@ export const TOOLS: readonly Tool[] = [
       checkRange(filters);
       return asList('expenses', args, filtered(args, ['from', 'to', 'account_id', 'status', 'category', 'q', 'search', 'supplier']), (page) => listMovements(db, totals, companyId, 'expense', filters, page));
     },
-  },
-  {
+  }),
+  defineTool({
     name: 'list_calendar_events',
     title: 'Eventos del calendario',
     description:
@@ -239,8 +245,8 @@ export const TOOLS: readonly Tool[] = [
         listCalendarEvents(db, totals, companyId, { user_id: args.user_id, kind: args.kind, source: args.source, ...window }, page),
       );
     },
-  },
-  {
+  }),
+  defineTool({
     name: 'get_company',
     title: 'Empresa',
     description: 'Datos básicos de la empresa y sus módulos habilitados.',
@@ -248,8 +254,8 @@ export const TOOLS: readonly Tool[] = [
     input: z.strictObject({}),
     output: z.object({ company: z.record(z.string(), z.unknown()) }),
     run: async ({ db, companyId }) => ({ company: await readCompany(db, companyId) }),
-  },
-  {
+  }),
+  defineTool({
     name: 'get_balance_sheet',
     title: 'Balance general',
     description: 'Balance general por moneda al cierre de `as_of` (fecha, por defecto hoy en la zona de la empresa): cuentas, por cobrar, por pagar, capital; activos = pasivos + capital.',
@@ -257,8 +263,8 @@ export const TOOLS: readonly Tool[] = [
     input: z.strictObject({ as_of: calendarDay.optional().describe('Fecha de corte YYYY-MM-DD, desde 1900-01-01') }),
     output: z.object({ as_of: z.string(), currencies: records }),
     run: async ({ db, companyId }, args) => balanceSheet(db, companyId, args.as_of ?? localDate(Date.now(), await companyZone(db, companyId))),
-  },
-  {
+  }),
+  defineTool({
     name: 'get_income_statement',
     title: 'Estado de resultados',
     description: 'Ingresos y gastos por categoría y resultado neto, por moneda, entre `start_on` y `end_on` (fechas incluidas).',
@@ -269,8 +275,8 @@ export const TOOLS: readonly Tool[] = [
       if (args.end_on < args.start_on) throw new ToolFailure('end_on no puede ser anterior a start_on');
       return incomeStatement(db, companyId, args.start_on, args.end_on);
     },
-  },
-  {
+  }),
+  defineTool({
     name: 'get_cash_flow',
     title: 'Flujo de efectivo',
     description: 'Por cuenta y por moneda: saldo inicial, entradas, salidas y saldo final entre `start_on` y `end_on` (fechas incluidas).',
@@ -281,7 +287,7 @@ export const TOOLS: readonly Tool[] = [
       if (args.end_on < args.start_on) throw new ToolFailure('end_on no puede ser anterior a start_on');
       return cashFlow(db, companyId, args.start_on, args.end_on);
     },
-  },
+  }),
 ];
 
 /**

@@ -15,7 +15,7 @@ import { findSale, revertSalePayment, SaleRefundedError } from '../../db/money/s
 import { localDate } from '../../lib/local-dates.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { assertOpen } from '../money/periods.ts';
-import { paginationQuery } from '../pagination.ts';
+import { paginationQuery, searchTerm, type PaginationQuery } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { findAccount } from './account-queries.ts';
 import { assertCustomer, assertRefFree, cents, checkMetadata, assertMayReadExisting, EXISTING_BY_REF, existingByRef, instant, localDay, metadataInput, metadataSchema, objectIdString, refTaken } from './money-fields.ts';
@@ -106,6 +106,19 @@ function assertDueAfter(dueOn: string | null | undefined, occurredAt: string | D
   if (dueOn < day) throw validationFailed({ due_on: [`no puede ser anterior al día de occurred_at (${day})`] });
 }
 
+/** The list query of either direction: incomes take `customer_id`, expenses the supplier search (`q`, `search`, `supplier`). */
+type MovementListQuery = PaginationQuery & {
+  from?: string;
+  to?: string;
+  account_id?: string;
+  status?: 'paid' | 'pending';
+  category?: string;
+  customer_id?: string;
+  q?: string;
+  search?: string;
+  supplier?: string;
+};
+
 export function movementRoutes(direction: Direction): RouteDef[] {
   const plural = direction === 'income' ? 'incomes' : 'expenses';
   const path = `/${plural}`;
@@ -129,10 +142,10 @@ export function movementRoutes(direction: Direction): RouteDef[] {
       status: 200,
       errors: ['invalid_id', 'invalid_cursor', 'offset_too_deep', 'invalid_parameter'],
       handler: async (ctx, { query, companyId, db }) => {
-        const { from, to, account_id, status, category, ...rest } = query as any;
-        const { customer_id, q, search, supplier, ...page } = rest;
+        // One type for both directions' queries (incomes filter by customer, expenses search suppliers).
+        const { from, to, account_id, status, category, customer_id, q, search, supplier, ...page } = query as MovementListQuery;
         const window = await windowInstants(db, companyId, { from, to });
-        const term = q || search || supplier || undefined;
+        const term = searchTerm({ q, search }) || supplier || undefined;
         return listMovements(db, ctx.deps.totals, companyId, direction, { ...window, account_id, status, category, customer_id, supplier: term }, page);
       },
     }),
