@@ -9,7 +9,7 @@ import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { PUBLIC_READS_PER_MINUTE, PUBLIC_WRITES_PER_MINUTE } from '../api/booking-page/routes.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
-import { waitFor } from './helpers/wait.ts';
+import { waitFor, waitForLockWaits } from './helpers/wait.ts';
 import { loggablePath } from '../api/middleware/request.ts';
 
 describe('public booking page (HTTP)', () => {
@@ -73,10 +73,7 @@ describe('public booking page (HTTP)', () => {
     let booking: ReturnType<typeof postJson> | undefined;
     try {
       booking = postJson(`${base}/bookings`, { data: { starts_at: slot.starts_at, booker: { name: 'A', email: 'tarde@v.example' }, answers: { motivo: 'x' } } }, from());
-      await waitFor(async () => {
-        const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted AND a.datname = current_database()`);
-        return rows[0].n >= 1;
-      }, 10_000, 'the booking to wait for the link');
+      await waitForLockWaits(app.pool, { what: 'the booking to wait for the link' });
       await blocker.query('COMMIT');
       const res = await booking;
       assert.equal(res.status, 404, JSON.stringify(res.body));

@@ -11,7 +11,7 @@ import { findMember, removeMember } from '../api/routes/user-queries.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { startSmtp } from './helpers/smtp.ts';
-import { waitFor } from './helpers/wait.ts';
+import { waitFor, waitForLockWaits } from './helpers/wait.ts';
 
 describe('booking links and bookings', () => {
   let app: TestApp;
@@ -722,10 +722,7 @@ describe('booking links and bookings', () => {
     const member = (await findMember(app.pool, second.companyId, tenant.ownerId))!;
     const removal = transaction(app.pool, (db) => removeMember(db, second.companyId, member));
     // The removal has locked the company and waits for the link row…
-    await waitFor(async () => {
-      const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE booking_links SET active = false%'`);
-      return rows[0].n === 1;
-    }, 10_000, 'the removal waiting for the link');
+    await waitForLockWaits(app.pool, { query: 'UPDATE booking_links SET active = false%', what: 'the removal waiting for the link' });
     // …while the booking inserts a row referencing the company (KEY SHARE on it), then commits.
     await booking.client.query(
       `INSERT INTO calendar_events (id, company_id, user_id, title, starts_at, ends_at) VALUES ($1, $2, $3, 'Reserva', now(), now() + interval '30 minutes')`,

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { waitFor } from './helpers/wait.ts';
+import { waitFor, waitForLockWaits } from './helpers/wait.ts';
 import { SUBMITTER_CAPS } from '../worker/forms/submitter-caps.ts';
 import { after, before, describe, test } from 'node:test';
 import { simpleParser } from 'mailparser';
@@ -325,10 +325,7 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
         await blocker.query('BEGIN');
         await blocker.query('LOCK TABLE leads IN SHARE ROW EXCLUSIVE MODE');
         running = Promise.all(ids.map((submissionId) => processSubmission(deps, { submissionId, companyId: tenant.companyId })));
-        await waitFor(async () => {
-          const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-          return rows[0].n >= ids.length;
-        });
+        await waitForLockWaits(app.pool, { atLeast: ids.length, what: 'every submission waiting for the leads table', timeoutMs: 30_000 });
       } finally {
         await blocker.query('COMMIT');
         blocker.release();

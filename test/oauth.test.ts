@@ -13,6 +13,7 @@ import { addMembership, setPassword } from '../api/admin/users.ts';
 import { insertClient } from '../api/oauth/store.ts';
 import { request, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { json, wsctl } from './helpers/cli.ts';
+import { waitFor } from './helpers/wait.ts';
 
 const PASSWORD = 'contraseña-segura-1';
 
@@ -290,11 +291,11 @@ describe('OAuth 2.1 authorization server', () => {
       let settled = false;
       const replay = token({ grant_type: 'refresh_token', refresh_token: first.body.refresh_token }).finally(() => { settled = true; });
       // Until the replay either answers or waits on the successor's row lock.
-      for (let i = 0; i < 200 && !settled; i++) {
-        const { rows } = await app.pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM oauth_tokens%FOR SHARE%'`);
-        if (rows.length) break;
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
+      await waitFor(
+        async () => settled || (await app.pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM oauth_tokens%FOR SHARE%'`)).rowCount,
+        10_000,
+        'the replay to answer or wait for the successor',
+      );
       await inFlight.query('COMMIT');
       const res = await replay;
       assert.equal(res.status, 400, `the replay must not get the pair of a successor being used: ${JSON.stringify(res.body)}`);

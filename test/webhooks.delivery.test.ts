@@ -14,7 +14,7 @@ import { DEFAULT_DISPATCHER_OPTIONS } from '../worker/webhooks/dispatcher.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
 import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
 import { startReceiver, verifySignature, type Receiver } from './helpers/receiver.ts';
-import { waitFor } from './helpers/wait.ts';
+import { waitFor, waitForLockWaits } from './helpers/wait.ts';
 
 const RETRY_SCHEDULE_SECONDS = [60, 300, 1800, 7200, 21600];
 
@@ -553,10 +553,7 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
       await open.query('BEGIN');
       await updateEndpoint(open, companyId, ep.id, { active: true });
       replay = transaction(app.pool, (db) => replayDelivery(db, companyId, original.id));
-      await waitFor(async () => {
-        const { rows } = await app.pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO webhook_deliveries%FOR SHARE OF e%'`);
-        return rows.length > 0;
-      }, 10_000, 'the replay waiting for the switch-on');
+      await waitForLockWaits(app.pool, { query: 'INSERT INTO webhook_deliveries%FOR SHARE OF e%', what: 'the replay waiting for the switch-on' });
       await open.query('COMMIT');
     } finally {
       open.release();
