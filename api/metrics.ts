@@ -6,7 +6,7 @@
 // time (queue depth and oldest job per queue, webhook deliveries and endpoint
 // health, thumbnails, form post-actions), so one scrape of any web process
 // reports both and the worker needs no port of its own.
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { secretMatches } from '../lib/secret-compare.ts';
 import Router from '@koa/router';
 import type { QueryConfig } from 'pg';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
@@ -149,11 +149,6 @@ databaseGauge('form_post_actions', 'Form post-actions of the last 24 hours by ac
   for (const r of rows) g.set({ action: r.action, status: r.status }, r.n);
 });
 
-function tokenMatches(given: string | null, expected: string): boolean {
-  if (!given) return false;
-  return timingSafeEqual(createHash('sha256').update(given).digest(), createHash('sha256').update(expected).digest());
-}
-
 /** The /metrics route, or none when METRICS_TOKEN is unset. */
 export function metricsRouter(deps: Deps): ApiRouter {
   const router: ApiRouter = new Router<ApiState, ApiContextExtension>();
@@ -161,7 +156,7 @@ export function metricsRouter(deps: Deps): ApiRouter {
   if (!token) return router;
   pool = deps.pool;
   router.get('/metrics', async (ctx) => {
-    if (!tokenMatches(bearerToken(authorizationOf(ctx)), token)) throw new ApiError('invalid_key', 'El token de métricas no es válido.');
+    if (!secretMatches(bearerToken(authorizationOf(ctx)), token)) throw new ApiError('invalid_key', 'El token de métricas no es válido.');
     ctx.type = registry.contentType;
     ctx.body = await registry.metrics();
   });

@@ -1,7 +1,7 @@
 // Mounts the admin tRPC router at /admin/trpc behind `Authorization: Bearer
 // <ADMIN_TOKEN>`, compared in constant time. Without a configured token the
 // endpoint is closed (401), never open.
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { secretMatches } from '../../lib/secret-compare.ts';
 import { nodeHTTPRequestHandler } from '@trpc/server/adapters/node-http';
 import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
 import type { Next } from 'koa';
@@ -11,14 +11,6 @@ import { headerSeconds } from '../middleware/rate-limit.ts';
 import type { ApiContext, Deps } from '../types.ts';
 import { adminRouter } from './router.ts';
 import { loggedErrors } from './trpc.ts';
-
-function tokenMatches(given: string | null, expected: string | undefined): boolean {
-  if (!given || !expected) return false;
-  // Hashing first makes the comparison constant-time regardless of lengths.
-  const a = createHash('sha256').update(given).digest();
-  const b = createHash('sha256').update(expected).digest();
-  return timingSafeEqual(a, b);
-}
 
 /** Wrong admin tokens per client address per minute before the address is refused (429) for the rest of the window. */
 export const ADMIN_FAILURES_PER_MINUTE = 10;
@@ -50,7 +42,7 @@ async function refuseGuessing(ctx: ApiContext, deps: Deps, path: string): Promis
     refuse(ctx, path, 'TOO_MANY_REQUESTS', 'too many rejected admin tokens from this address: retry after Retry-After seconds');
     return false;
   }
-  if (tokenMatches(bearerToken(authorizationOf(ctx)), deps.config.adminToken)) return true;
+  if (secretMatches(bearerToken(authorizationOf(ctx)), deps.config.adminToken)) return true;
   const decision = await deps.rateLimiter.consume(`admin-fail:${ctx.ip}`, ADMIN_FAILURES_PER_MINUTE);
   log('admin.refused', { address: ctx.ip, request_id: ctx.state.requestId, throttled: !decision.allowed });
   if (!decision.allowed) {
