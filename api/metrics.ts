@@ -14,7 +14,7 @@ import type { Pool } from '../db/pool.ts';
 import { ALL_QUEUES } from '../db/queues.ts';
 import { ApiError } from './errors.ts';
 import { POST_ACTIONS } from './forms/submissions.ts';
-import { DELIVERY_STATUSES } from './routes/webhook-endpoint-queries.ts';
+import { DELIVERY_STATUSES } from './routes/webhook-endpoint-schemas.ts';
 import { authorizationOf, bearerToken } from './middleware/authenticate.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState, Deps } from './types.ts';
 

@@ -7,6 +7,8 @@ import { objectId } from '../../lib/objectid.ts';
 import { newWebhookSecret } from '../../lib/webhook-signature.ts';
 import { rescheduleAttempts, unscheduleAttempts } from '../../db/events.ts';
 import { HELD_MESSAGE } from '../../lib/webhook-retry.ts';
+import type { z } from 'zod';
+import type { deliveryDetailSchema, DeliveryStatus, endpointWithSecretSchema } from './webhook-endpoint-schemas.ts';
 
 export type EndpointRow = {
   id: string;
@@ -18,7 +20,7 @@ export type EndpointRow = {
   secret: string;
   consecutive_failures: number;
   last_delivery_at: Date | null;
-  last_delivery_status: string | null;
+  last_delivery_status: 'succeeded' | 'failed' | null;
   disabled_at: Date | null;
   disabled_reason: string | null;
   created_at: Date;
@@ -28,7 +30,8 @@ export type EndpointRow = {
 /** Endpoints per company: every recorded event reads them, and a receiver can take any number of events. */
 export const MAX_ENDPOINTS_PER_COMPANY = 16;
 
-export function serializeEndpoint(row: EndpointRow, options: { withSecret?: boolean } = {}) {
+/** The endpoint as reads answer it; `withSecret` (a create, a rotation) adds the whole secret, shown once. */
+export function serializeEndpoint(row: EndpointRow, options: { withSecret?: boolean } = {}): Omit<z.output<typeof endpointWithSecretSchema>, 'secret'> & { secret?: string } {
   return {
     id: row.id,
     object: 'webhook_endpoint' as const,
@@ -48,9 +51,6 @@ export function serializeEndpoint(row: EndpointRow, options: { withSecret?: bool
   };
 }
 
-/** A delivery's `status` (contract, Webhook delivery). */
-export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'exhausted'] as const;
-export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 /** A `webhook_deliveries` row; `payload` (the signed envelope) only when read with its event. Lists read timestamps as ISO strings. */
 export type DeliveryRow = {
@@ -72,7 +72,8 @@ export type DeliveryRow = {
   payload?: string;
 };
 
-export function serializeDelivery(row: DeliveryRow, options: { full?: boolean } = {}) {
+/** The delivery as lists answer it; `full` (the single read) adds the signed body and the receiver's answer. */
+export function serializeDelivery(row: DeliveryRow, options: { full?: boolean } = {}): Omit<z.output<typeof deliveryDetailSchema>, 'payload' | 'response_body'> & { payload?: string; response_body?: string | null } {
   return {
     id: row.id,
     object: 'webhook_delivery' as const,

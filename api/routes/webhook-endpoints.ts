@@ -7,12 +7,11 @@
 import { z } from 'zod';
 import { transaction, type Queryable } from '../../db/pool.ts';
 import { checkWebhookUrl } from '../../lib/ssrf.ts';
-import { EMITTED_EVENT_NAMES, EVENT_NAMES, enabledEventChoices, enabledEventError } from '../../lib/webhook-events.ts';
+import { EMITTED_EVENT_NAMES } from '../../lib/webhook-events.ts';
 import type { Permission } from '../auth/sessions.ts';
 import { ApiError, validationFailed } from '../errors.ts';
-import { listMetaSchema, listPage, paginationQuery } from '../pagination.ts';
+import { listPage, paginationQuery } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
-import { optionalText } from '../validation.ts';
 import type { ApiContext } from '../types.ts';
 import {
   countEndpoints,
@@ -25,86 +24,11 @@ import {
   serializeDelivery,
   serializeEndpoint,
   updateEndpoint,
-  DELIVERY_STATUSES,
   lockEndpointsOf,
   type DeliveryRow,
   type EndpointRow,
 } from './webhook-endpoint-queries.ts';
-
-const url = z.string().trim().max(2048).describe('URL del receptor; https en producción, sin direcciones privadas').meta({ format: 'uri' });
-const enabledEvents = z
-  .array(z.string().trim().max(100))
-  .min(1, 'debe incluir al menos un evento')
-  .max(EVENT_NAMES.length + 10)
-  .superRefine((entries, ctx) => {
-    entries.forEach((entry, i) => {
-      const problem = enabledEventError(entry);
-      if (problem) ctx.addIssue({ code: 'custom', message: problem, path: [i] });
-    });
-  })
-  .describe('Nombres de evento, "<prefijo>.*" o "*"')
-  .meta({ items: { type: 'string', enum: enabledEventChoices() } });
-const description = optionalText(500);
-
-const endpointCreate = z.strictObject({ url, enabled_events: enabledEvents, description });
-const endpointUpdate = z.strictObject({ url: url.optional(), enabled_events: enabledEvents.optional(), description, active: z.boolean().optional() });
-
-const endpointSchema = z.object({
-  id: z.string(),
-  object: z.literal('webhook_endpoint'),
-  url: z.string(),
-  description: z.string().nullable(),
-  enabled_events: z.array(z.string()),
-  active: z.boolean(),
-  secret_last_four: z.string(),
-  consecutive_failures: z.number().int(),
-  last_delivery_at: z.string().nullable().describe('Cuándo se envió el último intento (el t de su firma)'),
-  last_delivery_status: z.enum(['succeeded', 'failed']).nullable(),
-  disabled_at: z.string().nullable().describe('Solo lo fija el apagado automático tras 20 fallos seguidos'),
-  disabled_reason: z.string().nullable(),
-  created_at: z.string(),
-  updated_at: z.string(),
-});
-
-/** What a create and a secret rotation answer: the endpoint with its whole secret, shown this once. */
-const endpointWithSecretSchema = endpointSchema
-  .extend({
-    secret: z
-      .string()
-      .nullable()
-      .describe('whsec_...: guárdalo ahora, no vuelve a mostrarse. null solo en la repetición de una respuesta por Idempotency-Key cuando ese secreto ya no firma (rotado después, o el endpoint eliminado)'),
-  })
-  .meta({ id: 'WebhookEndpointWithSecret' });
-
-/** The list's meta: the pagination fields and the events the service emits (contract). */
-const endpointListMeta = listMetaSchema.extend({ available_events: z.array(z.string()).describe('Los eventos que el servicio emite') });
-
-const deliverySchema = z.object({
-  id: z.string(),
-  object: z.literal('webhook_delivery'),
-  endpoint_id: z.string(),
-  event: z.string(),
-  event_id: z.string(),
-  status: z.enum(DELIVERY_STATUSES),
-  attempts: z.number().int(),
-  max_attempts: z.number().int(),
-  next_attempt_at: z.string().nullable(),
-  delivered_at: z.string().nullable(),
-  response_status: z.number().int().nullable(),
-  error_message: z.string().nullable(),
-  created_at: z.string(),
-});
-
-/** The single-delivery read: the contract adds the signed body and the receiver's answer. */
-const deliveryDetailSchema = deliverySchema.extend({
-  payload: z.string().describe('El cuerpo exacto firmado'),
-  response_body: z.string().nullable().describe('Los primeros 8 KB de la respuesta del receptor'),
-});
-
-const deliveriesQuery = paginationQuery.extend({
-  event: z.enum(EVENT_NAMES).optional().describe('Solo entregas de este evento'),
-  status: z.enum(DELIVERY_STATUSES).optional().describe('Solo entregas en este estado'),
-});
+import { deliveriesQuery, deliveryDetailSchema, deliverySchema, endpointCreate, endpointListMeta, endpointSchema, endpointUpdate, endpointWithSecretSchema } from './webhook-endpoint-schemas.ts';
 
 /** Registration-time URL check (the worker checks again on the resolved IP when it connects). */
 async function acceptableUrl(ctx: ApiContext, value: string): Promise<void> {

@@ -6,7 +6,6 @@ import { transaction } from '../../../db/pool.ts';
 import { EVENT_NAMES } from '../../../lib/webhook-events.ts';
 import { ApiError } from '../../errors.ts';
 import {
-  DELIVERY_STATUSES,
   findDelivery,
   findEndpoint,
   listEndpointsOf,
@@ -16,6 +15,7 @@ import {
   serializeDelivery,
   serializeEndpoint,
 } from '../../routes/webhook-endpoint-queries.ts';
+import { DELIVERY_STATUSES } from '../../routes/webhook-endpoint-schemas.ts';
 import { requireCompany } from '../companies.ts';
 import { adminId as id, adminProcedure, router } from '../trpc.ts';
 
