@@ -6,12 +6,14 @@ import { localDate } from '../../lib/local-dates.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { listPage, type PaginationQuery, type TotalsCache } from '../pagination.ts';
 import { setList } from '../../db/tables.ts';
+import type { z } from 'zod';
+import type { ACCOUNT_KINDS, accountSchema } from './account-schemas.ts';
 
 export type AccountRow = {
   id: string;
   company_id: string;
   name: string;
-  kind: 'cash' | 'bank' | 'card' | 'other';
+  kind: (typeof ACCOUNT_KINDS)[number];
   currency: string;
   opening_balance_cents: string;
   opening_on: string;
@@ -26,7 +28,7 @@ const BALANCE = (alias: string, today: string) => `coalesce((SELECT sum(CASE d.l
     FROM ledger_daily d WHERE d.company_id = ${alias}.company_id AND d.currency = ${alias}.currency AND d.key = ${alias}.id
      AND d.line IN ('opening', 'cash_in', 'cash_out') AND d.day <= ${today}::date), 0)`;
 
-export function serializeAccount(row: AccountRow) {
+export function serializeAccount(row: AccountRow): z.output<typeof accountSchema> {
   return {
     id: row.id,
     name: row.name,

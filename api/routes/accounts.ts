@@ -7,42 +7,13 @@ import { companyZone, companyZoneForWrite } from '../../db/companies.ts';
 import { openingEntries, post, undo } from '../../db/money/ledger.ts';
 import { assertOpenDates } from '../money/periods.ts';
 import { ApiError } from '../errors.ts';
-import { listMetaSchema, paginationQuery, queryBoolean } from '../pagination.ts';
+import { listMetaSchema } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { accountInUse, deleteAccount, findAccount, insertAccount, listAccounts, serializeAccount, today, updateAccount } from './account-queries.ts';
-import { centsTotal, currency, localDay, signedCents } from './money-fields.ts';
+import { accountCreate, accountListQuery, accountSchema, accountUpdate } from './account-schemas.ts';
+import { centsTotal } from './money-fields.ts';
 
 const TAG = 'Accounts';
-const KINDS = ['cash', 'bank', 'card', 'other'] as const;
-
-const fields = {
-  name: z.string().trim().min(1).max(200),
-  kind: z.enum(KINDS).describe('cash, bank, card u other'),
-  opening_balance_cents: signedCents.optional().describe('Saldo inicial en centavos (puede ser negativo: una tarjeta con deuda); por defecto 0'),
-  opening_on: localDay.optional().describe('Fecha del saldo inicial; por defecto hoy en la zona de la empresa'),
-};
-const accountCreate = z.strictObject({ ...fields, currency: currency.describe('ISO 4217 en minúsculas; no cambia después') });
-const accountUpdate = z.strictObject({ ...fields, archived: z.boolean().optional().describe('Una cuenta archivada no recibe movimientos nuevos') }).partial();
-
-export const accountSchema = z.object({
-  id: z.string(),
-  name: z.string(),
-  kind: z.enum(KINDS),
-  currency: z.string(),
-  opening_balance_cents: z.number().int(),
-  opening_on: z.string(),
-  balance_cents: centsTotal.describe('Saldo inicial + ingresos cobrados − gastos pagados − devoluciones, hasta hoy (exacto hasta 2^53 − 1)'),
-  archived: z.boolean(),
-  created_at: z.string(),
-  updated_at: z.string(),
-});
-
-const listQuery = paginationQuery.extend({
-  kind: z.enum(KINDS).optional(),
-  currency: currency.optional(),
-  archived: queryBoolean.optional().describe('true o false'),
-});
-
 const idParam = { id: 'id' } as const;
 
 export const accountRoutes: RouteDef[] = [
@@ -53,7 +24,7 @@ export const accountRoutes: RouteDef[] = [
     tag: TAG,
     summary: 'Lista cuentas',
     description: '`meta.totals` suma los saldos por moneda de todas las cuentas que eligen los filtros (todas las páginas): `{"mxn": {"balance_cents", "accounts"}}`.',
-    query: listQuery,
+    query: accountListQuery,
     response: accountSchema,
     list: true,
     meta: listMetaSchema.extend({ totals: z.record(z.string(), z.object({ balance_cents: centsTotal, accounts: z.number().int() })) }),
