@@ -8,13 +8,15 @@ import { iso } from '../../db/timestamps.ts';
 import { listPage, type PaginationQuery, type TotalsCache } from '../pagination.ts';
 import { refTaken } from './money-fields.ts';
 import { setList } from '../../db/tables.ts';
+import type { z } from 'zod';
+import type { recurringSchema } from './recurring-schemas.ts';
 
 /** A series with its account's currency, as the API reads it. */
 export type RecurringRead = RecurringRow & { currency: string };
 const SELECT_READ = `SELECT r.*, to_char(r.starts_on, 'YYYY-MM-DD') AS starts_on, to_char(r.ends_on, 'YYYY-MM-DD') AS ends_on,
   to_char(r.next_occurrence_on, 'YYYY-MM-DD') AS next_occurrence_on, a.currency FROM recurring_transactions r JOIN accounts a ON a.id = r.account_id`;
 
-export function serializeRecurring(r: RecurringRead) {
+export function serializeRecurring(r: RecurringRead): z.output<typeof recurringSchema> {
   return {
     id: r.id,
     type: r.direction,

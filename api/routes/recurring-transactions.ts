@@ -3,69 +3,21 @@
 // weekly, monthly or yearly every `interval` units from `starts_on`, until
 // `ends_on` or `ends_count`. The worker generates each due occurrence
 // exactly once (db/money/recurring.ts, worker/jobs/recurring-transactions.ts).
-// SQL of the routes: recurring-queries.ts.
-import { z } from 'zod';
+// SQL of the routes: recurring-queries.ts; schemas: recurring-schemas.ts.
 import { transaction } from '../../db/pool.ts';
 import { recordEvent } from '../../db/events.ts';
 import { RECURRING } from '../../db/queues.ts';
-import { FREQUENCIES, nextOccurrence, recurringEventData } from '../../db/money/recurring.ts';
+import { nextOccurrence, recurringEventData } from '../../db/money/recurring.ts';
 import { companyZone } from '../../db/companies.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { ApiError, validationFailed } from '../errors.ts';
-import { paginationQuery, queryBoolean } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { findAccount } from './account-queries.ts';
-import { assertCustomer, assertRefFree, cents, checkMetadata, assertMayReadExisting, EXISTING_BY_REF, existingByRef, localDay, metadataInput, metadataSchema, objectIdString } from './money-fields.ts';
+import { assertCustomer, assertRefFree, checkMetadata, assertMayReadExisting, EXISTING_BY_REF, existingByRef } from './money-fields.ts';
+import { recurringCreate, recurringListQuery, recurringSchema, recurringUpdate } from './recurring-schemas.ts';
 import { deleteRecurring, findRecurring, insertRecurring, listRecurring, lockRecurring, serializeRecurring, updateRecurringColumns } from './recurring-queries.ts';
-import { optionalText, text } from '../validation.ts';
 
 const TAG = 'Recurring transactions';
-
-const template = {
-  amount_cents: cents,
-  category: text(100).min(1).optional().describe('Por defecto general'),
-  description: optionalText(1000),
-  customer_id: objectIdString.nullable().optional().describe('Solo ingresos'),
-  supplier_name: optionalText(200).describe('Solo gastos'),
-  supplier_tax_id: optionalText(20).describe('Solo gastos'),
-  ends_on: localDay.nullable().optional().describe('Última fecha posible (incluida)'),
-  ends_count: z.number().int().min(1).max(100_000).nullable().optional().describe('Cuántas ocurrencias en total'),
-  metadata: metadataInput.optional(),
-};
-const recurringCreate = z.strictObject({
-  type: z.enum(['income', 'expense']).describe('Genera ingresos o gastos'),
-  account_id: objectIdString,
-  frequency: z.enum(FREQUENCIES),
-  interval: z.number().int().min(1).max(366).optional().describe('Cada cuántas unidades de frequency; por defecto 1'),
-  starts_on: localDay.describe('Primera ocurrencia'),
-  ...template,
-});
-const recurringUpdate = z.strictObject({ ...template, active: z.boolean().optional().describe('false la desactiva (recurring.deactivated); no se reactiva una terminada') }).partial();
-
-export const recurringSchema = z.object({
-  id: z.string(),
-  type: z.enum(['income', 'expense']),
-  account_id: z.string(),
-  amount_cents: z.number().int(),
-  currency: z.string(),
-  category: z.string(),
-  description: z.string().nullable(),
-  customer_id: z.string().nullable(),
-  supplier_name: z.string().nullable(),
-  supplier_tax_id: z.string().nullable(),
-  frequency: z.enum(FREQUENCIES),
-  interval: z.number().int(),
-  starts_on: z.string(),
-  ends_on: z.string().nullable(),
-  ends_count: z.number().int().nullable(),
-  active: z.boolean(),
-  ended_at: z.string().nullable(),
-  next_occurrence_on: z.string().nullable(),
-  occurrences_count: z.number().int(),
-  metadata: metadataSchema,
-  created_at: z.string(),
-  updated_at: z.string(),
-});
 
 const idParam = { id: 'id' } as const;
 const RULES =
@@ -81,7 +33,7 @@ export const recurringRoutes: RouteDef[] = [
     scope: 'read-recurring_transactions',
     tag: TAG,
     summary: 'Lista transacciones recurrentes',
-    query: paginationQuery.extend({ type: z.enum(['income', 'expense']).optional(), active: queryBoolean.optional() }),
+    query: recurringListQuery,
     response: recurringSchema,
     list: true,
     status: 200,
