@@ -26,7 +26,7 @@ export const contactFields = {
     .overwrite((tags) => [...new Set(tags)])
     .max(50)
     .optional()
-    .describe('Etiquetas libres; una repetida se guarda una vez'),
+    .describe('Etiquetas libres, hasta 50 distintas (maxItems las cuenta ya sin repetidas); una repetida se guarda una vez'),
 };
 
 export const addressSchema = z.strictObject({
