@@ -13,7 +13,7 @@ import { DEFAULT_DISPATCHER_OPTIONS, WebhookDispatcher } from '../worker/webhook
 import { startWorker } from '../worker/worker.ts';
 import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
 import { startReceiver, verifySignature, type Receiver } from './helpers/receiver.ts';
-import { waitFor, waitForLockWaits } from './helpers/wait.ts';
+import { waitFor } from './helpers/wait.ts';
 
 // One app and one receiver for the file: each test uses companies and paths of its own.
 let app: TestApp;
@@ -295,7 +295,10 @@ describe('webhook dispatcher: deliveries claimed ahead follow their endpoint', (
       await db.query('SELECT id FROM webhook_deliveries WHERE id = $1 FOR NO KEY UPDATE', [ahead[0]]);
       // The attempt in flight ends; the claim that follows finds the endpoint off and gives the three back.
       answer();
-      await waitForLockWaits(app.pool, { query: '%SET leased_until = NULL, next_attempt_at%', what: 'the give-back waiting for the row this transaction holds' });
+      await waitFor(async () => {
+        const { rows } = await app.pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%SET leased_until = NULL, next_attempt_at%'`);
+        return rows.length > 0;
+      }, 10_000, 'the give-back waiting for the row this transaction holds');
       // The switch-on's next steps: the other rows, in id order. Had the give-back locked one of them first,
       // each side would wait for the other.
       await db.query('SELECT id FROM webhook_deliveries WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE', [ahead.slice(1)]);
