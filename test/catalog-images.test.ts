@@ -7,7 +7,7 @@ import { waitFor } from './helpers/wait.ts';
 import { after, before, describe, test } from 'node:test';
 import sharp, { type SharpOptions } from 'sharp';
 import { startWorker, type Worker } from '../worker/worker.ts';
-import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { client, seedTenant, startTestApp, uploadFile, type TestApp, type Tenant } from './helpers/app.ts';
 
 const solid = (width: number, height: number) => sharp({ create: { width, height, channels: 3, background: { r: 200, g: 30, b: 30 } } });
 
@@ -66,13 +66,6 @@ function storedZip(name: string, content: string, commentBytes = 0): Buffer {
   return Buffer.concat([entries, directory, end]);
 }
 
-async function upload(baseUrl: string, key: string, path: string, field: string, bytes: Buffer, filename: string, type = 'application/octet-stream') {
-  const form = new FormData();
-  form.append(field, new Blob([new Uint8Array(bytes)], { type }), filename);
-  const res = await fetch(baseUrl + path, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined, text };
-}
 
 
 describe('catalog images: upload checks, storage, public URLs, worker thumbnails', () => {
@@ -82,7 +75,7 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
   let worker: Worker | undefined;
   let productId: string;
   let variantId: string;
-  const up = (path: string, bytes: Buffer, filename = 'photo.png', field = 'file', type?: string) => upload(app.baseUrl, tenant.key, path, field, bytes, filename, type);
+  const up = (path: string, bytes: Buffer, filename = 'photo.png', field = 'file', type?: string) => uploadFile(app.baseUrl, tenant.key, path, { field, bytes, filename, type });
 
   before(async () => {
     app = await startTestApp();
@@ -242,17 +235,17 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     // ~600 KB each: noise does not compress.
     const noise = () => sharp({ create: { width: 460, height: 440, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 60 } } }).png().toBuffer();
     const [a, b] = [await product('A'), await product('B')];
-    const first = await upload(app.baseUrl, small.key, `/products/${a}/image`, 'file', await noise(), 'a.png');
+    const first = await uploadFile(app.baseUrl, small.key, `/products/${a}/image`, { bytes: await noise(), filename: 'a.png' });
     assert.equal(first.status, 200, first.text);
     const stored = async () => (await app.pool.query('SELECT count(*)::int AS n FROM blobs WHERE company_id = $1', [small.companyId])).rows[0].n;
     const before = await stored();
-    const refused = await upload(app.baseUrl, small.key, `/products/${b}/image`, 'file', await noise(), 'b.png');
+    const refused = await uploadFile(app.baseUrl, small.key, `/products/${b}/image`, { bytes: await noise(), filename: 'b.png' });
     assert.equal(refused.status, 422, refused.text);
     assert.equal(refused.body.error, 'validation_failed');
     assert.match(refused.body.errors.file[0], /agotado/);
     assert.equal((await smallApi.get(`/products/${b}`)).body.data.image_url, null);
     assert.equal(await stored(), before, 'the refused bytes are not kept');
-    const replaced = await upload(app.baseUrl, small.key, `/products/${a}/image`, 'file', await noise(), 'a2.png');
+    const replaced = await uploadFile(app.baseUrl, small.key, `/products/${a}/image`, { bytes: await noise(), filename: 'a2.png' });
     assert.equal(replaced.status, 200, replaced.text);
   });
 
@@ -336,11 +329,11 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
   test('another company cannot upload to or delete our images (404)', async () => {
     const other = await seedTenant(app.pool);
     const png = (await samples()).png;
-    const res = await upload(app.baseUrl, other.key, `/products/${productId}/image`, 'file', png, 'a.png');
+    const res = await uploadFile(app.baseUrl, other.key, `/products/${productId}/image`, { bytes: png, filename: 'a.png' });
     assert.equal(res.status, 404);
     const del = await client(app.baseUrl, other.key).delete(`/products/${productId}/image`);
     assert.equal(del.status, 404);
-    const variant = await upload(app.baseUrl, other.key, `/products/${productId}/variants/${variantId}/image`, 'file', png, 'a.png');
+    const variant = await uploadFile(app.baseUrl, other.key, `/products/${productId}/variants/${variantId}/image`, { bytes: png, filename: 'a.png' });
     assert.equal(variant.status, 404);
   });
 
@@ -573,7 +566,7 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     for (let round = 0; round < 50; round++) {
       const made = (await api.post('/products', { data: { name: `Carrera ${round}`, prices_cents: { mxn: 100 }, variants: [{ name: 'Única' }] } })).body.data;
       const [uploaded, deleted] = await Promise.all([
-        upload(app.baseUrl, tenant.key, `/products/${made.id}/variants/${made.variants[0].id}/image`, 'file', png, `carrera-${round}.png`),
+        uploadFile(app.baseUrl, tenant.key, `/products/${made.id}/variants/${made.variants[0].id}/image`, { bytes: png, filename: `carrera-${round}.png` }),
         new Promise((resolve) => setTimeout(resolve, round % 25)).then(() => api.delete(`/products/${made.id}`)),
       ]);
       assert.equal(deleted.status, 204);

@@ -13,7 +13,7 @@ import pg from 'pg';
 import sharp from 'sharp';
 import { loadConfig } from '../lib/config.ts';
 import { startWorker } from '../worker/worker.ts';
-import { client, freePort, seedTenant, startTestApp } from './helpers/app.ts';
+import { client, freePort, seedTenant, startTestApp, uploadFile } from './helpers/app.ts';
 
 const run = promisify(execFile);
 
@@ -129,9 +129,8 @@ describe('release phase and worker against DATABASE_URL', () => {
       const api = client(app.baseUrl, t.key);
       const made = async (data: Record<string, unknown>) => (await api.post('/products', { data: { prices_cents: { mxn: 100 }, ...data } })).body.data;
       const ours = await made({ name: 'Con foto' });
-      const form = new FormData();
-      form.append('file', new Blob([new Uint8Array(await sharp({ create: { width: 8, height: 8, channels: 3, background: '#c00' } }).png().toBuffer())]), 'roja.png');
-      const uploaded = await fetch(`${app.baseUrl}/products/${ours.id}/image`, { method: 'POST', headers: { authorization: `Bearer ${t.key}` }, body: form });
+      const bytes = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#c00' } }).png().toBuffer();
+      const uploaded = await uploadFile(app.baseUrl, t.key, `/products/${ours.id}/image`, { bytes, filename: 'roja.png' });
       assert.equal(uploaded.status, 200);
       const before = (await api.get(`/products/${ours.id}`)).body.data.image_url as string;
       assert.ok(before.startsWith(`${app.config.siteUrl}/media/`), before);

@@ -10,7 +10,7 @@ import sharp from 'sharp';
 import { toApiError } from '../api/middleware/request.ts';
 import { generateDue } from '../db/money/recurring.ts';
 import { transaction } from '../db/pool.ts';
-import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { client, seedTenant, startTestApp, uploadFile, type TestApp, type Tenant } from './helpers/app.ts';
 import { adminMutation } from './helpers/admin.ts';
 import { waitFor } from './helpers/wait.ts';
 import { processThumbnail } from '../worker/jobs/thumbnail.ts';
@@ -267,11 +267,8 @@ describe('races between a write and a change of what it relies on', () => {
     const { t, api } = await newTenant();
     const product = (await api.post('/products', { data: { name: 'Silla', prices_cents: { mxn: 100 } } })).body.data;
     const upload = async (color: string) => {
-      const form = new FormData();
       const bytes = await sharp({ create: { width: 64, height: 48, channels: 3, background: color } }).png().toBuffer();
-      form.append('file', new Blob([new Uint8Array(bytes)]), 'foto.png');
-      const res = await fetch(`${app.baseUrl}/products/${product.id}/image`, { method: 'POST', headers: { authorization: `Bearer ${t.key}` }, body: form });
-      return { status: res.status, body: (await res.json()) as any };
+      return uploadFile(app.baseUrl, t.key, `/products/${product.id}/image`, { bytes, filename: 'foto.png' });
     };
     assert.equal((await upload('#a00')).status, 200);
     const mediaOf = async () => (await app.pool.query('SELECT image_media_id AS id, image_url, thumbnail_url FROM products WHERE id = $1', [product.id])).rows[0];

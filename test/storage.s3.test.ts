@@ -7,17 +7,12 @@ import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { startWorker, type Worker } from '../worker/worker.ts';
-import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { client, seedTenant, startTestApp, uploadFile, type TestApp, type Tenant } from './helpers/app.ts';
 import { startS3StandIn, type S3StandIn } from './helpers/s3-stand-in.ts';
 import { waitFor } from './helpers/wait.ts';
 import * as files from './helpers/forms.ts';
 
-async function upload(app: TestApp, key: string, path: string, bytes: Buffer) {
-  const form = new FormData();
-  form.append('file', new Blob([new Uint8Array(bytes)], { type: 'image/jpeg' }), 'photo.jpg');
-  const res = await fetch(app.baseUrl + path, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
-  return { status: res.status, body: (await res.json()) as any };
-}
+const upload = (app: TestApp, key: string, path: string, bytes: Buffer) => uploadFile(app.baseUrl, key, path, { bytes, filename: 'photo.jpg', type: 'image/jpeg' });
 
 describe('blobs in an S3-compatible bucket (BLOB_STORE=s3), end to end', () => {
   let s3: S3StandIn;

@@ -9,14 +9,9 @@ import sharp from 'sharp';
 import { issueKey } from '../api/admin/keys.ts';
 import { updateCompany } from '../api/admin/companies.ts';
 import { addMembership } from '../api/admin/users.ts';
-import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { client, seedTenant, startTestApp, uploadFile, type TestApp, type Tenant } from './helpers/app.ts';
 
-async function upload(baseUrl: string, key: string, path: string, field: string, bytes: Buffer, filename: string) {
-  const body = new FormData();
-  body.append(field, new Blob([bytes]), filename);
-  const res = await fetch(baseUrl + path, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body });
-  return { status: res.status, headers: res.headers, body: (await res.json()) as any };
-}
+const upload = (baseUrl: string, key: string, path: string, field: string, bytes: Buffer, filename: string) => uploadFile(baseUrl, key, path, { field, bytes, filename });
 
 const png = () => sharp({ create: { width: 64, height: 64, channels: 3, background: '#336699' } }).png().toBuffer();
 

@@ -12,7 +12,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -23,7 +22,7 @@ import { startEmbedded } from '../../db/embedded.ts';
 import { migrate } from '../../db/migrate.ts';
 import { createPool } from '../../db/pool.ts';
 import { createBoss } from '../../db/boss.ts';
-import { memoryOf } from '../lib/process.ts';
+import { freePort, memoryOf } from '../lib/process.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const MB = 1024 * 1024;
@@ -36,15 +35,6 @@ function pdf(size: number): Buffer {
   const head = Buffer.from('%PDF-1.4\n1 0 obj <</Type /Catalog>> endobj\n');
   const tail = Buffer.from('\n%%EOF\n');
   return Buffer.concat([head, randomBytes(size - head.length - tail.length), tail]);
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 export async function runFormsBench() {

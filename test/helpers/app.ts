@@ -128,6 +128,11 @@ export async function request<T = any>(
   else if (options.body !== undefined) body = JSON.stringify(options.body);
   if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
   const res = await fetch(baseUrl + path, { method, headers, body });
+  return readAnswer<T>(res);
+}
+
+/** An answer's status, headers and text, and its body parsed when it is JSON. */
+async function readAnswer<T>(res: globalThis.Response): Promise<Response<T>> {
   const text = await res.text();
   let parsed: unknown = undefined;
   try {
@@ -136,6 +141,19 @@ export async function request<T = any>(
     parsed = undefined;
   }
   return { status: res.status, headers: res.headers, body: parsed as T, text };
+}
+
+/** One file as a multipart upload (`POST`), as a browser or an SDK sends it; the answer as `request` gives it. */
+export async function uploadFile<T = any>(
+  baseUrl: string,
+  key: string,
+  path: string,
+  file: { bytes: Buffer; field?: string; filename?: string; type?: string },
+): Promise<Response<T>> {
+  const form = new FormData();
+  form.append(file.field ?? 'file', new Blob([new Uint8Array(file.bytes)], file.type ? { type: file.type } : {}), file.filename ?? 'file.bin');
+  const res = await fetch(baseUrl + path, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
+  return readAnswer<T>(res);
 }
 
 /**
