@@ -5,9 +5,10 @@ import { paymentsOf, type Direction, type MovementRow, type PaymentRow } from '.
 import type { Queryable } from '../../db/pool.ts';
 import { iso } from '../../db/timestamps.ts';
 import { listPage, searchWhere, type PaginationQuery, type TotalsCache } from '../pagination.ts';
+import type { MovementRead } from './movement-schemas.ts';
 
 /** An income's or expense's read; a movement with the payments given. */
-export function serializeMovement(m: MovementRow, payments: PaymentRow[]) {
+export function serializeMovement(m: MovementRow, payments: PaymentRow[]): MovementRead {
   return {
     id: m.id,
     account_id: m.account_id,

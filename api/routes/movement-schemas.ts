@@ -75,6 +75,9 @@ export function movementSchemas(direction: Direction) {
   return { create, update, read, listQuery, payment };
 }
 
+/** An income's or an expense's read, as `read` of its direction describes it. */
+export type MovementRead = z.output<ReturnType<typeof movementSchemas>['read']>;
+
 /** The list query of either direction: incomes take `customer_id`, expenses the supplier search (`q`, `search`, `supplier`). */
 export type MovementListQuery = PaginationQuery & {
   from?: string;

@@ -1,8 +1,10 @@
 // The SQL of a person's own OAuth connections (user-oauth-grants.ts).
+import type { z } from 'zod';
 import { liveGrantSql } from '../../db/oauth-grants.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { listPage, type PaginationQuery, type TotalsCache } from '../pagination.ts';
+import type { grantSchema } from './user-oauth-grant-schemas.ts';
 
 export type GrantRow = {
   id: string;
@@ -15,7 +17,7 @@ export type GrantRow = {
   active: boolean;
 };
 
-export function serializeGrant(row: GrantRow) {
+export function serializeGrant(row: GrantRow): z.output<typeof grantSchema> {
   return {
     id: row.id,
     object: 'oauth_grant' as const,
