@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { issueKey } from '../api/admin/keys.ts';
-import { client, seedTenant, startTestApp, type Response, type TestApp } from './helpers/app.ts';
+import { client, requestRepeatingHeaders, seedTenant, startTestApp, type Response, type TestApp } from './helpers/app.ts';
 import { waitFor } from './helpers/wait.ts';
 
 const LIMIT = 100_000; // 100 KB, as the contract writes it
@@ -206,6 +206,20 @@ describe('Idempotency-Key', () => {
       assert.equal(res.status, 400, path);
       assert.equal(((await res.json()) as { error: string }).error, 'invalid_idempotency_key', path);
     }
+  });
+
+  test('the key sent twice (two Idempotency-Key lines) is 400 invalid_idempotency_key, not the two joined into a third key', async () => {
+    const t = await seedTenant(app.pool);
+    const api = client(app.baseUrl, t.key);
+    const headers = { authorization: `Bearer ${t.key}`, 'content-type': 'application/json', 'idempotency-key': ['dos-a', 'dos-b'] };
+    const twice = await requestRepeatingHeaders(`${app.baseUrl}/customers`, 'POST', headers, JSON.stringify({ data: { name: 'Dos claves' } }));
+    assert.equal(twice.status, 400, twice.text);
+    assert.equal(JSON.parse(twice.text).error, 'invalid_idempotency_key');
+    assert.equal(await customers(t.companyId, 'Dos claves'), 0);
+    // What Node would have joined them into is a key of its own, unused: the write runs afresh.
+    const joined = await api.post('/customers', { data: { name: 'Dos claves' } }, { 'Idempotency-Key': 'dos-a, dos-b' });
+    assert.equal(joined.status, 201, joined.text);
+    assert.equal(joined.headers.get('idempotent-replayed'), null);
   });
 
   test('50 concurrent identical POSTs with one key create exactly one record', async () => {

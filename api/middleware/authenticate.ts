@@ -14,12 +14,21 @@ import type { ApiContext } from '../types.ts';
  * Node keeps the first and drops the rest, so the raw headers are counted.
  */
 export function authorizationOf(ctx: { get(field: string): string; req: IncomingMessage }): string | null {
-  const header = ctx.get('Authorization');
+  return singleHeader(ctx, 'Authorization');
+}
+
+/**
+ * A header that is no list, or null when the request sent it more than once (`''` when it sent none).
+ * Node joins repeats of most names with ", " (and keeps the first of some), so the raw headers are counted.
+ */
+export function singleHeader(ctx: { get(field: string): string; req: IncomingMessage }, name: string): string | null {
+  const header = ctx.get(name);
   if (!header) return header;
   const raw = ctx.req.rawHeaders;
+  const lower = name.toLowerCase();
   let seen = 0;
   for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i].length === 13 && raw[i].toLowerCase() === 'authorization' && ++seen > 1) return null;
+    if (raw[i].length === lower.length && raw[i].toLowerCase() === lower && ++seen > 1) return null;
   }
   return header;
 }

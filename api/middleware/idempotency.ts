@@ -32,6 +32,7 @@ import { createHash } from 'node:crypto';
 import type { Next } from 'koa';
 import { openTransaction, type Queryable } from '../../db/pool.ts';
 import { manageUrl } from '../../lib/booking-tokens.ts';
+import { singleHeader } from './authenticate.ts';
 import { loggablePath } from './request.ts';
 import { logError } from '../../lib/log.ts';
 import { ApiError, type ErrorCode } from '../errors.ts';
@@ -87,9 +88,13 @@ export async function idempotency(ctx: ApiContext, next: Next) {
   await runIdempotent(ctx, fingerprint, () => next());
 }
 
-/** 400 invalid_idempotency_key unless the header is 1-255 printable ASCII characters. */
+/**
+ * 400 invalid_idempotency_key unless the header is 1-255 printable ASCII characters, sent once: two
+ * keys (a proxy's beside the application's) are no key, not the one Node would join them into.
+ */
 export function checkKeyShape(ctx: ApiContext): void {
-  if (!KEY_SHAPE.test(ctx.get('Idempotency-Key'))) throw new ApiError('invalid_idempotency_key');
+  const key = singleHeader(ctx, 'Idempotency-Key');
+  if (key === null || !KEY_SHAPE.test(key)) throw new ApiError('invalid_idempotency_key');
 }
 
 /**

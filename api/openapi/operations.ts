@@ -112,8 +112,8 @@ function operation(route: RouteDef, book: SchemaBook, responseNames: Map<z.ZodTy
       name: 'Idempotency-Key',
       in: 'header',
       required: false,
-      schema: { type: 'string', maxLength: 255 },
-      description: 'Reintentos seguros: misma clave y cuerpo repiten la respuesta guardada (24 h)',
+      schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7E]+$' },
+      description: 'Reintentos seguros: misma clave y cuerpo repiten la respuesta guardada (24 h). De 1 a 255 caracteres ASCII imprimibles, una sola vez (400 invalid_idempotency_key si no)',
     });
   }
 
