@@ -9,7 +9,7 @@
 import { seal } from '../lib/secret-box.ts';
 import type { JobSender } from './job-sender.ts';
 import type { Queryable } from './pool.ts';
-import { CALENDAR_PULL, CALENDAR_PUSH } from './queues.ts';
+import { CALENDAR_PULL, CALENDAR_PUSH, CALENDAR_REVOKE } from './queues.ts';
 
 export type ConnectionRow = {
   user_id: string;
@@ -52,6 +52,18 @@ export async function storeConnection(db: Queryable, jobs: JobSender, encryption
   );
   await jobs.send(db, CALENDAR_PULL, { user_id: userId });
   return readConnection(db, userId);
+}
+
+/**
+ * Ends the Google connection of a person who leaves the service (removed from their last company), in
+ * the removal's transaction: nothing is pulled or pushed for them from its commit on, and their refresh
+ * token is revoked at Google by the worker (worker/jobs/calendar-revoke.ts), which retries while Google
+ * is out of reach. A person still working for another company keeps their connection (it is theirs).
+ */
+export async function endConnectionOfLeaver(db: Queryable, jobs: JobSender, userId: string): Promise<void> {
+  const { rows } = await db.query<{ refresh_token_enc: string }>('DELETE FROM calendar_connections WHERE user_id = $1 RETURNING refresh_token_enc', [userId]);
+  await db.query(`DELETE FROM calendar_events WHERE user_id = $1 AND source = 'google'`, [userId]);
+  if (rows[0]) await jobs.send(db, CALENDAR_REVOKE, { user_id: userId, refresh_token_enc: rows[0].refresh_token_enc });
 }
 
 /** A member's connection as operators read it (one shape whether connected or not). */

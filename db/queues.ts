@@ -19,6 +19,8 @@ export type ThumbnailJob = { media_id: string };
 export type HousekeepingJob = Record<string, never>;
 export type CalendarPushJob = { company_id: string; event_id: string; user_id: string; action: 'upsert' | 'delete'; google_event_id: string | null };
 export type CalendarPullJob = { user_id: string };
+/** A refresh token to revoke at Google, sealed with ENCRYPTION_KEY as the connection kept it. */
+export type CalendarRevokeJob = { user_id: string; refresh_token_enc: string };
 export type RecurringJob = { recurring_id?: string };
 export type InvoiceJob =
   | { action: 'stamp'; invoice_id: string }
@@ -65,10 +67,12 @@ export const BOOKING_EMAILS = queue<BookingEmailJob>('booking-emails', {
 /**
  * Outbound Google Calendar sync of one event (worker/jobs/calendar-push.ts),
  * enqueued in the event's transaction. Google's rate limits and outages
- * retry with backoff: about 10 s, 20 s, 40 s… capped at 30 min, 10 in all.
+ * retry with backoff: about 10 s, 20 s, 40 s… capped at 30 min, for about 25
+ * hours in all (56 retries): longer than Google's daily quota
+ * (`dailyLimitExceeded`), which lifts at midnight Pacific time.
  */
 export const CALENDAR_PUSH = queue<CalendarPushJob>('calendar-push', {
-  retryLimit: 10,
+  retryLimit: 56,
   retryDelay: 10,
   retryBackoff: true,
   retryDelayMax: 1800,
@@ -81,6 +85,19 @@ export const CALENDAR_PULL = queue<CalendarPullJob>('calendar-pull', {
   retryDelay: 30,
   retryBackoff: true,
   expireInSeconds: 300,
+});
+
+/**
+ * A refresh token revoked at Google (worker/jobs/calendar-revoke.ts): that of a person who left the
+ * service (removed from their last company), whose connection was deleted in the same transaction.
+ * Google out of reach retries with backoff for about a day.
+ */
+export const CALENDAR_REVOKE = queue<CalendarRevokeJob>('calendar-revoke', {
+  retryLimit: 50,
+  retryDelay: 30,
+  retryBackoff: true,
+  retryDelayMax: 1800,
+  expireInSeconds: 120,
 });
 
 /** Every 5 minutes: a calendar-pull job per active connection (worker/jobs/calendar-pull.ts, calendarPullSchedule). */
@@ -106,7 +123,7 @@ export const PURGE_EXPIRED = queue<HousekeepingJob>('purge-expired', { retryLimi
 export const PURGE_WEBHOOK_HISTORY = queue<HousekeepingJob>('purge-webhook-history', { retryLimit: 3, retryDelay: 60, retryBackoff: true });
 
 /** Every queue, created by both processes at start (pg-boss keeps one definition per name). */
-export const ALL_QUEUES: readonly Queue[] = [INVOICES, RECURRING, BOOKING_EMAILS, CALENDAR_PUSH, CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, FORM_POST_ACTIONS, THUMBNAIL, PURGE_EXPIRED, PURGE_WEBHOOK_HISTORY];
+export const ALL_QUEUES: readonly Queue[] = [INVOICES, RECURRING, BOOKING_EMAILS, CALENDAR_PUSH, CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, CALENDAR_REVOKE, FORM_POST_ACTIONS, THUMBNAIL, PURGE_EXPIRED, PURGE_WEBHOOK_HISTORY];
 
 /**
  * Queues no longer used, deleted at start (createQueues). `webhook-delivery`

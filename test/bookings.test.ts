@@ -720,7 +720,7 @@ describe('booking links and bookings', () => {
     const booking = await openTransaction(app.pool);
     await findBookingLink(booking.client, second.companyId, created.body.data.id, true);
     const member = (await findMember(app.pool, second.companyId, tenant.ownerId))!;
-    const removal = transaction(app.pool, (db) => removeMember(db, second.companyId, member));
+    const removal = transaction(app.pool, (db) => removeMember(db, app.deps.jobs, second.companyId, member));
     // The removal has locked the company and waits for the link row…
     await waitForLockWaits(app.pool, { query: 'UPDATE booking_links SET active = false%', what: 'the removal waiting for the link' });
     // …while the booking inserts a row referencing the company (KEY SHARE on it), then commits.

@@ -7,7 +7,7 @@
 // events (paging, sync tokens, 410 → full resync) as read-only busy time.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { CALENDAR_PULL, CALENDAR_PUSH } from '../db/queues.ts';
+import { CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, CALENDAR_PUSH } from '../db/queues.ts';
 import { MAX_PULL_PAGES } from '../worker/jobs/calendar-pull.ts';
 import { GoogleApiError, GoogleCalendarClient } from '../lib/google-calendar.ts';
 import { open } from '../lib/secret-box.ts';
@@ -436,20 +436,68 @@ describe('calendar sync end to end', () => {
     assert.equal(meet, google.events.get(googleId)!.hangoutLink);
   });
 
-  test('a member removed from the company: what the company edits in the events they leave behind no longer reaches their Google Calendar', async () => {
+  test('a member removed from one of their companies: what it edits in the events they leave behind no longer reaches their Google Calendar, not even through a full list or a push queued before', async () => {
     const made = await api.post('/users', { data: { email: `se-va-${Date.now()}@example.com`, first_name: 'Saúl' } });
     assert.equal(made.status, 201, made.text);
     const leaver = made.body.data.id as string;
+    // They work for another company too, so they keep their connection (it is theirs).
+    assert.equal((await runCli(app, ['user', 'add-membership', leaver, '--company', other.companyId, '--json'])).code, 0);
     await connect(leaver, `rt-leaver-${Date.now()}`);
     const e = await newEvent({ user_id: leaver, title: 'Antes de irse' });
+    await waitFor(() => google.events.get(e.id)?.summary === 'Antes de irse', 20_000, 'the event in Google');
     const pushes = async () => (await app.pool.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND data->>'event_id' = $2`, [CALENDAR_PUSH.name, e.id])).rows[0].n as number;
+    const openPushes = async () =>
+      (await app.pool.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND data->>'user_id' = $2 AND state NOT IN ('completed', 'failed', 'cancelled')`, [CALENDAR_PUSH.name, leaver])).rows[0].n as number;
     const before = await pushes();
-    assert.ok(before >= 1, 'a member\'s event is pushed');
     assert.equal((await api.delete(`/users/${leaver}`)).status, 204);
-    const edited = await api.patch(`/calendar/events/${e.id}`, { data: { title: 'Después', description: 'confidencial' } });
+    const edited = await api.patch(`/calendar/events/${e.id}`, { data: { title: 'Después', description: 'confidencial', attendees: [{ email: 'cliente@secreto.example' }] } });
     assert.equal(edited.status, 200, edited.text);
     // The push is queued in the edit's own transaction, so its absence is known once the edit answered.
     assert.equal(await pushes(), before, 'no push for a host who is no longer a member');
+    // A push queued before the removal that runs after it reads the event as it is now: it sends nothing.
+    await app.deps.jobs.send(app.pool, CALENDAR_PUSH, { company_id: tenant.companyId, event_id: e.id, user_id: leaver, action: 'upsert', google_event_id: e.id });
+    // Google drops the sync token: the full list pushes the person's upcoming events again, not this one.
+    const synced = (await app.pool.query('SELECT last_synced_at FROM calendar_connections WHERE user_id = $1', [leaver])).rows[0].last_synced_at as Date;
+    google.invalidateSyncTokens();
+    await pull(leaver);
+    await waitFor(async () => {
+      const { rows } = await app.pool.query('SELECT last_synced_at FROM calendar_connections WHERE user_id = $1', [leaver]);
+      return rows[0].last_synced_at > synced && (await openPulls(leaver)) === 0 && (await openPushes()) === 0;
+    }, 30_000, 'the full list done, and every push it queued');
+    assert.equal(await pushes(), before + 1, 'the full list queued no push of the event left behind');
+    const there = google.events.get(e.id)!;
+    assert.deepEqual([there.summary, there.description ?? null], ['Antes de irse', null], 'Google keeps what it had before the removal');
+    const status = JSON.parse((await runCli(app, ['calendar', 'status', '--user', leaver, '--json'])).stdout);
+    assert.equal(status.status, 'active', 'still connected: they work for another company');
+  });
+
+  test('a person removed from their last company leaves the service: their connection ends with the removal and its token is revoked at Google', async () => {
+    const made = await api.post('/users', { data: { email: `se-fue-${Date.now()}@example.com`, first_name: 'Irene' } });
+    assert.equal(made.status, 201, made.text);
+    const leaver = made.body.data.id as string;
+    const token = `rt-gone-${Date.now()}`;
+    await connect(leaver, token);
+    const e = await newEvent({ user_id: leaver, title: 'Antes de dejar el servicio' });
+    await waitFor(() => google.events.get(e.id)?.summary === 'Antes de dejar el servicio', 20_000, 'the event in Google');
+    assert.equal((await api.delete(`/users/${leaver}`)).status, 204);
+    // Ended in the removal's transaction: no pull or push can find it from the answer on.
+    assert.equal((await app.pool.query('SELECT 1 FROM calendar_connections WHERE user_id = $1', [leaver])).rowCount, 0);
+    await waitFor(() => google.revoked.includes(token), 20_000, 'the refresh token revoked at Google');
+    const refresh = await new GoogleCalendarClient({ ...app.config.google!, revokeUrl: undefined }).refreshAccessToken(token).catch((error) => error);
+    assert.equal(refresh.reason, 'invalid_grant', 'the token no longer refreshes');
+  });
+
+  test('a connection an earlier release left to a person who has left the service is ended by the five-minute round, its token revoked', async () => {
+    const made = await api.post('/users', { data: { email: `antiguo-${Date.now()}@example.com`, first_name: 'Olga' } });
+    const leftover = made.body.data.id as string;
+    const token = `rt-leftover-${Date.now()}`;
+    await connect(leftover, token);
+    // What a removal did before it ended the connection: the membership gone, the person soft-deleted.
+    await app.pool.query('DELETE FROM memberships WHERE user_id = $1', [leftover]);
+    await app.pool.query('UPDATE users SET deleted_at = now() WHERE id = $1', [leftover]);
+    await app.deps.jobs.send(app.pool, CALENDAR_PULL_SCHEDULE, {});
+    await waitFor(async () => (await app.pool.query('SELECT 1 FROM calendar_connections WHERE user_id = $1', [leftover])).rowCount === 0, 20_000, 'the connection ended');
+    await waitFor(() => google.revoked.includes(token), 20_000, 'the refresh token revoked at Google');
   });
 
   test('a booking is pushed too, with its Meet link on the booking', async () => {
@@ -532,14 +580,15 @@ describe('calendar sync end to end', () => {
     // Text no column can hold, from Google (U+0000; a title cut at 300 through a surrogate pair): kept with U+FFFD.
     google.createExternal({
       id: 'extnul', summary: `${'a'.repeat(299)}😀`, description: 'nota\u0000oculta', location: 'sala\u0000',
-      attendees: [{ email: 'x@example.com', displayName: 'Ana\u0000' }],
+      // A room Google gives no email for is left out: an attendee is a name and an email in the API.
+      attendees: [{ displayName: 'Sala 3', resource: true }, { email: 'x@example.com', displayName: 'Ana\u0000' }],
       start: { dateTime: '2026-12-12T15:00:00Z' }, end: { dateTime: '2026-12-12T16:00:00Z' },
     } as any);
     await pull(tenant.ownerId);
     const odd = await waitFor(async () => (await app.pool.query(`SELECT title, description, location, attendees FROM calendar_events WHERE user_id = $1 AND google_event_id = 'extnul'`, [tenant.ownerId])).rows[0], 20_000, 'the event with U+0000 imported');
     assert.equal(odd.description, 'nota\uFFFDoculta');
     assert.equal(odd.title, `${'a'.repeat(299)}\uFFFD`);
-    assert.equal(odd.attendees[0].name, 'Ana\uFFFD');
+    assert.deepEqual(odd.attendees, [{ name: 'Ana\uFFFD', email: 'x@example.com' }]);
   });
 
   test('two members sharing a Google event each get it as busy time; a company joined later gets it at the next pull; a removal takes it away', async () => {

@@ -2,6 +2,8 @@
 // membership in the key's company (`memberships`: is_owner, permissions).
 import { isDeepStrictEqual } from 'node:util';
 import { randomBytes } from 'node:crypto';
+import { endConnectionOfLeaver } from '../../db/calendar-sync.ts';
+import type { JobSender } from '../../db/job-sender.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { objectId } from '../../lib/objectid.ts';
@@ -278,7 +280,7 @@ export async function updateMember(db: Queryable, companyId: string, existing: M
  * booking links here switched off (active: false) and their OAuth grants
  * for it and their sessions in it revoked, in the same transaction.
  */
-export async function removeMember(db: Queryable, companyId: string, member: MemberRow): Promise<void> {
+export async function removeMember(db: Queryable, jobs: JobSender, companyId: string, member: MemberRow): Promise<void> {
   // NO KEY UPDATE, as every lock of the company row here: it serializes the team's changes without
   // blocking the KEY SHARE locks of inserts referencing the company. FOR UPDATE deadlocked with a booking,
   // which holds its link row and then inserts (KEY SHARE on the company) while this waits for the link.
@@ -299,5 +301,9 @@ export async function removeMember(db: Queryable, companyId: string, member: Mem
   // leave the service, every link of theirs here also loses its public_url (their slug is free again):
   // those already off are written too, so the cached booking-link lists are refreshed.
   await db.query('UPDATE booking_links SET active = false, updated_at = now() WHERE company_id = $1 AND user_id = $2 AND (active OR $3)', [companyId, member.id, leaving]);
-  if (leaving) await db.query('UPDATE users SET deleted_at = now(), updated_at = now() WHERE id = $1', [member.id]);
+  if (leaving) {
+    await db.query('UPDATE users SET deleted_at = now(), updated_at = now() WHERE id = $1', [member.id]);
+    // Gone from the service: their Google Calendar connection ends too (its token revoked at Google).
+    await endConnectionOfLeaver(db, jobs, member.id);
+  }
 }

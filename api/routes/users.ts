@@ -111,7 +111,7 @@ export const userRoutes: RouteDef[] = [
         if (!member) throw new ApiError('not_found');
         if (member.id === ctx.state.auth!.userId) throw new ApiError('self_delete_forbidden');
         if (member.is_owner) await assertActingOwner(client, companyId, ctx.state.auth!.userId);
-        await removeMember(client, companyId, member);
+        await removeMember(client, ctx.deps.jobs, companyId, member);
         await notifyAuthChange(client);
       });
       ctx.deps.keyCache.invalidate();

@@ -13,7 +13,9 @@
 import type { Job } from 'pg-boss';
 import { objectId } from '../../lib/objectid.ts';
 import { isTimeZone, startOfLocalDate } from '../../lib/local-dates.ts';
+import { endConnectionOfLeaver } from '../../db/calendar-sync.ts';
 import { DEFAULT_COMPANY_ZONE } from '../../db/companies.ts';
+import { transaction } from '../../db/pool.ts';
 import { CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, CALENDAR_PUSH, type CalendarPullJob, type HousekeepingJob } from '../../db/queues.ts';
 import { OUR_EVENT_PROPERTY, OUR_HOST_PROPERTY } from './calendar-push.ts';
 import { GoogleApiError, type GoogleEvent } from '../../lib/google-calendar.ts';
@@ -108,7 +110,14 @@ async function apply(deps: WorkerDeps, connection: Connection, companies: string
         start.allDay,
         zone,
         item.id,
-        JSON.stringify((item.attendees ?? []).slice(0, 100).map((a) => ({ name: toStorableTextOrNull(a.displayName), email: toStorableTextOrNull(a.email) }))),
+        // An attendee Google gives no email for (a room or resource may have none) is left out: an
+        // attendee is a name and an email in the API, never a null email.
+        JSON.stringify(
+          (item.attendees ?? [])
+            .map((a) => ({ name: toStorableTextOrNull(a.displayName), email: toStorableTextOrNull(a.email) }))
+            .filter((a): a is { name: string | null; email: string } => !!a.email)
+            .slice(0, 100),
+        ),
         connection.refresh_token_enc,
       ],
     );
@@ -128,10 +137,13 @@ async function afterFullList(deps: WorkerDeps, connection: Connection, seen: str
     `DELETE FROM calendar_events WHERE user_id = $1 AND source = 'google' AND ends_at >= $2 AND NOT (google_event_id = ANY($3::text[]))`,
     [connection.user_id, timeMin, seen],
   );
-  // Upcoming events to send, and events switched to sync_to_google: false meanwhile that are still there.
+  // Upcoming events to send, and events switched to sync_to_google: false meanwhile that are still there;
+  // only in the companies the person still works for: the events left behind in a company that removed
+  // them are the company's, and what it writes in them no longer reaches the person's calendar.
   const { rows } = await pool.query<{ company_id: string; id: string; google_event_id: string | null; off: boolean }>(
-    `SELECT company_id, id, google_event_id, sync_to_google = false AS off FROM calendar_events
-      WHERE user_id = $1 AND source <> 'google' AND ends_at > now() AND (sync_to_google IS NOT FALSE OR google_event_id IS NOT NULL)`,
+    `SELECT e.company_id, e.id, e.google_event_id, e.sync_to_google = false AS off FROM calendar_events e
+      WHERE e.user_id = $1 AND e.source <> 'google' AND e.ends_at > now() AND (e.sync_to_google IS NOT FALSE OR e.google_event_id IS NOT NULL)
+        AND EXISTS (SELECT 1 FROM memberships m WHERE m.user_id = $1 AND m.company_id = e.company_id)`,
     [connection.user_id],
   );
   for (const event of rows) {
@@ -217,13 +229,23 @@ export const calendarPull: JobDefinition<CalendarPullJob> = {
   },
 };
 
-/** Every 5 minutes: one pull per active connection (a member's pull already waiting is not queued twice). */
+/**
+ * Every 5 minutes: one pull per active connection (a member's pull already waiting is not queued twice).
+ * A connection of a person who has left the service (one a release before endConnectionOfLeaver left
+ * behind) is ended first, its token revoked at Google, never pulled.
+ */
 export const calendarPullSchedule: JobDefinition<HousekeepingJob> = {
   queue: CALENDAR_PULL_SCHEDULE,
   cron: '*/5 * * * *',
   async handler(deps) {
+    const { rows: leavers } = await deps.pool.query<{ user_id: string }>(
+      'SELECT c.user_id FROM calendar_connections c JOIN users u ON u.id = c.user_id WHERE u.deleted_at IS NOT NULL',
+    );
+    for (const { user_id } of leavers) await transaction(deps.pool, (db) => endConnectionOfLeaver(db, deps.jobs, user_id));
     if (!deps.config.google) return;
-    const { rows } = await deps.pool.query<{ user_id: string }>(`SELECT user_id FROM calendar_connections WHERE status = 'active'`);
+    const { rows } = await deps.pool.query<{ user_id: string }>(
+      `SELECT c.user_id FROM calendar_connections c JOIN users u ON u.id = c.user_id AND u.deleted_at IS NULL WHERE c.status = 'active'`,
+    );
     for (const { user_id } of rows) await deps.jobs.send(deps.pool, CALENDAR_PULL, { user_id }, { singletonKey: user_id, singletonSeconds: 240 });
   },
 };

@@ -123,9 +123,15 @@ async function push(deps: WorkerDeps, job: CalendarPushJob): Promise<void> {
       }
       return;
     }
-    const { rows } = await pool.query<EventRow>('SELECT * FROM calendar_events WHERE company_id = $1 AND id = $2', [job.company_id, job.event_id]);
+    // Read as it is now, while its host still works for its company: a push queued before the host was
+    // removed would otherwise send what the company wrote in the event afterwards.
+    const { rows } = await pool.query<EventRow>(
+      `SELECT e.* FROM calendar_events e
+        WHERE e.company_id = $1 AND e.id = $2 AND e.user_id = $3 AND EXISTS (SELECT 1 FROM memberships m WHERE m.user_id = $3 AND m.company_id = $1)`,
+      [job.company_id, job.event_id, job.user_id],
+    );
     const event = rows[0];
-    if (!event) return; // deleted since; its delete job removes it from Google
+    if (!event) return; // deleted since (its delete job removes it from Google), or its host removed from the company
     if (event.sync_to_google === false) return; // switched off since; that write queued the delete
     const body = toGoogle(event);
     const sent = await withToken(pool, config, client, connection, async (token) => {
