@@ -45,6 +45,9 @@ export function resolveToken(env: NodeJS.ProcessEnv = process.env): string {
   return token;
 }
 
+/** The longest WSCTL_TIMEOUT_SECONDS taken: a day. */
+export const MAX_TIMEOUT_SECONDS = 86_400;
+
 /**
  * How long a call waits for the server's answer: 60 s, or WSCTL_TIMEOUT_SECONDS. A server that takes
  * the connection and never answers would otherwise hold a script for undici's 5 minutes.
@@ -52,7 +55,10 @@ export function resolveToken(env: NodeJS.ProcessEnv = process.env): string {
 export function resolveTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
   const raw = env.WSCTL_TIMEOUT_SECONDS;
   if (raw === undefined || raw === '') return 60_000;
-  if (!/^\d+$/.test(raw.trim()) || Number(raw) < 1) throw new CliError(`invalid WSCTL_TIMEOUT_SECONDS "${raw}" (expected whole seconds, at least 1)`);
+  // At most a day: Node's timers hold about 24.8 days, past which a wait fires at once.
+  if (!/^\d+$/.test(raw.trim()) || Number(raw) < 1 || Number(raw) > MAX_TIMEOUT_SECONDS) {
+    throw new CliError(`invalid WSCTL_TIMEOUT_SECONDS "${raw}" (expected whole seconds, from 1 to ${MAX_TIMEOUT_SECONDS})`);
+  }
   return Number(raw) * 1000;
 }
 

@@ -39,6 +39,19 @@ describe('wsctl', () => {
     assert.deepEqual(answers.map((a) => a.status).sort(), [200, 409, 409], JSON.stringify(answers.map((a) => a.body)).slice(0, 400));
   });
 
+  test('company create: a tenant holding the default owner email (owner@<slug>.example) neither blocks the company nor is offered it', async () => {
+    const tenantCompany = await json(app, ['company', 'create', '--name', 'Inquilino Ajeno']);
+    const key = await json(app, ['key', 'create', '--company', tenantCompany.company.id, '--scopes', 'create-users']);
+    // Any company's key can add a member with any email: this tenant takes the next company's default.
+    const squatted = await client(app.baseUrl, key.secret).post('/users', { data: { email: 'owner@gamma-nueva.example', first_name: 'Mallory' } });
+    assert.equal(squatted.status, 201, squatted.text);
+    const created = await json(app, ['company', 'create', '--name', 'Gamma Nueva']);
+    assert.equal(created.company.slug, 'gamma-nueva');
+    assert.equal(created.owner.email, 'owner-2@gamma-nueva.example', 'a default no user has');
+    const { rows } = await app.pool.query('SELECT company_id, is_owner FROM memberships WHERE user_id = $1', [created.owner.id]);
+    assert.deepEqual(rows, [{ company_id: created.company.id, is_owner: true }], 'the new company belongs to its own new owner alone');
+  });
+
   test('company create/show/update/list, with the owner made from the default email', async () => {
     const created = await json(app, ['company', 'create', '--name', 'Taller Ruiz', '--plan', 'starter', '--max-team-size', '3']);
     assert.equal(created.company.name, 'Taller Ruiz');
@@ -82,7 +95,8 @@ describe('wsctl', () => {
     assertOneLineError(await wsctl(app, ['company', 'update', other.company.id, '--owner-email', 'duena@taller-ruiz.example']), /already exists/);
     // Creating a company with a taken email is refused too (it used to make that person its owner in silence), and creates nothing.
     const before = (await json(app, ['company', 'list'])).length;
-    assertOneLineError(await wsctl(app, ['company', 'create', '--name', 'Tercera', '--owner-email', 'DUENA@taller-ruiz.example']), /already exists.*add-membership/);
+    // The error says whose the email is, so the operator sees what add-membership would hand the company to.
+    assertOneLineError(await wsctl(app, ['company', 'create', '--name', 'Tercera', '--owner-email', 'DUENA@taller-ruiz.example']), new RegExp(`already exists \\(user ${created.owner.id}, member of: "Taller Ruiz" ${id}\\).*Only if.*add-membership`));
     assert.equal((await json(app, ['company', 'list'])).length, before);
 
     const listed = await json(app, ['company', 'list']);
@@ -120,6 +134,9 @@ describe('wsctl', () => {
     const refused = await api.get('/customers');
     assert.equal(refused.status, 401);
     assert.equal(refused.body.error, 'invalid_key');
+    // A host named twice (in any letter case) is stored once.
+    const fenced = await json(app, ['key', 'create', '--company', company.id, '--scopes', 'read-customers', '--origins', 'shop.example,SHOP.Example,*.shop.example']);
+    assert.deepEqual(fenced.allowed_origins, ['shop.example', '*.shop.example']);
   });
 
   test('automation create from a file shows up in the API; form create/update from a file', async () => {
@@ -154,6 +171,9 @@ describe('wsctl', () => {
     const publicRead = await client(app.baseUrl, key.secret).get(`/forms/${form.id}`);
     assert.equal(publicRead.status, 200);
     assert.equal(publicRead.body.data.title, 'Escríbenos');
+    // wsctl's own --json read (with company_id and post_actions) goes back as a form file as it is.
+    await writeFile(formFile, JSON.stringify({ ...replaced, title: 'Vuelta' }));
+    assert.equal((await json(app, ['form', 'update', form.id, '--file', formFile])).title, 'Vuelta');
 
     // Text no column can hold is the input's fault, said without PostgreSQL's words (no SQL reaches a client).
     await writeFile(file, '{"name":"a\\u0000b","trigger_type":"lead.created","steps":[]}');
@@ -212,6 +232,9 @@ describe('wsctl', () => {
     for (const [year, month] of [['2026', '0x2'], ['1e3', '2'], ['2026', ''], ['2026', '2.0']]) {
       assertOneLineError(await wsctl(app, ['period', 'close', '--company', company.id, '--year', year, '--month', month]), /expected a whole number/);
     }
+    for (const month of ['0', '13']) {
+      assertOneLineError(await wsctl(app, ['period', 'close', '--company', company.id, '--year', '2026', '--month', month]), /expected a whole number from 1 to 12\./);
+    }
     const closed = await json(app, ['period', 'close', '--company', company.id, '--year', '2026', '--month', '2']);
     assert.deepEqual([closed.year, closed.month], [2026, 2]);
   });
@@ -246,6 +269,10 @@ describe('wsctl', () => {
     assert.equal(listed.length, 1, 'the name stays on its own row');
     // --json carries the name as it is, JSON-escaped.
     assert.equal((await json(app, ['company', 'show', company.id])).name, hostile);
+    // The operator's own typing too: a name with a newline stays on the headline of company create.
+    const typed = await wsctl(app, ['company', 'create', '--name', 'Dos\nLíneas']);
+    assert.equal(typed.code, 0, typed.stderr);
+    assert.match(typed.stdout.split('\n')[0], /^Created company Dos\\u000aLíneas \([0-9a-f]{24}\)$/);
 
     // An MCP tool name any key holder sends is printed by `mcp activity` on its own row.
     await json(app, ['company', 'update', company.id, '--plan', 'starter']);
@@ -291,6 +318,10 @@ describe('wsctl', () => {
       assertOneLineError(await wsctl(app, ['company', 'list'], { ADMIN_URL: `${base}/busy` }), /too many rejected admin tokens from this address \(429\): retry in 42 s/);
       assertOneLineError(await wsctl(app, ['company', 'list'], { ADMIN_URL: `${base}/page` }), /unexpected answer from .*\(not JSON\): is this the workspace service\?/);
       assertOneLineError(await wsctl(app, ['company', 'list'], { ADMIN_URL: `${base}/silent`, WSCTL_TIMEOUT_SECONDS: '1' }), /cannot reach .*: no answer in time/);
+      // A wait past what Node's timers hold (about 24.8 days) would fire at once: refused before any request.
+      for (const seconds of ['2592000', '4294968', '0']) {
+        assertOneLineError(await wsctl(app, ['company', 'list'], { ADMIN_URL: `${base}/silent`, WSCTL_TIMEOUT_SECONDS: seconds }), /invalid WSCTL_TIMEOUT_SECONDS .*from 1 to 86400/);
+      }
     } finally {
       front.closeAllConnections();
       front.close();

@@ -74,17 +74,39 @@ async function uniqueSlug(db: Queryable, name: string): Promise<string> {
   for (let i = 2; ; i++) if (!taken.has(`${base}-${i}`)) return `${base}-${i}`;
 }
 
+/** `owner@<slug>.example`, or `owner-2@…`, `owner-3@…` when a user has it (the slug's lock is held). */
+async function freeDefaultOwnerEmail(db: Queryable, slug: string): Promise<string> {
+  const { rows } = await db.query<{ email: string }>(`SELECT lower(email) AS email FROM users WHERE lower(email) LIKE $1 AND deleted_at IS NULL`, [`owner%@${slug}.example`]);
+  const taken = new Set(rows.map((r) => r.email));
+  for (let i = 1; ; i++) {
+    const email = `${i === 1 ? 'owner' : `owner-${i}`}@${slug}.example`;
+    if (!taken.has(email)) return email;
+  }
+}
+
 export async function createCompany(pool: Pool, input: CompanyInput) {
   return transaction(pool, async (db) => {
     const id = objectId();
     const slug = await uniqueSlug(db, input.name);
-    const email = (input.ownerEmail ?? `owner@${slug}.example`).toLowerCase();
-    // DESIGN.md: the owner is a user made with the email. An email already taken is refused before
-    // anything is created, as on `company update` (it once made that person, of another company, this
-    // one's owner in silence); one person in two companies is an explicit `wsctl user add-membership`.
+    // DESIGN.md: the owner is a user made with the email. The default (`owner@<slug>.example`) is one no
+    // user has: any company's key can add a member with any email, so a default that could be taken
+    // would let a tenant squat it and block, or be offered, the new company.
+    const email = input.ownerEmail?.toLowerCase() ?? (await freeDefaultOwnerEmail(db, slug));
+    // An email given and already taken is refused before anything is created, as on `company update`
+    // (it once made that person, of another company, this one's owner in silence); one person in two
+    // companies is an explicit `wsctl user add-membership`, after the operator has seen whose they are.
     const existing = await db.query<UserRow>('SELECT id FROM users WHERE lower(email) = $1 AND deleted_at IS NULL', [email]);
     if (existing.rows[0]) {
-      throw new ApiError('email_taken', `A user with email ${email} already exists; create the company with another owner email, then \`wsctl user add-membership ${existing.rows[0].id} --company <new company id> --owner\``);
+      const { rows: theirs } = await db.query<{ id: string; name: string }>(
+        'SELECT c.id, c.name FROM memberships m JOIN companies c ON c.id = m.company_id WHERE m.user_id = $1 ORDER BY c.id',
+        [existing.rows[0].id],
+      );
+      const companies = theirs.length ? theirs.map((c) => `${JSON.stringify(c.name)} ${c.id}`).join(', ') : 'none';
+      throw new ApiError(
+        'email_taken',
+        `A user with email ${email} already exists (user ${existing.rows[0].id}, member of: ${companies}); create the company with another owner email. ` +
+          `Only if that person is to own it too: \`wsctl user add-membership ${existing.rows[0].id} --company <new company id> --owner\``,
+      );
     }
     checkPlanQuota(input.plan ?? 'free', input.mcpQuota ?? null);
     const { rows } = await db.query<CompanyRow>(

@@ -25,7 +25,8 @@ export async function issueKey(pool: Pool, input: KeyInput) {
     companyId: input.companyId,
     userId,
     scopes: input.scopes,
-    allowedOrigins: input.origins,
+    // Each once, as given (lower-cased by the router): a host named twice is one.
+    allowedOrigins: input.origins && [...new Set(input.origins)],
     name: input.name,
     rateLimitPerMinute: input.rateLimitPerMinute,
   });

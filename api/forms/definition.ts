@@ -89,8 +89,10 @@ export const formFileSchema = z
     active: z.boolean().default(true),
     fields: z.array(fieldInput).max(200),
     post_actions: postActionsInput.default({}),
-    // Present in a Form read; ignored here, but for `locale`: the language of the plain text fields.
+    // Present in a Form read (and `company_id` in wsctl's); ignored here, but for `locale`: the language
+    // of the plain text fields.
     id: z.string().optional(),
+    company_id: z.string().optional(),
     locale: z.string().optional(),
     submissions_count: z.number().optional(),
     created_at: z.string().optional(),

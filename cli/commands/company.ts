@@ -6,7 +6,7 @@ import type { Outputs } from '../client.ts';
 import { OPT_IN_MODULES, type Module } from '../../api/auth/scopes.ts';
 import { MAX_TEAM_SIZE } from '../../api/admin/limits.ts';
 import { intOrNone, intUpTo, list, noneToNull, nonNegativeInt, onOff } from '../options.ts';
-import { CliError, details, table } from '../output.ts';
+import { CliError, cell, details, table } from '../output.ts';
 
 const PLANS = ['free', 'starter', 'enterprise'] as const;
 
@@ -78,7 +78,7 @@ export function registerCompanyCommands(program: Command): void {
             keyPassword: opts.keyPassword,
           });
         },
-        (p) => `Tax profile of ${p.company_id}: ${p.rfc} ${p.legal_name} (regime ${p.tax_regime}, CP ${p.zip})
+        (p) => `Tax profile of ${p.company_id}: ${cell(p.rfc)} ${cell(p.legal_name)} (regime ${cell(p.tax_regime)}, CP ${cell(p.zip)})
 CSD ${p.certificate_number}, valid until ${p.valid_to}`,
       ),
     );
@@ -92,7 +92,7 @@ CSD ${p.certificate_number}, valid until ${p.valid_to}`,
   ).action(
     action(
       async ({ api, opts }) => api.company.create.mutate({ ...companyFields(opts), name: opts.name, ownerEmail: opts.ownerEmail }),
-      ({ company, owner }) => `Created company ${company.name} (${company.id})\nOwner: ${owner.email} (${owner.id})\n\n${companyDetails(company)}`,
+      ({ company, owner }) => `Created company ${cell(company.name)} (${company.id})\nOwner: ${cell(owner.email)} (${owner.id})\n\n${companyDetails(company)}`,
     ),
   );
 

@@ -2,7 +2,7 @@
 // CLI contract): a closed month refuses money writes dated in it (422 period_locked).
 import type { Command } from 'commander';
 import { action } from '../action.ts';
-import { positiveInt } from '../options.ts';
+import { intUpTo, positiveInt } from '../options.ts';
 
 export function registerPeriodCommands(program: Command): void {
   const period = program.command('period').description('accounting months of a company');
@@ -12,7 +12,7 @@ export function registerPeriodCommands(program: Command): void {
       .description(verb === 'close' ? 'close a month: money writes dated in it are refused' : 'reopen a closed month')
       .requiredOption('--company <id>', 'company id')
       .requiredOption('--year <year>', 'year, e.g. 2026', positiveInt)
-      .requiredOption('--month <month>', 'month, 1-12', positiveInt)
+      .requiredOption('--month <month>', 'month, 1-12', intUpTo(12))
       .action(
         action(
           async ({ api, opts }) => api.period[verb].mutate({ companyId: opts.company, year: opts.year, month: opts.month }),

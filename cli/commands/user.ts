@@ -3,6 +3,7 @@
 import type { Command } from 'commander';
 import { action } from '../action.ts';
 import { list } from '../options.ts';
+import { cell } from '../output.ts';
 
 export function registerUserCommands(program: Command): void {
   const user = program.command('user').description('manage users');
@@ -15,7 +16,7 @@ export function registerUserCommands(program: Command): void {
     .action(
       action(
         async ({ api, args: [id], opts }) => api.user.setPassword.mutate({ id, password: opts.password }),
-        (user) => `Password set for ${user.email} (${user.id})`,
+        (user) => `Password set for ${cell(user.email)} (${user.id})`,
       ),
     );
 
