@@ -302,13 +302,21 @@ function s3Config(env: NodeJS.ProcessEnv): S3Config | null {
   }
   // S3's bucket naming rules: it becomes part of a host name with virtual-hosted addressing.
   if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(env.S3_BUCKET!) || env.S3_BUCKET!.includes('..')) fail(`S3_BUCKET no es un nombre de bucket válido (recibido "${env.S3_BUCKET}")`);
+  const endpoint = url('S3_ENDPOINT', env.S3_ENDPOINT || `https://s3.${region}.amazonaws.com`);
+  // Path-style by default with an endpoint of one's own (MinIO), and for a bucket name with dots: as a
+  // host name (`a.b.s3.amazonaws.com`) it matches no certificate of AWS's (its wildcard covers one label).
+  const pathStyle = env.S3_FORCE_PATH_STYLE ? flag('S3_FORCE_PATH_STYLE', env.S3_FORCE_PATH_STYLE) : Boolean(env.S3_ENDPOINT) || env.S3_BUCKET!.includes('.');
+  // Virtual-hosted addressing puts the bucket in the host name and keeps no path of the endpoint.
+  if (!pathStyle && new URL(endpoint).pathname.replace(/\/$/, '') !== '') {
+    fail(`S3_ENDPOINT con una ruta (${endpoint}) pide S3_FORCE_PATH_STYLE=1: con el bucket en el nombre de host, la ruta se perdería`);
+  }
   return {
-    endpoint: url('S3_ENDPOINT', env.S3_ENDPOINT || `https://s3.${region}.amazonaws.com`),
+    endpoint,
     bucket: env.S3_BUCKET!,
     region,
     accessKeyId: env.S3_ACCESS_KEY_ID!,
     secretAccessKey: env.S3_SECRET_ACCESS_KEY!,
-    pathStyle: env.S3_FORCE_PATH_STYLE ? flag('S3_FORCE_PATH_STYLE', env.S3_FORCE_PATH_STYLE) : Boolean(env.S3_ENDPOINT),
+    pathStyle,
     prefix,
   };
 }

@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { createPool, type Pool } from '../db/pool.ts';
 import { loadConfig } from '../lib/config.ts';
 import { blobInfo, BlobStore, CHUNK_BYTES, deleteBlob } from '../storage/blobs.ts';
-import { S3Client, S3Error } from '../storage/s3.ts';
+import { S3_ATTEMPTS, S3Client, S3Error } from '../storage/s3.ts';
 import { createTestDatabase } from './helpers/db.ts';
 import { seedTenant } from './helpers/app.ts';
 import { startS3StandIn, type S3StandIn } from './helpers/s3-stand-in.ts';
@@ -138,8 +138,22 @@ describe('blob storage', () => {
     assert.deepEqual(await bucket.purgeObjects(pool), { deleted: 0, failed: 1 });
     assert.ok(s3.objects.has(keyB));
     assert.equal(await count(pool, 'SELECT count(*)::int AS n FROM blob_object_deletions WHERE object_key = $1', [keyB]), 1);
-    assert.deepEqual(await bucket.purgeObjects(pool), { deleted: 1, failed: 0 });
+    // A mistyped bucket answers 404 NoSuchBucket: that is no deletion, the key stays queued for the right one.
+    const c = await bucket.write(pool, companyId, randomBytes(1000), { contentType: 'image/png' });
+    assert.ok(c.ok);
+    const keyC = `ws/${companyId}/${c.blob.id}`;
+    await deleteBlob(pool, c.blob.id);
+    const misnamed = new BlobStore(loadConfig({ NODE_ENV: 'test', ...s3.env('ws/'), S3_BUCKET: 'workspace-tset' }).s3);
+    try {
+      assert.deepEqual(await misnamed.purgeObjects(pool), { deleted: 0, failed: 2 });
+    } finally {
+      await misnamed.close();
+    }
+    assert.ok(s3.objects.has(keyC), 'the object is still in the bucket');
+    assert.equal(await count(pool, 'SELECT count(*)::int AS n FROM blob_object_deletions WHERE object_key = $1', [keyC]), 1, 'still queued');
+    assert.deepEqual(await bucket.purgeObjects(pool), { deleted: 2, failed: 0 });
     assert.equal(s3.objects.has(keyB), false);
+    assert.equal(s3.objects.has(keyC), false);
   });
 
   test('s3: a company deleted with its blobs queues every object', async () => {
@@ -163,13 +177,26 @@ describe('blob storage', () => {
 
   test('s3: refusals of the service surface with their S3 code, and a failed upload leaves no blob row', async () => {
     const rows = await count(pool, 'SELECT count(*)::int AS n FROM blobs');
+    // A 503 SlowDown or 500 InternalError now and then is retried (AWS asks clients to): the write goes through.
+    const puts = () => s3.requests.filter((r) => r.method === 'PUT').length;
+    let before = puts();
     s3.fail('PUT', 503, 'SlowDown');
+    s3.fail('PUT', 500, 'InternalError');
+    const retried = await bucket.write(pool, companyId, randomBytes(100), { contentType: 'image/png' });
+    assert.ok(retried.ok);
+    assert.equal(puts() - before, S3_ATTEMPTS, 'two refusals, then the PUT that was stored');
+    assert.equal(await count(pool, 'SELECT count(*)::int AS n FROM blobs'), rows + 1);
+    await deleteBlob(pool, retried.blob.id);
+    // Refused on every attempt: the error surfaces with its code, and no blob row is left. A 4xx is not retried.
+    before = puts();
+    s3.fail('PUT', 503, 'SlowDown', S3_ATTEMPTS);
     await assert.rejects(bucket.write(pool, companyId, randomBytes(100), { contentType: 'image/png' }), (error: unknown) => {
       assert.ok(error instanceof S3Error);
       assert.equal(error.httpStatus, 503);
       assert.equal(error.code, 'SlowDown');
       return true;
     });
+    assert.equal(puts() - before, S3_ATTEMPTS);
     assert.equal(await count(pool, 'SELECT count(*)::int AS n FROM blobs'), rows);
 
     // Hostile: a wrong secret is refused by the signature check, not by luck.
@@ -230,5 +257,12 @@ describe('blob storage', () => {
     const aws = loadConfig({ NODE_ENV: 'test', BLOB_STORE: 's3', S3_BUCKET: 'workspace-files', S3_REGION: 'eu-west-1', S3_ACCESS_KEY_ID: 'a', S3_SECRET_ACCESS_KEY: 's' }).s3;
     assert.deepEqual({ endpoint: aws?.endpoint, pathStyle: aws?.pathStyle }, { endpoint: 'https://s3.eu-west-1.amazonaws.com', pathStyle: false });
     assert.equal(loadConfig({ NODE_ENV: 'test', ...s3.env() }).s3?.pathStyle, true);
+    // A bucket name with dots matches no AWS certificate as a host name: path-style unless told otherwise.
+    const dotted = { NODE_ENV: 'test', BLOB_STORE: 's3', S3_BUCKET: 'files.example.com', S3_ACCESS_KEY_ID: 'a', S3_SECRET_ACCESS_KEY: 's' };
+    assert.equal(loadConfig(dotted).s3?.pathStyle, true);
+    assert.equal(loadConfig({ ...dotted, S3_FORCE_PATH_STYLE: '0' }).s3?.pathStyle, false);
+    // An endpoint with a path (a proxy) cannot take the bucket in its host name: refused, not lost.
+    assert.throws(() => loadConfig({ NODE_ENV: 'test', ...s3.env(), S3_ENDPOINT: 'https://proxy.example/storage', S3_FORCE_PATH_STYLE: '0' }), /S3_ENDPOINT con una ruta/);
+    assert.equal(loadConfig({ NODE_ENV: 'test', ...s3.env(), S3_ENDPOINT: 'https://proxy.example/storage' }).s3?.pathStyle, true);
   });
 });

@@ -25,7 +25,8 @@ export type S3StandIn = {
   objects: Map<string, StoredObject>;
   requests: Array<{ method: string; key: string; status: number }>;
   /** The next `times` requests of `method` answer `status` with S3 error `code`. */
-  fail: (method: string, status: number, code: string, times?: number) => void;
+  /** The next `times` requests of `method` (to `key` only, when given) answer `status` with S3's error `code`. */
+  fail: (method: string, status: number, code: string, times?: number, key?: string) => void;
   /** Environment for the app's config (lib/config.ts) pointing BLOB_STORE at this stand-in. */
   env: (prefix?: string) => Record<string, string>;
   close: () => Promise<void>;
@@ -67,7 +68,7 @@ export async function startS3StandIn(options: { bucket?: string; region?: string
   const keys = { accessKeyId: options.accessKeyId ?? 'AKIASTANDIN0000000001', secretAccessKey: options.secretAccessKey ?? 'stand-in-secret-key-0123456789abcdefghij', region: options.region ?? 'us-east-1' };
   const objects = new Map<string, StoredObject>();
   const requests: S3StandIn['requests'] = [];
-  const faults: Array<{ method: string; status: number; code: string; times: number }> = [];
+  const faults: Array<{ method: string; status: number; code: string; times: number; key?: string }> = [];
 
   const answer = (res: ServerResponse, req: IncomingMessage, key: string, status: number, body?: string | Buffer, headers: Record<string, string> = {}) => {
     requests.push({ method: req.method!, key, status });
@@ -87,7 +88,7 @@ export async function startS3StandIn(options: { bucket?: string; region?: string
     if (denied) return answer(res, req, key, 403, errorXml(denied, 'The request signature we calculated does not match the signature you provided.'));
     if (!m) return answer(res, req, key, 400, errorXml('InvalidRequest', 'Expected /<bucket>/<key>, or /<key> with Host: <bucket>.…'));
     if (m[1] !== bucket) return answer(res, req, key, 404, errorXml('NoSuchBucket', 'The specified bucket does not exist'));
-    const fault = faults.find((f) => f.times > 0 && f.method === req.method);
+    const fault = faults.find((f) => f.times > 0 && f.method === req.method && (f.key === undefined || f.key === key));
     if (fault) {
       fault.times--;
       return answer(res, req, key, fault.status, errorXml(fault.code, 'Injected by the test'));
@@ -128,7 +129,7 @@ export async function startS3StandIn(options: { bucket?: string; region?: string
     ...keys,
     objects,
     requests,
-    fail: (method, status, code, times = 1) => faults.push({ method, status, code, times }),
+    fail: (method, status, code, times = 1, key) => faults.push({ method, status, code, times, key }),
     env: (prefix = '') => ({
       BLOB_STORE: 's3',
       S3_ENDPOINT: url,
