@@ -54,7 +54,7 @@ describe('Idempotency-Key: a committed write always has its stored answer', () =
       web.kill();
     }
     assert.equal(await count(t.companyId, 'customers'), 1, 'the write was committed before the crash');
-    // However long the client waits before retrying (past the 60 s takeover window too).
+    // However long the client waits before retrying (past the 15 s takeover window too).
     await app.pool.query(`UPDATE idempotency_keys SET locked_at = now() - interval '61 seconds' WHERE company_id = $1`, [t.companyId]);
 
     const retry = await client(app.baseUrl, t.key).post('/customers', body, headers);

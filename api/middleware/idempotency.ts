@@ -107,6 +107,13 @@ export function checkKeyShape(ctx: ApiContext): void {
  * uploads, fingerprinted by file digests) call this from their handler
  * instead of using the middleware.
  */
+/**
+ * How long after its claim a running key whose request holds no liveness lock is taken over. The lock is
+ * taken once the request's transaction has a connection (the pool waits at most 5 s for one, db/pool.ts),
+ * so a claim younger than this may be a live request that has not taken it yet.
+ */
+export const TAKEOVER_AFTER_SECONDS = 15;
+
 export async function runIdempotent(
   ctx: ApiContext,
   bodyFingerprint: string,
@@ -138,26 +145,30 @@ export async function runIdempotent(
             state = 'running', response_status = NULL, response_headers = NULL, response_body = NULL,
             locked_at = now(), created_at = now()
       WHERE idempotency_keys.created_at < now() - interval '24 hours'
-         OR (idempotency_keys.state = 'running' AND idempotency_keys.locked_at < now() - interval '60 seconds'
+         OR (idempotency_keys.state = 'running' AND idempotency_keys.locked_at < now() - make_interval(secs => $8)
              AND idempotency_keys.method = EXCLUDED.method AND idempotency_keys.path = EXCLUDED.path
              AND idempotency_keys.fingerprint = EXCLUDED.fingerprint
              AND pg_try_advisory_xact_lock(hashtextextended($7, 0)))
      RETURNING key`,
-    [companyId, key, ctx.method, path, fingerprint, scope, liveness],
+    [companyId, key, ctx.method, path, fingerprint, scope, liveness, TAKEOVER_AFTER_SECONDS],
   );
 
   if (claimed.rowCount === 0) {
+    // `orphaned_for`: a running claim whose request no longer holds its liveness lock (its process died)
+    // is taken over TAKEOVER_AFTER_SECONDS after it was made; the wait left is the answer's Retry-After.
     const { rows } = await pool.query(
-      `SELECT method, path, fingerprint, state, response_status, response_headers, response_body
+      `SELECT method, path, fingerprint, state, response_status, response_headers, response_body,
+              CASE WHEN state = 'running' AND pg_try_advisory_xact_lock(hashtextextended($4, 0))
+                   THEN ceil(extract(epoch FROM locked_at + make_interval(secs => $5) - now()))::int END AS takeover_in
          FROM idempotency_keys WHERE company_id = $1 AND scope = $3 AND key = $2`,
-      [companyId, key, scope],
+      [companyId, key, scope, liveness, TAKEOVER_AFTER_SECONDS],
     );
     const stored = rows[0];
     if (!stored) throw inProgress(ctx); // released between our two statements
     if (stored.method !== ctx.method || stored.path !== path || stored.fingerprint !== fingerprint) {
       throw new ApiError('idempotency_key_reused');
     }
-    if (stored.state === 'running') throw inProgress(ctx);
+    if (stored.state === 'running') throw inProgress(ctx, stored.takeover_in);
     ctx.status = stored.response_status;
     for (const [name, value] of Object.entries(stored.response_headers ?? {})) ctx.set(name, String(value));
     ctx.set('Idempotent-Replayed', 'true');
@@ -166,7 +177,7 @@ export async function runIdempotent(
   }
 
   // Releasing the claim lets the client retry; a failure to release only
-  // delays that retry by the 60 s takeover, so it is logged, not raised.
+  // delays that retry by the takeover (TAKEOVER_AFTER_SECONDS), so it is logged, not raised.
   const release = () =>
     pool
       .query('DELETE FROM idempotency_keys WHERE company_id = $1 AND scope = $3 AND key = $2', [companyId, key, scope])
@@ -225,8 +236,12 @@ export async function runIdempotent(
 }
 
 /** 409 idempotency_in_progress, with when to ask again: the first request is usually done within a second. */
-function inProgress(ctx: ApiContext): ApiError {
-  ctx.set('Retry-After', '1');
+/**
+ * 409 idempotency_in_progress. Retry-After: 1 while the first request runs; for a claim its request no
+ * longer holds (its process died), the seconds left before it is taken over (`takeoverIn`).
+ */
+function inProgress(ctx: ApiContext, takeoverIn?: number | null): ApiError {
+  ctx.set('Retry-After', String(Math.max(1, takeoverIn ?? 1)));
   return new ApiError('idempotency_in_progress');
 }
 

@@ -17,7 +17,9 @@
 //   none yet) gets no more attempts at once than the failures it has left
 //   before the automatic shut-off (SHUT_OFF_AFTER less its consecutive
 //   failures, written or not): a receiver that fails from the start gets
-//   exactly 20 attempts, never a burst past the shut-off.
+//   exactly 20 attempts from one worker, never a burst past the shut-off.
+//   The window is per worker process (the attempts out at other workers are
+//   not counted): N workers may send up to N × 20 (docs/webhooks.md).
 //   A healthy one (last attempt a success) gets the whole PER_ENDPOINT.
 // - Finished attempts are written in batches (every FLUSH_MS or FLUSH_SIZE
 //   results): delivery rows (the next attempt's time, the lease cleared),
