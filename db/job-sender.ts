@@ -34,10 +34,19 @@ export function senderFor(boss: PgBoss): JobSender {
 
 /**
  * Every queue of the registry, with its options (both processes call this at
- * start), and the retired ones deleted with whatever they still hold.
+ * start), and the retired ones deleted with whatever they still hold. A queue
+ * that exists already gets the registry's options too: pg-boss's createQueue
+ * leaves an existing queue as it was, and a job takes its retry policy from
+ * its queue's row, so a release that changes a queue's options would
+ * otherwise never apply them to a database made before it.
  */
 export async function createQueues(boss: PgBoss): Promise<void> {
-  for (const queue of ALL_QUEUES) await boss.createQueue(queue.name, queue.options);
+  for (const queue of ALL_QUEUES) {
+    await boss.createQueue(queue.name, queue.options);
+    // What a queue's row may change after its creation (its policy and partitioning are fixed then).
+    const { policy: _policy, partition: _partition, ...changeable } = queue.options;
+    await boss.updateQueue(queue.name, changeable);
+  }
   for (const name of RETIRED_QUEUES) await boss.deleteQueue(name); // a no-op once gone
 }
 

@@ -93,6 +93,9 @@ export const CALENDAR_PULL = queue<CalendarPullJob>('calendar-pull', {
  * Google out of reach retries with backoff for about a day.
  */
 export const CALENDAR_REVOKE = queue<CalendarRevokeJob>('calendar-revoke', {
+  // The job carries the sealed token: once ended (revoked, or given up), it is deleted within a minute
+  // rather than kept for pg-boss's default week.
+  deleteAfterSeconds: 60,
   retryLimit: 50,
   retryDelay: 30,
   retryBackoff: true,

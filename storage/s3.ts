@@ -105,7 +105,7 @@ export class S3Client {
     await Promise.all([this.#agent.close(), this.#streams.close()]);
   }
 
-  /** One operation, retried with backoff (100 ms, 400 ms) while the service answers 5xx or refuses the connection. */
+  /** One operation, retried with backoff (100 ms, 400 ms) while the service answers 5xx or the connection fails (refused, reset), not after a timeout. PUT, GET and DELETE are idempotent, so a retry repeats nothing. */
   async #call(operation: string, method: string, key: string, headers: Record<string, string>, ok: number[], agent: Dispatcher, body?: () => Buffer | Readable): Promise<Dispatcher.ResponseData> {
     for (let attempt = 1; ; attempt++) {
       try {
@@ -114,7 +114,7 @@ export class S3Client {
         return res;
       } catch (error) {
         // Not a timeout: a web request would wait 30 s more per attempt, past what a router allows.
-        const timedOut = error instanceof S3Error && /TIMEOUT/.test(error.code);
+        const timedOut = error instanceof S3Error && /TIMEOUT|TIMEDOUT/.test(error.code);
         if (!(error instanceof S3Error) || !RETRIED.has(error.httpStatus) || timedOut || attempt >= S3_ATTEMPTS) throw error;
         await new Promise((resolve) => setTimeout(resolve, RETRY_BASE_MS * 4 ** (attempt - 1)));
       }

@@ -216,6 +216,7 @@ describe('Idempotency-Key', () => {
     const twice = await requestRepeatingHeaders(`${app.baseUrl}/customers`, 'POST', headers, JSON.stringify({ data: { name: 'Dos claves' } }));
     assert.equal(twice.status, 400, twice.text);
     assert.equal(JSON.parse(twice.text).error, 'invalid_idempotency_key');
+    assert.match(JSON.parse(twice.text).message, /más de una vez/, 'the message says what is wrong: not its characters');
     assert.equal(await customers(t.companyId, 'Dos claves'), 0);
     // What Node would have joined them into is a key of its own, unused: the write runs afresh.
     const joined = await api.post('/customers', { data: { name: 'Dos claves' } }, { 'Idempotency-Key': 'dos-a, dos-b' });

@@ -109,6 +109,33 @@ describe('migration runner', () => {
     });
   });
 
+  test('108 drops the attendees without an email that imports from Google stored before it; everything else stays as it was', async () => {
+    await withScratchDatabase(async (pool) => {
+      await migrate(pool, { upTo: 107 });
+      const id = (n: number) => String(n).padStart(24, '0');
+      await pool.query(`INSERT INTO companies (id, name, slug) VALUES ($1, 'Salas', 'salas')`, [id(1)]);
+      await pool.query('INSERT INTO users (id, email) VALUES ($1, $2)', [id(2), 'h@example.com']);
+      const insert = (n: number, source: string, attendees: unknown) =>
+        pool.query(
+          `INSERT INTO calendar_events (id, company_id, user_id, title, starts_at, ends_at, source, google_event_id, attendees)
+           VALUES ($1, $2, $3, 'E', now(), now() + interval '1 hour', $4, $5, $6)`,
+          [id(n), id(1), id(2), source, source === 'google' ? `g${n}` : null, JSON.stringify(attendees)],
+        );
+      await insert(3, 'google', [{ name: 'Sala 3', email: null }, { name: 'Ana', email: 'ana@example.com' }, { name: 'Proyector' }, { name: null, email: 'b@example.com' }]);
+      await insert(4, 'google', [{ name: 'Sala 4', email: null }]);
+      await insert(5, 'google', [{ name: 'Eva', email: 'eva@example.com' }]);
+      await insert(6, 'native', [{ name: 'Luz', email: 'luz@example.com' }]);
+      await migrate(pool);
+      const { rows } = await pool.query('SELECT id, attendees FROM calendar_events ORDER BY id');
+      assert.deepEqual(rows.map((r) => [r.id, r.attendees]), [
+        [id(3), [{ name: 'Ana', email: 'ana@example.com' }, { name: null, email: 'b@example.com' }]],
+        [id(4), []],
+        [id(5), [{ name: 'Eva', email: 'eva@example.com' }]],
+        [id(6), [{ name: 'Luz', email: 'luz@example.com' }]],
+      ]);
+    });
+  });
+
   test('091 gives submissions whose email was still to be sent their visitor\'s copy as an action of its own', async () => {
     await withScratchDatabase(async (pool) => {
       await migrate(pool, { upTo: 90 });

@@ -94,7 +94,8 @@ export async function idempotency(ctx: ApiContext, next: Next) {
  */
 export function checkKeyShape(ctx: ApiContext): void {
   const key = singleHeader(ctx, 'Idempotency-Key');
-  if (key === null || !KEY_SHAPE.test(key)) throw new ApiError('invalid_idempotency_key');
+  if (key === null) throw new ApiError('invalid_idempotency_key', 'La cabecera Idempotency-Key llegó más de una vez; envía una sola clave.');
+  if (!KEY_SHAPE.test(key)) throw new ApiError('invalid_idempotency_key');
 }
 
 /**

@@ -65,7 +65,6 @@ export function serializeCalendarEvent(row: CalendarEventRow): z.output<typeof c
   };
 }
 
-/** Whether `userId` is a member of the company whose person is not removed (a valid host). */
 /**
  * Whether the person works for the company. `lock`: hold the membership (FOR SHARE) to the end of the
  * transaction, so a removal (which deletes it) waits for the write that relied on it, and then sees

@@ -27,6 +27,8 @@ export type S3StandIn = {
   /** The next `times` requests of `method` answer `status` with S3 error `code`. */
   /** The next `times` requests of `method` (to `key` only, when given) answer `status` with S3's error `code`. */
   fail: (method: string, status: number, code: string, times?: number, key?: string) => void;
+  /** GetObject answers still being sent: their connection held by a reader that has not read them to the end. */
+  openDownloads: () => number;
   /** Environment for the app's config (lib/config.ts) pointing BLOB_STORE at this stand-in. */
   env: (prefix?: string) => Record<string, string>;
   close: () => Promise<void>;
@@ -69,6 +71,7 @@ export async function startS3StandIn(options: { bucket?: string; region?: string
   const objects = new Map<string, StoredObject>();
   const requests: S3StandIn['requests'] = [];
   const faults: Array<{ method: string; status: number; code: string; times: number; key?: string }> = [];
+  let streaming = 0;
 
   const answer = (res: ServerResponse, req: IncomingMessage, key: string, status: number, body?: string | Buffer, headers: Record<string, string> = {}) => {
     requests.push({ method: req.method!, key, status });
@@ -105,6 +108,9 @@ export async function startS3StandIn(options: { bucket?: string; region?: string
       const object = objects.get(key);
       if (!object) return answer(res, req, key, 404, errorXml('NoSuchKey', 'The specified key does not exist.'));
       requests.push({ method: 'GET', key, status: 200 });
+      // Open until the body is all sent or the client (the app) drops the connection.
+      streaming++;
+      res.once('close', () => streaming--);
       res.writeHead(200, { 'content-type': object.contentType, 'content-length': object.body.length });
       return res.end(object.body);
     }
@@ -130,6 +136,7 @@ export async function startS3StandIn(options: { bucket?: string; region?: string
     objects,
     requests,
     fail: (method, status, code, times = 1, key) => faults.push({ method, status, code, times, key }),
+    openDownloads: () => streaming,
     env: (prefix = '') => ({
       BLOB_STORE: 's3',
       S3_ENDPOINT: url,

@@ -23,6 +23,10 @@ async function revoke(deps: WorkerDeps, job: CalendarRevokeJob): Promise<void> {
   try {
     await client.revokeToken(refreshToken);
   } catch (error) {
+    if (error instanceof GoogleApiError && error.reason === 'invalid_token') {
+      log('calendar.revoked', { user_id: job.user_id, already: true });
+      return;
+    }
     if (error instanceof GoogleApiError && !error.retryable) {
       log('calendar.revoke_refused', { user_id: job.user_id, error: error.message });
       return;
