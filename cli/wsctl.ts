@@ -33,7 +33,7 @@ const program = new Command()
       'Environment (docs/cli.md):',
       '  ADMIN_URL              the service root, when --url is not given',
       '  ADMIN_TOKEN            the admin token (else the file $DATA_DIR/admin-token)',
-      '  WSCTL_TIMEOUT_SECONDS  how long a call waits for its answer (default 60)',
+      '  WSCTL_TIMEOUT_SECONDS  how long a call waits for its answer, in seconds (default 60, at most 86400)',
       '  WSCTL_DEBUG=1          print the stack trace of an error',
     ].join('\n'),
   );
