@@ -77,6 +77,10 @@ describe('form definitions: admin procedures and localized reads', () => {
     assert.equal(phone.label, 'Teléfono');
     assert.deepEqual(phone.label_translations, { es: 'Teléfono', en: 'Teléfono' });
     assert.equal(phone.maps_to, 'lead.phone');
+    // A text the file does not give is a string in every locale (the contract types these as strings), not null.
+    assert.equal(phone.placeholder, '');
+    assert.deepEqual(phone.placeholder_translations, { es: '', en: '' });
+    assert.equal(phone.help_text, null);
     const cv = f.fields.find((x: any) => x.key === 'cv');
     assert.equal(cv.maps_to, null);
     assert.equal(cv.file.max_file_size_mb, 2);
