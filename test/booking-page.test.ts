@@ -280,6 +280,26 @@ describe('public booking page (HTTP)', () => {
     assert.equal((await postJson(`${manage}/cancel`, {}, from())).body.error, 'booking_cancelled');
   });
 
+  test('the manage link\'s cancel reason is quoted in both emails: control and direction characters are 422 there as in the API', async () => {
+    const link = await newLink();
+    const base = `/book/${hostSlug}/${link.slug}`;
+    const slot = await firstSlot(base);
+    const made = await postJson(`${base}/bookings`, { data: { starts_at: slot.starts_at, booker: { name: 'Flor', email: 'flor@v.example' }, answers: { motivo: 'x' } } }, from());
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const manage = new URL(made.body.data.manage_url).pathname;
+    for (const reason of ['ok \u202egnp.exe', 'a\u0007b', 'rojo \u001b[31m']) {
+      const res = await postJson(`${manage}/cancel`, { data: { reason } }, from());
+      assert.equal(res.status, 422, JSON.stringify(reason));
+      assert.equal(res.body.error, 'validation_failed');
+      assert.ok(res.body.errors.reason, JSON.stringify(res.body));
+    }
+    const stored = await api.get(`/bookings/${made.body.data.id}`);
+    assert.equal(stored.body.data.status, 'confirmed', 'nothing was cancelled by the refused reasons');
+    const ok = await postJson(`${manage}/cancel`, { data: { reason: 'No puedo\nel martes' } }, from());
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.equal((await api.get(`/bookings/${made.body.data.id}`)).body.data.cancellation_reason, 'No puedo\nel martes');
+  });
+
   test('the manage link of a meeting that has ended neither cancels nor moves it: 409 booking_ended; the host still can', async () => {
     const link = await newLink();
     const base = `/book/${hostSlug}/${link.slug}`;

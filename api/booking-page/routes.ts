@@ -23,7 +23,7 @@ import { findBookingLink, findPublicBookingLink, findPublicBookingLinks, type Bo
 import { slotList } from '../routes/booking-links.ts';
 import { slotQuery } from '../routes/booking-link-schemas.ts';
 import { findBookingByTokenDigest, type BookingRow } from '../routes/booking-queries.ts';
-import { answers as answersSchema, booker as bookerSchema } from '../routes/booking-schemas.ts';
+import { answers as answersSchema, bookingCancel, booker as bookerSchema } from '../routes/booking-schemas.ts';
 import { cancelBooking, createBooking, rescheduleBooking } from '../bookings/book.ts';
 import { manageUrl, MANAGE_TOKEN, tokenDigest } from '../../lib/booking-tokens.ts';
 import { companyZone } from '../../db/companies.ts';
@@ -33,7 +33,7 @@ import { ApiError } from '../errors.ts';
 import { canonicalJson, checkKeyShape, IDEMPOTENCY_BODY_LIMIT, runIdempotent } from '../middleware/idempotency.ts';
 import { consumeLimit, withinPageLimit } from '../middleware/rate-limit.ts';
 import { jsonContentType } from '../middleware/body.ts';
-import { optionalText, parseData, parseQuery } from '../validation.ts';
+import { parseData, parseQuery } from '../validation.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState, Deps } from '../types.ts';
 import { bookingPage, hostPage, managePage, notFoundPage, tooManyRequestsPage, type PageBranding, type PageHost } from './html.ts';
 
@@ -45,7 +45,6 @@ const SCRIPT = readFileSync(new URL('./assets/booking.js', import.meta.url));
 const SCRIPT_ETAG = `"${createHash('sha256').update(SCRIPT).digest('hex').slice(0, 32)}"`;
 
 const publicBookingCreate = z.strictObject({ starts_at: instant, booker: bookerSchema, answers: answersSchema.optional() });
-const publicCancel = z.strictObject({ reason: optionalText(1000) });
 const publicReschedule = z.strictObject({ starts_at: instant });
 
 const json = koaBody({ json: true, multipart: false, urlencoded: false, text: false, jsonLimit: '32kb', includeUnparsed: true, parsedMethods: [HttpMethodEnum.POST] });
@@ -251,7 +250,7 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
     checkIdempotencyKey(ctx);
     const found = await bookingOfToken(deps.pool, ctx.params.token);
     if (!found) throw new ApiError('not_found');
-    const input = ctx.request.body && Object.keys(ctx.request.body).length ? parseData(publicCancel, ctx.request.body) : {};
+    const input = ctx.request.body && Object.keys(ctx.request.body).length ? parseData(bookingCancel, ctx.request.body) : {};
     refuseEnded(found.booking);
     // Under a key, a retry after a lost answer replays the 200 rather than meeting 409 booking_cancelled.
     await idempotent(ctx, found.booking.company_id, async (db) => {
