@@ -147,6 +147,29 @@ describe('public booking page in a browser', { skip }, () => {
     await context.close();
   });
 
+  test('Page Down from the 31st lands on the next month\'s last day, and Page Up from the 31st on the previous month\'s (no month skipped)', async () => {
+    // The page opens on the browser's month: January 2027 here.
+    const context = await newContext({ time: new Date('2027-01-15T18:00:00Z') });
+    const page = await context.newPage();
+    await page.goto(pageUrl);
+    await page.waitForSelector('#grid button[data-date="2027-01-31"]');
+    const focused = () => page.evaluate(() => (globalThis as any).document.activeElement?.dataset?.date);
+    const label = () => page.locator('#month-label').textContent();
+    await page.locator('#grid button[data-date="2027-01-31"]').focus();
+    await page.keyboard.press('PageDown');
+    await page.waitForFunction(() => (globalThis as any).document.activeElement?.dataset?.date?.startsWith('2027-02'));
+    assert.equal(await focused(), '2027-02-28');
+    assert.equal(await label(), 'febrero de 2027');
+    await page.click('#next-month');
+    await page.waitForSelector('#grid button[data-date="2027-03-31"]');
+    await page.locator('#grid button[data-date="2027-03-31"]').focus();
+    await page.keyboard.press('PageUp');
+    await page.waitForFunction(() => (globalThis as any).document.activeElement?.dataset?.date?.startsWith('2027-02'));
+    assert.equal(await focused(), '2027-02-28');
+    assert.equal(await label(), 'febrero de 2027');
+    await context.close();
+  });
+
   test('a question keyed like a property of the form (length, item) is answered and booked', async () => {
     const made = await client(app.baseUrl, tenant.key).post('/booking-links', {
       data: {
@@ -322,6 +345,32 @@ describe('public booking page in a browser', { skip }, () => {
     const times = await slotTimesInNewYork('otono-lleno', '2028-11-05', '2028-11-01T15:00:00Z');
     assert.equal(times[0], '01:00 GMT-5', times.join(' | '));
     assert.ok(times.every((t) => / GMT-5$/.test(t)), times.join(' | '));
+  });
+
+  test('autumn\'s repeated hour: the confirmation and the manage page give the booked time with its offset, as its button did', async () => {
+    const api = client(app.baseUrl, tenant.key);
+    // New York repeats 01:00–02:00 on 2029-11-04 (a year the tests above leave free on this host's agenda).
+    const link = await api.post('/booking-links', {
+      data: { user_id: tenant.ownerId, slug: 'otono-confirmado', title: 'Otoño confirmado', duration_minutes: 30, timezone: 'America/New_York', minimum_notice_minutes: 0,
+        weekly_hours: [{ days: [7], start: '00:00', end: '03:00' }], booking_window: { type: 'range', start_on: '2029-11-01', end_on: '2029-11-10' } },
+    });
+    assert.equal(link.status, 201, link.text);
+    const context = await newContext({ zone: 'America/New_York', time: new Date('2029-11-01T15:00:00Z') });
+    const page = await context.newPage();
+    await page.goto(pageUrl.replace(/asesoria$/, 'otono-confirmado'));
+    await page.click('#grid button[data-date="2029-11-04"]');
+    await page.locator('#slots button', { hasText: '01:30 GMT-5' }).click();
+    await page.fill('#name', 'Segunda Pasada');
+    await page.fill('#email', 'segunda@visita.example');
+    await page.click('#booking-form button[type=submit]');
+    await page.waitForSelector('#done:not([hidden])');
+    assert.match((await page.textContent('#done-text'))!.replace(/\s+/g, ' '), /01:30 GMT-5 \(America\/New_York\)/);
+    const { rows } = await app.pool.query(`SELECT starts_at FROM bookings WHERE booking_link_id = $1`, [link.body.data.id]);
+    assert.deepEqual(rows.map((r) => r.starts_at.toISOString()), ['2029-11-04T06:30:00.000Z'], 'the second 01:30 (EST) was booked');
+    await page.goto((await page.getAttribute('#manage-link', 'href'))!);
+    await page.waitForSelector('#when');
+    assert.match((await page.textContent('#when'))!.replace(/\s+/g, ' '), /de 01:30 GMT-5 a 02:00 GMT-5 \(America\/New_York\)/);
+    await context.close();
   });
 
   test('a slot taken while the form was open: the 409 is said, focused, and nothing is confirmed until another slot is chosen', async () => {

@@ -71,6 +71,10 @@
     slots.forEach(function (s) { sample(Date.parse(s.starts_at)); sample(Date.parse(s.ends_at)); });
     return Object.keys(offsets).length > 1;
   }
+  // The visitor's date of an instant, and whether a booked time needs its offset (the confirmation and
+  // the manage page say the same time as the slot button it was picked from).
+  function dateIn(iso) { var p = {}; new Intl.DateTimeFormat('en-CA', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit' }).formatToParts(new Date(iso)).forEach(function (x) { p[x.type] = x.value; }); return p.year + '-' + p.month + '-' + p.day; }
+  function offsetsFor(startsAt, endsAt) { return clockChanges(dateIn(startsAt), []) || clockChanges(dateIn(endsAt), []); }
 
   // Dates as YYYY-MM-DD, arithmetic in UTC (pure calendar days).
   function ymd(d) { return d.toISOString().slice(0, 10); }
@@ -85,6 +89,14 @@
   var chosen = null;
 
   function monthEnd(m) { var d = parse(m); d.setUTCMonth(d.getUTCMonth() + 1); d.setUTCDate(0); return ymd(d); }
+  // The same day `n` months away, or that month's last day when it has fewer (31 January + 1 is 28 February, not 3 March).
+  function addMonths(date, n) {
+    var d = parse(date), day = d.getUTCDate();
+    d.setUTCDate(1); d.setUTCMonth(d.getUTCMonth() + n);
+    var last = parse(monthEnd(ymd(d))).getUTCDate();
+    d.setUTCDate(Math.min(day, last));
+    return ymd(d);
+  }
 
   // A failed load says so (and when to retry), never "no free times": a visitor would take the host for fully booked.
   var loadFailure = null;
@@ -190,7 +202,7 @@
       else if (e.key === 'ArrowUp') next = addDays(d, -7);
       else if (e.key === 'Home') next = addDays(d, -weekday);
       else if (e.key === 'End') next = addDays(d, 6 - weekday);
-      else if (e.key === 'PageDown' || e.key === 'PageUp') { var m = parse(d); m.setUTCMonth(m.getUTCMonth() + (e.key === 'PageDown' ? 1 : -1)); next = ymd(m); }
+      else if (e.key === 'PageDown' || e.key === 'PageUp') next = addMonths(d, e.key === 'PageDown' ? 1 : -1);
       else if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); pickDay(d); return; }
       if (next) { e.preventDefault(); focusDay(next); }
     });
@@ -291,7 +303,7 @@
           if (res.status === 201 || res.status === 200) {
             $('form-section').hidden = true;
             document.querySelector('section[aria-labelledby=pick-title]').hidden = true;
-            $('done-text').textContent = longDate(res.body.data.starts_at) + ', ' + timeOf(res.body.data.starts_at) + ' (' + zone + ').';
+            $('done-text').textContent = longDate(res.body.data.starts_at) + ', ' + timeOf(res.body.data.starts_at, offsetsFor(res.body.data.starts_at, res.body.data.ends_at)) + ' (' + zone + ').';
             $('manage-link').href = res.body.data.manage_url;
             $('done').hidden = false;
             $('done').focus();
@@ -316,7 +328,7 @@
   // Manage mode.
   if (data.mode === 'manage') {
     var when = $('when');
-    function showWhen() { when.textContent = longDate(data.startsAt) + ', de ' + timeOf(data.startsAt) + ' a ' + timeOf(data.endsAt) + ' (' + zone + ')'; }
+    function showWhen() { var withOffset = offsetsFor(data.startsAt, data.endsAt); when.textContent = longDate(data.startsAt) + ', de ' + timeOf(data.startsAt, withOffset) + ' a ' + timeOf(data.endsAt, withOffset) + ' (' + zone + ')'; }
     showWhen();
     if (tzSelect) tzSelect.addEventListener('change', showWhen);
     var cancelForm = $('cancel-form');
