@@ -44,6 +44,11 @@ export async function imageCorpus(): Promise<HostileFile[]> {
   )
     .gif({ effort: 1, colours: 16 })
     .toBuffer();
+  // A JPEG comment segment (FF FE, its length) right after SOI: the rest of the image follows the payload.
+  const withComment = (image: Buffer, payload: Buffer) => {
+    const segment = Buffer.concat([Buffer.from([0xff, 0xfe, (payload.length + 2) >> 8, (payload.length + 2) & 0xff]), payload]);
+    return Buffer.concat([image.subarray(0, 2), segment, image.subarray(2)]);
+  };
   const smallPng = await sharp({ create: { width: 10, height: 10, channels: 3, background: '#000' } }).png().toBuffer();
   return [
     { label: 'text named .png, declared image/png', filename: 'evil.png', bytes: Buffer.from('hello, I am not a picture\n'.repeat(20)), type: 'image/png' },
@@ -58,6 +63,7 @@ export async function imageCorpus(): Promise<HostileFile[]> {
     { label: 'Windows executable named .png', filename: 'setup.png', bytes: files.exe() },
     { label: 'polyglot: GIF followed by a ZIP (GIFAR)', filename: 'gifar.gif', bytes: Buffer.concat([gif, files.zip({ 'META-INF/MANIFEST.MF': 'Manifest-Version: 1.0\n'.repeat(80) })]) },
     { label: 'polyglot: JPEG followed by a ZIP', filename: 'jpegzip.jpg', bytes: Buffer.concat([jpeg, files.zip({ 'payload.js': 'alert(1);\n'.repeat(200) })]) },
+    { label: 'polyglot: JPEG with a ZIP in a comment segment, the image after it', filename: 'jpegcom.jpg', bytes: withComment(jpeg, files.zip({ 'e.html': '<script>alert(1)</script>' })) },
     { label: 'polyglot: GIF header that is also JavaScript', filename: 'gifjs.gif', bytes: Buffer.from('GIF89a/*\x01\x00\x01\x00\x00\x00\x00*/=1;alert(1);') },
     { label: 'empty file', filename: 'empty.png', bytes: Buffer.alloc(0) },
   ];

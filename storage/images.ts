@@ -163,14 +163,14 @@ export async function inspectImage(bytes: Buffer): Promise<Inspection> {
   if (!type || !(type in ALLOWED_IMAGE_TYPES)) {
     return { ok: false, reason: NOT_AN_IMAGE };
   }
-  // A zip at the end of the file makes it an archive too (unzip reads it from the end): a polyglot, refused
-  // (archives are refused whatever they are dressed as, the forms' rule), not quietly cut off.
-  if (hasZipTrailer(bytes.subarray(-ZIP_TRAILER_WINDOW))) return { ok: false, reason: 'la imagen lleva un archivo comprimido (zip) al final: no se admite' };
+  // A zip that zip readers find makes the file an archive too (they read it from the end): a polyglot,
+  // refused (archives are refused whatever they are dressed as, the forms' rule), not quietly cut off.
+  // Hidden in the image (in a chunk or a segment, whatever follows it), or after the image's end.
   const end = imageEnd(bytes, type);
+  if (end >= 0 && hasZipTrailer(bytes.subarray(0, end).subarray(-ZIP_TRAILER_WINDOW))) return { ok: false, reason: 'la imagen lleva un archivo comprimido (zip) dentro: no se admite' };
+  if (hasZipTrailer(bytes.subarray(-ZIP_TRAILER_WINDOW))) return { ok: false, reason: 'la imagen lleva un archivo comprimido (zip) al final: no se admite' };
   if (end < 0) return { ok: false, reason: 'la imagen está truncada o dañada' };
   const image = bytes.subarray(0, end);
-  // One whose end is the image's own (hidden in a chunk or segment, its comment running over the rest).
-  if (hasZipTrailer(image.subarray(-ZIP_TRAILER_WINDOW))) return { ok: false, reason: 'la imagen lleva un archivo comprimido (zip) dentro: no se admite' };
   let meta: Metadata;
   try {
     // Reads the header only; no pixel is decoded here.

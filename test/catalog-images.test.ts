@@ -176,7 +176,18 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     const hidden = storedZip('x.sh', 'echo owned\n', 4 + 12);
     const inside = Buffer.concat([base.subarray(0, base.length - 12), pngChunk('ziPp', hidden), iend]);
     const zippedInside = await up(`/products/${productId}/image`, inside, 'inside.png');
-    assert.deepEqual([zippedInside.status, zippedInside.body.errors?.file], [422, ['la imagen lleva un archivo comprimido (zip) al final: no se admite']], zippedInside.text);
+    assert.deepEqual([zippedInside.status, zippedInside.body.errors?.file], [422, ['la imagen lleva un archivo comprimido (zip) dentro: no se admite']], zippedInside.text);
+    // Hidden with the rest of the image after it (no comment running over it): zip readers search the
+    // file's last 64 KB for the archive's end and take it with "extra bytes" after it. A JPEG comment
+    // segment right after SOI, and a PNG chunk before IDAT.
+    const photo = await solid(300, 200).jpeg().toBuffer();
+    const archive = storedZip('e.html', '<script>alert(1)</script>');
+    const comment = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.alloc(2), archive]);
+    comment.writeUInt16BE(archive.length + 2, 2);
+    const inJpeg = await up(`/products/${productId}/image`, Buffer.concat([photo.subarray(0, 2), comment, photo.subarray(2)]), 'p.jpg');
+    assert.deepEqual([inJpeg.status, inJpeg.body.errors?.file], [422, ['la imagen lleva un archivo comprimido (zip) dentro: no se admite']], inJpeg.text);
+    const inPng = await up(`/products/${productId}/image`, Buffer.concat([base.subarray(0, 33), pngChunk('ziPp', archive), base.subarray(33)]), 'p.png');
+    assert.deepEqual([inPng.status, inPng.body.errors?.file], [422, ['la imagen lleva un archivo comprimido (zip) dentro: no se admite']], inPng.text);
     // The same with bytes after the image, which would be dropped: the image kept would still be an archive.
     const trailed = await up(`/products/${productId}/image`, Buffer.concat([inside, Buffer.from('SEFT-trailer')]), 'inside.png');
     assert.deepEqual([trailed.status, trailed.body.errors?.file], [422, ['la imagen lleva un archivo comprimido (zip) dentro: no se admite']], trailed.text);

@@ -515,6 +515,8 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
       // Polyglots: an image or a PDF that opens, with a zip after it that unzip opens too.
       ['media', 'foto.png', Buffer.concat([await files.png(), files.plainZip()])],
       ['cv', 'informe.pdf', Buffer.concat([files.pdf(), files.plainZip()])],
+      // A zip with bytes after it (readers find it all the same: "extra bytes … attempting to process anyway").
+      ['cv', 'oculto.pdf', Buffer.concat([files.pdf(), files.plainZip(), Buffer.from('\n%%EOF\n')])],
       // Markup is refused whatever its name: a page or a drawing is not text to a browser that sniffs it.
       ['cv', 'pagina.txt', Buffer.from('<!DOCTYPE html><html><script>alert(document.cookie)</script></html>')],
       ['cv', 'dibujo.txt', Buffer.from('\uFEFF  <?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>')],
