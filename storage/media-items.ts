@@ -23,6 +23,38 @@ export function mediaUrl(siteUrl: string, token: string, filename: string): stri
   return `${siteUrl}/media/${token}/${encodeURIComponent(filename)}`;
 }
 
+/** The token a media URL names (`…/media/<token>/<name>`), or null for any other URL. */
+function tokenOf(url: string | null): string | null {
+  if (!url) return null;
+  try {
+    return /\/media\/([0-9a-f]{32})\/[^/]+$/.exec(new URL(url).pathname)?.[1] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * What writing `url` over a record's image (or logo) means, judged by the media token in it (the name
+ * after the token is for people: any name answers the same file):
+ * - `kept`: the URL stored (a record written back as read), or the record's own upload under another
+ *   name: no change, the upload and its thumbnail stay;
+ * - `own_thumbnail`: the record's own thumbnail, which replacing the upload would delete: the caller
+ *   refuses it (422) rather than store a URL that no longer answers;
+ * - `replaced`: any other URL: the upload, if any, is deleted and the URL stored.
+ */
+export function imageUrlWrite(url: string | null, current: { url: string | null; thumbnailUrl: string | null; mediaId: string | null } | null): 'kept' | 'own_thumbnail' | 'replaced' {
+  if (!current) return 'replaced';
+  if (url === current.url) return 'kept';
+  if (!current.mediaId) return 'replaced';
+  const token = tokenOf(url);
+  if (token && token === tokenOf(current.url)) return 'kept';
+  if (token && token === tokenOf(current.thumbnailUrl)) return 'own_thumbnail';
+  return 'replaced';
+}
+
+/** The 422 message for `own_thumbnail` (imageUrlWrite). */
+export const OWN_THUMBNAIL = 'es la miniatura de la imagen subida de este registro, que se borraría al reemplazarla: envía la URL de la imagen (image_url tal como se lee) o sube otra';
+
 export type StoredMedia = { id: string; url: string; blobId: string; filename: string };
 
 /** The media row of an original already written (`blob`); the caller points the owner at it and enqueues the thumbnail. */

@@ -426,6 +426,27 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     for (const url of [read.p.image_url, read.p.thumbnail_url, read.p.variants[0].image_url, read.p.variants[0].thumbnail_url, read.b.logo.url, read.b.logo.thumbnail_url, read.c.image_url, read.c.thumbnail_url]) {
       assert.equal(await served(url), 200, url);
     }
+    // The upload's URL under another name (the name is for people: the token names the file) keeps it too;
+    // the record's own thumbnail, which replacing the upload would delete, is 422 and changes nothing.
+    const renamed = (url: string) => url.replace(/[^/]+$/, 'otro-nombre.png');
+    const p2 = await api.patch(`/products/${made.id}`, { data: { image_url: renamed(read.p.image_url), variants: [{ id: read.p.variants[0].id, image_url: renamed(read.p.variants[0].image_url) }] } });
+    assert.equal(p2.status, 200, p2.text);
+    assert.deepEqual([p2.body.data.image_url, p2.body.data.thumbnail_url, p2.body.data.variants[0].thumbnail_url], [read.p.image_url, read.p.thumbnail_url, read.p.variants[0].thumbnail_url]);
+    const b2 = await api.patch(`/brands/${brand.id}`, { data: { logo_url: renamed(read.b.logo.url) } });
+    assert.deepEqual([b2.status, b2.body.data.logo], [200, { ...read.b.logo, url: read.b.logo.url }], b2.text);
+    const ownThumbnails = [
+      [`/products/${made.id}`, { image_url: read.p.thumbnail_url }, 'image_url'],
+      [`/products/${made.id}`, { variants: [{ id: read.p.variants[0].id, image_url: read.p.variants[0].thumbnail_url }] }, 'variants.0.image_url'],
+      [`/brands/${brand.id}`, { logo_url: read.b.logo.thumbnail_url }, 'logo_url'],
+      [`/product-categories/${category.id}`, { image_url: read.c.thumbnail_url }, 'image_url'],
+    ] as const;
+    for (const [path, data, field] of ownThumbnails) {
+      const res = await api.patch(path, { data });
+      assert.deepEqual([res.status, res.body.error, Object.keys(res.body.errors ?? {})], [422, 'validation_failed', [field]], `${path} ${res.text}`);
+    }
+    for (const url of [read.p.image_url, read.p.thumbnail_url, read.p.variants[0].image_url, read.p.variants[0].thumbnail_url, read.b.logo.url, read.b.logo.thumbnail_url, read.c.image_url, read.c.thumbnail_url]) {
+      assert.equal(await served(url), 200, `still served: ${url}`);
+    }
     // Another URL still replaces (and deletes) the upload.
     const replaced = await api.patch(`/product-categories/${category.id}`, { data: { image_url: 'https://cdn.example/otra.png' } });
     assert.deepEqual([replaced.body.data.image_url, replaced.body.data.thumbnail_url], ['https://cdn.example/otra.png', null]);

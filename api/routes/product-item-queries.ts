@@ -5,7 +5,7 @@
 // together as one 422 once the list is written.
 import type { Client, Queryable } from '../../db/pool.ts';
 import { objectId } from '../../lib/objectid.ts';
-import { deleteMedia } from '../../storage/media-items.ts';
+import { deleteMedia, imageUrlWrite, OWN_THUMBNAIL } from '../../storage/media-items.ts';
 import { validationFailed, type FieldErrors } from '../errors.ts';
 import { collectNestedItems, writeNestedItems } from './nested-items.ts';
 import type { OptionValue } from './product-queries.ts';
@@ -113,7 +113,10 @@ export async function writeVariants(db: Client, companyId: string, productId: st
     list: 'variants',
     notFound: 'no es una variante de este producto',
     nameRequired: 'es obligatorio al crear una variante',
-    find: (id) => lockItem<{ id: string; image_media_id: string | null; image_url: string | null }>(db, 'product_variants', 'id, image_media_id, image_url', companyId, productId, id),
+    find: (id) =>
+      lockItem<{ id: string; image_media_id: string | null; image_url: string | null; thumbnail_url: string | null }>(
+        db, 'product_variants', 'id, image_media_id, image_url, thumbnail_url', companyId, productId, id,
+      ),
     destroy: async (stored) => {
       await deleteMedia(db, companyId, [stored.image_media_id]);
       // product_stock.variant_id has no foreign key ('' stands for "the
@@ -124,8 +127,14 @@ export async function writeVariants(db: Client, companyId: string, productId: st
       await deleteItem(db, 'product_variants', stored.id);
     },
     update: async (stored, item, at, errors) => {
-      // The stored URL sent back (a variant written back as read) is no change: the uploaded image stays.
-      const imageChanges = item.image_url !== undefined && item.image_url !== stored.image_url;
+      // The stored URL sent back (a variant written back as read), or the upload's under another name, is
+      // no change: the uploaded image stays (imageUrlWrite).
+      const write = item.image_url === undefined ? 'kept' : imageUrlWrite(item.image_url, { url: stored.image_url, thumbnailUrl: stored.thumbnail_url, mediaId: stored.image_media_id });
+      if (write === 'own_thumbnail') {
+        errors[`${at}.image_url`] = [OWN_THUMBNAIL];
+        return;
+      }
+      const imageChanges = write === 'replaced';
       if (imageChanges) await deleteMedia(db, companyId, [stored.image_media_id]);
       await skuChecked(item, at, errors, () =>
         updateItem(db, 'product_variants', stored.id, {
