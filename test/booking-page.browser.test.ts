@@ -13,6 +13,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { PUBLIC_READS_PER_MINUTE } from '../api/booking-page/routes.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { browserProblems } from './helpers/browser.ts';
+import { newYorkFallBack } from './helpers/dates.ts';
 import { waitFor } from './helpers/wait.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -148,25 +149,27 @@ describe('public booking page in a browser', { skip }, () => {
   });
 
   test('Page Down from the 31st lands on the next month\'s last day, and Page Up from the 31st on the previous month\'s (no month skipped)', async () => {
-    // The page opens on the browser's month: January 2027 here.
-    const context = await newContext({ time: new Date('2027-01-15T18:00:00Z') });
+    // The page opens on the browser's month: January of next year.
+    const year = new Date().getUTCFullYear() + 1;
+    const february = `${year}-02-${new Date(Date.UTC(year, 2, 0)).getUTCDate()}`;
+    const context = await newContext({ time: new Date(`${year}-01-15T18:00:00Z`) });
     const page = await context.newPage();
     await page.goto(pageUrl);
-    await page.waitForSelector('#grid button[data-date="2027-01-31"]');
+    await page.waitForSelector(`#grid button[data-date="${year}-01-31"]`);
     const focused = () => page.evaluate(() => (globalThis as any).document.activeElement?.dataset?.date);
     const label = () => page.locator('#month-label').textContent();
-    await page.locator('#grid button[data-date="2027-01-31"]').focus();
+    await page.locator(`#grid button[data-date="${year}-01-31"]`).focus();
     await page.keyboard.press('PageDown');
-    await page.waitForFunction(() => (globalThis as any).document.activeElement?.dataset?.date?.startsWith('2027-02'));
-    assert.equal(await focused(), '2027-02-28');
-    assert.equal(await label(), 'febrero de 2027');
+    await page.waitForFunction((month) => (globalThis as any).document.activeElement?.dataset?.date?.startsWith(month), `${year}-02`);
+    assert.equal(await focused(), february);
+    assert.equal(await label(), `febrero de ${year}`);
     await page.click('#next-month');
-    await page.waitForSelector('#grid button[data-date="2027-03-31"]');
-    await page.locator('#grid button[data-date="2027-03-31"]').focus();
+    await page.waitForSelector(`#grid button[data-date="${year}-03-31"]`);
+    await page.locator(`#grid button[data-date="${year}-03-31"]`).focus();
     await page.keyboard.press('PageUp');
-    await page.waitForFunction(() => (globalThis as any).document.activeElement?.dataset?.date?.startsWith('2027-02'));
-    assert.equal(await focused(), '2027-02-28');
-    assert.equal(await label(), 'febrero de 2027');
+    await page.waitForFunction((month) => (globalThis as any).document.activeElement?.dataset?.date?.startsWith(month), `${year}-02`);
+    assert.equal(await focused(), february);
+    assert.equal(await label(), `febrero de ${year}`);
     await context.close();
   });
 
@@ -301,8 +304,8 @@ describe('public booking page in a browser', { skip }, () => {
   }
 
   /** The slot buttons' texts (white space as one space) of a link's day, seen from New York at `now`. */
-  async function slotTimesInNewYork(slug: string, date: string, now: string): Promise<string[]> {
-    const context = await newContext({ zone: 'America/New_York', time: new Date(now) });
+  async function slotTimesInNewYork(slug: string, date: string, now: Date): Promise<string[]> {
+    const context = await newContext({ zone: 'America/New_York', time: now });
     const page = await context.newPage();
     await page.goto(pageUrl.replace(/asesoria$/, slug));
     await page.click(`#grid button[data-date="${date}"]`);
@@ -314,16 +317,18 @@ describe('public booking page in a browser', { skip }, () => {
 
   test('autumn\'s repeated hour: each time carries its UTC offset, also once one of the repeated slots is booked', async () => {
     const api = client(app.baseUrl, tenant.key);
-    // New York sets its clocks back at 02:00 on 2027-11-07: 01:00–02:00 happens twice.
+    // New York sets its clocks back at 02:00 on the first Sunday of November: 01:00–02:00 happens twice.
+    // Each of these tests takes its own year: their bookings share this host's agenda.
+    const change = newYorkFallBack(1);
     const link = await api.post('/booking-links', {
       data: { user_id: tenant.ownerId, slug: 'otono', title: 'Otoño', duration_minutes: 30, timezone: 'America/New_York', minimum_notice_minutes: 0,
-        weekly_hours: [{ days: [7], start: '00:00', end: '03:00' }], booking_window: { type: 'range', start_on: '2027-11-01', end_on: '2027-11-10' } },
+        weekly_hours: [{ days: [7], start: '00:00', end: '03:00' }], booking_window: change.window },
     });
     assert.equal(link.status, 201, link.text);
     // The first 01:00 (EDT, 05:00Z) is taken: the times left no longer repeat in pairs.
-    const made = await api.post('/bookings', { data: { booking_link_id: link.body.data.id, starts_at: '2027-11-07T05:00:00Z', booker: { name: 'Otro', email: 'otro@visita.example' } } });
+    const made = await api.post('/bookings', { data: { booking_link_id: link.body.data.id, starts_at: change.at('05:00'), booker: { name: 'Otro', email: 'otro@visita.example' } } });
     assert.equal(made.status, 201, made.text);
-    const times = await slotTimesInNewYork('otono', '2027-11-07', '2027-11-03T15:00:00Z');
+    const times = await slotTimesInNewYork('otono', change.date, change.monthStart);
     const repeated = times.filter((t) => t.startsWith('01:30'));
     assert.equal(repeated.length, 2, times.join(' | '));
     assert.deepEqual(repeated.sort(), ['01:30 GMT-4', '01:30 GMT-5'], times.join(' | '));
@@ -331,34 +336,36 @@ describe('public booking page in a browser', { skip }, () => {
 
   test('autumn\'s repeated hour: the offsets stay once every slot of the first pass of that hour is booked', async () => {
     const api = client(app.baseUrl, tenant.key);
+    const change = newYorkFallBack(2);
     const link = await api.post('/booking-links', {
       data: { user_id: tenant.ownerId, slug: 'otono-lleno', title: 'Otoño lleno', duration_minutes: 30, timezone: 'America/New_York', minimum_notice_minutes: 0,
-        weekly_hours: [{ days: [7], start: '01:00', end: '04:00' }], booking_window: { type: 'range', start_on: '2028-11-01', end_on: '2028-11-10' } },
+        weekly_hours: [{ days: [7], start: '01:00', end: '04:00' }], booking_window: change.window },
     });
     assert.equal(link.status, 201, link.text);
-    // A year after the test above (its booking holds this host's 2027 night): New York repeats 01:00–02:00 on 2028-11-05.
+    // A year after the test above (its booking holds this host's night of that year).
     // 01:00 and 01:30 EDT (05:00Z, 05:30Z) and 01:30 EST (06:30Z) taken: every time left is EST, the first one 01:00 EST.
-    for (const starts_at of ['2028-11-05T05:00:00Z', '2028-11-05T05:30:00Z', '2028-11-05T06:30:00Z']) {
+    for (const starts_at of [change.at('05:00'), change.at('05:30'), change.at('06:30')]) {
       const made = await api.post('/bookings', { data: { booking_link_id: link.body.data.id, starts_at, booker: { name: 'Otro', email: 'otro@visita.example' } } });
       assert.equal(made.status, 201, made.text);
     }
-    const times = await slotTimesInNewYork('otono-lleno', '2028-11-05', '2028-11-01T15:00:00Z');
+    const times = await slotTimesInNewYork('otono-lleno', change.date, change.monthStart);
     assert.equal(times[0], '01:00 GMT-5', times.join(' | '));
     assert.ok(times.every((t) => / GMT-5$/.test(t)), times.join(' | '));
   });
 
   test('autumn\'s repeated hour: the confirmation and the manage page give the booked time with its offset, as its button did', async () => {
     const api = client(app.baseUrl, tenant.key);
-    // New York repeats 01:00–02:00 on 2029-11-04 (a year the tests above leave free on this host's agenda).
+    // New York's repeated hour in a year the tests above leave free on this host's agenda.
+    const change = newYorkFallBack(3);
     const link = await api.post('/booking-links', {
       data: { user_id: tenant.ownerId, slug: 'otono-confirmado', title: 'Otoño confirmado', duration_minutes: 30, timezone: 'America/New_York', minimum_notice_minutes: 0,
-        weekly_hours: [{ days: [7], start: '00:00', end: '03:00' }], booking_window: { type: 'range', start_on: '2029-11-01', end_on: '2029-11-10' } },
+        weekly_hours: [{ days: [7], start: '00:00', end: '03:00' }], booking_window: change.window },
     });
     assert.equal(link.status, 201, link.text);
-    const context = await newContext({ zone: 'America/New_York', time: new Date('2029-11-01T15:00:00Z') });
+    const context = await newContext({ zone: 'America/New_York', time: change.monthStart });
     const page = await context.newPage();
     await page.goto(pageUrl.replace(/asesoria$/, 'otono-confirmado'));
-    await page.click('#grid button[data-date="2029-11-04"]');
+    await page.click(`#grid button[data-date="${change.date}"]`);
     await page.locator('#slots button', { hasText: '01:30 GMT-5' }).click();
     await page.fill('#name', 'Segunda Pasada');
     await page.fill('#email', 'segunda@visita.example');
@@ -366,7 +373,7 @@ describe('public booking page in a browser', { skip }, () => {
     await page.waitForSelector('#done:not([hidden])');
     assert.match((await page.textContent('#done-text'))!.replace(/\s+/g, ' '), /01:30 GMT-5 \(America\/New_York\)/);
     const { rows } = await app.pool.query(`SELECT starts_at FROM bookings WHERE booking_link_id = $1`, [link.body.data.id]);
-    assert.deepEqual(rows.map((r) => r.starts_at.toISOString()), ['2029-11-04T06:30:00.000Z'], 'the second 01:30 (EST) was booked');
+    assert.deepEqual(rows.map((r) => r.starts_at.toISOString()), [change.at('06:30').replace('Z', '.000Z')], 'the second 01:30 (EST) was booked');
     await page.goto((await page.getAttribute('#manage-link', 'href'))!);
     await page.waitForSelector('#when');
     assert.match((await page.textContent('#when'))!.replace(/\s+/g, ' '), /de 01:30 GMT-5 a 02:00 GMT-5 \(America\/New_York\)/);

@@ -11,6 +11,7 @@ import { findMember, removeMember } from '../api/routes/user-queries.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { startSmtp } from './helpers/smtp.ts';
+import { newYorkFallBack } from './helpers/dates.ts';
 import { waitFor, waitForLockWaits } from './helpers/wait.ts';
 
 describe('booking links and bookings', () => {
@@ -285,13 +286,14 @@ describe('booking links and bookings', () => {
   });
 
   test('emails in autumn\'s repeated hour: two bookings at 01:30 say which, by their UTC offset; other times carry none', async () => {
-    // New York repeats 01:00–02:00 on 2027-11-07: 05:30Z is 01:30 EDT, 06:30Z is 01:30 EST.
-    const l = await createLink({ timezone: 'America/New_York', weekly_hours: [{ days: [7], start: '01:00', end: '04:00' }], booking_window: { type: 'range', start_on: '2027-11-01', end_on: '2027-11-10' } });
+    // New York repeats 01:00–02:00 on the first Sunday of November: 05:30Z is 01:30 EDT, 06:30Z is 01:30 EST.
+    const change = newYorkFallBack(1);
+    const l = await createLink({ timezone: 'America/New_York', weekly_hours: [{ days: [7], start: '01:00', end: '04:00' }], booking_window: change.window });
     const made: Array<{ id: string; expect: RegExp }> = [];
     for (const [starts_at, expect] of [
-      ['2027-11-07T05:30:00Z', /1:30 a\.\s?m\. GMT-4 \(America\/New_York\)/],
-      ['2027-11-07T06:30:00Z', /1:30 a\.\s?m\. GMT-5 \(America\/New_York\)/],
-      ['2027-11-07T08:30:00Z', /3:30 a\.\s?m\. \(America\/New_York\)/],
+      [change.at('05:30'), /1:30 a\.\s?m\. GMT-4 \(America\/New_York\)/],
+      [change.at('06:30'), /1:30 a\.\s?m\. GMT-5 \(America\/New_York\)/],
+      [change.at('08:30'), /3:30 a\.\s?m\. \(America\/New_York\)/],
     ] as const) {
       const res = await api.post('/bookings', { data: { booking_link_id: l.id, starts_at, booker: { name: 'Ana', email: `ana.${starts_at.slice(11, 13)}@cliente.example`, timezone: 'America/New_York' } } });
       assert.equal(res.status, 201, res.text);
