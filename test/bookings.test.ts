@@ -546,7 +546,10 @@ describe('booking links and bookings', () => {
       smtp.state.reject = (to) => (to.endsWith('@rebota.example') ? 550 : null);
       const bounced = (await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: first.starts_at, booker: { name: 'Rebote', email: 'nadie@rebota.example' } } })).body.data;
       await waitFor(() => mails(bounced.id, 'host').length === 1, 20_000, 'the host notice despite the bounce');
-      assert.equal(mails(bounced.id, 'booker').length, 0);
+      // Refused for good: the job ends (no retry), the address was tried once.
+      const state = async (id: string) => (await app.pool.query(`SELECT state FROM pgboss.job WHERE name = 'booking-emails' AND data->>'booking_id' = $1`, [id])).rows[0]?.state;
+      await waitFor(async () => (await state(bounced.id)) === 'completed', 20_000, 'the bounced booking\'s email job completed, not set to retry');
+      assert.deepEqual(smtp.refused.filter((r) => r.to === 'nadie@rebota.example'), [{ to: 'nadie@rebota.example', code: 550 }]);
       // The host's server refusing for now (451): retried, and the booker's confirmation is not sent again.
       smtp.state.reject = (to) => (to === hostEmail ? 451 : null);
       const b = (await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: second.starts_at, booker: { name: 'Una Vez', email: 'una-vez@cliente.example' } } })).body.data;

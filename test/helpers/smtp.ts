@@ -1,6 +1,7 @@
 // A real SMTP server (smtp-server) on a random port, for tests of email:
 // every accepted message parsed (mailparser); `state.failNext` answers 451 to
-// the next messages, `state.reject` refuses chosen recipients, `state.stall`
+// the next messages, `state.reject` refuses chosen recipients (each refusal is
+// kept in `refused`, so a test can count the attempts), `state.stall`
 // leaves chosen messages unanswered until `release()` (a server that hangs).
 import type { AddressInfo } from 'node:net';
 import { simpleParser, type ParsedMail } from 'mailparser';
@@ -11,6 +12,8 @@ export type Received = { to: string[]; mail: ParsedMail };
 /** A real SMTP server on a random port; `reject` decides per recipient. */
 export async function startSmtp() {
   const received: Received[] = [];
+  /** Every recipient refused at RCPT TO, once per attempt, with the code answered. */
+  const refused: Array<{ to: string; code: number }> = [];
   const state = { failNext: 0, reject: (_to: string): number | null => null, stall: (_to: string[]): boolean => false };
   const stalled: Array<() => void> = [];
   const server = new SMTPServer({
@@ -20,6 +23,7 @@ export async function startSmtp() {
     size: 60 * 1024 * 1024,
     onRcptTo(address, _session, callback) {
       const code = state.reject(address.address);
+      if (code) refused.push({ to: address.address, code });
       if (code) return callback(Object.assign(new Error(`rechazado ${code}`), { responseCode: code }));
       callback();
     },
@@ -50,6 +54,7 @@ export async function startSmtp() {
   return {
     url: `smtp://127.0.0.1:${port}`,
     received,
+    refused,
     state,
     stalled,
     release,
