@@ -237,20 +237,22 @@ describe('public booking page in a browser', { skip }, () => {
       d.setUTCMonth(d.getUTCMonth() + offset);
       return d.toISOString().slice(0, 10);
     };
-    // Next month's answer is held 1.5 s: the visitor has gone on to the month after by then.
+    // Next month's answer is held until the month after's has come: it arrives last, whatever the load.
+    let releaseLate!: () => void;
+    const held = new Promise<void>((resolve) => (releaseLate = resolve));
     await page.route(`**/slots?from=${first(1)}*`, async (route) => {
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      await held;
       await route.continue();
     });
     await page.goto(pageUrl);
     await openDays(page);
-    // Both waits are set before the clicks: the month after's answer is not held and can arrive before
-    // the second click has returned.
     const late = page.waitForResponse((res) => res.url().includes(`from=${first(1)}`));
     const later = page.waitForResponse((res) => res.url().includes(`from=${first(2)}`));
     await page.click('#next-month');
     await page.click('#next-month');
-    await Promise.all([late, later]);
+    await later;
+    releaseLate();
+    await late;
     await page.waitForFunction(() => !/Buscando/.test((globalThis as any).document.getElementById('slots-status')?.textContent ?? ''));
     const label = (await page.textContent('#month-label'))!;
     const expected = new Intl.DateTimeFormat('es-MX', { timeZone: 'UTC', month: 'long', year: 'numeric' }).format(new Date(`${first(2)}T00:00:00Z`));
