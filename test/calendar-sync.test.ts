@@ -60,7 +60,7 @@ describe('Google Calendar client against the stand-in', () => {
   test('events list pages, then hands out a sync token; a dead sync token is 410', async () => {
     google.addRefreshToken('rt-list');
     const { accessToken } = await api.refreshAccessToken('rt-list');
-    for (let i = 0; i < 3; i++) google.createExternal({ id: `list${i}`, summary: `E${i}`, start: { dateTime: '2026-12-01T10:00:00Z' }, end: { dateTime: '2026-12-01T11:00:00Z' } });
+    for (let i = 0; i < 3; i++) google.createExternal({ id: `list${i}`, summary: `E${i}`, start: { dateTime: '2030-12-01T10:00:00Z' }, end: { dateTime: '2030-12-01T11:00:00Z' } });
     const first = await api.listEvents(accessToken, 'primary', { timeMin: '2026-01-01T00:00:00Z' });
     assert.ok(first.nextPageToken);
     assert.equal(first.nextSyncToken, undefined);
@@ -89,7 +89,7 @@ describe('calendar sync end to end', () => {
   };
   const eventRow = async (id: string) => (await app.pool.query('SELECT * FROM calendar_events WHERE id = $1', [id])).rows[0];
   const newEvent = async (over: Record<string, unknown> = {}) => {
-    const res = await api.post('/calendar/events', { data: { user_id: tenant.ownerId, title: 'Junta', starts_at: '2026-12-03T16:00:00Z', ends_at: '2026-12-03T17:00:00Z', ...over } });
+    const res = await api.post('/calendar/events', { data: { user_id: tenant.ownerId, title: 'Junta', starts_at: '2030-12-03T16:00:00Z', ends_at: '2030-12-03T17:00:00Z', ...over } });
     assert.equal(res.status, 201, res.text);
     return res.body.data;
   };
@@ -277,22 +277,22 @@ describe('calendar sync end to end', () => {
   });
 
   test('an event switched between all-day and timed moves in Google too (the patch clears the other kind of time)', async () => {
-    const e = await newEvent({ title: 'Día libre', all_day: true, starts_at: '2026-12-04T06:00:00Z', ends_at: '2026-12-05T06:00:00Z' });
+    const e = await newEvent({ title: 'Día libre', all_day: true, starts_at: '2030-12-04T06:00:00Z', ends_at: '2030-12-05T06:00:00Z' });
     await waitFor(async () => (await eventRow(e.id))?.google_event_id, 20_000, 'synced');
-    assert.deepEqual(google.events.get(e.id)!.start, { date: '2026-12-04' });
+    assert.deepEqual(google.events.get(e.id)!.start, { date: '2030-12-04' });
     const lastError = async () => JSON.parse((await runCli(app, ['calendar', 'status', '--user', tenant.ownerId, '--json'])).stdout).last_error;
     // Google merges a patch's `start` into the stored one: a `dateTime` beside the old `date` is refused (400).
-    const timed = await api.patch(`/calendar/events/${e.id}`, { data: { all_day: false, starts_at: '2026-12-04T15:00:00Z', ends_at: '2026-12-04T16:00:00Z' } });
+    const timed = await api.patch(`/calendar/events/${e.id}`, { data: { all_day: false, starts_at: '2030-12-04T15:00:00Z', ends_at: '2030-12-04T16:00:00Z' } });
     assert.equal(timed.status, 200, timed.text);
     await waitFor(async () => google.events.get(e.id)!.start?.dateTime || (await lastError()), 20_000, 'the patch in Google, or its refusal');
     assert.deepEqual([google.events.get(e.id)!.start, google.events.get(e.id)!.end, await lastError()], [
-      { dateTime: '2026-12-04T15:00:00.000Z', timeZone: 'America/Mexico_City' },
-      { dateTime: '2026-12-04T16:00:00.000Z', timeZone: 'America/Mexico_City' },
+      { dateTime: '2030-12-04T15:00:00.000Z', timeZone: 'America/Mexico_City' },
+      { dateTime: '2030-12-04T16:00:00.000Z', timeZone: 'America/Mexico_City' },
       null,
     ]);
-    assert.equal((await api.patch(`/calendar/events/${e.id}`, { data: { all_day: true, starts_at: '2026-12-05T06:00:00Z', ends_at: '2026-12-06T06:00:00Z' } })).status, 200);
+    assert.equal((await api.patch(`/calendar/events/${e.id}`, { data: { all_day: true, starts_at: '2030-12-05T06:00:00Z', ends_at: '2030-12-06T06:00:00Z' } })).status, 200);
     await waitFor(async () => google.events.get(e.id)!.start?.date || (await lastError()), 20_000, 'the patch in Google, or its refusal');
-    assert.deepEqual([google.events.get(e.id)!.start, google.events.get(e.id)!.end, await lastError()], [{ date: '2026-12-05' }, { date: '2026-12-06' }, null]);
+    assert.deepEqual([google.events.get(e.id)!.start, google.events.get(e.id)!.end, await lastError()], [{ date: '2030-12-05' }, { date: '2030-12-06' }, null]);
   });
 
   test('a PATCH that changes nothing sends nothing to Google; pushed again after a full list, an unchanged event keeps its updated_at', async () => {
@@ -524,7 +524,7 @@ describe('calendar sync end to end', () => {
     // The first pull ran, so the worker holds an access token of it: the revocation ends that too.
     await waitFor(async () => JSON.parse((await runCli(app, ['calendar', 'status', '--user', person.ownerId, '--json'])).stdout).last_synced_at, 20_000, 'the first pull');
     google.revokeRefreshToken('rt-doomed');
-    const res = await client(app.baseUrl, person.key).post('/calendar/events', { data: { user_id: person.ownerId, title: 'Igual se guarda', starts_at: '2026-12-04T16:00:00Z', ends_at: '2026-12-04T17:00:00Z' } });
+    const res = await client(app.baseUrl, person.key).post('/calendar/events', { data: { user_id: person.ownerId, title: 'Igual se guarda', starts_at: '2030-12-04T16:00:00Z', ends_at: '2030-12-04T17:00:00Z' } });
     assert.equal(res.status, 201);
     const status = await waitFor(async () => {
       const s = JSON.parse((await runCli(app, ['calendar', 'status', '--user', person.ownerId, '--json'])).stdout);
@@ -537,12 +537,12 @@ describe('calendar sync end to end', () => {
     const ours = await newEvent({ title: 'Nuestro' });
     await waitFor(async () => (await eventRow(ours.id))?.google_event_id, 20_000);
     for (let i = 0; i < 3; i++) {
-      google.createExternal({ id: `ext${i}`, summary: `Externo ${i}`, start: { dateTime: `2026-12-0${5 + i}T15:00:00Z` }, end: { dateTime: `2026-12-0${5 + i}T16:00:00Z` } });
+      google.createExternal({ id: `ext${i}`, summary: `Externo ${i}`, start: { dateTime: `2030-12-0${5 + i}T15:00:00Z` }, end: { dateTime: `2030-12-0${5 + i}T16:00:00Z` } });
     }
-    google.createExternal({ id: 'extfree', summary: 'Libre', transparency: 'transparent', start: { dateTime: '2026-12-09T15:00:00Z' }, end: { dateTime: '2026-12-09T16:00:00Z' } });
+    google.createExternal({ id: 'extfree', summary: 'Libre', transparency: 'transparent', start: { dateTime: '2030-12-09T15:00:00Z' }, end: { dateTime: '2030-12-09T16:00:00Z' } });
     // An invitation the member declined blocks nothing either (Google's free/busy ignores it).
-    google.createExternal({ id: 'extdeclined', summary: 'Invitación rechazada', attendees: [{ email: 'otra@example.com' }, { email: 'yo@example.com', self: true, responseStatus: 'declined' }], start: { dateTime: '2026-12-10T15:00:00Z' }, end: { dateTime: '2026-12-10T16:00:00Z' } });
-    google.createExternal({ id: 'extallday', summary: 'Vacaciones', start: { date: '2026-12-20', timeZone: 'America/Mexico_City' }, end: { date: '2026-12-21', timeZone: 'America/Mexico_City' } });
+    google.createExternal({ id: 'extdeclined', summary: 'Invitación rechazada', attendees: [{ email: 'otra@example.com' }, { email: 'yo@example.com', self: true, responseStatus: 'declined' }], start: { dateTime: '2030-12-10T15:00:00Z' }, end: { dateTime: '2030-12-10T16:00:00Z' } });
+    google.createExternal({ id: 'extallday', summary: 'Vacaciones', start: { date: '2030-12-20', timeZone: 'America/Mexico_City' }, end: { date: '2030-12-21', timeZone: 'America/Mexico_City' } });
     await pull(tenant.ownerId);
     const imported = async () => (await app.pool.query(`SELECT google_event_id, title, starts_at, all_day FROM calendar_events WHERE user_id = $1 AND source = 'google' ORDER BY google_event_id`, [tenant.ownerId])).rows;
     const rows = await waitFor(async () => {
@@ -551,7 +551,7 @@ describe('calendar sync end to end', () => {
     }, 20_000, 'four imported events');
     assert.deepEqual(rows.map((r: any) => r.google_event_id), ['ext0', 'ext1', 'ext2', 'extallday']);
     assert.equal(rows[3].all_day, true);
-    assert.equal(rows[3].starts_at.toISOString(), '2026-12-20T06:00:00.000Z');
+    assert.equal(rows[3].starts_at.toISOString(), '2030-12-20T06:00:00.000Z');
     const { rows: mine } = await app.pool.query(`SELECT count(*)::int AS n FROM calendar_events WHERE google_event_id = $1`, [ours.id]);
     assert.equal(mine[0].n, 1, 'our own event is not imported back');
     const listed = await api.get(`/calendar/events?source=google`);
@@ -573,7 +573,7 @@ describe('calendar sync end to end', () => {
 
     // Google drops our sync token: a full resync gives the same picture.
     google.invalidateSyncTokens();
-    google.createExternal({ id: 'ext9', summary: 'Tras 410', start: { dateTime: '2026-12-11T15:00:00Z' }, end: { dateTime: '2026-12-11T16:00:00Z' } });
+    google.createExternal({ id: 'ext9', summary: 'Tras 410', start: { dateTime: '2030-12-11T15:00:00Z' }, end: { dateTime: '2030-12-11T16:00:00Z' } });
     await pull(tenant.ownerId);
     await waitFor(async () => (await imported()).map((r: any) => r.google_event_id).join() === 'ext0,ext1,ext9,extallday', 20_000, 'the full resync');
 
@@ -582,7 +582,7 @@ describe('calendar sync end to end', () => {
       id: 'extnul', summary: `${'a'.repeat(299)}😀`, description: 'nota\u0000oculta', location: 'sala\u0000',
       // A room Google gives no email for is left out: an attendee is a name and an email in the API.
       attendees: [{ displayName: 'Sala 3', resource: true }, { email: 'x@example.com', displayName: 'Ana\u0000' }],
-      start: { dateTime: '2026-12-12T15:00:00Z' }, end: { dateTime: '2026-12-12T16:00:00Z' },
+      start: { dateTime: '2030-12-12T15:00:00Z' }, end: { dateTime: '2030-12-12T16:00:00Z' },
     } as any);
     await pull(tenant.ownerId);
     const odd = await waitFor(async () => (await app.pool.query(`SELECT title, description, location, attendees FROM calendar_events WHERE user_id = $1 AND google_event_id = 'extnul'`, [tenant.ownerId])).rows[0], 20_000, 'the event with U+0000 imported');

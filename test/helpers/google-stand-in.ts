@@ -176,7 +176,12 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
       if (syncToken) {
         const from = Number(syncToken.replace('sync-', ''));
         ids = [...new Set(changes.slice(from))];
-      } else ids = [...events.keys()].filter((k) => events.get(k)!.status !== 'cancelled');
+      } else {
+        // A full list from timeMin: events ending after it (Google's lower bound on an event's end).
+        const timeMin = url.searchParams.get('timeMin');
+        const endsAfter = (e: any) => !timeMin || Date.parse(e.end?.dateTime ?? `${e.end?.date}T00:00:00Z`) > Date.parse(timeMin);
+        ids = [...events.keys()].filter((k) => events.get(k)!.status !== 'cancelled' && endsAfter(events.get(k)!));
+      }
       const size = options.pageSize ?? 2;
       const page = ids.slice(start, start + size).map((k) => events.get(k)!);
       const more = start + size < ids.length || endlessLists;
