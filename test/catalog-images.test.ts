@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import sharp, { type SharpOptions } from 'sharp';
 import { startWorker, type Worker } from '../worker/worker.ts';
 import { client, seedTenant, startTestApp, uploadFile, type TestApp, type Tenant } from './helpers/app.ts';
+import { zip64 as asZip64 } from './helpers/forms.ts';
 
 const solid = (width: number, height: number) => sharp({ create: { width, height, channels: 3, background: { r: 200, g: 30, b: 30 } } });
 
@@ -186,6 +187,9 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     comment.writeUInt16BE(archive.length + 2, 2);
     const inJpeg = await up(`/products/${productId}/image`, Buffer.concat([photo.subarray(0, 2), comment, photo.subarray(2)]), 'p.jpg');
     assert.deepEqual([inJpeg.status, inJpeg.body.errors?.file], [422, ['la imagen lleva un archivo comprimido (zip) dentro: no se admite']], inJpeg.text);
+    // A zip64 (the end record says "see zip64"; the directory is found before the zip64 record) after a JPEG.
+    const zip64 = await up(`/products/${productId}/image`, Buffer.concat([photo, asZip64(archive)]), 'z64.jpg');
+    assert.deepEqual([zip64.status, zip64.body.errors?.file], [422, ['la imagen lleva un archivo comprimido (zip) al final: no se admite']], zip64.text);
     const inPng = await up(`/products/${productId}/image`, Buffer.concat([base.subarray(0, 33), pngChunk('ziPp', archive), base.subarray(33)]), 'p.png');
     assert.deepEqual([inPng.status, inPng.body.errors?.file], [422, ['la imagen lleva un archivo comprimido (zip) dentro: no se admite']], inPng.text);
     // The same with bytes after the image, which would be dropped: the image kept would still be an archive.

@@ -517,6 +517,11 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
       ['cv', 'informe.pdf', Buffer.concat([files.pdf(), files.plainZip()])],
       // A zip with bytes after it (readers find it all the same: "extra bytes … attempting to process anyway").
       ['cv', 'oculto.pdf', Buffer.concat([files.pdf(), files.plainZip(), Buffer.from('\n%%EOF\n')])],
+      // A zip64 (its end record says "see zip64"), one whose directory is longer than the 64 KB searched,
+      // and one after a sound .doc: each opens in unzip and Python's zipfile.
+      ['cv', 'grande.pdf', Buffer.concat([files.pdf(), files.zip64(files.plainZip())])],
+      ['media', 'muchos.png', Buffer.concat([await files.png(), files.manyEntriesZip(3000), Buffer.from('cola')])],
+      ['cv', 'informe.doc', Buffer.concat([files.doc(), files.plainZip()])],
       // Markup is refused whatever its name: a page or a drawing is not text to a browser that sniffs it.
       ['cv', 'pagina.txt', Buffer.from('<!DOCTYPE html><html><script>alert(document.cookie)</script></html>')],
       ['cv', 'dibujo.txt', Buffer.from('\uFEFF  <?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>')],

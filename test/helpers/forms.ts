@@ -53,6 +53,33 @@ export function zip(entries: Record<string, string | Buffer | DeflatedEntry>): B
   return Buffer.concat([...locals, centralDir, end]);
 }
 
+/**
+ * `archive` (a zip of `zip()`, no comment) in the zip64 form, as `zip -fz` writes it: a zip64 end record
+ * and its locator between the directory and the end record, which keeps the real counts and size (so the
+ * directory is not right before the end record). Zip readers (unzip, Python's zipfile) open it.
+ */
+export function zip64(archive: Buffer): Buffer {
+  const endAt = archive.length - 22;
+  const [entries, size, offset] = [archive.readUInt16LE(endAt + 10), archive.readUInt32LE(endAt + 12), archive.readUInt32LE(endAt + 16)];
+  const record = Buffer.alloc(56);
+  record.writeUInt32LE(0x06064b50, 0);
+  record.writeBigUInt64LE(44n, 4);
+  record.writeUInt16LE(45, 12);
+  record.writeUInt16LE(45, 14);
+  record.writeBigUInt64LE(BigInt(entries), 24);
+  record.writeBigUInt64LE(BigInt(entries), 32);
+  record.writeBigUInt64LE(BigInt(size), 40);
+  record.writeBigUInt64LE(BigInt(offset), 48);
+  const locator = Buffer.alloc(20);
+  locator.writeUInt32LE(0x07064b50, 0);
+  locator.writeBigUInt64LE(BigInt(endAt), 8);
+  locator.writeUInt32LE(1, 16);
+  return Buffer.concat([archive.subarray(0, endAt), record, locator, archive.subarray(endAt)]);
+}
+
+/** A zip of `count` small entries: its directory (56 bytes an entry) longer than the 64 KB zip readers search from the end. */
+export const manyEntriesZip = (count: number) => zip(Object.fromEntries(Array.from({ length: count }, (_, i) => [`f${String(i).padStart(5, '0')}.txt`, 'x'])));
+
 /** A zip whose last entry is `inflatedBytes` of zeros, deflated (about 1 MB per GB): a decompression bomb. */
 export async function zipBomb(entry: string, inflatedBytes: number, extra: Record<string, string> = {}): Promise<Buffer> {
   const zeros = Buffer.alloc(1024 * 1024);
