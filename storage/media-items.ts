@@ -23,11 +23,11 @@ export function mediaUrl(siteUrl: string, token: string, filename: string): stri
   return `${siteUrl}/media/${token}/${encodeURIComponent(filename)}`;
 }
 
-/** The token a media URL names (`…/media/<token>/<name>`), or null for any other URL. */
+/** The token a media URL names (`…/media/<token>/<name>`, a trailing slash too, as the route answers it), or null for any other URL. */
 function tokenOf(url: string | null): string | null {
   if (!url) return null;
   try {
-    return /\/media\/([0-9a-f]{32})\/[^/]+$/.exec(new URL(url).pathname)?.[1] ?? null;
+    return /\/media\/([0-9a-f]{32})\/[^/]+\/?$/.exec(new URL(url).pathname)?.[1] ?? null;
   } catch {
     return null;
   }

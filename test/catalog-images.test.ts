@@ -438,7 +438,11 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     assert.deepEqual([p2.body.data.image_url, p2.body.data.thumbnail_url, p2.body.data.variants[0].thumbnail_url], [read.p.image_url, read.p.thumbnail_url, read.p.variants[0].thumbnail_url]);
     const b2 = await api.patch(`/brands/${brand.id}`, { data: { logo_url: renamed(read.b.logo.url) } });
     assert.deepEqual([b2.status, b2.body.data.logo], [200, { ...read.b.logo, url: read.b.logo.url }], b2.text);
+    // With a trailing slash, which the media route answers as the same file.
+    const slashed = await api.patch(`/products/${made.id}`, { data: { image_url: `${read.p.image_url}/` } });
+    assert.deepEqual([slashed.status, slashed.body.data.image_url, slashed.body.data.thumbnail_url], [200, read.p.image_url, read.p.thumbnail_url], slashed.text);
     const ownThumbnails = [
+      [`/products/${made.id}`, { image_url: `${read.p.thumbnail_url}/` }, 'image_url'],
       [`/products/${made.id}`, { image_url: read.p.thumbnail_url }, 'image_url'],
       [`/products/${made.id}`, { variants: [{ id: read.p.variants[0].id, image_url: read.p.variants[0].thumbnail_url }] }, 'variants.0.image_url'],
       [`/brands/${brand.id}`, { logo_url: read.b.logo.thumbnail_url }, 'logo_url'],
