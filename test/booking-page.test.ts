@@ -158,7 +158,8 @@ describe('public booking page (HTTP)', () => {
     const link = await newLink();
     const base = `/book/${hostSlug}/${link.slug}`;
     const slot = await firstSlot(base);
-    const headers = { ...from(), 'idempotency-key': `visita-${n}` };
+    const key = `visita-${n}`;
+    const headers = { ...from(), 'idempotency-key': key };
     const payload = { data: { starts_at: slot.starts_at, booker: { name: 'Eva', email: 'eva@visita.example', timezone: 'Europe/Madrid' }, answers: { motivo: 'Dudas' } } };
     const [a, b] = await Promise.all([postJson(`${base}/bookings`, payload, headers), postJson(`${base}/bookings`, payload, headers)]);
     const statuses = [a.status, b.status].sort();
@@ -174,8 +175,16 @@ describe('public booking page (HTTP)', () => {
     // The replay hands back the same manage link, though the stored answer does not hold it: the link
     // opens the booking, and the database keeps only its token's digest (docs/bookings.md).
     assert.equal(replay.body.data.manage_url, created.body.data.manage_url);
+    // Another visitor (another address) sending the same key and body is not handed Eva's answer and
+    // manage link: the key is the visitor's own, so theirs is a new booking of a slot that is taken.
+    const stranger = await postJson(`${base}/bookings`, payload, { ...from(), 'idempotency-key': key });
+    assert.deepEqual([stranger.status, stranger.body.error, stranger.headers.get('idempotent-replayed')], [409, 'slot_unavailable', null], JSON.stringify(stranger.body));
+    assert.ok(!JSON.stringify(stranger.body).includes(created.body.data.manage_url));
     const token = created.body.data.manage_url.split('/').at(-1);
-    const stored = await app.pool.query(`SELECT response_body::text AS body FROM idempotency_keys WHERE scope = 'booking_page' AND key = $1`, [`visita-${n}`]);
+    const stored = await app.pool.query(
+      `SELECT response_body::text AS body FROM idempotency_keys WHERE scope = 'booking_page' AND company_id = $1 AND state = 'done' ORDER BY created_at DESC LIMIT 1`,
+      [tenant.companyId],
+    );
     assert.equal(stored.rowCount, 1);
     assert.ok(!stored.rows[0].body.includes(token), stored.rows[0].body);
     // Nor does the request log line of the link's pages.
@@ -185,9 +194,9 @@ describe('public booking page (HTTP)', () => {
     // The same key string used by the company's API integrator is another namespace; its answers are
     // stored as they are (a custom property named manage_url is the customer's own value).
     const own = { data: { name: 'Cliente', custom_properties: [{ key: 'manage_url', value: 'https://propio.example/x' }] } };
-    const integrator = await api.post('/customers', own, { 'Idempotency-Key': `visita-${n}` });
+    const integrator = await api.post('/customers', own, { 'Idempotency-Key': key });
     assert.equal(integrator.status, 201, integrator.text);
-    const again = await api.post('/customers', own, { 'Idempotency-Key': `visita-${n}` });
+    const again = await api.post('/customers', own, { 'Idempotency-Key': key });
     assert.equal(again.headers.get('idempotent-replayed'), 'true');
     assert.equal(again.body.data.manage_url, 'https://propio.example/x');
   });
@@ -353,7 +362,12 @@ describe('public booking page (HTTP)', () => {
     assert.equal(moved.status, 201, JSON.stringify(moved.body));
     assert.equal(moved.body.data.starts_at, later);
     // The key's row keeps neither token: not the old one of the path, not the new one of the answer.
-    const keyRow = (await app.pool.query(`SELECT path, response_body FROM idempotency_keys WHERE scope = 'booking_page' AND key = $1`, [movedKey])).rows[0];
+    // (Stored under the visitor's digest of the key: the latest reschedule row of the page.)
+    const keyRow = (await app.pool.query(
+      `SELECT path, response_body FROM idempotency_keys WHERE scope = 'booking_page' AND company_id = $1 AND path LIKE '%/reschedule' ORDER BY created_at DESC LIMIT 1`,
+      [tenant.companyId],
+    )).rows[0];
+    assert.ok(keyRow, 'the reschedule stored its answer');
     for (const token of [manage.split('/').at(-1)!, moved.body.data.manage_url.split('/').at(-1)]) {
       assert.ok(!JSON.stringify(keyRow).includes(token), JSON.stringify(keyRow));
     }

@@ -145,12 +145,12 @@ function refuseEnded(booking: { ends_at: Date | string; status: string }): void 
   if (bookingEnded(booking)) throw new ApiError(booking.status === 'confirmed' ? 'booking_ended' : 'booking_cancelled');
 }
 
-/** Runs a public write under the visitor's Idempotency-Key (scope booking_page of the link's company), or directly without one. */
+/** Runs a public write under the visitor's Idempotency-Key (scope booking_page of the link's company, the visitor's own by their address), or directly without one. */
 async function idempotent(ctx: ApiContext, companyId: string, run: (db: Queryable) => Promise<void>): Promise<void> {
   if (ctx.headers['idempotency-key'] === undefined) return run(ctx.deps.pool);
   checkIdempotencyKey(ctx);
   const fingerprint = createHash('sha256').update(canonicalJson(ctx.request.body ?? null)).digest('hex');
-  await runIdempotent(ctx, fingerprint, (db) => run(db), { companyId, scope: 'booking_page' });
+  await runIdempotent(ctx, fingerprint, (db) => run(db), { companyId, scope: 'booking_page', visitor: ctx.ip });
 }
 
 /**

@@ -119,10 +119,15 @@ export async function runIdempotent(
   ctx: ApiContext,
   bodyFingerprint: string,
   run: (db: Queryable) => Promise<unknown>,
-  /** Whose keys: the API key's company (default), or a company's public booking page. */
-  owner: { companyId: string; scope: 'api' | 'booking_page' } = { companyId: ctx.state.auth!.companyId, scope: 'api' },
+  /**
+   * Whose keys: the API key's company (default), or a company's public booking page, whose keys are each
+   * visitor's own (`visitor`, the client address): with no credential to bind a key to, another visitor
+   * sending the same key and body would otherwise be handed the first one's answer (its manage link).
+   */
+  owner: { companyId: string; scope: 'api' | 'booking_page'; visitor?: string } = { companyId: ctx.state.auth!.companyId, scope: 'api' },
 ): Promise<void> {
-  const key = ctx.get('Idempotency-Key');
+  const sent = ctx.get('Idempotency-Key');
+  const key = owner.visitor === undefined ? sent : createHash('sha256').update(`${owner.visitor}\u0000${sent}`).digest('hex');
   const { pool } = ctx.deps;
   const { companyId, scope } = owner;
   // The key is bound to the query string too, whoever fingerprinted the body, and to the credential

@@ -258,7 +258,11 @@
       .then(function (r) { return r.json().catch(function () { return null; }).then(function (body) { return { status: r.status, body: body }; }); });
   }
 
-  function newKey() { return (crypto.randomUUID ? crypto.randomUUID() : String(Math.random()).slice(2) + Date.now()); }
+  // 128 random bits either way (randomUUID needs a secure context; getRandomValues does not).
+  function newKey() {
+    if (crypto.randomUUID) return crypto.randomUUID();
+    return Array.prototype.map.call(crypto.getRandomValues(new Uint8Array(16)), function (b) { return (b + 256).toString(16).slice(1); }).join('');
+  }
 
   // Booking mode.
   var idempotencyKey = null;
