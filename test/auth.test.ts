@@ -233,6 +233,24 @@ describe('production mode', () => {
     assert.equal(appended.status, 200);
   });
 
+  test('the sign-in page behind the router: its Secure cookies follow the trusted X-Forwarded-Proto entry, not the client\'s first one', async () => {
+    const https = { 'x-forwarded-proto': 'https', 'content-type': 'application/json' };
+    const registered = await fetch(`${app.url}/oauth/register`, { method: 'POST', headers: https, body: JSON.stringify({ redirect_uris: ['http://127.0.0.1:43210/callback'], client_name: 'Detrás del router' }) });
+    assert.equal(registered.status, 201, await registered.clone().text());
+    const { client_id } = (await registered.json()) as { client_id: string };
+    const query = new URLSearchParams({
+      response_type: 'code', client_id, redirect_uri: 'http://127.0.0.1:43210/callback', state: 'x',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256',
+    });
+    // A client's own "http" first, the router's "https" appended: the request came over HTTPS.
+    for (const proto of ['https', 'http, https']) {
+      const page = await fetch(`${app.url}/authorize?${query}`, { headers: { 'x-forwarded-proto': proto } });
+      assert.equal(page.status, 200, `${proto}: ${await page.text()}`);
+      const cookie = page.headers.getSetCookie().find((c) => c.startsWith('__Host-'));
+      assert.ok(cookie && /;\s*secure/i.test(cookie), `${proto}: ${page.headers.getSetCookie().join(' | ')}`);
+    }
+  });
+
   test('with no trusted proxy (TRUST_PROXY_HOPS=0) the header is the client\'s own: plain HTTP is refused whatever it says', async () => {
     const direct = await startTestApp({ NODE_ENV: 'production', TRUST_PROXY_HOPS: '0' });
     try {

@@ -239,6 +239,9 @@ export function httpsOnly(enabled: boolean, trustProxyHops: number) {
         throw new ApiError('https_required');
       }
       ctx.set('Strict-Transport-Security', HSTS);
+      // The cookies library asks Koa, which reads the first X-Forwarded-Proto entry (the client's): told
+      // here from the trusted one, or a client's "http, https" would make setting a Secure cookie throw.
+      ctx.cookies.secure = true;
     }
     await next();
   };
