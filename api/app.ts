@@ -164,7 +164,7 @@ export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
   });
   root.get(['/api/v1/docs', '/api/v1/reference'], (ctx) => {
     ctx.type = 'text/html; charset=utf-8';
-    ctx.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'");
+    ctx.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'");
     ctx.body = referencePage(deps.config);
   });
   root.all('/admin/trpc/*path', adminMiddleware(deps));

@@ -48,13 +48,14 @@ describe('health and version headers', () => {
     assert.equal(toApiError(new Error('a bug')), null);
   });
 
-  test('every response, errors included, carries the version headers, a request id and Cache-Control: no-store', async () => {
+  test('every response, errors included, carries the version headers, a request id, Cache-Control: no-store and nosniff', async () => {
     for (const path of ['/healthz', '/api/v1/customers', '/api/v1/nope']) {
       const res = await fetch(app.url + path);
       assert.equal(res.headers.get('x-service-api-version'), API_VERSION);
       assert.equal(res.headers.get('x-service-api-released-at'), API_RELEASED_AT);
       assert.match(res.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
       assert.equal(res.headers.get('cache-control'), 'no-store', path);
+      assert.equal(res.headers.get('x-content-type-options'), 'nosniff', path);
     }
     // A company's data, served from the response cache too; what is meant to be kept says so.
     const tenant = await seedTenant(app.pool, { responseCache: true });
@@ -111,6 +112,18 @@ describe('health and version headers', () => {
     assert.match(expect, /^HTTP\/1\.1 417 /);
     assert.match(expect, versionHeader);
     assert.match(expect, /\r\n\r\n\{"error":"expectation_failed","message":"La cabecera Expect solo admite 100-continue\."\}$/);
+  });
+
+  test('Host sent twice, or no host[:port] (RFC 9112 §3.2), is 400 invalid_request and the connection closed; names, IPs, ports and IPv6 pass', async () => {
+    for (const host of ['Host: a\r\nHost: b', 'Host: a b', 'Host: evil.example/path', 'Host: x@y', 'Host: localhost:99999', 'Host: ']) {
+      const answer = await rawExchange(`GET /healthz HTTP/1.1\r\n${host}\r\n\r\n`);
+      assert.match(answer, /^HTTP\/1\.1 400 /, JSON.stringify(host));
+      assert.match(answer, /\r\nConnection: close\r\n/i);
+      assert.match(answer, /"error":"invalid_request"/);
+    }
+    for (const host of ['localhost', 'api.example.com:443', '127.0.0.1:3000', '[::1]:3000', 'web_1:8080', 'api.example.com.']) {
+      assert.match(await rawExchange(`GET /healthz HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`), /^HTTP\/1\.1 200 /, host);
+    }
   });
 
   test('CONNECT (no tunnels here) and a transfer coding other than chunked are 400 invalid_request in the contract\'s shape, never a silent close or a body read as plain', async () => {

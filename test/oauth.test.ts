@@ -58,6 +58,8 @@ describe('OAuth 2.1 authorization server', () => {
     const first = await fetch(`${app.url}/authorize?${params}`);
     assert.equal(first.status, 200, await first.clone().text());
     assert.equal(first.headers.get('x-frame-options'), 'DENY');
+    // The page's URL (state, code_challenge) is not sent on as a Referer; nor is a type guessed.
+    assert.deepEqual([first.headers.get('referrer-policy'), first.headers.get('x-content-type-options')], ['no-referrer', 'nosniff']);
     const signInHtml = await first.text();
     assert.match(signInHtml, /<label for="email">/);
     let cookies = cookieOf(first);

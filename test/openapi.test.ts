@@ -256,6 +256,7 @@ describe('OpenAPI and reference page', () => {
     const res = await fetch(`${app.baseUrl}/docs`);
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type') ?? '', /text\/html/);
+    assert.match(res.headers.get('content-security-policy') ?? '', /frame-ancestors 'none'/, 'not framed by another site');
     const html = await res.text();
     assert.doesNotMatch(html, /<script|<link|https?:\/\/(?!127\.0\.0\.1|localhost)[^"'\s<]*\.(js|css)/i);
     for (const route of apiRoutes) assert.ok(html.includes(route.path.replace(/:(\w+)/g, '{$1}')), route.path);

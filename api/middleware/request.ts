@@ -118,6 +118,22 @@ export function toApiError(error: unknown, { quiet = false } = {}): ApiError | n
   return null;
 }
 
+/** A host name (letters, digits, `-`, `_`, dots) or a bracketed IPv6 address, then an optional port. */
+const HOST_VALUE = /^(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?)*\.?|\[[0-9A-Fa-f:.]+\])(?::(\d{1,5}))?$/;
+
+/** Why a request's Host header is unusable (sent twice, or no host[:port]), or null when it is fine or absent. */
+function badHost(req: IncomingMessage): string | null {
+  const host = req.headers.host;
+  if (host === undefined) return null;
+  let count = 0;
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === 4 && raw[i]!.toLowerCase() === 'host') count++;
+  if (count > 1) return 'La cabecera Host va una sola vez.';
+  const match = HOST_VALUE.exec(host);
+  if (!match || (match[1] !== undefined && Number(match[1]) > 65535)) return `La cabecera Host "${host.slice(0, 100)}" no es un host[:puerto] válido.`;
+  return null;
+}
+
 export function requestMiddleware() {
   return async function request(ctx: ApiContext, next: Next) {
     const started = performance.now();
@@ -130,6 +146,8 @@ export function requestMiddleware() {
     // Answers hold a company's data (names, emails, RFCs, secrets): no cache stores them, as with
     // Stripe's. The few meant to be kept (openapi.json, public media, the booking page's script) say so.
     ctx.set('Cache-Control', 'no-store');
+    // No browser guesses another type than the one declared (JSON, the HTML pages, files).
+    ctx.set('X-Content-Type-Options', 'nosniff');
     let failure: unknown;
     try {
       // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (Node's own answer had no body or headers of ours).
@@ -138,6 +156,12 @@ export function requestMiddleware() {
       if (ctx.req.httpVersionMajor === 1 && ctx.req.httpVersionMinor >= 1 && ctx.req.headers.host === undefined) {
         ctx.set('Connection', 'close');
         throw new ApiError('invalid_request', 'Falta la cabecera Host, obligatoria en HTTP/1.1.');
+      }
+      // RFC 9112 §3.2 too: more than one Host, or one that is no host[:port], is a 400 (Node keeps the first).
+      const hostProblem = badHost(ctx.req);
+      if (hostProblem) {
+        ctx.set('Connection', 'close');
+        throw new ApiError('invalid_request', hostProblem);
       }
       // RFC 9112 §6.1: chunked is the only transfer coding read here. Node takes `gzip, chunked` and hands
       // on the still-compressed bytes; refused rather than parsed as if plain (Content-Encoding is the way).

@@ -293,6 +293,8 @@ async function register(ctx: ApiContext): Promise<void> {
  */
 async function authorize(ctx: ApiContext): Promise<void> {
   ctx.set('X-Frame-Options', 'DENY');
+  // The page's URL holds the request (state, code_challenge): not sent on to the redirect's target.
+  ctx.set('Referrer-Policy', 'no-referrer');
   ctx.set('Cache-Control', 'no-store');
   // The pages' forms post here only; until the request is checked, nothing else is allowed.
   ctx.set('Content-Security-Policy', pageCsp());
