@@ -52,6 +52,23 @@ export function imageUrlWrite(url: string | null, current: { url: string | null;
   return 'replaced';
 }
 
+/**
+ * A write of `url` as the `image_url` of a record with image columns (image_url, thumbnail_url,
+ * image_media_id; products, categories): the columns to set (none when the upload is kept; the upload
+ * deleted when replaced), or `own_thumbnail` for the caller to refuse (imageUrlWrite).
+ */
+export async function imageUrlColumns(
+  db: Queryable,
+  companyId: string,
+  url: string | null,
+  existing: { image_url: string | null; thumbnail_url: string | null; image_media_id: string | null } | null,
+): Promise<Record<string, unknown> | 'own_thumbnail'> {
+  const write = imageUrlWrite(url, existing && { url: existing.image_url, thumbnailUrl: existing.thumbnail_url, mediaId: existing.image_media_id });
+  if (write !== 'replaced') return write === 'kept' ? {} : write;
+  if (existing) await deleteMedia(db, companyId, [existing.image_media_id]);
+  return { image_url: url, thumbnail_url: null, image_media_id: null };
+}
+
 /** The 422 message for `own_thumbnail` (imageUrlWrite). */
 export const OWN_THUMBNAIL = 'es la miniatura de la imagen subida de este registro, que se borraría al reemplazarla: envía la URL de la imagen (image_url tal como se lee) o sube otra';
 

@@ -5,7 +5,7 @@
 import type { Client, Queryable } from '../../db/pool.ts';
 import { insertRow, updateRow } from '../../db/tables.ts';
 import { iso } from '../../db/timestamps.ts';
-import { deleteMedia, imageUrlWrite, OWN_THUMBNAIL } from '../../storage/media-items.ts';
+import { deleteMedia, imageUrlColumns, OWN_THUMBNAIL } from '../../storage/media-items.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { listPage, type ListMeta, type TotalsCache } from '../pagination.ts';
 import type { CategoryListQuery, CategoryWrite, categorySchema } from './product-category-schemas.ts';
@@ -198,12 +198,9 @@ async function categoryColumns(client: Client, companyId: string, data: Category
   // The stored URL sent back (a record written back as read), or the upload's under another name, is no
   // change: the uploaded image stays (imageUrlWrite).
   if (image_url !== undefined) {
-    const write = imageUrlWrite(image_url, existing && { url: existing.image_url, thumbnailUrl: existing.thumbnail_url, mediaId: existing.image_media_id });
-    if (write === 'own_thumbnail') throw validationFailed({ image_url: [OWN_THUMBNAIL] });
-    if (write === 'replaced') {
-      if (existing) await deleteMedia(client, companyId, [existing.image_media_id]);
-      Object.assign(values, { image_url, thumbnail_url: null, image_media_id: null });
-    }
+    const image = await imageUrlColumns(client, companyId, image_url, existing);
+    if (image === 'own_thumbnail') throw validationFailed({ image_url: [OWN_THUMBNAIL] });
+    Object.assign(values, image);
   }
   if (slug !== undefined || !existing) {
     values.slug = await freeSlug(client, 'product_categories', companyId, { explicit: slug, name: data.name ?? existing!.name }, existing?.id);

@@ -6,7 +6,7 @@
 import { transaction, type Client, type Pool, type Queryable } from '../../db/pool.ts';
 import { insertRow, updateRow } from '../../db/tables.ts';
 import { iso } from '../../db/timestamps.ts';
-import { deleteMedia, imageUrlWrite, OWN_THUMBNAIL, productMediaIds } from '../../storage/media-items.ts';
+import { deleteMedia, imageUrlColumns, OWN_THUMBNAIL, productMediaIds } from '../../storage/media-items.ts';
 import { flattenCustomProperties, mergeCustomProperties } from '../custom-properties.ts';
 import { ApiError, validationFailed, type FieldErrors } from '../errors.ts';
 import { likePattern, listPage, searchTerm, type ListMeta, type PaginationQuery, type Params, type TotalsCache } from '../pagination.ts';
@@ -242,12 +242,9 @@ async function productColumns(client: Client, companyId: string, data: ProductWr
   // The stored URL sent back (a record written back as read), or the upload's under another name, is no
   // change: the uploaded image stays (imageUrlWrite).
   if (image_url !== undefined) {
-    const write = imageUrlWrite(image_url, existing && { url: existing.image_url, thumbnailUrl: existing.thumbnail_url, mediaId: existing.image_media_id });
-    if (write === 'own_thumbnail') throw validationFailed({ image_url: [OWN_THUMBNAIL] });
-    if (write === 'replaced') {
-      if (existing) await deleteMedia(client, companyId, [existing.image_media_id]);
-      Object.assign(values, { image_url, thumbnail_url: null, image_media_id: null });
-    }
+    const image = await imageUrlColumns(client, companyId, image_url, existing);
+    if (image === 'own_thumbnail') throw validationFailed({ image_url: [OWN_THUMBNAIL] });
+    Object.assign(values, image);
   }
   if (images !== undefined) values.images = images.map((img, i) => ({ url: img.url, alt: img.alt ?? null, position: img.position ?? i }));
   if (custom_properties !== undefined) {
