@@ -317,18 +317,23 @@ describe('public booking page in a browser', { skip }, () => {
     return times;
   }
 
+  /** A New York link open on Sundays from `start` to `end`, its window the autumn change `yearsAhead` years on (each test its own year: their bookings share this host's agenda). */
+  async function autumnLink(slug: string, yearsAhead: number, start: string, end: string) {
+    const change = newYorkFallBack(yearsAhead);
+    const link = await client(app.baseUrl, tenant.key).post('/booking-links', {
+      data: { user_id: tenant.ownerId, slug, title: slug, duration_minutes: 30, timezone: 'America/New_York', minimum_notice_minutes: 0,
+        weekly_hours: [{ days: [7], start, end }], booking_window: change.window },
+    });
+    assert.equal(link.status, 201, link.text);
+    return { change, id: link.body.data.id as string };
+  }
+
   test('autumn\'s repeated hour: each time carries its UTC offset, also once one of the repeated slots is booked', async () => {
     const api = client(app.baseUrl, tenant.key);
     // New York sets its clocks back at 02:00 on the first Sunday of November: 01:00–02:00 happens twice.
-    // Each of these tests takes its own year: their bookings share this host's agenda.
-    const change = newYorkFallBack(1);
-    const link = await api.post('/booking-links', {
-      data: { user_id: tenant.ownerId, slug: 'otono', title: 'Otoño', duration_minutes: 30, timezone: 'America/New_York', minimum_notice_minutes: 0,
-        weekly_hours: [{ days: [7], start: '00:00', end: '03:00' }], booking_window: change.window },
-    });
-    assert.equal(link.status, 201, link.text);
+    const { change, id } = await autumnLink('otono', 1, '00:00', '03:00');
     // The first 01:00 (EDT, 05:00Z) is taken: the times left no longer repeat in pairs.
-    const made = await api.post('/bookings', { data: { booking_link_id: link.body.data.id, starts_at: change.at('05:00'), booker: { name: 'Otro', email: 'otro@visita.example' } } });
+    const made = await api.post('/bookings', { data: { booking_link_id: id, starts_at: change.at('05:00'), booker: { name: 'Otro', email: 'otro@visita.example' } } });
     assert.equal(made.status, 201, made.text);
     const times = await slotTimesInNewYork('otono', change.date, change.monthStart);
     const repeated = times.filter((t) => t.startsWith('01:30'));
@@ -338,16 +343,11 @@ describe('public booking page in a browser', { skip }, () => {
 
   test('autumn\'s repeated hour: the offsets stay once every slot of the first pass of that hour is booked', async () => {
     const api = client(app.baseUrl, tenant.key);
-    const change = newYorkFallBack(2);
-    const link = await api.post('/booking-links', {
-      data: { user_id: tenant.ownerId, slug: 'otono-lleno', title: 'Otoño lleno', duration_minutes: 30, timezone: 'America/New_York', minimum_notice_minutes: 0,
-        weekly_hours: [{ days: [7], start: '01:00', end: '04:00' }], booking_window: change.window },
-    });
-    assert.equal(link.status, 201, link.text);
     // A year after the test above (its booking holds this host's night of that year).
+    const { change, id } = await autumnLink('otono-lleno', 2, '01:00', '04:00');
     // 01:00 and 01:30 EDT (05:00Z, 05:30Z) and 01:30 EST (06:30Z) taken: every time left is EST, the first one 01:00 EST.
     for (const starts_at of [change.at('05:00'), change.at('05:30'), change.at('06:30')]) {
-      const made = await api.post('/bookings', { data: { booking_link_id: link.body.data.id, starts_at, booker: { name: 'Otro', email: 'otro@visita.example' } } });
+      const made = await api.post('/bookings', { data: { booking_link_id: id, starts_at, booker: { name: 'Otro', email: 'otro@visita.example' } } });
       assert.equal(made.status, 201, made.text);
     }
     const times = await slotTimesInNewYork('otono-lleno', change.date, change.monthStart);
@@ -356,14 +356,8 @@ describe('public booking page in a browser', { skip }, () => {
   });
 
   test('autumn\'s repeated hour: the confirmation and the manage page give the booked time with its offset, as its button did', async () => {
-    const api = client(app.baseUrl, tenant.key);
     // New York's repeated hour in a year the tests above leave free on this host's agenda.
-    const change = newYorkFallBack(3);
-    const link = await api.post('/booking-links', {
-      data: { user_id: tenant.ownerId, slug: 'otono-confirmado', title: 'Otoño confirmado', duration_minutes: 30, timezone: 'America/New_York', minimum_notice_minutes: 0,
-        weekly_hours: [{ days: [7], start: '00:00', end: '03:00' }], booking_window: change.window },
-    });
-    assert.equal(link.status, 201, link.text);
+    const { change, id } = await autumnLink('otono-confirmado', 3, '00:00', '03:00');
     const context = await newContext({ zone: 'America/New_York', time: change.monthStart });
     const page = await context.newPage();
     await page.goto(pageUrl.replace(/asesoria$/, 'otono-confirmado'));
@@ -374,7 +368,7 @@ describe('public booking page in a browser', { skip }, () => {
     await page.click('#booking-form button[type=submit]');
     await page.waitForSelector('#done:not([hidden])');
     assert.match((await page.textContent('#done-text'))!.replace(/\s+/g, ' '), /01:30 GMT-5 \(America\/New_York\)/);
-    const { rows } = await app.pool.query(`SELECT starts_at FROM bookings WHERE booking_link_id = $1`, [link.body.data.id]);
+    const { rows } = await app.pool.query(`SELECT starts_at FROM bookings WHERE booking_link_id = $1`, [id]);
     assert.deepEqual(rows.map((r) => r.starts_at.toISOString()), [change.at('06:30').replace('Z', '.000Z')], 'the second 01:30 (EST) was booked');
     await page.goto((await page.getAttribute('#manage-link', 'href'))!);
     await page.waitForSelector('#when');
