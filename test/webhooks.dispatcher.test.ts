@@ -291,19 +291,19 @@ describe('webhook dispatcher: deliveries claimed ahead follow their endpoint', (
     const db = await app.pool.connect();
     try {
       await db.query('BEGIN');
-      await db.query(`SET LOCAL lock_timeout = '5s'`);
+      await db.query(`SET LOCAL lock_timeout = '30s'`);
       await db.query('SELECT id FROM webhook_deliveries WHERE id = $1 FOR NO KEY UPDATE', [ahead[0]]);
       // The attempt in flight ends; the claim that follows finds the endpoint off and gives the three back.
       answer();
       await waitFor(async () => {
         const { rows } = await app.pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%SET leased_until = NULL, next_attempt_at%'`);
         return rows.length > 0;
-      }, 10_000, 'the give-back waiting for the row this transaction holds');
+      }, 30_000, 'the give-back waiting for the row this transaction holds');
       // The switch-on's next steps: the other rows, in id order. Had the give-back locked one of them first,
       // each side would wait for the other.
       await db.query('SELECT id FROM webhook_deliveries WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE', [ahead.slice(1)]);
       await db.query('COMMIT');
-      await waitFor(async () => (await leases()).filter((r) => ahead.includes(r.id)).every((r) => r.lease === null), 10_000, 'the three given back once the transaction ended');
+      await waitFor(async () => (await leases()).filter((r) => ahead.includes(r.id)).every((r) => r.lease === null), 30_000, 'the three given back once the transaction ended');
     } finally {
       await db.query('ROLLBACK').catch(() => {});
       db.release();
