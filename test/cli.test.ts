@@ -3,7 +3,7 @@
 // public API. DESIGN.md, CLI contract: --json prints exactly one JSON document
 // on stdout; errors are one line on stderr and a non-zero exit.
 import assert from 'node:assert/strict';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -26,7 +26,10 @@ describe('wsctl', () => {
     app = await startTestApp();
     dir = await mkdtemp(path.join(tmpdir(), 'wsctl-'));
   });
-  after(() => app.close());
+  after(async () => {
+    await app.close();
+    await rm(dir, { recursive: true, force: true });
+  });
 
   test('companies of one name created at once get slugs of their own; forms of one slug too (no unique-violation 500)', async () => {
     const name = `Panadería ${Date.now()}`;

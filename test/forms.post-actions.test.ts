@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, readFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { waitFor, waitForLockWaits } from './helpers/wait.ts';
@@ -519,6 +519,7 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
       assert.equal(mail.attachments[0].filename, 'a.pdf');
       assert.equal((await api.get(`/forms/${onlyEmail.id}/submissions/${res2.body.data.id}`)).body.data.status, 'processed');
     } finally {
+      await rm(dataDir, { recursive: true, force: true });
       worker = await startWorker({ ...app.config, smtpUrl: smtp.url }, app.pool, app.databaseUrl);
     }
   });

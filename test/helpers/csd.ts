@@ -3,7 +3,7 @@
 // x500UniqueIdentifier and a branch in OU (what makes it a CSD, not an
 // e.firma), and its RSA key as encrypted PKCS#8 DER, like the SAT's .key.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -15,6 +15,8 @@ export function testCsd(rfc = 'EKU9003173C9', name = 'ESCUELA KEMPER URGATE', pa
   const cached = made.get(rfc);
   if (cached) return cached;
   const dir = mkdtempSync(path.join(tmpdir(), 'csd-'));
+  // The files are read by path while the test process lives (wsctl is given them); gone when it ends.
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   const pem = path.join(dir, 'key.pem');
   const cerPem = path.join(dir, 'cert.pem');
   const cerPath = path.join(dir, 'csd.cer');
