@@ -42,7 +42,7 @@ function tokenOf(url: string | null): string | null {
  *   refuses it (422) rather than store a URL that no longer answers;
  * - `replaced`: any other URL: the upload, if any, is deleted and the URL stored.
  */
-export function imageUrlWrite(url: string | null, current: { url: string | null; thumbnailUrl: string | null; mediaId: string | null } | null): 'kept' | 'own_thumbnail' | 'replaced' {
+function imageUrlWrite(url: string | null, current: { url: string | null; thumbnailUrl: string | null; mediaId: string | null } | null): 'kept' | 'own_thumbnail' | 'replaced' {
   if (!current) return 'replaced';
   if (url === current.url) return 'kept';
   if (!current.mediaId) return 'replaced';
@@ -52,25 +52,34 @@ export function imageUrlWrite(url: string | null, current: { url: string | null;
   return 'replaced';
 }
 
+/** A record's image columns: products, categories and variants keep `image_*`, brands `logo_*`. */
+const IMAGE_COLUMNS = { url: 'image_url', thumbnail: 'thumbnail_url', media: 'image_media_id' } as const;
+export const LOGO_COLUMNS = { url: 'logo_url', thumbnail: 'logo_thumbnail_url', media: 'logo_media_id' } as const;
+type ImageColumns = typeof IMAGE_COLUMNS | typeof LOGO_COLUMNS;
+
 /**
- * A write of `url` as the `image_url` of a record with image columns (image_url, thumbnail_url,
- * image_media_id; products, categories): the columns to set (none when the upload is kept; the upload
- * deleted when replaced), or `own_thumbnail` for the caller to refuse (imageUrlWrite).
+ * A write of `url` over a record's image (`columns`, IMAGE_COLUMNS by default): the columns to set
+ * (none when the upload is kept; the upload deleted when replaced), or `own_thumbnail` for the caller
+ * to refuse (imageUrlWrite).
  */
 export async function imageUrlColumns(
   db: Queryable,
   companyId: string,
   url: string | null,
-  existing: { image_url: string | null; thumbnail_url: string | null; image_media_id: string | null } | null,
+  /** The record as stored (a row with `columns`), null on create. */
+  existing: object | null,
+  columns: ImageColumns = IMAGE_COLUMNS,
 ): Promise<Record<string, unknown> | 'own_thumbnail'> {
-  const write = imageUrlWrite(url, existing && { url: existing.image_url, thumbnailUrl: existing.thumbnail_url, mediaId: existing.image_media_id });
+  const current = existing as Record<string, string | null> | null;
+  const write = imageUrlWrite(url, current && { url: current[columns.url] ?? null, thumbnailUrl: current[columns.thumbnail] ?? null, mediaId: current[columns.media] ?? null });
   if (write !== 'replaced') return write === 'kept' ? {} : write;
-  if (existing) await deleteMedia(db, companyId, [existing.image_media_id]);
-  return { image_url: url, thumbnail_url: null, image_media_id: null };
+  if (current) await deleteMedia(db, companyId, [current[columns.media]]);
+  return { [columns.url]: url, [columns.thumbnail]: null, [columns.media]: null };
 }
 
-/** The 422 message for `own_thumbnail` (imageUrlWrite). */
-export const OWN_THUMBNAIL = 'es la miniatura de la imagen subida de este registro, que se borraría al reemplazarla: envía la URL de la imagen (image_url tal como se lee) o sube otra';
+/** The 422 message for `own_thumbnail` (imageUrlWrite), naming the field that reads the image's URL. */
+export const ownThumbnail = (field: string) =>
+  `es la miniatura de la imagen subida de este registro, que se borraría al reemplazarla: envía la URL de la imagen (${field} tal como se lee) o sube otra`;
 
 export type StoredMedia = { id: string; url: string; blobId: string; filename: string };
 

@@ -4,7 +4,7 @@
 import type { Client, Queryable } from '../../db/pool.ts';
 import { insertRow, updateRow } from '../../db/tables.ts';
 import { iso } from '../../db/timestamps.ts';
-import { deleteMedia, imageUrlWrite, OWN_THUMBNAIL } from '../../storage/media-items.ts';
+import { deleteMedia, imageUrlColumns, LOGO_COLUMNS, ownThumbnail } from '../../storage/media-items.ts';
 import { flattenCustomProperties, mergeCustomProperties } from '../custom-properties.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { likePattern, listPage, searchTerm, textMatch, type ListMeta, type TotalsCache } from '../pagination.ts';
@@ -116,14 +116,11 @@ async function brandColumns(client: Client, companyId: string, data: BrandWrite,
   }
   const url = logo_url !== undefined ? logo_url : logo;
   // The stored URL sent back (a record written back as read), or the upload's under another name, is no
-  // change: the uploaded logo stays (imageUrlWrite).
+  // change: the uploaded logo stays (imageUrlColumns).
   if (url !== undefined) {
-    const write = imageUrlWrite(url, existing && { url: existing.logo_url, thumbnailUrl: existing.logo_thumbnail_url, mediaId: existing.logo_media_id });
-    if (write === 'own_thumbnail') throw validationFailed({ [logo_url !== undefined ? 'logo_url' : 'logo']: [OWN_THUMBNAIL.replace('image_url', 'logo_url')] });
-    if (write === 'replaced') {
-      if (existing) await deleteMedia(client, companyId, [existing.logo_media_id]);
-      Object.assign(values, { logo_url: url, logo_thumbnail_url: null, logo_media_id: null });
-    }
+    const logoColumns = await imageUrlColumns(client, companyId, url, existing, LOGO_COLUMNS);
+    if (logoColumns === 'own_thumbnail') throw validationFailed({ [logo_url !== undefined ? 'logo_url' : 'logo']: [ownThumbnail('logo_url')] });
+    Object.assign(values, logoColumns);
   }
   if (slug !== undefined || !existing) {
     values.slug = await freeSlug(client, 'brands', companyId, { explicit: slug, name: data.name ?? existing!.name }, existing?.id);

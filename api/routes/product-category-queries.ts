@@ -5,7 +5,7 @@
 import type { Client, Queryable } from '../../db/pool.ts';
 import { insertRow, updateRow } from '../../db/tables.ts';
 import { iso } from '../../db/timestamps.ts';
-import { deleteMedia, imageUrlColumns, OWN_THUMBNAIL } from '../../storage/media-items.ts';
+import { deleteMedia, imageUrlColumns, ownThumbnail } from '../../storage/media-items.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { listPage, type ListMeta, type TotalsCache } from '../pagination.ts';
 import type { CategoryListQuery, CategoryWrite, categorySchema } from './product-category-schemas.ts';
@@ -196,10 +196,10 @@ async function categoryColumns(client: Client, companyId: string, data: Category
     values.parent_id = parent_id;
   }
   // The stored URL sent back (a record written back as read), or the upload's under another name, is no
-  // change: the uploaded image stays (imageUrlWrite).
+  // change: the uploaded image stays (imageUrlColumns).
   if (image_url !== undefined) {
     const image = await imageUrlColumns(client, companyId, image_url, existing);
-    if (image === 'own_thumbnail') throw validationFailed({ image_url: [OWN_THUMBNAIL] });
+    if (image === 'own_thumbnail') throw validationFailed({ image_url: [ownThumbnail('image_url')] });
     Object.assign(values, image);
   }
   if (slug !== undefined || !existing) {

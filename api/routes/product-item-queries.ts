@@ -5,7 +5,7 @@
 // together as one 422 once the list is written.
 import type { Client, Queryable } from '../../db/pool.ts';
 import { objectId } from '../../lib/objectid.ts';
-import { deleteMedia, imageUrlWrite, OWN_THUMBNAIL } from '../../storage/media-items.ts';
+import { deleteMedia, imageUrlColumns, ownThumbnail } from '../../storage/media-items.ts';
 import { validationFailed, type FieldErrors } from '../errors.ts';
 import { collectNestedItems, writeNestedItems } from './nested-items.ts';
 import type { OptionValue } from './product-queries.ts';
@@ -128,21 +128,19 @@ export async function writeVariants(db: Client, companyId: string, productId: st
     },
     update: async (stored, item, at, errors) => {
       // The stored URL sent back (a variant written back as read), or the upload's under another name, is
-      // no change: the uploaded image stays (imageUrlWrite).
-      const write = item.image_url === undefined ? 'kept' : imageUrlWrite(item.image_url, { url: stored.image_url, thumbnailUrl: stored.thumbnail_url, mediaId: stored.image_media_id });
-      if (write === 'own_thumbnail') {
-        errors[`${at}.image_url`] = [OWN_THUMBNAIL];
+      // no change: the uploaded image stays (imageUrlColumns).
+      const image = item.image_url === undefined ? {} : await imageUrlColumns(db, companyId, item.image_url, stored);
+      if (image === 'own_thumbnail') {
+        errors[`${at}.image_url`] = [ownThumbnail('image_url')];
         return;
       }
-      const imageChanges = write === 'replaced';
-      if (imageChanges) await deleteMedia(db, companyId, [stored.image_media_id]);
       await skuChecked(item, at, errors, () =>
         updateItem(db, 'product_variants', stored.id, {
           name: item.name,
           sku: item.sku,
           prices_cents: item.prices_cents,
           position: item.position,
-          ...(imageChanges ? { image_url: item.image_url, thumbnail_url: null, image_media_id: null } : {}),
+          ...image,
         }),
       );
     },

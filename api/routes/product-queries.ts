@@ -6,7 +6,7 @@
 import { transaction, type Client, type Pool, type Queryable } from '../../db/pool.ts';
 import { insertRow, updateRow } from '../../db/tables.ts';
 import { iso } from '../../db/timestamps.ts';
-import { deleteMedia, imageUrlColumns, OWN_THUMBNAIL, productMediaIds } from '../../storage/media-items.ts';
+import { deleteMedia, imageUrlColumns, ownThumbnail, productMediaIds } from '../../storage/media-items.ts';
 import { flattenCustomProperties, mergeCustomProperties } from '../custom-properties.ts';
 import { ApiError, validationFailed, type FieldErrors } from '../errors.ts';
 import { likePattern, listPage, searchTerm, type ListMeta, type PaginationQuery, type Params, type TotalsCache } from '../pagination.ts';
@@ -240,10 +240,10 @@ async function productColumns(client: Client, companyId: string, data: ProductWr
     values.slug = await freeSlug(client, 'products', companyId, { explicit: slug, name: data.name ?? existing!.name }, existing?.id);
   }
   // The stored URL sent back (a record written back as read), or the upload's under another name, is no
-  // change: the uploaded image stays (imageUrlWrite).
+  // change: the uploaded image stays (imageUrlColumns).
   if (image_url !== undefined) {
     const image = await imageUrlColumns(client, companyId, image_url, existing);
-    if (image === 'own_thumbnail') throw validationFailed({ image_url: [OWN_THUMBNAIL] });
+    if (image === 'own_thumbnail') throw validationFailed({ image_url: [ownThumbnail('image_url')] });
     Object.assign(values, image);
   }
   if (images !== undefined) values.images = images.map((img, i) => ({ url: img.url, alt: img.alt ?? null, position: img.position ?? i }));
