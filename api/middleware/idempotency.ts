@@ -25,8 +25,8 @@
 //   its answer, so a committed write always has its stored response. A process
 //   that dies after that COMMIT and before answering leaves a key a retry
 //   replays; one that dies before it leaves nothing written, and a claim left
-//   `running` is taken over after 60 s by a request with the same method, path
-//   and body, which runs the write then. A failure to store the answer fails
+//   `running` (its liveness lock held by no one) is taken over 15 s after it was
+//   made by a request with the same method, path and body, which runs the write then. A failure to store the answer fails
 //   the request (500) and undoes its write, so the client's retry is safe.
 import { createHash } from 'node:crypto';
 import type { Next } from 'koa';
@@ -114,6 +114,12 @@ export function checkKeyShape(ctx: ApiContext): void {
  * so a claim younger than this may be a live request that has not taken it yet.
  */
 export const TAKEOVER_AFTER_SECONDS = 15;
+/**
+ * How long a claim may go without its liveness lock while its request is alive: the request claims the key,
+ * then waits for its transaction's connection (at most 5 s, db/pool.ts) before it takes the lock. A repeat
+ * in that gap is told `Retry-After: 1`, as for any running request, not the seconds left before a takeover.
+ */
+export const LOCK_GRACE_SECONDS = 6;
 
 export async function runIdempotent(
   ctx: ApiContext,
@@ -160,14 +166,16 @@ export async function runIdempotent(
   );
 
   if (claimed.rowCount === 0) {
-    // `orphaned_for`: a running claim whose request no longer holds its liveness lock (its process died)
+    // `takeover_in`: a running claim whose request no longer holds its liveness lock (its process died)
     // is taken over TAKEOVER_AFTER_SECONDS after it was made; the wait left is the answer's Retry-After.
+    // One younger than LOCK_GRACE_SECONDS may be a live request still waiting for its connection: 1 s.
     const { rows } = await pool.query(
       `SELECT method, path, fingerprint, state, response_status, response_headers, response_body,
-              CASE WHEN state = 'running' AND pg_try_advisory_xact_lock(hashtextextended($4, 0))
+              CASE WHEN state = 'running' AND locked_at < now() - make_interval(secs => $6)
+                        AND pg_try_advisory_xact_lock(hashtextextended($4, 0))
                    THEN ceil(extract(epoch FROM locked_at + make_interval(secs => $5) - now()))::int END AS takeover_in
          FROM idempotency_keys WHERE company_id = $1 AND scope = $3 AND key = $2`,
-      [companyId, key, scope, liveness, TAKEOVER_AFTER_SECONDS],
+      [companyId, key, scope, liveness, TAKEOVER_AFTER_SECONDS, LOCK_GRACE_SECONDS],
     );
     const stored = rows[0];
     if (!stored) throw inProgress(ctx); // released between our two statements
