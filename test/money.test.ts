@@ -501,6 +501,12 @@ describe('money', () => {
     const supplier = await own.patch(`/recurring-transactions/${income.id}`, { data: { supplier_name: 'Proveedor' } });
     assert.equal(supplier.status, 422, supplier.text);
     assert.match(supplier.body.errors.supplier_name[0], /solo en gastos/);
+    // Each misplaced field is the one named, on create as on update.
+    const taxIdOnly = await own.post('/recurring-transactions', { data: { type: 'income', account_id: a.id, amount_cents: 3, frequency: 'daily', starts_on: '2030-01-01', supplier_tax_id: 'XAXX010101000' } });
+    assert.equal(taxIdOnly.status, 422, taxIdOnly.text);
+    assert.deepEqual(taxIdOnly.body.errors, { supplier_tax_id: ['solo en gastos'] });
+    const both = await own.patch(`/recurring-transactions/${income.id}`, { data: { supplier_name: 'Proveedor', supplier_tax_id: 'XAXX010101000' } });
+    assert.deepEqual(both.body.errors, { supplier_name: ['solo en gastos'], supplier_tax_id: ['solo en gastos'] });
     const early = await own.patch(`/recurring-transactions/${income.id}`, { data: { ends_on: '2029-12-31' } });
     assert.equal(early.status, 422, early.text);
     assert.deepEqual(early.body.errors.ends_on, ['no puede ser anterior a starts_on']);

@@ -19,6 +19,14 @@ import { deleteRecurring, findRecurring, insertRecurring, listRecurring, lockRec
 
 const TAG = 'Recurring transactions';
 
+/** Supplier fields belong to expenses, a customer to incomes (on create and on update); each misplaced field is named. */
+function assertFieldsOfType(type: 'income' | 'expense', data: { supplier_name?: string | null; supplier_tax_id?: string | null; customer_id?: string | null }): void {
+  const errors: Record<string, string[]> = {};
+  if (type === 'income') for (const field of ['supplier_name', 'supplier_tax_id'] as const) if (data[field]) errors[field] = ['solo en gastos'];
+  if (type === 'expense' && data.customer_id) errors.customer_id = ['solo en ingresos'];
+  if (Object.keys(errors).length) throw validationFailed(errors);
+}
+
 const idParam = { id: 'id' } as const;
 const RULES =
   'La ocurrencia n cae en starts_on + n × interval unidades (calculada desde starts_on, no desde la anterior): una mensual del 31 cae el último día de los meses cortos y vuelve al 31. ' +
@@ -58,8 +66,7 @@ export const recurringRoutes: RouteDef[] = [
     errors: ['validation_failed', 'parameter_missing', 'invalid_metadata', 'idempotency_key_reused'],
     handler: async (ctx, { data, companyId, db }) => {
       const metadata = checkMetadata(data.metadata);
-      if (data.type === 'income' && (data.supplier_name || data.supplier_tax_id)) throw validationFailed({ supplier_name: ['solo en gastos'] });
-      if (data.type === 'expense' && data.customer_id) throw validationFailed({ customer_id: ['solo en ingresos'] });
+      assertFieldsOfType(data.type, data);
       if (data.ends_on && data.ends_on < data.starts_on) throw validationFailed({ ends_on: ['no puede ser anterior a starts_on'] });
       const row = await transaction(db, async (client) => {
         const existing = await existingByRef(client, 'recurring_transactions', companyId, metadata.external_ref);
@@ -139,8 +146,7 @@ export const recurringRoutes: RouteDef[] = [
         if (!r) throw new ApiError('not_found');
         if (data.active === true && !r.active) throw validationFailed({ active: ['una transacción terminada o desactivada no se reactiva; crea otra'] });
         // The same rules as on create: supplier fields belong to expenses, a customer to incomes.
-        if (r.direction === 'income' && (data.supplier_name || data.supplier_tax_id)) throw validationFailed({ [data.supplier_name ? 'supplier_name' : 'supplier_tax_id']: ['solo en gastos'] });
-        if (r.direction === 'expense' && data.customer_id) throw validationFailed({ customer_id: ['solo en ingresos'] });
+        assertFieldsOfType(r.direction, data);
         const metadata = data.metadata === undefined ? undefined : checkMetadata(data.metadata, r.metadata);
         if (metadata) await assertRefFree(client, 'recurring_transactions', companyId, r.id, metadata.external_ref);
         await assertCustomer(client, companyId, data.customer_id);
