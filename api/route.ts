@@ -16,7 +16,7 @@ import { isClientAbort, toApiError } from './middleware/request.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { responseCache } from './middleware/response-cache.ts';
 import { isStorableText, parseData, parseQuery } from './validation.ts';
-import type { ApiContext, ApiMiddleware, ApiRouteMiddleware, ApiRouter } from './types.ts';
+import type { ApiContext, ApiRouteMiddleware, ApiRouter } from './types.ts';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 

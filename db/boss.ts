@@ -14,9 +14,10 @@ export function createBoss(connectionString: string, options: BossOptions = {}):
     schedule: true,
     useListenNotify: false,
     // The monitor step of a supervise pass is what expires the jobs of a worker that died mid-job, so
-    // they are fetched again (webhook attempts: 40 s after they started, docs/webhooks.md). pg-boss's
-    // 60 s for both left a crashed worker's attempts holding their endpoint's slots up to 100 s. The
-    // monitor also counts each queue (backing off by itself when that is slow).
+    // they are fetched again: the queues with an expireInSeconds of 120-300 s (thumbnail, calendar-push,
+    // calendar-revoke, invoices; db/queues.ts) are picked up within about 15 s of expiring, not pg-boss's
+    // 60 s. (Webhook deliveries are not pg-boss jobs: their 40 s lease is the dispatcher's,
+    // worker/webhooks/dispatcher.ts.) The monitor also counts each queue (backing off by itself when that is slow).
     superviseIntervalSeconds: 15,
     monitorIntervalSeconds: 15,
     ...options,

@@ -9,7 +9,7 @@ import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { PUBLIC_READS_PER_MINUTE, PUBLIC_WRITES_PER_MINUTE } from '../api/booking-page/routes.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
-import { waitFor, waitForLockWaits } from './helpers/wait.ts';
+import { waitForLockWaits } from './helpers/wait.ts';
 import { loggablePath } from '../api/middleware/request.ts';
 
 describe('public booking page (HTTP)', () => {

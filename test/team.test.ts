@@ -9,7 +9,7 @@ import sharp from 'sharp';
 import { issueKey } from '../api/admin/keys.ts';
 import { updateCompany } from '../api/admin/companies.ts';
 import { addMembership } from '../api/admin/users.ts';
-import { client, seedTenant, startTestApp, uploadFile, type TestApp, type Tenant } from './helpers/app.ts';
+import { client, seedTenant, startTestApp, uploadFile, type TestApp } from './helpers/app.ts';
 
 const upload = (baseUrl: string, key: string, path: string, field: string, bytes: Buffer, filename: string) => uploadFile(baseUrl, key, path, { field, bytes, filename });
 

@@ -2,7 +2,6 @@
 // `{filename, content_type, data}` with base64 `data` (or a data URL); several
 // files of one field are an array. The body is in memory by nature (base64
 // inside JSON), so its cap is lower than multipart's.
-import { ApiError } from '../errors.ts';
 import { displayName, FileStager, PIECE, type Intake } from './intake.ts';
 
 async function* pieces(buffer: Buffer): AsyncGenerator<Uint8Array> {

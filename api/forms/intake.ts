@@ -11,7 +11,6 @@
 // This module holds what both transports share: the FileStager (every file's
 // checks and its staged blob) and the Idempotency-Key fingerprint; the
 // transports are intake-json.ts and intake-multipart.ts.
-import type { Readable } from 'node:stream';
 import type { Pool } from '../../db/pool.ts';
 import { deleteBlob, type BlobStore } from '../../storage/blobs.ts';
 import { freeBytes } from '../../storage/files.ts';

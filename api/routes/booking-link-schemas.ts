@@ -8,7 +8,7 @@ import { minutesOf } from '../../lib/booking-slots.ts';
 import { paginationQuery, queryBoolean } from '../pagination.ts';
 import { DEFAULT_TIMEZONE } from './calendar-event-schemas.ts';
 import { isTimeZone } from '../../lib/local-dates.ts';
-import { lineText, objectIdField, optionalText, text } from '../validation.ts';
+import { lineText, objectIdField, optionalText } from '../validation.ts';
 
 export const LINK_SLUG = /^[a-z0-9-]{1,64}$/;
 export const LOCATION_TYPES = ['google_meet', 'in_person', 'phone', 'url'] as const;

@@ -135,7 +135,7 @@ export const formRoutes: RouteDef[] = [
       // with Idempotency-Key. Applied to the body as sent, files included, so
       // the key protects small submissions; large uploads go without it. A
       // declared length over 100 KB was refused before a byte was read
-      // (api/route.ts, idempotentBodyCap); a chunked multipart body is cut off
+      // (api/middleware/body.ts idempotentBodyCap, chained by api/route.ts); a chunked multipart body is cut off
       // once it passes 100 KB (intakeMultipart).
       const keyed = ctx.headers['idempotency-key'] !== undefined;
       // The key's shape was checked before the body was read (idempotentBodyCap); a JSON body sent

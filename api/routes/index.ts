@@ -1,4 +1,7 @@
-// Every REST route of /api/v1, in one table. A new resource adds its routes here.
+// Every REST route of /api/v1 that a key calls, in one table. A new resource adds its routes here.
+// Not in it (mounted by api/app.ts): /api/v1/openapi.json and /api/v1/docs (api/openapi/), and a
+// person's sign-in and sign-out, POST /api/v1/user/sessions and DELETE /api/v1/user/sessions/current
+// (api/auth/sessions.ts; their OpenAPI is api/openapi/sessions.ts).
 import type { RouteDef } from '../route.ts';
 import { automationRoutes } from './automations.ts';
 import { accountingPeriodRoutes } from './accounting-periods.ts';

@@ -3,7 +3,7 @@
 // the pool or its caller's transaction client first. The nested items
 // (variants, option types, components, stock) are written by
 // product-item-queries.ts.
-import { transaction, type Client, type Pool, type Queryable } from '../../db/pool.ts';
+import { transaction, type Client, type Queryable } from '../../db/pool.ts';
 import { insertRow, updateRow } from '../../db/tables.ts';
 import { iso } from '../../db/timestamps.ts';
 import { deleteMedia, imageUrlColumns, ownThumbnail, productMediaIds } from '../../storage/media-items.ts';

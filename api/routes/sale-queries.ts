@@ -11,8 +11,8 @@ import { refTaken } from './money-fields.ts';
 import type { lineRead } from './sale-schemas.ts';
 import { setList } from '../../db/tables.ts';
 
-export /** When the sale's first payment was made; null while it has none. A new sale date may not be after it, nor a refund before it. */
-async function firstPaymentAt(db: Queryable, companyId: string, saleId: string): Promise<Date | null> {
+/** When the sale's first payment was made; null while it has none. A new sale date may not be after it, nor a refund before it. */
+export async function firstPaymentAt(db: Queryable, companyId: string, saleId: string): Promise<Date | null> {
   const { rows } = await db.query<{ at: Date | null }>(
     'SELECT min(p.paid_at) AS at FROM movements m JOIN movement_payments p ON p.movement_id = m.id WHERE m.company_id = $1 AND m.sale_id = $2',
     [companyId, saleId],

@@ -2,7 +2,8 @@
 // (lib/vat.ts), totals computed by the service, payments that record
 // incomes linked to the sale, and refunds. Writes of the effects:
 // db/money/sales.ts. Decisions (rounding, statuses, events): docs/money.md.
-// Shapes in sale-schemas.ts, the SQL of reads in sale-queries.ts.
+// Shapes in sale-schemas.ts, the SQL of reads in sale-queries.ts. A sale's invoice
+// (POST /sales/:id/invoice) is with the invoices, in invoices.ts.
 import { z } from 'zod';
 import { transactionRead, type Queryable } from '../../db/pool.ts';
 import { companyZoneForWrite, windowInstants } from '../../db/companies.ts';

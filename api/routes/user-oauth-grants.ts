@@ -4,7 +4,6 @@
 // permission needed. Revoking stops the grant's tokens at once: every MCP
 // request checks its grant (api/oauth/grants.ts). Operators have the same
 // through `wsctl oauth grants|revoke` (api/admin/oauth.ts).
-import { z } from 'zod';
 import { revokeGrant } from '../../db/oauth-grants.ts';
 import { ApiError } from '../errors.ts';
 import { paginationQuery } from '../pagination.ts';

@@ -3,7 +3,7 @@
 // fields (password, tokens) are not accepted: like any unknown field, 422.
 import { z } from 'zod';
 import { calendarDay } from '../date-fields.ts';
-import { optionalText, text } from '../validation.ts';
+import { optionalText } from '../validation.ts';
 
 export const BG_MODES = ['solid', 'linear', 'radial'] as const;
 export const DASHBOARD_THEMES = ['light', 'dark', 'schedule'] as const;

@@ -1,4 +1,4 @@
-// The image columns of a media owner (storage/media-items.ts MEDIA_OWNERS: a
+// The image columns of a media owner (db/media-owners.ts MEDIA_OWNERS: a
 // product, variant, category or brand row): which media it shows, pointing it
 // at a new one or at none, and reading its URLs back. Table and column names
 // come from MEDIA_OWNERS, never from input.

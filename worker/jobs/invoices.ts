@@ -149,7 +149,7 @@ async function cancel(deps: WorkerDeps, id: string, poll: boolean): Promise<void
 type Complement = { id: string; invoice_id: string; income_id: string; amount_cents: string; installment: number; previous_balance_cents: string; paid_at: Date; status: string; payment_form: string };
 
 async function complement(deps: WorkerDeps, id: string): Promise<void> {
-  const { pool, config, jobs } = deps;
+  const { pool, config } = deps;
   // How the payment was made: as its income says, else by the kind of account it went into.
   const { rows } = await pool.query<Complement>(
     `SELECT c.*, coalesce(m.payment_form, (SELECT ${PAYMENT_FORM_BY_ACCOUNT_KIND} FROM accounts a WHERE a.id = m.account_id), '03') AS payment_form
