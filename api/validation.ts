@@ -5,6 +5,7 @@
 import { isUtf8 } from 'node:buffer';
 import { unescape } from 'node:querystring';
 import { z } from 'zod';
+import { PRODUCT_KEY, UNIT_KEY } from '../lib/cfdi/catalogs.ts';
 import { isObjectId } from '../lib/objectid.ts';
 import { addFieldError, ApiError, validationFailed, type FieldErrors } from './errors.ts';
 
@@ -235,6 +236,9 @@ export const httpUrl = z.url({ protocol: /^https?$/, error: 'debe ser una URL ht
  * An ObjectId in a body or a query (one in the path is the router's: 400 invalid_id). The pattern is
  * published in the OpenAPI document and the MCP tools, so a client validating against it agrees.
  */
+/** The SAT's ClaveProdServ (8 digits) and ClaveUnidad (H87, E48: upper-cased), as a product stores them and an invoice's line_keys give them. */
+export const satProductKey = z.string().trim().regex(PRODUCT_KEY, 'clave de 8 dígitos del catálogo del SAT (ClaveProdServ)');
+export const satUnitKey = z.string().trim().toUpperCase().regex(UNIT_KEY, 'clave de unidad del SAT (ClaveUnidad, por ejemplo H87)');
 export const objectIdField = z.string().refine(isObjectId, 'no es un ObjectId válido').meta({ pattern: '^[0-9a-f]{24}$' });
 
 /** A text field of a body: trimmed, at most `max` characters. */

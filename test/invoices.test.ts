@@ -282,7 +282,8 @@ describe('tax invoices with the development provider', () => {
     const cash = await api.post(`/sales/${s.id}/invoice`, { data: { payment_form: '99', receiver: { tax_regime: '601' } } });
     assert.deepEqual([cash.status, cash.body.error], [422, 'validation_failed']);
     assert.ok(cash.body.errors.payment_form, JSON.stringify(cash.body));
-    const res = await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } });
+    // The first line's keys given (read as a product's are: trimmed, the unit upper-cased), the others the defaults.
+    const res = await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' }, line_keys: [{ product_key: ' 30181505', unit_key: 'mtr ' }] } });
     assert.equal(res.status, 201, res.text);
     const inv = await valid(res.body.data.id);
     assert.equal(inv.status, 'valid', inv.failure_reason);
@@ -291,6 +292,8 @@ describe('tax invoices with the development provider', () => {
     assert.doesNotMatch(text, /[\u0000-\u0008\u000b\u000c\u000e-\u001f]/, 'no character XML forbids');
     const concept = (description: string) => text.match(new RegExp(`<cfdi:Concepto [^>]*Descripcion="${description}"[^>]*>`))![0];
     assert.match(concept('Por metro'), /ValorUnitario="9\.990000"/, 'the sale\'s unit price, not Importe ÷ Cantidad');
+    assert.match(concept('Por metro'), /ClaveProdServ="30181505" [^>]*ClaveUnidad="MTR"/, 'the keys given for the line');
+    assert.match(concept('Regalo'), /ClaveProdServ="01010101" [^>]*ClaveUnidad="H87"/, 'the defaults');
     assert.match(concept('Fracción'), /ValorUnitario="4\.990000"/);
     assert.match(concept('Regalo'), /ObjetoImp="01"/);
     assert.match(concept('Fracción'), /ObjetoImp="01"/, 'its amount rounds to 0');

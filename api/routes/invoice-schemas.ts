@@ -1,10 +1,10 @@
 // The request and response shapes of tax invoices (api/routes/invoices.ts):
 // the SAT catalogs bound every coded field (lib/cfdi/catalogs.ts).
 import { z } from 'zod';
-import { CANCEL_MOTIVES, INCOME_CFDI_USES, PAYMENT_FORMS, PAYMENT_METHODS, PRODUCT_KEY, TAX_REGIMES, UNIT_KEY, ZIP } from '../../lib/cfdi/catalogs.ts';
+import { CANCEL_MOTIVES, INCOME_CFDI_USES, PAYMENT_FORMS, PAYMENT_METHODS, TAX_REGIMES, ZIP } from '../../lib/cfdi/catalogs.ts';
 import { INVOICE_STATUSES } from '../../db/invoicing.ts';
 import { objectIdString } from './money-fields.ts';
-import { lineText } from '../validation.ts';
+import { lineText, satProductKey, satUnitKey } from '../validation.ts';
 
 export const invoiceSchema = z.object({
   id: z.string(),
@@ -49,7 +49,7 @@ export const invoiceCreate = z.strictObject({
     .optional()
     .describe('Datos fiscales del cliente que no guarda su ficha (régimen; código postal si su dirección no lo tiene)'),
   line_keys: z
-    .array(z.strictObject({ product_key: z.string().regex(PRODUCT_KEY, 'ClaveProdServ de 8 dígitos').optional(), unit_key: z.string().regex(UNIT_KEY, 'ClaveUnidad del SAT').optional() }))
+    .array(z.strictObject({ product_key: satProductKey.optional(), unit_key: satUnitKey.optional() }))
     .max(200)
     .optional()
     .describe('Claves SAT por línea de la venta, en orden; por omisión las del producto (propiedades sat_product_key, sat_unit_key) o 01010101 y H87'),

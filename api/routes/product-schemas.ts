@@ -1,7 +1,7 @@
 // Product write payloads, list query and read shapes (contract: Product). Decisions on
 // the fields the contract leaves open are in docs/catalog.md.
 import { z } from 'zod';
-import { httpUrl, objectIdField, optionalText } from '../validation.ts';
+import { httpUrl, objectIdField, optionalText, satProductKey, satUnitKey } from '../validation.ts';
 import { customPropertiesWrite } from '../custom-properties.ts';
 import { searchableQuery } from '../pagination.ts';
 import {
@@ -96,8 +96,8 @@ const productFields = {
   vat_rate: z.union([z.literal(16), z.literal(8), z.literal(0)]).optional().describe('IVA en %: 16 (por defecto), 8 (frontera) o 0'),
   vat_exempt: z.boolean().optional().describe('Exento de IVA (distinto de tasa 0)'),
   prices_include_vat: z.boolean().optional().describe('Los precios incluyen IVA (por defecto true)'),
-  sat_product_key: z.string().trim().regex(/^\d{8}$/, 'clave de 8 dígitos del catálogo del SAT').nullable().optional(),
-  sat_unit_key: z.string().trim().toUpperCase().regex(/^[A-Z0-9]{2,3}$/, 'clave de unidad del SAT (por ejemplo H87)').nullable().optional(),
+  sat_product_key: satProductKey.nullable().optional(),
+  sat_unit_key: satUnitKey.nullable().optional(),
   brand_id: refId.nullable().optional(),
   product_category_id: refId.nullable().optional(),
   image_url: imageUrlSchema.describe('Imagen principal por URL; para subir un archivo usa POST /products/{id}/image'),
