@@ -4,7 +4,7 @@ import { transaction, type Pool, type Queryable } from '../../db/pool.ts';
 import { iso } from '../../db/timestamps.ts';
 import { hashPassword } from '../../lib/passwords.ts';
 import { ApiError } from '../errors.ts';
-import type { UserRow } from '../routes/user-queries.ts';
+import { lockSeat, type UserRow } from '../routes/user-queries.ts';
 
 export type { UserRow };
 
@@ -62,15 +62,9 @@ export async function setPermissions(db: Queryable, userId: string, companyId: s
  */
 export async function addMembership(pool: Pool, userId: string, companyId: string, isOwner: boolean): Promise<MembershipRow> {
   return transaction(pool, async (db) => {
-    const { rows: company } = await db.query<{ max_team_size: number }>('SELECT max_team_size FROM companies WHERE id = $1 FOR NO KEY UPDATE', [companyId]);
-    if (!company[0]) throw new ApiError('not_found', `Company ${companyId} not found`);
+    if (!(await lockSeat(db, companyId))) throw new ApiError('not_found', `Company ${companyId} not found`);
     const { rows: user } = await db.query('SELECT 1 FROM users WHERE id = $1 AND deleted_at IS NULL', [userId]);
     if (!user[0]) throw new ApiError('not_found', `User ${userId} not found`);
-    const { rows: count } = await db.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM memberships m JOIN users u ON u.id = m.user_id AND u.deleted_at IS NULL WHERE m.company_id = $1',
-      [companyId],
-    );
-    if (count[0].n >= company[0].max_team_size) throw new ApiError('team_limit_reached', `Company ${companyId} is at its team size (${company[0].max_team_size})`);
     const { rows } = await db.query<MembershipRow>(
       `INSERT INTO memberships (company_id, user_id, is_owner) VALUES ($1, $2, $3)
        ON CONFLICT (company_id, user_id) DO NOTHING RETURNING user_id, company_id, is_owner, permissions`,

@@ -13,6 +13,7 @@ import type { TotalsCache } from '../pagination.ts';
 import { listPage, searchWhere, type PaginationQuery } from '../pagination.ts';
 import type { Background, BG_MODES, BRANDING_THEMES, DASHBOARD_THEMES, SettingsPreferencesWrite, UserCreate, UserUpdate, userSchema } from './user-schemas.ts';
 import { setList } from '../../db/tables.ts';
+import { teamSize } from './company-queries.ts';
 import type { z } from 'zod';
 
 /** A `users` row (the password hash never leaves this layer). */
@@ -161,19 +162,18 @@ function uniqueViolation(error: unknown): never {
 }
 
 /**
- * Locks the company row, so concurrent creates take turns at the last free
- * seat, and refuses at max_team_size.
+ * Locks the company row, so concurrent adds (the API's creates, wsctl's
+ * add-membership) take turns at the last free seat, and refuses at
+ * max_team_size (422 team_limit_reached). False when there is no such company.
  */
-export async function lockSeat(db: Queryable, companyId: string): Promise<void> {
+export async function lockSeat(db: Queryable, companyId: string): Promise<boolean> {
   // The lock first, the count after in a statement of its own: a count in the
   // locking statement would read the snapshot taken before the wait, missing
   // the member the previous holder just added.
   const { rows } = await db.query<{ max_team_size: number }>('SELECT max_team_size FROM companies WHERE id = $1 FOR NO KEY UPDATE', [companyId]);
-  const { rows: count } = await db.query<{ n: number }>(
-    'SELECT count(*)::int AS n FROM memberships m JOIN users u ON u.id = m.user_id AND u.deleted_at IS NULL WHERE m.company_id = $1',
-    [companyId],
-  );
-  if (rows[0] && count[0].n >= rows[0].max_team_size) throw new ApiError('team_limit_reached');
+  if (!rows[0]) return false;
+  if ((await teamSize(db, companyId)) >= rows[0].max_team_size) throw new ApiError('team_limit_reached');
+  return true;
 }
 
 const PROFILE = ['first_name', 'last_name', 'email', 'phone', 'username', 'birthdate', 'booking_slug'] as const;
