@@ -27,10 +27,20 @@ export async function readAll<T extends readonly unknown[]>(db: Queryable, reads
 /**
  * A pool of at most `max` connections. The processes size theirs from the
  * connection budget (lib/connection-budget.ts); `applicationName` names them
- * in pg_stat_activity.
+ * in pg_stat_activity. `queryTimeoutMs` bounds every query's wait for its
+ * answer (the web's requests: PG_QUERY_TIMEOUT_MS); a query past it fails with
+ * "Query read timeout" and its connection is dropped, not given back
+ * (queryTimedOut).
  */
-export function createPool(connectionString: string, max = 10, applicationName?: string): Pool {
-  const pool = new pg.Pool({ connectionString, max, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000, application_name: applicationName });
+export function createPool(connectionString: string, max = 10, applicationName?: string, options: { queryTimeoutMs?: number } = {}): Pool {
+  const pool = new pg.Pool({
+    connectionString,
+    max,
+    connectionTimeoutMillis: 5000,
+    idleTimeoutMillis: 30_000,
+    application_name: applicationName,
+    query_timeout: options.queryTimeoutMs,
+  });
   // An idle client losing its connection (database restart) must not crash the process.
   pool.on('error', () => {});
   return pool;
@@ -53,7 +63,7 @@ export async function transaction<T>(db: Queryable, fn: (client: Client) => Prom
     await tx.commit();
     return result;
   } catch (error) {
-    await tx.rollback();
+    await tx.rollback(error);
     throw error;
   }
 }
@@ -83,12 +93,42 @@ async function nested<T>(client: Client, fn: (client: Client) => Promise<T>): Pr
   }
 }
 
+/**
+ * A query that waited past the pool's `queryTimeoutMs` (pg's "Query read timeout"): the database did
+ * not answer in time, and the connection may still be waiting for that answer, so it is not reused.
+ */
+export function queryTimedOut(error: unknown): boolean {
+  return error instanceof Error && error.message === 'Query read timeout';
+}
+
+/**
+ * COMMIT was sent and no answer came (the query timed out, the connection failed): the transaction may
+ * have committed or not. Answered 500, not 503: a 503 says nothing was written, and a client retrying
+ * without an Idempotency-Key on that word could write twice. Its `cause` is the failure.
+ */
+export class CommitOutcomeUnknown extends Error {
+  constructor(cause: unknown) {
+    super('COMMIT was sent and the database did not answer: the transaction may have committed', { cause });
+    this.name = 'CommitOutcomeUnknown';
+  }
+}
+
+/** A failure of the connection rather than of the statement: no SQLSTATE, or class 08 (connection exception) or 57P (operator intervention). */
+function connectionFailed(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  return queryTimedOut(error) || typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || /^(08|57P)/.test(code);
+}
+
 export type OpenTransaction = {
   client: Client;
-  /** COMMIT and give the connection back. */
+  /** COMMIT and give the connection back; CommitOutcomeUnknown when its answer never came. */
   commit: () => Promise<void>;
-  /** ROLLBACK (errors ignored) and give the connection back. */
-  rollback: () => Promise<void>;
+  /**
+   * ROLLBACK (errors ignored) and give the connection back. Given the failure that ends the transaction:
+   * after a query that timed out the connection is closed instead (PostgreSQL rolls back what it had),
+   * since a ROLLBACK would wait behind the unanswered query.
+   */
+  rollback: (failure?: unknown) => Promise<void>;
 };
 
 /** BEGIN on a connection of the pool (or on a client of the caller's); the caller ends it with commit or rollback. */
@@ -96,10 +136,11 @@ export async function openTransaction(db: Queryable): Promise<OpenTransaction> {
   const owned = db instanceof pg.Pool;
   const client = owned ? await db.connect() : db;
   let ended = false;
-  const end = () => {
+  /** `broken`: the connection is closed, not given back (pg-pool drops a client released with an error). */
+  const end = (broken?: Error) => {
     ended = true;
     inTransaction.delete(client);
-    if (owned) client.release();
+    if (owned) client.release(broken);
   };
   try {
     await client.query('BEGIN');
@@ -114,14 +155,18 @@ export async function openTransaction(db: Queryable): Promise<OpenTransaction> {
       if (ended) return;
       try {
         await client.query('COMMIT');
-      } finally {
-        end();
+      } catch (error) {
+        end(error as Error);
+        throw connectionFailed(error) ? new CommitOutcomeUnknown(error) : error;
       }
-    },
-    rollback: async () => {
-      if (ended) return;
-      await client.query('ROLLBACK').catch(() => {});
       end();
+    },
+    rollback: async (failure?: unknown) => {
+      if (ended) return;
+      if (queryTimedOut(failure)) return end(failure as Error);
+      let broken: Error | undefined;
+      await client.query('ROLLBACK').catch((error: Error) => (broken = error));
+      end(broken);
     },
   };
 }

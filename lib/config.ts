@@ -39,6 +39,11 @@ export type Config = {
   /** How long a rate-limit lease may take before the per-process window answers instead. */
   rateLimitLeaseTimeoutMs: number;
   /**
+   * How long the web's request queries wait for PostgreSQL's answer (PG_QUERY_TIMEOUT_MS): a database
+   * host that hangs rather than refuses is then a 503, not a request waiting for as long as it hangs.
+   */
+  pgQueryTimeoutMs: number;
+  /**
    * Proxies in front of the web process whose X-Forwarded-* entries are
    * trusted (TRUST_PROXY_HOPS, default 1: the platform router, which appends
    * the client's address). Only that many entries, counted from the right, are
@@ -138,15 +143,24 @@ function flag(name: string, value: string | undefined): boolean {
   fail(`${name} debe ser 1 o 0 (recibido "${value}")`);
 }
 
+/**
+ * A URL as an error message may show it: its credentials (the user and password before `@`, a
+ * `password=` parameter) replaced by `***`. The message goes to stderr, which the platform keeps in its
+ * logs; a DATABASE_URL with a typo in its port must not put the database's password there.
+ */
+export function withoutCredentials(value: string): string {
+  return value.replace(/^([^:/?#]+:\/\/)[^/?#]*@/, '$1***@').replace(/([?&]password=)[^&#]*/gi, '$1***');
+}
+
 /** An absolute URL with one of `protocols` (http and https unless said), without its trailing slash. */
 function url(name: string, value: string, protocols = ['http:', 'https:']): string {
   let parsed: URL;
   try {
     parsed = new URL(value);
   } catch {
-    fail(`${name} no es una URL válida (recibido "${value}")`);
+    fail(`${name} no es una URL válida (recibido "${withoutCredentials(value)}")`);
   }
-  if (!protocols.includes(parsed.protocol)) fail(`${name} debe empezar con ${protocols.map((p) => `${p}//`).join(' o ')} (recibido "${value}")`);
+  if (!protocols.includes(parsed.protocol)) fail(`${name} debe empezar con ${protocols.map((p) => `${p}//`).join(' o ')} (recibido "${withoutCredentials(value)}")`);
   return parsed.toString().replace(/\/$/, '');
 }
 
@@ -200,12 +214,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // The root every other URL is built on by appending a path (`${siteUrl}/api/v1`): a path, query or fragment would end up inside them.
   const root = new URL(siteUrl);
   if (root.pathname !== '/' || root.search || root.hash) {
-    fail(`SITE_URL es una raíz: esquema, host y puerto, sin ruta, consulta ni fragmento (recibido "${env.SITE_URL}")`);
+    fail(`SITE_URL es una raíz: esquema, host y puerto, sin ruta, consulta ni fragmento (recibido "${withoutCredentials(env.SITE_URL ?? '')}")`);
   }
   // Production answers plain HTTP with 426: every URL handed out (OAuth metadata, media, booking
   // pages) must be one that works, and RFC 8414 wants an https issuer.
-  if (isProduction && root.protocol !== 'https:') fail(`SITE_URL debe empezar con https:// en producción (recibido "${env.SITE_URL}")`);
-  if (isProduction && env.BOOKING_URL && !/^https:\/\//i.test(env.BOOKING_URL)) fail(`BOOKING_URL debe empezar con https:// en producción (recibido "${env.BOOKING_URL}")`);
+  if (isProduction && root.protocol !== 'https:') fail(`SITE_URL debe empezar con https:// en producción (recibido "${withoutCredentials(env.SITE_URL ?? '')}")`);
+  if (isProduction && env.BOOKING_URL && !/^https:\/\//i.test(env.BOOKING_URL)) fail(`BOOKING_URL debe empezar con https:// en producción (recibido "${withoutCredentials(env.BOOKING_URL)}")`);
   if (isProduction && !env.DATABASE_URL) fail('DATABASE_URL es obligatoria en producción');
   // node-postgres would read a malformed value as a host name and fail later with ENOTFOUND.
   if (env.DATABASE_URL) url('DATABASE_URL', env.DATABASE_URL, ['postgres:', 'postgresql:', 'socket:']);
@@ -267,6 +281,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', env.RATE_LIMIT_PER_MINUTE, 600, 1),
     // Above a minute a lease would outlive the window it counts in (and Node's timers stop at 2^31 - 1 ms).
     rateLimitLeaseTimeoutMs: int('RATE_LIMIT_LEASE_TIMEOUT_MS', env.RATE_LIMIT_LEASE_TIMEOUT_MS, 1000, 1, 60_000),
+    // Below the platform router's 30 s, after which nobody reads the answer.
+    pgQueryTimeoutMs: int('PG_QUERY_TIMEOUT_MS', env.PG_QUERY_TIMEOUT_MS, 25_000, 100, 600_000),
     trustProxyHops: int('TRUST_PROXY_HOPS', env.TRUST_PROXY_HOPS, 1, 0),
     uploadConcurrency: int('UPLOAD_CONCURRENCY', env.UPLOAD_CONCURRENCY, 8, 1),
     metricsToken: env.METRICS_TOKEN || undefined,

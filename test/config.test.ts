@@ -67,6 +67,23 @@ describe('configuration', () => {
     assert.equal(loadConfig({ NODE_ENV: 'test' }).smtpUrl, undefined);
   });
 
+  test('a refused URL is named without its credentials (stderr goes to the platform\'s logs)', () => {
+    const refused: Array<[Record<string, string>, string]> = [
+      [{ DATABASE_URL: 'postgres://admin:S3cretPassw0rd@db.example.com:99999/prod' }, 'DATABASE_URL no es una URL válida (recibido "postgres://***@db.example.com:99999/prod")'],
+      [{ DATABASE_URL: 'mysql://admin:S3cretPassw0rd@db.example.com/prod' }, 'DATABASE_URL debe empezar con postgres:// o postgresql:// o socket:// (recibido "mysql://***@db.example.com/prod")'],
+      [{ DATABASE_URL: 'mysql://db.example.com/prod?user=admin&password=S3cretPassw0rd' }, 'recibido "mysql://db.example.com/prod?user=admin&password=***"'],
+      [{ SMTP_URL: 'smtps://user:S3cretPassw0rd@smtp.example.com:99999' }, 'SMTP_URL no es una URL válida (recibido "smtps://***@smtp.example.com:99999")'],
+      [{ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x', ADMIN_TOKEN: 'a'.repeat(32), SITE_URL: 'http://user:S3cretPassw0rd@x.example' }, 'recibido "http://***@x.example"'],
+    ];
+    for (const [env, message] of refused) {
+      assert.throws(
+        () => loadConfig({ NODE_ENV: 'test', ...env }),
+        (error: Error) => error.message.includes(message) && !error.message.includes('S3cretPassw0rd'),
+        JSON.stringify(env),
+      );
+    }
+  });
+
   test('values that used to start silently wrong are refused, naming the variable', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'ws-config-'));
     try {
@@ -82,6 +99,7 @@ describe('configuration', () => {
         [{ GOOGLE_CLIENT_ID: 'id' }, /GOOGLE_CLIENT_ID y GOOGLE_CLIENT_SECRET van juntas/],
         [{ GOOGLE_CLIENT_SECRET: 'secret' }, /GOOGLE_CLIENT_ID y GOOGLE_CLIENT_SECRET van juntas/],
         [{ RATE_LIMIT_LEASE_TIMEOUT_MS: '999999999999' }, /RATE_LIMIT_LEASE_TIMEOUT_MS debe ser un entero entre 1 y 60000/],
+        [{ PG_QUERY_TIMEOUT_MS: '50' }, /PG_QUERY_TIMEOUT_MS debe ser un entero entre 100 y 600000/],
         [{ SITE_URL: 'https://x.example/path?q=1' }, /SITE_URL es una raíz/],
         [{ SITE_URL: 'https://x.example/#top' }, /SITE_URL es una raíz/],
         [{ METRICS_TOKEN: 'x' }, /METRICS_TOKEN debe tener al menos 16/],

@@ -30,7 +30,7 @@
 //   the request (500) and undoes its write, so the client's retry is safe.
 import { createHash } from 'node:crypto';
 import type { Next } from 'koa';
-import { openTransaction, type Queryable } from '../../db/pool.ts';
+import { CommitOutcomeUnknown, openTransaction, type Queryable } from '../../db/pool.ts';
 import { manageUrl } from '../../lib/booking-tokens.ts';
 import { singleHeader } from './authenticate.ts';
 import { loggablePath } from './request.ts';
@@ -243,8 +243,10 @@ export async function runIdempotent(
     ctx.state.db = undefined;
   }
   if (!outcome) {
-    await tx.rollback();
-    await release();
+    await tx.rollback(failure);
+    // A COMMIT whose answer never came may have stored the answer: the claim stays. If it committed, a
+    // retry replays it; if not, the claim, held by no one now, is taken over after TAKEOVER_AFTER_SECONDS.
+    if (!(failure instanceof CommitOutcomeUnknown)) await release();
   }
   if (failure) throw failure;
 }

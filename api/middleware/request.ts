@@ -27,7 +27,8 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   // The bucket's socket errors carry the same codes: that outage is the blob store's (toApiError).
   if (error instanceof S3Error) return false;
   if (typeof e.code === 'string' && (/^08/.test(e.code) || ['57P01', '57P02', '57P03', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(e.code))) return true;
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connect ECONNREFUSED/i.test(e.message ?? '');
+  // A query past PG_QUERY_TIMEOUT_MS (db/pool.ts queryTimedOut): a database that hangs rather than refuses.
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connect ECONNREFUSED|^Query read timeout$/i.test(e.message ?? '');
 }
 
 /**

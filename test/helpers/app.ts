@@ -49,7 +49,6 @@ export async function startTestApp(
 ): Promise<TestApp> {
   const db = await createTestDatabase();
   const appUrl = options.connectVia ? await options.connectVia(db.url) : db.url;
-  const pool = createPool(appUrl, 10);
   // SITE_URL is the address the app really listens on (links it writes, the
   // OAuth issuer and the MCP 401's metadata URL must reach it), unless a test sets its own.
   // Production takes only an https root: the app behind a TLS proxy, as tests reach it with
@@ -59,6 +58,8 @@ export async function startTestApp(
   const settings: Record<string, string> = { NODE_ENV: 'test', ADMIN_TOKEN, BOOKING_TOKEN_KEY: 'test-booking-token-key-0123456789abcdef', LOG_LEVEL: 'silent', DATABASE_URL: appUrl, ...(port ? { SITE_URL: `${scheme}://127.0.0.1:${port}` } : {}), ...env };
   if (!('ALLOW_PRIVATE_WEBHOOK_TARGETS' in env) && settings.NODE_ENV !== 'production') settings.ALLOW_PRIVATE_WEBHOOK_TARGETS = '1';
   const config = loadConfig(settings);
+  // As the web process's request pool (api/server.ts).
+  const pool = createPool(appUrl, 10, undefined, { queryTimeoutMs: config.pgQueryTimeoutMs });
   const deps = await createDeps({ config, pool, databaseUrl: appUrl });
   const server: Server = createApp(deps).listen(port, '127.0.0.1');
   // As api/server.ts: idle connections live 65 s. With Node's 5 s a client reusing a pooled socket
