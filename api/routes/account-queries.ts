@@ -4,6 +4,7 @@ import type { Queryable } from '../../db/pool.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { localDate } from '../../lib/local-dates.ts';
 import { objectId } from '../../lib/objectid.ts';
+import { validationFailed } from '../errors.ts';
 import { listPage, type PaginationQuery, type TotalsCache } from '../pagination.ts';
 import { setList } from '../../db/tables.ts';
 import type { z } from 'zod';
@@ -59,6 +60,18 @@ export async function findAccount(db: Queryable, companyId: string, id: string, 
     [companyId, id, today(zone)],
   );
   return rows[0] ?? null;
+}
+
+/**
+ * An account of the company that can take money (not archived), held FOR SHARE until the write commits
+ * (findAccount), or 422 validation_failed naming `field`. Incomes, expenses, sale payments and refunds,
+ * and recurring series all write through it.
+ */
+export async function usableAccount(db: Queryable, companyId: string, zone: string, id: string, field = 'account_id'): Promise<AccountRow> {
+  const account = await findAccount(db, companyId, id, zone, 'share');
+  if (!account) throw validationFailed({ [field]: ['no existe en la empresa'] });
+  if (account.archived) throw validationFailed({ [field]: ['la cuenta está archivada'] });
+  return account;
 }
 
 export async function insertAccount(db: Queryable, companyId: string, data: { name: string; kind: string; currency: string; opening_balance_cents: number; opening_on: string }): Promise<string> {

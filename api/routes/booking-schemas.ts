@@ -10,7 +10,6 @@ import { objectIdField, optionalLineText, optionalWrittenText, personName, text 
 
 export const BOOKING_STATUSES = ['confirmed', 'cancelled'] as const;
 
-const objectIdString = objectIdField;
 const slotStart = instant.describe('ISO 8601; debe ser el inicio de un horario libre (GET /booking-links/:id/slots)');
 
 export const booker = z.strictObject({
@@ -29,7 +28,7 @@ export const answers = z
   .describe('Respuestas a las preguntas del enlace, por clave');
 
 export const bookingCreate = z.strictObject({
-  booking_link_id: objectIdString,
+  booking_link_id: objectIdField,
   starts_at: slotStart,
   booker,
   answers: answers.optional(),
@@ -78,8 +77,8 @@ export const bookingExample = {
 };
 
 export const bookingListQuery = paginationQuery.extend({
-  booking_link_id: objectIdString.optional(),
-  user_id: objectIdString.optional(),
+  booking_link_id: objectIdField.optional(),
+  user_id: objectIdField.optional(),
   status: z.enum(BOOKING_STATUSES).optional(),
   from: windowBound.optional().describe('Reservas que terminan después de este instante; un día YYYY-MM-DD es su medianoche en la zona de la empresa'),
   to: windowBound.optional().describe('Reservas que empiezan antes de este instante; un día YYYY-MM-DD se incluye entero (zona de la empresa)'),

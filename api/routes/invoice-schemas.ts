@@ -3,8 +3,7 @@
 import { z } from 'zod';
 import { CANCEL_MOTIVES, INCOME_CFDI_USES, PAYMENT_FORMS, PAYMENT_METHODS, TAX_REGIMES, ZIP } from '../../lib/cfdi/catalogs.ts';
 import { INVOICE_STATUSES } from '../../db/invoicing.ts';
-import { objectIdString } from './money-fields.ts';
-import { lineText, satProductKey, satUnitKey } from '../validation.ts';
+import { lineText, objectIdField, satProductKey, satUnitKey } from '../validation.ts';
 
 export const invoiceSchema = z.object({
   id: z.string(),
@@ -53,7 +52,7 @@ export const invoiceCreate = z.strictObject({
     .max(200)
     .optional()
     .describe('Claves SAT por línea de la venta, en orden; por omisión las del producto (propiedades sat_product_key, sat_unit_key) o 01010101 y H87'),
-  substitutes_id: objectIdString.optional().describe('Factura vigente de esta venta que la nueva sustituye (relación 04; la anterior se cancela con motivo 01 al timbrarse la nueva)'),
+  substitutes_id: objectIdField.optional().describe('Factura vigente de esta venta que la nueva sustituye (relación 04; la anterior se cancela con motivo 01 al timbrarse la nueva)'),
 });
 
 export type InvoiceCreate = z.infer<typeof invoiceCreate>;

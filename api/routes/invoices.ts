@@ -6,6 +6,7 @@
 // `failed` (with the provider's reason). docs/invoicing.md has the decisions.
 // The document is built in invoice-document.ts, the SQL is in
 // invoice-queries.ts and the shapes in invoice-schemas.ts.
+import { objectIdField } from '../validation.ts';
 import { z } from 'zod';
 import { facturapiKeyOf, INVOICE_STATUSES } from '../../db/invoicing.ts';
 import { findSale } from '../../db/money/sales.ts';
@@ -21,7 +22,6 @@ import { defineRoute, type RouteDef } from '../route.ts';
 import { buildDocument } from './invoice-document.ts';
 import { findComplementXml, findInvoice, hasPendingSubstitute, insertInvoice, isValidSibling, listInvoices, liveInvoicesOfSale, requestCancellation, serializeInvoice } from './invoice-queries.ts';
 import { invoiceCancel, invoiceCreate, invoiceSchema } from './invoice-schemas.ts';
-import { objectIdString } from './money-fields.ts';
 
 const TAG = 'Invoices';
 const MODULE = 'invoicing';
@@ -101,7 +101,7 @@ export const invoiceRoutes: RouteDef[] = [
     module: MODULE,
     tag: TAG,
     summary: 'Lista facturas',
-    query: paginationQuery.extend({ sale_id: objectIdString.optional(), status: z.enum(INVOICE_STATUSES).optional() }),
+    query: paginationQuery.extend({ sale_id: objectIdField.optional(), status: z.enum(INVOICE_STATUSES).optional() }),
     response: invoiceSchema,
     list: true,
     status: 200,

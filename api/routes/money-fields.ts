@@ -4,7 +4,6 @@
 // one answers that record with 200; an update taking another's is 409
 // duplicate_reference).
 import { z } from 'zod';
-import { objectIdField } from '../validation.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { isCurrency, mergeMetadata, METADATA_LIMITS, metadataProblem, type Metadata } from '../../lib/money.ts';
 import { calendarDay, instant as dateInstant } from '../date-fields.ts';
@@ -27,7 +26,6 @@ export const currency = z
   .meta({ pattern: '^[a-z]{3}$' });
 export const instant = dateInstant.describe('ISO 8601; se devuelve en UTC');
 export const localDay = calendarDay;
-export const objectIdString = objectIdField;
 // Read as unknown so that every breach of the contract's table is its own 422 invalid_metadata
 // (checkMetadata), not the generic validation_failed; the document still types it for clients.
 export const metadataInput = z

@@ -4,14 +4,14 @@ import { z } from 'zod';
 import type { Direction } from '../../db/money/movements.ts';
 import { windowBound } from '../date-fields.ts';
 import { paginationQuery, type PaginationQuery } from '../pagination.ts';
-import { optionalText, text } from '../validation.ts';
-import { cents, instant, localDay, metadataInput, metadataSchema, objectIdString } from './money-fields.ts';
+import { objectIdField, optionalText, text } from '../validation.ts';
+import { cents, instant, localDay, metadataInput, metadataSchema } from './money-fields.ts';
 
 /** The schemas of incomes (`income`) or expenses (`expense`): one shape, built for each. */
 export function movementSchemas(direction: Direction) {
   const party =
     direction === 'income'
-      ? { customer_id: objectIdString.nullable().optional().describe('Cliente de la empresa') }
+      ? { customer_id: objectIdField.nullable().optional().describe('Cliente de la empresa') }
       : {
           supplier_name: optionalText(200).describe('Proveedor'),
           supplier_tax_id: optionalText(20).describe('RFC del proveedor'),
@@ -26,7 +26,7 @@ export function movementSchemas(direction: Direction) {
     ...party,
   };
   const create = z.strictObject({
-    account_id: objectIdString.describe('La cuenta; su moneda es la del movimiento'),
+    account_id: objectIdField.describe('La cuenta; su moneda es la del movimiento'),
     ...editable,
     status: z.enum(['paid', 'pending']).optional().describe('paid (por defecto): se paga completo al crearlo; pending: a crédito'),
     paid_at: instant.optional().describe('Cuándo se pagó (solo paid); por defecto occurred_at'),
@@ -55,10 +55,10 @@ export function movementSchemas(direction: Direction) {
   const listQuery = paginationQuery.extend({
     from: windowBound.optional().describe('Ocurridos desde este instante; un día YYYY-MM-DD es su medianoche en la zona de la empresa'),
     to: windowBound.optional().describe('Ocurridos antes de este instante; un día YYYY-MM-DD se incluye entero (zona de la empresa)'),
-    account_id: objectIdString.optional(),
+    account_id: objectIdField.optional(),
     status: z.enum(['paid', 'pending']).optional(),
     ...(direction === 'income'
-      ? { customer_id: objectIdString.optional() }
+      ? { customer_id: objectIdField.optional() }
       : {
           // The supplier search is the list's text search: `q` (alias `search`, then `supplier`), as every list's.
           q: z.string().trim().max(200).optional().describe('Búsqueda de texto en el nombre o RFC del proveedor (contiene); no distingue mayúsculas ni acentos'),
@@ -70,7 +70,7 @@ export function movementSchemas(direction: Direction) {
   const payment = z.strictObject({
     amount_cents: cents,
     paid_at: instant.optional().describe('Por defecto ahora'),
-    account_id: objectIdString.optional().describe('Por defecto la cuenta del movimiento; misma moneda'),
+    account_id: objectIdField.optional().describe('Por defecto la cuenta del movimiento; misma moneda'),
   });
   return { create, update, read, listQuery, payment };
 }

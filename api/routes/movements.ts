@@ -6,7 +6,7 @@
 // every effect, the sale it paid included. Money dates respect closed months
 // (422 period_locked). Writes of the effects: db/money/movements.ts; reads:
 // movement-queries.ts; schemas: movement-schemas.ts.
-import { transaction, transactionRead, type Queryable } from '../../db/pool.ts';
+import { transaction, transactionRead } from '../../db/pool.ts';
 import { companyZoneForWrite, windowInstants } from '../../db/companies.ts';
 import { addPayment, changeMovement, findMovement, insertMovement, paymentsOf, removeMovement, type Direction } from '../../db/money/movements.ts';
 import { issuedComplementOf } from '../../db/invoicing.ts';
@@ -16,19 +16,11 @@ import { ApiError, validationFailed } from '../errors.ts';
 import { assertOpen } from '../money/periods.ts';
 import { searchTerm } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
-import { findAccount } from './account-queries.ts';
+import { usableAccount } from './account-queries.ts';
 import { assertCustomer, assertRefFree, checkMetadata, assertMayReadExisting, EXISTING_BY_REF, existingByRef, refTaken } from './money-fields.ts';
 import { listMovements, withPayments } from './movement-queries.ts';
 import { movementSchemas, type MovementListQuery } from './movement-schemas.ts';
 
-
-/** An account of the company that can take money (not archived), or 422 naming the field. */
-async function usableAccount(db: Queryable, companyId: string, zone: string, id: string, field = 'account_id') {
-  const account = await findAccount(db, companyId, id, zone, 'share');
-  if (!account) throw validationFailed({ [field]: ['no existe en la empresa'] });
-  if (account.archived) throw validationFailed({ [field]: ['la cuenta está archivada'] });
-  return account;
-}
 
 /** A due date is the day of the record or later, in the company's zone (an invoice is not due before it is issued). */
 function assertDueAfter(dueOn: string | null | undefined, occurredAt: string | Date, zone: string): void {

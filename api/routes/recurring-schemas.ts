@@ -4,14 +4,14 @@
 import { z } from 'zod';
 import { FREQUENCIES } from '../../db/money/recurring.ts';
 import { paginationQuery, queryBoolean } from '../pagination.ts';
-import { optionalText, text } from '../validation.ts';
-import { cents, localDay, metadataInput, metadataSchema, objectIdString } from './money-fields.ts';
+import { objectIdField, optionalText, text } from '../validation.ts';
+import { cents, localDay, metadataInput, metadataSchema } from './money-fields.ts';
 
 const template = {
   amount_cents: cents,
   category: text(100).min(1).optional().describe('Por defecto general'),
   description: optionalText(1000),
-  customer_id: objectIdString.nullable().optional().describe('Solo ingresos'),
+  customer_id: objectIdField.nullable().optional().describe('Solo ingresos'),
   supplier_name: optionalText(200).describe('Solo gastos'),
   supplier_tax_id: optionalText(20).describe('Solo gastos'),
   ends_on: localDay.nullable().optional().describe('Última fecha posible (incluida)'),
@@ -20,7 +20,7 @@ const template = {
 };
 export const recurringCreate = z.strictObject({
   type: z.enum(['income', 'expense']).describe('Genera ingresos o gastos'),
-  account_id: objectIdString,
+  account_id: objectIdField,
   frequency: z.enum(FREQUENCIES),
   interval: z.number().int().min(1).max(366).optional().describe('Cada cuántas unidades de frequency; por defecto 1'),
   starts_on: localDay.describe('Primera ocurrencia'),

@@ -12,7 +12,7 @@ import { companyZone } from '../../db/companies.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
-import { findAccount } from './account-queries.ts';
+import { usableAccount } from './account-queries.ts';
 import { assertCustomer, assertRefFree, checkMetadata, assertMayReadExisting, EXISTING_BY_REF, existingByRef } from './money-fields.ts';
 import { recurringCreate, recurringListQuery, recurringSchema, recurringUpdate } from './recurring-schemas.ts';
 import { deleteRecurring, findRecurring, insertRecurring, listRecurring, lockRecurring, serializeRecurring, updateRecurringColumns } from './recurring-queries.ts';
@@ -76,9 +76,7 @@ export const recurringRoutes: RouteDef[] = [
           return (await findRecurring(client, companyId, existing))!;
         }
         const zone = await companyZone(client, companyId);
-        const account = await findAccount(client, companyId, data.account_id, zone, 'share');
-        if (!account) throw validationFailed({ account_id: ['no existe en la empresa'] });
-        if (account.archived) throw validationFailed({ account_id: ['la cuenta está archivada'] });
+        const account = await usableAccount(client, companyId, zone, data.account_id);
         await assertCustomer(client, companyId, data.customer_id);
         const series = { starts_on: data.starts_on, frequency: data.frequency, interval: data.interval ?? 1, ends_on: data.ends_on ?? null, ends_count: data.ends_count ?? null };
         const next = nextOccurrence(series, 0);

@@ -1,15 +1,15 @@
 // The request and response shapes of sales (api/routes/sales.ts).
 import { z } from 'zod';
 import { SALE_STATUSES } from '../../db/money/sales.ts';
-import { cents, currency, instant, metadataInput, metadataSchema, objectIdString } from './money-fields.ts';
-import { optionalText, text } from '../validation.ts';
+import { cents, currency, instant, metadataInput, metadataSchema } from './money-fields.ts';
+import { objectIdField, optionalText, text } from '../validation.ts';
 import { PAID_FORMS } from '../../lib/cfdi/catalogs.ts';
 
 
 export const lineItem = z
   .strictObject({
     description: text(1000).min(1),
-    product_id: objectIdString.nullable().optional().describe('Producto del catálogo (opcional)'),
+    product_id: objectIdField.nullable().optional().describe('Producto del catálogo (opcional)'),
     quantity: z.number().positive().max(1_000_000).refine((q) => Number.isInteger(Math.round(q * 1000)) && Math.abs(q * 1000 - Math.round(q * 1000)) < 1e-6, 'hasta tres decimales'),
     unit_price_cents: z.number().int('centavos enteros').min(0).max(Number.MAX_SAFE_INTEGER),
     vat_rate: z.union([z.literal(16), z.literal(8), z.literal(0)]).nullable().optional().describe('IVA: 16, 8 o 0 (%)'),
@@ -19,7 +19,7 @@ export const lineItem = z
   .refine((l) => !(l.vat_exempt && l.vat_rate !== undefined && l.vat_rate !== null), { message: 'una línea exenta no lleva vat_rate', path: ['vat_rate'] });
 
 export const saleCreate = z.strictObject({
-  customer_id: objectIdString.nullable().optional().describe('Cliente; sin él, la venta es al público en general'),
+  customer_id: objectIdField.nullable().optional().describe('Cliente; sin él, la venta es al público en general'),
   currency,
   occurred_at: instant.optional().describe('Por defecto ahora'),
   prices_include_vat: z.boolean().optional().describe('Si unit_price_cents ya incluye el IVA; por defecto false'),
@@ -30,7 +30,7 @@ export const saleCreate = z.strictObject({
 });
 export const saleUpdate = z
   .strictObject({
-    customer_id: objectIdString.nullable().optional(),
+    customer_id: objectIdField.nullable().optional(),
     occurred_at: instant.optional(),
     payment_terms: z.enum(['immediate', 'deferred']).optional(),
     description: optionalText(1000),
@@ -38,7 +38,7 @@ export const saleUpdate = z
   })
   .describe('Las líneas y la moneda no cambian; registra otra venta');
 export const salePayment = z.strictObject({
-  account_id: objectIdString,
+  account_id: objectIdField,
   amount_cents: cents,
   paid_at: instant.optional().describe('Por defecto ahora'),
   payment_form: z
@@ -46,7 +46,7 @@ export const salePayment = z.strictObject({
     .optional()
     .describe('Cómo se pagó (c_FormaPago del SAT, sin 99), lo que declara su complemento de pago (CFDI). Por defecto según la cuenta: 01 efectivo (`cash`), 04 tarjeta (`card`), 03 transferencia (`bank`, `other`)'),
 });
-export const saleRefund = z.strictObject({ account_id: objectIdString, amount_cents: cents, reason: optionalText(1000), refunded_at: instant.optional().describe('Por defecto ahora') });
+export const saleRefund = z.strictObject({ account_id: objectIdField, amount_cents: cents, reason: optionalText(1000), refunded_at: instant.optional().describe('Por defecto ahora') });
 
 export const lineRead = z.object({
   description: z.string(),

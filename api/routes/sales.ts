@@ -4,6 +4,7 @@
 // db/money/sales.ts. Decisions (rounding, statuses, events): docs/money.md.
 // Shapes in sale-schemas.ts, the SQL of reads in sale-queries.ts. A sale's invoice
 // (POST /sales/:id/invoice) is with the invoices, in invoices.ts.
+import { objectIdField } from '../validation.ts';
 import { z } from 'zod';
 import { transactionRead, type Queryable } from '../../db/pool.ts';
 import { companyZoneForWrite, windowInstants } from '../../db/companies.ts';
@@ -14,8 +15,8 @@ import { ApiError, validationFailed } from '../errors.ts';
 import { assertOpen } from '../money/periods.ts';
 import { listPage, paginationQuery } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
-import { findAccount } from './account-queries.ts';
-import { assertCustomer, assertRefFree, checkMetadata, assertMayReadExisting, EXISTING_BY_REF, existingByRef, objectIdString, refTaken } from './money-fields.ts';
+import { usableAccount } from './account-queries.ts';
+import { assertCustomer, assertRefFree, checkMetadata, assertMayReadExisting, EXISTING_BY_REF, existingByRef, refTaken } from './money-fields.ts';
 import { windowBound } from '../date-fields.ts';
 import { firstPaymentAt, hasLiveInvoice, productExists, serializeSale, updateSaleColumns } from './sale-queries.ts';
 import { lineItem, saleCreate, salePayment, saleRefund, saleSchema, saleUpdate } from './sale-schemas.ts';
@@ -29,16 +30,14 @@ function rateOf(line: z.infer<typeof lineItem>): VatRate {
 }
 
 async function accountFor(db: Queryable, companyId: string, zone: string, sale: SaleRow, accountId: string) {
-  const account = await findAccount(db, companyId, accountId, zone, 'share');
-  if (!account) throw validationFailed({ account_id: ['no existe en la empresa'] });
-  if (account.archived) throw validationFailed({ account_id: ['la cuenta está archivada'] });
+  const account = await usableAccount(db, companyId, zone, accountId);
   if (account.currency !== sale.currency) throw validationFailed({ account_id: [`la cuenta es en ${account.currency} y la venta en ${sale.currency}`] });
   return account;
 }
 
 const idParam = { id: 'id' } as const;
 const listQuery = paginationQuery.extend({
-  customer_id: objectIdString.optional(),
+  customer_id: objectIdField.optional(),
   status: z.enum(SALE_STATUSES).optional(),
   from: windowBound.optional().describe('Ocurridas desde este instante; un día YYYY-MM-DD es su medianoche en la zona de la empresa'),
   to: windowBound.optional().describe('Ocurridas antes de este instante; un día YYYY-MM-DD se incluye entero (zona de la empresa)'),
