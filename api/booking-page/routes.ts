@@ -21,7 +21,8 @@ import { z } from 'zod';
 import { instant } from '../date-fields.ts';
 import { findBookingLink, findPublicBookingLink, findPublicBookingLinks, type BookingLinkRow } from '../routes/booking-link-queries.ts';
 import { slotList } from '../routes/booking-links.ts';
-import { slotQuery } from '../routes/booking-link-schemas.ts';
+import { LINK_SLUG, slotQuery } from '../routes/booking-link-schemas.ts';
+import { BOOKING_SLUG } from '../routes/user-schemas.ts';
 import { findBookingByTokenDigest, type BookingRow } from '../routes/booking-queries.ts';
 import { answers as answersSchema, bookingCancel, booker as bookerSchema } from '../routes/booking-schemas.ts';
 import { cancelBooking, createBooking, rescheduleBooking } from '../bookings/book.ts';
@@ -100,7 +101,7 @@ function publicView(row: BookingRow, manage?: string) {
 
 /** The link of a public URL, or null (unknown, or inactive: a 404 either way). */
 async function activeLink(db: Queryable, hostSlug: string, linkSlug: string): Promise<BookingLinkRow | null> {
-  if (!/^[a-z0-9-]{1,64}$/.test(hostSlug) || !/^[a-z0-9-]{1,64}$/.test(linkSlug)) return null;
+  if (!BOOKING_SLUG.test(hostSlug) || !LINK_SLUG.test(linkSlug)) return null;
   const link = await findPublicBookingLink(db, hostSlug, linkSlug);
   return link && link.active ? link : null;
 }
@@ -281,7 +282,7 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
   router.get('/:host', async (ctx) => {
     if (!(await pageReads(ctx))) return;
     const hostSlug = ctx.params.host;
-    const links = /^[a-z0-9-]{1,64}$/.test(hostSlug) ? await findPublicBookingLinks(deps.pool, hostSlug) : [];
+    const links = BOOKING_SLUG.test(hostSlug) ? await findPublicBookingLinks(deps.pool, hostSlug) : [];
     if (!links.length) return html(ctx, 404, notFoundPage);
     const host = await hostOf(deps.pool, links[0].company_id, links[0].user_id);
     html(ctx, 200, (nonce) =>
