@@ -236,6 +236,8 @@ export const httpUrl = z.url({ protocol: /^https?$/, error: 'debe ser una URL ht
  * An ObjectId in a body or a query (one in the path is the router's: 400 invalid_id). The pattern is
  * published in the OpenAPI document and the MCP tools, so a client validating against it agrees.
  */
+/** A colour as `#rrggbb` (a calendar event's, a person's background). */
+export const hexColor = z.string().regex(/^#[0-9a-fA-F]{6}$/, 'color hexadecimal #rrggbb');
 /** The SAT's ClaveProdServ (8 digits) and ClaveUnidad (H87, E48: upper-cased), as a product stores them and an invoice's line_keys give them. */
 export const satProductKey = z.string().trim().regex(PRODUCT_KEY, 'clave de 8 dígitos del catálogo del SAT (ClaveProdServ)');
 export const satUnitKey = z.string().trim().toUpperCase().regex(UNIT_KEY, 'clave de unidad del SAT (ClaveUnidad, por ejemplo H87)');

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { instant as anInstant, windowBound } from '../date-fields.ts';
 import { paginationQuery } from '../pagination.ts';
-import { objectIdField, optionalText, text } from '../validation.ts';
+import { hexColor, objectIdField, optionalText, text } from '../validation.ts';
 import { isTimeZone } from '../../lib/local-dates.ts';
 
 export const EVENT_KINDS = ['event', 'meeting', 'task'] as const;
@@ -19,7 +19,7 @@ const eventFields = {
   title: text(300).min(1),
   description: optionalText(10_000),
   location: optionalText(500),
-  color: z.string().regex(/^#[0-9a-fA-F]{6}$/, 'color hexadecimal #rrggbb').optional().describe(`Por defecto ${DEFAULT_COLOR}`),
+  color: hexColor.optional().describe(`Por defecto ${DEFAULT_COLOR}`),
   starts_at: instant,
   ends_at: instant.describe('Posterior a starts_at'),
   all_day: z.boolean().optional().describe('Por defecto false; de medianoche a medianoche en `timezone` (ver la descripción)'),

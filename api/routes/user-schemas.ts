@@ -3,13 +3,12 @@
 // fields (password, tokens) are not accepted: like any unknown field, 422.
 import { z } from 'zod';
 import { calendarDay } from '../date-fields.ts';
-import { optionalText } from '../validation.ts';
+import { hexColor, optionalText } from '../validation.ts';
 
 export const BG_MODES = ['solid', 'linear', 'radial'] as const;
 export const DASHBOARD_THEMES = ['light', 'dark', 'schedule'] as const;
 export const BRANDING_THEMES = ['light', 'dark'] as const;
 
-const hex = z.string().regex(/^#[0-9a-fA-F]{6}$/, 'color hexadecimal #rrggbb');
 export const BOOKING_SLUG = /^[a-z0-9-]{3,64}$/;
 /** Paths of the public booking page beside `<booking_slug>/<link_slug>`. */
 export const RESERVED_BOOKING_SLUGS = new Set(['manage', 'assets']);
@@ -17,8 +16,8 @@ export const RESERVED_BOOKING_SLUGS = new Set(['manage', 'assets']);
 // null clears a value (it then reads null, as one never set), so a read can be written back as it is.
 const background = z.strictObject({
   bg_mode: z.enum(BG_MODES).nullable().optional(),
-  bg_color_from: hex.nullable().optional(),
-  bg_color_to: hex.nullable().optional().describe('Solo degradados'),
+  bg_color_from: hexColor.nullable().optional(),
+  bg_color_to: hexColor.nullable().optional().describe('Solo degradados'),
   bg_angle: z.number().int().min(0).max(360).nullable().optional().describe('Solo degradado lineal'),
 });
 export type Background = z.infer<typeof background>;
@@ -30,8 +29,8 @@ const bookingBranding = z
     dark: background.optional(),
     // The flat form (contract): these three apply to the light theme.
     bg_mode: z.enum(BG_MODES).nullable().optional().describe('Forma plana: se aplica al tema claro (light)'),
-    bg_color_from: hex.nullable().optional().describe('Forma plana: light.bg_color_from'),
-    bg_color_to: hex.nullable().optional().describe('Forma plana: light.bg_color_to'),
+    bg_color_from: hexColor.nullable().optional().describe('Forma plana: light.bg_color_from'),
+    bg_color_to: hexColor.nullable().optional().describe('Forma plana: light.bg_color_to'),
   })
   // One form or the other for the light theme: both would leave one of two values silently unused.
   .refine((b) => !(b.light && (b.bg_mode !== undefined || b.bg_color_from !== undefined || b.bg_color_to !== undefined)), {
