@@ -12,7 +12,7 @@ const config = loadConfigOrExit();
 const budget = splitConnectionsOrExit(config, 'web');
 const name = (part: string) => applicationName(processName('web', config.dyno), part);
 const database = await connectDatabaseOrExit(config);
-const pool = createPool(database.url, budget.pool, name('request'), { queryTimeoutMs: config.pgQueryTimeoutMs });
+const pool = createPool(database.url, budget.pool, name('request'));
 await exitUnlessMigrated(pool, 'web');
 const rateLimitPool = createPool(database.url, budget.rateLimit, name('rate-limit'));
 const deps = await createDeps({ config, pool, databaseUrl: database.url, rateLimitPool, jobSenderConnections: budget.jobSender, applicationName: name });

@@ -27,22 +27,16 @@ export async function readAll<T extends readonly unknown[]>(db: Queryable, reads
 /**
  * A pool of at most `max` connections. The processes size theirs from the
  * connection budget (lib/connection-budget.ts); `applicationName` names them
- * in pg_stat_activity. `queryTimeoutMs` bounds every query's wait for its
- * answer (the web's requests: PG_QUERY_TIMEOUT_MS); a query past it fails with
- * "Query read timeout" and its connection is dropped, not given back
- * (queryTimedOut).
+ * in pg_stat_activity.
  */
-export function createPool(connectionString: string, max = 10, applicationName?: string, options: { queryTimeoutMs?: number } = {}): Pool {
-  const pool = new pg.Pool({
-    connectionString,
-    max,
-    connectionTimeoutMillis: 5000,
-    idleTimeoutMillis: 30_000,
-    application_name: applicationName,
-    query_timeout: options.queryTimeoutMs,
-  });
+export function createPool(connectionString: string, max = 10, applicationName?: string): Pool {
+  const pool = new pg.Pool({ connectionString, max, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000, application_name: applicationName });
   // An idle client losing its connection (database restart) must not crash the process.
   pool.on('error', () => {});
+  // Nor one checked out (a transaction, a blob read): pg-pool listens for errors on idle clients only, and
+  // a client whose connection drops emits 'error' beside failing its queries. The query's failure is the
+  // one handled; the client, no longer queryable, is dropped by the pool when released.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 
@@ -63,7 +57,7 @@ export async function transaction<T>(db: Queryable, fn: (client: Client) => Prom
     await tx.commit();
     return result;
   } catch (error) {
-    await tx.rollback(error);
+    await tx.rollback();
     throw error;
   }
 }
@@ -94,17 +88,10 @@ async function nested<T>(client: Client, fn: (client: Client) => Promise<T>): Pr
 }
 
 /**
- * A query that waited past the pool's `queryTimeoutMs` (pg's "Query read timeout"): the database did
- * not answer in time, and the connection may still be waiting for that answer, so it is not reused.
- */
-export function queryTimedOut(error: unknown): boolean {
-  return error instanceof Error && error.message === 'Query read timeout';
-}
-
-/**
- * COMMIT was sent and no answer came (the query timed out, the connection failed): the transaction may
- * have committed or not. Answered 500, not 503: a 503 says nothing was written, and a client retrying
- * without an Idempotency-Key on that word could write twice. Its `cause` is the failure.
+ * COMMIT was sent and its answer never came (the connection failed: PostgreSQL restarted, the network
+ * dropped): the transaction may have committed or not. Answered 500, not 503: a 503 says nothing was
+ * written, and a client retrying without an Idempotency-Key on that word could write twice. Its `cause`
+ * is the failure.
  */
 export class CommitOutcomeUnknown extends Error {
   constructor(cause: unknown) {
@@ -113,22 +100,21 @@ export class CommitOutcomeUnknown extends Error {
   }
 }
 
-/** A failure of the connection rather than of the statement: no SQLSTATE, or class 08 (connection exception) or 57P (operator intervention). */
-function connectionFailed(error: unknown): boolean {
+/**
+ * No answer from PostgreSQL: the socket failed or closed (no SQLSTATE). An error PostgreSQL sent in
+ * answer to the COMMIT (40001, a deferred constraint's 23505, 57P01 as it shuts down) says it did not commit.
+ */
+function answerLost(error: unknown): boolean {
   const code = (error as { code?: unknown })?.code;
-  return queryTimedOut(error) || typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || /^(08|57P)/.test(code);
+  return typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code);
 }
 
 export type OpenTransaction = {
   client: Client;
   /** COMMIT and give the connection back; CommitOutcomeUnknown when its answer never came. */
   commit: () => Promise<void>;
-  /**
-   * ROLLBACK (errors ignored) and give the connection back. Given the failure that ends the transaction:
-   * after a query that timed out the connection is closed instead (PostgreSQL rolls back what it had),
-   * since a ROLLBACK would wait behind the unanswered query.
-   */
-  rollback: (failure?: unknown) => Promise<void>;
+  /** ROLLBACK and give the connection back; one whose ROLLBACK failed is closed, not given back. */
+  rollback: () => Promise<void>;
 };
 
 /** BEGIN on a connection of the pool (or on a client of the caller's); the caller ends it with commit or rollback. */
@@ -157,13 +143,12 @@ export async function openTransaction(db: Queryable): Promise<OpenTransaction> {
         await client.query('COMMIT');
       } catch (error) {
         end(error as Error);
-        throw connectionFailed(error) ? new CommitOutcomeUnknown(error) : error;
+        throw answerLost(error) ? new CommitOutcomeUnknown(error) : error;
       }
       end();
     },
-    rollback: async (failure?: unknown) => {
+    rollback: async () => {
       if (ended) return;
-      if (queryTimedOut(failure)) return end(failure as Error);
       let broken: Error | undefined;
       await client.query('ROLLBACK').catch((error: Error) => (broken = error));
       end(broken);

@@ -39,11 +39,6 @@ export type Config = {
   /** How long a rate-limit lease may take before the per-process window answers instead. */
   rateLimitLeaseTimeoutMs: number;
   /**
-   * How long the web's request queries wait for PostgreSQL's answer (PG_QUERY_TIMEOUT_MS): a database
-   * host that hangs rather than refuses is then a 503, not a request waiting for as long as it hangs.
-   */
-  pgQueryTimeoutMs: number;
-  /**
    * Proxies in front of the web process whose X-Forwarded-* entries are
    * trusted (TRUST_PROXY_HOPS, default 1: the platform router, which appends
    * the client's address). Only that many entries, counted from the right, are
@@ -281,8 +276,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', env.RATE_LIMIT_PER_MINUTE, 600, 1),
     // Above a minute a lease would outlive the window it counts in (and Node's timers stop at 2^31 - 1 ms).
     rateLimitLeaseTimeoutMs: int('RATE_LIMIT_LEASE_TIMEOUT_MS', env.RATE_LIMIT_LEASE_TIMEOUT_MS, 1000, 1, 60_000),
-    // Below the platform router's 30 s, after which nobody reads the answer.
-    pgQueryTimeoutMs: int('PG_QUERY_TIMEOUT_MS', env.PG_QUERY_TIMEOUT_MS, 25_000, 100, 600_000),
     trustProxyHops: int('TRUST_PROXY_HOPS', env.TRUST_PROXY_HOPS, 1, 0),
     uploadConcurrency: int('UPLOAD_CONCURRENCY', env.UPLOAD_CONCURRENCY, 8, 1),
     metricsToken: env.METRICS_TOKEN || undefined,

@@ -61,8 +61,7 @@ console.log(config.databaseUrl ? 'Using DATABASE_URL.' : `Starting the embedded 
 const exitNow = () => process.exit(130);
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, exitNow);
 const database = await connectDatabaseOrExit(config, { ownProcessGroup: true });
-// One pool for the requests and the worker's jobs here: PG_QUERY_TIMEOUT_MS bounds both.
-const pool = createPool(database.url, budget.pool, name('pool'), { queryTimeoutMs: config.pgQueryTimeoutMs });
+const pool = createPool(database.url, budget.pool, name('pool'));
 await migrate(pool);
 // Started on another PORT or SITE_URL than before: the stored image URLs follow it (docs/operations.md).
 await rebaseMediaUrls(pool, config.siteUrl);

@@ -99,7 +99,6 @@ describe('configuration', () => {
         [{ GOOGLE_CLIENT_ID: 'id' }, /GOOGLE_CLIENT_ID y GOOGLE_CLIENT_SECRET van juntas/],
         [{ GOOGLE_CLIENT_SECRET: 'secret' }, /GOOGLE_CLIENT_ID y GOOGLE_CLIENT_SECRET van juntas/],
         [{ RATE_LIMIT_LEASE_TIMEOUT_MS: '999999999999' }, /RATE_LIMIT_LEASE_TIMEOUT_MS debe ser un entero entre 1 y 60000/],
-        [{ PG_QUERY_TIMEOUT_MS: '50' }, /PG_QUERY_TIMEOUT_MS debe ser un entero entre 100 y 600000/],
         [{ SITE_URL: 'https://x.example/path?q=1' }, /SITE_URL es una raíz/],
         [{ SITE_URL: 'https://x.example/#top' }, /SITE_URL es una raíz/],
         [{ METRICS_TOKEN: 'x' }, /METRICS_TOKEN debe tener al menos 16/],

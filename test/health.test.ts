@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { API_RELEASED_AT, API_VERSION } from '../lib/version.ts';
 import pg from 'pg';
 import { isDatabaseUnavailable, toApiError } from '../api/middleware/request.ts';
-import { seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
+import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
 import { freezableRelay, type FreezableRelay } from './helpers/frozen-database.ts';
 import { assertOneLineError, wsctl } from './helpers/cli.ts';
 import { waitFor } from './helpers/wait.ts';
@@ -174,7 +174,7 @@ describe('a database that hangs rather than refuses (a relay in front of it stop
   let app: TestApp;
   let relay: FreezableRelay;
   before(async () => {
-    app = await startTestApp({ METRICS_TOKEN: TOKEN, PG_QUERY_TIMEOUT_MS: '1500' }, {
+    app = await startTestApp({ METRICS_TOKEN: TOKEN }, {
       connectVia: async (url) => {
         relay = await freezableRelay(url);
         return relay.url;
@@ -214,68 +214,75 @@ describe('a database that hangs rather than refuses (a relay in front of it stop
     assert.match(await (await metrics()).text(), /^database_up 1$/m);
   });
 
-  test('a request while PostgreSQL hangs is 503 service_unavailable after PG_QUERY_TIMEOUT_MS, a read and a write; nothing is written, and requests work once it answers', async () => {
+  test('a COMMIT whose answer never comes (the connection drops while committing) is 500, not 503: the write committed; with an Idempotency-Key the retry replays it, one record', async () => {
     const tenant = await seedTenant(app.pool);
-    const call = (method: string, body?: unknown) =>
-      fetch(`${app.baseUrl}/customers`, {
-        method,
-        headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        // Bounded by the client only so that a hang fails the test instead of stalling it.
-        signal: AbortSignal.timeout(30_000),
-      });
-    // Connections in the pool, as on a live process (all ten: a new one would fail to connect in 5 s,
-    // a 503 of another kind): the requests get them and would wait on them.
-    assert.deepEqual((await Promise.all(Array.from({ length: 20 }, () => call('GET')))).map((r) => r.status), new Array(20).fill(200));
-    assert.equal(app.pool.totalCount, 10);
-    relay.freeze();
-    try {
-      for (const [method, body] of [['GET'], ['POST', { data: { name: 'Durante la espera' } }]] as const) {
-        const res = await call(method, body);
-        assert.equal(res.status, 503, method);
-        assert.equal(((await res.json()) as { error: string }).error, 'service_unavailable');
-      }
-    } finally {
-      relay.thaw();
-    }
-    await waitFor(async () => (await call('GET')).status === 200, 20_000, 'requests answered again');
-    const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM customers WHERE company_id = $1`, [tenant.companyId]);
-    assert.equal(rows[0].n, 0, 'the write refused with 503 left nothing');
-    assert.equal((await call('POST', { data: { name: 'Después' } })).status, 201);
-  });
-
-  test('a COMMIT whose answer does not come in time is 500, not 503 (it may have committed); with an Idempotency-Key the retry replays it, one record', async () => {
-    const tenant = await seedTenant(app.pool);
-    // The database takes 3 s to confirm this company's commits (a deferred trigger runs at COMMIT), past PG_QUERY_TIMEOUT_MS.
-    await app.pool.query(`CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(3); RETURN NULL; END $$`);
+    // This company's commits take a second (a deferred trigger runs at COMMIT): the connection is cut meanwhile.
+    await app.pool.query(`CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1); RETURN NULL; END $$`);
     await app.pool.query(
       `CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON customers DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.company_id = '${tenant.companyId}') EXECUTE FUNCTION slow_commit()`,
     );
-    const post = (name: string, headers: Record<string, string> = {}) =>
-      fetch(`${app.baseUrl}/customers`, {
+    // Straight to PostgreSQL, not through the relay: it watches the commits and counts what they left.
+    const direct = new pg.Client({ connectionString: app.databaseUrl });
+    await direct.connect();
+    const stored = async (name: string) =>
+      (await direct.query(`SELECT count(*)::int AS n FROM customers WHERE company_id = $1 AND name = $2`, [tenant.companyId, name])).rows[0].n as number;
+    const postCutWhileCommitting = async (name: string, headers: Record<string, string> = {}) => {
+      const answer = fetch(`${app.baseUrl}/customers`, {
         method: 'POST',
         headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json', ...headers },
         body: JSON.stringify({ data: { name } }),
         signal: AbortSignal.timeout(30_000),
       });
-    const stored = async (name: string) =>
-      (await app.pool.query(`SELECT count(*)::int AS n FROM customers WHERE company_id = $1 AND name = $2`, [tenant.companyId, name])).rows[0].n as number;
+      await waitFor(
+        async () => (await direct.query(`SELECT 1 FROM pg_stat_activity WHERE query = 'COMMIT' AND wait_event = 'PgSleep'`)).rowCount === 1,
+        10_000,
+        'the COMMIT running',
+      );
+      relay.down();
+      try {
+        return await answer;
+      } finally {
+        relay.up();
+      }
+    };
     try {
-      const plain = await post('Sin clave');
+      const plain = await postCutWhileCommitting('Sin clave');
       assert.equal(plain.status, 500);
       assert.equal(((await plain.json()) as { error: string }).error, 'internal_error');
-      await waitFor(async () => (await stored('Sin clave')) === 1, 20_000, 'the write the 500 could not confirm, committed');
+      await waitFor(async () => (await stored('Sin clave')) === 1, 10_000, 'the write the 500 could not confirm, committed');
 
-      const keyed = await post('Con clave', { 'Idempotency-Key': 'confirmacion-lenta' });
+      const keyed = await postCutWhileCommitting('Con clave', { 'Idempotency-Key': 'confirmacion-perdida' });
       assert.equal(keyed.status, 500);
-      await waitFor(async () => (await stored('Con clave')) === 1, 20_000, 'the keyed write, committed');
-      const retry = await post('Con clave', { 'Idempotency-Key': 'confirmacion-lenta' });
+      await waitFor(async () => (await stored('Con clave')) === 1, 10_000, 'the keyed write, committed');
+      const retry = await fetch(`${app.baseUrl}/customers`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json', 'Idempotency-Key': 'confirmacion-perdida' },
+        body: JSON.stringify({ data: { name: 'Con clave' } }),
+      });
       assert.equal(retry.status, 201);
       assert.equal(retry.headers.get('idempotent-replayed'), 'true');
       assert.equal(await stored('Con clave'), 1, 'the retry replayed the committed write, not a second one');
     } finally {
-      await app.pool.query('DROP TRIGGER slow_commit ON customers');
-      await app.pool.query('DROP FUNCTION slow_commit()');
+      await direct.query('DROP TRIGGER slow_commit ON customers');
+      await direct.query('DROP FUNCTION slow_commit()');
+      await direct.end();
+    }
+  });
+
+  test('a statement PostgreSQL cancels (57014, as its statement_timeout does) is 503 service_unavailable, nothing written', async () => {
+    const tenant = await seedTenant(app.pool);
+    await app.pool.query(`CREATE FUNCTION cancelled_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'canceling statement due to statement timeout' USING ERRCODE = '57014'; END $$`);
+    await app.pool.query(`CREATE TRIGGER cancelled_insert BEFORE INSERT ON customers FOR EACH ROW WHEN (NEW.company_id = '${tenant.companyId}') EXECUTE FUNCTION cancelled_insert()`);
+    try {
+      const res = await client(app.baseUrl, tenant.key).post('/customers', { data: { name: 'Cancelada' } });
+      assert.equal(res.status, 503, res.text);
+      assert.equal(res.body.error, 'service_unavailable');
+      assert.ok(res.headers.get('retry-after'));
+      const { rows } = await app.pool.query(`SELECT count(*)::int AS n FROM customers WHERE company_id = $1`, [tenant.companyId]);
+      assert.equal(rows[0].n, 0);
+    } finally {
+      await app.pool.query('DROP TRIGGER cancelled_insert ON customers');
+      await app.pool.query('DROP FUNCTION cancelled_insert()');
     }
   });
 

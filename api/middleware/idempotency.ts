@@ -243,7 +243,7 @@ export async function runIdempotent(
     ctx.state.db = undefined;
   }
   if (!outcome) {
-    await tx.rollback(failure);
+    await tx.rollback();
     // A COMMIT whose answer never came may have stored the answer: the claim stays. If it committed, a
     // retry replays it; if not, the claim, held by no one now, is taken over after TAKEOVER_AFTER_SECONDS.
     if (!(failure instanceof CommitOutcomeUnknown)) await release();

@@ -17,8 +17,10 @@ const INBOUND_ID = /^[A-Za-z0-9._-]{8,200}$/;
 
 /**
  * PostgreSQL unreachable or going away (connection refused or reset, the
- * server shutting down or starting, the pool unable to connect in time):
- * the request did not happen, and trying again shortly may work: 503.
+ * server shutting down or starting, the pool unable to connect in time), or a
+ * statement it cancelled (57014: a statement_timeout an operator set on the
+ * role, docs/operations.md): the request did not happen, and trying again
+ * shortly may work: 503.
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
   const e = error as { code?: string; message?: string };
@@ -26,9 +28,8 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   if (isClientAbort(error) || isUnreadableRequest(error)) return false;
   // The bucket's socket errors carry the same codes: that outage is the blob store's (toApiError).
   if (error instanceof S3Error) return false;
-  if (typeof e.code === 'string' && (/^08/.test(e.code) || ['57P01', '57P02', '57P03', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(e.code))) return true;
-  // A query past PG_QUERY_TIMEOUT_MS (db/pool.ts queryTimedOut): a database that hangs rather than refuses.
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connect ECONNREFUSED|^Query read timeout$/i.test(e.message ?? '');
+  if (typeof e.code === 'string' && (/^08/.test(e.code) || ['57P01', '57P02', '57P03', '57014', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(e.code))) return true;
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connect ECONNREFUSED/i.test(e.message ?? '');
 }
 
 /**

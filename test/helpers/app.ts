@@ -58,8 +58,7 @@ export async function startTestApp(
   const settings: Record<string, string> = { NODE_ENV: 'test', ADMIN_TOKEN, BOOKING_TOKEN_KEY: 'test-booking-token-key-0123456789abcdef', LOG_LEVEL: 'silent', DATABASE_URL: appUrl, ...(port ? { SITE_URL: `${scheme}://127.0.0.1:${port}` } : {}), ...env };
   if (!('ALLOW_PRIVATE_WEBHOOK_TARGETS' in env) && settings.NODE_ENV !== 'production') settings.ALLOW_PRIVATE_WEBHOOK_TARGETS = '1';
   const config = loadConfig(settings);
-  // As the web process's request pool (api/server.ts).
-  const pool = createPool(appUrl, 10, undefined, { queryTimeoutMs: config.pgQueryTimeoutMs });
+  const pool = createPool(appUrl, 10);
   const deps = await createDeps({ config, pool, databaseUrl: appUrl });
   const server: Server = createApp(deps).listen(port, '127.0.0.1');
   // As api/server.ts: idle connections live 65 s. With Node's 5 s a client reusing a pooled socket
