@@ -30,9 +30,10 @@ export const localDay = calendarDay;
 // (checkMetadata), not the generic validation_failed; the document still types it for clients.
 export const metadataInput = z
   .unknown()
-  // The contract's limits count bytes; the document's count characters, the same for ASCII.
+  // The contract's limits count bytes; JSON Schema's maxLength counts characters (the same for ASCII), an
+  // upper bound a client's validator applies: the description says how the server counts.
   .meta({ type: 'object', maxProperties: 50, propertyNames: { maxLength: 40 }, additionalProperties: { anyOf: [{ type: 'string', maxLength: 500 }, { type: ['number', 'boolean', 'null'] }] } })
-  .describe('Objeto plano: hasta 50 claves de 40 bytes, valores de hasta 500 bytes (texto, número o booleano; se guardan como texto). `external_ref` (texto) es única por empresa y tipo de registro; null o "" borra una clave');
+  .describe('Objeto plano: hasta 50 claves de 40 bytes, valores de hasta 500 bytes (texto, número o booleano; se guardan como texto). Los bytes son de UTF-8: una ñ cuenta 2 y un emoji 4, así que maxLength (en caracteres) es solo una cota; el servidor responde 422 invalid_metadata pasado el límite en bytes. `external_ref` (texto) es única por empresa y tipo de registro; null o "" borra una clave');
 
 export const metadataSchema = z.record(z.string(), z.string()).describe('Metadata del cliente');
 
