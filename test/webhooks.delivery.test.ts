@@ -16,7 +16,8 @@ import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts
 import { startReceiver, verifySignature, type Receiver } from './helpers/receiver.ts';
 import { waitFor, waitForLockWaits } from './helpers/wait.ts';
 
-const RETRY_SCHEDULE_SECONDS = [60, 300, 1800, 7200, 21600];
+// The contract's offsets of attempts 2 to 6 from the first (Limits), written out on purpose.
+const RETRY_OFFSETS_SECONDS = [60, 300, 1800, 7200, 21600];
 
 type Api = ReturnType<typeof client>;
 
@@ -202,7 +203,21 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     assert.equal(receiver.at('/sel-invoice').length, 0);
   });
 
-  test('failures (4xx and 5xx) retry at +1 min, +5 min, +30 min, +2 h, +6 h with the same event id and body, then exhausted', async () => {
+  test('the next attempt is counted from when the failed one was sent, not from its slow answer', async () => {
+    const { api } = await tenant();
+    receiver.on('/slow-failure', () => ({ status: 500, delayMs: 3000 }));
+    const ep = await endpoint(api, '/slow-failure');
+    await api.post('/customers', { data: { name: 'Respuesta lenta' } });
+    const first = await waitFor(async () => {
+      const d = await onlyDelivery(api, ep.id);
+      return d.attempts === 1 && d;
+    }, 15_000, 'attempt 1');
+    const sentAt = receiver.at('/slow-failure')[0].at;
+    const delay = (Date.parse(first.next_attempt_at) - sentAt) / 1000;
+    assert.ok(Math.abs(delay - RETRY_OFFSETS_SECONDS[0]) < 1.5, `attempt 2 due 60 s after attempt 1 was sent (got ${delay}; its answer took 3 s)`);
+  });
+
+  test('failures (4xx and 5xx) retry at +1 min, +5 min, +30 min, +2 h, +6 h from the first attempt (each wait counted from the attempt before) with the same event id and body, then exhausted', async () => {
     const { api } = await tenant();
     receiver.on('/retry', (_req, n) => ({ status: n === 1 ? 404 : 500, body: `fallo ${n}` }));
     const ep = await endpoint(api, '/retry');
@@ -215,9 +230,12 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     assert.equal(last.status, 'failed');
     assert.equal(last.response_status, 404, 'a 4xx is a failure too');
     for (let attempt = 1; attempt <= 5; attempt++) {
+      // The test moves each attempt forward in time (advance), so it checks each wait: on time, they add
+      // up to the offsets from the first attempt.
       const requestAt = receiver.at('/retry')[attempt - 1].at;
       const delay = (Date.parse(last.next_attempt_at) - requestAt) / 1000;
-      assert.ok(Math.abs(delay - RETRY_SCHEDULE_SECONDS[attempt - 1]) < 5, `attempt ${attempt + 1} is scheduled ${RETRY_SCHEDULE_SECONDS[attempt - 1]} s later (got ${delay})`);
+      const wait = RETRY_OFFSETS_SECONDS[attempt - 1] - (RETRY_OFFSETS_SECONDS[attempt - 2] ?? 0);
+      assert.ok(Math.abs(delay - wait) < 5, `attempt ${attempt + 1} is scheduled ${wait} s after attempt ${attempt} (got ${delay})`);
       assert.equal((await scheduledAt(app.pool, last.id))?.toISOString(), last.next_attempt_at, 'due at next_attempt_at, not before');
 
       assert.equal(receiver.at('/retry').length, attempt, 'nothing is sent before its time');

@@ -108,7 +108,7 @@ export function webhookOperation(name: string) {
     post: {
       operationId: webhookOperationId(name),
       summary: name,
-      description: `Firma: \`X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256 de "<t>.<cuerpo crudo>">\` con el secreto completo del endpoint (whsec_...). Rechaza t a más de 300 s de tu reloj. Éxito: cualquier 2xx con la respuesta completa (10 s de lectura, 15 s en total; una respuesta cortada es un fallo, y las redirecciones no se siguen); reintentos a ${retryDelaysText()}.`,
+      description: `Firma: \`X-Service-Signature: t=<unix>,v1=<hex HMAC-SHA256 de "<t>.<cuerpo crudo>">\` con el secreto completo del endpoint (whsec_...). Rechaza t a más de 300 s de tu reloj. Éxito: cualquier 2xx con la respuesta completa (10 s de lectura, 15 s en total; una respuesta cortada es un fallo, y las redirecciones no se siguen); reintentos a ${retryDelaysText()} del primer intento (cada espera cuenta desde el intento anterior: uno hecho tarde conserva la separación).`,
       parameters: [
         header('X-Service-Signature', 't=<unix>,v1=<hex>'),
         header('X-Service-Event', 'Nombre del evento'),

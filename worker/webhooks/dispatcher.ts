@@ -36,7 +36,7 @@ import { unscheduleSet, WAITING } from '../../db/events.ts';
 import { prepared } from '../../db/pool.ts';
 import { log, logError, logRepeatedError } from '../../lib/log.ts';
 import { createGuardedAgent } from '../../lib/ssrf.ts';
-import { HELD_MESSAGE, MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, SHUT_OFF_AFTER, SHUT_OFF_REASON } from '../../lib/webhook-retry.ts';
+import { HELD_MESSAGE, MAX_ATTEMPTS, retryDelaySeconds, SHUT_OFF_AFTER, SHUT_OFF_REASON } from '../../lib/webhook-retry.ts';
 import type { WorkerDeps } from '../jobs/types.ts';
 import { attemptDelivery, ATTEMPT_DEADLINE_MS, READ_TIMEOUT_MS, type AttemptOutcome } from './attempt.ts';
 
@@ -581,9 +581,11 @@ export class WebhookDispatcher {
     // A failure is retried on the contract's schedule while attempts remain
     // (`retry_at`) and the endpoint is still on once this batch is counted;
     // `exhausted` after the sixth.
-    const results = batch.map(({ delivery, outcome, at }) => {
+    // The next attempt is counted from when this one was sent, so attempts on time keep the contract's
+    // offsets from the first (lib/webhook-retry.ts), however long this one's answer took.
+    const results = batch.map(({ delivery, outcome, startedAt, at }) => {
       const attempts = delivery.attempts + 1;
-      const retryAt = !outcome.ok && attempts < MAX_ATTEMPTS ? new Date(at.getTime() + RETRY_DELAYS_SECONDS[attempts - 1] * 1000) : null;
+      const retryAt = !outcome.ok && attempts < MAX_ATTEMPTS ? new Date(startedAt.getTime() + retryDelaySeconds(attempts) * 1000) : null;
       const status = outcome.ok ? 'succeeded' : attempts >= MAX_ATTEMPTS ? 'exhausted' : 'failed';
       return { delivery, attempts, status, retryAt, delivered: outcome.ok ? at : null, outcome };
     });
