@@ -88,30 +88,32 @@ async function nested<T>(client: Client, fn: (client: Client) => Promise<T>): Pr
 }
 
 /**
- * COMMIT was sent and its answer never came (the connection failed: PostgreSQL restarted, the network
- * dropped): the transaction may have committed or not. Answered 500, not 503: a 503 says nothing was
- * written, and a client retrying without an Idempotency-Key on that word could write twice. Its `cause`
- * is the failure.
+ * COMMIT was sent and the connection failed before it was confirmed (PostgreSQL shutting down or
+ * restarting, the network dropping): the transaction may have committed or not. Still an outage to
+ * retry (503, api/middleware/request.ts), whose message says the write may have been saved; an
+ * Idempotency-Key's claim is kept (api/middleware/idempotency.ts), so a retry with it replays the answer
+ * if it committed. Its `cause` is the failure.
  */
 export class CommitOutcomeUnknown extends Error {
   constructor(cause: unknown) {
-    super('COMMIT was sent and the database did not answer: the transaction may have committed', { cause });
+    super('COMMIT was sent and the connection failed before it was confirmed: the transaction may have committed', { cause });
     this.name = 'CommitOutcomeUnknown';
   }
 }
 
 /**
- * No answer from PostgreSQL: the socket failed or closed (no SQLSTATE). An error PostgreSQL sent in
- * answer to the COMMIT (40001, a deferred constraint's 23505, 57P01 as it shuts down) says it did not commit.
+ * The connection failed rather than the statement: no SQLSTATE (the socket closed), or class 08
+ * (connection exception) or 57P (a shutdown: its FATAL may come after the commit record is written).
+ * A statement's own error in answer to the COMMIT (40001, a deferred constraint's 23505) says it did not commit.
  */
-function answerLost(error: unknown): boolean {
+function connectionFailed(error: unknown): boolean {
   const code = (error as { code?: unknown })?.code;
-  return typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code);
+  return typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || /^(08|57P)/.test(code);
 }
 
 export type OpenTransaction = {
   client: Client;
-  /** COMMIT and give the connection back; CommitOutcomeUnknown when its answer never came. */
+  /** COMMIT and give the connection back; CommitOutcomeUnknown when the connection failed before it was confirmed. */
   commit: () => Promise<void>;
   /** ROLLBACK and give the connection back; one whose ROLLBACK failed is closed, not given back. */
   rollback: () => Promise<void>;
@@ -143,7 +145,7 @@ export async function openTransaction(db: Queryable): Promise<OpenTransaction> {
         await client.query('COMMIT');
       } catch (error) {
         end(error as Error);
-        throw answerLost(error) ? new CommitOutcomeUnknown(error) : error;
+        throw connectionFailed(error) ? new CommitOutcomeUnknown(error) : error;
       }
       end();
     },

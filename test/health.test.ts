@@ -214,7 +214,7 @@ describe('a database that hangs rather than refuses (a relay in front of it stop
     assert.match(await (await metrics()).text(), /^database_up 1$/m);
   });
 
-  test('a COMMIT whose answer never comes (the connection drops while committing) is 500, not 503: the write committed; with an Idempotency-Key the retry replays it, one record', async () => {
+  test('a COMMIT whose connection drops before it is confirmed is 503 saying the write may have been saved (it was); with an Idempotency-Key the retry replays it, one record', async () => {
     const tenant = await seedTenant(app.pool);
     // This company's commits take a second (a deferred trigger runs at COMMIT): the connection is cut meanwhile.
     await app.pool.query(`CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1); RETURN NULL; END $$`);
@@ -247,12 +247,14 @@ describe('a database that hangs rather than refuses (a relay in front of it stop
     };
     try {
       const plain = await postCutWhileCommitting('Sin clave');
-      assert.equal(plain.status, 500);
-      assert.equal(((await plain.json()) as { error: string }).error, 'internal_error');
-      await waitFor(async () => (await stored('Sin clave')) === 1, 10_000, 'the write the 500 could not confirm, committed');
+      assert.equal(plain.status, 503);
+      const body = (await plain.json()) as { error: string; message: string };
+      assert.equal(body.error, 'service_unavailable');
+      assert.match(body.message, /pudo haberse guardado/, 'not the "nothing was written" of other outages');
+      await waitFor(async () => (await stored('Sin clave')) === 1, 10_000, 'the write the 503 could not confirm, committed');
 
       const keyed = await postCutWhileCommitting('Con clave', { 'Idempotency-Key': 'confirmacion-perdida' });
-      assert.equal(keyed.status, 500);
+      assert.equal(keyed.status, 503);
       await waitFor(async () => (await stored('Con clave')) === 1, 10_000, 'the keyed write, committed');
       const retry = await fetch(`${app.baseUrl}/customers`, {
         method: 'POST',

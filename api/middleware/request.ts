@@ -7,6 +7,7 @@ import { log, logError } from '../../lib/log.ts';
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { API_RELEASED_AT, API_VERSION } from '../../lib/version.ts';
+import { CommitOutcomeUnknown } from '../../db/pool.ts';
 import { S3Error } from '../../storage/s3.ts';
 import { ApiError, ERROR_CODES, validationFailed } from '../errors.ts';
 import { observeRequest } from '../metrics.ts';
@@ -28,6 +29,7 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   if (isClientAbort(error) || isUnreadableRequest(error)) return false;
   // The bucket's socket errors carry the same codes: that outage is the blob store's (toApiError).
   if (error instanceof S3Error) return false;
+  if (error instanceof CommitOutcomeUnknown) return true;
   if (typeof e.code === 'string' && (/^08/.test(e.code) || ['57P01', '57P02', '57P03', '57014', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(e.code))) return true;
   return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connect ECONNREFUSED/i.test(e.message ?? '');
 }
@@ -81,6 +83,13 @@ export function toApiError(error: unknown, { quiet = false } = {}): ApiError | n
   if (error instanceof ApiError) return error;
   if (isClientAbort(error)) return new ApiError('invalid_parameter', 'El cliente cerró la conexión antes de terminar de enviar el cuerpo.');
   if (isUnreadableRequest(error)) return new ApiError('invalid_request', 'El cuerpo de la petición no se pudo leer: la conexión se cerró o su codificación (Transfer-Encoding, chunks) no es válida.');
+  // The one 503 after which the write may have been saved: the connection failed during its COMMIT.
+  if (error instanceof CommitOutcomeUnknown) {
+    return new ApiError(
+      'service_unavailable',
+      'La base de datos se desconectó mientras confirmaba la escritura: pudo haberse guardado. Reintenta con la misma Idempotency-Key (devuelve la respuesta si se guardó) o consulta el registro antes de repetirla.',
+    );
+  }
   if (isDatabaseUnavailable(error)) return new ApiError('service_unavailable', 'La base de datos no está disponible; reintenta en unos segundos.');
   // The blob store's own outage (S3 answering 5xx: SlowDown, InternalError): the client may retry.
   if (error instanceof S3Error && error.httpStatus >= 500) return new ApiError('service_unavailable', 'El almacenamiento de archivos no está disponible; reintenta en unos segundos.');
