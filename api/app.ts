@@ -24,6 +24,7 @@ import { openApiDocument } from './openapi/document.ts';
 import { referencePage } from './openapi/reference-page.ts';
 import { TotalsCache } from './pagination.ts';
 import { JSON_TYPES, jsonContentType } from './middleware/body.ts';
+import { continueOnFirstRead } from './middleware/unread-body.ts';
 import { mountRoutes, type RouteDef } from './route.ts';
 import { apiRoutes } from './routes/index.ts';
 import { ActivityLog } from './mcp/activity-log.ts';
@@ -102,9 +103,15 @@ export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
   // Node's own refusals of an HTTP/1.1 request without Host (400) and of an Expect other than
   // 100-continue (417) are bare; both are ours instead (requestMiddleware, answerExpectation).
   app.listen = ((...args: Parameters<Server['listen']>) => {
-    const server = createServer({ requireHostHeader: false }, app.callback());
+    const handle = app.callback();
+    const server = createServer({ requireHostHeader: false }, handle);
     server.on('clientError', answerClientError);
     server.on('checkExpectation', answerExpectation);
+    // Expect: 100-continue is answered 100 only once the body is read (continueOnFirstRead).
+    server.on('checkContinue', (req, res) => {
+      continueOnFirstRead(req, res);
+      void handle(req, res);
+    });
     server.on('connect', answerConnect);
     return server.listen(...args);
   }) as App['listen'];

@@ -769,6 +769,41 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     assert.match(json.body.message, /JSON.*8 MB.*multipart/);
   });
 
+  test('Expect: 100-continue: a refused upload is answered before its body is sent (no 100, Connection: close); an accepted one gets its 100 once the checks pass', async () => {
+    const target = new URL(app.baseUrl + path());
+    /** The request's headers on a raw socket; resolves with what the server sent before any body byte, then sends `body` if asked. */
+    const exchange = (headers: Record<string, string>, body?: Buffer) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = net.connect(Number(target.port), target.hostname);
+        let received = '';
+        socket.on('error', reject);
+        socket.on('data', (chunk) => {
+          received += chunk.toString('latin1');
+          if (body && /^HTTP\/1\.1 100 Continue\r\n\r\n$/.test(received)) {
+            socket.write(body);
+            body = undefined;
+          }
+          if (/\r\n\r\n[\s\S]*\}$/.test(received.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, ''))) {
+            socket.destroy();
+            resolve(received);
+          }
+        });
+        socket.on('end', () => resolve(received));
+        const lines = Object.entries({ host: target.host, expect: '100-continue', ...headers }).map(([k, v]) => `${k}: ${v}`);
+        socket.write(`POST ${target.pathname} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n`);
+      });
+    const multipartType = { 'content-type': 'multipart/form-data; boundary=b' };
+    const tooBig = await exchange({ authorization: `Bearer ${tenant.key}`, ...multipartType, 'content-length': String(40 * 1000 * 1000) });
+    assert.match(tooBig, /^HTTP\/1\.1 413 /, 'the final answer first, no 100 Continue before it');
+    assert.match(tooBig, /\r\nconnection: close\r\n/i);
+    assert.match(tooBig, /"error":"request_too_large"/);
+    const badKey = await exchange({ authorization: 'Bearer service_sk_nope', ...multipartType, 'content-length': '1000' });
+    assert.match(badKey, /^HTTP\/1\.1 401 /);
+    const body = Buffer.from(`--b\r\nContent-Disposition: form-data; name="answers[email]"\r\n\r\ncontinue@example.com\r\n--b\r\nContent-Disposition: form-data; name="answers[name]"\r\n\r\nSigue\r\n--b--\r\n`);
+    const accepted = await exchange({ authorization: `Bearer ${tenant.key}`, ...multipartType, 'content-length': String(body.length) }, body);
+    assert.match(accepted, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 201 /, accepted.slice(0, 200));
+  });
+
   test('a body over the cap from fetch (undici) in another process, still sending when refused: it reads the 413', async () => {
     // Closing the connection on the answer (unread bytes: the kernel resets it) made fetch fail with
     // EPIPE instead of showing the 413. The client runs in a process of its own, as a real one does: in

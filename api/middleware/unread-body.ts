@@ -24,3 +24,28 @@ export function discardUnreadBody(req: IncomingMessage, res: ServerResponse): vo
     req.once('close', settled);
   });
 }
+
+/**
+ * `Expect: 100-continue`: the 100 goes out when the app first reads the body, not as soon as the
+ * headers arrive (Node's default), so a request refused before its body is read (401, a declared
+ * Content-Length over the cap, an inactive form, no upload slot) is answered without the client sending
+ * it (RFC 9110 §10.1.1). A final answer given without the 100 says `Connection: close`: the client will
+ * not send the body, and the connection cannot be reused with it owed.
+ */
+export function continueOnFirstRead(req: IncomingMessage, res: ServerResponse): void {
+  let continued = false;
+  const read = req._read;
+  req._read = function (size: number) {
+    req._read = read;
+    if (!res.headersSent) {
+      continued = true;
+      res.writeContinue();
+    }
+    return read.call(this, size);
+  };
+  const writeHead = res.writeHead;
+  res.writeHead = function (this: ServerResponse, ...args: Parameters<ServerResponse['writeHead']>) {
+    if (!continued && !req.complete) this.setHeader('Connection', 'close');
+    return writeHead.apply(this, args);
+  } as ServerResponse['writeHead'];
+}
