@@ -196,7 +196,6 @@ export async function listPage<Row>(
     const counted = new Params();
     const where = [`company_id = ${counted.add(spec.companyId)}`, ...(spec.collection?.(counted) ?? [])].join(' AND ');
     meta.total = await totals.get(db, spec.table, where, counted.values);
-    meta.total_pages = Math.ceil(meta.total / limit);
   }
   if (query.include_filtered_total) {
     const cap = spec.searching ? SEARCH_FILTERED_TOTAL_CAP : FILTERED_TOTAL_CAP;
@@ -208,6 +207,12 @@ export async function listPage<Row>(
     meta.filtered_total = Math.min(n, cap);
     meta.filtered_total_pages = Math.ceil(meta.filtered_total / limit);
     meta.filtered_total_capped = n > cap;
+  }
+  if (meta.total !== undefined) {
+    // The memoized total may be up to 60 s old; it is never below what this answer itself shows: the rows
+    // before and on this page (and one more when has_more), and the filtered count (a part of the whole).
+    meta.total = Math.max(meta.total, offset + pageRows.length + (hasMore ? 1 : 0), meta.filtered_total ?? 0);
+    meta.total_pages = Math.ceil(meta.total / limit);
   }
   return { data, meta };
 }

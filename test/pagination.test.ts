@@ -166,6 +166,10 @@ describe('pagination', () => {
     await api.post('/customers', { data: { name: 'Nuevo' } });
     const again = await api.get('/customers?include_total=true');
     assert.equal(again.body.meta.total, 130, 'memoized for 60 s');
+    // Never below what the answer itself shows: the 131st row on page 2 of 100.
+    const beyond = await api.get('/customers?include_total=true&limit=100&page=2');
+    assert.equal(beyond.body.data.length, 31);
+    assert.deepEqual([beyond.body.meta.total, beyond.body.meta.total_pages], [131, 2]);
     await app.pool.query(`DELETE FROM customers WHERE name = 'Nuevo'`);
   });
 
