@@ -211,7 +211,9 @@ export async function listPage<Row>(
   if (meta.total !== undefined) {
     // The memoized total may be up to 60 s old; it is never below what this answer itself shows: the rows
     // before and on this page (and one more when has_more), and the filtered count (a part of the whole).
-    meta.total = Math.max(meta.total, offset + pageRows.length + (hasMore ? 1 : 0), meta.filtered_total ?? 0);
+    // (An empty page past the end says nothing of the rows before it.)
+    const shown = pageRows.length ? offset + pageRows.length + (hasMore ? 1 : 0) : 0;
+    meta.total = Math.max(meta.total, shown, meta.filtered_total ?? 0);
     meta.total_pages = Math.ceil(meta.total / limit);
   }
   return { data, meta };

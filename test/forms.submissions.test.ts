@@ -802,6 +802,30 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     const body = Buffer.from(`--b\r\nContent-Disposition: form-data; name="answers[email]"\r\n\r\ncontinue@example.com\r\n--b\r\nContent-Disposition: form-data; name="answers[name]"\r\n\r\nSigue\r\n--b--\r\n`);
     const accepted = await exchange({ authorization: `Bearer ${tenant.key}`, ...multipartType, 'content-length': String(body.length) }, body);
     assert.match(accepted, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 201 /, accepted.slice(0, 200));
+
+    // A client that sends its body without waiting (RFC 9110 allows it), and a request with nothing to send,
+    // each with a request pipelined behind it: both answered, the connection kept.
+    const pipelined = (first: string, second: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = net.connect(Number(target.port), target.hostname);
+        let received = '';
+        socket.on('error', reject);
+        socket.on('data', (chunk) => {
+          received += chunk.toString('latin1');
+          if ((received.match(/\r\nx-request-id: /gi) ?? []).length === 2 && /\}$/.test(received)) socket.end();
+        });
+        socket.on('close', () => resolve(received));
+        socket.write(first + second);
+      });
+    const json = JSON.stringify({ data: { name: 'Sin esperar' } });
+    const withBody = `POST /api/v1/customers HTTP/1.1\r\nHost: ${target.host}\r\nAuthorization: Bearer ${tenant.key}\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: ${json.length}\r\n\r\n${json}`;
+    const list = `GET /api/v1/customers?limit=1 HTTP/1.1\r\nHost: ${target.host}\r\nAuthorization: Bearer ${tenant.key}\r\n\r\n`;
+    const bodyless = `GET /api/v1/customers?limit=1 HTTP/1.1\r\nHost: ${target.host}\r\nAuthorization: Bearer ${tenant.key}\r\nExpect: 100-continue\r\n\r\n`;
+    for (const [first, status] of [[withBody, 201], [bodyless, 200]] as const) {
+      const answers = (await pipelined(first, list)).split(/(?=HTTP\/1\.1 )/).filter((a) => !a.startsWith('HTTP/1.1 100 '));
+      assert.deepEqual(answers.map((a) => Number(a.slice(9, 12))), [status, 200], answers.join('\n---\n').slice(0, 600));
+      assert.doesNotMatch(answers[0], /\r\nconnection: close\r\n/i);
+    }
   });
 
   test('a body over the cap from fetch (undici) in another process, still sending when refused: it reads the 413', async () => {

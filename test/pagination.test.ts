@@ -170,6 +170,9 @@ describe('pagination', () => {
     const beyond = await api.get('/customers?include_total=true&limit=100&page=2');
     assert.equal(beyond.body.data.length, 31);
     assert.deepEqual([beyond.body.meta.total, beyond.body.meta.total_pages], [131, 2]);
+    // A page past the end shows nothing: the memoized total stands.
+    const past = await api.get('/customers?include_total=true&limit=100&page=200');
+    assert.deepEqual([past.body.data.length, past.body.meta.total], [0, 130]);
     await app.pool.query(`DELETE FROM customers WHERE name = 'Nuevo'`);
   });
 

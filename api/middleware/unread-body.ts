@@ -30,7 +30,10 @@ export function discardUnreadBody(req: IncomingMessage, res: ServerResponse): vo
  * headers arrive (Node's default), so a request refused before its body is read (401, a declared
  * Content-Length over the cap, an inactive form, no upload slot) is answered without the client sending
  * it (RFC 9110 §10.1.1). A final answer given without the 100 says `Connection: close`: the client will
- * not send the body, and the connection cannot be reused with it owed.
+ * not send the body, and the connection cannot be reused with it owed. A request whose body had arrived
+ * whole before it was read (sent without waiting, or none) gets its 100 just before the answer, as Node
+ * would have sent it: Node closes a connection whose Expect was never answered 100, and a request
+ * pipelined behind it would run with its answer lost.
  */
 export function continueOnFirstRead(req: IncomingMessage, res: ServerResponse): void {
   let continued = false;
@@ -45,7 +48,12 @@ export function continueOnFirstRead(req: IncomingMessage, res: ServerResponse): 
   };
   const writeHead = res.writeHead;
   res.writeHead = function (this: ServerResponse, ...args: Parameters<ServerResponse['writeHead']>) {
-    if (!continued && !req.complete) this.setHeader('Connection', 'close');
+    if (!continued && req.complete) {
+      continued = true;
+      this.writeContinue();
+    } else if (!continued) {
+      this.setHeader('Connection', 'close');
+    }
     return writeHead.apply(this, args);
   } as ServerResponse['writeHead'];
 }
