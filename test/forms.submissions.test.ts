@@ -771,27 +771,33 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
 
   test('Expect: 100-continue: a refused upload is answered before its body is sent (no 100, Connection: close); an accepted one gets its 100 once the checks pass', async () => {
     const target = new URL(app.baseUrl + path());
-    /** The request's headers on a raw socket; resolves with what the server sent before any body byte, then sends `body` if asked. */
-    const exchange = (headers: Record<string, string>, body?: Buffer) =>
+    /**
+     * Writes `payload` on a raw socket and resolves with everything the server sent, once `done` says so
+     * (given what was received so far and the socket, to write more) or the server closes.
+     */
+    const rawSocket = (payload: string, done: (received: string, socket: net.Socket) => boolean) =>
       new Promise<string>((resolve, reject) => {
         const socket = net.connect(Number(target.port), target.hostname);
         let received = '';
         socket.on('error', reject);
         socket.on('data', (chunk) => {
           received += chunk.toString('latin1');
-          if (body && /^HTTP\/1\.1 100 Continue\r\n\r\n$/.test(received)) {
-            socket.write(body);
-            body = undefined;
-          }
-          if (/\r\n\r\n[\s\S]*\}$/.test(received.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, ''))) {
-            socket.destroy();
-            resolve(received);
-          }
+          if (done(received, socket)) socket.destroy();
         });
-        socket.on('end', () => resolve(received));
-        const lines = Object.entries({ host: target.host, expect: '100-continue', ...headers }).map(([k, v]) => `${k}: ${v}`);
-        socket.write(`POST ${target.pathname} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n`);
+        socket.on('close', () => resolve(received));
+        socket.write(payload);
       });
+    /** A POST's headers with Expect: 100-continue; `body` is sent only on the 100. Ends with the final answer. */
+    const exchange = (headers: Record<string, string>, body?: Buffer) => {
+      const lines = Object.entries({ host: target.host, expect: '100-continue', ...headers }).map(([k, v]) => `${k}: ${v}`);
+      return rawSocket(`POST ${target.pathname} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n`, (received, socket) => {
+        if (body && /^HTTP\/1\.1 100 Continue\r\n\r\n$/.test(received)) {
+          socket.write(body);
+          body = undefined;
+        }
+        return /\r\n\r\n[\s\S]*\}$/.test(received.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, ''));
+      });
+    };
     const multipartType = { 'content-type': 'multipart/form-data; boundary=b' };
     const tooBig = await exchange({ authorization: `Bearer ${tenant.key}`, ...multipartType, 'content-length': String(40 * 1000 * 1000) });
     assert.match(tooBig, /^HTTP\/1\.1 413 /, 'the final answer first, no 100 Continue before it');
@@ -806,17 +812,7 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     // A client that sends its body without waiting (RFC 9110 allows it), and a request with nothing to send,
     // each with a request pipelined behind it: both answered, the connection kept.
     const pipelined = (first: string, second: string) =>
-      new Promise<string>((resolve, reject) => {
-        const socket = net.connect(Number(target.port), target.hostname);
-        let received = '';
-        socket.on('error', reject);
-        socket.on('data', (chunk) => {
-          received += chunk.toString('latin1');
-          if ((received.match(/\r\nx-request-id: /gi) ?? []).length === 2 && /\}$/.test(received)) socket.end();
-        });
-        socket.on('close', () => resolve(received));
-        socket.write(first + second);
-      });
+      rawSocket(first + second, (received) => (received.match(/\r\nx-request-id: /gi) ?? []).length === 2 && /\}$/.test(received));
     const json = JSON.stringify({ data: { name: 'Sin esperar' } });
     const withBody = `POST /api/v1/customers HTTP/1.1\r\nHost: ${target.host}\r\nAuthorization: Bearer ${tenant.key}\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: ${json.length}\r\n\r\n${json}`;
     const list = `GET /api/v1/customers?limit=1 HTTP/1.1\r\nHost: ${target.host}\r\nAuthorization: Bearer ${tenant.key}\r\n\r\n`;
