@@ -185,6 +185,18 @@ function percentDecoded(part: string): Buffer {
   return Buffer.concat(part.split(/(%[0-9a-fA-F]{2})/).map((piece, i) => (i % 2 ? Buffer.of(Number.parseInt(piece.slice(1), 16)) : Buffer.from(piece))));
 }
 
+const commaLists = new WeakSet<z.ZodType>();
+
+/**
+ * A query parameter that takes several values separated by commas (`brand=a,b`). Only these are told,
+ * when sent twice or in array syntax, to separate their values with commas: a one-value filter
+ * (`status`) would refuse `status=a,b` too.
+ */
+export function commaList<S extends z.ZodType>(schema: S): S {
+  commaLists.add(schema);
+  return schema;
+}
+
 /**
  * Validates query parameters; problems are 400 invalid_parameter (invalid_id for a malformed cursor, the contract's code for a malformed id).
  * `querystring`: the request's, still encoded, so that bytes that are not UTF-8 are refused rather than searched for as U+FFFD.
@@ -206,7 +218,8 @@ export function parseQuery<S extends z.ZodType>(schema: S, query: unknown, query
     for (const name of Object.keys((query ?? {}) as Record<string, unknown>)) {
       const base = /^([^[\]]+)\[/.exec(name)?.[1];
       if (base && Object.hasOwn(known, base)) {
-        throw new ApiError('invalid_parameter', `El parámetro ${name} no existe: escribe ${base}=<valor> (donde el parámetro admite varios, separados por comas: ${base}=a,b).`);
+        const how = commaLists.has(known[base] as z.ZodType) ? `; varios valores van separados por comas: ${base}=a,b` : '';
+        throw new ApiError('invalid_parameter', `El parámetro ${name} no existe: escribe ${base}=<valor>${how}.`);
       }
     }
   }
@@ -221,7 +234,8 @@ export function parseQuery<S extends z.ZodType>(schema: S, query: unknown, query
   if (issue.code === 'invalid_type' && valueAt(query, issue.path) === undefined) throw new ApiError('invalid_parameter', `Falta el parámetro ${name}, que es obligatorio.`);
   // `?limit=1&limit=3`: the value is not wrong, there are two of it.
   if (Array.isArray(valueAt(query, issue.path))) {
-    throw new ApiError('invalid_parameter', `El parámetro ${name} aparece más de una vez: envíalo una sola vez (donde admite varios valores, separados por comas: ${name}=a,b).`);
+    const how = known && commaLists.has(known[String(issue.path[0])] as z.ZodType) ? `, con sus valores separados por comas: ${name}=a,b` : '';
+    throw new ApiError('invalid_parameter', `El parámetro ${name} aparece más de una vez: envíalo una sola vez${how}.`);
   }
   throw new ApiError('invalid_parameter', `El parámetro ${name} no es válido: ${issue.message}`);
 }

@@ -325,12 +325,22 @@ describe('categories, brands and the product list filters', () => {
   });
 
   test('a list filter in array or object syntax (category[]=x, category[a]=x) is 400 invalid_parameter saying lists are comma-separated, never ignored', async () => {
-    for (const query of ['category[]=ropa', 'brand[0]=marca', 'status[]=active', 'category[a]=ropa', 'brand[0][x]=marca', 'limit[a]=1']) {
+    for (const query of ['category[]=ropa', 'brand[0]=marca', 'category[a]=ropa', 'brand[0][x]=marca', 'product_category_id[]=ropa']) {
       const res = await api.get(`/products?${query}`);
       assert.equal(res.status, 400, `${query}: ${res.text}`);
       assert.equal(res.body.error, 'invalid_parameter');
-      assert.match(res.body.message, /separados por comas/);
+      assert.match(res.body.message, /varios valores van separados por comas: (category|brand|product_category_id)=a,b/);
     }
+    // A one-value parameter in array syntax is refused too, told to send one value (status=a,b would be refused as well).
+    for (const [query, base] of [['status[]=active', 'status'], ['limit[a]=1', 'limit']]) {
+      const res = await api.get(`/products?${query}`);
+      assert.equal(res.status, 400, `${query}: ${res.text}`);
+      assert.equal(res.body.error, 'invalid_parameter');
+      assert.equal(res.body.message, `El parámetro ${query.split('=')[0]} no existe: escribe ${base}=<valor>.`);
+    }
+    const brandTwice = await api.get('/products?brand=a&brand=b');
+    assert.deepEqual([brandTwice.status, brandTwice.body.error], [400, 'invalid_parameter']);
+    assert.equal(brandTwice.body.message, 'El parámetro brand aparece más de una vez: envíalo una sola vez, con sus valores separados por comas: brand=a,b.');
     assert.equal((await api.get('/products?unknown[]=x')).status, 200, 'a parameter no list knows is still ignored');
   });
 

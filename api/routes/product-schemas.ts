@@ -1,7 +1,7 @@
 // Product write payloads, list query and read shapes (contract: Product). Decisions on
 // the fields the contract leaves open are in docs/catalog.md.
 import { z } from 'zod';
-import { httpUrl, objectIdField, optionalText, satProductKey, satUnitKey } from '../validation.ts';
+import { commaList, httpUrl, objectIdField, optionalText, satProductKey, satUnitKey } from '../validation.ts';
 import { customPropertiesWrite } from '../custom-properties.ts';
 import { searchableQuery } from '../pagination.ts';
 import {
@@ -223,10 +223,10 @@ export function namedFilter(value: string | undefined): string | undefined {
 const filterValue = z.string().max(4000).optional().transform(namedFilter);
 
 export const productListQuery = searchableQuery('nombre, SKU y marca').extend({
-  brand: filterValue.describe('Una o varias marcas separadas por comas: ObjectIds o slugs, mezclados'),
-  brand_id: filterValue.describe('Alias de brand; se ignora si brand está presente'),
-  category: filterValue.describe('Una o varias categorías separadas por comas: ObjectIds o slugs, mezclados'),
-  product_category_id: filterValue.describe('Alias de category; se ignora si category está presente'),
+  brand: commaList(filterValue.describe('Una o varias marcas separadas por comas: ObjectIds o slugs, mezclados')),
+  brand_id: commaList(filterValue.describe('Alias de brand; se ignora si brand está presente')),
+  category: commaList(filterValue.describe('Una o varias categorías separadas por comas: ObjectIds o slugs, mezclados')),
+  product_category_id: commaList(filterValue.describe('Alias de category; se ignora si category está presente')),
   status: z.enum(PRODUCT_STATUSES).optional().describe('Solo productos con ese estado'),
 });
 export type ProductListQuery = z.infer<typeof productListQuery>;
