@@ -186,11 +186,19 @@ describe('wsctl', () => {
     assert.doesNotMatch(nul.stderr, /byte sequence|encoding|UTF8|escape sequence/);
     // A lone UTF-16 surrogate, in the steps (was a 500 from the jsonb insert) or in the name (was stored as U+FFFD).
     // The field is named once, after one `invalid input:` ("invalid input: Invalid input: ..." before).
-    for (const [text, field] of [['{"name":"x","trigger_type":"lead.created","steps":[{"a":"\\ud800"}]}', 'automation.steps.0.a'], ['{"name":"x\\ud800","trigger_type":"lead.created","steps":[]}', 'automation.name']]) {
+    for (const [text, field] of [['{"name":"x","trigger_type":"lead.created","steps":[{"type":"send_email","a":"\\ud800"}]}', 'automation.steps.0.a'], ['{"name":"x\\ud800","trigger_type":"lead.created","steps":[]}', 'automation.name']]) {
       await writeFile(file, text);
       const lone = await wsctl(app, ['automation', 'create', '--company', company.id, '--file', file]);
       assertOneLineError(lone, new RegExp(`^error: invalid input: ${field.replace(/\./g, '\\.')}: holds text that cannot be stored`));
     }
+    // A step is an object naming its type: anything else is refused naming the step, and nothing is created.
+    for (const [steps, field] of [['[1,"a",null]', 'automation.steps.0'], ['[{"type":"send_email"},{"template":"x"}]', 'automation.steps.1.type'], ['[{"type":"  "}]', 'automation.steps.0.type'], ['{"type":"send_email"}', 'automation.steps']]) {
+      await writeFile(file, `{"name":"Pasos raros","trigger_type":"lead.created","steps":${steps}}`);
+      const refused = await wsctl(app, ['automation', 'create', '--company', company.id, '--file', file]);
+      assertOneLineError(refused, new RegExp(`^error: invalid input: ${field.replace(/\./g, '\\.')}: `));
+    }
+    const names = (await client(app.baseUrl, key.secret).get('/automations?q=pasos')).body.data;
+    assert.deepEqual(names, [], 'no automation was created from a refused file');
   });
 
   test('a reader that stops early (| head -1) ends wsctl quietly: exit 0, no stack trace on stderr', async () => {

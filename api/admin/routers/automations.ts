@@ -17,7 +17,9 @@ export const automationRouter = router({
           active: z.boolean().optional(),
           trigger_type: z.string().trim().min(1).max(100),
           trigger_config: z.record(z.string(), z.unknown()).optional(),
-          steps: z.array(z.unknown()).optional(),
+          // Each step is the engine's object: its `type` (the engine's name for the action) and whatever
+          // else that engine reads. A list of anything else ([1, "a", null]) can never be a step.
+          steps: z.array(z.looseObject({ type: z.string().trim().min(1).max(100) }), 'debe ser una lista de pasos').max(100).optional(),
         }),
       }),
     )
