@@ -113,6 +113,19 @@ describe('customers', () => {
     assert.deepEqual(blank.body.errors, { tax_id: ['RFC inválido'] });
   });
 
+  test('an email is ASCII (docs/crm.md): an accented address is 422 naming email, its domain in xn-- form is taken', async () => {
+    for (const resource of ['/customers', '/leads']) {
+      for (const email of ['josé@ejemplo.mx', 'ana@ejemplo.méx']) {
+        const refused = await api.post(resource, { data: { name: 'Acentos', email } });
+        assert.equal(refused.status, 422, `${resource} ${email}: ${refused.text}`);
+        assert.deepEqual([refused.body.error, Object.keys(refused.body.errors)], ['validation_failed', ['email']]);
+      }
+      const punycode = await api.post(resource, { data: { name: 'Dominio', email: 'ana@xn--ejemplo-mxa.mx' } });
+      assert.equal(punycode.status, 201, punycode.text);
+      assert.equal(punycode.body.data.email, 'ana@xn--ejemplo-mxa.mx');
+    }
+  });
+
   test('customer.created is recorded in the outbox with object, id and empty metadata', async () => {
     const created = await api.post('/customers', { data: { name: 'Evento' } });
     const { rows } = await app.pool.query(`SELECT * FROM events WHERE company_id = $1 AND data->>'id' = $2`, [tenant.companyId, created.body.data.id]);
