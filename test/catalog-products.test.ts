@@ -248,6 +248,25 @@ describe('products: prices, nested writes, detail, custom properties', () => {
     assert.deepEqual((await api.get(`/products/${created.id}`)).body.data.variants.map((v: any) => v.name).sort(), ['A2', 'C']);
   });
 
+  test('an item named twice in one nested list (updated and destroyed, two updates) is 422 on the second, and nothing is written', async () => {
+    const created = (await api.post('/products', { data: { ...base, name: 'Dos veces', variants: [{ name: 'A', sku: 'DOS-A' }], option_types: [{ name: 'Color', values: [{ name: 'Rojo' }] }] } })).body.data;
+    const [a] = created.variants;
+    const color = created.option_types[0];
+    for (const [data, path] of [
+      [{ variants: [{ id: a.id, name: 'A2' }, { id: a.id, _destroy: true }] }, 'variants.1.id'],
+      [{ variants: [{ id: a.id, name: 'C', sku: 'DOS-C' }, { name: 'Nueva' }, { id: a.id, name: 'D' }] }, 'variants.2.id'],
+      [{ option_types: [{ id: color.id, values: [{ id: color.values[0].id, name: 'Rojo vivo' }, { id: color.values[0].id, _destroy: true }] }] }, 'option_types.0.values.1.id'],
+      [{ option_types: [{ id: color.id, name: 'Tono' }, { id: color.id, _destroy: true }] }, 'option_types.1.id'],
+    ] as const) {
+      const res = await api.patch(`/products/${created.id}`, { data: { name: 'Cambiado', ...data } });
+      assert.equal(res.status, 422, res.text);
+      assert.deepEqual([res.body.error, Object.keys(res.body.errors)], ['validation_failed', [path]]);
+      assert.match(res.body.errors[path][0], /repetido/);
+    }
+    const after = (await api.get(`/products/${created.id}`)).body.data;
+    assert.deepEqual([after.name, after.variants.map((v: any) => [v.name, v.sku]), after.option_types.map((o: any) => [o.name, o.values.map((v: any) => v.name)])], ['Dos veces', [['A', 'DOS-A']], [['Color', ['Rojo']]]]);
+  });
+
   test('the nested lists\' limits hold for the product, not per request; an item added without a position goes after the stored ones', async () => {
     const variants = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ name: `V${from + i}` }));
     const created = (await api.post('/products', { data: { ...base, name: 'Muchas', variants: variants(0, 150), option_types: [{ name: 'Talla', values: [{ name: 'S' }] }] } })).body.data;
@@ -312,6 +331,17 @@ describe('products: prices, nested writes, detail, custom properties', () => {
     });
     const bad = await api.patch(`/products/${p.id}`, { data: { inventory: [{ warehouse: 'W', quantity: -1 }] } });
     assert.equal(bad.status, 422);
+    // One location set twice in one write (no rack written absent, null or blank alike) is refused on the second, nothing written.
+    for (const [twice, rackless] of [[{ rack: 'R2' }, { rack: 'R2' }], [{}, { rack: null }], [{ rack: '' }, {}]] as const) {
+      const res = await api.patch(`/products/${p.id}`, {
+        data: { inventory: [{ warehouse: 'W', quantity: 3, ...twice, variant_id: p.variants[0].id }, { warehouse: 'X', quantity: 1 }, { warehouse: 'W', quantity: 9, ...rackless, variant_id: p.variants[0].id }] },
+      });
+      assert.equal(res.status, 422, res.text);
+      assert.deepEqual(Object.keys(res.body.errors), ['inventory.2.warehouse']);
+    }
+    const sameRackOtherVariant = await api.patch(`/products/${p.id}`, { data: { inventory: [{ warehouse: 'W', rack: 'R2', quantity: 2 }, { warehouse: 'W', rack: 'R2', quantity: 5, variant_id: p.variants[0].id }] } });
+    assert.equal(sameRackOtherVariant.status, 200, 'the product and its variant are two stock rows of one rack');
+    assert.equal(sameRackOtherVariant.body.data.inventory.total_quantity, 7);
   });
 
   test('_destroy of a variant removes its stock rows: the inventory no longer counts them nor names the variant', async () => {

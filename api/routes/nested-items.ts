@@ -2,7 +2,8 @@
 // and their values, components), with accepts-nested-attributes semantics: an
 // item with `id` updates that item (it must belong to the parent, else a
 // field error), with `_destroy: true` removes it; an item without `id` is
-// created and needs a `name`; items not mentioned stay as they are. Errors
+// created and needs a `name`; items not mentioned stay as they are; an id
+// named twice in one list is a field error on the second. Errors
 // are collected per item (`<list>.<i>.<field>`) instead of stopping at the
 // first, so one 422 names every bad item, thrown once the list is written
 // (the caller's transaction then rolls everything back).
@@ -40,10 +41,19 @@ export async function collectNestedItems<Item extends NestedItem, Stored>(
   writer: NestedItemsWriter<Item, Stored>,
   errors: FieldErrors,
 ): Promise<void> {
+  // An item named twice in one list (updated and destroyed, or two updates merged) contradicts itself:
+  // refused, rather than the list's order deciding which of the two the client meant.
+  const named = new Map<string, number>();
   for (const [i, item] of items.entries()) {
     const at = `${writer.list}.${i}`;
     if (writer.check && !(await writer.check(item, at, errors))) continue;
     if (item.id) {
+      const first = named.get(item.id);
+      if (first !== undefined) {
+        errors[`${at}.id`] = [`repetido: ${writer.list}.${first} ya nombra este elemento; nómbralo una sola vez`];
+        continue;
+      }
+      named.set(item.id, i);
       const stored = await writer.find(item.id);
       if (!stored) errors[`${at}.id`] = [writer.notFound];
       else if (item._destroy) await writer.destroy(stored, item);

@@ -251,8 +251,17 @@ export async function writeComponents(db: Queryable, companyId: string, productI
 /** Sets absolute on-hand quantities per location; 0 removes the location. */
 export async function writeInventory(db: Queryable, companyId: string, productId: string, items: InventoryWrite[]): Promise<void> {
   const errors: FieldErrors = {};
+  // Each item sets a location's quantity: a location set twice in one write would leave whichever came last.
+  const located = new Map<string, number>();
   for (const [i, item] of items.entries()) {
     const variantId = item.variant_id ?? '';
+    const location = JSON.stringify([variantId, item.warehouse, item.rack ?? '']);
+    const first = located.get(location);
+    if (first !== undefined) {
+      errors[`inventory.${i}.warehouse`] = [`ubicación repetida: inventory.${first} ya fija la existencia de este almacén, rack y variante`];
+      continue;
+    }
+    located.set(location, i);
     if (variantId) {
       const { rowCount } = await db.query(
         'SELECT 1 FROM product_variants WHERE company_id = $1 AND product_id = $2 AND id = $3',
