@@ -374,6 +374,11 @@ describe('wsctl', () => {
     assert.deepEqual([added.user_id, added.company_id, added.is_owner], [first.owner.id, second.company.id, true]);
     assert.equal((await json(app, ['company', 'show', second.company.id])).team.current_team_size, 2);
     assertOneLineError(await wsctl(app, ['user', 'add-membership', first.owner.id, '--company', second.company.id]), /already a member/);
+    // In a full company the person is checked first: an unknown one is not found, a member already one (both were "team full").
+    const full = await json(app, ['company', 'create', '--name', 'Llena SA', '--max-team-size', '1']);
+    assertOneLineError(await wsctl(app, ['user', 'add-membership', full.owner.id, '--company', full.company.id]), /already a member/);
+    assertOneLineError(await wsctl(app, ['user', 'add-membership', '6b0c99e0ae825f5fb37d5600', '--company', full.company.id]), /User 6b0c99e0ae825f5fb37d5600 not found/);
+    assertOneLineError(await wsctl(app, ['user', 'add-membership', first.owner.id, '--company', full.company.id]), /límite de miembros/);
     // Of two owners, --owner-email changes the first's: the one whose membership is oldest (docs/cli.md).
     await json(app, ['company', 'update', second.company.id, '--owner-email', 'primera-duena@segunda.example']);
     const { rows } = await app.pool.query('SELECT id, email FROM users WHERE id = ANY($1) ORDER BY email', [[first.owner.id, second.owner.id]]);

@@ -236,6 +236,35 @@ describe('races between a write and a change of what it relies on', () => {
     void t;
   });
 
+  test('a membership added (wsctl user add-membership) while the person\'s last one is removed: refused, never a membership of a deleted person', async () => {
+    const { t, api } = await newTenant();
+    const other = await newTenant();
+    const member = (await api.post('/users', { data: { email: `se-va-${Date.now()}@example.com`, first_name: 'Se', last_name: 'Va' } })).body.data;
+    assert.ok(member?.id, 'a member to remove');
+    // The removal is held after it has locked the person and decided they leave the service (at its update of their links).
+    const release = await hold('booking_links');
+    let released = false;
+    let removal: Promise<{ status: number }> | undefined;
+    try {
+      removal = api.delete(`/users/${member.id}`);
+      await waitFor(async () => (await waiting('relation')) >= 1, 10_000, 'the removal to wait at its links');
+      const add = adminMutation(app.url, 'user.addMembership', { id: member.id, companyId: other.t.companyId });
+      await Promise.race([waitFor(async () => (await waiting('transactionid')) + (await waiting('tuple')) >= 1, 10_000, 'the add to wait for the removal'), add]);
+      await release();
+      released = true;
+      const [removed, added] = await Promise.all([removal, add]);
+      assert.equal(removed.status, 204);
+      assert.equal(added.status, 404, JSON.stringify(added.body));
+      assert.match(added.error.message, /not found/);
+      const { rows } = await app.pool.query('SELECT company_id FROM memberships WHERE user_id = $1', [member.id]);
+      assert.deepEqual(rows, [], 'no membership is left on a person who left the service');
+    } finally {
+      if (!released) await release();
+      await removal?.catch(() => {});
+    }
+    void t;
+  });
+
   test('deleting a booking link while one of its bookings is rescheduled: both finish, no deadlock', async () => {
     const { t, api } = await newTenant();
     const made = await api.post('/booking-links', {

@@ -62,9 +62,16 @@ export async function setPermissions(db: Queryable, userId: string, companyId: s
  */
 export async function addMembership(pool: Pool, userId: string, companyId: string, isOwner: boolean): Promise<MembershipRow> {
   return transaction(pool, async (db) => {
-    if (!(await lockSeat(db, companyId))) throw new ApiError('not_found', `Company ${companyId} not found`);
-    const { rows: user } = await db.query('SELECT 1 FROM users WHERE id = $1 AND deleted_at IS NULL', [userId]);
+    // The person first, locked as a removal locks them (findMember): an add racing the removal that takes
+    // them out of the service waits for it and then finds them gone (it gave a deleted person a membership
+    // nobody could see); a removal that comes second sees this membership and keeps them. Person before
+    // company, the order a removal takes them in.
+    const { rows: user } = await db.query('SELECT 1 FROM users WHERE id = $1 AND deleted_at IS NULL FOR NO KEY UPDATE', [userId]);
     if (!user[0]) throw new ApiError('not_found', `User ${userId} not found`);
+    // Who is already a member is told so, also in a company that is full (it was told the team was full).
+    const { rowCount: member } = await db.query('SELECT 1 FROM memberships WHERE company_id = $1 AND user_id = $2', [companyId, userId]);
+    if (member) throw new ApiError('conflict', `User ${userId} is already a member of company ${companyId}`);
+    if (!(await lockSeat(db, companyId))) throw new ApiError('not_found', `Company ${companyId} not found`);
     const { rows } = await db.query<MembershipRow>(
       `INSERT INTO memberships (company_id, user_id, is_owner) VALUES ($1, $2, $3)
        ON CONFLICT (company_id, user_id) DO NOTHING RETURNING user_id, company_id, is_owner, permissions`,
