@@ -4,6 +4,7 @@
 // from the company, a new password). What a session may do on the webhook endpoints is
 // test/webhooks.endpoints.test.ts's; the limits on sign-in, test/auth.limits.test.ts's.
 import assert from 'node:assert/strict';
+import { randomBytes, scryptSync } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { setPassword } from '../api/admin/users.ts';
 import { objectId } from '../lib/objectid.ts';
@@ -92,5 +93,40 @@ describe('user sessions', () => {
     assert.equal(after.status, 401);
     assert.equal(after.body.error, 'invalid_key');
     assert.equal((await signInAs(app, await emailOf(app, ownerId), 'otra-contraseña-9')).status, 201);
+  });
+
+  test('a password stored before the cost was (Node\'s default scrypt) signs in and is stored again at the current cost; a tampered cost is a wrong password', async () => {
+    const { ownerId } = await seedTenant(app.pool);
+    const email = await emailOf(app, ownerId);
+    const salt = randomBytes(16);
+    const legacy = `scrypt$${salt.toString('base64')}$${scryptSync('clave-de-antes-1', salt, 32).toString('base64')}`;
+    await app.pool.query('UPDATE users SET password_hash = $2 WHERE id = $1', [ownerId, legacy]);
+    const updatedAt = (await app.pool.query('SELECT updated_at FROM users WHERE id = $1', [ownerId])).rows[0].updated_at;
+    assert.equal((await signInAs(app, email, 'clave-de-antes-2')).status, 401, 'a wrong password is still wrong');
+    assert.equal((await app.pool.query('SELECT password_hash FROM users WHERE id = $1', [ownerId])).rows[0].password_hash, legacy, 'a failed sign-in stores nothing');
+    const first = await signInAs(app, email, 'clave-de-antes-1');
+    assert.equal(first.status, 201, first.text);
+    const { rows } = await app.pool.query('SELECT password_hash, updated_at FROM users WHERE id = $1', [ownerId]);
+    assert.match(rows[0].password_hash, /^scrypt\$ln=14,r=8,p=5\$[A-Za-z0-9+/=]{24}\$[A-Za-z0-9+/=]{44}$/);
+    assert.deepEqual(rows[0].updated_at, updatedAt, 'the person changed nothing');
+    assert.equal((await client(app.baseUrl, first.body.data.token).get(USER_PATH)).status, 200, 'the session opened with the old hash lives on');
+    assert.equal((await signInAs(app, email, 'clave-de-antes-1')).status, 201, 'the new hash verifies');
+    // A cost no sign-in may spend (2^40 blocks), or one that is not a number: the password is wrong, never a 500 or a hang.
+    for (const tampered of [rows[0].password_hash.replace('ln=14', 'ln=40'), rows[0].password_hash.replace('p=5', 'p=x'), 'scrypt$ln=14,r=8,p=5$$']) {
+      await app.pool.query('UPDATE users SET password_hash = $2 WHERE id = $1', [ownerId, tampered]);
+      const res = await signInAs(app, email, 'clave-de-antes-1');
+      assert.deepEqual([res.status, res.body.error], [401, 'invalid_key'], tampered);
+    }
+  });
+
+  test('a member created over the API has no password: nobody signs in as them until an operator sets one', async () => {
+    const t = await seedTenant(app.pool);
+    const email = `sin-clave-${objectId()}@test.example`;
+    const created = await client(app.baseUrl, t.key).post('/users', { data: { email, first_name: 'Sin', last_name: 'Clave' } });
+    assert.equal(created.status, 201, created.text);
+    assert.equal((await app.pool.query('SELECT password_hash FROM users WHERE id = $1', [created.body.data.id])).rows[0].password_hash, null);
+    for (const password of ['', 'x'.repeat(8), 'null']) assert.equal((await signInAs(app, email, password)).status, password ? 401 : 422);
+    await setPassword(app.pool, created.body.data.id, SESSION_PASSWORD);
+    assert.equal((await signInAs(app, email)).status, 201);
   });
 });

@@ -308,6 +308,8 @@ describe('wsctl', () => {
     assertOneLineError(await wsctl(app, ['key', 'create', '--company', scoped.id, '--scopes', 'read-customers,bogus-scope', '--json']), /^error: invalid input: scopes: Unknown scope\(s\): bogus-scope$/m);
     assertOneLineError(await wsctl(app, ['key', 'create', '--company', scoped.id, '--scopes', ',', '--json']), /^error: invalid input: scopes: At least one scope is required$/m);
     assertOneLineError(await wsctl(app, ['user', 'set-password', '0123456789abcdef01234567', '--password', 'short']), /password/);
+    assertOneLineError(await wsctl(app, ['user', 'set-password', '0123456789abcdef01234567', '--password', '          ']), /^error: invalid input: password: must not be only spaces$/m);
+    assertOneLineError(await wsctl(app, ['user', 'set-password', '0123456789abcdef01234567', '--password', 'abc\x01defgh']), /^error: invalid input: password: must not hold control characters$/m);
     assertOneLineError(await wsctl(app, ['company', 'update', '0123456789abcdef01234567', '--modules', 'automation']), /modules/);
     assertOneLineError(await wsctl(app, ['automation', 'create', '--company', '0123456789abcdef01234567', '--file', path.join(dir, 'missing.json')]), /no such file/);
     assertOneLineError(await wsctl(app, ['company', 'list'], { ADMIN_URL: 'http://127.0.0.1:9' }), /cannot reach/);

@@ -11,7 +11,7 @@ import type { Next } from 'koa';
 import { z } from 'zod';
 import type { Queryable } from '../../db/pool.ts';
 import { objectId } from '../../lib/objectid.ts';
-import { verifyPassword } from '../../lib/passwords.ts';
+import { hashPassword, needsRehash, verifyPassword } from '../../lib/passwords.ts';
 import { digestSecret } from './keys.ts';
 import { ApiError } from '../errors.ts';
 import { authorizationOf, bearerToken } from '../middleware/authenticate.ts';
@@ -44,12 +44,26 @@ export const signInSchema = z.strictObject({
 
 export type SessionAuth = { sessionId: string; userId: string; companyId: string; isOwner: boolean; permissions: string[]; enabledModules: string[] };
 
+/**
+ * Whether `password` is the person's. A missing person still costs one scrypt, so timing does not tell
+ * which emails exist. A right password whose hash was made at an older cost is stored again at the
+ * current one (lib/passwords.ts), without moving `updated_at` or ending any session: nothing the person
+ * sees changed.
+ */
+export async function checkPassword(db: Queryable, user: { id: string; password_hash: string | null } | undefined, password: string): Promise<boolean> {
+  const ok = await verifyPassword(password, user?.password_hash ?? null);
+  if (!user || !ok) return false;
+  if (needsRehash(user.password_hash!)) {
+    // Only over the hash that verified: a set-password committed meanwhile is not undone.
+    await db.query('UPDATE users SET password_hash = $3 WHERE id = $1 AND password_hash = $2', [user.id, user.password_hash, await hashPassword(password)]);
+  }
+  return true;
+}
+
 /** Checks the password and opens a session on one of the user's companies; null when the credentials are wrong. */
 export async function signIn(db: Queryable, input: z.infer<typeof signInSchema>) {
   const { rows: users } = await db.query('SELECT id, password_hash FROM users WHERE lower(email) = lower($1) AND deleted_at IS NULL', [input.email]);
-  // A missing user still costs one scrypt, so timing does not tell which emails exist.
-  const ok = await verifyPassword(input.password, users[0]?.password_hash ?? null);
-  if (!users[0] || !ok) return null;
+  if (!(await checkPassword(db, users[0], input.password))) return null;
   const { rows: memberships } = await db.query<{ company_id: string; name: string }>(
     `SELECT m.company_id, c.name FROM memberships m JOIN companies c ON c.id = m.company_id
       WHERE m.user_id = $1 AND ($2::text IS NULL OR m.company_id = $2) ORDER BY m.created_at, m.company_id`,

@@ -16,8 +16,7 @@ import { isStorableText } from '../validation.ts';
 import { parseBody } from '../middleware/body.ts';
 import { ApiError } from '../errors.ts';
 import { toApiError } from '../middleware/request.ts';
-import { verifyPassword } from '../../lib/passwords.ts';
-import { consumeSignInAttempt } from '../auth/sessions.ts';
+import { checkPassword, consumeSignInAttempt } from '../auth/sessions.ts';
 import { authorizationOf } from '../middleware/authenticate.ts';
 import { MCP_PATH } from '../mcp/server.ts';
 import { MCP_SCOPES } from '../mcp/tools.ts';
@@ -341,8 +340,8 @@ async function authorize(ctx: ApiContext): Promise<void> {
     const email = isStorableText(String(body.email ?? '')) ? String(body.email ?? '').toLowerCase() : '';
     const refused = await consumeSignInAttempt(ctx, email);
     const user = await findSignInUser(ctx.deps.pool, email);
-    const ok = !refused && (await verifyPassword(String(body.password ?? ''), user?.password_hash ?? null)) && !!user;
-    if (!ok) {
+    const ok = !refused && (await checkPassword(ctx.deps.pool, user ?? undefined, String(body.password ?? '')));
+    if (!ok || !user) {
       ctx.status = refused ? 429 : 401;
       if (refused) ctx.set('Retry-After', String(Math.min(60, Math.max(1, refused.resetSeconds))));
       const typed = typeof body.email === 'string' && isStorableText(body.email) ? body.email.slice(0, 320) : '';

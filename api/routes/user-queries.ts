@@ -1,13 +1,11 @@
 // SQL of team members: people (`users`, unique across the service) and their
 // membership in the key's company (`memberships`: is_owner, permissions).
 import { isDeepStrictEqual } from 'node:util';
-import { randomBytes } from 'node:crypto';
 import { endConnectionOfLeaver } from '../../db/calendar-sync.ts';
 import type { JobSender } from '../../db/job-sender.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { objectId } from '../../lib/objectid.ts';
-import { hashPassword } from '../../lib/passwords.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import type { TotalsCache } from '../pagination.ts';
 import { listPage, searchWhere, type PaginationQuery } from '../pagination.ts';
@@ -181,9 +179,9 @@ const PROFILE = ['first_name', 'last_name', 'email', 'phone', 'username', 'birth
 export async function createMember(db: Queryable, companyId: string, data: UserCreate, actingUserId?: string): Promise<MemberRow> {
   if (data.is_owner) await assertActingOwner(db, companyId, actingUserId);
   const id = objectId();
-  // A random password nobody knows: the person sets one through an operator (wsctl user set-password).
-  const passwordHash = await hashPassword(randomBytes(32).toString('base64url'));
-  const cols: Record<string, unknown> = { id, password_hash: passwordHash, settings_preferences: JSON.stringify(mergePreferences({}, data.settings_preferences)) };
+  // No password: nobody signs in as the person until an operator sets one (wsctl user set-password);
+  // a sign-in before that costs the same scrypt as a wrong password (lib/passwords.ts).
+  const cols: Record<string, unknown> = { id, settings_preferences: JSON.stringify(mergePreferences({}, data.settings_preferences)) };
   for (const key of PROFILE) if (data[key] !== undefined) cols[key] = key === 'email' ? data.email.toLowerCase() : data[key];
   const names = Object.keys(cols);
   await db
