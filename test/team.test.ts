@@ -218,6 +218,17 @@ describe('company and team', () => {
     }
   });
 
+  test('users: a birthdate is a day from 1900 to today (anywhere on Earth): a future one is 422 naming it', async () => {
+    const t = await tenant();
+    const farthestToday = new Date(Date.now() + 14 * 3_600_000).toISOString().slice(0, 10);
+    const dayAfter = new Date(Date.parse(farthestToday) + 86_400_000).toISOString().slice(0, 10);
+    for (const birthdate of ['2999-01-01', dayAfter, '1899-12-31']) {
+      const res = await t.api.put(`/users/${t.ownerId}`, { data: { birthdate } });
+      assert.deepEqual([res.status, res.body.error, Object.keys(res.body.errors ?? {})], [422, 'validation_failed', ['birthdate']], birthdate);
+    }
+    for (const birthdate of ['1990-05-17', farthestToday, null]) assert.equal((await t.api.put(`/users/${t.ownerId}`, { data: { birthdate } })).status, 200, String(birthdate));
+  });
+
   test('users: the team limit holds under concurrency: 6 parallel creates for 2 free seats give exactly 2', async () => {
     const t = await tenant();
     await updateCompany(app.pool, t.companyId, { maxTeamSize: 3 });

@@ -52,7 +52,12 @@ const userFields = {
   email: z.email().max(254),
   phone: optionalText(50),
   username: optionalText(100),
-  birthdate: calendarDay.nullable().optional().describe('YYYY-MM-DD'),
+  // Not after tomorrow's date anywhere (UTC+14): a birth is in the past wherever the person is.
+  birthdate: calendarDay
+    .refine((day) => day <= new Date(Date.now() + 14 * 3_600_000).toISOString().slice(0, 10), 'no puede ser una fecha futura')
+    .nullable()
+    .optional()
+    .describe('YYYY-MM-DD, no futura'),
   booking_slug: z
     .string()
     .regex(BOOKING_SLUG, '3 a 64 caracteres a-z, 0-9 o -')
