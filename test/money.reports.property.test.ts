@@ -59,6 +59,10 @@ describe('reports by property (random ledgers against an independent computation
         const movements: Movement[] = [];
         const sales: Sale[] = [];
         const ok = (res: { status: number; text: string }, what: string) => assert.ok(res.status === 201 || res.status === 204, `${what}: ${res.status} ${res.text}`);
+        // What a sale had been paid by a day (without one payment), and refunded by it: refunds never exceed payments at a refund's date.
+        const paidBy = (saleId: string, day: string, without?: Movement) =>
+          movements.filter((m) => m.saleId === saleId && !m.deleted && m !== without && m.day <= day).reduce((n, m) => n + m.amount, 0);
+        const refundedBy = (s: Sale, day: string) => s.refunds.filter((r) => r.day <= day).reduce((n, r) => n + r.amount, 0);
 
         for (const op of ops) {
           if (op.kind === 'account' || accounts.length === 0) {
@@ -115,23 +119,22 @@ describe('reports by property (random ledgers against an independent computation
             const s = refundable[op.sale % refundable.length];
             const choices = accounts.filter((a) => a.currency === s.currency);
             const account = choices[op.account % choices.length];
-            const amount = Math.max(1, Math.floor((s.paid - s.refunds.reduce((n, r) => n + r.amount, 0)) * op.part));
-            // Not before the sale's first payment (422 otherwise): the money must have come in.
+            // Not before the sale's first payment, and never more than was paid by its date nor by a later
+            // refund's (422 otherwise): the money must have come in.
             const firstPaid = movements.filter((m) => m.saleId === s.id && !m.deleted).map((m) => m.day).sort()[0];
             const day = firstPaid && DAYS[op.day] < firstPaid ? firstPaid : DAYS[op.day];
+            const room = Math.min(...[day, ...s.refunds.map((r) => r.day).filter((d) => d > day)].map((d) => paidBy(s.id, d) - refundedBy(s, d)));
+            if (room <= 0) continue;
+            const amount = Math.max(1, Math.floor(room * op.part));
             ok(await api.post(`/sales/${s.id}/refunds`, { data: { account_id: account.id, amount_cents: amount, refunded_at: at(day) } }), 'refund');
             s.refunds.push({ account: account.id, amount, day });
           } else if (op.kind === 'delete') {
-            // A sale payment its refunds need cannot go (422): they would exceed what is left paid, or one
-            // would be dated before every payment left. The model skips those.
+            // A sale payment its refunds need cannot go (422): at some refund's date the refunds up to it
+            // would exceed the payments left up to it. The model skips those.
             const deletable = live.filter((m) => {
               if (!m.saleId) return true;
               const s = sales.find((x) => x.id === m.saleId)!;
-              if (s.paid - m.amount < s.refunds.reduce((n, r) => n + r.amount, 0)) return false;
-              if (!s.refunds.length) return true;
-              const firstLeft = live.filter((o) => o.saleId === s.id && o !== m).map((o) => o.day).sort()[0];
-              const firstRefund = s.refunds.map((r) => r.day).sort()[0];
-              return firstLeft !== undefined && firstRefund >= firstLeft;
+              return s.refunds.every((r) => paidBy(s.id, r.day, m) - refundedBy(s, r.day) >= 0);
             });
             if (!deletable.length) continue;
             const m = deletable[op.movement % deletable.length];

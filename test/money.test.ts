@@ -451,10 +451,66 @@ describe('money', () => {
     const incomeId = first.income_id ?? first.id;
     const refused = await own.delete(`/incomes/${incomeId}`);
     assert.equal(refused.status, 422, refused.text);
-    assert.match(refused.body.errors.id[0], /anterior a todos los pagos/);
+    assert.match(refused.body.errors.id[0], /devoluciones al 2026-11-03T17:00:00.000Z que los pagos anteriores a esa fecha no cubrirían/);
     assert.equal((await own.get(`/sales/${sale.id}`)).body.data.paid_cents, 1000, 'nothing changed');
     const dated = await own.patch(`/incomes/${incomeId}`, { data: { occurred_at: '2026-11-04T17:00:00Z' } });
     assert.deepEqual([dated.status, Object.keys(dated.body.errors ?? {})], [422, ['occurred_at']]);
+  });
+
+  test('sales: a refund is never more than was paid by its date (nor by a later refund\'s), and deleting a payment keeps that true', async () => {
+    const { api: own } = await newTenant();
+    const a = await account(own);
+    const sale = (await own.post('/sales', { data: { currency: 'mxn', occurred_at: '2026-11-02T17:00:00Z', line_items: [{ description: 'X', quantity: 1, unit_price_cents: 10_000 }] } })).body.data;
+    const pay = async (amount_cents: number, paid_at: string) => (await own.post(`/sales/${sale.id}/payments`, { data: { account_id: a.id, amount_cents, paid_at } })).body.data;
+    const refund = (amount_cents: number, refunded_at: string) => own.post(`/sales/${sale.id}/refunds`, { data: { account_id: a.id, amount_cents, refunded_at } });
+    await pay(1_000, '2026-11-03T17:00:00Z');
+    await pay(9_000, '2026-11-20T17:00:00Z');
+    // On Nov 5 only 1,000 had come in.
+    const early = await refund(8_000, '2026-11-05T12:00:00Z');
+    assert.deepEqual([early.status, Object.keys(early.body.errors ?? {})], [422, ['refunded_at']], early.text);
+    assert.match(early.body.errors.refunded_at[0], /^al 2026-11-05T12:00:00.000Z lo devuelto superaría lo pagado hasta entonces/);
+    assert.equal((await refund(1_000, '2026-11-05T12:00:00Z')).status, 201);
+    // A refund dated before one already made counts in that one's date too: 500 on Nov 4 makes 1,500 by Nov 5.
+    const before = await refund(500, '2026-11-04T12:00:00Z');
+    assert.deepEqual([before.status, Object.keys(before.body.errors ?? {})], [422, ['refunded_at']], before.text);
+    assert.match(before.body.errors.refunded_at[0], /^al 2026-11-05T12:00:00.000Z/);
+    assert.equal((await refund(8_000, '2026-11-21T12:00:00Z')).status, 201, 'after the second payment it is covered');
+    const read = (await own.get(`/sales/${sale.id}`)).body.data;
+    assert.deepEqual([read.paid_cents, read.refunded_cents, read.refunds.length], [10_000, 9_000, 2]);
+
+    // Deleting a payment: the refunds left must still be covered at each of their dates, not only in total
+    // and not only the first (paid 100 on the 2nd, 1,000 on the 4th, 2,000 on the 10th; refunded 50 on the 3rd and
+    // 500 on the 5th: without the 1,000, the 5th's 550 would stand on 100).
+    const other = (await own.post('/sales', { data: { currency: 'mxn', occurred_at: '2026-11-01T17:00:00Z', line_items: [{ description: 'Y', quantity: 1, unit_price_cents: 5_000 }] } })).body.data;
+    const payOther = async (amount_cents: number, paid_at: string) => (await own.post(`/sales/${other.id}/payments`, { data: { account_id: a.id, amount_cents, paid_at } })).body.data;
+    await payOther(100, '2026-11-02T17:00:00Z');
+    await payOther(1_000, '2026-11-04T17:00:00Z');
+    await payOther(2_000, '2026-11-10T17:00:00Z');
+    for (const [amount_cents, refunded_at] of [[50, '2026-11-03T17:00:00Z'], [500, '2026-11-05T17:00:00Z']] as const) {
+      assert.equal((await own.post(`/sales/${other.id}/refunds`, { data: { account_id: a.id, amount_cents, refunded_at } })).status, 201);
+    }
+    const thousand = (await own.get(`/sales/${other.id}`)).body.data.payments.find((p: any) => p.amount_cents === 1_000);
+    const refused = await own.delete(`/incomes/${thousand.income_id ?? thousand.id}`);
+    assert.equal(refused.status, 422, refused.text);
+    assert.match(refused.body.errors.id[0], /devoluciones al 2026-11-05T17:00:00.000Z/);
+    assert.equal((await own.get(`/sales/${other.id}`)).body.data.paid_cents, 3_100, 'nothing changed');
+    const twoThousand = (await own.get(`/sales/${other.id}`)).body.data.payments.find((p: any) => p.amount_cents === 2_000);
+    assert.equal((await own.delete(`/incomes/${twoThousand.income_id ?? twoThousand.id}`)).status, 204, 'a payment no refund needs goes');
+  });
+
+  test('sales: a sale paid in part and that part returned is partially_refunded (it still owes), not refunded', async () => {
+    const { api: own } = await newTenant();
+    const a = await account(own);
+    const sale = (await own.post('/sales', { data: { currency: 'mxn', line_items: [{ description: 'Mitad', quantity: 1, unit_price_cents: 10_000 }] } })).body.data;
+    assert.equal((await own.post(`/sales/${sale.id}/payments`, { data: { account_id: a.id, amount_cents: 5_000 } })).status, 201);
+    const back = await own.post(`/sales/${sale.id}/refunds`, { data: { account_id: a.id, amount_cents: 5_000 } });
+    assert.equal(back.status, 201, back.text);
+    assert.deepEqual([back.body.data.status, back.body.data.amount_due_cents], ['partially_refunded', 5_000]);
+    assert.deepEqual((await own.get('/sales?status=refunded')).body.data.map((s: any) => s.id), []);
+    assert.deepEqual((await own.get('/sales?status=partially_refunded')).body.data.map((s: any) => s.id), [sale.id]);
+    // Paid in full and all of it returned: refunded.
+    assert.equal((await own.post(`/sales/${sale.id}/payments`, { data: { account_id: a.id, amount_cents: 5_000 } })).body.data.status, 'partially_refunded');
+    assert.equal((await own.post(`/sales/${sale.id}/refunds`, { data: { account_id: a.id, amount_cents: 5_000 } })).body.data.status, 'refunded');
   });
 
   test('closed months refuse writes dated in them (422 period_locked with year and month); wsctl period close|open; GET /accounting-periods', async () => {

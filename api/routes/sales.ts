@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { transactionRead, type Queryable } from '../../db/pool.ts';
 import { companyZoneForWrite, windowInstants } from '../../db/companies.ts';
 import { post, saleEntries, undo } from '../../db/money/ledger.ts';
-import { addRefund, addSalePayment, findSale, insertSale, SALE_STATUSES, type SaleRow } from '../../db/money/sales.ts';
+import { addRefund, addSalePayment, findSale, insertSale, refundUncoveredAt, SALE_STATUSES, type SaleRow } from '../../db/money/sales.ts';
 import { saleAmounts, type VatRate } from '../../lib/vat.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { assertOpen } from '../money/periods.ts';
@@ -239,7 +239,7 @@ export const saleRoutes: RouteDef[] = [
     scope: 'update-sales',
     tag: TAG,
     summary: 'Registra una devolución',
-    description: 'Sale dinero de una cuenta de la misma moneda; hasta lo pagado menos lo ya devuelto (422 si pasa), con `refunded_at` no anterior al primer pago de la venta (422). Evento `sale.refunded`.',
+    description: 'Sale dinero de una cuenta de la misma moneda; hasta lo pagado menos lo ya devuelto (422 si pasa), con `refunded_at` no anterior al primer pago de la venta y sin devolver a una fecha más de lo pagado hasta ella (422). Evento `sale.refunded`.',
     params: idParam,
     body: saleRefund,
     example: { account_id: '665f1c2a9b1e8a0012345678', amount_cents: 50000, reason: 'Producto defectuoso' },
@@ -256,9 +256,14 @@ export const saleRoutes: RouteDef[] = [
         if (data.amount_cents > refundable) throw validationFailed({ amount_cents: [`se puede devolver hasta ${refundable}`] });
         const account = await accountFor(client, companyId, zone, sale, data.account_id);
         const refundedAt = data.refunded_at ?? new Date().toISOString();
-        // Money goes back after it came in: not before the sale's first payment (so never before the sale).
+        // Money goes back after it came in: not before the sale's first payment (so never before the sale),
+        // and never more than was paid by the refund's date (nor by a later refund's, with this one added).
         const first = await firstPaymentAt(client, companyId, sale.id);
         if (first && Date.parse(refundedAt) < first.getTime()) throw validationFailed({ refunded_at: [`no puede ser anterior al primer pago de la venta (${first.toISOString()})`] });
+        const uncovered = await refundUncoveredAt(client, companyId, sale.id, { refund: { amount_cents: data.amount_cents, at: refundedAt } });
+        if (uncovered) {
+          throw validationFailed({ refunded_at: [`al ${uncovered.toISOString()} lo devuelto superaría lo pagado hasta entonces: fecha la devolución después del pago que la cubre`] });
+        }
         await assertOpen(client, companyId, zone, [refundedAt]);
         return addRefund(client, zone, sale, { account_id: account.id, amount_cents: data.amount_cents, reason: data.reason ?? null, refunded_at: refundedAt });
       }, serializeSale);

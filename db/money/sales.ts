@@ -38,7 +38,9 @@ export type SaleRow = {
 };
 
 export function saleStatus(total: number, paid: number, refunded: number): SaleStatus {
-  if (refunded > 0) return refunded >= paid ? 'refunded' : 'partially_refunded';
+  // `refunded` is a sale paid in full and all of it returned: one that still owes (paid 50, refunded 50 of
+  // 100) keeps income in the books and a receivable, so it is partly refunded, and can be invoiced.
+  if (refunded > 0) return refunded >= paid && paid >= total ? 'refunded' : 'partially_refunded';
   if (paid >= total) return 'paid';
   return paid > 0 ? 'partially_paid' : 'unpaid';
 }
@@ -181,15 +183,37 @@ export async function revertSalePayment(db: Queryable, sale: SaleRow, incomeId: 
   const paid = Number(sale.paid_cents) - amount;
   if (paid < Number(sale.refunded_cents)) throw new SaleRefundedError(sale.id, 'tiene devoluciones que ese pago cubre');
   if (Number(sale.refunded_cents) > 0) {
-    const { rows } = await db.query<{ early: boolean }>(
-      `SELECT (SELECT min(refunded_at) FROM sale_refunds WHERE sale_id = $2)
-              < (SELECT min(p.paid_at) FROM movements m JOIN movement_payments p ON p.movement_id = m.id
-                  WHERE m.company_id = $1 AND m.sale_id = $2 AND m.id <> $3) AS early`,
-      [sale.company_id, sale.id, incomeId],
-    );
-    if (rows[0]?.early) throw new SaleRefundedError(sale.id, 'tiene una devolución anterior a todos los pagos que quedarían');
+    const uncovered = await refundUncoveredAt(db, sale.company_id, sale.id, { withoutPayment: incomeId });
+    if (uncovered) throw new SaleRefundedError(sale.id, `tiene devoluciones al ${uncovered.toISOString()} que los pagos anteriores a esa fecha no cubrirían sin ese pago`);
   }
   await setAmounts(db, sale, paid, Number(sale.refunded_cents), false);
+}
+
+/**
+ * Money goes back only after it came in: at each refund's date, the sale's refunds up to then are at most
+ * its payments up to then. The first refund date at which that would fail, with `refund` added or the
+ * payment of income `withoutPayment` removed; null when it holds throughout.
+ */
+export async function refundUncoveredAt(
+  db: Queryable,
+  companyId: string,
+  saleId: string,
+  change: { refund?: { amount_cents: number; at: string }; withoutPayment?: string },
+): Promise<Date | null> {
+  const { rows } = await db.query<{ at: Date }>(
+    `WITH paid AS (
+       SELECT p.paid_at AS at, p.amount_cents AS amount FROM movements m JOIN movement_payments p ON p.movement_id = m.id
+        WHERE m.company_id = $1 AND m.sale_id = $2 AND m.id IS DISTINCT FROM $3
+     ), returned AS (
+       SELECT refunded_at AS at, amount_cents AS amount FROM sale_refunds WHERE company_id = $1 AND sale_id = $2
+       UNION ALL SELECT $4::timestamptz, $5::bigint WHERE $4::timestamptz IS NOT NULL
+     )
+     SELECT r.at FROM (SELECT DISTINCT at FROM returned) r
+      WHERE (SELECT sum(amount) FROM returned WHERE at <= r.at) > (SELECT coalesce(sum(amount), 0) FROM paid WHERE at <= r.at)
+      ORDER BY r.at LIMIT 1`,
+    [companyId, saleId, change.withoutPayment ?? null, change.refund?.at ?? null, change.refund?.amount_cents ?? null],
+  );
+  return rows[0]?.at ?? null;
 }
 
 /** Deleting a sale's payment would leave its refunds without the payments they need. */
