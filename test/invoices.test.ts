@@ -562,6 +562,22 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     return inv.status !== 'pending' && inv;
   }, 90_000, `invoice ${id} settled`);
 
+  test('emit with VAT-included prices: each item is its price with VAT and tax_included, so the total Facturapi stamps is the sale\'s to the cent', async () => {
+    // 3 × 1.00 less 0.50, VAT included: the sale is 2.50 (2.16 + 0.34). Sent before VAT (0.72 each) Facturapi
+    // added 16 % to 2.16 and stamped 2.51.
+    const s = await sale(api, { customer_id: setup.customer.id, prices_include_vat: true, line_items: [{ description: 'Tres piezas', quantity: 3, unit_price_cents: 100, discount_cents: 50, vat_rate: 16 }, { description: 'Libro', quantity: 1.5, unit_price_cents: 999, vat_exempt: true }] });
+    const res = await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } });
+    assert.equal(res.status, 201, res.text);
+    const inv = await settled(res.body.data.id);
+    assert.equal(inv.status, 'valid');
+    assert.equal(inv.total_cents, s.total_cents);
+    const sent = facturapi.requests.find((r) => r.method === 'POST' && r.body?.external_id === inv.id)!;
+    const stored = [...facturapi.invoices.values()].find((i) => i.external_id === inv.id)!;
+    const stamped = (await (await fetch(`${facturapi.env.FACTURAPI_URL}/invoices/${stored.id}`, { headers: { authorization: `Bearer ${sent.headers.authorization!.slice(7)}` } })).json()) as { total: number };
+    assert.equal(Math.round(stamped.total * 100), s.total_cents, `stamped ${stamped.total}, the sale ${s.total_cents / 100}`);
+    assert.deepEqual(sent.body.items.map((i: any) => [i.quantity, i.product.price, i.product.tax_included, i.discount]), [[3, 0.833333, true, 0], [1.5, 9.993333, true, 0]]);
+  });
+
   test('emit: Facturapi’s body (customer, items with SAT keys and taxes, PUE, external_id, idempotency_key), its uuid and folio; downloads proxied', async () => {
     const s = await sale(api, { customer_id: setup.customer.id });
     const res = await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } });
@@ -577,6 +593,8 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     assert.deepEqual(sent.body.items[1].product.taxes, [{ type: 'IVA', factor: 'Exento' }]);
     assert.equal(inv.uuid, [...facturapi.invoices.values()].find((i) => i.external_id === inv.id)!.uuid);
     assert.ok(inv.folio);
+    const stamped = (await (await fetch(`${facturapi.env.FACTURAPI_URL}/invoices/${[...facturapi.invoices.values()].find((i) => i.external_id === inv.id)!.id}`, { headers: { authorization: `Bearer ${sent.headers.authorization!.slice(7)}` } })).json()) as { total: number };
+    assert.equal(Math.round(stamped.total * 100), s.total_cents, 'Facturapi stamps the sale\'s total');
     const pdf = await fetch(`${app.baseUrl}/invoices/${inv.id}/pdf`, { headers: { authorization: `Bearer ${tenant.key}` } });
     assert.match(Buffer.from(await pdf.arrayBuffer()).toString(), new RegExp(inv.uuid));
     // The stamped XML was kept at the stamp: it downloads while Facturapi is down; the PDF, asked of

@@ -129,6 +129,7 @@ export async function buildDocument(db: Queryable, config: Config, sale: SaleRow
       // The sale's own unit price, before VAT; with VAT-included prices the pre-VAT price of the line
       // (amount ÷ quantity, 6 decimals in the XML) is what Cantidad × ValorUnitario must give.
       unit_price_cents: sale.prices_include_vat ? (l.subtotal_cents + discount) / l.quantity : l.unit_price_cents,
+      unit_price_with_tax_cents: sale.prices_include_vat ? (l.subtotal_cents + l.tax_cents) / l.quantity : null,
       amount_cents: l.subtotal_cents + discount,
       discount_cents: discount,
       tax: { rate: l.vat_exempt ? null : l.vat_rate, exempt: l.vat_exempt, base_cents: l.subtotal_cents, tax_cents: l.tax_cents },

@@ -12,6 +12,8 @@ export type ConceptLine = {
   description: string;
   quantity: number;
   unit_price_cents: number; // before tax (a fraction of a cent where VAT-included prices were split)
+  /** With VAT-included prices, the line's price with its VAT (its total ÷ quantity); else null. */
+  unit_price_with_tax_cents: number | null;
   amount_cents: number; // quantity × unit price (before discount)
   discount_cents: number;
   tax: TaxLine;

@@ -132,8 +132,12 @@ export class FacturapiProvider implements InvoiceProvider {
           unit_key: l.unit_key,
           // The line's unit price; with a fractional quantity, the amount ÷ quantity Facturapi multiplies back
           // to our rounded amount exactly (its own rounding of quantity × price could differ by a cent).
-          price: Number(((Number.isInteger(l.quantity) ? l.unit_price_cents : l.amount_cents / l.quantity) / 100).toFixed(6)),
-          tax_included: false,
+          // With VAT-included prices, the price with VAT and `tax_included`: Facturapi takes the VAT out of
+          // the total as the sale did, so the CFDI's total is the sale's. The price before VAT made it add
+          // VAT to a rounded base (3 × 0.72 = 2.16, + 0.3456 of VAT: 2.51 stamped for a sale of 2.50).
+          ...(l.unit_price_with_tax_cents !== null
+            ? { price: Number((l.unit_price_with_tax_cents / 100).toFixed(6)), tax_included: true }
+            : { price: Number(((Number.isInteger(l.quantity) ? l.unit_price_cents : l.amount_cents / l.quantity) / 100).toFixed(6)), tax_included: false }),
           // A line whose tax base is 0 is not subject to tax (01), as in our own XML (lib/cfdi/xml.ts).
           ...(l.tax.base_cents > 0
             ? { taxability: '02', taxes: l.tax.exempt ? [{ type: 'IVA', factor: 'Exento' }] : [{ type: 'IVA', rate: (l.tax.rate ?? 0) / 100 }] }

@@ -39,7 +39,21 @@ export async function startFacturapiStandIn(options: { userKey?: string } = {}) 
     res.end(typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body));
   };
   const orgView = (o: Organization) => ({ id: o.id, legal: { ...o.legal, address: { zip: o.legal.zip } }, certificate: { has_certificate: o.has_certificate }, is_production_ready: o.has_certificate && !!o.legal.legal_name });
-  const view = (i: Stored) => ({ id: i.id, uuid: i.status === 'pending' ? null : i.uuid, status: i.status, cancellation_status: i.cancellation_status, type: i.type, external_id: i.external_id, series: i.series, folio_number: i.folio_number, stamp: { date: '2026-11-24T18:00:00.000Z' }, verification_url: `https://verificacfdi.facturaelectronica.sat.gob.mx/default.aspx?id=${i.uuid}` });
+  // The invoice's `total` as Facturapi computes it from the items: quantity × price less the discount; a
+  // price with `tax_included` (Facturapi's default) has its taxes taken out of it, one without has them
+  // added; the sum rounded to cents.
+  const totalOf = (body: any): number | undefined => {
+    if (!Array.isArray(body?.items)) return undefined;
+    let total = 0;
+    for (const item of body.items) {
+      const amount = Number(((item.quantity ?? 1) * item.product.price).toFixed(6)) - (item.discount ?? 0);
+      const rate = (item.product.taxes ?? []).reduce((n: number, t: any) => n + (t.factor === 'Exento' ? 0 : (t.rate ?? 0.16)), 0);
+      const base = item.product.tax_included === false ? amount : amount / (1 + rate);
+      total += base + base * rate;
+    }
+    return Math.round(total * 100) / 100;
+  };
+  const view = (i: Stored) => ({ id: i.id, uuid: i.status === 'pending' ? null : i.uuid, status: i.status, cancellation_status: i.cancellation_status, type: i.type, external_id: i.external_id, series: i.series, folio_number: i.folio_number, total: totalOf(i.body), stamp: { date: '2026-11-24T18:00:00.000Z' }, verification_url: `https://verificacfdi.facturaelectronica.sat.gob.mx/default.aspx?id=${i.uuid}` });
 
   async function handle(req: IncomingMessage, res: ServerResponse) {
     const url = new URL(req.url ?? '/', 'http://stand-in');

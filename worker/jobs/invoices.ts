@@ -176,7 +176,7 @@ async function complement(deps: WorkerDeps, id: string): Promise<void> {
     cfdi_use: 'CP01',
     global: null,
     related: null,
-    lines: [{ product_key: '84111506', unit_key: 'ACT', description: 'Pago', quantity: 1, unit_price_cents: 0, amount_cents: 0, discount_cents: 0, tax: { rate: null, exempt: false, base_cents: 0, tax_cents: 0 } }],
+    lines: [{ product_key: '84111506', unit_key: 'ACT', description: 'Pago', quantity: 1, unit_price_cents: 0, unit_price_with_tax_cents: null, amount_cents: 0, discount_cents: 0, tax: { rate: null, exempt: false, base_cents: 0, tax_cents: 0 } }],
     subtotal_cents: 0,
     discount_cents: 0,
     total_cents: 0,
