@@ -155,6 +155,13 @@ describe('tax invoices with the development provider', () => {
     const noRfc = await sale(api, { customer_id: plain.id });
     const r1 = await api.post(`/sales/${noRfc.id}/invoice`, { data: {} });
     assert.deepEqual([r1.status, r1.body.error], [422, 'customer_no_rfc']);
+    // A customer deleted since the sale: the same code, saying so rather than "has no RFC".
+    const gone = (await api.post('/customers', { data: { name: 'Se fue', tax_id: 'URE180429TM6' } })).body.data;
+    const orphan = await sale(api, { customer_id: gone.id });
+    assert.equal((await api.delete(`/customers/${gone.id}`)).status, 204);
+    const r0 = await api.post(`/sales/${orphan.id}/invoice`, { data: {} });
+    assert.deepEqual([r0.status, r0.body.error], [422, 'customer_no_rfc']);
+    assert.match(r0.body.message, /fue eliminado/);
     const untaxed = await sale(api, { line_items: [{ description: 'Sin IVA definido', quantity: 1, unit_price_cents: 100 }] });
     const r2 = await api.post(`/sales/${untaxed.id}/invoice`);
     assert.deepEqual([r2.status, r2.body.error], [422, 'sale_without_tax']);

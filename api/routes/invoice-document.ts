@@ -71,7 +71,10 @@ export async function buildDocument(db: Queryable, config: Config, sale: SaleRow
   const zone = await companyZone(db, sale.company_id);
   const customer = sale.customer_id ? await customerForInvoice(db, sale.company_id, sale.customer_id) : null;
   const rfc = customer?.tax_id?.trim().toUpperCase();
-  if (sale.customer_id && (!customer || !rfc)) throw new ApiError('customer_no_rfc');
+  if (sale.customer_id && !customer) {
+    throw new ApiError('customer_no_rfc', `El cliente de la venta (${sale.customer_id}) fue eliminado: asigna la venta a un cliente con RFC (PATCH /sales/${sale.id} {"data": {"customer_id": …}}).`);
+  }
+  if (sale.customer_id && !rfc) throw new ApiError('customer_no_rfc');
   if (rfc === FOREIGN_RFC) {
     throw new ApiError('customer_no_rfc', `El RFC del cliente es el genérico de residentes en el extranjero (${FOREIGN_RFC}), cuya factura lleva su residencia fiscal y número de registro, que el servicio no toma todavía.`);
   }
