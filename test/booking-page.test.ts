@@ -337,6 +337,13 @@ describe('public booking page (HTTP)', () => {
     assert.equal(rows[0].n, 0);
     const cancelled = await fetch(`${app.url}${manage}/slots`, { headers: from() });
     assert.deepEqual([cancelled.status, ((await cancelled.json()) as any).error], [409, 'booking_cancelled']);
+    // The host may also give a no-show another time through the API (docs/bookings.md): a reschedule as any other.
+    const noShow = await postJson(`${base}/bookings`, { data: { starts_at: slot.starts_at, booker: { name: 'Faltó', email: 'falto@v.example' }, answers: { motivo: 'x' } } }, from());
+    assert.equal(noShow.status, 201, JSON.stringify(noShow.body));
+    await app.pool.query(`UPDATE bookings SET starts_at = now() - interval '2 hours', ends_at = now() - interval '1 hour' WHERE id = $1`, [noShow.body.data.id]);
+    const again = await api.post(`/bookings/${noShow.body.data.id}/reschedule`, { data: { starts_at: slot.starts_at, reason: 'No se presentó; otra hora' } });
+    assert.equal(again.status, 201, again.text);
+    assert.equal(again.body.data.rescheduled_from_id, noShow.body.data.id);
   });
 
   test('the manage link: the page, reschedule (the old link then leads to the new booking), cancel; unknown tokens 404', async () => {

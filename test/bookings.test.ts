@@ -466,15 +466,17 @@ describe('booking links and bookings', () => {
     assert.deepEqual(await slotsOf(notice.id, `?from=${soon}&to=${soon}&timezone=UTC`), []);
     assert.equal((await api.post('/bookings', { data: { booking_link_id: notice.id, starts_at: `${soon}T12:00:00Z`, booker } })).status, 409);
     // Rolling window of 2 days (today and tomorrow, in the link's zone, UTC): the second day is open, the third closed.
-    // Measured against a link of the same host without a window: other tests of this file book this host, and
-    // late in the UTC day their first free slots are tomorrow's.
-    const rolling = await createLink({ booking_window: { type: 'rolling', days: 2 } });
-    const unbounded = await createLink();
+    // Measured against a link of the same host without a window, a host of their own: other tests of this
+    // file book the owner, and late in the UTC day their first free slots are tomorrow's.
+    const member = await api.post('/users', { data: { email: `ventana-${Date.now()}@example.com`, first_name: 'Ventana' } });
+    assert.equal(member.status, 201, member.text);
+    const rolling = await createLink({ user_id: member.body.data.id, booking_window: { type: 'rolling', days: 2 } });
+    const unbounded = await createLink({ user_id: member.body.data.id });
     const second = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
     const third = new Date(Date.now() + 2 * 86_400_000).toISOString().slice(0, 10);
     const secondDay = `?from=${second}&to=${second}&timezone=UTC`;
     const open = await slotsOf(unbounded.id, secondDay);
-    assert.ok(open.length >= 44, `most half hours of the second day are free (${open.length})`);
+    assert.ok(open.length >= 47, `the second day's half hours are free but for one at most ending past the notice (${open.length})`);
     assert.deepEqual(await slotsOf(rolling.id, secondDay), open, 'the second day as open as without a window');
     assert.ok((await slotsOf(unbounded.id, `?from=${third}&to=${third}&timezone=UTC`)).length > 0);
     assert.deepEqual(await slotsOf(rolling.id, `?from=${third}&to=${third}&timezone=UTC`), [], 'the third closed');
@@ -514,6 +516,36 @@ describe('booking links and bookings', () => {
     // Where to book again: the link's page, which still takes bookings.
     assert.ok(l.public_url, 'the host has a booking slug');
     assert.match(mail.mail.text ?? '', new RegExp(`^Puedes reservar otro horario en ${l.public_url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'));
+  });
+
+  test('the host\'s notice has the booker\'s phone and answers under their labels; a reschedule\'s emails say the time it had and its reason', async () => {
+    const l = await createLink({
+      timezone: 'UTC',
+      location: { type: 'google_meet' },
+      questions: [{ key: 'motivo', label: 'Motivo de la cita', type: 'long_text', required: true }, { key: 'plan', label: 'Plan', type: 'select', options: ['Básico', 'Pro'] }, { key: 'acepto', label: 'Acepto el aviso', type: 'checkbox' }],
+    });
+    const [first, second] = await slotsOf(l.id);
+    const made = await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: first.starts_at, booker: { ...booker, email: 'con-respuestas@cliente.example', phone: '+52 55 1234 5678' }, answers: { motivo: 'Cotizar\nDos líneas', plan: 'Pro', acepto: true } } });
+    assert.equal(made.status, 201, made.text);
+    const id = made.body.data.id;
+    const mail = (bookingId: string, kind: string, recipient: string) => waitFor(() => smtp.received.find((m) => m.mail.messageId?.includes(`booking-${bookingId}-${kind}-${recipient}`))?.mail.text, 20_000, `the ${recipient}'s ${kind} email`);
+    const host = await mail(id, 'confirmed', 'host');
+    assert.match(host, /^Teléfono: \+52 55 1234 5678$/m);
+    assert.match(host, /^Motivo de la cita: Cotizar\n  Dos líneas$/m);
+    assert.match(host, /^Plan: Pro$/m);
+    assert.match(host, /^Acepto el aviso: Sí$/m);
+    assert.match(host, /^Lugar: Google Meet \(la liga estará en el evento de tu Google Calendar\)$/m, 'the host is not told of "your booking page"');
+    assert.match(await mail(id, 'confirmed', 'booker'), /página de tu reserva/);
+
+    const moved = await api.post(`/bookings/${id}/reschedule`, { data: { starts_at: second.starts_at, reason: 'Se cruzó una junta' } });
+    assert.equal(moved.status, 201, moved.text);
+    // Each in the reader's zone: the booker's (Monterrey), the link's (UTC) for the host.
+    for (const [recipient, zone] of [['booker', booker.timezone], ['host', 'UTC']]) {
+      const was = new Intl.DateTimeFormat('es-MX', { dateStyle: 'full', timeStyle: 'short', timeZone: zone }).format(new Date(first.starts_at));
+      const text = await mail(moved.body.data.id, 'rescheduled', recipient);
+      assert.match(text, /^Motivo: Se cruzó una junta$/m, recipient);
+      assert.ok(text.split('\n').some((line) => line.startsWith(`Antes: ${was}`)), `${recipient}: ${text}`);
+    }
   });
 
   test('a cancellation with a reason: the booker and the host both read it', async () => {

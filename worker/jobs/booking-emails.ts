@@ -21,6 +21,13 @@ type BookingMail = {
   booker_name: string;
   booker_email: string;
   booker_timezone: string | null;
+  booker_phone: string | null;
+  answers: Record<string, string | boolean>;
+  /** The link's questions (their labels head the answers), while the link exists. */
+  questions: Array<{ key: string; label: string }> | null;
+  /** For a reschedule: the time it moved from, and the reason given (kept on the booking it replaced). */
+  previous_starts_at: Date | null;
+  reschedule_reason: string | null;
   location: { type: string; value?: string | null } | null;
   meet_url: string | null;
   cancellation_reason: string | null;
@@ -50,10 +57,25 @@ function when(date: Date, zone: string): string {
   return `${text}${nearChange ? ` ${offsetAt(date.getTime(), zone)}` : ''} (${zone})`;
 }
 
-function where(b: BookingMail): string {
+function where(b: BookingMail, reader: Recipient = 'booker'): string {
   if (b.meet_url) return b.meet_url;
   if (!b.location) return '';
-  return b.location.type === 'google_meet' ? 'Google Meet (la liga estará en la página de tu reserva, en el enlace para cancelar o reprogramar)' : (b.location.value ?? '');
+  if (b.location.type !== 'google_meet') return b.location.value ?? '';
+  return reader === 'booker'
+    ? 'Google Meet (la liga estará en la página de tu reserva, en el enlace para cancelar o reprogramar)'
+    : 'Google Meet (la liga estará en el evento de tu Google Calendar)';
+}
+
+/**
+ * What the booker answered, under each question's label (its key once the link is gone): a long answer's
+ * further lines indented under it, a checkbox as Sí / No.
+ */
+function answerLines(b: BookingMail): string[] {
+  const labels = new Map((b.questions ?? []).map((q) => [q.key, q.label]));
+  return Object.entries(b.answers ?? {}).map(([key, value]) => {
+    const text = typeof value === 'boolean' ? (value ? 'Sí' : 'No') : String(value).replace(/\r\n|\r|\n/g, '\n  ');
+    return `${labels.get(key) ?? key}: ${text}`;
+  });
 }
 
 /**
@@ -87,13 +109,15 @@ export function bookingCalendar(b: BookingMail, kind: BookingEmailJob['kind'], m
 
 async function load(deps: WorkerDeps, bookingId: string): Promise<BookingMail | null> {
   const { rows } = await deps.pool.query<BookingMail>(
-    `SELECT b.id, b.status, b.title, b.starts_at, b.ends_at, b.booker_name, b.booker_email, b.booker_timezone, b.location, b.meet_url,
+    `SELECT b.id, b.status, b.title, b.starts_at, b.ends_at, b.booker_name, b.booker_email, b.booker_timezone, b.booker_phone, b.answers,
+            l.questions, p.starts_at AS previous_starts_at, p.cancellation_reason AS reschedule_reason, b.location, b.meet_url,
             b.cancellation_reason, b.ical_uid, b.ical_sequence, coalesce(b.link_timezone, l.timezone, c.timezone) AS link_timezone,
             coalesce(nullif(trim(concat_ws(' ', u.first_name, u.last_name)), ''), u.email) AS host_name, u.email AS host_email,
             c.name AS company_name, l.slug AS link_slug,
             CASE WHEN l.active AND u.deleted_at IS NULL THEN u.booking_slug END AS rebook_slug
        FROM bookings b JOIN users u ON u.id = b.user_id JOIN companies c ON c.id = b.company_id
        LEFT JOIN booking_links l ON l.id = b.booking_link_id
+       LEFT JOIN bookings p ON p.id = b.rescheduled_from_id
       WHERE b.id = $1`,
     [bookingId],
   );
@@ -123,10 +147,15 @@ async function send(deps: WorkerDeps, job: BookingEmailJob): Promise<void> {
   const subject = SUBJECTS[job.kind];
   const from = noReplyFrom(b.company_name, config);
   const place = where(b);
-  const reason = job.kind === 'cancelled' && b.cancellation_reason ? [`Motivo: ${b.cancellation_reason}`] : [];
+  const hostPlace = where(b, 'host');
+  const givenReason = job.kind === 'cancelled' ? b.cancellation_reason : job.kind === 'rescheduled' ? b.reschedule_reason : null;
+  const reason = givenReason ? [`Motivo: ${givenReason}`] : [];
+  // A reschedule says which appointment moved: the time it had.
+  const before = (zone: string) => (job.kind === 'rescheduled' && b.previous_starts_at ? [`Antes: ${when(b.previous_starts_at, zone)}`] : []);
   const lines = [
     `${b.title} con ${b.host_name}`,
     when(b.starts_at, bookerZone),
+    ...before(bookerZone),
     ...(place ? [`Lugar: ${place}`] : []),
     ...reason,
     '',
@@ -150,7 +179,16 @@ async function send(deps: WorkerDeps, job: BookingEmailJob): Promise<void> {
       to: b.host_email,
       replyTo: { name: b.booker_name, address: b.booker_email },
       subject: `${subject.host}: ${b.title} con ${b.booker_name}`.replace(/[\r\n]+/g, ' '),
-      text: [`${b.booker_name} <${b.booker_email}>`, when(b.starts_at, hostZone), ...(place ? [`Lugar: ${place}`] : []), ...reason].join('\n'),
+      // Who booked, how to reach them, when, and what they answered (the link's questions).
+      text: [
+        `${b.booker_name} <${b.booker_email}>`,
+        ...(b.booker_phone ? [`Teléfono: ${b.booker_phone}`] : []),
+        when(b.starts_at, hostZone),
+        ...before(hostZone),
+        ...(hostPlace ? [`Lugar: ${hostPlace}`] : []),
+        ...reason,
+        ...(job.kind === 'cancelled' ? [] : answerLines(b)),
+      ].join('\n'),
       messageId: `<booking-${b.id}-${job.kind}-host@${host}>`,
     }],
   ];
