@@ -159,6 +159,20 @@ function url(name: string, value: string, protocols = ['http:', 'https:']): stri
   return parsed.toString().replace(/\/$/, '');
 }
 
+/**
+ * BOOKING_URL: on a host of its own, any path (the web process serves that host's paths as the booking
+ * pages); on SITE_URL's host, only SITE_URL/book, where the pages are: any other path there would put
+ * dead links in every public_url, manage_url and booker email.
+ */
+function bookingUrl(value: string | undefined, siteUrl: string): string {
+  const booking = url('BOOKING_URL', value || `${siteUrl}/book`);
+  const site = new URL(siteUrl);
+  if (new URL(booking).host === site.host && booking !== `${siteUrl}/book`) {
+    fail(`BOOKING_URL en el host de SITE_URL debe ser ${siteUrl}/book, donde se sirven las páginas de reservas; para otra ruta, dale un host propio (recibido "${withoutCredentials(booking)}")`);
+  }
+  return booking;
+}
+
 /** A development secret kept under DATA_DIR: read, or created once (two processes racing both end with the file's value). */
 function developmentSecret(dataDir: string, name: string): string {
   const file = path.join(dataDir, name);
@@ -268,7 +282,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     siteUrl,
     siteUrlGiven: Boolean(env.SITE_URL),
     baseUrl: `${siteUrl}/api/v1`,
-    bookingUrl: url('BOOKING_URL', env.BOOKING_URL || `${siteUrl}/book`),
+    bookingUrl: bookingUrl(env.BOOKING_URL, siteUrl),
     // Development: DATA_DIR/admin-token, the file `npm start` and wsctl use, so `npm run web` beside them takes the same token.
     adminToken: env.ADMIN_TOKEN || (nodeEnv === 'development' ? developmentSecret(dataDir, 'admin-token') : undefined),
     // nodemailer's URL form: smtp:// (STARTTLS when offered) or smtps:// (TLS from the start).

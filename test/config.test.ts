@@ -45,6 +45,12 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ ...production, SITE_URL: 'https://api.example', BOOKING_URL: 'http://citas.example' }), /BOOKING_URL debe empezar con https:\/\/ en producción/);
     assert.equal(loadConfig({ ...production, SITE_URL: 'https://api.example', BOOKING_URL: 'https://citas.example' }).bookingUrl, 'https://citas.example');
     assert.equal(loadConfig({ ...production, SITE_URL: 'HTTPS://api.example', BOOKING_URL: 'HTTPS://citas.example' }).bookingUrl, 'https://citas.example', 'a scheme is case-insensitive');
+    // On SITE_URL's host the pages are at /book: another path there would be a dead link in every email.
+    for (const booking of ['https://api.example/reservas', 'https://api.example', 'https://api.example/book/x']) {
+      assert.throws(() => loadConfig({ ...production, SITE_URL: 'https://api.example', BOOKING_URL: booking }), /BOOKING_URL en el host de SITE_URL debe ser https:\/\/api\.example\/book/, booking);
+    }
+    assert.equal(loadConfig({ ...production, SITE_URL: 'https://api.example', BOOKING_URL: 'https://api.example/book/' }).bookingUrl, 'https://api.example/book');
+    assert.equal(loadConfig({ ...production, SITE_URL: 'https://api.example', BOOKING_URL: 'https://citas.example/reservas' }).bookingUrl, 'https://citas.example/reservas', 'any path on a host of its own');
   });
 
   test('development without ADMIN_TOKEN takes DATA_DIR/admin-token, the file npm start and wsctl use', async () => {
