@@ -534,8 +534,9 @@ describe('booking links and bookings', () => {
     assert.match(host, /^Motivo de la cita: Cotizar\n  Dos líneas$/m);
     assert.match(host, /^Plan: Pro$/m);
     assert.match(host, /^Acepto el aviso: Sí$/m);
-    assert.match(host, /^Lugar: Google Meet \(la liga estará en el evento de tu Google Calendar\)$/m, 'the host is not told of "your booking page"');
-    assert.match(await mail(id, 'confirmed', 'booker'), /página de tu reserva/);
+    // No Google Calendar connected for this host: no Meet link will come, and neither side is told to wait for one.
+    assert.match(host, /^Lugar: Google Meet: tu Google Calendar no está conectado, así que la reserva no tendrá liga/m);
+    assert.match(await mail(id, 'confirmed', 'booker'), /^Lugar: Google Meet \(el anfitrión te enviará la liga\)$/m);
 
     const moved = await api.post(`/bookings/${id}/reschedule`, { data: { starts_at: second.starts_at, reason: 'Se cruzó una junta' } });
     assert.equal(moved.status, 201, moved.text);

@@ -6,6 +6,9 @@
 // connection without failing the API write), and the import of Google's
 // events (paging, sync tokens, 410 → full resync) as read-only busy time.
 import assert from 'node:assert/strict';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { simpleParser } from 'mailparser';
 import { after, before, describe, test } from 'node:test';
 import { CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, CALENDAR_PUSH } from '../db/queues.ts';
 import { MAX_PULL_PAGES } from '../worker/jobs/calendar-pull.ts';
@@ -513,6 +516,13 @@ describe('calendar sync end to end', () => {
     assert.equal(booked.status, 201, booked.text);
     const meet = await waitFor(async () => (await api.get(`/bookings/${booked.body.data.id}`)).body.data.meet_url, 30_000, 'the booking meet_url');
     assert.match(meet, /meet\.google\.com/);
+    // The host's notice (written to DATA_DIR/outbox: no SMTP_URL here) says where the link will be: their calendar's event.
+    const outbox = path.join(app.config.dataDir, 'outbox');
+    const notice = await waitFor(async () => {
+      const name = (await readdir(outbox).catch(() => [] as string[])).find((f) => f.includes(`booking-${booked.body.data.id}-confirmed-host`));
+      return name && (await simpleParser(await readFile(path.join(outbox, name)))).text;
+    }, 20_000, "the host's notice");
+    assert.match(notice, /^Lugar: (Google Meet \(la liga estará en el evento de tu Google Calendar\)|https:\/\/meet\.google\.com\/\S+)$/m);
     // A reschedule moves the same event, conference included: the new booking answers with its link at
     // once (its email and manage page show it), not only once the move is pushed, nor never if it cannot be.
     const moved = await api.post(`/bookings/${booked.body.data.id}/reschedule`, { data: { starts_at: slots[1].starts_at } });

@@ -30,6 +30,8 @@ type BookingMail = {
   reschedule_reason: string | null;
   location: { type: string; value?: string | null } | null;
   meet_url: string | null;
+  /** Whether the host's Google Calendar is connected (a Meet link can only come from it). */
+  host_connected: boolean;
   cancellation_reason: string | null;
   ical_uid: string;
   ical_sequence: number;
@@ -61,6 +63,12 @@ function where(b: BookingMail, reader: Recipient = 'booker'): string {
   if (b.meet_url) return b.meet_url;
   if (!b.location) return '';
   if (b.location.type !== 'google_meet') return b.location.value ?? '';
+  // Without the host's Google Calendar no Meet link will come: nobody is told to wait for one.
+  if (!b.host_connected) {
+    return reader === 'booker'
+      ? 'Google Meet (el anfitrión te enviará la liga)'
+      : 'Google Meet: tu Google Calendar no está conectado, así que la reserva no tendrá liga; envíala tú al invitado o conecta tu calendario (wsctl calendar connect)';
+  }
   return reader === 'booker'
     ? 'Google Meet (la liga estará en la página de tu reserva, en el enlace para cancelar o reprogramar)'
     : 'Google Meet (la liga estará en el evento de tu Google Calendar)';
@@ -111,6 +119,7 @@ async function load(deps: WorkerDeps, bookingId: string): Promise<BookingMail | 
   const { rows } = await deps.pool.query<BookingMail>(
     `SELECT b.id, b.status, b.title, b.starts_at, b.ends_at, b.booker_name, b.booker_email, b.booker_timezone, b.booker_phone, b.answers,
             l.questions, p.starts_at AS previous_starts_at, p.cancellation_reason AS reschedule_reason, b.location, b.meet_url,
+            EXISTS (SELECT 1 FROM calendar_connections cc WHERE cc.user_id = b.user_id AND cc.status = 'active') AS host_connected,
             b.cancellation_reason, b.ical_uid, b.ical_sequence, coalesce(b.link_timezone, l.timezone, c.timezone) AS link_timezone,
             coalesce(nullif(trim(concat_ws(' ', u.first_name, u.last_name)), ''), u.email) AS host_name, u.email AS host_email,
             c.name AS company_name, l.slug AS link_slug,
