@@ -110,6 +110,19 @@ function gifEnd(bytes: Buffer): number {
   return -1;
 }
 
+/** An animated PNG's frame count (its acTL chunk, before the image data); 1 for a still PNG. */
+function apngFrames(png: Buffer): number {
+  let at = 8;
+  while (at + 12 <= png.length) {
+    const length = png.readUInt32BE(at);
+    const chunk = png.toString('latin1', at + 4, at + 8);
+    if (chunk === 'acTL' && length >= 8 && at + 16 <= png.length) return Math.max(1, png.readUInt32BE(at + 8));
+    if (chunk === 'IDAT' || chunk === 'IEND') return 1;
+    at += 12 + length;
+  }
+  return 1;
+}
+
 /** Where the image ends in `bytes`, by its own structure; -1 when it is cut short (truncated or damaged). */
 function imageEnd(bytes: Buffer, type: ImageType): number {
   switch (type) {
@@ -133,17 +146,24 @@ function imageEnd(bytes: Buffer, type: ImageType): number {
       const end = bytes.length < 12 ? -1 : bytes.readUInt32LE(4) + 8;
       return end <= bytes.length ? end : -1;
     }
-    // ISO-BMFF boxes: top-level box sizes walked to the end of the file (a box of size 0 runs to it).
+    // ISO-BMFF boxes: top-level boxes walked while each is whole (a box of size 0 runs to the end). Once the
+    // image's `meta` and `mdat` are whole, what does not read as a whole box is a trailer, dropped as the
+    // other formats' are; before that, the file is cut short or damaged.
     case 'image/avif': {
       let offset = 0;
-      while (offset + 8 <= bytes.length) {
+      const whole = new Set<string>();
+      while (offset < bytes.length) {
+        const complete = whole.has('meta') && whole.has('mdat');
+        if (offset + 8 > bytes.length) return complete ? offset : -1;
         let size = bytes.readUInt32BE(offset);
-        if (size === 1 && offset + 16 <= bytes.length) size = Number(bytes.readBigUInt64BE(offset + 8));
-        if (size === 0) return bytes.length;
-        if (size < 8) return -1;
+        const box = bytes.toString('latin1', offset + 4, offset + 8);
+        if (size === 1) size = offset + 16 <= bytes.length ? Number(bytes.readBigUInt64BE(offset + 8)) : 0;
+        else if (size === 0) size = bytes.length - offset;
+        if (!/^[\x20-\x7e]{4}$/.test(box) || size < 8 || offset + size > bytes.length) return complete ? offset : -1;
+        whole.add(box);
         offset += size;
       }
-      return offset === bytes.length ? offset : -1;
+      return offset;
     }
   }
 }
@@ -159,7 +179,8 @@ export async function inspectImage(bytes: Buffer): Promise<Inspection> {
   if (bytes.length === 0) return { ok: false, reason: 'el archivo está vacío' };
   if (bytes.length > MAX_IMAGE_BYTES) return { ok: false, reason: `la imagen supera ${MAX_IMAGE_BYTES / 1024 / 1024} MB` };
   const detected = await fileTypeFromBuffer(bytes);
-  const type = detected?.mime as ImageType | undefined;
+  // An animated PNG is a PNG (its first frame is the PNG every decoder shows): stored and served as one.
+  const type = (detected?.mime === 'image/apng' ? 'image/png' : detected?.mime) as ImageType | undefined;
   if (!type || !(type in ALLOWED_IMAGE_TYPES)) {
     return { ok: false, reason: NOT_AN_IMAGE };
   }
@@ -180,7 +201,8 @@ export async function inspectImage(bytes: Buffer): Promise<Inspection> {
   }
   if (meta.format !== ALLOWED_IMAGE_TYPES[type].sharp) return { ok: false, reason: 'el contenido no coincide con su formato' };
   const width = meta.width ?? 0;
-  const frames = meta.pages ?? 1;
+  // An APNG's frames are counted from its acTL chunk (libvips reads its first frame only).
+  const frames = Math.max(meta.pages ?? 1, type === 'image/png' ? apngFrames(image) : 1);
   const frameHeight = meta.pageHeight ?? meta.height ?? 0;
   if (width < 1 || frameHeight < 1) return { ok: false, reason: 'la imagen no tiene dimensiones válidas' };
   if (frames > MAX_IMAGE_FRAMES) return { ok: false, reason: `la animación supera ${MAX_IMAGE_FRAMES} cuadros` };

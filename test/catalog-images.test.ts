@@ -41,6 +41,27 @@ function craftedPng(width: number, height: number, idat: Buffer): Buffer {
   return Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), pngChunk('IHDR', ihdr), pngChunk('IDAT', idat), pngChunk('IEND', Buffer.alloc(0))]);
 }
 
+/** An animated PNG of `frames` frames made of `still`'s pixels (acTL, then each frame's fcTL and its data). */
+function animatedPng(still: Buffer, frames: number, declared = frames): Buffer {
+  const chunks: Array<[string, Buffer]> = [];
+  for (let at = 8; at < still.length; ) {
+    const length = still.readUInt32BE(at);
+    chunks.push([still.toString('latin1', at + 4, at + 8), still.subarray(at + 8, at + 8 + length)]);
+    at += 12 + length;
+  }
+  const ihdr = chunks.find(([t]) => t === 'IHDR')![1];
+  const idat = Buffer.concat(chunks.filter(([t]) => t === 'IDAT').map(([, d]) => d));
+  const u32 = (...values: number[]) => Buffer.concat(values.map((v) => { const b = Buffer.alloc(4); b.writeUInt32BE(v); return b; }));
+  const fctl = (sequence: number) => Buffer.concat([u32(sequence, ihdr.readUInt32BE(0), ihdr.readUInt32BE(4), 0, 0), Buffer.from([0, 1, 0, 100, 0, 0])]);
+  const out = [Buffer.from('89504e470d0a1a0a', 'hex'), pngChunk('IHDR', ihdr), pngChunk('acTL', u32(declared, 0)), pngChunk('fcTL', fctl(0)), pngChunk('IDAT', idat)];
+  let sequence = 1;
+  for (let f = 1; f < frames; f++) {
+    out.push(pngChunk('fcTL', fctl(sequence++)), pngChunk('fdAT', Buffer.concat([u32(sequence++), idat])));
+  }
+  out.push(pngChunk('IEND', Buffer.alloc(0)));
+  return Buffer.concat(out);
+}
+
 /** A zip archive of one stored (uncompressed) entry, as `zip -0` writes it; `commentBytes`: the comment length its end record declares (the bytes that follow it). */
 function storedZip(name: string, content: string, commentBytes = 0): Buffer {
   const [file, data] = [Buffer.from(name), Buffer.from(content)];
@@ -213,6 +234,40 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
           assert.ok(served.equals(image), `${format} + ${what}: the image alone is served (${served.length} bytes, the image ${image.length})`);
         }
       }
+    } finally {
+      await api.delete(`/products/${owner}`);
+    }
+  });
+
+  test('an AVIF carrying a trailer is stored without it; one cut short is refused as truncated', async () => {
+    const owner = (await api.post('/products', { data: { name: 'Avif', sku: 'AVIF-T', prices_cents: { mxn: 100 } } })).body.data.id;
+    try {
+      const image = await solid(16, 16).avif().toBuffer();
+      for (const after of [Buffer.from('SAMSUNG-TRAILER\x00\x01\x02'), Buffer.alloc(200), Buffer.from('<script>alert(1)</script>')]) {
+        const res = await up(`/products/${owner}/image`, Buffer.concat([image, after]), 'a.avif');
+        assert.equal(res.status, 200, res.text);
+        const served = Buffer.from(await (await fetch(res.body.data.image_url.replace(app.config.siteUrl, app.url))).arrayBuffer());
+        assert.ok(served.equals(image), `the image alone is served (${served.length} bytes, the image ${image.length})`);
+      }
+      const cut = await up(`/products/${owner}/image`, image.subarray(0, image.length - 20), 'a.avif');
+      assert.deepEqual([cut.status, cut.body.errors?.file], [422, ['la imagen está truncada o dañada']], cut.text);
+    } finally {
+      await api.delete(`/products/${owner}`);
+    }
+  });
+
+  test('an animated PNG is taken as a PNG (its first frame is the thumbnail); its frames count toward the animation limits', async () => {
+    const owner = (await api.post('/products', { data: { name: 'Apng', sku: 'APNG-1', prices_cents: { mxn: 100 } } })).body.data.id;
+    try {
+      const apng = animatedPng(await solid(40, 30).png().toBuffer(), 2);
+      const res = await up(`/products/${owner}/image`, apng, 'anim.png');
+      assert.equal(res.status, 200, res.text);
+      const served = await fetch(res.body.data.image_url.replace(app.config.siteUrl, app.url));
+      assert.equal(served.headers.get('content-type'), 'image/png');
+      assert.ok(Buffer.from(await served.arrayBuffer()).equals(apng), 'stored as sent, frames included');
+      // 400 frames declared: over the 300 the GIFs are held to.
+      const many = await up(`/products/${owner}/image`, animatedPng(await solid(40, 30).png().toBuffer(), 2, 400), 'many.png');
+      assert.deepEqual([many.status, many.body.errors?.file], [422, ['la animación supera 300 cuadros']], many.text);
     } finally {
       await api.delete(`/products/${owner}`);
     }
