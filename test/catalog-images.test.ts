@@ -9,6 +9,7 @@ import sharp, { type SharpOptions } from 'sharp';
 import { startWorker, type Worker } from '../worker/worker.ts';
 import { client, seedTenant, startTestApp, uploadFile, type TestApp, type Tenant } from './helpers/app.ts';
 import { zip64 as asZip64 } from './helpers/forms.ts';
+import { animatedPng, pngChunk } from './helpers/png.ts';
 
 const solid = (width: number, height: number) => sharp({ create: { width, height, channels: 3, background: { r: 200, g: 30, b: 30 } } });
 
@@ -22,15 +23,6 @@ async function samples() {
   };
 }
 
-function pngChunk(type: string, data: Buffer): Buffer {
-  const len = Buffer.alloc(4);
-  len.writeUInt32BE(data.length);
-  const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(body));
-  return Buffer.concat([len, body, crc]);
-}
-
 /** A structurally valid PNG whose header claims width × height; the pixel data is whatever we say. */
 function craftedPng(width: number, height: number, idat: Buffer): Buffer {
   const ihdr = Buffer.alloc(13);
@@ -39,27 +31,6 @@ function craftedPng(width: number, height: number, idat: Buffer): Buffer {
   ihdr[8] = 8; // bit depth
   ihdr[9] = 2; // RGB
   return Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), pngChunk('IHDR', ihdr), pngChunk('IDAT', idat), pngChunk('IEND', Buffer.alloc(0))]);
-}
-
-/** An animated PNG of `frames` frames made of `still`'s pixels (acTL, then each frame's fcTL and its data). */
-function animatedPng(still: Buffer, frames: number, declared = frames): Buffer {
-  const chunks: Array<[string, Buffer]> = [];
-  for (let at = 8; at < still.length; ) {
-    const length = still.readUInt32BE(at);
-    chunks.push([still.toString('latin1', at + 4, at + 8), still.subarray(at + 8, at + 8 + length)]);
-    at += 12 + length;
-  }
-  const ihdr = chunks.find(([t]) => t === 'IHDR')![1];
-  const idat = Buffer.concat(chunks.filter(([t]) => t === 'IDAT').map(([, d]) => d));
-  const u32 = (...values: number[]) => Buffer.concat(values.map((v) => { const b = Buffer.alloc(4); b.writeUInt32BE(v); return b; }));
-  const fctl = (sequence: number) => Buffer.concat([u32(sequence, ihdr.readUInt32BE(0), ihdr.readUInt32BE(4), 0, 0), Buffer.from([0, 1, 0, 100, 0, 0])]);
-  const out = [Buffer.from('89504e470d0a1a0a', 'hex'), pngChunk('IHDR', ihdr), pngChunk('acTL', u32(declared, 0)), pngChunk('fcTL', fctl(0)), pngChunk('IDAT', idat)];
-  let sequence = 1;
-  for (let f = 1; f < frames; f++) {
-    out.push(pngChunk('fcTL', fctl(sequence++)), pngChunk('fdAT', Buffer.concat([u32(sequence++), idat])));
-  }
-  out.push(pngChunk('IEND', Buffer.alloc(0)));
-  return Buffer.concat(out);
 }
 
 /** A zip archive of one stored (uncompressed) entry, as `zip -0` writes it; `commentBytes`: the comment length its end record declares (the bytes that follow it). */

@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { updateCompany } from '../api/admin/companies.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import * as files from './helpers/forms.ts';
+import { animatedPng } from './helpers/png.ts';
 import { waitFor } from './helpers/wait.ts';
 
 const execFileP = promisify(execFile);
@@ -498,6 +499,12 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     const windows = await multipart([['answers[email]', 'x@example.com'], ['answers[name]', 'X'], ['files[cv]', { name: '..\\..\\boot.ini\\informe.pdf', bytes: files.pdf() }]]);
     assert.equal(windows.status, 201);
     assert.equal(windows.body.data.files[0].filename, 'informe.pdf');
+  });
+
+  test('an animated PNG is a .png (file-type names it apng): taken and stored as image/png', async () => {
+    const res = await api.post(path(), { data: { answers: base, files: { media: [files.fileJson('animado.png', animatedPng(await files.png(), 2))] } } });
+    assert.equal(res.status, 201, res.text);
+    assert.deepEqual(res.body.data.files.map((f: any) => [f.filename, f.content_type]), [['animado.png', 'image/png']]);
   });
 
   test('the real content decides, by magic bytes: disguised files and macro documents are refused', async () => {

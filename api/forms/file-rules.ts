@@ -110,7 +110,7 @@ const BLOCKED_DETECTED: ReadonlySet<string> = new Set([
 
 /** Extensions that name the same real format as what file-type reports. */
 const SAME_FORMAT: Record<string, string[]> = {
-  jpg: ['jpg'], jpeg: ['jpg'], tif: ['tif'], tiff: ['tif'], heic: ['heic'], heif: ['heic'], m4v: ['m4v', 'mp4'], mp4: ['mp4', 'm4v'],
+  jpg: ['jpg'], jpeg: ['jpg'], png: ['png', 'apng'], tif: ['tif'], tiff: ['tif'], heic: ['heic'], heif: ['heic'], m4v: ['m4v', 'mp4'], mp4: ['mp4', 'm4v'],
   m4a: ['m4a', 'mp4'], oga: ['ogg', 'oga'], ogg: ['ogg', 'oga', 'opus'], opus: ['opus', 'ogg'], weba: ['webm'],
   mpeg: ['mpg'], avi: ['avi'], mkv: ['mkv'], wav: ['wav'], aac: ['aac'],
   // Legacy Office files are all OLE compound files: file-type says `cfb`.
