@@ -15,8 +15,11 @@ type Cost = { ln: number; r: number; p: number };
 const COST: Cost = { ln: 14, r: 8, p: 5 };
 /** What a hash without its cost was made with (Node's default). */
 const LEGACY_COST: Cost = { ln: 14, r: 8, p: 1 };
-/** Bounds on a stored cost, so a tampered row cannot make one sign-in take the process's memory. */
-const MAX_COST: Cost = { ln: 20, r: 16, p: 16 };
+/**
+ * Bounds on a stored cost, so a tampered row cannot make one sign-in take the process's memory or its
+ * thread pool for minutes: at most 64 MB (128 × r × 2^ln bytes) and 16 passes of it.
+ */
+const MAX_COST: Cost = { ln: 16, r: 8, p: 16 };
 
 const options = ({ ln, r, p }: Cost): ScryptOptions => ({ N: 2 ** ln, r, p, maxmem: 256 * 2 ** ln * r + 2 ** 20 });
 
@@ -54,8 +57,14 @@ export async function verifyPassword(password: string, stored: string | null): P
     return false;
   }
   const actual = await scrypt(password, parsed.salt, parsed.hash.length, options(parsed.cost));
+  // A hash made at a lower cost (an older one) takes the current cost's work too: its person answers no
+  // faster than an unknown email, so timing does not tell that the email exists.
+  if (work(parsed.cost) < work(COST)) await scrypt(password, NO_SALT, 32, options(COST));
   return timingSafeEqual(actual, parsed.hash);
 }
+
+/** scrypt's work at a cost, in blocks mixed: N × r × p. */
+const work = ({ ln, r, p }: Cost) => 2 ** ln * r * p;
 
 /** Whether a hash that verified was made at a cost other than the current one (to be stored again). */
 export function needsRehash(stored: string): boolean {

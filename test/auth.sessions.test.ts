@@ -8,9 +8,11 @@ import { randomBytes, scryptSync } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { setPassword } from '../api/admin/users.ts';
 import { objectId } from '../lib/objectid.ts';
+import { hashPassword } from '../lib/passwords.ts';
 import { client, request, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
 import { json } from './helpers/cli.ts';
 import { emailOf, SESSION_PASSWORD, signedInOwner, signInAs } from './helpers/sessions.ts';
+import { waitForLockWaits } from './helpers/wait.ts';
 
 // A /user route a session may call (an owner has every permission).
 const USER_PATH = '/user/developers/webhook-endpoints';
@@ -112,11 +114,36 @@ describe('user sessions', () => {
     assert.equal((await client(app.baseUrl, first.body.data.token).get(USER_PATH)).status, 200, 'the session opened with the old hash lives on');
     assert.equal((await signInAs(app, email, 'clave-de-antes-1')).status, 201, 'the new hash verifies');
     // A cost no sign-in may spend (2^40 blocks), or one that is not a number: the password is wrong, never a 500 or a hang.
-    for (const tampered of [rows[0].password_hash.replace('ln=14', 'ln=40'), rows[0].password_hash.replace('p=5', 'p=x'), 'scrypt$ln=14,r=8,p=5$$']) {
+    // (ln=17 is 128 MB a sign-in: over the bound of 64 MB a stored cost may ask.)
+    for (const tampered of [rows[0].password_hash.replace('ln=14', 'ln=40'), rows[0].password_hash.replace('ln=14', 'ln=17'), rows[0].password_hash.replace('p=5', 'p=x'), 'scrypt$ln=14,r=8,p=5$$']) {
       await app.pool.query('UPDATE users SET password_hash = $2 WHERE id = $1', [ownerId, tampered]);
       const res = await signInAs(app, email, 'clave-de-antes-1');
       assert.deepEqual([res.status, res.body.error], [401, 'invalid_key'], tampered);
     }
+  });
+
+  test('a sign-in with an older hash racing a new password (wsctl user set-password): no session is opened with the replaced password', async () => {
+    const { ownerId } = await seedTenant(app.pool);
+    const email = await emailOf(app, ownerId);
+    const salt = randomBytes(16);
+    await app.pool.query('UPDATE users SET password_hash = $2 WHERE id = $1', [ownerId, `scrypt$${salt.toString('base64')}$${scryptSync('clave-vieja-123', salt, 32).toString('base64')}`]);
+    // The operator's change holds the person's row while the sign-in verifies the old password and goes to store it again.
+    const operator = await app.pool.connect();
+    try {
+      await operator.query('BEGIN');
+      await operator.query('SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [ownerId]);
+      const signIn = signInAs(app, email, 'clave-vieja-123');
+      await waitForLockWaits(app.pool, { query: 'UPDATE users SET password_hash%', what: 'the sign-in to wait to store the old password again' });
+      await operator.query('UPDATE users SET password_hash = $2 WHERE id = $1', [ownerId, await hashPassword('clave-nueva-456')]);
+      await operator.query('COMMIT');
+      const res = await signIn;
+      assert.deepEqual([res.status, res.body.error], [401, 'invalid_key'], res.text);
+    } finally {
+      await operator.query('ROLLBACK').catch(() => {});
+      operator.release();
+    }
+    assert.equal((await app.pool.query('SELECT count(*)::int AS n FROM user_sessions WHERE user_id = $1', [ownerId])).rows[0].n, 0, 'no session opened');
+    assert.equal((await signInAs(app, email, 'clave-nueva-456')).status, 201);
   });
 
   test('a member created over the API has no password: nobody signs in as them until an operator sets one', async () => {

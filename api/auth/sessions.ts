@@ -54,8 +54,10 @@ export async function checkPassword(db: Queryable, user: { id: string; password_
   const ok = await verifyPassword(password, user?.password_hash ?? null);
   if (!user || !ok) return false;
   if (needsRehash(user.password_hash!)) {
-    // Only over the hash that verified: a set-password committed meanwhile is not undone.
-    await db.query('UPDATE users SET password_hash = $3 WHERE id = $1 AND password_hash = $2', [user.id, user.password_hash, await hashPassword(password)]);
+    // Only over the hash that verified. None written: a set-password committed meanwhile replaced it, and
+    // ended the sessions; a sign-in with the password it replaced opens none.
+    const { rowCount } = await db.query('UPDATE users SET password_hash = $3 WHERE id = $1 AND password_hash = $2', [user.id, user.password_hash, await hashPassword(password)]);
+    if (rowCount === 0) return false;
   }
   return true;
 }

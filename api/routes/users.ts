@@ -38,7 +38,7 @@ export const userRoutes: RouteDef[] = [
     tag: TAG,
     summary: 'Agrega un miembro al equipo',
     description:
-      'Con una contraseña aleatoria que no se devuelve. 422 team_limit_reached en max_team_size; 409 email_taken si el correo ya existe en el servicio; ' +
+      'Sin contraseña: nadie inicia sesión como la persona hasta que un operador le asigna una (wsctl user set-password). 422 team_limit_reached en max_team_size; 409 email_taken si el correo ya existe en el servicio; ' +
       '422 validation_failed si el booking_slug está tomado o no es válido. Crear a un dueño (`is_owner: true`) lo hace solo un dueño (403 owner_required). `settings_preferences.booking_branding` acepta la forma anidada (light, dark) ' +
       'o la plana (bg_mode, bg_color_from, bg_color_to, que se aplican a light); al leer siempre es anidada.',
     body: userCreate,
