@@ -14,6 +14,7 @@ import { useFitsRegime } from '../lib/cfdi/catalogs.ts';
 import { after, before, describe, test } from 'node:test';
 import { validateCfdi } from '../lib/cfdi/anexo20.ts';
 import { ProviderRejected } from '../lib/cfdi/facturapi.ts';
+import { FacturapiProvider } from '../lib/cfdi/providers.ts';
 import { DevelopmentProvider } from '../lib/cfdi/providers.ts';
 import { loadEmitter } from '../db/invoicing.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
@@ -583,6 +584,13 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     const stamped = (await (await fetch(`${facturapi.env.FACTURAPI_URL}/invoices/${stored.id}`, { headers: { authorization: `Bearer ${sent.headers.authorization!.slice(7)}` } })).json()) as { total: number };
     assert.equal(Math.round(stamped.total * 100), s.total_cents, `stamped ${stamped.total}, the sale ${s.total_cents / 100}`);
     assert.deepEqual(sent.body.items.map((i: any) => [i.quantity, i.product.price, i.product.tax_included, i.discount]), [[3, 0.833333, true, 0], [1.5, 9.993333, true, 0]]);
+    // A document stored before the price with VAT was kept (an invoice pending across the release) is sent
+    // as it was then, its prices before VAT: never a price of null.
+    const { rows } = await app.pool.query('SELECT document FROM invoices WHERE id = $1', [inv.id]);
+    const older = structuredClone(rows[0].document);
+    for (const line of older.lines) delete line.unit_price_with_tax_cents;
+    const items = (FacturapiProvider.body(older) as any).items;
+    assert.deepEqual(items.map((i: any) => [i.product.price, i.product.tax_included]), [[0.72, false], [9.993333, false]]);
   });
 
   test('emit: Facturapi’s body (customer, items with SAT keys and taxes, PUE, external_id, idempotency_key), its uuid and folio; downloads proxied', async () => {

@@ -12,8 +12,11 @@ export type ConceptLine = {
   description: string;
   quantity: number;
   unit_price_cents: number; // before tax (a fraction of a cent where VAT-included prices were split)
-  /** With VAT-included prices, the line's price with its VAT (its total ÷ quantity); else null. */
-  unit_price_with_tax_cents: number | null;
+  /**
+   * With VAT-included prices, the line's price with its VAT (its total ÷ quantity); else null. Absent from
+   * documents stored before it existed (an invoice still pending across the release): read as null.
+   */
+  unit_price_with_tax_cents?: number | null;
   amount_cents: number; // quantity × unit price (before discount)
   discount_cents: number;
   tax: TaxLine;

@@ -135,7 +135,7 @@ export class FacturapiProvider implements InvoiceProvider {
           // With VAT-included prices, the price with VAT and `tax_included`: Facturapi takes the VAT out of
           // the total as the sale did, so the CFDI's total is the sale's. The price before VAT made it add
           // VAT to a rounded base (3 × 0.72 = 2.16, + 0.3456 of VAT: 2.51 stamped for a sale of 2.50).
-          ...(l.unit_price_with_tax_cents !== null
+          ...(l.unit_price_with_tax_cents != null
             ? { price: Number((l.unit_price_with_tax_cents / 100).toFixed(6)), tax_included: true }
             : { price: Number(((Number.isInteger(l.quantity) ? l.unit_price_cents : l.amount_cents / l.quantity) / 100).toFixed(6)), tax_included: false }),
           // A line whose tax base is 0 is not subject to tax (01), as in our own XML (lib/cfdi/xml.ts).
