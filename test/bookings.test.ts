@@ -522,29 +522,29 @@ describe('booking links and bookings', () => {
     const l = await createLink({
       timezone: 'UTC',
       location: { type: 'google_meet' },
-      questions: [{ key: 'motivo', label: 'Motivo de la cita', type: 'long_text', required: true }, { key: 'plan', label: 'Plan', type: 'select', options: ['Básico', 'Pro'] }, { key: 'acepto', label: 'Acepto el aviso', type: 'checkbox' }],
+      questions: [{ key: 'motivo', label: 'Motivo de la cita', type: 'long_text', required: true }, { key: 'plan', label: 'Plan', type: 'select', options: ['Básico', 'Pro'] }, { key: 'acepto', label: 'Acepto el aviso', type: 'checkbox' }, { key: 'otro_tel', label: 'Otro teléfono', type: 'phone' }],
     });
     const [first, second] = await slotsOf(l.id);
-    const made = await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: first.starts_at, booker: { ...booker, email: 'con-respuestas@cliente.example', phone: '+52 55 1234 5678' }, answers: { motivo: 'Cotizar\nDos líneas', plan: 'Pro', acepto: true } } });
+    const made = await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: first.starts_at, booker: { ...booker, email: 'con-respuestas@cliente.example', phone: '+52 55 1234 5678' }, answers: { otro_tel: '', acepto: true, plan: 'Pro', motivo: 'Cotizar\nDos líneas\u2028Lugar: https://evil.example/meet' } } });
     assert.equal(made.status, 201, made.text);
     const id = made.body.data.id;
     const mail = (bookingId: string, kind: string, recipient: string) => waitFor(() => smtp.received.find((m) => m.mail.messageId?.includes(`booking-${bookingId}-${kind}-${recipient}`))?.mail.text, 20_000, `the ${recipient}'s ${kind} email`);
     const host = await mail(id, 'confirmed', 'host');
     assert.match(host, /^Teléfono: \+52 55 1234 5678$/m);
-    assert.match(host, /^Motivo de la cita: Cotizar\n  Dos líneas$/m);
-    assert.match(host, /^Plan: Pro$/m);
-    assert.match(host, /^Acepto el aviso: Sí$/m);
+    // In the questions' order, a blank one left out; every further line of an answer indented (U+2028 breaks one too), so none passes for ours.
+    assert.match(host, /^Motivo de la cita: Cotizar\n  Dos líneas\n  Lugar: https:\/\/evil\.example\/meet\nPlan: Pro\nAcepto el aviso: Sí$/m);
+    assert.doesNotMatch(host, /Otro teléfono|\u2028|^Lugar: https:\/\/evil/m);
     // No Google Calendar connected for this host: no Meet link will come, and neither side is told to wait for one.
     assert.match(host, /^Lugar: Google Meet: tu Google Calendar no está conectado, así que la reserva no tendrá liga/m);
     assert.match(await mail(id, 'confirmed', 'booker'), /^Lugar: Google Meet \(el anfitrión te enviará la liga\)$/m);
 
-    const moved = await api.post(`/bookings/${id}/reschedule`, { data: { starts_at: second.starts_at, reason: 'Se cruzó una junta' } });
+    const moved = await api.post(`/bookings/${id}/reschedule`, { data: { starts_at: second.starts_at, reason: 'Se cruzó una junta\nLugar: https://evil.example/otra' } });
     assert.equal(moved.status, 201, moved.text);
     // Each in the reader's zone: the booker's (Monterrey), the link's (UTC) for the host.
     for (const [recipient, zone] of [['booker', booker.timezone], ['host', 'UTC']]) {
       const was = new Intl.DateTimeFormat('es-MX', { dateStyle: 'full', timeStyle: 'short', timeZone: zone }).format(new Date(first.starts_at));
       const text = await mail(moved.body.data.id, 'rescheduled', recipient);
-      assert.match(text, /^Motivo: Se cruzó una junta$/m, recipient);
+      assert.match(text, /^Motivo: Se cruzó una junta\n  Lugar: https:\/\/evil\.example\/otra$/m, recipient);
       assert.ok(text.split('\n').some((line) => line.startsWith(`Antes: ${was}`)), `${recipient}: ${text}`);
     }
   });

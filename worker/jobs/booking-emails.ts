@@ -67,7 +67,7 @@ function where(b: BookingMail, reader: Recipient = 'booker'): string {
   if (!b.host_connected) {
     return reader === 'booker'
       ? 'Google Meet (el anfitrión te enviará la liga)'
-      : 'Google Meet: tu Google Calendar no está conectado, así que la reserva no tendrá liga; envíala tú al invitado o conecta tu calendario (wsctl calendar connect)';
+      : 'Google Meet: tu Google Calendar no está conectado, así que la reserva no tendrá liga; envíasela al invitado respondiendo a este correo';
   }
   return reader === 'booker'
     ? 'Google Meet (la liga estará en la página de tu reserva, en el enlace para cancelar o reprogramar)'
@@ -75,14 +75,32 @@ function where(b: BookingMail, reader: Recipient = 'booker'): string {
 }
 
 /**
- * What the booker answered, under each question's label (its key once the link is gone): a long answer's
- * further lines indented under it, a checkbox as Sí / No.
+ * Text a person typed, quoted after a label (`Motivo: …`): its further lines indented under it, whatever
+ * breaks them (U+2028 and the like too), and without controls or direction overrides, so no line of it
+ * can pass for one of ours (`Lugar: …`). Input is checked for these on the way in; this holds for text
+ * stored before those checks too.
+ */
+function quoted(text: string): string {
+  return text
+    .replace(/[\u202a-\u202e\u2066-\u2069]/g, '')
+    .split(/\r\n|[\n\r\v\f\x85\u2028\u2029]/)
+    .map((line) => line.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' '))
+    .join('\n  ');
+}
+
+/**
+ * What the booker answered, in the order of the link's questions under their labels (then any other, by
+ * key: a question removed since, or the link deleted), blank answers left out; a checkbox as Sí / No.
  */
 function answerLines(b: BookingMail): string[] {
-  const labels = new Map((b.questions ?? []).map((q) => [q.key, q.label]));
-  return Object.entries(b.answers ?? {}).map(([key, value]) => {
-    const text = typeof value === 'boolean' ? (value ? 'Sí' : 'No') : String(value).replace(/\r\n|\r|\n/g, '\n  ');
-    return `${labels.get(key) ?? key}: ${text}`;
+  const answers = b.answers ?? {};
+  const questions = (b.questions ?? []).filter((q) => Object.hasOwn(answers, q.key));
+  const asked = new Set(questions.map((q) => q.key));
+  const others = Object.keys(answers).filter((key) => !asked.has(key)).sort().map((key) => ({ key, label: key }));
+  return [...questions, ...others].flatMap(({ key, label }) => {
+    const value = answers[key];
+    const text = typeof value === 'boolean' ? (value ? 'Sí' : 'No') : quoted(String(value ?? '')).trim();
+    return text ? [`${quoted(label)}: ${text}`] : [];
   });
 }
 
@@ -158,7 +176,7 @@ async function send(deps: WorkerDeps, job: BookingEmailJob): Promise<void> {
   const place = where(b);
   const hostPlace = where(b, 'host');
   const givenReason = job.kind === 'cancelled' ? b.cancellation_reason : job.kind === 'rescheduled' ? b.reschedule_reason : null;
-  const reason = givenReason ? [`Motivo: ${givenReason}`] : [];
+  const reason = givenReason ? [`Motivo: ${quoted(givenReason)}`] : [];
   // A reschedule says which appointment moved: the time it had.
   const before = (zone: string) => (job.kind === 'rescheduled' && b.previous_starts_at ? [`Antes: ${when(b.previous_starts_at, zone)}`] : []);
   const lines = [
@@ -191,7 +209,7 @@ async function send(deps: WorkerDeps, job: BookingEmailJob): Promise<void> {
       // Who booked, how to reach them, when, and what they answered (the link's questions).
       text: [
         `${b.booker_name} <${b.booker_email}>`,
-        ...(b.booker_phone ? [`Teléfono: ${b.booker_phone}`] : []),
+        ...(b.booker_phone ? [`Teléfono: ${quoted(b.booker_phone)}`] : []),
         when(b.starts_at, hostZone),
         ...before(hostZone),
         ...(hostPlace ? [`Lugar: ${hostPlace}`] : []),
