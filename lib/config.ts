@@ -166,8 +166,10 @@ function url(name: string, value: string, protocols = ['http:', 'https:']): stri
  */
 function bookingUrl(value: string | undefined, siteUrl: string): string {
   const booking = url('BOOKING_URL', value || `${siteUrl}/book`);
+  const parsed = new URL(booking);
+  if (parsed.search || parsed.hash) fail(`BOOKING_URL es la base de los enlaces de reservas: sin ?consulta ni #fragmento (recibido "${withoutCredentials(booking)}")`);
   const site = new URL(siteUrl);
-  if (new URL(booking).host === site.host && booking !== `${siteUrl}/book`) {
+  if (parsed.host === site.host && booking !== `${siteUrl}/book`) {
     fail(`BOOKING_URL en el host de SITE_URL debe ser ${siteUrl}/book, donde se sirven las páginas de reservas; para otra ruta, dale un host propio (recibido "${withoutCredentials(booking)}")`);
   }
   return booking;

@@ -50,6 +50,9 @@ describe('configuration', () => {
       assert.throws(() => loadConfig({ ...production, SITE_URL: 'https://api.example', BOOKING_URL: booking }), /BOOKING_URL en el host de SITE_URL debe ser https:\/\/api\.example\/book/, booking);
     }
     assert.equal(loadConfig({ ...production, SITE_URL: 'https://api.example', BOOKING_URL: 'https://api.example/book/' }).bookingUrl, 'https://api.example/book');
+    for (const booking of ['https://api.example/book?x=1', 'https://citas.example/#a']) {
+      assert.throws(() => loadConfig({ ...production, SITE_URL: 'https://api.example', BOOKING_URL: booking }), /BOOKING_URL es la base de los enlaces de reservas: sin \?consulta ni #fragmento/, booking);
+    }
     assert.equal(loadConfig({ ...production, SITE_URL: 'https://api.example', BOOKING_URL: 'https://citas.example/reservas' }).bookingUrl, 'https://citas.example/reservas', 'any path on a host of its own');
   });
 
