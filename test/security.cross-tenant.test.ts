@@ -54,6 +54,14 @@ describe('cross-tenant isolation over every route of the router table', () => {
     assert.deepEqual(await snapshot(app.pool, victim.companyId), before, 'the victim company is unchanged');
   });
 
+  test('list filters and cursors naming another company’s records answer as for ids no company has', async () => {
+    const { checked, breaches } = await walk.queries();
+    assert.equal(describeBreaches(breaches), '');
+    for (const expected of ['/incomes?account_id', '/bookings?booking_link_id', '/products?brand', '/customers?starting_after', '/invoices?sale_id']) {
+      assert.ok(checked.includes(`GET ${expected}`), `${expected} walked: ${checked.join(', ')}`);
+    }
+  });
+
   test('lists never include another company’s records', async () => {
     const { checked, breaches } = await walk.lists();
     assert.equal(describeBreaches(breaches), '');

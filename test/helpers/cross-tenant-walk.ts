@@ -303,6 +303,38 @@ export class CrossTenantWalk {
     return { checked, breaches };
   }
 
+  /**
+   * Every list's id filters (`user_id`, `account_id`, `brand`…) and cursors (`starting_after`,
+   * `ending_before`) given the victim's ids by the attacker: the answer must be the one for an id no
+   * company has (the contract: indistinguishable from absence), an empty list or the same refusal.
+   */
+  async queries(): Promise<{ checked: string[]; breaches: Breach[] }> {
+    const checked: string[] = [];
+    const breaches: Breach[] = [];
+    const unknown = 'f'.repeat(24);
+    const aliases: Record<string, string> = { brand: 'brand_id', category: 'product_category_id' };
+    for (const route of apiRoutes.filter((r) => r.list && !r.path.includes('/:'))) {
+      const shape = (route.query as { shape?: Record<string, unknown> } | undefined)?.shape ?? {};
+      const asks: Array<[string, string]> = [];
+      for (const name of Object.keys(shape)) {
+        const foreign = name.endsWith('_id') || aliases[name] ? this.#victimIdFor(aliases[name] ?? name) : undefined;
+        if (foreign) asks.push([name, foreign]);
+      }
+      const own = this.records.get(route.path)?.id;
+      if (own) for (const cursor of ['starting_after', 'ending_before']) if (cursor in shape) asks.push([cursor, own]);
+      for (const [name, foreign] of asks) {
+        const res = await this.#request(route, this.#attacker, 'GET', `${route.path}?${name}=${foreign}`);
+        const absent = await this.#request(route, this.#attacker, 'GET', `${route.path}?${name}=${unknown}`);
+        checked.push(`GET ${route.path}?${name}`);
+        const listsNone = res.status === 200 && Array.isArray(res.body?.data) && res.body.data.length === 0;
+        if (!(listsNone || res.status === 400 || res.status === 422) || absent.status !== res.status || absent.text.replaceAll(unknown, '<id>') !== res.text.replaceAll(foreign, '<id>')) {
+          breaches.push({ request: `GET ${route.path}?${name}=<another company's>`, status: res.status, text: `${res.text} ≠ ${absent.status} ${absent.text}` });
+        }
+      }
+    }
+    return { checked, breaches };
+  }
+
   /** The victim can still read each of its records (the walk's 404s were not the records missing). */
   async ownerReads(): Promise<Breach[]> {
     const failed: Breach[] = [];
