@@ -276,16 +276,17 @@ export const crossTenant: Drill = {
       const paths = await walk.paths();
       const bodies = await walk.bodies();
       const lists = await walk.lists();
+      const queries = await walk.queries();
       const ownerReads = await walk.ownerReads();
       const changed = JSON.stringify(await snapshot(ctx.pool, victim.companyId)) !== JSON.stringify(before);
-      const breaches = [...paths.breaches, ...bodies.breaches, ...lists.breaches];
+      const breaches = [...paths.breaches, ...bodies.breaches, ...lists.breaches, ...queries.breaches];
       for (const b of [...breaches, ...ownerReads]) ctx.log(`${b.request}: ${b.status} ${b.text.slice(0, 200)}`);
-      const requests = paths.checked.length + bodies.checked.length + lists.checked.length;
+      const requests = paths.checked.length + bodies.checked.length + lists.checked.length + queries.checked.length * 2;
       return {
         name: this.name,
-        did: `${requests} requests on a running server with the attacker's credential: ${paths.checked.length} on the ${walk.paramRoutes.length} routes with a path parameter (${walk.records.size} resources), ${bodies.checked.length} writes naming the victim's records in body fields, ${lists.checked.length} lists`,
+        did: `${requests} requests on a running server with the attacker's credential: ${paths.checked.length} on the ${walk.paramRoutes.length} routes with a path parameter (${walk.records.size} resources), ${bodies.checked.length} writes naming the victim's records in body fields, ${lists.checked.length} lists, ${queries.checked.length} list filters and cursors given the victim's ids (each against an unknown id)`,
         findings: [
-          finding('answers other than 404 not_found (paths), 404 or 422 (ids in bodies), or victim ids in lists', '0', breaches.length, breaches.length === 0),
+          finding('answers other than 404 not_found (paths), 404 or 422 (ids in bodies), victim ids in lists, or filters and cursors answering otherwise than for an unknown id', '0', breaches.length, breaches.length === 0),
           finding('body id fields the walk has no victim record for', '0', bodies.unmapped.length, bodies.unmapped.length === 0),
           finding('victim records changed', 'none', changed ? 'changed' : 'none', !changed),
           finding('victim records the owner can no longer read', '0', ownerReads.length, ownerReads.length === 0),
