@@ -115,7 +115,7 @@ function routes(prefix: string, session?: Permission): RouteDef[] {
       scope: 'update-webhook_endpoints',
       summary: 'Actualiza un endpoint de webhook',
       description:
-        '`active: false` pausa el endpoint (conserva configuración y secreto; `disabled_at` queda null). `active: true` lo reanuda, también tras el apagado automático, y pone `consecutive_failures` en 0 (en un endpoint ya activo no cambia nada); toda entrega que aún se le debía (pendiente, o fallida con intentos por hacer) se programa de nuevo: un reintento en cola a su hora, las demás de inmediato.',
+        '`active: false` pausa el endpoint (conserva configuración y secreto; `disabled_at` queda null). `active: true` lo reanuda, también tras el apagado automático, y pone `consecutive_failures` en 0 (en un endpoint ya activo no cambia nada); toda entrega que aún se le debía (pendiente, o fallida con intentos por hacer) vuelve a tocar de inmediato, también un reintento que esperaba su hora (como en docs/webhooks.md).',
       params: idParam,
       body: endpointUpdate,
       example: { description: 'ERP (producción)', active: true },
