@@ -283,18 +283,19 @@ describe('webhook dispatcher: deliveries claimed ahead follow their endpoint', (
   });
 
   test('giving back locks in id order, as a switch-on does: the two wait for each other, never deadlock', async () => {
-    const { api, ep, dispatcher, answer, leases } = await oneInFlightThreeAhead('/ahead-order');
+    const { ep, dispatcher, answer, leases } = await oneInFlightThreeAhead('/ahead-order');
     const inFlight = String(receiver.at('/ahead-order')[0].headers['x-service-delivery']).replace(/-\d+$/, '');
     const ahead = (await leases()).filter((r) => r.id !== inFlight).map((r) => r.id).sort();
-    assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: false } })).status, 200);
     // A switch-on's first step: the lowest of the held deliveries locked, in a transaction still open.
     const db = await app.pool.connect();
+    let stopping: Promise<void> | undefined;
     try {
       await db.query('BEGIN');
       await db.query(`SET LOCAL lock_timeout = '30s'`);
       await db.query('SELECT id FROM webhook_deliveries WHERE id = $1 FOR NO KEY UPDATE', [ahead[0]]);
-      // The attempt in flight ends; the claim that follows finds the endpoint off and gives the three back.
-      answer();
+      // The worker stopping gives the three back, with the statement a pause's give-back runs. (Pausing the
+      // endpoint through the API raced this lock: the claim loop, 20 ms later, could give them back first.)
+      stopping = dispatcher.stop();
       await waitFor(async () => {
         const { rows } = await app.pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%SET leased_until = NULL, next_attempt_at%'`);
         return rows.length > 0;
@@ -307,7 +308,8 @@ describe('webhook dispatcher: deliveries claimed ahead follow their endpoint', (
     } finally {
       await db.query('ROLLBACK').catch(() => {});
       db.release();
-      await dispatcher.stop();
+      answer();
+      await (stopping ?? dispatcher.stop());
       await app.pool.query('DELETE FROM webhook_endpoints WHERE id = $1', [ep.id]);
     }
   });
