@@ -234,7 +234,7 @@ describe('a database that hangs rather than refuses (a relay in front of it stop
         signal: AbortSignal.timeout(30_000),
       });
       await waitFor(
-        async () => (await direct.query(`SELECT 1 FROM pg_stat_activity WHERE query = 'COMMIT' AND wait_event = 'PgSleep'`)).rowCount === 1,
+        async () => (await direct.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query = 'COMMIT' AND wait_event = 'PgSleep'`)).rowCount === 1,
         10_000,
         'the COMMIT running',
       );

@@ -306,7 +306,7 @@ describe('Idempotency-Key', () => {
       await blocker.query('BEGIN');
       await blocker.query('LOCK TABLE customers IN EXCLUSIVE MODE');
       first = api.post('/customers', body, headers);
-      await waitFor(async () => (await app.pool.query(`SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'customers' AND NOT l.granted`)).rowCount, 10_000, 'the first request waiting on the lock');
+      await waitFor(async () => (await app.pool.query(`SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'customers' AND NOT l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`)).rowCount, 10_000, 'the first request waiting on the lock');
       // Its claim is as old as a takeover asks (rather than waiting for it).
       await app.pool.query(`UPDATE idempotency_keys SET locked_at = now() - make_interval(secs => $2) WHERE company_id = $1 AND key = 'lenta'`, [t.companyId, TAKEOVER_AFTER_SECONDS + 1]);
       const repeat = await api.post('/customers', body, headers);

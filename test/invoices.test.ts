@@ -919,7 +919,11 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     const running = wsctl(app, ['company', 'tax-profile', other.companyId, '--rfc', csd.rfc, '--legal-name', 'EMPRESA TRES', '--tax-regime', '601', '--zip', '06600', '--cer', csd.cerPath, '--key', csd.keyPath, '--key-password', csd.password, '--json']);
     await hold.arrived;
     // The connection holding the company's lock dies (a database restart, a failover).
-    const { rowCount } = await app.pool.query(`SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()`);
+    // Of this test's database only: other test files share the cluster (their transactions hold advisory locks too).
+    const { rowCount } = await app.pool.query(
+      `SELECT pg_terminate_backend(l.pid) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+        WHERE l.locktype = 'advisory' AND l.granted AND l.pid <> pg_backend_pid() AND a.datname = current_database()`,
+    );
     assert.ok(rowCount! >= 1, 'the lock holder was found');
     hold.release();
     const run = await running;

@@ -294,7 +294,7 @@ describe('OAuth 2.1 authorization server', () => {
       const replay = token({ grant_type: 'refresh_token', refresh_token: first.body.refresh_token }).finally(() => { settled = true; });
       // Until the replay either answers or waits on the successor's row lock.
       await waitFor(
-        async () => settled || (await app.pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM oauth_tokens%FOR SHARE%'`)).rowCount,
+        async () => settled || (await app.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FROM oauth_tokens%FOR SHARE%'`)).rowCount,
         10_000,
         'the replay to answer or wait for the successor',
       );

@@ -297,7 +297,7 @@ describe('webhook dispatcher: deliveries claimed ahead follow their endpoint', (
       // endpoint through the API raced this lock: the claim loop, 20 ms later, could give them back first.)
       stopping = dispatcher.stop();
       await waitFor(async () => {
-        const { rows } = await app.pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%SET leased_until = NULL, next_attempt_at%'`);
+        const { rows } = await app.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%SET leased_until = NULL, next_attempt_at%'`);
         return rows.length > 0;
       }, 30_000, 'the give-back waiting for the row this transaction holds');
       // The switch-on's next steps: the other rows, in id order. Had the give-back locked one of them first,
