@@ -50,7 +50,7 @@ describe('OpenAPI: live answers match the documented response schemas', () => {
       user_id: tenant.ownerId, slug: 'asesoria', title: 'Asesoría', duration_minutes: 30, minimum_notice_minutes: 0,
       weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '00:00', end: '24:00' }],
     });
-    const [slot] = (await api.get(`/booking-links/${link.id}/slots`)).body.data.days[0].slots;
+    const [slot] = (await api.get(`/booking-links/${link.id}/slots`)).body.data.days.flatMap((d: any) => d.slots);
     await created('/bookings', { booking_link_id: link.id, starts_at: slot.starts_at, booker: { name: 'Cita', email: 'cita@example.com' } });
     await created('/recurring-transactions', { type: 'expense', account_id: account.id, amount_cents: 1000, category: 'renta', frequency: 'monthly', starts_on: '2027-01-31' });
     await createAutomation(app.pool, tenant.companyId, { name: 'Bienvenida', trigger_type: 'lead.created', trigger_config: {}, steps: [{ type: 'send_email' }] });
