@@ -10,7 +10,7 @@ export function registerAutomationCommands(program: Command): void {
 
   automation
     .command('create')
-    .description('create an automation from a JSON file {name, description?, active?, trigger_type, trigger_config?, steps?}')
+    .description('create an automation from a JSON file {name, description?, active?, trigger_type, trigger_config?, steps?: [{type, ...}]}')
     .requiredOption('--company <id>', 'company id')
     .requiredOption('--file <path>', 'JSON file with the automation')
     .action(

@@ -12,7 +12,7 @@ export function registerUserCommands(program: Command): void {
     .command('set-password')
     .description('set the password a user signs in with (API sessions, OAuth); ends their open sessions')
     .argument('<user-id>', 'user id')
-    .requiredOption('--password <password>', 'the new password (at least 8 characters)')
+    .requiredOption('--password <password>', 'the new password (8 to 200 characters, not only spaces, no control characters)')
     .action(
       action(
         async ({ api, args: [id], opts }) => api.user.setPassword.mutate({ id, password: opts.password }),
