@@ -110,15 +110,22 @@ function gifEnd(bytes: Buffer): number {
   return -1;
 }
 
-/** An animated PNG's frame count (its acTL chunk, before the image data); 1 for a still PNG. */
-function apngFrames(png: Buffer): number {
+/** A PNG's chunks from its signature on (length, type, data, CRC): each type, where its data starts, where it ends. */
+function* pngChunks(png: Buffer): Generator<{ type: string; data: number; end: number }> {
   let at = 8;
   while (at + 12 <= png.length) {
-    const length = png.readUInt32BE(at);
-    const chunk = png.toString('latin1', at + 4, at + 8);
-    if (chunk === 'acTL' && length >= 8 && at + 16 <= png.length) return Math.max(1, png.readUInt32BE(at + 8));
-    if (chunk === 'IDAT' || chunk === 'IEND') return 1;
-    at += 12 + length;
+    const end = at + 12 + png.readUInt32BE(at);
+    yield { type: png.toString('latin1', at + 4, at + 8), data: at + 8, end };
+    at = end;
+  }
+}
+
+/** An animated PNG's frame count (its acTL chunk, before the image data); 1 for a still PNG. */
+function apngFrames(png: Buffer): number {
+  for (const chunk of pngChunks(png)) {
+    // acTL's data: num_frames, num_plays (4 bytes each).
+    if (chunk.type === 'acTL' && chunk.end - 4 - chunk.data >= 8 && chunk.data + 8 <= png.length) return Math.max(1, png.readUInt32BE(chunk.data));
+    if (chunk.type === 'IDAT' || chunk.type === 'IEND') return 1;
   }
   return 1;
 }
@@ -128,15 +135,9 @@ function imageEnd(bytes: Buffer, type: ImageType): number {
   switch (type) {
     case 'image/jpeg':
       return jpegEnd(bytes);
-    // Chunks walked from the signature to IEND (length, type, data, CRC).
+    // Chunks walked from the signature to IEND.
     case 'image/png': {
-      let at = 8;
-      while (at + 12 <= bytes.length) {
-        const length = bytes.readUInt32BE(at);
-        const chunk = bytes.toString('latin1', at + 4, at + 8);
-        at += 12 + length;
-        if (chunk === 'IEND') return at <= bytes.length ? at : -1;
-      }
+      for (const chunk of pngChunks(bytes)) if (chunk.type === 'IEND') return chunk.end <= bytes.length ? chunk.end : -1;
       return -1;
     }
     case 'image/gif':
