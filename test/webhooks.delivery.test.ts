@@ -34,12 +34,17 @@ async function onlyDelivery(api: Api, endpointId: string) {
   return res.body.data[0];
 }
 
-/** The endpoint's only delivery once its first attempt failed and its retry is scheduled. */
-function failedWithRetry(api: Api, endpointId: string) {
+/** The endpoint's only delivery once `holds` is true of it (polled, within `timeoutMs`). */
+function deliveryWhen(api: Api, endpointId: string, holds: (d: any) => unknown, what: string, timeoutMs = 15_000) {
   return waitFor(async () => {
     const d = await onlyDelivery(api, endpointId);
-    return d.status === 'failed' && d.next_attempt_at && d;
-  }, 15_000, 'a failed delivery with its retry scheduled');
+    return holds(d) ? d : false;
+  }, timeoutMs, what);
+}
+
+/** The endpoint's only delivery once its first attempt failed and its retry is scheduled. */
+function failedWithRetry(api: Api, endpointId: string) {
+  return deliveryWhen(api, endpointId, (d) => d.status === 'failed' && d.next_attempt_at, 'a failed delivery with its retry scheduled');
 }
 
 /** When a delivery's next attempt is scheduled, as the dispatcher's claim reads it (null: none; not while claimed). */
@@ -164,18 +169,12 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     assert.equal((await hostile.api.post('/leads', { data: { name: 'x' } })).status, 201);
     assert.equal((await bystander.api.post('/customers', { data: { name: 'y' } })).status, 201);
     // Recorded (the batch write of finished attempts failed on U+0000, for every company, on every retry).
-    const okOne = await waitFor(async () => {
-      const d = await onlyDelivery(hostile.api, nul.id);
-      return d.status === 'succeeded' && d;
-    }, 15_000, 'the NUL answer recorded');
+    const okOne = await deliveryWhen(hostile.api, nul.id, (d) => d.status === 'succeeded', 'the NUL answer recorded');
     assert.equal((await delivery(hostile.api, nul.id, okOne.id)).response_body, 'ok\uFFFDfin');
-    const failedOne = await waitFor(async () => {
-      const d = await onlyDelivery(hostile.api, binary.id);
-      return d.attempts === 1 && d.status !== 'pending' && d;
-    }, 15_000, 'the binary answer recorded');
+    const failedOne = await deliveryWhen(hostile.api, binary.id, (d) => d.attempts === 1 && d.status !== 'pending', 'the binary answer recorded');
     assert.equal(failedOne.response_status, 500);
     assert.ok(!(await delivery(hostile.api, binary.id, failedOne.id)).response_body.includes('\u0000'));
-    await waitFor(async () => (await onlyDelivery(bystander.api, fine.id)).status === 'succeeded', 15_000, 'the other company’s delivery recorded');
+    await deliveryWhen(bystander.api, fine.id, (d) => d.status === 'succeeded', 'the other company’s delivery recorded');
   });
 
   test('enabled_events select by exact name, <prefix>.* and *; other events are not delivered', async () => {
@@ -208,10 +207,7 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     receiver.on('/slow-failure', () => ({ status: 500, delayMs: 3000 }));
     const ep = await endpoint(api, '/slow-failure');
     await api.post('/customers', { data: { name: 'Respuesta lenta' } });
-    const first = await waitFor(async () => {
-      const d = await onlyDelivery(api, ep.id);
-      return d.attempts === 1 && d;
-    }, 15_000, 'attempt 1');
+    const first = await deliveryWhen(api, ep.id, (d) => d.attempts === 1, 'attempt 1');
     const sentAt = receiver.at('/slow-failure')[0].at;
     const delay = (Date.parse(first.next_attempt_at) - sentAt) / 1000;
     assert.ok(Math.abs(delay - RETRY_OFFSETS_SECONDS[0]) < 1.5, `attempt 2 due 60 s after attempt 1 was sent (got ${delay}; its answer took 3 s)`);
@@ -223,10 +219,7 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     const ep = await endpoint(api, '/retry');
     await api.post('/customers', { data: { name: 'Reintento' } });
 
-    let last = await waitFor(async () => {
-      const d = await onlyDelivery(api, ep.id);
-      return d.attempts === 1 && d;
-    }, 10_000, 'attempt 1');
+    let last = await deliveryWhen(api, ep.id, (d) => d.attempts === 1, 'attempt 1', 10_000);
     assert.equal(last.status, 'failed');
     assert.equal(last.response_status, 404, 'a 4xx is a failure too');
     for (let attempt = 1; attempt <= 5; attempt++) {
@@ -360,7 +353,7 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     await app.pool.query(`UPDATE webhook_deliveries SET next_attempt_at = now() - interval '1 second' WHERE endpoint_id = $1`, [ep.id]);
     const sentinel = await endpoint(api, '/shutoff-sentinel', ['lead.created']);
     await api.post('/leads', { data: { name: 'Centinela', email: 'centinela@example.com' } });
-    await waitFor(async () => (await onlyDelivery(api, sentinel.id)).status === 'succeeded', 10_000, 'the sentinel delivered');
+    await deliveryWhen(api, sentinel.id, (d) => d.status === 'succeeded', 'the sentinel delivered', 10_000);
     const claimed = await app.pool.query(`SELECT id FROM webhook_deliveries WHERE endpoint_id = $1 AND leased_until IS NOT NULL`, [ep.id]);
     assert.equal(claimed.rowCount, 0, 'nothing of the disabled endpoint was claimed');
     assert.equal(receiver.at('/shutoff').length, 20, 'no attempt after the shut-off');
@@ -427,10 +420,7 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     receiver.on('/pause-retry', () => ({ status: 200 }));
     const before = Date.now();
     assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: true } })).status, 200);
-    const done = await waitFor(async () => {
-      const d = await onlyDelivery(api, ep.id);
-      return d.status === 'succeeded' && d;
-    }, 15_000, 'the retry made after the resume');
+    const done = await deliveryWhen(api, ep.id, (d) => d.status === 'succeeded', 'the retry made after the resume');
     assert.equal(done.attempts, 2);
     assert.ok(receiver.at('/pause-retry')[1].at >= before, 'made after the resume');
   });
@@ -604,7 +594,7 @@ describe('webhook delivery: fan-out, signatures, retries, shut-off, history', ()
     assert.deepEqual([held.status, held.attempts, held.next_attempt_at, held.error_message], ['pending', 0, null, 'El endpoint está desactivado; la entrega no se intentó']);
     // Switched on, it is sent.
     assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: true } })).status, 200);
-    await waitFor(async () => (await onlyDelivery(api, ep.id)).status === 'succeeded', 10_000, 'sent after the switch-on');
+    await deliveryWhen(api, ep.id, (d) => d.status === 'succeeded', 'sent after the switch-on', 10_000);
     assert.equal(receiver.at('/pause-race').length, 1);
   });
 
