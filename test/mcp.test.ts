@@ -10,6 +10,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { updateCompany } from '../api/admin/companies.ts';
 import { issueKey } from '../api/admin/keys.ts';
 import { KeyCache } from '../api/auth/key-cache.ts';
+import { ActivityLog } from '../api/mcp/activity-log.ts';
 import { cycleOf, McpQuota } from '../api/mcp/quota.ts';
 import { createPool } from '../db/pool.ts';
 import { client, requestRepeatingHeaders, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
@@ -503,6 +504,31 @@ describe('MCP server', () => {
     const report = await json(app, ['mcp', 'activity', '--company', t.companyId]);
     assert.deepEqual(report.recent.map((c: any) => [c.tool, c.ok, c.error_code]), [['delete_everything', false, -32002], ['get_company', true, null]]);
     assert.deepEqual(report.last_24h, { calls: 2, succeeded: 1, success_rate: 0.5 });
+  });
+
+  test('activity: a tool name no column can hold (U+0000, any length) is kept readable, and costs no other company its rows', async () => {
+    const [a, b] = [await seedTenant(app.pool, { plan: 'starter' }), await seedTenant(app.pool, { plan: 'starter' })];
+    // Sent together, so both calls wait in the same batch of the activity log.
+    const [nul, long, ok] = await Promise.all([call('evil\u0000name', {}, a.key), call('x'.repeat(250_000), {}, a.key), call('list_leads', {}, b.key)]);
+    assert.equal(nul.body.error.code, -32002);
+    assert.equal(long.body.error.code, -32002);
+    assert.ok(long.body.error.message.length < 200, 'the unknown name is not echoed whole');
+    assert.ok(ok.body.result);
+    const recent = async (t: Tenant) => (await json(app, ['mcp', 'activity', '--company', t.companyId])).recent.map((c: any) => [c.tool, c.error_code]);
+    assert.deepEqual(await recent(b), [['list_leads', null]]);
+    assert.deepEqual((await recent(a)).sort(), [['evil\uFFFDname', -32002], ['x'.repeat(100), -32002]]);
+  });
+
+  test('activity: a row the database refuses (its company deleted while the row waited) is lost alone, not with the batch', async () => {
+    const [a, b] = [await seedTenant(app.pool), await seedTenant(app.pool)];
+    const log = new ActivityLog(app.pool);
+    const row = (companyId: string) => ({ companyId, credential: 'key:test', tool: 'get_company', ok: true, errorCode: null, durationMs: 1 });
+    log.record(row(a.companyId));
+    log.record(row('co_deleted_meanwhile'));
+    log.record(row(b.companyId));
+    await log.flush();
+    const { rows } = await app.pool.query('SELECT company_id FROM mcp_calls WHERE company_id = ANY($1) ORDER BY id', [[a.companyId, b.companyId, 'co_deleted_meanwhile']]);
+    assert.deepEqual(rows.map((r) => r.company_id), [a.companyId, b.companyId]);
   });
 
   test('Origin: a browser page on a plain-http site cannot drive the server (403 origin_not_allowed); https and loopback origins pass', async () => {

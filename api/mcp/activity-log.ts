@@ -41,15 +41,23 @@ export class ActivityLog {
   }
 
   private async write(batch: CallRecord[]): Promise<void> {
+    try {
+      await this.insert(batch);
+    } catch (error) {
+      // The batch holds every company's calls: one row the database refuses must not take the others with it.
+      if (batch.length === 1) return logError('mcp.activity_write_failed', error, { rows: 1 });
+      for (const call of batch) await this.write([call]);
+    }
+  }
+
+  private async insert(batch: CallRecord[]): Promise<void> {
     const values: unknown[] = [];
     const rows = batch.map((c, i) => {
       values.push(c.companyId, c.credential, c.tool, c.ok, c.errorCode, Math.round(c.durationMs), c.at);
       const n = i * 7;
       return `($${n + 1}, $${n + 2}, $${n + 3}, $${n + 4}, $${n + 5}, $${n + 6}, $${n + 7})`;
     });
-    await this.pool
-      .query(`INSERT INTO mcp_calls (company_id, credential, tool, ok, error_code, duration_ms, created_at) VALUES ${rows.join(', ')}`, values)
-      .catch((error) => logError('mcp.activity_write_failed', error, { rows: batch.length }));
+    await this.pool.query(`INSERT INTO mcp_calls (company_id, credential, tool, ok, error_code, duration_ms, created_at) VALUES ${rows.join(', ')}`, values);
   }
 }
 

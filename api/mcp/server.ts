@@ -7,6 +7,7 @@
 import Router from '@koa/router';
 import { isWellFormedSecret } from '../auth/keys.ts';
 import { logError } from '../../lib/log.ts';
+import { toStorableText } from '../../lib/storable-text.ts';
 import { ApiError } from '../errors.ts';
 import { authorizationOf, bearerChallengeError, bearerToken, originAllowed } from '../middleware/authenticate.ts';
 import { limitUnauthenticated } from '../middleware/rate-limit.ts';
@@ -105,8 +106,11 @@ function isRequest(value: unknown): value is Request {
 async function callTool(ctx: ApiContext, credential: Credential, id: unknown, params: Record<string, unknown>) {
   const started = performance.now();
   const name = String(params.name ?? '');
+  // The activity log keeps what was called as text a column holds, at most 100 characters: the name is the
+  // caller's (an unknown one can hold U+0000 or be any length).
+  const recorded = name ? toStorableText(name.slice(0, 100)) : '(none)';
   const finish = async (code: number | null) =>
-    ctx.deps.mcpActivity.record({ companyId: credential.companyId, credential: credential.label, tool: name || '(none)', ok: code === null, errorCode: code, durationMs: performance.now() - started });
+    ctx.deps.mcpActivity.record({ companyId: credential.companyId, credential: credential.label, tool: recorded, ok: code === null, errorCode: code, durationMs: performance.now() - started });
   // Every tools/call counts, failed ones included (contract).
   const quota = await ctx.deps.mcpQuota.consume(credential.companyId);
   if (!quota.ok) {
@@ -120,7 +124,7 @@ async function callTool(ctx: ApiContext, credential: Credential, id: unknown, pa
   const tool = TOOLS.find((t) => t.name === name);
   if (!tool) {
     await finish(-32002);
-    return rpcError(id, -32002, `Herramienta desconocida: ${name}`);
+    return rpcError(id, -32002, `Herramienta desconocida: ${recorded}`);
   }
   if (!credential.scopes.includes(tool.scope)) {
     await finish(-32001);
