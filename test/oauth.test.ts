@@ -125,6 +125,16 @@ describe('OAuth 2.1 authorization server', () => {
     const other = await fetch(`${app.url}/.well-known/something-else`);
     assert.equal(other.status, 404);
     assert.match(other.headers.get('content-type') ?? '', /json/);
+    // A browser client probing an address that is not here (RFC 8414's path-inserted form) can read that 404:
+    // its preflight passes and the answer carries CORS, as the documents' do.
+    const probe = `${app.url}/.well-known/oauth-authorization-server/api/mcp/v1`;
+    const preflight = await fetch(probe, { method: 'OPTIONS', headers: { origin: 'http://localhost:6274', 'access-control-request-method': 'GET', 'access-control-request-headers': 'mcp-protocol-version' } });
+    assert.equal(preflight.status, 204);
+    assert.equal(preflight.headers.get('access-control-allow-origin'), '*');
+    assert.match(preflight.headers.get('access-control-allow-headers') ?? '', /MCP-Protocol-Version/i);
+    const missing = await fetch(probe, { headers: { origin: 'http://localhost:6274', 'mcp-protocol-version': '2025-11-25' } });
+    assert.equal(missing.status, 404);
+    assert.equal(missing.headers.get('access-control-allow-origin'), '*');
     // A metadata document with another method: 405 and what it allows, not 404 (it exists).
     for (const path of ['/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource/api/mcp/v1/']) {
       const posted = await fetch(`${app.url}${path}`, { method: 'POST' });
@@ -134,6 +144,30 @@ describe('OAuth 2.1 authorization server', () => {
     }
     const head = await fetch(`${app.url}/.well-known/oauth-authorization-server`, { method: 'HEAD' });
     assert.equal(head.status, 200, 'HEAD is answered as GET');
+  });
+
+  test('two sign-in pages open in one browser: the first one still signs in (the second page keeps the browser\'s CSRF token)', async () => {
+    const { body: registered } = await register();
+    const page = () => new URLSearchParams({ response_type: 'code', client_id: registered.client_id, redirect_uri: 'http://127.0.0.1:43210/callback', code_challenge: pkce().challenge, code_challenge_method: 'S256', state: 'one' });
+    const firstParams = page();
+    const first = await fetch(`${app.url}/authorize?${firstParams}`);
+    const firstHtml = await first.text();
+    const cookies = cookieOf(first);
+    // The second tab (or a client that opened the page again) in the same browser, before signing in.
+    const second = await fetch(`${app.url}/authorize?${page()}`, { headers: { cookie: cookies } });
+    assert.equal(second.status, 200);
+    assert.equal(hiddenCsrf(await second.text()), hiddenCsrf(firstHtml));
+    const jar = [cookies, cookieOf(second)].filter(Boolean).join('; ');
+    const signIn = await fetch(`${app.url}/authorize`, {
+      method: 'POST',
+      headers: signInHeaders(jar),
+      body: new URLSearchParams({ ...Object.fromEntries(firstParams), step: 'sign-in', csrf: hiddenCsrf(firstHtml), email, password: PASSWORD }),
+    });
+    assert.equal(signIn.status, 200, await signIn.clone().text());
+    assert.equal(hiddenFields(await signIn.text()).get('step'), 'consent');
+    // A token the server never issued is not kept: a browser sent a made-up cookie gets a new one.
+    const forged = await fetch(`${app.url}/authorize?${page()}`, { headers: { cookie: 'ws_oauth_csrf=short' } });
+    assert.notEqual(hiddenCsrf(await forged.text()), 'short');
   });
 
   test('a client_name with direction controls cannot reverse the page around it: isolated in <bdi>, controls dropped', async () => {

@@ -392,7 +392,10 @@ async function authorize(ctx: ApiContext): Promise<void> {
   }
 
   if (!session) {
-    const csrf = randomBytes(32).toString('base64url');
+    // A second sign-in page in the same browser (another tab, a client that opened the page again) keeps the
+    // browser's token, so the first page's form still signs in; only a browser without one gets a new one.
+    const held = ctx.cookies.get(cookieName(CSRF_COOKIE));
+    const csrf = held && /^[A-Za-z0-9_-]{43}$/.test(held) ? held : randomBytes(32).toString('base64url');
     ctx.cookies.set(cookieName(CSRF_COOKIE), csrf, cookieOptions);
     ctx.body = signInPage(params, csrf, clientName);
     return;
@@ -515,6 +518,13 @@ export function oauthRouter(): ApiRouter {
     ctx.status = 204;
   });
   router.all('/.well-known/*rest', (ctx) => {
+    // A browser client probing addresses that do not exist here (RFC 8414's path-inserted forms) reads a 404,
+    // not a network error: the preflight and the answer carry CORS like the documents do.
+    cors(ctx);
+    if (ctx.method === 'OPTIONS') {
+      ctx.status = 204;
+      return;
+    }
     // A metadata document asked with another method than GET: 405 naming what it allows (RFC 9110), not 404.
     if (METADATA_PATHS.includes(ctx.path.replace(/\/+$/, ''))) {
       ctx.set('Allow', 'GET, HEAD, OPTIONS');
