@@ -252,6 +252,43 @@ describe('OpenAPI and reference page', () => {
     assert.deepEqual(createCustomer['500'].content['application/json'].schema.allOf[1].properties.error.enum, ['internal_error']);
   });
 
+  test('what clients generate types from: every *_cents is an integer, closed sets read back as enums, no code only wsctl answers', async () => {
+    const doc = (await (await fetch(`${app.baseUrl}/openapi.json`)).json()) as any;
+    // Money is integer minor units (contract): a Go or Java client must not get a float for any of it, a sum included.
+    const notInteger: string[] = [];
+    const walk = (node: unknown, path: string): void => {
+      if (!node || typeof node !== 'object') return;
+      for (const [key, value] of Object.entries(node)) {
+        if (key === 'properties' && value && typeof value === 'object') {
+          for (const [name, schema] of Object.entries(value as Record<string, any>)) {
+            // A field removed in an older version is published as `not: {}` (sending it is 422).
+            if (!name.endsWith('_cents') || schema.not) continue;
+            const types = [schema.type, ...(schema.anyOf ?? []).map((s: any) => s.type), schema.additionalProperties?.type].flat().filter(Boolean);
+            if (!types.includes('integer')) notInteger.push(`${path}.${name}: ${JSON.stringify(types)}`);
+          }
+        }
+        walk(value, `${path}.${key}`);
+      }
+    };
+    walk(doc, '');
+    assert.deepEqual(notInteger, []);
+    assert.equal(doc.components.schemas.Account.properties.balance_cents.type, 'integer');
+    assert.equal(doc.components.schemas.Account.properties.balance_cents.maximum, undefined, 'a sum is not capped at 2^53 − 1');
+    // What the server writes from a closed set is published as that set.
+    const invoice = doc.components.schemas.Invoice.properties;
+    assert.ok(invoice.payment_form.enum.includes('03') && invoice.cfdi_use.enum.includes('G03'));
+    assert.deepEqual(invoice.payment_complements.items.properties.status.enum, ['pending', 'valid', 'failed']);
+    assert.ok(doc.components.schemas.Sale.properties.payments.items.properties.payment_form.enum.includes('99'));
+    assert.ok(doc.components.schemas.WebhookEndpoint.properties.enabled_events.items.enum.includes('customer.created'));
+    assert.deepEqual(doc.components.schemas.Company.properties.enabled_modules.items.enum, ['invoicing']);
+    // A rule the schema cannot say is in the description.
+    const line = doc.paths['/sales'].post.requestBody.content['application/json'].schema.properties.data.properties.line_items.items.properties;
+    assert.match(line.quantity.description, /tres decimales/);
+    // `conflict` is answered by the admin API only.
+    assert.equal(doc.components.schemas.Error.properties.error.enum.includes('conflict'), false);
+    assert.ok(doc.components.schemas.Error.properties.error.enum.includes('not_found'));
+  });
+
   test('the reference page renders every operation and loads nothing from elsewhere', async () => {
     const res = await fetch(`${app.baseUrl}/docs`);
     assert.equal(res.status, 200);

@@ -10,11 +10,14 @@ import { COMMON_ERRORS, declaredErrors, type RouteDef } from '../route.ts';
 import { operationId } from './names.ts';
 import type { JsonSchema, SchemaBook } from './schemas.ts';
 
+/** Codes only the admin API (wsctl) answers: no REST route can, so a generated client's error union leaves them out. */
+const ADMIN_ONLY_CODES = new Set(['conflict']);
+
 export const errorSchema: JsonSchema = {
   type: 'object',
   required: ['error', 'message'],
   properties: {
-    error: { type: 'string', enum: Object.keys(ERROR_CODES), description: 'Código estable: ramifica con él, no con message' },
+    error: { type: 'string', enum: Object.keys(ERROR_CODES).filter((code) => !ADMIN_ONLY_CODES.has(code)), description: 'Código estable: ramifica con él, no con message' },
     message: { type: 'string', description: 'Texto legible en español' },
     errors: {
       type: 'object',

@@ -11,7 +11,7 @@ const brandFields = {
   slug: slugSchema.optional().describe('Por defecto se deriva del nombre; único en la empresa'),
   description: optionalText(5000),
   website: optionalHttpUrl,
-  logo_url: imageUrlSchema.describe('Logo por URL de imagen; para subir un archivo usa POST /brands/{id}/logo'),
+  logo_url: imageUrlSchema.describe('Logo por URL de imagen; para subir un archivo usa POST /brands/{id}/logo. No se envía junto con logo (su sinónimo): ambos es 422'),
   // As read, `logo` is the media object: written back, its `url` is what counts (the rest is read-only).
   logo: z
     .union([
@@ -29,7 +29,7 @@ const brandFields = {
     ], { error: 'debe ser una URL http(s), o el objeto logo tal como se leyó' })
     .nullable()
     .optional()
-    .describe('Sinónimo de logo_url en escritura: una URL, o el objeto logo tal como se leyó (cuenta su url)'),
+    .describe('Sinónimo de logo_url en escritura: una URL, o el objeto logo tal como se leyó (cuenta su url). Envía uno de los dos, no ambos (ni con null en uno): ambos es 422'),
   custom_properties: customPropertiesWrite.optional(),
 };
 

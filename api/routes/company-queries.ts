@@ -4,6 +4,7 @@
 // read serializer defined here).
 import type { Queryable } from '../../db/pool.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
+import type { Module } from '../auth/scopes.ts';
 import { ApiError } from '../errors.ts';
 import type { CompanyUpdate, companySchema } from './company-schemas.ts';
 import { setList } from '../../db/tables.ts';
@@ -24,7 +25,7 @@ export type CompanyRow = {
   business_context: string | null;
   business_goals: string[];
   max_team_size: number;
-  enabled_modules: string[];
+  enabled_modules: Module[];
   plan: Plan;
   mcp_quota: number | null;
   response_cache: boolean;

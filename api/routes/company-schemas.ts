@@ -3,6 +3,7 @@
 // timestamps) is refused on PUT like any unknown field: 422 naming it.
 import { z } from 'zod';
 import { optionalHttpUrl, optionalText, text } from '../validation.ts';
+import { OPT_IN_MODULES } from '../auth/scopes.ts';
 
 
 export const companyUpdate = z.strictObject({
@@ -26,7 +27,7 @@ export const companySchema = z.object({
   business_context: z.string().nullable(),
   business_goals: z.array(z.string()),
   team: z.object({ max_team_size: z.number().int(), current_team_size: z.number().int(), seats_available: z.number().int() }),
-  enabled_modules: z.array(z.string()),
+  enabled_modules: z.array(z.enum(OPT_IN_MODULES)),
   timezone: z.string().describe('Zona IANA en la que se leen las fechas de dinero (meses contables, días de los reportes); la cambian los operadores'),
   created_at: z.string(),
   updated_at: z.string(),

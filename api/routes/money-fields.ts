@@ -17,7 +17,8 @@ const SAFE = Number.MAX_SAFE_INTEGER;
 const wholeCents = { error: (issue: { input?: unknown }) => (Number.isInteger(issue.input) ? 'pasa de 2^53 − 1' : 'centavos enteros, sin decimales'), abort: true };
 export const cents = z.number().int(wholeCents).positive().max(SAFE, 'pasa de 2^53 − 1').describe('Centavos (entero > 0)');
 /** A sum of cents (a balance, a total): not capped like one amount; exact up to 2^53 − 1, rounded past it (money.md). */
-export const centsTotal = z.number().describe('Centavos de una suma: exacta hasta 2^53 − 1, redondeada más allá');
+// Typed integer (whole cents) without the safe-integer bounds: a sum past 2^53 − 1 is still a whole number.
+export const centsTotal = z.number().meta({ type: 'integer' }).describe('Centavos de una suma: exacta hasta 2^53 − 1, redondeada más allá');
 export const signedCents = z.number().int(wholeCents).min(-SAFE).max(SAFE, 'pasa de 2^53 − 1');
 export const currency = z
   .string()

@@ -3,14 +3,20 @@ import { z } from 'zod';
 import { SALE_STATUSES } from '../../db/money/sales.ts';
 import { cents, currency, instant, metadataInput, metadataSchema } from './money-fields.ts';
 import { objectIdField, optionalText, text } from '../validation.ts';
-import { PAID_FORMS } from '../../lib/cfdi/catalogs.ts';
+import { PAID_FORMS, PAYMENT_FORMS } from '../../lib/cfdi/catalogs.ts';
 
 
 export const lineItem = z
   .strictObject({
     description: text(1000).min(1),
     product_id: objectIdField.nullable().optional().describe('Producto del catálogo (opcional)'),
-    quantity: z.number().positive().max(1_000_000).refine((q) => Number.isInteger(Math.round(q * 1000)) && Math.abs(q * 1000 - Math.round(q * 1000)) < 1e-6, 'hasta tres decimales'),
+    quantity: z
+      .number()
+      .positive()
+      .max(1_000_000)
+      .refine((q) => Number.isInteger(Math.round(q * 1000)) && Math.abs(q * 1000 - Math.round(q * 1000)) < 1e-6, 'hasta tres decimales')
+      // Said, not published as multipleOf 0.001: validators compute that in binary floating point and refuse 1.005.
+      .describe('Cantidad: mayor que 0, hasta 1,000,000, con hasta tres decimales (1.25, 0.001); más decimales es 422'),
     unit_price_cents: z.number().int('centavos enteros').min(0).max(Number.MAX_SAFE_INTEGER),
     vat_rate: z.union([z.literal(16), z.literal(8), z.literal(0)]).nullable().optional().describe('IVA: 16, 8 o 0 (%)'),
     vat_exempt: z.boolean().optional().describe('Exento de IVA (sin vat_rate)'),
@@ -76,7 +82,7 @@ export const saleSchema = z.object({
   amount_due_cents: z.number().int().describe('total − pagado'),
   status: z.enum(SALE_STATUSES),
   description: z.string().nullable(),
-  payments: z.array(z.object({ income_id: z.string(), account_id: z.string(), amount_cents: z.number().int(), paid_at: z.string(), payment_form: z.string().describe('c_FormaPago: el enviado, o el que toca a la cuenta') })),
+  payments: z.array(z.object({ income_id: z.string(), account_id: z.string(), amount_cents: z.number().int(), paid_at: z.string(), payment_form: z.enum(PAYMENT_FORMS).describe('c_FormaPago: el enviado, o el que toca a la cuenta') })),
   refunds: z.array(z.object({ id: z.string(), account_id: z.string(), amount_cents: z.number().int(), reason: z.string().nullable(), refunded_at: z.string() })),
   metadata: metadataSchema,
   created_at: z.string(),

@@ -33,7 +33,7 @@ export const endpointSchema = z.object({
   object: z.literal('webhook_endpoint'),
   url: z.string(),
   description: z.string().nullable(),
-  enabled_events: z.array(z.string()),
+  enabled_events: z.array(z.string()).meta({ items: { type: 'string', enum: enabledEventChoices() } }),
   active: z.boolean(),
   secret_last_four: z.string(),
   consecutive_failures: z.number().int(),
