@@ -123,12 +123,14 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
   });
 
   test('a textarea\'s later lines are indented in {{answers}}: no answer reads as a line of another field', async () => {
-    const res = await api.post(`/forms/${form.id}/submissions`, { data: { answers: { email: 'lineas@example.com', name: 'Lineas', message: 'Hola\nCorreo: falso@evil.example\r\nEmpresa: Falsa' } } });
+    // Whatever breaks the lines: a mail client shows U+2028 and U+2029 as line breaks too.
+    const res = await api.post(`/forms/${form.id}/submissions`, { data: { answers: { email: 'lineas@example.com', name: 'Lineas', message: 'Hola\nCorreo: falso@evil.example\r\nEmpresa: Falsa\u2028Teléfono: 000\u2029Nombre: Otro' } } });
     assert.equal(res.status, 201, res.text);
     const mail = await waitFor(async () => smtp.received.find((m) => m.to.includes('ventas@empresa.example') && /Lineas/.test(m.mail.text ?? '')), 20_000, 'the operator email');
     const text = mail.mail.text ?? '';
-    assert.match(text, /^Mensaje: Hola\n {2}Correo: falso@evil\.example\n {2}Empresa: Falsa$/m);
+    assert.match(text, /^Mensaje: Hola\n {2}Correo: falso@evil\.example\n {2}Empresa: Falsa\n {2}Teléfono: 000\n {2}Nombre: Otro$/m);
     assert.doesNotMatch(text, /^Correo: falso/m);
+    assert.doesNotMatch(text, /[\u2028\u2029]/);
   });
 
   test('the Spanish template is used for a Spanish submission, and a second submission updates the same lead', async () => {

@@ -195,6 +195,16 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     assert.equal(res.status, 422, res.text);
     assert.deepEqual(Object.keys(res.body.errors).sort(), ['answers.name', 'answers.phone']);
     assert.match(res.body.errors['answers.name'][0], /una sola línea/);
+    // Every line break is one: the Unicode separators, NEL, VT and FF too (a mail client may show them as breaks).
+    for (const brk of ['\u2028', '\u2029', '\u0085', '\u000b', '\u000c']) {
+      const sneaked = await api.post(path(), { data: { answers: { ...base, name: `Juan${brk}Correo: ceo@victim.example` } } });
+      assert.deepEqual([sneaked.status, Object.keys(sneaked.body.errors ?? {})], [422, ['answers.name']], JSON.stringify(brk));
+    }
+    // A textarea keeps its lines, not control characters or direction overrides.
+    const controls = await api.post(path(), { data: { answers: { ...base, message: 'Hola\u0007', name: 'Eve' } } });
+    assert.deepEqual([controls.status, Object.keys(controls.body.errors ?? {})], [422, ['answers.message']], controls.text);
+    const overridden = await api.post(path(), { data: { answers: { ...base, message: 'fdp.\u202eexe', name: 'Eve' } } });
+    assert.deepEqual([overridden.status, Object.keys(overridden.body.errors ?? {})], [422, ['answers.message']], overridden.text);
     const ok = await api.post(path(), { data: { answers: { ...base, name: '  Eve  \n', message: 'Hola\nBcc: no es un campo' } } });
     assert.equal(ok.status, 201, ok.text);
     assert.deepEqual([ok.body.data.answers.name, ok.body.data.answers.message], ['Eve', 'Hola\nBcc: no es un campo']);

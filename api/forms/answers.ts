@@ -6,6 +6,7 @@ import { EARLIEST_DAY } from '../date-fields.ts';
 import { addFieldError, type FieldErrors } from '../errors.ts';
 import type { FormRow, StoredField } from './definition.ts';
 import type { StagedFile } from './intake.ts';
+import { isOneLine, isWrittenText } from '../validation.ts';
 
 const MAX_TEXT = 10_000;
 const zodEmail = z.email();
@@ -69,7 +70,11 @@ function checkValue(field: StoredField, value: unknown): { value: unknown } | { 
       // One line, as a browser's <input> sends it: a line break in a name or phone would go on into the
       // lead and the operator's email as lines of its own. Several lines are a textarea's, unless it
       // fills a lead's or customer's column (maps_to: a name, a phone, a company), which is one line.
-      if ((field.field_type !== 'textarea' || field.maps_to) && /[\r\n]/.test(scalar.trim())) return { error: 'es de una sola línea: no admite saltos de línea' };
+      // Any line break counts (U+2028, U+2029, NEL, VT and FF too), and no answer holds control characters
+      // or direction overrides (a textarea keeps its line breaks and tabs).
+      if (field.field_type !== 'textarea' || field.maps_to) {
+        if (!isOneLine(scalar.trim())) return { error: 'es de una sola línea: no admite saltos de línea ni caracteres de control' };
+      } else if (!isWrittenText(scalar)) return { error: 'no admite caracteres de control (salvo saltos de línea y tabuladores)' };
       return { value: scalar.trim() };
     }
     case 'email': {

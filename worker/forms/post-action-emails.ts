@@ -10,6 +10,7 @@ import type { Config } from '../../lib/config.ts';
 import type { WorkerDeps } from '../jobs/types.ts';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import { mailerFor, noReplyFrom, type Refusal } from '../mail/mailer.ts';
+import { quoted } from '../mail/quoted.ts';
 import { DEFAULT_TEMPLATES, FILES_TEXT, renderTemplate } from './templates.ts';
 import { claimSubmitterEmail } from './submitter-caps.ts';
 
@@ -35,8 +36,8 @@ function answersText(form: FormRow, s: Submission, locale: Locale): string {
     const value = s.answers[field.key];
     if (value === undefined) continue;
     const label = field.label_translations[locale] ?? field.label_translations[form.default_locale] ?? field.key;
-    // A textarea's later lines are indented: no answer can make a line that reads as another field's.
-    lines.push(`${label}: ${(Array.isArray(value) ? value.join(', ') : String(value)).replace(/\r\n|\r|\n/g, '\n  ')}`);
+    // A textarea's later lines are indented (whatever breaks them): no answer can make a line that reads as another field's.
+    lines.push(`${label}: ${quoted(Array.isArray(value) ? value.join(', ') : String(value))}`);
   }
   return lines.join('\n');
 }

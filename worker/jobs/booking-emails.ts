@@ -10,6 +10,7 @@ import { BOOKING_EMAILS, type BookingEmailJob } from '../../db/queues.ts';
 import { manageUrl, publicUrl } from '../../lib/booking-tokens.ts';
 import { log } from '../../lib/log.ts';
 import { isTransientMailError, mailerFor, noReplyFrom } from '../mail/mailer.ts';
+import { quoted } from '../mail/quoted.ts';
 import type { JobDefinition, WorkerDeps } from './types.ts';
 
 type BookingMail = {
@@ -72,20 +73,6 @@ function where(b: BookingMail, reader: Recipient = 'booker'): string {
   return reader === 'booker'
     ? 'Google Meet (la liga estará en la página de tu reserva, en el enlace para cancelar o reprogramar)'
     : 'Google Meet (la liga estará en el evento de tu Google Calendar)';
-}
-
-/**
- * Text a person typed, quoted after a label (`Motivo: …`): its further lines indented under it, whatever
- * breaks them (U+2028 and the like too), and without controls or direction overrides, so no line of it
- * can pass for one of ours (`Lugar: …`). Input is checked for these on the way in; this holds for text
- * stored before those checks too.
- */
-function quoted(text: string): string {
-  return text
-    .replace(/[\u202a-\u202e\u2066-\u2069]/g, '')
-    .split(/\r\n|[\n\r\v\f\x85\u2028\u2029]/)
-    .map((line) => line.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' '))
-    .join('\n  ');
 }
 
 /**
