@@ -224,6 +224,28 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     assert.equal(oneLine.status, 201, oneLine.text);
   });
 
+  test('the JSON form follows the JSON routes\' media types: a body with no Content-Type, or in another charset, is 415 and nothing is stored', async () => {
+    const body = JSON.stringify({ data: { answers: { ...base, email: 'sin-tipo@example.com' } } });
+    const submissions = async () => (await app.pool.query(`SELECT count(*)::int AS n FROM form_submissions WHERE form_id = $1 AND answers->>'email' = 'sin-tipo@example.com'`, [form.id])).rows[0].n;
+    const sent = [
+      // No type at all: a Blob body has none (some clients send none; the parser would skip the bytes).
+      await fetch(`${app.baseUrl}${path()}`, { method: 'POST', headers: { authorization: `Bearer ${tenant.key}` }, body: new Blob([body]) }),
+      // No type, chunked.
+      await fetch(`${app.baseUrl}${path()}`, { method: 'POST', headers: { authorization: `Bearer ${tenant.key}` }, body: new Blob([body]).stream(), duplex: 'half' } as RequestInit),
+      await fetch(`${app.baseUrl}${path()}`, { method: 'POST', headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json; charset=iso-8859-1' }, body }),
+      await fetch(`${app.baseUrl}${path()}`, { method: 'POST', headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'text/plain' }, body }),
+    ];
+    for (const res of sent) {
+      assert.equal(res.status, 415);
+      const answer = (await res.json()) as { error: string; message: string };
+      assert.equal(answer.error, 'unsupported_media_type');
+    }
+    assert.equal(await submissions(), 0);
+    const typed = await fetch(`${app.baseUrl}${path()}`, { method: 'POST', headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' }, body });
+    assert.equal(typed.status, 201);
+    assert.equal(await submissions(), 1);
+  });
+
   test('required fields, email, number, date and options are validated: 422 validation_failed per field', async () => {
     const before = await blobCount();
     const res = await api.post(path(), {

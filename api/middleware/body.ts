@@ -91,17 +91,28 @@ export async function idempotentBodyCap(ctx: ApiContext, next: Next) {
  * chunked one with no type, which some clients send for an empty body.
  */
 export async function jsonContentType(ctx: ApiContext, next: Next) {
+  const problem = await notJson(ctx, 'envía el cuerpo como application/json');
+  if (problem) throw problem;
+  await next();
+}
+
+/**
+ * Why a request's body cannot be read as JSON (415), or null: a body in another media type, or bytes with no
+ * type at all (the parser would skip them and the route answer as if nothing was sent); JSON declared in
+ * another charset than UTF-8. `use` says what to send instead.
+ */
+async function notJson(ctx: ApiContext, use: string): Promise<ApiError | null> {
   const typed = !!ctx.get('Content-Type');
-  const refuse = () => new ApiError('unsupported_media_type', 'Tipo de contenido no soportado; envía el cuerpo como application/json.');
-  if ((ctx.request.length || (typed && ctx.get('Transfer-Encoding'))) && !ctx.is(JSON_TYPES)) throw refuse();
+  const refuse = () => new ApiError('unsupported_media_type', `Tipo de contenido no soportado; ${use}.`);
+  if ((ctx.request.length || (typed && ctx.get('Transfer-Encoding'))) && !ctx.is(JSON_TYPES)) return refuse();
   // JSON is UTF-8 (RFC 8259 §8.1): a body declared in another charset would be read as UTF-8 and its text altered.
   const charset = typed ? ctx.request.charset : '';
   if (charset && !/^(utf-?8|us-ascii)$/i.test(charset)) {
-    throw new ApiError('unsupported_media_type', `El cuerpo JSON va en UTF-8; se declaró charset=${charset.slice(0, 40)}.`);
+    return new ApiError('unsupported_media_type', `El cuerpo JSON va en UTF-8; se declaró charset=${charset.slice(0, 40)}.`);
   }
   // Chunked with no type: passed only if it turns out empty; one with bytes in it would be skipped by the parser.
-  if (!typed && ctx.get('Transfer-Encoding') && !(await bodyIsEmpty(ctx.req))) throw refuse();
-  await next();
+  if (!typed && ctx.get('Transfer-Encoding') && !(await bodyIsEmpty(ctx.req))) return refuse();
+  return null;
 }
 
 /** Whether a request's body ends before its first byte (reads at most its first chunk; the rest is discarded with the answer). */
@@ -315,9 +326,9 @@ export function uploadBody(limits: UploadRoute['upload']): ApiMiddleware {
           : `Un cuerpo JSON no puede pasar de ${mib(max)} MB; envía archivos grandes como multipart/form-data (hasta ${mib(limits.maxBytes)} MB).`,
       );
     }
-    if (!multipart && !(ctx.is(JSON_TYPES) || !ctx.get('Content-Type'))) {
-      throw new ApiError('unsupported_media_type', 'Tipo de contenido no soportado; usa application/json o multipart/form-data.');
-    }
+    // The JSON form follows the JSON routes' rules (a body with no type is 415 there too, not read as none).
+    const problem = multipart ? null : await notJson(ctx, 'usa application/json o multipart/form-data');
+    if (problem) throw problem;
     const keyedChunked = ctx.headers['idempotency-key'] !== undefined && ctx.get('Content-Length') === '';
     const read = () => (multipart ? next() : keyedChunked ? readKeyedJson(ctx, next) : json(ctx, next));
     if (Number.isFinite(length) && ctx.get('Content-Length') !== '' && length <= SMALL_UPLOAD_BODY) return read();
