@@ -472,6 +472,7 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
       ['media', 'a.php%00.jpg', jpg],
       ['media', 'a.php\u0000.jpg', jpg],
       ['cv', 'factura\u202Efdp.exe', files.pdf()],
+      ['cv', 'evil%E2%80%AEfdp.pdf', files.pdf()],
       ['cv', 'resume\u202Excod.pdf', files.pdf()],
       ['cv', 'sin-extension', files.pdf()],
       ['cv', 'page.html.pdf', files.pdf()],
@@ -498,6 +499,9 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
       ['invoice.\uFEFFexe.pdf', 'exe'],
       ['invoice.\uFF45\uFF58\uFF45.pdf', 'exe'],
       ['invoice.EXE\u2060.pdf', 'exe'],
+      // Percent-encoded look-alikes are decoded, then normalized, then checked (and the other way round).
+      ['x.%EF%BD%85%EF%BD%98%EF%BD%85.pdf', 'exe'],
+      ['x.\uFF0565xe.pdf', 'exe'],
       // What a segment holds before `;` (IIS ran `a.php;.jpg` as PHP) or `:` (an NTFS stream of `a.asp`).
       ['a.php;.pdf', 'php'],
       ['a.asp:.pdf', 'asp'],

@@ -166,8 +166,16 @@ export type NameCheck =
  * control and format characters removed.
  */
 export function checkFileName(raw: string, allowed: ReadonlySet<string>): NameCheck {
-  if (BIDI_CONTROLS.test(raw)) return { ok: false, reason: 'el nombre contiene caracteres de control de dirección de texto' };
-  const decoded = percentDecoded(raw.normalize('NFKC'));
+  // Decoded and normalised until neither changes it (`%EF%BD%85` decodes to a fullwidth `ｅ`, NFKC's `e`;
+  // a fullwidth `％65` normalises to `%65`), and only then checked: what is refused sent as is is refused
+  // percent-encoded too.
+  let decoded = raw;
+  for (let round = 0; round < 4; round++) {
+    const next = percentDecoded(decoded).normalize('NFKC');
+    if (next === decoded) break;
+    decoded = next;
+  }
+  if (BIDI_CONTROLS.test(decoded)) return { ok: false, reason: 'el nombre contiene caracteres de control de dirección de texto' };
   // Invisible format characters (zero-width space and joiner, soft hyphen…)
   // go before the extension check: `invoice.e<U+200B>xe.pdf` is `invoice.exe.pdf`.
   const base = (decoded.split(/[\\/]/).pop() ?? '').replace(/\p{Cf}/gu, '');
