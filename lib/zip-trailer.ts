@@ -2,8 +2,13 @@
 // to an image or a PDF makes the file both (a polyglot): the forms' file checks (api/forms/file-rules.ts)
 // and the catalog's image checks (storage/images.ts) refuse it.
 
-/** How much of a file's end can hold a zip's end-of-central-directory record (22 bytes and a comment of up to 65,535). */
-export const ZIP_TRAILER_WINDOW = 22 + 0xffff;
+/**
+ * How much of a file's end is searched for a zip's end-of-central-directory record. A record with its
+ * longest comment takes 22 + 65,535 bytes, but readers search further back with bytes after the record:
+ * Info-ZIP's unzip 6 searches the last 66,000 bytes in whole 8 KB reads, so up to 74,194 bytes from the
+ * end (a zip followed by 73,900 bytes of padding still opens). 80 KB covers that with room.
+ */
+export const ZIP_TRAILER_WINDOW = 80 * 1024;
 
 const END_OF_DIRECTORY = 0x06054b50;
 const ZIP64_END_OF_DIRECTORY = 0x06064b50;

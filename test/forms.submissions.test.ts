@@ -560,7 +560,10 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
       ['cv', 'informe.pdf', Buffer.concat([files.pdf(), files.plainZip()])],
       // A zip with bytes after it (readers find it all the same: "extra bytes … attempting to process anyway").
       ['cv', 'oculto.pdf', Buffer.concat([files.pdf(), files.plainZip(), Buffer.from('\n%%EOF\n')])],
-      // A zip64 (its end record says "see zip64"), one whose directory is longer than the 64 KB searched,
+      // Past a record's longest comment (65,557 bytes): unzip 6 searches 66,000 bytes in 8 KB reads, so up to 74,194.
+      ['media', 'relleno.png', Buffer.concat([await files.png(), files.plainZip(), Buffer.alloc(70_000)])],
+      ['media', 'relleno.png', Buffer.concat([await files.png(), files.plainZip(), Buffer.alloc(73_900, 'A')])],
+      // A zip64 (its end record says "see zip64"), one whose directory is longer than the 80 KB searched,
       // and one after a sound .doc: each opens in unzip and Python's zipfile.
       ['cv', 'grande.pdf', Buffer.concat([files.pdf(), files.zip64(files.plainZip())])],
       ['media', 'muchos.png', Buffer.concat([await files.png(), files.manyEntriesZip(3000), Buffer.from('cola')])],
@@ -597,7 +600,7 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
       const res = await api.post(path(), { data: { answers: { ...base, cv: files.fileJson(name, bytes) } } });
       assert.equal(res.status, 201, `${name} ${bytes.subarray(0, 8).toString('hex')}: ${res.text}`);
     }
-    // The same polyglot sent as multipart, past the 64 KB the window keeps: its end is what counts.
+    // The same polyglot sent as multipart, past the 80 KB the window keeps: its end is what counts.
     const big = Buffer.concat([files.pdf(200_000), files.plainZip()]);
     const multi = await multipart([['answers[email]', 'poly@example.com'], ['answers[name]', 'P'], ['files[cv]', { name: 'grande.pdf', bytes: big }]]);
     assert.equal(multi.status, 422, JSON.stringify(multi.body));
