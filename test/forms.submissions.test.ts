@@ -572,6 +572,11 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
       ['cv', 'pagina.txt', Buffer.from('<!DOCTYPE html><html><script>alert(document.cookie)</script></html>')],
       ['cv', 'dibujo.txt', Buffer.from('\uFEFF  <?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>')],
       ['cv', 'tabla.csv', Buffer.from('<!-- hoja -->\n<script>alert(1)</script>')],
+      // Any start a browser sniffs as HTML (WHATWG MIME Sniffing §7.1), not only a document's.
+      ['cv', 'marco.txt', Buffer.from('<iframe src=x></iframe>')],
+      ['cv', 'parrafo.csv', Buffer.from('<p><img src=x onerror=alert(1)>')],
+      ['cv', 'liga.txt', Buffer.from('  <A href="javascript:alert(1)">x</a>')],
+      ['cv', 'comentario.txt', Buffer.from('<!-- sin cerrar <script>alert(1)</script>')],
       // Not UTF-8, so read as Windows-1252: a byte it leaves undefined (0x81) is binary; a control byte too.
       ['cv', 'datos.csv', Buffer.from([0x4a, 0x6f, 0x73, 0xe9, 0x2c, 0x81, 0x0a])],
       ['cv', 'datos.csv', Buffer.from([0x4a, 0x6f, 0x73, 0xe9, 0x2c, 0x01, 0x0a])],
@@ -586,7 +591,7 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
       assert.ok(res.body.errors[`answers.${field}`], name);
     }
     // Text that merely holds angle brackets is text.
-    const text = await api.post(path(), { data: { answers: { ...base, cv: files.fileJson('notas.txt', Buffer.from('<b>nota</b>: a < b, y <html> se escribe así')) } } });
+    const text = await api.post(path(), { data: { answers: { ...base, cv: files.fileJson('notas.txt', Buffer.from('nota: <b>a</b> < b, y <html> se escribe así')) } } });
     assert.equal(text.status, 201, text.text);
     // Text in the encodings text files come in: Excel's CSV on a Spanish Windows (Windows-1252: é is E9),
     // Notepad's "Unicode" (UTF-16 with its byte-order mark), little- and big-endian.

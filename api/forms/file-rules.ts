@@ -311,8 +311,10 @@ async function streamDecodes(stream: Readable, encoding: 'utf-8' | 'windows-1252
 /**
  * A page or a drawing named .txt or .csv (HTML and SVG are refused whatever their name, as executables
  * are): what it starts with, after a byte-order mark and blank space, as a browser sniffing it would read it.
+ * The tags are those of the WHATWG MIME Sniffing Standard's HTML patterns (§7.1: `<iframe `, `<p>`, `<a `…),
+ * each followed by a space or `>`, after any comments; an XML prolog followed by `<svg`.
  */
-const MARKUP = /^\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*(?:<!doctype\s+html|<html[\s>]|<head[\s>]|<body[\s>]|<script[\s>]|<svg[\s>]|<\?xml[^>]*>\s*(?:<!--[\s\S]*?-->\s*)*<svg[\s>])/i;
+const MARKUP = /^\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*(?:<!doctype\s+html|<(?:html|head|script|iframe|h1|div|font|table|a|style|title|b|body|br|p|svg)[\s>]|<!--|<\?xml[^>]*>\s*(?:<!--[\s\S]*?-->\s*)*<svg[\s>])/i;
 
 /**
  * Checks the real content against the name's extension. `open` gives a fresh
