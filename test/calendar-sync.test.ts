@@ -18,7 +18,7 @@ import { startWorker, type Worker } from '../worker/worker.ts';
 import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
 import { wsctl as runCli } from './helpers/cli.ts';
 import { startGoogleStandIn, type GoogleStandIn } from './helpers/google-stand-in.ts';
-import { waitFor } from './helpers/wait.ts';
+import { waitFor, waitForLockWaits } from './helpers/wait.ts';
 
 describe('Google Calendar client against the stand-in', () => {
   let google: GoogleStandIn;
@@ -193,6 +193,29 @@ describe('calendar sync end to end', () => {
     await waitFor(() => google.events.get(e.id)!.summary === 'Junta movida', 20_000, 'the patch in Google');
     assert.equal((await api.delete(`/calendar/events/${e.id}`)).status, 204);
     await waitFor(() => google.events.get(e.id)!.status === 'cancelled', 20_000, 'the delete in Google');
+  });
+
+  test('two worker processes pushing one event at once: Google ends with the event as it is now, not the older push landing last', async () => {
+    // The owner's first pull over (its full list pushes our events again, which would mend the race by chance).
+    await waitFor(async () => (await openPulls(tenant.ownerId)) === 0, 20_000, 'the first pull');
+    const e = await newEvent({ title: 'Versión 0' });
+    await waitFor(async () => (await eventRow(e.id))?.google_event_id, 20_000, 'the first push');
+    const jobs = async () =>
+      (await app.pool.query<{ state: string }>(`SELECT state FROM pgboss.job WHERE name = $1 AND data->>'event_id' = $2 AND data->>'action' = 'upsert'`, [CALENDAR_PUSH.name, e.id])).rows.map((r) => r.state);
+    const second = await startWorker(app.config, app.pool, app.databaseUrl);
+    try {
+      const held = google.hold('PATCH', new RegExp(`/events/${e.id}$`));
+      assert.equal((await api.patch(`/calendar/events/${e.id}`, { data: { title: 'Versión A' } })).status, 200);
+      await held.arrived; // one worker read version A and is sending it
+      assert.equal((await api.patch(`/calendar/events/${e.id}`, { data: { title: 'Versión B' } })).status, 200);
+      // The other worker takes B's push (the first is busy with A's) before A's answer comes.
+      await waitFor(async () => !(await jobs()).includes('created'), 20_000, 'both pushes taken');
+      held.release();
+      await waitFor(async () => (await jobs()).every((state) => state === 'completed'), 20_000, 'both pushes done');
+      assert.equal(google.events.get(e.id)!.summary, 'Versión B');
+    } finally {
+      await second.stop();
+    }
   });
 
   test('create_meet: the conference is pending, then the Meet link lands on the event', async () => {
@@ -678,6 +701,29 @@ describe('calendar sync end to end', () => {
       assert.deepEqual(rows, []);
     } finally {
       for (const id of ['impossible', 'badtime', 'afterbad']) google.deleteExternal(id);
+    }
+  });
+
+  test('two worker processes: a member\'s second pull waits for the first to end instead of listing beside it', async () => {
+    const member = await seedTenant(app.pool);
+    google.createExternal({ id: 'una-vez', summary: 'Una vez', start: { dateTime: '2030-12-11T10:00:00Z' }, end: { dateTime: '2030-12-11T11:00:00Z' } });
+    const second = await startWorker(app.config, app.pool, app.databaseUrl);
+    try {
+      const list = google.hold('GET', /\/events$/, 'rt-two-pulls');
+      await connect(member.ownerId, 'rt-two-pulls');
+      await list.arrived; // the first pull (a full list) is reading
+      await pull(member.ownerId);
+      // The other worker takes the second pull, which waits for the member's lock.
+      await waitForLockWaits(app.pool, { query: '%pg_advisory_lock%', what: 'the second pull waiting for the first', timeoutMs: 20_000 });
+      list.release();
+      await waitFor(async () => (await openPulls(member.ownerId)) === 0, 20_000, 'both pulls to end');
+      const { rows } = await app.pool.query(`SELECT google_event_id FROM calendar_events WHERE user_id = $1 AND source = 'google'`, [member.ownerId]);
+      const ids = rows.map((r) => r.google_event_id);
+      assert.ok(ids.includes('una-vez'), JSON.stringify(ids));
+      assert.equal(new Set(ids).size, ids.length, 'each Google event imported once');
+    } finally {
+      await second.stop();
+      google.deleteExternal('una-vez');
     }
   });
 

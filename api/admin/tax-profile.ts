@@ -14,7 +14,7 @@
 // nothing is saved here but the organization's id.
 import { Certificate, Credential } from '@nodecfdi/credentials/node';
 import { Rfc } from '@nodecfdi/rfc';
-import type { Client as PoolClient, Pool } from '../../db/pool.ts';
+import { withSessionLock, type Client as PoolClient, type Pool } from '../../db/pool.ts';
 import { FacturapiAccount, ProviderRejected, ProviderUnavailable, type OrganizationSetup } from '../../lib/cfdi/facturapi.ts';
 import { regimeMismatch, TAX_REGIMES, ZIP } from '../../lib/cfdi/catalogs.ts';
 import type { Config } from '../../lib/config.ts';
@@ -85,7 +85,7 @@ export async function setTaxProfile(pool: Pool, config: Config, input: TaxProfil
   const setup: OrganizationSetup = { legalName: input.legalName.trim(), taxRegime: input.taxRegime, zip: input.zip, cer: Buffer.from(cer, 'binary'), key: Buffer.from(key, 'binary'), keyPassword: input.keyPassword };
   // One save of a company's profile at a time (a session advisory lock), from Facturapi's steps to the
   // row: two at once would make two organizations, or leave here one CSD and at Facturapi another.
-  const row = await withCompanyLock(pool, input.companyId, async (client) => {
+  const row = await withSessionLock(pool, 'company-tax-profile', input.companyId, async (client) => {
     if (config.facturapi) await setUpFacturapiOrganization(client, config, input.companyId, setup);
     const { rows } = await client.query<ProfileRow>(
       `INSERT INTO company_tax_profiles (company_id, rfc, legal_name, tax_regime, zip, certificate_base64, certificate_number, valid_from, valid_to, key_enc, password_enc)
@@ -113,33 +113,6 @@ export async function setTaxProfile(pool: Pool, config: Config, input: TaxProfil
   return serializeTaxProfile(row);
 }
 
-/**
- * Runs `fn` on one connection holding the company's tax-profile lock. The connection sits idle while
- * Facturapi answers (up to a minute a call): an error on it meanwhile (the database restarted) is
- * caught here rather than crash the process, and ends the lock with the session; the unlock's own
- * failure then never hides `fn`'s error.
- */
-async function withCompanyLock<T>(pool: Pool, companyId: string, fn: (client: PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  const onError = (error: Error) => {
-    broken = error;
-  };
-  client.on('error', onError);
-  try {
-    await client.query(`SELECT pg_advisory_lock(hashtext('company-tax-profile'), hashtext($1))`, [companyId]);
-    try {
-      return await fn(client);
-    } finally {
-      await client.query(`SELECT pg_advisory_unlock(hashtext('company-tax-profile'), hashtext($1))`, [companyId]).catch((error: Error) => {
-        broken ??= error;
-      });
-    }
-  } finally {
-    client.off('error', onError);
-    client.release(broken);
-  }
-}
 
 
 /**

@@ -15,7 +15,7 @@ import { objectId } from '../../lib/objectid.ts';
 import { isTimeZone, startOfLocalDate } from '../../lib/local-dates.ts';
 import { endConnectionOfLeaver } from '../../db/calendar-sync.ts';
 import { DEFAULT_COMPANY_ZONE } from '../../db/companies.ts';
-import { transaction } from '../../db/pool.ts';
+import { transaction, withSessionLock } from '../../db/pool.ts';
 import { CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, CALENDAR_PUSH, type CalendarPullJob, type HousekeepingJob } from '../../db/queues.ts';
 import { OUR_EVENT_PROPERTY, OUR_HOST_PROPERTY } from './calendar-push.ts';
 import { GoogleApiError, type GoogleEvent } from '../../lib/google-calendar.ts';
@@ -225,7 +225,9 @@ export const calendarPull: JobDefinition<CalendarPullJob> = {
   queue: CALENDAR_PULL,
   work: { batchSize: 1 },
   async handler(deps, jobs: Job<CalendarPullJob>[]) {
-    for (const job of jobs) await pull(deps, job.data.user_id);
+    // One pull of a member at a time across worker processes: a full list's clean-up beside an incremental
+    // pull would delete what the other just imported, and the other store a sync token past it.
+    for (const job of jobs) await withSessionLock(deps.pool, 'calendar-pull', job.data.user_id, () => pull(deps, job.data.user_id));
   },
 };
 

@@ -13,6 +13,7 @@
 // recorded on the connection (`wsctl calendar status`) and not retried.
 import { createHash } from 'node:crypto';
 import type { Job } from 'pg-boss';
+import { withSessionLock } from '../../db/pool.ts';
 import { CALENDAR_PUSH, type CalendarPushJob } from '../../db/queues.ts';
 import { conferencePending, GoogleApiError, meetUrlOf, type GoogleEvent } from '../../lib/google-calendar.ts';
 import { localDate } from '../../lib/local-dates.ts';
@@ -210,6 +211,9 @@ export const calendarPush: JobDefinition<CalendarPushJob> = {
   queue: CALENDAR_PUSH,
   work: { batchSize: 1, pollingIntervalSeconds: 0.5 },
   async handler(deps, jobs: Job<CalendarPushJob>[]) {
-    for (const job of jobs) await push(deps, job.data);
+    // One push of an event at a time across worker processes: each reads the event as it is when it runs,
+    // so the later one sends the latest state and is the last Google gets (two at once could land the
+    // older state last, stale in Google until the next write).
+    for (const job of jobs) await withSessionLock(deps.pool, 'calendar-push', job.data.event_id, () => push(deps, job.data));
   },
 };
