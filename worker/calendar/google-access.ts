@@ -4,7 +4,7 @@
 // connection is stored again). A dead refresh
 // token (`invalid_grant`) marks the connection `needs_reauthorization`, and
 // the caller gets null: nothing is retried until an operator reconnects.
-import type { Pool } from '../../db/pool.ts';
+import type { Queryable } from '../../db/pool.ts';
 import type { Config } from '../../lib/config.ts';
 import { GoogleApiError, GoogleCalendarClient } from '../../lib/google-calendar.ts';
 import { log, logError } from '../../lib/log.ts';
@@ -28,8 +28,8 @@ export function googleClient(config: Config): GoogleCalendarClient | null {
   return client;
 }
 
-export async function activeConnection(pool: Pool, userId: string): Promise<Connection | null> {
-  const { rows } = await pool.query<Connection>(`SELECT * FROM calendar_connections WHERE user_id = $1 AND status = 'active'`, [userId]);
+export async function activeConnection(db: Queryable, userId: string): Promise<Connection | null> {
+  const { rows } = await db.query<Connection>(`SELECT * FROM calendar_connections WHERE user_id = $1 AND status = 'active'`, [userId]);
   return rows[0] ?? null;
 }
 
@@ -40,9 +40,9 @@ export async function activeConnection(pool: Pool, userId: string): Promise<Conn
  */
 const SAME_CONNECTION = 'user_id = $1 AND refresh_token_enc = $2';
 
-export async function recordError(pool: Pool, connection: Connection, error: unknown): Promise<void> {
+export async function recordError(db: Queryable, connection: Connection, error: unknown): Promise<void> {
   log('calendar.sync_failed', { user_id: connection.user_id, error: String((error as Error)?.message ?? error) });
-  await pool.query(`UPDATE calendar_connections SET last_error = $3, last_error_at = now(), updated_at = now() WHERE ${SAME_CONNECTION}`, [
+  await db.query(`UPDATE calendar_connections SET last_error = $3, last_error_at = now(), updated_at = now() WHERE ${SAME_CONNECTION}`, [
     connection.user_id,
     connection.refresh_token_enc,
     String((error as Error)?.message ?? error).slice(0, 500),
@@ -55,8 +55,8 @@ export async function recordError(pool: Pool, connection: Connection, error: unk
  * A pull that listed to the end also stores its sync token. Only an active connection: one marked
  * needs_reauthorization meanwhile keeps the reason it was marked.
  */
-export async function recordSuccess(pool: Pool, connection: Connection, syncToken?: string | null): Promise<void> {
-  await pool.query(
+export async function recordSuccess(db: Queryable, connection: Connection, syncToken?: string | null): Promise<void> {
+  await db.query(
     `UPDATE calendar_connections SET last_synced_at = now(), last_error = NULL, last_error_at = NULL, updated_at = now(),
             sync_token = CASE WHEN $3 THEN $4 ELSE sync_token END
       WHERE ${SAME_CONNECTION} AND status = 'active'`,
@@ -65,12 +65,12 @@ export async function recordSuccess(pool: Pool, connection: Connection, syncToke
 }
 
 /** An access token for the connection; null (and the connection marked) when Google refuses the refresh token for good. */
-export async function accessToken(pool: Pool, config: Config, client: GoogleCalendarClient, connection: Connection, fresh = false): Promise<string | null> {
+export async function accessToken(db: Queryable, config: Config, client: GoogleCalendarClient, connection: Connection, fresh = false): Promise<string | null> {
   const cached = tokens.get(connection.user_id);
   if (!fresh && cached && cached.from === connection.refresh_token_enc && cached.until > Date.now()) return cached.token;
   const refreshToken = open(config.encryptionKey, connection.refresh_token_enc);
   if (refreshToken === null) {
-    await markNeedsReauthorization(pool, connection, 'el token guardado no se puede descifrar con ENCRYPTION_KEY');
+    await markNeedsReauthorization(db, connection, 'el token guardado no se puede descifrar con ENCRYPTION_KEY');
     return null;
   }
   try {
@@ -79,16 +79,16 @@ export async function accessToken(pool: Pool, config: Config, client: GoogleCale
     return token;
   } catch (error) {
     if (error instanceof GoogleApiError && (error.reason === 'invalid_grant' || error.reason === 'unauthorized_client')) {
-      await markNeedsReauthorization(pool, connection, error.message);
+      await markNeedsReauthorization(db, connection, error.message);
       return null;
     }
     throw error;
   }
 }
 
-async function markNeedsReauthorization(pool: Pool, connection: Connection, why: string): Promise<void> {
+async function markNeedsReauthorization(db: Queryable, connection: Connection, why: string): Promise<void> {
   tokens.delete(connection.user_id);
-  const { rowCount } = await pool.query(
+  const { rowCount } = await db.query(
     `UPDATE calendar_connections SET status = 'needs_reauthorization', last_error = $3, last_error_at = now(), updated_at = now() WHERE ${SAME_CONNECTION}`,
     [connection.user_id, connection.refresh_token_enc, why.slice(0, 500)],
   );
@@ -101,14 +101,14 @@ async function markNeedsReauthorization(pool: Pool, connection: Connection, why:
  * Runs a call with a token, refreshing once on 401 (a token revoked or expired
  * early). Null when the connection cannot get a token.
  */
-export async function withToken<T>(pool: Pool, config: Config, client: GoogleCalendarClient, connection: Connection, call: (token: string) => Promise<T>): Promise<{ value: T } | null> {
-  const token = await accessToken(pool, config, client, connection);
+export async function withToken<T>(db: Queryable, config: Config, client: GoogleCalendarClient, connection: Connection, call: (token: string) => Promise<T>): Promise<{ value: T } | null> {
+  const token = await accessToken(db, config, client, connection);
   if (!token) return null;
   try {
     return { value: await call(token) };
   } catch (error) {
     if (!(error instanceof GoogleApiError) || error.status !== 401) throw error;
-    const again = await accessToken(pool, config, client, connection, true);
+    const again = await accessToken(db, config, client, connection, true);
     if (!again) return null;
     return { value: await call(again) };
   }

@@ -15,7 +15,7 @@ import { objectId } from '../../lib/objectid.ts';
 import { isTimeZone, startOfLocalDate } from '../../lib/local-dates.ts';
 import { endConnectionOfLeaver } from '../../db/calendar-sync.ts';
 import { DEFAULT_COMPANY_ZONE } from '../../db/companies.ts';
-import { transaction, withSessionLock } from '../../db/pool.ts';
+import { transaction, withSessionLock, type Queryable } from '../../db/pool.ts';
 import { CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, CALENDAR_PUSH, type CalendarPullJob, type HousekeepingJob } from '../../db/queues.ts';
 import { OUR_EVENT_PROPERTY, OUR_HOST_PROPERTY } from './calendar-push.ts';
 import { GoogleApiError, type GoogleEvent } from '../../lib/google-calendar.ts';
@@ -55,21 +55,20 @@ function instantOf(point: GoogleEvent['start'], zone: string): { at: Date; allDa
   return Number.isNaN(at.getTime()) ? null : { at, allDay: !point.dateTime };
 }
 
-async function apply(deps: WorkerDeps, connection: Connection, companies: string[], zones: { calendar?: string; company: string }, item: GoogleEvent): Promise<void> {
-  const { pool } = deps;
+async function apply(deps: WorkerDeps, db: Queryable, connection: Connection, companies: string[], zones: { calendar?: string; company: string }, item: GoogleEvent): Promise<void> {
   const ourId = item.extendedProperties?.private?.[OUR_EVENT_PROPERTY];
   if (ourId) {
     // One of ours (whoever's: a calendar may be shared by several members), never imported. If it is
     // this member's and gone here (deleted while the connection was down, so its delete never reached
     // Google), it leaves Google now rather than come back as the member's busy time.
-    const { rowCount } = await pool.query(`SELECT 1 FROM calendar_events WHERE id = $1 AND source <> 'google'`, [ourId]);
+    const { rowCount } = await db.query(`SELECT 1 FROM calendar_events WHERE id = $1 AND source <> 'google'`, [ourId]);
     const mine = item.extendedProperties?.private?.[OUR_HOST_PROPERTY] === connection.user_id;
     if (!rowCount && mine && item.status !== 'cancelled') {
-      await deps.jobs.send(pool, CALENDAR_PUSH, { company_id: companies[0] ?? '', event_id: ourId, user_id: connection.user_id, action: 'delete', google_event_id: item.id });
+      await deps.jobs.send(db, CALENDAR_PUSH, { company_id: companies[0] ?? '', event_id: ourId, user_id: connection.user_id, action: 'delete', google_event_id: item.id });
     }
     return;
   }
-  const ours = await pool.query(
+  const ours = await db.query(
     `SELECT 1 FROM calendar_events WHERE user_id = $1 AND source <> 'google' AND (id = $2 OR google_event_id = $2) LIMIT 1`,
     [connection.user_id, item.id],
   );
@@ -79,11 +78,11 @@ async function apply(deps: WorkerDeps, connection: Connection, companies: string
   const end = instantOf(item.end, zone);
   const declined = item.attendees?.some((a) => a.self && a.responseStatus === 'declined') ?? false;
   if (item.status === 'cancelled' || item.transparency === 'transparent' || declined || !start || !end || end.at <= start.at) {
-    await pool.query(`DELETE FROM calendar_events WHERE user_id = $1 AND source = 'google' AND google_event_id = $2`, [connection.user_id, item.id]);
+    await db.query(`DELETE FROM calendar_events WHERE user_id = $1 AND source = 'google' AND google_event_id = $2`, [connection.user_id, item.id]);
     return;
   }
   for (const companyId of companies) {
-    await pool.query(
+    await db.query(
       // Only while the person still works there: a removal committed after this pull read the memberships
       // deleted their busy time in that company, and nothing may bring it back. Nor after a disconnect:
       // the connection this pull runs for is locked (KEY SHARE) until the row is in, and `disconnect`
@@ -131,16 +130,15 @@ async function apply(deps: WorkerDeps, connection: Connection, companies: string
  * reaches Google once it is connected again. Pushes are upserts: an event
  * already there is patched to the same state.
  */
-async function afterFullList(deps: WorkerDeps, connection: Connection, seen: string[], timeMin: string): Promise<void> {
-  const { pool } = deps;
-  await pool.query(
+async function afterFullList(deps: WorkerDeps, db: Queryable, connection: Connection, seen: string[], timeMin: string): Promise<void> {
+  await db.query(
     `DELETE FROM calendar_events WHERE user_id = $1 AND source = 'google' AND ends_at >= $2 AND NOT (google_event_id = ANY($3::text[]))`,
     [connection.user_id, timeMin, seen],
   );
   // Upcoming events to send, and events switched to sync_to_google: false meanwhile that are still there;
   // only in the companies the person still works for: the events left behind in a company that removed
   // them are the company's, and what it writes in them no longer reaches the person's calendar.
-  const { rows } = await pool.query<{ company_id: string; id: string; google_event_id: string | null; off: boolean }>(
+  const { rows } = await db.query<{ company_id: string; id: string; google_event_id: string | null; off: boolean }>(
     `SELECT e.company_id, e.id, e.google_event_id, e.sync_to_google = false AS off FROM calendar_events e
       WHERE e.user_id = $1 AND e.source <> 'google' AND e.ends_at > now() AND (e.sync_to_google IS NOT FALSE OR e.google_event_id IS NOT NULL)
         AND EXISTS (SELECT 1 FROM memberships m WHERE m.user_id = $1 AND m.company_id = e.company_id)`,
@@ -150,22 +148,23 @@ async function afterFullList(deps: WorkerDeps, connection: Connection, seen: str
     const action = event.off ? 'delete' : 'upsert';
     // Not deduplicated: a time-window singleton would drop the push of a change made since the last
     // full list (a reconnect within the window). A push is an upsert or a delete, so twice is harmless.
-    await deps.jobs.send(pool, CALENDAR_PUSH, { company_id: event.company_id, event_id: event.id, user_id: connection.user_id, action, google_event_id: event.google_event_id ?? event.id });
+    await deps.jobs.send(db, CALENDAR_PUSH, { company_id: event.company_id, event_id: event.id, user_id: connection.user_id, action, google_event_id: event.google_event_id ?? event.id });
   }
 }
 
-async function stillConnected(pool: WorkerDeps['pool'], connection: Connection): Promise<boolean> {
-  const { rowCount } = await pool.query('SELECT 1 FROM calendar_connections WHERE user_id = $1 AND refresh_token_enc = $2', [connection.user_id, connection.refresh_token_enc]);
+async function stillConnected(db: Queryable, connection: Connection): Promise<boolean> {
+  const { rowCount } = await db.query('SELECT 1 FROM calendar_connections WHERE user_id = $1 AND refresh_token_enc = $2', [connection.user_id, connection.refresh_token_enc]);
   return rowCount !== 0;
 }
 
-async function pull(deps: WorkerDeps, userId: string): Promise<void> {
-  const { pool, config } = deps;
+/** One pull of a member's calendar; `db` is the connection that holds the member's pull lock. */
+async function pull(deps: WorkerDeps, db: Queryable, userId: string): Promise<void> {
+  const { config } = deps;
   const client = googleClient(config);
   if (!client) return;
-  const connection = await activeConnection(pool, userId);
+  const connection = await activeConnection(db, userId);
   if (!connection) return;
-  const { rows } = await pool.query<{ company_id: string; timezone: string }>(
+  const { rows } = await db.query<{ company_id: string; timezone: string }>(
     'SELECT m.company_id, c.timezone FROM memberships m JOIN companies c ON c.id = m.company_id WHERE m.user_id = $1 ORDER BY m.company_id',
     [userId],
   );
@@ -181,15 +180,15 @@ async function pull(deps: WorkerDeps, userId: string): Promise<void> {
     for (let pages = 0; pages < MAX_PULL_PAGES; pages++) {
       // Disconnected (or connected again with another token) since this pull began: it stops here; what it
       // would import is refused anyway (apply), and the reading is not worth Google's quota.
-      if (pages > 0 && !(await stillConnected(pool, connection))) return;
+      if (pages > 0 && !(await stillConnected(db, connection))) return;
       let page;
       try {
-        page = await withToken(pool, config, client, connection, (token) => client.listEvents(token, connection.calendar_id, { syncToken, pageToken, timeMin }));
+        page = await withToken(db, config, client, connection, (token) => client.listEvents(token, connection.calendar_id, { syncToken, pageToken, timeMin }));
       } catch (error) {
         if (error instanceof GoogleApiError && error.status === 410 && syncToken) {
           // The sync token expired: start over with a full list (reconciled at its end, so the
           // member's busy time never disappears in between).
-          await pool.query('UPDATE calendar_connections SET sync_token = NULL WHERE user_id = $1 AND refresh_token_enc = $2', [userId, connection.refresh_token_enc]);
+          await db.query('UPDATE calendar_connections SET sync_token = NULL WHERE user_id = $1 AND refresh_token_enc = $2', [userId, connection.refresh_token_enc]);
           syncToken = undefined;
           pageToken = undefined;
           seen = new Set();
@@ -200,22 +199,22 @@ async function pull(deps: WorkerDeps, userId: string): Promise<void> {
       if (!page) return; // the connection needs re-authorization
       for (const item of page.value.items ?? []) {
         seen?.add(item.id);
-        await apply(deps, connection, companies, { calendar: page.value.timeZone, company: companyZone }, item);
+        await apply(deps, db, connection, companies, { calendar: page.value.timeZone, company: companyZone }, item);
       }
       if (page.value.nextPageToken) {
         pageToken = page.value.nextPageToken;
         continue;
       }
       // Disconnected during a one-page list: nothing to reconcile, nothing to push.
-      if (seen && (await stillConnected(pool, connection))) await afterFullList(deps, connection, [...seen], timeMin);
-      await recordSuccess(pool, connection, page.value.nextSyncToken ?? null);
+      if (seen && (await stillConnected(db, connection))) await afterFullList(deps, db, connection, [...seen], timeMin);
+      await recordSuccess(db, connection, page.value.nextSyncToken ?? null);
       return;
     }
     // Never at its end: said on the connection (`wsctl calendar status`) rather than left silent. What
     // was read is kept; with no sync token stored, the next pull lists again.
-    await recordError(pool, connection, new Error(`La lista de Google no terminó en ${MAX_PULL_PAGES} páginas; se reintentará en la siguiente sincronización`));
+    await recordError(db, connection, new Error(`La lista de Google no terminó en ${MAX_PULL_PAGES} páginas; se reintentará en la siguiente sincronización`));
   } catch (error) {
-    await recordError(pool, connection, error);
+    await recordError(db, connection, error);
     if (error instanceof GoogleApiError && !error.retryable) return;
     throw error;
   }
@@ -227,7 +226,7 @@ export const calendarPull: JobDefinition<CalendarPullJob> = {
   async handler(deps, jobs: Job<CalendarPullJob>[]) {
     // One pull of a member at a time across worker processes: a full list's clean-up beside an incremental
     // pull would delete what the other just imported, and the other store a sync token past it.
-    for (const job of jobs) await withSessionLock(deps.pool, 'calendar-pull', job.data.user_id, () => pull(deps, job.data.user_id));
+    for (const job of jobs) await withSessionLock(deps.pool, 'calendar-pull', job.data.user_id, (db) => pull(deps, db, job.data.user_id));
   },
 };
 

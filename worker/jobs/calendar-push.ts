@@ -13,7 +13,7 @@
 // recorded on the connection (`wsctl calendar status`) and not retried.
 import { createHash } from 'node:crypto';
 import type { Job } from 'pg-boss';
-import { withSessionLock } from '../../db/pool.ts';
+import { withSessionLock, type Queryable } from '../../db/pool.ts';
 import { CALENDAR_PUSH, type CalendarPushJob } from '../../db/queues.ts';
 import { conferencePending, GoogleApiError, meetUrlOf, type GoogleEvent } from '../../lib/google-calendar.ts';
 import { localDate } from '../../lib/local-dates.ts';
@@ -90,11 +90,12 @@ export function toGoogle(event: EventRow): GoogleEvent {
   };
 }
 
-async function push(deps: WorkerDeps, job: CalendarPushJob): Promise<void> {
-  const { pool, config } = deps;
+/** Sends one event's change; `db` is the connection that holds the event's push lock. */
+async function push(deps: WorkerDeps, db: Queryable, job: CalendarPushJob): Promise<void> {
+  const { config } = deps;
   const client = googleClient(config);
   if (!client) return; // Google not configured here: nothing to sync
-  const connection = await activeConnection(pool, job.user_id);
+  const connection = await activeConnection(db, job.user_id);
   if (!connection) return;
   const calendar = connection.calendar_id;
   try {
@@ -102,12 +103,12 @@ async function push(deps: WorkerDeps, job: CalendarPushJob): Promise<void> {
       // Switched off, then on again before this ran: the copy it names is the live one again (the
       // upsert queued by the switch back keeps it up to date), so it is not deleted.
       const googleId = job.google_event_id ?? job.event_id;
-      const { rows: live } = await pool.query(
+      const { rows: live } = await db.query(
         'SELECT 1 FROM calendar_events WHERE company_id = $1 AND id = $2 AND sync_to_google IS DISTINCT FROM false AND google_event_id = $3',
         [job.company_id, job.event_id, googleId],
       );
       if (live.length) return;
-      const deleted = await withToken(pool, config, client, connection, (token) =>
+      const deleted = await withToken(db, config, client, connection, (token) =>
         client.deleteEvent(token, calendar, job.google_event_id ?? job.event_id).catch((error) => {
           if (error instanceof GoogleApiError && (error.status === 404 || error.status === 410)) return;
           throw error;
@@ -115,8 +116,8 @@ async function push(deps: WorkerDeps, job: CalendarPushJob): Promise<void> {
       );
       // An event switched to sync_to_google: false is no longer in Google: a later switch back inserts it anew.
       if (deleted) {
-        await recordSuccess(pool, connection);
-        await pool.query('UPDATE calendar_events SET google_event_id = NULL WHERE company_id = $1 AND id = $2 AND sync_to_google = false AND google_event_id = $3', [
+        await recordSuccess(db, connection);
+        await db.query('UPDATE calendar_events SET google_event_id = NULL WHERE company_id = $1 AND id = $2 AND sync_to_google = false AND google_event_id = $3', [
           job.company_id,
           job.event_id,
           job.google_event_id ?? job.event_id,
@@ -126,7 +127,7 @@ async function push(deps: WorkerDeps, job: CalendarPushJob): Promise<void> {
     }
     // Read as it is now, while its host still works for its company: a push queued before the host was
     // removed would otherwise send what the company wrote in the event afterwards.
-    const { rows } = await pool.query<EventRow>(
+    const { rows } = await db.query<EventRow>(
       `SELECT e.* FROM calendar_events e
         WHERE e.company_id = $1 AND e.id = $2 AND e.user_id = $3 AND EXISTS (SELECT 1 FROM memberships m WHERE m.user_id = $3 AND m.company_id = $1)`,
       [job.company_id, job.event_id, job.user_id],
@@ -135,7 +136,7 @@ async function push(deps: WorkerDeps, job: CalendarPushJob): Promise<void> {
     if (!event) return; // deleted since (its delete job removes it from Google), or its host removed from the company
     if (event.sync_to_google === false) return; // switched off since; that write queued the delete
     const body = toGoogle(event);
-    const sent = await withToken(pool, config, client, connection, async (token) => {
+    const sent = await withToken(db, config, client, connection, async (token) => {
       // Inserted under our id. Taken (409): inserted by an earlier run that died before storing it, so
       // patched. If that copy was deleted since (in Google, or sync switched off and on again), Google
       // keeps the id taken: a new event under Google's id.
@@ -168,7 +169,7 @@ async function push(deps: WorkerDeps, job: CalendarPushJob): Promise<void> {
     const googleId = sent.value.id ?? body.id;
     // Written (and `updated_at` moved) only when Google gave a new id or Meet link: a push that
     // changed nothing here (every upcoming event is pushed again after a reconnect) leaves the row as it was.
-    const { rows: stored } = await pool.query<{ sync_to_google: boolean | null }>(
+    const { rows: stored } = await db.query<{ sync_to_google: boolean | null }>(
       `WITH changed AS (
          UPDATE calendar_events SET google_event_id = $3, meet_url = coalesce($4, meet_url), updated_at = now()
           WHERE company_id = $1 AND id = $2 AND (google_event_id IS DISTINCT FROM $3 OR meet_url IS DISTINCT FROM coalesce($4, meet_url))
@@ -182,11 +183,11 @@ async function push(deps: WorkerDeps, job: CalendarPushJob): Promise<void> {
     if (!stored[0] || stored[0].sync_to_google === false) {
       // Switched off (or deleted) while this push was in Google: that write saw no copy there to
       // delete, so the copy this push made is deleted now (the row lock orders the two writes).
-      await deps.jobs.send(pool, CALENDAR_PUSH, { ...job, action: 'delete', google_event_id: googleId });
+      await deps.jobs.send(db, CALENDAR_PUSH, { ...job, action: 'delete', google_event_id: googleId });
       return;
     }
     if (meetUrl) {
-      await pool.query('UPDATE bookings SET meet_url = $3, updated_at = now() WHERE company_id = $1 AND calendar_event_id = $2 AND meet_url IS DISTINCT FROM $3', [
+      await db.query('UPDATE bookings SET meet_url = $3, updated_at = now() WHERE company_id = $1 AND calendar_event_id = $2 AND meet_url IS DISTINCT FROM $3', [
         job.company_id,
         event.id,
         meetUrl,
@@ -194,15 +195,15 @@ async function push(deps: WorkerDeps, job: CalendarPushJob): Promise<void> {
     }
     if (event.create_meet && !meetUrl && conferencePending(sent.value)) {
       // Still being prepared: look again later (the same requestId asks for the same conference).
-      await deps.jobs.send(pool, CALENDAR_PUSH, job, { startAfter: 15 });
+      await deps.jobs.send(db, CALENDAR_PUSH, job, { startAfter: 15 });
     }
-    await recordSuccess(pool, connection);
+    await recordSuccess(db, connection);
   } catch (error) {
     if (error instanceof GoogleApiError && !error.retryable) {
-      await recordError(pool, connection, error);
+      await recordError(db, connection, error);
       return;
     }
-    await recordError(pool, connection, error);
+    await recordError(db, connection, error);
     throw error;
   }
 }
@@ -214,6 +215,6 @@ export const calendarPush: JobDefinition<CalendarPushJob> = {
     // One push of an event at a time across worker processes: each reads the event as it is when it runs,
     // so the later one sends the latest state and is the last Google gets (two at once could land the
     // older state last, stale in Google until the next write).
-    for (const job of jobs) await withSessionLock(deps.pool, 'calendar-push', job.data.event_id, () => push(deps, job.data));
+    for (const job of jobs) await withSessionLock(deps.pool, 'calendar-push', job.data.event_id, (db) => push(deps, db, job.data));
   },
 };
