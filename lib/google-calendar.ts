@@ -66,6 +66,24 @@ function errorOf(status: number, body: any): GoogleApiError {
   return new GoogleApiError(status, reason, body?.error?.message ?? `HTTP ${status}`);
 }
 
+/** The scope a connection needs: the events of the member's calendars (asked for by `wsctl calendar connect`). */
+export const GOOGLE_EVENTS_SCOPE = 'https://www.googleapis.com/auth/calendar.events';
+/** Scopes that cover it: itself, or the whole calendar. */
+const COVERING_SCOPES = new Set([GOOGLE_EVENTS_SCOPE, 'https://www.googleapis.com/auth/calendar']);
+
+function scopesOf(scope: unknown): string[] | null {
+  return typeof scope === 'string' ? scope.split(' ').filter(Boolean) : null;
+}
+
+/**
+ * Whether a grant lets the sync read and write events. Google's consent screen lets a person untick a
+ * scope (granular consent), and an app must check what was granted: a grant without it connects, then
+ * every call is 403. An answer that says nothing of its scopes is taken as covering (the calls will tell).
+ */
+export function coversEvents(scopes: string[] | null): boolean {
+  return scopes === null || scopes.some((s) => COVERING_SCOPES.has(s));
+}
+
 export class GoogleCalendarClient {
   private readonly config: GoogleConfig;
   private readonly timeoutMs: number;
@@ -106,20 +124,23 @@ export class GoogleCalendarClient {
     return url.toString();
   }
 
-  /** An access token from a refresh token (refresh-token grant). */
-  async refreshAccessToken(refreshToken: string): Promise<{ accessToken: string; expiresIn: number }> {
-    const body = await this.call<{ access_token: string; expires_in: number }>('POST', this.config.tokenUrl, {
+  /**
+   * An access token from a refresh token (refresh-token grant), and the scopes its grant covers (Google's
+   * `scope`, space-separated; null when an answer leaves it out).
+   */
+  async refreshAccessToken(refreshToken: string): Promise<{ accessToken: string; expiresIn: number; scopes: string[] | null }> {
+    const body = await this.call<{ access_token: string; expires_in: number; scope?: string }>('POST', this.config.tokenUrl, {
       form: { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: this.config.clientId, client_secret: this.config.clientSecret },
     });
-    return { accessToken: body.access_token, expiresIn: body.expires_in ?? 3600 };
+    return { accessToken: body.access_token, expiresIn: body.expires_in ?? 3600, scopes: scopesOf(body.scope) };
   }
 
-  /** The refresh token from an authorization code (the consent callback). */
-  async exchangeCode(code: string, redirectUri: string): Promise<{ refreshToken: string | null; accessToken: string }> {
-    const body = await this.call<{ access_token: string; refresh_token?: string }>('POST', this.config.tokenUrl, {
+  /** The refresh token from an authorization code (the consent callback), and the scopes the person granted. */
+  async exchangeCode(code: string, redirectUri: string): Promise<{ refreshToken: string | null; accessToken: string; scopes: string[] | null }> {
+    const body = await this.call<{ access_token: string; refresh_token?: string; scope?: string }>('POST', this.config.tokenUrl, {
       form: { grant_type: 'authorization_code', code, redirect_uri: redirectUri, client_id: this.config.clientId, client_secret: this.config.clientSecret },
     });
-    return { refreshToken: body.refresh_token ?? null, accessToken: body.access_token };
+    return { refreshToken: body.refresh_token ?? null, accessToken: body.access_token, scopes: scopesOf(body.scope) };
   }
 
   /** Revokes a refresh token at Google (and the access tokens minted from it): a disconnect ends the grant there too. */

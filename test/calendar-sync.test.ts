@@ -10,6 +10,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { simpleParser } from 'mailparser';
 import { after, before, describe, test } from 'node:test';
+import { updateCompany } from '../api/admin/companies.ts';
 import { CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, CALENDAR_PUSH } from '../db/queues.ts';
 import { MAX_PULL_PAGES } from '../worker/jobs/calendar-pull.ts';
 import { GoogleApiError, GoogleCalendarClient } from '../lib/google-calendar.ts';
@@ -158,6 +159,30 @@ describe('calendar sync end to end', () => {
     assert.ok(google.revoked.includes('rt-from-consent'), JSON.stringify(google.revoked));
     const dead = await new GoogleCalendarClient({ ...app.config.google!, revokeUrl: undefined }).refreshAccessToken('rt-from-consent').catch((e) => e);
     assert.equal(dead.reason, 'invalid_grant');
+  });
+
+  test('a grant without the calendar permission (unticked on Google\'s consent screen) does not connect: the page or wsctl says so', async () => {
+    const member = await seedTenant(app.pool);
+    const status = async () => JSON.parse((await runCli(app, ['calendar', 'status', '--user', member.ownerId, '--json'])).stdout);
+    const { consent_url } = JSON.parse((await runCli(app, ['calendar', 'connect', '--user', member.ownerId, '--json'])).stdout);
+    const state = new URL(consent_url).searchParams.get('state')!;
+    google.addCode('code-no-calendar', 'rt-no-calendar', 'openid https://www.googleapis.com/auth/userinfo.email');
+    const refused = await fetch(`${app.url}/integrations/google/callback?code=code-no-calendar&state=${encodeURIComponent(state)}`);
+    assert.equal(refused.status, 400);
+    assert.match(await refused.text(), /deja marcado ese permiso/);
+    assert.equal((await status()).connected, false);
+    await waitFor(() => google.revoked.includes('rt-no-calendar'), 20_000, 'the useless grant revoked');
+    // The same link, opened again and the permission kept, connects.
+    google.addCode('code-with-calendar', 'rt-with-calendar');
+    assert.equal((await fetch(`${app.url}/integrations/google/callback?code=code-with-calendar&state=${encodeURIComponent(state)}`)).status, 200);
+    assert.equal((await status()).status, 'active');
+    // An operator's refresh token is checked the same way; the whole-calendar scope covers events.
+    google.addRefreshToken('rt-email-only', 'openid https://www.googleapis.com/auth/userinfo.email');
+    const cli = await runCli(app, ['calendar', 'connect', '--user', member.ownerId, '--refresh-token', 'rt-email-only', '--json']);
+    assert.notEqual(cli.code, 0);
+    assert.match(cli.stderr, /calendar\.events/);
+    google.addRefreshToken('rt-whole-calendar', 'https://www.googleapis.com/auth/calendar');
+    assert.equal((await runCli(app, ['calendar', 'connect', '--user', member.ownerId, '--refresh-token', 'rt-whole-calendar', '--json'])).code, 0);
   });
 
   test('a connection syncs at once: its first pull runs without waiting for the five-minute round', async () => {
@@ -668,6 +693,28 @@ describe('calendar sync end to end', () => {
       assert.deepEqual([row.starts_at.toISOString(), row.ends_at.toISOString(), row.timezone, row.all_day], ['2030-12-23T15:00:00.000Z', '2030-12-24T15:00:00.000Z', 'Asia/Tokyo', true]);
     } finally {
       google.setTimeZone('America/Mexico_City');
+    }
+  });
+
+  test('an event with no zone of its own, from a list that names none, is read in each company\'s zone, not the first one\'s', async () => {
+    const [first, second] = [await seedTenant(app.pool), await seedTenant(app.pool)];
+    await updateCompany(app.pool, first.companyId, { timezone: 'Asia/Tokyo' });
+    await updateCompany(app.pool, second.companyId, { timezone: 'Europe/Madrid' });
+    assert.equal((await runCli(app, ['user', 'add-membership', first.ownerId, '--company', second.companyId, '--json'])).code, 0);
+    google.setTimeZone(undefined);
+    try {
+      google.createExternal({ id: 'sinzona', summary: 'Feriado', start: { date: '2030-12-26' }, end: { date: '2030-12-27' } });
+      await connect(first.ownerId, 'rt-two-zones');
+      const rows = await waitFor(async () => {
+        const { rows } = await app.pool.query(`SELECT company_id, starts_at, timezone FROM calendar_events WHERE user_id = $1 AND google_event_id = 'sinzona'`, [first.ownerId]);
+        return rows.length === 2 && rows;
+      }, 20_000, 'the event imported in both companies');
+      const byCompany = Object.fromEntries(rows.map((r) => [r.company_id, [r.starts_at.toISOString(), r.timezone]]));
+      assert.deepEqual(byCompany[first.companyId], ['2030-12-25T15:00:00.000Z', 'Asia/Tokyo']);
+      assert.deepEqual(byCompany[second.companyId], ['2030-12-25T23:00:00.000Z', 'Europe/Madrid']);
+    } finally {
+      google.setTimeZone('America/Mexico_City');
+      google.deleteExternal('sinzona');
     }
   });
 

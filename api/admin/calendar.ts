@@ -10,7 +10,7 @@ import { TRPCError } from '@trpc/server';
 import type { JobSender } from '../../db/job-sender.ts';
 import { transaction, type Pool, type Queryable } from '../../db/pool.ts';
 import type { Config } from '../../lib/config.ts';
-import { GoogleApiError, GoogleCalendarClient } from '../../lib/google-calendar.ts';
+import { coversEvents, GoogleApiError, GoogleCalendarClient, GOOGLE_EVENTS_SCOPE } from '../../lib/google-calendar.ts';
 import { requireUser } from './companies.ts';
 import { signState } from '../../lib/signed-state.ts';
 import { log } from '../../lib/log.ts';
@@ -19,7 +19,6 @@ import { readConnection, serializeConnection, storeConnection } from '../../db/c
 import { ApiError, validationFailed } from '../errors.ts';
 import { callbackUrl } from '../integrations/google.ts';
 
-export const GOOGLE_SCOPE = 'https://www.googleapis.com/auth/calendar.events';
 const STATE_TTL_SECONDS = 3600;
 
 function requireGoogle(config: Config) {
@@ -42,7 +41,7 @@ export async function connectCalendar(pool: Pool, jobs: JobSender, config: Confi
       client_id: google.clientId,
       redirect_uri: callbackUrl(config),
       response_type: 'code',
-      scope: GOOGLE_SCOPE,
+      scope: GOOGLE_EVENTS_SCOPE,
       access_type: 'offline',
       prompt: 'consent',
       include_granted_scopes: 'true',
@@ -51,11 +50,15 @@ export async function connectCalendar(pool: Pool, jobs: JobSender, config: Confi
     }).toString();
     return { user_id: input.userId, consent_url: url.toString(), expires_in: STATE_TTL_SECONDS };
   }
+  let granted: string[] | null;
   try {
-    await new GoogleCalendarClient(google).refreshAccessToken(input.refreshToken);
+    granted = (await new GoogleCalendarClient(google).refreshAccessToken(input.refreshToken)).scopes;
   } catch (error) {
     if (error instanceof GoogleApiError && !error.retryable) throw validationFailed({ refresh_token: [`Google lo rechazó (${error.reason ?? error.status})`] });
     throw new ApiError('service_unavailable', 'Google no respondió; intenta de nuevo.');
+  }
+  if (!coversEvents(granted)) {
+    throw validationFailed({ refresh_token: [`su permiso no cubre los eventos del calendario (${GOOGLE_EVENTS_SCOPE}); tiene: ${granted!.join(' ') || 'ninguno'}`] });
   }
   return storeConnection(pool, jobs, config.encryptionKey, input.userId, input.refreshToken, input.calendarId);
 }

@@ -6,7 +6,7 @@
 // stored sealed (db/calendar-sync.ts). Answers a short HTML page.
 import Router from '@koa/router';
 import { randomBytes } from 'node:crypto';
-import { GoogleApiError, GoogleCalendarClient } from '../../lib/google-calendar.ts';
+import { coversEvents, GoogleApiError, GoogleCalendarClient } from '../../lib/google-calendar.ts';
 import { verifyState } from '../../lib/signed-state.ts';
 import { transaction } from '../../db/pool.ts';
 import { storeConnection } from '../../db/calendar-sync.ts';
@@ -53,8 +53,14 @@ export function googleIntegrationRouter(deps: Deps): ApiRouter {
     if (typeof ctx.query.error === 'string') return page(ctx, 400, 'No se conectó el calendario', `Google respondió: ${ctx.query.error}.`);
     if (typeof ctx.query.code !== 'string' || !ctx.query.code) return page(ctx, 400, 'No se conectó el calendario', 'Google no envió el código de autorización.');
     try {
-      const { refreshToken } = await new GoogleCalendarClient(google).exchangeCode(ctx.query.code, callbackUrl(deps.config));
+      const client = new GoogleCalendarClient(google);
+      const { refreshToken, scopes } = await client.exchangeCode(ctx.query.code, callbackUrl(deps.config));
       if (!refreshToken) return page(ctx, 400, 'No se conectó el calendario', 'Google no entregó un token de acceso sin conexión; vuelve a abrir la liga y acepta los permisos.');
+      // Google's consent screen lets the person untick the calendar permission: connected without it, every call would be refused.
+      if (!coversEvents(scopes)) {
+        await client.revokeToken(refreshToken).catch(() => {}); // best effort: the grant is of no use
+        return page(ctx, 400, 'No se conectó el calendario', 'No diste permiso para ver y editar los eventos de tu calendario; vuelve a abrir la liga y deja marcado ese permiso.');
+      }
       // The link works once: its nonce is recorded with the connection, in one transaction (a second use racing this one waits, then sees it).
       const stored = await transaction(deps.pool, async (db) => {
         const { rowCount } = await db.query('INSERT INTO used_consent_states (nonce, expires_at) VALUES ($1, to_timestamp($2)) ON CONFLICT DO NOTHING', [nonce, state.exp]);

@@ -48,6 +48,9 @@ function invalidTimes(event: Record<string, any>): string | null {
 
 export async function startGoogleStandIn(options: { meetPendingReads?: number; pageSize?: number; timeZone?: string } = {}) {
   const refreshTokens = new Set<string>();
+  /** What each refresh token's grant covers, as Google's token answers say in `scope` (granular consent: a person may untick a scope). */
+  const grantedScopes = new Map<string, string>();
+  const scopeOf = (refreshToken: string) => grantedScopes.get(refreshToken) ?? 'https://www.googleapis.com/auth/calendar.events';
   const revoked: string[] = [];
   const codes = new Map<string, string>();
   const accessTokens = new Set<string>();
@@ -62,7 +65,7 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
   const pendingReads = new Map<string, number>();
   const holds: Array<{ method: string; path: RegExp; refreshToken?: string; arrived: () => void; released: Promise<void> }> = [];
   let issued = 0;
-  let calendarZone = options.timeZone ?? 'America/Mexico_City';
+  let calendarZone: string | undefined = options.timeZone ?? 'America/Mexico_City';
   /** Every list page names a next page, past the end too (a list that never ends). */
   let endlessLists = false;
 
@@ -141,12 +144,12 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
         const access = `ya29.stand-in-${++issued}`;
         accessTokens.add(access);
         mintedFrom.set(access, refresh);
-        return send(res, 200, { access_token: access, expires_in: 3599, refresh_token: refresh, scope: 'https://www.googleapis.com/auth/calendar.events', token_type: 'Bearer' });
+        return send(res, 200, { access_token: access, expires_in: 3599, refresh_token: refresh, scope: scopeOf(refresh), token_type: 'Bearer' });
       } else return send(res, 400, { error: 'unsupported_grant_type' });
       const access = `ya29.stand-in-${++issued}`;
       accessTokens.add(access);
       mintedFrom.set(access, body.refresh_token);
-      return send(res, 200, { access_token: access, expires_in: 3599, scope: 'https://www.googleapis.com/auth/calendar.events', token_type: 'Bearer' });
+      return send(res, 200, { access_token: access, expires_in: 3599, scope: scopeOf(body.refresh_token), token_type: 'Bearer' });
     }
 
     const match = /^\/calendar\/v3\/calendars\/([^/]+)\/events(?:\/([^/]+))?$/.exec(url.pathname);
@@ -242,9 +245,10 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
     refreshTokenOf(authorization: string | undefined) {
       return mintedFrom.get(authorization?.replace(/^Bearer /, '') ?? '');
     },
-    /** A refresh token Google accepts. */
-    addRefreshToken(token: string) {
+    /** A refresh token Google accepts; `scope` is what its grant covers (calendar.events unless said). */
+    addRefreshToken(token: string, scope?: string) {
       refreshTokens.add(token);
+      if (scope !== undefined) grantedScopes.set(token, scope);
     },
     /** Google revokes it, and the access tokens minted from it (as Google's revocation does): refreshes answer invalid_grant, calls 401. */
     revokeRefreshToken(token: string) {
@@ -256,8 +260,9 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
       accessTokens.clear();
     },
     /** An authorization code the consent screen would hand out, exchanging for `refreshToken`. */
-    addCode(code: string, refreshToken: string) {
+    addCode(code: string, refreshToken: string, scope?: string) {
       codes.set(code, refreshToken);
+      if (scope !== undefined) grantedScopes.set(refreshToken, scope);
     },
     /** The next `times` matching requests fail with `status` (and Google's `reason`). */
     /**
@@ -284,7 +289,7 @@ export async function startGoogleStandIn(options: { meetPendingReads?: number; p
       endlessLists = on;
     },
     /** The calendar's time zone, named on every list page. */
-    setTimeZone(zone: string) {
+    setTimeZone(zone: string | undefined) {
       calendarZone = zone;
     },
     /** An event created in Google by the member (not by us). */

@@ -55,7 +55,8 @@ function instantOf(point: GoogleEvent['start'], zone: string): { at: Date; allDa
   return Number.isNaN(at.getTime()) ? null : { at, allDay: !point.dateTime };
 }
 
-async function apply(deps: WorkerDeps, db: Queryable, connection: Connection, companies: string[], zones: { calendar?: string; company: string }, item: GoogleEvent): Promise<void> {
+/** Imports (or drops) one Google event as busy time in each of the member's `companies`, each with its zone. */
+async function apply(deps: WorkerDeps, db: Queryable, connection: Connection, companies: Array<{ id: string; timezone: string }>, calendarZone: string | undefined, item: GoogleEvent): Promise<void> {
   const ourId = item.extendedProperties?.private?.[OUR_EVENT_PROPERTY];
   if (ourId) {
     // One of ours (whoever's: a calendar may be shared by several members), never imported. If it is
@@ -64,7 +65,7 @@ async function apply(deps: WorkerDeps, db: Queryable, connection: Connection, co
     const { rowCount } = await db.query(`SELECT 1 FROM calendar_events WHERE id = $1 AND source <> 'google'`, [ourId]);
     const mine = item.extendedProperties?.private?.[OUR_HOST_PROPERTY] === connection.user_id;
     if (!rowCount && mine && item.status !== 'cancelled') {
-      await deps.jobs.send(db, CALENDAR_PUSH, { company_id: companies[0] ?? '', event_id: ourId, user_id: connection.user_id, action: 'delete', google_event_id: item.id });
+      await deps.jobs.send(db, CALENDAR_PUSH, { company_id: companies[0]?.id ?? '', event_id: ourId, user_id: connection.user_id, action: 'delete', google_event_id: item.id });
     }
     return;
   }
@@ -73,7 +74,8 @@ async function apply(deps: WorkerDeps, db: Queryable, connection: Connection, co
     [connection.user_id, item.id],
   );
   if (ours.rowCount) return;
-  const zone = zoneOf(item, zones.calendar, zones.company);
+  // Whether it is kept does not depend on the company: read in the first one's zone (or the default).
+  const zone = zoneOf(item, calendarZone, companies[0]?.timezone ?? DEFAULT_COMPANY_ZONE);
   const start = instantOf(item.start, zone);
   const end = instantOf(item.end, zone);
   const declined = item.attendees?.some((a) => a.self && a.responseStatus === 'declined') ?? false;
@@ -81,7 +83,12 @@ async function apply(deps: WorkerDeps, db: Queryable, connection: Connection, co
     await db.query(`DELETE FROM calendar_events WHERE user_id = $1 AND source = 'google' AND google_event_id = $2`, [connection.user_id, item.id]);
     return;
   }
-  for (const companyId of companies) {
+  for (const { id: companyId, timezone } of companies) {
+    // With no zone of its own or its calendar's, an event is read in each company's zone.
+    const companyZone = zoneOf(item, calendarZone, timezone);
+    const from = instantOf(item.start, companyZone);
+    const to = instantOf(item.end, companyZone);
+    if (!from || !to || to.at <= from.at) continue;
     await db.query(
       // Only while the person still works there: a removal committed after this pull read the memberships
       // deleted their busy time in that company, and nothing may bring it back. Nor after a disconnect:
@@ -104,10 +111,10 @@ async function apply(deps: WorkerDeps, db: Queryable, connection: Connection, co
         toStorableText((item.summary ?? 'Ocupado').slice(0, 300)),
         toStorableTextOrNull(item.description?.slice(0, 10_000)),
         toStorableTextOrNull(item.location?.slice(0, 500)),
-        start.at,
-        end.at,
-        start.allDay,
-        zone,
+        from.at,
+        to.at,
+        from.allDay,
+        companyZone,
         item.id,
         // An attendee Google gives no email for (a room or resource may have none) is left out: an
         // attendee is a name and an email in the API, never a null email.
@@ -168,8 +175,7 @@ async function pull(deps: WorkerDeps, db: Queryable, userId: string): Promise<vo
     'SELECT m.company_id, c.timezone FROM memberships m JOIN companies c ON c.id = m.company_id WHERE m.user_id = $1 ORDER BY m.company_id',
     [userId],
   );
-  const companies = rows.map((r) => r.company_id);
-  const companyZone = rows[0]?.timezone ?? DEFAULT_COMPANY_ZONE;
+  const companies = rows.map((r) => ({ id: r.company_id, timezone: r.timezone }));
   let syncToken = connection.sync_token ?? undefined;
   let pageToken: string | undefined;
   // A full list (first pull after a connection, or after 410) is the whole truth from timeMin on:
@@ -199,7 +205,7 @@ async function pull(deps: WorkerDeps, db: Queryable, userId: string): Promise<vo
       if (!page) return; // the connection needs re-authorization
       for (const item of page.value.items ?? []) {
         seen?.add(item.id);
-        await apply(deps, db, connection, companies, { calendar: page.value.timeZone, company: companyZone }, item);
+        await apply(deps, db, connection, companies, page.value.timeZone, item);
       }
       if (page.value.nextPageToken) {
         pageToken = page.value.nextPageToken;
