@@ -9,6 +9,7 @@ import type { QueryConfig } from 'pg';
 import type { Pool } from '../db/pool.ts';
 import type { Config } from '../lib/config.ts';
 import { adminMiddleware } from './admin/koa.ts';
+import { adminFileDownload } from './admin/files.ts';
 import { KeyCache } from './auth/key-cache.ts';
 import { authenticateSession, revokeSession, signInHandler } from './auth/sessions.ts';
 import { koaBody } from 'koa-body';
@@ -175,6 +176,7 @@ export function createApp(deps: Deps, routes: RouteDef[] = apiRoutes): App {
     ctx.body = referencePage(deps.config);
   });
   root.all('/admin/trpc/*path', adminMiddleware(deps));
+  root.get('/admin/files/:id', adminFileDownload(deps));
   root.post('/api/v1/user/sessions', jsonContentType, sessionBody, signInHandler);
   // Counted against the session's limit like every other /user route (docs/api.md, Rate limit).
   root.delete('/api/v1/user/sessions/current', authenticateSession(), rateLimit(deps.config.rateLimitPerMinute), async (ctx) => {

@@ -43,7 +43,7 @@ export function mediaRouter(deps: Deps): ApiRouter {
     }
     ctx.status = 200;
     ctx.type = blob.content_type;
-    if (ctx.method !== 'HEAD') ctx.body = await started(deps.blobs.read(deps.pool, blob.id));
+    if (ctx.method !== 'HEAD') ctx.body = await startedStream(deps.blobs.read(deps.pool, blob.id));
     ctx.length = Number(blob.size_bytes); // after the body: assigning a stream drops Content-Length
   });
   return router;
@@ -54,7 +54,7 @@ export function mediaRouter(deps: Deps): ApiRouter {
  * the object missing) fails here, while an answer can still be given (503, or 500), rather than as a
  * cut connection after a 200. A failure later in the body can only end the connection.
  */
-async function started(stream: Readable): Promise<Readable> {
+export async function startedStream(stream: Readable): Promise<Readable> {
   const chunks = stream[Symbol.asyncIterator]();
   const first = await chunks.next();
   async function* all() {

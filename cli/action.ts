@@ -2,7 +2,7 @@
 // client, run the call, then print the result as JSON (--json) or for people.
 // Any failure becomes one stderr line and a non-zero exit (output.ts).
 import type { Command } from 'commander';
-import { createAdminClient, type AdminClient } from './client.ts';
+import { createAdminClient, type AdminClient, type AdminEndpoint } from './client.ts';
 import { printJson, printLines, reportError } from './output.ts';
 
 export type GlobalOptions = { url?: string; json?: boolean };
@@ -13,6 +13,8 @@ export type ActionContext = {
   args: string[];
   /** This command's own options, as commander parsed them. */
   opts: Record<string, any>;
+  /** The service's URL and the admin token, for a call that is no procedure (`form download`). */
+  endpoint: AdminEndpoint;
 };
 
 export function action<R>(run: (ctx: ActionContext) => Promise<R>, human: (result: R) => string) {
@@ -24,7 +26,7 @@ export function action<R>(run: (ctx: ActionContext) => Promise<R>, human: (resul
     try {
       const client = createAdminClient({ url: globals.url });
       url = client.url;
-      const result = await run({ api: client.api, args: params.slice(0, -2) as string[], opts: command.opts() });
+      const result = await run({ api: client.api, args: params.slice(0, -2) as string[], opts: command.opts(), endpoint: client.endpoint });
       if (globals.json) printJson(result);
       else printLines(human(result));
     } catch (error) {

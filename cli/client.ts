@@ -62,7 +62,10 @@ export function resolveTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
   return Number(raw) * 1000;
 }
 
-export function createAdminClient(options: { url?: string }): { api: AdminClient; url: string } {
+/** Where and how to reach the admin endpoints, for a call that is not a tRPC procedure (a file download). */
+export type AdminEndpoint = { url: string; token: string; timeoutMs: number };
+
+export function createAdminClient(options: { url?: string }): { api: AdminClient; url: string; endpoint: AdminEndpoint } {
   const url = resolveUrl(options.url);
   const token = resolveToken();
   const timeoutMs = resolveTimeoutMs();
@@ -77,5 +80,5 @@ export function createAdminClient(options: { url?: string }): { api: AdminClient
       }),
     ],
   });
-  return { api, url };
+  return { api, url, endpoint: { url, token, timeoutMs } };
 }

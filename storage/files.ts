@@ -99,6 +99,14 @@ export function lockFreeBytes(db: Queryable, companyId: string): Promise<number>
   return freeBytesOf(db, companyId, true);
 }
 
+export type StoredFile = { id: string; blob_id: string; name: string; content_type: string; size_bytes: number };
+
+/** A company's stored file by id; null when it has none by that id (another company's included). */
+export async function findFile(db: Queryable, companyId: string, id: string): Promise<StoredFile | null> {
+  const { rows } = await db.query<StoredFile>('SELECT id, blob_id, name, content_type, size_bytes FROM files WHERE company_id = $1 AND id = $2', [companyId, id]);
+  return rows[0] ?? null;
+}
+
 /** Headers for serving a stored file: always a download, never sniffed or rendered inline. */
 export function downloadHeaders(file: { name: string; contentType: string; sizeBytes: number }): Record<string, string> {
   const ascii = file.name.replace(/[^\x20-\x7e]|["\\]/g, '_');

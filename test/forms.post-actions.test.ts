@@ -11,7 +11,8 @@ import { downloadHeaders } from '../storage/files.ts';
 import { updateCompany } from '../api/admin/companies.ts';
 import { processSubmission } from '../worker/jobs/form-post-actions.ts';
 import { startWorker, type Worker } from '../worker/worker.ts';
-import { client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { ADMIN_TOKEN, client, seedTenant, startTestApp, type TestApp, type Tenant } from './helpers/app.ts';
+import { assertOneLineError, json, wsctl } from './helpers/cli.ts';
 import * as files from './helpers/forms.ts';
 
 const postActions = {
@@ -158,6 +159,32 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     const mail = await waitFor(async () => smtp.received.find((m) => m.mail.subject === 'Gracias por escribir a ContáctanosBig' && m.to.includes('ventas@empresa.example')));
     assert.deepEqual(mail.mail.attachments.map((a) => a.filename), ['uno.pdf']);
     assert.match(mail.mail.text ?? '', /no caben en el correo[\s\S]*\/Formularios\/Contacto web\/.* - big@example.com\/dos\.pdf/);
+
+    // What did not fit is an operator's download away (wsctl form download), byte for byte.
+    const stored = s.files.find((f: any) => f.filename === 'dos.pdf');
+    const dir = await mkdtemp(path.join(tmpdir(), 'form-download-'));
+    try {
+      const out = path.join(dir, 'dos.pdf');
+      const saved = await json(app, ['form', 'download', stored.asset_id, '--company', tenant.companyId, '--out', out]);
+      assert.deepEqual([saved.path, saved.size_bytes, saved.content_type], [out, 9_500_000, 'application/pdf']);
+      assert.ok((await readFile(out)).equals(files.pdf(9_500_000)), 'the bytes submitted');
+      assertOneLineError(await wsctl(app, ['form', 'download', stored.asset_id, '--company', tenant.companyId, '--out', out]), /exists: choose another --out/);
+      // Another company's file is not found under this one (nor this one's under another).
+      const stranger = await seedTenant(app.pool);
+      assertOneLineError(await wsctl(app, ['form', 'download', stored.asset_id, '--company', stranger.companyId, '--out', path.join(dir, 'x.pdf')]), /has no file/);
+      assert.deepEqual(await readdir(dir), ['dos.pdf'], 'a refused download leaves no file');
+      // The route: the admin token only, always a download that is never sniffed.
+      const url = `${app.url}/admin/files/${stored.asset_id}?company=${tenant.companyId}`;
+      assert.equal((await fetch(url)).status, 401);
+      assert.equal((await fetch(url, { headers: { authorization: `Bearer ${tenant.key}` } })).status, 401, 'an API key is no admin token');
+      const head = await fetch(url, { method: 'HEAD', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      assert.equal(head.status, 200);
+      assert.match(head.headers.get('content-disposition') ?? '', /^attachment; filename="dos\.pdf"/);
+      assert.equal(head.headers.get('x-content-type-options'), 'nosniff');
+      assert.equal(head.headers.get('content-length'), '9500000');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   test('files that do not fit are named in the email even when the operator’s template has no {{files}}', async () => {

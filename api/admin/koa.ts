@@ -27,19 +27,24 @@ const blockedUntil = new Map<string, number>();
  * A refusal before tRPC runs, in tRPC's own error shape (what `@trpc/client` reads: `error.data.code`),
  * one per procedure of a batch (`?batch=1`, procedures joined by commas), as tRPC answers errors.
  */
-function refuse(ctx: ApiContext, path: string, code: 'UNAUTHORIZED' | 'TOO_MANY_REQUESTS', message: string): void {
+function refuseAsTrpc(ctx: ApiContext, path: string, code: 'UNAUTHORIZED' | 'TOO_MANY_REQUESTS', message: string): void {
   const status = code === 'UNAUTHORIZED' ? 401 : 429;
   const error = (procedure: string) => ({ error: { message, code: TRPC_ERROR_CODES_BY_KEY[code], data: { code, httpStatus: status, path: procedure } } });
   ctx.status = status;
   ctx.body = ctx.query.batch === '1' ? path.split(',').map(error) : error(path);
 }
 
-/** Whether the request may go on to tRPC; otherwise it has been answered 401 or 429. */
-async function refuseGuessing(ctx: ApiContext, deps: Deps, path: string): Promise<boolean> {
+type Refusal = (code: 'UNAUTHORIZED' | 'TOO_MANY_REQUESTS', message: string) => void;
+
+/**
+ * Whether the request carries the admin token and may go on; otherwise it has been answered 401 or 429
+ * through `refuse` (tRPC's error shape for /admin/trpc, the API's for /admin/files).
+ */
+export async function adminTokenAccepted(ctx: ApiContext, deps: Deps, refuse: Refusal): Promise<boolean> {
   const until = blockedUntil.get(ctx.ip) ?? 0;
   if (until > Date.now()) {
     ctx.set('Retry-After', String(headerSeconds((until - Date.now()) / 1000)));
-    refuse(ctx, path, 'TOO_MANY_REQUESTS', 'too many rejected admin tokens from this address: retry after Retry-After seconds');
+    refuse('TOO_MANY_REQUESTS', 'too many rejected admin tokens from this address: retry after Retry-After seconds');
     return false;
   }
   if (secretMatches(bearerToken(authorizationOf(ctx)), deps.config.adminToken)) return true;
@@ -50,12 +55,12 @@ async function refuseGuessing(ctx: ApiContext, deps: Deps, path: string): Promis
     if (blockedUntil.size > 10_000) blockedUntil.clear();
     blockedUntil.set(ctx.ip, Date.now() + seconds * 1000);
     ctx.set('Retry-After', String(seconds));
-    refuse(ctx, path, 'TOO_MANY_REQUESTS', 'too many rejected admin tokens from this address: retry after Retry-After seconds');
+    refuse('TOO_MANY_REQUESTS', 'too many rejected admin tokens from this address: retry after Retry-After seconds');
     return false;
   }
   // RFC 9110 §11.6.1: a 401 carries a challenge.
   ctx.set('WWW-Authenticate', 'Bearer realm="admin"');
-  refuse(ctx, path, 'UNAUTHORIZED', 'the admin token is missing or wrong (Authorization: Bearer $ADMIN_TOKEN)');
+  refuse('UNAUTHORIZED', 'the admin token is missing or wrong (Authorization: Bearer $ADMIN_TOKEN)');
   return false;
 }
 
@@ -63,7 +68,7 @@ export function adminMiddleware(deps: Deps) {
   return async function admin(ctx: ApiContext, _next: Next) {
     // The route matches /admin/trpc in any case (the router is case-insensitive): so does the prefix cut here.
     const path = ctx.path.replace(/^\/admin\/trpc\/?/i, '');
-    if (!(await refuseGuessing(ctx, deps, path))) return;
+    if (!(await adminTokenAccepted(ctx, deps, (code, message) => refuseAsTrpc(ctx, path, code, message)))) return;
     ctx.respond = false;
     // Koa starts every response at 404; tRPC only sets its status when it
     // finds 200 there, so without this every answer, success or error, is a 404.

@@ -5,6 +5,7 @@
 // (api/admin/forms.ts) and a problem comes back as one message naming each path.
 import type { Command } from 'commander';
 import { action } from '../action.ts';
+import { downloadFile } from '../download.ts';
 import { readJsonObject } from '../options.ts';
 import { details } from '../output.ts';
 
@@ -59,6 +60,19 @@ export function registerFormCommands(program: Command): void {
       action(
         async ({ api, args, opts }) => api.form.update.mutate({ id: args[0]!, form: await readForm(opts.file) }),
         (updated) => formDetails(updated as Record<string, any>),
+      ),
+    );
+
+  form
+    .command('download')
+    .description("save a file a submission stored (its files[].asset_id): what an email could not attach stays only here")
+    .argument('<asset_id>', "the file's asset_id, from the submission's files")
+    .requiredOption('--company <id>', 'company id')
+    .requiredOption('--out <path>', 'where to save it (an existing file is not overwritten)')
+    .action(
+      action(
+        async ({ args, opts, endpoint }) => downloadFile(endpoint, opts.company, args[0]!, opts.out),
+        (saved) => `saved ${saved.path} (${saved.size_bytes} bytes, ${saved.content_type})`,
       ),
     );
 }

@@ -1,0 +1,30 @@
+// `GET /admin/files/:id?company=<id>`: a stored file's bytes for an operator (`wsctl form download`).
+// Form files are private: the REST API returns their metadata only (contract, Form submission), and an
+// email carries what fits within 18 MB; the rest "stays only in the file manager", which is this for an
+// operator. Behind the admin token, with its throttling of wrong tokens (api/admin/koa.ts), and always a
+// download (storage/files.ts downloadHeaders), never rendered.
+import type { Next } from 'koa';
+import { startedStream } from '../public-media.ts';
+import { ApiError } from '../errors.ts';
+import { log } from '../../lib/log.ts';
+import { downloadHeaders, findFile } from '../../storage/files.ts';
+import type { ApiContext, Deps } from '../types.ts';
+import { adminTokenAccepted } from './koa.ts';
+
+export function adminFileDownload(deps: Deps) {
+  return async function download(ctx: ApiContext & { params: Record<string, string> }, _next: Next) {
+    const accepted = await adminTokenAccepted(ctx, deps, (code, message) => {
+      throw new ApiError(code === 'UNAUTHORIZED' ? 'invalid_key' : 'rate_limited', message);
+    });
+    if (!accepted) return;
+    const company = typeof ctx.query.company === 'string' ? ctx.query.company : '';
+    if (!company) throw new ApiError('parameter_missing', 'Falta el parámetro company (la empresa del archivo).');
+    const file = await findFile(deps.pool, company, ctx.params.id!);
+    if (!file) throw new ApiError('not_found', 'La empresa no tiene un archivo con ese id.');
+    log('admin.file_download', { company_id: company, file_id: file.id, request_id: ctx.state.requestId });
+    ctx.set(downloadHeaders({ name: file.name, contentType: file.content_type, sizeBytes: Number(file.size_bytes) }));
+    ctx.status = 200;
+    if (ctx.method !== 'HEAD') ctx.body = await startedStream(deps.blobs.read(deps.pool, file.blob_id));
+    ctx.length = Number(file.size_bytes); // after the body: assigning a stream drops Content-Length
+  };
+}
