@@ -160,22 +160,14 @@ export async function openTransaction(db: Queryable): Promise<OpenTransaction> {
 
 /**
  * Runs `fn` on one connection holding a session-level advisory lock on (`space`, `key`), waiting for it:
- * for work that waits on others (an HTTP call to Google or Facturapi) and so holds no transaction open
- * meanwhile. The connection sits idle while `fn` waits: an error on it meanwhile (the database restarted)
- * is caught here rather than crash the process, and ends the lock with the session; the unlock's own
- * failure never hides `fn`'s error.
+ * for rare operator work that waits on another service (the tax profile's Facturapi calls) and so holds
+ * no transaction open meanwhile. It pins a connection for its whole run, and needs session pooling
+ * (PgBouncer in transaction mode does not keep a session's advisory locks): not for jobs. The
+ * connection sits idle while `fn` waits: an error on it meanwhile (the database restarted) is caught
+ * here rather than crash the process, and ends the lock with the session; the unlock's own failure
+ * never hides `fn`'s error.
  */
 export async function withSessionLock<T>(pool: Pool, space: string, key: string, fn: (client: Client) => Promise<T>): Promise<T> {
-  const outcome = await lockedRun(pool, space, key, fn, true);
-  return (outcome as { value: T }).value;
-}
-
-/** `withSessionLock` that does not wait: `{ ran: false }` at once when another session holds the lock. */
-export function trySessionLock<T>(pool: Pool, space: string, key: string, fn: (client: Client) => Promise<T>): Promise<{ ran: true; value: T } | { ran: false }> {
-  return lockedRun(pool, space, key, fn, false);
-}
-
-async function lockedRun<T>(pool: Pool, space: string, key: string, fn: (client: Client) => Promise<T>, wait: boolean): Promise<{ ran: true; value: T } | { ran: false }> {
   const client = await pool.connect();
   let broken: Error | undefined;
   const onError = (error: Error) => {
@@ -183,14 +175,9 @@ async function lockedRun<T>(pool: Pool, space: string, key: string, fn: (client:
   };
   client.on('error', onError);
   try {
-    if (wait) {
-      await client.query('SELECT pg_advisory_lock(hashtext($1), hashtext($2))', [space, key]);
-    } else {
-      const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1), hashtext($2)) AS locked', [space, key]);
-      if (!rows[0]!.locked) return { ran: false };
-    }
+    await client.query('SELECT pg_advisory_lock(hashtext($1), hashtext($2))', [space, key]);
     try {
-      return { ran: true, value: await fn(client) };
+      return await fn(client);
     } finally {
       await client.query('SELECT pg_advisory_unlock(hashtext($1), hashtext($2))', [space, key]).catch((error: Error) => {
         broken ??= error;

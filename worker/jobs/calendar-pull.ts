@@ -15,7 +15,7 @@ import { objectId } from '../../lib/objectid.ts';
 import { isTimeZone, startOfLocalDate } from '../../lib/local-dates.ts';
 import { endConnectionOfLeaver } from '../../db/calendar-sync.ts';
 import { DEFAULT_COMPANY_ZONE } from '../../db/companies.ts';
-import { transaction, withSessionLock, type Queryable } from '../../db/pool.ts';
+import { transaction, type Queryable } from '../../db/pool.ts';
 import { CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, CALENDAR_PUSH, type CalendarPullJob, type HousekeepingJob } from '../../db/queues.ts';
 import { OUR_EVENT_PROPERTY, OUR_HOST_PROPERTY } from './calendar-push.ts';
 import { GoogleApiError, type GoogleEvent } from '../../lib/google-calendar.ts';
@@ -164,7 +164,7 @@ async function stillConnected(db: Queryable, connection: Connection): Promise<bo
   return rowCount !== 0;
 }
 
-/** One pull of a member's calendar; `db` is the connection that holds the member's pull lock. */
+/** One pull of a member's calendar. */
 async function pull(deps: WorkerDeps, db: Queryable, userId: string): Promise<void> {
   const { config } = deps;
   const client = googleClient(config);
@@ -230,9 +230,7 @@ export const calendarPull: JobDefinition<CalendarPullJob> = {
   queue: CALENDAR_PULL,
   work: { batchSize: 1 },
   async handler(deps, jobs: Job<CalendarPullJob>[]) {
-    // One pull of a member at a time across worker processes: a full list's clean-up beside an incremental
-    // pull would delete what the other just imported, and the other store a sync token past it.
-    for (const job of jobs) await withSessionLock(deps.pool, 'calendar-pull', job.data.user_id, (db) => pull(deps, db, job.data.user_id));
+    for (const job of jobs) await pull(deps, deps.pool, job.data.user_id);
   },
 };
 

@@ -13,7 +13,7 @@
 // recorded on the connection (`wsctl calendar status`) and not retried.
 import { createHash } from 'node:crypto';
 import type { Job } from 'pg-boss';
-import { withSessionLock, type Queryable } from '../../db/pool.ts';
+import type { Queryable } from '../../db/pool.ts';
 import { CALENDAR_PUSH, type CalendarPushJob } from '../../db/queues.ts';
 import { conferencePending, GoogleApiError, meetUrlOf, type GoogleEvent } from '../../lib/google-calendar.ts';
 import { localDate } from '../../lib/local-dates.ts';
@@ -90,7 +90,20 @@ export function toGoogle(event: EventRow): GoogleEvent {
   };
 }
 
-/** Sends one event's change; `db` is the connection that holds the event's push lock. */
+/** What a push sends that comes from the event (not from Google: its id, the conference), to tell whether a state was sent. */
+function sentState(body: GoogleEvent): string {
+  const { id: _id, conferenceData: _conference, ...rest } = body;
+  return JSON.stringify(rest);
+}
+
+/** Whether the event, read again, is no longer the state `body` sent (and still goes to Google). */
+async function changedSince(db: Queryable, companyId: string, event: EventRow, body: GoogleEvent): Promise<boolean> {
+  const { rows } = await db.query<EventRow>('SELECT * FROM calendar_events WHERE company_id = $1 AND id = $2', [companyId, event.id]);
+  const now = rows[0];
+  return !!now && now.sync_to_google !== false && sentState(toGoogle(now)) !== sentState(body);
+}
+
+/** Sends one event's change. */
 async function push(deps: WorkerDeps, db: Queryable, job: CalendarPushJob): Promise<void> {
   const { config } = deps;
   const client = googleClient(config);
@@ -196,6 +209,11 @@ async function push(deps: WorkerDeps, db: Queryable, job: CalendarPushJob): Prom
     if (event.create_meet && !meetUrl && conferencePending(sent.value)) {
       // Still being prepared: look again later (the same requestId asks for the same conference).
       await deps.jobs.send(db, CALENDAR_PUSH, job, { startAfter: 15 });
+    } else if (await changedSince(db, job.company_id, event, body)) {
+      // Written again while this push was in Google: that write's own push may have landed first (two
+      // workers), and this older state last. One more push sends the event as it is now, so the last
+      // push to land always carries the latest state (no lock held across Google's answer).
+      await deps.jobs.send(db, CALENDAR_PUSH, { ...job, action: 'upsert' });
     }
     await recordSuccess(db, connection);
   } catch (error) {
@@ -212,9 +230,6 @@ export const calendarPush: JobDefinition<CalendarPushJob> = {
   queue: CALENDAR_PUSH,
   work: { batchSize: 1, pollingIntervalSeconds: 0.5 },
   async handler(deps, jobs: Job<CalendarPushJob>[]) {
-    // One push of an event at a time across worker processes: each reads the event as it is when it runs,
-    // so the later one sends the latest state and is the last Google gets (two at once could land the
-    // older state last, stale in Google until the next write).
-    for (const job of jobs) await withSessionLock(deps.pool, 'calendar-push', job.data.event_id, (db) => push(deps, db, job.data));
+    for (const job of jobs) await push(deps, deps.pool, job.data);
   },
 };
