@@ -53,6 +53,9 @@ function allOptions(field: StoredField): Set<string> {
   return new Set(Object.values(field.options_translations).flatMap((o) => o ?? []));
 }
 
+/** Direction overrides, embeddings and isolates: invisible, dropped from text answers (Trojan Source's characters). */
+const DIRECTION_CONTROLS = /[\u202a-\u202e\u2066-\u2069]/g;
+
 /** Returns the normalized value, or an error message. */
 function checkValue(field: StoredField, value: unknown): { value: unknown } | { error: string } {
   // A number where text is expected is its decimal text (a phone sent as a number); a boolean is not text.
@@ -70,12 +73,16 @@ function checkValue(field: StoredField, value: unknown): { value: unknown } | { 
       // One line, as a browser's <input> sends it: a line break in a name or phone would go on into the
       // lead and the operator's email as lines of its own. Several lines are a textarea's, unless it
       // fills a lead's or customer's column (maps_to: a name, a phone, a company), which is one line.
-      // Any line break counts (U+2028, U+2029, NEL, VT and FF too), and no answer holds control characters
-      // or direction overrides (a textarea keeps its line breaks and tabs).
-      if (field.field_type !== 'textarea' || field.maps_to) {
-        if (!isOneLine(scalar.trim())) return { error: 'es de una sola línea: no admite saltos de línea ni caracteres de control' };
-      } else if (!isWrittenText(scalar)) return { error: 'no admite caracteres de control (salvo saltos de línea y tabuladores)' };
-      return { value: scalar.trim() };
+      // Any line break counts (U+2028, U+2029, NEL, VT and FF too), and no answer holds other control
+      // characters. What pasting brings along is cleaned, not refused: the direction marks iOS puts around
+      // a phone number copied from Contacts (U+202D … U+202C) and any other direction control are dropped,
+      // and in one line a tab (a spreadsheet cell's) is a space.
+      const cleaned = scalar.replace(DIRECTION_CONTROLS, '');
+      const oneLine = field.field_type !== 'textarea' || !!field.maps_to;
+      const value = (oneLine ? cleaned.replaceAll('\t', ' ') : cleaned).trim();
+      if (oneLine && !isOneLine(value)) return { error: 'es de una sola línea: no admite saltos de línea ni caracteres de control' };
+      if (!oneLine && !isWrittenText(value)) return { error: 'no admite caracteres de control (salvo saltos de línea y tabuladores)' };
+      return { value };
     }
     case 'email': {
       if (typeof scalar !== 'string' || !isEmailAddress(scalar.trim())) return { error: 'no es un correo electrónico válido' };
