@@ -165,7 +165,9 @@ describe('OAuth 2.1 authorization server', () => {
     });
     assert.equal(signIn.status, 200, await signIn.clone().text());
     assert.equal(hiddenFields(await signIn.text()).get('step'), 'consent');
-    // A token the server never issued is not kept: a browser sent a made-up cookie gets a new one.
+    // A cookie that is not of a token's shape is replaced. (One of the right shape is kept: whoever can plant
+    // a cookie can post its value too, which double-submit never stopped; production's __Host- prefix keeps
+    // other sites and subdomains from planting it.)
     const forged = await fetch(`${app.url}/authorize?${page()}`, { headers: { cookie: 'ws_oauth_csrf=short' } });
     assert.notEqual(hiddenCsrf(await forged.text()), 'short');
   });

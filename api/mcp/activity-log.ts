@@ -44,8 +44,11 @@ export class ActivityLog {
     try {
       await this.insert(batch);
     } catch (error) {
-      // The batch holds every company's calls: one row the database refuses must not take the others with it.
-      if (batch.length === 1) return logError('mcp.activity_write_failed', error, { rows: 1 });
+      // The batch holds every company's calls: one row the database refuses (a data or constraint error,
+      // SQLSTATE classes 22 and 23) must not take the others with it, so those are written one by one.
+      // Anything else (the database out of reach, the pool exhausted) fails the batch once.
+      const sqlState = String((error as { code?: unknown }).code ?? '');
+      if (batch.length === 1 || !/^2[23]/.test(sqlState)) return logError('mcp.activity_write_failed', error, { rows: batch.length });
       for (const call of batch) await this.write([call]);
     }
   }
