@@ -47,7 +47,8 @@ export async function storeConnection(db: Queryable, jobs: JobSender, encryption
   await db.query(
     `INSERT INTO calendar_connections (user_id, calendar_id, refresh_token_enc) VALUES ($1, $2, $3)
      ON CONFLICT (user_id) DO UPDATE SET calendar_id = EXCLUDED.calendar_id, refresh_token_enc = EXCLUDED.refresh_token_enc,
-            status = 'active', sync_token = NULL, last_error = NULL, last_error_at = NULL, connected_at = now(), updated_at = now()`,
+            status = 'active', sync_token = NULL, last_error = NULL, last_error_at = NULL, connected_at = now(), updated_at = now(),
+            pull_lease_until = NULL`,
     [userId, calendarId, seal(encryptionKey, refreshToken)],
   );
   await jobs.send(db, CALENDAR_PULL, { user_id: userId });

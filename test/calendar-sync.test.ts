@@ -751,6 +751,38 @@ describe('calendar sync end to end', () => {
     }
   });
 
+  test('two worker processes: a member\'s second pull waits its turn (the connection\'s lease) instead of listing beside the first', async () => {
+    const member = await seedTenant(app.pool);
+    google.createExternal({ id: 'una-vez', summary: 'Una vez', start: { dateTime: '2030-12-11T10:00:00Z' }, end: { dateTime: '2030-12-11T11:00:00Z' } });
+    const lists = () => google.requests.filter((r) => r.method === 'GET' && r.path.endsWith('/events') && google.refreshTokenOf(r.auth) === 'rt-two-pulls').length;
+    const second = await startWorker(app.config, app.pool, app.databaseUrl);
+    try {
+      const list = google.hold('GET', /\/events$/, 'rt-two-pulls');
+      await connect(member.ownerId, 'rt-two-pulls');
+      await list.arrived; // the first pull (a full list) is reading
+      await pull(member.ownerId);
+      // The other worker takes the second pull, finds the lease held and puts it back in the queue.
+      await waitFor(
+        async () => (await app.pool.query(`SELECT 1 FROM pgboss.job WHERE name = $1 AND singleton_key = $2`, [CALENDAR_PULL.name, `${member.ownerId}:leased`])).rowCount! > 0,
+        20_000,
+        'the second pull put back',
+      );
+      assert.equal(lists(), 1, 'one list at a time');
+      list.release();
+      await waitFor(async () => (await openPulls(member.ownerId)) === 0, 30_000, 'every pull to end');
+      assert.ok(lists() >= 2, 'the pull put back ran once the first was over');
+      const { rows } = await app.pool.query(`SELECT google_event_id FROM calendar_events WHERE user_id = $1 AND source = 'google'`, [member.ownerId]);
+      const ids = rows.map((r) => r.google_event_id);
+      assert.ok(ids.includes('una-vez'), JSON.stringify(ids));
+      assert.equal(new Set(ids).size, ids.length, 'each Google event imported once');
+      const lease = await app.pool.query('SELECT pull_lease_until FROM calendar_connections WHERE user_id = $1', [member.ownerId]);
+      assert.equal(lease.rows[0].pull_lease_until, null, 'the lease given back');
+    } finally {
+      await second.stop();
+      google.deleteExternal('una-vez');
+    }
+  });
+
   test('a disconnect while a pull is reading: what the pull reads afterwards is not imported, no busy time is left behind', async () => {
     const member = await seedTenant(app.pool);
     google.createExternal({ id: 'racing', summary: 'Carrera', start: { dateTime: '2030-12-10T10:00:00Z' }, end: { dateTime: '2030-12-10T11:00:00Z' } });

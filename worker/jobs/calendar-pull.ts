@@ -18,7 +18,7 @@ import { DEFAULT_COMPANY_ZONE } from '../../db/companies.ts';
 import { transaction, type Queryable } from '../../db/pool.ts';
 import { CALENDAR_PULL, CALENDAR_PULL_SCHEDULE, CALENDAR_PUSH, type CalendarPullJob, type HousekeepingJob } from '../../db/queues.ts';
 import { OUR_EVENT_PROPERTY, OUR_HOST_PROPERTY } from './calendar-push.ts';
-import { GoogleApiError, type GoogleEvent } from '../../lib/google-calendar.ts';
+import { GoogleApiError, type GoogleCalendarClient, type GoogleEvent } from '../../lib/google-calendar.ts';
 import { activeConnection, googleClient, recordError, recordSuccess, withToken, type Connection } from '../calendar/google-access.ts';
 import type { JobDefinition, WorkerDeps } from './types.ts';
 import { toStorableText, toStorableTextOrNull } from '../../lib/storable-text.ts';
@@ -159,9 +159,25 @@ async function afterFullList(deps: WorkerDeps, db: Queryable, connection: Connec
   }
 }
 
-async function stillConnected(db: Queryable, connection: Connection): Promise<boolean> {
-  const { rowCount } = await db.query('SELECT 1 FROM calendar_connections WHERE user_id = $1 AND refresh_token_enc = $2', [connection.user_id, connection.refresh_token_enc]);
+/** How long a pull's lease lasts without renewal (renewed with every page; a killed worker's runs out). */
+export const PULL_LEASE_SECONDS = 120;
+
+/**
+ * Takes the connection's pull lease (`taken: false` while another pull holds it), or renews it; `taken`
+ * is false too when the connection it was read as is gone (disconnected, or connected again with another
+ * token: a new connection, whose own pull lists it).
+ */
+async function lease(db: Queryable, connection: Connection, renew: boolean): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE calendar_connections SET pull_lease_until = now() + make_interval(secs => $3)
+      WHERE user_id = $1 AND refresh_token_enc = $2 AND ($4 OR pull_lease_until IS NULL OR pull_lease_until < now())`,
+    [connection.user_id, connection.refresh_token_enc, PULL_LEASE_SECONDS, renew],
+  );
   return rowCount !== 0;
+}
+
+async function releaseLease(db: Queryable, connection: Connection): Promise<void> {
+  await db.query('UPDATE calendar_connections SET pull_lease_until = NULL WHERE user_id = $1 AND refresh_token_enc = $2', [connection.user_id, connection.refresh_token_enc]);
 }
 
 /** One pull of a member's calendar. */
@@ -171,6 +187,23 @@ async function pull(deps: WorkerDeps, db: Queryable, userId: string): Promise<vo
   if (!client) return;
   const connection = await activeConnection(db, userId);
   if (!connection) return;
+  // One pull of a member at a time, in any worker process: a full list's clean-up beside an incremental
+  // pull would drop what the other just imported. Held by another, this pull waits its turn in the queue.
+  if (!(await lease(db, connection, false))) {
+    await deps.jobs.send(db, CALENDAR_PULL, { user_id: userId }, { startAfter: 2, singletonKey: `${userId}:leased`, singletonSeconds: 2 });
+    return;
+  }
+  try {
+    await listAndApply(deps, db, client, connection);
+  } finally {
+    await releaseLease(db, connection).catch(() => {}); // a failure here: the lease runs out by itself
+  }
+}
+
+/** The pull itself, under the connection's lease. */
+async function listAndApply(deps: WorkerDeps, db: Queryable, client: GoogleCalendarClient, connection: Connection): Promise<void> {
+  const { config } = deps;
+  const userId = connection.user_id;
   const { rows } = await db.query<{ company_id: string; timezone: string }>(
     'SELECT m.company_id, c.timezone FROM memberships m JOIN companies c ON c.id = m.company_id WHERE m.user_id = $1 ORDER BY m.company_id',
     [userId],
@@ -186,7 +219,7 @@ async function pull(deps: WorkerDeps, db: Queryable, userId: string): Promise<vo
     for (let pages = 0; pages < MAX_PULL_PAGES; pages++) {
       // Disconnected (or connected again with another token) since this pull began: it stops here; what it
       // would import is refused anyway (apply), and the reading is not worth Google's quota.
-      if (pages > 0 && !(await stillConnected(db, connection))) return;
+      if (pages > 0 && !(await lease(db, connection, true))) return;
       let page;
       try {
         page = await withToken(db, config, client, connection, (token) => client.listEvents(token, connection.calendar_id, { syncToken, pageToken, timeMin }));
@@ -212,7 +245,7 @@ async function pull(deps: WorkerDeps, db: Queryable, userId: string): Promise<vo
         continue;
       }
       // Disconnected during a one-page list: nothing to reconcile, nothing to push.
-      if (seen && (await stillConnected(db, connection))) await afterFullList(deps, db, connection, [...seen], timeMin);
+      if (seen && (await lease(db, connection, true))) await afterFullList(deps, db, connection, [...seen], timeMin);
       await recordSuccess(db, connection, page.value.nextSyncToken ?? null);
       return;
     }
