@@ -96,6 +96,40 @@ describe('graceful stop of the web process', () => {
     }
   });
 
+  test('a body cut off while the process drains is answered and counted 503 (the stop), whatever route reads it: a form upload, a JSON write', async () => {
+    const token = 'metrics-token-for-the-drain-test';
+    const own = await startTestApp({ METRICS_TOKEN: token });
+    try {
+      const t = await seedTenant(own.pool);
+      const form = await files.createFormViaAdmin(own.url, t.companyId);
+      const cutCount = async (route: RegExp) => {
+        const text = await (await fetch(`${own.url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).text();
+        return text.split('\n').filter((line) => line.startsWith('http_requests_total{') && route.test(line) && line.includes('status="503"')).reduce((n, line) => n + Number(line.split(' ').at(-1)), 0);
+      };
+      /** Sends the headers and part of the body, then hangs up (as a process cut at the end of its drain sees it). */
+      const cutShort = (path: string, type: string, part: Buffer, declared: number) =>
+        new Promise<void>((resolve) => {
+          const req = http.request(`${own.url}${path}`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${t.key}`, 'content-type': type, 'content-length': String(declared), expect: '100-continue' },
+          });
+          req.on('error', () => resolve());
+          req.once('continue', () => req.write(part, () => req.destroy()));
+          req.on('close', () => resolve());
+          req.flushHeaders();
+        });
+      own.deps.lifecycle.draining = true;
+      const head = Buffer.from('--zz\r\nContent-Disposition: form-data; name="answers[email]"\r\n\r\nana@example.com\r\n--zz\r\nContent-Disposition: form-data; name="files[cv]"; filename="cv.pdf"\r\nContent-Type: application/pdf\r\n\r\n');
+      await cutShort(`/api/v1/forms/${form.id}/submissions`, 'multipart/form-data; boundary=zz', Buffer.concat([head, files.pdf(50_000)]), 700_000);
+      await waitFor(async () => (await cutCount(/submissions/)) === 1, 10_000, 'the cut form upload counted 503');
+      await cutShort('/api/v1/customers', 'application/json', Buffer.from('{"data":{"name":"Cor'), 5_000);
+      await waitFor(async () => (await cutCount(/customers/)) === 1, 10_000, 'the cut JSON write counted 503');
+    } finally {
+      own.deps.lifecycle.draining = false;
+      await own.close();
+    }
+  });
+
   // The Procfile runs `npm run web`: npm forwards the signal and the platform signals the whole group,
   // so the process gets it twice; the drain must survive the second, and npm must wait and exit 0.
   for (const target of ['the process group (Heroku)', 'npm alone (a container runtime)'] as const) {

@@ -184,7 +184,11 @@ export function requestMiddleware() {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) throw new ApiError('not_found');
     } catch (error) {
-      const apiError = toApiError(error);
+      // A body cut off while this process drains (SIGTERM) was cut by the stop, not by the client: 503, as
+      // the single-file reader says it (middleware/body.ts); every reader's abort is counted the same way.
+      const apiError = isClientAbort(error) && ctx.deps.lifecycle.draining
+        ? new ApiError('service_unavailable', 'El proceso se detuvo antes de terminar de leer el cuerpo; reintenta.')
+        : toApiError(error);
       if (apiError) {
         ctx.status = apiError.status;
         ctx.body = apiError.toBody();
