@@ -5,6 +5,12 @@ import { readFile } from 'node:fs/promises';
 import { InvalidArgumentError } from 'commander';
 import { CliError } from './output.ts';
 
+/** Why a file could not be read, in a few words (`no such file`, `EISDIR`, `EACCES`). */
+export function readFailure(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  return code === 'ENOENT' ? 'no such file' : (code ?? (error as Error).message);
+}
+
 /** The largest value the database's `integer` columns hold (quotas, limits). */
 const MAX_STORED_INT = 2_147_483_647;
 
@@ -21,6 +27,8 @@ export const positiveInt = (value: string): number => integer(value, 1);
 /** A whole number from 1 to `max`: an option whose server-side limit is lower than a column's, stated once. */
 export const intUpTo = (max: number) => (value: string): number => integer(value, 1, max);
 export const nonNegativeInt = (value: string): number => integer(value, 0);
+/** A year the service keeps months of (the admin API's bounds: 1900 to 9999). */
+export const yearOption = (value: string): number => integer(value, 1900, 9999);
 
 /**
  * A whole number, or `none` to clear the value. `none` comes back as the
@@ -57,8 +65,7 @@ export async function readJsonObject(file: string): Promise<Record<string, unkno
   try {
     bytes = await readFile(file);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    throw new CliError(`cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : (code ?? (error as Error).message)}`);
+    throw new CliError(`cannot read ${file}: ${readFailure(error)}`);
   }
   // UTF-8, a byte-order mark (which editors on Windows write) dropped; bytes that are no UTF-8 are refused
   // rather than stored as U+FFFD in a name or a template.

@@ -219,6 +219,7 @@ describe('wsctl', () => {
 
   test('a list naming a company or person that does not exist is not found (exit 1), not an empty list', async () => {
     const nobody = '0'.repeat(24);
+    const { owner } = await json(app, ['company', 'create', '--name', 'Existe SA']);
     for (const args of [
       ['key', 'list', '--company', nobody],
       ['webhook', 'list', '--company', nobody],
@@ -226,9 +227,17 @@ describe('wsctl', () => {
       ['oauth', 'grants', '--company', nobody],
       ['oauth', 'grants', '--user', nobody],
       ['period', 'close', '--company', nobody, '--year', '2026', '--month', '1'],
+      ['user', 'set-permissions', owner.id, '--company', nobody, '--permissions', ''],
     ]) {
       assertOneLineError(await wsctl(app, args), new RegExp(`(Company|User) ${nobody} not found`));
     }
+  });
+
+  test('company tax-profile says why a certificate or key file cannot be read', async () => {
+    const { company } = await json(app, ['company', 'create', '--name', 'Sellos SA']);
+    const args = (cer: string) => ['company', 'tax-profile', company.id, '--rfc', 'EKU9003173C9', '--legal-name', 'X', '--tax-regime', '601', '--zip', '42501', '--cer', cer, '--key', cer, '--key-password', 'p'];
+    assertOneLineError(await wsctl(app, args('/nonexistent.cer')), /cannot read --cer \/nonexistent\.cer: no such file/);
+    assertOneLineError(await wsctl(app, args(tmpdir())), /cannot read --cer .*: EISDIR/);
   });
 
   test('key create --name "" is refused, naming the field (an empty name would list as nothing)', async () => {
@@ -245,6 +254,10 @@ describe('wsctl', () => {
     }
     for (const month of ['0', '13']) {
       assertOneLineError(await wsctl(app, ['period', 'close', '--company', company.id, '--year', '2026', '--month', month]), /expected a whole number from 1 to 12\./);
+    }
+    // The year's bounds are the service's, said before any request.
+    for (const year of ['1800', '99999']) {
+      assertOneLineError(await wsctl(app, ['period', 'close', '--company', company.id, '--year', year, '--month', '1']), /expected a whole number from 1900 to 9999\./);
     }
     const closed = await json(app, ['period', 'close', '--company', company.id, '--year', '2026', '--month', '2']);
     assert.deepEqual([closed.year, closed.month], [2026, 2]);

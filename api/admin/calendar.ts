@@ -11,7 +11,7 @@ import type { JobSender } from '../../db/job-sender.ts';
 import { transaction, type Pool, type Queryable } from '../../db/pool.ts';
 import type { Config } from '../../lib/config.ts';
 import { coversEvents, GoogleApiError, GoogleCalendarClient, GOOGLE_EVENTS_SCOPE } from '../../lib/google-calendar.ts';
-import { requireUser } from './companies.ts';
+import { requireUser } from './exists.ts';
 import { signState } from '../../lib/signed-state.ts';
 import { log } from '../../lib/log.ts';
 import { open } from '../../lib/secret-box.ts';

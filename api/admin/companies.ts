@@ -26,17 +26,6 @@ function checkPlanQuota(plan: Plan, quota: number | null): void {
   if (plan === 'enterprise' && quota === null) throw validationFailed({ mcpQuota: ['the enterprise plan needs its quota (--mcp-quota <calls per cycle>)'] }, 'Invalid input: the enterprise plan needs an MCP quota.');
 }
 
-/** A list or action naming a company that does not exist is not_found (exit 1), never an empty answer. */
-export async function requireCompany(db: Queryable, companyId: string): Promise<void> {
-  if (!(await db.query('SELECT 1 FROM companies WHERE id = $1', [companyId])).rowCount) throw new ApiError('not_found', `Company ${companyId} not found`);
-}
-
-/** The same for a person. */
-export async function requireUser(db: Queryable, userId: string): Promise<void> {
-  if (!(await db.query('SELECT 1 FROM users WHERE id = $1 AND deleted_at IS NULL', [userId])).rowCount) throw new ApiError('not_found', `User ${userId} not found`);
-}
-
-
 export type CompanyInput = {
   name: string;
   ownerEmail?: string;

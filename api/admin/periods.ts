@@ -1,7 +1,7 @@
 // `wsctl period close|open --company --year --month` (DESIGN.md, CLI contract).
 import type { Pool } from '../../db/pool.ts';
 import { closePeriod, openPeriod, firstClosed } from '../../db/money/periods.ts';
-import { requireCompany } from './companies.ts';
+import { requireCompany } from './exists.ts';
 
 export async function setPeriod(pool: Pool, input: { companyId: string; year: number; month: number; closed: boolean }) {
   await requireCompany(pool, input.companyId);

@@ -20,7 +20,7 @@ import { regimeMismatch, TAX_REGIMES, ZIP } from '../../lib/cfdi/catalogs.ts';
 import type { Config } from '../../lib/config.ts';
 import { seal } from '../../lib/secret-box.ts';
 import { ApiError, validationFailed } from '../errors.ts';
-import { requireCompany } from './companies.ts';
+import { requireCompany } from './exists.ts';
 
 export type TaxProfileInput = { companyId: string; rfc: string; legalName: string; taxRegime: string; zip: string; cer: string; key: string; keyPassword: string };
 

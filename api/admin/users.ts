@@ -4,6 +4,7 @@ import { transaction, type Pool, type Queryable } from '../../db/pool.ts';
 import { iso } from '../../db/timestamps.ts';
 import { hashPassword } from '../../lib/passwords.ts';
 import { ApiError } from '../errors.ts';
+import { requireCompany, requireUser } from './exists.ts';
 import { lockSeat, type UserRow } from '../routes/user-queries.ts';
 
 export type { UserRow };
@@ -50,7 +51,12 @@ export async function setPermissions(db: Queryable, userId: string, companyId: s
     'UPDATE memberships SET permissions = $3 WHERE user_id = $1 AND company_id = $2 RETURNING user_id, company_id, is_owner, permissions',
     [userId, companyId, [...new Set(permissions)]],
   );
-  if (!rows[0]) throw new ApiError('not_found', `User ${userId} is not a member of company ${companyId}`);
+  if (!rows[0]) {
+    // Said as every command says it: an unknown company or person first, then the membership.
+    await requireCompany(db, companyId);
+    await requireUser(db, userId);
+    throw new ApiError('not_found', `User ${userId} is not a member of company ${companyId}`);
+  }
   return rows[0];
 }
 

@@ -5,7 +5,7 @@ import { action } from '../action.ts';
 import type { Outputs } from '../client.ts';
 import { OPT_IN_MODULES, type Module } from '../../api/auth/scopes.ts';
 import { MAX_TEAM_SIZE } from '../../api/admin/limits.ts';
-import { intOrNone, intUpTo, list, noneToNull, nonNegativeInt, onOff } from '../options.ts';
+import { intOrNone, intUpTo, list, noneToNull, nonNegativeInt, onOff, readFailure } from '../options.ts';
 import { CliError, cell, details, table } from '../output.ts';
 
 const PLANS = ['free', 'starter', 'enterprise'] as const;
@@ -73,8 +73,8 @@ export function registerCompanyCommands(program: Command): void {
             legalName: opts.legalName,
             taxRegime: opts.taxRegime,
             zip: opts.zip,
-            cer: await read(opts.cer).catch(() => { throw new CliError(`cannot read --cer ${opts.cer}`); }),
-            key: await read(opts.key).catch(() => { throw new CliError(`cannot read --key ${opts.key}`); }),
+            cer: await read(opts.cer).catch((error) => { throw new CliError(`cannot read --cer ${opts.cer}: ${readFailure(error)}`); }),
+            key: await read(opts.key).catch((error) => { throw new CliError(`cannot read --key ${opts.key}: ${readFailure(error)}`); }),
             keyPassword: opts.keyPassword,
           });
         },

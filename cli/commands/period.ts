@@ -2,7 +2,7 @@
 // CLI contract): a closed month refuses money writes dated in it (422 period_locked).
 import type { Command } from 'commander';
 import { action } from '../action.ts';
-import { intUpTo, positiveInt } from '../options.ts';
+import { intUpTo, yearOption } from '../options.ts';
 
 export function registerPeriodCommands(program: Command): void {
   const period = program.command('period').description('accounting months of a company');
@@ -11,7 +11,7 @@ export function registerPeriodCommands(program: Command): void {
       .command(verb)
       .description(verb === 'close' ? 'close a month: money writes dated in it are refused' : 'reopen a closed month')
       .requiredOption('--company <id>', 'company id')
-      .requiredOption('--year <year>', 'year, e.g. 2026', positiveInt)
+      .requiredOption('--year <year>', 'year, e.g. 2026 (1900 to 9999)', yearOption)
       .requiredOption('--month <month>', 'month, 1-12', intUpTo(12))
       .action(
         action(

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { parseScopes } from '../../auth/scopes.ts';
 import { validationFailed } from '../../errors.ts';
-import { requireCompany } from '../companies.ts';
+import { requireCompany } from '../exists.ts';
 import { issueKey, listKeys, revokeKey } from '../keys.ts';
 import { adminId as id, adminProcedure, router, storedInt } from '../trpc.ts';
 

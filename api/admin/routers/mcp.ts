@@ -1,7 +1,7 @@
 // `wsctl mcp activity --company <id>`: the last 25 MCP calls and the 24-hour success rate.
 import { z } from 'zod';
 import { activity } from '../../mcp/activity-log.ts';
-import { requireCompany } from '../companies.ts';
+import { requireCompany } from '../exists.ts';
 import { adminId as id, adminProcedure, router } from '../trpc.ts';
 
 export const mcpRouter = router({

@@ -1,7 +1,7 @@
 // `wsctl oauth grants --user <id>` / `wsctl oauth revoke <grant-id>`: a person's OAuth connections.
 import { z } from 'zod';
 import { ApiError } from '../../errors.ts';
-import { requireCompany, requireUser } from '../companies.ts';
+import { requireCompany, requireUser } from '../exists.ts';
 import { revokeGrant } from '../../../db/oauth-grants.ts';
 import { listGrants } from '../oauth.ts';
 import { adminId as id, adminProcedure, router } from '../trpc.ts';

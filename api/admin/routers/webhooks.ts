@@ -16,7 +16,7 @@ import {
   serializeEndpoint,
 } from '../../routes/webhook-endpoint-queries.ts';
 import { DELIVERY_STATUSES } from '../../routes/webhook-endpoint-schemas.ts';
-import { requireCompany } from '../companies.ts';
+import { requireCompany } from '../exists.ts';
 import { adminId as id, adminProcedure, router } from '../trpc.ts';
 
 /** `wsctl delivery list` shows the newest deliveries first, up to this many. */
