@@ -52,6 +52,16 @@ export function list(value: string): string[] {
     .filter(Boolean);
 }
 
+/** A comma-separated list whose every item is one of `choices`: an unknown one is named before any request. */
+export function listOf(choices: readonly string[]) {
+  return (value: string): string[] => {
+    const items = list(value);
+    const unknown = items.filter((item) => !choices.includes(item));
+    if (unknown.length) throw new InvalidArgumentError(`unknown ${unknown.map((u) => `"${u}"`).join(', ')}: expected ${choices.join(', ')} (comma separated).`);
+    return items;
+  };
+}
+
 export function onOff(value: string): boolean {
   const v = value.trim().toLowerCase();
   if (v === 'on') return true;

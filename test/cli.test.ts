@@ -233,6 +233,13 @@ describe('wsctl', () => {
     }
   });
 
+  test('an unknown module or permission is named before any request', async () => {
+    assertOneLineError(await wsctl(app, ['company', 'create', '--name', 'Modulos SA', '--modules', 'invoicing,foo']), /unknown "foo": expected invoicing/);
+    const { company, owner } = await json(app, ['company', 'create', '--name', 'Permisos SA']);
+    assertOneLineError(await wsctl(app, ['user', 'set-permissions', owner.id, '--company', company.id, '--permissions', 'manage-developers,root']), /unknown "root": expected manage-developers/);
+    assert.deepEqual((await json(app, ['user', 'set-permissions', owner.id, '--company', company.id, '--permissions', ''])).permissions, []);
+  });
+
   test('company tax-profile says why a certificate or key file cannot be read', async () => {
     const { company } = await json(app, ['company', 'create', '--name', 'Sellos SA']);
     const args = (cer: string) => ['company', 'tax-profile', company.id, '--rfc', 'EKU9003173C9', '--legal-name', 'X', '--tax-regime', '601', '--zip', '42501', '--cer', cer, '--key', cer, '--key-password', 'p'];

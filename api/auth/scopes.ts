@@ -51,3 +51,7 @@ export function parseScopes(input: string | string[]): string[] {
 // (DESIGN.md) and reached by every company with the `*-automations` scopes.
 export const OPT_IN_MODULES = ['invoicing'] as const;
 export type Module = (typeof OPT_IN_MODULES)[number];
+
+/** What a member may do in the application beyond the API's scopes (`wsctl user set-permissions`; owners hold them all). */
+export const PERMISSIONS = ['manage-developers'] as const;
+export type Permission = (typeof PERMISSIONS)[number];

@@ -13,6 +13,7 @@ import type { Queryable } from '../../db/pool.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { hashPassword, needsRehash, verifyPassword } from '../../lib/passwords.ts';
 import { digestSecret } from './keys.ts';
+import type { Permission } from './scopes.ts';
 import { ApiError } from '../errors.ts';
 import { authorizationOf, bearerToken } from '../middleware/authenticate.ts';
 import { headerSeconds, limitUnauthenticated } from '../middleware/rate-limit.ts';
@@ -33,8 +34,6 @@ export const SESSION_TTL_HOURS = 12;
  */
 export const SIGN_IN_LIMITS = { perEmailAndAddress: 10, perAddress: 30, perEmail: 100 } as const;
 
-export const PERMISSIONS = ['manage-developers'] as const;
-export type Permission = (typeof PERMISSIONS)[number];
 
 export const signInSchema = z.strictObject({
   email: z.email(),

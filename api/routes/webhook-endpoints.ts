@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { transaction, type Queryable } from '../../db/pool.ts';
 import { checkWebhookUrl } from '../../lib/ssrf.ts';
 import { EMITTED_EVENT_NAMES } from '../../lib/webhook-events.ts';
-import type { Permission } from '../auth/sessions.ts';
+import type { Permission } from '../auth/scopes.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { listPage, paginationQuery } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';

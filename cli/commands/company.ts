@@ -5,7 +5,7 @@ import { action } from '../action.ts';
 import type { Outputs } from '../client.ts';
 import { OPT_IN_MODULES, type Module } from '../../api/auth/scopes.ts';
 import { MAX_TEAM_SIZE } from '../../api/admin/limits.ts';
-import { intOrNone, intUpTo, list, noneToNull, nonNegativeInt, onOff, readFailure } from '../options.ts';
+import { intOrNone, intUpTo, listOf, noneToNull, nonNegativeInt, onOff, readFailure } from '../options.ts';
 import { CliError, cell, details, table } from '../output.ts';
 
 const PLANS = ['free', 'starter', 'enterprise'] as const;
@@ -33,7 +33,7 @@ function companyDetails(company: Company): string {
 function companyOptions(command: Command): Command {
   return command
     .option('--max-team-size <n>', `seats in the team (1-${MAX_TEAM_SIZE})`, intUpTo(MAX_TEAM_SIZE))
-    .option('--modules <list>', `opt-in modules, comma separated (${OPT_IN_MODULES.join(',')}; automations are core); '' for none`, list)
+    .option('--modules <list>', `opt-in modules, comma separated (${OPT_IN_MODULES.join(',')}; automations are core); '' for none`, listOf(OPT_IN_MODULES))
     .addOption(new Option('--plan <plan>', 'MCP plan').choices(PLANS))
     .option('--mcp-quota <n>', "MCP calls per cycle; the enterprise plan's only, and it needs one ('none' clears it when leaving enterprise)", intOrNone);
 }

@@ -2,7 +2,8 @@
 // consent page (MCP clients); API keys do not need one.
 import type { Command } from 'commander';
 import { action } from '../action.ts';
-import { list } from '../options.ts';
+import { PERMISSIONS } from '../../api/auth/scopes.ts';
+import { listOf } from '../options.ts';
 import { cell } from '../output.ts';
 
 export function registerUserCommands(program: Command): void {
@@ -25,7 +26,7 @@ export function registerUserCommands(program: Command): void {
     .description("replace a member's permissions in a company (owners hold them all): manage-developers")
     .argument('<user-id>', 'user id')
     .requiredOption('--company <id>', 'company id')
-    .requiredOption('--permissions <list>', "comma separated, e.g. manage-developers; '' clears them", list)
+    .requiredOption('--permissions <list>', `comma separated (${PERMISSIONS.join(', ')}); '' clears them`, listOf(PERMISSIONS))
     .action(
       action(
         async ({ api, args: [id], opts }) => api.user.setPermissions.mutate({ id: id!, companyId: opts.company, permissions: opts.permissions }),

@@ -1,7 +1,7 @@
 // `wsctl user ...`: the password people sign in with, and the permissions of
 // in-application routes (api/auth/sessions.ts; owners hold them all).
 import { z } from 'zod';
-import { PERMISSIONS } from '../../auth/sessions.ts';
+import { PERMISSIONS } from '../../auth/scopes.ts';
 import { addMembership, setPassword, setPermissions } from '../users.ts';
 import { adminId as id, adminProcedure, router } from '../trpc.ts';
 
