@@ -200,6 +200,8 @@ describe('wsctl webhook and delivery', () => {
     assert.deepEqual(cleared.permissions, []);
     assert.equal((await session.get('/user/developers/webhook-endpoints')).status, 403);
     assertOneLineError(await wsctl(app, ['user', 'set-permissions', member, '--company', t.companyId, '--permissions', 'root']), /permissions/);
-    assertOneLineError(await wsctl(app, ['user', 'set-permissions', member, '--company', MISSING_ID, '--permissions', 'manage-developers']), /not a member/);
+    assertOneLineError(await wsctl(app, ['user', 'set-permissions', member, '--company', MISSING_ID, '--permissions', 'manage-developers']), new RegExp(`Company ${MISSING_ID} not found`));
+    const elsewhere = await seedTenant(app.pool);
+    assertOneLineError(await wsctl(app, ['user', 'set-permissions', member, '--company', elsewhere.companyId, '--permissions', 'manage-developers']), /not a member/);
   });
 });
