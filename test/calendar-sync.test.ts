@@ -243,6 +243,30 @@ describe('calendar sync end to end', () => {
     }
   });
 
+  test('two worker processes each inserting a new copy of an event deleted in Google: one copy stays there, the one stored', async () => {
+    await waitFor(async () => (await openPulls(tenant.ownerId)) === 0, 20_000, 'the first pull');
+    const e = await newEvent({ title: 'Copia 0' });
+    await waitFor(async () => (await eventRow(e.id))?.google_event_id, 20_000, 'the first push');
+    google.deleteExternal(e.id); // deleted in Google: the next push inserts a new copy under a new id
+    const live = () => [...google.events.values()].filter((g: any) => g.status !== 'cancelled' && g.extendedProperties?.private?.workspace_event_id === e.id);
+    const jobs = async () => (await app.pool.query<{ state: string }>(`SELECT state FROM pgboss.job WHERE name = $1 AND data->>'event_id' = $2`, [CALENDAR_PUSH.name, e.id])).rows.map((r) => r.state);
+    const second = await startWorker(app.config, app.pool, app.databaseUrl);
+    try {
+      const held = google.hold('POST', /\/events$/); // A's first try, the insert under our id
+      assert.equal((await api.patch(`/calendar/events/${e.id}`, { data: { title: 'Copia A' } })).status, 200);
+      await held.arrived;
+      assert.equal((await api.patch(`/calendar/events/${e.id}`, { data: { title: 'Copia B' } })).status, 200);
+      // The other worker's push of B makes a new copy and stores it while A's is held.
+      await waitFor(async () => ![e.id, null].includes((await eventRow(e.id)).google_event_id), 20_000, 'B stored a new copy');
+      held.release(); // A goes on to make a copy of its own
+      await waitFor(async () => (await jobs()).every((state) => state === 'completed') && live().length === 1, 30_000, 'one live copy in Google');
+      const stored = (await eventRow(e.id)).google_event_id;
+      assert.deepEqual(live().map((g: any) => [g.id, g.summary]), [[stored, 'Copia B']]);
+    } finally {
+      await second.stop();
+    }
+  });
+
   test('create_meet: the conference is pending, then the Meet link lands on the event', async () => {
     const e = await newEvent({ kind: 'meeting', create_meet: true });
     const row = await waitFor(async () => {

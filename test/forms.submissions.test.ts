@@ -208,6 +208,11 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
     const pasted = await api.post(path(), { data: { answers: { ...base, name: 'Eve\tAdams', phone: '\u202d+52 55 1234 5678\u202c', message: 'fdp.\u202eexe\tfin' } } });
     assert.equal(pasted.status, 201, pasted.text);
     assert.deepEqual([pasted.body.data.answers.name, pasted.body.data.answers.phone, pasted.body.data.answers.message], ['Eve Adams', '+52 55 1234 5678', 'fdp.exe\tfin']);
+    // An email pasted with them is the address; a required answer of nothing but them is no answer.
+    const email = await api.post(path(), { data: { answers: { ...base, email: '\u202dEve@Example.com\u202c' } } });
+    assert.deepEqual([email.status, email.body.data?.answers.email, email.body.data?.email], [201, 'Eve@Example.com', 'eve@example.com'], email.text);
+    const blank = await api.post(path(), { data: { answers: { ...base, name: '\u202d\u202c' } } });
+    assert.deepEqual([blank.status, blank.body.errors?.['answers.name']], [422, ['es obligatorio']], blank.text);
     const ok = await api.post(path(), { data: { answers: { ...base, name: '  Eve  \n', message: 'Hola\nBcc: no es un campo' } } });
     assert.equal(ok.status, 201, ok.text);
     assert.deepEqual([ok.body.data.answers.name, ok.body.data.answers.message], ['Eve', 'Hola\nBcc: no es un campo']);

@@ -38,8 +38,12 @@ export type CheckedAnswers = {
   phone: string | null;
 };
 
+/** Direction overrides, embeddings and isolates: invisible, dropped from text and email answers (Trojan Source's characters). */
+const DIRECTION_CONTROLS = /[\u202a-\u202e\u2066-\u2069]/g;
+
+/** No answer: absent, null, an empty list, or text that is blank once the invisible direction controls are dropped. */
 function isEmpty(value: unknown): boolean {
-  return value === undefined || value === null || (typeof value === 'string' && value.trim() === '') || (Array.isArray(value) && value.length === 0);
+  return value === undefined || value === null || (typeof value === 'string' && value.replace(DIRECTION_CONTROLS, '').trim() === '') || (Array.isArray(value) && value.length === 0);
 }
 
 function isDate(value: string): boolean {
@@ -52,9 +56,6 @@ function isDate(value: string): boolean {
 function allOptions(field: StoredField): Set<string> {
   return new Set(Object.values(field.options_translations).flatMap((o) => o ?? []));
 }
-
-/** Direction overrides, embeddings and isolates: invisible, dropped from text answers (Trojan Source's characters). */
-const DIRECTION_CONTROLS = /[\u202a-\u202e\u2066-\u2069]/g;
 
 /** Returns the normalized value, or an error message. */
 function checkValue(field: StoredField, value: unknown): { value: unknown } | { error: string } {
@@ -85,9 +86,11 @@ function checkValue(field: StoredField, value: unknown): { value: unknown } | { 
       return { value };
     }
     case 'email': {
-      if (typeof scalar !== 'string' || !isEmailAddress(scalar.trim())) return { error: 'no es un correo electrónico válido' };
-      // Kept as submitted (contract: answers hold the submitted value); the extracted `email` is lower-cased.
-      return { value: scalar.trim() };
+      const typed = typeof scalar === 'string' ? scalar.replace(DIRECTION_CONTROLS, '').trim() : null;
+      if (typed === null || !isEmailAddress(typed)) return { error: 'no es un correo electrónico válido' };
+      // Kept as submitted (contract: answers hold the submitted value; direction controls pasted around it
+      // dropped, as from text); the extracted `email` is lower-cased.
+      return { value: typed };
     }
     case 'number': {
       // Decimal notation only: Number() would also read "0x10", "0b101" and "0o17".

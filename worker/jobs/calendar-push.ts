@@ -180,23 +180,34 @@ async function push(deps: WorkerDeps, db: Queryable, job: CalendarPushJob): Prom
     if (!sent) return;
     const meetUrl = meetUrlOf(sent.value);
     const googleId = sent.value.id ?? body.id;
+    // A copy under a new Google id (the one it had was deleted there) is stored only over the id this push
+    // read: two pushes at once (two workers) may each have made one, and the one stored first wins.
+    const newCopy = googleId !== (event.google_event_id ?? event.id);
     // Written (and `updated_at` moved) only when Google gave a new id or Meet link: a push that
     // changed nothing here (every upcoming event is pushed again after a reconnect) leaves the row as it was.
-    const { rows: stored } = await db.query<{ sync_to_google: boolean | null }>(
+    const { rows: stored } = await db.query<{ sync_to_google: boolean | null; ours: boolean | null }>(
       `WITH changed AS (
          UPDATE calendar_events SET google_event_id = $3, meet_url = coalesce($4, meet_url), updated_at = now()
           WHERE company_id = $1 AND id = $2 AND (google_event_id IS DISTINCT FROM $3 OR meet_url IS DISTINCT FROM coalesce($4, meet_url))
-          RETURNING sync_to_google
+            AND (NOT $5 OR google_event_id IS NOT DISTINCT FROM $6)
+          RETURNING sync_to_google, true AS ours
        )
-       SELECT sync_to_google FROM changed
+       SELECT sync_to_google, ours FROM changed
        UNION ALL
-       SELECT sync_to_google FROM calendar_events WHERE company_id = $1 AND id = $2 AND NOT EXISTS (SELECT 1 FROM changed)`,
-      [job.company_id, event.id, googleId, meetUrl],
+       SELECT sync_to_google, google_event_id = $3 AS ours FROM calendar_events WHERE company_id = $1 AND id = $2 AND NOT EXISTS (SELECT 1 FROM changed)`,
+      [job.company_id, event.id, googleId, meetUrl, newCopy, event.google_event_id],
     );
     if (!stored[0] || stored[0].sync_to_google === false) {
       // Switched off (or deleted) while this push was in Google: that write saw no copy there to
       // delete, so the copy this push made is deleted now (the row lock orders the two writes).
       await deps.jobs.send(db, CALENDAR_PUSH, { ...job, action: 'delete', google_event_id: googleId });
+      return;
+    }
+    if (newCopy && !stored[0].ours) {
+      // Another push stored a copy of its own first: this one's is deleted (never two copies in Google),
+      // and one more push brings the stored copy to the event as it is now.
+      await deps.jobs.send(db, CALENDAR_PUSH, { ...job, action: 'delete', google_event_id: googleId });
+      await deps.jobs.send(db, CALENDAR_PUSH, { ...job, action: 'upsert' });
       return;
     }
     if (meetUrl) {
