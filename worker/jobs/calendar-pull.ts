@@ -160,24 +160,39 @@ async function afterFullList(deps: WorkerDeps, db: Queryable, connection: Connec
 }
 
 /** How long a pull's lease lasts without renewal (renewed with every page; a killed worker's runs out). */
-export const PULL_LEASE_SECONDS = 120;
+const PULL_LEASE_SECONDS = 120;
 
-/**
- * Takes the connection's pull lease (`taken: false` while another pull holds it), or renews it; `taken`
- * is false too when the connection it was read as is gone (disconnected, or connected again with another
- * token: a new connection, whose own pull lists it).
- */
-async function lease(db: Queryable, connection: Connection, renew: boolean): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE calendar_connections SET pull_lease_until = now() + make_interval(secs => $3)
-      WHERE user_id = $1 AND refresh_token_enc = $2 AND ($4 OR pull_lease_until IS NULL OR pull_lease_until < now())`,
-    [connection.user_id, connection.refresh_token_enc, PULL_LEASE_SECONDS, renew],
-  );
-  return rowCount !== 0;
-}
+/** A pull's hold on its connection's lease; the value it holds tells it from a later pull's. */
+type PullLease = {
+  /** Extends it; false when it is no longer this pull's (run out and taken, or the connection gone: disconnected, or connected again with another token, a new connection whose own pull lists it). */
+  renew(): Promise<boolean>;
+  /** Gives it back, if it is still this pull's. */
+  release(): Promise<void>;
+};
 
-async function releaseLease(db: Queryable, connection: Connection): Promise<void> {
-  await db.query('UPDATE calendar_connections SET pull_lease_until = NULL WHERE user_id = $1 AND refresh_token_enc = $2', [connection.user_id, connection.refresh_token_enc]);
+/** Takes the connection's pull lease; null while another pull holds it (or the connection read is gone). */
+async function takeLease(db: Queryable, connection: Connection): Promise<PullLease | null> {
+  const key = [connection.user_id, connection.refresh_token_enc];
+  // Held as text: timestamptz keeps microseconds, which a JavaScript Date would round away.
+  const set = async (condition: string, values: unknown[]) =>
+    (
+      await db.query<{ until: string }>(
+        `UPDATE calendar_connections SET pull_lease_until = now() + make_interval(secs => ${PULL_LEASE_SECONDS})
+          WHERE user_id = $1 AND refresh_token_enc = $2 AND ${condition} RETURNING pull_lease_until::text AS until`,
+        [...key, ...values],
+      )
+    ).rows[0]?.until ?? null;
+  let held = await set('(pull_lease_until IS NULL OR pull_lease_until < now())', []);
+  if (!held) return null;
+  return {
+    async renew() {
+      held = held && (await set('pull_lease_until = $3::timestamptz', [held]));
+      return held !== null;
+    },
+    async release() {
+      if (held) await db.query('UPDATE calendar_connections SET pull_lease_until = NULL WHERE user_id = $1 AND refresh_token_enc = $2 AND pull_lease_until = $3::timestamptz', [...key, held]);
+    },
+  };
 }
 
 /** One pull of a member's calendar. */
@@ -189,19 +204,20 @@ async function pull(deps: WorkerDeps, db: Queryable, userId: string): Promise<vo
   if (!connection) return;
   // One pull of a member at a time, in any worker process: a full list's clean-up beside an incremental
   // pull would drop what the other just imported. Held by another, this pull waits its turn in the queue.
-  if (!(await lease(db, connection, false))) {
+  const lease = await takeLease(db, connection);
+  if (!lease) {
     await deps.jobs.send(db, CALENDAR_PULL, { user_id: userId }, { startAfter: 2, singletonKey: `${userId}:leased`, singletonSeconds: 2 });
     return;
   }
   try {
-    await listAndApply(deps, db, client, connection);
+    await listAndApply(deps, db, client, connection, lease);
   } finally {
-    await releaseLease(db, connection).catch(() => {}); // a failure here: the lease runs out by itself
+    await lease.release().catch(() => {}); // a failure here: the lease runs out by itself
   }
 }
 
 /** The pull itself, under the connection's lease. */
-async function listAndApply(deps: WorkerDeps, db: Queryable, client: GoogleCalendarClient, connection: Connection): Promise<void> {
+async function listAndApply(deps: WorkerDeps, db: Queryable, client: GoogleCalendarClient, connection: Connection, lease: PullLease): Promise<void> {
   const { config } = deps;
   const userId = connection.user_id;
   const { rows } = await db.query<{ company_id: string; timezone: string }>(
@@ -219,7 +235,7 @@ async function listAndApply(deps: WorkerDeps, db: Queryable, client: GoogleCalen
     for (let pages = 0; pages < MAX_PULL_PAGES; pages++) {
       // Disconnected (or connected again with another token) since this pull began: it stops here; what it
       // would import is refused anyway (apply), and the reading is not worth Google's quota.
-      if (pages > 0 && !(await lease(db, connection, true))) return;
+      if (pages > 0 && !(await lease.renew())) return;
       let page;
       try {
         page = await withToken(db, config, client, connection, (token) => client.listEvents(token, connection.calendar_id, { syncToken, pageToken, timeMin }));
@@ -245,7 +261,7 @@ async function listAndApply(deps: WorkerDeps, db: Queryable, client: GoogleCalen
         continue;
       }
       // Disconnected during a one-page list: nothing to reconcile, nothing to push.
-      if (seen && (await lease(db, connection, true))) await afterFullList(deps, db, connection, [...seen], timeMin);
+      if (seen && (await lease.renew())) await afterFullList(deps, db, connection, [...seen], timeMin);
       await recordSuccess(db, connection, page.value.nextSyncToken ?? null);
       return;
     }
