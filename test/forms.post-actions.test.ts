@@ -173,6 +173,13 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
       const stranger = await seedTenant(app.pool);
       assertOneLineError(await wsctl(app, ['form', 'download', stored.asset_id, '--company', stranger.companyId, '--out', path.join(dir, 'x.pdf')]), /has no file/);
       assert.deepEqual(await readdir(dir), ['dos.pdf'], 'a refused download leaves no file');
+      assertOneLineError(await wsctl(app, ['form', 'download', stored.asset_id, '--company', tenant.companyId, '--out', path.join(dir, 'no-such-dir', 'x.pdf')]), /cannot write .*x\.pdf: no such file/);
+      // An id that is no ObjectId (a NUL, a path) names no file: 404, not a database error.
+      for (const odd of [`${stored.asset_id.slice(0, 10)}%00`, '..%2F..%2Fetc']) {
+        const res = await fetch(`${app.url}/admin/files/${odd}?company=${tenant.companyId}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+        assert.equal(res.status, 404, odd);
+      }
+      assert.equal((await fetch(`${app.url}/admin/files/${stored.asset_id}?company=a%00`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).status, 404);
       // The route: the admin token only, always a download that is never sniffed.
       const url = `${app.url}/admin/files/${stored.asset_id}?company=${tenant.companyId}`;
       assert.equal((await fetch(url)).status, 401);
