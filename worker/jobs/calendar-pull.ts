@@ -56,7 +56,8 @@ function instantOf(point: GoogleEvent['start'], zone: string): { at: Date; allDa
 }
 
 /** Imports (or drops) one Google event as busy time in each of the member's `companies`, each with its zone. */
-async function apply(deps: WorkerDeps, db: Queryable, connection: Connection, companies: Array<{ id: string; timezone: string }>, calendarZone: string | undefined, item: GoogleEvent): Promise<void> {
+async function apply(deps: WorkerDeps, connection: Connection, companies: Array<{ id: string; timezone: string }>, calendarZone: string | undefined, item: GoogleEvent): Promise<void> {
+  const { pool: db } = deps;
   const ourId = item.extendedProperties?.private?.[OUR_EVENT_PROPERTY];
   if (ourId) {
     // One of ours (whoever's: a calendar may be shared by several members), never imported. If it is
@@ -137,7 +138,8 @@ async function apply(deps: WorkerDeps, db: Queryable, connection: Connection, co
  * reaches Google once it is connected again. Pushes are upserts: an event
  * already there is patched to the same state.
  */
-async function afterFullList(deps: WorkerDeps, db: Queryable, connection: Connection, seen: string[], timeMin: string): Promise<void> {
+async function afterFullList(deps: WorkerDeps, connection: Connection, seen: string[], timeMin: string): Promise<void> {
+  const { pool: db } = deps;
   await db.query(
     `DELETE FROM calendar_events WHERE user_id = $1 AND source = 'google' AND ends_at >= $2 AND NOT (google_event_id = ANY($3::text[]))`,
     [connection.user_id, timeMin, seen],
@@ -196,8 +198,8 @@ async function takeLease(db: Queryable, connection: Connection): Promise<PullLea
 }
 
 /** One pull of a member's calendar. */
-async function pull(deps: WorkerDeps, db: Queryable, userId: string): Promise<void> {
-  const { config } = deps;
+async function pull(deps: WorkerDeps, userId: string): Promise<void> {
+  const { pool: db, config } = deps;
   const client = googleClient(config);
   if (!client) return;
   const connection = await activeConnection(db, userId);
@@ -210,15 +212,15 @@ async function pull(deps: WorkerDeps, db: Queryable, userId: string): Promise<vo
     return;
   }
   try {
-    await listAndApply(deps, db, client, connection, lease);
+    await listAndApply(deps, client, connection, lease);
   } finally {
     await lease.release().catch(() => {}); // a failure here: the lease runs out by itself
   }
 }
 
 /** The pull itself, under the connection's lease. */
-async function listAndApply(deps: WorkerDeps, db: Queryable, client: GoogleCalendarClient, connection: Connection, lease: PullLease): Promise<void> {
-  const { config } = deps;
+async function listAndApply(deps: WorkerDeps, client: GoogleCalendarClient, connection: Connection, lease: PullLease): Promise<void> {
+  const { pool: db, config } = deps;
   const userId = connection.user_id;
   const { rows } = await db.query<{ company_id: string; timezone: string }>(
     'SELECT m.company_id, c.timezone FROM memberships m JOIN companies c ON c.id = m.company_id WHERE m.user_id = $1 ORDER BY m.company_id',
@@ -254,14 +256,14 @@ async function listAndApply(deps: WorkerDeps, db: Queryable, client: GoogleCalen
       if (!page) return; // the connection needs re-authorization
       for (const item of page.value.items ?? []) {
         seen?.add(item.id);
-        await apply(deps, db, connection, companies, page.value.timeZone, item);
+        await apply(deps, connection, companies, page.value.timeZone, item);
       }
       if (page.value.nextPageToken) {
         pageToken = page.value.nextPageToken;
         continue;
       }
       // Disconnected during a one-page list: nothing to reconcile, nothing to push.
-      if (seen && (await lease.renew())) await afterFullList(deps, db, connection, [...seen], timeMin);
+      if (seen && (await lease.renew())) await afterFullList(deps, connection, [...seen], timeMin);
       await recordSuccess(db, connection, page.value.nextSyncToken ?? null);
       return;
     }
@@ -279,7 +281,7 @@ export const calendarPull: JobDefinition<CalendarPullJob> = {
   queue: CALENDAR_PULL,
   work: { batchSize: 1 },
   async handler(deps, jobs: Job<CalendarPullJob>[]) {
-    for (const job of jobs) await pull(deps, deps.pool, job.data.user_id);
+    for (const job of jobs) await pull(deps, job.data.user_id);
   },
 };
 

@@ -104,8 +104,8 @@ async function changedSince(db: Queryable, companyId: string, event: EventRow, b
 }
 
 /** Sends one event's change. */
-async function push(deps: WorkerDeps, db: Queryable, job: CalendarPushJob): Promise<void> {
-  const { config } = deps;
+async function push(deps: WorkerDeps, job: CalendarPushJob): Promise<void> {
+  const { pool: db, config } = deps;
   const client = googleClient(config);
   if (!client) return; // Google not configured here: nothing to sync
   const connection = await activeConnection(db, job.user_id);
@@ -241,6 +241,6 @@ export const calendarPush: JobDefinition<CalendarPushJob> = {
   queue: CALENDAR_PUSH,
   work: { batchSize: 1, pollingIntervalSeconds: 0.5 },
   async handler(deps, jobs: Job<CalendarPushJob>[]) {
-    for (const job of jobs) await push(deps, deps.pool, job.data);
+    for (const job of jobs) await push(deps, job.data);
   },
 };
