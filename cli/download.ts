@@ -7,7 +7,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { AdminEndpoint } from './client.ts';
 import { readFailure } from './options.ts';
-import { CliError } from './output.ts';
+import { CliError, networkReason } from './output.ts';
 
 export type Saved = { id: string; company_id: string; path: string; content_type: string; size_bytes: number };
 
@@ -27,7 +27,7 @@ export async function downloadFile(endpoint: AdminEndpoint, companyId: string, i
     try {
       res = await fetch(where, { headers: { authorization: `Bearer ${endpoint.token}` }, signal: AbortSignal.timeout(endpoint.timeoutMs) });
     } catch (error) {
-      throw new CliError(`cannot reach ${endpoint.url}: ${(error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message}`);
+      throw new CliError(`cannot reach ${endpoint.url}: ${networkReason(error) ?? (error as Error).message}`);
     }
     if (!res.ok) {
       const body = (await res.json().catch(() => null)) as { error?: string; message?: string } | null;

@@ -73,7 +73,8 @@ function validationMessage(message: string): string {
 }
 
 /** Why a fetch failed: the innermost system error code (ECONNREFUSED, ENOTFOUND...) or cause message. */
-function networkReason(error: unknown): string | null {
+/** Why a request never got an answer, from the error's causes (ECONNREFUSED, a DNS failure), or null. */
+export function networkReason(error: unknown): string | null {
   let reason: string | null = null;
   for (let e: any = (error as any)?.cause, depth = 0; e && depth < 5; e = e.cause, depth++) {
     if (typeof e.code === 'string' && /^E[A-Z_]+$/.test(e.code)) return e.code;

@@ -7,11 +7,10 @@ import type { Next } from 'koa';
 import { startedStream } from '../public-media.ts';
 import { ApiError } from '../errors.ts';
 import { log } from '../../lib/log.ts';
+import { isObjectId } from '../../lib/objectid.ts';
 import { downloadHeaders, findFile } from '../../storage/files.ts';
 import type { ApiContext, Deps } from '../types.ts';
 import { adminTokenAccepted } from './koa.ts';
-
-const OBJECT_ID = /^[0-9a-f]{24}$/;
 
 export function adminFileDownload(deps: Deps) {
   return async function download(ctx: ApiContext & { params: Record<string, string> }, _next: Next) {
@@ -22,7 +21,7 @@ export function adminFileDownload(deps: Deps) {
     const company = typeof ctx.query.company === 'string' ? ctx.query.company : '';
     if (!company) throw new ApiError('parameter_missing', 'Falta el parámetro company (la empresa del archivo).');
     // Ids are ObjectIds: anything else (a NUL, a path) names no file, without asking the database.
-    const file = OBJECT_ID.test(company) && OBJECT_ID.test(ctx.params.id!) ? await findFile(deps.pool, company, ctx.params.id!) : null;
+    const file = isObjectId(company) && isObjectId(ctx.params.id) ? await findFile(deps.pool, company, ctx.params.id) : null;
     if (!file) throw new ApiError('not_found', 'La empresa no tiene un archivo con ese id.');
     log('admin.file_download', { company_id: company, file_id: file.id, request_id: ctx.state.requestId });
     ctx.set(downloadHeaders({ name: file.name, contentType: file.content_type, sizeBytes: Number(file.size_bytes) }));

@@ -7,6 +7,7 @@ import { addFieldError, type FieldErrors } from '../errors.ts';
 import type { FormRow, StoredField } from './definition.ts';
 import type { StagedFile } from './intake.ts';
 import { isOneLine, isWrittenText } from '../validation.ts';
+import { withoutDirectionControls } from '../../lib/direction-controls.ts';
 
 const MAX_TEXT = 10_000;
 const zodEmail = z.email();
@@ -38,12 +39,9 @@ export type CheckedAnswers = {
   phone: string | null;
 };
 
-/** Direction overrides, embeddings and isolates: invisible, dropped from text and email answers (Trojan Source's characters). */
-const DIRECTION_CONTROLS = /[\u202a-\u202e\u2066-\u2069]/g;
-
 /** No answer: absent, null, an empty list, or text that is blank once the invisible direction controls are dropped. */
 function isEmpty(value: unknown): boolean {
-  return value === undefined || value === null || (typeof value === 'string' && value.replace(DIRECTION_CONTROLS, '').trim() === '') || (Array.isArray(value) && value.length === 0);
+  return value === undefined || value === null || (typeof value === 'string' && withoutDirectionControls(value).trim() === '') || (Array.isArray(value) && value.length === 0);
 }
 
 function isDate(value: string): boolean {
@@ -78,7 +76,7 @@ function checkValue(field: StoredField, value: unknown): { value: unknown } | { 
       // characters. What pasting brings along is cleaned, not refused: the direction marks iOS puts around
       // a phone number copied from Contacts (U+202D … U+202C) and any other direction control are dropped,
       // and in one line a tab (a spreadsheet cell's) is a space.
-      const cleaned = scalar.replace(DIRECTION_CONTROLS, '');
+      const cleaned = withoutDirectionControls(scalar);
       const oneLine = field.field_type !== 'textarea' || !!field.maps_to;
       const value = (oneLine ? cleaned.replaceAll('\t', ' ') : cleaned).trim();
       if (oneLine && !isOneLine(value)) return { error: 'es de una sola línea: no admite saltos de línea ni caracteres de control' };
@@ -86,7 +84,7 @@ function checkValue(field: StoredField, value: unknown): { value: unknown } | { 
       return { value };
     }
     case 'email': {
-      const typed = typeof scalar === 'string' ? scalar.replace(DIRECTION_CONTROLS, '').trim() : null;
+      const typed = typeof scalar === 'string' ? withoutDirectionControls(scalar).trim() : null;
       if (typed === null || !isEmailAddress(typed)) return { error: 'no es un correo electrónico válido' };
       // Kept as submitted (contract: answers hold the submitted value; direction controls pasted around it
       // dropped, as from text); the extracted `email` is lower-cased.

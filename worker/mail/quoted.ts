@@ -1,4 +1,5 @@
 // Text a person typed, as our plain-text emails quote it after a label.
+import { withoutDirectionControls } from '../../lib/direction-controls.ts';
 
 /**
  * Text a person typed, quoted after a label (`Motivo: …`, `Nombre: …`): its further lines indented under
@@ -7,8 +8,7 @@
  * on the way in; this holds for text stored before those checks too.
  */
 export function quoted(text: string): string {
-  return text
-    .replace(/[\u202a-\u202e\u2066-\u2069]/g, '')
+  return withoutDirectionControls(text)
     .split(/\r\n|[\n\r\v\f\x85\u2028\u2029]/)
     .map((line) => line.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' '))
     .join('\n  ');
