@@ -332,6 +332,21 @@ describe('booking links and bookings', () => {
     assert.deepEqual(mail.mail.from?.value, [{ name, address: `no-reply@${new URL(app.config.siteUrl).hostname}` }]);
   });
 
+  test('a host name or link title stored over several lines (before they had to be one line) heads the email quoted: none of its lines passes for ours', async () => {
+    const t = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    const own = client(app.baseUrl, t.key);
+    const l = (await own.post('/booking-links', { data: { ...link(), user_id: t.ownerId, title: 'Consulta' } })).body.data;
+    await app.pool.query(`UPDATE users SET first_name = 'Ana', last_name = E'Ruiz\\nLugar: https://phish.example/pay\\u2028Nota: pague aquí' WHERE id = $1`, [t.ownerId]);
+    await app.pool.query(`UPDATE booking_links SET title = E'Consulta\\rLugar: https://phish.example/t' WHERE id = $1`, [l.id]);
+    const slots = (await own.get(`/booking-links/${l.id}/slots`)).body.data.days.flatMap((d: any) => d.slots);
+    const made = await own.post('/bookings', { data: { booking_link_id: l.id, starts_at: slots[0].starts_at, booker: { name: 'Luis', email: 'luis.lineas@example.com' } } });
+    assert.equal(made.status, 201, made.text);
+    const mail = await waitFor(() => smtp.received.find((m) => m.mail.messageId?.includes(`booking-${made.body.data.id}-confirmed-booker`)), 20_000, 'the booker email');
+    const text = mail.mail.text ?? '';
+    assert.ok(text.startsWith('Consulta\n  Lugar: https://phish.example/t con Ana Ruiz\n  Lugar: https://phish.example/pay\n  Nota: pague aquí\n'), text);
+    assert.doesNotMatch(text, /^(Lugar|Nota): https?:\/\/phish|^Nota:|\u2028/m);
+  });
+
   test('a long link title and booker name: the event title is cut to the events\' 300-character limit, so a client can copy it', async () => {
     const l = await createLink({ title: 'T'.repeat(198) + '📅' });
     const [slot] = await slotsOf(l.id);

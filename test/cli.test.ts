@@ -73,6 +73,9 @@ describe('wsctl', () => {
     assertOneLineError(await wsctl(app, ['company', 'update', id, '--mcp-quota', 'none']), /enterprise plan needs/);
     assertOneLineError(await wsctl(app, ['company', 'create', '--name', 'Sin cuota', '--plan', 'enterprise']), /enterprise plan needs/);
     assertOneLineError(await wsctl(app, ['company', 'create', '--name', 'Gratis', '--mcp-quota', '5']), /only the enterprise plan/);
+    // One line, as PUT /company takes it: the name is the sender's name of the company's emails.
+    assertOneLineError(await wsctl(app, ['company', 'create', '--name', 'Dos\nLíneas']), /name.*one line/);
+    assertOneLineError(await wsctl(app, ['company', 'update', id, '--name', 'Taller\u2028Ruiz']), /name.*one line/);
     assert.equal((await json(app, ['company', 'show', id])).mcp_quota, 900, 'a refused update changed nothing');
     const starter = await json(app, ['company', 'update', id, '--plan', 'starter', '--mcp-quota', 'none']);
     assert.deepEqual([starter.plan, starter.mcp_quota], ['starter', null]);
@@ -288,8 +291,9 @@ describe('wsctl', () => {
     const { company } = await json(app, ['company', 'create', '--name', 'Terminal SA']);
     const key = await json(app, ['key', 'create', '--company', company.id, '--scopes', 'all']);
     const hostile = 'Acme\u001b[2J\u001b[31mPWNED\r\nfake row\u0007\u009b';
-    const put = await client(app.baseUrl, key.secret).put('/company', { data: { name: hostile } });
-    assert.equal(put.status, 200, put.text);
+    // Names are one line since (PUT /company refuses this one): one stored before, as an operator's tool meets it.
+    assert.equal((await client(app.baseUrl, key.secret).put('/company', { data: { name: hostile } })).status, 422);
+    await app.pool.query('UPDATE companies SET name = $2 WHERE id = $1', [company.id, hostile]);
     for (const args of [['company', 'list'], ['company', 'show', company.id]]) {
       const run = await wsctl(app, args);
       assert.equal(run.code, 0, run.stderr);
@@ -300,10 +304,6 @@ describe('wsctl', () => {
     assert.equal(listed.length, 1, 'the name stays on its own row');
     // --json carries the name as it is, JSON-escaped.
     assert.equal((await json(app, ['company', 'show', company.id])).name, hostile);
-    // The operator's own typing too: a name with a newline stays on the headline of company create.
-    const typed = await wsctl(app, ['company', 'create', '--name', 'Dos\nLíneas']);
-    assert.equal(typed.code, 0, typed.stderr);
-    assert.match(typed.stdout.split('\n')[0], /^Created company Dos\\u000aLíneas \([0-9a-f]{24}\)$/);
 
     // An MCP tool name any key holder sends is printed by `mcp activity` on its own row.
     await json(app, ['company', 'update', company.id, '--plan', 'starter']);

@@ -218,6 +218,27 @@ describe('company and team', () => {
     }
   });
 
+  test('names that head emails are one line: a member\'s first/last name and the company name with a line break or a direction override are 422 naming the field', async () => {
+    const t = await tenant();
+    const member = await t.api.post('/users', { data: { email: `una-linea-${Date.now()}@example.com`, first_name: 'Ana' } });
+    assert.equal(member.status, 201, member.text);
+    for (const bad of ['Ruiz\nLugar: https://phish.example/pay', 'Ruiz\u2028Nota', 'Ruiz\r\nBcc: x@evil.example', 'Ana\u202e', 'Ana\u0085B']) {
+      for (const field of ['first_name', 'last_name']) {
+        const res = await t.api.put(`/users/${member.body.data.id}`, { data: { [field]: bad } });
+        assert.equal(res.status, 422, `${field} ${JSON.stringify(bad)}`);
+        assert.ok(res.body.errors?.[field], `${field}: ${res.text}`);
+      }
+      const created = await t.api.post('/users', { data: { email: `otra-${Date.now()}@example.com`, last_name: bad } });
+      assert.ok(created.status === 422 && created.body.errors?.last_name, created.text);
+      const company = await t.api.put('/company', { data: { name: bad } });
+      assert.ok(company.status === 422 && company.body.errors?.name, company.text);
+    }
+    const read = (await t.api.get(`/users/${member.body.data.id}`)).body.data;
+    assert.equal(read.first_name, 'Ana', 'nothing refused was stored');
+    assert.equal((await t.api.put(`/users/${member.body.data.id}`, { data: { first_name: 'Ana María', last_name: 'Ruiz-Núñez' } })).status, 200);
+    assert.equal((await t.api.put('/company', { data: { name: 'Ñandú & Hijos, S.A.' } })).status, 200);
+  });
+
   test('users: a birthdate is a day from 1900 to today (anywhere on Earth): a future one is 422 naming it', async () => {
     const t = await tenant();
     const farthestToday = new Date(Date.now() + 14 * 3_600_000).toISOString().slice(0, 10);

@@ -2,12 +2,13 @@
 // the read. Everything else (slug, plan, quotas, max_team_size, modules, id,
 // timestamps) is refused on PUT like any unknown field: 422 naming it.
 import { z } from 'zod';
-import { optionalHttpUrl, optionalText, text } from '../validation.ts';
+import { lineText, optionalHttpUrl, optionalText, text } from '../validation.ts';
 import { OPT_IN_MODULES } from '../auth/scopes.ts';
 
 
 export const companyUpdate = z.strictObject({
-  name: text(200).min(1).optional(),
+  // One line: it is the sender's name of the company's emails and heads its pages.
+  name: lineText(200).min(1).optional(),
   website: optionalHttpUrl,
   legal_name: optionalText(300),
   business_type: optionalText(200).describe('Texto libre'),

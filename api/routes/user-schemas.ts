@@ -3,7 +3,7 @@
 // fields (password, tokens) are not accepted: like any unknown field, 422.
 import { z } from 'zod';
 import { calendarDay } from '../date-fields.ts';
-import { hexColor, optionalText } from '../validation.ts';
+import { hexColor, optionalLineText, optionalText } from '../validation.ts';
 
 export const BG_MODES = ['solid', 'linear', 'radial'] as const;
 export const DASHBOARD_THEMES = ['light', 'dark', 'schedule'] as const;
@@ -47,8 +47,10 @@ export const settingsPreferences = z.strictObject({
 export type SettingsPreferencesWrite = z.infer<typeof settingsPreferences>;
 
 const userFields = {
-  first_name: optionalText(100),
-  last_name: optionalText(100),
+  // One line each: the name heads a booking's emails and its invitation (`<title> con <name>`), where a
+  // line break in it would read as a line of ours (`Lugar: …`).
+  first_name: optionalLineText(100),
+  last_name: optionalLineText(100),
   email: z.email().max(254),
   phone: optionalText(50),
   username: optionalText(100),

@@ -167,7 +167,8 @@ async function send(deps: WorkerDeps, job: BookingEmailJob): Promise<void> {
   // A reschedule says which appointment moved: the time it had.
   const before = (zone: string) => (job.kind === 'rescheduled' && b.previous_starts_at ? [`Antes: ${when(b.previous_starts_at, zone)}`] : []);
   const lines = [
-    `${b.title} con ${b.host_name}`,
+    // Quoted: a title or a member's name stored before they had to be one line must not add lines of its own.
+    `${quoted(b.title)} con ${quoted(b.host_name)}`,
     when(b.starts_at, bookerZone),
     ...before(bookerZone),
     ...(place ? [`Lugar: ${place}`] : []),
