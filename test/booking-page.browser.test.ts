@@ -47,6 +47,19 @@ describe('public booking page in a browser', { skip }, () => {
     });
   const themeOf = (page: Page) => page.evaluate(() => (globalThis as any).document.documentElement.getAttribute('data-theme'));
   const openDays = (page: Page) => page.waitForSelector('#grid button.open');
+  /** The API's second day with free slots (tomorrow or later: today may have none left late in the evening), and its slots. */
+  const laterDay = async () => {
+    const days = (await client(app.baseUrl, tenant.key).get(`/booking-links/${linkId}/slots`)).body.data.days as Array<{ date: string; slots: Array<{ starts_at: string }> }>;
+    assert.ok(days.length >= 2 && days[1].slots.length >= 3, JSON.stringify(days.slice(0, 2)));
+    return days[1];
+  };
+  /** Picks `date` in the page's grid, going to the next month first when it is there (the 30th's next day). */
+  const pickOnPage = async (page: Page, date: string) => {
+    await openDays(page);
+    const shown = await page.$eval('#grid button', (b) => (b as any).dataset.date as string);
+    if (shown.slice(0, 7) !== date.slice(0, 7)) await page.click('#next-month');
+    await page.locator(`#grid button.open[data-date="${date}"]`).click();
+  };
   /** A new page on `publicUrl`, its first open slot chosen and the booker's name and email typed. */
   async function formOf(publicUrl: string, name: string, email: string) {
     const context = await newContext();
@@ -229,6 +242,46 @@ describe('public booking page in a browser', { skip }, () => {
     await context.close();
   });
 
+  test('a day picked in one month is not shown as a day without times once another month loads (Enter while it loads, or the month buttons)', async () => {
+    const year = new Date().getUTCFullYear() + 1;
+    // A link bookable over the next two years: January and February of next year both have free days.
+    const far = await client(app.baseUrl, tenant.key).post('/booking-links', {
+      data: { user_id: tenant.ownerId, slug: 'lejana', title: 'Lejana', duration_minutes: 60, timezone: ZONE, minimum_notice_minutes: 0, booking_window: { type: 'rolling', days: 730 }, weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '09:00', end: '17:00' }] },
+    });
+    assert.equal(far.status, 201, far.text);
+    const context = await newContext({ time: new Date(`${year}-01-15T18:00:00Z`) });
+    const page = await context.newPage();
+    // February's slots are held until Enter has been pressed on the month still on screen (a slow phone).
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    await page.route(`**/slots?from=${year}-02-01*`, async (route) => {
+      await held;
+      await route.continue();
+    });
+    await page.goto(pageUrl.replace(/\/asesoria$/, '/lejana'));
+    await page.waitForSelector(`#grid button.open[data-date="${year}-01-31"]`);
+    const status = () => page.evaluate(() => (globalThis as any).document.getElementById('slots-status')?.textContent ?? '');
+    await page.locator(`#grid button[data-date="${year}-01-31"]`).focus();
+    const february = page.waitForResponse((res) => res.url().includes(`from=${year}-02-01`));
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('Enter');
+    release();
+    await february;
+    await page.waitForFunction((day) => (globalThis as any).document.activeElement?.dataset?.date === day, `${year}-02-01`);
+    await page.waitForFunction(() => !/Buscando/.test((globalThis as any).document.getElementById('slots-status')?.textContent ?? ''));
+    assert.equal(await status(), 'Elige un día con horarios.');
+    assert.equal(await page.$$eval('#slots button', (b) => b.length), 0);
+    // A day picked, then the next month's button: that month asks for a day again.
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => !!(globalThis as any).document.activeElement?.closest('#slots'));
+    assert.match(await status(), /^\d+ horarios el \S+, 1 de febrero$/);
+    await page.click('#next-month');
+    await page.waitForSelector(`#grid button[data-date="${year}-03-01"]`);
+    await page.waitForFunction(() => !/Buscando/.test((globalThis as any).document.getElementById('slots-status')?.textContent ?? ''));
+    assert.equal(await status(), 'Elige un día con horarios.');
+    await context.close();
+  });
+
   test('a month whose slots come back after the next one was asked for is not drawn over it', async () => {
     const context = await newContext();
     const page = await context.newPage();
@@ -403,15 +456,17 @@ describe('public booking page in a browser', { skip }, () => {
 
   test('the manage link: a new time taken meanwhile is said in an alert that takes the focus, and cannot be confirmed again', async () => {
     const api = client(app.baseUrl, tenant.key);
-    const slots = (await api.get(`/booking-links/${linkId}/slots`)).body.data.days.flatMap((d: any) => d.slots);
-    const made = await api.post('/bookings', { data: { booking_link_id: linkId, starts_at: slots[7].starts_at, booker: { name: 'Mover', email: 'mover@visita.example', timezone: ZONE }, answers: { motivo: 'x' } } });
+    // Booked at a later day's first free time; the page offers that time too (a booking's own counts as free), so
+    // the third time it lists is another.
+    const day = await laterDay();
+    const slots = day.slots;
+    const made = await api.post('/bookings', { data: { booking_link_id: linkId, starts_at: slots[0].starts_at, booker: { name: 'Mover', email: 'mover@visita.example', timezone: ZONE }, answers: { motivo: 'x' } } });
     assert.equal(made.status, 201, made.text);
     const context = await newContext();
     const page = await context.newPage();
     await page.goto(made.body.data.manage_url);
-    await openDays(page);
-    await page.locator('#grid button.open').nth(1).click();
-    const slot = page.locator('#slots button').nth(4);
+    await pickOnPage(page, day.date);
+    const slot = page.locator('#slots button').nth(2);
     const label = (await slot.getAttribute('aria-label'))!;
     await slot.click();
     const taken = slotNamed(slots, label);
@@ -442,17 +497,16 @@ describe('public booking page in a browser', { skip }, () => {
 
   test('the manage link: reschedule to another slot, then cancel with a reason', async () => {
     const api = client(app.baseUrl, tenant.key);
-    const slots = (await api.get(`/booking-links/${linkId}/slots`)).body.data.days.flatMap((d: any) => d.slots);
-    const made = await api.post('/bookings', { data: { booking_link_id: linkId, starts_at: slots[5].starts_at, booker: { name: 'Gestor', email: 'gestor@visita.example', timezone: ZONE }, answers: { motivo: 'x' } } });
+    // Booked at a later day's first free time; the third time the page lists that day is another.
+    const day = await laterDay();
+    const made = await api.post('/bookings', { data: { booking_link_id: linkId, starts_at: day.slots[0].starts_at, booker: { name: 'Gestor', email: 'gestor@visita.example', timezone: ZONE }, answers: { motivo: 'x' } } });
     assert.equal(made.status, 201, made.text);
     const context = await newContext();
     const page = await context.newPage();
     await page.goto(made.body.data.manage_url);
     await page.waitForSelector('#when');
     assert.match((await page.textContent('#when'))!, /America\/Mexico_City/);
-    await openDays(page);
-    // The second open day: the first is today, which late in the evening has fewer than three slots left.
-    await page.locator('#grid button.open').nth(1).click();
+    await pickOnPage(page, day.date);
     const target = page.locator('#slots button').nth(2);
     await target.click();
     await page.click('#resched-confirm');

@@ -116,6 +116,8 @@
       .then(function (r) { return r.json().catch(function () { return null; }).then(function (body) { return { ok: r.ok, status: r.status, body: body, retryAfter: r.headers.get('Retry-After') }; }); })
       .then(function (res) {
         if (mine !== loads) return;
+        // A day picked in another month is not this one's: its slots are gone with that month.
+        if (selectedDate && selectedDate.slice(0, 7) !== month.slice(0, 7)) selectedDate = null;
         days = {};
         loadFailure = res.ok ? null : failureText(res.status, res.body, res.retryAfter);
         if (res.ok) res.body.data.days.forEach(function (d) { days[d.date] = d.slots; });
@@ -182,7 +184,8 @@
   }
 
   function pickDay(date) {
-    if (!(days[date] || []).length) return;
+    // A day of the month on screen while another loads (Enter right after an arrow into the next month) is not picked.
+    if (date.slice(0, 7) !== month.slice(0, 7) || !(days[date] || []).length) return;
     selectedDate = date;
     focusDate = date;
     renderGrid();
