@@ -139,6 +139,28 @@ describe('public booking page (HTTP)', () => {
     assert.equal('booking_link_id' in slots.data, false);
   });
 
+  test('the host page of a person in two companies lists both\'s links under no company\'s logo; with one company\'s links, that company\'s logo', async () => {
+    const a = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    const b = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
+    const slug = `dos-empresas-${Date.now().toString(36)}`;
+    await app.pool.query(`UPDATE users SET booking_slug = $2, first_name = 'Ana' WHERE id = $1`, [a.ownerId, slug]);
+    await app.pool.query('INSERT INTO memberships (company_id, user_id, is_owner) VALUES ($1, $2, false)', [b.companyId, a.ownerId]);
+    await app.pool.query(`UPDATE companies SET logo_url = 'https://cdn.example/logo-a.png' WHERE id = $1`, [a.companyId]);
+    const linkOf = async (key: string, linkSlug: string) => {
+      const res = await client(app.baseUrl, key).post('/booking-links', { data: { user_id: a.ownerId, slug: linkSlug, title: linkSlug, duration_minutes: 30 } });
+      assert.equal(res.status, 201, res.text);
+      return res.body.data;
+    };
+    await linkOf(a.key, 'de-a');
+    const ofB = await linkOf(b.key, 'de-b');
+    const both = await (await page(`/book/${slug}`, from())).text();
+    assert.ok(both.includes(`/book/${slug}/de-a"`) && both.includes(`/book/${slug}/de-b"`), 'both companies\' links listed');
+    assert.ok(!both.includes('logo-a.png'), 'company A\'s logo does not brand company B\'s link');
+    assert.ok((await (await page(`/book/${slug}/de-a`, from())).text()).includes('https://cdn.example/logo-a.png'), 'each link\'s own page: its company\'s logo');
+    assert.equal((await client(app.baseUrl, b.key).patch(`/booking-links/${ofB.id}`, { data: { active: false } })).status, 200);
+    assert.ok((await (await page(`/book/${slug}`, from())).text()).includes('https://cdn.example/logo-a.png'), 'one company\'s links: its logo');
+  });
+
   test('404 pages for an unknown host, an unknown link and an inactive link; the JSON endpoints answer 404 not_found', async () => {
     const link = await newLink();
     for (const path of [`/book/nadie-${n}/${link.slug}`, `/book/${hostSlug}/no-existe`, `/book/${hostSlug}/${link.slug.toUpperCase()}`]) {

@@ -52,12 +52,13 @@ const json = koaBody({ json: true, multipart: false, urlencoded: false, text: fa
 
 type HostRow = { name: string; avatar: string | null; logo: string | null; branding: PageBranding | null };
 
-async function hostOf(db: Queryable, companyId: string, userId: string): Promise<HostRow> {
+/** The host as a page shows them; `companyId` null: no company's logo (a host page listing several companies' links). */
+async function hostOf(db: Queryable, companyId: string | null, userId: string): Promise<HostRow> {
   const { rows } = await db.query<HostRow>(
     `SELECT coalesce(nullif(trim(concat_ws(' ', u.first_name, u.last_name)), ''), u.booking_slug, 'Anfitrión') AS name,
             coalesce(u.avatar_thumbnail_url, u.avatar_url) AS avatar, coalesce(c.logo_thumbnail_url, c.logo_url) AS logo,
             u.settings_preferences->'booking_branding' AS branding
-       FROM users u JOIN companies c ON c.id = $1 WHERE u.id = $2`,
+       FROM users u LEFT JOIN companies c ON c.id = $1 WHERE u.id = $2`,
     [companyId, userId],
   );
   return rows[0];
@@ -284,7 +285,9 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
     const hostSlug = ctx.params.host;
     const links = BOOKING_SLUG.test(hostSlug) ? await findPublicBookingLinks(deps.pool, hostSlug) : [];
     if (!links.length) return html(ctx, 404, notFoundPage);
-    const host = await hostOf(deps.pool, links[0].company_id, links[0].user_id);
+    // A person in two companies lists both's links: a logo brands the page only when they are one company's.
+    const companies = new Set(links.map((l) => l.company_id));
+    const host = await hostOf(deps.pool, companies.size === 1 ? links[0].company_id : null, links[0].user_id);
     html(ctx, 200, (nonce) =>
       hostPage({
         nonce,
