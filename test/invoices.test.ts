@@ -584,13 +584,72 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     const stamped = (await (await fetch(`${facturapi.env.FACTURAPI_URL}/invoices/${stored.id}`, { headers: { authorization: `Bearer ${sent.headers.authorization!.slice(7)}` } })).json()) as { total: number };
     assert.equal(Math.round(stamped.total * 100), s.total_cents, `stamped ${stamped.total}, the sale ${s.total_cents / 100}`);
     assert.deepEqual(sent.body.items.map((i: any) => [i.quantity, i.product.price, i.product.tax_included, i.discount]), [[3, 0.833333, true, 0], [1.5, 9.993333, true, 0]]);
-    // A document stored before the price with VAT was kept (an invoice pending across the release) is sent
-    // as it was then, its prices before VAT: never a price of null.
+    // A document stored before the price with VAT was kept (an invoice pending across the release): its
+    // lines' totals give the same prices with VAT (never a price of null), since before VAT it would not
+    // stamp the sale's total.
     const { rows } = await app.pool.query('SELECT document FROM invoices WHERE id = $1', [inv.id]);
     const older = structuredClone(rows[0].document);
     for (const line of older.lines) delete line.unit_price_with_tax_cents;
     const items = (FacturapiProvider.body(older) as any).items;
-    assert.deepEqual(items.map((i: any) => [i.product.price, i.product.tax_included]), [[0.72, false], [9.993333, false]]);
+    assert.deepEqual(items.map((i: any) => [i.product.price, i.product.tax_included]), [[0.833333, true], [9.993333, true]]);
+  });
+
+  test('emit with prices before VAT: sent before VAT when Facturapi\'s sum gives the sale\'s total, else every line with its VAT, so the stamp is the sale\'s total either way', async () => {
+    const stampedTotal = async (invoiceId: string) => {
+      const sent = facturapi.requests.find((r) => r.method === 'POST' && r.body?.external_id === invoiceId)!;
+      const stored = [...facturapi.invoices.values()].find((i) => i.external_id === invoiceId)!;
+      const read = (await (await fetch(`${facturapi.env.FACTURAPI_URL}/invoices/${stored.id}`, { headers: { authorization: `Bearer ${sent.headers.authorization!.slice(7)}` } })).json()) as { total: number };
+      return { sent: sent.body, cents: Math.round(read.total * 100) };
+    };
+    // One line of 3 × 0.72: 2.16 + 0.3456 of VAT is 2.51 rounded once or per line: its clean price before VAT.
+    const one = await sale(api, { customer_id: setup.customer.id, line_items: [{ description: 'Pieza', quantity: 3, unit_price_cents: 72, vat_rate: 16 }] });
+    const a = await settled((await api.post(`/sales/${one.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    const first = await stampedTotal(a.id);
+    assert.deepEqual(first.sent.items.map((i: any) => [i.product.price, i.product.tax_included, i.discount]), [[0.72, false, 0]]);
+    assert.equal(first.cents, one.total_cents);
+    // Nine such lines and a discounted one: the sale rounds each line's VAT (9 × 0.35 + 1.44 = 4.59, 33.03 in
+    // all); added unrounded first Facturapi would stamp 32.99. Each line goes with its VAT and its discount in.
+    const many = await sale(api, {
+      customer_id: setup.customer.id,
+      line_items: [
+        ...Array.from({ length: 9 }, (_, i) => ({ description: `Pieza ${i}`, quantity: 3, unit_price_cents: 72, vat_rate: 16 })),
+        { description: 'Con descuento', quantity: 2, unit_price_cents: 500, discount_cents: 100, vat_rate: 16 },
+      ],
+    });
+    assert.equal(many.total_cents, 3303);
+    const b = await settled((await api.post(`/sales/${many.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    assert.equal(b.status, 'valid');
+    const second = await stampedTotal(b.id);
+    assert.deepEqual(second.sent.items.at(0).product.price, 0.836667);
+    assert.deepEqual(second.sent.items.at(-1).product.price, 5.22);
+    assert.ok(second.sent.items.every((i: any) => i.product.tax_included === true && i.discount === 0));
+    assert.equal(second.cents, 3303, 'the sale\'s total stamped');
+    assert.equal(b.total_cents, 3303);
+  });
+
+  test('a stamp whose total is not the sale\'s is said on stderr (invoice.stamped_total_differs) with both amounts; the stamp is kept', async () => {
+    // A document whose total was made a cent off the lines it carries: what a rounding case no rule covers would give.
+    const s = await sale(api, { customer_id: setup.customer.id, line_items: [{ description: 'Pieza', quantity: 1, unit_price_cents: 1000, vat_rate: 16 }] });
+    const inv = await settled((await api.post(`/sales/${s.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    const sent = facturapi.requests.find((r) => r.method === 'POST' && r.body?.external_id === inv.id)!;
+    const { rows } = await app.pool.query('SELECT document FROM invoices WHERE id = $1', [inv.id]);
+    const doc = { ...rows[0].document, invoice_id: `${inv.id.slice(0, 20)}beef`, total_cents: s.total_cents + 1 };
+    const provider = new FacturapiProvider({ baseUrl: facturapi.env.FACTURAPI_URL, key: sent.headers.authorization!.slice(7) });
+    const lines: string[] = [];
+    const write = process.stderr.write;
+    process.stderr.write = ((chunk: string | Uint8Array, ...rest: any[]) => {
+      lines.push(String(chunk));
+      return (write as any).call(process.stderr, chunk, ...rest);
+    }) as typeof process.stderr.write;
+    let stamped;
+    try {
+      stamped = await provider.emit(doc);
+    } finally {
+      process.stderr.write = write;
+    }
+    assert.ok(stamped.uuid, 'stamped all the same');
+    const said = lines.map((l) => { try { return JSON.parse(l); } catch { return null; } }).find((l) => l?.event === 'invoice.stamped_total_differs');
+    assert.deepEqual([said?.invoice_id, said?.stamped_cents, said?.sale_cents], [doc.invoice_id, s.total_cents, s.total_cents + 1]);
   });
 
   test('emit: Facturapi’s body (customer, items with SAT keys and taxes, PUE, external_id, idempotency_key), its uuid and folio; downloads proxied', async () => {

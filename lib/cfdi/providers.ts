@@ -12,6 +12,7 @@ import { createHash } from 'node:crypto';
 import { cents, type CfdiDocument } from './document.ts';
 import { facturapiRequest, ProviderRejected, ProviderUnavailable } from './facturapi.ts';
 import { cfdiXml, type Stamp } from './xml.ts';
+import { logProblem } from '../log.ts';
 
 export { ProviderRejected, ProviderUnavailable };
 
@@ -69,7 +70,19 @@ export class DevelopmentProvider implements InvoiceProvider {
   }
 }
 
-type FacturapiInvoice = { id: string; uuid: string; status: string; series?: string | null; folio_number?: number | string | null; stamp?: { date?: string }; verification_url?: string; cancellation_status?: string };
+/**
+ * Whether Facturapi, sent the prices before VAT, stamps the sale's total. It adds each line's VAT unrounded
+ * and rounds the sum once; the sale rounds each line's VAT to the cent (docs/money.md). The two agree on
+ * most sales, not on every one with several lines: ten lines of 3 × 0.72 are 25.10 in the sale (0.35 of VAT
+ * each) and 25.06 summed first (3.456). A sum that ends on half a cent counts as not agreeing.
+ */
+export function totalBeforeVatAgrees(doc: Pick<CfdiDocument, 'lines' | 'total_cents'>): boolean {
+  // Hundredths of a cent: each line's net amount × (100 + rate), an integer.
+  const sum = doc.lines.reduce((n, l) => n + (l.amount_cents - l.discount_cents) * (100 + (l.tax.exempt || l.tax.base_cents === 0 ? 0 : (l.tax.rate ?? 0))), 0);
+  return sum % 100 !== 50 && Math.round(sum / 100) === doc.total_cents;
+}
+
+type FacturapiInvoice = { id: string; uuid: string; status: string; total?: number; series?: string | null; folio_number?: number | string | null; stamp?: { date?: string }; verification_url?: string; cancellation_status?: string };
 
 export class FacturapiProvider implements InvoiceProvider {
   readonly name = 'facturapi' as const;
@@ -111,6 +124,8 @@ export class FacturapiProvider implements InvoiceProvider {
         complements: [{ type: 'pago', data: [{ payment_form: p.payment_form, date: p.paid_at, related_documents: [{ uuid: p.related_uuid, amount: Number(cents(p.amount_cents)), installment: p.installment, last_balance: Number(cents(p.previous_balance_cents)), taxes: [] }] }] }],
       };
     }
+    // Prices before VAT unless Facturapi's own sum would not give the sale's total (below).
+    const withVat = doc.lines.some((l) => l.unit_price_with_tax_cents != null) || !totalBeforeVatAgrees(doc);
     return {
       type: 'I',
       customer,
@@ -125,18 +140,18 @@ export class FacturapiProvider implements InvoiceProvider {
       ...(doc.related ? { related_documents: [{ relationship: doc.related.relation, documents: doc.related.uuids }] } : {}),
       items: doc.lines.map((l) => ({
         quantity: l.quantity,
-        discount: Number(cents(l.discount_cents)),
+        // With VAT: the discount is in the line's total already (the price below).
+        discount: withVat ? 0 : Number(cents(l.discount_cents)),
         product: {
           description: l.description,
           product_key: l.product_key,
           unit_key: l.unit_key,
-          // The line's unit price; with a fractional quantity, the amount ÷ quantity Facturapi multiplies back
-          // to our rounded amount exactly (its own rounding of quantity × price could differ by a cent).
-          // With VAT-included prices, the price with VAT and `tax_included`: Facturapi takes the VAT out of
-          // the total as the sale did, so the CFDI's total is the sale's. The price before VAT made it add
-          // VAT to a rounded base (3 × 0.72 = 2.16, + 0.3456 of VAT: 2.51 stamped for a sale of 2.50).
-          ...(l.unit_price_with_tax_cents != null
-            ? { price: Number((l.unit_price_with_tax_cents / 100).toFixed(6)), tax_included: true }
+          // Before VAT: the line's unit price; with a fractional quantity, the amount ÷ quantity Facturapi
+          // multiplies back to our rounded amount exactly (its own rounding of quantity × price could differ
+          // by a cent). With VAT: the line's total ÷ quantity and `tax_included`, so Facturapi takes the VAT
+          // out of each line's total and the CFDI's total is the sale's (docs/invoicing.md, "Lines").
+          ...(withVat
+            ? { price: Number(((l.unit_price_with_tax_cents ?? (l.tax.base_cents + l.tax.tax_cents) / l.quantity) / 100).toFixed(6)), tax_included: true }
             : { price: Number(((Number.isInteger(l.quantity) ? l.unit_price_cents : l.amount_cents / l.quantity) / 100).toFixed(6)), tax_included: false }),
           // A line whose tax base is 0 is not subject to tax (01), as in our own XML (lib/cfdi/xml.ts).
           ...(l.tax.base_cents > 0
@@ -160,6 +175,10 @@ export class FacturapiProvider implements InvoiceProvider {
     // stamping in the background; the retry finds it by external_id. `failed`: it gave up.
     if (stamped.status === 'pending') throw new ProviderUnavailable('Facturapi aún está timbrando esta factura');
     if (stamped.status !== 'valid' || !stamped.uuid) throw new ProviderRejected(`Facturapi no la timbró (estado ${stamped.status})`);
+    // The CFDI is stamped either way: a total other than the sale's is said, for the operator to look at.
+    if (doc.type === 'I' && typeof stamped.total === 'number' && Math.round(stamped.total * 100) !== doc.total_cents) {
+      logProblem('invoice.stamped_total_differs', { invoice_id: doc.invoice_id, provider_id: stamped.id, stamped_cents: Math.round(stamped.total * 100), sale_cents: doc.total_cents });
+    }
     // The stamped XML is the legal document: kept with the invoice, so its download never depends on
     // Facturapi being up (or still configured). Not fetched yet (an outage just after the stamp): the
     // retry finds the invoice by external_id above and fetches it then.
