@@ -268,6 +268,25 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     await waitFor(() => openTemp() <= before, 5_000, 'every temp file of the refused uploads closed');
   });
 
+  test('text parts beside the file: a few are ignored; more than 20, or past 64 KB, are 422 saying so (not that the file is too big)', async () => {
+    const png = await solid(20, 20).png().toBuffer();
+    // Refused before the file part is read: the error is under the route's first file field (`file`; `image` is its alias).
+    const upload = async (parts: number, size = 10) => {
+      const form = new FormData();
+      for (let i = 0; i < parts; i++) form.append(`campo${i}`, 'x'.repeat(size));
+      form.append('image', new Blob([new Uint8Array(png)], { type: 'image/png' }), 'a.png');
+      const res = await fetch(`${app.baseUrl}/products/${productId}/image`, { method: 'POST', headers: { authorization: `Bearer ${tenant.key}` }, body: form });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    assert.equal((await upload(5)).status, 200);
+    const many = await upload(100);
+    assert.deepEqual([many.status, many.body.error, many.body.errors], [422, 'validation_failed', { file: ['el cuerpo lleva más de 20 campos de texto; envía solo el archivo'] }]);
+    const big = await upload(2, 40 * 1024);
+    assert.equal(big.status, 422);
+    // Under `file`, or `image` when the file part had begun before the refusal.
+    assert.deepEqual(Object.values(big.body.errors), [['los campos de texto del cuerpo pasan de 64 KB; envía solo el archivo']]);
+  });
+
   test('images count against the storage quota: one that does not fit is 422 and nothing is kept; a replacement gives the old bytes back', async () => {
     const small = await seedTenant(app.pool);
     await app.pool.query('UPDATE companies SET storage_quota_mb = 1 WHERE id = $1', [small.companyId]);

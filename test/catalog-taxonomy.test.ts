@@ -227,6 +227,10 @@ describe('categories, brands and the product list filters', () => {
     assert.deepEqual(await names(`brand=nike&category=tenis`), ['Air Max']);
     assert.deepEqual(await names(`brand=unknown`), [], 'an unknown slug contributes no rows');
     assert.deepEqual(await names(`brand=unknown,puma`), ['Suede']);
+    // A slug in any case; an id as written (every id is compared so): its digits in capitals match nothing.
+    assert.deepEqual(await names(`brand=NIKE&category=Tenis`), ['Air Max']);
+    assert.deepEqual(await names(`brand=${puma.id.toUpperCase()}`), []);
+    assert.deepEqual(await names(`category=${gorras.id.toUpperCase()}`), []);
     // A value naming nothing (empty, blank, only separators) is no filter: every product, as without it.
     const all = await names('');
     for (const empty of ['brand=', 'brand=%20', 'brand=,', 'category=%20,%20', 'brand_id=,,']) assert.deepEqual(await names(empty), all, empty);

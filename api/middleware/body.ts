@@ -151,6 +151,10 @@ function bodyIsEmpty(req: IncomingMessage): Promise<boolean> {
 const FORMIDABLE_FILE_TOO_BIG = 1016;
 const FORMIDABLE_FILES_TOO_BIG = 1009;
 const FORMIDABLE_FIELDS_TOO_BIG = 1006;
+/** formidable's error code for more text parts than `maxFields`. */
+const FORMIDABLE_TOO_MANY_FIELDS = 1007;
+/** Text parts a multipart body may carry beside its file (an image route reads none of them). */
+const MAX_TEXT_PARTS = 20;
 
 export function multipartBody(options: MultipartRoute['multipart']): ApiMiddleware {
   // `onFile` hears each file part's name as it begins: a part refused for its size is reported under it.
@@ -168,7 +172,7 @@ export function multipartBody(options: MultipartRoute['multipart']): ApiMiddlewa
         maxFiles: 1,
         maxFileSize: maxFileBytes,
         maxTotalFileSize: maxFileBytes,
-        maxFields: 20,
+        maxFields: MAX_TEXT_PARTS,
         maxFieldsSize: maxFieldsBytes,
         allowEmptyFiles: true,
         minFileSize: 0,
@@ -226,7 +230,14 @@ export function multipartBody(options: MultipartRoute['multipart']): ApiMiddlewa
         // formidable's size refusals (file, total of files, text parts); too many files or fields stay a 422 below.
         const tooBig = [FORMIDABLE_FILE_TOO_BIG, FORMIDABLE_FILES_TOO_BIG, FORMIDABLE_FIELDS_TOO_BIG].includes((error as { code?: number }).code ?? 0);
         if (capped && tooBig) throw new ApiError('idempotency_body_too_large');
-        throw validationFailed({ [fieldOfFile()]: [status === 413 ? oneFile : 'el cuerpo multipart/form-data no es válido'] });
+        // The text parts' refusals say so: a client told its file was too big would shrink the wrong thing.
+        const code = (error as { code?: number }).code;
+        const message =
+          code === FORMIDABLE_TOO_MANY_FIELDS ? `el cuerpo lleva más de ${MAX_TEXT_PARTS} campos de texto; envía solo el archivo`
+          : code === FORMIDABLE_FIELDS_TOO_BIG ? 'los campos de texto del cuerpo pasan de 64 KB; envía solo el archivo'
+          : status === 413 ? oneFile
+          : 'el cuerpo multipart/form-data no es válido';
+        throw validationFailed({ [fieldOfFile()]: [message] });
       }
       const files = ctx.request.files ?? {};
       const all = Object.entries(files).flatMap(([field, f]) => (Array.isArray(f) ? f : [f]).map((file) => ({ field, file })));

@@ -69,10 +69,12 @@ export type IdsAndSlugs = { ids: string[]; slugs: string[] };
 export function splitIdsAndSlugs(value: string, parameter: string): IdsAndSlugs {
   const parts = value
     .split(',')
-    .map((s) => s.trim().toLowerCase())
+    .map((s) => s.trim())
     .filter(Boolean);
   if (parts.length > MAX_FILTER_VALUES) {
     throw invalidParameter(parameter, `El parámetro ${parameter} admite como máximo ${MAX_FILTER_VALUES} valores separados por comas; se recibieron ${parts.length}.`);
   }
-  return { ids: parts.filter(isObjectId), slugs: parts.filter((p) => !isObjectId(p)) };
+  // Ids as written (24 lower-case hex digits, as every id is compared); slugs in any case, as they are stored lowercased.
+  // An id in capitals is then a slug, which no record has (a slug shaped like an id is refused): it matches nothing.
+  return { ids: parts.filter(isObjectId), slugs: parts.filter((p): boolean => !isObjectId(p)).map((p) => p.toLowerCase()) };
 }
