@@ -118,10 +118,19 @@ function hexTail(ip: string): string {
 
 export type SsrfBlockedError = Error & { code: typeof SSRF_BLOCKED; hostname: string; address: string; reason: string };
 
+/**
+ * The refusal. Its message is what the tenant reads (a delivery's `error_message`): for a host name, not
+ * the address it resolved to nor its range, which would tell them what an internal name points at (a
+ * name of theirs can be made to resolve to one); for an address they wrote, its range. The fields keep
+ * both, for the server's log.
+ */
 function blockedError(hostname: string, address: string, reason: string): SsrfBlockedError {
-  const message = `destino bloqueado (SSRF): ${hostname} resuelve a ${address} (${reason})`;
+  const message = isIP(hostname) ? `destino bloqueado (SSRF): ${hostname} no es una dirección pública (${reason})` : `destino bloqueado (SSRF): ${hostname} no resuelve a una dirección pública`;
   return Object.assign(new Error(message), { code: SSRF_BLOCKED, hostname, address, reason } as const);
 }
+
+/** What a host name that does not resolve, or resolves to an address that is not public, is told at registration: the same for both. */
+export const NOT_A_PUBLIC_HOST = 'el host no resuelve, o resuelve a una dirección que no es pública';
 
 /** URL hostnames keep IPv6 literals in brackets; resolvers and isIP want them bare. */
 function bare(hostname: string): string {
@@ -150,8 +159,7 @@ async function resolveChecked(hostname: string, lookup: LookupFn, reasonOf: (ip:
 /**
  * Registration-time check. Returns null when acceptable, else a Spanish
  * message suitable for a 422 field error on `url` (e.g. 'la URL debe usar
- * https', 'la URL apunta a una dirección privada (loopback)', 'no se pudo
- * resolver el host'). `httpsOnly` (production): http is refused. `guard`
+ * https', 'la URL apunta a una dirección privada (loopback)', NOT_A_PUBLIC_HOST). `httpsOnly` (production): http is refused. `guard`
  * false (the explicit opt-out): only syntax/scheme/userinfo checks, no DNS.
  */
 export async function checkWebhookUrl(url: string, options: { httpsOnly: boolean; guard: boolean; lookup?: LookupFn }): Promise<string | null> {
@@ -185,10 +193,12 @@ export async function checkWebhookUrl(url: string, options: { httpsOnly: boolean
     await resolveChecked(parsed.hostname, options.lookup ?? defaultLookup, blockedReason);
     return null;
   } catch (error) {
-    if ((error as { code?: unknown }).code === SSRF_BLOCKED) {
+    // An address the client wrote: its range. A name: one answer whether it does not resolve or resolves
+    // inside, so the check cannot be used to learn which internal names exist and where they point.
+    if ((error as { code?: unknown }).code === SSRF_BLOCKED && isIP(bare(parsed.hostname))) {
       return `la URL apunta a una dirección privada (${(error as SsrfBlockedError).reason})`;
     }
-    return 'no se pudo resolver el host';
+    return NOT_A_PUBLIC_HOST;
   }
 }
 

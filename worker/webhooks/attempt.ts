@@ -26,6 +26,7 @@ import type { Dispatcher } from 'undici';
 import { signatureHeader } from '../../lib/webhook-signature.ts';
 import { API_VERSION } from '../../lib/version.ts';
 import { toStorableTextOrNull } from '../../lib/storable-text.ts';
+import { logProblem } from '../../lib/log.ts';
 
 export const READ_TIMEOUT_MS = 10_000;
 export const ATTEMPT_DEADLINE_MS = 15_000;
@@ -205,7 +206,12 @@ function describe(error: unknown, limits: AttemptLimits): string {
   const code = e?.code ?? e?.cause?.code;
   if (!code && (e?.name === 'HTTPParserError' || e?.cause?.name === 'HTTPParserError')) return `Error de conexión: ${NOT_HTTP}`;
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return `Tiempo de lectura agotado (${limits.readTimeoutMs / 1000} s)`;
-  if (code === 'ERR_SSRF_BLOCKED') return `Conexión rechazada: ${e.message ?? e.cause?.message}`;
+  if (code === 'ERR_SSRF_BLOCKED') {
+    // The tenant reads the message (no resolved address in it); the operator's log has the address and its range.
+    const blocked = (e.code ? e : e.cause) as { message?: string; hostname?: string; address?: string; reason?: string };
+    logProblem('webhook.ssrf_blocked', { host: blocked.hostname, address: blocked.address, reason: blocked.reason });
+    return `Conexión rechazada: ${blocked.message}`;
+  }
   const known = code && (CONNECTION_ERRORS[code] ?? (code.startsWith('HPE_') ? NOT_HTTP : undefined));
   if (known) return `Error de conexión: ${known} (${code})`;
   if (code) return `Error de conexión: ${code}`;
