@@ -21,8 +21,23 @@ const skip = existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM} (apt-get
 const ZONE = 'America/Mexico_City';
 const WCAG = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'];
 
-/** Today's date at -06:00 (the browser clocks below are set on it: the server's slots start from the real now). */
+/** Today's date at -06:00 (the server's slots start from the real now). */
 const TODAY = new Date(Date.now() - 6 * 3_600_000).toISOString().slice(0, 10);
+
+/**
+ * The browsers' month: next month. A browser's clock is set mid-month in it (PAGE_TODAY, noon) unless a test
+ * sets its own, so the grid opens on a month whose every day is free from its 1st (tomorrow at the earliest;
+ * the shared link books 730 days ahead), and what a test picks never depends on how much of today, or of
+ * this month, is left when it runs (late on a month's last day, the real month has no free day at all).
+ */
+const PAGE_MONTH = (() => {
+  const d = new Date(`${TODAY.slice(0, 7)}-01T12:00:00Z`);
+  d.setUTCMonth(d.getUTCMonth() + 1);
+  return d.toISOString().slice(0, 7);
+})();
+const PAGE_TODAY = `${PAGE_MONTH}-15`;
+/** Day `n` of the browsers' month. */
+const pageDay = (n: number) => `${PAGE_MONTH}-${String(n).padStart(2, '0')}`;
 
 /** The API slot a slot button's label names (its day and start time, in the page's zone). */
 function slotNamed(slots: Array<{ starts_at: string }>, label: string): { starts_at: string } {
@@ -42,20 +57,21 @@ describe('public booking page in a browser', { skip }, () => {
 
   const newContext = (options: { time?: Date; zone?: string } = {}) =>
     browser.newContext({ timezoneId: options.zone ?? ZONE, locale: 'es-MX', extraHTTPHeaders: { 'x-forwarded-for': `203.0.113.${++n}` } }).then(async (context) => {
-      if (options.time) await context.clock.setFixedTime(options.time);
+      await context.clock.setFixedTime(options.time ?? new Date(`${PAGE_TODAY}T12:00:00-06:00`));
       return context;
     });
   const themeOf = (page: Page) => page.evaluate(() => (globalThis as any).document.documentElement.getAttribute('data-theme'));
   const openDays = (page: Page) => page.waitForSelector('#grid button.open');
-  /** The API's second day with free slots (tomorrow or later: today may have none left late in the evening), and its slots. */
-  const laterDay = async () => {
-    const days = (await client(app.baseUrl, tenant.key).get(`/booking-links/${linkId}/slots`)).body.data.days as Array<{ date: string; slots: Array<{ starts_at: string }> }>;
-    assert.ok(days.length >= 2 && days[1].slots.length >= 3, JSON.stringify(days.slice(0, 2)));
-    return days[1];
+  /** Day `n` of the browsers' month and the shared link's free slots on it (at least three). */
+  const freeDay = async (n: number) => {
+    const date = pageDay(n);
+    const days = (await client(app.baseUrl, tenant.key).get(`/booking-links/${linkId}/slots?from=${date}&to=${date}&timezone=${ZONE}`)).body.data.days as Array<{ date: string; slots: Array<{ starts_at: string }> }>;
+    assert.ok(days.length === 1 && days[0].date === date && days[0].slots.length >= 3, JSON.stringify(days));
+    return days[0];
   };
-  /** Picks `date` in the page's grid, going to the next month first when it is there (the 30th's next day). */
+  /** Picks `date` in the page's grid, going to the next month first when it is there. */
   const pickOnPage = async (page: Page, date: string) => {
-    await openDays(page);
+    await page.waitForSelector('#grid button');
     const shown = await page.$eval('#grid button', (b) => (b as any).dataset.date as string);
     if (shown.slice(0, 7) !== date.slice(0, 7)) await page.click('#next-month');
     await page.locator(`#grid button.open[data-date="${date}"]`).click();
@@ -91,6 +107,7 @@ describe('public booking page in a browser', { skip }, () => {
         duration_minutes: 30,
         timezone: ZONE,
         minimum_notice_minutes: 0,
+        booking_window: { type: 'rolling', days: 730 },
         weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '00:00', end: '24:00' }],
         questions: [{ key: 'motivo', label: 'Motivo de la cita', type: 'text', required: true }],
       },
@@ -244,11 +261,6 @@ describe('public booking page in a browser', { skip }, () => {
 
   test('a day picked in one month is not shown as a day without times once another month loads (Enter while it loads, or the month buttons)', async () => {
     const year = new Date().getUTCFullYear() + 1;
-    // A link bookable over the next two years: January and February of next year both have free days.
-    const far = await client(app.baseUrl, tenant.key).post('/booking-links', {
-      data: { user_id: tenant.ownerId, slug: 'lejana', title: 'Lejana', duration_minutes: 60, timezone: ZONE, minimum_notice_minutes: 0, booking_window: { type: 'rolling', days: 730 }, weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '09:00', end: '17:00' }] },
-    });
-    assert.equal(far.status, 201, far.text);
     const context = await newContext({ time: new Date(`${year}-01-15T18:00:00Z`) });
     const page = await context.newPage();
     // February's slots are held until Enter has been pressed on the month still on screen (a slow phone).
@@ -258,7 +270,7 @@ describe('public booking page in a browser', { skip }, () => {
       await held;
       await route.continue();
     });
-    await page.goto(pageUrl.replace(/\/asesoria$/, '/lejana'));
+    await page.goto(pageUrl);
     await page.waitForSelector(`#grid button.open[data-date="${year}-01-31"]`);
     const status = () => page.evaluate(() => (globalThis as any).document.getElementById('slots-status')?.textContent ?? '');
     await page.locator(`#grid button[data-date="${year}-01-31"]`).focus();
@@ -286,7 +298,7 @@ describe('public booking page in a browser', { skip }, () => {
     const context = await newContext();
     const page = await context.newPage();
     const first = (offset: number) => {
-      const d = new Date(`${TODAY.slice(0, 7)}-01T00:00:00Z`);
+      const d = new Date(`${PAGE_MONTH}-01T00:00:00Z`);
       d.setUTCMonth(d.getUTCMonth() + offset);
       return d.toISOString().slice(0, 10);
     };
@@ -316,7 +328,7 @@ describe('public booking page in a browser', { skip }, () => {
 
   test("the theme follows the visitor's clock: 18:59 light, 19:00 dark, 06:59 dark, 07:00 light", async () => {
     for (const [time, theme] of [['18:59', 'light'], ['19:00', 'dark'], ['06:59', 'dark'], ['07:00', 'light']] as const) {
-      const context = await newContext({ time: new Date(`${TODAY}T${time}:00-06:00`) });
+      const context = await newContext({ time: new Date(`${PAGE_TODAY}T${time}:00-06:00`) });
       const page = await context.newPage();
       await page.goto(pageUrl);
       assert.equal(await themeOf(page), theme, time);
@@ -325,7 +337,7 @@ describe('public booking page in a browser', { skip }, () => {
   });
 
   test('the toggle switches the theme and the choice survives a reload', async () => {
-    const context = await newContext({ time: new Date(`${TODAY}T12:00:00-06:00`) });
+    const context = await newContext({ time: new Date(`${PAGE_TODAY}T12:00:00-06:00`) });
     const page = await context.newPage();
     await page.goto(pageUrl);
     assert.equal(await themeOf(page), 'light');
@@ -340,7 +352,7 @@ describe('public booking page in a browser', { skip }, () => {
   // One test per theme: four axe runs in one test took past the suite's 2-minute bound on a loaded machine.
   for (const [theme, time] of [['light', '12:00'], ['dark', '21:00']]) {
     test(`axe-core: no WCAG 2.2 AA violation in the ${theme} theme, with the days and slots shown`, async () => {
-      const context: BrowserContext = await newContext({ time: new Date(`${TODAY}T${time}:00-06:00`) });
+      const context: BrowserContext = await newContext({ time: new Date(`${PAGE_TODAY}T${time}:00-06:00`) });
       const page = await context.newPage();
       await page.goto(pageUrl);
       await openDays(page);
@@ -434,8 +446,8 @@ describe('public booking page in a browser', { skip }, () => {
     const context = await newContext();
     const page = await context.newPage();
     await page.goto(pageUrl);
-    await openDays(page);
-    await page.locator('#grid button.open').nth(1).click();
+    const day = await freeDay(2);
+    await pickOnPage(page, day.date);
     const slot = page.locator('#slots button').nth(3);
     const label = (await slot.getAttribute('aria-label'))!;
     await slot.click();
@@ -443,8 +455,7 @@ describe('public booking page in a browser', { skip }, () => {
     await page.fill('#email', 'tarde@visita.example');
     await page.fill('#q-motivo', 'x');
     // Someone else takes it meanwhile.
-    const slots = (await api.get(`/booking-links/${linkId}/slots`)).body.data.days.flatMap((d: any) => d.slots);
-    const taken = slotNamed(slots, label);
+    const taken = slotNamed(day.slots, label);
     assert.equal((await api.post('/bookings', { data: { booking_link_id: linkId, starts_at: taken.starts_at, booker: { name: 'Rápido', email: 'rapido@visita.example' }, answers: { motivo: 'x' } } })).status, 201);
     await page.click('#booking-form button[type=submit]');
     await page.waitForFunction(() => /ya no está disponible/.test((globalThis as any).document.getElementById('form-error')?.textContent ?? ''));
@@ -456,9 +467,9 @@ describe('public booking page in a browser', { skip }, () => {
 
   test('the manage link: a new time taken meanwhile is said in an alert that takes the focus, and cannot be confirmed again', async () => {
     const api = client(app.baseUrl, tenant.key);
-    // Booked at a later day's first free time; the page offers that time too (a booking's own counts as free), so
+    // Booked at a day's first free time; the page offers that time too (a booking's own counts as free), so
     // the third time it lists is another.
-    const day = await laterDay();
+    const day = await freeDay(3);
     const slots = day.slots;
     const made = await api.post('/bookings', { data: { booking_link_id: linkId, starts_at: slots[0].starts_at, booker: { name: 'Mover', email: 'mover@visita.example', timezone: ZONE }, answers: { motivo: 'x' } } });
     assert.equal(made.status, 201, made.text);
@@ -497,8 +508,8 @@ describe('public booking page in a browser', { skip }, () => {
 
   test('the manage link: reschedule to another slot, then cancel with a reason', async () => {
     const api = client(app.baseUrl, tenant.key);
-    // Booked at a later day's first free time; the third time the page lists that day is another.
-    const day = await laterDay();
+    // Booked at a day's first free time; the third time the page lists that day is another.
+    const day = await freeDay(4);
     const made = await api.post('/bookings', { data: { booking_link_id: linkId, starts_at: day.slots[0].starts_at, booker: { name: 'Gestor', email: 'gestor@visita.example', timezone: ZONE }, answers: { motivo: 'x' } } });
     assert.equal(made.status, 201, made.text);
     const context = await newContext();

@@ -657,7 +657,11 @@ describe('booking links and bookings', () => {
 
   test('reschedule: a new linked booking, the old one cancelled, the event moved, SEQUENCE bumped; its own time counts as free', async () => {
     const l = await createLink({ duration_minutes: 60, slot_interval_minutes: 15 });
-    const [slot] = await slotsOf(l.id);
+    // A slot with another one 15 minutes later (late in the link's day the first has none: an hour from 23:00
+    // would end past the day's hours, and earlier tests' bookings of this host take some times).
+    const offered = await slotsOf(l.id);
+    const slot = offered.find((s) => offered.some((t) => Date.parse(t.starts_at) === Date.parse(s.starts_at) + 15 * 60_000))!;
+    assert.ok(slot, 'two slots 15 minutes apart');
     const b = (await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: slot.starts_at, booker } })).body.data;
     // 15 minutes later overlaps the booking itself: allowed, since it moves.
     const later = new Date(Date.parse(slot.starts_at) + 15 * 60_000).toISOString();

@@ -303,13 +303,13 @@ describe('money', () => {
     const a = await account(api);
     const income = (await api.post('/incomes', { data: { account_id: a.id, amount_cents: 4_200, occurred_at: '2026-05-01T17:00:00Z', description: 'Privado', metadata: { external_ref: 'INC-1' } } })).body.data;
     const sale = (await api.post('/sales', { data: { currency: 'mxn', occurred_at: '2026-06-01T17:00:00Z', line_items: [{ description: 'Secreto', quantity: 1, unit_price_cents: 9_900, vat_rate: 16 }], metadata: { external_ref: 'S-1' } } })).body.data;
-    const recurring = (await api.post('/recurring-transactions', { data: { type: 'expense', account_id: a.id, amount_cents: 1_000, frequency: 'monthly', starts_on: '2030-01-01', metadata: { external_ref: 'R-1' } } })).body.data;
+    const recurring = (await api.post('/recurring-transactions', { data: { type: 'expense', account_id: a.id, amount_cents: 1_000, frequency: 'monthly', starts_on: '2099-01-01', metadata: { external_ref: 'R-1' } } })).body.data;
     const { secret: key } = await issueKey(app.pool, { companyId: t.companyId, name: 'solo crear', scopes: ['create-incomes', 'create-sales', 'create-recurring_transactions'] });
     const writer = client(app.baseUrl, key);
     const cases = [
       ['/incomes', { account_id: a.id, amount_cents: 1, occurred_at: '2026-05-02T17:00:00Z', metadata: { external_ref: 'INC-1' } }, 'read-incomes', income.id],
       ['/sales', { currency: 'mxn', occurred_at: '2026-06-02T17:00:00Z', line_items: [{ description: 'x', quantity: 1, unit_price_cents: 1, vat_rate: 16 }], metadata: { external_ref: 'S-1' } }, 'read-sales', sale.id],
-      ['/recurring-transactions', { type: 'expense', account_id: a.id, amount_cents: 1, frequency: 'daily', starts_on: '2031-01-01', metadata: { external_ref: 'R-1' } }, 'read-recurring_transactions', recurring.id],
+      ['/recurring-transactions', { type: 'expense', account_id: a.id, amount_cents: 1, frequency: 'daily', starts_on: '2099-06-01', metadata: { external_ref: 'R-1' } }, 'read-recurring_transactions', recurring.id],
     ] as const;
     for (const [path, data, scope, id] of cases) {
       const res = await writer.post(path, { data });
@@ -548,25 +548,25 @@ describe('money', () => {
   test('recurring: a series on an archived account stops (recurring.deactivated) instead of writing into it; PATCH keeps the create rules per type', async () => {
     const { t, api: own } = await newTenant();
     const a = await account(own);
-    const r = (await own.post('/recurring-transactions', { data: { type: 'expense', account_id: a.id, amount_cents: 3, frequency: 'daily', starts_on: '2030-01-01' } })).body.data;
+    const r = (await own.post('/recurring-transactions', { data: { type: 'expense', account_id: a.id, amount_cents: 3, frequency: 'daily', starts_on: '2099-01-01' } })).body.data;
     const customer = (await own.post('/customers', { data: { name: 'Cliente real' } })).body.data;
     const onExpense = await own.patch(`/recurring-transactions/${r.id}`, { data: { customer_id: customer.id } });
     assert.equal(onExpense.status, 422, onExpense.text);
     assert.match(onExpense.body.errors.customer_id[0], /solo en ingresos/);
-    const income = (await own.post('/recurring-transactions', { data: { type: 'income', account_id: a.id, amount_cents: 3, frequency: 'daily', starts_on: '2030-01-01' } })).body.data;
+    const income = (await own.post('/recurring-transactions', { data: { type: 'income', account_id: a.id, amount_cents: 3, frequency: 'daily', starts_on: '2099-01-01' } })).body.data;
     const supplier = await own.patch(`/recurring-transactions/${income.id}`, { data: { supplier_name: 'Proveedor' } });
     assert.equal(supplier.status, 422, supplier.text);
     assert.match(supplier.body.errors.supplier_name[0], /solo en gastos/);
     // Each misplaced field is the one named, on create as on update.
-    const taxIdOnly = await own.post('/recurring-transactions', { data: { type: 'income', account_id: a.id, amount_cents: 3, frequency: 'daily', starts_on: '2030-01-01', supplier_tax_id: 'XAXX010101000' } });
+    const taxIdOnly = await own.post('/recurring-transactions', { data: { type: 'income', account_id: a.id, amount_cents: 3, frequency: 'daily', starts_on: '2099-01-01', supplier_tax_id: 'XAXX010101000' } });
     assert.equal(taxIdOnly.status, 422, taxIdOnly.text);
     assert.deepEqual(taxIdOnly.body.errors, { supplier_tax_id: ['solo en gastos'] });
     const both = await own.patch(`/recurring-transactions/${income.id}`, { data: { supplier_name: 'Proveedor', supplier_tax_id: 'XAXX010101000' } });
     assert.deepEqual(both.body.errors, { supplier_name: ['solo en gastos'], supplier_tax_id: ['solo en gastos'] });
-    const early = await own.patch(`/recurring-transactions/${income.id}`, { data: { ends_on: '2029-12-31' } });
+    const early = await own.patch(`/recurring-transactions/${income.id}`, { data: { ends_on: '2098-12-31' } });
     assert.equal(early.status, 422, early.text);
     assert.deepEqual(early.body.errors.ends_on, ['no puede ser anterior a starts_on']);
-    assert.equal((await own.patch(`/recurring-transactions/${income.id}`, { data: { ends_on: '2030-01-01' } })).status, 200, 'the start itself is a valid end');
+    assert.equal((await own.patch(`/recurring-transactions/${income.id}`, { data: { ends_on: '2099-01-01' } })).status, 200, 'the start itself is a valid end');
     assert.equal((await own.patch(`/accounts/${a.id}`, { data: { archived: true } })).status, 200);
     // Due now: the generator finds the account archived.
     await app.pool.query(`UPDATE recurring_transactions SET next_occurrence_on = '2026-01-01' WHERE id = $1`, [r.id]);
@@ -624,7 +624,7 @@ describe('money', () => {
     assert.equal(moved?.occurred_at, '2026-03-01T18:00:00.000Z', JSON.stringify(listed.map((x: any) => [x.recurring_on, x.occurred_at])));
     assert.equal((await events(t.companyId, 'recurring.occurrence_created')).map((d) => d.recurring_occurrence_on).join(), '2026-01-31,2026-02-28,2026-03-31,2026-04-30');
     assert.equal((await events(t.companyId, 'recurring.ended')).length, 1);
-    const same = await api.post('/recurring-transactions', { data: { type: 'expense', account_id: a.id, amount_cents: 5, frequency: 'daily', starts_on: '2030-01-01', metadata: { external_ref: 'renta-2026' } } });
+    const same = await api.post('/recurring-transactions', { data: { type: 'expense', account_id: a.id, amount_cents: 5, frequency: 'daily', starts_on: '2099-01-01', metadata: { external_ref: 'renta-2026' } } });
     assert.equal(same.status, 200);
     assert.equal(same.body.data.id, r.body.data.id);
   });
@@ -655,15 +655,15 @@ describe('money', () => {
     const { api } = await newTenant();
     const a = await account(api);
     // Starts in the future, so the worker has nothing due yet; generateDue is run here with a later `today`.
-    const r = await api.post('/recurring-transactions', { data: { type: 'income', account_id: a.id, amount_cents: 100, frequency: 'daily', starts_on: '2030-01-01' } });
+    const r = await api.post('/recurring-transactions', { data: { type: 'income', account_id: a.id, amount_cents: 100, frequency: 'daily', starts_on: '2099-01-01' } });
     assert.equal(r.status, 201, r.text);
     const id = r.body.data.id;
-    const first = await transaction(app.pool, (c) => generateDue(c, id, '2030-01-10', 3));
+    const first = await transaction(app.pool, (c) => generateDue(c, id, '2099-01-10', 3));
     assert.deepEqual(first, { made: 3, more: true });
     // The batch committed and released the row: switching it off is answered at once.
     const off = await api.patch(`/recurring-transactions/${id}`, { data: { active: false } });
     assert.equal(off.status, 200, off.text);
-    const next = await transaction(app.pool, (c) => generateDue(c, id, '2030-01-10', 3));
+    const next = await transaction(app.pool, (c) => generateDue(c, id, '2099-01-10', 3));
     assert.deepEqual(next, { made: 0, more: false }, 'switched off: nothing more is made');
     const { rows } = await app.pool.query('SELECT count(*)::int AS n FROM movements WHERE recurring_id = $1', [id]);
     assert.equal(rows[0].n, 3);
@@ -690,7 +690,7 @@ describe('money', () => {
       const { api } = await newTenant();
       const a = await account(api);
       const customer = (await api.post('/customers', { data: { name: 'Se irá' } })).body.data;
-      const r = await api.post('/recurring-transactions', { data: { type: 'income', account_id: a.id, customer_id: customer.id, amount_cents: 100, frequency: 'daily', starts_on: '2030-01-01' } });
+      const r = await api.post('/recurring-transactions', { data: { type: 'income', account_id: a.id, customer_id: customer.id, amount_cents: 100, frequency: 'daily', starts_on: '2099-01-01' } });
       assert.equal(r.status, 201, r.text);
       assert.equal((await api.delete(`/customers/${customer.id}`)).status, 204);
       await app.pool.query(`UPDATE recurring_transactions SET next_occurrence_on = (now() AT TIME ZONE 'America/Mexico_City')::date WHERE id = $1`, [r.body.data.id]);
