@@ -281,6 +281,14 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     assert.equal((await upload(5)).status, 200);
     const many = await upload(100);
     assert.deepEqual([many.status, many.body.error, many.body.errors], [422, 'validation_failed', { file: ['el cuerpo lleva más de 20 campos de texto; envía solo el archivo'] }]);
+    // A file part without a Content-Type (RFC 7578 allows it; Python requests sends none) is the file, not text.
+    const photo = await solid(200, 200).png({ compressionLevel: 0 }).toBuffer();
+    assert.ok(photo.length > 64 * 1024);
+    const boundary = `b${Date.now()}`;
+    const untyped = Buffer.concat([Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="a.png"\r\n\r\n`), photo, Buffer.from(`\r\n--${boundary}--\r\n`)]);
+    const sent = await fetch(`${app.baseUrl}/products/${productId}/image`, { method: 'POST', headers: { authorization: `Bearer ${tenant.key}`, 'content-type': `multipart/form-data; boundary=${boundary}` }, body: untyped });
+    assert.equal(sent.status, 200, await sent.clone().text());
+    assert.match(((await sent.json()) as any).data.image_url, /a\.png$/);
     const big = await upload(2, 40 * 1024);
     assert.equal(big.status, 422);
     // Under `file`, or `image` when the file part had begun before the refusal.

@@ -625,6 +625,14 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     assert.ok(second.sent.items.every((i: any) => i.product.tax_included === true && i.discount === 0));
     assert.equal(second.cents, 3303, 'the sale\'s total stamped');
     assert.equal(b.total_cents, 3303);
+    // A fractional quantity: 347.85 × 11.76 at 16 % is 4745.24; its price before VAT (11.760011, the amount ÷
+    // quantity to 6 decimals) stamped 4745.23. Sent with VAT, the line's total is what Facturapi sums.
+    const cheese = await sale(api, { customer_id: setup.customer.id, line_items: [{ description: 'Queso', quantity: 347.85, unit_price_cents: 1176, vat_rate: 16 }] });
+    assert.equal(cheese.total_cents, 474524);
+    const c = await settled((await api.post(`/sales/${cheese.id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data.id);
+    const third = await stampedTotal(c.id);
+    assert.equal(third.sent.items[0].product.tax_included, true);
+    assert.equal(third.cents, 474524, 'the sale\'s total stamped');
   });
 
   test('a stamp whose total is not the sale\'s is said on stderr (invoice.stamped_total_differs) with both amounts; the stamp is kept', async () => {

@@ -180,6 +180,13 @@ export function multipartBody(options: MultipartRoute['multipart']): ApiMiddlewa
           onFile(part.name);
           return true;
         },
+        // A part with a file name is a file, with or without a Content-Type (RFC 7578 §4.4 allows none: Python
+        // requests sends none). formidable reads a part without one as a text field, so a photo sent that way
+        // was refused as text parts past 64 KB. The declared type is ignored anyway: the bytes decide.
+        onPart: (part, handlePart) => {
+          if (part.originalFilename !== undefined && part.originalFilename !== null && !part.mimetype) part.mimetype = 'application/octet-stream';
+          handlePart(part);
+        },
         onFileBegin: (_name, file) => onBegin(file as unknown as TempFile),
       },
     });

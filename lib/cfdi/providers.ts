@@ -124,8 +124,12 @@ export class FacturapiProvider implements InvoiceProvider {
         complements: [{ type: 'pago', data: [{ payment_form: p.payment_form, date: p.paid_at, related_documents: [{ uuid: p.related_uuid, amount: Number(cents(p.amount_cents)), installment: p.installment, last_balance: Number(cents(p.previous_balance_cents)), taxes: [] }] }] }],
       };
     }
-    // Prices before VAT unless Facturapi's own sum would not give the sale's total (below).
-    const withVat = doc.lines.some((l) => l.unit_price_with_tax_cents != null) || !totalBeforeVatAgrees(doc);
+    // Prices before VAT only where Facturapi's own sum gives the sale's total (totalBeforeVatAgrees) from
+    // exactly the prices sent: a fractional quantity's price is its amount ÷ quantity to 6 decimals, a hair
+    // off the amount, and VAT added to a sum near half a cent turns that hair into a cent (347.85 × 11.76 at
+    // 16 %: 4745.24 in the sale, 4745.23 stamped). With VAT, each line's total is what is summed: the hair
+    // stays under half a cent below 10,000 units in all.
+    const withVat = doc.lines.some((l) => l.unit_price_with_tax_cents != null || !Number.isInteger(l.quantity)) || !totalBeforeVatAgrees(doc);
     return {
       type: 'I',
       customer,
