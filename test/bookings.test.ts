@@ -155,7 +155,7 @@ describe('booking links and bookings', () => {
     const [first] = await slotsOf(l.id);
     const booked = await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: first.starts_at, booker: { ...booker, timezone: zone } } });
     assert.deepEqual([booked.status, Object.keys(booked.body.errors ?? {})], [422, ['booker.timezone']], booked.text);
-    const event = await api.post('/calendar/events', { data: { user_id: tenant.ownerId, title: 'Zona', starts_at: '2030-01-01T10:00:00Z', ends_at: '2030-01-01T11:00:00Z', timezone: zone } });
+    const event = await api.post('/calendar/events', { data: { user_id: tenant.ownerId, title: 'Zona', starts_at: '2058-01-01T10:00:00Z', ends_at: '2058-01-01T11:00:00Z', timezone: zone } });
     assert.deepEqual([event.status, Object.keys(event.body.errors ?? {})], [422, ['timezone']], event.text);
     // Its zone, which both know, still answers, booked included.
     assert.equal((await api.post('/bookings', { data: { booking_link_id: l.id, starts_at: first.starts_at, booker } })).status, 201);
@@ -164,22 +164,22 @@ describe('booking links and bookings', () => {
 
   test('slots: grouped by the visitor date, UTC instants, 62 days at most (422 beyond)', async () => {
     // Fixed dates far ahead, inside the link's own window: slots in the past are never offered, whatever the day the suite runs.
-    const l = await createLink({ timezone: 'America/Mexico_City', booking_window: { type: 'range', start_on: '2030-11-01', end_on: '2031-03-31' }, weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '09:00', end: '10:00' }] });
-    const res = await api.get(`/booking-links/${l.id}/slots?from=2030-12-01&to=2030-12-02&timezone=Asia/Kolkata`);
+    const l = await createLink({ timezone: 'America/Mexico_City', booking_window: { type: 'range', start_on: '2058-11-01', end_on: '2059-03-31' }, weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '09:00', end: '10:00' }] });
+    const res = await api.get(`/booking-links/${l.id}/slots?from=2058-12-01&to=2058-12-02&timezone=Asia/Kolkata`);
     assert.equal(res.status, 200, res.text);
     const data = res.body.data;
     assert.equal(data.timezone, 'Asia/Kolkata');
     // 09:00 in Mexico City is 15:00Z, 20:30 in Kolkata: the same day there.
-    assert.deepEqual(data.days.map((d: any) => d.date), ['2030-12-01', '2030-12-02']);
+    assert.deepEqual(data.days.map((d: any) => d.date), ['2058-12-01', '2058-12-02']);
     assert.deepEqual(data.days[0].slots, [
-      { starts_at: '2030-12-01T15:00:00.000Z', ends_at: '2030-12-01T15:30:00.000Z' },
-      { starts_at: '2030-12-01T15:30:00.000Z', ends_at: '2030-12-01T16:00:00.000Z' },
+      { starts_at: '2058-12-01T15:00:00.000Z', ends_at: '2058-12-01T15:30:00.000Z' },
+      { starts_at: '2058-12-01T15:30:00.000Z', ends_at: '2058-12-01T16:00:00.000Z' },
     ]);
     for (const day of data.days) for (const s of day.slots) assert.match(s.starts_at, /Z$/);
-    let bad = await api.get(`/booking-links/${l.id}/slots?from=2030-12-01&to=2031-02-15`);
+    let bad = await api.get(`/booking-links/${l.id}/slots?from=2058-12-01&to=2059-02-15`);
     assert.equal(bad.status, 422);
     assert.equal(bad.body.error, 'validation_failed');
-    bad = await api.get(`/booking-links/${l.id}/slots?from=2030-12-05&to=2030-12-01`);
+    bad = await api.get(`/booking-links/${l.id}/slots?from=2058-12-05&to=2058-12-01`);
     assert.equal(bad.status, 422);
     bad = await api.get(`/booking-links/${l.id}/slots?timezone=Nowhere/City`);
     assert.equal(bad.status, 400);
@@ -189,14 +189,14 @@ describe('booking links and bookings', () => {
       assert.equal(bad.status, 400, query);
       assert.equal(bad.body.error, 'invalid_parameter', query);
     }
-    const ok = await api.get(`/booking-links/${l.id}/slots?from=2030-12-01&to=2031-01-31`);
+    const ok = await api.get(`/booking-links/${l.id}/slots?from=2058-12-01&to=2059-01-31`);
     assert.equal(ok.status, 200, ok.text);
     // Instants are held to the 62 days exactly (days in a zone with a clock change get its hour).
-    assert.equal((await api.get(`/booking-links/${l.id}/slots?from=2030-12-01T00:00:00Z&to=2031-02-01T00:00:00Z`)).status, 200);
-    const over = await api.get(`/booking-links/${l.id}/slots?from=2030-12-01T00:00:00Z&to=2031-02-01T00:00:00.001Z`);
+    assert.equal((await api.get(`/booking-links/${l.id}/slots?from=2058-12-01T00:00:00Z&to=2059-02-01T00:00:00Z`)).status, 200);
+    const over = await api.get(`/booking-links/${l.id}/slots?from=2058-12-01T00:00:00Z&to=2059-02-01T00:00:00.001Z`);
     assert.deepEqual([over.status, over.body.error], [422, 'validation_failed']);
     // A bound that is neither a day nor an instant says what it takes.
-    const malformed = await api.get(`/booking-links/${l.id}/slots?from=2030-12-01T09:00:00`);
+    const malformed = await api.get(`/booking-links/${l.id}/slots?from=2058-12-01T09:00:00`);
     assert.deepEqual([malformed.status, malformed.body.error], [400, 'invalid_parameter']);
     assert.match(malformed.body.message, /YYYY-MM-DD o un instante ISO 8601 con su zona/);
   });
@@ -451,24 +451,24 @@ describe('booking links and bookings', () => {
   });
 
   test('through the API: DST days in both directions, a +05:30 host, overrides, notice and window, and the booking step agreeing', async () => {
-    // Dates years ahead, so the test holds whatever day it runs. New York changes its clocks on 2030-03-10 (forward) and 2030-11-03 (back): 09:00 is 14:00Z before, 13:00Z after, and 14:00Z again.
+    // Dates decades ahead, so the test holds whatever day it runs (2030 + 28 years: the same weekdays, so the same DST days). New York changes its clocks on 2058-03-10 (forward) and 2058-11-03 (back): 09:00 is 14:00Z before, 13:00Z after, and 14:00Z again.
     const ny = await createLink({
       timezone: 'America/New_York',
       duration_minutes: 60,
       weekly_hours: [{ days: [6, 7], start: '09:00', end: '10:00' }],
-      booking_window: { type: 'range', start_on: '2030-03-09', end_on: '2030-11-03' },
-      date_overrides: [{ date: '2030-03-16', ranges: [] }, { date: '2030-03-17', ranges: [{ start: '15:00', end: '16:00' }] }],
+      booking_window: { type: 'range', start_on: '2058-03-09', end_on: '2058-11-03' },
+      date_overrides: [{ date: '2058-03-16', ranges: [] }, { date: '2058-03-17', ranges: [{ start: '15:00', end: '16:00' }] }],
     });
     const starts = async (id: string, q: string) => (await slotsOf(id, q)).map((s) => s.starts_at);
-    assert.deepEqual(await starts(ny.id, '?from=2030-03-09&to=2030-03-10&timezone=UTC'), ['2030-03-09T14:00:00.000Z', '2030-03-10T13:00:00.000Z']);
-    assert.deepEqual(await starts(ny.id, '?from=2030-11-02&to=2030-11-03&timezone=UTC'), ['2030-11-02T13:00:00.000Z', '2030-11-03T14:00:00.000Z']);
+    assert.deepEqual(await starts(ny.id, '?from=2058-03-09&to=2058-03-10&timezone=UTC'), ['2058-03-09T14:00:00.000Z', '2058-03-10T13:00:00.000Z']);
+    assert.deepEqual(await starts(ny.id, '?from=2058-11-02&to=2058-11-03&timezone=UTC'), ['2058-11-02T13:00:00.000Z', '2058-11-03T14:00:00.000Z']);
     // The 16th is a day off, the 17th opens at 15:00 only.
-    assert.deepEqual(await starts(ny.id, '?from=2030-03-16&to=2030-03-17&timezone=UTC'), ['2030-03-17T19:00:00.000Z']);
+    assert.deepEqual(await starts(ny.id, '?from=2058-03-16&to=2058-03-17&timezone=UTC'), ['2058-03-17T19:00:00.000Z']);
     // Outside the date range: nothing.
-    assert.deepEqual(await starts(ny.id, '?from=2030-11-09&to=2030-11-10&timezone=UTC'), []);
+    assert.deepEqual(await starts(ny.id, '?from=2058-11-09&to=2058-11-10&timezone=UTC'), []);
     // The booking step takes exactly the listed instants, not the wall time one hour off.
-    assert.equal((await api.post('/bookings', { data: { booking_link_id: ny.id, starts_at: '2030-03-10T14:00:00Z', booker } })).status, 409);
-    assert.equal((await api.post('/bookings', { data: { booking_link_id: ny.id, starts_at: '2030-03-10T13:00:00Z', booker } })).status, 201);
+    assert.equal((await api.post('/bookings', { data: { booking_link_id: ny.id, starts_at: '2058-03-10T14:00:00Z', booker } })).status, 409);
+    assert.equal((await api.post('/bookings', { data: { booking_link_id: ny.id, starts_at: '2058-03-10T13:00:00Z', booker } })).status, 201);
 
     // A host in Kolkata (+05:30): 09:00 there is 03:30Z.
     const kolkata = await createLink({ timezone: 'Asia/Kolkata', weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '09:00', end: '10:00' }] });

@@ -64,7 +64,7 @@ describe('Google Calendar client against the stand-in', () => {
   test('events list pages, then hands out a sync token; a dead sync token is 410', async () => {
     google.addRefreshToken('rt-list');
     const { accessToken } = await api.refreshAccessToken('rt-list');
-    for (let i = 0; i < 3; i++) google.createExternal({ id: `list${i}`, summary: `E${i}`, start: { dateTime: '2030-12-01T10:00:00Z' }, end: { dateTime: '2030-12-01T11:00:00Z' } });
+    for (let i = 0; i < 3; i++) google.createExternal({ id: `list${i}`, summary: `E${i}`, start: { dateTime: '2058-12-01T10:00:00Z' }, end: { dateTime: '2058-12-01T11:00:00Z' } });
     const first = await api.listEvents(accessToken, 'primary', { timeMin: '2026-01-01T00:00:00Z' });
     assert.ok(first.nextPageToken);
     assert.equal(first.nextSyncToken, undefined);
@@ -93,7 +93,7 @@ describe('calendar sync end to end', () => {
   };
   const eventRow = async (id: string) => (await app.pool.query('SELECT * FROM calendar_events WHERE id = $1', [id])).rows[0];
   const newEvent = async (over: Record<string, unknown> = {}) => {
-    const res = await api.post('/calendar/events', { data: { user_id: tenant.ownerId, title: 'Junta', starts_at: '2030-12-03T16:00:00Z', ends_at: '2030-12-03T17:00:00Z', ...over } });
+    const res = await api.post('/calendar/events', { data: { user_id: tenant.ownerId, title: 'Junta', starts_at: '2058-12-03T16:00:00Z', ends_at: '2058-12-03T17:00:00Z', ...over } });
     assert.equal(res.status, 201, res.text);
     return res.body.data;
   };
@@ -352,22 +352,22 @@ describe('calendar sync end to end', () => {
   });
 
   test('an event switched between all-day and timed moves in Google too (the patch clears the other kind of time)', async () => {
-    const e = await newEvent({ title: 'Día libre', all_day: true, starts_at: '2030-12-04T06:00:00Z', ends_at: '2030-12-05T06:00:00Z' });
+    const e = await newEvent({ title: 'Día libre', all_day: true, starts_at: '2058-12-04T06:00:00Z', ends_at: '2058-12-05T06:00:00Z' });
     await waitFor(async () => (await eventRow(e.id))?.google_event_id, 20_000, 'synced');
-    assert.deepEqual(google.events.get(e.id)!.start, { date: '2030-12-04' });
+    assert.deepEqual(google.events.get(e.id)!.start, { date: '2058-12-04' });
     const lastError = async () => JSON.parse((await runCli(app, ['calendar', 'status', '--user', tenant.ownerId, '--json'])).stdout).last_error;
     // Google merges a patch's `start` into the stored one: a `dateTime` beside the old `date` is refused (400).
-    const timed = await api.patch(`/calendar/events/${e.id}`, { data: { all_day: false, starts_at: '2030-12-04T15:00:00Z', ends_at: '2030-12-04T16:00:00Z' } });
+    const timed = await api.patch(`/calendar/events/${e.id}`, { data: { all_day: false, starts_at: '2058-12-04T15:00:00Z', ends_at: '2058-12-04T16:00:00Z' } });
     assert.equal(timed.status, 200, timed.text);
     await waitFor(async () => google.events.get(e.id)!.start?.dateTime || (await lastError()), 20_000, 'the patch in Google, or its refusal');
     assert.deepEqual([google.events.get(e.id)!.start, google.events.get(e.id)!.end, await lastError()], [
-      { dateTime: '2030-12-04T15:00:00.000Z', timeZone: 'America/Mexico_City' },
-      { dateTime: '2030-12-04T16:00:00.000Z', timeZone: 'America/Mexico_City' },
+      { dateTime: '2058-12-04T15:00:00.000Z', timeZone: 'America/Mexico_City' },
+      { dateTime: '2058-12-04T16:00:00.000Z', timeZone: 'America/Mexico_City' },
       null,
     ]);
-    assert.equal((await api.patch(`/calendar/events/${e.id}`, { data: { all_day: true, starts_at: '2030-12-05T06:00:00Z', ends_at: '2030-12-06T06:00:00Z' } })).status, 200);
+    assert.equal((await api.patch(`/calendar/events/${e.id}`, { data: { all_day: true, starts_at: '2058-12-05T06:00:00Z', ends_at: '2058-12-06T06:00:00Z' } })).status, 200);
     await waitFor(async () => google.events.get(e.id)!.start?.date || (await lastError()), 20_000, 'the patch in Google, or its refusal');
-    assert.deepEqual([google.events.get(e.id)!.start, google.events.get(e.id)!.end, await lastError()], [{ date: '2030-12-05' }, { date: '2030-12-06' }, null]);
+    assert.deepEqual([google.events.get(e.id)!.start, google.events.get(e.id)!.end, await lastError()], [{ date: '2058-12-05' }, { date: '2058-12-06' }, null]);
   });
 
   test('a PATCH that changes nothing sends nothing to Google; pushed again after a full list, an unchanged event keeps its updated_at', async () => {
@@ -412,20 +412,20 @@ describe('calendar sync end to end', () => {
       return res.body.data;
     };
     // Another member's event in Google (the stand-in is one calendar for everyone): this member's pulls must leave it alone.
-    const othersEvent = await newEvent({ title: 'De otro miembro', starts_at: '2030-01-15T16:00:00Z', ends_at: '2030-01-15T17:00:00Z' });
+    const othersEvent = await newEvent({ title: 'De otro miembro', starts_at: '2058-01-15T16:00:00Z', ends_at: '2058-01-15T17:00:00Z' });
     await waitFor(async () => (await eventRow(othersEvent.id))?.google_event_id, 20_000, 'the other member\'s event synced');
     await connect(person.ownerId, 'rt-first');
-    const kept = await make('Antes', '2030-01-07');
-    const doomed = await make('Se borrará', '2030-01-08');
-    const switched = await make('Se apagará', '2030-01-11');
+    const kept = await make('Antes', '2058-01-07');
+    const doomed = await make('Se borrará', '2058-01-08');
+    const switched = await make('Se apagará', '2058-01-11');
     for (const e of [kept, doomed, switched]) await waitFor(async () => (await eventRow(e.id))?.google_event_id, 20_000, `${e.title} synced`);
-    google.createExternal({ id: 'reconn-ext', summary: 'Externo', start: { dateTime: '2030-01-09T15:00:00Z' }, end: { dateTime: '2030-01-09T16:00:00Z' } });
+    google.createExternal({ id: 'reconn-ext', summary: 'Externo', start: { dateTime: '2058-01-09T15:00:00Z' }, end: { dateTime: '2058-01-09T16:00:00Z' } });
     await pull(person.ownerId);
     await waitFor(async () => (await app.pool.query(`SELECT 1 FROM calendar_events WHERE user_id = $1 AND google_event_id = 'reconn-ext'`, [person.ownerId])).rowCount, 20_000, 'the external event imported');
 
     google.revokeRefreshToken('rt-first');
     google.expireAccessTokens(); // the next call must refresh, and the refresh is refused
-    const during = await make('Durante', '2030-01-10');
+    const during = await make('Durante', '2058-01-10');
     await waitFor(async () => JSON.parse((await runCli(app, ['calendar', 'status', '--user', person.ownerId, '--json'])).stdout).status === 'needs_reauthorization', 20_000, 'needs_reauthorization');
     assert.equal((await theirs.patch(`/calendar/events/${kept.id}`, { data: { title: 'Antes, cambiado' } })).status, 200);
     assert.equal((await theirs.delete(`/calendar/events/${doomed.id}`)).status, 204);
@@ -453,7 +453,7 @@ describe('calendar sync end to end', () => {
     const person = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
     const theirs = client(app.baseUrl, person.key);
     const pushed = async (title: string) => {
-      const res = await theirs.post('/calendar/events', { data: { user_id: person.ownerId, title, starts_at: '2030-02-04T16:00:00Z', ends_at: '2030-02-04T17:00:00Z' } });
+      const res = await theirs.post('/calendar/events', { data: { user_id: person.ownerId, title, starts_at: '2058-02-04T16:00:00Z', ends_at: '2058-02-04T17:00:00Z' } });
       assert.equal(res.status, 201, res.text);
       await waitFor(async () => (await eventRow(res.body.data.id))?.google_event_id, 20_000, `${title} synced`);
       const insert = google.requests.find((r) => r.method === 'POST' && r.body?.id === res.body.data.id)!;
@@ -610,7 +610,7 @@ describe('calendar sync end to end', () => {
     // The first pull ran, so the worker holds an access token of it: the revocation ends that too.
     await waitFor(async () => JSON.parse((await runCli(app, ['calendar', 'status', '--user', person.ownerId, '--json'])).stdout).last_synced_at, 20_000, 'the first pull');
     google.revokeRefreshToken('rt-doomed');
-    const res = await client(app.baseUrl, person.key).post('/calendar/events', { data: { user_id: person.ownerId, title: 'Igual se guarda', starts_at: '2030-12-04T16:00:00Z', ends_at: '2030-12-04T17:00:00Z' } });
+    const res = await client(app.baseUrl, person.key).post('/calendar/events', { data: { user_id: person.ownerId, title: 'Igual se guarda', starts_at: '2058-12-04T16:00:00Z', ends_at: '2058-12-04T17:00:00Z' } });
     assert.equal(res.status, 201);
     const status = await waitFor(async () => {
       const s = JSON.parse((await runCli(app, ['calendar', 'status', '--user', person.ownerId, '--json'])).stdout);
@@ -623,12 +623,12 @@ describe('calendar sync end to end', () => {
     const ours = await newEvent({ title: 'Nuestro' });
     await waitFor(async () => (await eventRow(ours.id))?.google_event_id, 20_000);
     for (let i = 0; i < 3; i++) {
-      google.createExternal({ id: `ext${i}`, summary: `Externo ${i}`, start: { dateTime: `2030-12-0${5 + i}T15:00:00Z` }, end: { dateTime: `2030-12-0${5 + i}T16:00:00Z` } });
+      google.createExternal({ id: `ext${i}`, summary: `Externo ${i}`, start: { dateTime: `2058-12-0${5 + i}T15:00:00Z` }, end: { dateTime: `2058-12-0${5 + i}T16:00:00Z` } });
     }
-    google.createExternal({ id: 'extfree', summary: 'Libre', transparency: 'transparent', start: { dateTime: '2030-12-09T15:00:00Z' }, end: { dateTime: '2030-12-09T16:00:00Z' } });
+    google.createExternal({ id: 'extfree', summary: 'Libre', transparency: 'transparent', start: { dateTime: '2058-12-09T15:00:00Z' }, end: { dateTime: '2058-12-09T16:00:00Z' } });
     // An invitation the member declined blocks nothing either (Google's free/busy ignores it).
-    google.createExternal({ id: 'extdeclined', summary: 'Invitación rechazada', attendees: [{ email: 'otra@example.com' }, { email: 'yo@example.com', self: true, responseStatus: 'declined' }], start: { dateTime: '2030-12-10T15:00:00Z' }, end: { dateTime: '2030-12-10T16:00:00Z' } });
-    google.createExternal({ id: 'extallday', summary: 'Vacaciones', start: { date: '2030-12-20', timeZone: 'America/Mexico_City' }, end: { date: '2030-12-21', timeZone: 'America/Mexico_City' } });
+    google.createExternal({ id: 'extdeclined', summary: 'Invitación rechazada', attendees: [{ email: 'otra@example.com' }, { email: 'yo@example.com', self: true, responseStatus: 'declined' }], start: { dateTime: '2058-12-10T15:00:00Z' }, end: { dateTime: '2058-12-10T16:00:00Z' } });
+    google.createExternal({ id: 'extallday', summary: 'Vacaciones', start: { date: '2058-12-20', timeZone: 'America/Mexico_City' }, end: { date: '2058-12-21', timeZone: 'America/Mexico_City' } });
     await pull(tenant.ownerId);
     const imported = async () => (await app.pool.query(`SELECT google_event_id, title, starts_at, all_day FROM calendar_events WHERE user_id = $1 AND source = 'google' ORDER BY google_event_id`, [tenant.ownerId])).rows;
     const rows = await waitFor(async () => {
@@ -637,7 +637,7 @@ describe('calendar sync end to end', () => {
     }, 20_000, 'four imported events');
     assert.deepEqual(rows.map((r: any) => r.google_event_id), ['ext0', 'ext1', 'ext2', 'extallday']);
     assert.equal(rows[3].all_day, true);
-    assert.equal(rows[3].starts_at.toISOString(), '2030-12-20T06:00:00.000Z');
+    assert.equal(rows[3].starts_at.toISOString(), '2058-12-20T06:00:00.000Z');
     const { rows: mine } = await app.pool.query(`SELECT count(*)::int AS n FROM calendar_events WHERE google_event_id = $1`, [ours.id]);
     assert.equal(mine[0].n, 1, 'our own event is not imported back');
     const listed = await api.get(`/calendar/events?source=google`);
@@ -659,7 +659,7 @@ describe('calendar sync end to end', () => {
 
     // Google drops our sync token: a full resync gives the same picture.
     google.invalidateSyncTokens();
-    google.createExternal({ id: 'ext9', summary: 'Tras 410', start: { dateTime: '2030-12-11T15:00:00Z' }, end: { dateTime: '2030-12-11T16:00:00Z' } });
+    google.createExternal({ id: 'ext9', summary: 'Tras 410', start: { dateTime: '2058-12-11T15:00:00Z' }, end: { dateTime: '2058-12-11T16:00:00Z' } });
     await pull(tenant.ownerId);
     await waitFor(async () => (await imported()).map((r: any) => r.google_event_id).join() === 'ext0,ext1,ext9,extallday', 20_000, 'the full resync');
 
@@ -668,7 +668,7 @@ describe('calendar sync end to end', () => {
       id: 'extnul', summary: `${'a'.repeat(299)}😀`, description: 'nota\u0000oculta', location: 'sala\u0000',
       // A room Google gives no email for is left out: an attendee is a name and an email in the API.
       attendees: [{ displayName: 'Sala 3', resource: true }, { email: 'x@example.com', displayName: 'Ana\u0000' }],
-      start: { dateTime: '2030-12-12T15:00:00Z' }, end: { dateTime: '2030-12-12T16:00:00Z' },
+      start: { dateTime: '2058-12-12T15:00:00Z' }, end: { dateTime: '2058-12-12T16:00:00Z' },
     } as any);
     await pull(tenant.ownerId);
     const odd = await waitFor(async () => (await app.pool.query(`SELECT title, description, location, attendees FROM calendar_events WHERE user_id = $1 AND google_event_id = 'extnul'`, [tenant.ownerId])).rows[0], 20_000, 'the event with U+0000 imported');
@@ -682,7 +682,7 @@ describe('calendar sync end to end', () => {
     assert.equal(created.status, 201, created.text);
     const member = created.body.data.id;
     // Both attend one Google event: the same id in both calendars (the stand-in's one calendar serves both).
-    google.createExternal({ id: 'shared1', summary: 'Junta compartida', start: { dateTime: '2030-12-03T18:00:00Z' }, end: { dateTime: '2030-12-03T19:00:00Z' } });
+    google.createExternal({ id: 'shared1', summary: 'Junta compartida', start: { dateTime: '2058-12-03T18:00:00Z' }, end: { dateTime: '2058-12-03T19:00:00Z' } });
     await connect(member, 'rt-member');
     await pull(tenant.ownerId);
     await pull(member);
@@ -707,14 +707,14 @@ describe('calendar sync end to end', () => {
   test('an all-day Google event without a zone is the day in the calendar\'s zone (named on every list page)', async () => {
     google.setTimeZone('Asia/Tokyo');
     try {
-      google.createExternal({ id: 'tokyoday', summary: 'Feriado', start: { date: '2030-12-24' }, end: { date: '2030-12-25' } });
+      google.createExternal({ id: 'tokyoday', summary: 'Feriado', start: { date: '2058-12-24' }, end: { date: '2058-12-25' } });
       await pull(tenant.ownerId);
       const row = await waitFor(
         async () => (await app.pool.query(`SELECT starts_at, ends_at, timezone, all_day FROM calendar_events WHERE user_id = $1 AND google_event_id = 'tokyoday'`, [tenant.ownerId])).rows[0],
         20_000,
         'the all-day event imported',
       );
-      assert.deepEqual([row.starts_at.toISOString(), row.ends_at.toISOString(), row.timezone, row.all_day], ['2030-12-23T15:00:00.000Z', '2030-12-24T15:00:00.000Z', 'Asia/Tokyo', true]);
+      assert.deepEqual([row.starts_at.toISOString(), row.ends_at.toISOString(), row.timezone, row.all_day], ['2058-12-23T15:00:00.000Z', '2058-12-24T15:00:00.000Z', 'Asia/Tokyo', true]);
     } finally {
       google.setTimeZone('America/Mexico_City');
     }
@@ -727,15 +727,15 @@ describe('calendar sync end to end', () => {
     assert.equal((await runCli(app, ['user', 'add-membership', first.ownerId, '--company', second.companyId, '--json'])).code, 0);
     google.setTimeZone(undefined);
     try {
-      google.createExternal({ id: 'sinzona', summary: 'Feriado', start: { date: '2030-12-26' }, end: { date: '2030-12-27' } });
+      google.createExternal({ id: 'sinzona', summary: 'Feriado', start: { date: '2058-12-26' }, end: { date: '2058-12-27' } });
       await connect(first.ownerId, 'rt-two-zones');
       const rows = await waitFor(async () => {
         const { rows } = await app.pool.query(`SELECT company_id, starts_at, timezone FROM calendar_events WHERE user_id = $1 AND google_event_id = 'sinzona'`, [first.ownerId]);
         return rows.length === 2 && rows;
       }, 20_000, 'the event imported in both companies');
       const byCompany = Object.fromEntries(rows.map((r) => [r.company_id, [r.starts_at.toISOString(), r.timezone]]));
-      assert.deepEqual(byCompany[first.companyId], ['2030-12-25T15:00:00.000Z', 'Asia/Tokyo']);
-      assert.deepEqual(byCompany[second.companyId], ['2030-12-25T23:00:00.000Z', 'Europe/Madrid']);
+      assert.deepEqual(byCompany[first.companyId], ['2058-12-25T15:00:00.000Z', 'Asia/Tokyo']);
+      assert.deepEqual(byCompany[second.companyId], ['2058-12-25T23:00:00.000Z', 'Europe/Madrid']);
     } finally {
       google.setTimeZone('America/Mexico_City');
       google.deleteExternal('sinzona');
@@ -743,14 +743,14 @@ describe('calendar sync end to end', () => {
   });
 
   test('an all-day event whose start names a zone is the day there at both ends; a zone no runtime knows is the calendar\'s', async () => {
-    google.createExternal({ id: 'madridday', summary: 'Fiesta', start: { date: '2030-12-04', timeZone: 'Europe/Madrid' }, end: { date: '2030-12-05' } });
-    google.createExternal({ id: 'marsday', summary: 'Marte', start: { dateTime: '2030-12-06T10:00:00Z', timeZone: 'Mars/Olympus' }, end: { dateTime: '2030-12-06T11:00:00Z', timeZone: 'Mars/Olympus' } });
+    google.createExternal({ id: 'madridday', summary: 'Fiesta', start: { date: '2058-12-04', timeZone: 'Europe/Madrid' }, end: { date: '2058-12-05' } });
+    google.createExternal({ id: 'marsday', summary: 'Marte', start: { dateTime: '2058-12-06T10:00:00Z', timeZone: 'Mars/Olympus' }, end: { dateTime: '2058-12-06T11:00:00Z', timeZone: 'Mars/Olympus' } });
     try {
       await pull(tenant.ownerId);
       const row = async (id: string) => (await app.pool.query(`SELECT starts_at, ends_at, timezone FROM calendar_events WHERE user_id = $1 AND google_event_id = $2`, [tenant.ownerId, id])).rows[0];
       const madrid = await waitFor(() => row('madridday'), 20_000, 'the Madrid all-day event imported');
       // One day in Madrid, midnight to midnight (the end read in Mexico City's zone made it 31 hours).
-      assert.deepEqual([madrid.starts_at.toISOString(), madrid.ends_at.toISOString(), madrid.timezone], ['2030-12-03T23:00:00.000Z', '2030-12-04T23:00:00.000Z', 'Europe/Madrid']);
+      assert.deepEqual([madrid.starts_at.toISOString(), madrid.ends_at.toISOString(), madrid.timezone], ['2058-12-03T23:00:00.000Z', '2058-12-04T23:00:00.000Z', 'Europe/Madrid']);
       const mars = await waitFor(() => row('marsday'), 20_000, 'the event with an unknown zone imported');
       assert.equal(mars.timezone, 'America/Mexico_City', 'the calendar\'s zone, not one the API refuses');
     } finally {
@@ -760,9 +760,9 @@ describe('calendar sync end to end', () => {
   });
 
   test('an event Google sends with a date that cannot be read is skipped; the rest of the list is imported and the sync goes on', async () => {
-    google.createExternal({ id: 'impossible', summary: 'Imposible', start: { date: '2030-02-30' }, end: { date: '2030-03-01' } });
-    google.createExternal({ id: 'badtime', summary: 'Mal', start: { dateTime: '12030-01-01T10:00:00Z' }, end: { dateTime: '12030-01-01T11:00:00Z' } });
-    google.createExternal({ id: 'afterbad', summary: 'Después', start: { dateTime: '2030-12-08T10:00:00Z' }, end: { dateTime: '2030-12-08T11:00:00Z' } });
+    google.createExternal({ id: 'impossible', summary: 'Imposible', start: { date: '2058-02-30' }, end: { date: '2058-03-01' } });
+    google.createExternal({ id: 'badtime', summary: 'Mal', start: { dateTime: '12058-01-01T10:00:00Z' }, end: { dateTime: '12058-01-01T11:00:00Z' } });
+    google.createExternal({ id: 'afterbad', summary: 'Después', start: { dateTime: '2058-12-08T10:00:00Z' }, end: { dateTime: '2058-12-08T11:00:00Z' } });
     try {
       await pull(tenant.ownerId);
       await waitFor(async () => (await app.pool.query(`SELECT 1 FROM calendar_events WHERE user_id = $1 AND google_event_id = 'afterbad'`, [tenant.ownerId])).rowCount === 1, 20_000, 'the event after the unreadable ones imported');
@@ -777,7 +777,7 @@ describe('calendar sync end to end', () => {
 
   test('two worker processes: a member\'s second pull waits its turn (the connection\'s lease) instead of listing beside the first', async () => {
     const member = await seedTenant(app.pool);
-    google.createExternal({ id: 'una-vez', summary: 'Una vez', start: { dateTime: '2030-12-11T10:00:00Z' }, end: { dateTime: '2030-12-11T11:00:00Z' } });
+    google.createExternal({ id: 'una-vez', summary: 'Una vez', start: { dateTime: '2058-12-11T10:00:00Z' }, end: { dateTime: '2058-12-11T11:00:00Z' } });
     const lists = () => google.requests.filter((r) => r.method === 'GET' && r.path.endsWith('/events') && google.refreshTokenOf(r.auth) === 'rt-two-pulls').length;
     const second = await startWorker(app.config, app.pool, app.databaseUrl);
     try {
@@ -809,7 +809,7 @@ describe('calendar sync end to end', () => {
 
   test('a disconnect while a pull is reading: what the pull reads afterwards is not imported, no busy time is left behind', async () => {
     const member = await seedTenant(app.pool);
-    google.createExternal({ id: 'racing', summary: 'Carrera', start: { dateTime: '2030-12-10T10:00:00Z' }, end: { dateTime: '2030-12-10T11:00:00Z' } });
+    google.createExternal({ id: 'racing', summary: 'Carrera', start: { dateTime: '2058-12-10T10:00:00Z' }, end: { dateTime: '2058-12-10T11:00:00Z' } });
     try {
       const list = google.hold('GET', /\/events$/, 'rt-disconnect-race');
       google.addRefreshToken('rt-disconnect-race');
@@ -829,7 +829,7 @@ describe('calendar sync end to end', () => {
 
   test('connected again with another token while a pull of the first is reading: the old pull\'s outcome is not the new connection\'s', async () => {
     const member = await seedTenant(app.pool);
-    google.createExternal({ id: 'reconnect', summary: 'Vuelta', start: { dateTime: '2030-12-12T10:00:00Z' }, end: { dateTime: '2030-12-12T11:00:00Z' } });
+    google.createExternal({ id: 'reconnect', summary: 'Vuelta', start: { dateTime: '2058-12-12T10:00:00Z' }, end: { dateTime: '2058-12-12T11:00:00Z' } });
     try {
       const list = google.hold('GET', /\/events$/, 'rt-first-account');
       google.addRefreshToken('rt-first-account');
@@ -852,14 +852,14 @@ describe('calendar sync end to end', () => {
   });
 
   test('imported events block booking slots when the host blocks overlapping bookings', async () => {
-    google.createExternal({ id: 'busyday', summary: 'Ocupada', start: { dateTime: '2030-12-15T10:00:00Z' }, end: { dateTime: '2030-12-15T11:00:00Z' } });
+    google.createExternal({ id: 'busyday', summary: 'Ocupada', start: { dateTime: '2058-12-15T10:00:00Z' }, end: { dateTime: '2058-12-15T11:00:00Z' } });
     await pull(tenant.ownerId);
     // The host's own copy (another member connected to the same calendar gets one of their own).
     await waitFor(async () => (await app.pool.query(`SELECT 1 FROM calendar_events WHERE user_id = $1 AND company_id = $2 AND google_event_id = 'busyday'`, [tenant.ownerId, tenant.companyId])).rowCount, 20_000, 'busyday imported for the host');
     const link = await api.post('/booking-links', {
-      data: { user_id: tenant.ownerId, slug: 'bloqueo', title: 'X', duration_minutes: 60, timezone: 'UTC', minimum_notice_minutes: 0, booking_window: { type: 'range', start_on: '2030-12-15', end_on: '2030-12-15' }, weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '09:00', end: '12:00' }] },
+      data: { user_id: tenant.ownerId, slug: 'bloqueo', title: 'X', duration_minutes: 60, timezone: 'UTC', minimum_notice_minutes: 0, booking_window: { type: 'range', start_on: '2058-12-15', end_on: '2058-12-15' }, weekly_hours: [{ days: [1, 2, 3, 4, 5, 6, 7], start: '09:00', end: '12:00' }] },
     });
-    const starts = async () => (await api.get(`/booking-links/${link.body.data.id}/slots?from=2030-12-15&to=2030-12-15`)).body.data.days.flatMap((d: any) => d.slots.map((s: any) => s.starts_at.slice(11, 16)));
+    const starts = async () => (await api.get(`/booking-links/${link.body.data.id}/slots?from=2058-12-15&to=2058-12-15`)).body.data.days.flatMap((d: any) => d.slots.map((s: any) => s.starts_at.slice(11, 16)));
     assert.deepEqual(await starts(), ['09:00', '10:00', '11:00']);
     await app.pool.query(`UPDATE users SET settings_preferences = settings_preferences || '{"block_overlapping_bookings": true}' WHERE id = $1`, [tenant.ownerId]);
     assert.deepEqual(await starts(), ['09:00', '11:00']);
