@@ -281,14 +281,31 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     assert.equal((await upload(5)).status, 200);
     const many = await upload(100);
     assert.deepEqual([many.status, many.body.error, many.body.errors], [422, 'validation_failed', { file: ['el cuerpo lleva más de 20 campos de texto; envía solo el archivo'] }]);
-    // A file part without a Content-Type (RFC 7578 allows it; Python requests sends none) is the file, not text.
+    // Parts written by hand: [Content-Disposition parameters, Content-Type or null, bytes].
+    const raw = async (parts: Array<[string, string | null, Buffer]>) => {
+      const boundary = `b${Date.now()}`;
+      const body = Buffer.concat([
+        ...parts.flatMap(([disposition, type, bytes]) => [Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; ${disposition}\r\n${type ? `Content-Type: ${type}\r\n` : ''}\r\n`), bytes, Buffer.from('\r\n')]),
+        Buffer.from(`--${boundary}--\r\n`),
+      ]);
+      const res = await fetch(`${app.baseUrl}/products/${productId}/image`, { method: 'POST', headers: { authorization: `Bearer ${tenant.key}`, 'content-type': `multipart/form-data; boundary=${boundary}` }, body });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    // A part is read by its file name, as the forms' parser reads it: one without a Content-Type (RFC 7578 allows
+    // it; Python requests sends none) is the file, and one named only by RFC 5987's filename* too.
     const photo = await solid(200, 200).png({ compressionLevel: 0 }).toBuffer();
     assert.ok(photo.length > 64 * 1024);
-    const boundary = `b${Date.now()}`;
-    const untyped = Buffer.concat([Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="a.png"\r\n\r\n`), photo, Buffer.from(`\r\n--${boundary}--\r\n`)]);
-    const sent = await fetch(`${app.baseUrl}/products/${productId}/image`, { method: 'POST', headers: { authorization: `Bearer ${tenant.key}`, 'content-type': `multipart/form-data; boundary=${boundary}` }, body: untyped });
-    assert.equal(sent.status, 200, await sent.clone().text());
-    assert.match(((await sent.json()) as any).data.image_url, /a\.png$/);
+    const untyped = await raw([['name="image"; filename="a.png"', null, photo]]);
+    assert.equal(untyped.status, 200, JSON.stringify(untyped.body));
+    assert.match(untyped.body.data.image_url, /\/a\.png$/);
+    const extended = await raw([[`name="image"; filename*=UTF-8''foto%20ni%C3%B1o.png`, null, photo]]);
+    assert.equal(extended.status, 200, JSON.stringify(extended.body));
+    assert.match(decodeURIComponent(extended.body.data.image_url), /foto.ni[ñn]o\.png$/);
+    // An empty file name is no file: a browser's empty file input beside the image, or a caption sent with one.
+    for (const [type, bytes] of [['application/octet-stream', Buffer.alloc(0)], [null, Buffer.from('hola')]] as const) {
+      const res = await raw([['name="otra"; filename=""', type, bytes], ['name="image"; filename="b.png"', 'image/png', png]]);
+      assert.equal(res.status, 200, `${type}: ${JSON.stringify(res.body)}`);
+    }
     const big = await upload(2, 40 * 1024);
     assert.equal(big.status, 422);
     // Under `file`, or `image` when the file part had begun before the refusal.

@@ -113,7 +113,7 @@ for (const NODE_ENV of ['test', 'development'] as const) {
         assert.equal(d.status, 'failed', name);
         assert.equal(d.response_status, null, name);
         // An address the endpoint names: its range (the tenant wrote it); a name: not the address it resolved to.
-        if (name === 'localhost') assert.equal(d.error_message, 'Conexión rechazada: destino bloqueado (SSRF): localhost no resuelve a una dirección pública');
+        if (name === 'localhost') assert.equal(d.error_message, `Error de conexión: ${NOT_A_PUBLIC_HOST}`, 'as a name that does not resolve');
         else assert.match(d.error_message, new RegExp(`^Conexión rechazada: destino bloqueado \\(SSRF\\): \\S+ no es una dirección pública \\(${reason}\\)$`), name);
       }
       assert.deepEqual(receiver.received, [], 'nothing reached the local receiver');
@@ -151,6 +151,27 @@ describe('a redirect from an allowed host to an internal one is not followed', (
       await agent.close();
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
+describe('a delivery to a host name tells nothing of where an internal name points, nor whether it exists', () => {
+  test('a name resolving inside and a name that does not resolve fail with one message; an address the URL names gets its range', async () => {
+    const lookup: LookupFn = async (host) => {
+      if (host === 'internal.test') return [{ address: '10.1.2.3', family: 4 }];
+      throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+    };
+    const agent = createGuardedAgent({ guard: true, lookup });
+    const attempt = (url: string) => attemptDelivery(agent, { url, secret: 'whsec_test', payload: '{}', event: 'customer.created', eventId: 'evt_x', deliveryId: 'wd_x', attempt: 1 });
+    try {
+      const inside = await attempt('http://internal.test/hook');
+      const missing = await attempt('http://missing.test/hook');
+      assert.equal(inside.error, `Error de conexión: ${NOT_A_PUBLIC_HOST}`);
+      assert.equal(missing.error, inside.error);
+      assert.doesNotMatch(inside.error!, /10\.1\.2\.3|private/);
+      assert.equal((await attempt('http://10.1.2.3/hook')).error, 'Conexión rechazada: destino bloqueado (SSRF): 10.1.2.3 no es una dirección pública (private)');
+    } finally {
+      await agent.close();
     }
   });
 });

@@ -156,6 +156,18 @@ const FORMIDABLE_TOO_MANY_FIELDS = 1007;
 /** Text parts a multipart body may carry beside its file (an image route reads none of them). */
 const MAX_TEXT_PARTS = 20;
 
+/** RFC 5987's `filename*=UTF-8''a%20b.png` of a Content-Disposition, decoded; null without one (or one that does not decode). */
+function extendedFileName(disposition: string | undefined): string | null {
+  const value = disposition && /\bfilename\*\s*=\s*([^;]+)/i.exec(disposition)?.[1].trim();
+  const encoded = value ? /^[\w!#$%&+^`{}~-]*'[\w-]*'(.+)$/.exec(value)?.[1] : undefined;
+  if (!encoded) return null;
+  try {
+    return decodeURIComponent(encoded);
+  } catch {
+    return null;
+  }
+}
+
 export function multipartBody(options: MultipartRoute['multipart']): ApiMiddleware {
   // `onFile` hears each file part's name as it begins: a part refused for its size is reported under it.
   // `onBegin` is given every temp file formidable creates: its `maxFiles` refuses a second file part at
@@ -180,11 +192,22 @@ export function multipartBody(options: MultipartRoute['multipart']): ApiMiddlewa
           onFile(part.name);
           return true;
         },
-        // A part with a file name is a file, with or without a Content-Type (RFC 7578 §4.4 allows none: Python
-        // requests sends none). formidable reads a part without one as a text field, so a photo sent that way
-        // was refused as text parts past 64 KB. The declared type is ignored anyway: the bytes decide.
+        // formidable reads a part by its Content-Type: none is a text field, any is a file. A part is read
+        // by its file name instead, as busboy reads the forms' parts: one with a name (`filename`, or RFC
+        // 5987's `filename*` alone, which formidable does not read) is the file, with or without a type (RFC
+        // 7578 §4.4 allows none: Python requests sends none, and a photo sent so was refused as text past
+        // 64 KB); one with an empty name is no file (a browser's empty file input sends one beside the image).
+        // The declared type is ignored anyway: the bytes decide.
         onPart: (part, handlePart) => {
-          if (part.originalFilename !== undefined && part.originalFilename !== null && !part.mimetype) part.mimetype = 'application/octet-stream';
+          // formidable keeps the part's headers (its Part type does not list them).
+          const headers = (part as typeof part & { headers?: Record<string, string> }).headers;
+          const name = part.originalFilename || extendedFileName(headers?.['content-disposition']);
+          if (name) {
+            part.originalFilename = name;
+            part.mimetype ||= 'application/octet-stream';
+          } else if (part.originalFilename === '') {
+            part.mimetype = null;
+          }
           handlePart(part);
         },
         onFileBegin: (_name, file) => onBegin(file as unknown as TempFile),

@@ -128,7 +128,7 @@ export class FacturapiProvider implements InvoiceProvider {
     // exactly the prices sent: a fractional quantity's price is its amount ÷ quantity to 6 decimals, a hair
     // off the amount, and VAT added to a sum near half a cent turns that hair into a cent (347.85 × 11.76 at
     // 16 %: 4745.24 in the sale, 4745.23 stamped). With VAT, each line's total is what is summed: the hair
-    // stays under half a cent below 10,000 units in all.
+    // (and Facturapi's own 6-decimal rounding of quantity × price) stays under half a cent below about 9,999 units in all.
     const withVat = doc.lines.some((l) => l.unit_price_with_tax_cents != null || !Number.isInteger(l.quantity)) || !totalBeforeVatAgrees(doc);
     return {
       type: 'I',

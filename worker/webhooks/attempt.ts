@@ -22,11 +22,13 @@
 // beside the plain request() one). dispatch() is undici's documented
 // low-level API; its handler shape (onRequestStart … onResponseError) is the
 // one of undici 7 and later.
+import { isIP } from 'node:net';
 import type { Dispatcher } from 'undici';
 import { signatureHeader } from '../../lib/webhook-signature.ts';
 import { API_VERSION } from '../../lib/version.ts';
 import { toStorableTextOrNull } from '../../lib/storable-text.ts';
 import { logProblem } from '../../lib/log.ts';
+import { NOT_A_PUBLIC_HOST } from '../../lib/ssrf.ts';
 
 export const READ_TIMEOUT_MS = 10_000;
 export const ATTEMPT_DEADLINE_MS = 15_000;
@@ -189,8 +191,6 @@ const CONNECTION_ERRORS: Record<string, string> = {
   UND_ERR_CONNECT_TIMEOUT: 'el receptor no aceptó la conexión a tiempo',
   EHOSTUNREACH: 'el receptor no es alcanzable',
   ENETUNREACH: 'el receptor no es alcanzable',
-  ENOTFOUND: 'no se pudo resolver el host',
-  EAI_AGAIN: 'no se pudo resolver el host',
   UND_ERR_HEADERS_OVERFLOW: 'las cabeceras de la respuesta son demasiado grandes',
   UND_ERR_RES_CONTENT_LENGTH_MISMATCH: 'el cuerpo de la respuesta no coincide con su Content-Length',
   DEPTH_ZERO_SELF_SIGNED_CERT: 'certificado TLS no válido (autofirmado)',
@@ -206,11 +206,15 @@ function describe(error: unknown, limits: AttemptLimits): string {
   const code = e?.code ?? e?.cause?.code;
   if (!code && (e?.name === 'HTTPParserError' || e?.cause?.name === 'HTTPParserError')) return `Error de conexión: ${NOT_HTTP}`;
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return `Tiempo de lectura agotado (${limits.readTimeoutMs / 1000} s)`;
+  // A host name that does not resolve and one that resolves inside read alike, as at registration
+  // (lib/ssrf.ts NOT_A_PUBLIC_HOST): a tenant whose name points at a guessed internal one would otherwise
+  // learn whether it exists. The operator's log has the address and its range.
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `Error de conexión: ${NOT_A_PUBLIC_HOST}`;
   if (code === 'ERR_SSRF_BLOCKED') {
-    // The tenant reads the message (no resolved address in it); the operator's log has the address and its range.
     const blocked = (e.code ? e : e.cause) as { message?: string; hostname?: string; address?: string; reason?: string };
     logProblem('webhook.ssrf_blocked', { host: blocked.hostname, address: blocked.address, reason: blocked.reason });
-    return `Conexión rechazada: ${blocked.message}`;
+    // An address the URL names: its range, which the tenant wrote.
+    return blocked.hostname && isIP(blocked.hostname) ? `Conexión rechazada: ${blocked.message}` : `Error de conexión: ${NOT_A_PUBLIC_HOST}`;
   }
   const known = code && (CONNECTION_ERRORS[code] ?? (code.startsWith('HPE_') ? NOT_HTTP : undefined));
   if (known) return `Error de conexión: ${known} (${code})`;
