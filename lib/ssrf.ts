@@ -159,7 +159,8 @@ async function resolveChecked(hostname: string, lookup: LookupFn, reasonOf: (ip:
 /**
  * Registration-time check. Returns null when acceptable, else a Spanish
  * message suitable for a 422 field error on `url` (e.g. 'la URL debe usar
- * https', 'la URL apunta a una dirección privada (loopback)', NOT_A_PUBLIC_HOST). `httpsOnly` (production): http is refused. `guard`
+ * https', 'la URL apunta a una dirección privada (loopback)',
+ * NOT_A_PUBLIC_HOST). `httpsOnly` (production): http is refused. `guard`
  * false (the explicit opt-out): only syntax/scheme/userinfo checks, no DNS.
  */
 export async function checkWebhookUrl(url: string, options: { httpsOnly: boolean; guard: boolean; lookup?: LookupFn }): Promise<string | null> {

@@ -345,6 +345,10 @@ describe('booking links and bookings', () => {
     const text = mail.mail.text ?? '';
     assert.ok(text.startsWith('Consulta\n  Lugar: https://phish.example/t con Ana Ruiz\n  Lugar: https://phish.example/pay\n  Nota: pague aquí\n'), text);
     assert.doesNotMatch(text, /^(Lugar|Nota): https?:\/\/phish|^Nota:|\u2028/m);
+    // The invitation's title and organizer on one line each (a calendar shows an escaped break as a break).
+    const ics = mail.mail.attachments.find((a) => a.contentType.startsWith('text/calendar'))!.content.toString().replace(/\r\n[ \t]/g, '');
+    assert.match(ics, /^SUMMARY:Consulta Lugar: https:\/\/phish\.example\/t con Ana Ruiz Lugar: https:\/\/phish\.example\/pay Nota: pague aquí\r?$/m);
+    assert.match(ics, /^ORGANIZER;CN="?Ana Ruiz Lugar: https:\/\/phish\.example\/pay Nota: pague aquí"?:mailto:/m);
   });
 
   test('a long link title and booker name: the event title is cut to the events\' 300-character limit, so a client can copy it', async () => {

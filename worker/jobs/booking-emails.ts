@@ -99,6 +99,11 @@ function icsText(value: string): string {
   return value.replace(/[\\;,]/g, (c) => `\\${c}`).replace(/\r\n|[\r\n\u0085\u2028\u2029]/g, '\\n').replace(/[\u0000-\u001f\u007f]/g, ' ');
 }
 
+/** A title or a name on one line, as a calendar shows an event's: one stored before they had to be one line has its breaks as spaces. */
+function oneLine(text: string): string {
+  return quoted(text).replaceAll('\n  ', ' ');
+}
+
 /** The .ics of a booking: one VEVENT whose UID survives reschedules. */
 export function bookingCalendar(b: BookingMail, kind: BookingEmailJob['kind'], manage: string): string {
   const cancel = kind === 'cancelled';
@@ -109,12 +114,12 @@ export function bookingCalendar(b: BookingMail, kind: BookingEmailJob['kind'], m
     start: b.starts_at,
     end: b.ends_at,
     stamp: new Date(),
-    summary: `${b.title} con ${b.host_name}`,
+    summary: `${oneLine(b.title)} con ${oneLine(b.host_name)}`,
     description: `Gestiona tu reserva: ${manage}`,
     location: where(b) || null,
     url: manage,
     status: cancel ? ICalEventStatus.CANCELLED : ICalEventStatus.CONFIRMED,
-    organizer: { name: b.host_name, email: b.host_email },
+    organizer: { name: oneLine(b.host_name), email: b.host_email },
     attendees: [{ name: b.booker_name, email: b.booker_email, rsvp: false }],
   });
   return calendar.toString();
