@@ -301,6 +301,9 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     const extended = await raw([[`name="image"; filename*=UTF-8''foto%20ni%C3%B1o.png`, null, photo]]);
     assert.equal(extended.status, 200, JSON.stringify(extended.body));
     assert.match(decodeURIComponent(extended.body.data.image_url), /foto.ni[ñn]o\.png$/);
+    const latin1 = await raw([[`name="image"; filename*=ISO-8859-1''ni%F1a.png`, null, photo]]);
+    assert.equal(latin1.status, 200, JSON.stringify(latin1.body));
+    assert.match(decodeURIComponent(latin1.body.data.image_url), /ni[ñn]a\.png$/);
     // An empty file name is no file: a browser's empty file input beside the image, or a caption sent with one.
     for (const [type, bytes] of [['application/octet-stream', Buffer.alloc(0)], [null, Buffer.from('hola')]] as const) {
       const res = await raw([['name="otra"; filename=""', type, bytes], ['name="image"; filename="b.png"', 'image/png', png]]);

@@ -7,6 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import { createHash } from 'node:crypto';
 import { readFile, unlink } from 'node:fs/promises';
 import { HttpMethodEnum, koaBody } from 'koa-body';
+import contentDisposition from 'content-disposition';
 import type { Next } from 'koa';
 import { ApiError, validationFailed } from '../errors.ts';
 import type { MultipartRoute, UploadRoute } from '../route.ts';
@@ -156,13 +157,15 @@ const FORMIDABLE_TOO_MANY_FIELDS = 1007;
 /** Text parts a multipart body may carry beside its file (an image route reads none of them). */
 const MAX_TEXT_PARTS = 20;
 
-/** RFC 5987's `filename*=UTF-8''a%20b.png` of a Content-Disposition, decoded; null without one (or one that does not decode). */
-function extendedFileName(disposition: string | undefined): string | null {
-  const value = disposition && /\bfilename\*\s*=\s*([^;]+)/i.exec(disposition)?.[1].trim();
-  const encoded = value ? /^[\w!#$%&+^`{}~-]*'[\w-]*'(.+)$/.exec(value)?.[1] : undefined;
-  if (!encoded) return null;
+/**
+ * A part's file name from its Content-Disposition, RFC 5987's `filename*` (UTF-8 or ISO-8859-1) before
+ * `filename`, as the content-disposition package (Koa's own) reads it; null without one, or for a header it
+ * cannot read.
+ */
+function dispositionFileName(disposition: string | undefined): string | null {
+  if (!disposition) return null;
   try {
-    return decodeURIComponent(encoded);
+    return contentDisposition.parse(disposition).parameters.filename ?? null;
   } catch {
     return null;
   }
@@ -201,7 +204,7 @@ export function multipartBody(options: MultipartRoute['multipart']): ApiMiddlewa
         onPart: (part, handlePart) => {
           // formidable keeps the part's headers (its Part type does not list them).
           const headers = (part as typeof part & { headers?: Record<string, string> }).headers;
-          const name = part.originalFilename || extendedFileName(headers?.['content-disposition']);
+          const name = part.originalFilename || dispositionFileName(headers?.['content-disposition']);
           if (name) {
             part.originalFilename = name;
             part.mimetype ||= 'application/octet-stream';
