@@ -154,8 +154,9 @@ const FORMIDABLE_FILES_TOO_BIG = 1009;
 const FORMIDABLE_FIELDS_TOO_BIG = 1006;
 /** formidable's error code for more text parts than `maxFields`. */
 const FORMIDABLE_TOO_MANY_FIELDS = 1007;
-/** Text parts a multipart body may carry beside its file (an image route reads none of them). */
+/** Text parts a multipart body may carry beside its file (an image route reads none of them), and their bytes in all. */
 const MAX_TEXT_PARTS = 20;
+const MAX_TEXT_PART_BYTES = 64 * 1024;
 
 /**
  * A part's file name from its Content-Disposition, RFC 5987's `filename*` (UTF-8 or ISO-8859-1) before
@@ -235,7 +236,7 @@ export function multipartBody(options: MultipartRoute['multipart']): ApiMiddlewa
     };
     const parser = capped
       ? parserFor(Math.min(options.maxFileBytes, IDEMPOTENCY_BODY_LIMIT), 4 * 1024, onFile, onBegin)
-      : parserFor(options.maxFileBytes, 64 * 1024, onFile, onBegin);
+      : parserFor(options.maxFileBytes, MAX_TEXT_PART_BYTES, onFile, onBegin);
     const oneFile = `se acepta un solo archivo de hasta ${Math.floor(options.maxFileBytes / 1024 / 1024)} MB`;
     const fieldOfFile = () => (filePart !== null && options.fields.includes(filePart) ? filePart : (options.fields[0] ?? 'file'));
     // A client that hangs up before formidable listens to the request (while the key or the rate limit was
@@ -267,7 +268,7 @@ export function multipartBody(options: MultipartRoute['multipart']): ApiMiddlewa
         const code = (error as { code?: number }).code;
         const message =
           code === FORMIDABLE_TOO_MANY_FIELDS ? `el cuerpo lleva más de ${MAX_TEXT_PARTS} campos de texto; envía solo el archivo`
-          : code === FORMIDABLE_FIELDS_TOO_BIG ? 'los campos de texto del cuerpo pasan de 64 KB; envía solo el archivo'
+          : code === FORMIDABLE_FIELDS_TOO_BIG ? `los campos de texto del cuerpo pasan de ${MAX_TEXT_PART_BYTES / 1024} KB; envía solo el archivo`
           : status === 413 ? oneFile
           : 'el cuerpo multipart/form-data no es válido';
         throw validationFailed({ [fieldOfFile()]: [message] });
