@@ -565,7 +565,13 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     await facturapi.close();
   });
 
+  /**
+   * Every invoice job waiting out its backoff (10 s, 20 s, 40 s …) made due now: the tests see each retry run,
+   * the worker's own polling round apart, rather than wait the minutes an outage of a few tries would take.
+   */
+  const retriesDue = () => app.pool.query(`UPDATE pgboss.job SET start_after = now() WHERE name = $1 AND state = 'retry' AND start_after > now()`, [INVOICES.name]);
   const settled = (id: string) => waitFor(async () => {
+    await retriesDue();
     const inv = (await api.get(`/invoices/${id}`)).body.data;
     return inv.status !== 'pending' && inv;
   }, 90_000, `invoice ${id} settled`);
@@ -787,6 +793,7 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     const fresh = await settled(sub.body.data.id);
     assert.equal(fresh.status, 'valid');
     const oldNow = await waitFor(async () => {
+      await retriesDue();
       const o = (await api.get(`/invoices/${old.id}`)).body.data;
       return o.status === 'cancelled' && o;
     }, 30_000, 'the substituted invoice cancelled');
@@ -808,6 +815,7 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     assert.equal((await settled(inv.id)).status, 'valid');
     await pay(200_000); // after the stamp
     const done = await waitFor(async () => {
+      await retriesDue();
       const i = (await api.get(`/invoices/${inv.id}`)).body.data;
       return i.payment_complements.length === 3 && i.payment_complements.every((c: any) => c.status === 'valid') && i;
     }, 60_000, 'three complements stamped');
@@ -834,9 +842,10 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
     };
     await pay(100_000); // while the cancellation is pending
     assert.equal((await api.get(`/invoices/${inv.id}`)).body.data.status, 'cancellation_pending');
-    await waitFor(async () => (await api.get(`/invoices/${inv.id}`)).body.data.status === 'valid', 60_000, 'the cancellation refused');
+    await waitFor(async () => (await retriesDue(), (await api.get(`/invoices/${inv.id}`)).body.data.status === 'valid'), 60_000, 'the cancellation refused');
     await pay(50_000); // after the refusal
     const done = await waitFor(async () => {
+      await retriesDue();
       const i = (await api.get(`/invoices/${inv.id}`)).body.data;
       return i.payment_complements.length === 2 && i.payment_complements.every((c: any) => c.status === 'valid') && i;
     }, 60_000, 'two complements stamped');
@@ -1002,7 +1011,6 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
   });
 
   test('Facturapi stamping in the background (202 pending, or an answer lost): the retry finds it pending and waits, never posts again', async () => {
-    const retryNow = (id: string) => app.pool.query(`UPDATE pgboss.job SET start_after = now() WHERE name = $1 AND data->>'invoice_id' = $2 AND state = 'retry'`, [INVOICES.name, id]);
     const lookups = (id: string) => facturapi.requests.filter((r) => r.method === 'GET' && r.path === `/v2/invoices?external_id=${id}`).length;
     for (const answer of ['202 pending', 'lost'] as const) {
       facturapi.stampInBackground();
@@ -1011,13 +1019,13 @@ describe('tax invoices through Facturapi (a local stand-in of its API)', () => {
         const inv = (await api.post(`/sales/${(await sale(api, { customer_id: setup.customer.id })).id}/invoice`, { data: { receiver: { tax_regime: '601' } } })).body.data;
         await waitFor(async () => [...facturapi.invoices.values()].some((i) => i.external_id === inv.id), 20_000, 'posted once');
         // Retried while Facturapi still stamps: looked up, found pending, not posted again; never valid without a UUID.
-        await waitFor(async () => (await retryNow(inv.id), lookups(inv.id) >= 3), 30_000, 'two retries looked it up');
+        await waitFor(async () => (await retriesDue(), lookups(inv.id) >= 3), 30_000, 'two retries looked it up');
         assert.equal([...facturapi.invoices.values()].filter((i) => i.external_id === inv.id).length, 1);
         assert.deepEqual([(await api.get(`/invoices/${inv.id}`)).body.data.status, (await api.get(`/invoices/${inv.id}`)).body.data.uuid], ['pending', null], answer);
         facturapi.stampInBackground(false);
         facturapi.finishStamping([...facturapi.invoices.values()].find((i) => i.external_id === inv.id)!.id);
         const stamped = await waitFor(async () => {
-          await retryNow(inv.id);
+          await retriesDue();
           const i = (await api.get(`/invoices/${inv.id}`)).body.data;
           return i.status !== 'pending' && i;
         }, 30_000, 'stamped');
