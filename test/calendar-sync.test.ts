@@ -481,7 +481,9 @@ describe('calendar sync end to end', () => {
     google.fail({ method: 'POST', path: /events$/, status: 500 });
     google.fail({ method: 'POST', path: /events$/, status: 403, reason: 'rateLimitExceeded' });
     const made = [await newEvent({ title: 'Reintento 1' }), await newEvent({ title: 'Reintento 2' }), await newEvent({ title: 'Reintento 3' })];
-    for (const e of made) await waitFor(async () => (await eventRow(e.id))?.google_event_id, 60_000, `${e.title} synced after a retry`);
+    // Each retry made due now rather than at the end of its backoff (10 s, 20 s …, db/queues.ts CALENDAR_PUSH).
+    const retriesDue = () => app.pool.query(`UPDATE pgboss.job SET start_after = now() WHERE name = 'calendar-push' AND state = 'retry' AND start_after > now()`);
+    for (const e of made) await waitFor(async () => (await retriesDue(), (await eventRow(e.id))?.google_event_id), 60_000, `${e.title} synced after a retry`);
     const failed = google.requests.filter((r) => r.method === 'POST' && made.some((e) => e.id === r.body?.id));
     assert.ok(failed.length >= 6, 'each was sent at least twice');
     // The retried failures were recorded on the connection; the pushes that went through cleared them.

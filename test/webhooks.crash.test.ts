@@ -55,8 +55,9 @@ describe('webhook delivery survives kill -9 of the worker mid-attempt', () => {
     const { rows } = await app.pool.query(`SELECT leased_until > now() AS claimed, next_attempt_at <= now() AS due FROM webhook_deliveries WHERE id = $1`, [d.id]);
     assert.deepEqual({ ...rows[0] }, { claimed: true, due: true }, 'due, but leased by the dead worker until its lease runs out');
 
-    // A surviving worker.
+    // A surviving worker, and the dead one's lease run out (LEASE_SECONDS, 40 s, passed at once).
     worker = await startWorker(app.config, app.pool, app.databaseUrl, { boss: { schedule: false } });
+    await app.pool.query(`UPDATE webhook_deliveries SET leased_until = now() WHERE id = $1`, [d.id]);
     const settled = await waitFor(async () => {
       const one = (await api.get(`/webhook-endpoints/${ep.id}/deliveries/${d.id}`)).body.data;
       return one.status === 'succeeded' && one;
