@@ -23,6 +23,16 @@ describe('form definitions: admin procedures and localized reads', () => {
     assert.deepEqual(form.post_actions, {});
   });
 
+  test('a form named with 24 hex digits gets a slug not shaped like an id, and is read by it', async () => {
+    const name = '507f1f77bcf86cd799439011';
+    const made = await createFormViaAdmin(app.url, tenant.companyId, sampleFormFile({ name, slug: undefined }));
+    assert.equal(made.slug, `${name}-2`, 'a path reads 24 hex digits as an id, so that slug would reach no form');
+    const api = client(app.baseUrl, tenant.key);
+    const bySlug = await api.get(`/forms/${made.slug}`);
+    assert.equal(bySlug.status, 200, bySlug.text);
+    assert.equal(bySlug.body.data.id, made.id);
+  });
+
   test('the admin endpoint refuses a wrong token', async () => {
     const res = await adminMutation(app.url, 'form.create', { companyId: tenant.companyId, form: sampleFormFile() }, 'wrong-token-0123456789');
     assert.equal(res.status, 401);

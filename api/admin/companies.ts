@@ -7,7 +7,7 @@ import { transaction, type Pool, type Queryable } from '../../db/pool.ts';
 import { lockCompanyZone } from '../../db/companies.ts';
 import { rebuildLedger } from '../../db/money/rebuild.ts';
 import { objectId } from '../../lib/objectid.ts';
-import { slugify } from '../../lib/slug.ts';
+import { firstFreeSlug, slugify } from '../../lib/slug.ts';
 import { notifyAuthChange } from '../auth/key-cache.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { serializeUser, type UserRow } from './users.ts';
@@ -58,9 +58,7 @@ async function uniqueSlug(db: Queryable, name: string): Promise<string> {
   await db.query(`SELECT pg_advisory_xact_lock(hashtextextended('slug:companies', 0))`);
   const base = slugify(name, { maxLength: 48, fallback: 'empresa' });
   const { rows } = await db.query<{ slug: string }>(`SELECT slug FROM companies WHERE slug = $1 OR slug LIKE $2`, [base, `${base}-%`]);
-  const taken = new Set(rows.map((r) => r.slug));
-  if (!taken.has(base)) return base;
-  for (let i = 2; ; i++) if (!taken.has(`${base}-${i}`)) return `${base}-${i}`;
+  return firstFreeSlug(base, new Set(rows.map((r) => r.slug)));
 }
 
 /** `owner@<slug>.example`, or `owner-2@…`, `owner-3@…` when a user has it (the slug's lock is held). */

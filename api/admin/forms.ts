@@ -5,7 +5,7 @@ import type { Pool, Queryable } from '../../db/pool.ts';
 import { transaction } from '../../db/pool.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { formColumns, formFileSchema, serializeForm, type FormRow } from '../forms/definition.ts';
-import { slugify } from '../../lib/slug.ts';
+import { firstFreeSlug, slugify } from '../../lib/slug.ts';
 import { ApiError } from '../errors.ts';
 import { getCompany } from './companies.ts';
 
@@ -17,7 +17,7 @@ export function parseFormFile(input: unknown) {
   throw new ApiError('validation_failed', `Invalid form file: ${lines.join('; ')}`);
 }
 
-/** A form slug free in the company (the caller holds the company's `slug:forms:<company>` advisory lock). */
+/** A form slug free in the company (lib/slug.ts firstFreeSlug; the caller holds the company's `slug:forms:<company>` advisory lock). */
 async function uniqueSlug(db: Queryable, companyId: string, wanted: string, exceptId: string | null): Promise<string> {
   const { rows } = await db.query('SELECT slug FROM forms WHERE company_id = $1 AND (slug = $2 OR slug LIKE $3) AND id IS DISTINCT FROM $4', [
     companyId,
@@ -25,9 +25,7 @@ async function uniqueSlug(db: Queryable, companyId: string, wanted: string, exce
     `${wanted}-%`,
     exceptId,
   ]);
-  const taken = new Set(rows.map((r) => r.slug));
-  if (!taken.has(wanted)) return wanted;
-  for (let i = 2; ; i++) if (!taken.has(`${wanted}-${i}`)) return `${wanted}-${i}`;
+  return firstFreeSlug(wanted, new Set(rows.map((r) => r.slug)));
 }
 
 export async function createForm(pool: Pool, companyId: string, file: unknown) {

@@ -8,6 +8,7 @@
 // missing translation falling back to the default-locale text.
 import { z } from 'zod';
 import { iso } from '../../db/timestamps.ts';
+import { isObjectId } from '../../lib/objectid.ts';
 import { FIELD_TYPES, FILE_KINDS, LOCALES, MAPS_TO, type FormRow, type Locale, type PostActions, type StoredField } from '../../db/forms.ts';
 import { acceptAttribute, BLOCKED_EXTENSIONS, KNOWN_EXTENSIONS } from './file-rules.ts';
 import { optionalText, text } from '../validation.ts';
@@ -78,7 +79,7 @@ export const formFileSchema = z
       .regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/, 'minúsculas, números y guiones')
       .max(100)
       // A path takes an id or a slug: a slug spelled as an id would always be read as that id.
-      .refine((slug) => !/^[0-9a-f]{24}$/.test(slug), 'no puede tener la forma de un id (24 caracteres hexadecimales)')
+      .refine((slug) => !isObjectId(slug), 'no puede tener la forma de un id (24 caracteres hexadecimales)')
       .optional(),
     locales: z.array(locale).min(1).default(['es']),
     default_locale: locale.optional(),

@@ -4,7 +4,7 @@
 import type { Queryable } from '../../db/pool.ts';
 import { idOrSlugMatch } from '../../db/tables.ts';
 import { isObjectId } from '../../lib/objectid.ts';
-import { slugify } from '../../lib/slug.ts';
+import { slugCandidates, slugify } from '../../lib/slug.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 
 /** Tables with a `slug` unique per company; identifiers from code only. A new id-or-slug resource adds its table here. */
@@ -12,9 +12,8 @@ export type SlugTable = 'products' | 'brands' | 'product_categories' | 'booking_
 
 /**
  * A slug free in the company: the explicit one must be free (else 422); one
- * derived from the name gets `-2`, `-3`… and is never shaped like an ObjectId
- * (a name of 24 hex digits starts at `-2`), so it cannot be read as another
- * record's id. Slug choices of one table and company take turns on a
+ * derived from the name gets `-2`, `-3`… (lib/slug.ts slugCandidates: never
+ * shaped like an ObjectId, so it cannot be read as another record's id). Slug choices of one table and company take turns on a
  * transaction lock (call inside the write's transaction), so each sees the
  * slugs committed before it and none gets a 422 for a slug it never sent.
  */
@@ -37,9 +36,11 @@ export async function freeSlug(
     if (await taken(wanted.explicit)) throw validationFailed({ slug: ['ya está en uso en la empresa'] });
     return wanted.explicit;
   }
+  // One indexed lookup per candidate (a catalog may have thousands of slugs starting with the base).
   const base = slugify(wanted.name, { maxLength: 80, fallback: 'item' });
-  for (let n = isObjectId(base) ? 2 : 1; n < 50; n++) {
-    const candidate = n === 1 ? base : `${base}-${n}`;
+  let tries = 0;
+  for (const candidate of slugCandidates(base)) {
+    if (++tries > 50) break;
     if (!(await taken(candidate))) return candidate;
   }
   return `${base}-${Date.now().toString(36)}`;
