@@ -775,11 +775,12 @@ describe('OAuth 2.1 authorization server', () => {
     assert.equal((await mcp(issued.body.access_token)).status, 401, 'the grant is revoked');
   });
 
-  test('a consent form sent again (resubmitted, or two submits at once) issues one code and one connection', async () => {
+  /** A person signed in on the consent page of a new authorization request; `send` posts its form with a decision. */
+  async function consentPage(state: string) {
     const client = await sharedClient();
     const person = await secondPerson();
     const { verifier, challenge } = pkce();
-    const params = new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: 'http://127.0.0.1:43210/callback', code_challenge: challenge, code_challenge_method: 'S256', state: 'once', scope: 'read-customers' });
+    const params = new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: 'http://127.0.0.1:43210/callback', code_challenge: challenge, code_challenge_method: 'S256', state, scope: 'read-customers' });
     const first = await fetch(`${app.url}/authorize?${params}`);
     let cookies = cookieOf(first);
     const signIn = await fetch(`${app.url}/authorize`, {
@@ -789,14 +790,22 @@ describe('OAuth 2.1 authorization server', () => {
     });
     assert.equal(signIn.status, 200);
     cookies = `${cookies}; ${cookieOf(signIn)}`;
-    const consent = hiddenFields(await signIn.text());
-    consent.set('company_id', person.companyId);
-    consent.set('decision', 'approve');
-    consent.append('scope', 'read-customers');
+    const form = hiddenFields(await signIn.text());
+    form.set('company_id', person.companyId);
+    form.append('scope', 'read-customers');
+    const send = (decision: 'approve' | 'deny') => {
+      const body = new URLSearchParams(form);
+      body.set('decision', decision);
+      return fetch(`${app.url}/authorize`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookies }, body });
+    };
+    return { client, person, verifier, send };
+  }
+
+  test('a consent form sent again (resubmitted, or two submits at once) issues one code and one connection', async () => {
+    const { client, person, verifier, send } = await consentPage('once');
     const grants = async () => (await app.pool.query('SELECT count(*)::int AS n FROM oauth_grants WHERE client_id = $1 AND user_id = (SELECT id FROM users WHERE email = $2)', [client.client_id, person.email])).rows[0].n as number;
     const before = await grants();
-    const send = () => fetch(`${app.url}/authorize`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookies }, body: consent });
-    const answers = [...(await Promise.all([send(), send()])), await send()];
+    const answers = [...(await Promise.all([send('approve'), send('approve')])), await send('approve')];
     const codes = answers.filter((res) => res.status === 302).map((res) => new URL(res.headers.get('location')!).searchParams.get('code'));
     assert.equal(codes.length, 1, answers.map((res) => res.status).join(' '));
     const again = answers.find((res) => res.status !== 302)!;
@@ -805,6 +814,27 @@ describe('OAuth 2.1 authorization server', () => {
     const issued = await token({ grant_type: 'authorization_code', code: codes[0]!, code_verifier: verifier });
     assert.equal(issued.status, 200, JSON.stringify(issued.body));
     assert.equal((await grants()) - before, 1, 'one connection');
+  });
+
+  test('one answer per authorization request whichever button: Cancelar then Autorizar (or the reverse) gives the client one answer, and the second is refused', async () => {
+    const denied = await consentPage('deny-first');
+    const no = await denied.send('deny');
+    assert.equal(no.status, 302);
+    assert.equal(new URL(no.headers.get('location')!).searchParams.get('error'), 'access_denied');
+    for (const decision of ['approve', 'deny'] as const) {
+      const again = await denied.send(decision);
+      assert.equal(again.status, 400, `${decision} after a denial: ${again.headers.get('location')}`);
+      assert.match(await again.text(), /ya se respondió/);
+    }
+    const approved = await consentPage('approve-first');
+    const yes = await approved.send('approve');
+    const code = new URL(yes.headers.get('location')!).searchParams.get('code');
+    assert.ok(code, 'a code');
+    const late = await approved.send('deny');
+    assert.equal(late.status, 400, `a denial after the code: ${late.headers.get('location')}`);
+    assert.match(await late.text(), /ya se respondió/);
+    const issued = await token({ grant_type: 'authorization_code', code: code!, code_verifier: approved.verifier });
+    assert.equal(issued.status, 200, 'the one answer stands');
   });
 
   test('redirect URIs are compared as written (a loopback one may change its port only); the registered query is kept as written when the code is added', async () => {

@@ -23,7 +23,7 @@ import { MCP_SCOPES } from '../mcp/tools.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState } from '../types.ts';
 import { consentPage, errorPage, hasVisibleText, signInPage } from './pages.ts';
 import { exchangeCode, refreshGrant, revokeToken } from './grants.ts';
-import { closeSession, companiesOf, findClient, findSignInSession, findSignInUser, hasApproved, insertClient, issueCode, openSession, type SignInSession } from './store.ts';
+import { closeSession, companiesOf, denyRequest, findClient, findSignInSession, findSignInUser, hasApproved, insertClient, issueCode, openSession, type SignInSession } from './store.ts';
 
 const SESSION_COOKIE = 'ws_oauth';
 const CSRF_COOKIE = 'ws_oauth_csrf';
@@ -373,7 +373,15 @@ async function authorize(ctx: ApiContext): Promise<void> {
       ctx.body = errorPage('La solicitud de autorización cambió en el formulario; vuelve a intentarlo desde la aplicación.');
       return;
     }
-    if (body.decision !== 'approve') return redirectWith(ctx, params.redirect_uri, { error: 'access_denied', state: params.state, iss: issuer(ctx) });
+    const alreadyAnswered = () => {
+      ctx.status = 400;
+      ctx.body = errorPage('Esta solicitud de autorización ya se respondió; vuelve a la aplicación (si no recibió la respuesta, que la pida de nuevo).');
+    };
+    // One answer per authorization request, whichever button: a denial after a code, or a code after a denial, is refused.
+    if (body.decision !== 'approve') {
+      if (!(await denyRequest(ctx.deps.pool, check.client.id, params.code_challenge))) return alreadyAnswered();
+      return redirectWith(ctx, params.redirect_uri, { error: 'access_denied', state: params.state, iss: issuer(ctx) });
+    }
     const companies = await companiesOf(ctx.deps.pool, session.userId);
     const company = companies.find((c) => c.id === body.company_id && c.mcp);
     const chosen = [...new Set(([] as unknown[]).concat(body.scope ?? []).map(String))].filter((s) => check.scopes.includes(s));
@@ -383,11 +391,7 @@ async function authorize(ctx: ApiContext): Promise<void> {
       return;
     }
     const code = await issueCode(ctx.deps.pool, { clientId: check.client.id, userId: session.userId, companyId: company.id, scopes: chosen, redirectUri: params.redirect_uri, codeChallenge: params.code_challenge });
-    if (!code) {
-      ctx.status = 400;
-      ctx.body = errorPage('Esta solicitud de autorización ya se respondió; vuelve a la aplicación (si no recibió la respuesta, que la pida de nuevo).');
-      return;
-    }
+    if (!code) return alreadyAnswered();
     return redirectWith(ctx, params.redirect_uri, { code, state: params.state, iss: issuer(ctx) });
   }
 

@@ -79,22 +79,37 @@ export async function companiesOf(db: Queryable, userId: string) {
 }
 
 /**
- * A grant and its authorization code (single use, 10 minutes); null when this authorization request (the
- * client and its PKCE challenge, new for every request) was already answered with a code: a consent
- * form sent again issues no second code and no second connection (migration 105).
+ * Whether this authorization request (the client and its PKCE challenge, new for every request) was
+ * answered, with a code or a denial; the caller holds the request's advisory lock (answerOnce).
+ */
+async function answered(db: Queryable, clientId: string, codeChallenge: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `SELECT 1 FROM oauth_codes c JOIN oauth_grants g ON g.id = c.grant_id WHERE c.code_challenge = $2 AND g.client_id = $1
+     UNION ALL SELECT 1 FROM oauth_denied_requests WHERE client_id = $1 AND code_challenge = $2`,
+    [clientId, codeChallenge],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/** `answer` for an authorization request not answered yet, else null; two submits at once take turns, so the second sees the first's answer. */
+function answerOnce<T>(db: Queryable, clientId: string, codeChallenge: string, answer: (client: Queryable) => Promise<T>): Promise<T | null> {
+  return transaction(db, async (client) => {
+    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`oauth-code:${clientId}:${codeChallenge}`]);
+    if (await answered(client, clientId, codeChallenge)) return null;
+    return answer(client);
+  });
+}
+
+/**
+ * A grant and its authorization code (single use, 10 minutes); null when this authorization request was
+ * already answered, with a code or a denial: a consent form sent again issues no second code and no
+ * second connection (migrations 105, 111).
  */
 export async function issueCode(
   db: Queryable,
   input: { clientId: string; userId: string; companyId: string; scopes: string[]; redirectUri: string; codeChallenge: string },
 ): Promise<string | null> {
-  return transaction(db, async (client) => {
-    // Two submits at once: one at a time for this request, so the second sees the first's code.
-    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`oauth-code:${input.clientId}:${input.codeChallenge}`]);
-    const answered = await client.query(
-      'SELECT 1 FROM oauth_codes c JOIN oauth_grants g ON g.id = c.grant_id WHERE c.code_challenge = $2 AND g.client_id = $1',
-      [input.clientId, input.codeChallenge],
-    );
-    if (answered.rowCount) return null;
+  return answerOnce(db, input.clientId, input.codeChallenge, async (client) => {
     const grantId = objectId();
     await client.query('INSERT INTO oauth_grants (id, client_id, user_id, company_id, scopes) VALUES ($1, $2, $3, $4, $5)', [
       grantId,
@@ -111,6 +126,15 @@ export async function issueCode(
     );
     return code;
   });
+}
+
+/** Records the person's denial of an authorization request; false when it was already answered (a code, or an earlier denial). */
+export async function denyRequest(db: Queryable, clientId: string, codeChallenge: string): Promise<boolean> {
+  const denied = await answerOnce(db, clientId, codeChallenge, async (client) => {
+    await client.query('INSERT INTO oauth_denied_requests (client_id, code_challenge) VALUES ($1, $2)', [clientId, codeChallenge]);
+    return true;
+  });
+  return denied === true;
 }
 
 export type TokenPair = { access_token: string; refresh_token: string; expires_in: number; scope: string; token_type: 'Bearer' };

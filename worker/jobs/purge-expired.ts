@@ -43,9 +43,10 @@ export const purgeExpired: JobDefinition = {
     await pool.query(`DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours'`);
     await pool.query(`DELETE FROM rate_limit_windows WHERE base_second < extract(epoch FROM now())::bigint - 180`);
     await purgeOrphanBlobs(pool);
-    // OAuth: expired sign-in sessions, and registered clients unused for 30 days with no live grant.
+    // OAuth: expired sign-in sessions, denials of authorization requests after 30 days, and registered clients unused for 30 days with no live grant.
     await pool.query('DELETE FROM oauth_sessions WHERE expires_at < now()');
     await pool.query('DELETE FROM used_consent_states WHERE expires_at < now()');
+    await pool.query(`DELETE FROM oauth_denied_requests WHERE denied_at < now() - interval '30 days'`);
     await pool.query(
       `DELETE FROM oauth_clients c WHERE c.last_used_at < now() - interval '30 days'
          AND NOT EXISTS (SELECT 1 FROM oauth_grants g WHERE g.client_id = c.id AND ${liveGrantSql('g')})`,
