@@ -21,6 +21,16 @@ export function setList(columns: readonly string[], first: number): string {
   return columns.map((column, i) => `${identifier(column)} = $${i + first}`).join(', ');
 }
 
+/**
+ * An UPDATE's condition that one of `columns` changes: ` AND ROW(a, b) IS DISTINCT FROM ROW($3, $4)`, the
+ * parameters those the SET gives the columns from `first` on (each takes its column's type from there;
+ * ROW so that one column compares as a row too). A write that changes nothing then touches no row, and
+ * `updated_at` stays a signal a syncing client can trust (docs/api.md, Records).
+ */
+export function changesAny(columns: readonly string[], first: number): string {
+  return ` AND ROW(${columns.map(identifier).join(', ')}) IS DISTINCT FROM ROW(${columns.map((_, i) => `$${i + first}`).join(', ')})`;
+}
+
 /** jsonb columns must be sent as JSON text: pg would turn a JS array into a Postgres array. */
 function param(value: unknown, json: boolean): unknown {
   return json && value !== null && value !== undefined ? JSON.stringify(value) : value;
@@ -74,11 +84,9 @@ export async function updateRow<Row>(
   const entries = Object.entries(values);
   const always = options.touch === 'always';
   if (entries.length === 0 && !always) return findRow<Row>(db, spec, companyId, id);
-  const columns = entries.map(([k]) => identifier(k));
-  const params = entries.map((_, i) => `$${i + 3}`);
-  const sets = [...columns.map((column, i) => `${column} = ${params[i]}`), 'updated_at = now()'];
-  // ROW(...) so that one column compares as a row too; each parameter takes its column's type.
-  const changed = always ? '' : ` AND ROW(${columns.join(', ')}) IS DISTINCT FROM ROW(${params.join(', ')})`;
+  const names = entries.map(([k]) => k);
+  const sets = [...(names.length ? [setList(names, 3)] : []), 'updated_at = now()'];
+  const changed = always ? '' : changesAny(names, 3);
   const { rows } = await db.query(
     `UPDATE ${identifier(spec.table)} SET ${sets.join(', ')} WHERE company_id = $1 AND id = $2${changed} RETURNING *`,
     [companyId, id, ...entries.map(([k, v]) => param(v, !!spec.jsonColumns?.has(k)))],

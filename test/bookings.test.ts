@@ -149,6 +149,11 @@ describe('booking links and bookings', () => {
     const refusedLink = await api.post('/booking-links', { data: link({ timezone: zone, max_bookings_per_day: 3 }) });
     assert.deepEqual([refusedLink.status, Object.keys(refusedLink.body.errors ?? {})], [422, ['timezone']], refusedLink.text);
     const l = await createLink({ timezone: 'America/Los_Angeles', max_bookings_per_day: 3 });
+    // The values as stored change nothing, updated_at included (docs/api.md, Records).
+    for (const body of [{}, { timezone: 'America/Los_Angeles', max_bookings_per_day: 3, title: l.title }]) {
+      const same = await api.patch(`/booking-links/${l.id}`, { data: body });
+      assert.deepEqual([same.status, same.body.data.updated_at], [200, l.updated_at], JSON.stringify(body));
+    }
     const moved = await api.patch(`/booking-links/${l.id}`, { data: { timezone: zone } });
     assert.deepEqual([moved.status, Object.keys(moved.body.errors ?? {})], [422, ['timezone']], moved.text);
     assert.equal((await api.get(`/booking-links/${l.id}/slots?timezone=${encodeURIComponent(zone)}`)).status, 400);

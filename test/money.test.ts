@@ -184,6 +184,33 @@ describe('money', () => {
     assert.equal(rows[0].n, 0);
   });
 
+  test('a write that changes nothing ({data: {}}, or the values as stored) writes nothing: updated_at stays on accounts, incomes, expenses, sales and recurring transactions', async () => {
+    const { api } = await newTenant();
+    const a = await account(api, { name: 'Caja' });
+    const made = async (path: string, data: Record<string, unknown>) => {
+      const res = await api.post(path, { data });
+      assert.equal(res.status, 201, res.text);
+      return res.body.data;
+    };
+    const records: Array<[string, any, Record<string, unknown>, Record<string, unknown>]> = [
+      ['/accounts', a, { name: 'Caja' }, { name: 'Caja chica' }],
+      ['/incomes', await made('/incomes', { account_id: a.id, amount_cents: 500, occurred_at: '2099-01-10T12:00:00Z', description: 'Cobro' }), { amount_cents: 500, description: 'Cobro' }, { amount_cents: 600 }],
+      ['/expenses', await made('/expenses', { account_id: a.id, amount_cents: 300, occurred_at: '2099-01-10T12:00:00Z', description: 'Papel' }), { amount_cents: 300 }, { description: 'Tinta' }],
+      ['/sales', await made('/sales', { currency: 'mxn', occurred_at: '2099-01-10T12:00:00Z', description: 'Pedido', line_items: [{ description: 'X', quantity: 1, unit_price_cents: 100, vat_rate: 16 }] }), { description: 'Pedido' }, { description: 'Pedido 2' }],
+      ['/recurring-transactions', await made('/recurring-transactions', { type: 'expense', account_id: a.id, amount_cents: 900, frequency: 'monthly', starts_on: '2099-01-15' }), { amount_cents: 900 }, { amount_cents: 950 }],
+    ];
+    for (const [path, record, same, change] of records) {
+      for (const body of [{}, same]) {
+        const res = await api.patch(`${path}/${record.id}`, { data: body });
+        assert.equal(res.status, 200, `${path} ${JSON.stringify(body)}: ${res.text}`);
+        assert.equal(res.body.data.updated_at, record.updated_at, `${path} ${JSON.stringify(body)} changed nothing`);
+      }
+      const changed = await api.patch(`${path}/${record.id}`, { data: change });
+      assert.equal(changed.status, 200, changed.text);
+      assert.ok(changed.body.data.updated_at > record.updated_at, `${path}: a change moves updated_at`);
+    }
+  });
+
   test('an income registered as paid: income.created says paid (the body carries the fact), then its income.paid', async () => {
     const { t, api } = await newTenant();
     const a = await account(api);

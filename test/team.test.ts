@@ -43,7 +43,13 @@ describe('company and team', () => {
     const cleared = await t.api.put('/company', { data: { website: '', legal_name: '' } });
     assert.deepEqual([cleared.status, cleared.body.data.website, cleared.body.data.legal_name], [200, null, null]);
     assert.equal((await t.api.put('/company', { data: { website: 'no es url' } })).body.errors.website[0], 'debe ser una URL http(s)');
-    assert.equal((await t.api.put('/company', { data: { website: 'https://nuevo.example' } })).status, 200);
+    const sameWebsite = await t.api.put('/company', { data: { website: 'https://nuevo.example' } });
+    assert.equal(sameWebsite.status, 200);
+    // The values as stored change nothing, updated_at included (docs/api.md, Records).
+    for (const body of [{}, { name: 'Nuevo Nombre', website: 'https://nuevo.example', business_goals: ['crecer'] }]) {
+      const same = await t.api.put('/company', { data: body });
+      assert.deepEqual([same.status, same.body.data.updated_at], [200, sameWebsite.body.data.updated_at], JSON.stringify(body));
+    }
     for (const field of ['slug', 'plan', 'max_team_size', 'enabled_modules', 'storage_quota_mb', 'timezone', 'id', 'created_at']) {
       const res = await t.api.put('/company', { data: { [field]: field === 'max_team_size' ? 99 : 'x' } });
       assert.equal(res.status, 422, field);

@@ -6,7 +6,7 @@ import { localDate } from '../../lib/local-dates.ts';
 import { objectId } from '../../lib/objectid.ts';
 import { validationFailed } from '../errors.ts';
 import { listPage, type PaginationQuery, type TotalsCache } from '../pagination.ts';
-import { setList } from '../../db/tables.ts';
+import { changesAny, setList } from '../../db/tables.ts';
 import type { z } from 'zod';
 import type { ACCOUNT_KINDS, accountSchema } from './account-schemas.ts';
 
@@ -83,11 +83,13 @@ export async function insertAccount(db: Queryable, companyId: string, data: { na
   return id;
 }
 
+/** Writes the fields given, and moves `updated_at`, only when one of them differs from what is stored. */
 export async function updateAccount(db: Queryable, companyId: string, id: string, data: Record<string, unknown>): Promise<void> {
   const entries = Object.entries(data).filter(([, v]) => v !== undefined);
   if (!entries.length) return;
+  const names = entries.map(([k]) => k);
   await db.query(
-    `UPDATE accounts SET ${setList(entries.map(([k]) => k), 3)}, updated_at = now() WHERE company_id = $1 AND id = $2`,
+    `UPDATE accounts SET ${setList(names, 3)}, updated_at = now() WHERE company_id = $1 AND id = $2${changesAny(names, 3)}`,
     [companyId, id, ...entries.map(([, v]) => v)],
   );
 }

@@ -11,7 +11,7 @@ import { listPage, type PaginationQuery, type TotalsCache } from '../pagination.
 import type { BookingLinkCreate, BookingLinkUpdate, LOCATION_TYPES, QUESTION_TYPES, bookingLinkSchema } from './booking-link-schemas.ts';
 import { DEFAULT_WEEKLY_HOURS } from './booking-link-schemas.ts';
 import { uniqueViolation } from './slug-queries.ts';
-import { idOrSlugMatch, setList } from '../../db/tables.ts';
+import { changesAny, idOrSlugMatch, setList } from '../../db/tables.ts';
 import type { z } from 'zod';
 
 export type Question = { key: string; label: string; type: (typeof QUESTION_TYPES)[number]; required?: boolean; options?: string[] };
@@ -112,11 +112,14 @@ export async function insertBookingLink(db: Queryable, companyId: string, data: 
   return id;
 }
 
+/** Writes the fields given, and moves `updated_at`, only when one of them differs from what is stored. */
 export async function updateBookingLink(db: Queryable, companyId: string, id: string, data: BookingLinkUpdate): Promise<void> {
   const cols = values(data);
-  const sets = [setList(Object.keys(cols), 3)].filter(Boolean); // nothing but updated_at when no column changes
-  sets.push('updated_at = now()');
-  await db.query(`UPDATE booking_links SET ${sets.join(', ')} WHERE company_id = $1 AND id = $2`, [companyId, id, ...Object.values(cols)]).catch(slugTaken);
+  const names = Object.keys(cols);
+  if (!names.length) return;
+  await db
+    .query(`UPDATE booking_links SET ${setList(names, 3)}, updated_at = now() WHERE company_id = $1 AND id = $2${changesAny(names, 3)}`, [companyId, id, ...Object.values(cols)])
+    .catch(slugTaken);
 }
 
 /** The UNIQUE indexes name the rule that was broken: in the company, or among the host's links (public URLs). */

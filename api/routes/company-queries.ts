@@ -7,7 +7,7 @@ import { iso, type Timestamp } from '../../db/timestamps.ts';
 import type { Module } from '../auth/scopes.ts';
 import { ApiError } from '../errors.ts';
 import type { CompanyUpdate, companySchema } from './company-schemas.ts';
-import { setList } from '../../db/tables.ts';
+import { changesAny, setList } from '../../db/tables.ts';
 import type { z } from 'zod';
 
 export type Plan = 'free' | 'starter' | 'enterprise';
@@ -73,8 +73,9 @@ export async function readCompany(db: Queryable, companyId: string) {
 export async function updateCompanyProfile(db: Queryable, companyId: string, data: CompanyUpdate) {
   const entries = Object.entries(data).filter(([, v]) => v !== undefined);
   if (entries.length) {
-    const sets = [setList(entries.map(([k]) => k), 2)];
-    await db.query(`UPDATE companies SET ${sets.join(', ')}, updated_at = now() WHERE id = $1`, [
+    // `updated_at` moves only when a field differs from what is stored.
+    const names = entries.map(([k]) => k);
+    await db.query(`UPDATE companies SET ${setList(names, 2)}, updated_at = now() WHERE id = $1${changesAny(names, 2)}`, [
       companyId,
       ...entries.map(([k, v]) => (k === 'business_goals' ? JSON.stringify(v) : v)),
     ]);

@@ -7,7 +7,7 @@ import type { Queryable } from '../../db/pool.ts';
 import { iso } from '../../db/timestamps.ts';
 import { listPage, type PaginationQuery, type TotalsCache } from '../pagination.ts';
 import { refTaken } from './money-fields.ts';
-import { setList } from '../../db/tables.ts';
+import { changesAny, setList } from '../../db/tables.ts';
 import type { z } from 'zod';
 import type { recurringSchema } from './recurring-schemas.ts';
 
@@ -98,10 +98,11 @@ export async function insertRecurring(db: Queryable, r: RecurringInsert): Promis
     .catch(refTaken);
 }
 
-/** Writes the columns given of a series (a taken external_ref is 409). */
+/** Writes the columns given of a series, and moves `updated_at`, only when one differs from what is stored (a taken external_ref is 409). */
 export async function updateRecurringColumns(db: Queryable, companyId: string, id: string, entries: Array<[string, unknown]>): Promise<void> {
+  const names = entries.map(([k]) => k);
   await db
-    .query(`UPDATE recurring_transactions SET ${setList(entries.map(([k]) => k), 3)}, updated_at = now() WHERE company_id = $1 AND id = $2`, [companyId, id, ...entries.map(([, v]) => v)])
+    .query(`UPDATE recurring_transactions SET ${setList(names, 3)}, updated_at = now() WHERE company_id = $1 AND id = $2${changesAny(names, 3)}`, [companyId, id, ...entries.map(([, v]) => v)])
     .catch(refTaken);
 }
 

@@ -9,7 +9,7 @@ import type { Queryable } from '../../db/pool.ts';
 import { iso } from '../../db/timestamps.ts';
 import { refTaken } from './money-fields.ts';
 import type { lineRead } from './sale-schemas.ts';
-import { setList } from '../../db/tables.ts';
+import { changesAny, setList } from '../../db/tables.ts';
 
 /** When the sale's first payment was made; null while it has none. A new sale date may not be after it, nor a refund before it. */
 export async function firstPaymentAt(db: Queryable, companyId: string, saleId: string): Promise<Date | null> {
@@ -63,13 +63,19 @@ export async function hasLiveInvoice(db: Queryable, companyId: string, saleId: s
   return (rowCount ?? 0) > 0;
 }
 
-/** Writes the editable columns given (customer, date, terms, description, metadata as JSON); answers the row. */
-export async function updateSaleColumns(db: Queryable, companyId: string, saleId: string, changes: Array<[string, unknown]>): Promise<SaleRow> {
+/**
+ * Writes the editable columns given (customer, date, terms, description, metadata as JSON) and moves
+ * `updated_at`, only when one of them differs from what is stored; answers the row written, or null when
+ * nothing changed.
+ */
+export async function updateSaleColumns(db: Queryable, companyId: string, saleId: string, changes: Array<[string, unknown]>): Promise<SaleRow | null> {
+  if (!changes.length) return null;
+  const names = changes.map(([k]) => k);
   const { rows } = await db
     .query<SaleRow>(
-      `UPDATE sales SET ${setList(changes.map(([k]) => k), 3)}${changes.length ? ',' : ''} updated_at = now() WHERE company_id = $1 AND id = $2 RETURNING *`,
+      `UPDATE sales SET ${setList(names, 3)}, updated_at = now() WHERE company_id = $1 AND id = $2${changesAny(names, 3)} RETURNING *`,
       [companyId, saleId, ...changes.map(([, v]) => v)],
     )
     .catch(refTaken);
-  return rows[0];
+  return rows[0] ?? null;
 }

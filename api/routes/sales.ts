@@ -194,6 +194,7 @@ export const saleRoutes: RouteDef[] = [
         }
         const changes = Object.entries({ ...data, metadata: metadata === undefined ? undefined : JSON.stringify(metadata) }).filter(([, v]) => v !== undefined);
         const updated = await updateSaleColumns(client, companyId, sale.id, changes);
+        if (!updated) return sale; // nothing changed: nothing written, updated_at stays
         // Its lines move to the new day in one post (ledger.ts).
         if (data.occurred_at) await post(client, companyId, [...undo(saleEntries(sale, zone)), ...saleEntries(updated, zone)]);
         return updated;

@@ -7,7 +7,7 @@ import { recordEvent } from '../events.ts';
 import type { Queryable } from '../pool.ts';
 import { iso, type Timestamp } from '../timestamps.ts';
 import { movementEntries, paymentEntries, post, undo, type Entry } from './ledger.ts';
-import { setList } from '../tables.ts';
+import { changesAny, setList } from '../tables.ts';
 
 export type Direction = 'income' | 'expense';
 
@@ -182,7 +182,10 @@ export async function removeMovement(db: Queryable, zone: string, m: MovementRow
   if (m.direction === 'income') await recordEvent(db, m.company_id, 'income.deleted', incomeEventData(m));
 }
 
-/** Applies field changes: the result lines move with the amount, date or category. */
+/**
+ * Applies field changes: the result lines move with the amount, date or category. Changes equal to what
+ * is stored write nothing (updated_at stays, no lines posted) and answer the movement as it was.
+ */
 export async function changeMovement(db: Queryable, zone: string, m: MovementRow, changes: Record<string, unknown>): Promise<MovementRow> {
   const entries = Object.entries(changes).filter(([, v]) => v !== undefined);
   if (!entries.length) return m;
@@ -197,10 +200,11 @@ export async function changeMovement(db: Queryable, zone: string, m: MovementRow
             paid_at = CASE WHEN ${paidInFull}
               THEN coalesce(paid_at, (SELECT max(p.paid_at) FROM movement_payments p WHERE p.movement_id = movements.id)) END,
             updated_at = now()
-      WHERE company_id = $1 AND id = $2
+      WHERE company_id = $1 AND id = $2${changesAny(entries.map(([k]) => k), 3)}
       RETURNING *, to_char(due_on, 'YYYY-MM-DD') AS due_on, to_char(recurring_on, 'YYYY-MM-DD') AS recurring_on`,
     [m.company_id, m.id, ...values],
   );
+  if (!rows[0]) return m;
   await post(db, m.company_id, [...undo(movementEntries(m, zone)), ...movementEntries(rows[0], zone)]);
   return rows[0];
 }
