@@ -261,8 +261,7 @@ describe('OpenAPI and reference page', () => {
       for (const [key, value] of Object.entries(node)) {
         if (key === 'properties' && value && typeof value === 'object') {
           for (const [name, schema] of Object.entries(value as Record<string, any>)) {
-            // A field removed in an older version is published as `not: {}` (sending it is 422).
-            if (!name.endsWith('_cents') || schema.not) continue;
+            if (!name.endsWith('_cents')) continue;
             const types = [schema.type, ...(schema.anyOf ?? []).map((s: any) => s.type), schema.additionalProperties?.type].flat().filter(Boolean);
             if (!types.includes('integer')) notInteger.push(`${path}.${name}: ${JSON.stringify(types)}`);
           }

@@ -22,7 +22,7 @@ export class SchemaBook {
 
   /** JSON Schema of `type`, inline; its named and recursive parts are `$ref`s to components. */
   inline(type: z.ZodType, io: Io): JsonSchema {
-    let converted = z.toJSONSchema(type, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
+    let converted = withoutNeverFields(z.toJSONSchema(type, { io, unrepresentable: 'any', target: 'draft-2020-12' })) as JsonSchema;
     if (io === 'output') converted = withDateFormats(converted) as JsonSchema;
     const { $schema: _, $defs, ...schema } = converted;
     for (const [id, def] of Object.entries(($defs ?? {}) as Record<string, JsonSchema>)) {
@@ -71,6 +71,33 @@ function relink(value: unknown): unknown {
     }
   }
   return out;
+}
+
+/**
+ * A property no value satisfies (`z.never()`, `{not: {}}`: the fields 1.0.02 removed, kept in the zod
+ * schema so that sending one is refused with a message naming its replacement) is not one a client may
+ * send: listed as a property, openapi-typescript typed it `price_cents?: unknown` and a generated client
+ * compiled a body the server refuses. It leaves `properties`, and the object's description names it
+ * (`additionalProperties: false` still refuses it).
+ */
+function withoutNeverFields(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutNeverFields);
+  if (value === null || typeof value !== 'object') return value;
+  const out: JsonSchema = {};
+  for (const [key, item] of Object.entries(value)) out[key] = withoutNeverFields(item);
+  const properties = out.properties as Record<string, JsonSchema> | undefined;
+  if (!properties) return out;
+  const gone = Object.entries(properties).filter(([, sub]) => isNever(sub));
+  if (!gone.length) return out;
+  out.properties = Object.fromEntries(Object.entries(properties).filter(([, sub]) => !isNever(sub)));
+  const notes = gone.map(([name, sub]) => `\`${name}\`${sub.description ? ` (${String(sub.description)})` : ''}`);
+  out.description = [out.description, `No acepta: ${notes.join('; ')}.`].filter(Boolean).join(' ');
+  return out;
+}
+
+function isNever(schema: JsonSchema): boolean {
+  const not = schema.not as JsonSchema | undefined;
+  return !!not && typeof not === 'object' && Object.keys(not).length === 0;
 }
 
 /**
