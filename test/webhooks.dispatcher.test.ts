@@ -252,7 +252,7 @@ describe('webhook dispatcher: deliveries claimed ahead follow their endpoint', (
       }, 10_000, 'the attempt in flight recorded; the three claimed ahead given back, unscheduled');
       assert.equal(receiver.at('/ahead-pause').length, 1, 'nothing claimed ahead was sent to the paused endpoint');
       const held = await app.pool.query(`SELECT error_message FROM webhook_deliveries WHERE endpoint_id = $1 AND attempts = 0`, [ep.id]);
-      assert.ok(held.rows.every((r) => r.error_message === HELD_MESSAGE), 'each says why it waits');
+      assert.deepEqual(held.rows.map((r) => r.error_message), [HELD_MESSAGE, HELD_MESSAGE, HELD_MESSAGE], 'each of the three says why it waits');
 
       // No lease left to wait out: switching on sends them now, not 40 s after their claim.
       assert.equal((await api.put(`/webhook-endpoints/${ep.id}`, { data: { active: true } })).status, 200);
