@@ -24,7 +24,6 @@ export function mediaRouter(deps: Deps): ApiRouter {
     const etag = `"${blob.sha256}"`;
     ctx.set('ETag', etag);
     ctx.set('Cache-Control', 'public, max-age=31536000, immutable');
-    ctx.set('X-Content-Type-Options', 'nosniff');
     ctx.set('Content-Security-Policy', "default-src 'none'; sandbox");
     ctx.set('Cross-Origin-Resource-Policy', 'cross-origin');
     // Public files: a storefront may fetch() one or draw it on a canvas (crossOrigin), not only show it in <img>.

@@ -6,6 +6,7 @@ import { isUtf8 } from 'node:buffer';
 import { unescape } from 'node:querystring';
 import { z } from 'zod';
 import { PRODUCT_KEY, UNIT_KEY } from '../lib/cfdi/catalogs.ts';
+import { isTimeZone } from '../lib/local-dates.ts';
 import { isObjectId } from '../lib/objectid.ts';
 import { addFieldError, ApiError, validationFailed, type FieldErrors } from './errors.ts';
 
@@ -255,6 +256,8 @@ export const hexColor = z.string().regex(/^#[0-9a-fA-F]{6}$/, 'color hexadecimal
 /** The SAT's ClaveProdServ (8 digits) and ClaveUnidad (H87, E48: upper-cased), as a product stores them and an invoice's line_keys give them. */
 export const satProductKey = z.string().trim().regex(PRODUCT_KEY, 'clave de 8 dígitos del catálogo del SAT (ClaveProdServ)');
 export const satUnitKey = z.string().trim().toUpperCase().regex(UNIT_KEY, 'clave de unidad del SAT (ClaveUnidad, por ejemplo H87)');
+/** An IANA time zone name both Intl and PostgreSQL know (lib/local-dates.ts isTimeZone). */
+export const timeZone = z.string().refine(isTimeZone, 'zona horaria IANA desconocida');
 export const objectIdField = z.string().refine(isObjectId, 'no es un ObjectId válido').meta({ pattern: '^[0-9a-f]{24}$' });
 
 /** A text field of a body: trimmed, at most `max` characters. */

@@ -1,4 +1,4 @@
-// Every file path that the docs and the code comments name (`db/queues.ts`,
+// Every file path that the docs, the code comments and the migrations' comments name (`db/queues.ts`,
 // `docs/api.md`, `test/helpers/app.ts`...) exists: a renamed module must not leave
 // a newcomer following a dead end. Paths are read relative to the repository
 // root or to the naming file's folder; generated outputs (bench/results/) and
@@ -18,7 +18,8 @@ function namingFiles(): string[] {
   for (const dir of DIRS) {
     for (const entry of readdirSync(path.join(ROOT, dir), { recursive: true, withFileTypes: true })) {
       const file = path.relative(ROOT, path.join(entry.parentPath, entry.name));
-      if (entry.isFile() && /\.(ts|md)$/.test(entry.name) && !file.startsWith('bench/results/')) files.push(file);
+      if (file.split(path.sep).includes('node_modules') || file.startsWith('bench/results/')) continue;
+      if (entry.isFile() && /\.(ts|md|sql)$/.test(entry.name)) files.push(file);
     }
   }
   return files;

@@ -66,7 +66,6 @@ async function hostOf(db: Queryable, companyId: string | null, userId: string): 
 
 function securityHeaders(ctx: ApiContext, nonce: string): void {
   ctx.set('Content-Security-Policy', `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; img-src 'self' https: data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`);
-  ctx.set('X-Content-Type-Options', 'nosniff');
   ctx.set('Referrer-Policy', 'no-referrer');
   ctx.set('Cache-Control', 'no-store');
 }
@@ -186,7 +185,6 @@ export function bookingPageRouter(deps: Deps): ApiRouter {
   router.get('/assets/booking.js', async (ctx) => {
     ctx.set('ETag', SCRIPT_ETAG);
     ctx.set('Cache-Control', 'public, max-age=300');
-    ctx.set('X-Content-Type-Options', 'nosniff');
     if (ctx.get('If-None-Match') === SCRIPT_ETAG) {
       ctx.status = 304;
       return;

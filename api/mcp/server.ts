@@ -8,6 +8,7 @@ import Router from '@koa/router';
 import { isWellFormedSecret } from '../auth/keys.ts';
 import { logError } from '../../lib/log.ts';
 import { toStorableText } from '../../lib/storable-text.ts';
+import { API_VERSION } from '../../lib/version.ts';
 import { ApiError } from '../errors.ts';
 import { authorizationOf, bearerChallengeError, bearerToken, originAllowed } from '../middleware/authenticate.ts';
 import { limitUnauthenticated } from '../middleware/rate-limit.ts';
@@ -20,7 +21,7 @@ import { describeTool, MCP_SCOPES, TOOLS, ToolFailure } from './tools.ts';
 export const MCP_PATH = '/api/mcp/v1';
 /** Newest first: a requested version we support is echoed, anything else gets the newest. */
 export const PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
-const SERVER_INFO = { name: 'workspace-service', title: 'Workspace', version: '1.0.05' };
+const SERVER_INFO = { name: 'workspace-service', title: 'Workspace', version: API_VERSION };
 
 /**
  * RFC 6750 §3.1's error code for a refused request: `invalid_token` when a bearer token came and was

@@ -7,8 +7,7 @@ import { isObjectId } from '../../lib/objectid.ts';
 import { minutesOf } from '../../lib/booking-slots.ts';
 import { paginationQuery, queryBoolean } from '../pagination.ts';
 import { DEFAULT_TIMEZONE } from './calendar-event-schemas.ts';
-import { isTimeZone } from '../../lib/local-dates.ts';
-import { lineText, objectIdField, optionalText } from '../validation.ts';
+import { lineText, objectIdField, optionalText, timeZone } from '../validation.ts';
 
 export const LINK_SLUG = /^[a-z0-9-]{1,64}$/;
 export const LOCATION_TYPES = ['google_meet', 'in_person', 'phone', 'url'] as const;
@@ -18,7 +17,6 @@ export const MAX_SLOT_WINDOW_DAYS = 62;
 
 const hhmm = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$|^24:00$/, 'hora HH:MM de 00:00 a 24:00');
 const localDay = calendarDay;
-const zone = z.string().refine(isTimeZone, 'zona horaria IANA desconocida');
 
 const timeRange = z
   .strictObject({ start: hhmm.describe('Inicio, HH:MM en la zona del enlace'), end: hhmm.describe('Fin (exclusivo), HH:MM; 24:00 es la medianoche siguiente') })
@@ -128,7 +126,7 @@ const linkFields = {
   buffer_after_minutes: z.number().int().min(0).max(720).optional().describe('Libre después de cada reserva; por defecto 0'),
   minimum_notice_minutes: z.number().int().min(0).max(525_600).optional().describe('Anticipación mínima; por defecto 60'),
   booking_window: bookingWindow.optional(),
-  timezone: zone.optional().describe(`IANA; por defecto ${DEFAULT_TIMEZONE}`),
+  timezone: timeZone.optional().describe(`IANA; por defecto ${DEFAULT_TIMEZONE}`),
   weekly_hours: weeklyHours.optional(),
   date_overrides: dateOverrides.optional(),
   location: location.nullable().optional(),
@@ -208,7 +206,7 @@ const instantOrDate = z
 export const slotQuery = z.strictObject({
   from: instantOrDate.optional().describe('YYYY-MM-DD (día local del visitante, desde su medianoche) o instante ISO 8601; por defecto ahora'),
   to: instantOrDate.optional().describe('YYYY-MM-DD (incluido) o instante ISO 8601 (excluido); por defecto 30 días después de from; como máximo 62 días'),
-  timezone: zone.optional().describe('Zona del visitante para agrupar por día; por defecto la del enlace'),
+  timezone: timeZone.optional().describe('Zona del visitante para agrupar por día; por defecto la del enlace'),
 });
 export type SlotQuery = z.infer<typeof slotQuery>;
 

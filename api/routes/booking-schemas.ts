@@ -4,9 +4,8 @@ import { z } from 'zod';
 import { paginationQuery } from '../pagination.ts';
 import { instant } from '../date-fields.ts';
 import { LOCATION_TYPES } from './booking-link-schemas.ts';
-import { isTimeZone } from '../../lib/local-dates.ts';
 import { windowBound } from '../date-fields.ts';
-import { objectIdField, optionalLineText, optionalWrittenText, personName, text } from '../validation.ts';
+import { objectIdField, optionalLineText, optionalWrittenText, personName, text, timeZone } from '../validation.ts';
 
 export const BOOKING_STATUSES = ['confirmed', 'cancelled'] as const;
 
@@ -17,7 +16,7 @@ export const booker = z.strictObject({
   email: z.email().max(254),
   // One line, as the name: it is quoted in the host's email.
   phone: optionalLineText(40),
-  timezone: z.string().refine(isTimeZone, 'zona horaria IANA desconocida').nullable().optional().describe('Zona del reservante: las horas de sus correos se escriben en ella'),
+  timezone: timeZone.nullable().optional().describe('Zona del reservante: las horas de sus correos se escriben en ella'),
 });
 
 /** Answers to the link's questions, by question key: text, or true/false for checkboxes. */

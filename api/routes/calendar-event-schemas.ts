@@ -5,8 +5,7 @@
 import { z } from 'zod';
 import { instant as anInstant, windowBound } from '../date-fields.ts';
 import { paginationQuery } from '../pagination.ts';
-import { hexColor, objectIdField, optionalText, text } from '../validation.ts';
-import { isTimeZone } from '../../lib/local-dates.ts';
+import { hexColor, objectIdField, optionalText, text, timeZone } from '../validation.ts';
 
 export const EVENT_KINDS = ['event', 'meeting', 'task'] as const;
 export const EVENT_SOURCES = ['native', 'booking', 'google'] as const;
@@ -23,7 +22,7 @@ const eventFields = {
   starts_at: instant,
   ends_at: instant.describe('Posterior a starts_at'),
   all_day: z.boolean().optional().describe('Por defecto false; de medianoche a medianoche en `timezone` (ver la descripción)'),
-  timezone: z.string().refine(isTimeZone, 'zona horaria IANA desconocida').optional().describe(`IANA; por defecto ${DEFAULT_TIMEZONE}`),
+  timezone: timeZone.optional().describe(`IANA; por defecto ${DEFAULT_TIMEZONE}`),
   kind: z.enum(EVENT_KINDS).optional().describe('Por defecto event'),
   attendees: z.array(z.strictObject({ name: optionalText(200), email: z.email().max(254) })).max(100).optional(),
   reminders_minutes: z.array(z.number().int().min(0).max(40_320)).max(10).optional().describe('Minutos antes del evento; por defecto [15]'),

@@ -196,7 +196,6 @@ export const invoiceRoutes: RouteDef[] = [
         // RFC 6266 (Koa's attachment, the content-disposition package): an ASCII filename, and filename*
         // in UTF-8 when the series has other characters, never a header Node refuses or a quote that ends it.
         ctx.attachment(name, { fallback: asciiName(name) });
-        ctx.set('X-Content-Type-Options', 'nosniff');
         ctx.type = format === 'xml' ? 'application/xml; charset=utf-8' : 'application/pdf';
         return body;
       },
@@ -223,7 +222,6 @@ export const invoiceRoutes: RouteDef[] = [
       }
       const body = complement.xml !== null ? Buffer.from(complement.xml, 'utf8') : await fromFacturapi(ctx.deps.config, db, companyId, complement.provider_id!, 'xml');
       ctx.attachment(`pago-${complement.uuid}.xml`);
-      ctx.set('X-Content-Type-Options', 'nosniff');
       ctx.type = 'application/xml; charset=utf-8';
       return body;
     },

@@ -63,7 +63,7 @@ CREATE TABLE bookings (
   cancelled_by         text CHECK (cancelled_by IN ('host', 'booker')),
   rescheduled_from_id  text REFERENCES bookings (id),
   rescheduled_to_id    text REFERENCES bookings (id),
-  -- SHA-256 of the booker's manage token (an HMAC of the id, api/bookings/tokens.ts).
+  -- SHA-256 of the booker's manage token (an HMAC of the id, lib/booking-tokens.ts).
   manage_token_digest  text NOT NULL UNIQUE,
   -- The .ics UID is shared by a booking and its reschedules; SEQUENCE grows.
   ical_uid             text NOT NULL,
