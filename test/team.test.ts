@@ -335,6 +335,11 @@ describe('company and team', () => {
     assert.equal(text.status, 422);
     assert.equal(text.body.errors.avatar[0], 'el contenido no es una imagen JPEG o PNG');
     assert.equal((await upload(app.baseUrl, other.key, `/users/${member.id}/avatar`, 'avatar', await png(), 'yo.png')).status, 404);
+    // Removed from their last company, the person leaves the service: their photo's public URL stops answering.
+    const photo = up.body.data.avatar_url.replace(app.config.siteUrl, app.url);
+    assert.equal((await fetch(photo)).status, 200);
+    assert.equal((await t.api.delete(`/users/${member.id}`)).status, 204);
+    assert.equal((await fetch(photo)).status, 404, 'the avatar of a person gone from the service is not served');
   });
 
   test('users: a person in two companies: neither changes their own fields (email, name, slug, avatar), only is_owner; the person may; unchanged fields written back are taken', async () => {

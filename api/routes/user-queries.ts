@@ -6,6 +6,7 @@ import type { JobSender } from '../../db/job-sender.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { objectId } from '../../lib/objectid.ts';
+import { deleteMedia } from '../../storage/media-items.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import type { TotalsCache } from '../pagination.ts';
 import { listPage, searchWhere, type PaginationQuery } from '../pagination.ts';
@@ -300,7 +301,17 @@ export async function removeMember(db: Queryable, jobs: JobSender, companyId: st
   // those already off are written too, so the cached booking-link lists are refreshed.
   await db.query('UPDATE booking_links SET active = false, updated_at = now() WHERE company_id = $1 AND user_id = $2 AND (active OR $3)', [companyId, member.id, leaving]);
   if (leaving) {
-    await db.query('UPDATE users SET deleted_at = now(), updated_at = now() WHERE id = $1', [member.id]);
+    // Gone from the service, their photo is too: its public URL (cached a year as immutable) stops answering,
+    // as a removed avatar's does. Stored under the company they uploaded it in, which may be another.
+    const { rows: avatar } = await db.query<{ id: string; company_id: string }>(
+      'SELECT m.id, m.company_id FROM users u JOIN media m ON m.id = u.avatar_media_id WHERE u.id = $1',
+      [member.id],
+    );
+    await db.query(
+      'UPDATE users SET deleted_at = now(), updated_at = now(), avatar_url = NULL, avatar_thumbnail_url = NULL, avatar_media_id = NULL WHERE id = $1',
+      [member.id],
+    );
+    for (const media of avatar) await deleteMedia(db, media.company_id, [media.id]);
     // Gone from the service: their Google Calendar connection ends too (its token revoked at Google).
     await endConnectionOfLeaver(db, jobs, member.id);
   }
