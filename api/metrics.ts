@@ -16,6 +16,7 @@ import { ApiError } from './errors.ts';
 import { POST_ACTIONS } from './forms/submissions.ts';
 import { DELIVERY_STATUSES } from './routes/webhook-endpoint-schemas.ts';
 import { authorizationOf, bearerToken } from './middleware/authenticate.ts';
+import { WrongTokenThrottle } from './middleware/wrong-token.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState, Deps } from './types.ts';
 
 export const registry = new Registry();
@@ -155,8 +156,22 @@ export function metricsRouter(deps: Deps): ApiRouter {
   const token = deps.config.metricsToken;
   if (!token) return router;
   pool = deps.pool;
+  // Wrong tokens are throttled per address as the admin endpoint's are (api/middleware/wrong-token.ts).
+  const throttle = new WrongTokenThrottle('metrics');
   router.get('/metrics', async (ctx) => {
-    if (!secretMatches(bearerToken(authorizationOf(ctx)), token)) throw new ApiError('invalid_key', 'El token de métricas no es válido.');
+    const blocked = throttle.blockedSeconds(ctx);
+    if (blocked) {
+      ctx.set('Retry-After', String(blocked));
+      throw new ApiError('rate_limited', 'Demasiados tokens de métricas rechazados desde esta dirección; reintenta tras Retry-After segundos.');
+    }
+    if (!secretMatches(bearerToken(authorizationOf(ctx)), token)) {
+      const refusedFor = await throttle.failed(ctx, deps);
+      if (refusedFor) {
+        ctx.set('Retry-After', String(refusedFor));
+        throw new ApiError('rate_limited', 'Demasiados tokens de métricas rechazados desde esta dirección; reintenta tras Retry-After segundos.');
+      }
+      throw new ApiError('invalid_key', 'El token de métricas no es válido.');
+    }
     ctx.type = registry.contentType;
     ctx.body = await registry.metrics();
   });

@@ -128,3 +128,31 @@ describe('metrics', () => {
     assert.ok(paused.age < 90, `age ${paused.age}`);
   });
 });
+
+describe('metrics: wrong tokens are throttled per address', () => {
+  let app: TestApp;
+  before(async () => {
+    // Behind one proxy, so each request names its client address (X-Forwarded-For).
+    app = await startTestApp({ METRICS_TOKEN: TOKEN, TRUST_PROXY_HOPS: '1' });
+  });
+  after(() => app.close());
+
+  test('past 10 wrong tokens a minute the address is refused with 429, the right token included; another address is not', async () => {
+    const scrape = (token: string, address: string) =>
+      fetch(`${app.url}/metrics`, { headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': address } });
+    const statuses: number[] = [];
+    for (let i = 0; i < 11; i++) {
+      const res = await scrape(`wrong-token-${i}-0000000000`, '203.0.113.7');
+      await res.body?.cancel();
+      statuses.push(res.status);
+    }
+    assert.deepEqual(statuses, [...Array(10).fill(401), 429]);
+    const refused = await scrape(TOKEN, '203.0.113.7');
+    assert.equal(refused.status, 429, 'guessing cannot go on through the 429s: the right token waits too');
+    assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+    assert.equal(((await refused.json()) as { error: string }).error, 'rate_limited');
+    const other = await scrape(TOKEN, '203.0.113.8');
+    assert.equal(other.status, 200, 'another address scrapes');
+    await other.body?.cancel();
+  });
+});

@@ -7,21 +7,12 @@ import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
 import type { Next } from 'koa';
 import { log, logError } from '../../lib/log.ts';
 import { authorizationOf, bearerToken } from '../middleware/authenticate.ts';
-import { headerSeconds } from '../middleware/rate-limit.ts';
+import { WrongTokenThrottle } from '../middleware/wrong-token.ts';
 import type { ApiContext, Deps } from '../types.ts';
 import { adminRouter } from './router.ts';
 import { loggedErrors } from './trpc.ts';
 
-/** Wrong admin tokens per client address per minute before the address is refused (429) for the rest of the window. */
-export const ADMIN_FAILURES_PER_MINUTE = 10;
-
-/**
- * Throttling of wrong tokens: failures count in the shared limiter; once an
- * address is over, this process refuses it until the window frees (before
- * even looking at the token, so guessing cannot continue through 429s).
- * Another process learns it at that address's next failure there.
- */
-const blockedUntil = new Map<string, number>();
+const throttle = new WrongTokenThrottle('admin');
 
 /**
  * A refusal before tRPC runs, in tRPC's own error shape (what `@trpc/client` reads: `error.data.code`),
@@ -41,20 +32,17 @@ type Refusal = (code: 'UNAUTHORIZED' | 'TOO_MANY_REQUESTS', message: string) => 
  * through `refuse` (tRPC's error shape for /admin/trpc, the API's for /admin/files).
  */
 export async function adminTokenAccepted(ctx: ApiContext, deps: Deps, refuse: Refusal): Promise<boolean> {
-  const until = blockedUntil.get(ctx.ip) ?? 0;
-  if (until > Date.now()) {
-    ctx.set('Retry-After', String(headerSeconds((until - Date.now()) / 1000)));
+  const blocked = throttle.blockedSeconds(ctx);
+  if (blocked) {
+    ctx.set('Retry-After', String(blocked));
     refuse('TOO_MANY_REQUESTS', 'too many rejected admin tokens from this address: retry after Retry-After seconds');
     return false;
   }
   if (secretMatches(bearerToken(authorizationOf(ctx)), deps.config.adminToken)) return true;
-  const decision = await deps.rateLimiter.consume(`admin-fail:${ctx.ip}`, ADMIN_FAILURES_PER_MINUTE);
-  log('admin.refused', { address: ctx.ip, request_id: ctx.state.requestId, throttled: !decision.allowed });
-  if (!decision.allowed) {
-    const seconds = headerSeconds(decision.resetSeconds);
-    if (blockedUntil.size > 10_000) blockedUntil.clear();
-    blockedUntil.set(ctx.ip, Date.now() + seconds * 1000);
-    ctx.set('Retry-After', String(seconds));
+  const refusedFor = await throttle.failed(ctx, deps);
+  log('admin.refused', { address: ctx.ip, request_id: ctx.state.requestId, throttled: refusedFor > 0 });
+  if (refusedFor) {
+    ctx.set('Retry-After', String(refusedFor));
     refuse('TOO_MANY_REQUESTS', 'too many rejected admin tokens from this address: retry after Retry-After seconds');
     return false;
   }
