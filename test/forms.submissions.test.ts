@@ -332,6 +332,16 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
       assert.equal(res.status, 422, `${employees}: ${res.text}`);
       assert.match(res.body.errors['answers.employees'][0], /15 cifras significativas/);
     }
+    // Too small for a double, written as text: refused, not stored as 0 (or a subnormal with digits lost); 0 is 0.
+    for (const employees of ['1e-400', '-2.5e-320']) {
+      const res = await api.post(path(), { data: { answers: { ...base, employees } } });
+      assert.equal(res.status, 422, `${employees}: ${res.text}`);
+      assert.match(res.body.errors['answers.employees'][0], /demasiado pequeño/);
+    }
+    for (const zero of ['0', '0.000', '0e-400']) {
+      const res = await api.post(path(), { data: { answers: { ...base, employees: zero } } });
+      assert.deepEqual([res.status, res.body.data?.answers.employees], [201, 0], zero);
+    }
     // A date answer has the bound of every day in a body (docs/api.md): 1900-01-01 or later.
     const early = await api.post(path(), { data: { answers: { ...base, start: '1899-12-31' } } });
     assert.equal(early.status, 422, early.text);

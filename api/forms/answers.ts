@@ -27,6 +27,8 @@ const DECIMAL = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
  * in a text field).
  */
 export const MAX_SIGNIFICANT_DIGITS = 15;
+/** Below it a double keeps fewer digits (subnormal), down to 0. */
+const SMALLEST_NORMAL_DOUBLE = 2.2250738585072014e-308;
 function significantDigits(decimal: string): number {
   const mantissa = decimal.replace(/^[+-]/, '').replace(/[eE].*$/, '').replace('.', '');
   return mantissa.replace(/^0+/, '').replace(/0+$/, '').length;
@@ -94,6 +96,10 @@ function checkValue(field: StoredField, value: unknown): { value: unknown } | { 
       // Decimal notation only: Number() would also read "0x10", "0b101" and "0o17".
       const n = typeof value === 'number' ? value : typeof value === 'string' && DECIMAL.test(value.trim()) ? Number(value.trim()) : NaN;
       if (!Number.isFinite(n)) return { error: 'debe ser un número' };
+      // Written as text, a decimal too small for a double (1e-400 reads as 0, 1e-320 with digits lost) is refused, not rounded.
+      if (typeof value === 'string' && Math.abs(n) < SMALLEST_NORMAL_DOUBLE && significantDigits(value.trim()) > 0) {
+        return { error: 'es demasiado pequeño para guardarse sin perder cifras' };
+      }
       // A JSON number arrives already parsed: its shortest decimal form tells whether digits were lost.
       if (significantDigits(typeof value === 'number' ? String(value) : (value as string).trim()) > MAX_SIGNIFICANT_DIGITS) {
         return { error: `admite como máximo ${MAX_SIGNIFICANT_DIGITS} cifras significativas; para un número más largo usa un campo de texto` };
