@@ -260,8 +260,17 @@ export const satUnitKey = z.string().trim().toUpperCase().regex(UNIT_KEY, 'clave
 export const timeZone = z.string().refine(isTimeZone, 'zona horaria IANA desconocida');
 export const objectIdField = z.string().refine(isObjectId, 'no es un ObjectId válido').meta({ pattern: '^[0-9a-f]{24}$' });
 
-/** A text field of a body: trimmed, at most `max` characters. */
-export const text = (max: number) => z.string().trim().max(max);
+/** Characters that show nothing: zero-width spaces and joiners, direction marks, fillers, the soft hyphen, the BOM. */
+const INVISIBLE = /[\u00ad\u034f\u061c\u115f\u1160\u180e\u200b-\u200f\u2060-\u2064\u3164\ufeff\uffa0]/g;
+/** Whether `value` shows nothing: only spaces and invisible characters (`"\u200b"` is no name). */
+export const showsNothing = (value: string) => value.replace(INVISIBLE, '').trim() === '';
+const blankIfInvisible = (value: string) => (showsNothing(value) ? '' : value);
+
+/**
+ * A text field of a body: trimmed, at most `max` characters; text that shows nothing is blank (`""`), so a
+ * required one (`.min(1)`) refuses it and an optional one stores no value (docs/api.md, Records).
+ */
+export const text = (max: number) => z.string().trim().overwrite(blankIfInvisible).max(max);
 
 /**
  * An optional text field that may have no value: trimmed, at most `max` characters; blank (`""`, or
@@ -280,8 +289,6 @@ export const optionalHttpUrl = z
   .nullable()
   .optional();
 
-/** Characters that show nothing: zero-width spaces and joiners, direction marks, fillers, the soft hyphen, the BOM. */
-const INVISIBLE = /[\u00ad\u034f\u061c\u115f\u1160\u180e\u200b-\u200f\u2060-\u2064\u3164\ufeff\uffa0]/g;
 /** Line breaks (NEL and the Unicode separators too), other control characters and direction overrides: what no one-line name holds. */
 const NOT_IN_A_LINE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 
@@ -321,4 +328,4 @@ export const optionalWrittenText = (max: number) =>
  */
 export const personName = (max: number) =>
   lineText(max)
-    .refine((v) => v.replace(INVISIBLE, '').trim().length > 0, 'es obligatorio');
+    .refine((v) => !showsNothing(v), 'es obligatorio');

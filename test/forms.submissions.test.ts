@@ -332,6 +332,9 @@ describe('form submissions: JSON and multipart, answers and every file rule', ()
       assert.equal(res.status, 422, `${employees}: ${res.text}`);
       assert.match(res.body.errors['answers.employees'][0], /15 cifras significativas/);
     }
+    // A required answer that shows nothing (zero-width characters) is no answer.
+    const invisibleName = await api.post(path(), { data: { answers: { ...base, name: '\u200b\u200d' } } });
+    assert.deepEqual([invisibleName.status, Object.keys(invisibleName.body.errors ?? {})], [422, ['answers.name']], invisibleName.text);
     // Too small for a double, written as text: refused, not stored as 0 (or a subnormal with digits lost); 0 is 0.
     for (const employees of ['1e-400', '-2.5e-320']) {
       const res = await api.post(path(), { data: { answers: { ...base, employees } } });

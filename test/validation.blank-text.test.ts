@@ -46,3 +46,43 @@ describe('blank optional text is null', () => {
     assert.deepEqual([expense.body.data.description, expense.body.data.supplier_name], [null, null]);
   });
 });
+
+describe('text that shows nothing is blank', () => {
+  let app: TestApp;
+  let api: ReturnType<typeof client>;
+  before(async () => {
+    app = await startTestApp();
+    api = client(app.baseUrl, (await seedTenant(app.pool)).key);
+  });
+  after(() => app.close());
+
+  // Zero-width spaces and joiners, the BOM, a soft hyphen: a name made of them reads as no name (on an
+  // invoice a legal name of U+200B was the receiver's name).
+  const invisible = ['\u200b', '\u200b\u200d\ufeff', ' \u00ad '];
+
+  test('a required name of invisible characters only is 422 naming it, as a blank one is', async () => {
+    for (const name of invisible) {
+      const cases: Array<[string, Promise<any>]> = [
+        ['customer', api.post('/customers', { data: { name } })],
+        ['lead', api.post('/leads', { data: { name } })],
+        ['product', api.post('/products', { data: { name, prices_cents: { mxn: 100 } } })],
+        ['brand', api.post('/brands', { data: { name } })],
+        ['account', api.post('/accounts', { data: { name, kind: 'bank', currency: 'mxn' } })],
+        ['company', api.put('/company', { data: { name } })],
+      ];
+      for (const [what, pending] of cases) {
+        const res = await pending;
+        assert.deepEqual([res.status, Object.keys(res.body.errors ?? {})], [422, ['name']], `${what} ${JSON.stringify(name)}: ${res.text}`);
+      }
+    }
+    assert.notEqual((await api.get('/company')).body.data.name.trim(), '', 'the company kept its name');
+  });
+
+  test('an optional text of invisible characters only is stored as null; visible text around them is kept as written', async () => {
+    const customer = await api.post('/customers', { data: { name: 'Ana', legal_name: '\u200b', notes: '\ufeff' } });
+    assert.equal(customer.status, 201, customer.text);
+    assert.deepEqual([customer.body.data.legal_name, customer.body.data.notes], [null, null]);
+    const joined = await api.post('/customers', { data: { name: 'Zoë\u200dX' } });
+    assert.equal(joined.body.data.name, 'Zoë\u200dX');
+  });
+});

@@ -6,7 +6,7 @@ import { EARLIEST_DAY } from '../date-fields.ts';
 import { addFieldError, type FieldErrors } from '../errors.ts';
 import type { FormRow, StoredField } from './definition.ts';
 import type { StagedFile } from './intake.ts';
-import { isOneLine, isWrittenText } from '../validation.ts';
+import { isOneLine, isWrittenText, showsNothing } from '../validation.ts';
 import { withoutDirectionControls } from '../../lib/direction-controls.ts';
 
 const MAX_TEXT = 10_000;
@@ -41,9 +41,9 @@ export type CheckedAnswers = {
   phone: string | null;
 };
 
-/** No answer: absent, null, an empty list, or text that is blank once the invisible direction controls are dropped. */
+/** No answer: absent, null, an empty list, or text that shows nothing (spaces, zero-width characters, direction controls). */
 function isEmpty(value: unknown): boolean {
-  return value === undefined || value === null || (typeof value === 'string' && withoutDirectionControls(value).trim() === '') || (Array.isArray(value) && value.length === 0);
+  return value === undefined || value === null || (typeof value === 'string' && showsNothing(withoutDirectionControls(value))) || (Array.isArray(value) && value.length === 0);
 }
 
 function isDate(value: string): boolean {

@@ -3,11 +3,12 @@
 import { z } from 'zod';
 import { paginationQuery, queryBoolean } from '../pagination.ts';
 import { centsTotal, currency, localDay, signedCents } from './money-fields.ts';
+import { text } from '../validation.ts';
 
 export const ACCOUNT_KINDS = ['cash', 'bank', 'card', 'other'] as const;
 
 const fields = {
-  name: z.string().trim().min(1).max(200),
+  name: text(200).min(1),
   kind: z.enum(ACCOUNT_KINDS).describe('cash, bank, card u other'),
   opening_balance_cents: signedCents.optional().describe('Saldo inicial en centavos (puede ser negativo: una tarjeta con deuda); por defecto 0'),
   opening_on: localDay.optional().describe('Fecha del saldo inicial; por defecto hoy en la zona de la empresa'),

@@ -1,7 +1,7 @@
 // Field schemas shared by products, categories and brands, and the parsing of
 // their id-and-slug list filters. Slugs themselves: slug-queries.ts.
 import { z } from 'zod';
-import { httpUrl, objectIdField } from '../validation.ts';
+import { httpUrl, objectIdField, text } from '../validation.ts';
 import { isObjectId } from '../../lib/objectid.ts';
 import { isCurrency } from '../../lib/money.ts';
 import { invalidParameter } from '../errors.ts';
@@ -48,7 +48,7 @@ export const slugSchema = z
   .regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/, 'solo minúsculas, dígitos y guiones')
   .refine((s) => !isObjectId(s), 'no puede tener la forma de un ObjectId');
 
-export const nameSchema = z.string().trim().min(1).max(200);
+export const nameSchema = text(200).min(1);
 
 /** An image given by URL (http/https only: no javascript:, data: or file:). */
 export const imageUrlSchema = httpUrl.nullable().optional();

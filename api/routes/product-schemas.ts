@@ -1,7 +1,7 @@
 // Product write payloads, list query and read shapes (contract: Product). Decisions on
 // the fields the contract leaves open are in docs/catalog.md.
 import { z } from 'zod';
-import { commaList, httpUrl, objectIdField, optionalText, satProductKey, satUnitKey } from '../validation.ts';
+import { commaList, httpUrl, objectIdField, optionalText, satProductKey, satUnitKey, text } from '../validation.ts';
 import { customPropertiesWrite } from '../custom-properties.ts';
 import { searchableQuery } from '../pagination.ts';
 import {
@@ -27,7 +27,7 @@ const position = z.number().int().min(0).max(100_000).optional();
  */
 export const ITEM_LIMITS = { variants: 200, option_types: 20, components: 100, inventory: 500, values: 100 } as const;
 
-const sku = z.string().trim().min(1).max(100).nullable().optional();
+const sku = text(100).min(1).nullable().optional();
 
 export const variantWrite = z.strictObject({
   id: nestedId,
@@ -71,7 +71,7 @@ export const componentWrite = z.strictObject({
 
 export const inventoryWrite = z
   .strictObject({
-    warehouse: z.string().trim().min(1).max(100),
+    warehouse: text(100).min(1),
     // null too: the read shows a location without a rack as `rack: null`, and a row read is written back as it is.
     rack: optionalText(100).describe('Vacío, null o ausente: sin rack'),
     variant_id: refId.nullable().optional(),
