@@ -245,7 +245,10 @@ export function parseQuery<S extends z.ZodType>(schema: S, query: unknown, query
  * A link a client shows or follows (a website, an image, a file value): http or https only, so
  * `javascript:` or `data:` is never stored for a page to render; at most 2,000 characters.
  */
-export const httpUrl = z.url({ protocol: /^https?$/, error: 'debe ser una URL http(s)' }).max(2000);
+export const httpUrl = z
+  // The message for what is no http(s) URL only: a URL too long says so (zod's message), not "no URL".
+  .url({ protocol: /^https?$/, error: (issue) => (issue.code === 'invalid_format' ? 'debe ser una URL http(s)' : undefined) })
+  .max(2000);
 
 /**
  * An ObjectId in a body or a query (one in the path is the router's: 400 invalid_id). The pattern is

@@ -174,6 +174,13 @@ describe('tax invoices with the development provider', () => {
     const r4 = await api.post(`/sales/${mismatched.id}/invoice`, { data: { cfdi_use: 'D01', receiver: { tax_regime: '601' } } });
     assert.deepEqual([r4.status, r4.body.error], [422, 'validation_failed'], JSON.stringify(r4.body));
     assert.match(JSON.stringify(r4.body), /cfdi_use/);
+    // The receiver's fiscal postal code: missing is "obligatorio", one not of 5 digits says so.
+    for (const [postal_code, message] of [[null, /obligatorio/], ['1000', /\(1000\) debe ser de 5 dígitos/]] as const) {
+      const c = (await api.post('/customers', { data: { name: 'CP', tax_id: 'URE180429TM6', legal_name: 'UNIVERSIDAD ROBOTICA ESPAÑOLA', address: postal_code ? { postal_code } : null } })).body.data;
+      const r = await api.post(`/sales/${(await sale(api, { customer_id: c.id })).id}/invoice`, { data: { receiver: { tax_regime: '601' } } });
+      assert.deepEqual([r.status, Object.keys(r.body.errors ?? {})], [422, ['receiver.zip']], r.text);
+      assert.match(r.body.errors['receiver.zip'][0], message);
+    }
     // c_UsoCFDI: G02 (returns, discounts) also admits salaried and other personal regimes; G03 does not.
     assert.deepEqual([useFitsRegime('G02', '605'), useFitsRegime('G02', '616'), useFitsRegime('G03', '605'), useFitsRegime('D01', '601')], [true, true, false, false]);
     const s = await sale(api, { customer_id: setup.customer.id });

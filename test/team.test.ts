@@ -43,6 +43,9 @@ describe('company and team', () => {
     const cleared = await t.api.put('/company', { data: { website: '', legal_name: '' } });
     assert.deepEqual([cleared.status, cleared.body.data.website, cleared.body.data.legal_name], [200, null, null]);
     assert.equal((await t.api.put('/company', { data: { website: 'no es url' } })).body.errors.website[0], 'debe ser una URL http(s)');
+    // A URL past 2,000 characters is told so, not that it is no URL.
+    const long = await t.api.put('/company', { data: { website: `https://nuevo.example/${'a'.repeat(2000)}` } });
+    assert.match(long.body.errors.website[0], /<=2000 caracteres/);
     const sameWebsite = await t.api.put('/company', { data: { website: 'https://nuevo.example' } });
     assert.equal(sameWebsite.status, 200);
     // The values as stored change nothing, updated_at included (docs/api.md, Records).

@@ -87,7 +87,8 @@ export async function buildDocument(db: Queryable, config: Config, sale: SaleRow
     // What the SAT's receiver rules refuse at stamping, refused here: a regime of the other kind of person, a use the regime does not admit.
     else if (regimeMismatch(regime, rfc)) errors['receiver.tax_regime'] = [regimeMismatch(regime, rfc)!];
     else if (!useFitsRegime(cfdiUse, regime)) errors.cfdi_use = [`el uso ${cfdiUse} no admite el régimen ${regime} del receptor (c_UsoCFDI)`];
-    if (!zip || !ZIP.test(zip)) errors['receiver.zip'] = ['el código postal fiscal del cliente es obligatorio'];
+    if (!zip) errors['receiver.zip'] = ['el código postal fiscal del cliente es obligatorio'];
+    else if (!ZIP.test(zip)) errors['receiver.zip'] = [`el código postal fiscal del cliente (${zip}) debe ser de 5 dígitos`];
     // The receiver's name as the SAT registers it: Nombre is [^|]{1,254} in the CFDI 4.0 schema (the
     // pipe separates the fields of the cadena original). A name is not ours to alter: the SAT compares it
     // with the one registered for the RFC, so the customer's legal_name is corrected instead.
