@@ -4,6 +4,7 @@
 // query parameter is 400.
 import { isUtf8 } from 'node:buffer';
 import { unescape } from 'node:querystring';
+import { Rfc } from '@nodecfdi/rfc';
 import { z } from 'zod';
 import { PRODUCT_KEY, UNIT_KEY } from '../lib/cfdi/catalogs.ts';
 import { isTimeZone } from '../lib/local-dates.ts';
@@ -259,6 +260,21 @@ export const hexColor = z.string().regex(/^#[0-9a-fA-F]{6}$/, 'color hexadecimal
 /** The SAT's ClaveProdServ (8 digits) and ClaveUnidad (H87, E48: upper-cased), as a product stores them and an invoice's line_keys give them. */
 export const satProductKey = z.string().trim().regex(PRODUCT_KEY, 'clave de 8 dígitos del catálogo del SAT (ClaveProdServ)');
 export const satUnitKey = z.string().trim().toUpperCase().regex(UNIT_KEY, 'clave de unidad del SAT (ClaveUnidad, por ejemplo H87)');
+const RFC_SHAPE = /^[A-ZÑ&]{3,4}\d{6}[A-Z0-9]{3}$/;
+/**
+ * A Mexican RFC (a customer's tax_id, a supplier's supplier_tax_id): any case and spaces around, stored
+ * trimmed in capitals; its shape and a real date (YYMMDD: "AAA991331AAA" has the shape of one and is
+ * none). The generic ones (XAXX010101000, XEXX010101000 abroad) are RFCs too.
+ */
+export const rfc = z
+  .string()
+  .trim()
+  .toUpperCase()
+  .regex(RFC_SHAPE, 'RFC inválido')
+  // The document shows what a client may send: any case, spaces around (stored trimmed, in capitals).
+  .meta({ pattern: '^\\s*[A-Za-zÑñ&]{3,4}[0-9]{6}[A-Za-z0-9]{3}\\s*$' })
+  // Judged only once the shape passed: a value with no date gets one message, not two.
+  .refine((value) => !RFC_SHAPE.test(value) || Rfc.isValid(value), 'RFC inválido: su fecha (AAMMDD) no existe');
 /** An IANA time zone name both Intl and PostgreSQL know (lib/local-dates.ts isTimeZone). */
 export const timeZone = z.string().refine(isTimeZone, 'zona horaria IANA desconocida');
 export const objectIdField = z.string().refine(isObjectId, 'no es un ObjectId válido').meta({ pattern: '^[0-9a-f]{24}$' });

@@ -211,6 +211,24 @@ describe('money', () => {
     }
   });
 
+  test('a supplier\'s supplier_tax_id is an RFC as a customer\'s tax_id is: stored in capitals, a malformed or blank one is 422 naming it, null clears it', async () => {
+    const { api } = await newTenant();
+    const a = await account(api);
+    const expense = (supplier_tax_id: unknown) => api.post('/expenses', { data: { account_id: a.id, amount_cents: 100, occurred_at: '2099-01-10T12:00:00Z', supplier_tax_id } });
+    const lower = await expense(' gode561231gr8 ');
+    assert.equal(lower.status, 201, lower.text);
+    assert.equal(lower.body.data.supplier_tax_id, 'GODE561231GR8', 'one supplier, one spelling');
+    assert.equal((await expense('XEXX010101000')).status, 201, 'the generic RFC of a supplier abroad');
+    for (const bad of ['ABC680524P7', 'GODE561231GR8X', 'GODE561331GR8', '']) {
+      const res = await expense(bad);
+      assert.deepEqual([res.status, Object.keys(res.body.errors ?? {})], [422, ['supplier_tax_id']], `${JSON.stringify(bad)}: ${res.text}`);
+    }
+    const cleared = await api.patch(`/expenses/${lower.body.data.id}`, { data: { supplier_tax_id: null } });
+    assert.equal(cleared.body.data.supplier_tax_id, null);
+    const series = await api.post('/recurring-transactions', { data: { type: 'expense', account_id: a.id, amount_cents: 100, frequency: 'monthly', starts_on: '2099-01-15', supplier_tax_id: 'abc' } });
+    assert.deepEqual([series.status, Object.keys(series.body.errors ?? {})], [422, ['supplier_tax_id']], series.text);
+  });
+
   test('an income registered as paid: income.created says paid (the body carries the fact), then its income.paid', async () => {
     const { t, api } = await newTenant();
     const a = await account(api);

@@ -6,25 +6,13 @@ import { contactCreatedData } from '../../db/contacts.ts';
 import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { customPropertiesWrite, flattenCustomProperties } from '../custom-properties.ts';
 import { standardRoutes } from './standard-routes.ts';
-import { optionalText } from '../validation.ts';
+import { optionalText, rfc } from '../validation.ts';
 import { addressRead, addressSchema, CONTACT_SEARCH, contactFields, serializeAddress, timestamps } from './crm-fields.ts';
-import { Rfc } from '@nodecfdi/rfc';
-
-const RFC_SHAPE = /^[A-ZÑ&]{3,4}\d{6}[A-Z0-9]{3}$/;
 
 const customerFields = {
   ...contactFields,
   legal_name: optionalText(300).describe('Razón social para facturación'),
-  tax_id: z
-    .string()
-    .trim()
-    .toUpperCase()
-    .regex(RFC_SHAPE, 'RFC inválido')
-    // The document shows what a client may send: any case, spaces around (stored trimmed, in capitals).
-    .meta({ pattern: '^\\s*[A-Za-zÑñ&]{3,4}[0-9]{6}[A-Za-z0-9]{3}\\s*$' })
-    // The shape and a real date (YYMMDD): "AAA991331AAA" has the shape of one and is none.
-    // Judged only once the shape passed: a value with no date gets one message, not two.
-    .refine((rfc) => !RFC_SHAPE.test(rfc) || Rfc.isValid(rfc), 'RFC inválido: su fecha (AAMMDD) no existe')
+  tax_id: rfc
     .nullable()
     .optional()
     .describe('RFC del cliente; necesario para facturar a su nombre (en minúsculas también: se guarda en mayúsculas)'),

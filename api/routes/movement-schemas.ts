@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Direction } from '../../db/money/movements.ts';
 import { windowBound } from '../date-fields.ts';
 import { paginationQuery, type PaginationQuery } from '../pagination.ts';
-import { objectIdField, optionalText, text } from '../validation.ts';
+import { objectIdField, optionalText, rfc, text } from '../validation.ts';
 import { cents, instant, localDay, metadataInput, metadataSchema } from './money-fields.ts';
 
 /** The schemas of incomes (`income`) or expenses (`expense`): one shape, built for each. */
@@ -14,7 +14,7 @@ export function movementSchemas(direction: Direction) {
       ? { customer_id: objectIdField.nullable().optional().describe('Cliente de la empresa') }
       : {
           supplier_name: optionalText(200).describe('Proveedor'),
-          supplier_tax_id: optionalText(20).describe('RFC del proveedor'),
+          supplier_tax_id: rfc.nullable().optional().describe('RFC del proveedor (en minúsculas también: se guarda en mayúsculas; XEXX010101000 para uno del extranjero)'),
         };
   const editable = {
     amount_cents: cents,

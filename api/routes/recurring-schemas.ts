@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { FREQUENCIES } from '../../db/money/recurring.ts';
 import { paginationQuery, queryBoolean } from '../pagination.ts';
-import { objectIdField, optionalText, text } from '../validation.ts';
+import { objectIdField, optionalText, rfc, text } from '../validation.ts';
 import { cents, localDay, metadataInput, metadataSchema } from './money-fields.ts';
 
 const template = {
@@ -13,7 +13,7 @@ const template = {
   description: optionalText(1000),
   customer_id: objectIdField.nullable().optional().describe('Solo ingresos'),
   supplier_name: optionalText(200).describe('Solo gastos'),
-  supplier_tax_id: optionalText(20).describe('Solo gastos'),
+  supplier_tax_id: rfc.nullable().optional().describe('Solo gastos: RFC del proveedor (se guarda en mayúsculas)'),
   ends_on: localDay.nullable().optional().describe('Última fecha posible (incluida)'),
   ends_count: z.number().int().min(1).max(100_000).nullable().optional().describe('Cuántas ocurrencias en total'),
   metadata: metadataInput.optional(),
