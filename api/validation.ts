@@ -260,6 +260,23 @@ export const hexColor = z.string().regex(/^#[0-9a-fA-F]{6}$/, 'color hexadecimal
 /** The SAT's ClaveProdServ (8 digits) and ClaveUnidad (H87, E48: upper-cased), as a product stores them and an invoice's line_keys give them. */
 export const satProductKey = z.string().trim().regex(PRODUCT_KEY, 'clave de 8 dígitos del catálogo del SAT (ClaveProdServ)');
 export const satUnitKey = z.string().trim().toUpperCase().regex(UNIT_KEY, 'clave de unidad del SAT (ClaveUnidad, por ejemplo H87)');
+/**
+ * Whether an address that passed zod's syntax fits RFC 5321's sizes, which a mail server enforces when
+ * it is too late to tell the sender: a local part of at most 64 octets, DNS labels of at most 63, 254
+ * octets in all.
+ */
+export function fitsMailSizes(value: string): boolean {
+  if (Buffer.byteLength(value) > 254) return false;
+  const at = value.lastIndexOf('@');
+  return Buffer.byteLength(value.slice(0, at)) <= 64 && value.slice(at + 1).split('.').every((label) => label.length <= 63);
+}
+
+/** An email address mail can go to: zod's syntax and RFC 5321's sizes (fitsMailSizes), the same wherever one is taken. */
+export const emailAddress = z
+  .email()
+  .max(254)
+  .refine(fitsMailSizes, 'no es un correo al que se pueda escribir: hasta 64 caracteres antes de la @ y 63 por parte del dominio');
+
 const RFC_SHAPE = /^[A-ZÑ&]{3,4}\d{6}[A-Z0-9]{3}$/;
 /**
  * A Mexican RFC (a customer's tax_id, a supplier's supplier_tax_id): any case and spaces around, stored

@@ -1,24 +1,17 @@
 // Answer checks (contract: Forms, POST body): required fields, and the types
 // email, number and date; options must be among the field's options in any
 // of the form's locales. `email`, `name`, `phone` come from `maps_to`.
-import { z } from 'zod';
 import { EARLIEST_DAY } from '../date-fields.ts';
 import { addFieldError, type FieldErrors } from '../errors.ts';
 import type { FormRow, StoredField } from './definition.ts';
 import type { StagedFile } from './intake.ts';
-import { isOneLine, isWrittenText, showsNothing } from '../validation.ts';
+import { emailAddress, isOneLine, isWrittenText, showsNothing } from '../validation.ts';
 import { withoutDirectionControls } from '../../lib/direction-controls.ts';
 
 const MAX_TEXT = 10_000;
-const zodEmail = z.email();
-/**
- * An address mail can go to: zod's syntax, and RFC 5321's sizes (a local part of at most 64 octets, DNS
- * labels of at most 63, 254 in all), which a mail server enforces when it is too late to tell the visitor.
- */
+/** An address mail can go to (api/validation.ts emailAddress: zod's syntax and RFC 5321's sizes). */
 export function isEmailAddress(value: string): boolean {
-  if (!zodEmail.safeParse(value).success || Buffer.byteLength(value) > 254) return false;
-  const at = value.lastIndexOf('@');
-  return Buffer.byteLength(value.slice(0, at)) <= 64 && value.slice(at + 1).split('.').every((label) => label.length <= 63);
+  return emailAddress.safeParse(value).success;
 }
 const DECIMAL = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
 /**

@@ -11,7 +11,7 @@ import { iso } from '../../db/timestamps.ts';
 import { isObjectId } from '../../lib/objectid.ts';
 import { FIELD_TYPES, FILE_KINDS, LOCALES, MAPS_TO, type FormRow, type Locale, type PostActions, type StoredField } from '../../db/forms.ts';
 import { acceptAttribute, BLOCKED_EXTENSIONS, KNOWN_EXTENSIONS } from './file-rules.ts';
-import { optionalText, text } from '../validation.ts';
+import { emailAddress, optionalText, text } from '../validation.ts';
 
 export { LOCALES, type FormRow, type Locale, type PostActions, type StoredField };
 const WITH_OPTIONS: ReadonlySet<string> = new Set(['select', 'checkbox', 'radio']);
@@ -40,7 +40,7 @@ const postActionsInput = z.strictObject({
   email: z
     .strictObject({
       enabled: z.boolean().default(true),
-      to: z.array(z.email()).max(20).default([]),
+      to: z.array(emailAddress).max(20).default([]),
       send_to_submitter: z.boolean().default(false),
       attach_files: z.boolean().default(true),
       templates: z.partialRecord(locale, z.strictObject({ subject: text(300).min(1), body: text(20_000).min(1) })).default({}),
@@ -49,7 +49,7 @@ const postActionsInput = z.strictObject({
   notify_team: z
     .strictObject({
       enabled: z.boolean().default(true),
-      to: z.array(z.email()).max(50).optional().describe('Por defecto, todos los miembros de la empresa'),
+      to: z.array(emailAddress).max(50).optional().describe('Por defecto, todos los miembros de la empresa'),
     })
     .optional(),
 }) satisfies z.ZodType<PostActions, unknown>;

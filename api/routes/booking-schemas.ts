@@ -5,7 +5,7 @@ import { paginationQuery } from '../pagination.ts';
 import { instant } from '../date-fields.ts';
 import { LOCATION_TYPES } from './booking-link-schemas.ts';
 import { windowBound } from '../date-fields.ts';
-import { objectIdField, optionalLineText, optionalWrittenText, personName, text, timeZone } from '../validation.ts';
+import { emailAddress, objectIdField, optionalLineText, optionalWrittenText, personName, text, timeZone } from '../validation.ts';
 
 export const BOOKING_STATUSES = ['confirmed', 'cancelled'] as const;
 
@@ -13,7 +13,7 @@ const slotStart = instant.describe('ISO 8601; debe ser el inicio de un horario l
 
 export const booker = z.strictObject({
   name: personName(200),
-  email: z.email().max(254),
+  email: emailAddress,
   // One line, as the name: it is quoted in the host's email.
   phone: optionalLineText(40),
   timezone: timeZone.nullable().optional().describe('Zona del reservante: las horas de sus correos se escriben en ella'),

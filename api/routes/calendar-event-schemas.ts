@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { instant as anInstant, windowBound } from '../date-fields.ts';
 import { paginationQuery } from '../pagination.ts';
-import { hexColor, objectIdField, optionalText, text, timeZone } from '../validation.ts';
+import { emailAddress, hexColor, objectIdField, optionalText, text, timeZone } from '../validation.ts';
 
 export const EVENT_KINDS = ['event', 'meeting', 'task'] as const;
 export const EVENT_SOURCES = ['native', 'booking', 'google'] as const;
@@ -24,7 +24,7 @@ const eventFields = {
   all_day: z.boolean().optional().describe('Por defecto false; de medianoche a medianoche en `timezone` (ver la descripción)'),
   timezone: timeZone.optional().describe(`IANA; por defecto ${DEFAULT_TIMEZONE}`),
   kind: z.enum(EVENT_KINDS).optional().describe('Por defecto event'),
-  attendees: z.array(z.strictObject({ name: optionalText(200), email: z.email().max(254) })).max(100).optional(),
+  attendees: z.array(z.strictObject({ name: optionalText(200), email: emailAddress })).max(100).optional(),
   reminders_minutes: z.array(z.number().int().min(0).max(40_320)).max(10).optional().describe('Minutos antes del evento; por defecto [15]'),
   create_meet: z.boolean().optional().describe('Pide una videollamada al calendario externo (no aplica a kind task)'),
   sync_to_google: z.boolean().optional().describe('Solo escritura: false evita sincronizar con el calendario externo conectado'),

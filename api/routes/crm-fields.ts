@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { CONTACT_LIMITS } from '../../db/contacts.ts';
 import { isCountryCode } from '../../lib/iso-3166.ts';
-import { optionalText, text } from '../validation.ts';
+import { emailAddress, optionalText, text } from '../validation.ts';
 
 
 /**
@@ -16,7 +16,7 @@ export const CONTACT_SEARCH = "(coalesce(name, '') || ' ' || coalesce(email, '')
 export const contactFields = {
   name: text(CONTACT_LIMITS.name).min(1).describe('Nombre completo o razón comercial'),
   // Trimmed like every other text field (`" ana@example.com "` is that address).
-  email: z.preprocess((value) => (typeof value === 'string' ? value.trim() : value), z.email().max(CONTACT_LIMITS.email).nullable().optional()),
+  email: z.preprocess((value) => (typeof value === 'string' ? value.trim() : value), emailAddress.max(CONTACT_LIMITS.email).nullable().optional()),
   phone: optionalText(CONTACT_LIMITS.phone).describe('Formato libre'),
   notes: optionalText(CONTACT_LIMITS.notes),
   // A tag given twice is one tag (the first spelling kept; tags are case-sensitive: `VIP` and `vip` are two).

@@ -3,7 +3,7 @@
 // fields (password, tokens) are not accepted: like any unknown field, 422.
 import { z } from 'zod';
 import { calendarDay } from '../date-fields.ts';
-import { hexColor, optionalLineText, optionalText } from '../validation.ts';
+import { emailAddress, hexColor, optionalLineText, optionalText } from '../validation.ts';
 
 export const BG_MODES = ['solid', 'linear', 'radial'] as const;
 export const DASHBOARD_THEMES = ['light', 'dark', 'schedule'] as const;
@@ -51,7 +51,7 @@ const userFields = {
   // line break in it would read as a line of ours (`Lugar: …`).
   first_name: optionalLineText(100),
   last_name: optionalLineText(100),
-  email: z.email().max(254),
+  email: emailAddress,
   phone: optionalText(50),
   username: optionalText(100),
   // Not after tomorrow's date anywhere (UTC+14): a birth is in the past wherever the person is.
