@@ -91,6 +91,43 @@ describe('architecture: one direction of dependencies', () => {
     assert.deepEqual(offenders, []);
   });
 
+  test('a resource\'s route file is the route table\'s alone: what another module needs of it lives in its -queries or -schemas module', () => {
+    // The files api/routes/index.ts mounts; a public page, MCP tool or admin procedure importing one of them
+    // would load (and depend on) its routes.
+    const index = path.join('api', 'routes', 'index.ts');
+    const target = (file: string, specifier: string) => path.relative(ROOT, path.resolve(ROOT, path.dirname(file), specifier));
+    const routeFiles = new Set(importsOf(readFileSync(path.join(ROOT, index), 'utf8')).filter((s) => s.startsWith('.')).map((s) => target(index, s)));
+    routeFiles.delete(path.join('api', 'route.ts'));
+    assert.ok(routeFiles.has(path.join('api', 'routes', 'customers.ts')), 'the route table was read');
+    const offenders = Object.keys(ALLOWED)
+      .flatMap(sources)
+      .filter((file) => file !== index)
+      .flatMap((file) => importsOf(readFileSync(path.join(ROOT, file), 'utf8')).filter((s) => s.startsWith('.') && routeFiles.has(target(file, s))).map((s) => `${file} imports ${s}`));
+    assert.deepEqual(offenders, []);
+  });
+
+  test('no cycle among the modules\' runtime imports (a cycle makes the loading order decide what is initialised)', () => {
+    const edges = new Map<string, string[]>();
+    for (const file of Object.keys(ALLOWED).flatMap(sources)) {
+      const text = readFileSync(path.join(ROOT, file), 'utf8').replace(/^\s*(?:import|export)\s+type\b[^;]*;/gm, '');
+      edges.set(file, importsOf(text).filter((s) => s.startsWith('.')).map((s) => path.relative(ROOT, path.resolve(ROOT, path.dirname(file), s))));
+    }
+    const cycles: string[] = [];
+    const state = new Map<string, 'open' | 'done'>();
+    const visit = (file: string, trail: string[]) => {
+      if (state.get(file) === 'done') return;
+      if (state.get(file) === 'open') {
+        cycles.push([...trail.slice(trail.indexOf(file)), file].join(' -> '));
+        return;
+      }
+      state.set(file, 'open');
+      for (const next of edges.get(file) ?? []) visit(next, [...trail, file]);
+      state.set(file, 'done');
+    };
+    for (const file of edges.keys()) visit(file, []);
+    assert.deepEqual(cycles, []);
+  });
+
   test('the check sees static, type-only, re-export and dynamic imports', () => {
     const text = [
       "import { a } from '../worker/a.ts';",

@@ -2,7 +2,7 @@
 // API cannot (contract: POST /automations is 422 not_supported_yet).
 import type { Queryable } from '../../db/pool.ts';
 import { objectId } from '../../lib/objectid.ts';
-import type { AutomationRow } from '../routes/automations.ts';
+import type { AutomationRow } from '../routes/automation-queries.ts';
 import { getCompany } from './companies.ts';
 
 export type AutomationInput = {

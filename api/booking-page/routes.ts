@@ -20,7 +20,7 @@ import { HttpMethodEnum, koaBody } from 'koa-body';
 import { z } from 'zod';
 import { instant } from '../date-fields.ts';
 import { findBookingLink, findPublicBookingLink, findPublicBookingLinks, type BookingLinkRow } from '../routes/booking-link-queries.ts';
-import { slotList } from '../routes/booking-links.ts';
+import { slotList } from '../bookings/slots.ts';
 import { LINK_SLUG, slotQuery } from '../routes/booking-link-schemas.ts';
 import { BOOKING_SLUG } from '../routes/user-schemas.ts';
 import { findBookingByTokenDigest, type BookingRow } from '../routes/booking-queries.ts';

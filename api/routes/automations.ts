@@ -3,69 +3,14 @@
 // switch), `name` and `description` change. trigger_type, trigger_config and
 // steps are refused on PATCH with 422 validation_failed naming the field.
 // Automations are core (DESIGN.md): every company reaches them with the `*-automations` scopes.
-import { z } from 'zod';
 import { deleteRow, findRow, updateRow } from '../../db/tables.ts';
-import { iso, type Timestamp } from '../../db/timestamps.ts';
 import { ApiError } from '../errors.ts';
 import { listPage, searchableQuery, searchTerm, searchWhere } from '../pagination.ts';
 import { defineRoute } from '../route.ts';
-import { optionalText } from '../validation.ts';
-import { timestamps } from './crm-fields.ts';
-import { text } from '../validation.ts';
+import { serializeAutomation, type AutomationRow } from './automation-queries.ts';
+import { automationSchema, automationUpdate } from './automation-schemas.ts';
 
 const TABLE = { table: 'automations', jsonColumns: new Set(['trigger_config', 'steps']) };
-
-export const automationSchema = z.object({
-  id: z.string(),
-  name: z.string(),
-  description: z.string().nullable(),
-  active: z.boolean().describe('Interruptor de encendido/apagado'),
-  trigger_type: z.string(),
-  trigger_config: z.record(z.string(), z.unknown()),
-  steps: z.array(z.unknown()),
-  runs_count: z.number().int(),
-  last_run_at: z.iso.datetime().nullable(),
-  ...timestamps,
-});
-
-export const automationUpdate = z
-  .strictObject({
-    name: text(200).min(1).optional(),
-    description: optionalText(2000),
-    active: z.boolean().optional(),
-  })
-  .describe('Solo active, name y description pueden cambiar');
-
-export type AutomationRow = {
-  id: string;
-  company_id: string;
-  name: string;
-  description: string | null;
-  active: boolean;
-  trigger_type: string;
-  trigger_config: Record<string, unknown>;
-  steps: unknown[];
-  runs_count: number;
-  last_run_at: Timestamp | null;
-  created_at: Timestamp;
-  updated_at: Timestamp;
-};
-
-export function serializeAutomation(row: AutomationRow): z.output<typeof automationSchema> {
-  return {
-    id: row.id,
-    name: row.name,
-    description: row.description,
-    active: row.active,
-    trigger_type: row.trigger_type,
-    trigger_config: row.trigger_config,
-    steps: row.steps,
-    runs_count: row.runs_count,
-    last_run_at: iso(row.last_run_at),
-    created_at: iso(row.created_at),
-    updated_at: iso(row.updated_at),
-  };
-}
 
 export const automationRoutes = [
   defineRoute({

@@ -4,7 +4,7 @@
 // request id, version headers, validation library). It runs exactly the SQL of
 // api/pagination.ts listPage (keyset query with the cursor resolved inside it,
 // same statement text, unnamed statements like ours, the cursor-existence check
-// on an empty page) and writes the JSON shape of api/routes/customers.ts
+// on an empty page) and writes the JSON shape of api/routes/customer-queries.ts
 // serializeCustomer + listPage's meta, with the same pool size as the web
 // process. bench/scenarios/customers.ts checks that both answer the same bodies.
 //

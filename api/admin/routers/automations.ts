@@ -1,6 +1,6 @@
 // `wsctl automation create --file`: the REST API cannot create automations.
 import { z } from 'zod';
-import { serializeAutomation } from '../../routes/automations.ts';
+import { serializeAutomation } from '../../routes/automation-queries.ts';
 import { optionalText } from '../../validation.ts';
 import { createAutomation } from '../automations.ts';
 import { adminId as id, adminProcedure, router } from '../trpc.ts';
