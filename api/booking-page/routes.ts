@@ -23,7 +23,8 @@ import { findBookingLink, findPublicBookingLink, findPublicBookingLinks, type Bo
 import { slotList } from '../bookings/slots.ts';
 import { LINK_SLUG, slotQuery } from '../routes/booking-link-schemas.ts';
 import { BOOKING_SLUG } from '../routes/user-schemas.ts';
-import { findBookingByTokenDigest, type BookingRow } from '../routes/booking-queries.ts';
+import { findBooking, findBookingByTokenDigest, type BookingRow } from '../routes/booking-queries.ts';
+import { hostOf } from './queries.ts';
 import { answers as answersSchema, bookingCancel, booker as bookerSchema } from '../routes/booking-schemas.ts';
 import { cancelBooking, createBooking, rescheduleBooking } from '../bookings/book.ts';
 import { manageUrl, MANAGE_TOKEN, tokenDigest } from '../../lib/booking-tokens.ts';
@@ -36,7 +37,7 @@ import { consumeLimit, withinPageLimit } from '../middleware/rate-limit.ts';
 import { jsonContentType } from '../middleware/body.ts';
 import { parseData, parseQuery } from '../validation.ts';
 import type { ApiContext, ApiContextExtension, ApiRouter, ApiState, Deps } from '../types.ts';
-import { bookingPage, hostPage, managePage, notFoundPage, tooManyRequestsPage, type PageBranding, type PageHost } from './html.ts';
+import { bookingPage, hostPage, managePage, notFoundPage, tooManyRequestsPage, type PageHost } from './html.ts';
 
 /** Requests per minute per client address: reads (page, slots) and writes (book, cancel, reschedule). */
 export const PUBLIC_READS_PER_MINUTE = 120;
@@ -49,20 +50,6 @@ const publicBookingCreate = z.strictObject({ starts_at: instant, booker: bookerS
 const publicReschedule = z.strictObject({ starts_at: instant });
 
 const json = koaBody({ json: true, multipart: false, urlencoded: false, text: false, jsonLimit: '32kb', includeUnparsed: true, parsedMethods: [HttpMethodEnum.POST] });
-
-type HostRow = { name: string; avatar: string | null; logo: string | null; branding: PageBranding | null };
-
-/** The host as a page shows them; `companyId` null: no company's logo (a host page listing several companies' links). */
-async function hostOf(db: Queryable, companyId: string | null, userId: string): Promise<HostRow> {
-  const { rows } = await db.query<HostRow>(
-    `SELECT coalesce(nullif(trim(concat_ws(' ', u.first_name, u.last_name)), ''), u.booking_slug, 'Anfitrión') AS name,
-            coalesce(u.avatar_thumbnail_url, u.avatar_url) AS avatar, coalesce(c.logo_thumbnail_url, c.logo_url) AS logo,
-            u.settings_preferences->'booking_branding' AS branding
-       FROM users u LEFT JOIN companies c ON c.id = $1 WHERE u.id = $2`,
-    [companyId, userId],
-  );
-  return rows[0];
-}
 
 function securityHeaders(ctx: ApiContext, nonce: string): void {
   ctx.set('Content-Security-Policy', `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; img-src 'self' https: data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`);
@@ -113,9 +100,9 @@ async function bookingOfToken(db: Queryable, token: string): Promise<{ booking: 
   if (!found) return null;
   let booking = found;
   for (let hops = 0; booking.rescheduled_to_id && hops < 50; hops++) {
-    const { rows } = await db.query<BookingRow>('SELECT * FROM bookings WHERE company_id = $1 AND id = $2', [booking.company_id, booking.rescheduled_to_id]);
-    if (!rows[0]) break;
-    booking = rows[0];
+    const next = await findBooking(db, booking.company_id, booking.rescheduled_to_id);
+    if (!next) break;
+    booking = next;
   }
   return { booking, newest: booking.id === found.id };
 }
