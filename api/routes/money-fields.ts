@@ -8,6 +8,7 @@ import type { Queryable } from '../../db/pool.ts';
 import { isCurrency, mergeMetadata, METADATA_LIMITS, metadataProblem, type Metadata } from '../../lib/money.ts';
 import { calendarDay, instant as dateInstant } from '../date-fields.ts';
 import { ApiError } from '../errors.ts';
+import type { ApiContext } from '../types.ts';
 
 const SAFE = Number.MAX_SAFE_INTEGER;
 /**
@@ -81,10 +82,29 @@ export async function existingByRef(db: Queryable, table: RefTable, companyId: s
  * `read-incomes` would otherwise read any income whose reference it can guess: 403
  * insufficient_scope naming the read scope, as the record's own GET answers it.
  */
-export function assertMayReadExisting(scopes: readonly string[], readScope: string): void {
+function assertMayReadExisting(scopes: readonly string[], readScope: string): void {
   if (!scopes.includes(readScope)) {
     throw new ApiError('insufficient_scope', `Ya existe un registro con ese metadata.external_ref; devolverlo requiere el permiso ${readScope}, que la clave no tiene.`, { required: readScope });
   }
+}
+
+/**
+ * The record a create's external_ref already names, to answer instead of creating one (contract,
+ * Metadata: 200, and the answer's status is set so): null when there is none. Only to a caller that
+ * may read it (assertMayReadExisting). Call first in the create's transaction: it takes the reference's
+ * turn (existingByRef), so concurrent creates with it make one record.
+ */
+export async function answerExistingByRef<Row>(
+  ctx: ApiContext,
+  db: Queryable,
+  ref: { table: RefTable; companyId: string; value: string | undefined; readScope: string; direction?: 'income' | 'expense' },
+  find: (id: string) => Promise<Row | null>,
+): Promise<Row | null> {
+  const existing = await existingByRef(db, ref.table, ref.companyId, ref.value, ref.direction ? { direction: ref.direction } : undefined);
+  if (!existing) return null;
+  assertMayReadExisting(ctx.state.auth!.scopes, ref.readScope);
+  ctx.state.status = 200;
+  return find(existing);
 }
 
 /** An update whose external_ref another record of the company already has: 409 duplicate_reference. */

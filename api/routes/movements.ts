@@ -17,7 +17,7 @@ import { assertOpen } from '../money/periods.ts';
 import { searchTerm } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { usableAccount } from './account-queries.ts';
-import { assertCustomer, assertRefFree, checkMetadata, assertMayReadExisting, EXISTING_BY_REF, existingByRef, refTaken } from './money-fields.ts';
+import { answerExistingByRef, assertCustomer, assertRefFree, checkMetadata, EXISTING_BY_REF, refTaken } from './money-fields.ts';
 import { listMovements, withPayments } from './movement-queries.ts';
 import { movementSchemas, type MovementListQuery } from './movement-schemas.ts';
 
@@ -78,12 +78,9 @@ export function movementRoutes(direction: Direction): RouteDef[] {
         const saved = await transactionRead(db, async (client) => {
           // First, before any row lock (db/companies.ts).
           const zone = await companyZoneForWrite(client, companyId);
-          const existing = await existingByRef(client, 'movements', companyId, metadata.external_ref, { direction });
-          if (existing) {
-            assertMayReadExisting(ctx.state.auth!.scopes, `read-${plural}`);
-            ctx.state.status = 200;
-            return (await findMovement(client, companyId, direction, existing))!;
-          }
+          const ref = { table: 'movements', companyId, value: metadata.external_ref, readScope: `read-${plural}`, direction } as const;
+          const existing = await answerExistingByRef(ctx, client, ref, (id) => findMovement(client, companyId, direction, id));
+          if (existing) return existing;
           const account = await usableAccount(client, companyId, zone, data.account_id);
           await assertCustomer(client, companyId, (data as { customer_id?: string | null }).customer_id);
           const status = data.status ?? 'paid';

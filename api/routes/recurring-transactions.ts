@@ -13,7 +13,7 @@ import { objectId } from '../../lib/objectid.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { usableAccount } from './account-queries.ts';
-import { assertCustomer, assertRefFree, checkMetadata, assertMayReadExisting, EXISTING_BY_REF, existingByRef } from './money-fields.ts';
+import { answerExistingByRef, assertCustomer, assertRefFree, checkMetadata, EXISTING_BY_REF } from './money-fields.ts';
 import { recurringCreate, recurringListQuery, recurringSchema, recurringUpdate } from './recurring-schemas.ts';
 import { deleteRecurring, findRecurring, insertRecurring, listRecurring, lockRecurring, serializeRecurring, updateRecurringColumns } from './recurring-queries.ts';
 
@@ -69,12 +69,9 @@ export const recurringRoutes: RouteDef[] = [
       assertFieldsOfType(data.type, data);
       if (data.ends_on && data.ends_on < data.starts_on) throw validationFailed({ ends_on: ['no puede ser anterior a starts_on'] });
       const row = await transaction(db, async (client) => {
-        const existing = await existingByRef(client, 'recurring_transactions', companyId, metadata.external_ref);
-        if (existing) {
-          assertMayReadExisting(ctx.state.auth!.scopes, 'read-recurring_transactions');
-          ctx.state.status = 200;
-          return (await findRecurring(client, companyId, existing))!;
-        }
+        const ref = { table: 'recurring_transactions', companyId, value: metadata.external_ref, readScope: 'read-recurring_transactions' } as const;
+        const existing = await answerExistingByRef(ctx, client, ref, (id) => findRecurring(client, companyId, id));
+        if (existing) return existing;
         const zone = await companyZone(client, companyId);
         const account = await usableAccount(client, companyId, zone, data.account_id);
         await assertCustomer(client, companyId, data.customer_id);

@@ -16,7 +16,7 @@ import { assertOpen } from '../money/periods.ts';
 import { listPage, paginationQuery } from '../pagination.ts';
 import { defineRoute, type RouteDef } from '../route.ts';
 import { usableAccount } from './account-queries.ts';
-import { assertCustomer, assertRefFree, checkMetadata, assertMayReadExisting, EXISTING_BY_REF, existingByRef, refTaken } from './money-fields.ts';
+import { answerExistingByRef, assertCustomer, assertRefFree, checkMetadata, EXISTING_BY_REF, refTaken } from './money-fields.ts';
 import { windowBound } from '../date-fields.ts';
 import { firstPaymentAt, hasLiveInvoice, productExists, serializeSale, updateSaleColumns } from './sale-queries.ts';
 import { lineItem, saleCreate, salePayment, saleRefund, saleSchema, saleUpdate } from './sale-schemas.ts';
@@ -102,12 +102,9 @@ export const saleRoutes: RouteDef[] = [
       const saved = await transactionRead(db, async (client) => {
         // First, before any row lock (db/companies.ts).
         const zone = await companyZoneForWrite(client, companyId);
-        const existing = await existingByRef(client, 'sales', companyId, metadata.external_ref);
-        if (existing) {
-          assertMayReadExisting(ctx.state.auth!.scopes, 'read-sales');
-          ctx.state.status = 200;
-          return (await findSale(client, companyId, existing))!;
-        }
+        const ref = { table: 'sales', companyId, value: metadata.external_ref, readScope: 'read-sales' } as const;
+        const existing = await answerExistingByRef(ctx, client, ref, (id) => findSale(client, companyId, id));
+        if (existing) return existing;
         await assertCustomer(client, companyId, data.customer_id);
         for (const [i, line] of data.line_items.entries()) {
           if (line.product_id && !(await productExists(client, companyId, line.product_id))) {
