@@ -20,14 +20,15 @@ function divRound(a: bigint, b: bigint): bigint {
   return negative ? -q : q;
 }
 
-export function rateOf(rate: VatRate): bigint {
+/** The percent a rate charges (exempt and none charge nothing). */
+function ratePercent(rate: VatRate): bigint {
   return rate === 'exempt' || rate === 'none' ? 0n : BigInt(rate);
 }
 
 export function lineAmounts(line: LineInput, pricesIncludeVat: boolean): LineAmounts {
   const milli = BigInt(Math.round(line.quantity * 1000));
   const gross = divRound(milli * BigInt(line.unit_price_cents), 1000n) - BigInt(line.discount_cents ?? 0);
-  const rate = rateOf(line.vat_rate);
+  const rate = ratePercent(line.vat_rate);
   let subtotal: bigint;
   let tax: bigint;
   if (pricesIncludeVat) {

@@ -23,7 +23,8 @@ import { lineItem, saleCreate, salePayment, saleRefund, saleSchema, saleUpdate }
 
 const TAG = 'Sales';
 
-function rateOf(line: z.infer<typeof lineItem>): VatRate {
+/** A line's rate as lib/vat.ts reads it: exempt, none (no rate given), or the percent. */
+function vatRateOfLine(line: z.infer<typeof lineItem>): VatRate {
   if (line.vat_exempt) return 'exempt';
   if (line.vat_rate === undefined || line.vat_rate === null) return 'none';
   return String(line.vat_rate) as VatRate;
@@ -94,7 +95,7 @@ export const saleRoutes: RouteDef[] = [
     handler: async (ctx, { data, companyId, db }) => {
       const metadata = checkMetadata(data.metadata);
       const includeVat = data.prices_include_vat ?? false;
-      const amounts = saleAmounts(data.line_items.map((l) => ({ ...l, vat_rate: rateOf(l) })), includeVat);
+      const amounts = saleAmounts(data.line_items.map((l) => ({ ...l, vat_rate: vatRateOfLine(l) })), includeVat);
       amounts.lines.forEach((line, i) => {
         if (line.amount_cents < 0) throw validationFailed({ [`line_items.${i}.discount_cents`]: ['el descuento pasa del importe de la línea'] });
       });
