@@ -115,6 +115,12 @@ describe('request log', () => {
     const failed = await waitFor(() => lines().find((l) => l.event === 'admin.call' && l.procedure === 'key.revoke'), 10_000, 'the audit line of a failed call');
     assert.equal(failed.ok, false);
     assert.equal(failed.error, 'not_found');
+    // One vocabulary, the API's error codes, whoever refused: tRPC's own check of the input is validation_failed,
+    // and an id the call refused names no record (company_id and target_id null).
+    const malformed = await fetch(`${base}/admin/trpc/company.show?input=${encodeURIComponent(JSON.stringify({ id: 'nothex' }))}`, { headers: { authorization: `Bearer ${'x'.repeat(20)}`, 'x-forwarded-for': '198.51.100.79' } });
+    assert.equal(malformed.status, 400);
+    const refused = await waitFor(() => lines().find((l) => l.event === 'admin.call' && l.procedure === 'company.show' && l.address === '198.51.100.79'), 10_000, 'the audit line of a refused input');
+    assert.deepEqual([refused.ok, refused.error, refused.company_id, refused.target_id], [false, 'validation_failed', null, null]);
     // Every key on every line: a call about no company or record writes them as null (a log parser reads fixed fields).
     assert.equal((await fetch(`${base}/admin/trpc/company.list`, { headers: { authorization: `Bearer ${'x'.repeat(20)}`, 'x-forwarded-for': '198.51.100.78' } })).status, 200);
     const listed = await waitFor(() => lines().find((l) => l.event === 'admin.call' && l.procedure === 'company.list' && l.address === '198.51.100.78'), 10_000, 'the audit line of company.list');

@@ -31,52 +31,79 @@ const BY_STATUS: Record<number, TrpcCode> = {
   503: 'SERVICE_UNAVAILABLE',
 };
 
-/** Maps ApiError to tRPC errors, and writes the audit line of every call: who (address), what, which company, how it ended. */
+/** A failure tRPC raised itself (a procedure's input, an unknown procedure) in the API's error vocabulary. */
+const CODE_OF_TRPC: Partial<Record<TrpcCode, string>> = {
+  BAD_REQUEST: 'validation_failed',
+  UNAUTHORIZED: 'invalid_key',
+  NOT_FOUND: 'not_found',
+  CONFLICT: 'conflict',
+  // A service the call needs is not set up here (Google Calendar without its credentials).
+  PRECONDITION_FAILED: 'service_unavailable',
+  PAYLOAD_TOO_LARGE: 'request_too_large',
+  TOO_MANY_REQUESTS: 'rate_limited',
+  SERVICE_UNAVAILABLE: 'service_unavailable',
+};
+
+/**
+ * The answer a failed call gets: an ApiError as the tRPC error of its status, with its code; anything
+ * else as what it is (the input's text PostgreSQL cannot hold, the database out of reach) or an internal
+ * error whose details stay in the log. `code` is the API's error code, what the audit line records.
+ */
+function answerOf(error: TRPCError, ctx: AdminContext, path: string): { answer: TRPCError; code: string } {
+  const cause = error.cause;
+  if (cause instanceof ApiError) {
+    const trpcCode = BY_STATUS[cause.status];
+    if (!trpcCode) return { answer: error, code: cause.code };
+    // A validation failure's reasons per field are the message, which is what a client (wsctl) prints
+    // after `invalid input:`; the general sentence before them only repeated them.
+    const fields = cause.extra.errors as Record<string, string[]> | undefined;
+    const message = fields ? Object.entries(fields).map(([field, reasons]) => `${field}: ${reasons.join(', ')}`).join('; ') : cause.message;
+    return { answer: new TRPCError({ code: trpcCode, message, cause }), code: cause.code };
+  }
+  if (error.code !== 'INTERNAL_SERVER_ERROR') return { answer: error, code: CODE_OF_TRPC[error.code] ?? 'internal_error' };
+  // No SQL or stack reaches a client (DESIGN.md): the operator reads them in the log, by request id.
+  const inner = error.cause ?? error;
+  const pgCode = (inner as { code?: unknown }).code;
+  // Text PostgreSQL cannot hold (U+0000, a \u0000 escape in JSON): the input's fault, said as such.
+  if (pgCode === '22021' || pgCode === '22P05') {
+    return { answer: new TRPCError({ code: 'BAD_REQUEST', message: 'text holding U+0000 cannot be stored' }), code: 'validation_failed' };
+  }
+  // The database unreachable: a transient outage the operator can retry, as the REST API's 503 says.
+  if (isDatabaseUnavailable(inner)) {
+    logError('admin.database_unavailable', inner, { procedure: path, request_id: ctx.requestId });
+    return {
+      answer: new TRPCError({ code: 'SERVICE_UNAVAILABLE', message: `the database is unavailable (request ${ctx.requestId ?? 'without id'}); retry in a few seconds` }),
+      code: 'service_unavailable',
+    };
+  }
+  log('admin.error', { procedure: path, request_id: ctx.requestId, error: String((inner as Error).message), stack: (inner as Error).stack });
+  const answer = new TRPCError({ code: 'INTERNAL_SERVER_ERROR', message: `Internal error (request ${ctx.requestId ?? 'without id'}); the server log has the details.` });
+  loggedErrors.add(answer);
+  return { answer, code: 'internal_error' };
+}
+
+/** An id as the audit line records it: only one that is an id (a malformed one the call refused is no record). */
+const auditedId = (value: unknown): string | undefined => (isObjectId(value) ? value : undefined);
+
+/**
+ * Maps failures to the answers the caller gets (answerOf), and writes the audit line of every call:
+ * who (address), what, which company, how it ended (`error`: the API's code of the answer given).
+ */
 const mapErrorsAndAudit = t.middleware(async ({ ctx, path, type, getRawInput, next }) => {
   const result = await next();
-  let error: string | null = null;
-  if (!result.ok) {
-    const cause = result.error.cause;
-    error = cause instanceof ApiError ? cause.code : result.error.code;
-  }
+  const failure = result.ok ? null : answerOf(result.error, ctx, path);
   const input = (await getRawInput().catch(() => undefined)) as Record<string, unknown> | undefined;
-  const companyId = typeof input?.companyId === 'string' ? input.companyId : path.startsWith('company.') && typeof input?.id === 'string' ? input.id : undefined;
+  const companyId = auditedId(input?.companyId) ?? (path.startsWith('company.') ? auditedId(input?.id) : undefined);
   // The record acted on: named in the input, or made by the call (a create answers it, as `{id}` or `{key: {id}}`-like shapes).
   const made = result.ok ? (result.data as { id?: unknown; key?: { id?: unknown }; company?: { id?: unknown } } | undefined) : undefined;
   const madeId = [made?.id, made?.key?.id, made?.company?.id].find((v): v is string => typeof v === 'string');
   // Named in the input: by `id`, or by the key a procedure names its record with (`--user`,
   // `--endpoint`); else what a create made; else the company the call is about (tax-profile set).
-  const named = [input?.id, input?.userId, input?.endpointId].find((v): v is string => typeof v === 'string');
+  const named = [input?.id, input?.userId, input?.endpointId].map(auditedId).find((v) => v !== undefined);
   const targetId = named ?? madeId ?? companyId;
-  // Every key on every line (null when none), as DESIGN.md shows the line: a log parser reads fixed fields.
-  log('admin.call', { procedure: path, type, ok: result.ok, error, company_id: companyId ?? (path === 'company.create' ? madeId : undefined) ?? null, target_id: targetId ?? null, address: ctx.address ?? null, request_id: ctx.requestId ?? null });
-  if (!result.ok && result.error.cause instanceof ApiError) {
-    const cause = result.error.cause;
-    const code = BY_STATUS[cause.status];
-    // A validation failure's reasons per field are the message, which is what a client (wsctl) prints
-    // after `invalid input:`; the general sentence before them only repeated them.
-    const fields = cause.extra.errors as Record<string, string[]> | undefined;
-    const message = fields ? Object.entries(fields).map(([field, reasons]) => `${field}: ${reasons.join(', ')}`).join('; ') : cause.message;
-    if (code) throw new TRPCError({ code, message, cause });
-  }
-  if (!result.ok && !(result.error.cause instanceof ApiError) && result.error.code === 'INTERNAL_SERVER_ERROR') {
-    // No SQL or stack reaches a client (DESIGN.md): the operator reads them in the log, by request id.
-    const cause = result.error.cause ?? result.error;
-    const pgCode = (cause as { code?: unknown }).code;
-    // Text PostgreSQL cannot hold (U+0000, a \u0000 escape in JSON): the input's fault, said as such.
-    if (pgCode === '22021' || pgCode === '22P05') {
-      throw new TRPCError({ code: 'BAD_REQUEST', message: 'text holding U+0000 cannot be stored' });
-    }
-    // The database unreachable: a transient outage the operator can retry, as the REST API's 503 says.
-    if (isDatabaseUnavailable(cause)) {
-      logError('admin.database_unavailable', cause, { procedure: path, request_id: ctx.requestId });
-      throw new TRPCError({ code: 'SERVICE_UNAVAILABLE', message: `the database is unavailable (request ${ctx.requestId ?? 'without id'}); retry in a few seconds` });
-    }
-    log('admin.error', { procedure: path, request_id: ctx.requestId, error: String((cause as Error).message), stack: (cause as Error).stack });
-    const answer = new TRPCError({ code: 'INTERNAL_SERVER_ERROR', message: `Internal error (request ${ctx.requestId ?? 'without id'}); the server log has the details.` });
-    loggedErrors.add(answer);
-    throw answer;
-  }
+  // Every key on every line (null when none), as docs/cli.md shows the line: a log parser reads fixed fields.
+  log('admin.call', { procedure: path, type, ok: result.ok, error: failure?.code ?? null, company_id: companyId ?? (path === 'company.create' ? madeId : undefined) ?? null, target_id: targetId ?? null, address: ctx.address ?? null, request_id: ctx.requestId ?? null });
+  if (failure) throw failure.answer;
   return result;
 });
 
