@@ -149,6 +149,17 @@ describe('request log', () => {
     assert.ok(retryAfter >= 1 && retryAfter <= 60);
     assert.equal((await call('x'.repeat(20), '198.51.100.91')).status, 200, 'another address is not affected');
     await waitFor(() => lines().some((l) => l.event === 'admin.refused' && l.throttled === true && l.address === '198.51.100.90'), 10_000, 'the refusal to be logged');
+    // Each of the 12 refusals at that address is a line, those answered while it was already refused too.
+    await waitFor(() => lines().filter((l) => l.event === 'admin.refused' && l.address === '198.51.100.90').length === 12, 10_000, 'every refusal logged');
+  });
+
+  test('an admin file download writes its audit line whatever its outcome: address, company, file, error', async () => {
+    const download = (company: string, id: string) =>
+      fetch(`${base}/admin/files/${id}?company=${company}`, { headers: { authorization: `Bearer ${'x'.repeat(20)}`, 'x-forwarded-for': '198.51.100.95' } });
+    const missing = await download('0123456789abcdef01234567', 'abcdef0123456789abcdef01');
+    assert.equal(missing.status, 404);
+    const line = await waitFor(() => lines().find((l) => l.event === 'admin.file_download' && l.address === '198.51.100.95'), 10_000, 'the audit line of a refused download');
+    assert.deepEqual([line.ok, line.error, line.company_id, line.file_id], [false, 'not_found', '0123456789abcdef01234567', 'abcdef0123456789abcdef01']);
   });
 });
 

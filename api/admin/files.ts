@@ -19,11 +19,28 @@ export function adminFileDownload(deps: Deps) {
     });
     if (!accepted) return;
     const company = typeof ctx.query.company === 'string' ? ctx.query.company : '';
-    if (!company) throw new ApiError('parameter_missing', 'Falta el parámetro company (la empresa del archivo).');
+    // Every download asked for with the token writes its audit line, as an admin call does (docs/cli.md):
+    // who (address), which file of which company, and how it ended.
+    const audit = (error: string | null) =>
+      log('admin.file_download', {
+        ok: error === null,
+        error,
+        company_id: isObjectId(company) ? company : null,
+        file_id: isObjectId(ctx.params.id) ? ctx.params.id : null,
+        address: ctx.ip,
+        request_id: ctx.state.requestId ?? null,
+      });
+    if (!company) {
+      audit('parameter_missing');
+      throw new ApiError('parameter_missing', 'Falta el parámetro company (la empresa del archivo).');
+    }
     // Ids are ObjectIds: anything else (a NUL, a path) names no file, without asking the database.
     const file = isObjectId(company) && isObjectId(ctx.params.id) ? await findFile(deps.pool, company, ctx.params.id) : null;
-    if (!file) throw new ApiError('not_found', 'La empresa no tiene un archivo con ese id.');
-    log('admin.file_download', { company_id: company, file_id: file.id, request_id: ctx.state.requestId });
+    if (!file) {
+      audit('not_found');
+      throw new ApiError('not_found', 'La empresa no tiene un archivo con ese id.');
+    }
+    audit(null);
     ctx.set(downloadHeaders({ name: file.name, contentType: file.content_type, sizeBytes: Number(file.size_bytes) }));
     ctx.status = 200;
     if (ctx.method !== 'HEAD') ctx.body = await startedStream(deps.blobs.read(deps.pool, file.blob_id));

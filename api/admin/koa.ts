@@ -34,6 +34,8 @@ type Refusal = (code: 'UNAUTHORIZED' | 'TOO_MANY_REQUESTS', message: string) => 
 export async function adminTokenAccepted(ctx: ApiContext, deps: Deps, refuse: Refusal): Promise<boolean> {
   const blocked = throttle.blockedSeconds(ctx);
   if (blocked) {
+    // Logged too: a guesser who keeps going while refused leaves a trace of every attempt.
+    log('admin.refused', { address: ctx.ip, request_id: ctx.state.requestId, throttled: true });
     ctx.set('Retry-After', String(blocked));
     refuse('TOO_MANY_REQUESTS', 'too many rejected admin tokens from this address: retry after Retry-After seconds');
     return false;
