@@ -26,6 +26,13 @@ try {
     const moved = await rebaseMediaUrls(pool, config.siteUrl);
     if (moved) console.log(`Image URLs moved to ${config.siteUrl}: ${moved}.`);
   }
+} catch (error) {
+  // One line for the deploy log, as every process that cannot start writes (docs/operations.md, Logs):
+  // which migration, and PostgreSQL's reason with its code (55P03, a lock not had in time: run it again).
+  const cause = (error as Error).cause as { message?: string; code?: string } | undefined;
+  const reason = cause?.message ? `: ${cause.message}${cause.code ? ` (${cause.code})` : ''}` : '';
+  process.stderr.write(`error: ${(error as Error).message}${reason}; nothing of it was applied, and the migrations before it stay\n`);
+  process.exitCode = 1;
 } finally {
   await pool.end();
   await database.stop();

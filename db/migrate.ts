@@ -75,7 +75,7 @@ export async function migrate(pool: Pool, options: { upTo?: number } = {}): Prom
         applied.push(file);
       } catch (error) {
         await client.query('ROLLBACK');
-        throw new Error(`Migration ${file} failed`, { cause: error });
+        throw new Error(`migration ${file} failed`, { cause: error });
       }
     }
   } finally {

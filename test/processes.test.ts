@@ -160,6 +160,32 @@ describe('release phase and worker against DATABASE_URL', () => {
     }
   });
 
+  test('a migration that fails stops the release phase with one line naming it and PostgreSQL\'s reason, exit 1, the migrations before it kept', async () => {
+    const admin = new pg.Client({ connectionString: process.env.TEST_SERVER_URL });
+    await admin.connect();
+    const name = `ws_failing_${process.pid}_${Date.now()}`;
+    await admin.query(`CREATE DATABASE ${name}`);
+    const url = new URL(process.env.TEST_SERVER_URL!);
+    url.pathname = `/${name}`;
+    const db = new pg.Client({ connectionString: url.toString() });
+    await db.connect();
+    try {
+      // A table the first migration creates is already there: that migration fails.
+      await db.query('CREATE TABLE companies (id text)');
+      const result = await run(process.execPath, ['db/migrate-cli.ts'], { env: { ...process.env, NODE_ENV: 'test', DATABASE_URL: url.toString(), LOG_LEVEL: 'silent' }, timeout: 60_000 }).then(
+        () => ({ code: 0, stderr: '' }),
+        (error: { code?: number; stderr?: string }) => ({ code: error.code, stderr: error.stderr ?? '' }),
+      );
+      assert.equal(result.code, 1);
+      assert.match(result.stderr, /^error: migration 001_foundation\.sql failed: relation "companies" already exists \(42P07\); nothing of it was applied, and the migrations before it stay\n$/);
+      assert.equal((await db.query('SELECT count(*)::int AS n FROM schema_migrations')).rows[0].n, 0, 'rolled back');
+    } finally {
+      await db.end();
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    }
+  });
+
   test('web and worker refuse to start on a database that was never migrated, and say to run the release phase', async () => {
     const admin = new pg.Client({ connectionString: process.env.TEST_SERVER_URL });
     await admin.connect();
