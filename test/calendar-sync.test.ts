@@ -185,6 +185,21 @@ describe('calendar sync end to end', () => {
     assert.equal((await runCli(app, ['calendar', 'connect', '--user', member.ownerId, '--refresh-token', 'rt-whole-calendar', '--json'])).code, 0);
   });
 
+  test('a consent link of a person removed from the service since connects nothing: the page says so and the token Google gave is revoked', async () => {
+    const t = await seedTenant(app.pool);
+    const own = client(app.baseUrl, t.key);
+    const leaver = (await own.post('/users', { data: { first_name: 'Se va', email: `se-va-${Date.now()}@example.com` } })).body.data;
+    const { consent_url } = JSON.parse((await runCli(app, ['calendar', 'connect', '--user', leaver.id, '--json'])).stdout);
+    assert.equal((await own.delete(`/users/${leaver.id}`)).status, 204, 'in no company now: gone from the service');
+    google.addCode('code-of-leaver', 'rt-of-leaver');
+    const state = new URL(consent_url).searchParams.get('state')!;
+    const back = await fetch(`${app.url}/integrations/google/callback?code=code-of-leaver&state=${encodeURIComponent(state)}`);
+    assert.equal(back.status, 400);
+    assert.match(await back.text(), /ya no está en el servicio/);
+    assert.equal((await app.pool.query('SELECT 1 FROM calendar_connections WHERE user_id = $1', [leaver.id])).rowCount, 0, 'no connection, so no pull of their calendar');
+    assert.ok(google.revoked.includes('rt-of-leaver'), JSON.stringify(google.revoked));
+  });
+
   test('a connection syncs at once: its first pull runs without waiting for the five-minute round', async () => {
     const member = await seedTenant(app.pool);
     const connected = await connect(member.ownerId, 'rt-first-pull');

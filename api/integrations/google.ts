@@ -63,12 +63,20 @@ export function googleIntegrationRouter(deps: Deps): ApiRouter {
       }
       // The link works once: its nonce is recorded with the connection, in one transaction (a second use racing this one waits, then sees it).
       const stored = await transaction(deps.pool, async (db) => {
+        // A person removed from the service since the link was made connects nothing (as `wsctl calendar
+        // connect --refresh-token` refuses them); the row held, a removal racing this waits and then ends it.
+        const person = await db.query('SELECT 1 FROM users WHERE id = $1 AND deleted_at IS NULL FOR SHARE', [state.user]);
+        if (!person.rowCount) return 'gone' as const;
         const { rowCount } = await db.query('INSERT INTO used_consent_states (nonce, expires_at) VALUES ($1, to_timestamp($2)) ON CONFLICT DO NOTHING', [nonce, state.exp]);
-        if (!rowCount) return false;
+        if (!rowCount) return 'used' as const;
         await storeConnection(db, deps.jobs, deps.config.encryptionKey, state.user as string, refreshToken, typeof state.calendar === 'string' ? state.calendar : 'primary');
-        return true;
+        return 'stored' as const;
       });
-      if (!stored) return usedPage();
+      if (stored === 'gone') {
+        await client.revokeToken(refreshToken).catch(() => {}); // best effort: no one to connect it to
+        return page(ctx, 400, 'Liga vencida o inválida', 'La persona de esta liga ya no está en el servicio; nada se conectó.');
+      }
+      if (stored === 'used') return usedPage();
     } catch (error) {
       if (error instanceof GoogleApiError && !error.retryable) return page(ctx, 400, 'No se conectó el calendario', `Google rechazó el código (${error.reason ?? error.status}); abre la liga otra vez.`);
       return page(ctx, 502, 'No se conectó el calendario', 'Google no respondió; intenta de nuevo en unos minutos.');
