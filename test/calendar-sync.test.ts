@@ -183,6 +183,14 @@ describe('calendar sync end to end', () => {
     assert.match(cli.stderr, /calendar\.events/);
     google.addRefreshToken('rt-whole-calendar', 'https://www.googleapis.com/auth/calendar');
     assert.equal((await runCli(app, ['calendar', 'connect', '--user', member.ownerId, '--refresh-token', 'rt-whole-calendar', '--json'])).code, 0);
+    // Connected, a new link with the permission unticked is refused but not revoked: Google ends a whole grant
+    // on a revoke, and merges the new one into the person's, so the working connection would end with it.
+    const again = new URL(JSON.parse((await runCli(app, ['calendar', 'connect', '--user', member.ownerId, '--json'])).stdout).consent_url).searchParams.get('state')!;
+    google.addCode('code-unticked-again', 'rt-unticked-again', 'openid https://www.googleapis.com/auth/userinfo.email');
+    const refusedAgain = await fetch(`${app.url}/integrations/google/callback?code=code-unticked-again&state=${encodeURIComponent(again)}`);
+    assert.equal(refusedAgain.status, 400);
+    assert.ok(!google.revoked.includes('rt-unticked-again'), 'the callback answered after any revoke it makes: none was made');
+    assert.equal((await status()).status, 'active');
   });
 
   test('a consent link of a person removed from the service since connects nothing: the page says so and the token Google gave is revoked', async () => {

@@ -58,7 +58,11 @@ export function googleIntegrationRouter(deps: Deps): ApiRouter {
       if (!refreshToken) return page(ctx, 400, 'No se conectó el calendario', 'Google no entregó un token de acceso sin conexión; vuelve a abrir la liga y acepta los permisos.');
       // Google's consent screen lets the person untick the calendar permission: connected without it, every call would be refused.
       if (!coversEvents(scopes)) {
-        await client.revokeToken(refreshToken).catch(() => {}); // best effort: the grant is of no use
+        // The grant is of no use: revoked (best effort), unless the person is connected already. Google ends a
+        // whole grant on a revoke, and the consent screen merges the new one into theirs
+        // (include_granted_scopes), so revoking it would also end the connection that works.
+        const connected = (await deps.pool.query('SELECT 1 FROM calendar_connections WHERE user_id = $1', [state.user])).rowCount;
+        if (!connected) await client.revokeToken(refreshToken).catch(() => {});
         return page(ctx, 400, 'No se conectó el calendario', 'No diste permiso para ver y editar los eventos de tu calendario; vuelve a abrir la liga y deja marcado ese permiso.');
       }
       // The link works once: its nonce is recorded with the connection, in one transaction (a second use racing this one waits, then sees it).
