@@ -221,6 +221,22 @@ describe('form post-actions in the worker: lead, email over SMTP, team notificat
     assert.doesNotMatch(text, /uno\.pdf/, 'only the notice is added, not the attachment list the template left out');
   });
 
+  test('with attach_files off and a template without {{files}}, the operator’s email still lists every file with its file-manager path', async () => {
+    const own = await files.createFormViaAdmin(app.url, tenant.companyId, files.sampleFormFile({
+      slug: 'sin-adjuntos',
+      post_actions: { lead: false, email: { to: ['ventas@empresa.example'], attach_files: false, templates: { es: { subject: 'Sin adjuntos, {{name}}', body: 'Solo respuestas: {{answers}}' } } } },
+    }));
+    const body = new FormData();
+    body.append('answers[email]', 'guardado@example.com');
+    body.append('answers[name]', 'Guardado');
+    body.append('files[cv]', new Blob([files.pdf(2_000)]), 'cv.pdf');
+    const res = await fetch(`${app.baseUrl}/forms/${own.id}/submissions`, { method: 'POST', headers: { authorization: `Bearer ${tenant.key}` }, body });
+    assert.equal(res.status, 201);
+    const mail = await waitFor(async () => smtp.received.find((m) => m.mail.subject === 'Sin adjuntos, Guardado'), 20_000, 'the operator email');
+    assert.deepEqual(mail.mail.attachments, []);
+    assert.match(mail.mail.text ?? '', /Archivos guardados en el administrador de archivos:\n- \/Formularios\/Contacto web\/.* - guardado@example\.com\/cv\.pdf/);
+  });
+
   test('files not stored because the company’s storage is full (files_error) are named in the operator’s email and the team notice', async () => {
     const small = await seedTenant(app.pool, { rateLimitPerMinute: 100_000 });
     await updateCompany(app.pool, small.companyId, { storageQuotaMb: 1 });

@@ -157,9 +157,10 @@ export async function sendEmail(deps: MailDeps, form: FormRow, s: Submission, re
     const heading = settings.attach_files === false ? text.stored : text.notAttached;
     const leftLines = [heading, ...left.map((f) => `- ${f.folder_path}/${f.filename}`)];
     fileLines.push(...leftLines, '');
-    // Files that did not fit are named in the email whatever the operator's
-    // template says (contract: what does not fit stays only in the file manager, and the email says so).
-    if (settings.attach_files !== false) notices.push(...leftLines, '');
+    // Files not attached are named in the email whatever the operator's template says (contract: what
+    // does not fit stays only in the file manager, and the email says so; with attach_files off, every
+    // file is there, and the email is the operator's one sign of them).
+    notices.push(...leftLines, '');
   }
   const lost = notStoredLines(s, locale);
   fileLines.push(...lost);
