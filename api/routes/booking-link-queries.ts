@@ -10,7 +10,7 @@ import { validationFailed } from '../errors.ts';
 import { listPage, type PaginationQuery, type TotalsCache } from '../pagination.ts';
 import type { BookingLinkCreate, BookingLinkUpdate, LOCATION_TYPES, QUESTION_TYPES, bookingLinkSchema } from './booking-link-schemas.ts';
 import { DEFAULT_WEEKLY_HOURS } from './booking-link-schemas.ts';
-import { uniqueViolation } from './slug-queries.ts';
+import { slugOrSkuTaken } from './slug-queries.ts';
 import { changesAny, idOrSlugMatch, setList } from '../../db/tables.ts';
 import type { z } from 'zod';
 
@@ -127,7 +127,7 @@ function slugTaken(error: unknown): never {
   if ((error as { constraint?: string }).constraint === 'booking_links_host_slug_key') {
     throw validationFailed({ slug: ['el anfitrión ya tiene un enlace con ese slug (su URL pública sería la misma)'] });
   }
-  return uniqueViolation(error);
+  return slugOrSkuTaken(error);
 }
 
 /**

@@ -9,7 +9,7 @@ import { flattenCustomProperties, mergeCustomProperties } from '../custom-proper
 import { ApiError, validationFailed } from '../errors.ts';
 import { likePattern, listPage, searchTerm, textMatch, type ListMeta, type TotalsCache } from '../pagination.ts';
 import { BRAND_RESERVED, type BrandListQuery, type BrandWrite, type brandSchema } from './brand-schemas.ts';
-import { freeSlug, uniqueViolation } from './slug-queries.ts';
+import { freeSlug, slugOrSkuTaken } from './slug-queries.ts';
 import type { z } from 'zod';
 
 export type BrandRow = {
@@ -133,7 +133,7 @@ async function brandColumns(client: Client, companyId: string, data: BrandWrite,
 
 /** Creates the brand; returns its id. */
 export async function createBrand(client: Client, companyId: string, data: BrandWrite): Promise<string> {
-  const row = await insertRow<BrandRow>(client, TABLE, companyId, await brandColumns(client, companyId, data, null)).catch(uniqueViolation);
+  const row = await insertRow<BrandRow>(client, TABLE, companyId, await brandColumns(client, companyId, data, null)).catch(slugOrSkuTaken);
   return row.id;
 }
 
@@ -141,7 +141,7 @@ export async function createBrand(client: Client, companyId: string, data: Brand
 export async function updateBrand(client: Client, companyId: string, id: string, data: BrandWrite): Promise<void> {
   const { rows } = await client.query<BrandRow>('SELECT * FROM brands WHERE id = $1', [id]);
   const before = rows[0];
-  const row = (await updateRow<BrandRow>(client, TABLE, companyId, id, await brandColumns(client, companyId, data, before)).catch(uniqueViolation))!;
+  const row = (await updateRow<BrandRow>(client, TABLE, companyId, id, await brandColumns(client, companyId, data, before)).catch(slugOrSkuTaken))!;
   if (row.name !== before.name || row.slug !== before.slug) {
     await client.query('UPDATE products SET brand_name = $3, brand_slug = $4, updated_at = now() WHERE company_id = $1 AND brand_id = $2', [
       companyId,

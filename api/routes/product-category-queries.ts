@@ -9,7 +9,7 @@ import { deleteMedia, imageUrlColumns, ownThumbnail } from '../../storage/media-
 import { ApiError, validationFailed } from '../errors.ts';
 import { listPage, type ListMeta, type TotalsCache } from '../pagination.ts';
 import type { CategoryListQuery, CategoryWrite, categorySchema } from './product-category-schemas.ts';
-import { freeSlug, uniqueViolation } from './slug-queries.ts';
+import { freeSlug, slugOrSkuTaken } from './slug-queries.ts';
 import type { z } from 'zod';
 
 export type CategoryRow = {
@@ -211,14 +211,14 @@ async function categoryColumns(client: Client, companyId: string, data: Category
 /** Creates the category under the tree lock; returns its id. */
 export async function createCategory(client: Client, companyId: string, data: CategoryWrite): Promise<string> {
   await lockCategoryTree(client, companyId);
-  const row = await insertRow<CategoryRow>(client, TABLE, companyId, await categoryColumns(client, companyId, data, null)).catch(uniqueViolation);
+  const row = await insertRow<CategoryRow>(client, TABLE, companyId, await categoryColumns(client, companyId, data, null)).catch(slugOrSkuTaken);
   return row.id;
 }
 
 /** Applies a PATCH to the (locked) category; the caller holds the tree lock. */
 export async function updateCategory(client: Client, companyId: string, id: string, data: CategoryWrite): Promise<void> {
   const { rows } = await client.query<CategoryRow>('SELECT * FROM product_categories WHERE id = $1', [id]);
-  await updateRow(client, TABLE, companyId, id, await categoryColumns(client, companyId, data, rows[0])).catch(uniqueViolation);
+  await updateRow(client, TABLE, companyId, id, await categoryColumns(client, companyId, data, rows[0])).catch(slugOrSkuTaken);
 }
 
 /** Deletes the (locked) category and its image's files; its children move up to its parent, its products lose their category. */

@@ -14,7 +14,7 @@ import { splitIdsAndSlugs, type IdsAndSlugs } from './catalog-fields.ts';
 import type { ProductListQuery, productSchema } from './product-schemas.ts';
 import { writeProductItems } from './product-item-queries.ts';
 import { PRODUCT_RESERVED, type ProductWrite } from './product-schemas.ts';
-import { freeSlug, resolveIdOrSlug, uniqueViolation } from './slug-queries.ts';
+import { freeSlug, resolveIdOrSlug, slugOrSkuTaken } from './slug-queries.ts';
 import type { z } from 'zod';
 
 /** A timestamptz: a Date from single reads, the API's ISO string from lists (ISO_TIMESTAMPS). */
@@ -255,7 +255,7 @@ async function productColumns(client: Client, companyId: string, data: ProductWr
 
 /** Creates the product with its nested items; returns its id. */
 export async function createProduct(client: Client, companyId: string, data: ProductWrite): Promise<string> {
-  const row = await insertRow<ProductRow>(client, TABLE, companyId, await productColumns(client, companyId, data, null)).catch(uniqueViolation);
+  const row = await insertRow<ProductRow>(client, TABLE, companyId, await productColumns(client, companyId, data, null)).catch(slugOrSkuTaken);
   await writeProductItems(client, companyId, row.id, data);
   return row.id;
 }
@@ -266,7 +266,7 @@ export async function updateProduct(client: Client, companyId: string, id: strin
   // A PATCH naming a nested list (variants, option types, components, stock: other tables) always moves
   // `updated_at`; otherwise only a change of the product's own columns does, so `{data: {}}` writes nothing.
   const nested = data.variants || data.option_types || data.components || data.inventory;
-  await updateRow(client, TABLE, companyId, id, await productColumns(client, companyId, data, rows[0]), { touch: nested ? 'always' : 'changed' }).catch(uniqueViolation);
+  await updateRow(client, TABLE, companyId, id, await productColumns(client, companyId, data, rows[0]), { touch: nested ? 'always' : 'changed' }).catch(slugOrSkuTaken);
   await writeProductItems(client, companyId, id, data);
 }
 

@@ -46,8 +46,8 @@ export async function freeSlug(
   return `${base}-${Date.now().toString(36)}`;
 }
 
-/** Turns a UNIQUE violation on slug/sku into 422 validation_failed; rethrows anything else. */
-export function uniqueViolation(error: unknown): never {
+/** A UNIQUE violation of a slug or sku as 422 validation_failed naming it (the constraint says which); anything else rethrown. */
+export function slugOrSkuTaken(error: unknown): never {
   const pgError = error as { code?: string; constraint?: string };
   if (pgError?.code === '23505') {
     const field = pgError.constraint?.includes('sku') ? 'sku' : 'slug';

@@ -153,7 +153,7 @@ export function listMembers(db: Queryable, totals: TotalsCache, companyId: strin
 }
 
 /** A unique violation of users as the contract's errors: the email 409, the booking slug 422. */
-function uniqueViolation(error: unknown): never {
+function userTaken(error: unknown): never {
   const pg = error as { code?: string; constraint?: string };
   if (pg.code === '23505' && pg.constraint === 'users_email_key') throw new ApiError('email_taken');
   if (pg.code === '23505' && pg.constraint === 'users_booking_slug_key') throw validationFailed({ booking_slug: ['ya lo usa otra persona'] });
@@ -187,7 +187,7 @@ export async function createMember(db: Queryable, companyId: string, data: UserC
   const names = Object.keys(cols);
   await db
     .query(`INSERT INTO users (${names.join(', ')}) VALUES (${names.map((_, i) => `$${i + 1}`).join(', ')})`, Object.values(cols))
-    .catch(uniqueViolation);
+    .catch(userTaken);
   await db.query('INSERT INTO memberships (company_id, user_id, is_owner) VALUES ($1, $2, $3)', [companyId, id, data.is_owner ?? false]);
   return (await findMember(db, companyId, id))!;
 }
@@ -260,7 +260,7 @@ export async function updateMember(db: Queryable, companyId: string, existing: M
   if (names.length) {
     await db
       .query(`UPDATE users SET ${setList(names, 2)}, updated_at = now() WHERE id = $1`, [existing.id, ...Object.values(cols)])
-      .catch(uniqueViolation);
+      .catch(userTaken);
   }
   if (data.is_owner !== undefined && data.is_owner !== existing.is_owner) {
     await assertActingOwner(db, companyId, actingUserId);
