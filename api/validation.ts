@@ -265,7 +265,7 @@ export const satUnitKey = z.string().trim().toUpperCase().regex(UNIT_KEY, 'clave
  * it is too late to tell the sender: a local part of at most 64 octets, DNS labels of at most 63, 254
  * octets in all.
  */
-export function fitsMailSizes(value: string): boolean {
+function fitsMailSizes(value: string): boolean {
   if (Buffer.byteLength(value) > 254) return false;
   const at = value.lastIndexOf('@');
   return Buffer.byteLength(value.slice(0, at)) <= 64 && value.slice(at + 1).split('.').every((label) => label.length <= 63);
@@ -275,7 +275,7 @@ export function fitsMailSizes(value: string): boolean {
 export const emailAddress = z
   .email()
   .max(254)
-  .refine(fitsMailSizes, 'no es un correo al que se pueda escribir: hasta 64 caracteres antes de la @ y 63 por parte del dominio');
+  .refine(fitsMailSizes, 'no es un correo al que se pueda escribir: hasta 64 bytes antes de la @ y 63 caracteres por parte del dominio');
 
 const RFC_SHAPE = /^[A-ZÑ&]{3,4}\d{6}[A-Z0-9]{3}$/;
 /**

@@ -3,7 +3,7 @@
 import { loadConfigOrExit } from '../lib/config.ts';
 import { createBoss } from './boss.ts';
 import { connectDatabaseOrExit } from './connect.ts';
-import { migrate } from './migrate.ts';
+import { migrate, MigrationError } from './migrate.ts';
 import { createPool } from './pool.ts';
 import { rebaseMediaUrls } from './media-owners.ts';
 
@@ -27,11 +27,15 @@ try {
     if (moved) console.log(`Image URLs moved to ${config.siteUrl}: ${moved}.`);
   }
 } catch (error) {
-  // One line for the deploy log, as every process that cannot start writes (docs/operations.md, Logs):
-  // which migration, and PostgreSQL's reason with its code (55P03, a lock not had in time: run it again).
-  const cause = (error as Error).cause as { message?: string; code?: string } | undefined;
-  const reason = cause?.message ? `: ${cause.message}${cause.code ? ` (${cause.code})` : ''}` : '';
-  process.stderr.write(`error: ${(error as Error).message}${reason}; nothing of it was applied, and the migrations before it stay\n`);
+  // One line for the deploy log, as every process that cannot start writes (docs/operations.md, Logs),
+  // with PostgreSQL's reason and code (55P03, a lock not had in time: run it again). A migration that
+  // failed is named, and was rolled back whole.
+  const withCode = (e: { message?: string; code?: unknown }) => `${e.message}${typeof e.code === 'string' ? ` (${e.code})` : ''}`;
+  const line =
+    error instanceof MigrationError
+      ? `${error.message}: ${withCode(error.cause as { message?: string; code?: unknown })}; nothing of it was applied, and the migrations before it stay`
+      : `the release phase failed: ${withCode(error as Error & { code?: unknown })}`;
+  process.stderr.write(`error: ${line}\n`);
   process.exitCode = 1;
 } finally {
   await pool.end();

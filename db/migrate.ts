@@ -51,6 +51,15 @@ export async function exitUnlessMigrated(pool: Pool, processLabel: string): Prom
   process.exit(1);
 }
 
+/** A migration that failed and was rolled back: its file and PostgreSQL's error (`cause`). */
+export class MigrationError extends Error {
+  readonly file: string;
+  constructor(file: string, cause: unknown) {
+    super(`migration ${file} failed`, { cause });
+    this.file = file;
+  }
+}
+
 /** Applies every pending migration (or those numbered up to `upTo`, for tests of a data migration). */
 export async function migrate(pool: Pool, options: { upTo?: number } = {}): Promise<string[]> {
   const files = await migrationFiles();
@@ -75,7 +84,7 @@ export async function migrate(pool: Pool, options: { upTo?: number } = {}): Prom
         applied.push(file);
       } catch (error) {
         await client.query('ROLLBACK');
-        throw new Error(`migration ${file} failed`, { cause: error });
+        throw new MigrationError(file, error);
       }
     }
   } finally {

@@ -80,7 +80,7 @@ describe('architecture: one direction of dependencies', () => {
       .flatMap(sources)
       .filter((file) => !file.endsWith('-queries.ts') && !file.endsWith(`${path.sep}queries.ts`) && !file.endsWith('money-fields.ts'))
       .filter((file) => /\.query\s*[<(]/.test(readFileSync(path.join(ROOT, file), 'utf8')));
-    assert.deepEqual(offenders, [], 'move the SQL to <resource>-queries.ts; a resource built by standardRoutes (customers, leads) has none yet: create it');
+    assert.deepEqual(offenders, [], 'move the SQL to <resource>-queries.ts (customers and leads have customer-queries.ts / lead-queries.ts)');
   });
 
   test('route handlers read and write through their `db`, never the pool behind it', () => {

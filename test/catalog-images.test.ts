@@ -570,7 +570,7 @@ describe('catalog images: upload checks, storage, public URLs, worker thumbnails
     await app.pool.query('INSERT INTO blob_chunks SELECT * FROM parked_chunks');
     await app.pool.query('DROP TABLE parked_chunks');
     // The retry made due now rather than at the end of its backoff (5 s, 10 s …, db/queues.ts THUMBNAIL).
-    await app.pool.query(`UPDATE pgboss.job SET start_after = now() WHERE name = 'thumbnail' AND state = 'retry'`);
+    await app.pool.query(`UPDATE pgboss.job SET start_after = now() WHERE name = 'thumbnail' AND state = 'retry' AND data->>'media_id' = (SELECT id FROM media WHERE owner_id = $1)`, [productId]);
     const url = await waitFor(async () => (await api.get(`/products/${productId}`)).body.data.thumbnail_url, 40_000);
     assert.match(url, /retry-thumb\.webp$/);
     const served = await fetch(res.body.data.image_url.replace(app.config.siteUrl, app.url));

@@ -150,7 +150,11 @@ describe('request log', () => {
     assert.equal((await call('x'.repeat(20), '198.51.100.91')).status, 200, 'another address is not affected');
     await waitFor(() => lines().some((l) => l.event === 'admin.refused' && l.throttled === true && l.address === '198.51.100.90'), 10_000, 'the refusal to be logged');
     // Each of the 12 refusals at that address is a line, those answered while it was already refused too.
-    await waitFor(() => lines().filter((l) => l.event === 'admin.refused' && l.address === '198.51.100.90').length === 12, 10_000, 'every refusal logged');
+    const refusals = await waitFor(() => {
+      const mine = lines().filter((l) => l.event === 'admin.refused' && l.address === '198.51.100.90');
+      return mine.length === 12 && mine;
+    }, 10_000, 'every refusal logged');
+    assert.deepEqual(refusals.map((l) => l.throttled), [...Array(10).fill(false), true, true], 'the 11th and the one answered while refused say so');
   });
 
   test('an admin file download writes its audit line whatever its outcome: address, company, file, error', async () => {
@@ -160,6 +164,10 @@ describe('request log', () => {
     assert.equal(missing.status, 404);
     const line = await waitFor(() => lines().find((l) => l.event === 'admin.file_download' && l.address === '198.51.100.95'), 10_000, 'the audit line of a refused download');
     assert.deepEqual([line.ok, line.error, line.company_id, line.file_id], [false, 'not_found', '0123456789abcdef01234567', 'abcdef0123456789abcdef01']);
+    const noCompany = await fetch(`${base}/admin/files/abcdef0123456789abcdef01`, { headers: { authorization: `Bearer ${'x'.repeat(20)}`, 'x-forwarded-for': '198.51.100.96' } });
+    assert.equal(noCompany.status, 422);
+    const missingParameter = await waitFor(() => lines().find((l) => l.event === 'admin.file_download' && l.address === '198.51.100.96'), 10_000, 'the audit line of a download without its company');
+    assert.deepEqual([missingParameter.ok, missingParameter.error, missingParameter.company_id], [false, 'parameter_missing', null]);
   });
 });
 

@@ -211,6 +211,20 @@ describe('money', () => {
     }
   });
 
+  test('a sale\'s payment keeps its amount and date: changing either is 422 naming it; the values as stored, sent back, write nothing', async () => {
+    const { api } = await newTenant();
+    const a = await account(api);
+    const s = (await api.post('/sales', { data: { currency: 'mxn', occurred_at: '2099-01-10T12:00:00Z', line_items: [{ description: 'X', quantity: 1, unit_price_cents: 1000, vat_rate: 16 }] } })).body.data;
+    const paid = await api.post(`/sales/${s.id}/payments`, { data: { account_id: a.id, amount_cents: 500, paid_at: '2099-01-11T12:00:00Z' } });
+    assert.equal(paid.status, 201, paid.text);
+    const incomeId = paid.body.data.payments[0].income_id;
+    const income = (await api.get(`/incomes/${incomeId}`)).body.data;
+    const moved = await api.patch(`/incomes/${incomeId}`, { data: { amount_cents: 400 } });
+    assert.deepEqual([moved.status, Object.keys(moved.body.errors ?? {})], [422, ['amount_cents']], moved.text);
+    const same = await api.patch(`/incomes/${incomeId}`, { data: { amount_cents: income.amount_cents, occurred_at: income.occurred_at } });
+    assert.deepEqual([same.status, same.body.data?.updated_at], [200, income.updated_at], same.text);
+  });
+
   test('a supplier\'s supplier_tax_id is an RFC as a customer\'s tax_id is: stored in capitals, a malformed or blank one is 422 naming it, null clears it', async () => {
     const { api } = await newTenant();
     const a = await account(api);

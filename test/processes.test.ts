@@ -179,6 +179,14 @@ describe('release phase and worker against DATABASE_URL', () => {
       assert.equal(result.code, 1);
       assert.match(result.stderr, /^error: migration 001_foundation\.sql failed: relation "companies" already exists \(42P07\); nothing of it was applied, and the migrations before it stay\n$/);
       assert.equal((await db.query('SELECT count(*)::int AS n FROM schema_migrations')).rows[0].n, 0, 'rolled back');
+      // A failure that is no migration's (here the runner's own table in another shape) is said as what it is, with its code.
+      await db.query('DROP TABLE schema_migrations; CREATE TABLE schema_migrations (x int)');
+      const other = await run(process.execPath, ['db/migrate-cli.ts'], { env: { ...process.env, NODE_ENV: 'test', DATABASE_URL: url.toString(), LOG_LEVEL: 'silent' }, timeout: 60_000 }).then(
+        () => ({ code: 0, stderr: '' }),
+        (error: { code?: number; stderr?: string }) => ({ code: error.code, stderr: error.stderr ?? '' }),
+      );
+      assert.equal(other.code, 1);
+      assert.match(other.stderr, /^error: the release phase failed: column "id" does not exist \(42703\)\n$/);
     } finally {
       await db.end();
       await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);

@@ -6,7 +6,7 @@ import { objectId } from '../../lib/objectid.ts';
 import type { TotalsCache } from '../pagination.ts';
 import { listPage, type PaginationQuery } from '../pagination.ts';
 import type { CalendarEventCreate, CalendarEventUpdate, calendarEventSchema } from './calendar-event-schemas.ts';
-import { identifier, setList } from '../../db/tables.ts';
+import { changesAny, setList } from '../../db/tables.ts';
 import type { z } from 'zod';
 
 export type CalendarEventRow = {
@@ -113,10 +113,8 @@ export async function updateCalendarEvent(db: Queryable, companyId: string, id: 
   const cols = values(data);
   const names = Object.keys(cols);
   if (names.length === 0) return null;
-  const params = names.map((_, i) => `$${i + 3}`);
   const { rows } = await db.query<CalendarEventRow>(
-    `UPDATE calendar_events SET ${setList(names, 3)}, updated_at = now()
-      WHERE company_id = $1 AND id = $2 AND ROW(${names.map(identifier).join(', ')}) IS DISTINCT FROM ROW(${params.join(', ')}) RETURNING *`,
+    `UPDATE calendar_events SET ${setList(names, 3)}, updated_at = now() WHERE company_id = $1 AND id = $2${changesAny(names, 3)} RETURNING *`,
     [companyId, id, ...Object.values(cols)],
   );
   return rows[0] ?? null;

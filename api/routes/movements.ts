@@ -137,10 +137,15 @@ export function movementRoutes(direction: Direction): RouteDef[] {
           if (data.amount_cents !== undefined && data.amount_cents < Number(m.paid_cents)) throw validationFailed({ amount_cents: [`no puede ser menor que lo pagado (${m.paid_cents})`] });
           // As on create: a due date belongs to one on credit; on one fully paid it is refused, not stored.
           if (data.due_on && m.status === 'paid' && (data.amount_cents ?? Number(m.amount_cents)) <= Number(m.paid_cents)) throw validationFailed({ due_on: ['solo para uno pendiente; este ya está pagado'] });
-          if (m.sale_id && (data.amount_cents !== undefined || data.occurred_at !== undefined)) {
-            // Named under the field sent (both when both are).
+          // A sale's payment keeps its amount and date; the values as stored, sent back, change nothing.
+          const changed = {
+            amount_cents: data.amount_cents !== undefined && data.amount_cents !== Number(m.amount_cents),
+            occurred_at: data.occurred_at !== undefined && Date.parse(data.occurred_at) !== new Date(m.occurred_at).getTime(),
+          };
+          if (m.sale_id && (changed.amount_cents || changed.occurred_at)) {
+            // Named under the field that would change (both when both would).
             const why = 'el pago de una venta no cambia de monto ni fecha; elimínalo y registra otro (si ya tiene complemento de pago emitido, registra una devolución de la venta)';
-            throw validationFailed(Object.fromEntries((['amount_cents', 'occurred_at'] as const).filter((field) => data[field] !== undefined).map((field) => [field, [why]])));
+            throw validationFailed(Object.fromEntries((['amount_cents', 'occurred_at'] as const).filter((field) => changed[field]).map((field) => [field, [why]])));
           }
           if (data.occurred_at) {
             const firstPayment = (await paymentsOf(client, m.id))[0];

@@ -1,7 +1,7 @@
 // `wsctl automation create --file`: the REST API cannot create automations.
 import { z } from 'zod';
 import { serializeAutomation } from '../../routes/automation-queries.ts';
-import { optionalText } from '../../validation.ts';
+import { optionalText, text } from '../../validation.ts';
 import { createAutomation } from '../automations.ts';
 import { adminId as id, adminProcedure, router } from '../trpc.ts';
 
@@ -12,7 +12,7 @@ export const automationRouter = router({
         companyId: id,
         // Strict, as form files are: a misspelt key (`trigger-config`) is refused, not dropped.
         automation: z.strictObject({
-          name: z.string().trim().min(1).max(200),
+          name: text(200).min(1),
           description: optionalText(2000),
           active: z.boolean().optional(),
           trigger_type: z.string().trim().min(1).max(100),

@@ -3,12 +3,13 @@ import { z } from 'zod';
 import { MAX_TEAM_SIZE } from '../limits.ts';
 import { OPT_IN_MODULES } from '../../auth/scopes.ts';
 import { isTimeZone } from '../../../lib/local-dates.ts';
-import { isOneLine } from '../../validation.ts';
+import { emailAddress, isOneLine, text } from '../../validation.ts';
 import { createCompany, getCompany, listCompanies, updateCompany } from '../companies.ts';
 import { adminId as id, adminProcedure, router, storedInt } from '../trpc.ts';
 
 // One line, as the API's PUT /company takes it: the sender's name of the company's emails.
-const name = z.string().trim().min(1).max(200).refine(isOneLine, 'must be one line, without control characters');
+// Text that shows nothing is blank (api/validation.ts text), as the API's PUT /company reads it.
+const name = text(200).min(1).refine(isOneLine, 'must be one line, without control characters');
 const plan = z.enum(['free', 'starter', 'enterprise']);
 const companyFields = {
   maxTeamSize: z.number().int().min(1).max(MAX_TEAM_SIZE).optional(),
@@ -20,14 +21,14 @@ const companyFields = {
 
 export const companyRouter = router({
   create: adminProcedure
-    .input(z.strictObject({ name, ownerEmail: z.email().optional(), ...companyFields }))
+    .input(z.strictObject({ name, ownerEmail: emailAddress.optional(), ...companyFields }))
     .mutation(({ ctx, input }) => createCompany(ctx.deps.pool, input)),
   update: adminProcedure
     .input(
       z.strictObject({
         id,
         name: name.optional(),
-        ownerEmail: z.email().optional(),
+        ownerEmail: emailAddress.optional(),
         ...companyFields,
         responseCache: z.boolean().optional(),
         storageQuotaMb: storedInt(0).optional(),

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { parseScopes } from '../../auth/scopes.ts';
 import { validationFailed } from '../../errors.ts';
+import { text } from '../../validation.ts';
 import { requireCompany } from '../exists.ts';
 import { issueKey, listKeys, revokeKey } from '../keys.ts';
 import { adminId as id, adminProcedure, router, storedInt } from '../trpc.ts';
@@ -14,7 +15,7 @@ export const keyRouter = router({
         userId: id.optional(),
         scopes: z.union([z.string(), z.array(z.string())]),
         origins: z.array(z.string().trim().toLowerCase().regex(/^(\*\.)?[a-z0-9.-]+$/, 'must be a host name')).optional(),
-        name: z.string().trim().min(1, 'must not be empty (leave --name out for the default)').max(100).optional(),
+        name: text(100).min(1, 'must not be empty (leave --name out for the default)').optional(),
         rateLimitPerMinute: storedInt(1).nullable().optional(),
       }),
     )
