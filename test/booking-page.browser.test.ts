@@ -237,6 +237,8 @@ describe('public booking page in a browser', { skip }, () => {
     const text = (await page.textContent('#form-error'))!;
     assert.match(text, /Acepto las condiciones: /);
     assert.doesNotMatch(text, /acepto: /);
+    assert.match(text, /[^.]\.$/, `one period at its end, none doubled: ${text}`);
+    assert.doesNotMatch(text, /\.;/, text);
     await context.close();
   });
 
@@ -344,6 +346,7 @@ describe('public booking page in a browser', { skip }, () => {
     await page.click('#theme-toggle');
     assert.equal(await themeOf(page), 'dark');
     assert.equal(await page.getAttribute('#theme-toggle', 'aria-pressed'), 'true');
+    assert.equal(await page.textContent('#theme-toggle'), 'Modo oscuro', 'a toggle keeps its name; its pressed state says which theme is on');
     await page.reload();
     assert.equal(await themeOf(page), 'dark');
     await context.close();
@@ -527,6 +530,10 @@ describe('public booking page in a browser', { skip }, () => {
       return rows[0];
     }, 10_000, 'the new booking');
     assert.equal(moved.status, 'confirmed');
+    // The new booking's page says what happened, as a cancel does, with focus on its heading; the hash that told it is gone.
+    await page.waitForFunction(() => /reprogramada/.test((globalThis as any).document.getElementById('manage-status')?.textContent ?? ''));
+    assert.equal(await page.evaluate(() => (globalThis as any).document.activeElement?.id), 'booking-title');
+    assert.equal(new URL(page.url()).hash, '');
     await page.fill('#reason', 'Cambio de planes');
     // A double click sends one cancel: the second had answered 409 and its error showed beside the success.
     const cancels: string[] = [];

@@ -111,10 +111,13 @@ describe('products: prices, nested writes, detail, custom properties', () => {
     assert.equal(p.slug, 'playera-basica');
     assert.equal(p.status, 'active');
     assert.equal(p.sat_unit_key, 'H87');
+    // An image sent without a position goes after those sent with one (as a nested item does), in the order sent.
     assert.deepEqual(p.images, [
-      { url: 'https://cdn.example.com/a.jpg', alt: 'Frente', position: 0 },
       { url: 'https://cdn.example.com/b.jpg', alt: null, position: 5 },
+      { url: 'https://cdn.example.com/a.jpg', alt: 'Frente', position: 6 },
     ]);
+    const gallery = await api.patch(`/products/${p.id}`, { data: { images: [{ url: 'https://e.example/1.jpg', position: 5 }, { url: 'https://e.example/2.jpg', position: 2 }, { url: 'https://e.example/3.jpg' }, { url: 'https://e.example/4.jpg' }] } });
+    assert.deepEqual(gallery.body.data.images.map((i: any) => [i.url.slice(-5), i.position]), [['2.jpg', 2], ['1.jpg', 5], ['3.jpg', 6], ['4.jpg', 7]], 'no place a client gave is taken twice');
     assert.equal(p.variants.length, 2);
     assert.deepEqual(p.variants[0].prices_cents, {}, 'an inheriting variant has an empty map');
     assert.equal(p.variants[0].image_url, null);

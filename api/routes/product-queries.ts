@@ -246,7 +246,12 @@ async function productColumns(client: Client, companyId: string, data: ProductWr
     if (image === 'own_thumbnail') throw validationFailed({ image_url: [ownThumbnail('image_url')] });
     Object.assign(values, image);
   }
-  if (images !== undefined) values.images = images.map((img, i) => ({ url: img.url, alt: img.alt ?? null, position: img.position ?? i }));
+  if (images !== undefined) {
+    // An image sent without a position goes after those sent with one, in the order sent (as a nested
+    // item without one goes after the list's), so it never takes a place a client gave another.
+    let next = Math.max(-1, ...images.map((img) => img.position ?? -1)) + 1;
+    values.images = images.map((img) => ({ url: img.url, alt: img.alt ?? null, position: img.position ?? next++ }));
+  }
   if (custom_properties !== undefined) {
     values.custom_properties = mergeCustomProperties(existing?.custom_properties ?? {}, custom_properties, PRODUCT_RESERVED);
   }

@@ -9,10 +9,9 @@
 
   // Theme toggle: the inline head script already chose the theme before paint.
   var toggle = document.getElementById('theme-toggle');
+  // A toggle button keeps its name and says its state (WAI-ARIA): "Modo oscuro", pressed while dark.
   function showTheme() {
-    var dark = root.getAttribute('data-theme') === 'dark';
-    toggle.setAttribute('aria-pressed', dark ? 'true' : 'false');
-    toggle.textContent = dark ? 'Modo claro' : 'Modo oscuro';
+    toggle.setAttribute('aria-pressed', root.getAttribute('data-theme') === 'dark' ? 'true' : 'false');
   }
   if (toggle) {
     showTheme();
@@ -250,7 +249,8 @@
   function invalidFields(form) {
     return Array.prototype.filter.call(form.elements, function (el) { return el.willValidate && !el.validity.valid; }).map(function (el) {
       var label = el.id ? document.querySelector('label[for="' + el.id + '"]') : null;
-      return (label ? label.textContent.replace(/\s*\*\s*$/, '').trim() : el.name) + ': ' + el.validationMessage;
+      // The browser's messages end in a period: dropped, so the list reads "a; b." and not "a.; b..".
+      return (label ? label.textContent.replace(/\s*\*\s*$/, '').trim() : el.name) + ': ' + el.validationMessage.replace(/\.+\s*$/, '');
     }).join('; ');
   }
 
@@ -338,6 +338,12 @@
     function showWhen() { var withOffset = offsetsFor(data.startsAt, data.endsAt); when.textContent = longDate(data.startsAt) + ', de ' + timeOf(data.startsAt, withOffset) + ' a ' + timeOf(data.endsAt, withOffset) + ' (' + zone + ')'; }
     showWhen();
     if (tzSelect) tzSelect.addEventListener('change', showWhen);
+    // Arrived from a reschedule (the new booking's page, #reprogramada): said, as a cancel is, and focused.
+    if (window.location.hash === '#reprogramada') {
+      $('manage-status').textContent = 'Tu reserva quedó reprogramada a esta hora. Te enviamos la confirmación por correo.';
+      $('booking-title').focus();
+      try { history.replaceState(null, '', window.location.pathname + window.location.search); } catch (e) { /* the hash stays: harmless */ }
+    }
     var cancelForm = $('cancel-form');
     if (cancelForm) cancelForm.addEventListener('submit', function (e) {
       e.preventDefault();
@@ -360,7 +366,7 @@
       if (!chosen) return;
       confirm.disabled = true;
       post(data.rescheduleUrl, { starts_at: chosen.starts_at }, rescheduleKey).then(function (res) {
-        if (res.status === 201) { window.location.assign(res.body.data.manage_url); return; }
+        if (res.status === 201) { window.location.assign(res.body.data.manage_url + '#reprogramada'); return; }
         showManageError(errorText(res.body, res.status));
         if (res.body && res.body.error === 'slot_unavailable') {
           // The slot is gone: nothing to confirm until another is chosen from the reloaded list.
