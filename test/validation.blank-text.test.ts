@@ -1,11 +1,12 @@
 // docs/api.md, Records: a field with no value is null, never "". An optional text sent blank ("" or
 // only spaces) is stored as null, across resources (one schema helper, `optionalText` in
-// api/validation.ts), and a required one stays refused.
+// api/validation.ts), and a required one stays refused; text that shows nothing (zero-width
+// characters, the BOM, a soft hyphen) counts as blank (`text`).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { client, seedTenant, startTestApp, type TestApp } from './helpers/app.ts';
 
-describe('blank optional text is null', () => {
+describe('blank optional text is null; text that shows nothing is blank', () => {
   let app: TestApp;
   let api: ReturnType<typeof client>;
   before(async () => {
@@ -45,18 +46,8 @@ describe('blank optional text is null', () => {
     assert.equal(expense.status, 201, expense.text);
     assert.deepEqual([expense.body.data.description, expense.body.data.supplier_name], [null, null]);
   });
-});
 
-describe('text that shows nothing is blank', () => {
-  let app: TestApp;
-  let api: ReturnType<typeof client>;
-  before(async () => {
-    app = await startTestApp();
-    api = client(app.baseUrl, (await seedTenant(app.pool)).key);
-  });
-  after(() => app.close());
-
-  // Zero-width spaces and joiners, the BOM, a soft hyphen: a name made of them reads as no name (on an
+  // Text that shows nothing is blank too. Zero-width spaces and joiners, the BOM, a soft hyphen: a name made of them reads as no name (on an
   // invoice a legal name of U+200B was the receiver's name).
   const invisible = ['\u200b', '\u200b\u200d\ufeff', ' \u00ad '];
 
